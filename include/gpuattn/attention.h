@@ -1,0 +1,63 @@
+// Attention forward: out = softmax(q k^T * scale [+ mask]) v, exact, with fp32 accumulation.
+#pragma once
+
+#include <optional>
+
+#include "gpuattn/types.h"
+
+namespace gpuattn {
+
+enum class Backend : std::uint8_t {
+  automatic,  // from where the tensors live: CUDA tensors -> CUDA kernels, host tensors -> CPU
+  cpu,        // tiled, threaded fp32 CPU path (host tensors only)
+  cuda,       // CUDA kernels (device tensors only)
+};
+
+enum class Precision : std::uint8_t {
+  standard,     // fp32 accumulators, online softmax
+  compensated,  // additionally Kahan-compensated softmax denominator and output accumulators
+};
+
+// Arguments of one attention forward call.
+//
+// Dense layout:  q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out [B, Sq, Hq, D];
+//                lse (optional, fp32) [B, Hq, Sq].
+// Varlen layout: q [total_q, Hq, D], k/v [total_k, Hkv, D], out [total_q, Hq, D], with
+//                cu_seqlens_q/k int32 [batch + 1] (prefix sums starting at 0, on the same device
+//                as q) and max_seqlen_q/k; lse (optional, fp32) [Hq, total_q] as in flash-attn.
+// Any strides are accepted as long as the last dimension is contiguous and every other stride is a
+// multiple of 16 bytes; pointers must be 16-byte aligned. Hq must be a multiple of Hkv (GQA/MQA:
+// query head h reads kv head h / (Hq / Hkv); K/V are never copied).
+// Causal masking is bottom-right aligned when Sq != Sk (flash-attn >= 2.1): query i sees key j iff
+// j <= i + Sk - Sq. A query row that sees no key gets out = 0 and lse = -inf.
+// q/k/v/out share a dtype: f16 or bf16 (either backend) or f32 (CPU backend only); D is 64 or 128.
+struct AttentionArgs {
+  TensorView q, k, v, out;
+  TensorView lse;  // optional
+
+  TensorView cu_seqlens_q;  // varlen only: int32 [batch + 1]
+  TensorView cu_seqlens_k;
+  int max_seqlen_q = 0;
+  int max_seqlen_k = 0;
+
+  std::optional<float> softmax_scale;  // default 1/sqrt(D)
+  bool causal = false;
+  Precision precision = Precision::standard;
+  Backend backend = Backend::automatic;
+
+  void* stream = nullptr;  // cudaStream_t for the CUDA backend (nullptr: default stream)
+  int num_threads = 0;     // CPU backend threads (0: hardware concurrency)
+};
+
+// Validates `args` and computes the forward pass. Throws gpuattn::Error, naming the offending
+// value, on any invalid input; in that case `out` and `lse` are left untouched. The CUDA backend is
+// asynchronous with respect to the host (stream-ordered) unless validation needs cu_seqlens values.
+void attention_forward(const AttentionArgs& args);
+
+// True when this build has the CUDA backend and a CUDA device is visible.
+bool cuda_available();
+
+const char* to_string(Backend b);
+const char* to_string(Precision p);
+
+}  // namespace gpuattn

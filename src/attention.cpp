@@ -1,0 +1,47 @@
+// Public entry point: validate once, then hand the params to the backend.
+#include "gpuattn/attention.h"
+
+#include "core/fwd_params.h"
+#include "cpu/cpu_attention.h"
+#if defined(GPUATTN_WITH_CUDA)
+#include "cuda/cuda_attention.h"
+#endif
+
+namespace gpuattn {
+
+void attention_forward(const AttentionArgs& args) {
+  const FwdParams p = make_fwd_params(args);
+  if (p.device == Device::cpu) {
+    cpu_attention_forward(p);
+    return;
+  }
+#if defined(GPUATTN_WITH_CUDA)
+  cuda_attention_forward(p, args.stream);
+#else
+  throw Error(ErrorCode::not_supported,
+              "gpuattn::attention_forward: tensors are on cuda but this build has no CUDA backend");
+#endif
+}
+
+bool cuda_available() {
+#if defined(GPUATTN_WITH_CUDA)
+  return cuda_device_count() > 0;
+#else
+  return false;
+#endif
+}
+
+const char* to_string(Backend b) {
+  switch (b) {
+    case Backend::automatic: return "auto";
+    case Backend::cpu: return "cpu";
+    case Backend::cuda: return "cuda";
+  }
+  return "unknown";
+}
+
+const char* to_string(Precision p) {
+  return p == Precision::standard ? "standard" : "compensated";
+}
+
+}  // namespace gpuattn

@@ -1,0 +1,327 @@
+#include "core/fwd_params.h"
+
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string>
+
+namespace gpuattn {
+namespace {
+
+[[noreturn]] void fail(ErrorCode code, const std::string& msg) {
+  throw Error(code, "gpuattn::attention_forward: " + msg);
+}
+[[noreturn]] void invalid(const std::string& msg) { fail(ErrorCode::invalid_argument, msg); }
+
+std::string shape_str(const TensorView& t) {
+  std::ostringstream s;
+  s << '[';
+  for (int i = 0; i < t.rank; ++i) s << (i ? ", " : "") << t.shape[i];
+  s << ']';
+  return s.str();
+}
+
+void check_view(const TensorView& t, const char* name, int rank, const char* layout) {
+  if (t.data == nullptr) invalid(std::string(name) + " is a null pointer");
+  if (t.rank != rank) {
+    invalid(std::string(name) + " has rank " + std::to_string(t.rank) + " (shape " +
+            shape_str(t) + "), expected rank " + std::to_string(rank) + " " + layout);
+  }
+  for (int i = 0; i < rank; ++i) {
+    if (t.shape[i] < 0) {
+      invalid(std::string(name) + " has a negative size " + std::to_string(t.shape[i]) +
+              " in dimension " + std::to_string(i));
+    }
+    if (t.stride[i] < 0) {
+      invalid(std::string(name) + " has a negative stride " + std::to_string(t.stride[i]) +
+              " in dimension " + std::to_string(i));
+    }
+  }
+}
+
+// Attention operands: last dim contiguous, other strides multiples of 16 bytes, 16-byte aligned.
+void check_operand(const TensorView& t, const char* name) {
+  const auto es = static_cast<std::int64_t>(element_size(t.dtype));
+  if (t.stride[t.rank - 1] != 1) {
+    invalid(std::string(name) + " last-dimension stride is " +
+            std::to_string(t.stride[t.rank - 1]) + ", must be 1 (head dim contiguous)");
+  }
+  for (int i = 0; i < t.rank - 1; ++i) {
+    if ((t.stride[i] * es) % 16 != 0) {
+      invalid(std::string(name) + " stride " + std::to_string(t.stride[i]) + " of dimension " +
+              std::to_string(i) + " is not a multiple of 16 bytes");
+    }
+  }
+  const auto addr = reinterpret_cast<std::uintptr_t>(t.data);
+  if (addr % 16 != 0) {
+    std::ostringstream s;
+    s << name << " pointer " << t.data << " is not 16-byte aligned";
+    invalid(s.str());
+  }
+}
+
+void check_same_place(const TensorView& t, const TensorView& ref, const char* name) {
+  if (t.device != ref.device || (t.device == Device::cuda && t.device_index != ref.device_index)) {
+    invalid(std::string(name) + " is on " + to_string(t.device) + ":" +
+            std::to_string(t.device_index) + " but q is on " + to_string(ref.device) + ":" +
+            std::to_string(ref.device_index) + " (host/device mix)");
+  }
+}
+
+void check_positive(std::int64_t v, const std::string& what) {
+  if (v <= 0) invalid(what + " is " + std::to_string(v) + ", must be positive");
+}
+
+const TensorView& check_cu(const TensorView& cu, const char* name, const TensorView& q) {
+  if (cu.data == nullptr) invalid(std::string(name) + " is a null pointer");
+  if (cu.dtype != DType::i32) {
+    invalid(std::string(name) + " has dtype " + to_string(cu.dtype) + ", expected int32");
+  }
+  if (cu.rank != 1) {
+    invalid(std::string(name) + " has rank " + std::to_string(cu.rank) + ", expected 1 [batch + 1]");
+  }
+  if (cu.shape[0] < 2) {
+    invalid(std::string(name) + " has " + std::to_string(cu.shape[0]) +
+            " entries, needs batch + 1 >= 2");
+  }
+  if (cu.stride[0] != 1) {
+    invalid(std::string(name) + " stride is " + std::to_string(cu.stride[0]) + ", must be 1");
+  }
+  if (reinterpret_cast<std::uintptr_t>(cu.data) % 4 != 0) {
+    invalid(std::string(name) + " pointer is not 4-byte aligned");
+  }
+  check_same_place(cu, q, name);
+  return cu;
+}
+
+}  // namespace
+
+void check_cu_seqlens(const std::int32_t* cu, int batch, std::int64_t total, int max_seqlen,
+                      const char* name) {
+  if (cu[0] != 0) {
+    invalid(std::string(name) + "[0] is " + std::to_string(cu[0]) + ", must be 0");
+  }
+  for (int b = 0; b < batch; ++b) {
+    const std::int64_t len = static_cast<std::int64_t>(cu[b + 1]) - cu[b];
+    if (len < 0) {
+      invalid(std::string(name) + " decreases at index " + std::to_string(b + 1) + " (" +
+              std::to_string(cu[b]) + " -> " + std::to_string(cu[b + 1]) +
+              "): negative sequence length " + std::to_string(len));
+    }
+    if (len > max_seqlen) {
+      invalid(std::string(name) + " gives sequence " + std::to_string(b) + " length " +
+              std::to_string(len) + " > max_seqlen " + std::to_string(max_seqlen));
+    }
+  }
+  if (cu[batch] != total) {
+    invalid(std::string(name) + "[" + std::to_string(batch) + "] is " + std::to_string(cu[batch]) +
+            " but the packed tensor has " + std::to_string(total) + " rows");
+  }
+}
+
+FwdParams make_fwd_params(const AttentionArgs& a) {
+  const bool varlen = a.cu_seqlens_q.present() || a.cu_seqlens_k.present();
+  const int rank = varlen ? 3 : 4;
+  const char* qlayout = varlen ? "[total_q, Hq, D]" : "[B, Sq, Hq, D]";
+  const char* klayout = varlen ? "[total_k, Hkv, D]" : "[B, Sk, Hkv, D]";
+  check_view(a.q, "q", rank, qlayout);
+  check_view(a.k, "k", rank, klayout);
+  check_view(a.v, "v", rank, klayout);
+  check_view(a.out, "out", rank, qlayout);
+
+  // dtypes
+  if (a.q.dtype != DType::f16 && a.q.dtype != DType::bf16 && a.q.dtype != DType::f32) {
+    fail(ErrorCode::not_supported, std::string("q dtype ") + to_string(a.q.dtype) +
+                                       " is not supported (float16, bfloat16, float32 on CPU)");
+  }
+  for (auto [t, name] : {std::pair{&a.k, "k"}, std::pair{&a.v, "v"}, std::pair{&a.out, "out"}}) {
+    if (t->dtype != a.q.dtype) {
+      invalid(std::string(name) + " dtype " + to_string(t->dtype) + " differs from q dtype " +
+              to_string(a.q.dtype));
+    }
+  }
+
+  // devices and backend
+  check_same_place(a.k, a.q, "k");
+  check_same_place(a.v, a.q, "v");
+  check_same_place(a.out, a.q, "out");
+  if (a.lse.present()) check_same_place(a.lse, a.q, "lse");
+  if (a.backend == Backend::cpu && a.q.device != Device::cpu) {
+    invalid("backend cpu was requested but the tensors are on cuda:" +
+            std::to_string(a.q.device_index));
+  }
+  if (a.backend == Backend::cuda && a.q.device != Device::cuda) {
+    invalid("backend cuda was requested but the tensors are on the host (cpu)");
+  }
+  if (a.q.device == Device::cuda && a.q.dtype == DType::f32) {
+    fail(ErrorCode::not_supported, "dtype float32 is supported on the CPU backend only");
+  }
+
+  // shapes
+  const int h_dim = rank - 2;
+  const std::int64_t D = a.q.shape[rank - 1];
+  if (D != 64 && D != 128) {
+    fail(ErrorCode::not_supported, "head dim " + std::to_string(D) + " is not supported (64, 128)");
+  }
+  for (auto [t, name] : {std::pair{&a.k, "k"}, std::pair{&a.v, "v"}}) {
+    if (t->shape[rank - 1] != D) {
+      invalid(std::string(name) + " head dim " + std::to_string(t->shape[rank - 1]) +
+              " differs from q head dim " + std::to_string(D));
+    }
+  }
+  for (int i = 0; i < rank; ++i) {
+    if (a.out.shape[i] != a.q.shape[i]) {
+      invalid("out shape " + shape_str(a.out) + " differs from q shape " + shape_str(a.q));
+    }
+    if (a.v.shape[i] != a.k.shape[i]) {
+      invalid("v shape " + shape_str(a.v) + " differs from k shape " + shape_str(a.k));
+    }
+  }
+  const std::int64_t hq = a.q.shape[h_dim];
+  const std::int64_t hkv = a.k.shape[h_dim];
+  check_positive(hq, "q heads (Hq)");
+  check_positive(hkv, "k heads (Hkv)");
+  if (hq % hkv != 0) {
+    invalid("q heads " + std::to_string(hq) + " are not a multiple of kv heads " +
+            std::to_string(hkv) + " (GQA needs Hq % Hkv == 0)");
+  }
+  check_operand(a.q, "q");
+  check_operand(a.k, "k");
+  check_operand(a.v, "v");
+  check_operand(a.out, "out");
+
+  if (a.softmax_scale && !std::isfinite(*a.softmax_scale)) {
+    invalid("softmax_scale " + std::to_string(*a.softmax_scale) + " is not finite");
+  }
+  if (a.num_threads < 0) invalid("num_threads " + std::to_string(a.num_threads) + " is negative");
+
+  FwdParams p;
+  p.q = a.q.data;
+  p.k = a.k.data;
+  p.v = a.v.data;
+  p.o = a.out.data;
+  p.hq = static_cast<int>(hq);
+  p.hkv = static_cast<int>(hkv);
+  p.head_dim = static_cast<int>(D);
+  p.dtype = a.q.dtype;
+  p.device = a.q.device;
+  p.device_index = a.q.device_index;
+  p.causal = a.causal;
+  p.precision = a.precision;
+  p.num_threads = a.num_threads;
+  p.scale = a.softmax_scale ? *a.softmax_scale : static_cast<float>(1.0 / std::sqrt(double(D)));
+  p.scale_log2 = static_cast<float>(p.scale * 1.4426950408889634);
+
+  if (!varlen) {
+    const std::int64_t B = a.q.shape[0];
+    check_positive(B, "batch size (q dim 0)");
+    check_positive(a.q.shape[1], "q sequence length (Sq)");
+    check_positive(a.k.shape[1], "k sequence length (Sk)");
+    if (a.k.shape[0] != B) {
+      invalid("k batch " + std::to_string(a.k.shape[0]) + " differs from q batch " +
+              std::to_string(B));
+    }
+    if (a.q.shape[1] > INT32_MAX || a.k.shape[1] > INT32_MAX) invalid("sequence length too large");
+    if (a.max_seqlen_q != 0 || a.max_seqlen_k != 0) {
+      invalid("max_seqlen_q/k are for varlen (cu_seqlens) calls only; got " +
+              std::to_string(a.max_seqlen_q) + "/" + std::to_string(a.max_seqlen_k));
+    }
+    p.batch = static_cast<int>(B);
+    p.seqlen_q = static_cast<int>(a.q.shape[1]);
+    p.seqlen_k = static_cast<int>(a.k.shape[1]);
+    p.total_q = B * p.seqlen_q;
+    p.total_k = B * p.seqlen_k;
+    p.q_batch_stride = a.q.stride[0];
+    p.q_row_stride = a.q.stride[1];
+    p.q_head_stride = a.q.stride[2];
+    p.k_batch_stride = a.k.stride[0];
+    p.k_row_stride = a.k.stride[1];
+    p.k_head_stride = a.k.stride[2];
+    p.v_batch_stride = a.v.stride[0];
+    p.v_row_stride = a.v.stride[1];
+    p.v_head_stride = a.v.stride[2];
+    p.o_batch_stride = a.out.stride[0];
+    p.o_row_stride = a.out.stride[1];
+    p.o_head_stride = a.out.stride[2];
+  } else {
+    if (!a.cu_seqlens_q.present()) invalid("cu_seqlens_k is given but cu_seqlens_q is missing");
+    if (!a.cu_seqlens_k.present()) invalid("cu_seqlens_q is given but cu_seqlens_k is missing");
+    check_cu(a.cu_seqlens_q, "cu_seqlens_q", a.q);
+    check_cu(a.cu_seqlens_k, "cu_seqlens_k", a.q);
+    if (a.cu_seqlens_q.shape[0] != a.cu_seqlens_k.shape[0]) {
+      invalid("cu_seqlens_q has " + std::to_string(a.cu_seqlens_q.shape[0]) +
+              " entries but cu_seqlens_k has " + std::to_string(a.cu_seqlens_k.shape[0]));
+    }
+    check_positive(a.max_seqlen_q, "max_seqlen_q");
+    check_positive(a.max_seqlen_k, "max_seqlen_k");
+    if (a.q.shape[0] > INT32_MAX || a.k.shape[0] > INT32_MAX) {
+      invalid("packed row count exceeds int32 (cu_seqlens are int32)");
+    }
+    p.batch = static_cast<int>(a.cu_seqlens_q.shape[0] - 1);
+    p.seqlen_q = a.max_seqlen_q;
+    p.seqlen_k = a.max_seqlen_k;
+    p.total_q = a.q.shape[0];
+    p.total_k = a.k.shape[0];
+    p.cu_seqlens_q = static_cast<const std::int32_t*>(a.cu_seqlens_q.data);
+    p.cu_seqlens_k = static_cast<const std::int32_t*>(a.cu_seqlens_k.data);
+    if (a.q.device == Device::cpu) {
+      check_cu_seqlens(p.cu_seqlens_q, p.batch, p.total_q, p.seqlen_q, "cu_seqlens_q");
+      check_cu_seqlens(p.cu_seqlens_k, p.batch, p.total_k, p.seqlen_k, "cu_seqlens_k");
+    }
+    p.q_row_stride = a.q.stride[0];
+    p.q_head_stride = a.q.stride[1];
+    p.k_row_stride = a.k.stride[0];
+    p.k_head_stride = a.k.stride[1];
+    p.v_row_stride = a.v.stride[0];
+    p.v_head_stride = a.v.stride[1];
+    p.o_row_stride = a.out.stride[0];
+    p.o_head_stride = a.out.stride[1];
+  }
+
+  if (a.lse.present()) {
+    const TensorView& l = a.lse;
+    if (l.data == nullptr) invalid("lse is a null pointer");
+    if (l.dtype != DType::f32) {
+      invalid(std::string("lse dtype ") + to_string(l.dtype) + " must be float32");
+    }
+    if (reinterpret_cast<std::uintptr_t>(l.data) % 4 != 0) invalid("lse is not 4-byte aligned");
+    if (!varlen) {
+      if (l.rank != 3 || l.shape[0] != p.batch || l.shape[1] != p.hq || l.shape[2] != p.seqlen_q) {
+        invalid("lse shape " + shape_str(l) + " must be [B, Hq, Sq] = [" +
+                std::to_string(p.batch) + ", " + std::to_string(p.hq) + ", " +
+                std::to_string(p.seqlen_q) + "]");
+      }
+      p.lse_batch_stride = l.stride[0];
+      p.lse_head_stride = l.stride[1];
+      p.lse_row_stride = l.stride[2];
+    } else {
+      if (l.rank != 2 || l.shape[0] != p.hq || l.shape[1] != p.total_q) {
+        invalid("lse shape " + shape_str(l) + " must be [Hq, total_q] = [" +
+                std::to_string(p.hq) + ", " + std::to_string(p.total_q) + "]");
+      }
+      p.lse_head_stride = l.stride[0];
+      p.lse_row_stride = l.stride[1];
+    }
+    for (int i = 0; i < l.rank; ++i) {
+      if (l.stride[i] < 0) invalid("lse has a negative stride " + std::to_string(l.stride[i]));
+    }
+    p.lse = static_cast<float*>(l.data);
+  }
+  return p;
+}
+
+double attention_flops(const FwdParams& p, const std::int32_t* cu_q, const std::int32_t* cu_k) {
+  double visible = 0;
+  for (int b = 0; b < p.batch; ++b) {
+    const int lq = cu_q ? cu_q[b + 1] - cu_q[b] : p.seqlen_q;
+    const int lk = cu_k ? cu_k[b + 1] - cu_k[b] : p.seqlen_k;
+    if (!p.causal) {
+      visible += double(lq) * lk;
+    } else {
+      for (int i = 0; i < lq; ++i) visible += p.visible_keys(i, lq, lk);
+    }
+  }
+  return 4.0 * visible * p.head_dim * p.hq;
+}
+
+}  // namespace gpuattn

@@ -1,0 +1,110 @@
+// The one params struct of the attention-forward family: validated once at the public boundary,
+// then read by every backend (CPU loops and CUDA kernels, passed as `const __grid_constant__`).
+// Host-side core: no CUDA headers here.
+#pragma once
+
+#include <cstdint>
+
+#include "gpuattn/attention.h"
+
+#if defined(__CUDACC__)
+#define GPUATTN_HD __host__ __device__ __forceinline__
+#else
+#define GPUATTN_HD inline
+#endif
+
+namespace gpuattn {
+
+struct FwdParams {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;  // nullptr: not requested
+
+  // Element strides. For varlen the batch strides are 0 and rows start at cu_seqlens[b].
+  std::int64_t q_batch_stride = 0, q_row_stride = 0, q_head_stride = 0;
+  std::int64_t k_batch_stride = 0, k_row_stride = 0, k_head_stride = 0;
+  std::int64_t v_batch_stride = 0, v_row_stride = 0, v_head_stride = 0;
+  std::int64_t o_batch_stride = 0, o_row_stride = 0, o_head_stride = 0;
+  std::int64_t lse_batch_stride = 0, lse_head_stride = 0, lse_row_stride = 0;
+
+  const std::int32_t* cu_seqlens_q = nullptr;  // nullptr: dense
+  const std::int32_t* cu_seqlens_k = nullptr;
+
+  int batch = 0;
+  int hq = 0;
+  int hkv = 0;
+  int head_dim = 0;
+  int seqlen_q = 0;  // dense: Sq; varlen: max_seqlen_q
+  int seqlen_k = 0;  // dense: Sk; varlen: max_seqlen_k
+  std::int64_t total_q = 0;  // rows of q over the whole batch (B*Sq dense, total_q varlen)
+  std::int64_t total_k = 0;
+
+  float scale = 0.f;       // softmax scale applied to q.k
+  float scale_log2 = 0.f;  // scale * log2(e), for exp2-based softmax
+
+  DType dtype = DType::f16;
+  Device device = Device::cpu;
+  int device_index = 0;
+  bool causal = false;
+  Precision precision = Precision::standard;
+  int num_threads = 0;
+
+  GPUATTN_HD bool is_varlen() const { return cu_seqlens_q != nullptr; }
+  GPUATTN_HD int group_size() const { return hq / hkv; }
+  GPUATTN_HD int kv_head(int h) const { return h / (hq / hkv); }
+
+  // Sequence lengths and first rows of batch entry b (cu_seqlens must be readable from the caller:
+  // host memory on the CPU, device memory inside kernels).
+  GPUATTN_HD int len_q(int b) const {
+    return cu_seqlens_q ? cu_seqlens_q[b + 1] - cu_seqlens_q[b] : seqlen_q;
+  }
+  GPUATTN_HD int len_k(int b) const {
+    return cu_seqlens_k ? cu_seqlens_k[b + 1] - cu_seqlens_k[b] : seqlen_k;
+  }
+  GPUATTN_HD std::int64_t row0_q(int b) const { return cu_seqlens_q ? cu_seqlens_q[b] : 0; }
+  GPUATTN_HD std::int64_t row0_k(int b) const { return cu_seqlens_k ? cu_seqlens_k[b] : 0; }
+
+  // Element offsets of (batch b, row i within the sequence, head h).
+  GPUATTN_HD std::int64_t q_offset(int b, std::int64_t i, int h) const {
+    return b * q_batch_stride + (row0_q(b) + i) * q_row_stride + h * q_head_stride;
+  }
+  GPUATTN_HD std::int64_t k_offset(int b, std::int64_t j, int hk) const {
+    return b * k_batch_stride + (row0_k(b) + j) * k_row_stride + hk * k_head_stride;
+  }
+  GPUATTN_HD std::int64_t v_offset(int b, std::int64_t j, int hk) const {
+    return b * v_batch_stride + (row0_k(b) + j) * v_row_stride + hk * v_head_stride;
+  }
+  GPUATTN_HD std::int64_t o_offset(int b, std::int64_t i, int h) const {
+    return b * o_batch_stride + (row0_q(b) + i) * o_row_stride + h * o_head_stride;
+  }
+  GPUATTN_HD std::int64_t lse_offset(int b, std::int64_t i, int h) const {
+    return b * lse_batch_stride + h * lse_head_stride + (row0_q(b) + i) * lse_row_stride;
+  }
+
+  // Causal visibility, bottom-right aligned: query i sees keys j <= i + (lk - lq).
+  // Returns the number of visible keys for query row i (clamped to [0, lk]).
+  GPUATTN_HD int visible_keys(int i, int lq, int lk) const {
+    if (!causal) return lk;
+    const int n = i + (lk - lq) + 1;
+    return n < 0 ? 0 : (n > lk ? lk : n);
+  }
+};
+
+// Validates everything about `args` that can be checked without touching device memory and builds
+// the params. cu_seqlens contents are checked here when they live on the host; device-resident
+// cu_seqlens are checked by the CUDA backend through check_cu_seqlens() on a host copy.
+// Throws gpuattn::Error naming the offending value.
+FwdParams make_fwd_params(const AttentionArgs& args);
+
+// Checks a host copy of cu_seqlens: starts at 0, non-decreasing, ends at `total`, and no length
+// exceeds `max_seqlen`. `name` is used in messages ("cu_seqlens_q").
+void check_cu_seqlens(const std::int32_t* cu, int batch, std::int64_t total, int max_seqlen,
+                      const char* name);
+
+// Attention FLOPs (2 GEMMs, 2 flops per multiply-add) of visible elements only.
+double attention_flops(const FwdParams& p, const std::int32_t* host_cu_q = nullptr,
+                       const std::int32_t* host_cu_k = nullptr);
+
+}  // namespace gpuattn

@@ -1,0 +1,96 @@
+// fp64 reference: the oracle every backend is tested against. Plain loops, no tiling, no tricks.
+#include "gpuattn/reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/fwd_params.h"
+#include "gpuattn/numeric.h"
+
+namespace gpuattn {
+namespace {
+
+double load(const void* base, DType t, std::int64_t idx) {
+  switch (t) {
+    case DType::f16: return f16_to_float(static_cast<const std::uint16_t*>(base)[idx]);
+    case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(base)[idx]);
+    case DType::f32: return static_cast<const float*>(base)[idx];
+    case DType::i32: break;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace
+
+ReferenceResult reference_attention(const AttentionArgs& args,
+                                    const std::vector<std::int64_t>& rows) {
+  const FwdParams p = make_fwd_params(args);
+  if (p.device != Device::cpu) {
+    throw Error(ErrorCode::invalid_argument,
+                "gpuattn::reference_attention: tensors must be host (cpu) tensors");
+  }
+  ReferenceResult r;
+  if (rows.empty()) {
+    r.rows.resize(static_cast<std::size_t>(p.total_q));
+    for (std::int64_t i = 0; i < p.total_q; ++i) r.rows[static_cast<std::size_t>(i)] = i;
+  } else {
+    r.rows = rows;
+  }
+  const int D = p.head_dim;
+  const std::size_t n = r.rows.size();
+  r.out.assign(n * p.hq * D, 0.0);
+  r.lse.assign(n * p.hq, -std::numeric_limits<double>::infinity());
+
+  std::vector<double> s(static_cast<std::size_t>(p.seqlen_k));
+  std::vector<double> acc(static_cast<std::size_t>(D));
+  for (std::size_t ri = 0; ri < n; ++ri) {
+    const std::int64_t row = r.rows[ri];
+    if (row < 0 || row >= p.total_q) {
+      throw Error(ErrorCode::invalid_argument, "gpuattn::reference_attention: row " +
+                                                   std::to_string(row) + " outside [0, " +
+                                                   std::to_string(p.total_q) + ")");
+    }
+    int b;
+    std::int64_t i;
+    if (p.is_varlen()) {
+      const std::int32_t* cu = p.cu_seqlens_q;
+      b = static_cast<int>(std::upper_bound(cu, cu + p.batch + 1, row) - cu) - 1;
+      while (b + 1 < p.batch && cu[b + 1] == cu[b]) ++b;  // skip empty sequences
+      i = row - cu[b];
+    } else {
+      b = static_cast<int>(row / p.seqlen_q);
+      i = row % p.seqlen_q;
+    }
+    const int lq = p.len_q(b), lk = p.len_k(b);
+    const int nvis = p.visible_keys(static_cast<int>(i), lq, lk);
+    for (int h = 0; h < p.hq; ++h) {
+      if (nvis == 0) continue;  // out 0, lse -inf
+      const int hk = p.kv_head(h);
+      const std::int64_t qo = p.q_offset(b, i, h);
+      double m = -std::numeric_limits<double>::infinity();
+      for (int j = 0; j < nvis; ++j) {
+        const std::int64_t ko = p.k_offset(b, j, hk);
+        double dot = 0;
+        for (int d = 0; d < D; ++d) dot += load(p.q, p.dtype, qo + d) * load(p.k, p.dtype, ko + d);
+        s[j] = dot * static_cast<double>(p.scale);
+        m = std::max(m, s[j]);
+      }
+      double sum = 0;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int j = 0; j < nvis; ++j) {
+        const double e = std::exp(s[j] - m);
+        sum += e;
+        const std::int64_t vo = p.v_offset(b, j, hk);
+        for (int d = 0; d < D; ++d) acc[d] += e * load(p.v, p.dtype, vo + d);
+      }
+      double* o = &r.out[(ri * p.hq + h) * D];
+      for (int d = 0; d < D; ++d) o[d] = acc[d] / sum;
+      r.lse[ri * p.hq + h] = m + std::log(sum);
+    }
+  }
+  return r;
+}
+
+}  // namespace gpuattn
