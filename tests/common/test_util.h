@@ -1,0 +1,140 @@
+// Shared test helpers: host tensors with random contents, poisoning, comparison vs the reference.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "gpuattn/attention.h"
+#include "gpuattn/numeric.h"
+#include "gpuattn/reference.h"
+
+namespace gpuattn::testing {
+
+// A contiguous host tensor owning 64-byte aligned storage.
+struct HostTensor {
+  DType dtype = DType::f16;
+  std::vector<std::int64_t> shape;
+  std::vector<std::uint64_t> storage;  // 8-byte units; data() is 16-byte aligned by the allocator
+
+  HostTensor() = default;
+  HostTensor(DType t, std::vector<std::int64_t> s) : dtype(t), shape(std::move(s)) {
+    storage.assign((numel() * element_size(t) + 15) / 8 + 2, 0);
+  }
+  std::int64_t numel() const {
+    std::int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+  }
+  void* data() {
+    auto p = reinterpret_cast<std::uintptr_t>(storage.data());
+    return reinterpret_cast<void*>((p + 15) & ~std::uintptr_t(15));
+  }
+  const void* data() const { return const_cast<HostTensor*>(this)->data(); }
+  std::size_t bytes() const { return static_cast<std::size_t>(numel()) * element_size(dtype); }
+
+  float get(std::int64_t i) const {
+    switch (dtype) {
+      case DType::f16: return f16_to_float(static_cast<const std::uint16_t*>(data())[i]);
+      case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(data())[i]);
+      case DType::f32: return static_cast<const float*>(data())[i];
+      case DType::i32: return static_cast<float>(static_cast<const std::int32_t*>(data())[i]);
+    }
+    return 0.f;
+  }
+  void set(std::int64_t i, float v) {
+    switch (dtype) {
+      case DType::f16: static_cast<std::uint16_t*>(data())[i] = float_to_f16(v); break;
+      case DType::bf16: static_cast<std::uint16_t*>(data())[i] = float_to_bf16(v); break;
+      case DType::f32: static_cast<float*>(data())[i] = v; break;
+      case DType::i32: static_cast<std::int32_t*>(data())[i] = static_cast<std::int32_t>(v); break;
+    }
+  }
+  // Normal(0, 1) * scale, fresh for every seed.
+  void randomize(std::uint64_t seed, float scale = 1.f) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> dist(0.f, 1.f);
+    for (std::int64_t i = 0; i < numel(); ++i) set(i, dist(rng) * scale);
+  }
+  // Fill with NaN so that any element the kernel does not write fails the comparison.
+  void poison() {
+    for (std::int64_t i = 0; i < numel(); ++i) set(i, std::numeric_limits<float>::quiet_NaN());
+  }
+  TensorView view(Device dev = Device::cpu, void* ptr = nullptr) const {
+    TensorView t;
+    t.data = ptr ? ptr : const_cast<void*>(data());
+    t.dtype = dtype;
+    t.device = dev;
+    t.rank = static_cast<int>(shape.size());
+    std::int64_t st = 1;
+    for (int d = t.rank - 1; d >= 0; --d) {
+      t.shape[d] = shape[d];
+      t.stride[d] = st;
+      st *= shape[d];
+    }
+    return t;
+  }
+};
+
+inline HostTensor make_cu_seqlens(const std::vector<int>& lens) {
+  HostTensor t(DType::i32, {static_cast<std::int64_t>(lens.size()) + 1});
+  auto* p = static_cast<std::int32_t*>(t.data());
+  p[0] = 0;
+  for (std::size_t i = 0; i < lens.size(); ++i) p[i + 1] = p[i] + lens[i];
+  return t;
+}
+
+struct Comparison {
+  double rel_err = 0;     // ||out - ref|| / ||ref||
+  double max_abs = 0;     // max |out - ref|
+  double cosine = 1;      // <out, ref> / (||out|| ||ref||)
+  double lse_rel = 0;     // max |lse - ref| / max(1, |ref|)  (0 when lse not compared)
+  std::int64_t nonfinite = 0;  // NaN/inf in out (poison left behind, or overflow)
+};
+
+// Compares `out` ([total_q, Hq, D] packed rows, any of the api layouts flattened row-major) and
+// optionally `lse` against the reference rows. `lse_index(row, h)` maps to the lse buffer index.
+template <class LseIndex>
+Comparison compare(const ReferenceResult& ref, const HostTensor& out, int hq, int d,
+                   const std::vector<float>* lse, LseIndex lse_index) {
+  Comparison c;
+  double num = 0, den = 0, dot = 0, n_out = 0;
+  for (std::size_t ri = 0; ri < ref.rows.size(); ++ri) {
+    const std::int64_t row = ref.rows[ri];
+    for (int h = 0; h < hq; ++h) {
+      for (int k = 0; k < d; ++k) {
+        const double o = out.get((row * hq + h) * d + k);
+        const double r = ref.out[(ri * hq + h) * d + k];
+        if (!std::isfinite(o)) {
+          ++c.nonfinite;
+          continue;
+        }
+        num += (o - r) * (o - r);
+        den += r * r;
+        dot += o * r;
+        n_out += o * o;
+        c.max_abs = std::max(c.max_abs, std::fabs(o - r));
+      }
+      if (lse) {
+        const double l = (*lse)[static_cast<std::size_t>(lse_index(row, h))];
+        const double r = ref.lse[ri * hq + h];
+        double e;
+        if (std::isinf(r)) {
+          e = (std::isinf(l) && (l < 0) == (r < 0)) ? 0.0 : std::numeric_limits<double>::infinity();
+        } else {
+          e = std::isfinite(l) ? std::fabs(l - r) / std::max(1.0, std::fabs(r))
+                               : std::numeric_limits<double>::infinity();
+        }
+        c.lse_rel = std::max(c.lse_rel, e);
+      }
+    }
+  }
+  c.rel_err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  c.cosine = (den > 0 && n_out > 0) ? dot / std::sqrt(den * n_out) : (den == n_out ? 1.0 : 0.0);
+  return c;
+}
+
+}  // namespace gpuattn::testing
