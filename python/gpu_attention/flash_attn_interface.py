@@ -1,0 +1,338 @@
+"""flash-attn 2.x compatible functions over gpuattn::attention_forward.
+
+Same names, signatures, layouts and return values as `flash_attn.flash_attn_interface` (forward
+only). Tensors are (batch, seqlen, nheads, headdim); varlen tensors are (total, nheads, headdim)
+with int32 cu_seqlens. Anything we do not support yet raises NotImplementedError naming the
+argument; nothing is silently ignored. Invalid inputs raise ValueError / TypeError from the
+validation in the C++ library, which leaves the outputs unwritten.
+
+Differences from flash-attn that a caller can observe:
+  - forward only: a torch tensor that requires grad (with grad mode on) is refused;
+  - a query row that sees no key (causal with Sq > Sk) gets lse = -inf (flash-attn writes +inf);
+  - float32 inputs are accepted on the CPU backend (flash-attn: fp16/bf16 only).
+"""
+
+import numbers
+import operator
+import sys
+
+from . import _C
+
+_INT32_MAX = 2**31 - 1
+
+
+# ---- arrays: framework detection, allocation, stream ---------------------------------------------
+
+
+def _framework(x, name):
+    """'torch' or 'numpy'. Neither package is imported here: a tensor of a framework that was never
+    imported cannot exist."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return "torch"
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(x, np.ndarray):
+        return "numpy"
+    raise TypeError(f"{name} must be a torch.Tensor or a numpy.ndarray, got {type(x).__name__}")
+
+
+def _check_same_framework(fw, x, name):
+    if x is not None and _framework(x, name) != fw:
+        raise TypeError(f"{name} is a {_framework(x, name)} array but q is a {fw} array")
+
+
+def _prepare(fw, x, name):
+    """Makes `x` exportable through DLPack, as flash-attn does: a last dimension that is not
+    contiguous is copied (flash-attn's maybe_contiguous); every other layout passes zero-copy and
+    the library checks its strides."""
+    if fw == "torch":
+        if x.requires_grad:
+            if sys.modules["torch"].is_grad_enabled():
+                raise NotImplementedError(
+                    f"{name} requires grad: gpu_attention has no backward pass yet; call it under "
+                    "torch.no_grad() / torch.inference_mode() or pass detached tensors"
+                )
+            x = x.detach()
+        if x.dim() > 0 and x.stride(-1) != 1 and x.shape[-1] > 1:
+            x = x.contiguous()
+        return x
+    if x.ndim > 0 and x.strides[-1] != x.itemsize and x.shape[-1] > 1:
+        x = sys.modules["numpy"].ascontiguousarray(x)
+    return x
+
+
+def _empty(fw, like, shape, float32=False):
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        return torch.empty(shape, dtype=torch.float32 if float32 else like.dtype, device=like.device)
+    np = sys.modules["numpy"]
+    return np.empty(shape, dtype=np.float32 if float32 else like.dtype)
+
+
+def _call(fw, q, *args):
+    """Runs the native call on q's device and, for CUDA tensors, on the current torch stream."""
+    if fw == "torch" and q.is_cuda:
+        torch = sys.modules["torch"]
+        stream = torch.cuda.current_stream(q.device).cuda_stream
+        if q.device.index != torch.cuda.current_device():
+            with torch.cuda.device(q.device):
+                _C.attention_forward(*args, stream=stream)
+            return
+        _C.attention_forward(*args, stream=stream)
+        return
+    _C.attention_forward(*args, stream=0)
+
+
+# ---- options -----------------------------------------------------------------------------------
+
+
+def _check_dropout(dropout_p):
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, numbers.Real):
+        raise TypeError(f"dropout_p must be a float, got {type(dropout_p).__name__}")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"dropout_p={dropout_p} must be in [0, 1]")
+    if dropout_p != 0.0:
+        raise NotImplementedError(
+            f"dropout_p={dropout_p}: dropout is not supported (gpu_attention is forward-only); "
+            "pass dropout_p=0.0 (as flash-attn users do at inference)"
+        )
+
+
+def _check_softcap(softcap):
+    if isinstance(softcap, bool) or not isinstance(softcap, numbers.Real):
+        raise TypeError(f"softcap must be a float, got {type(softcap).__name__}")
+    if softcap != 0.0:
+        raise NotImplementedError(f"softcap={softcap}: logit soft-capping is not supported yet")
+
+
+def _check_alibi(alibi_slopes):
+    if alibi_slopes is not None:
+        raise NotImplementedError("alibi_slopes: ALiBi biases are not supported yet")
+
+
+def _softmax_scale(softmax_scale):
+    if softmax_scale is None:
+        return None
+    if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, numbers.Real):
+        raise TypeError(f"softmax_scale must be a float or None, got {type(softmax_scale).__name__}")
+    return float(softmax_scale)  # finiteness is checked by the library
+
+
+def _int_arg(value, name, lo=1, hi=_INT32_MAX):
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got bool")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+    if not lo <= value <= hi:
+        raise ValueError(f"{name}={value} must be in [{lo}, {hi}]")
+    return value
+
+
+def _resolve_causal(window_size, causal, seqlen_q, seqlen_k):
+    """flash-attn's (causal, window_size) as the one mask the library has today: causal or none.
+
+    flash-attn: query i sees key j iff  i + sk - sq - left <= j <= i + sk - sq + right, a negative
+    side meaning unlimited, and causal=True meaning right = 0. A side that reaches past every key
+    of every row is no limit (left >= sk - 1, right >= sq - 1; for varlen the max lengths bound
+    every sequence), so such windows are computed exactly; a real sliding window is refused.
+    """
+    if not isinstance(causal, (bool, int)):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    try:
+        left, right = window_size
+        left, right = operator.index(left), operator.index(right)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"window_size must be a pair of ints (left, right), got {window_size!r}"
+        ) from None
+    if causal:
+        right = 0
+    if left < 0 and right < 0:
+        return False
+    if seqlen_q is None or seqlen_k is None:  # a bad rank; the library reports it
+        return bool(causal)
+    left_unlimited = left < 0 or left >= seqlen_k - 1
+    right_unlimited = right < 0 or right >= seqlen_q - 1
+    if left_unlimited and right_unlimited:
+        return False
+    if left_unlimited and right == 0:
+        return True
+    raise NotImplementedError(
+        f"window_size={tuple(window_size)}: sliding-window (local) attention is not supported yet "
+        "(only (-1, -1), with causal=True or False)"
+    )
+
+
+# ---- the shared forward --------------------------------------------------------------------
+
+
+def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0,
+             softmax_scale, causal, want_lse):
+    """Allocates out (and lse), runs the library, returns (out, lse or None)."""
+    fw = _framework(q, "q")
+    _check_same_framework(fw, k, "k")
+    _check_same_framework(fw, v, "v")
+    _check_same_framework(fw, cu_seqlens_q, "cu_seqlens_q")
+    _check_same_framework(fw, cu_seqlens_k, "cu_seqlens_k")
+    q = _prepare(fw, q, "q")
+    k = _prepare(fw, k, "k")
+    v = _prepare(fw, v, "v")
+    varlen = cu_seqlens_q is not None
+    out = _empty(fw, q, tuple(q.shape))
+    lse = None
+    if want_lse:
+        if varlen and q.ndim == 3:
+            lse = _empty(fw, q, (q.shape[1], q.shape[0]), float32=True)
+        elif not varlen and q.ndim == 4:
+            lse = _empty(fw, q, (q.shape[0], q.shape[2], q.shape[1]), float32=True)
+        # any other rank: the library reports it
+    _call(fw, q, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+          softmax_scale, causal)
+    return out, lse
+
+
+def _dense_lengths(q, k):
+    sq = q.shape[1] if q.ndim == 4 else None
+    sk = k.shape[1] if getattr(k, "ndim", 0) == 4 else None
+    return sq, sk
+
+
+# ---- public API (flash-attn 2.x) ----------------------------------------------------------------
+
+
+def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
+                    softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False):
+    """Dense attention. q (batch, seqlen_q, nheads, headdim), k/v (batch, seqlen_k, nheads_k,
+    headdim), nheads % nheads_k == 0 (GQA/MQA). softmax_scale defaults to 1/sqrt(headdim); causal is
+    bottom-right aligned when seqlen_q != seqlen_k.
+
+    Returns out (batch, seqlen_q, nheads, headdim), or with return_attn_probs=True
+    (out, softmax_lse float32 (batch, nheads, seqlen_q), None). `deterministic` is accepted: the
+    forward pass is always deterministic.
+    """
+    _check_dropout(dropout_p)
+    _check_softcap(softcap)
+    _check_alibi(alibi_slopes)
+    scale = _softmax_scale(softmax_scale)
+    _framework(q, "q")
+    is_causal = _resolve_causal(window_size, causal, *_dense_lengths(q, k))
+    out, lse = _forward(q, k, v, softmax_scale=scale, causal=is_causal, want_lse=return_attn_probs)
+    return (out, lse, None) if return_attn_probs else out
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                           dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
+                           softcap=0.0, alibi_slopes=None, deterministic=False,
+                           return_attn_probs=False, block_table=None):
+    """Variable-length (packed) attention. q (total_q, nheads, headdim), k/v (total_k, nheads_k,
+    headdim); cu_seqlens_q/k int32 (batch + 1,) prefix sums on q's device; max_seqlen_q/k ints
+    bounding every sequence length.
+
+    Returns out (total_q, nheads, headdim), or with return_attn_probs=True
+    (out, softmax_lse float32 (nheads, total_q), None).
+    """
+    if block_table is not None:
+        raise NotImplementedError("block_table: paged KV is not supported yet")
+    _check_dropout(dropout_p)
+    _check_softcap(softcap)
+    _check_alibi(alibi_slopes)
+    scale = _softmax_scale(softmax_scale)
+    if cu_seqlens_q is None or cu_seqlens_k is None:
+        raise ValueError("cu_seqlens_q and cu_seqlens_k are required (int32 arrays of batch + 1)")
+    max_seqlen_q = _int_arg(max_seqlen_q, "max_seqlen_q")
+    max_seqlen_k = _int_arg(max_seqlen_k, "max_seqlen_k")
+    _framework(q, "q")
+    is_causal = _resolve_causal(window_size, causal, max_seqlen_q, max_seqlen_k)
+    out, lse = _forward(q, k, v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                        max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, softmax_scale=scale,
+                        causal=is_causal, want_lse=return_attn_probs)
+    return (out, lse, None) if return_attn_probs else out
+
+
+def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=False,
+                              window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                              deterministic=False, return_attn_probs=False):
+    """qkv (batch, seqlen, 3, nheads, headdim): views into it are passed without a copy."""
+    _framework(qkv, "qkv")
+    if qkv.ndim != 5 or qkv.shape[2] != 3:
+        raise ValueError(f"qkv shape {tuple(qkv.shape)} must be (batch, seqlen, 3, nheads, headdim)")
+    return flash_attn_func(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], dropout_p, softmax_scale,
+                           causal, window_size, softcap, alibi_slopes, deterministic,
+                           return_attn_probs)
+
+
+def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=False,
+                             window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                             deterministic=False, return_attn_probs=False):
+    """kv (batch, seqlen_k, 2, nheads_k, headdim)."""
+    _framework(kv, "kv")
+    if kv.ndim != 5 or kv.shape[2] != 2:
+        raise ValueError(f"kv shape {tuple(kv.shape)} must be (batch, seqlen_k, 2, nheads_k, headdim)")
+    return flash_attn_func(q, kv[:, :, 0], kv[:, :, 1], dropout_p, softmax_scale, causal,
+                           window_size, softcap, alibi_slopes, deterministic, return_attn_probs)
+
+
+def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0, softmax_scale=None,
+                                     causal=False, window_size=(-1, -1), softcap=0.0,
+                                     alibi_slopes=None, deterministic=False,
+                                     return_attn_probs=False):
+    """qkv (total, 3, nheads, headdim)."""
+    _framework(qkv, "qkv")
+    if qkv.ndim != 4 or qkv.shape[1] != 3:
+        raise ValueError(f"qkv shape {tuple(qkv.shape)} must be (total, 3, nheads, headdim)")
+    return flash_attn_varlen_func(qkv[:, 0], qkv[:, 1], qkv[:, 2], cu_seqlens, cu_seqlens,
+                                  max_seqlen, max_seqlen, dropout_p, softmax_scale, causal,
+                                  window_size, softcap, alibi_slopes, deterministic,
+                                  return_attn_probs)
+
+
+def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                    dropout_p=0.0, softmax_scale=None, causal=False,
+                                    window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                                    deterministic=False, return_attn_probs=False):
+    """kv (total_k, 2, nheads_k, headdim)."""
+    _framework(kv, "kv")
+    if kv.ndim != 4 or kv.shape[1] != 2:
+        raise ValueError(f"kv shape {tuple(kv.shape)} must be (total_k, 2, nheads_k, headdim)")
+    return flash_attn_varlen_func(q, kv[:, 0], kv[:, 1], cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                  max_seqlen_k, dropout_p, softmax_scale, causal, window_size,
+                                  softcap, alibi_slopes, deterministic, return_attn_probs)
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
+                            cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None,
+                            block_table=None, softmax_scale=None, causal=False,
+                            window_size=(-1, -1), softcap=0.0, rotary_interleaved=True,
+                            alibi_slopes=None, num_splits=0, return_softmax_lse=False):
+    """Attention of q (batch, seqlen_q, nheads, headdim) over a KV cache k_cache/v_cache
+    (batch, seqlen_cache, nheads_k, headdim).
+
+    Supported today: the whole cache attended (no cache_seqlens), with no new k/v appended, no
+    rotary embedding, no batch index, left padding or paged block table; this is flash_attn_func
+    over the cache. The other arguments raise NotImplementedError (paged KV and in-place append
+    arrive with the serving work). `num_splits` is a performance hint and accepted as any int >= 0;
+    `rotary_interleaved` only matters with rotary_cos/sin.
+
+    Returns out, or (out, softmax_lse float32 (batch, nheads, seqlen_q)) with
+    return_softmax_lse=True.
+    """
+    for name, value in (("k", k), ("v", v), ("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
+                        ("cache_seqlens", cache_seqlens), ("cache_batch_idx", cache_batch_idx),
+                        ("cache_leftpad", cache_leftpad), ("block_table", block_table)):
+        if value is not None:
+            raise NotImplementedError(
+                f"flash_attn_with_kvcache: {name} is not supported yet (only the whole cache, "
+                "without appending, rotary, batch index, left padding or paged KV)"
+            )
+    _check_softcap(softcap)
+    _check_alibi(alibi_slopes)
+    _int_arg(num_splits, "num_splits", lo=0)
+    scale = _softmax_scale(softmax_scale)
+    _framework(q, "q")
+    is_causal = _resolve_causal(window_size, causal, *_dense_lengths(q, k_cache))
+    out, lse = _forward(q, k_cache, v_cache, softmax_scale=scale, causal=is_causal,
+                        want_lse=return_softmax_lse)
+    return (out, lse) if return_softmax_lse else out
+

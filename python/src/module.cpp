@@ -1,0 +1,179 @@
+// Python binding `gpu_attention._C`: DLPack arrays (torch tensors, numpy arrays, anything with
+// __dlpack__) in, gpuattn::attention_forward out. No torch headers: tensors cross as nb::ndarray,
+// zero-copy. The flash-attn compatible functions live in Python (gpu_attention/__init__.py); this
+// file only translates arrays, options and errors.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "gpuattn/attention.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+using Input = nb::ndarray<nb::ro>;  // read-only inputs: q, k, v, cu_seqlens
+using Output = nb::ndarray<>;       // written by the library: out, lse
+
+[[noreturn]] void invalid(const std::string& msg) {
+  throw gpuattn::Error(gpuattn::ErrorCode::invalid_argument, msg);
+}
+
+std::string dtype_str(nb::dlpack::dtype t) {
+  using C = nb::dlpack::dtype_code;
+  const char* prefix = nullptr;
+  switch (static_cast<C>(t.code)) {
+    case C::Int: prefix = "int"; break;
+    case C::UInt: prefix = "uint"; break;
+    case C::Float: prefix = "float"; break;
+    case C::Bfloat: prefix = "bfloat"; break;
+    case C::Complex: prefix = "complex"; break;
+    case C::Bool: prefix = "bool"; break;
+    default:
+      return "dtype(code=" + std::to_string(t.code) + ", bits=" + std::to_string(t.bits) + ")";
+  }
+  std::string s = prefix + std::to_string(t.bits);
+  if (t.lanes != 1) s += "x" + std::to_string(t.lanes);
+  return s;
+}
+
+gpuattn::DType to_dtype(nb::dlpack::dtype t, const char* name) {
+  using C = nb::dlpack::dtype_code;
+  if (t.lanes == 1) {
+    if (t.code == static_cast<std::uint8_t>(C::Float) && t.bits == 16) return gpuattn::DType::f16;
+    if (t.code == static_cast<std::uint8_t>(C::Bfloat) && t.bits == 16) return gpuattn::DType::bf16;
+    if (t.code == static_cast<std::uint8_t>(C::Float) && t.bits == 32) return gpuattn::DType::f32;
+    if (t.code == static_cast<std::uint8_t>(C::Int) && t.bits == 32) return gpuattn::DType::i32;
+  }
+  // An unsupported q dtype is "not supported"; any other tensor with a dtype we cannot even
+  // describe cannot match q, so it is an invalid argument (as a dtype mismatch is in the core).
+  const bool is_q = std::string(name) == "q";
+  throw gpuattn::Error(
+      is_q ? gpuattn::ErrorCode::not_supported : gpuattn::ErrorCode::invalid_argument,
+      std::string(name) + " has dtype " + dtype_str(t) +
+          ", which is not supported (float16, bfloat16, float32; int32 for "
+          "cu_seqlens)");
+}
+
+// DLPack -> TensorView. Strides from DLPack are already in elements; a missing strides array
+// means row-major contiguous (DLPack < 1.2 producers may omit it).
+template <typename Array>
+gpuattn::TensorView to_view(const Array& a, const char* name) {
+  gpuattn::TensorView t;
+  const auto rank = static_cast<int>(a.ndim());
+  if (rank < 1 || rank > gpuattn::TensorView::kMaxRank) {
+    invalid(std::string(name) + " has " + std::to_string(rank) +
+            " dimensions; attention tensors have 1 to 4");
+  }
+  switch (a.device_type()) {
+    case nb::device::cpu::value:
+    case nb::device::cuda_host::value: t.device = gpuattn::Device::cpu; break;
+    case nb::device::cuda::value:
+      t.device = gpuattn::Device::cuda;
+      t.device_index = a.device_id();
+      break;
+    default:
+      invalid(std::string(name) + " lives on DLPack device type " +
+              std::to_string(a.device_type()) + "; only cpu and cuda tensors are supported");
+  }
+  t.dtype = to_dtype(a.dtype(), name);
+  t.data = const_cast<void*>(a.data());
+  t.rank = rank;
+  std::int64_t contiguous_stride = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    t.shape[i] = static_cast<std::int64_t>(a.shape(i));
+    t.stride[i] = a.stride_ptr() ? a.stride(i) : contiguous_stride;
+    contiguous_stride *= t.shape[i];
+  }
+  if (t.data == nullptr && t.numel() == 0) {
+    invalid(std::string(name) + " is empty (a dimension of size 0)");
+  }
+  return t;
+}
+
+gpuattn::Precision to_precision(const std::string& s) {
+  if (s == "standard") return gpuattn::Precision::standard;
+  if (s == "compensated") return gpuattn::Precision::compensated;
+  invalid("precision '" + s + "' is not one of 'standard', 'compensated'");
+}
+
+gpuattn::Backend to_backend(const std::string& s) {
+  if (s == "auto") return gpuattn::Backend::automatic;
+  if (s == "cpu") return gpuattn::Backend::cpu;
+  if (s == "cuda") return gpuattn::Backend::cuda;
+  invalid("backend '" + s + "' is not one of 'auto', 'cpu', 'cuda'");
+}
+
+void attention_forward(const Input& q, const Input& k, const Input& v, const Output& out,
+                       const std::optional<Output>& lse, const std::optional<Input>& cu_seqlens_q,
+                       const std::optional<Input>& cu_seqlens_k, int max_seqlen_q, int max_seqlen_k,
+                       std::optional<double> softmax_scale, bool causal, std::uintptr_t stream,
+                       const std::string& precision, const std::string& backend, int num_threads) {
+  gpuattn::AttentionArgs args;
+  args.q = to_view(q, "q");
+  args.k = to_view(k, "k");
+  args.v = to_view(v, "v");
+  args.out = to_view(out, "out");
+  if (lse) args.lse = to_view(*lse, "lse");
+  if (cu_seqlens_q) args.cu_seqlens_q = to_view(*cu_seqlens_q, "cu_seqlens_q");
+  if (cu_seqlens_k) args.cu_seqlens_k = to_view(*cu_seqlens_k, "cu_seqlens_k");
+  args.max_seqlen_q = max_seqlen_q;
+  args.max_seqlen_k = max_seqlen_k;
+  if (softmax_scale) args.softmax_scale = static_cast<float>(*softmax_scale);
+  args.causal = causal;
+  args.precision = to_precision(precision);
+  args.backend = to_backend(backend);
+  args.stream = reinterpret_cast<void*>(stream);
+  args.num_threads = num_threads;
+
+  // The arrays stay alive through the references held by the caller's frame; no Python object is
+  // touched while the GIL is released.
+  nb::gil_scoped_release release;
+  gpuattn::attention_forward(args);
+}
+
+void translate_error(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const gpuattn::Error& e) {
+    PyObject* type = PyExc_RuntimeError;
+    switch (e.code()) {
+      case gpuattn::ErrorCode::invalid_argument: type = PyExc_ValueError; break;
+      case gpuattn::ErrorCode::not_supported: type = PyExc_NotImplementedError; break;
+      case gpuattn::ErrorCode::cuda_error: type = PyExc_RuntimeError; break;
+    }
+    PyErr_SetString(type, e.what());
+  }
+}
+
+}  // namespace
+
+NB_MODULE(_C, m) {
+  m.doc() = "gpu_attention native module: gpuattn::attention_forward over DLPack arrays";
+  m.attr("__version__") = GPUATTN_VERSION;
+  nb::register_exception_translator(&translate_error);
+
+  m.def("attention_forward", &attention_forward, nb::arg("q").noconvert(), nb::arg("k").noconvert(),
+        nb::arg("v").noconvert(), nb::arg("out").noconvert(),
+        nb::arg("lse").noconvert().none() = nb::none(),
+        nb::arg("cu_seqlens_q").noconvert().none() = nb::none(),
+        nb::arg("cu_seqlens_k").noconvert().none() = nb::none(), nb::arg("max_seqlen_q") = 0,
+        nb::arg("max_seqlen_k") = 0, nb::arg("softmax_scale").none() = nb::none(),
+        nb::arg("causal") = false, nb::arg("stream") = 0, nb::arg("precision") = "standard",
+        nb::arg("backend") = "auto", nb::arg("num_threads") = 0,
+        "Computes attention into `out` (and `lse` when given) with gpuattn::attention_forward.\n\n"
+        "Dense: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out like q, lse float32 [B, Hq, Sq].\n"
+        "Varlen (cu_seqlens given): q [total_q, Hq, D], k/v [total_k, Hkv, D], lse [Hq, "
+        "total_q], cu_seqlens int32 [batch + 1] on q's device.\n"
+        "`stream` is a cudaStream_t as an integer (0: default stream); the CUDA call is "
+        "asynchronous on it. Raises ValueError (invalid input), NotImplementedError (not "
+        "supported) or RuntimeError (CUDA error); out/lse are untouched on error.");
+
+  m.def("cuda_available", &gpuattn::cuda_available,
+        "True when this build has the CUDA backend and a CUDA device is visible.");
+}
