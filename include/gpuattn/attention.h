@@ -40,7 +40,7 @@ struct AttentionArgs {
   int max_seqlen_q = 0;
   int max_seqlen_k = 0;
 
-  std::optional<float> softmax_scale;  // default 1/sqrt(D)
+  std::optional<float> softmax_scale;  // default 1/sqrt(D); must be positive and finite
   bool causal = false;
   Precision precision = Precision::standard;
   Backend backend = Backend::automatic;

@@ -190,8 +190,8 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   check_operand(a.v, "v");
   check_operand(a.out, "out");
 
-  if (a.softmax_scale && !std::isfinite(*a.softmax_scale)) {
-    invalid("softmax_scale " + std::to_string(*a.softmax_scale) + " is not finite");
+  if (a.softmax_scale && !(std::isfinite(*a.softmax_scale) && *a.softmax_scale > 0.f)) {
+    invalid("softmax_scale " + std::to_string(*a.softmax_scale) + " must be positive and finite");
   }
   if (a.num_threads < 0) invalid("num_threads " + std::to_string(a.num_threads) + " is negative");
 

@@ -1,0 +1,112 @@
+// CUDA backend entry: device-side checks that need the runtime, then the one dispatch from runtime
+// values (dtype, head dim) to the compiled kernels.
+#include "cuda/cuda_attention.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_check.h"
+#include "cuda/fwd_sm80.h"
+
+namespace gpuattn {
+namespace {
+
+[[noreturn]] void invalid(const std::string& msg) {
+  throw Error(ErrorCode::invalid_argument, "gpuattn::attention_forward: " + msg);
+}
+
+// The pointer must be device (or managed) memory of `device`.
+void check_device_pointer(const void* ptr, int device, const char* name) {
+  cudaPointerAttributes attr{};
+  const cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error state of this query
+    std::ostringstream s;
+    s << name << " pointer " << ptr << " is not CUDA memory (" << cudaGetErrorString(err) << ")";
+    invalid(s.str());
+  }
+  if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged) {
+    std::ostringstream s;
+    s << name << " pointer " << ptr << " is host memory but the tensor is marked cuda:" << device
+      << " (host/device mix)";
+    invalid(s.str());
+  }
+  if (attr.device != device) {
+    std::ostringstream s;
+    s << name << " pointer " << ptr << " lives on cuda:" << attr.device
+      << " but the tensor is marked cuda:" << device;
+    invalid(s.str());
+  }
+}
+
+// Restores the caller's current device on scope exit.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    GPUATTN_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device) GPUATTN_CUDA_CHECK(cudaSetDevice(device));
+  }
+  ~DeviceGuard() { cudaSetDevice(previous_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+}  // namespace
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
+  const int count = cuda_device_count();
+  if (p.device_index < 0 || p.device_index >= count) {
+    invalid("tensors are on cuda:" + std::to_string(p.device_index) + " but " +
+            std::to_string(count) + " CUDA device(s) are visible");
+  }
+  DeviceGuard guard(p.device_index);
+  const auto stream = static_cast<cudaStream_t>(stream_ptr);
+  check_device_pointer(p.q, p.device_index, "q");
+  check_device_pointer(p.k, p.device_index, "k");
+  check_device_pointer(p.v, p.device_index, "v");
+  check_device_pointer(p.o, p.device_index, "out");
+  if (p.lse) check_device_pointer(p.lse, p.device_index, "lse");
+  if (p.is_varlen()) {
+    check_device_pointer(p.cu_seqlens_q, p.device_index, "cu_seqlens_q");
+    check_device_pointer(p.cu_seqlens_k, p.device_index, "cu_seqlens_k");
+    // The lengths decide which memory the kernel touches: check them on a host copy first.
+    std::vector<std::int32_t> cu(2 * (p.batch + 1));
+    const std::size_t bytes = sizeof(std::int32_t) * (p.batch + 1);
+    GPUATTN_CUDA_CHECK(cudaMemcpyAsync(cu.data(), p.cu_seqlens_q, bytes, cudaMemcpyDeviceToHost,
+                                       stream));
+    GPUATTN_CUDA_CHECK(cudaMemcpyAsync(cu.data() + p.batch + 1, p.cu_seqlens_k, bytes,
+                                       cudaMemcpyDeviceToHost, stream));
+    GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    check_cu_seqlens(cu.data(), p.batch, p.total_q, p.seqlen_q, "cu_seqlens_q");
+    check_cu_seqlens(cu.data() + p.batch + 1, p.batch, p.total_k, p.seqlen_k, "cu_seqlens_k");
+  }
+
+  if (p.dtype == DType::f16) {
+    if (p.head_dim == 64) return sm80::fwd_f16_hdim64(p, stream);
+    if (p.head_dim == 128) return sm80::fwd_f16_hdim128(p, stream);
+  } else if (p.dtype == DType::bf16) {
+    if (p.head_dim == 64) return sm80::fwd_bf16_hdim64(p, stream);
+    if (p.head_dim == 128) return sm80::fwd_bf16_hdim128(p, stream);
+  }
+  throw Error(ErrorCode::not_supported,
+              std::string("gpuattn::attention_forward: no CUDA kernel for dtype ") +
+                  to_string(p.dtype) + " head dim " + std::to_string(p.head_dim));
+}
+
+}  // namespace gpuattn

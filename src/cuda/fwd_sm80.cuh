@@ -1,0 +1,373 @@
+// Attention forward for sm_80 and newer, FlashAttention-2 style: one CTA owns kBlockM query rows
+// of one (batch, head), streams K/V tiles of kBlockN keys through a 2-stage cp.async pipeline, and
+// keeps S, P and O in registers (mma.sync m16n8k16, fp32 accumulators, exp2 online softmax).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/fwd_params.h"
+#include "cuda/cuda_check.h"
+#include "cuda/ptx.cuh"
+
+namespace gpuattn::sm80 {
+
+template <typename T_, int kHeadDim_, int kMTiles_, bool kCompensated_>
+struct FwdTraits {
+  using T = T_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kNWarps = 4;
+  static constexpr int kThreads = kNWarps * 32;
+  // Rows per warp = 16 * kMTiles. Two m-tiles per warp halve the K/V shared-memory reads per MMA
+  // (each K/V fragment feeds both); the compensated mode needs the registers for its Kahan terms.
+  static constexpr int kMTiles = kMTiles_;
+  static constexpr int kBlockM = kNWarps * 16 * kMTiles;
+  static constexpr int kBlockN = 64;
+  static constexpr bool kCompensated = kCompensated_;
+
+  static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per smem row
+  static constexpr int kNTilesS = kBlockN / 8;  // n8 tiles of S per m-tile
+  static constexpr int kNTilesO = kHeadDim / 8;
+  static constexpr int kKStepsQK = kHeadDim / 16;
+  static constexpr int kKStepsPV = kBlockN / 16;
+  static constexpr int kPitch = kHeadDim * 2 + 16;  // padded smem row, see tile_off
+  static constexpr int kQBytes = kBlockM * kPitch;
+  static constexpr int kKVBytes = kBlockN * kPitch;
+  static constexpr int kSmemBytes = kQBytes + 4 * kKVBytes;  // Q + 2 stages of K and V
+  // Two CTAs per SM (8 warps) when registers allow: 128 threads x 255 registers x 2 fits 64K.
+  static constexpr int kMinBlocks = kCompensated ? 1 : 2;
+
+  static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
+  static_assert(sizeof(T) == 2, "16-bit inputs");
+  static_assert(kThreads % kChunks == 0 && kBlockN % (kThreads / kChunks) == 0 &&
+                    kBlockM % (kThreads / kChunks) == 0,
+                "tile loads divide evenly over the threads");
+};
+
+// Byte offset of 16-byte chunk c of row r in a tile whose rows are padded by 16 bytes. The padding
+// puts the 8 row addresses of an ldmatrix (same chunk, consecutive rows) on 8 different bank
+// groups, and keeps every address an immediate offset from one base register (an XOR swizzle
+// costs a register per distinct pattern, and this kernel has none to spare).
+template <int kChunks>
+__device__ __forceinline__ std::uint32_t tile_off(int r, int c) {
+  return static_cast<std::uint32_t>(r * (kChunks + 1) * 16 + c * 16);
+}
+
+// Copies rows [0, kRows) of a tile (rows >= rows_valid zero-filled) into swizzled shared memory.
+template <class Tr, int kRows>
+__device__ __forceinline__ void load_tile(std::uint32_t smem, const typename Tr::T* g,
+                                          std::int64_t row_stride, int rows_valid, int tid) {
+  constexpr int kRowStep = Tr::kThreads / Tr::kChunks;
+  const int r0 = tid / Tr::kChunks, c = tid % Tr::kChunks;
+  const typename Tr::T* src = g + r0 * row_stride + c * 8;
+  const std::uint32_t dst = smem + tile_off<Tr::kChunks>(r0, c);
+#pragma unroll
+  for (int i = 0; i < kRows / kRowStep; ++i) {
+    const bool valid = r0 + i * kRowStep < rows_valid;
+    ptx::cp_async_16(dst + tile_off<Tr::kChunks>(i * kRowStep, 0),
+                     valid ? src + i * kRowStep * row_stride : g, valid);
+  }
+}
+
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// Kahan step: sum += y with compensation c.
+__device__ __forceinline__ void kahan_add(float& sum, float& c, float y) {
+  const float yc = y - c;
+  const float t = sum + yc;
+  c = (t - sum) - yc;
+  sum = t;
+}
+
+template <class Tr>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
+    fwd_kernel(const __grid_constant__ FwdParams p) {
+  using T = typename Tr::T;
+  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kMT = Tr::kMTiles;
+  constexpr int kNS = Tr::kNTilesS, kNO = Tr::kNTilesO, kChunks = Tr::kChunks;
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t4 = lane & 3;  // mma fragment row group / column pair
+
+  // Causal: the last row blocks have the most keys; launch them first.
+  const int m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int lq = p.len_q(b), lk = p.len_k(b);
+  const int m0 = m_block * kBlockM;
+  if (m0 >= lq) return;
+  const int hk = p.kv_head(h);
+
+  // Key tiles this row block can see: all of them, or up to the diagonal of its last row.
+  int n_end = lk;
+  if (p.causal) n_end = max(0, min(lk, m0 + kBlockM + lk - lq));
+  const int n_tiles = (n_end + kBlockN - 1) / kBlockN;
+
+  const T* q = static_cast<const T*>(p.q) + p.q_offset(b, m0, h);
+  const T* k = static_cast<const T*>(p.k) + p.k_offset(b, 0, hk);
+  const T* v = static_cast<const T*>(p.v) + p.v_offset(b, 0, hk);
+  const std::uint32_t sq = ptx::smem_addr(smem);
+  const std::uint32_t sk0 = sq + Tr::kQBytes;
+  const std::uint32_t sv0 = sk0 + 2 * Tr::kKVBytes;
+
+  load_tile<Tr, kBlockM>(sq, q, p.q_row_stride, lq - m0, tid);
+  if (n_tiles > 0) {
+    load_tile<Tr, kBlockN>(sk0, k, p.k_row_stride, lk, tid);
+    load_tile<Tr, kBlockN>(sv0, v, p.v_row_stride, lk, tid);
+  }
+  ptx::cp_async_commit();
+
+  float o[kMT][kNO][4];
+  float oc[Tr::kCompensated ? kMT : 1][Tr::kCompensated ? kNO : 1][4];  // Kahan terms of o
+  float row_max[kMT][2], row_sum[kMT][2], sum_c[kMT][2];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int n = 0; n < kNO; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[mt][n][e] = 0.f;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      row_max[mt][r] = -INFINITY;
+      row_sum[mt][r] = 0.f;
+      sum_c[mt][r] = 0.f;
+    }
+  }
+  if constexpr (Tr::kCompensated) {
+#pragma unroll
+    for (int n = 0; n < kNO; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) oc[0][n][e] = 0.f;
+  }
+
+  const int warp_row0 = warp * 16 * kMT;  // first row of this warp inside the block
+  const int diag = lk - lq;               // causal: row i sees keys j <= i + diag
+
+  for (int j = 0; j < n_tiles; ++j) {
+    const int stage = j & 1;
+    if (j + 1 < n_tiles) {
+      const int n1 = (j + 1) * kBlockN;
+      load_tile<Tr, kBlockN>(sk0 + (stage ^ 1) * Tr::kKVBytes, k + n1 * p.k_row_stride,
+                             p.k_row_stride, lk - n1, tid);
+      load_tile<Tr, kBlockN>(sv0 + (stage ^ 1) * Tr::kKVBytes, v + n1 * p.v_row_stride,
+                             p.v_row_stride, lk - n1, tid);
+    }
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<1>();
+    __syncthreads();
+
+    const std::uint32_t sk = sk0 + stage * Tr::kKVBytes;
+    const std::uint32_t sv = sv0 + stage * Tr::kKVBytes;
+
+    // S = Q K^T for this warp's rows and the tile's kBlockN keys.
+    float s[kMT][kNS][4];
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int n = 0; n < kNS; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < Tr::kKStepsQK; ++ks) {
+      std::uint32_t a[kMT][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        ptx::ldmatrix_x4(a[mt], sq + tile_off<kChunks>(warp_row0 + mt * 16 + (lane & 15),
+                                                  ks * 2 + (lane >> 4)));
+      }
+#pragma unroll
+      for (int np = 0; np < kNS / 2; ++np) {
+        std::uint32_t bk[4];
+        ptx::ldmatrix_x4(bk, sk + tile_off<kChunks>(np * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                               ks * 2 + ((lane >> 3) & 1)));
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          ptx::mma_16816<T>(s[mt][2 * np], a[mt], bk[0], bk[1]);
+          ptx::mma_16816<T>(s[mt][2 * np + 1], a[mt], bk[2], bk[3]);
+        }
+      }
+    }
+
+    // Mask only the tiles that need it: the sequence end, and the causal diagonal.
+    const int n0 = j * kBlockN;
+    const bool need_mask = (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + diag);
+    if (need_mask) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          // Columns of this row at or past `limit` are invisible; measured from this thread's
+          // first column so that the inner test is one compare against a constant.
+          const int row = m0 + warp_row0 + mt * 16 + g + 8 * r;
+          const int limit = (p.causal ? min(lk, row + diag + 1) : lk) - (n0 + 2 * t4);
+#pragma unroll
+          for (int n = 0; n < kNS; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              if (n * 8 + e >= limit) s[mt][n][2 * r + e] = -INFINITY;
+        }
+    }
+
+    // Online softmax in the log2 domain (scale > 0 is validated, so max(s) * scale is the max).
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int n = 0; n < kNS; ++n) mx = fmaxf(mx, fmaxf(s[mt][n][2 * r], s[mt][n][2 * r + 1]));
+        mx = quad_max(mx) * p.scale_log2;
+        const float m_new = fmaxf(row_max[mt][r], mx);
+        const float m_use = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet
+        const float alpha = ptx::fast_exp2(row_max[mt][r] - m_use);
+        row_max[mt][r] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int n = 0; n < kNS; ++n) {
+#pragma unroll
+          for (int e = 2 * r; e < 2 * r + 2; ++e) {
+            s[mt][n][e] = ptx::fast_exp2(fmaf(s[mt][n][e], p.scale_log2, -m_use));
+            sum += s[mt][n][e];
+          }
+        }
+        if constexpr (Tr::kCompensated) {
+          row_sum[mt][r] *= alpha;
+          sum_c[mt][r] *= alpha;
+          kahan_add(row_sum[mt][r], sum_c[mt][r], sum);
+        } else {
+          row_sum[mt][r] = row_sum[mt][r] * alpha + sum;
+        }
+#pragma unroll
+        for (int n = 0; n < kNO; ++n) {
+          o[mt][n][2 * r] *= alpha;
+          o[mt][n][2 * r + 1] *= alpha;
+          if constexpr (Tr::kCompensated) {
+            oc[mt][n][2 * r] *= alpha;
+            oc[mt][n][2 * r + 1] *= alpha;
+          }
+        }
+      }
+    }
+
+    // P as the A operand: the accumulator layout of two n8 tiles is the A layout of one k16 step.
+    auto p_frag = [&](std::uint32_t(&a)[4], int kk, int mt) {
+      a[0] = ptx::pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+      a[1] = ptx::pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+      a[2] = ptx::pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+      a[3] = ptx::pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+    };
+
+    // O += P V.
+    if constexpr (!Tr::kCompensated) {
+#pragma unroll
+      for (int kk = 0; kk < Tr::kKStepsPV; ++kk) {
+        std::uint32_t pa[kMT][4];
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) p_frag(pa[mt], kk, mt);
+#pragma unroll
+        for (int dp = 0; dp < kNO / 2; ++dp) {
+          std::uint32_t bv[4];
+          ptx::ldmatrix_x4_trans(bv, sv + tile_off<kChunks>(kk * 16 + (lane & 15), dp * 2 + (lane >> 4)));
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) {
+            ptx::mma_16816<T>(o[mt][2 * dp], pa[mt], bv[0], bv[1]);
+            ptx::mma_16816<T>(o[mt][2 * dp + 1], pa[mt], bv[2], bv[3]);
+          }
+        }
+      }
+    } else {
+      // Compensated: this tile's P V goes into a fresh accumulator, then Kahan-adds into O.
+      std::uint32_t pa[Tr::kKStepsPV][kMT][4];
+#pragma unroll
+      for (int kk = 0; kk < Tr::kKStepsPV; ++kk)
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) p_frag(pa[kk][mt], kk, mt);
+#pragma unroll
+      for (int dp = 0; dp < kNO / 2; ++dp) {
+        float tacc[kMT][2][4];
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int x = 0; x < 2; ++x)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) tacc[mt][x][e] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < Tr::kKStepsPV; ++kk) {
+          std::uint32_t bv[4];
+          ptx::ldmatrix_x4_trans(bv, sv + tile_off<kChunks>(kk * 16 + (lane & 15), dp * 2 + (lane >> 4)));
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) {
+            ptx::mma_16816<T>(tacc[mt][0], pa[kk][mt], bv[0], bv[1]);
+            ptx::mma_16816<T>(tacc[mt][1], pa[kk][mt], bv[2], bv[3]);
+          }
+        }
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int x = 0; x < 2; ++x)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              kahan_add(o[mt][2 * dp + x][e], oc[mt][2 * dp + x][e], tacc[mt][x][e]);
+      }
+    }
+    __syncthreads();  // every warp is done with this stage before it is refilled
+  }
+
+  // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE.
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float l = quad_sum(row_sum[mt][r]);
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      const int row = m0 + warp_row0 + mt * 16 + g + 8 * r;
+      if (row < lq) {
+        T* out = static_cast<T*>(p.o) + p.o_offset(b, row, h) + 2 * t4;
+#pragma unroll
+        for (int n = 0; n < kNO; ++n) {
+          *reinterpret_cast<std::uint32_t*>(out + n * 8) =
+              ptx::pack2<T>(o[mt][n][2 * r] * inv, o[mt][n][2 * r + 1] * inv);
+        }
+        if (p.lse != nullptr && t4 == 0) {
+          p.lse[p.lse_offset(b, row, h)] =
+              l > 0.f ? (row_max[mt][r] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+        }
+      }
+    }
+  }
+}
+
+template <class Tr>
+void launch_fwd(const FwdParams& p, cudaStream_t stream) {
+  static_assert(Tr::kSmemBytes <= 227 * 1024, "shared memory per block");
+  static bool configured = [] {
+    GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel<Tr>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            Tr::kSmemBytes));
+    return true;
+  }();
+  (void)configured;
+  const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM, p.hq, p.batch);
+  fwd_kernel<Tr><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
+  GPUATTN_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T, int D>
+void run_fwd(const FwdParams& p, cudaStream_t stream) {
+  if (p.precision == Precision::compensated) {
+    launch_fwd<FwdTraits<T, D, 1, true>>(p, stream);
+  } else {
+    launch_fwd<FwdTraits<T, D, 2, false>>(p, stream);
+  }
+}
+
+}  // namespace gpuattn::sm80

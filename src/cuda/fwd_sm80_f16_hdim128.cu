@@ -1,0 +1,8 @@
+#include "cuda/fwd_sm80.cuh"
+#include "cuda/fwd_sm80.h"
+
+namespace gpuattn::sm80 {
+
+void fwd_f16_hdim128(const FwdParams& p, cudaStream_t stream) { run_fwd<__half, 128>(p, stream); }
+
+}  // namespace gpuattn::sm80
