@@ -37,8 +37,9 @@ def _framework(x, name):
 
 
 def _check_same_framework(fw, x, name):
-    if x is not None and _framework(x, name) != fw:
-        raise TypeError(f"{name} is a {_framework(x, name)} array but q is a {fw} array")
+    other = _framework(x, name)
+    if other != fw:
+        raise TypeError(f"{name} is a {other} array but q is a {fw} array")
 
 
 def _prepare(fw, x, name):
@@ -174,8 +175,9 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
     fw = _framework(q, "q")
     _check_same_framework(fw, k, "k")
     _check_same_framework(fw, v, "v")
-    _check_same_framework(fw, cu_seqlens_q, "cu_seqlens_q")
-    _check_same_framework(fw, cu_seqlens_k, "cu_seqlens_k")
+    if cu_seqlens_q is not None or cu_seqlens_k is not None:
+        _check_same_framework(fw, cu_seqlens_q, "cu_seqlens_q")
+        _check_same_framework(fw, cu_seqlens_k, "cu_seqlens_k")
     q = _prepare(fw, q, "q")
     k = _prepare(fw, k, "k")
     v = _prepare(fw, v, "v")

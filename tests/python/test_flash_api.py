@@ -1,0 +1,488 @@
+"""gpu_attention's flash-attn compatible API on the CPU backend, against a float64 numpy reference.
+
+Run with the built package on the path:  PYTHONPATH=<build>/python python3 -m pytest tests/python
+The import below is deliberately unguarded: a missing or broken build fails the suite.
+"""
+
+import math
+import zlib
+
+import numpy as np
+import pytest
+
+import gpu_attention as ga
+
+try:
+    import torch
+except ImportError:  # torch is optional: its cases skip, the numpy ones still run
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+
+# ---- reference ---------------------------------------------------------------------------------
+
+
+def ref_single(q, k, v, scale, causal):
+    """fp64 attention of one sequence. q [Sq, Hq, D], k/v [Sk, Hkv, D] -> out [Sq, Hq, D],
+    lse [Hq, Sq]. Causal is bottom-right aligned; a row that sees no key has out 0, lse -inf."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    sq, hq, _ = q.shape
+    sk, hkv, _ = k.shape
+    group = hq // hkv
+    k = np.repeat(k, group, axis=1)  # query head h reads kv head h // group
+    v = np.repeat(v, group, axis=1)
+    s = np.einsum("qhd,khd->hqk", q, k) * scale
+    if causal:
+        visible = np.arange(sk)[None, :] <= np.arange(sq)[:, None] + (sk - sq)
+        s = np.where(visible[None], s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    empty = ~np.isfinite(m)
+    m = np.where(empty, 0.0, m)
+    p = np.exp(s - m)
+    denom = p.sum(axis=-1, keepdims=True)
+    safe = np.where(denom > 0, denom, 1.0)
+    out = np.einsum("hqk,khd->qhd", p / safe, v)
+    lse = np.where(empty[..., 0], -np.inf, m[..., 0] + np.log(safe[..., 0]))
+    return out, lse
+
+
+def ref_dense(q, k, v, scale, causal):
+    """q [B, Sq, Hq, D] ... -> out [B, Sq, Hq, D], lse [B, Hq, Sq]."""
+    outs, lses = zip(*(ref_single(q[b], k[b], v[b], scale, causal) for b in range(q.shape[0])))
+    return np.stack(outs), np.stack(lses)
+
+
+def ref_varlen(q, k, v, cu_q, cu_k, scale, causal):
+    """q [total_q, Hq, D] ... -> out [total_q, Hq, D], lse [Hq, total_q]."""
+    out = np.zeros(q.shape, dtype=np.float64)
+    lse = np.zeros((q.shape[1], q.shape[0]), dtype=np.float64)
+    for b in range(len(cu_q) - 1):
+        qs, qe, ks, ke = cu_q[b], cu_q[b + 1], cu_k[b], cu_k[b + 1]
+        if qe == qs:
+            continue
+        o, l = ref_single(q[qs:qe], k[ks:ke], v[ks:ke], scale, causal)
+        out[qs:qe] = o
+        lse[:, qs:qe] = l
+    return out, lse
+
+
+# ---- frameworks --------------------------------------------------------------------------------
+
+# (framework, dtype name, tolerance on out, tolerance on lse)
+CASES = [
+    ("numpy", "float16", 2e-3, 1e-3),
+    ("numpy", "float32", 2e-5, 2e-5),
+    pytest.param("torch", "float16", 2e-3, 1e-3, marks=needs_torch),
+    pytest.param("torch", "bfloat16", 1.6e-2, 1e-2, marks=needs_torch),
+    pytest.param("torch", "float32", 2e-5, 2e-5, marks=needs_torch),
+]
+
+
+def rng_for(*key):
+    return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+def make(fw, dtype, shape, rng):
+    """Fresh random values (never zeros), rounded to `dtype`, in framework `fw`."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    if fw == "numpy":
+        return x.astype(dtype)
+    return torch.from_numpy(x).to(getattr(torch, dtype))
+
+
+def to64(x):
+    if torch is not None and isinstance(x, torch.Tensor):
+        return x.detach().to(torch.float64).numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def int32(fw, values):
+    a = np.asarray(values, dtype=np.int32)
+    return a if fw == "numpy" else torch.from_numpy(a)
+
+
+def assert_close(got, want, tol, what):
+    got = to64(got)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    finite = np.isfinite(want)
+    assert np.array_equal(np.isfinite(got), finite), f"{what}: non-finite pattern differs"
+    assert np.array_equal(got[~finite], want[~finite]), f"{what}: infinities differ"
+    err = np.max(np.abs(got[finite] - want[finite]), initial=0.0)
+    scale = max(1.0, np.max(np.abs(want[finite]), initial=0.0))
+    assert err <= tol * scale, f"{what}: max abs error {err:.3g} > {tol * scale:.3g}"
+
+
+# ---- dense -------------------------------------------------------------------------------------
+
+# (B, Sq, Sk, Hq, Hkv, D)
+DENSE_SHAPES = [
+    (2, 77, 77, 4, 4, 64),  # awkward length, MHA
+    (1, 77, 130, 8, 2, 128),  # Sq < Sk, GQA 4:1
+    (2, 130, 77, 4, 1, 64),  # Sq > Sk, MQA: causal leaves the first rows without keys
+    (3, 1, 77, 8, 2, 64),  # decode-like single query
+]
+
+
+@pytest.mark.parametrize("fw,dtype,tol,lse_tol", CASES)
+@pytest.mark.parametrize("shape", DENSE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_dense_matches_reference(fw, dtype, tol, lse_tol, shape, causal):
+    b, sq, sk, hq, hkv, d = shape
+    rng = rng_for("dense", fw, dtype, shape, causal)
+    q = make(fw, dtype, (b, sq, hq, d), rng)
+    k = make(fw, dtype, (b, sk, hkv, d), rng)
+    v = make(fw, dtype, (b, sk, hkv, d), rng)
+    out, lse, probs = ga.flash_attn_func(q, k, v, causal=causal, return_attn_probs=True)
+    assert probs is None
+    assert type(out) is type(q) and out.dtype == q.dtype
+    assert lse.dtype == (np.float32 if fw == "numpy" else torch.float32)
+    want_out, want_lse = ref_dense(to64(q), to64(k), to64(v), 1 / math.sqrt(d), causal)
+    assert_close(out, want_out, tol, "out")
+    assert_close(lse, want_lse, lse_tol, "lse")
+
+
+@pytest.mark.parametrize("fw,dtype,tol,lse_tol", CASES)
+def test_softmax_scale_and_plain_return(fw, dtype, tol, lse_tol):
+    rng = rng_for("scale", fw, dtype)
+    q = make(fw, dtype, (2, 33, 4, 64), rng)
+    k = make(fw, dtype, (2, 50, 2, 64), rng)
+    v = make(fw, dtype, (2, 50, 2, 64), rng)
+    out = ga.flash_attn_func(q, k, v, softmax_scale=0.3, causal=True)
+    assert not isinstance(out, tuple)
+    want, _ = ref_dense(to64(q), to64(k), to64(v), 0.3, True)
+    assert_close(out, want, tol, "out")
+
+
+def test_deterministic_flag_and_repeatability():
+    rng = rng_for("det")
+    q, k, v = (make("numpy", "float16", (2, 77, 4, 64), rng) for _ in range(3))
+    a = ga.flash_attn_func(q, k, v, causal=True, deterministic=True)
+    b = ga.flash_attn_func(q, k, v, causal=True, deterministic=True)
+    assert np.array_equal(a, b)
+
+
+# ---- varlen ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fw,dtype,tol,lse_tol", CASES)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_varlen_matches_reference(fw, dtype, tol, lse_tol, causal):
+    lens_q = [1, 77, 33, 128, 5]
+    lens_k = [9, 77, 1, 100, 5]  # sequence 2 has Sq > Sk: causal rows without keys
+    cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
+    cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
+    hq, hkv, d = 8, 2, 64
+    rng = rng_for("varlen", fw, dtype, causal)
+    q = make(fw, dtype, (cu_q[-1], hq, d), rng)
+    k = make(fw, dtype, (cu_k[-1], hkv, d), rng)
+    v = make(fw, dtype, (cu_k[-1], hkv, d), rng)
+    out, lse, probs = ga.flash_attn_varlen_func(
+        q, k, v, int32(fw, cu_q), int32(fw, cu_k), max(lens_q), max(lens_k), causal=causal,
+        return_attn_probs=True)
+    assert probs is None
+    assert tuple(lse.shape) == (hq, cu_q[-1])
+    want_out, want_lse = ref_varlen(to64(q), to64(k), to64(v), cu_q, cu_k, 1 / math.sqrt(d),
+                                    causal)
+    assert_close(out, want_out, tol, "out")
+    assert_close(lse, want_lse, lse_tol, "lse")
+    plain = ga.flash_attn_varlen_func(q, k, v, int32(fw, cu_q), int32(fw, cu_k), max(lens_q),
+                                      max(lens_k), causal=causal)
+    assert np.array_equal(to64(plain), to64(out))
+
+
+def test_varlen_accepts_numpy_integer_max_seqlen():
+    rng = rng_for("npint")
+    q, k, v = (make("numpy", "float16", (10, 2, 64), rng) for _ in range(3))
+    cu = np.array([0, 4, 10], dtype=np.int32)
+    out = ga.flash_attn_varlen_func(q, k, v, cu, cu, np.int64(6), np.int32(6))
+    want, _ = ref_varlen(to64(q), to64(k), to64(v), cu, cu, 1 / 8, False)
+    assert_close(out, want, 2e-3, "out")
+
+
+# ---- packed and kvcache entry points ------------------------------------------------------------
+
+
+def test_packed_variants_equal_unpacked():
+    rng = rng_for("packed")
+    qkv = make("numpy", "float16", (2, 40, 3, 4, 64), rng)
+    want = ga.flash_attn_func(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], causal=True)
+    assert np.array_equal(ga.flash_attn_qkvpacked_func(qkv, causal=True), want)
+    kv = np.ascontiguousarray(qkv[:, :, 1:])
+    assert np.array_equal(ga.flash_attn_kvpacked_func(qkv[:, :, 0], kv, causal=True), want)
+
+    cu = np.array([0, 40, 80], dtype=np.int32)
+    flat = qkv.reshape(80, 3, 4, 64)
+    want_flat = want.reshape(80, 4, 64)
+    got = ga.flash_attn_varlen_qkvpacked_func(flat, cu, 40, causal=True)
+    assert np.array_equal(got, want_flat)
+    got = ga.flash_attn_varlen_kvpacked_func(flat[:, 0], np.ascontiguousarray(flat[:, 1:]), cu, cu,
+                                             40, 40, causal=True)
+    assert np.array_equal(got, want_flat)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_kvcache_whole_cache_equals_flash_attn_func(causal):
+    rng = rng_for("kvcache", causal)
+    q = make("numpy", "float16", (3, 2, 8, 128), rng)
+    kc = make("numpy", "float16", (3, 77, 2, 128), rng)
+    vc = make("numpy", "float16", (3, 77, 2, 128), rng)
+    out = ga.flash_attn_with_kvcache(q, kc, vc, causal=causal, num_splits=4)
+    assert not isinstance(out, tuple)
+    out2, lse = ga.flash_attn_with_kvcache(q, kc, vc, causal=causal, return_softmax_lse=True)
+    ref_out, ref_lse, _ = ga.flash_attn_func(q, kc, vc, causal=causal, return_attn_probs=True)
+    assert np.array_equal(out, ref_out) and np.array_equal(out2, ref_out)
+    assert np.array_equal(lse, ref_lse)
+    want_out, want_lse = ref_dense(to64(q), to64(kc), to64(vc), 1 / math.sqrt(128), causal)
+    assert_close(out, want_out, 2e-3, "out")
+    assert_close(lse, want_lse, 1e-3, "lse")
+
+
+@pytest.mark.parametrize("arg", ["k", "v", "rotary_cos", "rotary_sin", "cache_seqlens",
+                                 "cache_batch_idx", "cache_leftpad", "block_table"])
+def test_kvcache_unsupported_arguments(arg):
+    rng = rng_for("kvcache-bad", arg)
+    q = make("numpy", "float16", (2, 1, 4, 64), rng)
+    kc = make("numpy", "float16", (2, 16, 4, 64), rng)
+    value = np.array([16, 16], dtype=np.int32) if arg.startswith("cache") else kc
+    with pytest.raises(NotImplementedError, match=arg):
+        ga.flash_attn_with_kvcache(q, kc, kc, **{arg: value})
+
+
+def test_kvcache_unsupported_options():
+    rng = rng_for("kvcache-opts")
+    q = make("numpy", "float16", (2, 1, 4, 64), rng)
+    kc = make("numpy", "float16", (2, 16, 4, 64), rng)
+    with pytest.raises(NotImplementedError, match="softcap"):
+        ga.flash_attn_with_kvcache(q, kc, kc, softcap=30.0)
+    with pytest.raises(NotImplementedError, match="alibi_slopes"):
+        ga.flash_attn_with_kvcache(q, kc, kc, alibi_slopes=np.ones(4, np.float32))
+    with pytest.raises(NotImplementedError, match="window_size"):
+        ga.flash_attn_with_kvcache(q, kc, kc, window_size=(4, 0))
+    with pytest.raises(ValueError, match="num_splits"):
+        ga.flash_attn_with_kvcache(q, kc, kc, num_splits=-1)
+
+
+# ---- window_size: exact reductions and refusal ---------------------------------------------------
+
+
+def test_window_sizes_that_are_no_window():
+    rng = rng_for("window")
+    q = make("numpy", "float16", (1, 20, 2, 64), rng)
+    k = make("numpy", "float16", (1, 30, 2, 64), rng)
+    v = make("numpy", "float16", (1, 30, 2, 64), rng)
+    full = ga.flash_attn_func(q, k, v)
+    causal = ga.flash_attn_func(q, k, v, causal=True)
+    assert not np.array_equal(full, causal)
+    assert np.array_equal(ga.flash_attn_func(q, k, v, window_size=(-1, 0)), causal)
+    assert np.array_equal(ga.flash_attn_func(q, k, v, window_size=(29, 0)), causal)  # >= Sk-1
+    assert np.array_equal(ga.flash_attn_func(q, k, v, window_size=(29, 19)), full)  # >= Sq-1
+    assert np.array_equal(ga.flash_attn_func(q, k, v, window_size=(100, -1)), full)
+    assert np.array_equal(ga.flash_attn_func(q, k, v, causal=True, window_size=(-1, 5)), causal)
+    for window in [(28, 0), (-1, 18), (4, 4), (0, 0)]:
+        with pytest.raises(NotImplementedError, match="window_size"):
+            ga.flash_attn_func(q, k, v, window_size=window)
+    for window in [(1,), "ab", (1.5, 0), None]:
+        with pytest.raises(ValueError, match="window_size"):
+            ga.flash_attn_func(q, k, v, window_size=window)
+
+
+# ---- layouts -------------------------------------------------------------------------------------
+
+
+def test_non_contiguous_inputs():
+    rng = rng_for("strided")
+    big = make("numpy", "float16", (2, 90, 6, 128), rng)
+    # slices along sequence and heads keep the head dim contiguous: zero-copy
+    q = big[:, 3:80, 1:5, :64]
+    k = big[:, 10:87, 2:4, 64:]
+    v = big[:, :77, 4:6, :64]
+    assert not q.flags.c_contiguous
+    out, lse, _ = ga.flash_attn_func(q, k, v, causal=True, return_attn_probs=True)
+    want_out, want_lse = ref_dense(to64(q), to64(k), to64(v), 1 / 8, True)
+    assert_close(out, want_out, 2e-3, "out")
+    assert_close(lse, want_lse, 1e-3, "lse")
+    # a strided head dim is copied first, as flash-attn's maybe_contiguous does
+    out = ga.flash_attn_func(big[..., ::2], big[..., 1::2], big[..., ::2])
+    want, _ = ref_dense(to64(big[..., ::2]), to64(big[..., 1::2]), to64(big[..., ::2]), 1 / 8,
+                        False)
+    assert_close(out, want, 2e-3, "out")
+    # [B, H, S, D] memory seen as [B, S, H, D] (torch SDPA's layout, transposed view)
+    bhsd = make("numpy", "float16", (2, 4, 33, 64), rng)
+    x = bhsd.transpose(0, 2, 1, 3)
+    out = ga.flash_attn_func(x, x, x, causal=True)
+    want, _ = ref_dense(to64(x), to64(x), to64(x), 1 / 8, True)
+    assert_close(out, want, 2e-3, "out")
+
+
+def test_read_only_inputs():
+    rng = rng_for("ro")
+    q, k, v = (make("numpy", "float32", (1, 17, 2, 64), rng) for _ in range(3))
+    for x in (q, k, v):
+        x.setflags(write=False)
+    out = ga.flash_attn_func(q, k, v)
+    want, _ = ref_dense(to64(q), to64(k), to64(v), 1 / 8, False)
+    assert_close(out, want, 2e-5, "out")
+
+
+def test_bad_layouts_raise():
+    rng = rng_for("badlayout")
+    big = make("numpy", "float16", (1, 20, 2, 136), rng)
+    odd = make("numpy", "float16", (1, 20, 2, 130), rng)
+    ok = make("numpy", "float16", (1, 20, 2, 64), rng)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        ga.flash_attn_func(big[..., 1:65], ok, ok)
+    with pytest.raises(ValueError, match="multiple of 16 bytes"):
+        ga.flash_attn_func(odd[..., :64], ok, ok)  # head stride 130 halves = 260 bytes
+    with pytest.raises(ValueError, match="negative stride"):
+        ga.flash_attn_func(ok[:, ::-1], ok, ok)
+
+
+# ---- error paths ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def qkv16():
+    rng = rng_for("errors")
+    return tuple(make("numpy", "float16", (2, 16, 4, 64), rng) for _ in range(3))
+
+
+def test_unsupported_options_raise(qkv16):
+    q, k, v = qkv16
+    with pytest.raises(NotImplementedError, match="dropout_p"):
+        ga.flash_attn_func(q, k, v, dropout_p=0.1)
+    with pytest.raises(ValueError, match="dropout_p"):
+        ga.flash_attn_func(q, k, v, dropout_p=1.5)
+    with pytest.raises(NotImplementedError, match="alibi_slopes"):
+        ga.flash_attn_func(q, k, v, alibi_slopes=np.ones(4, np.float32))
+    with pytest.raises(NotImplementedError, match="softcap"):
+        ga.flash_attn_func(q, k, v, softcap=50.0)
+    with pytest.raises(NotImplementedError, match="window_size"):
+        ga.flash_attn_func(q, k, v, window_size=(8, 8))
+    with pytest.raises(TypeError, match="softmax_scale"):
+        ga.flash_attn_func(q, k, v, softmax_scale="0.1")
+    for bad in (float("inf"), float("nan"), -0.5, 0.0):
+        with pytest.raises(ValueError, match="softmax_scale"):
+            ga.flash_attn_func(q, k, v, softmax_scale=bad)
+
+
+def test_bad_shapes_and_dtypes_raise(qkv16):
+    q, k, v = qkv16
+    rng = rng_for("bad-shapes")
+    d96 = make("numpy", "float16", (2, 16, 4, 96), rng)
+    with pytest.raises(NotImplementedError, match="head dim 96"):
+        ga.flash_attn_func(d96, d96, d96)
+    with pytest.raises(ValueError, match="dtype"):
+        ga.flash_attn_func(q, k.astype(np.float32), v)
+    with pytest.raises(NotImplementedError, match="float64"):
+        ga.flash_attn_func(q.astype(np.float64), k, v)
+    with pytest.raises(ValueError, match="dtype"):
+        ga.flash_attn_func(q, k, v.astype(np.float64))
+    with pytest.raises(ValueError, match="rank"):
+        ga.flash_attn_func(q[0], k[0], v[0])
+    with pytest.raises(ValueError, match="dimensions"):
+        ga.flash_attn_func(q[None], k[None], v[None])
+    k3 = make("numpy", "float16", (2, 16, 3, 64), rng)
+    with pytest.raises(ValueError, match="multiple of kv heads"):
+        ga.flash_attn_func(q, k3, k3)
+    kb = make("numpy", "float16", (3, 16, 4, 64), rng)
+    with pytest.raises(ValueError, match="batch"):
+        ga.flash_attn_func(q, kb, kb)
+    with pytest.raises(ValueError, match="v shape"):
+        ga.flash_attn_func(q, k, v[:, :8])
+    with pytest.raises(ValueError, match="head dim"):
+        ga.flash_attn_func(q, make("numpy", "float16", (2, 16, 4, 128), rng), v)
+    with pytest.raises(ValueError):
+        ga.flash_attn_func(q[:, :0], k, v)  # empty query
+    with pytest.raises(TypeError, match="q must be"):
+        ga.flash_attn_func(q.tolist(), k, v)
+    with pytest.raises(TypeError, match="k must be"):
+        ga.flash_attn_func(q, None, v)
+
+
+def test_varlen_errors():
+    rng = rng_for("varlen-errors")
+    q, k, v = (make("numpy", "float16", (10, 2, 64), rng) for _ in range(3))
+    cu = np.array([0, 4, 10], dtype=np.int32)
+    f = ga.flash_attn_varlen_func
+    with pytest.raises(TypeError, match="max_seqlen_q"):
+        f(q, k, v, cu, cu, 6.0, 6)
+    with pytest.raises(TypeError, match="max_seqlen_k"):
+        f(q, k, v, cu, cu, 6, True)
+    with pytest.raises(ValueError, match="max_seqlen_q"):
+        f(q, k, v, cu, cu, 0, 6)
+    with pytest.raises(ValueError, match="max_seqlen_k"):
+        f(q, k, v, cu, cu, 6, 2**31)
+    with pytest.raises(ValueError, match="max_seqlen"):
+        f(q, k, v, cu, cu, 5, 6)  # sequence 1 has length 6
+    with pytest.raises(ValueError, match="int32"):
+        f(q, k, v, cu.astype(np.int64), cu, 6, 6)
+    with pytest.raises(ValueError, match="rows"):
+        f(q, k, v, np.array([0, 4, 9], np.int32), cu, 6, 6)
+    with pytest.raises(ValueError, match="decreases|negative"):
+        f(q, k, v, np.array([0, 11, 10], np.int32), cu, 11, 6)
+    with pytest.raises(ValueError, match="entries"):
+        f(q, k, v, np.array([0, 4, 6, 10], np.int32), cu, 6, 6)
+    with pytest.raises(ValueError, match="rank"):
+        f(q[None], k[None], v[None], cu, cu, 6, 6)
+    with pytest.raises(ValueError, match="cu_seqlens"):
+        f(q, k, v, None, cu, 6, 6)
+    with pytest.raises(NotImplementedError, match="block_table"):
+        f(q, k, v, cu, cu, 6, 6, block_table=np.zeros((2, 1), np.int32))
+    with pytest.raises(NotImplementedError, match="dropout_p"):
+        f(q, k, v, cu, cu, 6, 6, dropout_p=0.5)
+    with pytest.raises(NotImplementedError, match="window_size"):
+        f(q, k, v, cu, cu, 6, 6, window_size=(2, 0))
+
+
+def test_module_surface():
+    assert isinstance(ga.__version__, str) and ga.__version__.count(".") == 2
+    assert isinstance(ga.cuda_available(), bool)
+    for name in ga.__all__:
+        assert hasattr(ga, name), name
+
+
+# ---- torch specifics ------------------------------------------------------------------------------
+
+
+@needs_torch
+def test_torch_errors_and_grad():
+    rng = rng_for("torch-errors")
+    q, k, v = (make("torch", "float16", (1, 16, 2, 64), rng) for _ in range(3))
+    with pytest.raises(TypeError, match="k is a numpy array but q is a torch"):
+        ga.flash_attn_func(q, k.numpy(), v)
+    with pytest.raises(ValueError, match="dtype"):
+        ga.flash_attn_func(q, k.to(torch.bfloat16), v)
+    qg = q.float().requires_grad_()
+    with pytest.raises(NotImplementedError, match="requires grad"):
+        ga.flash_attn_func(qg, k.float(), v.float())
+    with torch.no_grad():
+        out = ga.flash_attn_func(qg, k.float(), v.float())
+    want, _ = ref_dense(to64(q), to64(k), to64(v), 1 / 8, False)
+    assert_close(out, want, 2e-5, "out")
+    # torch SDPA layout: [B, H, S, D] contiguous, passed as a transposed view
+    x = make("torch", "float16", (1, 2, 16, 64), rng).transpose(1, 2)
+    out = ga.flash_attn_func(x, x, x, causal=True)
+    want, _ = ref_dense(to64(x), to64(x), to64(x), 1 / 8, True)
+    assert_close(out, want, 2e-3, "out")
+    if not ga.cuda_available() and torch.cuda.is_available():
+        with pytest.raises(NotImplementedError, match="CUDA"):
+            ga.flash_attn_func(q.cuda(), k.cuda(), v.cuda())
+
+
+@needs_torch
+@pytest.mark.skipif(torch is None or not torch.cuda.is_available() or not ga.cuda_available(),
+                    reason="needs a CUDA build and a CUDA device")
+def test_torch_cuda_matches_cpu():
+    rng = rng_for("cuda")
+    q, k, v = (make("torch", "bfloat16", (2, 77, 4, 128), rng) for _ in range(3))
+    want, want_lse = ref_dense(to64(q), to64(k), to64(v), 1 / math.sqrt(128), True)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        out, lse, _ = ga.flash_attn_func(q.cuda(), k.cuda(), v.cuda(), causal=True,
+                                         return_attn_probs=True)
+    stream.synchronize()
+    assert out.is_cuda and lse.is_cuda
+    assert_close(out.cpu(), want, 1.6e-2, "out")
+    assert_close(lse.cpu(), want_lse, 1e-2, "lse")
+    with pytest.raises(ValueError, match="host/device"):
+        ga.flash_attn_func(q.cuda(), k, v.cuda())
