@@ -1,0 +1,335 @@
+// CPU backend: tiled, threaded fp32 attention forward with online softmax (memory O(N)).
+//
+// A work item is (batch b, query head h, block of kBlockM query rows). Its thread converts the Q
+// block to fp32 once (pre-scaled by scale * log2(e), so the softmax runs on exp2), then walks the
+// key tiles the block can see: each K/V tile is converted to fp32 once, S = Q K^T and O += P V run
+// through one small register-blocked GEMM, and the softmax is online (running max m and sum l per
+// row, accumulators rescaled when m grows). Nothing of size Sq x Sk is ever stored.
+//
+// Every output row and LSE entry is written exactly once, after its last key tile, from
+// thread-local buffers that were all allocated before the first write: an error (allocation,
+// thread creation) can never leave `out` half-written. Results do not depend on the thread count:
+// each item is computed by one thread in a fixed order.
+#include "cpu/cpu_attention.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "gpuattn/numeric.h"
+
+namespace gpuattn {
+namespace {
+
+// Tile sizes: with D = 128 the Q, K^T, V, score and accumulator tiles of one thread take ~160 KB,
+// which stays in L2. Tuned for speed; they only change the order of fp32 summation.
+constexpr int kBlockM = 64;  // query rows per work item
+constexpr int kBlockN = 64;  // keys per tile
+// Register block of the GEMM micro-kernel: kMicroM x kMicroN accumulators (8 SSE / 4 AVX
+// registers).
+constexpr int kMicroM = 4;
+constexpr int kMicroN = 8;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Storage types: load to fp32, store from fp32 (round to nearest even).
+struct F32 {
+  using T = float;
+  static float load(T x) { return x; }
+  static T store(float x) { return x; }
+};
+struct F16 {
+  using T = std::uint16_t;
+  static float load(T x) { return f16_to_float(x); }
+  static T store(float x) { return float_to_f16(x); }
+};
+struct BF16 {
+  using T = std::uint16_t;
+  static float load(T x) { return bf16_to_float(x); }
+  static T store(float x) { return float_to_bf16(x); }
+};
+
+int round_up(int x, int m) {
+  return (x + m - 1) / m * m;
+}
+
+// C[M x N] += A[M x K] * B[K x N], row-major with leading dimensions lda/ldb/ldc.
+// M % kMicroM == 0 and N % kMicroN == 0. The K loop runs in order, so every element of C is a plain
+// sequential fp32 sum; the inner loops have fixed trip counts and vectorize at -O3.
+void gemm_acc(int M, int N, int K, const float* __restrict A, int lda, const float* __restrict B,
+              int ldb, float* __restrict C, int ldc) {
+  for (int i0 = 0; i0 < M; i0 += kMicroM) {
+    for (int j0 = 0; j0 < N; j0 += kMicroN) {
+      float c[kMicroM][kMicroN];
+      for (int i = 0; i < kMicroM; ++i) {
+        for (int j = 0; j < kMicroN; ++j) c[i][j] = C[(i0 + i) * ldc + j0 + j];
+      }
+      for (int k = 0; k < K; ++k) {
+        const float* b = B + k * ldb + j0;
+        for (int i = 0; i < kMicroM; ++i) {
+          const float a = A[(i0 + i) * lda + k];
+          for (int j = 0; j < kMicroN; ++j) c[i][j] += a * b[j];
+        }
+      }
+      for (int i = 0; i < kMicroM; ++i) {
+        for (int j = 0; j < kMicroN; ++j) C[(i0 + i) * ldc + j0 + j] = c[i][j];
+      }
+    }
+  }
+}
+
+// Compensated O += P V: Kahan summation per output element, `comp` holding the running error.
+void gemm_acc_kahan(int M, int N, int K, const float* __restrict P, int ldp,
+                    const float* __restrict V, int ldv, float* __restrict acc,
+                    float* __restrict comp, int ldc) {
+  for (int r = 0; r < M; ++r) {
+    float* a = acc + r * ldc;
+    float* e = comp + r * ldc;
+    for (int c = 0; c < K; ++c) {
+      const float pc = P[r * ldp + c];
+      if (pc == 0.f) continue;  // masked key: adding zero changes nothing
+      const float* v = V + c * ldv;
+      for (int d = 0; d < N; ++d) {
+        const float y = pc * v[d] - e[d];
+        const float t = a[d] + y;
+        e[d] = (t - a[d]) - y;
+        a[d] = t;
+      }
+    }
+  }
+}
+
+// Per-thread buffers, allocated before any work starts.
+struct Workspace {
+  Workspace(int d, bool compensated)
+      : q(kBlockM * d),
+        kt(d * kBlockN),
+        v(kBlockN * d),
+        s(kBlockM * kBlockN),
+        acc(kBlockM * d),
+        comp(compensated ? kBlockM * d : 0),
+        m(kBlockM),
+        l(kBlockM),
+        lc(kBlockM),
+        vis(kBlockM) {}
+  std::vector<float> q;     // [kBlockM, D], pre-scaled by scale * log2(e); padding rows are 0
+  std::vector<float> kt;    // [D, kBlockN], K tile transposed
+  std::vector<float> v;     // [kBlockN, D]
+  std::vector<float> s;     // [kBlockM, kBlockN], scores, then probabilities
+  std::vector<float> acc;   // [kBlockM, D], unnormalized output
+  std::vector<float> comp;  // [kBlockM, D], Kahan compensation of acc (compensated only)
+  std::vector<float> m;     // running max (log2 domain)
+  std::vector<float> l;     // running softmax denominator
+  std::vector<float> lc;    // Kahan compensation of l
+  std::vector<int> vis;     // visible keys of each row
+};
+
+struct WorkItem {
+  int b, h, i0, rows;
+  double cost;  // visible query-key pairs, for longest-first scheduling
+};
+
+template <class E>
+void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
+  using T = typename E::T;
+  const T* q = static_cast<const T*>(p.q);
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+  T* o = static_cast<T*>(p.o);
+  const int D = p.head_dim;
+  const int b = it.b, h = it.h, hk = p.kv_head(h);
+  const int lq = p.len_q(b), lk = p.len_k(b);
+  const int rows = it.rows;
+  const int mpad = round_up(rows, kMicroM);
+  const bool kahan = p.precision == Precision::compensated;
+
+  // Q block -> fp32, rows beyond `rows` zero so the padded GEMM rows stay finite.
+  for (int r = 0; r < mpad; ++r) {
+    float* qr = &w.q[r * D];
+    if (r < rows) {
+      const T* src = q + p.q_offset(b, it.i0 + r, h);
+      for (int d = 0; d < D; ++d) qr[d] = E::load(src[d]) * p.scale_log2;
+    } else {
+      std::fill(qr, qr + D, 0.f);
+    }
+  }
+  int kv_end = 0;  // keys any row of the block sees; rows see a prefix since visibility is causal
+  for (int r = 0; r < mpad; ++r) {
+    w.vis[r] = r < rows ? p.visible_keys(it.i0 + r, lq, lk) : 0;
+    kv_end = std::max(kv_end, w.vis[r]);
+  }
+  std::fill(w.m.begin(), w.m.end(), kNegInf);
+  std::fill(w.l.begin(), w.l.end(), 0.f);
+  std::fill(w.lc.begin(), w.lc.end(), 0.f);
+  std::fill(w.acc.begin(), w.acc.begin() + mpad * D, 0.f);
+  if (kahan) std::fill(w.comp.begin(), w.comp.begin() + mpad * D, 0.f);
+
+  // Key tiles past the causal diagonal of the block's last row are skipped entirely.
+  for (int j0 = 0; j0 < kv_end; j0 += kBlockN) {
+    const int bc = std::min(kBlockN, kv_end - j0);
+    const int npad = round_up(bc, kMicroN);
+    for (int c = 0; c < bc; ++c) {
+      const T* ks = k + p.k_offset(b, j0 + c, hk);
+      const T* vs = v + p.v_offset(b, j0 + c, hk);
+      float* vd = &w.v[c * D];
+      for (int d = 0; d < D; ++d) w.kt[d * kBlockN + c] = E::load(ks[d]);
+      for (int d = 0; d < D; ++d) vd[d] = E::load(vs[d]);
+    }
+    for (int c = bc; c < npad; ++c) {
+      for (int d = 0; d < D; ++d) w.kt[d * kBlockN + c] = 0.f;
+    }
+
+    // S = Q K^T (log2 domain).
+    std::fill(w.s.begin(), w.s.begin() + mpad * kBlockN, 0.f);
+    gemm_acc(mpad, npad, D, w.q.data(), D, w.kt.data(), kBlockN, w.s.data(), kBlockN);
+
+    // Online softmax: P = exp2(S - m_new), rescale the running state by exp2(m_old - m_new).
+    for (int r = 0; r < mpad; ++r) {
+      float* sr = &w.s[r * kBlockN];
+      const int nv = std::clamp(w.vis[r] - j0, 0, bc);
+      if (nv == 0) {  // padding row, or every key of this tile is masked for it
+        std::fill(sr, sr + bc, 0.f);
+        continue;
+      }
+      float mt = kNegInf;
+      for (int c = 0; c < nv; ++c) mt = std::max(mt, sr[c]);
+      const float m_new = std::max(w.m[r], mt);
+      // All visible scores -inf (infinite inputs): subtract 0 instead so exp2 gives 0, not NaN.
+      const float m_ref = m_new == kNegInf ? 0.f : m_new;
+      const float alpha = std::exp2(w.m[r] - m_ref);
+      w.m[r] = m_new;
+      float sum = 0.f;
+      for (int c = 0; c < nv; ++c) {
+        sr[c] = std::exp2(sr[c] - m_ref);
+        sum += sr[c];
+      }
+      std::fill(sr + nv, sr + bc, 0.f);
+      float* ar = &w.acc[r * D];
+      if (alpha != 1.f) {
+        for (int d = 0; d < D; ++d) ar[d] *= alpha;
+      }
+      if (kahan) {
+        float* er = &w.comp[r * D];
+        if (alpha != 1.f) {
+          for (int d = 0; d < D; ++d) er[d] *= alpha;
+        }
+        float l = w.l[r] * alpha, lc = w.lc[r] * alpha;
+        for (int c = 0; c < nv; ++c) {
+          const float y = sr[c] - lc;
+          const float t = l + y;
+          lc = (t - l) - y;
+          l = t;
+        }
+        w.l[r] = l;
+        w.lc[r] = lc;
+      } else {
+        w.l[r] = w.l[r] * alpha + sum;
+      }
+    }
+
+    // O += P V.
+    if (kahan) {
+      gemm_acc_kahan(mpad, D, bc, w.s.data(), kBlockN, w.v.data(), D, w.acc.data(), w.comp.data(),
+                     D);
+    } else {
+      gemm_acc(mpad, D, bc, w.s.data(), kBlockN, w.v.data(), D, w.acc.data(), D);
+    }
+  }
+
+  // Epilogue: each output row (and LSE entry) written once.
+  for (int r = 0; r < rows; ++r) {
+    const std::int64_t i = it.i0 + r;
+    T* dst = o + p.o_offset(b, i, h);
+    if (w.vis[r] == 0) {  // sees no key: out = 0, lse = -inf
+      for (int d = 0; d < D; ++d) dst[d] = E::store(0.f);
+      if (p.lse) p.lse[p.lse_offset(b, i, h)] = kNegInf;
+      continue;
+    }
+    const float* ar = &w.acc[r * D];
+    double l = w.l[r];
+    if (kahan) {
+      l -= w.lc[r];
+      const float inv = static_cast<float>(1.0 / l);
+      const float* er = &w.comp[r * D];
+      for (int d = 0; d < D; ++d) dst[d] = E::store((ar[d] - er[d]) * inv);
+    } else {
+      const float inv = static_cast<float>(1.0 / l);
+      for (int d = 0; d < D; ++d) dst[d] = E::store(ar[d] * inv);
+    }
+    if (p.lse) {
+      constexpr double kLn2 = 0.6931471805599453;
+      p.lse[p.lse_offset(b, i, h)] = static_cast<float>(w.m[r] * kLn2 + std::log(l));
+    }
+  }
+}
+
+std::vector<WorkItem> make_work_items(const FwdParams& p) {
+  std::vector<WorkItem> items;
+  for (int b = 0; b < p.batch; ++b) {
+    const int lq = p.len_q(b), lk = p.len_k(b);
+    for (int i0 = 0; i0 < lq; i0 += kBlockM) {
+      const int rows = std::min(kBlockM, lq - i0);
+      // Constant per row plus visible keys of the last (longest) row: enough to order the work.
+      const double cost = double(rows) * (p.visible_keys(i0 + rows - 1, lq, lk) + 16);
+      for (int h = 0; h < p.hq; ++h) items.push_back({b, h, i0, rows, cost});
+    }
+  }
+  // Longest first, so that the last items to finish are short ones (causal, varlen). Stable: the
+  // heads of one block (sharing K/V) stay next to each other.
+  std::stable_sort(items.begin(), items.end(),
+                   [](const WorkItem& x, const WorkItem& y) { return x.cost > y.cost; });
+  return items;
+}
+
+template <class E>
+void run(const FwdParams& p) {
+  const std::vector<WorkItem> items = make_work_items(p);
+  if (items.empty()) return;
+  std::size_t nthreads = p.num_threads > 0 ? static_cast<std::size_t>(p.num_threads)
+                                           : std::max(1u, std::thread::hardware_concurrency());
+  nthreads = std::min(nthreads, items.size());
+
+  // All allocation happens here, before the first output write.
+  std::vector<Workspace> ws;
+  ws.reserve(nthreads);
+  for (std::size_t t = 0; t < nthreads; ++t) {
+    ws.emplace_back(p.head_dim, p.precision == Precision::compensated);
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(nthreads - 1);
+
+  std::atomic<std::size_t> next{0};
+  auto worker = [&](Workspace& w) {
+    for (std::size_t idx; (idx = next.fetch_add(1, std::memory_order_relaxed)) < items.size();) {
+      process_item<E>(p, items[idx], w);
+    }
+  };
+  for (std::size_t t = 1; t < nthreads; ++t) {
+    try {
+      threads.emplace_back([&worker, &w = ws[t]] { worker(w); });
+    } catch (const std::exception&) {
+      break;  // could not start another thread: the ones running (and this one) share the work
+    }
+  }
+  worker(ws[0]);
+  for (std::thread& t : threads) t.join();
+}
+
+}  // namespace
+
+void cpu_attention_forward(const FwdParams& p) {
+  switch (p.dtype) {
+    case DType::f32: run<F32>(p); return;
+    case DType::f16: run<F16>(p); return;
+    case DType::bf16: run<BF16>(p); return;
+    case DType::i32: break;
+  }
+  throw Error(ErrorCode::not_supported, "gpuattn::cpu_attention_forward: dtype int32");
+}
+
+}  // namespace gpuattn

@@ -1,0 +1,509 @@
+// CPU backend (tiled fp32, online softmax) against the fp64 reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+#include "gpuattn/attention.h"
+#include "gpuattn/reference.h"
+
+namespace gpuattn {
+namespace {
+
+using testing::Comparison;
+using testing::HostTensor;
+using testing::make_cu_seqlens;
+
+double out_tol(DType t) {
+  switch (t) {
+    case DType::bf16: return 1e-2;
+    case DType::f16: return 5e-3;
+    default: return 1e-5;
+  }
+}
+double lse_tol(DType t) {
+  return t == DType::f32 ? 1e-5 : 1e-3;
+}
+
+struct Problem {
+  DType dtype = DType::f16;
+  int batch = 2, sq = 17, sk = 17, hq = 2, hkv = 2, d = 64;
+  bool causal = false;
+  Precision precision = Precision::standard;
+  int threads = 0;
+  float q_scale = 1.f;
+  std::vector<int> lens_q, lens_k;  // varlen when non-empty
+
+  bool varlen() const { return !lens_q.empty(); }
+  std::string str() const {
+    std::ostringstream s;
+    s << to_string(dtype) << " D" << d << " Hq" << hq << " Hkv" << hkv;
+    if (varlen()) {
+      s << " varlen q{";
+      for (int l : lens_q) s << l << ' ';
+      s << "} k{";
+      for (int l : lens_k) s << l << ' ';
+      s << '}';
+    } else {
+      s << " B" << batch << " Sq" << sq << " Sk" << sk;
+    }
+    s << (causal ? " causal" : "") << ' ' << to_string(precision) << " threads" << threads
+      << " qscale" << q_scale;
+    return s.str();
+  }
+};
+
+int sum(const std::vector<int>& v) {
+  int s = 0;
+  for (int x : v) s += x;
+  return s;
+}
+
+// Inputs, outputs (poisoned) and args of one problem. Not copyable: args point into the tensors.
+struct Case {
+  Problem pr;
+  HostTensor q, k, v, out, lse, cu_q, cu_k;
+  AttentionArgs args;
+  std::int64_t total_q = 0;
+
+  Case(const Problem& problem, std::uint64_t seed) : pr(problem) {
+    if (pr.varlen()) {
+      total_q = sum(pr.lens_q);
+      const std::int64_t total_k = sum(pr.lens_k);
+      q = HostTensor(pr.dtype, {total_q, pr.hq, pr.d});
+      k = HostTensor(pr.dtype, {total_k, pr.hkv, pr.d});
+      v = HostTensor(pr.dtype, {total_k, pr.hkv, pr.d});
+      out = HostTensor(pr.dtype, {total_q, pr.hq, pr.d});
+      lse = HostTensor(DType::f32, {pr.hq, total_q});
+      cu_q = make_cu_seqlens(pr.lens_q);
+      cu_k = make_cu_seqlens(pr.lens_k);
+      args.cu_seqlens_q = cu_q.view();
+      args.cu_seqlens_k = cu_k.view();
+      args.max_seqlen_q = std::max(1, *std::max_element(pr.lens_q.begin(), pr.lens_q.end()));
+      args.max_seqlen_k = std::max(1, *std::max_element(pr.lens_k.begin(), pr.lens_k.end()));
+    } else {
+      total_q = std::int64_t{pr.batch} * pr.sq;
+      q = HostTensor(pr.dtype, {pr.batch, pr.sq, pr.hq, pr.d});
+      k = HostTensor(pr.dtype, {pr.batch, pr.sk, pr.hkv, pr.d});
+      v = HostTensor(pr.dtype, {pr.batch, pr.sk, pr.hkv, pr.d});
+      out = HostTensor(pr.dtype, {pr.batch, pr.sq, pr.hq, pr.d});
+      lse = HostTensor(DType::f32, {pr.batch, pr.hq, pr.sq});
+    }
+    q.randomize(seed * 3 + 1, pr.q_scale);
+    k.randomize(seed * 3 + 2);
+    v.randomize(seed * 3 + 3);
+    out.poison();
+    lse.poison();
+    args.q = q.view();
+    args.k = k.view();
+    args.v = v.view();
+    args.out = out.view();
+    args.lse = lse.view();
+    args.causal = pr.causal;
+    args.precision = pr.precision;
+    args.num_threads = pr.threads;
+    args.backend = Backend::cpu;
+  }
+  Case(const Case&) = delete;
+  Case& operator=(const Case&) = delete;
+
+  std::int64_t lse_index(std::int64_t row, int h) const {
+    if (pr.varlen()) return h * total_q + row;
+    const std::int64_t b = row / pr.sq, i = row % pr.sq;
+    return (b * pr.hq + h) * pr.sq + i;
+  }
+  std::vector<float> lse_values() const {
+    std::vector<float> l(static_cast<std::size_t>(lse.numel()));
+    std::memcpy(l.data(), lse.data(), lse.bytes());
+    return l;
+  }
+};
+
+// Rows to check against the (slow) fp64 reference: all of them for small problems, otherwise the
+// first and last 16 and an even spread in between.
+std::vector<std::int64_t> rows_to_check(std::int64_t total_q, std::int64_t work_per_row) {
+  std::vector<std::int64_t> rows;
+  if (total_q * work_per_row <= 200000) return rows;  // empty: all rows
+  for (std::int64_t r = 0; r < total_q; ++r) {
+    if (r < 16 || r >= total_q - 16 || r % (total_q / 16 + 1) == 0) rows.push_back(r);
+  }
+  return rows;
+}
+
+Comparison run_and_compare(Case& s) {
+  attention_forward(s.args);
+  const int max_k = s.pr.varlen() ? s.args.max_seqlen_k : s.pr.sk;
+  const ReferenceResult ref = reference_attention(s.args, rows_to_check(s.total_q, max_k));
+  const std::vector<float> lse = s.lse_values();
+  return testing::compare(ref, s.out, s.pr.hq, s.pr.d, &lse,
+                          [&](std::int64_t row, int h) { return s.lse_index(row, h); });
+}
+
+void check(const Problem& pr, std::uint64_t seed) {
+  SCOPED_TRACE(pr.str());
+  Case s(pr, seed);
+  const Comparison c = run_and_compare(s);
+  EXPECT_EQ(c.nonfinite, 0);
+  EXPECT_LE(c.rel_err, out_tol(pr.dtype));
+  EXPECT_LE(c.lse_rel, lse_tol(pr.dtype));
+}
+
+// ---- dtype x head dim x sequence length x causal
+// -------------------------------------------------
+
+struct SweepParam {
+  DType dtype;
+  int d;
+  int s;
+  bool causal;
+};
+
+class CpuAttentionSweep : public ::testing::TestWithParam<SweepParam> {};
+
+TEST_P(CpuAttentionSweep, MatchesReference) {
+  const SweepParam sp = GetParam();
+  Problem pr;
+  pr.dtype = sp.dtype;
+  pr.d = sp.d;
+  pr.sq = pr.sk = sp.s;
+  pr.causal = sp.causal;
+  if (sp.s >= 1000) pr.batch = 1;  // keep the long case cheap
+  check(pr, 1000 + static_cast<std::uint64_t>(sp.s) * 8 + sp.d + static_cast<int>(sp.dtype) * 3 +
+                sp.causal);
+}
+
+std::vector<SweepParam> sweep_params() {
+  std::vector<SweepParam> v;
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    for (int d : {64, 128}) {
+      for (int s : {1, 17, 77, 1000}) {
+        for (bool causal : {false, true}) v.push_back({t, d, s, causal});
+      }
+    }
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, CpuAttentionSweep, ::testing::ValuesIn(sweep_params()),
+                         [](const ::testing::TestParamInfo<SweepParam>& i) {
+                           return std::string(to_string(i.param.dtype)) + "_D" +
+                                  std::to_string(i.param.d) + "_S" + std::to_string(i.param.s) +
+                                  (i.param.causal ? "_causal" : "");
+                         });
+
+// ---- shapes -------------------------------------------------------------------------------------
+
+TEST(CpuAttention, SqDiffersFromSkCausalBottomRight) {
+  std::uint64_t seed = 2000;
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    for (auto [sq, sk] : {std::pair{17, 77}, std::pair{77, 17}, std::pair{1, 300},
+                          std::pair{130, 64}, std::pair{64, 200}}) {
+      for (bool causal : {false, true}) {
+        Problem pr;
+        pr.dtype = t;
+        pr.sq = sq;
+        pr.sk = sk;
+        pr.causal = causal;
+        pr.d = sq == 130 ? 128 : 64;
+        check(pr, ++seed);
+      }
+    }
+  }
+}
+
+TEST(CpuAttention, CausalRowsWithoutKeysGetZeroAndMinusInf) {
+  Problem pr;
+  pr.dtype = DType::bf16;
+  pr.sq = 90;
+  pr.sk = 20;  // rows 0..69 see no key
+  pr.causal = true;
+  Case s(pr, 2100);
+  attention_forward(s.args);
+  for (int b = 0; b < pr.batch; ++b) {
+    for (int i = 0; i < pr.sq; ++i) {
+      for (int h = 0; h < pr.hq; ++h) {
+        const std::int64_t row = std::int64_t{b} * pr.sq + i;
+        const float l = s.lse.get(s.lse_index(row, h));
+        if (i < pr.sq - pr.sk) {
+          EXPECT_TRUE(std::isinf(l) && l < 0) << "row " << i << " lse " << l;
+          for (int d = 0; d < pr.d; ++d) ASSERT_EQ(s.out.get((row * pr.hq + h) * pr.d + d), 0.f);
+        } else {
+          EXPECT_TRUE(std::isfinite(l)) << "row " << i;
+        }
+      }
+    }
+  }
+  check(pr, 2101);
+}
+
+TEST(CpuAttention, GqaAndMqa) {
+  std::uint64_t seed = 3000;
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    for (int hkv : {2, 1}) {  // 8:2 GQA, 8:1 MQA
+      for (bool causal : {false, true}) {
+        Problem pr;
+        pr.dtype = t;
+        pr.hq = 8;
+        pr.hkv = hkv;
+        pr.sq = 45;
+        pr.sk = 70;
+        pr.d = hkv == 1 ? 128 : 64;
+        pr.causal = causal;
+        check(pr, ++seed);
+      }
+    }
+  }
+}
+
+TEST(CpuAttention, Varlen) {
+  std::uint64_t seed = 4000;
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    for (bool causal : {false, true}) {
+      Problem pr;
+      pr.dtype = t;
+      pr.hq = 4;
+      pr.hkv = 2;
+      pr.causal = causal;
+      pr.lens_q = pr.lens_k = {1, 17, 513, 70};
+      check(pr, ++seed);
+      pr.lens_k = {5, 40, 100, 70};  // Sq != Sk per sequence, both ways
+      pr.d = 128;
+      check(pr, ++seed);
+    }
+  }
+}
+
+TEST(CpuAttention, VarlenWithEmptySequences) {
+  Problem pr;
+  pr.dtype = DType::f16;
+  pr.causal = true;
+  pr.lens_q = {5, 0, 33, 64, 3};
+  pr.lens_k = {7, 3, 0, 64, 0};  // sequences 2 and 4 have no keys: out 0, lse -inf
+  check(pr, 4100);
+  pr.causal = false;
+  check(pr, 4101);
+
+  Case s(pr, 4102);
+  attention_forward(s.args);
+  for (std::int64_t row = 5; row < 5 + 33; ++row) {  // sequence 2
+    for (int h = 0; h < pr.hq; ++h) {
+      EXPECT_TRUE(std::isinf(s.lse.get(s.lse_index(row, h))));
+      for (int d = 0; d < pr.d; ++d) ASSERT_EQ(s.out.get((row * pr.hq + h) * pr.d + d), 0.f);
+    }
+  }
+}
+
+// q, k, v as slices of one packed qkv tensor [B, S, 3, H, D]; out and lse padded views whose
+// padding must stay untouched.
+TEST(CpuAttention, StridedViews) {
+  std::uint64_t seed = 5000;
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    for (bool causal : {false, true}) {
+      const int B = 2, S = 67, H = 3, D = 64, pad = 16;
+      HostTensor qkv(t, {B, S, 3 * H, D});
+      qkv.randomize(++seed);
+      HostTensor out_buf(t, {B, S, H, D + pad});
+      HostTensor lse_buf(DType::f32, {B, H, S + 4});
+      out_buf.poison();
+      lse_buf.poison();
+      for (std::int64_t i = 0; i < lse_buf.numel(); ++i) {
+        if (i % (S + 4) >= S) lse_buf.set(i, 7.f);
+      }
+      for (std::int64_t i = 0; i < out_buf.numel(); ++i) {
+        if (i % (D + pad) >= D) out_buf.set(i, 7.f);
+      }
+
+      auto slice = [&](int which) {
+        TensorView tv = qkv.view();
+        tv.data = static_cast<char*>(qkv.data()) + which * H * D * element_size(t);
+        tv.shape = {B, S, H, D};
+        tv.stride = {std::int64_t{S} * 3 * H * D, 3 * H * D, D, 1};
+        return tv;
+      };
+      AttentionArgs a;
+      a.q = slice(0);
+      a.k = slice(1);
+      a.v = slice(2);
+      a.out = out_buf.view();
+      a.out.shape = {B, S, H, D};
+      a.out.stride = {std::int64_t{S} * H * (D + pad), H * (D + pad), D + pad, 1};
+      a.lse = lse_buf.view();
+      a.lse.shape = {B, H, S};
+      a.lse.stride = {std::int64_t{H} * (S + 4), S + 4, 1};
+      a.causal = causal;
+      attention_forward(a);
+
+      HostTensor out(t, {B, S, H, D});
+      std::vector<float> lse(static_cast<std::size_t>(B * H * S));
+      for (std::int64_t r = 0; r < std::int64_t{B} * S * H; ++r) {
+        for (int d = 0; d < D + pad; ++d) {
+          const float x = out_buf.get(r * (D + pad) + d);
+          if (d < D) {
+            out.set(r * D + d, x);
+          } else {
+            ASSERT_EQ(x, 7.f) << "padding of out overwritten";
+          }
+        }
+      }
+      for (int bh = 0; bh < B * H; ++bh) {
+        for (int i = 0; i < S + 4; ++i) {
+          const float x = lse_buf.get(std::int64_t{bh} * (S + 4) + i);
+          if (i < S) {
+            lse[static_cast<std::size_t>(bh * S + i)] = x;
+          } else {
+            ASSERT_EQ(x, 7.f) << "padding of lse overwritten";
+          }
+        }
+      }
+      const ReferenceResult ref = reference_attention(a);
+      const Comparison c = testing::compare(ref, out, H, D, &lse, [&](std::int64_t row, int h) {
+        return (row / S * H + h) * S + row % S;
+      });
+      SCOPED_TRACE(std::string(to_string(t)) + (causal ? " causal" : ""));
+      EXPECT_EQ(c.nonfinite, 0);
+      EXPECT_LE(c.rel_err, out_tol(t));
+      EXPECT_LE(c.lse_rel, lse_tol(t));
+    }
+  }
+}
+
+// ---- numerics -----------------------------------------------------------------------------------
+
+TEST(CpuAttention, CompensatedPrecisionMatchesReference) {
+  std::uint64_t seed = 6000;
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    for (bool causal : {false, true}) {
+      Problem pr;
+      pr.dtype = t;
+      pr.precision = Precision::compensated;
+      pr.causal = causal;
+      pr.sq = 77;
+      pr.sk = 150;
+      pr.hq = 4;
+      pr.hkv = 2;
+      pr.d = causal ? 128 : 64;
+      check(pr, ++seed);
+      pr.lens_q = {1, 17, 130, 70};
+      pr.lens_k = {1, 17, 130, 90};
+      check(pr, ++seed);
+    }
+  }
+}
+
+// Uniform attention over many keys (all keys equal): the output is the mean of v, a sum of 16k
+// terms whose fp32 rounding error the compensated mode removes.
+TEST(CpuAttention, CompensatedSumIsMoreAccurate) {
+  const int Sk = 16384, D = 64;
+  double err[2] = {};
+  for (Precision prec : {Precision::standard, Precision::compensated}) {
+    HostTensor q(DType::f32, {1, 4, 1, D}), k(DType::f32, {1, Sk, 1, D}),
+        v(DType::f32, {1, Sk, 1, D}), out(DType::f32, {1, 4, 1, D});
+    q.randomize(6100);
+    HostTensor k_row(DType::f32, {D});
+    k_row.randomize(6101);
+    for (std::int64_t i = 0; i < k.numel(); ++i) k.set(i, k_row.get(i % D));
+    v.randomize(6102);
+    for (std::int64_t i = 0; i < v.numel(); ++i) v.set(i, v.get(i) + 3.f);  // large running sums
+    out.poison();
+    AttentionArgs a;
+    a.q = q.view();
+    a.k = k.view();
+    a.v = v.view();
+    a.out = out.view();
+    a.precision = prec;
+    attention_forward(a);
+    const ReferenceResult ref = reference_attention(a);
+    const Comparison c =
+        testing::compare(ref, out, 1, D, nullptr, [](std::int64_t, int) { return 0; });
+    EXPECT_EQ(c.nonfinite, 0);
+    err[prec == Precision::compensated] = c.rel_err;
+  }
+  EXPECT_LE(err[1], 2e-7) << "standard " << err[0];
+  EXPECT_LT(err[1], err[0] / 10) << "standard " << err[0] << " compensated " << err[1];
+}
+
+TEST(CpuAttention, LargeLogitsStayFinite) {
+  std::uint64_t seed = 7000;
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    for (Precision prec : {Precision::standard, Precision::compensated}) {
+      for (bool causal : {false, true}) {
+        Problem pr;
+        pr.dtype = t;
+        pr.q_scale = 30.f;
+        pr.precision = prec;
+        pr.causal = causal;
+        pr.sq = 33;
+        pr.sk = 140;
+        SCOPED_TRACE(pr.str());
+        Case s(pr, ++seed);
+        const Comparison c = run_and_compare(s);
+        EXPECT_EQ(c.nonfinite, 0);
+        for (std::int64_t i = 0; i < s.lse.numel(); ++i) ASSERT_TRUE(std::isfinite(s.lse.get(i)));
+        EXPECT_LE(c.rel_err, out_tol(t));
+        EXPECT_LE(c.lse_rel, lse_tol(t));
+      }
+    }
+  }
+}
+
+// ---- threads ------------------------------------------------------------------------------------
+
+TEST(CpuAttention, ThreadCountDoesNotChangeResults) {
+  for (Precision prec : {Precision::standard, Precision::compensated}) {
+    Problem pr;
+    pr.dtype = DType::bf16;
+    pr.hq = 4;
+    pr.hkv = 2;
+    pr.causal = true;
+    pr.precision = prec;
+    pr.lens_q = {1, 17, 300, 70};
+    pr.lens_k = {3, 17, 300, 150};
+    std::vector<std::uint8_t> first_out, first_lse;
+    for (int threads : {1, 2, 3, 7, 0, 1000}) {
+      pr.threads = threads;
+      SCOPED_TRACE(pr.str());
+      Case s(pr, 8000);  // same inputs every time
+      attention_forward(s.args);
+      const auto* o = static_cast<const std::uint8_t*>(s.out.data());
+      const auto* l = static_cast<const std::uint8_t*>(s.lse.data());
+      std::vector<std::uint8_t> out(o, o + s.out.bytes()), lse(l, l + s.lse.bytes());
+      if (first_out.empty()) {
+        first_out = out;
+        first_lse = lse;
+        const ReferenceResult ref = reference_attention(s.args);
+        const std::vector<float> lv = s.lse_values();
+        const Comparison c = testing::compare(
+            ref, s.out, pr.hq, pr.d, &lv, [&](std::int64_t r, int h) { return s.lse_index(r, h); });
+        EXPECT_LE(c.rel_err, out_tol(pr.dtype));
+        EXPECT_LE(c.lse_rel, lse_tol(pr.dtype));
+      } else {
+        EXPECT_TRUE(out == first_out);
+        EXPECT_TRUE(lse == first_lse);
+      }
+    }
+  }
+}
+
+TEST(CpuAttention, WithoutLse) {
+  Problem pr;
+  pr.dtype = DType::f16;
+  pr.causal = true;
+  pr.sq = 70;
+  pr.sk = 70;
+  Case s(pr, 9000);
+  s.args.lse = TensorView{};
+  attention_forward(s.args);
+  const ReferenceResult ref = reference_attention(s.args);
+  const Comparison c =
+      testing::compare(ref, s.out, pr.hq, pr.d, nullptr, [](std::int64_t, int) { return 0; });
+  EXPECT_EQ(c.nonfinite, 0);
+  EXPECT_LE(c.rel_err, out_tol(pr.dtype));
+  for (std::int64_t i = 0; i < s.lse.numel(); ++i) ASSERT_TRUE(std::isnan(s.lse.get(i)));
+}
+
+}  // namespace
+}  // namespace gpuattn
