@@ -1,0 +1,315 @@
+// The fp64 reference itself, against cases computed by hand and against itself under relayouts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/test_util.h"
+#include "gpuattn/attention.h"
+#include "gpuattn/reference.h"
+
+namespace gpuattn {
+namespace {
+
+using testing::HostTensor;
+using testing::make_cu_seqlens;
+
+constexpr double kTol = 1e-12;
+
+// Dense f32 problem q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D] with random contents.
+struct Dense {
+  int B, Sq, Sk, Hq, Hkv, D;
+  HostTensor q, k, v, out;
+  Dense(int b, int sq, int sk, int hq, int hkv, int d, std::uint64_t seed, DType t = DType::f32)
+      : B(b), Sq(sq), Sk(sk), Hq(hq), Hkv(hkv), D(d) {
+    q = HostTensor(t, {B, Sq, Hq, D});
+    k = HostTensor(t, {B, Sk, Hkv, D});
+    v = HostTensor(t, {B, Sk, Hkv, D});
+    out = HostTensor(t, {B, Sq, Hq, D});
+    q.randomize(seed);
+    k.randomize(seed + 1);
+    v.randomize(seed + 2);
+  }
+  AttentionArgs args(bool causal = false) const {
+    AttentionArgs a;
+    a.q = q.view();
+    a.k = k.view();
+    a.v = v.view();
+    a.out = out.view();
+    a.causal = causal;
+    return a;
+  }
+  double qd(int b, int i, int h, int d) const { return q.get(((b * Sq + i) * Hq + h) * D + d); }
+  double kd(int b, int j, int h, int d) const { return k.get(((b * Sk + j) * Hkv + h) * D + d); }
+  double vd(int b, int j, int h, int d) const { return v.get(((b * Sk + j) * Hkv + h) * D + d); }
+  // Reference result index helpers (all rows computed: row = b * Sq + i).
+  std::size_t out_index(int b, int i, int h, int d) const {
+    return static_cast<std::size_t>(((b * Sq + i) * Hq + h) * D + d);
+  }
+  std::size_t lse_index(int b, int i, int h) const {
+    return static_cast<std::size_t>((b * Sq + i) * Hq + h);
+  }
+};
+
+TEST(Reference, SingleKeyGivesItsValueRow) {
+  const Dense p(2, 5, 1, 4, 2, 64, 100);
+  const ReferenceResult r = reference_attention(p.args());
+  ASSERT_EQ(r.rows.size(), 10u);
+  for (int b = 0; b < 2; ++b) {
+    for (int i = 0; i < 5; ++i) {
+      for (int h = 0; h < 4; ++h) {
+        const int hk = h / 2;
+        double dot = 0;
+        for (int d = 0; d < 64; ++d) dot += p.qd(b, i, h, d) * p.kd(b, 0, hk, d);
+        EXPECT_NEAR(r.lse[p.lse_index(b, i, h)], dot / 8.0, kTol);  // default scale 1/sqrt(64)
+        for (int d = 0; d < 64; ++d) {
+          ASSERT_EQ(r.out[p.out_index(b, i, h, d)], p.vd(b, 0, hk, d));
+        }
+      }
+    }
+  }
+}
+
+TEST(Reference, EqualKeysGiveMeanOfValues) {
+  Dense p(1, 3, 37, 2, 2, 128, 200);
+  for (int j = 1; j < p.Sk; ++j) {  // every key row equal to key row 0
+    std::memcpy(static_cast<float*>(p.k.data()) + j * 2 * 128, p.k.data(), 2 * 128 * sizeof(float));
+  }
+  AttentionArgs a = p.args();
+  a.softmax_scale = 0.3f;
+  const ReferenceResult r = reference_attention(a);
+  for (int i = 0; i < 3; ++i) {
+    for (int h = 0; h < 2; ++h) {
+      double dot = 0;
+      for (int d = 0; d < 128; ++d) dot += p.qd(0, i, h, d) * p.kd(0, 0, h, d);
+      const double s = dot * static_cast<double>(0.3f);
+      EXPECT_NEAR(r.lse[p.lse_index(0, i, h)], s + std::log(37.0), kTol);
+      for (int d = 0; d < 128; ++d) {
+        double mean = 0;
+        for (int j = 0; j < p.Sk; ++j) mean += p.vd(0, j, h, d);
+        EXPECT_NEAR(r.out[p.out_index(0, i, h, d)], mean / p.Sk, kTol);
+      }
+    }
+  }
+}
+
+// q = e0, k_j = x_j e0, scale 1: the logits are x_j, so lse and out have closed forms.
+TEST(Reference, ThreeKeysClosedForm) {
+  Dense p(1, 1, 3, 1, 1, 64, 300);
+  const double x[3] = {0.5, -1.0, 2.0};
+  for (int d = 0; d < 64; ++d) {
+    p.q.set(d, d == 0 ? 1.f : 0.f);
+    for (int j = 0; j < 3; ++j) p.k.set(j * 64 + d, d == 0 ? static_cast<float>(x[j]) : 0.f);
+  }
+  AttentionArgs a = p.args();
+  a.softmax_scale = 1.f;
+  const ReferenceResult r = reference_attention(a);
+  const double z = std::exp(0.5) + std::exp(-1.0) + std::exp(2.0);
+  EXPECT_NEAR(r.lse[0], std::log(z), kTol);
+  for (int d = 0; d < 64; ++d) {
+    double o = 0;
+    for (int j = 0; j < 3; ++j) o += std::exp(x[j]) / z * p.vd(0, j, 0, d);
+    EXPECT_NEAR(r.out[static_cast<std::size_t>(d)], o, kTol);
+  }
+}
+
+TEST(Reference, CausalFirstRowSeesOnlyFirstKey) {
+  const Dense p(2, 9, 9, 2, 1, 64, 400);
+  const ReferenceResult r = reference_attention(p.args(/*causal=*/true));
+  for (int b = 0; b < 2; ++b) {
+    for (int h = 0; h < 2; ++h) {
+      double dot = 0;
+      for (int d = 0; d < 64; ++d) dot += p.qd(b, 0, h, d) * p.kd(b, 0, 0, d);
+      EXPECT_NEAR(r.lse[p.lse_index(b, 0, h)], dot / 8.0, kTol);
+      for (int d = 0; d < 64; ++d) ASSERT_EQ(r.out[p.out_index(b, 0, h, d)], p.vd(b, 0, 0, d));
+    }
+  }
+}
+
+// Bottom-right alignment: causal row i equals the non-causal result over keys [0, i + Sk - Sq].
+TEST(Reference, CausalRowsEqualTruncatedNonCausal) {
+  for (auto [sq, sk] : {std::pair{6, 6}, std::pair{4, 10}, std::pair{10, 4}}) {
+    const Dense p(1, sq, sk, 2, 2, 64, 500 + sq);
+    const ReferenceResult causal = reference_attention(p.args(true));
+    for (int i = 0; i < sq; ++i) {
+      const int n = i + sk - sq + 1;
+      if (n <= 0) continue;  // covered by CausalRowsBeforeTheDiagonalSeeNothing
+      AttentionArgs a = p.args(false);
+      a.k.shape[1] = a.v.shape[1] = n;
+      const ReferenceResult full = reference_attention(a, {i});
+      for (int h = 0; h < 2; ++h) {
+        EXPECT_EQ(causal.lse[p.lse_index(0, i, h)], full.lse[static_cast<std::size_t>(h)]);
+        for (int d = 0; d < 64; ++d) {
+          ASSERT_EQ(causal.out[p.out_index(0, i, h, d)],
+                    full.out[static_cast<std::size_t>(h * 64 + d)])
+              << "Sq " << sq << " Sk " << sk << " row " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(Reference, CausalRowsBeforeTheDiagonalSeeNothing) {
+  const Dense p(1, 7, 3, 2, 2, 64, 600);  // rows 0..3 see no key, row 4 sees key 0
+  const ReferenceResult r = reference_attention(p.args(true));
+  for (int h = 0; h < 2; ++h) {
+    for (int i = 0; i < 4; ++i) {
+      const double l = r.lse[p.lse_index(0, i, h)];
+      EXPECT_TRUE(std::isinf(l) && l < 0) << "row " << i;
+      for (int d = 0; d < 64; ++d) ASSERT_EQ(r.out[p.out_index(0, i, h, d)], 0.0);
+    }
+    for (int d = 0; d < 64; ++d) ASSERT_EQ(r.out[p.out_index(0, 4, h, d)], p.vd(0, 0, h, d));
+    EXPECT_TRUE(std::isfinite(r.lse[p.lse_index(0, 6, h)]));
+  }
+}
+
+TEST(Reference, RowSubsetEqualsFullCall) {
+  const Dense p(3, 11, 13, 4, 2, 128, 700);
+  const AttentionArgs a = p.args(true);
+  const ReferenceResult full = reference_attention(a);
+  const std::vector<std::int64_t> rows = {32, 0, 5, 17, 5};
+  const ReferenceResult sub = reference_attention(a, rows);
+  ASSERT_EQ(sub.rows, rows);
+  ASSERT_EQ(sub.out.size(), rows.size() * 4 * 128);
+  for (std::size_t ri = 0; ri < rows.size(); ++ri) {
+    const auto row = static_cast<std::size_t>(rows[ri]);
+    for (std::size_t x = 0; x < 4 * 128; ++x)
+      ASSERT_EQ(sub.out[ri * 512 + x], full.out[row * 512 + x]);
+    for (std::size_t h = 0; h < 4; ++h) EXPECT_EQ(sub.lse[ri * 4 + h], full.lse[row * 4 + h]);
+  }
+  EXPECT_THROW(reference_attention(a, {33}), Error);
+  EXPECT_THROW(reference_attention(a, {-1}), Error);
+}
+
+// GQA: query head h reads kv head h / (Hq / Hkv); same result as K/V with the heads repeated.
+TEST(Reference, GqaEqualsRepeatedKvHeads) {
+  const Dense gqa(2, 5, 8, 6, 2, 64, 800);
+  Dense mha(2, 5, 8, 6, 6, 64, 800);
+  for (int b = 0; b < 2; ++b) {
+    for (int j = 0; j < 8; ++j) {
+      for (int h = 0; h < 6; ++h) {
+        for (int d = 0; d < 64; ++d) {
+          const std::int64_t idx = ((b * 8 + j) * 6 + h) * 64 + d;
+          mha.k.set(idx, static_cast<float>(gqa.kd(b, j, h / 3, d)));
+          mha.v.set(idx, static_cast<float>(gqa.vd(b, j, h / 3, d)));
+        }
+      }
+    }
+  }
+  for (bool causal : {false, true}) {
+    const ReferenceResult a = reference_attention(gqa.args(causal));
+    const ReferenceResult b = reference_attention(mha.args(causal));
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_EQ(a.lse, b.lse);
+  }
+}
+
+// Varlen: each sequence equals a dense call on its slice of the packed tensors.
+TEST(Reference, VarlenEqualsDensePerSequence) {
+  const std::vector<int> lq = {3, 0, 7, 2}, lk = {5, 2, 7, 0};
+  const int H = 2, D = 64;
+  HostTensor q(DType::f32, {12, H, D}), k(DType::f32, {14, H, D}), v(DType::f32, {14, H, D}),
+      out(DType::f32, {12, H, D});
+  q.randomize(900);
+  k.randomize(901);
+  v.randomize(902);
+  const HostTensor cu_q = make_cu_seqlens(lq), cu_k = make_cu_seqlens(lk);
+  for (bool causal : {false, true}) {
+    AttentionArgs a;
+    a.q = q.view();
+    a.k = k.view();
+    a.v = v.view();
+    a.out = out.view();
+    a.cu_seqlens_q = cu_q.view();
+    a.cu_seqlens_k = cu_k.view();
+    a.max_seqlen_q = 7;
+    a.max_seqlen_k = 7;
+    a.causal = causal;
+    const ReferenceResult packed = reference_attention(a);
+    int row_q = 0, row_k = 0;
+    for (std::size_t s = 0; s < lq.size(); ++s) {
+      if (lq[s] > 0) {
+        auto dense = [&](const HostTensor& t, int row0, int len) {
+          TensorView tv = t.view();
+          tv.data = static_cast<float*>(const_cast<void*>(t.data())) + row0 * H * D;
+          tv.rank = 4;
+          tv.shape = {1, len, H, D};
+          tv.stride = {std::int64_t{len} * H * D, H * D, D, 1};
+          return tv;
+        };
+        AttentionArgs d;
+        d.q = dense(q, row_q, lq[s]);
+        d.out = dense(out, row_q, lq[s]);
+        d.causal = causal;
+        if (lk[s] > 0) {
+          d.k = dense(k, row_k, lk[s]);
+          d.v = dense(v, row_k, lk[s]);
+          const ReferenceResult one = reference_attention(d);
+          for (std::size_t x = 0; x < one.out.size(); ++x) {
+            ASSERT_EQ(one.out[x], packed.out[row_q * H * D + x]) << "sequence " << s;
+          }
+          for (std::size_t x = 0; x < one.lse.size(); ++x) {
+            ASSERT_EQ(one.lse[x], packed.lse[row_q * H + x]) << "sequence " << s;
+          }
+        } else {  // no keys (not expressible densely): out 0, lse -inf
+          for (int x = 0; x < lq[s] * H * D; ++x) ASSERT_EQ(packed.out[row_q * H * D + x], 0.0);
+          for (int x = 0; x < lq[s] * H; ++x) ASSERT_TRUE(std::isinf(packed.lse[row_q * H + x]));
+        }
+      }
+      row_q += lq[s];
+      row_k += lk[s];
+    }
+  }
+}
+
+// f16/bf16 inputs are read exactly: same result as f32 inputs holding the converted values.
+TEST(Reference, HalfInputsEqualTheirFloatValues) {
+  for (DType t : {DType::f16, DType::bf16}) {
+    const Dense h(1, 6, 9, 2, 1, 64, 1000, t);
+    Dense f(1, 6, 9, 2, 1, 64, 1000);
+    for (std::int64_t i = 0; i < h.q.numel(); ++i) f.q.set(i, h.q.get(i));
+    for (std::int64_t i = 0; i < h.k.numel(); ++i) f.k.set(i, h.k.get(i));
+    for (std::int64_t i = 0; i < h.v.numel(); ++i) f.v.set(i, h.v.get(i));
+    const ReferenceResult a = reference_attention(h.args(true));
+    const ReferenceResult b = reference_attention(f.args(true));
+    EXPECT_EQ(a.out, b.out) << to_string(t);
+    EXPECT_EQ(a.lse, b.lse) << to_string(t);
+  }
+}
+
+// Strided views (q, k, v slices of one packed qkv tensor) read the same elements.
+TEST(Reference, StridedViewsEqualContiguous) {
+  const int B = 2, S = 5, H = 2, D = 64;
+  HostTensor qkv(DType::bf16, {B, S, 3 * H, D});
+  qkv.randomize(1100);
+  Dense c(B, S, S, H, H, D, 1100, DType::bf16);
+  for (int b = 0; b < B; ++b) {
+    for (int s = 0; s < S; ++s) {
+      for (int h = 0; h < H; ++h) {
+        for (int d = 0; d < D; ++d) {
+          const std::int64_t src = ((b * S + s) * 3 * H + h) * D + d;
+          const std::int64_t dst = ((b * S + s) * H + h) * D + d;
+          c.q.set(dst, qkv.get(src));
+          c.k.set(dst, qkv.get(src + H * D));
+          c.v.set(dst, qkv.get(src + 2 * H * D));
+        }
+      }
+    }
+  }
+  AttentionArgs a = c.args();
+  for (int which = 0; which < 3; ++which) {
+    TensorView tv = qkv.view();
+    tv.data = static_cast<std::uint16_t*>(qkv.data()) + which * H * D;
+    tv.shape = {B, S, H, D};
+    tv.stride = {std::int64_t{S} * 3 * H * D, 3 * H * D, D, 1};
+    (which == 0 ? a.q : which == 1 ? a.k : a.v) = tv;
+  }
+  const ReferenceResult strided = reference_attention(a);
+  const ReferenceResult contiguous = reference_attention(c.args());
+  EXPECT_EQ(strided.out, contiguous.out);
+  EXPECT_EQ(strided.lse, contiguous.lse);
+}
+
+}  // namespace
+}  // namespace gpuattn
