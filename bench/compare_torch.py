@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""gpu_attention.flash_attn_func side by side with torch SDPA (cuDNN and flash backends).
+
+For each shape the same inputs go through both: the relative difference ||a - b|| / ||b|| of the
+outputs (against each SDPA backend and against an fp32 SDPA math-backend reference) and the median
+time of each (triton.testing.do_bench, same run, same GPU). Prints a table last, writes JSON with
+device, date and commit, and exits 1 when any difference exceeds --tol (default 1e-2).
+
+    PYTHONPATH=<build>/python python3 bench/compare_torch.py --json out/compare_torch.json
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import gpu_attention as ga
+
+# (dtype, batch, q heads, kv heads, seqlen_q, seqlen_k, head dim, causal). The first rows are the
+# workloads of shared/DESIGN.md's "numbers to beat"; the last ones exercise Sq != Sk (bottom-right
+# causal) and GQA, which SDPA backends may not support (then only the fp32 reference checks them).
+CASES = [
+    ("float16", 1, 16, 16, 1024, 1024, 64, False),
+    ("float16", 4, 16, 16, 4096, 4096, 128, False),
+    ("bfloat16", 4, 16, 16, 4096, 4096, 128, False),
+    ("bfloat16", 4, 16, 16, 4096, 4096, 128, True),
+    ("float16", 16, 16, 16, 1024, 1024, 128, True),
+    ("float16", 1, 32, 32, 8192, 8192, 128, True),
+    ("bfloat16", 2, 8, 8, 1000, 1000, 128, False),
+    ("bfloat16", 2, 8, 8, 1000, 1536, 128, False),
+    ("bfloat16", 2, 8, 8, 1000, 1536, 128, True),
+    ("bfloat16", 4, 32, 8, 2048, 2048, 128, True),
+    ("bfloat16", 8, 32, 8, 1, 4096, 128, False),
+]
+
+BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
+
+
+def rel_diff(a, b):
+    a = a.float()
+    b = b.float()
+    return (torch.linalg.vector_norm(a - b) / torch.linalg.vector_norm(b)).item()
+
+
+def flops(b, hq, sq, sk, d, causal):
+    """2 GEMMs x 2 flops per multiply-add over the visible (bottom-right causal) elements."""
+    if not causal:
+        visible = sq * sk
+    else:
+        visible = sum(max(0, min(sk, i + sk - sq + 1)) for i in range(sq))
+    return 4.0 * b * hq * visible * d
+
+
+def make_timer(warmup, rep, device):
+    if device.type == "cpu":  # smoke runs of this script without a GPU
+        def timer(fn):
+            times = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                fn()
+                times.append((time.perf_counter() - t0) * 1e3)
+            return sorted(times)[1]
+
+        return timer, "perf_counter median of 3 (cpu)"
+    try:
+        from triton.testing import do_bench
+
+        def timer(fn):
+            return do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+
+        return timer, "triton.testing.do_bench median"
+    except ImportError:  # CUDA events, median of rep runs
+        def timer(fn):
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize()
+            times = []
+            for _ in range(max(10, rep)):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                fn()
+                e.record()
+                e.synchronize()
+                times.append(s.elapsed_time(e))
+            return sorted(times)[len(times) // 2]
+
+        return timer, "cuda events median"
+
+
+def lower_right_mask(sq, sk, device):
+    i = torch.arange(sq, device=device)[:, None]
+    j = torch.arange(sk, device=device)[None, :]
+    return j <= i + (sk - sq)
+
+
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def run_case(case, timer, gen, dev):
+    dtype_name, b, hq, hkv, sq, sk, d, causal = case
+    dtype = getattr(torch, dtype_name)
+    q = torch.randn(b, sq, hq, d, device=dev, dtype=dtype, generator=gen)
+    k = torch.randn(b, sk, hkv, d, device=dev, dtype=dtype, generator=gen)
+    v = torch.randn(b, sk, hkv, d, device=dev, dtype=dtype, generator=gen)
+    row = {
+        "dtype": dtype_name, "batch": b, "heads_q": hq, "heads_kv": hkv, "seqlen_q": sq,
+        "seqlen_k": sk, "head_dim": d, "causal": causal,
+        "flops": flops(b, hq, sq, sk, d, causal),
+    }
+
+    # torch's layout is [B, H, S, D]: transposed views of the same memory, no copy
+    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+    gqa = hq != hkv
+    # SDPA's is_causal is top-left aligned; flash-attn / gpuattn are bottom-right aligned
+    mask = lower_right_mask(sq, sk, dev) if causal and sq != sk else None
+    sdpa_causal = causal and sq == sk
+
+    def sdpa(qx, kx, vx):
+        kwargs = {"enable_gqa": True} if gqa else {}
+        return F.scaled_dot_product_attention(qx, kx, vx, attn_mask=mask, is_causal=sdpa_causal,
+                                              **kwargs)
+
+    # fp32 reference (math backend on the same values, upcast)
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
+        ref = sdpa(qt.float(), kt.float(), vt.float()).transpose(1, 2)
+
+    def ours():
+        return ga.flash_attn_func(q, k, v, causal=causal)
+
+    try:
+        out = ours()
+        sync(dev)
+        row["ours_vs_ref"] = rel_diff(out, ref)
+        row["ours_ms"] = timer(ours)
+    except Exception as e:  # reported in the table, and fails the run
+        row["ours_error"] = f"{type(e).__name__}: {e}"
+        out = None
+    del ref
+
+    for name, backend in BACKENDS.items():
+        with torch.no_grad(), sdpa_kernel(backend):
+            try:
+                o = sdpa(qt, kt, vt).transpose(1, 2)
+                sync(dev)
+            except Exception as e:  # backend does not support this case (mask, GQA, ...)
+                row[f"{name}_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+                continue
+            if out is not None:
+                row[f"ours_vs_{name}"] = rel_diff(out, o)
+            del o
+            row[f"{name}_ms"] = timer(lambda: sdpa(qt, kt, vt))
+    for key in ("ours", "cudnn", "flash"):
+        if f"{key}_ms" in row:
+            row[f"{key}_tflops"] = row["flops"] / (row[f"{key}_ms"] * 1e-3) / 1e12
+    return row
+
+
+SHORT_DTYPE = {"float16": "fp16", "bfloat16": "bf16"}
+
+
+def case_label(r):
+    s = f"{SHORT_DTYPE[r['dtype']]} B{r['batch']} H{r['heads_q']}"
+    if r["heads_kv"] != r["heads_q"]:
+        s += f"/{r['heads_kv']}"
+    same = r["seqlen_q"] == r["seqlen_k"]
+    s += f" S{r['seqlen_q']}" if same else f" Sq{r['seqlen_q']} Sk{r['seqlen_k']}"
+    return s + f" D{r['head_dim']}" + (" causal" if r["causal"] else "")
+
+
+def table(rows):
+    def f(v, fmt):
+        width = int(fmt.split(".")[0])
+        return format(v, fmt) if isinstance(v, (int, float)) else "n/a".rjust(width)
+
+    head = (f"{'case':<36} {'ours ms':>9} {'cudnn ms':>9} {'flash ms':>9} {'ours TF/s':>9} "
+            f"{'cudnn/ours':>10} {'flash/ours':>10} {'d(cudnn)':>9} {'d(flash)':>9} {'d(fp32)':>9}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        ours = r.get("ours_ms")
+        sp = {n: (r[f"{n}_ms"] / ours if ours and f"{n}_ms" in r else None) for n in BACKENDS}
+        lines.append(
+            f"{case_label(r):<36} {f(ours, '9.4f')} {f(r.get('cudnn_ms'), '9.4f')} "
+            f"{f(r.get('flash_ms'), '9.4f')} {f(r.get('ours_tflops'), '9.1f')} "
+            f"{f(sp['cudnn'], '10.2f')} {f(sp['flash'], '10.2f')} "
+            f"{f(r.get('ours_vs_cudnn'), '9.2e')} {f(r.get('ours_vs_flash'), '9.2e')} "
+            f"{f(r.get('ours_vs_ref'), '9.2e')}")
+        for key in ("ours_error", "cudnn_error", "flash_error"):
+            if key in r:
+                lines.append(f"    {key}: {r[key]}")
+    return "\n".join(lines)
+
+
+def git_commit():
+    if os.environ.get("GPUATTN_COMMIT"):
+        return os.environ["GPUATTN_COMMIT"]
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True, cwd=os.path.dirname(os.path.abspath(__file__))
+                              ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--warmup", type=int, default=25, help="do_bench warmup, ms")
+    ap.add_argument("--rep", type=int, default=100, help="do_bench repetition time, ms")
+    ap.add_argument("--tol", type=float, default=1e-2, help="max relative difference")
+    ap.add_argument("--quick", action="store_true", help="only the first three shapes")
+    ap.add_argument("--device", default="cuda", help="cuda (default) or cpu (a smoke run)")
+    args = ap.parse_args()
+    dev = torch.device(args.device)
+
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        print("compare_torch: no CUDA device visible to torch", file=sys.stderr)
+        return 2
+    if dev.type == "cuda" and not ga.cuda_available():
+        print("compare_torch: gpu_attention was built without the CUDA backend (or sees no "
+              "device)", file=sys.stderr)
+        return 2
+
+    timer, timer_name = make_timer(args.warmup, args.rep, dev)
+    gen = torch.Generator(device=dev).manual_seed(20261121)
+    rows = []
+    for case in CASES[:3] if args.quick else CASES:
+        try:
+            rows.append(run_case(case, timer, gen, dev))
+        except Exception as e:  # a case that could not even be set up (e.g. out of memory)
+            traceback.print_exc()
+            rows.append({"case": list(case), "setup_error": f"{type(e).__name__}: {e}"})
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+
+    failures = []
+    for r in rows:
+        if "setup_error" in r or "ours_error" in r:
+            failures.append(r)
+            continue
+        for key in ("ours_vs_ref", "ours_vs_cudnn", "ours_vs_flash"):
+            if key in r and not r[key] <= args.tol:  # NaN fails too
+                failures.append(r)
+                break
+
+    result = {
+        "benchmark": "compare_torch",
+        "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor()
+        or "cpu",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda if dev.type == "cuda" else None,
+        "cudnn": torch.backends.cudnn.version(),
+        "gpu_attention": ga.__version__,
+        "python": platform.python_version(),
+        "timer": f"{timer_name} (warmup {args.warmup} ms, rep {args.rep} ms)",
+        "layout": "ours [B, S, H, D]; torch SDPA on [B, H, S, D] transposed views of the same memory",
+        "rel_diff": "||ours - theirs|| / ||theirs||; fp32 ref = SDPA math backend on upcast inputs",
+        "tolerance": args.tol,
+        "ok": not failures,
+        "cases": rows,
+    }
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as fh:
+            json.dump(result, fh, indent=2)
+
+    print(f"\n{result['device']}  {result['date']}  commit {result['commit']}  torch "
+          f"{result['torch']}  cuDNN {result['cudnn']}  ({result['timer']})")
+    print(table([r for r in rows if "setup_error" not in r]))
+    for r in rows:
+        if "setup_error" in r:
+            print(f"setup error {r['case']}: {r['setup_error']}")
+    if failures:
+        print(f"FAIL: {len(failures)} case(s) differ by more than {args.tol} or failed")
+        return 1
+    print(f"OK: every case within {args.tol} relative")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
