@@ -1,0 +1,997 @@
+// GPU tests of attention_forward on device tensors against the fp64 CPU reference.
+//
+// Every case gets fresh random inputs (its own seed), outputs and lse poisoned with NaN on the
+// device before the call, and the whole output scanned afterwards (a NaN left behind means an
+// element was never written). Long sequences are checked against the reference on sampled query
+// rows, computed on all host cores. Every test skips where no CUDA device is visible.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <ostream>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/test_util.h"
+#include "cuda/cuda_test_util.h"
+#include "gpuattn/attention.h"
+#include "gpuattn/reference.h"
+
+namespace gpuattn::testing {
+namespace {
+
+constexpr double kTolF16 = 5e-3;   // ||out - ref|| / ||ref||
+constexpr double kTolBF16 = 1e-2;  // bf16 keeps 8 mantissa bits: P and out round ~8x coarser
+constexpr double kTolLse = 1e-3;   // |lse - ref| / max(1, |ref|)
+
+// Query rows checked when checking all of them would be slow. The fp64 reference costs ~4 ns per
+// multiply-add: one row of H=32, D=128, Sk=65536 is ~2 s, so 48 rows take ~6 s on 16 cores.
+constexpr int kSampledRows = 48;
+// A case whose full reference needs at most this many (row x key x head x dim) steps checks every
+// query row (~4 core-seconds).
+constexpr double kFullCheckSteps = 1e9;
+
+// ---- cases
+// ---------------------------------------------------------------------------------------
+
+enum class Layout : std::uint8_t {
+  contiguous,  // every tensor packed row-major
+  padded,      // padded head/row/batch strides with NaN in the padding; lse padded as well
+  packed_qkv,  // q/k/v are slices of one [.., S, 3, H, D] buffer; out a slice of [.., S, 2, H, D]
+};
+
+struct Case {
+  int B = 1, Hq = 1, Hkv = 1, Sq = 1, Sk = 1, D = 128;
+  DType dtype = DType::f16;
+  bool is_causal = false;
+  std::vector<int> lens_q, lens_k;  // varlen when not empty; then B = lens_q.size()
+  Precision precision = Precision::standard;
+  float q_scale = 1.f;  // q ~ N(0, q_scale^2): 30 gives logits with a standard deviation of 30
+  bool with_lse = true;
+  Layout layout = Layout::contiguous;
+
+  bool varlen() const { return !lens_q.empty(); }
+
+  Case causal() const {
+    Case c = *this;
+    c.is_causal = true;
+    return c;
+  }
+  Case compensated() const {
+    Case c = *this;
+    c.precision = Precision::compensated;
+    return c;
+  }
+  Case q_times(float s) const {
+    Case c = *this;
+    c.q_scale = s;
+    return c;
+  }
+  Case no_lse() const {
+    Case c = *this;
+    c.with_lse = false;
+    return c;
+  }
+  Case in(Layout l) const {
+    Case c = *this;
+    c.layout = l;
+    return c;
+  }
+
+  // A readable, unique test name: f16_B2_H32kv8_Sq100_Sk1000_D128_causal_compensated_qx30 ...
+  std::string name() const {
+    auto join = [](const std::vector<int>& v) {
+      std::string s;
+      for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "_" : "") + std::to_string(v[i]);
+      return s;
+    };
+    std::string s = dtype == DType::bf16 ? "bf16" : "f16";
+    if (varlen()) {
+      s += "_varlen_q" + join(lens_q);
+      if (lens_k != lens_q) s += "_k" + join(lens_k);
+    } else {
+      s += "_B" + std::to_string(B);
+    }
+    s += "_H" + std::to_string(Hq);
+    if (Hkv != Hq) s += "kv" + std::to_string(Hkv);
+    if (!varlen()) {
+      s += Sq == Sk ? "_S" + std::to_string(Sq)
+                    : "_Sq" + std::to_string(Sq) + "_Sk" + std::to_string(Sk);
+    }
+    s += "_D" + std::to_string(D);
+    if (is_causal) s += "_causal";
+    if (precision == Precision::compensated) s += "_compensated";
+    if (q_scale != 1.f) s += "_qx" + std::to_string(static_cast<int>(q_scale));
+    if (!with_lse) s += "_nolse";
+    if (layout == Layout::padded) s += "_padded";
+    if (layout == Layout::packed_qkv) s += "_packed_qkv";
+    return s;
+  }
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name();
+}
+
+Case dense(int B, int Hq, int Hkv, int Sq, int Sk, int D, DType t) {
+  Case c;
+  c.B = B;
+  c.Hq = Hq;
+  c.Hkv = Hkv;
+  c.Sq = Sq;
+  c.Sk = Sk;
+  c.D = D;
+  c.dtype = t;
+  return c;
+}
+
+// Packed variable-length batch; `lk` empty means the same lengths as `lq`.
+Case varlen(int Hq, int Hkv, int D, DType t, std::vector<int> lq, std::vector<int> lk = {}) {
+  Case c;
+  c.lens_k = lk.empty() ? lq : std::move(lk);
+  c.lens_q = std::move(lq);
+  c.B = static_cast<int>(c.lens_q.size());
+  c.Hq = Hq;
+  c.Hkv = Hkv;
+  c.Sq = *std::max_element(c.lens_q.begin(), c.lens_q.end());
+  c.Sk = *std::max_element(c.lens_k.begin(), c.lens_k.end());
+  c.D = D;
+  c.dtype = t;
+  return c;
+}
+
+constexpr DType f16 = DType::f16;
+constexpr DType bf16 = DType::bf16;
+
+// ---- small host helpers -------------------------------------------------------------------------
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t s = a ^ (b * 0xd1342543de82ef95ull);
+  return splitmix64(s);
+}
+std::uint64_t seed_of(const std::string& s) {  // FNV-1a: stable across runs and platforms
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
+}
+
+std::uint32_t nan_bits(DType t) {
+  switch (t) {
+    case DType::f16: return 0x7e00u;
+    case DType::bf16: return 0x7fc0u;
+    default: return 0x7fc00000u;  // f32
+  }
+}
+void fill_bits(void* p, DType t, std::int64_t n, std::uint32_t bits) {
+  if (element_size(t) == 2) {
+    std::fill_n(static_cast<std::uint16_t*>(p), n, static_cast<std::uint16_t>(bits));
+  } else {
+    std::fill_n(static_cast<std::uint32_t*>(p), n, bits);
+  }
+}
+bool bits_nonfinite(std::uint16_t b, DType t) {
+  return t == DType::f16 ? (b & 0x7c00u) == 0x7c00u : (b & 0x7f80u) == 0x7f80u;
+}
+bool bits_zero(std::uint16_t b) {
+  return (b & 0x7fffu) == 0;
+}
+
+// Number of last-dimension rows of a view, and the element offset of row `o` (row-major order).
+std::int64_t rows_of(const TensorView& v) {
+  return v.numel() / v.shape[v.rank - 1];
+}
+std::int64_t row_offset(const TensorView& v, std::int64_t o) {
+  std::int64_t off = 0;
+  for (int d = v.rank - 2; d >= 0; --d) {
+    off += (o % v.shape[d]) * v.stride[d];
+    o /= v.shape[d];
+  }
+  return off;
+}
+char* elem_ptr(const TensorView& v, std::int64_t off) {
+  return static_cast<char*>(v.data) + off * static_cast<std::int64_t>(element_size(v.dtype));
+}
+
+// Fills the elements of a 16-bit host view with N(0, 1) * scale. A table of 65536 normal samples
+// (fresh for every seed, already in storage bits) indexed by a fast generator keeps this at ~1 ns
+// per element: the seed table has ~4e9 input elements.
+void fill_normal(const TensorView& v, std::uint64_t seed, float scale) {
+  std::vector<std::uint16_t> table(1u << 16);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  for (auto& t : table) {
+    const float x = dist(rng) * scale;
+    t = v.dtype == DType::bf16 ? float_to_bf16(x) : float_to_f16(x);
+  }
+  const std::int64_t inner = v.shape[v.rank - 1];
+  const std::int64_t rows = rows_of(v);
+  constexpr std::int64_t kRowsPerChunk = 2048;
+  parallel_for((rows + kRowsPerChunk - 1) / kRowsPerChunk, [&](std::int64_t chunk) {
+    std::uint64_t state = mix(seed, static_cast<std::uint64_t>(chunk) + 1);
+    const std::int64_t end = std::min(rows, (chunk + 1) * kRowsPerChunk);
+    for (std::int64_t o = chunk * kRowsPerChunk; o < end; ++o) {
+      auto* row = reinterpret_cast<std::uint16_t*>(elem_ptr(v, row_offset(v, o)));
+      std::uint64_t r = 0;
+      for (std::int64_t i = 0; i < inner; ++i) {
+        if (i % 4 == 0) r = splitmix64(state);
+        row[i] = table[(r >> (16 * (i % 4))) & 0xffffu];
+      }
+    }
+  });
+}
+
+// The elements of a host view (last dim contiguous), packed row-major into a new tensor.
+HostTensor gather(const TensorView& v) {
+  HostTensor t(v.dtype, std::vector<std::int64_t>(v.shape.begin(), v.shape.begin() + v.rank));
+  const std::size_t row_bytes =
+      static_cast<std::size_t>(v.shape[v.rank - 1]) * element_size(v.dtype);
+  const std::int64_t rows = rows_of(v);
+  constexpr std::int64_t kRowsPerChunk = 8192;
+  parallel_for((rows + kRowsPerChunk - 1) / kRowsPerChunk, [&](std::int64_t chunk) {
+    const std::int64_t end = std::min(rows, (chunk + 1) * kRowsPerChunk);
+    for (std::int64_t o = chunk * kRowsPerChunk; o < end; ++o) {
+      std::memcpy(static_cast<char*>(t.data()) + o * row_bytes, elem_ptr(v, row_offset(v, o)),
+                  row_bytes);
+    }
+  });
+  return t;
+}
+
+// ---- one problem: inputs on host and device, poisoned outputs, checks ---------------------------
+
+// One allocation: its host copy (inputs: NaN padding + random view elements; outputs: all NaN, the
+// poison that is uploaded before each run) and its device copy.
+struct Alloc {
+  HostTensor host;
+  DeviceBuffer dev;
+};
+
+// A strided view into an allocation.
+struct Operand {
+  int alloc = -1;
+  std::int64_t offset = 0;  // elements
+  int rank = 0;
+  std::array<std::int64_t, TensorView::kMaxRank> shape{}, stride{};
+};
+
+class Problem {
+ public:
+  struct Outputs {
+    HostTensor out, lse;  // whole allocations, as downloaded
+  };
+
+  Problem(Case c, std::uint64_t seed) : c_(std::move(c)), seed_(seed) {
+    TEST_CUDA_CHECK(cudaGetDevice(&device_));
+    const bool vl = c_.varlen();
+    if (vl) {
+      cu_q_ = make_cu_seqlens(c_.lens_q);
+      cu_k_ = make_cu_seqlens(c_.lens_k);
+      total_q_ = static_cast<const std::int32_t*>(cu_q_.data())[c_.B];
+      total_k_ = static_cast<const std::int32_t*>(cu_k_.data())[c_.B];
+    } else {
+      total_q_ = std::int64_t{c_.B} * c_.Sq;
+      total_k_ = std::int64_t{c_.B} * c_.Sk;
+    }
+    using Shape = std::vector<std::int64_t>;
+    const Shape qs = vl ? Shape{total_q_, c_.Hq, c_.D} : Shape{c_.B, c_.Sq, c_.Hq, c_.D};
+    const Shape ks = vl ? Shape{total_k_, c_.Hkv, c_.D} : Shape{c_.B, c_.Sk, c_.Hkv, c_.D};
+    const Shape ls = vl ? Shape{c_.Hq, total_q_} : Shape{c_.B, c_.Hq, c_.Sq};
+
+    switch (c_.layout) {
+      case Layout::contiguous:
+        q_ = padded_operand(c_.dtype, qs, 0);
+        k_ = padded_operand(c_.dtype, ks, 0);
+        v_ = padded_operand(c_.dtype, ks, 0);
+        out_ = padded_operand(c_.dtype, qs, 0);
+        lse_ = padded_operand(DType::f32, ls, 0);
+        break;
+      case Layout::padded:  // pads of 8 elements keep 16-bit strides multiples of 16 bytes
+        q_ = padded_operand(c_.dtype, qs, 8);
+        k_ = padded_operand(c_.dtype, ks, 8);
+        v_ = padded_operand(c_.dtype, ks, 8);
+        out_ = padded_operand(c_.dtype, qs, 8);
+        lse_ = padded_operand(DType::f32, ls, 3);
+        break;
+      case Layout::packed_qkv: {
+        if (c_.Hq != c_.Hkv || c_.Sq != c_.Sk || c_.lens_q != c_.lens_k) {
+          throw std::logic_error("packed_qkv needs Hq == Hkv and equal q/k lengths");
+        }
+        const std::int64_t hd = std::int64_t{c_.Hq} * c_.D;
+        const int qkv = add_alloc(c_.dtype, 3 * total_q_ * hd);
+        q_ = slice_operand(qkv, 0, qs, 3);
+        k_ = slice_operand(qkv, hd, qs, 3);
+        v_ = slice_operand(qkv, 2 * hd, qs, 3);
+        out_ = slice_operand(add_alloc(c_.dtype, 2 * total_q_ * hd), hd, qs, 2);
+        lse_ = padded_operand(DType::f32, ls, 0);
+        break;
+      }
+    }
+
+    // Inputs: NaN where no view reaches (padding), random in the views; then upload.
+    for (const Operand* op : {&q_, &k_, &v_}) {
+      Alloc& a = allocs_[op->alloc];
+      if (!fills_alloc(*op)) fill_bits(a.host.data(), c_.dtype, a.host.numel(), nan_bits(c_.dtype));
+    }
+    fill_normal(host_view(q_), mix(seed_, 1), c_.q_scale);
+    fill_normal(host_view(k_), mix(seed_, 2), 1.f);
+    fill_normal(host_view(v_), mix(seed_, 3), 1.f);
+    for (const Operand* op : {&q_, &k_, &v_}) {
+      Alloc& a = allocs_[op->alloc];
+      if (a.dev.bytes() > 0) continue;  // packed_qkv: one buffer for all three
+      a.dev = DeviceBuffer(a.host.bytes());
+      a.dev.upload(a.host.data());
+    }
+    // Outputs: the host copies hold the NaN poison.
+    for (const Operand* op : {&out_, &lse_}) {
+      Alloc& a = allocs_[op->alloc];
+      fill_bits(a.host.data(), a.host.dtype, a.host.numel(), nan_bits(a.host.dtype));
+      a.dev = DeviceBuffer(a.host.bytes());
+    }
+    if (vl) {
+      dcu_q_ = DeviceBuffer(cu_q_.bytes());
+      dcu_q_.upload(cu_q_.data());
+      dcu_k_ = DeviceBuffer(cu_k_.bytes());
+      dcu_k_.upload(cu_k_.data());
+    }
+
+    // Keys visible to every query row (bottom-right causal alignment).
+    visible_.assign(static_cast<std::size_t>(total_q_), 0);
+    for (int b = 0; b < c_.B; ++b) {
+      const int lq = len_q(b), lk = len_k(b);
+      for (int i = 0; i < lq; ++i) {
+        const int n = c_.is_causal ? std::clamp(i + lk - lq + 1, 0, lk) : lk;
+        visible_[static_cast<std::size_t>(row0_q(b) + i)] = n;
+      }
+    }
+  }
+
+  const Case& params() const { return c_; }
+  std::int64_t total_q() const { return total_q_; }
+
+  AttentionArgs device_args() const {
+    AttentionArgs a = common_args();
+    a.q = device_view(q_);
+    a.k = device_view(k_);
+    a.v = device_view(v_);
+    a.out = device_view(out_);
+    if (c_.with_lse) a.lse = device_view(lse_);
+    if (c_.varlen()) {
+      a.cu_seqlens_q = TensorView::contiguous(dcu_q_.get(), DType::i32, Device::cuda,
+                                              {std::int64_t{c_.B} + 1}, device_);
+      a.cu_seqlens_k = TensorView::contiguous(dcu_k_.get(), DType::i32, Device::cuda,
+                                              {std::int64_t{c_.B} + 1}, device_);
+    }
+    return a;
+  }
+
+  // The same problem over the host copies, for the reference (which writes neither out nor lse).
+  AttentionArgs host_args() const {
+    AttentionArgs a = common_args();
+    a.q = host_view(q_);
+    a.k = host_view(k_);
+    a.v = host_view(v_);
+    a.out = host_view(out_);
+    if (c_.varlen()) {
+      a.cu_seqlens_q = cu_q_.view();
+      a.cu_seqlens_k = cu_k_.view();
+    }
+    return a;
+  }
+
+  // Copies NaN over the whole out and lse allocations (padding included).
+  void poison_outputs(cudaStream_t stream = nullptr) {
+    for (const Operand* op : {&out_, &lse_}) {
+      Alloc& a = allocs_[op->alloc];
+      a.dev.upload(a.host.data(), stream);
+    }
+  }
+
+  // Downloads the out and lse allocations; with a stream, asynchronously on it through pinned
+  // memory, then waits for that stream only.
+  Outputs download(cudaStream_t stream = nullptr) const {
+    const Alloc& o = allocs_[out_.alloc];
+    const Alloc& l = allocs_[lse_.alloc];
+    Outputs r{HostTensor(o.host.dtype, o.host.shape), HostTensor(l.host.dtype, l.host.shape)};
+    if (!stream) {
+      o.dev.download(r.out.data());
+      l.dev.download(r.lse.data());
+      return r;
+    }
+    PinnedBuffer po(o.dev.bytes()), pl(l.dev.bytes());
+    TEST_CUDA_CHECK(
+        cudaMemcpyAsync(po.get(), o.dev.get(), po.bytes(), cudaMemcpyDeviceToHost, stream));
+    TEST_CUDA_CHECK(
+        cudaMemcpyAsync(pl.get(), l.dev.get(), pl.bytes(), cudaMemcpyDeviceToHost, stream));
+    TEST_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::memcpy(r.out.data(), po.get(), po.bytes());
+    std::memcpy(r.lse.data(), pl.get(), pl.bytes());
+    return r;
+  }
+
+  // Device bytes of out and lse (padding included), to check that a rejected call left them alone.
+  std::vector<unsigned char> output_snapshot() const {
+    std::vector<unsigned char> s = allocs_[out_.alloc].dev.snapshot();
+    const std::vector<unsigned char> l = allocs_[lse_.alloc].dev.snapshot();
+    s.insert(s.end(), l.begin(), l.end());
+    return s;
+  }
+
+  // Every output element written and finite (exactly 0 where a row sees no key), nothing written
+  // outside the views, lse finite (-inf where a row sees no key), and the sampled rows within
+  // tolerance of the fp64 reference.
+  void expect_matches_reference(const Outputs& r) const {
+    const TensorView ov = view_at(out_, r.out.data(), Device::cpu);
+    const HostTensor out = gather(ov);  // [total_q, Hq, D] (dense: [B, Sq, Hq, D])
+    if (!fills_alloc(out_)) {
+      EXPECT_EQ(changed_outside(r.out, out_), 0) << "out written outside its strided view";
+    }
+    const std::int64_t hd = std::int64_t{c_.Hq} * c_.D;
+    std::atomic<std::int64_t> nonfinite{0}, nonzero_empty{0};
+    constexpr std::int64_t kRowsPerChunk = 1024;
+    parallel_for((total_q_ + kRowsPerChunk - 1) / kRowsPerChunk, [&](std::int64_t chunk) {
+      std::int64_t bad_nf = 0, bad_zero = 0;
+      const auto* o = static_cast<const std::uint16_t*>(out.data());
+      const std::int64_t end = std::min(total_q_, (chunk + 1) * kRowsPerChunk);
+      for (std::int64_t row = chunk * kRowsPerChunk; row < end; ++row) {
+        const bool empty = visible_[static_cast<std::size_t>(row)] == 0;
+        for (std::int64_t e = row * hd; e < (row + 1) * hd; ++e) {
+          if (bits_nonfinite(o[e], c_.dtype)) {
+            ++bad_nf;
+          } else if (empty && !bits_zero(o[e])) {
+            ++bad_zero;
+          }
+        }
+      }
+      nonfinite += bad_nf;
+      nonzero_empty += bad_zero;
+    });
+    EXPECT_EQ(nonfinite.load(), 0) << "NaN/inf in out: an element left unwritten, or overflow";
+    EXPECT_EQ(nonzero_empty.load(), 0) << "out must be 0 in rows that see no key";
+
+    std::vector<float> lse;  // dense [B, Hq, Sq], varlen [Hq, total_q]
+    if (c_.with_lse) {
+      const TensorView lv = view_at(lse_, r.lse.data(), Device::cpu);
+      const HostTensor packed = gather(lv);
+      const auto* p = static_cast<const float*>(packed.data());
+      lse.assign(p, p + packed.numel());
+      if (!fills_alloc(lse_)) {
+        EXPECT_EQ(changed_outside(r.lse, lse_), 0) << "lse written outside its strided view";
+      }
+      std::int64_t bad = 0;
+      for (std::int64_t row = 0; row < total_q_; ++row) {
+        const bool empty = visible_[static_cast<std::size_t>(row)] == 0;
+        for (int h = 0; h < c_.Hq; ++h) {
+          const float l = lse[static_cast<std::size_t>(lse_index(row, h))];
+          bad += empty ? !(std::isinf(l) && l < 0) : !std::isfinite(l);
+        }
+      }
+      EXPECT_EQ(bad, 0) << "lse entries that are NaN/+inf, or -inf for a row that sees keys, or "
+                           "not -inf for a row that sees none";
+    } else {
+      EXPECT_EQ(changed_outside(r.lse, Operand{}), 0) << "lse written although not requested";
+    }
+
+    const std::vector<std::int64_t> rows = pick_rows();
+    const ReferenceResult ref = parallel_reference(host_args(), rows);
+    const Comparison cmp = compare(ref, out, c_.Hq, c_.D, c_.with_lse ? &lse : nullptr,
+                                   [&](std::int64_t row, int h) { return lse_index(row, h); });
+    const double tol = c_.dtype == DType::bf16 ? kTolBF16 : kTolF16;
+    EXPECT_EQ(cmp.nonfinite, 0);
+    EXPECT_LE(cmp.rel_err, tol) << "max_abs " << cmp.max_abs << ", cosine " << cmp.cosine;
+    if (c_.with_lse) {
+      EXPECT_LE(cmp.lse_rel, kTolLse);
+    }
+    std::printf(
+        "[ checked  ] %s: %zu of %lld rows, rel_err %.2e (tol %.0e), max_abs %.2e, lse_rel %.2e\n",
+        c_.name().c_str(), rows.size(), static_cast<long long>(total_q_), cmp.rel_err, tol,
+        cmp.max_abs, cmp.lse_rel);
+  }
+
+ private:
+  int len_q(int b) const { return c_.varlen() ? c_.lens_q[static_cast<std::size_t>(b)] : c_.Sq; }
+  int len_k(int b) const { return c_.varlen() ? c_.lens_k[static_cast<std::size_t>(b)] : c_.Sk; }
+  std::int64_t row0_q(int b) const {
+    return c_.varlen() ? static_cast<const std::int32_t*>(cu_q_.data())[b]
+                       : std::int64_t{b} * c_.Sq;
+  }
+  std::int64_t lse_index(std::int64_t row, int h) const {
+    if (c_.varlen()) return h * total_q_ + row;
+    return (row / c_.Sq * c_.Hq + h) * c_.Sq + row % c_.Sq;
+  }
+
+  AttentionArgs common_args() const {
+    AttentionArgs a;
+    if (c_.varlen()) {
+      a.max_seqlen_q = c_.Sq;
+      a.max_seqlen_k = c_.Sk;
+    }
+    a.causal = c_.is_causal;
+    a.precision = c_.precision;
+    return a;
+  }
+
+  int add_alloc(DType t, std::int64_t elems) {
+    allocs_.push_back(Alloc{HostTensor(t, {elems}), DeviceBuffer()});
+    return static_cast<int>(allocs_.size()) - 1;
+  }
+
+  // A view of `shape` in its own allocation. Each stride gets `pad` more elements per level above
+  // the last dim (0: contiguous), and the view starts `pad` elements in.
+  Operand padded_operand(DType t, const std::vector<std::int64_t>& shape, std::int64_t pad) {
+    Operand op;
+    op.rank = static_cast<int>(shape.size());
+    op.offset = pad;
+    std::int64_t last = op.offset;
+    for (int d = op.rank - 1; d >= 0; --d) {
+      op.shape[d] = shape[static_cast<std::size_t>(d)];
+      op.stride[d] =
+          d == op.rank - 1 ? 1 : op.shape[d + 1] * op.stride[d + 1] + pad * (op.rank - 1 - d);
+      last += (op.shape[d] - 1) * op.stride[d];
+    }
+    op.alloc = add_alloc(t, last + 1 + pad);
+    return op;
+  }
+
+  // Slice `offset` of a [.., S, n, H, D] allocation: rows are n * H * D apart.
+  Operand slice_operand(int alloc, std::int64_t offset, const std::vector<std::int64_t>& shape,
+                        int n) {
+    Operand op;
+    op.alloc = alloc;
+    op.offset = offset;
+    op.rank = static_cast<int>(shape.size());
+    for (int d = 0; d < op.rank; ++d) op.shape[d] = shape[static_cast<std::size_t>(d)];
+    const int r = op.rank;
+    op.stride[r - 1] = 1;
+    op.stride[r - 2] = op.shape[r - 1];
+    op.stride[r - 3] = n * op.shape[r - 2] * op.shape[r - 1];
+    if (r == 4) op.stride[0] = op.shape[1] * op.stride[1];
+    return op;
+  }
+
+  TensorView view_at(const Operand& op, const void* base, Device dev) const {
+    TensorView v;
+    v.dtype = allocs_[op.alloc].host.dtype;
+    // Host copies are read-only in the checks; TensorView has no const flavour.
+    v.data = const_cast<char*>(static_cast<const char*>(base)) +
+             op.offset * static_cast<std::int64_t>(element_size(v.dtype));
+    v.device = dev;
+    v.device_index = dev == Device::cuda ? device_ : 0;
+    v.rank = op.rank;
+    v.shape = op.shape;
+    v.stride = op.stride;
+    return v;
+  }
+  TensorView host_view(const Operand& op) const {
+    return view_at(op, allocs_[op.alloc].host.data(), Device::cpu);
+  }
+  TensorView device_view(const Operand& op) const {
+    return view_at(op, allocs_[op.alloc].dev.get(), Device::cuda);
+  }
+
+  bool fills_alloc(const Operand& op) const {
+    TensorView v;
+    v.rank = op.rank;
+    v.shape = op.shape;
+    return op.offset == 0 && v.numel() == allocs_[op.alloc].host.numel();
+  }
+
+  // Elements of the downloaded allocation `a` outside `op` (all of them for an empty Operand)
+  // that no longer hold the NaN poison.
+  std::int64_t changed_outside(const HostTensor& a, const Operand& op) const {
+    HostTensor copy = a;
+    const std::uint32_t poison = nan_bits(a.dtype);
+    if (op.rank > 0) {
+      const TensorView v = view_at(op, copy.data(), Device::cpu);
+      const std::int64_t inner = v.shape[v.rank - 1];
+      for (std::int64_t o = 0; o < rows_of(v); ++o) {
+        fill_bits(elem_ptr(v, row_offset(v, o)), v.dtype, inner, poison);
+      }
+    }
+    std::int64_t changed = 0;
+    const std::size_t es = element_size(a.dtype);
+    const auto* p = static_cast<const unsigned char*>(copy.data());
+    for (std::int64_t i = 0; i < copy.numel(); ++i) {
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, p + i * es, es);  // little-endian: the low bytes
+      changed += bits != poison;
+    }
+    return changed;
+  }
+
+  // All rows when that is cheap; otherwise the first and last row of every sequence, the first
+  // rows that see a key when Sq > Sk under causal masking, and random rows up to kSampledRows.
+  std::vector<std::int64_t> pick_rows() const {
+    const double steps = double(total_q_) * c_.Sk * c_.Hq * c_.D;
+    std::vector<std::int64_t> rows;
+    if (steps <= kFullCheckSteps) {
+      for (std::int64_t r = 0; r < total_q_; ++r) rows.push_back(r);
+      return rows;
+    }
+    std::set<std::int64_t> pick;
+    for (int b = 0; b < c_.B; ++b) {
+      const int lq = len_q(b), lk = len_k(b);
+      if (lq == 0) continue;
+      pick.insert(row0_q(b));
+      pick.insert(row0_q(b) + lq - 1);
+      if (c_.is_causal && lq > lk && lk > 0) {
+        pick.insert(row0_q(b) + (lq - lk) - 1);  // last row that sees no key
+        pick.insert(row0_q(b) + (lq - lk));      // first row that sees one
+      }
+    }
+    std::mt19937_64 rng(mix(seed_, 99));
+    std::uniform_int_distribution<std::int64_t> any(0, total_q_ - 1);
+    while (pick.size() < static_cast<std::size_t>(std::min<std::int64_t>(kSampledRows, total_q_))) {
+      pick.insert(any(rng));
+    }
+    return std::vector<std::int64_t>(pick.begin(), pick.end());
+  }
+
+  // reference_attention over the rows, dealt round-robin to all host cores (causal rows differ in
+  // cost, so neighbours go to different threads).
+  static ReferenceResult parallel_reference(const AttentionArgs& host,
+                                            const std::vector<std::int64_t>& rows) {
+    const std::size_t n = std::min<std::size_t>(host_threads(), rows.size());
+    std::vector<std::vector<std::int64_t>> parts(n);
+    for (std::size_t i = 0; i < rows.size(); ++i) parts[i % n].push_back(rows[i]);
+    std::vector<ReferenceResult> results(n);
+    // Never pass an empty list: reference_attention reads that as "all rows".
+    parallel_for(static_cast<std::int64_t>(n), [&](std::int64_t t) {
+      const auto i = static_cast<std::size_t>(t);
+      results[i] = reference_attention(host, parts[i]);
+    });
+    ReferenceResult all;
+    for (const ReferenceResult& r : results) {
+      all.rows.insert(all.rows.end(), r.rows.begin(), r.rows.end());
+      all.out.insert(all.out.end(), r.out.begin(), r.out.end());
+      all.lse.insert(all.lse.end(), r.lse.begin(), r.lse.end());
+    }
+    return all;
+  }
+
+  Case c_;
+  std::uint64_t seed_;
+  int device_ = 0;
+  std::int64_t total_q_ = 0, total_k_ = 0;
+  std::vector<Alloc> allocs_;
+  Operand q_, k_, v_, out_, lse_;
+  HostTensor cu_q_, cu_k_;
+  DeviceBuffer dcu_q_, dcu_k_;
+  std::vector<int> visible_;  // keys visible to each packed query row
+};
+
+// Poison, run on the default stream, wait, download.
+Problem::Outputs run_once(Problem& p) {
+  p.poison_outputs();
+  attention_forward(p.device_args());
+  TEST_CUDA_CHECK(cudaGetLastError());
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  return p.download();
+}
+
+// Suite and test name, parameter included: every case gets its own seed.
+std::string current_test_name() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return std::string(info->test_suite_name()) + "." + info->name();
+}
+
+// ---- fixtures -----------------------------------------------------------------------------------
+
+class AttentionCudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+class AttentionCuda : public AttentionCudaTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(AttentionCuda, MatchesReference) {
+  Problem p(GetParam(), seed_of(current_test_name()));
+  p.expect_matches_reference(run_once(p));
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  return info.param.name();
+}
+
+const std::vector<int> kLens = {1, 17, 513, 2048};
+
+// The seed report's table, H = 32, D = 128, fp16; causal, bf16 and compensated on a subset.
+std::vector<Case> seed_table() {
+  std::vector<Case> cs;
+  const std::pair<int, int> table[] = {{1, 1024},  {2, 2048},  {4, 4096}, {1, 8192},
+                                       {2, 16384}, {1, 32768}, {1, 65536}};
+  for (auto [B, S] : table) cs.push_back(dense(B, 32, 32, S, S, 128, f16));
+  for (auto [B, S] : {table[0], table[2], table[4], table[6]}) {
+    cs.push_back(dense(B, 32, 32, S, S, 128, f16).causal());
+  }
+  cs.push_back(dense(2, 32, 32, 2048, 2048, 128, f16).compensated());
+  cs.push_back(dense(1, 32, 32, 8192, 8192, 128, f16).causal().compensated());
+  cs.push_back(dense(4, 32, 32, 4096, 4096, 128, bf16));
+  cs.push_back(dense(1, 32, 32, 32768, 32768, 128, bf16).causal().compensated());
+  cs.push_back(dense(2, 16, 16, 8192, 8192, 64, f16).causal());
+  cs.push_back(dense(1, 32, 32, 16384, 16384, 64, bf16));
+  return cs;
+}
+INSTANTIATE_TEST_SUITE_P(SeedTable, AttentionCuda, ::testing::ValuesIn(seed_table()), case_name);
+
+// Lengths that are not multiples of any tile: S = 1, 17, 1000, 4097.
+INSTANTIATE_TEST_SUITE_P(
+    AwkwardLengths, AttentionCuda,
+    ::testing::Values(dense(2, 8, 8, 1, 1, 128, f16), dense(3, 4, 4, 1, 1, 64, bf16).causal(),
+                      dense(3, 4, 4, 17, 17, 64, bf16).causal(),
+                      dense(2, 8, 8, 17, 17, 128, f16).no_lse(),
+                      dense(2, 16, 16, 1000, 1000, 128, f16).causal(),
+                      dense(1, 8, 8, 1000, 1000, 64, bf16).compensated(),
+                      dense(1, 8, 8, 4097, 4097, 128, bf16).causal(),
+                      dense(2, 4, 4, 4097, 4097, 64, f16).compensated().no_lse()),
+    case_name);
+
+// Sq != Sk, causal masks bottom-right aligned: with Sq = 1000, Sk = 100 the first 900 rows see no
+// key (out 0, lse -inf).
+INSTANTIATE_TEST_SUITE_P(
+    SeqlenMismatch, AttentionCuda,
+    ::testing::Values(dense(2, 8, 8, 100, 1000, 128, f16).causal(),
+                      dense(2, 8, 8, 1000, 100, 128, f16).causal(),
+                      dense(1, 8, 8, 100, 1000, 64, bf16),
+                      dense(1, 8, 8, 1000, 100, 64, bf16).causal().compensated(),
+                      dense(2, 8, 8, 1, 4097, 128, f16).causal(),
+                      dense(1, 4, 4, 4097, 17, 64, f16).causal(),
+                      dense(1, 4, 4, 17, 4097, 128, bf16).causal()),
+    case_name);
+
+// GQA 32:8 and MQA 16:1.
+INSTANTIATE_TEST_SUITE_P(
+    GroupedHeads, AttentionCuda,
+    ::testing::Values(dense(2, 32, 8, 2048, 2048, 128, f16).causal(),
+                      dense(1, 32, 8, 1000, 1000, 64, bf16),
+                      dense(2, 32, 8, 4097, 4097, 128, bf16).causal().compensated(),
+                      dense(2, 16, 1, 1024, 1024, 128, f16).causal(),
+                      dense(1, 16, 1, 4097, 4097, 64, bf16),
+                      dense(1, 16, 1, 100, 1000, 128, f16).causal().no_lse()),
+    case_name);
+
+// Packed batches; lse is [Hq, total_q]. Different q/k lengths per sequence leave whole sequences
+// of causal rows without keys; a zero-length sequence on either side must work too.
+INSTANTIATE_TEST_SUITE_P(
+    Varlen, AttentionCuda,
+    ::testing::Values(varlen(16, 16, 128, f16, kLens), varlen(16, 4, 64, bf16, kLens).causal(),
+                      varlen(16, 16, 128, f16, kLens).causal().compensated(),
+                      varlen(8, 8, 64, f16, kLens, {2048, 513, 17, 1}).causal(),
+                      varlen(8, 2, 128, bf16, kLens, {17, 1, 2048, 513}).causal().compensated(),
+                      varlen(8, 8, 128, f16, {1, 0, 513, 300}, {17, 300, 0, 2048}),
+                      varlen(16, 16, 128, bf16, kLens).no_lse()),
+    case_name);
+
+// q scaled by 30: logits with a standard deviation of 30, softmax close to one-hot.
+INSTANTIATE_TEST_SUITE_P(
+    LargeLogits, AttentionCuda,
+    ::testing::Values(dense(1, 16, 16, 2048, 2048, 128, f16).q_times(30),
+                      dense(2, 8, 8, 1000, 1000, 64, bf16).causal().q_times(30),
+                      dense(1, 8, 8, 4097, 4097, 128, f16).causal().compensated().q_times(30),
+                      dense(1, 32, 8, 8192, 8192, 128, bf16).q_times(30),
+                      varlen(8, 8, 128, f16, kLens).causal().q_times(30)),
+    case_name);
+
+// Non-contiguous views: padded strides with NaN in the padding (reading it, or writing it, fails),
+// and q/k/v slices of one packed qkv buffer with out a slice of a wider buffer.
+INSTANTIATE_TEST_SUITE_P(
+    StridedViews, AttentionCuda,
+    ::testing::Values(dense(2, 8, 2, 100, 1000, 128, f16).causal().in(Layout::padded),
+                      dense(3, 4, 4, 17, 17, 64, bf16).causal().in(Layout::padded),
+                      dense(1, 8, 8, 4097, 4097, 128, bf16).compensated().in(Layout::padded),
+                      varlen(8, 2, 64, f16, kLens).causal().in(Layout::padded),
+                      dense(2, 16, 16, 1000, 1000, 128, f16).causal().in(Layout::packed_qkv),
+                      dense(1, 8, 8, 4097, 4097, 64, bf16).compensated().in(Layout::packed_qkv),
+                      varlen(8, 8, 128, f16, {17, 513, 1, 2048}).causal().in(Layout::packed_qkv)),
+    case_name);
+
+// ---- determinism and streams --------------------------------------------------------------------
+
+TEST_F(AttentionCudaTest, SameInputsGiveBitwiseIdenticalOutputs) {
+  for (const Case& c : {dense(2, 16, 4, 2048, 2048, 128, f16).causal(),
+                        varlen(8, 2, 64, bf16, kLens, {17, 1, 2048, 513}).causal().compensated()}) {
+    SCOPED_TRACE(c.name());
+    Problem p(c, seed_of(current_test_name() + "/" + c.name()));
+    const Problem::Outputs first = run_once(p);
+    const Problem::Outputs second = run_once(p);
+    EXPECT_EQ(std::memcmp(first.out.data(), second.out.data(), first.out.bytes()), 0)
+        << "out differs between two runs on the same inputs";
+    EXPECT_EQ(std::memcmp(first.lse.data(), second.lse.data(), first.lse.bytes()), 0)
+        << "lse differs between two runs on the same inputs";
+    p.expect_matches_reference(first);
+  }
+}
+
+// Poison, kernel and read-back are all ordered on a created non-blocking stream and only that
+// stream is waited for: work issued to the default stream instead would race with the read-back.
+TEST_F(AttentionCudaTest, RunsOnTheGivenStream) {
+  const Case c = dense(2, 32, 32, 4096, 4096, 128, f16).causal();
+  Problem p(c, seed_of(current_test_name()));
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());  // inputs are in place
+  Stream stream;
+  p.poison_outputs(stream.get());
+  AttentionArgs a = p.device_args();
+  a.stream = stream.get();
+  a.backend = Backend::cuda;
+  attention_forward(a);
+  TEST_CUDA_CHECK(cudaGetLastError());
+  const Problem::Outputs r = p.download(stream.get());
+  EXPECT_EQ(cudaStreamQuery(stream.get()), cudaSuccess);
+  p.expect_matches_reference(r);
+}
+
+// ---- validation of device arguments: a clear gpuattn::Error, outputs untouched -----------------
+
+// Runs `call`, which must throw gpuattn::Error; returns its message ("" after recording a failure).
+template <class Fn>
+std::string error_of(Fn&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected a gpuattn::Error, got another exception: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "expected a gpuattn::Error, nothing was thrown";
+  return "";
+}
+
+// Whether `msg` contains `word` delimited by non-identifier characters.
+bool names(const std::string& msg, const std::string& word) {
+  auto ident = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  for (std::size_t at = msg.find(word); at != std::string::npos; at = msg.find(word, at + 1)) {
+    const bool left = at == 0 || !ident(msg[at - 1]);
+    const std::size_t end = at + word.size();
+    const bool right = end == msg.size() || !ident(msg[end]);
+    if (left && right) return true;
+  }
+  return false;
+}
+
+class AttentionCudaValidation : public AttentionCudaTest {
+ protected:
+  void SetUp() override {
+    AttentionCudaTest::SetUp();
+    if (IsSkipped()) return;
+    // A small varlen GQA problem with lse: every kind of argument (q, k, v, out, lse, cu_seqlens).
+    // total_q = 30 (lengths 10, 5, 15), total_k = 39 (12, 7, 20).
+    problem_.emplace(varlen(4, 2, 64, f16, {10, 5, 15}, {12, 7, 20}), seed_of(current_test_name()));
+    problem_->poison_outputs();
+    TEST_CUDA_CHECK(cudaDeviceSynchronize());
+    TEST_CUDA_CHECK(cudaGetDevice(&device_));
+    before_ = problem_->output_snapshot();
+  }
+
+  // `a` must be rejected with a gpuattn::Error whose message names each of `words`, leaving out
+  // and lse as they were, no CUDA error pending and the caller's current device unchanged.
+  // Returns the message.
+  std::string expect_rejected(const AttentionArgs& a, std::initializer_list<const char*> words) {
+    const std::string msg = error_of([&] { attention_forward(a); });
+    for (const char* w : words) {
+      EXPECT_TRUE(names(msg, w)) << "the message does not name " << w << ": " << msg;
+    }
+    const cudaError_t pending = cudaGetLastError();
+    EXPECT_EQ(pending, cudaSuccess)
+        << "a rejected call left a CUDA error pending: " << cudaGetErrorName(pending);
+    int device = -1;
+    TEST_CUDA_CHECK(cudaGetDevice(&device));
+    EXPECT_EQ(device, device_) << "a rejected call changed the current device";
+    TEST_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_TRUE(problem_->output_snapshot() == before_) << "out/lse changed by a rejected call";
+    return msg;
+  }
+
+  static DeviceBuffer device_cu(const std::vector<std::int32_t>& cu) {
+    DeviceBuffer d(cu.size() * sizeof(std::int32_t));
+    d.upload(cu.data());
+    return d;
+  }
+
+  std::optional<Problem> problem_;
+  int device_ = 0;
+  std::vector<unsigned char> before_;
+};
+
+// cu_seqlens on the device are validated too (on a host copy) before anything is launched.
+TEST_F(AttentionCudaValidation, RejectsBadDeviceCuSeqlens) {
+  {
+    SCOPED_TRACE("cu_seqlens_q decreases");
+    const DeviceBuffer bad = device_cu({0, 20, 10, 30});
+    AttentionArgs a = problem_->device_args();
+    a.cu_seqlens_q.data = bad.get();
+    a.max_seqlen_q = 20;
+    const std::string msg = expect_rejected(a, {"cu_seqlens_q"});
+    EXPECT_NE(msg.find("decreas"), std::string::npos) << msg;
+  }
+  {
+    SCOPED_TRACE("cu_seqlens_k ends at 35, k has 39 rows");
+    const DeviceBuffer bad = device_cu({0, 12, 19, 35});
+    AttentionArgs a = problem_->device_args();
+    a.cu_seqlens_k.data = bad.get();
+    expect_rejected(a, {"cu_seqlens_k"});
+  }
+  {
+    SCOPED_TRACE("cu_seqlens_q starts at 3");
+    const DeviceBuffer bad = device_cu({3, 13, 18, 30});
+    AttentionArgs a = problem_->device_args();
+    a.cu_seqlens_q.data = bad.get();
+    expect_rejected(a, {"cu_seqlens_q"});
+  }
+  {
+    SCOPED_TRACE("a k sequence of 20 rows with max_seqlen_k = 12");
+    AttentionArgs a = problem_->device_args();
+    a.max_seqlen_k = 12;
+    const std::string msg = expect_rejected(a, {});
+    EXPECT_NE(msg.find("max_seqlen"), std::string::npos) << msg;
+  }
+}
+
+// A TensorView that says cuda but points at malloc'ed host memory.
+TEST_F(AttentionCudaValidation, RejectsHostPointerInCudaTensor) {
+  struct Target {
+    const char* name;
+    TensorView AttentionArgs::*member;
+  };
+  const Target targets[] = {{"q", &AttentionArgs::q},
+                            {"k", &AttentionArgs::k},
+                            {"v", &AttentionArgs::v},
+                            {"out", &AttentionArgs::out},
+                            {"lse", &AttentionArgs::lse},
+                            {"cu_seqlens_q", &AttentionArgs::cu_seqlens_q},
+                            {"cu_seqlens_k", &AttentionArgs::cu_seqlens_k}};
+  for (const Target& t : targets) {
+    SCOPED_TRACE(t.name);
+    AttentionArgs a = problem_->device_args();
+    TensorView& view = a.*(t.member);
+    ASSERT_TRUE(view.is_contiguous());
+    // A host copy of the device contents, so that only the pointer's kind is wrong.
+    HostTensor host(view.dtype, {view.numel()});
+    TEST_CUDA_CHECK(cudaMemcpy(host.data(), view.data, host.bytes(), cudaMemcpyDeviceToHost));
+    const HostTensor copy = host;
+    view.data = host.data();
+    expect_rejected(a, {t.name});
+    EXPECT_EQ(std::memcmp(host.data(), copy.data(), host.bytes()), 0)
+        << "the host buffer was written";
+  }
+}
+
+TEST_F(AttentionCudaValidation, RejectsCpuBackendWithDeviceTensors) {
+  AttentionArgs a = problem_->device_args();
+  a.backend = Backend::cpu;
+  expect_rejected(a, {"cpu"});
+}
+
+TEST_F(AttentionCudaValidation, RejectsNonexistentDeviceIndex) {
+  int count = 0;
+  TEST_CUDA_CHECK(cudaGetDeviceCount(&count));
+  AttentionArgs a = problem_->device_args();
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.out, &a.lse, &a.cu_seqlens_q, &a.cu_seqlens_k}) {
+    t->device_index = count;
+  }
+  expect_rejected(a, {});
+}
+
+}  // namespace
+}  // namespace gpuattn::testing
