@@ -71,17 +71,12 @@ def _empty(fw, like, shape, float32=False):
 
 
 def _call(fw, q, *args):
-    """Runs the native call on q's device and, for CUDA tensors, on the current torch stream."""
+    """Runs the native call; CUDA tensors run on torch's current stream of q's device (the library
+    switches to that device itself)."""
+    stream = 0
     if fw == "torch" and q.is_cuda:
-        torch = sys.modules["torch"]
-        stream = torch.cuda.current_stream(q.device).cuda_stream
-        if q.device.index != torch.cuda.current_device():
-            with torch.cuda.device(q.device):
-                _C.attention_forward(*args, stream=stream)
-            return
-        _C.attention_forward(*args, stream=stream)
-        return
-    _C.attention_forward(*args, stream=0)
+        stream = sys.modules["torch"].cuda.current_stream(q.device).cuda_stream
+    _C.attention_forward(*args, stream=stream)
 
 
 # ---- options -----------------------------------------------------------------------------------

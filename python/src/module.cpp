@@ -88,6 +88,9 @@ gpuattn::TensorView to_view(const Array& a, const char* name) {
   for (int i = rank - 1; i >= 0; --i) {
     t.shape[i] = static_cast<std::int64_t>(a.shape(i));
     t.stride[i] = a.stride_ptr() ? a.stride(i) : contiguous_stride;
+    // A dimension of size 1 is never stepped over, so its stride is arbitrary (torch reports
+    // whatever a view produced); 0 keeps the library's stride checks from tripping on it.
+    if (t.shape[i] == 1 && i < rank - 1) t.stride[i] = 0;
     contiguous_stride *= t.shape[i];
   }
   if (t.data == nullptr && t.numel() == 0) {

@@ -314,6 +314,22 @@ def test_non_contiguous_inputs():
     assert_close(out, want, 2e-3, "out")
 
 
+def test_size_one_and_broadcast_dimensions():
+    rng = rng_for("size1")
+    q = make("numpy", "float16", (2, 1, 4, 64), rng)
+    # a size-1 dimension with a stride no real layout would have (torch views produce such)
+    q_odd = np.lib.stride_tricks.as_strided(q, shape=q.shape,
+                                            strides=(q.strides[0], 2, q.strides[2], 2))
+    k1 = make("numpy", "float16", (2, 30, 1, 64), rng)
+    v1 = make("numpy", "float16", (2, 30, 1, 64), rng)
+    # MQA spelled as a broadcast to 4 kv heads: stride 0, read-only, no copy
+    k4 = np.broadcast_to(k1, (2, 30, 4, 64))
+    v4 = np.broadcast_to(v1, (2, 30, 4, 64))
+    want, _ = ref_dense(to64(q), to64(k1), to64(v1), 1 / 8, False)
+    assert_close(ga.flash_attn_func(q_odd, k1, v1), want, 2e-3, "out")
+    assert_close(ga.flash_attn_func(q, k4, v4), want, 2e-3, "out")
+
+
 def test_read_only_inputs():
     rng = rng_for("ro")
     q, k, v = (make("numpy", "float32", (1, 17, 2, 64), rng) for _ in range(3))
