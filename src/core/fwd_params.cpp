@@ -16,8 +16,10 @@ namespace {
 std::string shape_str(const TensorView& t) {
   std::ostringstream s;
   s << '[';
-  for (int i = 0; i < t.rank; ++i) s << (i ? ", " : "") << t.shape[i];
-  s << ']';
+  // A rank beyond kMaxRank is itself the error being reported: print only the stored sizes.
+  const int n = t.rank < TensorView::kMaxRank ? t.rank : TensorView::kMaxRank;
+  for (int i = 0; i < n; ++i) s << (i ? ", " : "") << t.shape[i];
+  s << (t.rank > n ? ", ...]" : "]");
   return s.str();
 }
 

@@ -162,6 +162,10 @@ struct SweepParam {
   bool causal;
 };
 
+void PrintTo(const SweepParam& p, std::ostream* os) {
+  *os << to_string(p.dtype) << " D" << p.d << " S" << p.s << (p.causal ? " causal" : "");
+}
+
 class CpuAttentionSweep : public ::testing::TestWithParam<SweepParam> {};
 
 TEST_P(CpuAttentionSweep, MatchesReference) {

@@ -1,0 +1,469 @@
+// Validation at the public boundary: every bad input is a gpuattn::Error with the right code and a
+// message naming the offending value, and `out` / `lse` are byte-identical afterwards.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+#include "gpuattn/attention.h"
+#include "gpuattn/reference.h"
+
+namespace gpuattn {
+namespace {
+
+using testing::HostTensor;
+using testing::make_cu_seqlens;
+
+// A valid dense problem: q/out [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], lse [B, Hq, Sq].
+struct Dense {
+  HostTensor q, k, v, out, lse;
+  Dense(DType t, int B, int Sq, int Sk, int Hq, int Hkv, int D, std::uint64_t seed)
+      : q(t, {B, Sq, Hq, D}),
+        k(t, {B, Sk, Hkv, D}),
+        v(t, {B, Sk, Hkv, D}),
+        out(t, {B, Sq, Hq, D}),
+        lse(DType::f32, {B, Hq, Sq}) {
+    const bool fp = t != DType::i32;
+    q.randomize(seed, fp ? 1.f : 10.f);
+    k.randomize(seed + 1, fp ? 1.f : 10.f);
+    v.randomize(seed + 2, fp ? 1.f : 10.f);
+    out.randomize(seed + 3, fp ? 1.f : 10.f);  // any contents: they must survive a failed call
+    lse.randomize(seed + 4);
+  }
+  AttentionArgs args() const {
+    AttentionArgs a;
+    a.q = q.view();
+    a.k = k.view();
+    a.v = v.view();
+    a.out = out.view();
+    a.lse = lse.view();
+    return a;
+  }
+};
+
+// The standard problem of these tests (Sq, Sk, Hq, Hkv all distinct so shape messages are clear).
+Dense standard(std::uint64_t seed, DType t = DType::f16) {
+  return Dense(t, 2, 6, 10, 4, 2, 64, seed);
+}
+
+// Calls attention_forward and expects an Error with `code` whose message contains every `needle`;
+// the `untouched` tensors must be byte-identical afterwards.
+void expect_rejected(const AttentionArgs& a, ErrorCode code,
+                     std::initializer_list<std::string> needles,
+                     std::initializer_list<const HostTensor*> untouched) {
+  std::vector<std::vector<std::uint64_t>> before;
+  for (const HostTensor* t : untouched) before.push_back(t->storage);
+  try {
+    attention_forward(a);
+    ADD_FAILURE() << "no error; expected one naming '" << *needles.begin() << "'";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(static_cast<int>(e.code()), static_cast<int>(code)) << msg;
+    for (const std::string& n : needles) {
+      EXPECT_NE(msg.find(n), std::string::npos) << "message '" << msg << "' lacks '" << n << "'";
+    }
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not a gpuattn::Error: " << e.what();
+  }
+  std::size_t i = 0;
+  for (const HostTensor* t : untouched) {
+    EXPECT_TRUE(t->storage == before[i++]) << "a buffer was written by a failed call";
+  }
+}
+
+void expect_invalid(const AttentionArgs& a, std::initializer_list<std::string> needles,
+                    const Dense& d) {
+  expect_rejected(a, ErrorCode::invalid_argument, needles, {&d.out, &d.lse});
+}
+
+TEST(Validation, StandardProblemIsValid) {
+  Dense d = standard(1);
+  d.out.poison();
+  d.lse.poison();
+  EXPECT_NO_THROW(attention_forward(d.args()));
+  EXPECT_FALSE(std::isnan(d.out.get(0)));
+  EXPECT_FALSE(std::isnan(d.lse.get(d.lse.numel() - 1)));
+}
+
+TEST(Validation, UnsupportedHeadDim) {
+  for (int D : {96, 32, 0}) {
+    const Dense d(DType::f16, 2, 6, 10, 4, 2, D, 10 + D);
+    expect_rejected(d.args(), ErrorCode::not_supported, {"head dim " + std::to_string(D)},
+                    {&d.out, &d.lse});
+  }
+}
+
+TEST(Validation, UnsupportedDtype) {
+  const Dense d = standard(20, DType::i32);
+  expect_rejected(d.args(), ErrorCode::not_supported, {"q dtype int32"}, {&d.out, &d.lse});
+}
+
+TEST(Validation, MismatchedDtypes) {
+  const Dense d = standard(30);
+  const Dense bf = standard(31, DType::bf16);
+  const Dense f32 = standard(32, DType::f32);
+  AttentionArgs a = d.args();
+  a.k = bf.k.view();
+  expect_invalid(a, {"k dtype bfloat16", "q dtype float16"}, d);
+  a = d.args();
+  a.v = f32.v.view();
+  expect_invalid(a, {"v dtype float32"}, d);
+  a = f32.args();
+  a.out = d.out.view();
+  expect_rejected(a, ErrorCode::invalid_argument, {"out dtype float16", "q dtype float32"},
+                  {&d.out, &f32.lse});
+}
+
+// Views marked as CUDA memory over host buffers: validation must fail before touching them.
+TEST(Validation, Float32OnCudaIsNotSupported) {
+  const Dense d = standard(40, DType::f32);
+  AttentionArgs a = d.args();
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.out, &a.lse}) t->device = Device::cuda;
+  expect_rejected(a, ErrorCode::not_supported, {"float32"}, {&d.out, &d.lse});
+}
+
+TEST(Validation, ShapeMismatches) {
+  const Dense d = standard(50);
+  AttentionArgs a = d.args();
+  a.out.shape[1] = 5;
+  expect_invalid(a, {"out shape [2, 5, 4, 64]", "q shape [2, 6, 4, 64]"}, d);
+
+  a = d.args();
+  a.v.shape[1] = 9;
+  expect_invalid(a, {"v shape [2, 9, 2, 64]", "k shape [2, 10, 2, 64]"}, d);
+
+  const Dense d128(DType::f16, 2, 6, 10, 4, 2, 128, 51);
+  a = d.args();
+  a.k = d128.k.view();
+  a.v = d128.v.view();
+  expect_invalid(a, {"k head dim 128", "q head dim 64"}, d);
+
+  const Dense b1(DType::f16, 1, 6, 10, 4, 2, 64, 52);
+  a = d.args();
+  a.k = b1.k.view();
+  a.v = b1.v.view();
+  expect_invalid(a, {"k batch 1", "q batch 2"}, d);
+
+  a = d.args();
+  a.out.rank = 3;
+  expect_invalid(a, {"out has rank 3", "[B, Sq, Hq, D]"}, d);
+}
+
+// Ranks outside [0, 4] must be reported without reading past TensorView::shape.
+TEST(Validation, BadRanks) {
+  const Dense d = standard(55);
+  AttentionArgs a = d.args();
+  a.q.rank = 6;
+  expect_invalid(a, {"q has rank 6 (shape [2, 6, 4, 64, ...])"}, d);
+
+  a = d.args();
+  a.v.rank = -1;
+  expect_invalid(a, {"v has rank -1"}, d);
+
+  a = d.args();
+  a.lse.rank = 5;
+  expect_invalid(a, {"lse shape [2, 4, 6, 0, ...]"}, d);
+}
+
+TEST(Validation, HeadsNotAMultiple) {
+  const Dense d(DType::bf16, 2, 6, 10, 4, 3, 64, 60);
+  expect_invalid(d.args(), {"q heads 4", "kv heads 3"}, d);
+}
+
+TEST(Validation, ZeroAndNegativeSizes) {
+  const Dense d = standard(70);
+  AttentionArgs a = d.args();
+  a.q.shape[1] = a.out.shape[1] = 0;
+  expect_invalid(a, {"q sequence length (Sq) is 0"}, d);
+
+  a = d.args();
+  a.k.shape[1] = a.v.shape[1] = 0;
+  expect_invalid(a, {"k sequence length (Sk) is 0"}, d);
+
+  a = d.args();
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.out}) t->shape[0] = 0;
+  expect_invalid(a, {"batch size (q dim 0) is 0"}, d);
+
+  a = d.args();
+  a.q.shape[2] = a.out.shape[2] = 0;
+  expect_invalid(a, {"q heads (Hq) is 0"}, d);
+
+  a = d.args();
+  a.k.shape[2] = a.v.shape[2] = 0;
+  expect_invalid(a, {"k heads (Hkv) is 0"}, d);
+
+  a = d.args();
+  a.q.shape[1] = -6;
+  expect_invalid(a, {"q has a negative size -6"}, d);
+}
+
+TEST(Validation, BadStrides) {
+  const Dense d = standard(80);
+  // A buffer wide enough for the strides tried below, so that a missed check could not read past
+  // it.
+  HostTensor wide(DType::f16, {2, 6, 4, 2 * 64 + 8});
+  wide.randomize(81);
+
+  AttentionArgs a = d.args();
+  a.q.stride[1] = -a.q.stride[1];
+  expect_invalid(a, {"q has a negative stride -256"}, d);
+
+  a = d.args();
+  a.q.data = wide.data();
+  a.q.stride = {6 * 4 * 136, 4 * 136, 136, 2};
+  expect_invalid(a, {"q last-dimension stride is 2"}, d);
+
+  a = d.args();
+  a.k.data = wide.data();
+  a.k.stride = {6 * 4 * 136, 4 * 136, 68, 1};  // 136 bytes between heads
+  expect_invalid(a, {"k stride 68 of dimension 2", "16 bytes"}, d);
+
+  a = d.args();
+  a.out.data = wide.data();
+  a.out.stride = {6 * 4 * 136, 4 * 136 + 4, 64, 1};  // 1096 bytes between rows
+  expect_rejected(a, ErrorCode::invalid_argument, {"out stride 548 of dimension 1"},
+                  {&wide, &d.lse});
+}
+
+TEST(Validation, MisalignedPointers) {
+  const Dense d = standard(90);
+  for (int which = 0; which < 4; ++which) {
+    AttentionArgs a = d.args();
+    TensorView& t = which == 0 ? a.q : which == 1 ? a.k : which == 2 ? a.v : a.out;
+    t.data = static_cast<char*>(t.data) + 2;
+    const char* name[] = {"q", "k", "v", "out"};
+    expect_invalid(a, {std::string(name[which]) + " pointer", "not 16-byte aligned"}, d);
+  }
+  AttentionArgs a = d.args();
+  a.lse.data = static_cast<char*>(a.lse.data) + 2;
+  expect_invalid(a, {"lse is not 4-byte aligned"}, d);
+}
+
+TEST(Validation, NullPointers) {
+  const Dense d = standard(100);
+  const char* names[] = {"q", "k", "v", "out", "lse"};
+  for (int which = 0; which < 5; ++which) {
+    AttentionArgs a = d.args();
+    TensorView* t[] = {&a.q, &a.k, &a.v, &a.out, &a.lse};
+    t[which]->data = nullptr;  // rank and shape stay: a present tensor without memory
+    expect_invalid(a, {std::string(names[which]) + " is a null pointer"}, d);
+  }
+}
+
+TEST(Validation, HostDeviceMix) {
+  const Dense d = standard(110);
+  AttentionArgs a = d.args();
+  a.k.device = Device::cuda;
+  expect_invalid(a, {"k is on cuda:0", "q is on cpu:0", "host/device mix"}, d);
+
+  a = d.args();
+  a.lse.device = Device::cuda;
+  expect_invalid(a, {"lse is on cuda:0"}, d);
+
+  a = d.args();  // all on CUDA, but out on another device
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.out, &a.lse}) t->device = Device::cuda;
+  a.out.device_index = 1;
+  expect_invalid(a, {"out is on cuda:1", "q is on cuda:0"}, d);
+}
+
+TEST(Validation, BackendDoesNotMatchDevice) {
+  const Dense d = standard(120);
+  AttentionArgs a = d.args();
+  a.backend = Backend::cuda;
+  expect_invalid(a, {"backend cuda", "host"}, d);
+
+  a = d.args();
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.out, &a.lse}) t->device = Device::cuda;
+  a.backend = Backend::cpu;
+  expect_invalid(a, {"backend cpu", "cuda:0"}, d);
+}
+
+TEST(Validation, BadLse) {
+  const Dense d = standard(130);
+  AttentionArgs a = d.args();
+  a.lse.shape = {2, 6, 4};  // [B, Sq, Hq] instead of [B, Hq, Sq]
+  expect_invalid(a, {"lse shape [2, 6, 4]", "[2, 4, 6]"}, d);
+
+  a = d.args();
+  a.lse.rank = 2;
+  expect_invalid(a, {"lse shape [2, 4]"}, d);
+
+  HostTensor lse16(DType::f16, {2, 4, 6});
+  lse16.randomize(132);
+  a = d.args();
+  a.lse = lse16.view();
+  expect_rejected(a, ErrorCode::invalid_argument, {"lse dtype float16"}, {&d.out, &lse16});
+
+  a = d.args();
+  a.lse.stride[2] = -1;
+  expect_invalid(a, {"lse has a negative stride -1"}, d);
+}
+
+TEST(Validation, NonFiniteScaleAndNegativeThreads) {
+  const Dense d = standard(140);
+  AttentionArgs a = d.args();
+  a.softmax_scale = std::numeric_limits<float>::quiet_NaN();
+  expect_invalid(a, {"softmax_scale nan"}, d);
+  a.softmax_scale = std::numeric_limits<float>::infinity();
+  expect_invalid(a, {"softmax_scale inf"}, d);
+  a.softmax_scale = -std::numeric_limits<float>::infinity();
+  expect_invalid(a, {"softmax_scale -inf"}, d);
+
+  a = d.args();
+  a.num_threads = -1;
+  expect_invalid(a, {"num_threads -1"}, d);
+}
+
+TEST(Validation, MaxSeqlenOnDenseCall) {
+  const Dense d = standard(150);
+  AttentionArgs a = d.args();
+  a.max_seqlen_q = 5;
+  expect_invalid(a, {"max_seqlen_q/k", "varlen", "5/0"}, d);
+}
+
+// ---- varlen -------------------------------------------------------------------------------------
+
+// q/out [12, 4, 64] in sequences {3, 5, 4}; k/v [12, 2, 64] in sequences {4, 6, 2}.
+struct Varlen {
+  HostTensor q, k, v, out, lse, cu_q, cu_k;
+  explicit Varlen(std::uint64_t seed)
+      : q(DType::bf16, {12, 4, 64}),
+        k(DType::bf16, {12, 2, 64}),
+        v(DType::bf16, {12, 2, 64}),
+        out(DType::bf16, {12, 4, 64}),
+        lse(DType::f32, {4, 12}),
+        cu_q(make_cu_seqlens({3, 5, 4})),
+        cu_k(make_cu_seqlens({4, 6, 2})) {
+    q.randomize(seed);
+    k.randomize(seed + 1);
+    v.randomize(seed + 2);
+    out.randomize(seed + 3);
+    lse.randomize(seed + 4);
+  }
+  AttentionArgs args() const {
+    AttentionArgs a;
+    a.q = q.view();
+    a.k = k.view();
+    a.v = v.view();
+    a.out = out.view();
+    a.lse = lse.view();
+    a.cu_seqlens_q = cu_q.view();
+    a.cu_seqlens_k = cu_k.view();
+    a.max_seqlen_q = 5;
+    a.max_seqlen_k = 6;
+    return a;
+  }
+  std::int32_t* cu(HostTensor& t) { return static_cast<std::int32_t*>(t.data()); }
+  void expect_invalid(const AttentionArgs& a, std::initializer_list<std::string> needles) const {
+    expect_rejected(a, ErrorCode::invalid_argument, needles, {&out, &lse});
+  }
+};
+
+TEST(ValidationVarlen, ValidProblemIsValid) {
+  Varlen d(200);
+  d.out.poison();
+  d.lse.poison();
+  EXPECT_NO_THROW(attention_forward(d.args()));
+  EXPECT_FALSE(std::isnan(d.out.get(d.out.numel() - 1)));
+}
+
+TEST(ValidationVarlen, OnlyOneCuSeqlens) {
+  const Varlen d(210);
+  AttentionArgs a = d.args();
+  a.cu_seqlens_k = TensorView{};
+  d.expect_invalid(a, {"cu_seqlens_q is given but cu_seqlens_k is missing"});
+  a = d.args();
+  a.cu_seqlens_q = TensorView{};
+  d.expect_invalid(a, {"cu_seqlens_k is given but cu_seqlens_q is missing"});
+}
+
+TEST(ValidationVarlen, CuSeqlensDtypeRankDeviceCount) {
+  const Varlen d(220);
+  HostTensor f(DType::f32, {4});
+  f.randomize(221);
+  AttentionArgs a = d.args();
+  a.cu_seqlens_q = f.view();
+  d.expect_invalid(a, {"cu_seqlens_q has dtype float32", "int32"});
+
+  a = d.args();
+  a.cu_seqlens_k.rank = 2;
+  a.cu_seqlens_k.shape = {2, 2};
+  a.cu_seqlens_k.stride = {2, 1};
+  d.expect_invalid(a, {"cu_seqlens_k has rank 2"});
+
+  a = d.args();
+  a.cu_seqlens_q.device = Device::cuda;
+  d.expect_invalid(a, {"cu_seqlens_q is on cuda:0", "q is on cpu:0"});
+
+  a = d.args();
+  a.cu_seqlens_k.shape[0] = 3;
+  d.expect_invalid(a, {"cu_seqlens_q has 4 entries", "cu_seqlens_k has 3"});
+
+  a = d.args();
+  a.cu_seqlens_q.data = nullptr;
+  d.expect_invalid(a, {"cu_seqlens_q is a null pointer"});
+}
+
+TEST(ValidationVarlen, CuSeqlensContents) {
+  {
+    Varlen d(230);
+    d.cu(d.cu_q)[0] = 1;
+    d.expect_invalid(d.args(), {"cu_seqlens_q[0] is 1"});
+  }
+  {
+    Varlen d(231);
+    d.cu(d.cu_k)[2] = 3;  // {0, 4, 3, 12}
+    d.expect_invalid(d.args(),
+                     {"cu_seqlens_k decreases at index 2", "negative sequence length -1"});
+  }
+  {
+    Varlen d(232);
+    AttentionArgs a = d.args();
+    a.max_seqlen_q = 4;  // sequence 1 has 5 rows
+    d.expect_invalid(a, {"sequence 1 length 5 > max_seqlen 4"});
+  }
+  {
+    Varlen d(233);
+    d.cu(d.cu_q)[3] = 11;  // the packed q has 12 rows
+    d.expect_invalid(d.args(), {"cu_seqlens_q[3] is 11", "12 rows"});
+  }
+  {
+    const Varlen d(234);
+    AttentionArgs a = d.args();
+    a.max_seqlen_q = 0;
+    d.expect_invalid(a, {"max_seqlen_q is 0"});
+    a = d.args();
+    a.max_seqlen_k = -1;
+    d.expect_invalid(a, {"max_seqlen_k is -1"});
+  }
+}
+
+TEST(ValidationVarlen, LayoutErrors) {
+  const Varlen d(240);
+  AttentionArgs a = d.args();
+  a.lse.shape = {12, 4};  // [total_q, Hq] instead of [Hq, total_q]
+  a.lse.stride = {4, 1};
+  d.expect_invalid(a, {"lse shape [12, 4]", "[4, 12]"});
+
+  const Dense dense = standard(241, DType::bf16);
+  a = d.args();
+  a.q = dense.q.view();
+  d.expect_invalid(a, {"q has rank 4", "[total_q, Hq, D]"});
+}
+
+// The reference validates through the same function.
+TEST(Validation, ReferenceRejectsTheSameInputs) {
+  const Dense d(DType::f16, 2, 6, 10, 4, 2, 96, 300);
+  EXPECT_THROW(reference_attention(d.args()), Error);
+  const Dense ok = standard(301);
+  AttentionArgs a = ok.args();
+  a.q.device = a.k.device = a.v.device = a.out.device = a.lse.device = Device::cuda;
+  EXPECT_THROW(reference_attention(a), Error);  // device tensors
+}
+
+}  // namespace
+}  // namespace gpuattn
