@@ -1,0 +1,304 @@
+// `gpuattn bench`: time per shape, µs/head, TFLOP/s and % of the measured GEMM peak for our kernel
+// and the 3-kernel cuBLASLt baseline; JSON with device, date and commit; the table printed last.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+
+#include "common.h"
+#if defined(GPUATTN_WITH_CUDA)
+#include "device.h"
+#endif
+
+namespace gpuattn::tool {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// The baseline materializes [B*Hq, Sq, Sk] fp32 scores: skip it beyond this (plus its 32 MiB
+// of cuBLASLt workspace).
+constexpr std::size_t kMaxBaselineBytes = (std::size_t(8) << 30) + (std::size_t(32) << 20);
+constexpr int kPeakGemmN = 8192;
+
+struct Row {
+  Case c;
+  double flops = 0;
+  int buffer_sets = 1;
+  double ms = kNaN;
+  double base_ms = kNaN;
+  std::string base_note;
+  std::string error;
+};
+
+std::vector<Case> cuda_shapes(const std::string& set) {
+  const DType h = DType::f16, bf = DType::bf16;
+  std::vector<Case> v = {
+      dense_case(1, 16, 16, 1024, 1024, 64, h, false),  // seed report 001's shape
+      dense_case(4, 16, 16, 4096, 4096, 128, h, false),
+      dense_case(4, 16, 16, 4096, 4096, 128, h, true),
+      dense_case(4, 16, 16, 4096, 4096, 128, bf, false),
+      dense_case(4, 16, 16, 4096, 4096, 128, bf, true),
+      dense_case(1, 32, 32, 32768, 32768, 128, h, true),
+      dense_case(16, 16, 16, 1024, 1024, 128, h, true),
+  };
+  if (set == "quick") v.resize(3);
+  if (set == "seed") {
+    const int seed[][2] = {{1, 1024},  {2, 2048},  {4, 4096}, {1, 8192},
+                           {2, 16384}, {1, 32768}, {1, 65536}};
+    for (const auto& s : seed) {
+      for (bool causal : {false, true}) {
+        v.push_back(dense_case(s[0], 32, 32, s[1], s[1], 128, h, causal));
+      }
+    }
+  }
+  return v;
+}
+
+std::vector<Case> cpu_shapes(bool quick) {
+  std::vector<Case> v = {dense_case(1, 4, 4, 256, 256, 64, DType::f16, false),
+                         dense_case(1, 4, 4, 256, 256, 64, DType::f16, true),
+                         dense_case(1, 4, 4, 512, 512, 128, DType::bf16, true),
+                         dense_case(1, 4, 4, 256, 256, 64, DType::f32, false)};
+  if (quick) v.resize(1);
+  return v;
+}
+
+void bench_cpu(Row& r, std::uint64_t seed, int warmup, int iters) {
+  HostProblem hp(r.c, seed);
+  AttentionArgs a = hp.host_args();
+  a.lse = TensorView{};
+  for (int i = 0; i < warmup; ++i) attention_forward(a);
+  std::vector<double> ms;
+  for (int i = 0; i < iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    attention_forward(a);
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  r.ms = median(ms);
+  r.base_note = "cuda only";
+}
+
+#if defined(GPUATTN_WITH_CUDA)
+struct DeviceSet {
+  cuda::Buffer q, k, v, out;
+  AttentionArgs args;
+};
+
+void bench_cuda(Row& r, std::uint64_t seed, int warmup, int iters, std::size_t l2_bytes) {
+  const Case& c = r.c;
+  HostProblem hp(c, seed);
+  const std::size_t set_bytes = hp.q.bytes() + hp.k.bytes() + hp.v.bytes() + hp.out.bytes();
+  // Rotate among enough copies that one pass over them is twice the L2: every run reads its
+  // inputs from HBM, as in a model where other layers evict them.
+  r.buffer_sets =
+      static_cast<int>(std::clamp<std::size_t>((2 * l2_bytes + set_bytes - 1) / set_bytes, 1, 32));
+  std::vector<DeviceSet> sets(static_cast<std::size_t>(r.buffer_sets));
+  for (auto& s : sets) {
+    s.q = cuda::Buffer(hp.q.bytes());
+    s.k = cuda::Buffer(hp.k.bytes());
+    s.v = cuda::Buffer(hp.v.bytes());
+    s.out = cuda::Buffer(hp.out.bytes());
+    cuda::upload(s.q.get(), hp.q.data(), hp.q.bytes());
+    cuda::upload(s.k.get(), hp.k.data(), hp.k.bytes());
+    cuda::upload(s.v.get(), hp.v.data(), hp.v.bytes());
+    s.args = make_args(c, Device::cuda, s.q.get(), s.k.get(), s.v.get(), s.out.get(), nullptr,
+                       nullptr, nullptr);
+  }
+  const auto n = sets.size();
+  try {
+    r.ms = median(
+        cuda::time_calls([&](int i) { attention_forward(sets[i % n].args); }, warmup, iters));
+  } catch (const std::exception& e) {
+    r.error = e.what();
+    cuda::synchronize();
+  }
+
+  const std::size_t ws_bytes = cuda::baseline_workspace_bytes(sets[0].args);
+  const cuda::DeviceInfo info = cuda::device_info();
+  if (ws_bytes > kMaxBaselineBytes || ws_bytes + (std::size_t(1) << 30) > info.free_bytes) {
+    r.base_note = "n/a: workspace " + fmt(static_cast<double>(ws_bytes) / (1 << 30), 1) + " GiB";
+    return;
+  }
+  try {
+    cuda::Buffer ws(ws_bytes);
+    r.base_ms = median(cuda::time_calls(
+        [&](int i) { cuda::baseline_forward(sets[i % n].args, ws); }, warmup, iters));
+  } catch (const std::exception& e) {
+    r.base_note = std::string("error: ") + e.what();
+  }
+}
+#endif
+
+double tflops(double flops, double ms) {
+  return flops / (ms * 1e-3) / 1e12;
+}
+
+void print_help() {
+  std::cout <<
+      R"(usage: gpuattn bench [--device cpu|cuda|auto] [--shapes default|seed|quick] [--json FILE]
+                    [--warmup N] [--iters N]
+
+Times attention_forward per shape (CUDA: median of CUDA-event-timed runs after warm-up, inputs
+rotated among buffer sets larger than L2; CPU: median wall time) and prints time, µs/head
+(time / (B*Hq)), TFLOP/s (4*Sq*Sk*D*B*Hq, causal: visible elements only), % of the measured
+peak (a cuBLASLt 8192^3 GEMM of the same dtype, measured once per run), and the same for the
+3-kernel baseline (cuBLASLt QK^T, softmax kernel, cuBLASLt PV; n/a when its score matrix
+would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
+
+  --device  cuda, cpu, or auto (default: cuda when a CUDA device is visible); the CPU backend
+            runs small shapes (B1 H4 S256..512)
+  --shapes  default: the DESIGN.md anchor shapes; seed: plus the seed report's (B,32,S,128)
+            table, causal and not; quick: the first three
+  --json    also write the results (device, date, commit, peak) as JSON to FILE
+  --warmup  runs before timing (default 10 on cuda, 1 on cpu)
+  --iters   timed runs (default 50 on cuda, 5 on cpu)
+)";
+}
+
+}  // namespace
+
+int run_bench(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      print_help();
+      return 0;
+    }
+  }
+  const Flags flags("gpuattn bench", args, {"device", "json", "shapes", "warmup", "iters"}, {});
+  const std::string device = flags.choice("device", "auto", {"auto", "cpu", "cuda"});
+  const std::string shapes = flags.choice("shapes", "default", {"default", "seed", "quick"});
+  const std::string json = flags.get("json", "");
+  const bool on_cuda = device == "cuda" || (device == "auto" && cuda_available());
+  const int warmup = flags.get_int("warmup", on_cuda ? 10 : 1, 0, 100000);
+  const int iters = flags.get_int("iters", on_cuda ? 50 : 5, 1, 100000);
+  if (on_cuda && !cuda_available()) {
+    std::cerr << "gpuattn bench: --device cuda, but "
+#if defined(GPUATTN_WITH_CUDA)
+                 "no CUDA device is visible\n";
+#else
+                 "this build has no CUDA backend\n";
+#endif
+    return 1;
+  }
+
+  std::string device_name = host_cpu_name();
+  double peak_f16 = kNaN, peak_bf16 = kNaN;
+  std::size_t l2_bytes = 0;
+  int sm_count = 0;
+#if defined(GPUATTN_WITH_CUDA)
+  if (on_cuda) {
+    const cuda::DeviceInfo info = cuda::device_info();
+    device_name = info.name;
+    l2_bytes = info.l2_bytes;
+    sm_count = info.sm_count;
+    std::cout << "gpuattn bench on " << device_name << " (" << info.sm_count << " SMs, L2 "
+              << info.l2_bytes / (1 << 20) << " MiB), commit " << git_commit() << "\n";
+    try {
+      peak_f16 = cuda::measure_gemm_tflops(DType::f16, kPeakGemmN, 5, 20);
+      peak_bf16 = cuda::measure_gemm_tflops(DType::bf16, kPeakGemmN, 5, 20);
+    } catch (const std::exception& e) {
+      std::cout << "peak GEMM failed: " << e.what() << "\n";
+    }
+    std::cout << "measured peak (cuBLASLt " << kPeakGemmN << "^3 GEMM): f16 " << fmt(peak_f16, 1)
+              << " TFLOP/s, bf16 " << fmt(peak_bf16, 1) << " TFLOP/s\n";
+  }
+#endif
+  if (!on_cuda) {
+    std::cout << "gpuattn bench on cpu (" << device_name << ", " << hardware_threads()
+              << " threads), commit " << git_commit() << "\n";
+  }
+
+  const std::vector<Case> cases = on_cuda ? cuda_shapes(shapes) : cpu_shapes(shapes == "quick");
+  std::vector<Row> rows;
+  int errors = 0;
+  const std::uint64_t seed = fresh_seed() % 1000000007ull;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    Row r;
+    r.c = cases[i];
+    r.flops = case_flops(r.c);
+    try {
+      if (on_cuda) {
+#if defined(GPUATTN_WITH_CUDA)
+        bench_cuda(r, seed + i, warmup, iters, l2_bytes);
+#endif
+      } else {
+        bench_cpu(r, seed + i, warmup, iters);
+      }
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    }
+    errors += r.error.empty() ? 0 : 1;
+    std::cout << "[" << i + 1 << "/" << cases.size() << "] " << r.c.label() << ": "
+              << (r.error.empty() ? fmt(r.ms * 1e3, 1) + " us, " +
+                                        fmt_tflops(tflops(r.flops, r.ms)) + " TFLOP/s"
+                                  : "error: " + r.error)
+              << "; baseline "
+              << (std::isnan(r.base_ms) ? r.base_note : fmt(r.base_ms * 1e3, 1) + " us") << "\n";
+    std::cout.flush();
+    rows.push_back(r);
+  }
+
+  auto peak_of = [&](DType t) {
+    return t == DType::f16 ? peak_f16 : (t == DType::bf16 ? peak_bf16 : kNaN);
+  };
+  if (!json.empty()) {
+    std::vector<JsonObject> items;
+    for (const auto& r : rows) {
+      const Case& c = r.c;
+      const double heads = static_cast<double>(c.batch) * c.hq;
+      JsonObject j;
+      j.add("label", c.label()).add("shape", c.shape()).add("dtype", to_string(c.dtype));
+      j.add("batch", c.batch).add("hq", c.hq).add("hkv", c.hkv).add("seqlen_q", c.sq);
+      j.add("seqlen_k", c.sk).add("head_dim", c.d).add("causal", c.causal);
+      j.add("flops", r.flops).add("buffer_sets", r.buffer_sets);
+      j.add("ours_ms", r.ms).add("ours_us_per_head", r.ms * 1e3 / heads);
+      j.add("ours_tflops", tflops(r.flops, r.ms));
+      j.add("ours_pct_peak", 100 * tflops(r.flops, r.ms) / peak_of(c.dtype));
+      j.add("baseline_ms", r.base_ms).add("baseline_us_per_head", r.base_ms * 1e3 / heads);
+      j.add("baseline_tflops", tflops(r.flops, r.base_ms));
+      j.add("baseline_pct_peak", 100 * tflops(r.flops, r.base_ms) / peak_of(c.dtype));
+      j.add("ours_over_baseline", r.base_ms / r.ms).add("baseline_note", r.base_note);
+      j.add("error", r.error);
+      items.push_back(j);
+    }
+    JsonObject peak;
+    peak.add("f16", peak_f16).add("bf16", peak_bf16);
+    JsonObject top;
+    top.add("tool", "gpuattn bench").add("device", on_cuda ? "cuda" : "cpu");
+    top.add("device_name", device_name).add("sm_count", sm_count);
+    top.add("l2_bytes", static_cast<std::int64_t>(l2_bytes));
+    top.add("date", iso_date_utc()).add("commit", git_commit());
+    top.add("shapes", shapes).add("warmup", warmup).add("iters", iters);
+    top.add("timing", on_cuda ? "median of CUDA-event-timed runs, inputs rotated beyond L2"
+                              : "median wall time");
+    top.add("lse", false);
+    top.add_raw("peak_tflops", peak.str(2)).add("peak_method", "cuBLASLt 8192^3 GEMM, median");
+    top.add_raw("results", json_array(items, 2));
+    write_file(json, top.str());
+  }
+
+  std::vector<std::vector<std::string>> table;
+  for (const auto& r : rows) {
+    const double heads = static_cast<double>(r.c.batch) * r.c.hq;
+    const double tf = tflops(r.flops, r.ms), btf = tflops(r.flops, r.base_ms);
+    table.push_back({r.c.shape(), to_string(r.c.dtype), r.c.causal ? "yes" : "no",
+                     r.error.empty() ? fmt(r.ms * 1e3, 1) : "error", fmt(r.ms * 1e3 / heads, 3),
+                     fmt_tflops(tf), fmt(100 * tf / peak_of(r.c.dtype), 1), fmt(r.base_ms * 1e3, 1),
+                     fmt_tflops(btf), fmt(r.base_ms / r.ms, 2)});
+  }
+  std::cout << "\n";
+  if (on_cuda) {
+    std::cout << device_name << ", commit " << git_commit() << ", peak f16 " << fmt(peak_f16, 1)
+              << " / bf16 " << fmt(peak_bf16, 1) << " TFLOP/s (cuBLASLt " << kPeakGemmN << "^3)\n";
+  } else {
+    std::cout << "cpu backend (" << device_name << "), commit " << git_commit() << "\n";
+  }
+  print_table({"shape", "dtype", "causal", "time_us", "us/head", "TFLOP/s", "%peak", "base_us",
+               "base_TFLOP/s", "ours/base"},
+              table);
+  return errors ? 1 : 0;
+}
+
+}  // namespace gpuattn::tool

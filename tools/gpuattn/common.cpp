@@ -1,0 +1,486 @@
+#include "common.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "core/fwd_params.h"
+
+#ifndef GPUATTN_GIT_COMMIT
+#define GPUATTN_GIT_COMMIT "unknown"
+#endif
+
+namespace gpuattn::tool {
+
+// ---- flags --------------------------------------------------------------------------------------
+
+Flags::Flags(std::string command, const std::vector<std::string>& args,
+             const std::vector<std::string>& value_flags, const std::vector<std::string>& switches)
+    : command_(std::move(command)) {
+  auto known = [](const std::vector<std::string>& list, const std::string& n) {
+    return std::find(list.begin(), list.end(), n) != list.end();
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0) {
+      throw UsageError(command_ + ": unexpected argument '" + a + "'");
+    }
+    std::string name = a.substr(2), value;
+    const auto eq = name.find('=');
+    const bool has_value = eq != std::string::npos;
+    if (has_value) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (known(switches, name)) {
+      if (has_value) throw UsageError(command_ + ": flag --" + name + " takes no value");
+      switches_.insert(name);
+    } else if (known(value_flags, name)) {
+      if (!has_value) {
+        if (i + 1 >= args.size())
+          throw UsageError(command_ + ": flag --" + name + " needs a value");
+        value = args[++i];
+      }
+      values_[name] = value;
+    } else {
+      throw UsageError(command_ + ": unknown flag '" + a + "'");
+    }
+  }
+}
+
+bool Flags::has(const std::string& name) const {
+  return switches_.count(name) != 0 || values_.count(name) != 0;
+}
+
+std::string Flags::get(const std::string& name, const std::string& fallback) const {
+  const auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+std::string Flags::choice(const std::string& name, const std::string& fallback,
+                          const std::vector<std::string>& choices) const {
+  const std::string v = get(name, fallback);
+  if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
+    std::string list;
+    for (const auto& c : choices) list += (list.empty() ? "" : "|") + c;
+    throw UsageError(command_ + ": flag --" + name + " must be one of " + list + ", got '" + v +
+                     "'");
+  }
+  return v;
+}
+
+int Flags::get_int(const std::string& name, int fallback, int min, int max) const {
+  const auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  char* end = nullptr;
+  const long v = std::strtol(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end != '\0' || v < min || v > max) {
+    throw UsageError(command_ + ": flag --" + name + " needs an integer in [" +
+                     std::to_string(min) + ", " + std::to_string(max) + "], got '" + it->second +
+                     "'");
+  }
+  return static_cast<int>(v);
+}
+
+std::uint64_t Flags::get_u64(const std::string& name, std::uint64_t fallback) const {
+  const auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end != '\0' || it->second[0] == '-') {
+    throw UsageError(command_ + ": flag --" + name + " needs a non-negative integer, got '" +
+                     it->second + "'");
+  }
+  return v;
+}
+
+// ---- cases --------------------------------------------------------------------------------------
+
+std::int64_t Case::total_q() const {
+  if (!varlen()) return static_cast<std::int64_t>(batch) * sq;
+  std::int64_t t = 0;
+  for (int l : lens_q) t += l;
+  return t;
+}
+
+std::int64_t Case::total_k() const {
+  if (!varlen()) return static_cast<std::int64_t>(batch) * sk;
+  std::int64_t t = 0;
+  for (int l : lens_k) t += l;
+  return t;
+}
+
+static std::string list(const std::vector<int>& v) {
+  std::string s = "{";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "}";
+}
+
+std::string Case::shape() const {
+  std::string s;
+  if (varlen()) {
+    s = "varlen q" + list(lens_q);
+    if (lens_k != lens_q) s += " k" + list(lens_k);
+  } else {
+    s = "B" + std::to_string(batch);
+  }
+  s += " Hq" + std::to_string(hq);
+  if (hkv != hq) s += " Hkv" + std::to_string(hkv);
+  if (!varlen()) {
+    s += sq == sk ? " S" + std::to_string(sq)
+                  : " Sq" + std::to_string(sq) + " Sk" + std::to_string(sk);
+  }
+  return s + " D" + std::to_string(d);
+}
+
+std::string Case::label() const {
+  std::string s = shape() + " " + to_string(dtype) + (causal ? " causal" : "");
+  if (precision != Precision::standard) s += std::string(" ") + to_string(precision);
+  if (q_scale != 1.f) s += " q*" + fmt(q_scale, 0);
+  return s;
+}
+
+Case dense_case(int b, int hq, int hkv, int sq, int sk, int d, DType t, bool causal) {
+  Case c;
+  c.batch = b;
+  c.hq = hq;
+  c.hkv = hkv;
+  c.sq = sq;
+  c.sk = sk;
+  c.d = d;
+  c.dtype = t;
+  c.causal = causal;
+  return c;
+}
+
+Case varlen_case(std::vector<int> lens_q, std::vector<int> lens_k, int hq, int hkv, int d, DType t,
+                 bool causal) {
+  Case c = dense_case(static_cast<int>(lens_q.size()), hq, hkv,
+                      *std::max_element(lens_q.begin(), lens_q.end()),
+                      *std::max_element(lens_k.begin(), lens_k.end()), d, t, causal);
+  c.lens_q = std::move(lens_q);
+  c.lens_k = std::move(lens_k);
+  return c;
+}
+
+HostProblem::HostProblem(const Case& cs, std::uint64_t seed) : c(cs) {
+  if (c.varlen()) {
+    q = HostTensor(c.dtype, {c.total_q(), c.hq, c.d});
+    k = HostTensor(c.dtype, {c.total_k(), c.hkv, c.d});
+    out = HostTensor(c.dtype, {c.total_q(), c.hq, c.d});
+    cu_q = testing::make_cu_seqlens(c.lens_q);
+    cu_k = testing::make_cu_seqlens(c.lens_k);
+  } else {
+    q = HostTensor(c.dtype, {c.batch, c.sq, c.hq, c.d});
+    k = HostTensor(c.dtype, {c.batch, c.sk, c.hkv, c.d});
+    out = HostTensor(c.dtype, {c.batch, c.sq, c.hq, c.d});
+  }
+  v = HostTensor(c.dtype, k.shape);
+  fill_random(q, seed * 3 + 1, c.q_scale);
+  fill_random(k, seed * 3 + 2, 1.f);
+  fill_random(v, seed * 3 + 3, 1.f);
+  // NaN bytes (0xff) in every dtype, written in parallel: the big cases have 1e8+ elements.
+  parallel_for(static_cast<std::int64_t>(out.bytes()), hardware_threads(),
+               [&](std::int64_t b, std::int64_t e) {
+                 std::memset(static_cast<char*>(out.data()) + b, 0xff,
+                             static_cast<std::size_t>(e - b));
+               });
+  lse.assign(static_cast<std::size_t>(c.total_q() * c.hq), std::numeric_limits<float>::quiet_NaN());
+}
+
+AttentionArgs HostProblem::host_args() {
+  return make_args(c, Device::cpu, q.data(), k.data(), v.data(), out.data(), lse.data(),
+                   c.varlen() ? cu_q.data() : nullptr, c.varlen() ? cu_k.data() : nullptr);
+}
+
+AttentionArgs make_args(const Case& c, Device dev, void* q, void* k, void* v, void* out, float* lse,
+                        void* cu_q, void* cu_k) {
+  AttentionArgs a;
+  const std::int64_t hq = c.hq, hkv = c.hkv, d = c.d;
+  if (c.varlen()) {
+    a.q = TensorView::contiguous(q, c.dtype, dev, {c.total_q(), hq, d});
+    a.k = TensorView::contiguous(k, c.dtype, dev, {c.total_k(), hkv, d});
+    a.v = TensorView::contiguous(v, c.dtype, dev, {c.total_k(), hkv, d});
+    a.out = TensorView::contiguous(out, c.dtype, dev, {c.total_q(), hq, d});
+    if (lse) a.lse = TensorView::contiguous(lse, DType::f32, dev, {hq, c.total_q()});
+    const std::int64_t n = c.batch + 1;
+    a.cu_seqlens_q = TensorView::contiguous(cu_q, DType::i32, dev, {n});
+    a.cu_seqlens_k = TensorView::contiguous(cu_k, DType::i32, dev, {n});
+    a.max_seqlen_q = c.sq;
+    a.max_seqlen_k = c.sk;
+  } else {
+    const std::int64_t b = c.batch;
+    a.q = TensorView::contiguous(q, c.dtype, dev, {b, c.sq, hq, d});
+    a.k = TensorView::contiguous(k, c.dtype, dev, {b, c.sk, hkv, d});
+    a.v = TensorView::contiguous(v, c.dtype, dev, {b, c.sk, hkv, d});
+    a.out = TensorView::contiguous(out, c.dtype, dev, {b, c.sq, hq, d});
+    if (lse) a.lse = TensorView::contiguous(lse, DType::f32, dev, {b, hq, c.sq});
+  }
+  a.causal = c.causal;
+  a.precision = c.precision;
+  a.backend = dev == Device::cpu ? Backend::cpu : Backend::cuda;
+  return a;
+}
+
+double case_flops(const Case& c) {
+  FwdParams p;  // only the fields attention_flops reads
+  p.batch = c.batch;
+  p.hq = c.hq;
+  p.hkv = c.hkv;
+  p.head_dim = c.d;
+  p.seqlen_q = c.sq;
+  p.seqlen_k = c.sk;
+  p.causal = c.causal;
+  if (!c.varlen()) return attention_flops(p);
+  const HostTensor cu_q = testing::make_cu_seqlens(c.lens_q);
+  const HostTensor cu_k = testing::make_cu_seqlens(c.lens_k);
+  return attention_flops(p, static_cast<const std::int32_t*>(cu_q.data()),
+                         static_cast<const std::int32_t*>(cu_k.data()));
+}
+
+// ---- threads and random data
+// ---------------------------------------------------------------------
+
+int hardware_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+void parallel_for(std::int64_t n, int threads,
+                  const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  if (n <= 0) return;
+  const std::int64_t t = std::max<std::int64_t>(1, std::min<std::int64_t>(threads, n));
+  if (t == 1) {
+    fn(0, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(t));
+  for (std::int64_t i = 0; i < t; ++i) {
+    pool.emplace_back([&, i] {
+      try {
+        fn(n * i / t, n * (i + 1) / t);
+      } catch (...) {
+        errors[static_cast<std::size_t>(i)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+static std::uint64_t splitmix64(std::uint64_t& s) {
+  std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void fill_random(HostTensor& t, std::uint64_t seed, float scale) {
+  // Chunks of 4096 values, each from its own counter-seeded generator (Box-Muller pairs in
+  // float), converted to the storage type in a tight loop: ~1e9 values must take seconds.
+  constexpr std::int64_t kChunk = 4096;
+  const std::int64_t n = t.numel();
+  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+  parallel_for(chunks, hardware_threads(), [&](std::int64_t c0, std::int64_t c1) {
+    std::vector<float> buf(kChunk);
+    for (std::int64_t c = c0; c < c1; ++c) {
+      std::uint64_t s = seed * 0x2545f4914f6cdd1dull + static_cast<std::uint64_t>(c);
+      const std::int64_t begin = c * kChunk, count = std::min(n, begin + kChunk) - begin;
+      for (std::int64_t i = 0; i < count; i += 2) {
+        const std::uint64_t bits = splitmix64(s);
+        const float u1 = (static_cast<float>(bits >> 40) + 1.f) * 0x1.0p-24f;  // (0, 1]
+        const float u2 = static_cast<float>((bits >> 16) & 0xffffffu) * 0x1.0p-24f;
+        const float r = std::sqrt(-2.f * std::log(u1)) * scale;
+        const float a = 6.2831853f * u2;
+        buf[static_cast<std::size_t>(i)] = r * std::cos(a);
+        buf[static_cast<std::size_t>(i) + 1] = r * std::sin(a);
+      }
+      void* dst =
+          static_cast<char*>(t.data()) + begin * static_cast<std::int64_t>(element_size(t.dtype));
+      switch (t.dtype) {
+        case DType::f16:
+          for (std::int64_t i = 0; i < count; ++i)
+            static_cast<std::uint16_t*>(dst)[i] = float_to_f16(buf[static_cast<std::size_t>(i)]);
+          break;
+        case DType::bf16:
+          for (std::int64_t i = 0; i < count; ++i)
+            static_cast<std::uint16_t*>(dst)[i] = float_to_bf16(buf[static_cast<std::size_t>(i)]);
+          break;
+        default:
+          for (std::int64_t i = 0; i < count; ++i)
+            t.set(begin + i, buf[static_cast<std::size_t>(i)]);
+      }
+    }
+  });
+}
+
+std::uint64_t fresh_seed() {
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 20) ^ static_cast<std::uint64_t>(std::time(nullptr));
+}
+
+// ---- formatting ---------------------------------------------------------------------------------
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+std::string fmt(double x, int precision) {
+  if (std::isnan(x)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", precision, x);
+  return buf;
+}
+
+std::string sci(double x, int precision) {
+  if (std::isnan(x)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*e", precision, x);
+  return buf;
+}
+
+std::string iso_date_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string git_commit() {
+  const char* env = std::getenv("GPUATTN_COMMIT");
+  if (env && *env) return env;
+  const std::string built = GPUATTN_GIT_COMMIT;
+  return built.empty() ? "unknown" : built;
+}
+
+std::string host_cpu_name() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "cpu";
+}
+
+void print_table(const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows, std::size_t left_columns) {
+  std::vector<std::size_t> w(header.size(), 0);
+  auto widen = [&](const std::vector<std::string>& r) {
+    for (std::size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  };
+  widen(header);
+  for (const auto& r : rows) widen(r);
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string s;
+    for (std::size_t i = 0; i < r.size() && i < w.size(); ++i) {
+      const std::string pad(w[i] - r[i].size(), ' ');
+      const std::string sep = i == 0 ? "" : "  ";
+      s += i < left_columns ? sep + r[i] + pad : sep + pad + r[i];
+    }
+    std::cout << s << "\n";
+  };
+  line(header);
+  std::size_t total = 0;
+  for (std::size_t x : w) total += x + 2;
+  std::cout << std::string(total > 2 ? total - 2 : 0, '-') << "\n";
+  for (const auto& r : rows) line(r);
+  std::cout.flush();
+}
+
+// ---- JSON ---------------------------------------------------------------------------------------
+
+static std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (const char ch : s) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      o += '\\';
+      o += ch;
+    } else if (u < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", u);
+      o += buf;
+    } else {
+      o += ch;
+    }
+  }
+  return o + "\"";
+}
+
+JsonObject& JsonObject::add(const std::string& key, const std::string& value) {
+  fields_.emplace_back(key, json_string(value));
+  return *this;
+}
+JsonObject& JsonObject::add(const std::string& key, const char* value) {
+  return add(key, std::string(value));
+}
+JsonObject& JsonObject::add(const std::string& key, double value) {
+  if (!std::isfinite(value)) {
+    fields_.emplace_back(key, "null");
+  } else {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.6g", value);
+    fields_.emplace_back(key, buf);
+  }
+  return *this;
+}
+JsonObject& JsonObject::add(const std::string& key, std::int64_t value) {
+  fields_.emplace_back(key, std::to_string(value));
+  return *this;
+}
+JsonObject& JsonObject::add(const std::string& key, int value) {
+  return add(key, static_cast<std::int64_t>(value));
+}
+JsonObject& JsonObject::add(const std::string& key, bool value) {
+  fields_.emplace_back(key, value ? "true" : "false");
+  return *this;
+}
+JsonObject& JsonObject::add_raw(const std::string& key, const std::string& json) {
+  fields_.emplace_back(key, json);
+  return *this;
+}
+
+std::string JsonObject::str(int indent) const {
+  const std::string pad(static_cast<std::size_t>(indent) + 2, ' ');
+  std::string s = "{";
+  for (std::size_t i = 0; i < fields_.size(); ++i) {
+    s += (i ? ",\n" : "\n") + pad + json_string(fields_[i].first) + ": " + fields_[i].second;
+  }
+  return s + "\n" + std::string(static_cast<std::size_t>(indent), ' ') + "}";
+}
+
+std::string json_array(const std::vector<JsonObject>& items, int indent) {
+  const std::string pad(static_cast<std::size_t>(indent) + 2, ' ');
+  std::string s = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    s += (i ? ",\n" : "\n") + pad + items[i].str(indent + 2);
+  }
+  return s + "\n" + std::string(static_cast<std::size_t>(indent), ' ') + "]";
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text << "\n";
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace gpuattn::tool

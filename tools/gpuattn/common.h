@@ -1,0 +1,125 @@
+// Shared pieces of the `gpuattn` command line tool: flags, problem cases with random host data,
+// threads, tables and JSON. Host-only (no CUDA headers).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"  // HostTensor (tests/common, shared with the test suites)
+#include "gpuattn/attention.h"
+
+namespace gpuattn::tool {
+
+using testing::HostTensor;
+
+// A bad command line: main prints the message and exits with status 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Flags of one subcommand: "--name value", "--name=value", or a switch "--name".
+class Flags {
+ public:
+  Flags(std::string command, const std::vector<std::string>& args,
+        const std::vector<std::string>& value_flags, const std::vector<std::string>& switches);
+  bool has(const std::string& name) const;
+  std::string get(const std::string& name, const std::string& fallback) const;
+  // One of `choices`, else a UsageError naming the flag.
+  std::string choice(const std::string& name, const std::string& fallback,
+                     const std::vector<std::string>& choices) const;
+  int get_int(const std::string& name, int fallback, int min, int max) const;
+  std::uint64_t get_u64(const std::string& name, std::uint64_t fallback) const;
+
+ private:
+  std::string command_;
+  std::map<std::string, std::string> values_;
+  std::set<std::string> switches_;
+};
+
+// One attention problem. Dense unless lens_q is set (then batch = lens_q.size(), sq/sk are the
+// max lengths and the tensors are packed).
+struct Case {
+  int batch = 1, hq = 1, hkv = 1, sq = 1, sk = 1, d = 64;
+  DType dtype = DType::f16;
+  bool causal = false;
+  std::vector<int> lens_q, lens_k;
+  Precision precision = Precision::standard;
+  float q_scale = 1.f;  // q multiplied by this (large logits)
+
+  bool varlen() const { return !lens_q.empty(); }
+  std::int64_t total_q() const;
+  std::int64_t total_k() const;
+  std::string shape() const;  // "B2 Hq32 Hkv8 Sq1000 Sk4097 D128" or "varlen{1,17} Hq.. D.."
+  std::string label() const;  // shape + dtype + causal + precision + q scale
+};
+
+Case dense_case(int b, int hq, int hkv, int sq, int sk, int d, DType t, bool causal);
+Case varlen_case(std::vector<int> lens_q, std::vector<int> lens_k, int hq, int hkv, int d, DType t,
+                 bool causal);
+
+// Host tensors of one case: random q/k/v (fresh for `seed`), out/lse poisoned with NaN.
+struct HostProblem {
+  Case c;
+  HostTensor q, k, v, out, cu_q, cu_k;
+  std::vector<float> lse;  // dense [B, Hq, Sq]; varlen [Hq, total_q]
+
+  HostProblem(const Case& c, std::uint64_t seed);
+  // Arguments over host memory.
+  AttentionArgs host_args();
+};
+
+// Arguments of `c` over the given buffers (host or device), with lse and cu_seqlens as given.
+AttentionArgs make_args(const Case& c, Device dev, void* q, void* k, void* v, void* out, float* lse,
+                        void* cu_q, void* cu_k);
+
+// Attention FLOPs of `c` (visible elements only).
+double case_flops(const Case& c);
+
+int hardware_threads();
+// Runs fn(begin, end) over [0, n) split into contiguous chunks on `threads` threads.
+void parallel_for(std::int64_t n, int threads,
+                  const std::function<void(std::int64_t, std::int64_t)>& fn);
+// Normal(0, scale) values, deterministic for a seed whatever the thread count.
+void fill_random(HostTensor& t, std::uint64_t seed, float scale);
+std::uint64_t fresh_seed();
+
+double median(std::vector<double> v);
+std::string fmt(double x, int precision);  // fixed; "n/a" for NaN
+std::string sci(double x, int precision);  // scientific; "n/a" for NaN
+std::string iso_date_utc();
+std::string git_commit();  // $GPUATTN_COMMIT, else the commit at configure time, else "unknown"
+std::string host_cpu_name();
+
+// Prints rows under a header, columns padded to their widest cell; the first `left_columns`
+// left-aligned, the others right-aligned.
+void print_table(const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows, std::size_t left_columns = 1);
+
+// A flat JSON object built field by field; values are encoded when added.
+class JsonObject {
+ public:
+  JsonObject& add(const std::string& key, const std::string& value);
+  JsonObject& add(const std::string& key, const char* value);
+  JsonObject& add(const std::string& key, double value);  // NaN/inf -> null
+  JsonObject& add(const std::string& key, std::int64_t value);
+  JsonObject& add(const std::string& key, int value);
+  JsonObject& add(const std::string& key, bool value);
+  JsonObject& add_raw(const std::string& key, const std::string& json);
+  std::string str(int indent = 0) const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> fields_;
+};
+std::string json_array(const std::vector<JsonObject>& items, int indent);
+void write_file(const std::string& path, const std::string& text);
+
+// Subcommands.
+int run_verify(const std::vector<std::string>& args);
+int run_bench(const std::vector<std::string>& args);
+
+}  // namespace gpuattn::tool

@@ -1,0 +1,142 @@
+// CUDA runtime calls of the tool. Compiled only when the library has its CUDA backend.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "common.h"
+#include "core/fwd_params.h"
+#include "cuda/baseline.h"
+#include "device.h"
+
+namespace gpuattn::tool::cuda {
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    throw Error(ErrorCode::cuda_error, std::string(what) + " failed: " + cudaGetErrorString(e));
+  }
+}
+
+class Events {
+ public:
+  explicit Events(std::size_t n) : events_(n, nullptr) {
+    for (auto& e : events_) check(cudaEventCreate(&e), "cudaEventCreate");
+  }
+  ~Events() {
+    for (auto e : events_) {
+      if (e) cudaEventDestroy(e);
+    }
+  }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+  cudaEvent_t operator[](std::size_t i) const { return events_[i]; }
+
+ private:
+  std::vector<cudaEvent_t> events_;
+};
+
+}  // namespace
+
+Buffer::Buffer(std::size_t bytes) : bytes_(bytes) {
+  if (bytes == 0) return;
+  const cudaError_t e = cudaMalloc(&ptr_, bytes);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear the error so later calls do not see it
+    ptr_ = nullptr;
+    throw Error(ErrorCode::cuda_error, "cudaMalloc of " + std::to_string(bytes) +
+                                           " bytes failed: " + cudaGetErrorString(e));
+  }
+}
+
+Buffer::~Buffer() {
+  if (ptr_) cudaFree(ptr_);
+}
+
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) cudaFree(ptr_);
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+void upload(void* dst, const void* src, std::size_t bytes) {
+  if (bytes) check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+}
+
+void download(void* dst, const void* src, std::size_t bytes) {
+  if (bytes) check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+}
+
+void poison(void* dst, std::size_t bytes) {
+  if (bytes) check(cudaMemset(dst, 0xff, bytes), "cudaMemset");
+}
+
+void synchronize() {
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+DeviceInfo device_info() {
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+  DeviceInfo info;
+  info.name = prop.name;
+  info.sm_count = prop.multiProcessorCount;
+  info.cc_major = prop.major;
+  info.cc_minor = prop.minor;
+  info.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
+  check(cudaMemGetInfo(&info.free_bytes, &info.total_bytes), "cudaMemGetInfo");
+  return info;
+}
+
+std::vector<double> time_calls(const std::function<void(int)>& fn, int warmup, int iters) {
+  for (int i = 0; i < warmup; ++i) fn(i);
+  Events ev(2 * static_cast<std::size_t>(iters));
+  // Enqueue every timed call before waiting, so the GPU runs them back to back and host launch
+  // overhead hides behind the kernels as it would in a real pipeline.
+  for (int i = 0; i < iters; ++i) {
+    check(cudaEventRecord(ev[2 * i], nullptr), "cudaEventRecord");
+    fn(warmup + i);
+    check(cudaEventRecord(ev[2 * i + 1], nullptr), "cudaEventRecord");
+  }
+  synchronize();
+  std::vector<double> ms(static_cast<std::size_t>(iters));
+  for (int i = 0; i < iters; ++i) {
+    float t = 0.f;
+    check(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]), "cudaEventElapsedTime");
+    ms[static_cast<std::size_t>(i)] = t;
+  }
+  return ms;
+}
+
+std::size_t baseline_workspace_bytes(const AttentionArgs& args) {
+  return gpuattn::baseline_workspace_bytes(make_fwd_params(args));
+}
+
+void baseline_forward(const AttentionArgs& args, Buffer& workspace) {
+  gpuattn::baseline_attention_forward(make_fwd_params(args), workspace.get(), workspace.bytes(),
+                                      args.stream);
+}
+
+double measure_gemm_tflops(DType dtype, int n, int warmup, int iters) {
+  const std::int64_t nn = static_cast<std::int64_t>(n) * n;
+  HostTensor host(dtype, {nn});
+  fill_random(host, 12345, 1.f);
+  Buffer a(host.bytes()), b(host.bytes()), c(host.bytes()), ws(std::size_t(64) << 20);
+  upload(a.get(), host.data(), host.bytes());
+  upload(b.get(), host.data(), host.bytes());
+  const auto ms = time_calls(
+      [&](int) {
+        gpuattn::baseline_gemm_tn(dtype, n, n, n, a.get(), b.get(), c.get(), ws.get(), ws.bytes(),
+                                  nullptr);
+      },
+      warmup, iters);
+  return 2.0 * static_cast<double>(n) * nn / (median(ms) * 1e-3) / 1e12;
+}
+
+}  // namespace gpuattn::tool::cuda

@@ -1,0 +1,47 @@
+// `gpuattn`: the command line tool. Subcommands verify (accuracy table vs the fp64 reference) and
+// bench (timing table); both run the CUDA backend on a GPU machine and the CPU backend elsewhere.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "common.h"
+
+namespace {
+
+void print_help() {
+  std::cout << R"(usage: gpuattn <command> [flags]
+
+commands:
+  verify   accuracy table: attention_forward vs the fp64 reference on fresh random inputs;
+           exits 1 on any failure
+  bench    timing table: time, µs/head, TFLOP/s, % of measured peak, vs the 3-kernel baseline
+
+Both take --device cpu|cuda|auto (auto: cuda when a CUDA device is visible) and --json FILE.
+`gpuattn <command> --help` lists a command's flags. Bad flags exit with status 2.
+)";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> all(argv + 1, argv + argc);
+  if (all.empty() || all[0] == "--help" || all[0] == "-h" || all[0] == "help") {
+    print_help();
+    return all.empty() ? 2 : 0;
+  }
+  const std::string command = all[0];
+  const std::vector<std::string> args(all.begin() + 1, all.end());
+  try {
+    if (command == "verify") return gpuattn::tool::run_verify(args);
+    if (command == "bench") return gpuattn::tool::run_bench(args);
+    std::cerr << "gpuattn: unknown command '" << command << "' (commands: verify, bench; see "
+              << "gpuattn --help)\n";
+    return 2;
+  } catch (const gpuattn::tool::UsageError& e) {
+    std::cerr << e.what() << " (see gpuattn " << command << " --help)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "gpuattn " << command << ": " << e.what() << "\n";
+    return 1;
+  }
+}
