@@ -134,6 +134,10 @@ void bench_cuda(Row& r, std::uint64_t seed, int warmup, int iters, std::size_t l
 double tflops(double flops, double ms) {
   return flops / (ms * 1e-3) / 1e12;
 }
+// Enough digits for the CPU backend's fractions of a TFLOP/s.
+std::string fmt_tflops(double x) {
+  return fmt(x, x < 10 ? 3 : 1);
+}
 
 void print_help() {
   std::cout <<
