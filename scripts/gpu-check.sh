@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# The one command for the GPU machine: build (Release, sm_90a), GPU tests, the accuracy table, the
+# benchmark, torch SDPA's FA2 and cuDNN backends on the same shapes in the same run, and one joined
+# table printed last (and written to $OUT/summary.md). Full logs and JSON go to $OUT when it is
+# set, else to build-gpu/logs. Exit status non-zero when any step failed.
+#
+#   OUT=/some/dir scripts/gpu-check.sh
+#   env: GPU_CHECK_SKIP_BUILD=1  reuse build-gpu as it is
+#        GPU_CHECK_QUICK=1       fewer verify cases, the quick bench shapes
+#        GPU_CHECK_CTEST_JOBS=N  parallel ctest processes (default 8)
+#        GPU_CHECK_BUILD_DIR=DIR build directory (default build-gpu)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${GPU_CHECK_BUILD_DIR:-build-gpu}
+LOG_DIR=${OUT:-$BUILD/logs}
+mkdir -p "$LOG_DIR"
+LOG_DIR=$(cd "$LOG_DIR" && pwd)
+QUICK=${GPU_CHECK_QUICK:-0}
+if [ -z "${GPUATTN_COMMIT:-}" ] && commit=$(git rev-parse --short=12 HEAD 2>/dev/null); then
+  if ! git diff --quiet HEAD -- . 2>/dev/null; then commit="$commit-dirty"; fi
+  export GPUATTN_COMMIT=$commit
+fi
+start=$(date +%s)
+failed=()
+
+# step NAME CMD...: runs CMD with its output shown and kept in $LOG_DIR/NAME.log; a failure is
+# recorded, and the script goes on so that every table still gets printed.
+step() {
+  local name=$1
+  shift
+  echo "== $name: $* ($(($(date +%s) - start)) s)"
+  if ! "$@" 2>&1 | tee "$LOG_DIR/$name.log"; then
+    failed+=("$name")
+    echo "== $name FAILED (log: $LOG_DIR/$name.log)"
+  fi
+}
+
+if [ "${GPU_CHECK_SKIP_BUILD:-0}" != 1 ]; then
+  step configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON
+  step build cmake --build "$BUILD" -j16
+  if [ ${#failed[@]} -ne 0 ]; then
+    echo "gpu-check: build failed (${failed[*]}); see $LOG_DIR"
+    exit 1
+  fi
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm \
+  --format=csv >"$LOG_DIR/nvidia-smi.log" 2>&1 || true
+
+step ctest ctest --test-dir "$BUILD" --output-on-failure -j "${GPU_CHECK_CTEST_JOBS:-8}"
+
+quick_verify=()
+bench_shapes=default
+if [ "$QUICK" = 1 ]; then
+  quick_verify=(--quick)
+  bench_shapes=quick
+fi
+step verify "$BUILD/tools/gpuattn" verify --device cuda --json "$LOG_DIR/verify.json" \
+  "${quick_verify[@]}"
+step bench "$BUILD/tools/gpuattn" bench --device cuda --shapes "$bench_shapes" \
+  --json "$LOG_DIR/bench.json"
+
+if python3 -c "import torch, triton; assert torch.cuda.is_available()" >/dev/null 2>&1; then
+  step anchors python3 bench/torch_anchors.py --shapes "$bench_shapes" \
+    --json "$LOG_DIR/anchors.json"
+  if [ -f bench/compare_torch.py ] && compgen -G "$BUILD/python/gpu_attention*" >/dev/null; then
+    step compare_torch env PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
+      python3 bench/compare_torch.py --json "$LOG_DIR/compare_torch.json"
+  fi
+else
+  echo "== anchors: skipped (torch with CUDA, or triton, not importable)"
+fi
+
+# The joined table: ours vs FA2 vs cuDNN vs the 3-kernel baseline, ratios from times of the
+# same shape in this run.
+summary() {
+  python3 - "$LOG_DIR" "${failed[*]:-}" <<'EOF'
+import json, os, sys
+
+log_dir, failed = sys.argv[1], sys.argv[2]
+def load(name):
+    path = os.path.join(log_dir, name)
+    return json.load(open(path)) if os.path.exists(path) else None
+
+bench, anchors, verify = load("bench.json"), load("anchors.json"), load("verify.json")
+key = lambda r: (r["dtype"], r["batch"], r["hq"], r["seqlen_q"], r["seqlen_k"], r["head_dim"],
+                 bool(r["causal"]))
+by_shape = {}
+for r in (anchors or {}).get("results", []):
+    by_shape.setdefault(key(r), {})[r["backend"]] = r
+
+def f(x, digits=1):
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+lines = []
+if bench:
+    peak = bench.get("peak_tflops", {})
+    lines.append(f"gpu-check on {bench['device_name']}, {bench['date']}, commit {bench['commit']}; "
+                 f"measured peak f16 {f(peak.get('f16'))} / bf16 {f(peak.get('bf16'))} TFLOP/s "
+                 f"(cuBLASLt 8192^3)")
+    if anchors:
+        lines.append(f"anchors: torch {anchors['torch']}, cuDNN {anchors['cudnn']}, "
+                     f"layout {anchors['layout']}, {anchors['timing']}")
+if verify:
+    lines.append(f"verify: {verify['cases'] - verify['failed']}/{verify['cases']} cases passed")
+lines.append("")
+header = ["shape", "dtype", "causal", "ours TFLOP/s", "ours us/head", "FA2 TFLOP/s",
+          "cuDNN TFLOP/s", "ours/FA2", "ours/cuDNN", "baseline TFLOP/s", "ours/baseline"]
+rows = []
+for r in (bench or {}).get("results", []):
+    a = by_shape.get(key(r), {})
+    ours = r.get("ours_ms")
+    tf = lambda ms: r["flops"] / (ms * 1e-3) / 1e12 if ms else None
+    ratio = lambda ms: ms / ours if (ms and ours) else None
+    fa, cd = a.get("flash", {}).get("ms"), a.get("cudnn", {}).get("ms")
+    rows.append([r["shape"], r["dtype"], "yes" if r["causal"] else "no", f(tf(ours)),
+                 f(r.get("ours_us_per_head"), 3), f(tf(fa)), f(tf(cd)), f(ratio(fa), 2),
+                 f(ratio(cd), 2), f(tf(r.get("baseline_ms"))), f(r.get("ours_over_baseline"), 2)])
+lines.append("| " + " | ".join(header) + " |")
+lines.append("|" + "|".join("---" if i < 3 else "---:" for i in range(len(header))) + "|")
+for row in rows:
+    lines.append("| " + " | ".join(row) + " |")
+if failed:
+    lines.append("")
+    lines.append(f"FAILED steps: {failed}")
+text = "\n".join(lines)
+open(os.path.join(log_dir, "summary.md"), "w").write(text + "\n")
+print(text)
+EOF
+}
+
+echo
+echo "== done in $(($(date +%s) - start)) s; logs and JSON in $LOG_DIR"
+if [ -f "$LOG_DIR/verify.log" ]; then
+  grep -E "^\[ *[0-9]+/[0-9]+\] (FAIL|ERROR)" "$LOG_DIR/verify.log" || true
+  tail -n 1 "$LOG_DIR/verify.log"
+fi
+if [ -f "$LOG_DIR/ctest.log" ]; then
+  sed -n '/tests passed/,$p' "$LOG_DIR/ctest.log" | head -n 30
+fi
+echo
+if [ -f "$LOG_DIR/bench.json" ]; then
+  summary || failed+=("summary")
+fi
+[ ${#failed[@]} -eq 0 ]
