@@ -42,6 +42,14 @@ CASES = [
     ("bfloat16", 8, 32, 8, 1, 4096, 128, False),
 ]
 
+# Small shapes for `--device cpu`, a smoke run of this script without a GPU.
+SMOKE_CASES = [
+    ("float16", 1, 4, 4, 100, 100, 64, False),
+    ("bfloat16", 2, 4, 4, 60, 90, 128, True),
+    ("bfloat16", 2, 8, 2, 64, 64, 128, True),
+    ("float16", 2, 8, 2, 1, 200, 64, False),
+]
+
 BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
 
 
@@ -219,7 +227,8 @@ def main():
     ap.add_argument("--rep", type=int, default=100, help="do_bench repetition time, ms")
     ap.add_argument("--tol", type=float, default=1e-2, help="max relative difference")
     ap.add_argument("--quick", action="store_true", help="only the first three shapes")
-    ap.add_argument("--device", default="cuda", help="cuda (default) or cpu (a smoke run)")
+    ap.add_argument("--device", default="cuda",
+                    help="cuda (default), or cpu: a smoke run of the script on small shapes")
     args = ap.parse_args()
     dev = torch.device(args.device)
 
@@ -234,7 +243,8 @@ def main():
     timer, timer_name = make_timer(args.warmup, args.rep, dev)
     gen = torch.Generator(device=dev).manual_seed(20261121)
     rows = []
-    for case in CASES[:3] if args.quick else CASES:
+    cases = SMOKE_CASES if dev.type == "cpu" else CASES
+    for case in cases[:3] if args.quick else cases:
         try:
             rows.append(run_case(case, timer, gen, dev))
         except Exception as e:  # a case that could not even be set up (e.g. out of memory)
