@@ -66,7 +66,7 @@ if python3 -c "import torch, triton; assert torch.cuda.is_available()" >/dev/nul
     --json "$LOG_DIR/anchors.json"
   if [ -f bench/compare_torch.py ] && compgen -G "$BUILD/python/gpu_attention*" >/dev/null; then
     step compare_torch env PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
-      python3 bench/compare_torch.py --json "$LOG_DIR/compare_torch.json"
+      python3 bench/compare_torch.py --json "$LOG_DIR/compare_torch.json" "${quick_verify[@]}"
   fi
 else
   echo "== anchors: skipped (torch with CUDA, or triton, not importable)"
