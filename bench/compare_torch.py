@@ -42,6 +42,9 @@ CASES = [
     ("bfloat16", 8, 32, 8, 1, 4096, 128, False),
 ]
 
+# --quick: one of each kind (D64, long causal, Sq != Sk causal, GQA, decode), bf16 where it can.
+QUICK_CASES = [CASES[0], CASES[3], CASES[8], CASES[9], CASES[10]]
+
 # Small shapes for `--device cpu`, a smoke run of this script without a GPU.
 SMOKE_CASES = [
     ("float16", 1, 4, 4, 100, 100, 64, False),
@@ -226,7 +229,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=25, help="do_bench warmup, ms")
     ap.add_argument("--rep", type=int, default=100, help="do_bench repetition time, ms")
     ap.add_argument("--tol", type=float, default=1e-2, help="max relative difference")
-    ap.add_argument("--quick", action="store_true", help="only the first three shapes")
+    ap.add_argument("--quick", action="store_true",
+                    help="a representative subset (D64, causal, Sq != Sk, GQA, decode)")
     ap.add_argument("--device", default="cuda",
                     help="cuda (default), or cpu: a smoke run of the script on small shapes")
     args = ap.parse_args()
@@ -243,8 +247,11 @@ def main():
     timer, timer_name = make_timer(args.warmup, args.rep, dev)
     gen = torch.Generator(device=dev).manual_seed(20261121)
     rows = []
-    cases = SMOKE_CASES if dev.type == "cpu" else CASES
-    for case in cases[:3] if args.quick else cases:
+    if dev.type == "cpu":
+        cases = SMOKE_CASES[:2] if args.quick else SMOKE_CASES
+    else:
+        cases = QUICK_CASES if args.quick else CASES
+    for case in cases:
         try:
             rows.append(run_case(case, timer, gen, dev))
         except Exception as e:  # a case that could not even be set up (e.g. out of memory)
