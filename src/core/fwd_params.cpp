@@ -8,6 +8,8 @@
 namespace gpuattn {
 namespace {
 
+constexpr std::int64_t kMaxRowStride = std::int64_t{1} << 23;  // 256 rows * stride fit an int32
+
 [[noreturn]] void fail(ErrorCode code, const std::string& msg) {
   throw Error(code, "gpuattn::attention_forward: " + msg);
 }
@@ -278,6 +280,15 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     p.v_head_stride = a.v.stride[1];
     p.o_row_stride = a.out.stride[0];
     p.o_head_stride = a.out.stride[1];
+  }
+
+  // Kernels step through tiles of up to 256 rows with 32-bit offsets.
+  for (auto [stride, name] : {std::pair{p.q_row_stride, "q"}, std::pair{p.k_row_stride, "k"},
+                              std::pair{p.v_row_stride, "v"}, std::pair{p.o_row_stride, "out"}}) {
+    if (stride > kMaxRowStride) {
+      invalid(std::string(name) + " sequence (row) stride " + std::to_string(stride) +
+              " exceeds the supported maximum of " + std::to_string(kMaxRowStride) + " elements");
+    }
   }
 
   if (a.lse.present()) {

@@ -14,17 +14,18 @@
 
 namespace gpuattn::sm80 {
 
-template <typename T_, int kHeadDim_, int kMTiles_, bool kCompensated_>
+template <typename T_, int kHeadDim_, int kNWarps_, int kMTiles_, int kBlockN_, int kMinBlocks_,
+          bool kCompensated_>
 struct FwdTraits {
   using T = T_;
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kNWarps = 4;
+  static constexpr int kNWarps = kNWarps_;
   static constexpr int kThreads = kNWarps * 32;
   // Rows per warp = 16 * kMTiles. Two m-tiles per warp halve the K/V shared-memory reads per MMA
   // (each K/V fragment feeds both); the compensated mode needs the registers for its Kahan terms.
   static constexpr int kMTiles = kMTiles_;
   static constexpr int kBlockM = kNWarps * 16 * kMTiles;
-  static constexpr int kBlockN = 64;
+  static constexpr int kBlockN = kBlockN_;
   static constexpr bool kCompensated = kCompensated_;
 
   static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per smem row
@@ -36,8 +37,7 @@ struct FwdTraits {
   static constexpr int kQBytes = kBlockM * kPitch;
   static constexpr int kKVBytes = kBlockN * kPitch;
   static constexpr int kSmemBytes = kQBytes + 4 * kKVBytes;  // Q + 2 stages of K and V
-  // Two CTAs per SM (8 warps) when registers allow: 128 threads x 255 registers x 2 fits 64K.
-  static constexpr int kMinBlocks = kCompensated ? 1 : 2;
+  static constexpr int kMinBlocks = kMinBlocks_;
 
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
   static_assert(sizeof(T) == 2, "16-bit inputs");
@@ -55,19 +55,30 @@ __device__ __forceinline__ std::uint32_t tile_off(int r, int c) {
   return static_cast<std::uint32_t>(r * (kChunks + 1) * 16 + c * 16);
 }
 
-// Copies rows [0, kRows) of a tile (rows >= rows_valid zero-filled) into swizzled shared memory.
+// Copies a tile of kRows rows from global into padded shared memory with cp.async. Each thread
+// owns one 16-byte chunk column and every (kThreads / kChunks)-th row starting at its first row:
+// `src`/`dst` are its first row's addresses, `step` the element distance between its rows, and
+// `rows_left` how many rows from its first row on exist (the rest are zero-filled, not read).
+// Full tiles, the common case, take the branch without per-row predicates.
 template <class Tr, int kRows>
-__device__ __forceinline__ void load_tile(std::uint32_t smem, const typename Tr::T* g,
-                                          std::int64_t row_stride, int rows_valid, int tid) {
+__device__ __forceinline__ void load_rows(std::uint32_t dst, const typename Tr::T* src, int step,
+                                          int rows_left) {
   constexpr int kRowStep = Tr::kThreads / Tr::kChunks;
-  const int r0 = tid / Tr::kChunks, c = tid % Tr::kChunks;
-  const typename Tr::T* src = g + r0 * row_stride + c * 8;
-  const std::uint32_t dst = smem + tile_off<Tr::kChunks>(r0, c);
+  constexpr int kLoads = kRows / kRowStep;
+  if (rows_left > (kLoads - 1) * kRowStep) {
 #pragma unroll
-  for (int i = 0; i < kRows / kRowStep; ++i) {
-    const bool valid = r0 + i * kRowStep < rows_valid;
-    ptx::cp_async_16(dst + tile_off<Tr::kChunks>(i * kRowStep, 0),
-                     valid ? src + i * kRowStep * row_stride : g, valid);
+    for (int i = 0; i < kLoads; ++i) {
+      ptx::cp_async_16(dst + i * kRowStep * Tr::kPitch, src, true);
+      src += step;
+    }
+  } else {
+    const typename Tr::T* base = src;
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const bool valid = i * kRowStep < rows_left;
+      ptx::cp_async_16(dst + i * kRowStep * Tr::kPitch, valid ? src : base, valid);
+      src += step;
+    }
   }
 }
 
@@ -87,6 +98,10 @@ __device__ __forceinline__ void kahan_add(float& sum, float& c, float y) {
   c = (t - sum) - yc;
   sum = t;
 }
+
+// Slack of the stale running max in standard mode, in log2 units (P <= 2^8 is far from fp16/bf16
+// overflow, and fp32 accumulators lose nothing from the scale).
+constexpr float kRescaleSlack = 8.f;
 
 template <class Tr>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
@@ -119,10 +134,23 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const std::uint32_t sk0 = sq + Tr::kQBytes;
   const std::uint32_t sv0 = sk0 + 2 * Tr::kKVBytes;
 
-  load_tile<Tr, kBlockM>(sq, q, p.q_row_stride, lq - m0, tid);
+  // This thread's chunk column and first row for every tile load.
+  constexpr int kRowStep = Tr::kThreads / kChunks;
+  const int ld_row = tid / kChunks, ld_col = tid % kChunks;
+  const std::uint32_t ld_off = tile_off<kChunks>(ld_row, ld_col);
+  const T* k_ld = k + ld_row * p.k_row_stride + ld_col * 8;
+  const T* v_ld = v + ld_row * p.v_row_stride + ld_col * 8;
+  // 32-bit steps: make_fwd_params bounds row strides so that kBlockN rows fit an int.
+  const int k_step = kRowStep * static_cast<int>(p.k_row_stride);
+  const int v_step = kRowStep * static_cast<int>(p.v_row_stride);
+  const int k_tile_step = kBlockN * static_cast<int>(p.k_row_stride);
+  const int v_tile_step = kBlockN * static_cast<int>(p.v_row_stride);
+
+  load_rows<Tr, kBlockM>(sq + ld_off, q + ld_row * p.q_row_stride + ld_col * 8,
+                         kRowStep * static_cast<int>(p.q_row_stride), lq - m0 - ld_row);
   if (n_tiles > 0) {
-    load_tile<Tr, kBlockN>(sk0, k, p.k_row_stride, lk, tid);
-    load_tile<Tr, kBlockN>(sv0, v, p.v_row_stride, lk, tid);
+    load_rows<Tr, kBlockN>(sk0 + ld_off, k_ld, k_step, lk - ld_row);
+    load_rows<Tr, kBlockN>(sv0 + ld_off, v_ld, v_step, lk - ld_row);
   }
   ptx::cp_async_commit();
 
@@ -154,16 +182,24 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
   for (int j = 0; j < n_tiles; ++j) {
     const int stage = j & 1;
-    if (j + 1 < n_tiles) {
-      const int n1 = (j + 1) * kBlockN;
-      load_tile<Tr, kBlockN>(sk0 + (stage ^ 1) * Tr::kKVBytes, k + n1 * p.k_row_stride,
-                             p.k_row_stride, lk - n1, tid);
-      load_tile<Tr, kBlockN>(sv0 + (stage ^ 1) * Tr::kKVBytes, v + n1 * p.v_row_stride,
-                             p.v_row_stride, lk - n1, tid);
-    }
-    ptx::cp_async_commit();
-    ptx::cp_async_wait<1>();
+    // One barrier per tile: once every warp is here, tile j has landed for all of them and all
+    // are done reading tile j - 1, so its stage can take tile j + 1, which then loads while
+    // tile j is computed.
+    ptx::cp_async_wait<0>();
     __syncthreads();
+    if (j + 1 < n_tiles) {
+      k_ld += k_tile_step;
+      v_ld += v_tile_step;
+      const int rows_left = lk - (j + 1) * kBlockN - ld_row;
+      load_rows<Tr, kBlockN>(sk0 + (stage ^ 1) * Tr::kKVBytes + ld_off, k_ld, k_step, rows_left);
+      load_rows<Tr, kBlockN>(sv0 + (stage ^ 1) * Tr::kKVBytes + ld_off, v_ld, v_step, rows_left);
+      ptx::cp_async_commit();
+    }
+
+    // Causal diagonal tiles: a warp whose rows all lie above the tile's first key has nothing to
+    // add (it still takes part in the barrier above).
+    const int n0 = j * kBlockN;
+    if (p.causal && m0 + warp_row0 + 16 * kMT - 1 + diag < n0) continue;
 
     const std::uint32_t sk = sk0 + stage * Tr::kKVBytes;
     const std::uint32_t sv = sv0 + stage * Tr::kKVBytes;
@@ -198,7 +234,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     }
 
     // Mask only the tiles that need it: the sequence end, and the causal diagonal.
-    const int n0 = j * kBlockN;
     const bool need_mask = (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + diag);
     if (need_mask) {
 #pragma unroll
@@ -218,6 +253,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     }
 
     // Online softmax in the log2 domain (scale > 0 is validated, so max(s) * scale is the max).
+    float alpha[kMT][2];
+    bool any_rescale = false;
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -226,9 +263,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 #pragma unroll
         for (int n = 0; n < kNS; ++n) mx = fmaxf(mx, fmaxf(s[mt][n][2 * r], s[mt][n][2 * r + 1]));
         mx = quad_max(mx) * p.scale_log2;
-        const float m_new = fmaxf(row_max[mt][r], mx);
+        // Standard mode keeps a stale max until the true one exceeds it by more than
+        // kRescaleSlack (log2 units): P then stays <= 2^kRescaleSlack, exact after the final
+        // division, and the O rescale (a multiply per accumulator) is skipped in most tiles.
+        const bool grow = Tr::kCompensated ? mx > row_max[mt][r] : mx > row_max[mt][r] + kRescaleSlack;
+        const float m_new = grow ? mx : row_max[mt][r];
         const float m_use = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet
-        const float alpha = ptx::fast_exp2(row_max[mt][r] - m_use);
+        alpha[mt][r] = ptx::fast_exp2(row_max[mt][r] - m_use);
+        any_rescale |= grow;
         row_max[mt][r] = m_new;
         float sum = 0.f;
 #pragma unroll
@@ -240,22 +282,24 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
           }
         }
         if constexpr (Tr::kCompensated) {
-          row_sum[mt][r] *= alpha;
-          sum_c[mt][r] *= alpha;
+          row_sum[mt][r] *= alpha[mt][r];
+          sum_c[mt][r] *= alpha[mt][r];
           kahan_add(row_sum[mt][r], sum_c[mt][r], sum);
         } else {
-          row_sum[mt][r] = row_sum[mt][r] * alpha + sum;
-        }
-#pragma unroll
-        for (int n = 0; n < kNO; ++n) {
-          o[mt][n][2 * r] *= alpha;
-          o[mt][n][2 * r + 1] *= alpha;
-          if constexpr (Tr::kCompensated) {
-            oc[mt][n][2 * r] *= alpha;
-            oc[mt][n][2 * r + 1] *= alpha;
-          }
+          row_sum[mt][r] = row_sum[mt][r] * alpha[mt][r] + sum;
         }
       }
+    }
+    if (__any_sync(0xffffffffu, any_rescale)) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int n = 0; n < kNO; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            o[mt][n][e] *= alpha[mt][e >> 1];
+            if constexpr (Tr::kCompensated) oc[mt][n][e] *= alpha[mt][e >> 1];
+          }
     }
 
     // P as the A operand: the accumulator layout of two n8 tiles is the A layout of one k16 step.
@@ -319,7 +363,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
               kahan_add(o[mt][2 * dp + x][e], oc[mt][2 * dp + x][e], tacc[mt][x][e]);
       }
     }
-    __syncthreads();  // every warp is done with this stage before it is refilled
   }
 
   // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE.
@@ -361,13 +404,27 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
 
+int num_sms();  // of the current device, cached per device (fwd_launch.cu)
+
+// The tile configurations of one (dtype, head dim); the why of each choice is in FwdTraits.
+template <typename T, int D>
+struct FwdConfigs {
+  // 128 x 64 tiles, 4 warps of 32 rows, 2 CTAs per SM: the throughput configuration.
+  using Large = FwdTraits<T, D, 4, 2, 64, 2, false>;
+  // 64 x 64 tiles for grids that would not fill the GPU twice over with 128-row blocks: twice the
+  // CTAs, so short sequences and few heads still occupy every SM.
+  using Small = FwdTraits<T, D, 4, 1, 64, 2, false>;
+  using Compensated = FwdTraits<T, D, 4, 1, 64, 1, true>;
+};
+
 template <typename T, int D>
 void run_fwd(const FwdParams& p, cudaStream_t stream) {
-  if (p.precision == Precision::compensated) {
-    launch_fwd<FwdTraits<T, D, 1, true>>(p, stream);
-  } else {
-    launch_fwd<FwdTraits<T, D, 2, false>>(p, stream);
-  }
+  using C = FwdConfigs<T, D>;
+  if (p.precision == Precision::compensated) return launch_fwd<typename C::Compensated>(p, stream);
+  const long long large_ctas = static_cast<long long>((p.seqlen_q + C::Large::kBlockM - 1) /
+                                                      C::Large::kBlockM) * p.hq * p.batch;
+  if (large_ctas < 2LL * num_sms()) return launch_fwd<typename C::Small>(p, stream);
+  launch_fwd<typename C::Large>(p, stream);
 }
 
 }  // namespace gpuattn::sm80

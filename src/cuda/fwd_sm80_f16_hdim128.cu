@@ -1,3 +1,4 @@
+
 #include "cuda/fwd_sm80.cuh"
 #include "cuda/fwd_sm80.h"
 
