@@ -313,9 +313,24 @@ TEST(Validation, NonFiniteScaleAndNegativeThreads) {
   a.softmax_scale = -std::numeric_limits<float>::infinity();
   expect_invalid(a, {"softmax_scale -inf"}, d);
 
+  a.softmax_scale = 0.f;
+  expect_invalid(a, {"softmax_scale 0", "positive"}, d);
+  a.softmax_scale = -0.125f;
+  expect_invalid(a, {"softmax_scale -0.125", "positive"}, d);
+
   a = d.args();
   a.num_threads = -1;
   expect_invalid(a, {"num_threads -1"}, d);
+}
+
+TEST(Validation, RowStrideBeyondKernelLimit) {
+  const Dense d = standard(150);
+  AttentionArgs a = d.args();
+  // Only the stride is checked: with Sq = 6 rows this view would need 2^25 elements, but the
+  // call must fail before anything is read.
+  a.q.stride[1] = (std::int64_t{1} << 23) + 8;
+  a.q.stride[0] = a.q.stride[1] * 6;
+  expect_invalid(a, {"q sequence (row) stride 8388616", "8388608"}, d);
 }
 
 TEST(Validation, MaxSeqlenOnDenseCall) {
