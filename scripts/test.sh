@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds everything (CUDA code included when nvcc is present) and runs every test: the C++ suites
-# through CTest (GPU tests skip where no GPU is visible) and the Python suite through pytest.
+# through CTest (GPU tests skip where no GPU is visible) and the Python suite through pytest (registered with ctest).
 #   BUILD_DIR=build  JOBS=<nproc>  CUDA_ARCHS="80;90a"
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,10 +14,13 @@ command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS" -DPython_EXECUTABLE="$(command -v "$PYTHON")"
 cmake --build "$BUILD_DIR" -j "$JOBS"
-ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
-if [ -d "$BUILD_DIR/python/gpu_attention" ]; then
-  PYTHONPATH="$BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m pytest -q tests/python
-else
-  echo "test.sh: the Python module was not built (nanobind missing?); pytest suite not run" >&2
+# The Python suite runs inside ctest (test python.pytest) when the module was built.
+if [ ! -d "$BUILD_DIR/python/gpu_attention" ]; then
+  echo "test.sh: the Python module was not built (nanobind missing?): pip install nanobind numpy pytest" >&2
   exit 1
 fi
+if ! ctest --test-dir "$BUILD_DIR" -N | grep -q python.pytest; then
+  echo "test.sh: pytest/numpy missing for $PYTHON, tests/python would not run: pip install pytest numpy" >&2
+  exit 1
+fi
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
