@@ -143,4 +143,9 @@ echo
 if [ -f "$LOG_DIR/bench.json" ]; then
   summary || failed+=("summary")
 fi
+# The device tool returns at most 8 files from $OUT: keep the JSON and the summary loose, pack
+# the logs into one archive.
+if [ -n "${OUT:-}" ] && compgen -G "$LOG_DIR/*.log" >/dev/null; then
+  (cd "$LOG_DIR" && tar czf logs.tar.gz ./*.log && rm -f ./*.log)
+fi
 [ ${#failed[@]} -eq 0 ]
