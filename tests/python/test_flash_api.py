@@ -457,6 +457,46 @@ def test_module_surface():
         assert hasattr(ga, name), name
 
 
+def elf_dynamic_symbols(path):
+    """(name, binding) of every symbol an ELF64 little-endian shared object defines in .dynsym;
+    None when `path` is no such file (macOS, Windows)."""
+    import struct
+
+    data = open(path, "rb").read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return None
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    symbols = []
+    for _, sh_type, _, _, offset, size, link, _, _, entsize in sections:
+        if sh_type != 11:  # SHT_DYNSYM
+            continue
+        strtab = sections[link][4]
+        for pos in range(offset, offset + size, entsize):
+            st_name, st_info, _, st_shndx, _, _ = struct.unpack_from("<IBBHQQ", data, pos)
+            if st_shndx == 0:  # undefined: imported, not exported
+                continue
+            name = data[strtab + st_name:data.index(b"\0", strtab + st_name)].decode()
+            if name:
+                symbols.append((name, st_info >> 4))
+    return symbols
+
+
+def test_extension_exports_only_its_init():
+    """The extension keeps the library, nanobind and any statically linked C++ runtime private. A
+    toolchain that linked libstdc++.a into it used to export STB_GNU_UNIQUE locale facet ids that
+    the loader merged with numpy's libstdc++.so.6: `ostream << pointer` (the library's "not
+    16-byte aligned" message) then called a null function and crashed the interpreter."""
+    symbols = elf_dynamic_symbols(ga._C.__file__)
+    if symbols is None:
+        pytest.skip("not an ELF64 little-endian extension")
+    unique = [name for name, binding in symbols if binding == 10]  # STB_GNU_UNIQUE
+    assert not unique, f"extension exports STB_GNU_UNIQUE symbols: {unique[:5]}"
+    exported = sorted({name for name, _ in symbols} - {"PyInit__C", "_init", "_fini"})
+    assert not exported, f"extension exports more than PyInit__C: {exported[:10]}"
+
+
 # ---- torch specifics ------------------------------------------------------------------------------
 
 
