@@ -18,6 +18,33 @@ enum class Precision : std::uint8_t {
   compensated,  // additionally Kahan-compensated softmax denominator and output accumulators
 };
 
+// Sparse attention masks beyond causal (issue 5). Positions are bottom-right aligned like causal:
+// in a sequence of Sq queries and Sk keys, query i sits at key position p = i + Sk - Sq (p = i when
+// Sq == Sk; a decode query is the last token). Query i sees key j (0 <= j < Sk) iff
+//   (!causal || j <= p)  and  (in_window(p, j) or j is global or p is global)
+// where
+//   in_window: (window_left < 0 || j >= p - window_left) &&
+//              (window_right < 0 || j <= p + window_right)
+//              (flash-attn's window_size = (window_left, window_right): -1 is unbounded on that
+//              side, (-1, -1) no window; without global tokens, causal + window (l, r) is the
+//              window (l, min(r, 0)), and causal alone the window (-1, 0))
+//   global:    a position t >= 0 is global iff t < global_tokens or (global_stride > 0 and
+//              t % global_stride == 0): global keys are seen by every query, global queries see
+//              every key (Longformer). Global tokens widen a window; without a window every key is
+//              already visible and they change nothing.
+// Causal is a hard limit: a global key after the causal limit stays invisible, and a global query
+// sees every key up to its causal limit only. Windows larger than the sequence, window 0 (the key
+// at the query's own position only) and global_tokens > Sk are all valid. A query row that sees no
+// key gets out = 0 and lse = -inf. For varlen calls Sq and Sk are the lengths of each sequence.
+// CPU backend and reference only for now: the CUDA backend rejects a window or global tokens
+// with ErrorCode::not_supported.
+struct MaskSpec {
+  int window_left = -1;   // >= 0, or -1 (unbounded)
+  int window_right = -1;  // >= 0, or -1 (unbounded)
+  int global_tokens = 0;  // >= 0: the first global_tokens positions are global
+  int global_stride = 0;  // >= 0: every global_stride-th position (0, S, 2S, ...) is global; 0: off
+};
+
 // Arguments of one attention forward call.
 //
 // Dense layout:  q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out [B, Sq, Hq, D];
@@ -29,7 +56,8 @@ enum class Precision : std::uint8_t {
 // multiple of 16 bytes; pointers must be 16-byte aligned. Hq must be a multiple of Hkv (GQA/MQA:
 // query head h reads kv head h / (Hq / Hkv); K/V are never copied).
 // Causal masking is bottom-right aligned when Sq != Sk (flash-attn >= 2.1): query i sees key j iff
-// j <= i + Sk - Sq. A query row that sees no key gets out = 0 and lse = -inf.
+// j <= i + Sk - Sq. A query row that sees no key gets out = 0 and lse = -inf. `mask` adds a
+// sliding window and global tokens (see MaskSpec).
 // q/k/v/out share a dtype: f16 or bf16 (either backend) or f32 (CPU backend only); D is 64 or 128.
 struct AttentionArgs {
   TensorView q, k, v, out;
@@ -42,6 +70,7 @@ struct AttentionArgs {
 
   std::optional<float> softmax_scale;  // default 1/sqrt(D); must be positive and finite
   bool causal = false;
+  MaskSpec mask;  // sliding window, global tokens; default: none
   Precision precision = Precision::standard;
   Backend backend = Backend::automatic;
 

@@ -198,6 +198,21 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     invalid("softmax_scale " + std::to_string(*a.softmax_scale) + " must be positive and finite");
   }
   if (a.num_threads < 0) invalid("num_threads " + std::to_string(a.num_threads) + " is negative");
+  for (auto [w, name] : {std::pair{a.mask.window_left, "mask.window_left"},
+                         std::pair{a.mask.window_right, "mask.window_right"}}) {
+    if (w < -1) {
+      invalid(std::string(name) + " " + std::to_string(w) +
+              " is invalid: must be >= 0, or -1 for unbounded");
+    }
+  }
+  if (a.mask.global_tokens < 0) {
+    invalid("mask.global_tokens " + std::to_string(a.mask.global_tokens) +
+            " is negative (0 turns global tokens off)");
+  }
+  if (a.mask.global_stride < 0) {
+    invalid("mask.global_stride " + std::to_string(a.mask.global_stride) +
+            " is negative (0 turns strided global tokens off)");
+  }
 
   FwdParams p;
   p.q = a.q.data;
@@ -211,6 +226,10 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   p.device = a.q.device;
   p.device_index = a.q.device_index;
   p.causal = a.causal;
+  p.window_left = a.mask.window_left;
+  p.window_right = a.mask.window_right;
+  p.global_tokens = a.mask.global_tokens;
+  p.global_stride = a.mask.global_stride;
   p.precision = a.precision;
   p.num_threads = a.num_threads;
   p.scale = a.softmax_scale ? *a.softmax_scale : static_cast<float>(1.0 / std::sqrt(double(D)));
@@ -282,6 +301,12 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     p.o_head_stride = a.out.stride[1];
   }
 
+  // The mask works on int positions (key minus query position): Sq + Sk must fit an int.
+  if (!p.dense_or_causal() && std::int64_t{p.seqlen_q} + p.seqlen_k > INT32_MAX) {
+    invalid("Sq + Sk = " + std::to_string(std::int64_t{p.seqlen_q} + p.seqlen_k) +
+            " exceeds 2^31 - 1, the limit for a sliding window or global tokens");
+  }
+
   // Kernels step through tiles of up to 256 rows with 32-bit offsets.
   for (auto [stride, name] : {std::pair{p.q_row_stride, "q"}, std::pair{p.k_row_stride, "k"},
                               std::pair{p.v_row_stride, "v"}, std::pair{p.o_row_stride, "out"}}) {
@@ -324,14 +349,15 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
 }
 
 double attention_flops(const FwdParams& p, const std::int32_t* cu_q, const std::int32_t* cu_k) {
+  const MaskPolicy mask = p.mask();
   double visible = 0;
   for (int b = 0; b < p.batch; ++b) {
     const int lq = cu_q ? cu_q[b + 1] - cu_q[b] : p.seqlen_q;
     const int lk = cu_k ? cu_k[b + 1] - cu_k[b] : p.seqlen_k;
-    if (!p.causal) {
+    if (!p.causal && p.dense_or_causal()) {
       visible += double(lq) * lk;
     } else {
-      for (int i = 0; i < lq; ++i) visible += p.visible_keys(i, lq, lk);
+      for (int i = 0; i < lq; ++i) visible += mask.visible_count(i, lq, lk);
     }
   }
   return 4.0 * visible * p.head_dim * p.hq;

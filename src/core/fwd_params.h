@@ -5,13 +5,8 @@
 
 #include <cstdint>
 
+#include "core/mask.h"
 #include "gpuattn/attention.h"
-
-#if defined(__CUDACC__)
-#define GPUATTN_HD __host__ __device__ __forceinline__
-#else
-#define GPUATTN_HD inline
-#endif
 
 namespace gpuattn {
 
@@ -48,6 +43,12 @@ struct FwdParams {
   Device device = Device::cpu;
   int device_index = 0;
   bool causal = false;
+  // Sliding window and global tokens (AttentionArgs::mask); read them through mask(), which joins
+  // them with `causal` into the one visibility rule.
+  int window_left = -1;
+  int window_right = -1;
+  int global_tokens = 0;
+  int global_stride = 0;
   Precision precision = Precision::standard;
   int num_threads = 0;
 
@@ -83,12 +84,22 @@ struct FwdParams {
     return b * lse_batch_stride + h * lse_head_stride + (row0_q(b) + i) * lse_row_stride;
   }
 
-  // Causal visibility, bottom-right aligned: query i sees keys j <= i + (lk - lq).
-  // Returns the number of visible keys for query row i (clamped to [0, lk]).
+  // The mask of this call (causal, window, global tokens) as the shared policy of core/mask.h.
+  GPUATTN_HD MaskPolicy mask() const {
+    MaskPolicy m;
+    m.causal = causal;
+    m.window_left = window_left;
+    m.window_right = window_right;
+    m.global_tokens = global_tokens;
+    m.global_stride = global_stride;
+    return m;
+  }
+  // Neither a window nor global tokens: every key up to the causal limit (if any) is visible.
+  GPUATTN_HD bool dense_or_causal() const { return !mask().has_window() && !mask().has_global(); }
+
+  // Number of keys query row i sees (bottom-right aligned; in [0, lk]).
   GPUATTN_HD int visible_keys(int i, int lq, int lk) const {
-    if (!causal) return lk;
-    const int n = i + (lk - lq) + 1;
-    return n < 0 ? 0 : (n > lk ? lk : n);
+    return mask().visible_count(i, lq, lk);
   }
 };
 

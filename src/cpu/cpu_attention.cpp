@@ -2,9 +2,11 @@
 //
 // A work item is (batch b, query head h, block of kBlockM query rows). Its thread converts the Q
 // block to fp32 once (pre-scaled by scale * log2(e), so the softmax runs on exp2), then walks the
-// key tiles the block can see: each K/V tile is converted to fp32 once, S = Q K^T and O += P V run
-// through one small register-blocked GEMM, and the softmax is online (running max m and sum l per
-// row, accumulators rescaled when m grows). Nothing of size Sq x Sk is ever stored.
+// key tiles the block can see (MaskPolicy::key_range, and tile_any_visible inside it: tiles no row
+// of the block sees are never loaded): each K/V tile is converted to fp32 once, S = Q K^T and
+// O += P V run through one small register-blocked GEMM, and the softmax is online (running max m
+// and sum l per row, accumulators rescaled when m grows). Tiles that are not fully visible are
+// masked per element. Nothing of size Sq x Sk is ever stored.
 //
 // Every output row and LSE entry is written exactly once, after its last key tile, from
 // thread-local buffers that were all allocated before the first write: an error (allocation,
@@ -116,7 +118,8 @@ struct Workspace {
         m(kBlockM),
         l(kBlockM),
         lc(kBlockM),
-        vis(kBlockM) {}
+        vis(kBlockM),
+        seen(kBlockM) {}
   std::vector<float> q;     // [kBlockM, D], pre-scaled by scale * log2(e); padding rows are 0
   std::vector<float> kt;    // [D, kBlockN], K tile transposed
   std::vector<float> v;     // [kBlockN, D]
@@ -126,7 +129,8 @@ struct Workspace {
   std::vector<float> m;     // running max (log2 domain)
   std::vector<float> l;     // running softmax denominator
   std::vector<float> lc;    // Kahan compensation of l
-  std::vector<int> vis;     // visible keys of each row
+  std::vector<int> vis;     // visible keys of each row (0: out 0, lse -inf)
+  std::vector<int> seen;    // visible keys of each row within the current tile
 };
 
 struct WorkItem {
@@ -158,20 +162,22 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
       std::fill(qr, qr + D, 0.f);
     }
   }
-  int kv_end = 0;  // keys any row of the block sees; rows see a prefix since visibility is causal
-  for (int r = 0; r < mpad; ++r) {
-    w.vis[r] = r < rows ? p.visible_keys(it.i0 + r, lq, lk) : 0;
-    kv_end = std::max(kv_end, w.vis[r]);
-  }
+  const MaskPolicy mask = p.mask();
+  const int i_last = it.i0 + rows - 1;
+  for (int r = 0; r < mpad; ++r) w.vis[r] = r < rows ? mask.visible_count(it.i0 + r, lq, lk) : 0;
+  const KeyRange keys = mask.key_range(it.i0, i_last, lq, lk);
   std::fill(w.m.begin(), w.m.end(), kNegInf);
   std::fill(w.l.begin(), w.l.end(), 0.f);
   std::fill(w.lc.begin(), w.lc.end(), 0.f);
   std::fill(w.acc.begin(), w.acc.begin() + mpad * D, 0.f);
   if (kahan) std::fill(w.comp.begin(), w.comp.begin() + mpad * D, 0.f);
 
-  // Key tiles past the causal diagonal of the block's last row are skipped entirely.
-  for (int j0 = 0; j0 < kv_end; j0 += kBlockN) {
-    const int bc = std::min(kBlockN, kv_end - j0);
+  // Key tiles outside the block's key range, or inside it but seen by no row, are never loaded.
+  for (int j0 = keys.begin; j0 < keys.end; j0 += kBlockN) {
+    const int bc = std::min(kBlockN, keys.end - j0);
+    const int j_last = j0 + bc - 1;
+    if (!mask.tile_any_visible(it.i0, i_last, j0, j_last, lq, lk)) continue;
+    const bool full = mask.tile_fully_visible(it.i0, i_last, j0, j_last, lq, lk);
     const int npad = round_up(bc, kMicroN);
     for (int c = 0; c < bc; ++c) {
       const T* ks = k + p.k_offset(b, j0 + c, hk);
@@ -188,27 +194,45 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
     std::fill(w.s.begin(), w.s.begin() + mpad * kBlockN, 0.f);
     gemm_acc(mpad, npad, D, w.q.data(), D, w.kt.data(), kBlockN, w.s.data(), kBlockN);
 
+    // Mask: scores of keys a row does not see become -inf (exp2 turns them into 0).
+    for (int r = 0; r < mpad; ++r) {
+      if (r >= rows) {
+        w.seen[r] = 0;
+      } else if (full) {
+        w.seen[r] = bc;
+      } else {
+        float* sr = &w.s[r * kBlockN];
+        int n = 0;
+        for (int c = 0; c < bc; ++c) {
+          if (mask.visible(it.i0 + r, j0 + c, lq, lk)) {
+            ++n;
+          } else {
+            sr[c] = kNegInf;
+          }
+        }
+        w.seen[r] = n;
+      }
+    }
+
     // Online softmax: P = exp2(S - m_new), rescale the running state by exp2(m_old - m_new).
     for (int r = 0; r < mpad; ++r) {
       float* sr = &w.s[r * kBlockN];
-      const int nv = std::clamp(w.vis[r] - j0, 0, bc);
-      if (nv == 0) {  // padding row, or every key of this tile is masked for it
+      if (w.seen[r] == 0) {  // padding row, or every key of this tile is masked for it
         std::fill(sr, sr + bc, 0.f);
         continue;
       }
       float mt = kNegInf;
-      for (int c = 0; c < nv; ++c) mt = std::max(mt, sr[c]);
+      for (int c = 0; c < bc; ++c) mt = std::max(mt, sr[c]);
       const float m_new = std::max(w.m[r], mt);
       // All visible scores -inf (infinite inputs): subtract 0 instead so exp2 gives 0, not NaN.
       const float m_ref = m_new == kNegInf ? 0.f : m_new;
       const float alpha = std::exp2(w.m[r] - m_ref);
       w.m[r] = m_new;
       float sum = 0.f;
-      for (int c = 0; c < nv; ++c) {
+      for (int c = 0; c < bc; ++c) {
         sr[c] = std::exp2(sr[c] - m_ref);
         sum += sr[c];
       }
-      std::fill(sr + nv, sr + bc, 0.f);
       float* ar = &w.acc[r * D];
       if (alpha != 1.f) {
         for (int d = 0; d < D; ++d) ar[d] *= alpha;
@@ -219,7 +243,8 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
           for (int d = 0; d < D; ++d) er[d] *= alpha;
         }
         float l = w.l[r] * alpha, lc = w.lc[r] * alpha;
-        for (int c = 0; c < nv; ++c) {
+        for (int c = 0; c < bc; ++c) {
+          if (sr[c] == 0.f) continue;  // masked key (or an underflow): adding zero changes nothing
           const float y = sr[c] - lc;
           const float t = l + y;
           lc = (t - l) - y;
@@ -274,8 +299,9 @@ std::vector<WorkItem> make_work_items(const FwdParams& p) {
     const int lq = p.len_q(b), lk = p.len_k(b);
     for (int i0 = 0; i0 < lq; i0 += kBlockM) {
       const int rows = std::min(kBlockM, lq - i0);
-      // Constant per row plus visible keys of the last (longest) row: enough to order the work.
-      const double cost = double(rows) * (p.visible_keys(i0 + rows - 1, lq, lk) + 16);
+      // Constant per row plus visible keys: enough to order the work.
+      double cost = 16.0 * rows;
+      for (int i = i0; i < i0 + rows; ++i) cost += p.visible_keys(i, lq, lk);
       for (int h = 0; h < p.hq; ++h) items.push_back({b, h, i0, rows, cost});
     }
   }

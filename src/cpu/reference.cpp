@@ -43,7 +43,9 @@ ReferenceResult reference_attention(const AttentionArgs& args,
   r.out.assign(n * p.hq * D, 0.0);
   r.lse.assign(n * p.hq, -std::numeric_limits<double>::infinity());
 
+  const MaskPolicy mask = p.mask();
   std::vector<double> s(static_cast<std::size_t>(p.seqlen_k));
+  std::vector<int> keys(static_cast<std::size_t>(p.seqlen_k));  // visible keys of the row
   std::vector<double> acc(static_cast<std::size_t>(D));
   for (std::size_t ri = 0; ri < n; ++ri) {
     const std::int64_t row = r.rows[ri];
@@ -64,25 +66,28 @@ ReferenceResult reference_attention(const AttentionArgs& args,
       i = row % p.seqlen_q;
     }
     const int lq = p.len_q(b), lk = p.len_k(b);
-    const int nvis = p.visible_keys(static_cast<int>(i), lq, lk);
+    int nvis = 0;
+    for (int j = 0; j < lk; ++j) {
+      if (mask.visible(static_cast<int>(i), j, lq, lk)) keys[nvis++] = j;
+    }
     for (int h = 0; h < p.hq; ++h) {
       if (nvis == 0) continue;  // out 0, lse -inf
       const int hk = p.kv_head(h);
       const std::int64_t qo = p.q_offset(b, i, h);
       double m = -std::numeric_limits<double>::infinity();
-      for (int j = 0; j < nvis; ++j) {
-        const std::int64_t ko = p.k_offset(b, j, hk);
+      for (int t = 0; t < nvis; ++t) {
+        const std::int64_t ko = p.k_offset(b, keys[t], hk);
         double dot = 0;
         for (int d = 0; d < D; ++d) dot += load(p.q, p.dtype, qo + d) * load(p.k, p.dtype, ko + d);
-        s[j] = dot * static_cast<double>(p.scale);
-        m = std::max(m, s[j]);
+        s[t] = dot * static_cast<double>(p.scale);
+        m = std::max(m, s[t]);
       }
       double sum = 0;
       std::fill(acc.begin(), acc.end(), 0.0);
-      for (int j = 0; j < nvis; ++j) {
-        const double e = std::exp(s[j] - m);
+      for (int t = 0; t < nvis; ++t) {
+        const double e = std::exp(s[t] - m);
         sum += e;
-        const std::int64_t vo = p.v_offset(b, j, hk);
+        const std::int64_t vo = p.v_offset(b, keys[t], hk);
         for (int d = 0; d < D; ++d) acc[d] += e * load(p.v, p.dtype, vo + d);
       }
       double* o = &r.out[(ri * p.hq + h) * D];

@@ -2,6 +2,7 @@
 // message naming the offending value, and `out` / `lse` are byte-identical afterwards.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -338,6 +339,90 @@ TEST(Validation, MaxSeqlenOnDenseCall) {
   AttentionArgs a = d.args();
   a.max_seqlen_q = 5;
   expect_invalid(a, {"max_seqlen_q/k", "varlen", "5/0"}, d);
+}
+
+// ---- masks (sliding window, global tokens) ------------------------------------------------------
+
+TEST(Validation, BadMaskValues) {
+  const Dense d = standard(160);
+  AttentionArgs a = d.args();
+  a.mask.window_left = -2;
+  expect_invalid(a, {"mask.window_left -2", "-1 for unbounded"}, d);
+  a = d.args();
+  a.mask.window_right = -7;
+  a.mask.window_left = 3;
+  expect_invalid(a, {"mask.window_right -7"}, d);
+  a = d.args();
+  a.mask.window_left = INT_MIN;
+  expect_invalid(a, {"mask.window_left " + std::to_string(INT_MIN)}, d);
+  a = d.args();
+  a.mask.global_tokens = -1;
+  expect_invalid(a, {"mask.global_tokens -1", "negative"}, d);
+  a = d.args();
+  a.mask.global_stride = -3;
+  expect_invalid(a, {"mask.global_stride -3", "negative"}, d);
+}
+
+TEST(Validation, EdgeMasksAreValid) {
+  struct M {
+    int wl, wr, g, s;
+    bool causal;
+  };
+  for (const M m :
+       {M{0, 0, 0, 0, false}, M{-1, 0, 0, 0, true}, M{0, -1, 0, 0, false},
+        M{INT_MAX, INT_MAX, 0, 0, false}, M{2, 1, 100, 0, true}, M{1, 1, INT_MAX, INT_MAX, false},
+        M{-1, -1, 3, 2, false}, M{0, 0, 0, 1, true}}) {
+    Dense d = standard(161);
+    d.out.poison();
+    d.lse.poison();
+    AttentionArgs a = d.args();
+    a.mask = {m.wl, m.wr, m.g, m.s};
+    a.causal = m.causal;
+    SCOPED_TRACE(std::to_string(m.wl) + " " + std::to_string(m.wr) + " " + std::to_string(m.g) +
+                 " " + std::to_string(m.s));
+    EXPECT_NO_THROW(attention_forward(a));
+    EXPECT_FALSE(std::isnan(d.out.get(d.out.numel() - 1)));
+    EXPECT_FALSE(std::isnan(d.lse.get(d.lse.numel() - 1)));
+  }
+}
+
+// Positions are ints inside the mask: Sq + Sk must fit. Only the shapes are set: the call must fail
+// before anything is read.
+TEST(Validation, MaskedLengthsOverflow) {
+  const Dense d = standard(162);
+  AttentionArgs a = d.args();
+  a.mask.window_left = 128;
+  a.q.shape[1] = a.out.shape[1] = 1500000000;
+  a.k.shape[1] = a.v.shape[1] = 1000000000;
+  expect_invalid(a, {"Sq + Sk = 2500000000"}, d);
+}
+
+// Views marked as CUDA memory over host buffers: the CUDA backend refuses a window or global tokens
+// before it touches any memory (a build without CUDA refuses every CUDA call).
+TEST(Validation, MaskOnCudaIsNotSupported) {
+  const Dense d = standard(163);
+  for (int which = 0; which < 3; ++which) {
+    AttentionArgs a = d.args();
+    for (TensorView* t : {&a.q, &a.k, &a.v, &a.out, &a.lse}) t->device = Device::cuda;
+    if (which == 0) a.mask.window_left = 4;
+    if (which == 1) a.mask.global_tokens = 2;
+    if (which == 2) a.mask.global_stride = 16;
+    std::vector<std::uint64_t> out = d.out.storage, lse = d.lse.storage;
+    try {
+      attention_forward(a);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(static_cast<int>(e.code()), static_cast<int>(ErrorCode::not_supported)) << msg;
+      if (msg.find("no CUDA backend") == std::string::npos) {
+        EXPECT_NE(msg.find("CUDA kernels do not support a sliding window or global tokens"),
+                  std::string::npos)
+            << msg;
+      }
+    }
+    EXPECT_TRUE(d.out.storage == out);
+    EXPECT_TRUE(d.lse.storage == lse);
+  }
 }
 
 // ---- varlen -------------------------------------------------------------------------------------

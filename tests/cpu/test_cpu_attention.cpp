@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -33,6 +35,7 @@ struct Problem {
   DType dtype = DType::f16;
   int batch = 2, sq = 17, sk = 17, hq = 2, hkv = 2, d = 64;
   bool causal = false;
+  MaskSpec mask;
   Precision precision = Precision::standard;
   int threads = 0;
   float q_scale = 1.f;
@@ -51,8 +54,13 @@ struct Problem {
     } else {
       s << " B" << batch << " Sq" << sq << " Sk" << sk;
     }
-    s << (causal ? " causal" : "") << ' ' << to_string(precision) << " threads" << threads
-      << " qscale" << q_scale;
+    s << (causal ? " causal" : "");
+    if (mask.window_left != -1 || mask.window_right != -1) {
+      s << " window(" << mask.window_left << ", " << mask.window_right << ")";
+    }
+    if (mask.global_tokens) s << " G" << mask.global_tokens;
+    if (mask.global_stride) s << " stride" << mask.global_stride;
+    s << ' ' << to_string(precision) << " threads" << threads << " qscale" << q_scale;
     return s.str();
   }
 };
@@ -104,6 +112,7 @@ struct Case {
     args.out = out.view();
     args.lse = lse.view();
     args.causal = pr.causal;
+    args.mask = pr.mask;
     args.precision = pr.precision;
     args.num_threads = pr.threads;
     args.backend = Backend::cpu;
@@ -507,6 +516,340 @@ TEST(CpuAttention, WithoutLse) {
   EXPECT_EQ(c.nonfinite, 0);
   EXPECT_LE(c.rel_err, out_tol(pr.dtype));
   for (std::int64_t i = 0; i < s.lse.numel(); ++i) ASSERT_TRUE(std::isnan(s.lse.get(i)));
+}
+
+// ---- masks: sliding window, global tokens -------------------------------------------------------
+
+MaskSpec make_mask(int left, int right, int global_tokens = 0, int global_stride = 0) {
+  MaskSpec m;
+  m.window_left = left;
+  m.window_right = right;
+  m.global_tokens = global_tokens;
+  m.global_stride = global_stride;
+  return m;
+}
+
+constexpr DType kDtypes[] = {DType::f32, DType::f16, DType::bf16};
+
+std::vector<std::uint8_t> bytes_of(const HostTensor& t) {
+  const auto* p = static_cast<const std::uint8_t*>(t.data());
+  return std::vector<std::uint8_t>(p, p + t.bytes());
+}
+
+// Runs `pr` and `same` (a different mask meaning the same thing) on the same inputs: bitwise equal
+// outputs, both matching the reference.
+void check_same_as(const Problem& pr, const Problem& same, std::uint64_t seed) {
+  check(pr, seed);
+  Case a(pr, seed), b(same, seed);
+  attention_forward(a.args);
+  attention_forward(b.args);
+  EXPECT_TRUE(bytes_of(a.out) == bytes_of(b.out)) << pr.str() << " vs " << same.str();
+  EXPECT_TRUE(bytes_of(a.lse) == bytes_of(b.lse)) << pr.str() << " vs " << same.str();
+}
+
+TEST(CpuAttentionMask, SlidingWindow) {
+  std::uint64_t seed = 10000;
+  int n = 0;
+  for (DType t : kDtypes) {
+    for (auto [l, r] :
+         {std::pair{0, 0}, std::pair{1, 0}, std::pair{0, 1}, std::pair{17, 5}, std::pair{64, 64},
+          std::pair{63, 0}, std::pair{100, -1}, std::pair{-1, 30}, std::pair{130, 7}}) {
+      for (bool causal : {false, true}) {
+        Problem pr;
+        pr.dtype = t;
+        pr.batch = 1;
+        pr.sq = pr.sk = 300;
+        pr.d = ++n % 2 ? 64 : 128;
+        pr.causal = causal;
+        pr.mask = make_mask(l, r);
+        check(pr, ++seed);
+      }
+    }
+  }
+}
+
+// Windows at or beyond the sequence length are no mask (or causal): the same tiles, bit for bit.
+TEST(CpuAttentionMask, WindowLargerThanSequence) {
+  std::uint64_t seed = 11000;
+  for (DType t : kDtypes) {
+    for (auto [sq, sk] : {std::pair{200, 200}, std::pair{77, 150}, std::pair{150, 77}}) {
+      for (bool causal : {false, true}) {
+        Problem none;
+        none.dtype = t;
+        none.sq = sq;
+        none.sk = sk;
+        none.causal = causal;
+        for (const MaskSpec m : {make_mask(sq + sk, sq + sk), make_mask(5000, -1),
+                                 make_mask(-1, 5000), make_mask(INT_MAX, INT_MAX)}) {
+          Problem pr = none;
+          pr.mask = m;
+          check_same_as(pr, none, ++seed);
+        }
+        if (!causal) {  // (L, 0) with L >= Sk is causal
+          Problem pr = none;
+          pr.mask = make_mask(sk, 0);
+          Problem c = none;
+          c.causal = true;
+          check_same_as(pr, c, ++seed);
+        }
+      }
+    }
+  }
+}
+
+// Window (0, 0): each row sees the key at its own position only, so out is that value row exactly;
+// with Sq > Sk the first Sq - Sk rows see nothing.
+TEST(CpuAttentionMask, WindowZero) {
+  std::uint64_t seed = 12000;
+  for (DType t : kDtypes) {
+    for (auto [sq, sk] : {std::pair{100, 100}, std::pair{50, 100}, std::pair{100, 50}}) {
+      Problem pr;
+      pr.dtype = t;
+      pr.batch = 1;
+      pr.sq = sq;
+      pr.sk = sk;
+      pr.mask = make_mask(0, 0);
+      check(pr, ++seed);
+      Case s(pr, seed);
+      attention_forward(s.args);
+      for (int i = 0; i < sq; ++i) {
+        const int j = i + sk - sq;
+        for (int h = 0; h < pr.hq; ++h) {
+          const float l = s.lse.get(s.lse_index(i, h));
+          for (int d = 0; d < pr.d; ++d) {
+            const float o = s.out.get((std::int64_t{i} * pr.hq + h) * pr.d + d);
+            const float want = j < 0 ? 0.f : s.v.get((std::int64_t{j} * pr.hkv + h) * pr.d + d);
+            ASSERT_EQ(o, want) << to_string(t) << " Sq " << sq << " Sk " << sk << " row " << i;
+          }
+          EXPECT_EQ(j < 0, std::isinf(l) && l < 0) << "row " << i << " lse " << l;
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuAttentionMask, GlobalTokens) {
+  std::uint64_t seed = 13000;
+  int n = 0;
+  for (int g : {1, 5, 64, 100}) {
+    for (bool causal : {false, true}) {
+      Problem pr;
+      pr.dtype = kDtypes[n % 3];
+      pr.d = ++n % 2 ? 64 : 128;
+      pr.batch = 1;
+      pr.sq = pr.sk = 300;
+      pr.causal = causal;
+      pr.mask = causal ? make_mask(16, 0, g) : make_mask(16, 16, g);
+      check(pr, ++seed);
+    }
+  }
+}
+
+// G >= S: every key is global, so the window changes nothing.
+TEST(CpuAttentionMask, GlobalTokensBeyondTheSequence) {
+  std::uint64_t seed = 13500;
+  for (DType t : kDtypes) {
+    for (bool causal : {false, true}) {
+      Problem none;
+      none.dtype = t;
+      none.sq = 90;
+      none.sk = 150;
+      none.causal = causal;
+      for (int g : {150, 1000, INT_MAX}) {
+        Problem pr = none;
+        pr.mask = make_mask(3, 3, g);
+        check_same_as(pr, none, ++seed);
+      }
+    }
+  }
+}
+
+TEST(CpuAttentionMask, StridedGlobalTokens) {
+  std::uint64_t seed = 14000;
+  int n = 0;
+  for (int stride : {1, 7, 64, 100}) {
+    for (int g : {0, 3}) {
+      for (bool causal : {false, true}) {
+        Problem pr;
+        pr.dtype = kDtypes[n % 3];
+        pr.d = ++n % 2 ? 64 : 128;
+        pr.batch = 1;
+        pr.sq = pr.sk = 300;
+        pr.causal = causal;
+        pr.mask = causal ? make_mask(8, 0, g, stride) : make_mask(8, 8, g, stride);
+        check(pr, ++seed);
+      }
+    }
+  }
+  Problem none;  // stride 1: every token global
+  none.sq = none.sk = 130;
+  Problem pr = none;
+  pr.mask = make_mask(2, 2, 0, 1);
+  check_same_as(pr, none, ++seed);
+}
+
+TEST(CpuAttentionMask, SqDiffersFromSk) {
+  std::uint64_t seed = 15000;
+  int n = 0;
+  for (auto [sq, sk] : {std::pair{17, 300}, std::pair{300, 17}, std::pair{1, 500},
+                        std::pair{130, 64}, std::pair{64, 200}}) {
+    for (const MaskSpec m : {make_mask(10, 5), make_mask(32, 0, 4), make_mask(5, 5, 0, 16)}) {
+      for (bool causal : {false, true}) {
+        Problem pr;
+        pr.dtype = kDtypes[n % 3];
+        pr.d = ++n % 2 ? 64 : 128;
+        pr.sq = sq;
+        pr.sk = sk;
+        pr.causal = causal;
+        pr.mask = m;
+        check(pr, ++seed);
+      }
+    }
+  }
+}
+
+TEST(CpuAttentionMask, Varlen) {
+  std::uint64_t seed = 16000;
+  for (DType t : kDtypes) {
+    for (const MaskSpec m : {make_mask(20, 3), make_mask(40, 0, 8), make_mask(16, 16, 2, 50)}) {
+      for (bool causal : {false, true}) {
+        Problem pr;
+        pr.dtype = t;
+        pr.hq = 4;
+        pr.hkv = 2;
+        pr.causal = causal;
+        pr.mask = m;
+        pr.lens_q = pr.lens_k = {1, 17, 513, 70};
+        check(pr, ++seed);
+        pr.lens_k = {5, 40, 100, 70};  // Sq != Sk per sequence, both ways
+        pr.d = 128;
+        check(pr, ++seed);
+        pr.lens_q = {5, 0, 33, 64, 3};  // empty sequences
+        pr.lens_k = {7, 3, 0, 64, 0};
+        check(pr, ++seed);
+      }
+    }
+  }
+}
+
+TEST(CpuAttentionMask, GqaAndMqa) {
+  std::uint64_t seed = 17000;
+  for (DType t : kDtypes) {
+    for (int hkv : {2, 1}) {
+      for (bool causal : {false, true}) {
+        Problem pr;
+        pr.dtype = t;
+        pr.hq = 8;
+        pr.hkv = hkv;
+        pr.sq = 145;
+        pr.sk = 170;
+        pr.d = hkv == 1 ? 128 : 64;
+        pr.causal = causal;
+        pr.mask = make_mask(24, causal ? 0 : 9, 3, 40);
+        check(pr, ++seed);
+      }
+    }
+  }
+}
+
+// Rows that see no key: out 0, lse -inf; the others finite.
+TEST(CpuAttentionMask, RowsWithoutKeysGetZeroAndMinusInf) {
+  struct Setup {
+    bool causal;
+    MaskSpec mask;
+    int first_seeing;  // rows below this see no key (Sq 90, Sk 20: positions i - 70)
+  };
+  std::uint64_t seed = 18000;
+  for (const Setup su : {Setup{false, make_mask(0, 3), 67},    // window ends before key 0
+                         Setup{true, make_mask(3, 0, 2), 70},  // causal: globals stay invisible
+                         Setup{true, make_mask(0, 0, 0, 4), 70}}) {
+    for (DType t : kDtypes) {
+      Problem pr;
+      pr.dtype = t;
+      pr.sq = 90;
+      pr.sk = 20;
+      pr.causal = su.causal;
+      pr.mask = su.mask;
+      SCOPED_TRACE(pr.str());
+      Case s(pr, ++seed);
+      attention_forward(s.args);
+      for (int b = 0; b < pr.batch; ++b) {
+        for (int i = 0; i < pr.sq; ++i) {
+          for (int h = 0; h < pr.hq; ++h) {
+            const std::int64_t row = std::int64_t{b} * pr.sq + i;
+            const float l = s.lse.get(s.lse_index(row, h));
+            if (i < su.first_seeing) {
+              EXPECT_TRUE(std::isinf(l) && l < 0) << "row " << i << " lse " << l;
+              for (int d = 0; d < pr.d; ++d) {
+                ASSERT_EQ(s.out.get((row * pr.hq + h) * pr.d + d), 0.f) << "row " << i;
+              }
+            } else {
+              EXPECT_TRUE(std::isfinite(l)) << "row " << i;
+            }
+          }
+        }
+      }
+      check(pr, seed);
+    }
+  }
+}
+
+// A long sequence with a narrow window: only the tiles near the diagonal and the global tiles are
+// computed (the full problem would take minutes here); sampled rows against the reference.
+TEST(CpuAttentionMask, LongSequenceSlidingWindow) {
+  Problem pr;
+  pr.dtype = DType::bf16;
+  pr.batch = 1;
+  pr.hq = pr.hkv = 1;
+  pr.sq = pr.sk = 32768;
+  pr.causal = true;
+  pr.mask = make_mask(128, 0, 16);
+  check(pr, 19000);
+  pr.causal = false;
+  pr.mask = make_mask(64, 64, 0, 4096);
+  check(pr, 19001);
+}
+
+TEST(CpuAttentionMask, CompensatedPrecision) {
+  std::uint64_t seed = 20000;
+  for (DType t : kDtypes) {
+    Problem pr;
+    pr.dtype = t;
+    pr.precision = Precision::compensated;
+    pr.causal = true;
+    pr.sq = 77;
+    pr.sk = 250;
+    pr.hq = 4;
+    pr.hkv = 2;
+    pr.mask = make_mask(70, 0, 5, 60);
+    check(pr, ++seed);
+  }
+}
+
+TEST(CpuAttentionMask, ThreadCountDoesNotChangeResults) {
+  Problem pr;
+  pr.dtype = DType::f16;
+  pr.hq = 4;
+  pr.hkv = 2;
+  pr.causal = true;
+  pr.mask = make_mask(50, 0, 4, 64);
+  pr.lens_q = {1, 17, 300, 70};
+  pr.lens_k = {3, 17, 300, 150};
+  std::vector<std::uint8_t> first_out, first_lse;
+  for (int threads : {1, 2, 3, 0}) {
+    pr.threads = threads;
+    SCOPED_TRACE(pr.str());
+    Case s(pr, 21000);
+    attention_forward(s.args);
+    if (first_out.empty()) {
+      first_out = bytes_of(s.out);
+      first_lse = bytes_of(s.lse);
+    } else {
+      EXPECT_TRUE(bytes_of(s.out) == first_out);
+      EXPECT_TRUE(bytes_of(s.lse) == first_lse);
+    }
+  }
+  check(pr, 21000);
 }
 
 }  // namespace

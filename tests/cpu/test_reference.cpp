@@ -1,8 +1,11 @@
 // The fp64 reference itself, against cases computed by hand and against itself under relayouts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/test_util.h"
@@ -309,6 +312,151 @@ TEST(Reference, StridedViewsEqualContiguous) {
   const ReferenceResult contiguous = reference_attention(c.args());
   EXPECT_EQ(strided.out, contiguous.out);
   EXPECT_EQ(strided.lse, contiguous.lse);
+}
+
+// ---- masks: sliding window, global tokens -------------------------------------------------------
+
+MaskSpec make_mask(int left, int right, int global_tokens = 0, int global_stride = 0) {
+  MaskSpec m;
+  m.window_left = left;
+  m.window_right = right;
+  m.global_tokens = global_tokens;
+  m.global_stride = global_stride;
+  return m;
+}
+
+void expect_same(const ReferenceResult& a, const ReferenceResult& b, const std::string& what) {
+  EXPECT_TRUE(a.out == b.out) << what;
+  EXPECT_TRUE(a.lse == b.lse) << what;
+}
+
+// A window that covers every key, or global tokens that cover every key, is no mask at all.
+TEST(ReferenceMask, CoveringMasksEqualNoMask) {
+  for (auto [sq, sk] : {std::pair{13, 29}, std::pair{29, 13}, std::pair{20, 20}}) {
+    const Dense p(2, sq, sk, 4, 2, 64, 1200 + sq);
+    for (bool causal : {false, true}) {
+      const ReferenceResult none = reference_attention(p.args(causal));
+      const int cover = sq + sk;  // no window edge can bind
+      for (const MaskSpec m : {make_mask(cover, cover), make_mask(1000, -1), make_mask(-1, 1000),
+                               make_mask(INT_MAX, INT_MAX), make_mask(0, 0, sk),
+                               make_mask(2, 1, 0, 1), make_mask(-1, -1, 3, 2)}) {
+        AttentionArgs a = p.args(causal);
+        a.mask = m;
+        expect_same(reference_attention(a), none,
+                    "Sq " + std::to_string(sq) + " Sk " + std::to_string(sk) +
+                        (causal ? " causal" : "") + " window (" + std::to_string(m.window_left) +
+                        ", " + std::to_string(m.window_right) + ") G " +
+                        std::to_string(m.global_tokens) + " S " + std::to_string(m.global_stride));
+      }
+    }
+  }
+}
+
+// flash-attn: causal is the window (-1, 0), and (L, 0) for any L >= Sk; causal + window (L, r) is
+// the window (L, min(r, 0)).
+TEST(ReferenceMask, LeftWindowEqualsCausal) {
+  for (auto [sq, sk] : {std::pair{13, 29}, std::pair{29, 13}, std::pair{20, 20}}) {
+    const Dense p(1, sq, sk, 2, 2, 64, 1300 + sq);
+    const ReferenceResult causal = reference_attention(p.args(true));
+    for (int left : {-1, sk, sk + 5, INT_MAX}) {
+      AttentionArgs a = p.args(false);
+      a.mask = make_mask(left, 0);
+      expect_same(reference_attention(a), causal, "left " + std::to_string(left));
+      a.causal = true;
+      a.mask = make_mask(left, 7);
+      expect_same(reference_attention(a), causal, "causal, left " + std::to_string(left));
+    }
+    AttentionArgs a = p.args(true);
+    a.mask = make_mask(3, 5);
+    AttentionArgs b = p.args(false);
+    b.mask = make_mask(3, 0);
+    expect_same(reference_attention(a), reference_attention(b), "causal + (3, 5) == (3, 0)");
+  }
+}
+
+// Window (0, 0): each row sees only the key at its own position, so out is that value row.
+TEST(ReferenceMask, WindowZeroSeesOwnPositionOnly) {
+  for (auto [sq, sk] : {std::pair{9, 9}, std::pair{5, 9}, std::pair{9, 5}}) {
+    const Dense p(1, sq, sk, 2, 1, 64, 1400 + sq);
+    AttentionArgs a = p.args();
+    a.mask = make_mask(0, 0);
+    const ReferenceResult r = reference_attention(a);
+    for (int i = 0; i < sq; ++i) {
+      const int j = i + sk - sq;
+      for (int h = 0; h < 2; ++h) {
+        const double l = r.lse[p.lse_index(0, i, h)];
+        if (j < 0) {
+          EXPECT_TRUE(std::isinf(l) && l < 0) << "row " << i;
+          for (int d = 0; d < 64; ++d) ASSERT_EQ(r.out[p.out_index(0, i, h, d)], 0.0);
+          continue;
+        }
+        double dot = 0;
+        for (int d = 0; d < 64; ++d) dot += p.qd(0, i, h, d) * p.kd(0, j, 0, d);
+        EXPECT_NEAR(l, dot / 8.0, kTol);
+        for (int d = 0; d < 64; ++d) ASSERT_EQ(r.out[p.out_index(0, i, h, d)], p.vd(0, j, 0, d));
+      }
+    }
+  }
+}
+
+// Against a naive fp64 attention over keys chosen by the rule of attention.h, written out here.
+TEST(ReferenceMask, MatchesNaiveMaskedAttention) {
+  std::uint64_t seed = 1500;
+  for (auto [sq, sk] : {std::pair{12, 12}, std::pair{7, 19}, std::pair{19, 7}}) {
+    for (bool causal : {false, true}) {
+      for (const MaskSpec m : {make_mask(2, 1), make_mask(0, 3, 2), make_mask(3, 0, 0, 5),
+                               make_mask(-1, 2, 1, 4), make_mask(1, -1, 0, 3)}) {
+        const Dense p(2, sq, sk, 2, 1, 64, ++seed);
+        AttentionArgs a = p.args(causal);
+        a.mask = m;
+        const ReferenceResult r = reference_attention(a);
+        auto global = [&](int t) {
+          return t >= 0 &&
+                 (t < m.global_tokens || (m.global_stride > 0 && t % m.global_stride == 0));
+        };
+        for (int b = 0; b < 2; ++b) {
+          for (int i = 0; i < sq; ++i) {
+            const int pos = i + sk - sq;
+            std::vector<int> keys;
+            for (int j = 0; j < sk; ++j) {
+              const bool lo = m.window_left < 0 || j >= pos - m.window_left;
+              const bool hi = m.window_right < 0 || j <= pos + m.window_right;
+              if ((!causal || j <= pos) && ((lo && hi) || global(j) || global(pos))) {
+                keys.push_back(j);
+              }
+            }
+            for (int h = 0; h < 2; ++h) {
+              const double l = r.lse[p.lse_index(b, i, h)];
+              if (keys.empty()) {
+                EXPECT_TRUE(std::isinf(l) && l < 0);
+                for (int d = 0; d < 64; ++d) ASSERT_EQ(r.out[p.out_index(b, i, h, d)], 0.0);
+                continue;
+              }
+              std::vector<double> s;
+              double mx = -INFINITY;
+              for (int j : keys) {
+                double dot = 0;
+                for (int d = 0; d < 64; ++d) dot += p.qd(b, i, h, d) * p.kd(b, j, 0, d);
+                s.push_back(dot / 8.0);
+                mx = std::max(mx, s.back());
+              }
+              double z = 0;
+              for (double x : s) z += std::exp(x - mx);
+              EXPECT_NEAR(l, mx + std::log(z), kTol);
+              for (int d = 0; d < 64; ++d) {
+                double o = 0;
+                for (std::size_t t = 0; t < keys.size(); ++t) {
+                  o += std::exp(s[t] - mx) / z * p.vd(b, keys[t], 0, d);
+                }
+                ASSERT_NEAR(r.out[p.out_index(b, i, h, d)], o, kTol)
+                    << "Sq " << sq << " Sk " << sk << " row " << i;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
