@@ -196,11 +196,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       ptx::cp_async_commit();
     }
 
-    // Causal diagonal tiles: a warp whose rows all lie above the tile's first key has nothing to
-    // add (it still takes part in the barrier above).
-    const int n0 = j * kBlockN;
-    if (p.causal && m0 + warp_row0 + 16 * kMT - 1 + diag < n0) continue;
-
     const std::uint32_t sk = sk0 + stage * Tr::kKVBytes;
     const std::uint32_t sv = sv0 + stage * Tr::kKVBytes;
 
@@ -234,6 +229,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     }
 
     // Mask only the tiles that need it: the sequence end, and the causal diagonal.
+    const int n0 = j * kBlockN;
     const bool need_mask = (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + diag);
     if (need_mask) {
 #pragma unroll
