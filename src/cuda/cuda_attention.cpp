@@ -5,12 +5,14 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cuda/cuda_check.h"
 #include "cuda/fwd_sm80.h"
+#include "cuda/fwd_sm90.h"
 
 namespace gpuattn {
 namespace {
@@ -57,6 +59,20 @@ class DeviceGuard {
  private:
   int previous_ = 0;
 };
+
+// GPUATTN_KERNEL selects the forward kernel family: unset or "auto" (the fastest the device
+// runs), or "sm80" (the portable mma.sync kernel everywhere, e.g. to cross-check the Hopper one).
+bool use_sm90(const FwdParams& p) {
+  const char* env = std::getenv("GPUATTN_KERNEL");
+  const std::string want = env ? env : "auto";
+  if (want == "sm80") return false;
+  if (want != "auto") {
+    throw Error(ErrorCode::invalid_argument,
+                "gpuattn: environment variable GPUATTN_KERNEL='" + want +
+                    "' is not one of auto, sm80");
+  }
+  return p.precision == Precision::standard && sm90::usable(p.dtype, p.head_dim);
+}
 
 }  // namespace
 
@@ -107,6 +123,17 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
     check_cu_seqlens(cu.data() + p.batch + 1, p.batch, p.total_k, p.seqlen_k, "cu_seqlens_k");
   }
 
+  // The one runtime-to-kernel dispatch. Hopper takes the wgmma kernel (standard precision); the
+  // sm_80 kernel serves other GPUs, the compensated mode, and GPUATTN_KERNEL=sm80 (cross-checks).
+  if (use_sm90(p)) {
+    if (p.dtype == DType::f16) {
+      if (p.head_dim == 64) return sm90::fwd_f16_hdim64(p, stream);
+      if (p.head_dim == 128) return sm90::fwd_f16_hdim128(p, stream);
+    } else if (p.dtype == DType::bf16) {
+      if (p.head_dim == 64) return sm90::fwd_bf16_hdim64(p, stream);
+      if (p.head_dim == 128) return sm90::fwd_bf16_hdim128(p, stream);
+    }
+  }
   if (p.dtype == DType::f16) {
     if (p.head_dim == 64) return sm80::fwd_f16_hdim64(p, stream);
     if (p.head_dim == 128) return sm80::fwd_f16_hdim128(p, stream);

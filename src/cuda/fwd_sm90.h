@@ -1,0 +1,17 @@
+// Launchers of the sm_90a (wgmma) forward kernel, one per (dtype, head dim), each instantiated in
+// its own .cu file; `*_usable` says whether the running device executes its sm_90a code.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "core/fwd_params.h"
+
+namespace gpuattn::sm90 {
+
+void fwd_f16_hdim64(const FwdParams& p, cudaStream_t stream);
+void fwd_f16_hdim128(const FwdParams& p, cudaStream_t stream);
+void fwd_bf16_hdim64(const FwdParams& p, cudaStream_t stream);
+void fwd_bf16_hdim128(const FwdParams& p, cudaStream_t stream);
+bool usable(DType dtype, int head_dim);
+
+}  // namespace gpuattn::sm90
