@@ -31,7 +31,10 @@ struct FwdTraits {
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
-  static constexpr int kSmemBytes = kQBytes + 4 * kKVBytes + 1024;  // + alignment slack
+  // Three K/V stages: tile t + 2 loads into the stage of tile t - 1 while tiles t and t + 1 are
+  // in use (the overlap of S_{t+1} with the softmax of S_t needs two resident tiles).
+  static constexpr int kStages = 3;
+  static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKVBytes + 1024;  // + align slack
   static constexpr int kRowStep = kThreads / kChunks;                // rows between a thread's loads
 
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
@@ -92,7 +95,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) fwd_kernel(const __grid_const
   const std::uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;  // swizzle atoms
   const std::uint32_t sq = base;
   const std::uint32_t sk0 = sq + Tr::kQBytes;
-  const std::uint32_t sv0 = sk0 + 2 * Tr::kKVBytes;
+  const std::uint32_t sv0 = sk0 + Tr::kStages * Tr::kKVBytes;
 
   const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31, warp = (tid >> 5) & 3;
   const int g = lane >> 2, t4 = lane & 3;
@@ -127,6 +130,15 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) fwd_kernel(const __grid_const
     load_tile<Tr>(sv0 + ld_off, v_ld, v_step, lk - ld_row);
   }
   ptx::cp_async_commit();
+  // Tile t lives in stage t % 3 and is loaded two steps ahead of its softmax.
+  auto load_kv = [&](int t) {
+    const int rows_left = lk - t * kBlockN - ld_row;
+    const std::uint32_t off = (t % Tr::kStages) * Tr::kKVBytes + ld_off;
+    load_tile<Tr>(sk0 + off, k_ld + t * k_tile_step, k_step, rows_left);
+    load_tile<Tr>(sv0 + off, v_ld + t * v_tile_step, v_step, rows_left);
+    ptx::cp_async_commit();
+  };
+  if (n_tiles > 1) load_kv(1);
 
   float o[D / 2];
 #pragma unroll
@@ -135,27 +147,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) fwd_kernel(const __grid_const
 
   const int row_base = wg * 64 + warp * 16 + g;  // this thread's first row inside the block
   const int diag = lk - lq;
-  // Descriptors: this warpgroup's 64 rows of Q; K (K-major) and V (MN-major) of a stage.
-  const std::uint32_t q_wg = sq + wg * 64 * 128;
+  const std::uint32_t q_wg = sq + wg * 64 * 128;  // this warpgroup's 64 rows of Q
 
-  for (int j = 0; j < n_tiles; ++j) {
-    const int stage = j & 1;
-    ptx::cp_async_wait<0>();
-    ptx::fence_proxy_async();  // cp.async writes -> visible to wgmma after the barrier
-    __syncthreads();
-    if (j + 1 < n_tiles) {
-      k_ld += k_tile_step;
-      v_ld += v_tile_step;
-      const int rows_left = lk - (j + 1) * kBlockN - ld_row;
-      load_tile<Tr>(sk0 + (stage ^ 1) * Tr::kKVBytes + ld_off, k_ld, k_step, rows_left);
-      load_tile<Tr>(sv0 + (stage ^ 1) * Tr::kKVBytes + ld_off, v_ld, v_step, rows_left);
-      ptx::cp_async_commit();
-    }
+  // S = Q K^T of the tile in `stage`: D / 16 k-steps, each 32 bytes into a 128-byte slab row.
+  auto issue_qk = [&](float(&s)[kBlockN / 2], int stage) {
     const std::uint32_t sk = sk0 + stage * Tr::kKVBytes;
-    const std::uint32_t sv = sv0 + stage * Tr::kKVBytes;
-
-    // S = Q K^T: D / 16 k-steps; a k-step is 32 bytes into a 128-byte slab row.
-    float s[kBlockN / 2];
     ptx::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks) {
@@ -167,8 +163,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) fwd_kernel(const __grid_const
       ptx::wgmma_ss<T, kBlockN>(s, a_desc, b_desc, ks > 0 ? 1 : 0);
     }
     ptx::wgmma_commit();
-    ptx::wgmma_wait<0>();
+  };
 
+  // Masks and softmaxes S of tile j in place, updates the row statistics, packs P into `pa` (the
+  // register-A fragments of P V) and returns whether O needs the rescale by `alpha`.
+  auto softmax = [&](float(&s)[kBlockN / 2], std::uint32_t(&pa)[kBlockN / 16][4], int j,
+                     float(&alpha)[2]) {
     const int n0 = j * kBlockN;
     const bool need_mask = (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + diag);
     if (need_mask) {
@@ -183,8 +183,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) fwd_kernel(const __grid_const
             if (n * 8 + e >= limit) s[4 * n + 2 * r + e] = -INFINITY;
       }
     }
-
-    float alpha[2];
     bool any_rescale = false;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -209,14 +207,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) fwd_kernel(const __grid_const
         }
       row_sum[r] = row_sum[r] * alpha[r] + sum;
     }
-    if (__any_sync(0xffffffffu, any_rescale)) {
-#pragma unroll
-      for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
-    }
-
-    // O += P V: kBlockN / 16 k-steps of 16 keys (16 rows of 128 bytes = 2048 bytes each). All P
-    // fragments are packed before the fence, so the wgmmas issue back to back.
-    std::uint32_t pa[kBlockN / 16][4];
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
       pa[kk][0] = ptx::pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
@@ -224,6 +214,17 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) fwd_kernel(const __grid_const
       pa[kk][2] = ptx::pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
       pa[kk][3] = ptx::pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
     }
+    return __any_sync(0xffffffffu, any_rescale);
+  };
+
+  // One key tile j, with P_j already in `pa`: S_{j+1} = Q K_{j+1}^T and O += P_j V_j go to the
+  // tensor cores back to back; the softmax of S_{j+1} runs while P_j V_j is still in flight
+  // (intra-warpgroup overlap), and O is rescaled for tile j + 1 only once P_j V_j is done, so no
+  // register of an in-flight wgmma is touched.
+  float s[kBlockN / 2];
+  // O += P V of tile j (P in `pa`): kBlockN / 16 k-steps of 16 keys = 2048 bytes of V each.
+  auto issue_pv = [&](std::uint32_t(&pa)[kBlockN / 16][4], int j) {
+    const std::uint32_t sv = sv0 + (j % Tr::kStages) * Tr::kKVBytes;
     ptx::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
@@ -231,7 +232,60 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) fwd_kernel(const __grid_const
       ptx::wgmma_rs<T, D>(o, pa[kk], b_desc, 1);
     }
     ptx::wgmma_commit();
+  };
+  // One key tile j that has a successor, with P_j already in `pa`: S_{j+1} = Q K_{j+1}^T and
+  // O += P_j V_j go to the tensor cores back to back; the softmax of S_{j+1} runs while P_j V_j
+  // is in flight (intra-warpgroup overlap); O is rescaled for tile j + 1 once P_j V_j is done.
+  // No branch encloses the wgmmas: ptxas then tracks the two groups apart and keeps them async.
+  auto step = [&](std::uint32_t(&pa)[kBlockN / 16][4], std::uint32_t(&pa_next)[kBlockN / 16][4],
+                  int j) {
+    ptx::cp_async_wait<0>();
+    ptx::fence_proxy_async();
+    // Tile j + 1 has landed for every thread, and every warpgroup is past step j - 1, so the
+    // stage of tile j - 1 takes tile j + 2, which then has a whole step to arrive.
+    __syncthreads();
+    if (j + 2 < n_tiles) load_kv(j + 2);
+    issue_qk(s, (j + 1) % Tr::kStages);
+    issue_pv(pa, j);
+    ptx::wgmma_wait<1>();  // S_{j+1} is done; P_j V_j may still run
+    float alpha[2];
+    const bool rescale = softmax(s, pa_next, j + 1, alpha);
     ptx::wgmma_wait<0>();
+    if (rescale) {
+#pragma unroll
+      for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
+    }
+  };
+  auto last_step = [&](std::uint32_t(&pa)[kBlockN / 16][4], int j) {
+    issue_pv(pa, j);
+    ptx::wgmma_wait<0>();
+  };
+
+  std::uint32_t pa0[kBlockN / 16][4], pa1[kBlockN / 16][4];
+  if (n_tiles > 0) {
+    if (n_tiles > 1) {
+      ptx::cp_async_wait<1>();  // Q and tile 0; tile 1 may still be in flight
+    } else {
+      ptx::cp_async_wait<0>();
+    }
+    ptx::fence_proxy_async();
+    __syncthreads();
+    issue_qk(s, 0);
+    ptx::wgmma_wait<0>();
+    float alpha[2];
+    softmax(s, pa0, 0, alpha);  // O is still zero: nothing to rescale
+    // Steps alternate the P buffers; the last tile has no successor.
+    int j = 0;
+    for (; j + 2 < n_tiles; j += 2) {
+      step(pa0, pa1, j);
+      step(pa1, pa0, j + 1);
+    }
+    if (n_tiles - j == 2) {
+      step(pa0, pa1, j);
+      last_step(pa1, j + 1);
+    } else {
+      last_step(pa0, j);
+    }
   }
 
   // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE.
