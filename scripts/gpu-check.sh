@@ -7,6 +7,7 @@
 #   OUT=/some/dir scripts/gpu-check.sh
 #   env: GPU_CHECK_SKIP_BUILD=1  reuse build-gpu as it is
 #        GPU_CHECK_QUICK=1       fewer verify cases, the quick bench shapes
+#        GPU_CHECK_SANITIZER=0   skip compute-sanitizer (memcheck, racecheck) on small shapes
 #        GPU_CHECK_CTEST_JOBS=N  parallel ctest processes (default 8)
 #        GPU_CHECK_BUILD_DIR=DIR build directory (default build-gpu)
 set -euo pipefail
@@ -49,6 +50,19 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
   --format=csv >"$LOG_DIR/nvidia-smi.log" 2>&1 || true
 
 step ctest ctest --test-dir "$BUILD" --output-on-failure -j "${GPU_CHECK_CTEST_JOBS:-8}"
+
+# compute-sanitizer on a few small shapes of both kernels (memcheck, then racecheck for shared
+# memory). GPU_CHECK_SANITIZER=0 skips it.
+if [ "${GPU_CHECK_SANITIZER:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  small='AwkwardLengths/*:SeqlenMismatch/*S17*:Varlen/*H8_D64*'
+  for kernel in auto sm80; do
+    step "memcheck-$kernel" env GPUATTN_KERNEL="$kernel" compute-sanitizer --tool memcheck \
+      --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$small" --gtest_brief=1
+    step "racecheck-$kernel" env GPUATTN_KERNEL="$kernel" compute-sanitizer --tool racecheck \
+      --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter='AwkwardLengths/*' \
+      --gtest_brief=1
+  done
+fi
 
 quick_verify=()
 bench_shapes=default
