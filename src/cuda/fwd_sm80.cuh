@@ -1,6 +1,7 @@
 // Attention forward for sm_80 and newer, FlashAttention-2 style: one CTA owns kBlockM query rows
 // of one (batch, head), streams K/V tiles of kBlockN keys through a 2-stage cp.async pipeline, and
 // keeps S, P and O in registers (mma.sync m16n8k16, fp32 accumulators, exp2 online softmax).
+// Sliding windows and global tokens (core/mask.h) visit only the key tiles that hold a visible key.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,11 +37,13 @@ struct FwdTraits {
   static constexpr int kPitch = kHeadDim * 2 + 16;  // padded smem row, see tile_off
   static constexpr int kQBytes = kBlockM * kPitch;
   static constexpr int kKVBytes = kBlockN * kPitch;
-  static constexpr int kSmemBytes = kQBytes + 4 * kKVBytes;  // Q + 2 stages of K and V
+  static constexpr int kMaskBytes = 16 + 16 * kNWarps;  // MaskedTiles, a FullTiles per warp
+  static constexpr int kSmemBytes = kQBytes + 4 * kKVBytes + kMaskBytes;  // Q, 2 stages of K/V
   static constexpr int kMinBlocks = kMinBlocks_;
 
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
   static_assert(sizeof(T) == 2, "16-bit inputs");
+  static_assert(kBlockN <= 64, "global_key_bits keeps one bit per key of a tile in 64 bits");
   static_assert(kThreads % kChunks == 0 && kBlockN % (kThreads / kChunks) == 0 &&
                     kBlockM % (kThreads / kChunks) == 0,
                 "tile loads divide evenly over the threads");
@@ -99,6 +102,141 @@ __device__ __forceinline__ void kahan_add(float& sum, float& c, float y) {
   sum = t;
 }
 
+// ---- window and global-token masks (p.mask(); never used for dense and causal calls) ------------
+
+// The key tiles a row block visits under a window / global-token mask: every tile that holds a key
+// some row of the block sees. They are the tiles of the global prefix (keys [0, prefix_end): the
+// first global tokens, and every key up to the causal limit of a global query row in the block),
+// the tiles of the window band, and the tiles that hold a strided global key; the gaps between are
+// never loaded. Kept in shared memory: the main loop has no register to spare for them.
+struct MaskedTiles {
+  int prefix_end;  // tiles [0, prefix_end)
+  int band_begin;  // tiles [band_begin, band_end)
+  int band_end;
+  int end;  // one past the last tile with a visible key (0: none)
+};
+
+template <int kBlockN>
+__device__ __forceinline__ int tiles_to(int keys) {
+  return keys / kBlockN + (keys % kBlockN != 0);
+}
+
+// For query rows [i_first, i_last] of a sequence of lq queries and lk keys.
+template <int kBlockN>
+__device__ __forceinline__ MaskedTiles masked_tiles(const MaskPolicy& mask, int i_first, int i_last,
+                                                    int lq, int lk) {
+  const KeyRange all = mask.key_range(i_first, i_last, lq, lk);
+  MaskPolicy band_only = mask;  // the window band alone, clipped to the causal limit
+  band_only.global_tokens = 0;
+  band_only.global_stride = 0;
+  const KeyRange band = band_only.key_range(i_first, i_last, lq, lk);
+
+  int prefix = min(mask.global_tokens, mask.causal_end(i_last, lq, lk));
+  // The last row of the block at a global position sees every key up to its causal limit.
+  const int d = lk - lq;
+  const int lo = max(i_first + d, 0), hi = i_last + d;  // key positions of the rows
+  if (lo <= hi) {
+    int gp = min(hi, mask.global_tokens - 1);
+    if (mask.global_stride > 0) gp = max(gp, hi / mask.global_stride * mask.global_stride);
+    if (gp >= lo) prefix = max(prefix, mask.causal_end(gp - d, lq, lk));
+  }
+
+  MaskedTiles mt;
+  mt.prefix_end = tiles_to<kBlockN>(max(prefix, 0));
+  mt.band_begin = band.empty() ? 0 : band.begin / kBlockN;
+  mt.band_end = band.empty() ? 0 : tiles_to<kBlockN>(band.end);
+  mt.end = all.empty() ? 0 : tiles_to<kBlockN>(all.end);
+  return mt;
+}
+
+// The key tiles that query rows [i_first, i_last] (one warp's) see completely: they run without
+// per-element mask. Conservative, like MaskPolicy::tile_fully_visible (which it implies): the
+// tiles below the causal limit of the first row and the sequence end that lie in the global
+// prefix, or in every row's window.
+struct FullTiles {
+  int prefix_end;  // tiles [0, prefix_end)
+  int band_begin;  // tiles [band_begin, band_end)
+  int band_end;
+  int unused;
+};
+
+template <int kBlockN>
+__device__ __forceinline__ FullTiles full_tiles(const MaskPolicy& mask, int i_first, int i_last,
+                                                int lq, int lk) {
+  const long long d = static_cast<long long>(lk) - lq;
+  auto clamp_tiles = [&](long long keys) {  // whole tiles below keys, within [0, lk / kBlockN]
+    const long long t = keys <= 0 ? 0 : keys / kBlockN;
+    return static_cast<int>(t < lk / kBlockN ? t : lk / kBlockN);
+  };
+  // Tiles whose last key is at most the causal limit of the first row and below lk.
+  const int end = mask.causal ? clamp_tiles(i_first + d + 1) : lk / kBlockN;
+  FullTiles ft;
+  const bool rows_global = i_first + d >= 0 && i_last + d < mask.global_tokens;
+  const bool keys_global = mask.global_stride == 1;
+  ft.prefix_end = !mask.has_window() || rows_global || keys_global
+                      ? end
+                      : min(end, clamp_tiles(mask.global_tokens));
+  // First tile whose first key is in the last row's window, and past the last tile whose last
+  // key is in the first row's window.
+  long long first = 0;
+  if (mask.window_left >= 0) {
+    const long long k = i_last + d - mask.window_left;
+    first = k <= 0 ? 0 : (k + kBlockN - 1) / kBlockN;
+  }
+  ft.band_begin = static_cast<int>(first < end ? first : end);
+  ft.band_end = mask.window_right < 0
+                    ? end
+                    : min(end, clamp_tiles(i_first + d + mask.window_right + 1));
+  ft.unused = 0;
+  return ft;
+}
+
+// The first tile at or after t that the row block visits (>= mt.end: none left).
+template <int kBlockN>
+__device__ __forceinline__ int next_masked_tile(const MaskedTiles& mt, int t, int global_stride) {
+  if (t < mt.prefix_end || (t >= mt.band_begin && t < mt.band_end)) return t;
+  int next = t < mt.band_begin ? mt.band_begin : mt.end;
+  if (global_stride > 0) {  // the tile of the first strided global key at or after key t * kBlockN
+    const int key = t * kBlockN;  // t <= mt.end, so no overflow
+    const int rem = key % global_stride;
+    const long long g = rem == 0 ? key : static_cast<long long>(key) + (global_stride - rem);
+    if (g / kBlockN < next) next = static_cast<int>(g / kBlockN);
+  }
+  return next;
+}
+
+// The bits [0, n) of a 64-bit mask (n may lie outside [0, 64]).
+__device__ __forceinline__ std::uint64_t bits_below(int n) {
+  return n <= 0 ? 0ull : (n >= 64 ? ~0ull : (1ull << n) - 1);
+}
+
+// Bit c set: key n0 + c (c < 64) is a global key.
+__device__ __forceinline__ std::uint64_t global_key_bits(const MaskPolicy& mask, int n0) {
+  std::uint64_t bits = bits_below(mask.global_tokens - n0);
+  if (mask.global_stride > 0) {
+    const int rem = n0 % mask.global_stride;
+    const int step = min(mask.global_stride, 64);  // a stride >= 64 has at most one key here
+    for (int c = rem == 0 ? 0 : mask.global_stride - rem; c < 64; c += step) bits |= 1ull << c;
+  }
+  return bits;
+}
+
+// The keys [c0, c0 + 64) that the query row at key position pos sees, as bits (bit c: key c0 + c):
+// the window keys [lo, hi) below the causal limit ce (all of [0, ce) for a global query row), and
+// the global keys below ce. `gkeys`: global_key_bits of the tile, shifted to start at c0.
+__device__ __forceinline__ std::uint64_t visible_bits(const MaskPolicy& mask, int pos, int lk,
+                                                      int c0, std::uint64_t gkeys) {
+  const int ce = mask.causal ? min(lk, max(pos + 1, 0)) : lk;
+  int lo = 0, hi = ce;
+  if (pos < 0 || !mask.is_global_key(pos)) {
+    if (mask.window_left >= 0 && mask.window_left < pos) lo = pos - mask.window_left;
+    if (mask.window_right >= 0 && mask.window_right < lk - pos) {
+      hi = min(hi, max(pos + mask.window_right + 1, 0));
+    }
+  }
+  return (bits_below(hi - c0) & ~bits_below(lo - c0)) | (gkeys & bits_below(ce - c0));
+}
+
 // Slack of the stale running max in standard mode, in log2 units (P <= 2^8 is far from fp16/bf16
 // overflow, and fp32 accumulators lose nothing from the scale).
 constexpr float kRescaleSlack = 8.f;
@@ -122,10 +260,27 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   if (m0 >= lq) return;
   const int hk = p.kv_head(h);
 
-  // Key tiles this row block can see: all of them, or up to the diagonal of its last row.
+  // Key tiles this row block can see: all of them, or up to the diagonal of its last row; under a
+  // window / global-token mask only the tiles of MaskedTiles, visited from t on by
+  // next_masked_tile. The flag is read once per tile: dense and causal calls run as without it.
+  const bool has_mask = !p.dense_or_causal();
   int n_end = lk;
   if (p.causal) n_end = max(0, min(lk, m0 + kBlockM + lk - lq));
-  const int n_tiles = (n_end + kBlockN - 1) / kBlockN;
+  int n_tiles = (n_end + kBlockN - 1) / kBlockN;
+  int t = 0;  // the tile computed next
+  auto* const masked = reinterpret_cast<MaskedTiles*>(smem + Tr::kQBytes + 4 * Tr::kKVBytes);
+  auto* const full = reinterpret_cast<FullTiles*>(masked + 1);  // one per warp
+  if (has_mask) {
+    const MaskedTiles mt = masked_tiles<kBlockN>(p.mask(), m0, min(m0 + kBlockM, lq) - 1, lq, lk);
+    // Both are read after the first barrier of the main loop.
+    if (tid == 0) *masked = mt;
+    if (lane == 0) {
+      const int w0 = m0 + warp * 16 * kMT;
+      full[warp] = full_tiles<kBlockN>(p.mask(), w0, w0 + 16 * kMT - 1, lq, lk);
+    }
+    n_tiles = mt.end;
+    t = next_masked_tile<kBlockN>(mt, 0, p.global_stride);
+  }
 
   const T* q = static_cast<const T*>(p.q) + p.q_offset(b, m0, h);
   const T* k = static_cast<const T*>(p.k) + p.k_offset(b, 0, hk);
@@ -148,9 +303,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
   load_rows<Tr, kBlockM>(sq + ld_off, q + ld_row * p.q_row_stride + ld_col * 8,
                          kRowStep * static_cast<int>(p.q_row_stride), lq - m0 - ld_row);
-  if (n_tiles > 0) {
-    load_rows<Tr, kBlockN>(sk0 + ld_off, k_ld, k_step, lk - ld_row);
-    load_rows<Tr, kBlockN>(sv0 + ld_off, v_ld, v_step, lk - ld_row);
+  if (t < n_tiles) {
+    if (t > 0) {
+      k_ld += static_cast<std::int64_t>(t) * k_tile_step;
+      v_ld += static_cast<std::int64_t>(t) * v_tile_step;
+    }
+    load_rows<Tr, kBlockN>(sk0 + ld_off, k_ld, k_step, lk - t * kBlockN - ld_row);
+    load_rows<Tr, kBlockN>(sv0 + ld_off, v_ld, v_step, lk - t * kBlockN - ld_row);
   }
   ptx::cp_async_commit();
 
@@ -180,17 +339,23 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const int warp_row0 = warp * 16 * kMT;  // first row of this warp inside the block
   const int diag = lk - lq;               // causal: row i sees keys j <= i + diag
 
-  for (int j = 0; j < n_tiles; ++j) {
-    const int stage = j & 1;
-    // One barrier per tile: once every warp is here, tile j has landed for all of them and all
-    // are done reading tile j - 1, so its stage can take tile j + 1, which then loads while
-    // tile j is computed.
+  for (int stage = 0; t < n_tiles; stage ^= 1) {
+    // One barrier per tile: once every warp is here, tile t has landed for all of them and all
+    // are done reading the previous tile, so its stage can take the next tile (t + 1, or the next
+    // visible one under a mask), which then loads while tile t is computed.
     ptx::cp_async_wait<0>();
     __syncthreads();
-    if (j + 1 < n_tiles) {
-      k_ld += k_tile_step;
-      v_ld += v_tile_step;
-      const int rows_left = lk - (j + 1) * kBlockN - ld_row;
+    const int t_next =
+        has_mask ? next_masked_tile<kBlockN>(*masked, t + 1, p.global_stride) : t + 1;
+    if (t_next < n_tiles) {
+      if (t_next == t + 1) {
+        k_ld += k_tile_step;
+        v_ld += v_tile_step;
+      } else {  // a gap skipped: possibly more rows than an int step holds
+        k_ld += static_cast<std::int64_t>(t_next - t) * k_tile_step;
+        v_ld += static_cast<std::int64_t>(t_next - t) * v_tile_step;
+      }
+      const int rows_left = lk - t_next * kBlockN - ld_row;
       load_rows<Tr, kBlockN>(sk0 + (stage ^ 1) * Tr::kKVBytes + ld_off, k_ld, k_step, rows_left);
       load_rows<Tr, kBlockN>(sv0 + (stage ^ 1) * Tr::kKVBytes + ld_off, v_ld, v_step, rows_left);
       ptx::cp_async_commit();
@@ -228,10 +393,17 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       }
     }
 
-    // Mask only the tiles that need it: the sequence end, and the causal diagonal.
-    const int n0 = j * kBlockN;
-    const bool need_mask = (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + diag);
-    if (need_mask) {
+    // Mask only the tiles that need it: the sequence end and the causal diagonal, or under a
+    // window / global-token mask the tiles not fully visible to this warp's rows.
+    const int n0 = t * kBlockN;
+    bool need_mask;
+    if (has_mask) {
+      const FullTiles ft = full[warp];
+      need_mask = !(t < ft.prefix_end || (t >= ft.band_begin && t < ft.band_end));
+    } else {
+      need_mask = (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + diag);
+    }
+    if (need_mask && !has_mask) {
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -245,6 +417,23 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 #pragma unroll
             for (int e = 0; e < 2; ++e)
               if (n * 8 + e >= limit) s[mt][n][2 * r + e] = -INFINITY;
+        }
+    } else if (need_mask) {
+      // Per row, a bit per column of this thread (visible_bits), then one bit test per element.
+      const MaskPolicy mask = p.mask();
+      const int c0 = n0 + 2 * t4;
+      const std::uint64_t gkeys = global_key_bits(mask, n0) >> (2 * t4);
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int pos = m0 + warp_row0 + mt * 16 + g + 8 * r + diag;  // key position of the row
+          const std::uint64_t visible = visible_bits(mask, pos, lk, c0, gkeys);
+#pragma unroll
+          for (int n = 0; n < kNS; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              if (((visible >> (n * 8 + e)) & 1u) == 0) s[mt][n][2 * r + e] = -INFINITY;
         }
     }
 
@@ -359,6 +548,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
               kahan_add(o[mt][2 * dp + x][e], oc[mt][2 * dp + x][e], tacc[mt][x][e]);
       }
     }
+    t = t_next;
   }
 
   // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE.

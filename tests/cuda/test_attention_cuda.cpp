@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "core/mask.h"
 #include "cuda/cuda_test_util.h"
 #include "gpuattn/attention.h"
 #include "gpuattn/reference.h"
@@ -63,8 +64,20 @@ struct Case {
   float q_scale = 1.f;  // q ~ N(0, q_scale^2): 30 gives logits with a standard deviation of 30
   bool with_lse = true;
   Layout layout = Layout::contiguous;
+  MaskSpec mask;  // sliding window, global tokens
 
   bool varlen() const { return !lens_q.empty(); }
+
+  // The visibility rule of the case, as the kernels and the reference apply it.
+  MaskPolicy policy() const {
+    MaskPolicy m;
+    m.causal = is_causal;
+    m.window_left = mask.window_left;
+    m.window_right = mask.window_right;
+    m.global_tokens = mask.global_tokens;
+    m.global_stride = mask.global_stride;
+    return m;
+  }
 
   Case causal() const {
     Case c = *this;
@@ -91,8 +104,21 @@ struct Case {
     c.layout = l;
     return c;
   }
+  Case window(int left, int right) const {  // -1: unbounded on that side
+    Case c = *this;
+    c.mask.window_left = left;
+    c.mask.window_right = right;
+    return c;
+  }
+  Case globals(int tokens, int stride = 0) const {
+    Case c = *this;
+    c.mask.global_tokens = tokens;
+    c.mask.global_stride = stride;
+    return c;
+  }
 
-  // A readable, unique test name: f16_B2_H32kv8_Sq100_Sk1000_D128_causal_compensated_qx30 ...
+  // A readable, unique test name: f16_B2_H32kv8_Sq100_Sk1000_D128_causal_w256_0_g16_compensated
+  // _qx30 ...
   std::string name() const {
     auto join = [](const std::vector<int>& v) {
       std::string s;
@@ -114,6 +140,12 @@ struct Case {
     }
     s += "_D" + std::to_string(D);
     if (is_causal) s += "_causal";
+    auto side = [](int w) { return w < 0 ? std::string("inf") : std::to_string(w); };
+    if (mask.window_left >= 0 || mask.window_right >= 0) {
+      s += "_w" + side(mask.window_left) + "_" + side(mask.window_right);
+    }
+    if (mask.global_tokens > 0) s += "_g" + std::to_string(mask.global_tokens);
+    if (mask.global_stride > 0) s += "_stride" + std::to_string(mask.global_stride);
     if (precision == Precision::compensated) s += "_compensated";
     if (q_scale != 1.f) s += "_qx" + std::to_string(static_cast<int>(q_scale));
     if (!with_lse) s += "_nolse";
@@ -354,13 +386,13 @@ class Problem {
       dcu_k_.upload(cu_k_.data());
     }
 
-    // Keys visible to every query row (bottom-right causal alignment).
+    // Keys visible to every query row (bottom-right alignment; causal, window, global tokens).
     visible_.assign(static_cast<std::size_t>(total_q_), 0);
+    const MaskPolicy mask = c_.policy();
     for (int b = 0; b < c_.B; ++b) {
       const int lq = len_q(b), lk = len_k(b);
       for (int i = 0; i < lq; ++i) {
-        const int n = c_.is_causal ? std::clamp(i + lk - lq + 1, 0, lk) : lk;
-        visible_[static_cast<std::size_t>(row0_q(b) + i)] = n;
+        visible_[static_cast<std::size_t>(row0_q(b) + i)] = mask.visible_count(i, lq, lk);
       }
     }
   }
@@ -526,6 +558,7 @@ class Problem {
       a.max_seqlen_k = c_.Sk;
     }
     a.causal = c_.is_causal;
+    a.mask = c_.mask;
     a.precision = c_.precision;
     return a;
   }
@@ -618,10 +651,12 @@ class Problem {
     return changed;
   }
 
-  // All rows when that is cheap; otherwise the first and last row of every sequence, the first
-  // rows that see a key when Sq > Sk under causal masking, and random rows up to kSampledRows.
+  // All rows when that is cheap; otherwise the first and last row of every sequence, the last row
+  // that sees no key and the first that sees one (Sq > Sk under causal masking, or a window),
+  // the last global query row and the first after it, and random rows up to kSampledRows.
   std::vector<std::int64_t> pick_rows() const {
-    const double steps = double(total_q_) * c_.Sk * c_.Hq * c_.D;
+    double steps = double(total_q_) * c_.Sk;  // the reference tests every key of a row
+    for (const int n : visible_) steps += double(n) * c_.Hq * c_.D;
     std::vector<std::int64_t> rows;
     if (steps <= kFullCheckSteps) {
       for (std::int64_t r = 0; r < total_q_; ++r) rows.push_back(r);
@@ -633,9 +668,17 @@ class Problem {
       if (lq == 0) continue;
       pick.insert(row0_q(b));
       pick.insert(row0_q(b) + lq - 1);
-      if (c_.is_causal && lq > lk && lk > 0) {
-        pick.insert(row0_q(b) + (lq - lk) - 1);  // last row that sees no key
-        pick.insert(row0_q(b) + (lq - lk));      // first row that sees one
+      for (int i = 0; i < lq; ++i) {
+        if (visible_[static_cast<std::size_t>(row0_q(b) + i)] == 0) continue;
+        if (i > 0) {
+          pick.insert(row0_q(b) + i - 1);  // last row that sees no key
+          pick.insert(row0_q(b) + i);      // first row that sees one
+        }
+        break;
+      }
+      const int first_plain = c_.mask.global_tokens - (lk - lq);  // row at position G
+      for (const int i : {first_plain - 1, first_plain}) {
+        if (c_.mask.global_tokens > 0 && i >= 0 && i < lq) pick.insert(row0_q(b) + i);
       }
     }
     std::mt19937_64 rng(mix(seed_, 99));
@@ -806,11 +849,127 @@ INSTANTIATE_TEST_SUITE_P(
                       varlen(8, 8, 128, f16, {17, 513, 1, 2048}).causal().in(Layout::packed_qkv)),
     case_name);
 
+// ---- masks: sliding window and global tokens ----------------------------------------------------
+
+// flash-attn window_size semantics: (left, right) keys around the query position, -1 unbounded.
+// (W, 0) with causal is the usual causal sliding window; a window wider than the sequence must be
+// plain (causal) attention; window (0, 0) leaves every row its own key. Tile edges: 64-key tiles.
+INSTANTIATE_TEST_SUITE_P(
+    SlidingWindow, AttentionCuda,
+    ::testing::Values(dense(2, 8, 8, 1000, 1000, 128, f16).window(100, 100),
+                      dense(2, 8, 8, 1000, 1000, 128, f16).causal().window(256, 0),
+                      dense(1, 8, 8, 4097, 4097, 64, bf16).causal().window(1024, 0),
+                      dense(1, 8, 8, 1000, 1000, 64, bf16).window(256, 0),  // causal by window
+                      dense(2, 4, 4, 1000, 1000, 64, bf16).window(0, 0),
+                      dense(1, 4, 4, 777, 777, 128, f16).causal().window(0, 0).no_lse(),
+                      dense(2, 8, 8, 500, 500, 128, f16).window(5000, 5000),
+                      dense(1, 8, 8, 500, 500, 64, f16).causal().window(100000, -1),
+                      dense(1, 8, 8, 1000, 1000, 128, bf16).window(37, 130),
+                      dense(1, 8, 8, 1000, 1000, 128, f16).window(-1, 64),
+                      dense(1, 8, 8, 1000, 1000, 64, f16).window(64, -1),
+                      dense(1, 8, 8, 1000, 1000, 128, f16).window(64, 64),
+                      dense(1, 8, 8, 1000, 1000, 128, bf16).causal().window(63, 1),
+                      dense(3, 4, 4, 17, 17, 64, f16).causal().window(4, 0),
+                      dense(1, 8, 8, 2048, 2048, 128, f16).causal().window(300, 0).compensated(),
+                      dense(1, 4, 4, 1000, 1000, 64, bf16).window(17, 200).compensated(),
+                      // 128-row blocks (the grid fills the GPU twice over)
+                      dense(2, 16, 16, 2048, 2048, 128, f16).window(100, 100),
+                      dense(4, 16, 16, 1000, 1000, 64, bf16).causal().window(64, 0),
+                      dense(2, 16, 16, 2048, 2048, 128, bf16).causal().window(511, 0)),
+    case_name);
+
+// Global tokens widen the window: the first G positions (and every stride-th with a stride) see
+// every key and are seen by every query, causal limits still applying. G larger than the sequence,
+// G alone (no window: nothing changes), a stride of 1 (all global) and strides around the tile.
+INSTANTIATE_TEST_SUITE_P(
+    GlobalTokens, AttentionCuda,
+    ::testing::Values(dense(2, 8, 8, 2048, 2048, 128, f16).window(128, 128).globals(16),
+                      dense(1, 8, 8, 4097, 4097, 64, bf16).causal().window(256, 0).globals(64),
+                      dense(2, 4, 4, 300, 300, 128, f16).window(10, 10).globals(1000),
+                      dense(1, 4, 4, 1000, 1000, 128, f16).globals(7),
+                      dense(1, 4, 4, 1000, 1000, 64, bf16).causal().globals(7),
+                      dense(1, 8, 8, 1000, 1000, 128, bf16).causal().window(0, 0).globals(1),
+                      dense(1, 8, 8, 4097, 4097, 128, f16).window(64, 64).globals(0, 512),
+                      dense(1, 8, 8, 4097, 4097, 64, bf16).causal().window(100, 0).globals(4, 1000),
+                      dense(1, 4, 4, 1000, 1000, 128, f16).window(3, 3).globals(0, 1),
+                      dense(1, 4, 4, 1000, 1000, 64, f16).causal().window(5, 5).globals(0, 3),
+                      dense(1, 4, 4, 1000, 1000, 128, bf16).window(20, 0).globals(2, 64),
+                      dense(1, 4, 4, 1000, 1000, 128, f16).window(20, 20).globals(0, 65),
+                      dense(1, 4, 4, 1000, 1000, 64, f16).window(20, 20).globals(0, 5000),
+                      dense(1, 8, 8, 2048, 2048, 128, f16).causal().window(200, 0).globals(30, 700)
+                          .compensated(),
+                      dense(1, 4, 4, 1000, 1000, 64, bf16).window(50, 50).globals(100)
+                          .compensated(),
+                      // 128-row blocks
+                      dense(2, 16, 16, 2048, 2048, 128, f16).window(100, 100).globals(16),
+                      dense(2, 16, 16, 2048, 2048, 64, bf16).causal().window(128, 0)
+                          .globals(8, 256),
+                      dense(2, 16, 16, 2048, 2048, 128, bf16).window(0, 0).globals(200)),
+    case_name);
+
+// Sq != Sk with masks, positions bottom-right aligned. A window with Sq > Sk leaves rows that see
+// no key even without causal (out 0, lse -inf); global keys are seen by every such row again.
+INSTANTIATE_TEST_SUITE_P(
+    MaskedSeqlenMismatch, AttentionCuda,
+    ::testing::Values(dense(2, 8, 8, 100, 1000, 128, f16).window(50, 50),
+                      dense(2, 8, 8, 1000, 100, 128, f16).causal().window(20, 0),
+                      dense(1, 8, 8, 1000, 100, 64, bf16).window(10, 10),
+                      dense(1, 4, 4, 1000, 100, 128, f16).window(10, 10).globals(3),
+                      dense(1, 4, 4, 100, 4097, 128, bf16).causal().window(512, 0).globals(0, 1024),
+                      dense(1, 4, 4, 4097, 17, 64, f16).causal().window(8, 0).globals(2),
+                      dense(2, 8, 8, 1, 4097, 128, f16).causal().window(1000, 0).globals(64),
+                      dense(1, 8, 8, 1000, 100, 64, bf16).window(10, 10).compensated()),
+    case_name);
+
+// Packed batches with masks (positions per sequence), and GQA / MQA.
+INSTANTIATE_TEST_SUITE_P(
+    MaskedVarlenAndGroups, AttentionCuda,
+    ::testing::Values(varlen(16, 4, 64, bf16, kLens).causal().window(128, 0),
+                      varlen(8, 8, 128, f16, kLens, {2048, 513, 17, 1}).window(64, 64).globals(5),
+                      varlen(8, 2, 128, f16, {1, 0, 513, 300}, {17, 300, 0, 2048})
+                          .causal().window(100, 0).globals(0, 256),
+                      varlen(8, 8, 64, f16, kLens).window(0, 0).compensated(),
+                      varlen(8, 2, 128, bf16, kLens).causal().window(300, 0).globals(16)
+                          .compensated(),
+                      dense(2, 32, 8, 2048, 2048, 128, f16).causal().window(256, 0).globals(32),
+                      dense(1, 16, 1, 4097, 4097, 64, bf16).window(300, 300),
+                      dense(1, 32, 8, 2048, 2048, 128, bf16).window(100, 0).globals(0, 300)
+                          .compensated()),
+    case_name);
+
+// Masks with large logits and strided views.
+INSTANTIATE_TEST_SUITE_P(
+    MaskedOther, AttentionCuda,
+    ::testing::Values(dense(1, 8, 8, 2048, 2048, 128, f16).causal().window(200, 0).globals(8)
+                          .q_times(30),
+                      dense(1, 8, 8, 1000, 1000, 64, bf16).window(30, 30).globals(0, 128)
+                          .q_times(30).compensated(),
+                      dense(2, 8, 2, 100, 1000, 128, f16).window(30, 30).in(Layout::padded),
+                      dense(1, 8, 8, 4097, 4097, 64, bf16).causal().window(500, 0).globals(3)
+                          .in(Layout::packed_qkv)),
+    case_name);
+
+// Long sequences, sampled rows: the causal sliding window S16384 W1024 of the benchmarks, with and
+// without global tokens, both precisions.
+INSTANTIATE_TEST_SUITE_P(
+    LongMasked, AttentionCuda,
+    ::testing::Values(dense(1, 16, 16, 16384, 16384, 128, bf16).causal().window(1024, 0),
+                      dense(1, 16, 16, 16384, 16384, 128, f16).causal().window(1024, 0)
+                          .globals(128),
+                      dense(1, 16, 4, 16384, 16384, 64, f16).window(512, 512).globals(0, 4096),
+                      dense(1, 8, 8, 16384, 16384, 128, bf16).causal().window(1024, 0)
+                          .compensated(),
+                      dense(2, 16, 16, 8192, 8192, 128, f16).window(1024, 1024).globals(64, 2048),
+                      dense(1, 16, 16, 16384, 4096, 128, f16).causal().window(1024, 0)),
+    case_name);
+
 // ---- determinism and streams --------------------------------------------------------------------
 
 TEST_F(AttentionCudaTest, SameInputsGiveBitwiseIdenticalOutputs) {
   for (const Case& c : {dense(2, 16, 4, 2048, 2048, 128, f16).causal(),
-                        varlen(8, 2, 64, bf16, kLens, {17, 1, 2048, 513}).causal().compensated()}) {
+                        varlen(8, 2, 64, bf16, kLens, {17, 1, 2048, 513}).causal().compensated(),
+                        dense(2, 16, 16, 4097, 4097, 128, bf16).causal().window(700, 0).globals(
+                            16, 1000)}) {
     SCOPED_TRACE(c.name());
     Problem p(c, seed_of(current_test_name() + "/" + c.name()));
     const Problem::Outputs first = run_once(p);
