@@ -75,6 +75,10 @@ step verify "$BUILD/tools/gpuattn" verify --device cuda --json "$LOG_DIR/verify.
 step bench "$BUILD/tools/gpuattn" bench --device cuda --shapes "$bench_shapes" \
   --json "$LOG_DIR/bench.json"
 
+# The portable sm_80 kernel on the same shapes (on Hopper the default run above takes sm_90a).
+step bench-sm80 env GPUATTN_KERNEL=sm80 "$BUILD/tools/gpuattn" bench --device cuda \
+  --shapes "$bench_shapes" --json "$LOG_DIR/bench-sm80.json"
+
 if python3 -c "import torch, triton; assert torch.cuda.is_available()" >/dev/null 2>&1; then
   step anchors python3 bench/torch_anchors.py --shapes "$bench_shapes" \
     --json "$LOG_DIR/anchors.json"
@@ -98,6 +102,7 @@ def load(name):
     return json.load(open(path)) if os.path.exists(path) else None
 
 bench, anchors, verify = load("bench.json"), load("anchors.json"), load("verify.json")
+bench80 = load("bench-sm80.json")
 key = lambda r: (r["dtype"], r["batch"], r["hq"], r["seqlen_q"], r["seqlen_k"], r["head_dim"],
                  bool(r["causal"]))
 by_shape = {}
@@ -120,7 +125,9 @@ if verify:
     lines.append(f"verify: {verify['cases'] - verify['failed']}/{verify['cases']} cases passed")
 lines.append("")
 header = ["shape", "dtype", "causal", "ours TFLOP/s", "ours us/head", "FA2 TFLOP/s",
-          "cuDNN TFLOP/s", "ours/FA2", "ours/cuDNN", "baseline TFLOP/s", "ours/baseline"]
+          "cuDNN TFLOP/s", "ours/FA2", "ours/cuDNN", "baseline TFLOP/s", "ours/baseline",
+          "sm80 kernel TFLOP/s", "sm80/FA2"]
+sm80_by_shape = {key(r): r for r in (bench80 or {}).get("results", [])}
 rows = []
 for r in (bench or {}).get("results", []):
     a = by_shape.get(key(r), {})
@@ -130,7 +137,9 @@ for r in (bench or {}).get("results", []):
     fa, cd = a.get("flash", {}).get("ms"), a.get("cudnn", {}).get("ms")
     rows.append([r["shape"], r["dtype"], "yes" if r["causal"] else "no", f(tf(ours)),
                  f(r.get("ours_us_per_head"), 3), f(tf(fa)), f(tf(cd)), f(ratio(fa), 2),
-                 f(ratio(cd), 2), f(tf(r.get("baseline_ms"))), f(r.get("ours_over_baseline"), 2)])
+                 f(ratio(cd), 2), f(tf(r.get("baseline_ms"))), f(r.get("ours_over_baseline"), 2),
+                 f(tf(sm80_by_shape.get(key(r), {}).get("ours_ms"))),
+                 f(fa / sm80_by_shape[key(r)]["ours_ms"] if (fa and sm80_by_shape.get(key(r), {}).get("ours_ms")) else None, 2)])
 lines.append("| " + " | ".join(header) + " |")
 lines.append("|" + "|".join("---" if i < 3 else "---:" for i in range(len(header))) + "|")
 for row in rows:
