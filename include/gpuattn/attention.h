@@ -36,8 +36,8 @@ enum class Precision : std::uint8_t {
 // sees every key up to its causal limit only. Windows larger than the sequence, window 0 (the key
 // at the query's own position only) and global_tokens > Sk are all valid. A query row that sees no
 // key gets out = 0 and lse = -inf. For varlen calls Sq and Sk are the lengths of each sequence.
-// CPU backend and reference only for now: the CUDA backend rejects a window or global tokens
-// with ErrorCode::not_supported.
+// Every backend honours the mask (on CUDA, masked calls run the sm_80 kernel, which skips the key
+// tiles no row of a block sees; the Hopper kernel takes dense and causal calls).
 struct MaskSpec {
   int window_left = -1;   // >= 0, or -1 (unbounded)
   int window_right = -1;  // >= 0, or -1 (unbounded)
