@@ -241,7 +241,7 @@ __device__ __forceinline__ std::uint64_t visible_bits(const MaskPolicy& mask, in
 // overflow, and fp32 accumulators lose nothing from the scale).
 constexpr float kRescaleSlack = 8.f;
 
-template <class Tr>
+template <class Tr, bool kMasked>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     fwd_kernel(const __grid_constant__ FwdParams p) {
   using T = typename Tr::T;
@@ -263,7 +263,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   // Key tiles this row block can see: all of them, or up to the diagonal of its last row; under a
   // window / global-token mask only the tiles of MaskedTiles, visited from t on by
   // next_masked_tile. The flag is read once per tile: dense and causal calls run as without it.
-  const bool has_mask = !p.dense_or_causal();
+  // Compile-time, so that dense and causal calls run a kernel without any of the mask code.
+  constexpr bool has_mask = kMasked;
   int n_end = lk;
   if (p.causal) n_end = max(0, min(lk, m0 + kBlockM + lk - lq));
   int n_tiles = (n_end + kBlockN - 1) / kBlockN;
@@ -575,19 +576,28 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   }
 }
 
-template <class Tr>
-void launch_fwd(const FwdParams& p, cudaStream_t stream) {
-  static_assert(Tr::kSmemBytes <= 227 * 1024, "shared memory per block");
-  static bool configured = [] {
-    GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel<Tr>,
+template <class Tr, bool kMasked>
+void launch_kernel(const FwdParams& p, cudaStream_t stream) {
+  static const bool configured = [] {
+    GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel<Tr, kMasked>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             Tr::kSmemBytes));
     return true;
   }();
   (void)configured;
   const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM, p.hq, p.batch);
-  fwd_kernel<Tr><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
+  fwd_kernel<Tr, kMasked><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
   GPUATTN_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class Tr>
+void launch_fwd(const FwdParams& p, cudaStream_t stream) {
+  static_assert(Tr::kSmemBytes <= 227 * 1024, "shared memory per block");
+  if (p.dense_or_causal()) {
+    launch_kernel<Tr, false>(p, stream);
+  } else {
+    launch_kernel<Tr, true>(p, stream);
+  }
 }
 
 int num_sms();  // of the current device, cached per device (fwd_launch.cu)
