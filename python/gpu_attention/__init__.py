@@ -5,6 +5,9 @@
 
 Accepts torch tensors (CUDA or CPU) and numpy arrays, zero-copy through DLPack; CUDA tensors run
 on the current torch stream. Outputs are allocated with the inputs' framework.
+
+    from gpu_attention import sparse_attn_func   # gpu_attention-specific: window + global tokens
+    out = sparse_attn_func(q, k, v, causal=True, window_size=(4096, 0), global_tokens=128)
 """
 
 try:
@@ -25,6 +28,7 @@ from .flash_attn_interface import (
     flash_attn_varlen_qkvpacked_func,
     flash_attn_with_kvcache,
 )
+from .sparse_attn_interface import sparse_attn_func, sparse_attn_varlen_func
 
 __version__ = _C.__version__
 
@@ -44,4 +48,6 @@ __all__ = [
     "flash_attn_varlen_kvpacked_func",
     "flash_attn_varlen_qkvpacked_func",
     "flash_attn_with_kvcache",
+    "sparse_attn_func",
+    "sparse_attn_varlen_func",
 ]

@@ -6,9 +6,16 @@ with int32 cu_seqlens. Anything we do not support yet raises NotImplementedError
 argument; nothing is silently ignored. Invalid inputs raise ValueError / TypeError from the
 validation in the C++ library, which leaves the outputs unwritten.
 
+window_size=(left, right) is flash-attn's local attention: query i of a sequence with Sq queries
+and Sk keys sits at key position p = i + Sk - Sq (bottom-right aligned, as causal) and sees key j iff
+p - left <= j <= p + right, where -1 leaves that side unbounded; causal=True sets right = 0.
+Values below -1 raise ValueError. gpu_attention.sparse_attn_func adds global tokens to the window.
+
 Differences from flash-attn that a caller can observe:
   - forward only: a torch tensor that requires grad (with grad mode on) is refused;
-  - a query row that sees no key (causal with Sq > Sk) gets lse = -inf (flash-attn writes +inf);
+  - a query row that sees no key (causal with Sq > Sk, a window that misses every key) gets out = 0
+    and lse = -inf (flash-attn writes +inf);
+  - window sides below -1 raise ValueError (flash-attn treats every negative value as -1);
   - float32 inputs are accepted on the CPU backend (flash-attn: fp16/bf16 only).
 """
 
@@ -70,13 +77,13 @@ def _empty(fw, like, shape, float32=False):
     return np.empty(shape, dtype=np.float32 if float32 else like.dtype)
 
 
-def _call(fw, q, *args):
+def _call(fw, q, *args, **kwargs):
     """Runs the native call; CUDA tensors run on torch's current stream of q's device (the library
     switches to that device itself)."""
     stream = 0
     if fw == "torch" and q.is_cuda:
         stream = sys.modules["torch"].cuda.current_stream(q.device).cuda_stream
-    _C.attention_forward(*args, stream=stream)
+    _C.attention_forward(*args, stream=stream, **kwargs)
 
 
 # ---- options -----------------------------------------------------------------------------------
@@ -126,47 +133,83 @@ def _int_arg(value, name, lo=1, hi=_INT32_MAX):
     return value
 
 
-def _resolve_causal(window_size, causal, seqlen_q, seqlen_k):
-    """flash-attn's (causal, window_size) as the one mask the library has today: causal or none.
-
-    flash-attn: query i sees key j iff  i + sk - sq - left <= j <= i + sk - sq + right, a negative
-    side meaning unlimited, and causal=True meaning right = 0. A side that reaches past every key
-    of every row is no limit (left >= sk - 1, right >= sq - 1; for varlen the max lengths bound
-    every sequence), so such windows are computed exactly; a real sliding window is refused.
-    """
-    if not isinstance(causal, (bool, int)):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+def _window_pair(window_size):
+    """flash-attn's window_size as (left, right) ints, each >= -1 (-1: unbounded on that side)."""
     try:
         left, right = window_size
+        if isinstance(left, bool) or isinstance(right, bool):
+            raise TypeError
         left, right = operator.index(left), operator.index(right)
     except (TypeError, ValueError):
         raise ValueError(
             f"window_size must be a pair of ints (left, right), got {window_size!r}"
         ) from None
+    for side, value in (("left", left), ("right", right)):
+        if value < -1:
+            raise ValueError(
+                f"window_size={(left, right)}: the {side} window {value} is invalid (must be >= 0, "
+                "or -1 for unbounded)"
+            )
+    return left, right
+
+
+def _check_causal(causal):
+    if not isinstance(causal, (bool, int)):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    return bool(causal)
+
+
+def _global_arg(value, name):
+    """global_tokens / global_stride: an int >= 0. Values past any int32 position mean the same as
+    int32's maximum (every position < 2^31), so they are clamped rather than refused."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got bool")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+    if value < 0:
+        raise ValueError(f"{name}={value} is negative (0 turns it off)")
+    return min(value, _INT32_MAX)
+
+
+def _resolve_mask(window_size, causal, seqlen_q, seqlen_k, global_tokens=0, global_stride=0):
+    """(causal, window_size, globals) -> the library's (causal, MaskSpec fields) as a dict.
+
+    Query i of a sequence of sq queries and sk keys sits at key position p = i + sk - sq and sees
+    key j iff (!causal or j <= p) and (p - left <= j <= p + right, a side of -1 unbounded, or j or
+    p is a global position). flash-attn's causal=True sets right = 0; under the causal limit every
+    right >= -1 means the same, so it becomes -1 (no right limit). A side that reaches past every
+    key of every row is no limit (left >= sk - 1, right >= sq - 1; for varlen the max lengths bound
+    every sequence), and without any window limit global tokens change nothing: such calls run as
+    plain dense / causal attention (the library's fastest kernels), with identical results.
+    `seqlen_q`/`seqlen_k` None (a bad rank, reported by the library) skips these reductions.
+    """
+    causal = _check_causal(causal)
+    left, right = _window_pair(window_size)
     if causal:
-        right = 0
+        right = -1
+    if seqlen_q is not None and seqlen_k is not None:
+        if left >= seqlen_k - 1:
+            left = -1
+        if right >= seqlen_q - 1:
+            right = -1
+    left, right = min(left, _INT32_MAX), min(right, _INT32_MAX)
     if left < 0 and right < 0:
-        return False
-    if seqlen_q is None or seqlen_k is None:  # a bad rank; the library reports it
-        return bool(causal)
-    left_unlimited = left < 0 or left >= seqlen_k - 1
-    right_unlimited = right < 0 or right >= seqlen_q - 1
-    if left_unlimited and right_unlimited:
-        return False
-    if left_unlimited and right == 0:
-        return True
-    raise NotImplementedError(
-        f"window_size={tuple(window_size)}: sliding-window (local) attention is not supported yet "
-        "(only (-1, -1), with causal=True or False)"
-    )
+        global_tokens = global_stride = 0  # every key is inside the (absent) window
+    elif not causal and left < 0 and right == 0 and global_tokens == 0 and global_stride == 0:
+        causal, right = True, -1  # the window (-1, 0) is causal attention
+    return dict(causal=causal, window_left=left, window_right=right, global_tokens=global_tokens,
+                global_stride=global_stride)
 
 
 # ---- the shared forward --------------------------------------------------------------------
 
 
 def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0,
-             softmax_scale, causal, want_lse):
-    """Allocates out (and lse), runs the library, returns (out, lse or None)."""
+             softmax_scale, mask, want_lse):
+    """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
+    (out, lse or None)."""
     fw = _framework(q, "q")
     _check_same_framework(fw, k, "k")
     _check_same_framework(fw, v, "v")
@@ -186,7 +229,7 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
             lse = _empty(fw, q, (q.shape[0], q.shape[2], q.shape[1]), float32=True)
         # any other rank: the library reports it
     _call(fw, q, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-          softmax_scale, causal)
+          softmax_scale, **mask)
     return out, lse
 
 
@@ -203,7 +246,9 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
                     softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False):
     """Dense attention. q (batch, seqlen_q, nheads, headdim), k/v (batch, seqlen_k, nheads_k,
     headdim), nheads % nheads_k == 0 (GQA/MQA). softmax_scale defaults to 1/sqrt(headdim); causal is
-    bottom-right aligned when seqlen_q != seqlen_k.
+    bottom-right aligned when seqlen_q != seqlen_k. window_size=(left, right) (-1: unbounded side):
+    query i sees key j iff i + seqlen_k - seqlen_q - left <= j <= i + seqlen_k - seqlen_q + right;
+    with causal=True right is 0. A row that sees no key gets out 0 and lse -inf.
 
     Returns out (batch, seqlen_q, nheads, headdim), or with return_attn_probs=True
     (out, softmax_lse float32 (batch, nheads, seqlen_q), None). `deterministic` is accepted: the
@@ -214,8 +259,8 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     _check_alibi(alibi_slopes)
     scale = _softmax_scale(softmax_scale)
     _framework(q, "q")
-    is_causal = _resolve_causal(window_size, causal, *_dense_lengths(q, k))
-    out, lse = _forward(q, k, v, softmax_scale=scale, causal=is_causal, want_lse=return_attn_probs)
+    mask = _resolve_mask(window_size, causal, *_dense_lengths(q, k))
+    out, lse = _forward(q, k, v, softmax_scale=scale, mask=mask, want_lse=return_attn_probs)
     return (out, lse, None) if return_attn_probs else out
 
 
@@ -225,7 +270,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                            return_attn_probs=False, block_table=None):
     """Variable-length (packed) attention. q (total_q, nheads, headdim), k/v (total_k, nheads_k,
     headdim); cu_seqlens_q/k int32 (batch + 1,) prefix sums on q's device; max_seqlen_q/k ints
-    bounding every sequence length.
+    bounding every sequence length. causal and window_size as in flash_attn_func, with seqlen_q and
+    seqlen_k the lengths of each sequence.
 
     Returns out (total_q, nheads, headdim), or with return_attn_probs=True
     (out, softmax_lse float32 (nheads, total_q), None).
@@ -241,10 +287,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     max_seqlen_q = _int_arg(max_seqlen_q, "max_seqlen_q")
     max_seqlen_k = _int_arg(max_seqlen_k, "max_seqlen_k")
     _framework(q, "q")
-    is_causal = _resolve_causal(window_size, causal, max_seqlen_q, max_seqlen_k)
+    mask = _resolve_mask(window_size, causal, max_seqlen_q, max_seqlen_k)
     out, lse = _forward(q, k, v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
                         max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, softmax_scale=scale,
-                        causal=is_causal, want_lse=return_attn_probs)
+                        mask=mask, want_lse=return_attn_probs)
     return (out, lse, None) if return_attn_probs else out
 
 
@@ -308,7 +354,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
 
     Supported today: the whole cache attended (no cache_seqlens), with no new k/v appended, no
     rotary embedding, no batch index, left padding or paged block table; this is flash_attn_func
-    over the cache. The other arguments raise NotImplementedError (paged KV and in-place append
+    over the cache, with causal and window_size as there. The other arguments raise NotImplementedError (paged KV and in-place append
     arrive with the serving work). `num_splits` is a performance hint and accepted as any int >= 0;
     `rotary_interleaved` only matters with rotary_cos/sin.
 
@@ -328,8 +374,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     _int_arg(num_splits, "num_splits", lo=0)
     scale = _softmax_scale(softmax_scale)
     _framework(q, "q")
-    is_causal = _resolve_causal(window_size, causal, *_dense_lengths(q, k_cache))
-    out, lse = _forward(q, k_cache, v_cache, softmax_scale=scale, causal=is_causal,
+    mask = _resolve_mask(window_size, causal, *_dense_lengths(q, k_cache))
+    out, lse = _forward(q, k_cache, v_cache, softmax_scale=scale, mask=mask,
                         want_lse=return_softmax_lse)
     return (out, lse) if return_softmax_lse else out
 

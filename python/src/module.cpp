@@ -116,7 +116,8 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
                        const std::optional<Output>& lse, const std::optional<Input>& cu_seqlens_q,
                        const std::optional<Input>& cu_seqlens_k, int max_seqlen_q, int max_seqlen_k,
                        std::optional<double> softmax_scale, bool causal, std::uintptr_t stream,
-                       const std::string& precision, const std::string& backend, int num_threads) {
+                       const std::string& precision, const std::string& backend, int num_threads,
+                       int window_left, int window_right, int global_tokens, int global_stride) {
   gpuattn::AttentionArgs args;
   args.q = to_view(q, "q");
   args.k = to_view(k, "k");
@@ -129,6 +130,10 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
   args.max_seqlen_k = max_seqlen_k;
   if (softmax_scale) args.softmax_scale = static_cast<float>(*softmax_scale);
   args.causal = causal;
+  args.mask.window_left = window_left;  // validated by the library (>= -1, >= 0 for globals)
+  args.mask.window_right = window_right;
+  args.mask.global_tokens = global_tokens;
+  args.mask.global_stride = global_stride;
   args.precision = to_precision(precision);
   args.backend = to_backend(backend);
   args.stream = reinterpret_cast<void*>(stream);
@@ -168,13 +173,16 @@ NB_MODULE(_C, m) {
         nb::arg("cu_seqlens_k").noconvert().none() = nb::none(), nb::arg("max_seqlen_q") = 0,
         nb::arg("max_seqlen_k") = 0, nb::arg("softmax_scale").none() = nb::none(),
         nb::arg("causal") = false, nb::arg("stream") = 0, nb::arg("precision") = "standard",
-        nb::arg("backend") = "auto", nb::arg("num_threads") = 0,
+        nb::arg("backend") = "auto", nb::arg("num_threads") = 0, nb::arg("window_left") = -1,
+        nb::arg("window_right") = -1, nb::arg("global_tokens") = 0, nb::arg("global_stride") = 0,
         "Computes attention into `out` (and `lse` when given) with gpuattn::attention_forward.\n\n"
         "Dense: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out like q, lse float32 [B, Hq, Sq].\n"
         "Varlen (cu_seqlens given): q [total_q, Hq, D], k/v [total_k, Hkv, D], lse [Hq, "
         "total_q], cu_seqlens int32 [batch + 1] on q's device.\n"
         "`stream` is a cudaStream_t as an integer (0: default stream); the CUDA call is "
-        "asynchronous on it. Raises ValueError (invalid input), NotImplementedError (not "
+        "asynchronous on it. window_left/window_right/global_tokens/global_stride are "
+        "gpuattn::MaskSpec (-1: unbounded window side; 0: no global tokens / no stride), "
+        "combined with `causal` as documented in gpuattn/attention.h. Raises ValueError (invalid input), NotImplementedError (not "
         "supported) or RuntimeError (CUDA error); out/lse are untouched on error.");
 
   m.def("cuda_available", &gpuattn::cuda_available,

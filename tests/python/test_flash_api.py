@@ -256,13 +256,13 @@ def test_kvcache_unsupported_options():
         ga.flash_attn_with_kvcache(q, kc, kc, softcap=30.0)
     with pytest.raises(NotImplementedError, match="alibi_slopes"):
         ga.flash_attn_with_kvcache(q, kc, kc, alibi_slopes=np.ones(4, np.float32))
-    with pytest.raises(NotImplementedError, match="window_size"):
-        ga.flash_attn_with_kvcache(q, kc, kc, window_size=(4, 0))
+    with pytest.raises(ValueError, match="window_size"):
+        ga.flash_attn_with_kvcache(q, kc, kc, window_size=(-2, 0))
     with pytest.raises(ValueError, match="num_splits"):
         ga.flash_attn_with_kvcache(q, kc, kc, num_splits=-1)
 
 
-# ---- window_size: exact reductions and refusal ---------------------------------------------------
+# ---- window_size: exact reductions (real windows: test_masks.py) ----------------------------------
 
 
 def test_window_sizes_that_are_no_window():
@@ -278,10 +278,10 @@ def test_window_sizes_that_are_no_window():
     assert np.array_equal(ga.flash_attn_func(q, k, v, window_size=(29, 19)), full)  # >= Sq-1
     assert np.array_equal(ga.flash_attn_func(q, k, v, window_size=(100, -1)), full)
     assert np.array_equal(ga.flash_attn_func(q, k, v, causal=True, window_size=(-1, 5)), causal)
-    for window in [(28, 0), (-1, 18), (4, 4), (0, 0)]:
-        with pytest.raises(NotImplementedError, match="window_size"):
-            ga.flash_attn_func(q, k, v, window_size=window)
-    for window in [(1,), "ab", (1.5, 0), None]:
+    for window in [(28, 0), (-1, 18), (4, 4), (0, 0)]:  # real windows: neither full nor causal
+        out = ga.flash_attn_func(q, k, v, window_size=window)
+        assert not np.array_equal(out, full) and not np.array_equal(out, causal)
+    for window in [(1,), "ab", (1.5, 0), None, (-2, 0), (0, -3)]:
         with pytest.raises(ValueError, match="window_size"):
             ga.flash_attn_func(q, k, v, window_size=window)
 
@@ -372,8 +372,8 @@ def test_unsupported_options_raise(qkv16):
         ga.flash_attn_func(q, k, v, alibi_slopes=np.ones(4, np.float32))
     with pytest.raises(NotImplementedError, match="softcap"):
         ga.flash_attn_func(q, k, v, softcap=50.0)
-    with pytest.raises(NotImplementedError, match="window_size"):
-        ga.flash_attn_func(q, k, v, window_size=(8, 8))
+    with pytest.raises(ValueError, match="window_size"):
+        ga.flash_attn_func(q, k, v, window_size=(8, -8))
     with pytest.raises(TypeError, match="softmax_scale"):
         ga.flash_attn_func(q, k, v, softmax_scale="0.1")
     for bad in (float("inf"), float("nan"), -0.5, 0.0):
@@ -446,8 +446,8 @@ def test_varlen_errors():
         f(q, k, v, cu, cu, 6, 6, block_table=np.zeros((2, 1), np.int32))
     with pytest.raises(NotImplementedError, match="dropout_p"):
         f(q, k, v, cu, cu, 6, 6, dropout_p=0.5)
-    with pytest.raises(NotImplementedError, match="window_size"):
-        f(q, k, v, cu, cu, 6, 6, window_size=(2, 0))
+    with pytest.raises(ValueError, match="window_size"):
+        f(q, k, v, cu, cu, 6, 6, window_size=(-7, 0))
 
 
 def test_module_surface():
