@@ -1,8 +1,10 @@
-// Attention forward for Hopper (sm_90a): the same algorithm as the sm_80 kernel, with both GEMMs
-// on warpgroup MMA. Two warpgroups own 64 query rows each of a 128-row block; K/V tiles of 128 keys
-// stream through a 2-stage cp.async pipeline into 128-byte-swizzled shared memory that wgmma reads
-// through descriptors: S = Q K^T with both operands in shared memory, O += P V with P straight
-// from the S registers (the accumulator layout of S is the register-A layout of the second GEMM).
+// Attention forward for Hopper (sm_90a), warp-specialized. Per CTA: a producer warpgroup whose one
+// elected thread streams Q once and K/V tiles of 128 keys through a 2-stage ring with TMA
+// (completing on mbarriers; the consumers release each stage through "empty" mbarriers), and two
+// consumer warpgroups of 64 query rows each that run both GEMMs on wgmma: S = Q K^T from
+// 128-byte-swizzled shared memory, O += P V with P straight from the S registers (the accumulator
+// layout of S is the register-A layout of the second GEMM). The consumers meet only at mbarriers,
+// so one's softmax overlaps the other's GEMMs.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,6 +15,8 @@
 #include "core/fwd_params.h"
 #include "cuda/cuda_check.h"
 #include "cuda/ptx.cuh"
+#include "cuda/tma.cuh"
+#include "cuda/tma_maps.h"
 #include "cuda/wgmma.cuh"
 
 namespace gpuattn::sm90 {
@@ -21,55 +25,23 @@ template <typename T_, int kHeadDim_>
 struct FwdTraits {
   using T = T_;
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kWarpgroups = 2;  // each owns 64 rows (the wgmma M)
-  static constexpr int kThreads = kWarpgroups * 128;
-  static constexpr int kBlockM = kWarpgroups * 64;
-  // 128 keys per tile: wgmma N = 128 for S keeps the tensor core busy per instruction, and
-  // S + O accumulators (64 + D/2 floats per thread) leave registers to spare.
+  static constexpr int kConsumers = 2;                     // warpgroups of 64 rows (wgmma M)
+  static constexpr int kThreads = (kConsumers + 1) * 128;  // + the producer warpgroup
+  static constexpr int kBlockM = kConsumers * 64;
+  // 128 keys per tile: wgmma N = 128 for S keeps the tensor cores busy per instruction, and the
+  // S, P and O registers of a consumer (64 + 32 + D/2 per thread, twice P) fit its 240.
   static constexpr int kBlockN = 128;
-  static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
+  static constexpr int kStages = 2;
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
-  // Three K/V stages: tile t + 2 loads into the stage of tile t - 1 while tiles t and t + 1 are
-  // in use (the overlap of S_{t+1} with the softmax of S_t needs two resident tiles).
-  static constexpr int kStages = 3;
-  static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKVBytes + 1024;  // + align slack
-  static constexpr int kRowStep = kThreads / kChunks;                // rows between a thread's loads
+  static constexpr int kBarrierBytes = 64;
+  static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKVBytes + kBarrierBytes + 1024;
+  // Registers: 65536 / 384 threads = 168 per thread; a consumer needs S, P and O (64 + 32 + D/2).
 
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
-  static_assert(kBlockM == kBlockN, "tile loads share one per-thread offset");
-  static_assert(kBlockN % kRowStep == 0 && kRowStep % 8 == 0, "loads keep the row's swizzle");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
 };
-
-// Byte offset of chunk c (16 bytes) of row r in a swizzled tile of `rows` rows: column slabs of 64
-// elements, rows of 128 bytes, chunk index XOR row mod 8.
-__device__ __forceinline__ std::uint32_t swizzled_off(int rows, int r, int c) {
-  return static_cast<std::uint32_t>((c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
-}
-
-// cp.async of one tile: this thread's chunk of every kRowStep-th row from its first row on; rows
-// at or past `rows_left` (counted from that first row) are zero-filled.
-template <class Tr>
-__device__ __forceinline__ void load_tile(std::uint32_t dst, const typename Tr::T* src, int step,
-                                          int rows_left) {
-  constexpr int kLoads = Tr::kBlockN / Tr::kRowStep;
-  if (rows_left > (kLoads - 1) * Tr::kRowStep) {
-#pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      ptx::cp_async_16(dst + i * Tr::kRowStep * 128, src, true);
-      src += step;
-    }
-  } else {
-    const typename Tr::T* base = src;
-#pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      const bool valid = i * Tr::kRowStep < rows_left;
-      ptx::cp_async_16(dst + i * Tr::kRowStep * 128, valid ? src : base, valid);
-      src += step;
-    }
-  }
-}
 
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
@@ -84,73 +56,118 @@ __device__ __forceinline__ float quad_sum(float x) {
 // max grows by more than 2^8.
 constexpr float kRescaleSlack = 8.f;
 
+// mbarriers, in this order after the tiles: Q full; K full x2, V full x2; K empty x2, V empty x2.
+struct Barriers {
+  std::uint32_t q_full, k_full, v_full, k_empty, v_empty;  // stage s: + 8 * s
+  __device__ explicit Barriers(std::uint32_t base)
+      : q_full(base), k_full(base + 8), v_full(base + 24), k_empty(base + 40), v_empty(base + 56) {}
+};
+
 template <class Tr>
-__global__ void __launch_bounds__(Tr::kThreads, 1) fwd_kernel(const __grid_constant__ FwdParams p) {
+__device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
+                                        std::uint32_t sv0, const Barriers& bar, int m0,
+                                        int n_tiles, int lq, int lk, int b, int h, int cw);
+
+template <class Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    fwd_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ QkvTensorMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using T = typename Tr::T;
-  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
-  constexpr int kNS = kBlockN / 8, kNO = D / 8;  // n8 column groups of S and O
+  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN;
 
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;  // swizzle atoms
   const std::uint32_t sq = base;
   const std::uint32_t sk0 = sq + Tr::kQBytes;
   const std::uint32_t sv0 = sk0 + Tr::kStages * Tr::kKVBytes;
+  const Barriers bar(sv0 + Tr::kStages * Tr::kKVBytes);
 
-  const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31, warp = (tid >> 5) & 3;
-  const int g = lane >> 2, t4 = lane & 3;
-
+  const int tid = threadIdx.x, wg = tid >> 7;
   const int m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int h = blockIdx.y, b = blockIdx.z;
   const int lq = p.len_q(b), lk = p.len_k(b);
   const int m0 = m_block * kBlockM;
-  if (m0 >= lq) return;
+  if (m0 >= lq) return;  // uniform over the CTA: before any barrier
   const int hk = p.kv_head(h);
   int n_end = lk;
   if (p.causal) n_end = max(0, min(lk, m0 + kBlockM + lk - lq));
   const int n_tiles = (n_end + kBlockN - 1) / kBlockN;
 
-  const T* q = static_cast<const T*>(p.q) + p.q_offset(b, m0, h);
-  const T* k = static_cast<const T*>(p.k) + p.k_offset(b, 0, hk);
-  const T* v = static_cast<const T*>(p.v) + p.v_offset(b, 0, hk);
-
-  const int ld_row = tid / Tr::kChunks, ld_col = tid % Tr::kChunks;
-  const std::uint32_t ld_off = swizzled_off(kBlockN, ld_row, ld_col);
-  const T* k_ld = k + ld_row * p.k_row_stride + ld_col * 8;
-  const T* v_ld = v + ld_row * p.v_row_stride + ld_col * 8;
-  const int k_step = Tr::kRowStep * static_cast<int>(p.k_row_stride);
-  const int v_step = Tr::kRowStep * static_cast<int>(p.v_row_stride);
-  const int k_tile_step = kBlockN * static_cast<int>(p.k_row_stride);
-  const int v_tile_step = kBlockN * static_cast<int>(p.v_row_stride);
-
-  load_tile<Tr>(sq + ld_off, q + ld_row * p.q_row_stride + ld_col * 8,
-                Tr::kRowStep * static_cast<int>(p.q_row_stride), lq - m0 - ld_row);
-  if (n_tiles > 0) {
-    load_tile<Tr>(sk0 + ld_off, k_ld, k_step, lk - ld_row);
-    load_tile<Tr>(sv0 + ld_off, v_ld, v_step, lk - ld_row);
+  if (tid == 0) {
+    ptx::mbarrier_init(bar.q_full, 1);
+#pragma unroll
+    for (int s = 0; s < Tr::kStages; ++s) {
+      ptx::mbarrier_init(bar.k_full + 8 * s, 1);
+      ptx::mbarrier_init(bar.v_full + 8 * s, 1);
+      ptx::mbarrier_init(bar.k_empty + 8 * s, Tr::kConsumers * 128);
+      ptx::mbarrier_init(bar.v_empty + 8 * s, Tr::kConsumers * 128);
+    }
+    ptx::fence_mbarrier_init();
   }
-  ptx::cp_async_commit();
-  // Tile t lives in stage t % 3 and is loaded two steps ahead of its softmax.
-  auto load_kv = [&](int t) {
-    const int rows_left = lk - t * kBlockN - ld_row;
-    const std::uint32_t off = (t % Tr::kStages) * Tr::kKVBytes + ld_off;
-    load_tile<Tr>(sk0 + off, k_ld + t * k_tile_step, k_step, rows_left);
-    load_tile<Tr>(sv0 + off, v_ld + t * v_tile_step, v_step, rows_left);
-    ptx::cp_async_commit();
-  };
-  if (n_tiles > 1) load_kv(1);
+  __syncthreads();
+
+  if (wg == 0) {
+    // Producer: one thread issues every TMA load. Tile t uses stage t % 2; its (t / 2)-th use.
+    if (tid == 0 && n_tiles > 0) {
+      const int q_row = static_cast<int>(p.row0_q(b)) + m0;
+      const int k_row0 = static_cast<int>(p.row0_k(b));
+      const int bc = p.is_varlen() ? 0 : b;
+      ptx::mbarrier_arrive_expect_tx(bar.q_full, Tr::kQBytes);
+#pragma unroll
+      for (int s = 0; s < Tr::kSlabs; ++s) {
+        ptx::tma_load_4d(sq + s * kBlockM * 128, &maps.q, bar.q_full, s * 64, h, q_row, bc);
+      }
+      for (int t = 0; t < n_tiles; ++t) {
+        const int stage = t % Tr::kStages;
+        const std::uint32_t use = t / Tr::kStages;
+        const int row = k_row0 + t * kBlockN;
+        if (t >= Tr::kStages) ptx::mbarrier_wait(bar.k_empty + 8 * stage, (use & 1) ^ 1);
+        ptx::mbarrier_arrive_expect_tx(bar.k_full + 8 * stage, Tr::kKVBytes);
+#pragma unroll
+        for (int s = 0; s < Tr::kSlabs; ++s) {
+          ptx::tma_load_4d(sk0 + stage * Tr::kKVBytes + s * kBlockN * 128, &maps.k,
+                           bar.k_full + 8 * stage, s * 64, hk, row, bc);
+        }
+        if (t >= Tr::kStages) ptx::mbarrier_wait(bar.v_empty + 8 * stage, (use & 1) ^ 1);
+        ptx::mbarrier_arrive_expect_tx(bar.v_full + 8 * stage, Tr::kKVBytes);
+#pragma unroll
+        for (int s = 0; s < Tr::kSlabs; ++s) {
+          ptx::tma_load_4d(sv0 + stage * Tr::kKVBytes + s * kBlockN * 128, &maps.v,
+                           bar.v_full + 8 * stage, s * 64, hk, row, bc);
+        }
+      }
+    }
+  } else {
+    consume<Tr>(p, sq, sk0, sv0, bar, m0, n_tiles, lq, lk, b, h, wg - 1);
+  }
+#endif
+}
+
+// The consumer warpgroup `cw`: rows [64 cw, 64 cw + 64) of the block.
+template <class Tr>
+__device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
+                                        std::uint32_t sv0, const Barriers& bar, int m0,
+                                        int n_tiles, int lq, int lk, int b, int h, int cw) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using T = typename Tr::T;
+  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
+  constexpr int kNS = kBlockN / 8, kNO = D / 8;  // n8 column groups of S and O
+  const int tid = threadIdx.x;
+  const int lane = tid & 31, warp = (tid >> 5) & 3;
+  const int g = lane >> 2, t4 = lane & 3;
 
   float o[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
 
-  const int row_base = wg * 64 + warp * 16 + g;  // this thread's first row inside the block
+  const int row_base = cw * 64 + warp * 16 + g;  // this thread's first row inside the block
   const int diag = lk - lq;
-  const std::uint32_t q_wg = sq + wg * 64 * 128;  // this warpgroup's 64 rows of Q
+  const std::uint32_t q_wg = sq + cw * 64 * 128;  // this warpgroup's 64 rows of Q
 
-  // S = Q K^T of the tile in `stage`: D / 16 k-steps, each 32 bytes into a 128-byte slab row.
-  auto issue_qk = [&](float(&s)[kBlockN / 2], int stage) {
+  // S = Q K^T of tile t: D / 16 k-steps, each 32 bytes into a 128-byte slab row.
+  auto issue_qk = [&](float(&s)[kBlockN / 2], int t) {
+    const int stage = t % Tr::kStages;
+    ptx::mbarrier_wait(bar.k_full + 8 * stage, (t / Tr::kStages) & 1);
     const std::uint32_t sk = sk0 + stage * Tr::kKVBytes;
     ptx::wgmma_fence();
 #pragma unroll
@@ -161,6 +178,19 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) fwd_kernel(const __grid_const
       const std::uint64_t b_desc =
           ptx::smem_desc_sw128(sk + (ks >> 2) * kBlockN * 128 + koff, 16, 1024);
       ptx::wgmma_ss<T, kBlockN>(s, a_desc, b_desc, ks > 0 ? 1 : 0);
+    }
+    ptx::wgmma_commit();
+  };
+  // O += P V of tile t (P in `pa`): kBlockN / 16 k-steps of 16 keys = 2048 bytes of V each.
+  auto issue_pv = [&](std::uint32_t(&pa)[kBlockN / 16][4], int t) {
+    const int stage = t % Tr::kStages;
+    ptx::mbarrier_wait(bar.v_full + 8 * stage, (t / Tr::kStages) & 1);
+    const std::uint32_t sv = sv0 + stage * Tr::kKVBytes;
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      const std::uint64_t b_desc = ptx::smem_desc_sw128(sv + kk * 2048, kBlockN * 128, 1024);
+      ptx::wgmma_rs<T, D>(o, pa[kk], b_desc, 1);
     }
     ptx::wgmma_commit();
   };
@@ -217,75 +247,24 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) fwd_kernel(const __grid_const
     return __any_sync(0xffffffffu, any_rescale);
   };
 
-  // One key tile j, with P_j already in `pa`: S_{j+1} = Q K_{j+1}^T and O += P_j V_j go to the
-  // tensor cores back to back; the softmax of S_{j+1} runs while P_j V_j is still in flight
-  // (intra-warpgroup overlap), and O is rescaled for tile j + 1 only once P_j V_j is done, so no
-  // register of an in-flight wgmma is touched.
+  // Each tile: S = Q K^T, release K to the producer, softmax, O += P V, release V. The two
+  // consumer warpgroups synchronize only through the mbarriers, so one's softmax overlaps the
+  // other's GEMMs.
   float s[kBlockN / 2];
-  // O += P V of tile j (P in `pa`): kBlockN / 16 k-steps of 16 keys = 2048 bytes of V each.
-  auto issue_pv = [&](std::uint32_t(&pa)[kBlockN / 16][4], int j) {
-    const std::uint32_t sv = sv0 + (j % Tr::kStages) * Tr::kKVBytes;
-    ptx::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      const std::uint64_t b_desc = ptx::smem_desc_sw128(sv + kk * 2048, kBlockN * 128, 1024);
-      ptx::wgmma_rs<T, D>(o, pa[kk], b_desc, 1);
-    }
-    ptx::wgmma_commit();
-  };
-  // One key tile j that has a successor, with P_j already in `pa`: S_{j+1} = Q K_{j+1}^T and
-  // O += P_j V_j go to the tensor cores back to back; the softmax of S_{j+1} runs while P_j V_j
-  // is in flight (intra-warpgroup overlap); O is rescaled for tile j + 1 once P_j V_j is done.
-  // No branch encloses the wgmmas: ptxas then tracks the two groups apart and keeps them async.
-  auto step = [&](std::uint32_t(&pa)[kBlockN / 16][4], std::uint32_t(&pa_next)[kBlockN / 16][4],
-                  int j) {
-    ptx::cp_async_wait<0>();
-    ptx::fence_proxy_async();
-    // Tile j + 1 has landed for every thread, and every warpgroup is past step j - 1, so the
-    // stage of tile j - 1 takes tile j + 2, which then has a whole step to arrive.
-    __syncthreads();
-    if (j + 2 < n_tiles) load_kv(j + 2);
-    issue_qk(s, (j + 1) % Tr::kStages);
-    issue_pv(pa, j);
-    ptx::wgmma_wait<1>();  // S_{j+1} is done; P_j V_j may still run
-    float alpha[2];
-    const bool rescale = softmax(s, pa_next, j + 1, alpha);
+  std::uint32_t pa[kBlockN / 16][4];
+  if (n_tiles > 0) ptx::mbarrier_wait(bar.q_full, 0);
+  for (int j = 0; j < n_tiles; ++j) {
+    issue_qk(s, j);
     ptx::wgmma_wait<0>();
-    if (rescale) {
+    ptx::mbarrier_arrive(bar.k_empty + 8 * (j % Tr::kStages));
+    float alpha[2];
+    if (softmax(s, pa, j, alpha)) {
 #pragma unroll
       for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
     }
-  };
-  auto last_step = [&](std::uint32_t(&pa)[kBlockN / 16][4], int j) {
     issue_pv(pa, j);
     ptx::wgmma_wait<0>();
-  };
-
-  std::uint32_t pa0[kBlockN / 16][4], pa1[kBlockN / 16][4];
-  if (n_tiles > 0) {
-    if (n_tiles > 1) {
-      ptx::cp_async_wait<1>();  // Q and tile 0; tile 1 may still be in flight
-    } else {
-      ptx::cp_async_wait<0>();
-    }
-    ptx::fence_proxy_async();
-    __syncthreads();
-    issue_qk(s, 0);
-    ptx::wgmma_wait<0>();
-    float alpha[2];
-    softmax(s, pa0, 0, alpha);  // O is still zero: nothing to rescale
-    // Steps alternate the P buffers; the last tile has no successor.
-    int j = 0;
-    for (; j + 2 < n_tiles; j += 2) {
-      step(pa0, pa1, j);
-      step(pa1, pa0, j + 1);
-    }
-    if (n_tiles - j == 2) {
-      step(pa0, pa1, j);
-      last_step(pa1, j + 1);
-    } else {
-      last_step(pa0, j);
-    }
+    ptx::mbarrier_arrive(bar.v_empty + 8 * (j % Tr::kStages));
   }
 
   // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE.
@@ -312,15 +291,15 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) fwd_kernel(const __grid_const
 
 template <class Tr>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
-  static_assert(Tr::kSmemBytes <= 227 * 1024, "shared memory per block");
   static const bool configured = [] {
     GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(
         fwd_kernel<Tr>, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
     return true;
   }();
   (void)configured;
+  const QkvTensorMaps maps = make_qkv_tensor_maps(p, Tr::kBlockM, Tr::kBlockN);
   const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM, p.hq, p.batch);
-  fwd_kernel<Tr><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
+  fwd_kernel<Tr><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, maps);
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
 

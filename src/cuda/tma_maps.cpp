@@ -1,0 +1,78 @@
+#include "cuda/tma_maps.h"
+
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+
+#include <mutex>
+#include <string>
+
+#include "cuda/cuda_check.h"
+
+namespace gpuattn {
+namespace {
+
+// cuTensorMapEncodeTiled through the runtime's driver entry point, so that nothing links libcuda.
+PFN_cuTensorMapEncodeTiled_v12000 encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* ptr = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault,
+                                         &status) == cudaSuccess &&
+        status == cudaDriverEntryPointSuccess) {
+      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
+    } else {
+      cudaGetLastError();
+    }
+  });
+  if (fn == nullptr) {
+    throw Error(ErrorCode::cuda_error, "gpuattn: the driver has no cuTensorMapEncodeTiled");
+  }
+  return fn;
+}
+
+CUtensorMap encode(const char* name, const void* base, DType dtype, int head_dim, int heads,
+                   std::int64_t rows, int batch, std::int64_t head_stride, std::int64_t row_stride,
+                   std::int64_t batch_stride, int box_rows) {
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(heads),
+                              static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(batch)};
+  // Strides of dims 1..3 in bytes; a size-1 dim still needs a valid (16-byte multiple) stride.
+  auto bytes = [](std::int64_t s, std::int64_t fallback) {
+    return static_cast<cuuint64_t>((s > 0 ? s : fallback) * 2);
+  };
+  const cuuint64_t strides[3] = {bytes(head_stride, head_dim), bytes(row_stride, head_dim),
+                                 bytes(batch_stride, rows * head_dim * heads)};
+  const cuuint32_t box[4] = {64, 1, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+  CUtensorMap map;
+  const CUresult r = encoder()(
+      &map, dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+      4, const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    throw Error(ErrorCode::cuda_error, std::string("gpuattn: cuTensorMapEncodeTiled failed for ") +
+                                           name + " (CUresult " + std::to_string(r) + ")");
+  }
+  return map;
+}
+
+}  // namespace
+
+QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv) {
+  const bool varlen = p.is_varlen();
+  const int batch = varlen ? 1 : p.batch;
+  const std::int64_t rows_q_total = varlen ? p.total_q : p.seqlen_q;
+  const std::int64_t rows_k_total = varlen ? p.total_k : p.seqlen_k;
+  QkvTensorMaps m;
+  m.q = encode("q", p.q, p.dtype, p.head_dim, p.hq, rows_q_total, batch, p.q_head_stride,
+               p.q_row_stride, p.q_batch_stride, rows_q);
+  m.k = encode("k", p.k, p.dtype, p.head_dim, p.hkv, rows_k_total, batch, p.k_head_stride,
+               p.k_row_stride, p.k_batch_stride, rows_kv);
+  m.v = encode("v", p.v, p.dtype, p.head_dim, p.hkv, rows_k_total, batch, p.v_head_stride,
+               p.v_row_stride, p.v_batch_stride, rows_kv);
+  return m;
+}
+
+}  // namespace gpuattn

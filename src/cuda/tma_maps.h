@@ -1,0 +1,20 @@
+// TMA tensor maps of the attention operands (host side).
+#pragma once
+
+#include <cuda.h>
+
+#include "core/fwd_params.h"
+
+namespace gpuattn {
+
+struct QkvTensorMaps {
+  CUtensorMap q, k, v;
+};
+
+// Describes q, k and v as 4-D tensors (head dim, head, row, batch) with their strides (varlen:
+// batch 1, rows = the packed total) and a box of 64 elements x 1 head x `rows_q` / `rows_kv`
+// rows, 128-byte swizzled: one box fills one 128-byte-wide column slab of a tile in shared memory.
+// Throws gpuattn::Error(cuda_error) when the driver rejects a map.
+QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv);
+
+}  // namespace gpuattn
