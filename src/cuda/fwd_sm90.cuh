@@ -3,8 +3,9 @@
 // (completing on mbarriers; the consumers release each stage through "empty" mbarriers), and two
 // consumer warpgroups of 64 query rows each that run both GEMMs on wgmma: S = Q K^T from
 // 128-byte-swizzled shared memory, O += P V with P straight from the S registers (the accumulator
-// layout of S is the register-A layout of the second GEMM). The consumers meet only at mbarriers,
-// so one's softmax overlaps the other's GEMMs.
+// layout of S is the register-A layout of the second GEMM). Inside a consumer the next tile's S
+// GEMM runs during this tile's softmax; the consumers meet only at mbarriers, so one's softmax also
+// overlaps the other's GEMMs.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,7 +38,10 @@ struct FwdTraits {
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
   static constexpr int kBarrierBytes = 64;
   static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKVBytes + kBarrierBytes + 1024;
-  // Registers: 65536 / 384 threads = 168 per thread; a consumer needs S, P and O (64 + 32 + D/2).
+  // Registers: 65536 / 384 threads = 168 at launch; the producer drops to 24 and the consumers
+  // rise to 240 (128 * 24 + 256 * 240 = 64512): S, P and O (64 + 32 + D/2) plus the overlap.
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
 
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
@@ -106,6 +110,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   __syncthreads();
 
   if (wg == 0) {
+    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
     // Producer: one thread issues every TMA load. Tile t uses stage t % 2; its (t / 2)-th use.
     if (tid == 0 && n_tiles > 0) {
       const int q_row = static_cast<int>(p.row0_q(b)) + m0;
@@ -151,6 +156,7 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
   constexpr int kNS = kBlockN / 8, kNO = D / 8;  // n8 column groups of S and O
+  ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
   const int tid = threadIdx.x;
   const int lane = tid & 31, warp = (tid >> 5) & 3;
   const int g = lane >> 2, t4 = lane & 3;
@@ -195,10 +201,9 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
     ptx::wgmma_commit();
   };
 
-  // Masks and softmaxes S of tile j in place, updates the row statistics, packs P into `pa` (the
-  // register-A fragments of P V) and returns whether O needs the rescale by `alpha`.
-  auto softmax = [&](float(&s)[kBlockN / 2], std::uint32_t(&pa)[kBlockN / 16][4], int j,
-                     float(&alpha)[2]) {
+  // Masks and softmaxes S of tile j in place (S becomes P), updates the row statistics and returns
+  // whether O needs the rescale by `alpha`.
+  auto softmax = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2]) {
     const int n0 = j * kBlockN;
     const bool need_mask = (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + diag);
     if (need_mask) {
@@ -237,6 +242,10 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
         }
       row_sum[r] = row_sum[r] * alpha[r] + sum;
     }
+    return __any_sync(0xffffffffu, any_rescale);
+  };
+  // P (in S's registers) -> the register-A fragments of P V.
+  auto pack = [&](const float(&s)[kBlockN / 2], std::uint32_t(&pa)[kBlockN / 16][4]) {
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
       pa[kk][0] = ptx::pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
@@ -244,27 +253,40 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
       pa[kk][2] = ptx::pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
       pa[kk][3] = ptx::pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
     }
-    return __any_sync(0xffffffffu, any_rescale);
   };
 
-  // Each tile: S = Q K^T, release K to the producer, softmax, O += P V, release V. The two
-  // consumer warpgroups synchronize only through the mbarriers, so one's softmax overlaps the
-  // other's GEMMs.
+  // Tile j + 1's S GEMM and tile j's P V GEMM go to the tensor cores back to back; the softmax
+  // of S_{j+1} runs while P_j V_j is in flight (intra-warpgroup overlap), and only once P_j V_j
+  // is done are O rescaled and S_{j+1} packed into P's registers, so no register of an in-flight
+  // wgmma is touched and one S and one P suffice (the registers fit the 168 of 384 threads).
+  // Across warpgroups, the two consumers meet only at the mbarriers. K and V stages go back to
+  // the producer as soon as their GEMMs are done.
   float s[kBlockN / 2];
   std::uint32_t pa[kBlockN / 16][4];
-  if (n_tiles > 0) ptx::mbarrier_wait(bar.q_full, 0);
-  for (int j = 0; j < n_tiles; ++j) {
-    issue_qk(s, j);
+  if (n_tiles > 0) {
+    ptx::mbarrier_wait(bar.q_full, 0);
+    issue_qk(s, 0);
     ptx::wgmma_wait<0>();
-    ptx::mbarrier_arrive(bar.k_empty + 8 * (j % Tr::kStages));
+    ptx::mbarrier_arrive(bar.k_empty);
     float alpha[2];
-    if (softmax(s, pa, j, alpha)) {
+    softmax(s, 0, alpha);  // O is still zero: nothing to rescale
+    pack(s, pa);
+    for (int j = 0; j + 1 < n_tiles; ++j) {
+      issue_qk(s, j + 1);
+      issue_pv(pa, j);
+      ptx::wgmma_wait<1>();  // S_{j+1} is done; P_j V_j may still run
+      ptx::mbarrier_arrive(bar.k_empty + 8 * ((j + 1) % Tr::kStages));
+      const bool rescale = softmax(s, j + 1, alpha);
+      ptx::wgmma_wait<0>();
+      ptx::mbarrier_arrive(bar.v_empty + 8 * (j % Tr::kStages));
+      if (rescale) {
 #pragma unroll
-      for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
+        for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
+      }
+      pack(s, pa);
     }
-    issue_pv(pa, j);
+    issue_pv(pa, n_tiles - 1);
     ptx::wgmma_wait<0>();
-    ptx::mbarrier_arrive(bar.v_empty + 8 * (j % Tr::kStages));
   }
 
   // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE.

@@ -47,4 +47,16 @@ __device__ __forceinline__ void tma_load_4d(std::uint32_t dst, const CUtensorMap
       : "memory");
 }
 
+// Warpgroup register reallocation (sm_90a): a warpgroup gives registers back or takes them. ptxas
+// honours it only with a register cap at kernel entry (__launch_bounds__(threads, 1)) and with
+// each warpgroup role in one branch of an if/else (else it warns C7508 and ignores it).
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
 }  // namespace gpuattn::ptx
