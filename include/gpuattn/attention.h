@@ -18,11 +18,29 @@ enum class Precision : std::uint8_t {
   compensated,  // additionally Kahan-compensated softmax denominator and output accumulators
 };
 
+// A user block-sparse layout (issue 5): which (query block, key block) pairs are computed at all.
+//   layout: uint8 [H, n_blocks_q, n_blocks_k], H = Hq (one layout per query head) or 1 (shared by
+//           every head), n_blocks_q = ceil(Sq / block_q), n_blocks_k = ceil(Sk / block_k); for
+//           varlen calls Sq/Sk are max_seqlen_q/k and the same layout applies to every sequence,
+//           block 0 at its first row and key (a sequence uses the blocks its length covers).
+//           Byte (h, r, c) nonzero: query rows [r * block_q, (r + 1) * block_q) of head h may see
+//           keys [c * block_k, (c + 1) * block_k); zero: they see none of them. Blocks count query
+//           rows i (not bottom-right positions). Any non-negative strides; on the device of q.
+//   block_q, block_k: the block sizes the layout assumes, positive multiples of 16 (64 and 128 are
+//           the usual ones; a block size need not divide the sequence length).
+// Absent layout (the default): no block mask, and block_q/block_k must be 0.
+struct BlockSparseLayout {
+  TensorView layout;
+  int block_q = 0;
+  int block_k = 0;
+};
+
 // Sparse attention masks beyond causal (issue 5). Positions are bottom-right aligned like causal:
 // in a sequence of Sq queries and Sk keys, query i sits at key position p = i + Sk - Sq (p = i when
 // Sq == Sk; a decode query is the last token). Query i sees key j (0 <= j < Sk) iff
-//   (!causal || j <= p)  and  (in_window(p, j) or j is global or p is global)
+//   block_on(i, j) and (!causal || j <= p) and (in_window(p, j) or j is global or p is global)
 // where
+//   block_on:  no block layout, or byte (i / block_q, j / block_k) of the layout is nonzero
 //   in_window: (window_left < 0 || j >= p - window_left) &&
 //              (window_right < 0 || j <= p + window_right)
 //              (flash-attn's window_size = (window_left, window_right): -1 is unbounded on that
@@ -32,17 +50,22 @@ enum class Precision : std::uint8_t {
 //              t % global_stride == 0): global keys are seen by every query, global queries see
 //              every key (Longformer). Global tokens widen a window; without a window every key is
 //              already visible and they change nothing.
-// Causal is a hard limit: a global key after the causal limit stays invisible, and a global query
-// sees every key up to its causal limit only. Windows larger than the sequence, window 0 (the key
-// at the query's own position only) and global_tokens > Sk are all valid. A query row that sees no
-// key gets out = 0 and lse = -inf. For varlen calls Sq and Sk are the lengths of each sequence.
-// Every backend honours the mask (on CUDA, masked calls run the sm_80 kernel, which skips the key
-// tiles no row of a block sees; the Hopper kernel takes dense and causal calls).
+// The block layout combines with everything else by AND: an element is visible iff its block is
+// on AND causal, the window and the global tokens allow it (a global token does not reach into a
+// block that is off). Causal is a hard limit too: a global key after the causal limit stays
+// invisible, and a global query sees every key up to its causal limit only. Windows larger than
+// the sequence, window 0 (the key at the query's own position only) and global_tokens > Sk are all
+// valid. A query row that sees no key (e.g. every block of its row is off) gets out = 0 and
+// lse = -inf. For varlen calls Sq and Sk are the lengths of each sequence.
+// The CPU backend and the reference honour every mask, skipping the key tiles no row of a block
+// sees. On CUDA, window and global-token calls run the sm_80 kernel (the Hopper kernel takes dense
+// and causal calls); block-sparse layouts are not supported on CUDA yet (ErrorCode::not_supported).
 struct MaskSpec {
   int window_left = -1;   // >= 0, or -1 (unbounded)
   int window_right = -1;  // >= 0, or -1 (unbounded)
   int global_tokens = 0;  // >= 0: the first global_tokens positions are global
   int global_stride = 0;  // >= 0: every global_stride-th position (0, S, 2S, ...) is global; 0: off
+  BlockSparseLayout block_sparse;  // default: none
 };
 
 // Arguments of one attention forward call.
@@ -57,7 +80,7 @@ struct MaskSpec {
 // query head h reads kv head h / (Hq / Hkv); K/V are never copied).
 // Causal masking is bottom-right aligned when Sq != Sk (flash-attn >= 2.1): query i sees key j iff
 // j <= i + Sk - Sq. A query row that sees no key gets out = 0 and lse = -inf. `mask` adds a
-// sliding window and global tokens (see MaskSpec).
+// sliding window, global tokens and a block-sparse layout (see MaskSpec).
 // q/k/v/out share a dtype: f16 or bf16 (either backend) or f32 (CPU backend only); D is 64 or 128.
 struct AttentionArgs {
   TensorView q, k, v, out;
@@ -70,7 +93,7 @@ struct AttentionArgs {
 
   std::optional<float> softmax_scale;  // default 1/sqrt(D); must be positive and finite
   bool causal = false;
-  MaskSpec mask;  // sliding window, global tokens; default: none
+  MaskSpec mask;  // sliding window, global tokens, block-sparse layout; default: none
   Precision precision = Precision::standard;
   Backend backend = Backend::automatic;
 

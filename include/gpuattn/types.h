@@ -10,7 +10,8 @@
 
 namespace gpuattn {
 
-enum class DType : std::uint8_t { f16, bf16, f32, i32 };
+// u8: block-sparse layouts (AttentionArgs::mask.block_sparse).
+enum class DType : std::uint8_t { f16, bf16, f32, i32, u8 };
 enum class Device : std::uint8_t { cpu, cuda };
 
 const char* to_string(DType t);

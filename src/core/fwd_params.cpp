@@ -98,6 +98,67 @@ const TensorView& check_cu(const TensorView& cu, const char* name, const TensorV
   return cu;
 }
 
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// The block-sparse layout (MaskSpec::block_sparse), once p has its heads and sequence lengths.
+void set_block_layout(const AttentionArgs& a, FwdParams& p) {
+  const BlockSparseLayout& bs = a.mask.block_sparse;
+  const TensorView& l = bs.layout;
+  if (!l.present()) {
+    if (bs.block_q != 0 || bs.block_k != 0) {
+      invalid("mask.block_sparse.block_q/block_k are " + std::to_string(bs.block_q) + "/" +
+              std::to_string(bs.block_k) +
+              " but mask.block_sparse.layout is absent (0/0 without a layout)");
+    }
+    return;
+  }
+  const char* name = "mask.block_sparse.layout";
+  if (l.data == nullptr) invalid(std::string(name) + " is a null pointer");
+  if (l.dtype != DType::u8) {
+    invalid(std::string(name) + " has dtype " + to_string(l.dtype) + ", expected uint8");
+  }
+  if (l.rank != 3) {
+    invalid(std::string(name) + " has rank " + std::to_string(l.rank) + " (shape " + shape_str(l) +
+            "), expected rank 3 [Hq or 1, n_blocks_q, n_blocks_k]");
+  }
+  for (auto [b, bname] : {std::pair{bs.block_q, "mask.block_sparse.block_q"},
+                          std::pair{bs.block_k, "mask.block_sparse.block_k"}}) {
+    if (b <= 0) invalid(std::string(bname) + " is " + std::to_string(b) + ", must be positive");
+    if (b % 16 != 0) {
+      fail(ErrorCode::not_supported, std::string(bname) + " " + std::to_string(b) +
+                                         " is not a multiple of 16 (the kernels' tile granule; "
+                                         "64 and 128 are the usual block sizes)");
+    }
+  }
+  check_same_place(l, a.q, name);
+  const bool varlen = p.is_varlen();
+  const std::int64_t nq = ceil_div(p.seqlen_q, bs.block_q);
+  const std::int64_t nk = ceil_div(p.seqlen_k, bs.block_k);
+  if ((l.shape[0] != 1 && l.shape[0] != p.hq) || l.shape[1] != nq || l.shape[2] != nk) {
+    const std::string sq = varlen ? "max_seqlen_q" : "Sq", sk = varlen ? "max_seqlen_k" : "Sk";
+    invalid(std::string(name) + " shape " + shape_str(l) + " must be [Hq or 1, ceil(" + sq +
+            " / block_q), ceil(" + sk + " / block_k)] = [" + std::to_string(p.hq) + " or 1, " +
+            std::to_string(nq) + ", " + std::to_string(nk) + "] (" + sq + " " +
+            std::to_string(p.seqlen_q) + ", " + sk + " " + std::to_string(p.seqlen_k) +
+            ", block_q " + std::to_string(bs.block_q) + ", block_k " + std::to_string(bs.block_k) +
+            ")");
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (l.stride[i] < 0) {
+      invalid(std::string(name) + " has a negative stride " + std::to_string(l.stride[i]) +
+              " in dimension " + std::to_string(i));
+    }
+  }
+  p.block_layout = static_cast<const std::uint8_t*>(l.data);
+  p.block_head_stride = l.shape[0] == 1 ? 0 : l.stride[0];
+  p.block_row_stride = l.stride[1];
+  p.block_col_stride = l.stride[2];
+  p.block_q = bs.block_q;
+  p.block_k = bs.block_k;
+}
+
 }  // namespace
 
 void check_cu_seqlens(const std::int32_t* cu, int batch, std::int64_t total, int max_seqlen,
@@ -301,10 +362,12 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     p.o_head_stride = a.out.stride[1];
   }
 
+  set_block_layout(a, p);
+
   // The mask works on int positions (key minus query position): Sq + Sk must fit an int.
   if (!p.dense_or_causal() && std::int64_t{p.seqlen_q} + p.seqlen_k > INT32_MAX) {
     invalid("Sq + Sk = " + std::to_string(std::int64_t{p.seqlen_q} + p.seqlen_k) +
-            " exceeds 2^31 - 1, the limit for a sliding window or global tokens");
+            " exceeds 2^31 - 1, the limit for a sliding window, global tokens or a block layout");
   }
 
   // Kernels step through tiles of up to 256 rows with 32-bit offsets.
@@ -349,18 +412,22 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
 }
 
 double attention_flops(const FwdParams& p, const std::int32_t* cu_q, const std::int32_t* cu_k) {
-  const MaskPolicy mask = p.mask();
+  // Without a per-head layout every head sees the same keys: count head 0 and multiply.
+  const bool per_head = p.has_block_layout() && p.block_head_stride != 0;
   double visible = 0;
-  for (int b = 0; b < p.batch; ++b) {
-    const int lq = cu_q ? cu_q[b + 1] - cu_q[b] : p.seqlen_q;
-    const int lk = cu_k ? cu_k[b + 1] - cu_k[b] : p.seqlen_k;
-    if (!p.causal && p.dense_or_causal()) {
-      visible += double(lq) * lk;
-    } else {
-      for (int i = 0; i < lq; ++i) visible += mask.visible_count(i, lq, lk);
+  for (int h = 0; h < (per_head ? p.hq : 1); ++h) {
+    const MaskPolicy mask = p.mask(h);
+    for (int b = 0; b < p.batch; ++b) {
+      const int lq = cu_q ? cu_q[b + 1] - cu_q[b] : p.seqlen_q;
+      const int lk = cu_k ? cu_k[b + 1] - cu_k[b] : p.seqlen_k;
+      if (!p.causal && p.dense_or_causal()) {
+        visible += double(lq) * lk;
+      } else {
+        for (int i = 0; i < lq; ++i) visible += mask.visible_count(i, lq, lk);
+      }
     }
   }
-  return 4.0 * visible * p.head_dim * p.hq;
+  return 4.0 * visible * p.head_dim * (per_head ? 1 : p.hq);
 }
 
 }  // namespace gpuattn

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/mask.h"
 #include "gpuattn/attention.h"
@@ -49,6 +50,13 @@ struct FwdParams {
   int window_right = -1;
   int global_tokens = 0;
   int global_stride = 0;
+  // Block-sparse layout (AttentionArgs::mask.block_sparse), read through mask(h): block (r, c) of
+  // query head h is on iff block_layout[h * block_head_stride + r * block_row_stride +
+  // c * block_col_stride] != 0 (head stride 0 for a layout shared by all heads). Same device as q.
+  const std::uint8_t* block_layout = nullptr;  // nullptr: no layout
+  std::int64_t block_head_stride = 0, block_row_stride = 0, block_col_stride = 0;
+  int block_q = 0;  // query rows per block (a multiple of 16)
+  int block_k = 0;  // keys per block (a multiple of 16)
   Precision precision = Precision::standard;
   int num_threads = 0;
 
@@ -84,7 +92,23 @@ struct FwdParams {
     return b * lse_batch_stride + h * lse_head_stride + (row0_q(b) + i) * lse_row_stride;
   }
 
-  // The mask of this call (causal, window, global tokens) as the shared policy of core/mask.h.
+  GPUATTN_HD bool has_block_layout() const { return block_layout != nullptr; }
+
+  // The mask of query head h (causal, window, global tokens and the head's block layout) as the
+  // shared policy of core/mask.h.
+  GPUATTN_HD MaskPolicy mask(int h) const {
+    MaskPolicy m = mask();
+    if (block_layout != nullptr) {
+      m.blocks = block_layout + h * block_head_stride;
+      m.block_row_stride = block_row_stride;
+      m.block_col_stride = block_col_stride;
+      m.block_q = block_q;
+      m.block_k = block_k;
+    }
+    return m;
+  }
+  // The position mask alone (causal, window, global tokens): the same for every head, and the
+  // whole mask of a call without a block layout. Block-sparse calls must read mask(h).
   GPUATTN_HD MaskPolicy mask() const {
     MaskPolicy m;
     m.causal = causal;
@@ -94,14 +118,20 @@ struct FwdParams {
     m.global_stride = global_stride;
     return m;
   }
-  // Neither a window nor global tokens: every key up to the causal limit (if any) is visible.
-  GPUATTN_HD bool dense_or_causal() const { return !mask().has_window() && !mask().has_global(); }
+  // Neither a window, global tokens nor a block layout: every key up to the causal limit (if any)
+  // is visible.
+  GPUATTN_HD bool dense_or_causal() const {
+    return !mask().has_window() && !mask().has_global() && !has_block_layout();
+  }
 
-  // Number of keys query row i sees (bottom-right aligned; in [0, lk]).
-  GPUATTN_HD int visible_keys(int i, int lq, int lk) const {
-    return mask().visible_count(i, lq, lk);
+  // Number of keys query row i of head h sees (bottom-right aligned; in [0, lk]).
+  GPUATTN_HD int visible_keys(int i, int lq, int lk, int h) const {
+    return mask(h).visible_count(i, lq, lk);
   }
 };
+
+// A __grid_constant__ kernel parameter: raw pointers and plain values only.
+static_assert(std::is_trivially_copyable_v<FwdParams>, "FwdParams is copied to the GPU as bytes");
 
 // Validates everything about `args` that can be checked without touching device memory and builds
 // the params. cu_seqlens contents are checked here when they live on the host; device-resident
@@ -114,7 +144,8 @@ FwdParams make_fwd_params(const AttentionArgs& args);
 void check_cu_seqlens(const std::int32_t* cu, int batch, std::int64_t total, int max_seqlen,
                       const char* name);
 
-// Attention FLOPs (2 GEMMs, 2 flops per multiply-add) of visible elements only.
+// Attention FLOPs (2 GEMMs, 2 flops per multiply-add) of visible elements only. With a block
+// layout, p.block_layout must be readable from the host (a host copy for CUDA calls).
 double attention_flops(const FwdParams& p, const std::int32_t* host_cu_q = nullptr,
                        const std::int32_t* host_cu_k = nullptr);
 

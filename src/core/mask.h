@@ -10,10 +10,13 @@
 //   in_window  = (window_left < 0 || j >= p - window_left) &&
 //                (window_right < 0 || j <= p + window_right)
 //   global     = j is a global key || p is a global position (0 <= p, see is_global_key)
-//   visible    = causal_ok && (in_window || global)
+//   block_on   = no block layout, or byte (i / block_q, j / block_k) of the layout is nonzero
+//   visible    = block_on && causal_ok && (in_window || global)
 // Global tokens widen a sliding window; without a window every key is visible anyway, so they
 // change nothing. Causal is a hard limit: a global key after the causal limit stays invisible,
-// and a global query sees every key up to its causal limit.
+// and a global query sees every key up to its causal limit. A block layout is ANDed with all of
+// that: an element is visible iff its block is on and the other masks allow it. Blocks are counted
+// from the first row and the first key of the sequence (row index i, not the position p).
 #pragma once
 
 #if defined(__CUDACC__)
@@ -37,9 +40,23 @@ struct MaskPolicy {
   int window_right = -1;  // keys after the query position it sees; -1: unbounded
   int global_tokens = 0;  // positions [0, global_tokens) are global
   int global_stride = 0;  // positions p with p % global_stride == 0 are global; 0: off
+  // Block-sparse layout of one head (nullptr: none): rows [r * block_q, (r + 1) * block_q) may see
+  // keys [c * block_k, (c + 1) * block_k) iff blocks[r * block_row_stride + c * block_col_stride]
+  // is nonzero. The layout covers every block of the sequence (validated).
+  const unsigned char* blocks = nullptr;
+  long long block_row_stride = 0;
+  long long block_col_stride = 0;
+  int block_q = 0;
+  int block_k = 0;
 
   GPUATTN_HD bool has_window() const { return window_left >= 0 || window_right >= 0; }
   GPUATTN_HD bool has_global() const { return global_tokens > 0 || global_stride > 0; }
+  GPUATTN_HD bool has_blocks() const { return blocks != nullptr; }
+
+  // Block (query block r, key block c) of the layout is on (has_blocks()).
+  GPUATTN_HD bool block_on(int r, int c) const {
+    return blocks[r * block_row_stride + c * block_col_stride] != 0;
+  }
 
   // A global position (key index, or query position p >= 0): seen by / sees every other token.
   GPUATTN_HD bool is_global_key(int j) const {
@@ -59,6 +76,7 @@ struct MaskPolicy {
   // Query row i sees key j. No intermediate overflows while lq + lk < 2^31 (validated).
   GPUATTN_HD bool visible(int i, int j, int lq, int lk) const {
     if (j < 0 || j >= lk) return false;
+    if (blocks != nullptr && !block_on(i / block_q, j / block_k)) return false;
     const int rel = (j - i) - (lk - lq);  // key position minus query position
     if (causal && rel > 0) return false;
     if ((window_left < 0 || -rel <= window_left) && (window_right < 0 || rel <= window_right)) {
@@ -67,22 +85,112 @@ struct MaskPolicy {
     return is_global_key(j) || is_global_query(i, lq, lk);
   }
 
-  // Number of keys query row i sees (O(1)).
+  // Number of keys query row i sees (O(1); O(key blocks) with a block layout).
   GPUATTN_HD int visible_count(int i, int lq, int lk) const {
+    if (blocks == nullptr) return keys_in(i, 0, lk, lq, lk);
+    const int r = i / block_q;
     const int ce = causal_end(i, lq, lk);
-    if (ce <= 0) return 0;
-    if (!has_window() || is_global_query(i, lq, lk)) return ce;
-    const KeyRange w = window_keys(i, i, lq, lk, ce);
-    int n = w.end - w.begin;
-    if (has_global()) {
-      n += global_keys_below(ce) - (global_keys_below(w.end) - global_keys_below(w.begin));
+    int n = 0;
+    for (int j0 = 0, c = 0; j0 < ce; j0 += block_k, ++c) {
+      const int j1 = j0 + min_(block_k, ce - j0);  // no overflow: j0 < ce <= lk
+      if (block_on(r, c)) n += keys_in(i, j0, j1, lq, lk);
+      if (ce - j0 <= block_k) break;
     }
     return n;
   }
 
   // The smallest [begin, end) holding every key that some row in [i_first, i_last] sees
-  // (0 <= i_first <= i_last < lq). Keys outside it never need to be loaded for these rows.
+  // (0 <= i_first <= i_last < lq). Keys outside it never need to be loaded for these rows. With a
+  // block layout the range is cut to the first and last key block that is on for these rows: it
+  // still holds every key seen, but need not be tight.
   GPUATTN_HD KeyRange key_range(int i_first, int i_last, int lq, int lk) const {
+    const KeyRange r = position_key_range(i_first, i_last, lq, lk);
+    if (blocks == nullptr || r.empty()) return r;
+    const int r0 = i_first / block_q, r1 = i_last / block_q;
+    const int c0 = r.begin / block_k, c1 = (r.end - 1) / block_k;
+    int first = -1, last = -1;
+    for (int c = c0; c <= c1 && first < 0; ++c) {
+      for (int rb = r0; rb <= r1; ++rb) {
+        if (block_on(rb, c)) {
+          first = c;
+          break;
+        }
+      }
+    }
+    if (first < 0) return {0, 0};
+    for (int c = c1; c >= first && last < 0; --c) {
+      for (int rb = r0; rb <= r1; ++rb) {
+        if (block_on(rb, c)) {
+          last = c;
+          break;
+        }
+      }
+    }
+    const int begin = max_(r.begin, first * block_k);
+    const int last_begin = last * block_k;  // < r.end <= lk: the block's end cannot overflow
+    const int end = min_(r.end, last_begin + min_(block_k, r.end - last_begin));
+    return {begin, end};
+  }
+
+  // Some row in [i_first, i_last] sees some key in [j_first, j_last] (exact). Tiles for which this
+  // is false are skipped without loading them. With a block layout: some block of the tile that
+  // is on holds a visible element (one check per block the tile overlaps).
+  GPUATTN_HD bool tile_any_visible(int i_first, int i_last, int j_first, int j_last, int lq,
+                                   int lk) const {
+    if (blocks == nullptr) return position_tile_any(i_first, i_last, j_first, j_last, lq, lk);
+    j_first = max_(j_first, 0);
+    j_last = min_(j_last, lk - 1);
+    if (j_first > j_last) return false;
+    for (int rb = i_first / block_q; rb <= i_last / block_q; ++rb) {
+      const int a = max_(i_first, rb * block_q);
+      const int b = block_last(rb, block_q, i_last);
+      for (int c = j_first / block_k; c <= j_last / block_k; ++c) {
+        if (block_on(rb, c) && position_tile_any(a, b, max_(j_first, c * block_k),
+                                                 block_last(c, block_k, j_last), lq, lk)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // Every row in [i_first, i_last] sees every key in [j_first, j_last]: the tile needs no
+  // per-element mask. Conservative: false may still be a fully visible tile. With a block layout,
+  // every block the tile overlaps must be on as well.
+  GPUATTN_HD bool tile_fully_visible(int i_first, int i_last, int j_first, int j_last, int lq,
+                                     int lk) const {
+    if (!position_tile_full(i_first, i_last, j_first, j_last, lq, lk)) return false;
+    if (blocks == nullptr) return true;
+    for (int rb = i_first / block_q; rb <= i_last / block_q; ++rb) {
+      for (int c = j_first / block_k; c <= j_last / block_k; ++c) {
+        if (!block_on(rb, c)) return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  // ---- the position mask alone (causal, window, global tokens; the block layout ignored) ------
+
+  // Keys in [a, b) that row i sees under the position mask (O(1)).
+  GPUATTN_HD int keys_in(int i, int a, int b, int lq, int lk) const {
+    const int ce = causal_end(i, lq, lk);
+    a = max_(a, 0);
+    b = min_(b, ce);
+    if (a >= b) return 0;
+    if (!has_window() || is_global_query(i, lq, lk)) return b - a;
+    const KeyRange w = window_keys(i, i, lq, lk, ce);
+    const int wb = max_(a, w.begin), we = min_(b, w.end);
+    int n = we > wb ? we - wb : 0;
+    if (has_global()) {
+      n += global_keys_below(b) - global_keys_below(a);
+      if (we > wb) n -= global_keys_below(we) - global_keys_below(wb);
+    }
+    return n;
+  }
+
+  // The smallest [begin, end) holding every key some row in [i_first, i_last] sees (tight).
+  GPUATTN_HD KeyRange position_key_range(int i_first, int i_last, int lq, int lk) const {
     const int ce = causal_end(i_last, lq, lk);  // no row of the block sees a key at or past ce
     if (ce <= 0) return {0, 0};
     if (!has_window()) return {0, ce};
@@ -96,11 +204,10 @@ struct MaskPolicy {
     return {0, end};
   }
 
-  // Some row in [i_first, i_last] sees some key in [j_first, j_last] (exact). Tiles for which this
-  // is false are skipped without loading them.
-  GPUATTN_HD bool tile_any_visible(int i_first, int i_last, int j_first, int j_last, int lq,
-                                   int lk) const {
-    const KeyRange r = key_range(i_first, i_last, lq, lk);
+  // Position-mask tile_any_visible (exact).
+  GPUATTN_HD bool position_tile_any(int i_first, int i_last, int j_first, int j_last, int lq,
+                                    int lk) const {
+    const KeyRange r = position_key_range(i_first, i_last, lq, lk);
     j_first = max_(j_first, r.begin);
     j_last = min_(j_last, r.end - 1);
     if (j_first > j_last) return false;
@@ -115,9 +222,8 @@ struct MaskPolicy {
     return global_keys_below(j_last + 1) > global_keys_below(j_first);
   }
 
-  // Every row in [i_first, i_last] sees every key in [j_first, j_last]: the tile needs no
-  // per-element mask. Conservative: false may still be a fully visible tile.
-  GPUATTN_HD bool tile_fully_visible(int i_first, int i_last, int j_first, int j_last, int lq,
+  // Position-mask tile_fully_visible (conservative).
+  GPUATTN_HD bool position_tile_full(int i_first, int i_last, int j_first, int j_last, int lq,
                                      int lk) const {
     if (j_first < 0 || j_last >= lk) return false;
     const long long d = static_cast<long long>(lk) - lq;
@@ -130,7 +236,14 @@ struct MaskPolicy {
     return i_first + d >= 0 && i_last + d < global_tokens;          // every row global
   }
 
- private:
+  // Last index of block n (of `size`) that is <= last: min(last, (n + 1) * size - 1) without
+  // overflow (n * size <= last).
+  GPUATTN_HD static int block_last(int n, int size, int last) {
+    const int first = n * size;
+    return last - first < size ? last : first + size - 1;
+  }
+
+  // ---- helpers ---------------------------------------------------------------------------------
   GPUATTN_HD static int min_(int a, int b) { return a < b ? a : b; }
   GPUATTN_HD static int max_(int a, int b) { return a > b ? a : b; }
   GPUATTN_HD static int clamp(long long x, int lo, int hi) {

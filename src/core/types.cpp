@@ -8,6 +8,7 @@ const char* to_string(DType t) {
     case DType::bf16: return "bfloat16";
     case DType::f32: return "float32";
     case DType::i32: return "int32";
+    case DType::u8: return "uint8";
   }
   return "unknown";
 }
@@ -16,6 +17,7 @@ const char* to_string(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
 
 std::size_t element_size(DType t) {
   switch (t) {
+    case DType::u8: return 1;
     case DType::f16:
     case DType::bf16: return 2;
     case DType::f32:

@@ -3,7 +3,8 @@
 // A work item is (batch b, query head h, block of kBlockM query rows). Its thread converts the Q
 // block to fp32 once (pre-scaled by scale * log2(e), so the softmax runs on exp2), then walks the
 // key tiles the block can see (MaskPolicy::key_range, and tile_any_visible inside it: tiles no row
-// of the block sees are never loaded): each K/V tile is converted to fp32 once, S = Q K^T and
+// of the block sees, e.g. tiles whose layout blocks are all off for these rows, are never
+// loaded): each K/V tile is converted to fp32 once, S = Q K^T and
 // O += P V run through one small register-blocked GEMM, and the softmax is online (running max m
 // and sum l per row, accumulators rescaled when m grows). Tiles that are not fully visible are
 // masked per element. Nothing of size Sq x Sk is ever stored.
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <exception>
 #include <limits>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -129,7 +131,7 @@ struct Workspace {
   std::vector<float> m;     // running max (log2 domain)
   std::vector<float> l;     // running softmax denominator
   std::vector<float> lc;    // Kahan compensation of l
-  std::vector<int> vis;     // visible keys of each row (0: out 0, lse -inf)
+  std::vector<int> vis;     // visible keys of each row so far (0 at the end: out 0, lse -inf)
   std::vector<int> seen;    // visible keys of each row within the current tile
 };
 
@@ -162,9 +164,9 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
       std::fill(qr, qr + D, 0.f);
     }
   }
-  const MaskPolicy mask = p.mask();
+  const MaskPolicy mask = p.mask(h);
   const int i_last = it.i0 + rows - 1;
-  for (int r = 0; r < mpad; ++r) w.vis[r] = r < rows ? mask.visible_count(it.i0 + r, lq, lk) : 0;
+  std::fill(w.vis.begin(), w.vis.end(), 0);
   const KeyRange keys = mask.key_range(it.i0, i_last, lq, lk);
   std::fill(w.m.begin(), w.m.end(), kNegInf);
   std::fill(w.l.begin(), w.l.end(), 0.f);
@@ -212,6 +214,7 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
         }
         w.seen[r] = n;
       }
+      w.vis[r] += w.seen[r];
     }
 
     // Online softmax: P = exp2(S - m_new), rescale the running state by exp2(m_old - m_new).
@@ -293,16 +296,39 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
   }
 }
 
+// Keys in the tiles the item will load, per row: the cost of a block-sparse item (an exact count
+// of its visible keys would cost O(key blocks) per row).
+double tile_keys(const MaskPolicy& mask, int i0, int rows, int lq, int lk) {
+  const int i_last = i0 + rows - 1;
+  const KeyRange keys = mask.key_range(i0, i_last, lq, lk);
+  double n = 0;
+  for (int j0 = keys.begin; j0 < keys.end; j0 += kBlockN) {
+    const int j_last = std::min(j0 + kBlockN, keys.end) - 1;
+    if (mask.tile_any_visible(i0, i_last, j0, j_last, lq, lk)) n += j_last - j0 + 1;
+  }
+  return n;
+}
+
 std::vector<WorkItem> make_work_items(const FwdParams& p) {
   std::vector<WorkItem> items;
+  const bool per_head = p.has_block_layout() && p.block_head_stride != 0;
   for (int b = 0; b < p.batch; ++b) {
     const int lq = p.len_q(b), lk = p.len_k(b);
     for (int i0 = 0; i0 < lq; i0 += kBlockM) {
       const int rows = std::min(kBlockM, lq - i0);
-      // Constant per row plus visible keys: enough to order the work.
+      // Constant per row plus visible keys (block layouts: keys of the tiles loaded): enough to
+      // order the work.
       double cost = 16.0 * rows;
-      for (int i = i0; i < i0 + rows; ++i) cost += p.visible_keys(i, lq, lk);
-      for (int h = 0; h < p.hq; ++h) items.push_back({b, h, i0, rows, cost});
+      if (!p.has_block_layout()) {
+        for (int i = i0; i < i0 + rows; ++i) cost += p.visible_keys(i, lq, lk, 0);
+      } else if (!per_head) {
+        cost += rows * tile_keys(p.mask(0), i0, rows, lq, lk);
+      }
+      for (int h = 0; h < p.hq; ++h) {
+        const double c =
+            per_head ? 16.0 * rows + rows * tile_keys(p.mask(h), i0, rows, lq, lk) : cost;
+        items.push_back({b, h, i0, rows, c});
+      }
     }
   }
   // Longest first, so that the last items to finish are short ones (causal, varlen). Stable: the
@@ -353,9 +379,11 @@ void cpu_attention_forward(const FwdParams& p) {
     case DType::f32: run<F32>(p); return;
     case DType::f16: run<F16>(p); return;
     case DType::bf16: run<BF16>(p); return;
-    case DType::i32: break;
+    case DType::i32:
+    case DType::u8: break;
   }
-  throw Error(ErrorCode::not_supported, "gpuattn::cpu_attention_forward: dtype int32");
+  throw Error(ErrorCode::not_supported,
+              std::string("gpuattn::cpu_attention_forward: dtype ") + to_string(p.dtype));
 }
 
 }  // namespace gpuattn

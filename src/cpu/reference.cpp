@@ -17,7 +17,8 @@ double load(const void* base, DType t, std::int64_t idx) {
     case DType::f16: return f16_to_float(static_cast<const std::uint16_t*>(base)[idx]);
     case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(base)[idx]);
     case DType::f32: return static_cast<const float*>(base)[idx];
-    case DType::i32: break;
+    case DType::i32:
+    case DType::u8: break;
   }
   return std::numeric_limits<double>::quiet_NaN();
 }
@@ -43,7 +44,6 @@ ReferenceResult reference_attention(const AttentionArgs& args,
   r.out.assign(n * p.hq * D, 0.0);
   r.lse.assign(n * p.hq, -std::numeric_limits<double>::infinity());
 
-  const MaskPolicy mask = p.mask();
   std::vector<double> s(static_cast<std::size_t>(p.seqlen_k));
   std::vector<int> keys(static_cast<std::size_t>(p.seqlen_k));  // visible keys of the row
   std::vector<double> acc(static_cast<std::size_t>(D));
@@ -66,11 +66,13 @@ ReferenceResult reference_attention(const AttentionArgs& args,
       i = row % p.seqlen_q;
     }
     const int lq = p.len_q(b), lk = p.len_k(b);
-    int nvis = 0;
-    for (int j = 0; j < lk; ++j) {
-      if (mask.visible(static_cast<int>(i), j, lq, lk)) keys[nvis++] = j;
-    }
     for (int h = 0; h < p.hq; ++h) {
+      // Visible keys of the row for this head (the block layout may differ per head).
+      const MaskPolicy mask = p.mask(h);
+      int nvis = 0;
+      for (int j = 0; j < lk; ++j) {
+        if (mask.visible(static_cast<int>(i), j, lq, lk)) keys[nvis++] = j;
+      }
       if (nvis == 0) continue;  // out 0, lse -inf
       const int hk = p.kv_head(h);
       const std::int64_t qo = p.q_offset(b, i, h);

@@ -88,6 +88,11 @@ int cuda_device_count() {
 }
 
 void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
+  if (p.has_block_layout()) {
+    throw Error(ErrorCode::not_supported,
+                "gpuattn::attention_forward: the CUDA kernels do not support block-sparse layouts "
+                "yet; use the CPU backend");
+  }
   const int count = cuda_device_count();
   if (p.device_index < 0 || p.device_index >= count) {
     invalid("tensors are on cuda:" + std::to_string(p.device_index) + " but " +

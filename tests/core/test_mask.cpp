@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -227,8 +228,247 @@ TEST(MaskPolicy, FwdParamsCarryTheMask) {
   EXPECT_DOUBLE_EQ(attention_flops(p), 4.0 * visible * 64);
   p.global_tokens = 3;
   EXPECT_FALSE(p.dense_or_causal());
-  EXPECT_EQ(p.visible_keys(50, 100, 100), 11 + 3);
-  EXPECT_EQ(p.visible_keys(1, 100, 100), 2);  // global query, causal: keys 0..1
+  EXPECT_EQ(p.visible_keys(50, 100, 100, 0), 11 + 3);
+  EXPECT_EQ(p.visible_keys(1, 100, 100, 0), 2);  // global query, causal: keys 0..1
+}
+
+// ---- block-sparse layouts -----------------------------------------------------------------------
+
+// A layout of n_q x n_k blocks (row-major unless `transposed`: then stored column-major, to check
+// the strides), each block on with probability `density`.
+struct Layout {
+  std::vector<unsigned char> bytes;
+  int n_q = 0, n_k = 0;
+  bool transposed = false;
+  Layout(int nq, int nk, double density, std::uint64_t seed, bool t = false)
+      : bytes(static_cast<std::size_t>(nq) * nk), n_q(nq), n_k(nk), transposed(t) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    // Nonzero values other than 1 count as on too.
+    for (auto& b : bytes) b = u(rng) < density ? static_cast<unsigned char>(1 + rng() % 255) : 0;
+  }
+  bool on(int r, int c) const { return bytes[transposed ? c * n_q + r : r * n_k + c] != 0; }
+  void attach(MaskPolicy& m, int bq, int bk) const {
+    m.blocks = bytes.data();
+    m.block_q = bq;
+    m.block_k = bk;
+    m.block_row_stride = transposed ? 1 : n_k;
+    m.block_col_stride = transposed ? n_q : 1;
+  }
+};
+
+// The documented rule: the position mask AND the block of the element.
+std::vector<std::vector<bool>> brute_matrix_blocks(const MaskPolicy& m, const Layout& l, int bq,
+                                                   int bk, int lq, int lk) {
+  MaskPolicy pos = m;
+  pos.blocks = nullptr;
+  auto vis = brute_matrix(pos, lq, lk);
+  for (int i = 0; i < lq; ++i) {
+    for (int j = 0; j < lk; ++j) vis[i][j] = vis[i][j] && l.on(i / bq, j / bk);
+  }
+  return vis;
+}
+
+// Position masks (a smaller grid than for_each_mask), block sizes that do and do not divide the
+// lengths, layouts from all off to all on, row-major and column-major.
+template <class Fn>
+void for_each_block_mask(Fn fn) {
+  struct W {
+    int l, r;
+  };
+  const W windows[] = {{-1, -1}, {0, 0}, {3, 1}, {-1, 2}};
+  const int globals[] = {0, 2};
+  const int strides[] = {0, 4};
+  const int lens[] = {1, 3, 8, 11};
+  const std::pair<int, int> blocks[] = {{1, 1}, {2, 3}, {4, 4}, {3, 5}, {16, 16}};
+  const double densities[] = {0.0, 0.1, 0.5, 1.0};
+  std::uint64_t seed = 1;
+  for (bool causal : {false, true}) {
+    for (const W w : windows) {
+      for (int g : globals) {
+        for (int st : strides) {
+          MaskPolicy m;
+          m.causal = causal;
+          m.window_left = w.l;
+          m.window_right = w.r;
+          m.global_tokens = g;
+          m.global_stride = st;
+          for (auto [bq, bk] : blocks) {
+            for (double density : densities) {
+              for (int lq : lens) {
+                for (int lk : lens) {
+                  const int nq = (lq + bq - 1) / bq, nk = (lk + bk - 1) / bk;
+                  ++seed;
+                  const Layout layout(nq, nk, density, seed, seed % 2 == 0);
+                  MaskPolicy mb = m;
+                  layout.attach(mb, bq, bk);
+                  fn(mb, layout, lq, lk);
+                  if (::testing::Test::HasFatalFailure()) return;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+std::string describe_blocks(const MaskPolicy& m, int lq, int lk) {
+  return describe(m, lq, lk) + " blocks " + std::to_string(m.block_q) + "x" +
+         std::to_string(m.block_k);
+}
+
+TEST(MaskPolicyBlocks, VisibleAndCountMatchBruteForce) {
+  std::int64_t checked = 0;
+  for_each_block_mask([&](const MaskPolicy& m, const Layout& l, int lq, int lk) {
+    const auto vis = brute_matrix_blocks(m, l, m.block_q, m.block_k, lq, lk);
+    for (int i = 0; i < lq; ++i) {
+      int count = 0;
+      for (int j = -2; j < lk + 2; ++j) {
+        const bool want = j >= 0 && j < lk && vis[i][j];
+        count += want;
+        ASSERT_EQ(m.visible(i, j, lq, lk), want)
+            << describe_blocks(m, lq, lk) << " i " << i << " j " << j;
+        ++checked;
+      }
+      ASSERT_EQ(m.visible_count(i, lq, lk), count) << describe_blocks(m, lq, lk) << " i " << i;
+    }
+  });
+  EXPECT_GT(checked, 100000);
+}
+
+// key_range holds every key some row sees (need not be tight with blocks); tile_any_visible is
+// exact; tile_fully_visible is never wrongly true.
+TEST(MaskPolicyBlocks, BlockRangesAndTilesMatchBruteForce) {
+  for_each_block_mask([&](const MaskPolicy& m, const Layout& l, int lq, int lk) {
+    const auto vis = brute_matrix_blocks(m, l, m.block_q, m.block_k, lq, lk);
+    for (int a = 0; a < lq; ++a) {
+      std::vector<bool> seen(lk, false);
+      std::vector<int> cnt(lk, 0);
+      for (int b = a; b < lq; ++b) {
+        for (int j = 0; j < lk; ++j) {
+          seen[j] = seen[j] || vis[b][j];
+          cnt[j] += vis[b][j];
+        }
+        const KeyRange r = m.key_range(a, b, lq, lk);
+        const std::string where = describe_blocks(m, lq, lk) + " rows [" + std::to_string(a) +
+                                  ", " + std::to_string(b) + "]";
+        ASSERT_GE(r.begin, 0) << where;
+        ASSERT_LE(r.end, lk) << where;
+        for (int j = 0; j < lk; ++j) {
+          if (seen[j]) {
+            ASSERT_TRUE(r.begin <= j && j < r.end)
+                << where << " key " << j << " outside [" << r.begin << ", " << r.end << ")";
+          }
+        }
+        for (int c = 0; c < lk; ++c) {
+          bool any = false, all = true;
+          for (int d = c; d < lk; ++d) {
+            any = any || seen[d];
+            all = all && cnt[d] == b - a + 1;
+            ASSERT_EQ(m.tile_any_visible(a, b, c, d, lq, lk), any)
+                << where << " keys [" << c << ", " << d << "]";
+            if (!all) {
+              ASSERT_FALSE(m.tile_fully_visible(a, b, c, d, lq, lk))
+                  << where << " keys [" << c << ", " << d << "]";
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// A layout with every block on changes nothing: every method answers as without a layout.
+TEST(MaskPolicyBlocks, AllOnLayoutIsNoLayout) {
+  for_each_mask([&](const MaskPolicy& m, int lq, int lk) {
+    if (lq > 8 || lk > 8 || m.window_left == INT_MAX || m.global_tokens == 13) return;  // smaller
+    for (auto [bq, bk] : {std::pair{1, 1}, std::pair{3, 2}, std::pair{16, 16}}) {
+      const int nq = (lq + bq - 1) / bq, nk = (lk + bk - 1) / bk;
+      const Layout all(nq, std::max(nk, 1), 1.0, 7);
+      MaskPolicy mb = m;
+      all.attach(mb, bq, bk);
+      const std::string where = describe_blocks(mb, lq, lk);
+      for (int a = 0; a < lq; ++a) {
+        ASSERT_EQ(mb.visible_count(a, lq, lk), m.visible_count(a, lq, lk)) << where;
+        for (int b = a; b < lq; ++b) {
+          const KeyRange r = mb.key_range(a, b, lq, lk), r0 = m.key_range(a, b, lq, lk);
+          ASSERT_TRUE(r.empty() ? r0.empty() : r.begin == r0.begin && r.end == r0.end) << where;
+          for (int c = 0; c < lk; ++c) {
+            for (int d = c; d < lk; ++d) {
+              ASSERT_EQ(mb.tile_any_visible(a, b, c, d, lq, lk),
+                        m.tile_any_visible(a, b, c, d, lq, lk))
+                  << where;
+              ASSERT_EQ(mb.tile_fully_visible(a, b, c, d, lq, lk),
+                        m.tile_fully_visible(a, b, c, d, lq, lk))
+                  << where;
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// Tiles whose blocks are all off are skipped even where the position mask sees everything, and
+// fully visible tiles inside on blocks need no mask.
+TEST(MaskPolicyBlocks, TilesFollowTheLayout) {
+  // 4 x 4 blocks of 64: a diagonal band (r == c) plus block column 0.
+  std::vector<unsigned char> layout(16, 0);
+  for (int r = 0; r < 4; ++r) layout[r * 4 + r] = layout[r * 4] = 1;
+  MaskPolicy m;
+  m.blocks = layout.data();
+  m.block_q = m.block_k = 64;
+  m.block_row_stride = 4;
+  m.block_col_stride = 1;
+  const int s = 256;
+  EXPECT_TRUE(m.tile_any_visible(128, 191, 0, 63, s, s));
+  EXPECT_TRUE(m.tile_fully_visible(128, 191, 0, 63, s, s));
+  EXPECT_FALSE(m.tile_any_visible(128, 191, 64, 127, s, s));
+  EXPECT_TRUE(m.tile_fully_visible(128, 191, 128, 191, s, s));
+  EXPECT_FALSE(m.tile_fully_visible(128, 191, 64, 191, s, s));  // overlaps an off block
+  EXPECT_FALSE(m.tile_any_visible(128, 191, 192, 255, s, s));
+  EXPECT_EQ(m.visible_count(130, s, s), 128);
+  const KeyRange r = m.key_range(192, 255, s, s);
+  EXPECT_EQ(r.begin, 0);
+  EXPECT_EQ(r.end, 256);
+  m.causal = true;
+  EXPECT_EQ(m.visible_count(130, s, s), 64 + 3);  // block column 0 and keys 128..130
+  EXPECT_EQ(m.key_range(0, 63, s, s).end, 64);
+  layout[0] = 0;  // row block 0 all off
+  EXPECT_TRUE(m.key_range(0, 63, s, s).empty());
+  EXPECT_EQ(m.visible_count(10, s, s), 0);
+}
+
+TEST(MaskPolicyBlocks, FwdParamsPickTheHeadsLayout) {
+  // 2 heads, 2 x 2 blocks of 16 (32 x 32 tokens): head 0 the diagonal, head 1 all on.
+  const unsigned char layout[8] = {1, 0, 0, 1, 1, 1, 1, 1};
+  FwdParams p;
+  p.batch = 1;
+  p.hq = 2;
+  p.hkv = 1;
+  p.head_dim = 64;
+  p.seqlen_q = p.seqlen_k = 32;
+  EXPECT_TRUE(p.dense_or_causal());
+  p.block_layout = layout;
+  p.block_q = p.block_k = 16;
+  p.block_head_stride = 4;
+  p.block_row_stride = 2;
+  p.block_col_stride = 1;
+  EXPECT_TRUE(p.has_block_layout());
+  EXPECT_FALSE(p.dense_or_causal());  // keeps block-sparse calls off the dense-only kernels
+  EXPECT_FALSE(p.mask().has_blocks());
+  EXPECT_EQ(p.mask(0).blocks, layout);
+  EXPECT_EQ(p.mask(1).blocks, layout + 4);
+  EXPECT_EQ(p.visible_keys(20, 32, 32, 0), 16);
+  EXPECT_EQ(p.visible_keys(20, 32, 32, 1), 32);
+  EXPECT_DOUBLE_EQ(attention_flops(p), 4.0 * (32 * 16 + 32 * 32) * 64);
+  p.block_head_stride = 0;  // shared: head 0's layout for both
+  EXPECT_EQ(p.visible_keys(20, 32, 32, 1), 16);
+  EXPECT_DOUBLE_EQ(attention_flops(p), 4.0 * (32 * 16) * 2 * 64);
+  p.causal = true;
+  EXPECT_DOUBLE_EQ(attention_flops(p), 4.0 * (2 * (16 * 17 / 2)) * 2 * 64);
 }
 
 }  // namespace

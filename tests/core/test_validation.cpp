@@ -4,9 +4,11 @@
 
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/test_util.h"
@@ -565,6 +567,151 @@ TEST(Validation, ReferenceRejectsTheSameInputs) {
   AttentionArgs a = ok.args();
   a.q.device = a.k.device = a.v.device = a.out.device = a.lse.device = Device::cuda;
   EXPECT_THROW(reference_attention(a), Error);  // device tensors
+}
+
+// ---- block-sparse layouts -----------------------------------------------------------------------
+
+// A uint8 layout [h, nq, nk], every block on.
+HostTensor all_on_layout(std::int64_t h, std::int64_t nq, std::int64_t nk) {
+  HostTensor t(DType::u8, {h, nq, nk});
+  std::memset(t.data(), 1, t.bytes());
+  return t;
+}
+
+// Dense problem with Sq 130, Sk 300, Hq 4, Hkv 2: blocks of 64 give a [4 or 1, 3, 5] layout.
+Dense block_problem(std::uint64_t seed) {
+  return Dense(DType::f16, 2, 130, 300, 4, 2, 64, seed);
+}
+
+AttentionArgs with_layout(const Dense& d, const HostTensor& layout, int bq = 64, int bk = 64) {
+  AttentionArgs a = d.args();
+  a.mask.block_sparse.layout = layout.view();
+  a.mask.block_sparse.block_q = bq;
+  a.mask.block_sparse.block_k = bk;
+  return a;
+}
+
+TEST(ValidationBlockSparse, ValidLayouts) {
+  Dense d = block_problem(400);
+  const HostTensor per_head = all_on_layout(4, 3, 5), shared = all_on_layout(1, 3, 5);
+  const HostTensor big_blocks = all_on_layout(1, 1, 1);  // blocks longer than the sequence
+  const HostTensor blocks_16x128 = all_on_layout(4, 9, 3);
+  for (const AttentionArgs& a :
+       {with_layout(d, per_head), with_layout(d, shared), with_layout(d, big_blocks, 1024, 4096),
+        with_layout(d, blocks_16x128, 16, 128)}) {
+    d.out.poison();
+    d.lse.poison();
+    EXPECT_NO_THROW(attention_forward(a));
+    EXPECT_FALSE(std::isnan(d.out.get(d.out.numel() - 1)));
+  }
+  // A strided view: every other block column of a [4, 3, 10] buffer.
+  const HostTensor wide = all_on_layout(4, 3, 10);
+  AttentionArgs a = with_layout(d, wide);
+  a.mask.block_sparse.layout.shape = {4, 3, 5};
+  a.mask.block_sparse.layout.stride = {30, 10, 2};
+  EXPECT_NO_THROW(attention_forward(a));
+  EXPECT_EQ(std::string(to_string(DType::u8)), "uint8");
+  EXPECT_EQ(element_size(DType::u8), 1u);
+}
+
+TEST(ValidationBlockSparse, WrongDtypeRankShape) {
+  const Dense d = block_problem(401);
+  HostTensor f16(DType::f16, {4, 3, 5});
+  expect_invalid(with_layout(d, f16), {"mask.block_sparse.layout", "dtype float16", "uint8"}, d);
+  const HostTensor rank2 = [] {
+    HostTensor t(DType::u8, {3, 5});
+    return t;
+  }();
+  expect_invalid(with_layout(d, rank2), {"mask.block_sparse.layout has rank 2", "[3, 5]", "rank 3"},
+                 d);
+  // Each dimension wrong in turn: the message names both shapes and the lengths behind them.
+  for (const std::vector<std::int64_t>& shape :
+       {std::vector<std::int64_t>{2, 3, 5}, {4, 2, 5}, {4, 3, 4}, {1, 3, 6}, {8, 3, 5}}) {
+    const HostTensor l = all_on_layout(shape[0], shape[1], shape[2]);
+    const std::string got = "[" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) +
+                            ", " + std::to_string(shape[2]) + "]";
+    expect_invalid(with_layout(d, l),
+                   {"layout shape " + got, "[4 or 1, 3, 5]", "Sq 130", "Sk 300", "block_q 64"}, d);
+  }
+  // Blocks of 128: the expected shape follows the block size.
+  const HostTensor l = all_on_layout(4, 3, 5);
+  expect_invalid(with_layout(d, l, 128, 128), {"[4 or 1, 2, 3]"}, d);
+}
+
+TEST(ValidationBlockSparse, BadBlockSizes) {
+  const Dense d = block_problem(402);
+  const HostTensor l = all_on_layout(4, 3, 5);
+  expect_invalid(with_layout(d, l, 0, 64), {"mask.block_sparse.block_q is 0", "positive"}, d);
+  expect_invalid(with_layout(d, l, 64, -64), {"mask.block_sparse.block_k is -64", "positive"}, d);
+  for (auto [bq, bk, name] : {std::tuple{40, 64, "block_q 40"}, std::tuple{64, 8, "block_k 8"},
+                              std::tuple{1, 64, "block_q 1"}}) {
+    expect_rejected(with_layout(d, l, bq, bk), ErrorCode::not_supported,
+                    {name, "not a multiple of 16"}, {&d.out, &d.lse});
+  }
+  // Block sizes without a layout.
+  AttentionArgs a = d.args();
+  a.mask.block_sparse.block_q = 64;
+  expect_invalid(a, {"block_q/block_k are 64/0", "layout is absent"}, d);
+}
+
+TEST(ValidationBlockSparse, NullPointerNegativeStrideAndDevice) {
+  const Dense d = block_problem(403);
+  const HostTensor l = all_on_layout(4, 3, 5);
+  AttentionArgs a = with_layout(d, l);
+  a.mask.block_sparse.layout.data = nullptr;
+  expect_invalid(a, {"mask.block_sparse.layout is a null pointer"}, d);
+  a = with_layout(d, l);
+  a.mask.block_sparse.layout.stride[2] = -1;
+  expect_invalid(a, {"mask.block_sparse.layout has a negative stride -1"}, d);
+  a = with_layout(d, l);
+  a.mask.block_sparse.layout.device = Device::cuda;
+  expect_invalid(a, {"mask.block_sparse.layout is on cuda:0", "q is on cpu", "host/device mix"}, d);
+  // On the device of q, but another device index.
+  a = with_layout(d, l);
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.out, &a.lse, &a.mask.block_sparse.layout}) {
+    t->device = Device::cuda;
+  }
+  a.mask.block_sparse.layout.device_index = 1;
+  expect_invalid(a, {"mask.block_sparse.layout is on cuda:1", "q is on cuda:0"}, d);
+}
+
+TEST(ValidationBlockSparse, VarlenShapeFollowsMaxSeqlen) {
+  Varlen d(404);  // max_seqlen_q 5, max_seqlen_k 6, Hq 4
+  const HostTensor ok = all_on_layout(1, 1, 1);
+  AttentionArgs a = d.args();
+  a.mask.block_sparse = {ok.view(), 16, 16};
+  d.out.poison();
+  EXPECT_NO_THROW(attention_forward(a));
+  EXPECT_FALSE(std::isnan(d.out.get(0)));
+  const HostTensor bad = all_on_layout(4, 1, 2);
+  a.mask.block_sparse.layout = bad.view();
+  d.expect_invalid(a, {"[4, 1, 2]", "ceil(max_seqlen_q / block_q)", "[4 or 1, 1, 1]",
+                       "max_seqlen_q 5", "max_seqlen_k 6"});
+}
+
+// Views marked as CUDA memory over host buffers: the CUDA backend refuses block-sparse layouts
+// before it touches any memory (a build without CUDA refuses every CUDA call).
+TEST(ValidationBlockSparse, CudaRefusesBlockSparse) {
+  const Dense d = block_problem(405);
+  const HostTensor l = all_on_layout(1, 3, 5);
+  AttentionArgs a = with_layout(d, l);
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.out, &a.lse, &a.mask.block_sparse.layout}) {
+    t->device = Device::cuda;
+  }
+  std::vector<std::uint64_t> out = d.out.storage, lse = d.lse.storage;
+  try {
+    attention_forward(a);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(static_cast<int>(e.code()), static_cast<int>(ErrorCode::not_supported)) << msg;
+    EXPECT_TRUE(msg.find("no CUDA backend") != std::string::npos ||
+                msg.find("do not support block-sparse layouts yet; use the CPU backend") !=
+                    std::string::npos)
+        << msg;
+  }
+  EXPECT_TRUE(d.out.storage == out);
+  EXPECT_TRUE(d.lse.storage == lse);
 }
 
 }  // namespace

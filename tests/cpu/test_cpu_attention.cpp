@@ -5,6 +5,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -40,8 +41,17 @@ struct Problem {
   int threads = 0;
   float q_scale = 1.f;
   std::vector<int> lens_q, lens_k;  // varlen when non-empty
+  // Block-sparse layout: on when block_q > 0. [layout_heads, n_blocks_q, n_blocks_k] bytes, random
+  // with block_density of the blocks on, unless `blocks` gives them (row-major); stored
+  // column-major (a strided view) when layout_transposed.
+  int block_q = 0, block_k = 0;
+  int layout_heads = 1;
+  double block_density = 1.0;
+  std::vector<std::uint8_t> blocks;
+  bool layout_transposed = false;
 
   bool varlen() const { return !lens_q.empty(); }
+  bool block_sparse() const { return block_q > 0; }
   std::string str() const {
     std::ostringstream s;
     s << to_string(dtype) << " D" << d << " Hq" << hq << " Hkv" << hkv;
@@ -60,6 +70,11 @@ struct Problem {
     }
     if (mask.global_tokens) s << " G" << mask.global_tokens;
     if (mask.global_stride) s << " stride" << mask.global_stride;
+    if (block_sparse()) {
+      s << " blocks " << block_q << "x" << block_k << " layout heads " << layout_heads
+        << (blocks.empty() ? " density " + std::to_string(block_density) : " explicit")
+        << (layout_transposed ? " transposed" : "");
+    }
     s << ' ' << to_string(precision) << " threads" << threads << " qscale" << q_scale;
     return s.str();
   }
@@ -74,7 +89,7 @@ int sum(const std::vector<int>& v) {
 // Inputs, outputs (poisoned) and args of one problem. Not copyable: args point into the tensors.
 struct Case {
   Problem pr;
-  HostTensor q, k, v, out, lse, cu_q, cu_k;
+  HostTensor q, k, v, out, lse, cu_q, cu_k, layout;
   AttentionArgs args;
   std::int64_t total_q = 0;
 
@@ -116,8 +131,39 @@ struct Case {
     args.precision = pr.precision;
     args.num_threads = pr.threads;
     args.backend = Backend::cpu;
+    if (pr.block_sparse()) make_layout(seed);
   }
   Case(const Case&) = delete;
+
+  void make_layout(std::uint64_t seed) {
+    const int sq = pr.varlen() ? args.max_seqlen_q : pr.sq;
+    const int sk = pr.varlen() ? args.max_seqlen_k : pr.sk;
+    const std::int64_t h = pr.layout_heads, nq = (sq + pr.block_q - 1) / pr.block_q,
+                       nk = (sk + pr.block_k - 1) / pr.block_k;
+    std::vector<std::uint8_t> on = pr.blocks;
+    if (on.empty()) {
+      std::mt19937_64 rng(seed * 7 + 5);
+      std::uniform_real_distribution<double> u(0.0, 1.0);
+      for (std::int64_t i = 0; i < h * nq * nk; ++i) on.push_back(u(rng) < pr.block_density);
+    }
+    layout = HostTensor(DType::u8, pr.layout_transposed ? std::vector<std::int64_t>{h, nk, nq}
+                                                        : std::vector<std::int64_t>{h, nq, nk});
+    auto* bytes = static_cast<std::uint8_t*>(layout.data());
+    TensorView view = layout.view();
+    if (pr.layout_transposed) {
+      view.shape = {h, nq, nk};
+      view.stride = {nq * nk, 1, nq};
+    }
+    for (std::int64_t x = 0; x < h; ++x) {
+      for (std::int64_t r = 0; r < nq; ++r) {
+        for (std::int64_t c = 0; c < nk; ++c) {
+          bytes[x * view.stride[0] + r * view.stride[1] + c * view.stride[2]] =
+              on[static_cast<std::size_t>((x * nq + r) * nk + c)];
+        }
+      }
+    }
+    args.mask.block_sparse = {view, pr.block_q, pr.block_k};
+  }
   Case& operator=(const Case&) = delete;
 
   std::int64_t lse_index(std::int64_t row, int h) const {
@@ -850,6 +896,265 @@ TEST(CpuAttentionMask, ThreadCountDoesNotChangeResults) {
     }
   }
   check(pr, 21000);
+}
+
+// ---- block-sparse layouts -----------------------------------------------------------------------
+
+Problem block_problem(DType t, int s, int bq, int bk, double density, int layout_heads) {
+  Problem pr;
+  pr.dtype = t;
+  pr.batch = 1;
+  pr.sq = pr.sk = s;
+  pr.hq = 4;
+  pr.hkv = 2;
+  pr.block_q = bq;
+  pr.block_k = bk;
+  pr.block_density = density;
+  pr.layout_heads = layout_heads;
+  return pr;
+}
+
+// 50% and 90% sparsity, a layout per head and one shared by all, with and without causal.
+TEST(CpuAttentionBlockSparse, HalfAndNinetyPercentSparse) {
+  std::uint64_t seed = 30000;
+  int n = 0;
+  for (DType t : kDtypes) {
+    for (double density : {0.5, 0.1}) {
+      for (int heads : {1, 4}) {
+        for (bool causal : {false, true}) {
+          Problem pr = block_problem(t, 300, 64, 64, density, heads);
+          pr.causal = causal;
+          pr.d = ++n % 2 ? 64 : 128;
+          check(pr, ++seed);
+        }
+      }
+    }
+  }
+}
+
+// Block sizes that are and are not multiples of the CPU tile (64), and blocks larger than the
+// sequence.
+TEST(CpuAttentionBlockSparse, BlockSizes) {
+  std::uint64_t seed = 31000;
+  int n = 0;
+  for (auto [bq, bk] : {std::pair{16, 16}, std::pair{128, 128}, std::pair{48, 80},
+                        std::pair{32, 128}, std::pair{256, 16}, std::pair{512, 512}}) {
+    for (bool causal : {false, true}) {
+      Problem pr = block_problem(kDtypes[n % 3], 333, bq, bk, 0.5, n % 2 ? 4 : 1);
+      pr.causal = causal;
+      ++n;
+      check(pr, ++seed);
+    }
+  }
+}
+
+// The layout ANDs with the window and the global tokens (and causal).
+TEST(CpuAttentionBlockSparse, WithWindowAndGlobalTokens) {
+  std::uint64_t seed = 32000;
+  int n = 0;
+  for (const MaskSpec m : {make_mask(40, 0), make_mask(30, 30), make_mask(20, 0, 8),
+                           make_mask(16, 16, 4, 100), make_mask(-1, 0, 0, 64)}) {
+    for (double density : {0.5, 0.1}) {
+      for (bool causal : {false, true}) {
+        Problem pr = block_problem(kDtypes[n % 3], 300, 32, 64, density, n % 2 ? 4 : 1);
+        ++n;
+        pr.causal = causal;
+        pr.mask = m;
+        check(pr, ++seed);
+      }
+    }
+  }
+}
+
+TEST(CpuAttentionBlockSparse, SqDiffersFromSk) {
+  std::uint64_t seed = 33000;
+  int n = 0;
+  for (auto [sq, sk] : {std::pair{17, 300}, std::pair{300, 17}, std::pair{1, 500},
+                        std::pair{130, 64}, std::pair{64, 260}}) {
+    for (bool causal : {false, true}) {
+      for (double density : {0.5, 0.1}) {
+        Problem pr = block_problem(kDtypes[n % 3], 0, 16, 32, density, n % 2 ? 4 : 1);
+        ++n;
+        pr.sq = sq;
+        pr.sk = sk;
+        pr.batch = 2;
+        pr.causal = causal;
+        if (n % 3 == 0) pr.mask = make_mask(50, 10, 2);
+        check(pr, ++seed);
+      }
+    }
+  }
+}
+
+// One layout (from max_seqlen) for every sequence, each starting at block 0.
+TEST(CpuAttentionBlockSparse, Varlen) {
+  std::uint64_t seed = 34000;
+  for (DType t : kDtypes) {
+    for (bool causal : {false, true}) {
+      for (int heads : {1, 4}) {
+        Problem pr = block_problem(t, 0, 32, 16, 0.5, heads);
+        pr.causal = causal;
+        pr.lens_q = pr.lens_k = {1, 17, 513, 70};
+        check(pr, ++seed);
+        pr.lens_k = {5, 40, 100, 70};  // Sq != Sk per sequence, both ways
+        pr.d = 128;
+        pr.block_density = 0.1;
+        check(pr, ++seed);
+        pr.lens_q = {5, 0, 33, 64, 3};  // empty sequences
+        pr.lens_k = {7, 3, 0, 64, 0};
+        pr.mask = make_mask(8, 8, 1);
+        check(pr, ++seed);
+      }
+    }
+  }
+}
+
+TEST(CpuAttentionBlockSparse, GqaAndMqa) {
+  std::uint64_t seed = 35000;
+  for (DType t : kDtypes) {
+    for (int hkv : {2, 1}) {
+      for (bool causal : {false, true}) {
+        Problem pr = block_problem(t, 0, 64, 32, 0.5, 8);  // a layout per query head
+        pr.hq = 8;
+        pr.hkv = hkv;
+        pr.sq = 145;
+        pr.sk = 170;
+        pr.d = hkv == 1 ? 128 : 64;
+        pr.causal = causal;
+        check(pr, ++seed);
+      }
+    }
+  }
+}
+
+// A layout stored column-major (strides [nq * nk, 1, nq]) means the same as the row-major one.
+TEST(CpuAttentionBlockSparse, StridedLayout) {
+  std::uint64_t seed = 36000;
+  for (bool causal : {false, true}) {
+    Problem pr = block_problem(DType::f16, 200, 32, 48, 0.5, 4);
+    pr.causal = causal;
+    Problem transposed = pr;
+    transposed.layout_transposed = true;
+    check_same_as(transposed, pr, ++seed);
+  }
+}
+
+// Every block on is no layout: the same tiles in the same order, bit for bit.
+TEST(CpuAttentionBlockSparse, AllOnLayoutIsNoLayout) {
+  std::uint64_t seed = 37000;
+  for (DType t : kDtypes) {
+    for (bool causal : {false, true}) {
+      Problem none;
+      none.dtype = t;
+      none.sq = 150;
+      none.sk = 200;
+      none.causal = causal;
+      none.mask = make_mask(40, 5, 3);
+      for (auto [bq, bk] : {std::pair{16, 16}, std::pair{64, 64}, std::pair{48, 112}}) {
+        Problem pr = none;
+        pr.block_q = bq;
+        pr.block_k = bk;
+        pr.block_density = 1.0;
+        check_same_as(pr, none, ++seed);
+      }
+    }
+  }
+}
+
+// Rows whose blocks are all off (and, with causal, rows whose on blocks lie after the causal
+// limit): out = 0, lse = -inf; every other row finite. Layout: 4 x 4 blocks of 32 over Sq = Sk =
+// 128; row block 1 all off, row block 2 only key block 3 (after the causal limit of its rows).
+TEST(CpuAttentionBlockSparse, RowsWithoutKeysGetZeroAndMinusInf) {
+  const std::vector<std::uint8_t> blocks = {1, 0, 0, 1,   // rows 0..31
+                                            0, 0, 0, 0,   // rows 32..63: nothing
+                                            0, 0, 0, 1,   // rows 64..95: key block 3 only
+                                            1, 1, 0, 1};  // rows 96..127
+  std::uint64_t seed = 38000;
+  for (DType t : kDtypes) {
+    for (bool causal : {false, true}) {
+      Problem pr;
+      pr.dtype = t;
+      pr.sq = pr.sk = 128;
+      pr.causal = causal;
+      pr.block_q = pr.block_k = 32;
+      pr.blocks = blocks;
+      SCOPED_TRACE(pr.str());
+      Case s(pr, ++seed);
+      attention_forward(s.args);
+      for (int b = 0; b < pr.batch; ++b) {
+        for (int i = 0; i < pr.sq; ++i) {
+          const bool none = (i >= 32 && i < 64) || (causal && i >= 64 && i < 96);
+          for (int h = 0; h < pr.hq; ++h) {
+            const std::int64_t row = std::int64_t{b} * pr.sq + i;
+            const float l = s.lse.get(s.lse_index(row, h));
+            if (none) {
+              EXPECT_TRUE(std::isinf(l) && l < 0) << "row " << i << " lse " << l;
+              for (int d = 0; d < pr.d; ++d) {
+                ASSERT_EQ(s.out.get((row * pr.hq + h) * pr.d + d), 0.f) << "row " << i;
+              }
+            } else {
+              EXPECT_TRUE(std::isfinite(l)) << "row " << i;
+            }
+          }
+        }
+      }
+      check(pr, seed);
+    }
+  }
+  // Every block off: the whole output is 0, every lse -inf.
+  Problem pr = block_problem(DType::bf16, 100, 64, 64, 0.0, 1);
+  Case s(pr, ++seed);
+  attention_forward(s.args);
+  for (std::int64_t i = 0; i < s.out.numel(); ++i) ASSERT_EQ(s.out.get(i), 0.f);
+  for (std::int64_t i = 0; i < s.lse.numel(); ++i) {
+    ASSERT_TRUE(std::isinf(s.lse.get(i)) && s.lse.get(i) < 0);
+  }
+}
+
+// Off blocks are skipped, not masked: a long sequence at 90% sparsity costs a tenth of dense.
+// Sampled rows against the reference.
+TEST(CpuAttentionBlockSparse, LongSequenceNinetyPercentSparse) {
+  Problem pr = block_problem(DType::bf16, 16384, 128, 128, 0.1, 1);
+  pr.hq = pr.hkv = 1;
+  check(pr, 39000);
+  pr.causal = true;
+  pr.mask = make_mask(4096, 0, 64);
+  check(pr, 39001);
+}
+
+TEST(CpuAttentionBlockSparse, ThreadCountDoesNotChangeResults) {
+  Problem pr = block_problem(DType::f16, 0, 32, 64, 0.5, 4);
+  pr.causal = true;
+  pr.lens_q = {1, 17, 300, 70};
+  pr.lens_k = {3, 17, 300, 150};
+  std::vector<std::uint8_t> first_out, first_lse;
+  for (int threads : {1, 2, 3, 0}) {
+    pr.threads = threads;
+    SCOPED_TRACE(pr.str());
+    Case s(pr, 40000);
+    attention_forward(s.args);
+    if (first_out.empty()) {
+      first_out = bytes_of(s.out);
+      first_lse = bytes_of(s.lse);
+    } else {
+      EXPECT_TRUE(bytes_of(s.out) == first_out);
+      EXPECT_TRUE(bytes_of(s.lse) == first_lse);
+    }
+  }
+  check(pr, 40000);
+}
+
+TEST(CpuAttentionBlockSparse, CompensatedPrecision) {
+  std::uint64_t seed = 41000;
+  for (DType t : kDtypes) {
+    Problem pr = block_problem(t, 0, 16, 64, 0.5, 4);
+    pr.precision = Precision::compensated;
+    pr.causal = true;
+    pr.sq = 77;
+    pr.sk = 250;
+    pr.mask = make_mask(70, 0, 5);
+    check(pr, ++seed);
+  }
 }
 
 }  // namespace

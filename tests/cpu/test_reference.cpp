@@ -399,7 +399,48 @@ TEST(ReferenceMask, WindowZeroSeesOwnPositionOnly) {
   }
 }
 
-// Against a naive fp64 attention over keys chosen by the rule of attention.h, written out here.
+// Naive fp64 attention of row i, head h (kv head 0) of batch b over `keys`, against the reference.
+void expect_naive_row(const Dense& p, const ReferenceResult& r, int b, int i, int h,
+                      const std::vector<int>& keys, const std::string& where) {
+  const double l = r.lse[p.lse_index(b, i, h)];
+  if (keys.empty()) {
+    EXPECT_TRUE(std::isinf(l) && l < 0) << where;
+    for (int d = 0; d < p.D; ++d) ASSERT_EQ(r.out[p.out_index(b, i, h, d)], 0.0) << where;
+    return;
+  }
+  const double scale = 1.0 / std::sqrt(double(p.D));
+  std::vector<double> s;
+  double mx = -INFINITY;
+  for (int j : keys) {
+    double dot = 0;
+    for (int d = 0; d < p.D; ++d) dot += p.qd(b, i, h, d) * p.kd(b, j, 0, d);
+    s.push_back(dot * scale);
+    mx = std::max(mx, s.back());
+  }
+  double z = 0;
+  for (double x : s) z += std::exp(x - mx);
+  EXPECT_NEAR(l, mx + std::log(z), kTol) << where;
+  for (int d = 0; d < p.D; ++d) {
+    double o = 0;
+    for (std::size_t t = 0; t < keys.size(); ++t) {
+      o += std::exp(s[t] - mx) / z * p.vd(b, keys[t], 0, d);
+    }
+    ASSERT_NEAR(r.out[p.out_index(b, i, h, d)], o, kTol) << where;
+  }
+}
+
+// Key j is visible to row i under the position rule of attention.h, written out here.
+bool naive_visible(const MaskSpec& m, bool causal, int i, int j, int sq, int sk) {
+  auto global = [&](int t) {
+    return t >= 0 && (t < m.global_tokens || (m.global_stride > 0 && t % m.global_stride == 0));
+  };
+  const int pos = i + sk - sq;
+  const bool lo = m.window_left < 0 || j >= pos - m.window_left;
+  const bool hi = m.window_right < 0 || j <= pos + m.window_right;
+  return (!causal || j <= pos) && ((lo && hi) || global(j) || global(pos));
+}
+
+// Against a naive fp64 attention over keys chosen by the rule of attention.h.
 TEST(ReferenceMask, MatchesNaiveMaskedAttention) {
   std::uint64_t seed = 1500;
   for (auto [sq, sk] : {std::pair{12, 12}, std::pair{7, 19}, std::pair{19, 7}}) {
@@ -410,46 +451,55 @@ TEST(ReferenceMask, MatchesNaiveMaskedAttention) {
         AttentionArgs a = p.args(causal);
         a.mask = m;
         const ReferenceResult r = reference_attention(a);
-        auto global = [&](int t) {
-          return t >= 0 &&
-                 (t < m.global_tokens || (m.global_stride > 0 && t % m.global_stride == 0));
-        };
         for (int b = 0; b < 2; ++b) {
           for (int i = 0; i < sq; ++i) {
-            const int pos = i + sk - sq;
             std::vector<int> keys;
             for (int j = 0; j < sk; ++j) {
-              const bool lo = m.window_left < 0 || j >= pos - m.window_left;
-              const bool hi = m.window_right < 0 || j <= pos + m.window_right;
-              if ((!causal || j <= pos) && ((lo && hi) || global(j) || global(pos))) {
-                keys.push_back(j);
-              }
+              if (naive_visible(m, causal, i, j, sq, sk)) keys.push_back(j);
             }
             for (int h = 0; h < 2; ++h) {
-              const double l = r.lse[p.lse_index(b, i, h)];
-              if (keys.empty()) {
-                EXPECT_TRUE(std::isinf(l) && l < 0);
-                for (int d = 0; d < 64; ++d) ASSERT_EQ(r.out[p.out_index(b, i, h, d)], 0.0);
-                continue;
-              }
-              std::vector<double> s;
-              double mx = -INFINITY;
-              for (int j : keys) {
-                double dot = 0;
-                for (int d = 0; d < 64; ++d) dot += p.qd(b, i, h, d) * p.kd(b, j, 0, d);
-                s.push_back(dot / 8.0);
-                mx = std::max(mx, s.back());
-              }
-              double z = 0;
-              for (double x : s) z += std::exp(x - mx);
-              EXPECT_NEAR(l, mx + std::log(z), kTol);
-              for (int d = 0; d < 64; ++d) {
-                double o = 0;
-                for (std::size_t t = 0; t < keys.size(); ++t) {
-                  o += std::exp(s[t] - mx) / z * p.vd(b, keys[t], 0, d);
+              expect_naive_row(p, r, b, i, h, keys,
+                               "Sq " + std::to_string(sq) + " Sk " + std::to_string(sk) + " row " +
+                                   std::to_string(i));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// A block layout per head (and shared), ANDed with the position rule.
+TEST(ReferenceMask, MatchesNaiveBlockSparseAttention) {
+  std::uint64_t seed = 1600;
+  for (auto [sq, sk] : {std::pair{40, 40}, std::pair{20, 70}, std::pair{70, 20}}) {
+    for (bool causal : {false, true}) {
+      for (const MaskSpec m : {make_mask(-1, -1), make_mask(9, 2), make_mask(5, 0, 3, 17)}) {
+        for (int heads : {1, 2}) {
+          const Dense p(2, sq, sk, 2, 1, 64, ++seed);
+          const int bq = 16, bk = 32, nq = (sq + bq - 1) / bq, nk = (sk + bk - 1) / bk;
+          HostTensor layout(DType::u8, {heads, nq, nk});
+          auto* on = static_cast<std::uint8_t*>(layout.data());
+          for (int x = 0; x < heads * nq * nk; ++x) on[x] = (x * 7 + seed) % 3 != 0;
+          AttentionArgs a = p.args(causal);
+          a.mask = m;
+          a.mask.block_sparse = {layout.view(), bq, bk};
+          const ReferenceResult r = reference_attention(a);
+          for (int b = 0; b < 2; ++b) {
+            for (int i = 0; i < sq; ++i) {
+              for (int h = 0; h < 2; ++h) {
+                const int lh = heads == 1 ? 0 : h;
+                std::vector<int> keys;
+                for (int j = 0; j < sk; ++j) {
+                  if (on[(lh * nq + i / bq) * nk + j / bk] &&
+                      naive_visible(m, causal, i, j, sq, sk)) {
+                    keys.push_back(j);
+                  }
                 }
-                ASSERT_NEAR(r.out[p.out_index(b, i, h, d)], o, kTol)
-                    << "Sq " << sq << " Sk " << sk << " row " << i;
+                expect_naive_row(p, r, b, i, h, keys,
+                                 "Sq " + std::to_string(sq) + " Sk " + std::to_string(sk) +
+                                     " layout heads " + std::to_string(heads) + " row " +
+                                     std::to_string(i) + " head " + std::to_string(h));
               }
             }
           }
