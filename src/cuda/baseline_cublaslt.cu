@@ -45,7 +45,8 @@ cudaDataType_t cuda_type(DType t) {
     case DType::f16: return CUDA_R_16F;
     case DType::bf16: return CUDA_R_16BF;
     case DType::f32: return CUDA_R_32F;
-    case DType::i32: break;
+    case DType::i32:
+    case DType::u8: break;
   }
   throw Error(ErrorCode::not_supported, "gpuattn baseline: no GEMM for dtype i32");
 }

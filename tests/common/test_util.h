@@ -42,6 +42,7 @@ struct HostTensor {
       case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(data())[i]);
       case DType::f32: return static_cast<const float*>(data())[i];
       case DType::i32: return static_cast<float>(static_cast<const std::int32_t*>(data())[i]);
+      case DType::u8: return static_cast<float>(static_cast<const std::uint8_t*>(data())[i]);
     }
     return 0.f;
   }
@@ -51,6 +52,7 @@ struct HostTensor {
       case DType::bf16: static_cast<std::uint16_t*>(data())[i] = float_to_bf16(v); break;
       case DType::f32: static_cast<float*>(data())[i] = v; break;
       case DType::i32: static_cast<std::int32_t*>(data())[i] = static_cast<std::int32_t>(v); break;
+      case DType::u8: static_cast<std::uint8_t*>(data())[i] = static_cast<std::uint8_t>(v); break;
     }
   }
   // Normal(0, 1) * scale, fresh for every seed.
