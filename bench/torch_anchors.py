@@ -5,7 +5,11 @@ every run) on the same shapes, dtypes and memory layout ([B, S, H, D], as gpuatt
 the bench's shape sets, counts FLOPs the way gpuattn does (causal: visible elements only), prints
 a table last and writes JSON rows that scripts/gpu-check.sh joins with bench.json.
 
-    python3 bench/torch_anchors.py [--shapes default|seed|quick] [--layout bshd|bhsd] [--json FILE]
+    python3 bench/torch_anchors.py [--shapes default|seed|quick|sweep] [--layout bshd|bhsd]
+                                   [--json FILE]
+
+sweep: the FA3 figure's grid (fp16, B*S = 16k tokens, H*D = 2048, S 512..16384, D 64 and 128,
+causal and not; shorter do_bench windows by default); bench/plot_sweep.py plots it.
 """
 import argparse
 import datetime
@@ -22,11 +26,18 @@ DEFAULT = [
     ("float16", 1, 32, 32768, 128, True),
     ("float16", 16, 16, 1024, 128, True),
 ]
+# The FA3 paper's sweep convention: B*S = 16k tokens, hidden H*D = 2048, fp16. D 256 is left out
+# until gpuattn has a kernel for it. Keep in step with sweep_shapes() in tools/gpuattn/bench.cpp.
+SWEEP_TOKENS, SWEEP_HIDDEN = 16384, 2048
+SWEEP = [("float16", SWEEP_TOKENS // s, SWEEP_HIDDEN // d, s, d, c)
+         for d in (64, 128) for c in (False, True) for s in (512, 1024, 2048, 4096, 8192, 16384)]
 SEED = [(b, s) for b, s in ((1, 1024), (2, 2048), (4, 4096), (1, 8192), (2, 16384), (1, 32768),
                             (1, 65536))]
 
 
 def shapes(which):
+    if which == "sweep":
+        return SWEEP
     if which == "quick":
         return DEFAULT[:3]
     if which == "seed":
@@ -45,13 +56,20 @@ def attention_flops(b, h, sq, sk, d, causal):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--shapes", choices=["default", "seed", "quick"], default="default")
+    ap.add_argument("--shapes", choices=["default", "seed", "quick", "sweep"], default="default")
     ap.add_argument("--layout", choices=["bshd", "bhsd"], default="bshd",
                     help="memory layout of q/k/v (bshd: as gpuattn; bhsd: contiguous for SDPA)")
     ap.add_argument("--json", default="", help="write the results to this file")
-    ap.add_argument("--warmup-ms", type=int, default=25)
-    ap.add_argument("--rep-ms", type=int, default=200)
+    ap.add_argument("--warmup-ms", type=int, default=None,
+                    help="do_bench warm-up window (default 25 ms; sweep 10 ms)")
+    ap.add_argument("--rep-ms", type=int, default=None,
+                    help="do_bench timing window (default 200 ms; sweep 100 ms)")
     args = ap.parse_args()
+    sweep = args.shapes == "sweep"
+    if args.warmup_ms is None:
+        args.warmup_ms = 10 if sweep else 25
+    if args.rep_ms is None:
+        args.rep_ms = 100 if sweep else 200
 
     import torch
     import torch.nn.functional as F

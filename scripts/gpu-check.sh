@@ -10,6 +10,11 @@
 #        GPU_CHECK_SANITIZER=0   skip compute-sanitizer (memcheck, racecheck) on small shapes
 #        GPU_CHECK_CTEST_JOBS=N  parallel ctest processes (default 8)
 #        GPU_CHECK_BUILD_DIR=DIR build directory (default build-gpu)
+#        GPU_CHECK_SWEEP=1       also the FA3-style sweep (fp16, B*S = 16k, H*D = 2048, S 512..16k,
+#                                D 64/128, causal and not) for ours, the sm80 kernel and the
+#                                anchors, plotted by bench/plot_sweep.py into sweep.png; its table
+#                                goes into summary.md, its JSON, sweep.md and verify.json into
+#                                logs.tar.gz (the device tool returns at most 8 files)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +23,7 @@ LOG_DIR=${OUT:-$BUILD/logs}
 mkdir -p "$LOG_DIR"
 LOG_DIR=$(cd "$LOG_DIR" && pwd)
 QUICK=${GPU_CHECK_QUICK:-0}
+SWEEP=${GPU_CHECK_SWEEP:-0}
 if [ -z "${GPUATTN_COMMIT:-}" ] && commit=$(git rev-parse --short=12 HEAD 2>/dev/null); then
   if ! git diff --quiet HEAD -- . 2>/dev/null; then commit="$commit-dirty"; fi
   export GPUATTN_COMMIT=$commit
@@ -88,6 +94,30 @@ if python3 -c "import torch, triton; assert torch.cuda.is_available()" >/dev/nul
   fi
 else
   echo "== anchors: skipped (torch with CUDA, or triton, not importable)"
+fi
+
+# The FA3 figure's sweep (head dim 256 left out: no kernel for it yet), short timings, no
+# baseline; the plot and its table come from bench/plot_sweep.py.
+if [ "$SWEEP" = 1 ]; then
+  rm -f "$LOG_DIR"/sweep*.json "$LOG_DIR/sweep.png" "$LOG_DIR/sweep.md"
+  step sweep "$BUILD/tools/gpuattn" bench --device cuda --shapes sweep \
+    --json "$LOG_DIR/sweep.json"
+  step sweep-sm80 env GPUATTN_KERNEL=sm80 "$BUILD/tools/gpuattn" bench --device cuda \
+    --shapes sweep --json "$LOG_DIR/sweep-sm80.json"
+  sweep_args=(--bench "$LOG_DIR/sweep.json" --png "$LOG_DIR/sweep.png" --md "$LOG_DIR/sweep.md")
+  if [ -f "$LOG_DIR/sweep-sm80.json" ]; then
+    sweep_args+=(--bench-sm80 "$LOG_DIR/sweep-sm80.json")
+  fi
+  if python3 -c "import torch, triton; assert torch.cuda.is_available()" >/dev/null 2>&1; then
+    step sweep-anchors python3 bench/torch_anchors.py --shapes sweep \
+      --json "$LOG_DIR/sweep-anchors.json"
+    if [ -f "$LOG_DIR/sweep-anchors.json" ]; then
+      sweep_args+=(--anchors "$LOG_DIR/sweep-anchors.json")
+    fi
+  else
+    echo "== sweep-anchors: skipped (torch with CUDA, or triton, not importable)"
+  fi
+  step sweep-plot python3 bench/plot_sweep.py "${sweep_args[@]}"
 fi
 
 # The joined table: ours vs FA2 vs cuDNN vs the 3-kernel baseline, ratios from times of the
@@ -163,12 +193,29 @@ if [ -f "$LOG_DIR/ctest.log" ]; then
   sed -n '/tests passed/,$p' "$LOG_DIR/ctest.log" | head -n 30
 fi
 echo
+if [ -f "$LOG_DIR/sweep.md" ]; then
+  cat "$LOG_DIR/sweep.md"
+  echo
+fi
 if [ -f "$LOG_DIR/bench.json" ]; then
   summary || failed+=("summary")
 fi
-# The device tool returns at most 8 files from $OUT: keep the JSON and the summary loose, pack
-# the logs into one archive.
+if [ -f "$LOG_DIR/sweep.md" ] && [ -f "$LOG_DIR/summary.md" ]; then
+  { echo; cat "$LOG_DIR/sweep.md"; } >>"$LOG_DIR/summary.md"
+fi
+# The device tool returns at most 8 files from $OUT: keep the JSON, the summary and sweep.png
+# loose, pack the logs into one archive (with the sweep: also verify.json, the sweep's JSON and
+# sweep.md, whose table summary.md holds).
 if [ -n "${OUT:-}" ] && compgen -G "$LOG_DIR/*.log" >/dev/null; then
-  (cd "$LOG_DIR" && tar czf logs.tar.gz ./*.log && rm -f ./*.log)
+  (
+    cd "$LOG_DIR"
+    packed=(./*.log)
+    if [ "$SWEEP" = 1 ]; then
+      for extra in ./verify.json ./sweep*.json ./sweep.md; do
+        if [ -f "$extra" ]; then packed+=("$extra"); fi
+      done
+    fi
+    tar czf logs.tar.gz "${packed[@]}" && rm -f "${packed[@]}"
+  )
 fi
 [ ${#failed[@]} -eq 0 ]

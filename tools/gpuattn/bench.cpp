@@ -1,9 +1,11 @@
 // `gpuattn bench`: time per shape, µs/head, TFLOP/s and % of the measured GEMM peak for our kernel
 // and the 3-kernel cuBLASLt baseline; JSON with device, date and commit; the table printed last.
+// --shapes sweep is the FA3 figure's grid (bench/plot_sweep.py plots it against the anchors).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <limits>
 
@@ -31,7 +33,23 @@ struct Row {
   std::string error;
 };
 
+// The FA3 paper's sweep (its benchmark convention): fp16, B*S = `tokens` in total, hidden
+// `hidden` = H*D, S from 512 to 16k, head dims 64 and 128 (256: no kernel yet), causal and not.
+// Keep in step with SWEEP in bench/torch_anchors.py.
+std::vector<Case> sweep_shapes(const std::vector<int>& seqlens, int tokens, int hidden) {
+  std::vector<Case> v;
+  for (int d : {64, 128}) {
+    for (bool causal : {false, true}) {
+      for (int s : seqlens) {
+        v.push_back(dense_case(tokens / s, hidden / d, hidden / d, s, s, d, DType::f16, causal));
+      }
+    }
+  }
+  return v;
+}
+
 std::vector<Case> cuda_shapes(const std::string& set) {
+  if (set == "sweep") return sweep_shapes({512, 1024, 2048, 4096, 8192, 16384}, 16384, 2048);
   const DType h = DType::f16, bf = DType::bf16;
   std::vector<Case> v = {
       dense_case(1, 16, 16, 1024, 1024, 64, h, false),  // seed report 001's shape
@@ -55,7 +73,10 @@ std::vector<Case> cuda_shapes(const std::string& set) {
   return v;
 }
 
-std::vector<Case> cpu_shapes(bool quick) {
+std::vector<Case> cpu_shapes(const std::string& set) {
+  // The sweep scaled down for the CPU backend (B*S = 512, H*D = 256): checks the plumbing only.
+  if (set == "sweep") return sweep_shapes({128, 256, 512}, 512, 256);
+  const bool quick = set == "quick";
   std::vector<Case> v = {dense_case(1, 4, 4, 256, 256, 64, DType::f16, false),
                          dense_case(1, 4, 4, 256, 256, 64, DType::f16, true),
                          dense_case(1, 4, 4, 512, 512, 128, DType::bf16, true),
@@ -86,7 +107,8 @@ struct DeviceSet {
   AttentionArgs args;
 };
 
-void bench_cuda(Row& r, std::uint64_t seed, int warmup, int iters, std::size_t l2_bytes) {
+void bench_cuda(Row& r, std::uint64_t seed, int warmup, int iters, std::size_t l2_bytes,
+                bool with_baseline) {
   const Case& c = r.c;
   HostProblem hp(c, seed);
   const std::size_t set_bytes = hp.q.bytes() + hp.k.bytes() + hp.v.bytes() + hp.out.bytes();
@@ -115,6 +137,10 @@ void bench_cuda(Row& r, std::uint64_t seed, int warmup, int iters, std::size_t l
     cuda::synchronize();
   }
 
+  if (!with_baseline) {
+    r.base_note = "skipped (sweep)";
+    return;
+  }
   const std::size_t ws_bytes = cuda::baseline_workspace_bytes(sets[0].args);
   const cuda::DeviceInfo info = cuda::device_info();
   if (ws_bytes > kMaxBaselineBytes || ws_bytes + (std::size_t(1) << 30) > info.free_bytes) {
@@ -141,8 +167,8 @@ std::string fmt_tflops(double x) {
 
 void print_help() {
   std::cout <<
-      R"(usage: gpuattn bench [--device cpu|cuda|auto] [--shapes default|seed|quick] [--json FILE]
-                    [--warmup N] [--iters N]
+      R"(usage: gpuattn bench [--device cpu|cuda|auto] [--shapes default|seed|quick|sweep]
+                    [--json FILE] [--warmup N] [--iters N]
 
 Times attention_forward per shape (CUDA: median of CUDA-event-timed runs after warm-up, inputs
 rotated among buffer sets larger than L2; CPU: median wall time) and prints time, µs/head
@@ -154,10 +180,13 @@ would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
   --device  cuda, cpu, or auto (default: cuda when a CUDA device is visible); the CPU backend
             runs small shapes (B1 H4 S256..512)
   --shapes  default: the DESIGN.md anchor shapes; seed: plus the seed report's (B,32,S,128)
-            table, causal and not; quick: the first three
+            table, causal and not; quick: the first three; sweep: the FA3 figure's grid, fp16,
+            B*S = 16k tokens, H*D = 2048, S 512..16384, D 64 and 128, causal and not (24
+            shapes, no baseline, warmup 5 / iters 20 by default; on cpu a scaled-down grid,
+            B*S = 512, H*D = 256, S 128..512); bench/plot_sweep.py plots it
   --json    also write the results (device, date, commit, peak) as JSON to FILE
-  --warmup  runs before timing (default 10 on cuda, 1 on cpu)
-  --iters   timed runs (default 50 on cuda, 5 on cpu)
+  --warmup  runs before timing (default 10 on cuda, 5 for sweep, 1 on cpu)
+  --iters   timed runs (default 50 on cuda, 20 for sweep, 5 on cpu)
 )";
 }
 
@@ -172,11 +201,13 @@ int run_bench(const std::vector<std::string>& args) {
   }
   const Flags flags("gpuattn bench", args, {"device", "json", "shapes", "warmup", "iters"}, {});
   const std::string device = flags.choice("device", "auto", {"auto", "cpu", "cuda"});
-  const std::string shapes = flags.choice("shapes", "default", {"default", "seed", "quick"});
+  const std::string shapes =
+      flags.choice("shapes", "default", {"default", "seed", "quick", "sweep"});
   const std::string json = flags.get("json", "");
   const bool on_cuda = device == "cuda" || (device == "auto" && cuda_available());
-  const int warmup = flags.get_int("warmup", on_cuda ? 10 : 1, 0, 100000);
-  const int iters = flags.get_int("iters", on_cuda ? 50 : 5, 1, 100000);
+  const bool sweep = shapes == "sweep";
+  const int warmup = flags.get_int("warmup", on_cuda ? (sweep ? 5 : 10) : 1, 0, 100000);
+  const int iters = flags.get_int("iters", on_cuda ? (sweep ? 20 : 50) : 5, 1, 100000);
   if (on_cuda && !cuda_available()) {
     std::cerr << "gpuattn bench: --device cuda, but "
 #if defined(GPUATTN_WITH_CUDA)
@@ -214,7 +245,11 @@ int run_bench(const std::vector<std::string>& args) {
               << " threads), commit " << git_commit() << "\n";
   }
 
-  const std::vector<Case> cases = on_cuda ? cuda_shapes(shapes) : cpu_shapes(shapes == "quick");
+  const std::vector<Case> cases = on_cuda ? cuda_shapes(shapes) : cpu_shapes(shapes);
+  if (sweep && !on_cuda) {
+    std::cout << "--shapes sweep on cpu: a scaled-down grid (B*S = 512, H*D = 256, S 128..512), "
+                 "not the FA3 shapes\n";
+  }
   std::vector<Row> rows;
   int errors = 0;
   const std::uint64_t seed = fresh_seed() % 1000000007ull;
@@ -225,7 +260,7 @@ int run_bench(const std::vector<std::string>& args) {
     try {
       if (on_cuda) {
 #if defined(GPUATTN_WITH_CUDA)
-        bench_cuda(r, seed + i, warmup, iters, l2_bytes);
+        bench_cuda(r, seed + i, warmup, iters, l2_bytes, !sweep);
 #endif
       } else {
         bench_cpu(r, seed + i, warmup, iters);
@@ -278,6 +313,8 @@ int run_bench(const std::vector<std::string>& args) {
     top.add("timing", on_cuda ? "median of CUDA-event-timed runs, inputs rotated beyond L2"
                               : "median wall time");
     top.add("lse", false);
+    const char* kernel_env = std::getenv("GPUATTN_KERNEL");
+    top.add("gpuattn_kernel_env", kernel_env ? kernel_env : "");
     top.add_raw("peak_tflops", peak.str(2)).add("peak_method", "cuBLASLt 8192^3 GEMM, median");
     top.add_raw("results", json_array(items, 2));
     write_file(json, top.str());
