@@ -4,12 +4,15 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/tile_config.h"
 #include "cuda/cuda_check.h"
 #include "cuda/fwd_sm80.h"
 #include "cuda/fwd_sm90.h"
@@ -62,7 +65,7 @@ class DeviceGuard {
 
 // GPUATTN_KERNEL selects the forward kernel family: unset or "auto" (the fastest the device
 // runs), or "sm80" (the portable mma.sync kernel everywhere, e.g. to cross-check the Hopper one).
-bool use_sm90(const FwdParams& p) {
+bool sm90_allowed() {
   const char* env = std::getenv("GPUATTN_KERNEL");
   const std::string want = env ? env : "auto";
   if (want == "sm80") return false;
@@ -71,9 +74,21 @@ bool use_sm90(const FwdParams& p) {
                 "gpuattn: environment variable GPUATTN_KERNEL='" + want +
                     "' is not one of auto, sm80");
   }
-  // The sm_90a kernel has no window / global-token masks yet: those calls take the sm_80 kernel.
-  return p.precision == Precision::standard && p.dense_or_causal() &&
-         sm90::usable(p.dtype, p.head_dim);
+  return true;
+}
+
+// Compute capability major of the current device, cached per device like sm80::num_sms().
+int sm_major() {
+  static std::array<std::atomic<int>, 64> cache{};  // per device ordinal; 0 = not queried yet
+  int device = 0;
+  GPUATTN_CUDA_CHECK(cudaGetDevice(&device));
+  if (device < 0 || device >= static_cast<int>(cache.size())) device = 0;
+  int major = cache[device].load(std::memory_order_relaxed);
+  if (major == 0) {
+    GPUATTN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    cache[device].store(major, std::memory_order_relaxed);
+  }
+  return major;
 }
 
 }  // namespace
@@ -120,9 +135,13 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
     check_cu_seqlens(cu.data() + p.batch + 1, p.batch, p.total_k, p.seqlen_k, "cu_seqlens_k");
   }
 
-  // The one runtime-to-kernel dispatch. Hopper takes the wgmma kernel (standard precision); the
-  // sm_80 kernel serves other GPUs, the compensated mode, and GPUATTN_KERNEL=sm80 (cross-checks).
-  if (use_sm90(p)) {
+  // The one runtime-to-kernel dispatch: select_fwd_config (core/tile_config.h) picks the kernel
+  // and tiles; Hopper takes the wgmma kernel (standard precision, dense or causal), the sm_80
+  // kernel serves other GPUs, the compensated mode, other masks and GPUATTN_KERNEL=sm80.
+  const bool sm90_available = sm90_allowed() && sm90::usable(p.dtype, p.head_dim);
+  const FwdKernel kernel =
+      select_fwd_config(fwd_shape(p, sm_major(), sm90_available, sm80::num_sms())).kernel;
+  if (kernel == FwdKernel::sm90_ws_128x128) {
     if (p.dtype == DType::f16) {
       if (p.head_dim == 64) return sm90::fwd_f16_hdim64(p, stream);
       if (p.head_dim == 128) return sm90::fwd_f16_hdim128(p, stream);
@@ -130,13 +149,12 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
       if (p.head_dim == 64) return sm90::fwd_bf16_hdim64(p, stream);
       if (p.head_dim == 128) return sm90::fwd_bf16_hdim128(p, stream);
     }
-  }
-  if (p.dtype == DType::f16) {
-    if (p.head_dim == 64) return sm80::fwd_f16_hdim64(p, stream);
-    if (p.head_dim == 128) return sm80::fwd_f16_hdim128(p, stream);
+  } else if (p.dtype == DType::f16) {
+    if (p.head_dim == 64) return sm80::fwd_f16_hdim64(kernel, p, stream);
+    if (p.head_dim == 128) return sm80::fwd_f16_hdim128(kernel, p, stream);
   } else if (p.dtype == DType::bf16) {
-    if (p.head_dim == 64) return sm80::fwd_bf16_hdim64(p, stream);
-    if (p.head_dim == 128) return sm80::fwd_bf16_hdim128(p, stream);
+    if (p.head_dim == 64) return sm80::fwd_bf16_hdim64(kernel, p, stream);
+    if (p.head_dim == 128) return sm80::fwd_bf16_hdim128(kernel, p, stream);
   }
   throw Error(ErrorCode::not_supported,
               std::string("gpuattn::attention_forward: no CUDA kernel for dtype ") +

@@ -8,8 +8,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #include "core/fwd_params.h"
+#include "core/tile_config.h"
 #include "cuda/cuda_check.h"
 #include "cuda/ptx.cuh"
 
@@ -600,27 +602,42 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   }
 }
 
-int num_sms();  // of the current device, cached per device (fwd_launch.cu)
-
-// The tile configurations of one (dtype, head dim); the why of each choice is in FwdTraits.
+// The tile configurations of one (dtype, head dim), one per sm80_* entry of the table in
+// core/tile_config.h (which holds the why of each and the rule that picks one).
 template <typename T, int D>
 struct FwdConfigs {
-  // 128 x 64 tiles, 4 warps of 32 rows, 2 CTAs per SM: the throughput configuration.
-  using Large = FwdTraits<T, D, 4, 2, 64, 2, false>;
-  // 64 x 64 tiles for grids that would not fill the GPU twice over with 128-row blocks: twice the
-  // CTAs, so short sequences and few heads still occupy every SM.
-  using Small = FwdTraits<T, D, 4, 1, 64, 2, false>;
-  using Compensated = FwdTraits<T, D, 4, 1, 64, 1, true>;
+  using Large = FwdTraits<T, D, 4, 2, 64, 2, false>;        // sm80_128x64: 2 CTAs per SM
+  using Small = FwdTraits<T, D, 4, 1, 64, 2, false>;        // sm80_64x64: 2 CTAs per SM
+  using Compensated = FwdTraits<T, D, 4, 1, 64, 1, true>;  // sm80_64x64_compensated: 1 per SM
 };
 
+template <class Tr>
+constexpr bool matches_table(FwdKernel kernel) {
+  const TileConfig& c = kFwdTileConfigs[static_cast<int>(kernel)];
+  return c.block_m == Tr::kBlockM && c.block_n == Tr::kBlockN && c.warps == Tr::kNWarps &&
+         c.stages == 2;  // the cp.async K/V ring of fwd_kernel
+}
+
+// Launches the configuration `kernel` chose by select_fwd_config().
 template <typename T, int D>
-void run_fwd(const FwdParams& p, cudaStream_t stream) {
+void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   using C = FwdConfigs<T, D>;
-  if (p.precision == Precision::compensated) return launch_fwd<typename C::Compensated>(p, stream);
-  const long long large_ctas = static_cast<long long>((p.seqlen_q + C::Large::kBlockM - 1) /
-                                                      C::Large::kBlockM) * p.hq * p.batch;
-  if (large_ctas < 2LL * num_sms()) return launch_fwd<typename C::Small>(p, stream);
-  launch_fwd<typename C::Large>(p, stream);
+  static_assert(matches_table<typename C::Large>(FwdKernel::sm80_128x64) &&
+                    matches_table<typename C::Small>(FwdKernel::sm80_64x64) &&
+                    matches_table<typename C::Compensated>(FwdKernel::sm80_64x64_compensated),
+                "FwdConfigs and the tile configuration table agree");
+  const bool compensated = p.precision == Precision::compensated;
+  if (compensated == (kernel == FwdKernel::sm80_64x64_compensated)) {
+    switch (kernel) {
+      case FwdKernel::sm80_128x64: return launch_fwd<typename C::Large>(p, stream);
+      case FwdKernel::sm80_64x64: return launch_fwd<typename C::Small>(p, stream);
+      case FwdKernel::sm80_64x64_compensated: return launch_fwd<typename C::Compensated>(p, stream);
+      case FwdKernel::sm90_ws_128x128: break;
+    }
+  }
+  throw Error(ErrorCode::not_supported, std::string("gpuattn: the sm_80 kernel has no ") +
+                                            tile_config(kernel).name + " configuration for " +
+                                            to_string(p.precision) + " precision");
 }
 
 }  // namespace gpuattn::sm80

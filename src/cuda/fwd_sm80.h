@@ -1,16 +1,20 @@
 // Launchers of the sm_80+ forward kernel, one per (dtype, head dim); each is instantiated in its
-// own .cu file so that the build compiles them in parallel.
+// own .cu file so that the build compiles them in parallel. `kernel` is the tile configuration the
+// dispatch chose (select_fwd_config, core/tile_config.h): one of the sm80_* kernels.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include "core/fwd_params.h"
+#include "core/tile_config.h"
 
 namespace gpuattn::sm80 {
 
-void fwd_f16_hdim64(const FwdParams& p, cudaStream_t stream);
-void fwd_f16_hdim128(const FwdParams& p, cudaStream_t stream);
-void fwd_bf16_hdim64(const FwdParams& p, cudaStream_t stream);
-void fwd_bf16_hdim128(const FwdParams& p, cudaStream_t stream);
+void fwd_f16_hdim64(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
+void fwd_f16_hdim128(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
+void fwd_bf16_hdim64(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
+void fwd_bf16_hdim128(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
+
+int num_sms();  // of the current device, cached per device (fwd_launch.cu)
 
 }  // namespace gpuattn::sm80

@@ -4,6 +4,8 @@
 
 namespace gpuattn::sm80 {
 
-void fwd_f16_hdim128(const FwdParams& p, cudaStream_t stream) { run_fwd<__half, 128>(p, stream); }
+void fwd_f16_hdim128(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
+  run_fwd<__half, 128>(kernel, p, stream);
+}
 
 }  // namespace gpuattn::sm80

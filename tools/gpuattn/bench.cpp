@@ -10,7 +10,9 @@
 #include <limits>
 
 #include "common.h"
+#include "core/tile_config.h"
 #if defined(GPUATTN_WITH_CUDA)
+#include "cuda/fwd_sm90.h"
 #include "device.h"
 #endif
 
@@ -31,6 +33,7 @@ struct Row {
   double base_ms = kNaN;
   std::string base_note;
   std::string error;
+  std::string config = "cpu";  // the tile configuration the CUDA dispatch picked
 };
 
 // The FA3 paper's sweep (its benchmark convention): fp16, B*S = `tokens` in total, hidden
@@ -157,6 +160,107 @@ void bench_cuda(Row& r, std::uint64_t seed, int warmup, int iters, std::size_t l
 }
 #endif
 
+// The tile configuration the CUDA dispatch picks for `c` (select_fwd_config, the rule of
+// cuda_attention.cpp) on a device of compute capability `sm_major` with `num_sms` SMs.
+std::string pick_config(const Case& c, int sm_major, bool sm90_available, int num_sms) {
+  if ((c.dtype != DType::f16 && c.dtype != DType::bf16) || (c.d != 64 && c.d != 128)) {
+    return "none (no CUDA kernel)";
+  }
+  FwdShape s;
+  s.sm_major = sm_major;
+  s.sm90_kernel_available = sm90_available;
+  s.num_sms = num_sms;
+  s.head_dim = c.d;
+  s.causal = c.causal;
+  s.dense_or_causal = true;  // the bench cases have no window or global tokens
+  s.precision = c.precision;
+  s.seqlen_q = c.sq;
+  s.batch = c.batch;
+  s.hq = c.hq;
+  return select_fwd_config(s).name;
+}
+
+#if defined(GPUATTN_WITH_CUDA)
+// On this device, as cuda_attention.cpp decides (GPUATTN_KERNEL=sm80 switches sm_90a off).
+std::string pick_config_here(const Case& c, const cuda::DeviceInfo& info) {
+  const char* env = std::getenv("GPUATTN_KERNEL");
+  const bool sm90 = !(env && std::string(env) == "sm80") && sm90::usable(c.dtype, c.d);
+  return pick_config(c, info.cc_major, sm90, info.sm_count);
+}
+#endif
+
+// Prints `text` wrapped at 100 columns, every line indented by `indent`.
+void print_wrapped(const std::string& text, const std::string& indent) {
+  std::string line;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find(' ', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(pos, end - pos);
+    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > 100) {
+      std::cout << indent << line << "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    pos = end + 1;
+  }
+  if (!line.empty()) std::cout << indent << line << "\n";
+}
+
+// `gpuattn bench --show-config`: the table of core/tile_config.h and the pick for each shape.
+int show_config(const std::string& set) {
+  std::cout << "forward tile configurations (src/core/tile_config.h)\n";
+  std::vector<std::vector<std::string>> table;
+  for (const TileConfig& t : kFwdTileConfigs) {
+    table.push_back({t.name, std::to_string(t.block_m) + "x" + std::to_string(t.block_n),
+                     std::to_string(t.warps), std::to_string(t.stages)});
+  }
+  print_table({"config", "rows x keys", "warps", "stages"}, table);
+  for (const TileConfig& t : kFwdTileConfigs) {
+    std::cout << "\n" << t.name << ":\n";
+    print_wrapped(t.why, "  ");
+  }
+
+  const std::vector<Case> cases = cuda_shapes(set);
+  std::vector<std::string> header = {"shape", "dtype", "causal", "128-row CTAs"};
+  std::vector<std::function<std::string(const Case&)>> picks;
+  std::cout << "\n";
+  print_wrapped("The dispatch's pick per shape of --shapes " + set +
+                    " (standard precision; compensated takes sm80_64x64_compensated, window and "
+                    "global-token masks the sm80 configs):",
+                "");
+#if defined(GPUATTN_WITH_CUDA)
+  if (cuda_available()) {
+    const cuda::DeviceInfo info = cuda::device_info();
+    const char* env = std::getenv("GPUATTN_KERNEL");
+    std::cout << "this device: " << info.name << " (sm " << info.cc_major << "." << info.cc_minor
+              << ", " << info.sm_count << " SMs), GPUATTN_KERNEL=" << (env ? env : "(unset)")
+              << "\n";
+    header.push_back("config");
+    picks.push_back([info](const Case& c) { return pick_config_here(c, info); });
+  }
+#endif
+  if (picks.empty()) {
+    print_wrapped(
+        "no CUDA device here (or a build without the CUDA backend): the picks for an "
+        "H200 (sm 9.0, 132 SMs, a build with sm_90a) and an A100 (sm 8.0, 108 SMs)",
+        "");
+    header.insert(header.end(), {"H200", "A100"});
+    picks.push_back([](const Case& c) { return pick_config(c, 9, true, 132); });
+    picks.push_back([](const Case& c) { return pick_config(c, 8, false, 108); });
+  }
+  table.clear();
+  for (const Case& c : cases) {
+    const long long ctas = static_cast<long long>((c.sq + 127) / 128) * c.hq * c.batch;
+    std::vector<std::string> row = {c.shape(), to_string(c.dtype), c.causal ? "yes" : "no",
+                                    std::to_string(ctas)};
+    for (const auto& pick : picks) row.push_back(pick(c));
+    table.push_back(row);
+  }
+  print_table(header, table);
+  return 0;
+}
+
 double tflops(double flops, double ms) {
   return flops / (ms * 1e-3) / 1e12;
 }
@@ -168,7 +272,7 @@ std::string fmt_tflops(double x) {
 void print_help() {
   std::cout <<
       R"(usage: gpuattn bench [--device cpu|cuda|auto] [--shapes default|seed|quick|sweep]
-                    [--json FILE] [--warmup N] [--iters N]
+                    [--json FILE] [--warmup N] [--iters N] [--show-config]
 
 Times attention_forward per shape (CUDA: median of CUDA-event-timed runs after warm-up, inputs
 rotated among buffer sets larger than L2; CPU: median wall time) and prints time, µs/head
@@ -184,9 +288,14 @@ would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
             B*S = 16k tokens, H*D = 2048, S 512..16384, D 64 and 128, causal and not (24
             shapes, no baseline, warmup 5 / iters 20 by default; on cpu a scaled-down grid,
             B*S = 512, H*D = 256, S 128..512); bench/plot_sweep.py plots it
-  --json    also write the results (device, date, commit, peak) as JSON to FILE
+  --json    also write the results (device, date, commit, peak) as JSON to FILE; each
+            result names the tile configuration the dispatch picked ("config")
   --warmup  runs before timing (default 10 on cuda, 5 for sweep, 1 on cpu)
   --iters   timed runs (default 50 on cuda, 20 for sweep, 5 on cpu)
+  --show-config
+            print the tile configurations (src/core/tile_config.h) and the one the dispatch
+            picks for each shape of --shapes on this device (no GPU: on an H200 and an A100),
+            then exit without timing
 )";
 }
 
@@ -199,11 +308,13 @@ int run_bench(const std::vector<std::string>& args) {
       return 0;
     }
   }
-  const Flags flags("gpuattn bench", args, {"device", "json", "shapes", "warmup", "iters"}, {});
+  const Flags flags("gpuattn bench", args, {"device", "json", "shapes", "warmup", "iters"},
+                    {"show-config"});
   const std::string device = flags.choice("device", "auto", {"auto", "cpu", "cuda"});
   const std::string shapes =
       flags.choice("shapes", "default", {"default", "seed", "quick", "sweep"});
   const std::string json = flags.get("json", "");
+  if (flags.has("show-config")) return show_config(shapes);
   const bool on_cuda = device == "cuda" || (device == "auto" && cuda_available());
   const bool sweep = shapes == "sweep";
   const int warmup = flags.get_int("warmup", on_cuda ? (sweep ? 5 : 10) : 1, 0, 100000);
@@ -257,6 +368,9 @@ int run_bench(const std::vector<std::string>& args) {
     Row r;
     r.c = cases[i];
     r.flops = case_flops(r.c);
+#if defined(GPUATTN_WITH_CUDA)
+    if (on_cuda) r.config = pick_config_here(r.c, cuda::device_info());
+#endif
     try {
       if (on_cuda) {
 #if defined(GPUATTN_WITH_CUDA)
@@ -299,7 +413,7 @@ int run_bench(const std::vector<std::string>& args) {
       j.add("baseline_tflops", tflops(r.flops, r.base_ms));
       j.add("baseline_pct_peak", 100 * tflops(r.flops, r.base_ms) / peak_of(c.dtype));
       j.add("ours_over_baseline", r.base_ms / r.ms).add("baseline_note", r.base_note);
-      j.add("error", r.error);
+      j.add("error", r.error).add("config", r.config);
       items.push_back(j);
     }
     JsonObject peak;

@@ -1,0 +1,46 @@
+#include "core/tile_config.h"
+
+namespace gpuattn {
+
+static_assert(
+    [] {
+      for (std::size_t i = 0; i < kFwdTileConfigs.size(); ++i) {
+        if (static_cast<std::size_t>(kFwdTileConfigs[i].kernel) != i) return false;
+      }
+      return true;
+    }(),
+    "kFwdTileConfigs is indexed by FwdKernel");
+
+const TileConfig& tile_config(FwdKernel kernel) {
+  return kFwdTileConfigs[static_cast<std::size_t>(kernel)];
+}
+
+FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available, int num_sms) {
+  FwdShape s;
+  s.sm_major = sm_major;
+  s.sm90_kernel_available = sm90_kernel_available;
+  s.num_sms = num_sms;
+  s.head_dim = p.head_dim;
+  s.causal = p.causal;
+  s.dense_or_causal = p.dense_or_causal();
+  s.precision = p.precision;
+  s.seqlen_q = p.seqlen_q;
+  s.batch = p.batch;
+  s.hq = p.hq;
+  return s;
+}
+
+const TileConfig& select_fwd_config(const FwdShape& s) {
+  if (s.sm_major == 9 && s.sm90_kernel_available && s.precision == Precision::standard &&
+      s.dense_or_causal) {
+    return tile_config(FwdKernel::sm90_ws_128x128);
+  }
+  if (s.precision == Precision::compensated) return tile_config(FwdKernel::sm80_64x64_compensated);
+  const int large_m = tile_config(FwdKernel::sm80_128x64).block_m;
+  const long long large_ctas =
+      static_cast<long long>((s.seqlen_q + large_m - 1) / large_m) * s.hq * s.batch;
+  if (large_ctas < 2LL * s.num_sms) return tile_config(FwdKernel::sm80_64x64);
+  return tile_config(FwdKernel::sm80_128x64);
+}
+
+}  // namespace gpuattn

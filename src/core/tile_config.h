@@ -1,0 +1,84 @@
+// The tile configurations of the forward kernels and the rule that picks one per call: the one
+// place where "which kernel, which tiles" is decided. The CUDA dispatch (cuda_attention.cpp)
+// launches what select_fwd_config() returns; `gpuattn bench --show-config` prints the table and
+// the picks. Host-side core: no CUDA headers here.
+#pragma once
+
+#include <array>
+
+#include "core/fwd_params.h"
+
+namespace gpuattn {
+
+// One compiled tile configuration of a forward kernel family (each exists for every supported
+// (dtype, head dim)).
+enum class FwdKernel {
+  sm90_ws_128x128,         // sm_90a wgmma kernel, warp-specialized (src/cuda/fwd_sm90.cuh)
+  sm80_128x64,             // sm_80 mma.sync kernel, 2 m-tiles per warp (FwdConfigs::Large)
+  sm80_64x64,              // the same with 1 m-tile per warp (FwdConfigs::Small)
+  sm80_64x64_compensated,  // the compensated-precision kernel (FwdConfigs::Compensated)
+};
+
+struct TileConfig {
+  FwdKernel kernel;
+  const char* name;
+  int block_m;  // query rows per CTA
+  int block_n;  // keys per K/V tile
+  int warps;    // per CTA, producer warps included
+  int stages;   // K/V pipeline stages in shared memory
+  const char* why;
+};
+
+// The table, in FwdKernel order. The figures behind each `why` are in
+// bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
+inline constexpr std::array<TileConfig, 4> kFwdTileConfigs = {{
+    {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
+     "Hopper, standard precision, dense or causal. 2 consumer warpgroups x 64 rows (wgmma M) + 1 "
+     "TMA producer warpgroup; 128-key tiles keep wgmma N = 128 and S, P, O (64 + 32 + D/2 regs) "
+     "fit the consumers' 240 registers (setmaxnreg 24/240; without it 208 bytes spilled). 2 K/V "
+     "stages with the loads on the producer (the kernel without a producer needed 3: w2a vs w2). "
+     "Warp specialization +31% over w2; H200 fp16 B4 H16 S4096 D128: 604 / 534 TFLOP/s "
+     "non-causal / causal, 1.00x / 1.04x cuDNN (w4)"},
+    {FwdKernel::sm80_128x64, "sm80_128x64", 128, 64, 4, 2,
+     "The sm_80 throughput configuration: 4 warps x 32 rows, 2 m-tiles per warp halve the K/V "
+     "shared-memory reads per MMA (each K/V fragment feeds both), and 255 regs x 128 threads fit "
+     "2 CTAs per SM. The variants (8 warps x 16 rows, 4 x 16 rows x 128 keys, 256-row CTAs, "
+     "32-key tiles) measured 200-315 vs 306 TFLOP/s, and the 256-row CTA lost on causal and short "
+     "sequences. H200 fp16 B4 H16 S4096 D128: 350 / 302 TFLOP/s, FA2 parity (v6)"},
+    {FwdKernel::sm80_64x64, "sm80_64x64", 64, 64, 4, 2,
+     "Taken when the 128-row grid has fewer than 2 CTAs per SM (ceil(Sq/128) * Hq * B < 2 * SMs): "
+     "1 m-tile per warp doubles the CTAs so short sequences and few heads still fill every SM "
+     "(v3: B1 H16 S1024 D64 back to 28 us)"},
+    {FwdKernel::sm80_64x64_compensated, "sm80_64x64_compensated", 64, 64, 4, 2,
+     "Precision::compensated on every GPU: the Kahan terms of the softmax denominator and O need "
+     "the registers a second m-tile would take, so 1 m-tile per warp and 1 CTA per SM"},
+}};
+
+const TileConfig& tile_config(FwdKernel kernel);
+
+// What the selection rule reads of a call and of the device.
+struct FwdShape {
+  int sm_major = 0;                    // compute capability major of the device
+  bool sm90_kernel_available = false;  // the sm_90a kernel runs here for this dtype/head dim and
+                                       // is not switched off (GPUATTN_KERNEL=sm80)
+  int num_sms = 0;
+  int head_dim = 0;
+  bool causal = false;
+  bool dense_or_causal = true;  // no window, global tokens or block layout
+  Precision precision = Precision::standard;
+  int seqlen_q = 0;  // varlen: the max
+  int batch = 0;
+  int hq = 0;
+};
+
+FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available, int num_sms);
+
+// The forward kernel configuration of one call:
+//   sm90_ws_128x128         Hopper (sm_major 9) with the sm_90a kernel available, standard
+//                           precision, dense or causal (the sm_90a kernel has no other masks);
+//   sm80_64x64_compensated  otherwise, compensated precision;
+//   sm80_64x64              otherwise, when ceil(seqlen_q / 128) * hq * batch < 2 * num_sms;
+//   sm80_128x64             otherwise.
+const TileConfig& select_fwd_config(const FwdShape& s);
+
+}  // namespace gpuattn

@@ -1,0 +1,201 @@
+// The forward tile configuration table and its selection rule (core/tile_config.h): the rule
+// reproduces the CUDA dispatch on a grid of devices and shapes, the 2-CTAs-per-SM boundary, and
+// every entry says why.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "core/tile_config.h"
+
+namespace gpuattn {
+namespace {
+
+FwdShape shape(int sm_major, bool sm90, int num_sms, int seqlen_q, int batch, int hq) {
+  FwdShape s;
+  s.sm_major = sm_major;
+  s.sm90_kernel_available = sm90;
+  s.num_sms = num_sms;
+  s.head_dim = 128;
+  s.seqlen_q = seqlen_q;
+  s.batch = batch;
+  s.hq = hq;
+  return s;
+}
+
+FwdKernel pick(const FwdShape& s) {
+  return select_fwd_config(s).kernel;
+}
+
+// The dispatch as it read before the table: use_sm90() in cuda_attention.cpp (sm90::usable is
+// true only on sm 9.x), then sm80::run_fwd's compensated / 2-CTAs-per-SM choice.
+FwdKernel expected(const FwdShape& s) {
+  if (s.sm_major == 9 && s.sm90_kernel_available && s.precision == Precision::standard &&
+      s.dense_or_causal) {
+    return FwdKernel::sm90_ws_128x128;
+  }
+  if (s.precision == Precision::compensated) return FwdKernel::sm80_64x64_compensated;
+  const long long ctas = static_cast<long long>((s.seqlen_q + 127) / 128) * s.hq * s.batch;
+  return ctas < 2LL * s.num_sms ? FwdKernel::sm80_64x64 : FwdKernel::sm80_128x64;
+}
+
+TEST(TileConfig, TableIsIndexedByKernelAndExplained) {
+  ASSERT_EQ(kFwdTileConfigs.size(), 4u);
+  for (std::size_t i = 0; i < kFwdTileConfigs.size(); ++i) {
+    const TileConfig& c = kFwdTileConfigs[i];
+    EXPECT_EQ(static_cast<std::size_t>(c.kernel), i);
+    EXPECT_EQ(&tile_config(c.kernel), &c);
+    ASSERT_NE(c.name, nullptr);
+    EXPECT_GT(std::strlen(c.name), 0u);
+    ASSERT_NE(c.why, nullptr) << c.name;
+    EXPECT_GT(std::strlen(c.why), 40u) << c.name << ": a why, not a label";
+    EXPECT_GT(c.block_m, 0) << c.name;
+    EXPECT_GT(c.block_n, 0) << c.name;
+    EXPECT_GT(c.warps, 0) << c.name;
+    EXPECT_GT(c.stages, 0) << c.name;
+  }
+}
+
+TEST(TileConfig, TableHoldsTheCompiledTiles) {
+  const TileConfig& sm90 = tile_config(FwdKernel::sm90_ws_128x128);
+  EXPECT_EQ(sm90.block_m, 128);  // 2 consumer warpgroups x 64 rows
+  EXPECT_EQ(sm90.block_n, 128);
+  EXPECT_EQ(sm90.warps, 12);  // + the producer warpgroup
+  EXPECT_EQ(sm90.stages, 2);
+  EXPECT_EQ(tile_config(FwdKernel::sm80_128x64).block_m, 128);
+  EXPECT_EQ(tile_config(FwdKernel::sm80_64x64).block_m, 64);
+  EXPECT_EQ(tile_config(FwdKernel::sm80_64x64_compensated).block_m, 64);
+  for (FwdKernel k :
+       {FwdKernel::sm80_128x64, FwdKernel::sm80_64x64, FwdKernel::sm80_64x64_compensated}) {
+    EXPECT_EQ(tile_config(k).block_n, 64);
+    EXPECT_EQ(tile_config(k).warps, 4);
+    EXPECT_EQ(tile_config(k).stages, 2);
+  }
+}
+
+TEST(TileConfig, HopperTakesTheWgmmaKernelForStandardDenseOrCausal) {
+  for (bool causal : {false, true}) {
+    FwdShape s = shape(9, true, 132, 4096, 4, 16);
+    s.causal = causal;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
+    s.seqlen_q = 1;  // however small the grid
+    s.batch = 1;
+    s.hq = 1;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
+  }
+}
+
+TEST(TileConfig, HopperFallsBackToSm80) {
+  FwdShape s = shape(9, false, 132, 4096, 4, 16);  // no sm_90a code, or GPUATTN_KERNEL=sm80
+  EXPECT_EQ(pick(s), FwdKernel::sm80_128x64);
+  s = shape(9, true, 132, 4096, 4, 16);
+  s.dense_or_causal = false;  // window / global tokens
+  EXPECT_EQ(pick(s), FwdKernel::sm80_128x64);
+  s.dense_or_causal = true;
+  s.precision = Precision::compensated;
+  EXPECT_EQ(pick(s), FwdKernel::sm80_64x64_compensated);
+}
+
+TEST(TileConfig, OtherArchitecturesNeverTakeTheSm90Kernel) {
+  for (int major : {7, 8, 10, 12}) {
+    EXPECT_EQ(pick(shape(major, true, 108, 4096, 4, 16)), FwdKernel::sm80_128x64) << major;
+    EXPECT_EQ(pick(shape(major, true, 108, 1024, 1, 16)), FwdKernel::sm80_64x64) << major;
+  }
+}
+
+TEST(TileConfig, CompensatedIgnoresTheGridSize) {
+  for (int seqlen : {1, 1024, 32768}) {
+    FwdShape s = shape(8, false, 108, seqlen, 4, 16);
+    s.precision = Precision::compensated;
+    EXPECT_EQ(pick(s), FwdKernel::sm80_64x64_compensated) << seqlen;
+  }
+}
+
+TEST(TileConfig, SmallGridBoundaryIsTwoCtasPerSm) {
+  // 132 SMs: 264 CTAs of 128 rows is the first grid that keeps the 128-row tiles.
+  EXPECT_EQ(pick(shape(8, false, 132, 128 * 264, 1, 1)), FwdKernel::sm80_128x64);
+  EXPECT_EQ(pick(shape(8, false, 132, 128 * 263, 1, 1)), FwdKernel::sm80_64x64);
+  EXPECT_EQ(pick(shape(8, false, 132, 128 * 263 + 1, 1, 1)), FwdKernel::sm80_128x64);  // rounds up
+  EXPECT_EQ(pick(shape(8, false, 132, 1024, 1, 33)), FwdKernel::sm80_128x64);  // 8 * 33 = 264
+  EXPECT_EQ(pick(shape(8, false, 132, 1024, 1, 32)), FwdKernel::sm80_64x64);   // 256
+  EXPECT_EQ(pick(shape(8, false, 132, 1024, 11, 3)), FwdKernel::sm80_128x64);  // 8 * 3 * 11
+  // 108 SMs (A100): 216 CTAs.
+  EXPECT_EQ(pick(shape(8, false, 108, 1024, 27, 1)), FwdKernel::sm80_128x64);  // 8 * 27 = 216
+  EXPECT_EQ(pick(shape(8, false, 108, 1023, 27, 1)), FwdKernel::sm80_128x64);  // still 8 blocks
+  EXPECT_EQ(pick(shape(8, false, 108, 896, 27, 1)), FwdKernel::sm80_64x64);    // 7 * 27 = 189
+  // The seed-001 shape (B1 H16 S1024) is a small grid on both.
+  EXPECT_EQ(pick(shape(8, false, 108, 1024, 1, 16)), FwdKernel::sm80_64x64);
+  EXPECT_EQ(pick(shape(9, false, 132, 1024, 1, 16)), FwdKernel::sm80_64x64);
+}
+
+TEST(TileConfig, GridSizeDoesNotOverflow) {
+  // 2^30 rows / 128 x 2^16 heads x 2^10 batch = 2^49 CTAs: well past int.
+  EXPECT_EQ(pick(shape(8, false, 132, 1 << 30, 1 << 10, 1 << 16)), FwdKernel::sm80_128x64);
+}
+
+TEST(TileConfig, RuleMatchesTheDispatchOnAGrid) {
+  int checked = 0;
+  for (int major : {8, 9}) {
+    for (bool sm90 : {false, true}) {
+      for (int sms : {108, 132}) {
+        for (Precision prec : {Precision::standard, Precision::compensated}) {
+          for (bool dense : {true, false}) {
+            for (bool causal : {false, true}) {
+              for (int seqlen : {1, 64, 127, 128, 129, 512, 1000, 1024, 4096, 32768}) {
+                for (int batch : {1, 2, 4, 16}) {
+                  for (int hq : {1, 8, 16, 27, 32, 33}) {
+                    FwdShape s = shape(major, sm90, sms, seqlen, batch, hq);
+                    s.precision = prec;
+                    s.dense_or_causal = dense;
+                    s.causal = causal;
+                    for (int d : {64, 128}) {
+                      s.head_dim = d;
+                      ASSERT_EQ(pick(s), expected(s))
+                          << "sm " << major << " sm90 " << sm90 << " sms " << sms << " prec "
+                          << to_string(prec) << " dense " << dense << " causal " << causal << " S "
+                          << seqlen << " B " << batch << " H " << hq << " D " << d;
+                      ++checked;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 2 * 2 * 2 * 2 * 2 * 2 * 10 * 4 * 6 * 2);
+}
+
+TEST(TileConfig, ShapeFromParams) {
+  FwdParams p;
+  p.batch = 3;
+  p.hq = 16;
+  p.hkv = 4;
+  p.head_dim = 64;
+  p.seqlen_q = 777;
+  p.causal = true;
+  p.precision = Precision::compensated;
+  FwdShape s = fwd_shape(p, 9, true, 132);
+  EXPECT_EQ(s.sm_major, 9);
+  EXPECT_TRUE(s.sm90_kernel_available);
+  EXPECT_EQ(s.num_sms, 132);
+  EXPECT_EQ(s.batch, 3);
+  EXPECT_EQ(s.hq, 16);
+  EXPECT_EQ(s.head_dim, 64);
+  EXPECT_EQ(s.seqlen_q, 777);
+  EXPECT_TRUE(s.causal);
+  EXPECT_TRUE(s.dense_or_causal);
+  EXPECT_EQ(s.precision, Precision::compensated);
+  p.window_left = 128;  // a sliding window keeps the call off the sm_90a kernel
+  p.precision = Precision::standard;
+  s = fwd_shape(p, 9, true, 132);
+  EXPECT_FALSE(s.dense_or_causal);
+  EXPECT_EQ(pick(s), FwdKernel::sm80_128x64);  // 7 * 16 * 3 = 336 CTAs >= 2 * 132
+  s.num_sms = 170;
+  EXPECT_EQ(pick(s), FwdKernel::sm80_64x64);  // 336 < 340
+}
+
+}  // namespace
+}  // namespace gpuattn
