@@ -13,7 +13,9 @@ constexpr std::int64_t kMaxRowStride = std::int64_t{1} << 23;  // 256 rows * str
 [[noreturn]] void fail(ErrorCode code, const std::string& msg) {
   throw Error(code, "gpuattn::attention_forward: " + msg);
 }
-[[noreturn]] void invalid(const std::string& msg) { fail(ErrorCode::invalid_argument, msg); }
+[[noreturn]] void invalid(const std::string& msg) {
+  fail(ErrorCode::invalid_argument, msg);
+}
 
 std::string shape_str(const TensorView& t) {
   std::ostringstream s;
@@ -28,8 +30,8 @@ std::string shape_str(const TensorView& t) {
 void check_view(const TensorView& t, const char* name, int rank, const char* layout) {
   if (t.data == nullptr) invalid(std::string(name) + " is a null pointer");
   if (t.rank != rank) {
-    invalid(std::string(name) + " has rank " + std::to_string(t.rank) + " (shape " +
-            shape_str(t) + "), expected rank " + std::to_string(rank) + " " + layout);
+    invalid(std::string(name) + " has rank " + std::to_string(t.rank) + " (shape " + shape_str(t) +
+            "), expected rank " + std::to_string(rank) + " " + layout);
   }
   for (int i = 0; i < rank; ++i) {
     if (t.shape[i] < 0) {
@@ -82,7 +84,8 @@ const TensorView& check_cu(const TensorView& cu, const char* name, const TensorV
     invalid(std::string(name) + " has dtype " + to_string(cu.dtype) + ", expected int32");
   }
   if (cu.rank != 1) {
-    invalid(std::string(name) + " has rank " + std::to_string(cu.rank) + ", expected 1 [batch + 1]");
+    invalid(std::string(name) + " has rank " + std::to_string(cu.rank) +
+            ", expected 1 [batch + 1]");
   }
   if (cu.shape[0] < 2) {
     invalid(std::string(name) + " has " + std::to_string(cu.shape[0]) +
@@ -388,17 +391,16 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     if (reinterpret_cast<std::uintptr_t>(l.data) % 4 != 0) invalid("lse is not 4-byte aligned");
     if (!varlen) {
       if (l.rank != 3 || l.shape[0] != p.batch || l.shape[1] != p.hq || l.shape[2] != p.seqlen_q) {
-        invalid("lse shape " + shape_str(l) + " must be [B, Hq, Sq] = [" +
-                std::to_string(p.batch) + ", " + std::to_string(p.hq) + ", " +
-                std::to_string(p.seqlen_q) + "]");
+        invalid("lse shape " + shape_str(l) + " must be [B, Hq, Sq] = [" + std::to_string(p.batch) +
+                ", " + std::to_string(p.hq) + ", " + std::to_string(p.seqlen_q) + "]");
       }
       p.lse_batch_stride = l.stride[0];
       p.lse_head_stride = l.stride[1];
       p.lse_row_stride = l.stride[2];
     } else {
       if (l.rank != 2 || l.shape[0] != p.hq || l.shape[1] != p.total_q) {
-        invalid("lse shape " + shape_str(l) + " must be [Hq, total_q] = [" +
-                std::to_string(p.hq) + ", " + std::to_string(p.total_q) + "]");
+        invalid("lse shape " + shape_str(l) + " must be [Hq, total_q] = [" + std::to_string(p.hq) +
+                ", " + std::to_string(p.total_q) + "]");
       }
       p.lse_head_stride = l.stride[0];
       p.lse_row_stride = l.stride[1];

@@ -32,8 +32,8 @@ struct FwdParams {
   int hq = 0;
   int hkv = 0;
   int head_dim = 0;
-  int seqlen_q = 0;  // dense: Sq; varlen: max_seqlen_q
-  int seqlen_k = 0;  // dense: Sk; varlen: max_seqlen_k
+  int seqlen_q = 0;          // dense: Sq; varlen: max_seqlen_q
+  int seqlen_k = 0;          // dense: Sk; varlen: max_seqlen_k
   std::int64_t total_q = 0;  // rows of q over the whole batch (B*Sq dense, total_q varlen)
   std::int64_t total_k = 0;
 

@@ -13,7 +13,9 @@ const char* to_string(DType t) {
   return "unknown";
 }
 
-const char* to_string(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
+const char* to_string(Device d) {
+  return d == Device::cpu ? "cpu" : "cuda";
+}
 
 std::size_t element_size(DType t) {
   switch (t) {

@@ -70,9 +70,8 @@ bool sm90_allowed() {
   const std::string want = env ? env : "auto";
   if (want == "sm80") return false;
   if (want != "auto") {
-    throw Error(ErrorCode::invalid_argument,
-                "gpuattn: environment variable GPUATTN_KERNEL='" + want +
-                    "' is not one of auto, sm80");
+    throw Error(ErrorCode::invalid_argument, "gpuattn: environment variable GPUATTN_KERNEL='" +
+                                                 want + "' is not one of auto, sm80");
   }
   return true;
 }
@@ -126,8 +125,8 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
     // The lengths decide which memory the kernel touches: check them on a host copy first.
     std::vector<std::int32_t> cu(2 * (p.batch + 1));
     const std::size_t bytes = sizeof(std::int32_t) * (p.batch + 1);
-    GPUATTN_CUDA_CHECK(cudaMemcpyAsync(cu.data(), p.cu_seqlens_q, bytes, cudaMemcpyDeviceToHost,
-                                       stream));
+    GPUATTN_CUDA_CHECK(
+        cudaMemcpyAsync(cu.data(), p.cu_seqlens_q, bytes, cudaMemcpyDeviceToHost, stream));
     GPUATTN_CUDA_CHECK(cudaMemcpyAsync(cu.data() + p.batch + 1, p.cu_seqlens_k, bytes,
                                        cudaMemcpyDeviceToHost, stream));
     GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));

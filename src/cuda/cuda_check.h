@@ -7,12 +7,12 @@
 
 #include "gpuattn/types.h"
 
-#define GPUATTN_CUDA_CHECK(expr)                                                        \
-  do {                                                                                  \
-    const cudaError_t gpuattn_err_ = (expr);                                            \
-    if (gpuattn_err_ != cudaSuccess) {                                                  \
-      throw ::gpuattn::Error(::gpuattn::ErrorCode::cuda_error,                          \
-                             std::string(#expr) + " failed: " +                         \
-                                 cudaGetErrorString(gpuattn_err_) + " (" __FILE__ ")"); \
-    }                                                                                   \
+#define GPUATTN_CUDA_CHECK(expr)                                                                   \
+  do {                                                                                             \
+    const cudaError_t gpuattn_err_ = (expr);                                                       \
+    if (gpuattn_err_ != cudaSuccess) {                                                             \
+      throw ::gpuattn::Error(::gpuattn::ErrorCode::cuda_error,                                     \
+                             std::string(#expr) + " failed: " + cudaGetErrorString(gpuattn_err_) + \
+                                 " (" __FILE__ ")");                                               \
+    }                                                                                              \
   } while (0)

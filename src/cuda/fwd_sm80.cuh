@@ -186,9 +186,8 @@ __device__ __forceinline__ FullTiles full_tiles(const MaskPolicy& mask, int i_fi
     first = k <= 0 ? 0 : (k + kBlockN - 1) / kBlockN;
   }
   ft.band_begin = static_cast<int>(first < end ? first : end);
-  ft.band_end = mask.window_right < 0
-                    ? end
-                    : min(end, clamp_tiles(i_first + d + mask.window_right + 1));
+  ft.band_end =
+      mask.window_right < 0 ? end : min(end, clamp_tiles(i_first + d + mask.window_right + 1));
   ft.unused = 0;
   return ft;
 }
@@ -380,14 +379,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       std::uint32_t a[kMT][4];
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
-        ptx::ldmatrix_x4(a[mt], sq + tile_off<kChunks>(warp_row0 + mt * 16 + (lane & 15),
-                                                  ks * 2 + (lane >> 4)));
+        ptx::ldmatrix_x4(
+            a[mt], sq + tile_off<kChunks>(warp_row0 + mt * 16 + (lane & 15), ks * 2 + (lane >> 4)));
       }
 #pragma unroll
       for (int np = 0; np < kNS / 2; ++np) {
         std::uint32_t bk[4];
         ptx::ldmatrix_x4(bk, sk + tile_off<kChunks>(np * 16 + (lane & 7) + ((lane >> 4) << 3),
-                                               ks * 2 + ((lane >> 3) & 1)));
+                                                    ks * 2 + ((lane >> 3) & 1)));
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
           ptx::mma_16816<T>(s[mt][2 * np], a[mt], bk[0], bk[1]);
@@ -454,7 +453,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         // Standard mode keeps a stale max until the true one exceeds it by more than
         // kRescaleSlack (log2 units): P then stays <= 2^kRescaleSlack, exact after the final
         // division, and the O rescale (a multiply per accumulator) is skipped in most tiles.
-        const bool grow = Tr::kCompensated ? mx > row_max[mt][r] : mx > row_max[mt][r] + kRescaleSlack;
+        const bool grow =
+            Tr::kCompensated ? mx > row_max[mt][r] : mx > row_max[mt][r] + kRescaleSlack;
         const float m_new = grow ? mx : row_max[mt][r];
         const float m_use = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet
         alpha[mt][r] = ptx::fast_exp2(row_max[mt][r] - m_use);
@@ -508,7 +508,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 #pragma unroll
         for (int dp = 0; dp < kNO / 2; ++dp) {
           std::uint32_t bv[4];
-          ptx::ldmatrix_x4_trans(bv, sv + tile_off<kChunks>(kk * 16 + (lane & 15), dp * 2 + (lane >> 4)));
+          ptx::ldmatrix_x4_trans(
+              bv, sv + tile_off<kChunks>(kk * 16 + (lane & 15), dp * 2 + (lane >> 4)));
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
             ptx::mma_16816<T>(o[mt][2 * dp], pa[mt], bv[0], bv[1]);
@@ -535,7 +536,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 #pragma unroll
         for (int kk = 0; kk < Tr::kKStepsPV; ++kk) {
           std::uint32_t bv[4];
-          ptx::ldmatrix_x4_trans(bv, sv + tile_off<kChunks>(kk * 16 + (lane & 15), dp * 2 + (lane >> 4)));
+          ptx::ldmatrix_x4_trans(
+              bv, sv + tile_off<kChunks>(kk * 16 + (lane & 15), dp * 2 + (lane >> 4)));
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
             ptx::mma_16816<T>(tacc[mt][0], pa[kk][mt], bv[0], bv[1]);
@@ -581,9 +583,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 template <class Tr, bool kMasked>
 void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   static const bool configured = [] {
-    GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel<Tr, kMasked>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            Tr::kSmemBytes));
+    GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(
+        fwd_kernel<Tr, kMasked>, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
     return true;
   }();
   (void)configured;
@@ -606,8 +607,8 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
 // core/tile_config.h (which holds the why of each and the rule that picks one).
 template <typename T, int D>
 struct FwdConfigs {
-  using Large = FwdTraits<T, D, 4, 2, 64, 2, false>;        // sm80_128x64: 2 CTAs per SM
-  using Small = FwdTraits<T, D, 4, 1, 64, 2, false>;        // sm80_64x64: 2 CTAs per SM
+  using Large = FwdTraits<T, D, 4, 2, 64, 2, false>;       // sm80_128x64: 2 CTAs per SM
+  using Small = FwdTraits<T, D, 4, 1, 64, 2, false>;       // sm80_64x64: 2 CTAs per SM
   using Compensated = FwdTraits<T, D, 4, 1, 64, 1, true>;  // sm80_64x64_compensated: 1 per SM
 };
 

@@ -69,8 +69,8 @@ struct Barriers {
 
 template <class Tr>
 __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
-                                        std::uint32_t sv0, const Barriers& bar, int m0,
-                                        int n_tiles, int lq, int lk, int b, int h, int cw);
+                                        std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
+                                        int lq, int lk, int b, int h, int cw);
 
 template <class Tr>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
@@ -150,8 +150,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 // The consumer warpgroup `cw`: rows [64 cw, 64 cw + 64) of the block.
 template <class Tr>
 __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
-                                        std::uint32_t sv0, const Barriers& bar, int m0,
-                                        int n_tiles, int lq, int lk, int b, int h, int cw) {
+                                        std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
+                                        int lq, int lk, int b, int h, int cw) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;

@@ -3,7 +3,11 @@
 
 namespace gpuattn::sm90 {
 
-void fwd_bf16_hdim64(const FwdParams& p, cudaStream_t stream) { run_fwd<__nv_bfloat16, 64>(p, stream); }
-bool usable_bf16_hdim64() { return usable<__nv_bfloat16, 64>(); }
+void fwd_bf16_hdim64(const FwdParams& p, cudaStream_t stream) {
+  run_fwd<__nv_bfloat16, 64>(p, stream);
+}
+bool usable_bf16_hdim64() {
+  return usable<__nv_bfloat16, 64>();
+}
 
 }  // namespace gpuattn::sm90

@@ -3,7 +3,11 @@
 
 namespace gpuattn::sm90 {
 
-void fwd_f16_hdim128(const FwdParams& p, cudaStream_t stream) { run_fwd<__half, 128>(p, stream); }
-bool usable_f16_hdim128() { return usable<__half, 128>(); }
+void fwd_f16_hdim128(const FwdParams& p, cudaStream_t stream) {
+  run_fwd<__half, 128>(p, stream);
+}
+bool usable_f16_hdim128() {
+  return usable<__half, 128>();
+}
 
 }  // namespace gpuattn::sm90

@@ -3,7 +3,11 @@
 
 namespace gpuattn::sm90 {
 
-void fwd_f16_hdim64(const FwdParams& p, cudaStream_t stream) { run_fwd<__half, 64>(p, stream); }
-bool usable_f16_hdim64() { return usable<__half, 64>(); }
+void fwd_f16_hdim64(const FwdParams& p, cudaStream_t stream) {
+  run_fwd<__half, 64>(p, stream);
+}
+bool usable_f16_hdim64() {
+  return usable<__half, 64>();
+}
 
 }  // namespace gpuattn::sm90

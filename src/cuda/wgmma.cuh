@@ -1,5 +1,6 @@
-// Hopper (sm_90a) primitives as a thin layer of inline PTX: warpgroup MMA (wgmma) with shared-memory
-// matrix descriptors, and the fences it needs. Compiled only into sm_90a code (callers guard with
+// Hopper (sm_90a) primitives as a thin layer of inline PTX: warpgroup MMA (wgmma) with
+// shared-memory matrix descriptors, and the fences it needs. Compiled only into sm_90a code
+// (callers guard with
 // __CUDA_ARCH_FEAT_SM90_ALL).
 #pragma once
 
@@ -56,6 +57,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const std::uint32_t 
                                          std::uint64_t b_desc, int scale_d);
 
 // The specializations below are generated text (one wgmma shape and type each).
+// clang-format off
 template <>
 __device__ __forceinline__ void wgmma_ss<__half, 128>(float (&d)[64], std::uint64_t a_desc,
                                                    std::uint64_t b_desc, int scale_d) {
@@ -186,4 +188,5 @@ __device__ __forceinline__ void wgmma_rs<__nv_bfloat16, 128>(float (&d)[64], con
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d));
 }
 
+// clang-format on
 }  // namespace gpuattn::ptx

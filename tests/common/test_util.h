@@ -90,10 +90,10 @@ inline HostTensor make_cu_seqlens(const std::vector<int>& lens) {
 }
 
 struct Comparison {
-  double rel_err = 0;     // ||out - ref|| / ||ref||
-  double max_abs = 0;     // max |out - ref|
-  double cosine = 1;      // <out, ref> / (||out|| ||ref||)
-  double lse_rel = 0;     // max |lse - ref| / max(1, |ref|)  (0 when lse not compared)
+  double rel_err = 0;          // ||out - ref|| / ||ref||
+  double max_abs = 0;          // max |out - ref|
+  double cosine = 1;           // <out, ref> / (||out|| ||ref||)
+  double lse_rel = 0;          // max |lse - ref| / max(1, |ref|)  (0 when lse not compared)
   std::int64_t nonfinite = 0;  // NaN/inf in out (poison left behind, or overflow)
 };
 

@@ -883,28 +883,26 @@ INSTANTIATE_TEST_SUITE_P(
 // G alone (no window: nothing changes), a stride of 1 (all global) and strides around the tile.
 INSTANTIATE_TEST_SUITE_P(
     GlobalTokens, AttentionCuda,
-    ::testing::Values(dense(2, 8, 8, 2048, 2048, 128, f16).window(128, 128).globals(16),
-                      dense(1, 8, 8, 4097, 4097, 64, bf16).causal().window(256, 0).globals(64),
-                      dense(2, 4, 4, 300, 300, 128, f16).window(10, 10).globals(1000),
-                      dense(1, 4, 4, 1000, 1000, 128, f16).globals(7),
-                      dense(1, 4, 4, 1000, 1000, 64, bf16).causal().globals(7),
-                      dense(1, 8, 8, 1000, 1000, 128, bf16).causal().window(0, 0).globals(1),
-                      dense(1, 8, 8, 4097, 4097, 128, f16).window(64, 64).globals(0, 512),
-                      dense(1, 8, 8, 4097, 4097, 64, bf16).causal().window(100, 0).globals(4, 1000),
-                      dense(1, 4, 4, 1000, 1000, 128, f16).window(3, 3).globals(0, 1),
-                      dense(1, 4, 4, 1000, 1000, 64, f16).causal().window(5, 5).globals(0, 3),
-                      dense(1, 4, 4, 1000, 1000, 128, bf16).window(20, 0).globals(2, 64),
-                      dense(1, 4, 4, 1000, 1000, 128, f16).window(20, 20).globals(0, 65),
-                      dense(1, 4, 4, 1000, 1000, 64, f16).window(20, 20).globals(0, 5000),
-                      dense(1, 8, 8, 2048, 2048, 128, f16).causal().window(200, 0).globals(30, 700)
-                          .compensated(),
-                      dense(1, 4, 4, 1000, 1000, 64, bf16).window(50, 50).globals(100)
-                          .compensated(),
-                      // 128-row blocks
-                      dense(2, 16, 16, 2048, 2048, 128, f16).window(100, 100).globals(16),
-                      dense(2, 16, 16, 2048, 2048, 64, bf16).causal().window(128, 0)
-                          .globals(8, 256),
-                      dense(2, 16, 16, 2048, 2048, 128, bf16).window(0, 0).globals(200)),
+    ::testing::Values(
+        dense(2, 8, 8, 2048, 2048, 128, f16).window(128, 128).globals(16),
+        dense(1, 8, 8, 4097, 4097, 64, bf16).causal().window(256, 0).globals(64),
+        dense(2, 4, 4, 300, 300, 128, f16).window(10, 10).globals(1000),
+        dense(1, 4, 4, 1000, 1000, 128, f16).globals(7),
+        dense(1, 4, 4, 1000, 1000, 64, bf16).causal().globals(7),
+        dense(1, 8, 8, 1000, 1000, 128, bf16).causal().window(0, 0).globals(1),
+        dense(1, 8, 8, 4097, 4097, 128, f16).window(64, 64).globals(0, 512),
+        dense(1, 8, 8, 4097, 4097, 64, bf16).causal().window(100, 0).globals(4, 1000),
+        dense(1, 4, 4, 1000, 1000, 128, f16).window(3, 3).globals(0, 1),
+        dense(1, 4, 4, 1000, 1000, 64, f16).causal().window(5, 5).globals(0, 3),
+        dense(1, 4, 4, 1000, 1000, 128, bf16).window(20, 0).globals(2, 64),
+        dense(1, 4, 4, 1000, 1000, 128, f16).window(20, 20).globals(0, 65),
+        dense(1, 4, 4, 1000, 1000, 64, f16).window(20, 20).globals(0, 5000),
+        dense(1, 8, 8, 2048, 2048, 128, f16).causal().window(200, 0).globals(30, 700).compensated(),
+        dense(1, 4, 4, 1000, 1000, 64, bf16).window(50, 50).globals(100).compensated(),
+        // 128-row blocks
+        dense(2, 16, 16, 2048, 2048, 128, f16).window(100, 100).globals(16),
+        dense(2, 16, 16, 2048, 2048, 64, bf16).causal().window(128, 0).globals(8, 256),
+        dense(2, 16, 16, 2048, 2048, 128, bf16).window(0, 0).globals(200)),
     case_name);
 
 // Sq != Sk with masks, positions bottom-right aligned. A window with Sq > Sk leaves rows that see
@@ -924,52 +922,58 @@ INSTANTIATE_TEST_SUITE_P(
 // Packed batches with masks (positions per sequence), and GQA / MQA.
 INSTANTIATE_TEST_SUITE_P(
     MaskedVarlenAndGroups, AttentionCuda,
-    ::testing::Values(varlen(16, 4, 64, bf16, kLens).causal().window(128, 0),
-                      varlen(8, 8, 128, f16, kLens, {2048, 513, 17, 1}).window(64, 64).globals(5),
-                      varlen(8, 2, 128, f16, {1, 0, 513, 300}, {17, 300, 0, 2048})
-                          .causal().window(100, 0).globals(0, 256),
-                      varlen(8, 8, 64, f16, kLens).window(0, 0).compensated(),
-                      varlen(8, 2, 128, bf16, kLens).causal().window(300, 0).globals(16)
-                          .compensated(),
-                      dense(2, 32, 8, 2048, 2048, 128, f16).causal().window(256, 0).globals(32),
-                      dense(1, 16, 1, 4097, 4097, 64, bf16).window(300, 300),
-                      dense(1, 32, 8, 2048, 2048, 128, bf16).window(100, 0).globals(0, 300)
-                          .compensated()),
+    ::testing::Values(
+        varlen(16, 4, 64, bf16, kLens).causal().window(128, 0),
+        varlen(8, 8, 128, f16, kLens, {2048, 513, 17, 1}).window(64, 64).globals(5),
+        varlen(8, 2, 128, f16, {1, 0, 513, 300}, {17, 300, 0, 2048})
+            .causal()
+            .window(100, 0)
+            .globals(0, 256),
+        varlen(8, 8, 64, f16, kLens).window(0, 0).compensated(),
+        varlen(8, 2, 128, bf16, kLens).causal().window(300, 0).globals(16).compensated(),
+        dense(2, 32, 8, 2048, 2048, 128, f16).causal().window(256, 0).globals(32),
+        dense(1, 16, 1, 4097, 4097, 64, bf16).window(300, 300),
+        dense(1, 32, 8, 2048, 2048, 128, bf16).window(100, 0).globals(0, 300).compensated()),
     case_name);
 
 // Masks with large logits and strided views.
 INSTANTIATE_TEST_SUITE_P(
     MaskedOther, AttentionCuda,
-    ::testing::Values(dense(1, 8, 8, 2048, 2048, 128, f16).causal().window(200, 0).globals(8)
-                          .q_times(30),
-                      dense(1, 8, 8, 1000, 1000, 64, bf16).window(30, 30).globals(0, 128)
-                          .q_times(30).compensated(),
-                      dense(2, 8, 2, 100, 1000, 128, f16).window(30, 30).in(Layout::padded),
-                      dense(1, 8, 8, 4097, 4097, 64, bf16).causal().window(500, 0).globals(3)
-                          .in(Layout::packed_qkv)),
+    ::testing::Values(
+        dense(1, 8, 8, 2048, 2048, 128, f16).causal().window(200, 0).globals(8).q_times(30),
+        dense(1, 8, 8, 1000, 1000, 64, bf16)
+            .window(30, 30)
+            .globals(0, 128)
+            .q_times(30)
+            .compensated(),
+        dense(2, 8, 2, 100, 1000, 128, f16).window(30, 30).in(Layout::padded),
+        dense(1, 8, 8, 4097, 4097, 64, bf16)
+            .causal()
+            .window(500, 0)
+            .globals(3)
+            .in(Layout::packed_qkv)),
     case_name);
 
 // Long sequences, sampled rows: the causal sliding window S16384 W1024 of the benchmarks, with and
 // without global tokens, both precisions.
 INSTANTIATE_TEST_SUITE_P(
     LongMasked, AttentionCuda,
-    ::testing::Values(dense(1, 16, 16, 16384, 16384, 128, bf16).causal().window(1024, 0),
-                      dense(1, 16, 16, 16384, 16384, 128, f16).causal().window(1024, 0)
-                          .globals(128),
-                      dense(1, 16, 4, 16384, 16384, 64, f16).window(512, 512).globals(0, 4096),
-                      dense(1, 8, 8, 16384, 16384, 128, bf16).causal().window(1024, 0)
-                          .compensated(),
-                      dense(2, 16, 16, 8192, 8192, 128, f16).window(1024, 1024).globals(64, 2048),
-                      dense(1, 16, 16, 16384, 4096, 128, f16).causal().window(1024, 0)),
+    ::testing::Values(
+        dense(1, 16, 16, 16384, 16384, 128, bf16).causal().window(1024, 0),
+        dense(1, 16, 16, 16384, 16384, 128, f16).causal().window(1024, 0).globals(128),
+        dense(1, 16, 4, 16384, 16384, 64, f16).window(512, 512).globals(0, 4096),
+        dense(1, 8, 8, 16384, 16384, 128, bf16).causal().window(1024, 0).compensated(),
+        dense(2, 16, 16, 8192, 8192, 128, f16).window(1024, 1024).globals(64, 2048),
+        dense(1, 16, 16, 16384, 4096, 128, f16).causal().window(1024, 0)),
     case_name);
 
 // ---- determinism and streams --------------------------------------------------------------------
 
 TEST_F(AttentionCudaTest, SameInputsGiveBitwiseIdenticalOutputs) {
-  for (const Case& c : {dense(2, 16, 4, 2048, 2048, 128, f16).causal(),
-                        varlen(8, 2, 64, bf16, kLens, {17, 1, 2048, 513}).causal().compensated(),
-                        dense(2, 16, 16, 4097, 4097, 128, bf16).causal().window(700, 0).globals(
-                            16, 1000)}) {
+  for (const Case& c :
+       {dense(2, 16, 4, 2048, 2048, 128, f16).causal(),
+        varlen(8, 2, 64, bf16, kLens, {17, 1, 2048, 513}).causal().compensated(),
+        dense(2, 16, 16, 4097, 4097, 128, bf16).causal().window(700, 0).globals(16, 1000)}) {
     SCOPED_TRACE(c.name());
     Problem p(c, seed_of(current_test_name() + "/" + c.name()));
     const Problem::Outputs first = run_once(p);

@@ -14,8 +14,8 @@ int main() {
   std::normal_distribution<float> n;
   for (auto* t : {&q, &k, &v})
     for (float& x : *t) x = n(rng);
-  using gpuattn::DType;
   using gpuattn::Device;
+  using gpuattn::DType;
   using gpuattn::TensorView;
   gpuattn::AttentionArgs a;
   a.q = TensorView::contiguous(q.data(), DType::f32, Device::cpu, {B, S, H, D});
