@@ -1,11 +1,17 @@
-"""gpu_attention-specific sparse attention: a sliding window plus global tokens (Longformer style).
+"""gpu_attention-specific sparse attention: a sliding window plus global tokens (Longformer style)
+and user block-sparse layouts.
 
 These functions are not in flash-attn. They take the same layouts as flash_attn_func /
-flash_attn_varlen_func and add `global_tokens` and `global_stride` to flash-attn's window_size; see
-sparse_attn_func for the exact visibility rule (gpuattn::MaskSpec in include/gpuattn/attention.h).
+flash_attn_varlen_func and add `global_tokens`, `global_stride` and `block_mask` / `block_size` to
+flash-attn's window_size; see sparse_attn_func for the exact visibility rule (gpuattn::MaskSpec in
+include/gpuattn/attention.h).
 """
 
+import operator
+import sys
+
 from .flash_attn_interface import (
+    _INT32_MAX,
     _dense_lengths,
     _forward,
     _framework,
@@ -16,26 +22,77 @@ from .flash_attn_interface import (
 )
 
 
-def _mask(window_size, causal, seqlen_q, seqlen_k, global_tokens, global_stride):
+def _block_size_pair(block_size):
+    """block_size as (block_q, block_k): an int (both) or a pair of ints. Positivity and the
+    multiple-of-16 rule are the library's checks; here only the form and the int32 range."""
+    try:
+        if isinstance(block_size, bool):
+            raise TypeError
+        if isinstance(block_size, (list, tuple)):
+            bq, bk = block_size
+        else:
+            bq = bk = block_size
+        if isinstance(bq, bool) or isinstance(bk, bool):
+            raise TypeError
+        bq, bk = operator.index(bq), operator.index(bk)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"block_size must be an int or a pair of ints (block_q, block_k), got {block_size!r}"
+        ) from None
+    for side, value in (("block_q", bq), ("block_k", bk)):
+        if not 1 <= value <= _INT32_MAX:
+            raise ValueError(
+                f"block_size={(bq, bk)}: {side} {value} must be positive (a multiple of 16; 64 and "
+                "128 are the usual sizes)"
+            )
+    return bq, bk
+
+
+def _block_mask_arg(block_mask):
+    """A numpy array or torch tensor of uint8 or bool. A bool mask is reinterpreted as uint8 through
+    a view (bool stores 0/1 bytes): no copy, and the caller's array is left as it is. Every other
+    check (dtype, rank, shape against the lengths and block sizes, device) is the library's."""
+    fw = _framework(block_mask, "block_mask")
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        if block_mask.dtype == torch.bool:
+            block_mask = block_mask.view(torch.uint8)
+    elif block_mask.dtype == bool:
+        block_mask = block_mask.view(sys.modules["numpy"].uint8)
+    return block_mask
+
+
+def _mask(window_size, causal, seqlen_q, seqlen_k, global_tokens, global_stride, block_mask,
+          block_size):
     global_tokens = _global_arg(global_tokens, "global_tokens")
     global_stride = _global_arg(global_stride, "global_stride")
-    return _resolve_mask(window_size, causal, seqlen_q, seqlen_k, global_tokens, global_stride)
+    block_q, block_k = _block_size_pair(block_size)
+    mask = _resolve_mask(window_size, causal, seqlen_q, seqlen_k, global_tokens, global_stride)
+    if block_mask is not None:
+        # The block layout ANDs with everything else, so _resolve_mask's reductions (a window
+        # reaching past every key is no window, ...) stay exact with it.
+        mask.update(block_layout=_block_mask_arg(block_mask), block_q=block_q, block_k=block_k)
+    return mask
 
 
 def sparse_attn_func(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1),
-                     global_tokens=0, global_stride=0, return_attn_probs=False):
-    """Attention with a sliding window and global tokens. q (batch, seqlen_q, nheads, headdim),
+                     global_tokens=0, global_stride=0, block_mask=None, block_size=(128, 128),
+                     return_attn_probs=False):
+    """Attention with a sliding window, global tokens and a block-sparse layout.
+    q (batch, seqlen_q, nheads, headdim),
     k/v (batch, seqlen_k, nheads_k, headdim), nheads % nheads_k == 0 (GQA/MQA); softmax_scale
     defaults to 1/sqrt(headdim).
 
     Visibility. Positions are bottom-right aligned, as flash-attn's causal mask: with Sq queries and
     Sk keys, query row i stands at key position p = i + Sk - Sq (p = i when Sq == Sk; with Sq > Sk
     the first rows have p < 0). Write window_size = (left, right). Query i sees key j
-    (0 <= j < Sk) exactly when both hold:
+    (0 <= j < Sk) exactly when all three hold:
 
       1. causal is False, or j <= p (causal is a hard limit that nothing widens);
       2. j lies in the window -- (left == -1 or j >= p - left) and (right == -1 or j <= p + right)
-         -- or j is a global position, or p is a global position.
+         -- or j is a global position, or p is a global position;
+      3. block_mask is None, or block_mask[h, i // block_q, j // block_k] is nonzero (True), with
+         h the query head (0 for a shared layout) and (block_q, block_k) = block_size.
 
     A position t >= 0 is global when t < global_tokens, or global_stride > 0 and t is a multiple of
     global_stride (0, global_stride, 2 * global_stride, ...; so position 0 is always global when
@@ -46,28 +103,52 @@ def sparse_attn_func(q, k, v, *, softmax_scale=None, causal=False, window_size=(
     only; windows longer than the sequence and global_tokens > seqlen are valid. A query row that
     sees no key gets out = 0 and lse = -inf.
 
+    Block-sparse layout. block_mask is a uint8 or bool numpy array / torch tensor of shape
+    (nheads or 1, ceil(seqlen_q / block_q), ceil(seqlen_k / block_k)) on q's device: one layout
+    per query head, or one shared by every head. Entry (h, r, c) on: query rows
+    [r * block_q, (r + 1) * block_q) of head h may see keys [c * block_k, (c + 1) * block_k)
+    (blocks count query rows i, not the bottom-right positions p); off: they see none of them.
+    The layout ANDs with rules 1 and 2: a global token does not reach into a block that is off.
+    block_size is (block_q, block_k) or one int for both (default (128, 128)), positive multiples
+    of 16 (64 and 128 are the usual ones); a block need not divide the sequence length (the last
+    block is partial). The layout may have any strides (a broadcast view is fine); a bool mask is
+    reinterpreted as uint8 without a copy and the caller's array is never modified. block_size
+    is ignored when block_mask is None. The CPU backend skips the key tiles no query row of a
+    block sees; the CUDA backend does not support block masks yet (NotImplementedError).
+
     window_size sides must be ints >= -1, global_tokens and global_stride ints >= 0 (0: off);
-    anything else raises ValueError / TypeError naming the argument.
+    anything else raises ValueError / TypeError naming the argument. A block_mask that is not a
+    numpy array or torch tensor raises TypeError naming block_mask; a malformed block_size
+    ValueError naming block_size. The library validates the layout itself and raises ValueError
+    naming mask.block_sparse.layout (its name for block_mask) for a wrong dtype (anything but
+    uint8/bool), rank or shape (the message gives the expected shape) or a device other than
+    q's, ValueError for a block size <= 0, NotImplementedError for a block size that is not a
+    multiple of 16 and for CUDA tensors.
 
     Returns out (batch, seqlen_q, nheads, headdim), or with return_attn_probs=True
     (out, softmax_lse float32 (batch, nheads, seqlen_q), None) as flash_attn_func does.
     """
     scale = _softmax_scale(softmax_scale)
     _framework(q, "q")
-    mask = _mask(window_size, causal, *_dense_lengths(q, k), global_tokens, global_stride)
+    mask = _mask(window_size, causal, *_dense_lengths(q, k), global_tokens, global_stride,
+                 block_mask, block_size)
     out, lse = _forward(q, k, v, softmax_scale=scale, mask=mask, want_lse=return_attn_probs)
     return (out, lse, None) if return_attn_probs else out
 
 
 def sparse_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *,
                             softmax_scale=None, causal=False, window_size=(-1, -1),
-                            global_tokens=0, global_stride=0, return_attn_probs=False):
+                            global_tokens=0, global_stride=0, block_mask=None,
+                            block_size=(128, 128), return_attn_probs=False):
     """sparse_attn_func over packed variable-length sequences, with flash_attn_varlen_func's
     layout: q (total_q, nheads, headdim), k/v (total_k, nheads_k, headdim), cu_seqlens_q/k int32
     (batch + 1,) prefix sums on q's device, max_seqlen_q/k bounding every length.
 
     The visibility rule is sparse_attn_func's, applied to each sequence on its own: Sq and Sk are
     that sequence's lengths, positions (and so global positions) count from its first token.
+    block_mask has shape (nheads or 1, ceil(max_seqlen_q / block_q), ceil(max_seqlen_k /
+    block_k)) and the same layout applies to every sequence, block 0 at its first query row and
+    first key; a sequence uses the blocks its lengths cover.
 
     Returns out (total_q, nheads, headdim), or with return_attn_probs=True
     (out, softmax_lse float32 (nheads, total_q), None).
@@ -78,7 +159,8 @@ def sparse_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, m
     max_seqlen_q = _int_arg(max_seqlen_q, "max_seqlen_q")
     max_seqlen_k = _int_arg(max_seqlen_k, "max_seqlen_k")
     _framework(q, "q")
-    mask = _mask(window_size, causal, max_seqlen_q, max_seqlen_k, global_tokens, global_stride)
+    mask = _mask(window_size, causal, max_seqlen_q, max_seqlen_k, global_tokens, global_stride,
+                 block_mask, block_size)
     out, lse = _forward(q, k, v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
                         max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, softmax_scale=scale,
                         mask=mask, want_lse=return_attn_probs)

@@ -17,7 +17,7 @@ namespace nb = nanobind;
 
 namespace {
 
-using Input = nb::ndarray<nb::ro>;  // read-only inputs: q, k, v, cu_seqlens
+using Input = nb::ndarray<nb::ro>;  // read-only inputs: q, k, v, cu_seqlens, block_layout
 using Output = nb::ndarray<>;       // written by the library: out, lse
 
 [[noreturn]] void invalid(const std::string& msg) {
@@ -49,6 +49,7 @@ gpuattn::DType to_dtype(nb::dlpack::dtype t, const char* name) {
     if (t.code == static_cast<std::uint8_t>(C::Bfloat) && t.bits == 16) return gpuattn::DType::bf16;
     if (t.code == static_cast<std::uint8_t>(C::Float) && t.bits == 32) return gpuattn::DType::f32;
     if (t.code == static_cast<std::uint8_t>(C::Int) && t.bits == 32) return gpuattn::DType::i32;
+    if (t.code == static_cast<std::uint8_t>(C::UInt) && t.bits == 8) return gpuattn::DType::u8;
   }
   // An unsupported q dtype is "not supported"; any other tensor with a dtype we cannot even
   // describe cannot match q, so it is an invalid argument (as a dtype mismatch is in the core).
@@ -57,7 +58,7 @@ gpuattn::DType to_dtype(nb::dlpack::dtype t, const char* name) {
       is_q ? gpuattn::ErrorCode::not_supported : gpuattn::ErrorCode::invalid_argument,
       std::string(name) + " has dtype " + dtype_str(t) +
           ", which is not supported (float16, bfloat16, float32; int32 for "
-          "cu_seqlens)");
+          "cu_seqlens; uint8 for the block-sparse layout)");
 }
 
 // DLPack -> TensorView. Strides from DLPack are already in elements; a missing strides array
@@ -117,7 +118,8 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
                        const std::optional<Input>& cu_seqlens_k, int max_seqlen_q, int max_seqlen_k,
                        std::optional<double> softmax_scale, bool causal, std::uintptr_t stream,
                        const std::string& precision, const std::string& backend, int num_threads,
-                       int window_left, int window_right, int global_tokens, int global_stride) {
+                       int window_left, int window_right, int global_tokens, int global_stride,
+                       const std::optional<Input>& block_layout, int block_q, int block_k) {
   gpuattn::AttentionArgs args;
   args.q = to_view(q, "q");
   args.k = to_view(k, "k");
@@ -134,6 +136,13 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
   args.mask.window_right = window_right;
   args.mask.global_tokens = global_tokens;
   args.mask.global_stride = global_stride;
+  // Block-sparse layout: uint8 [Hq or 1, n_blocks_q, n_blocks_k]; shape, dtype, device and block
+  // sizes are validated by the library (block_q/block_k must be 0 without a layout).
+  if (block_layout) {
+    args.mask.block_sparse.layout = to_view(*block_layout, "mask.block_sparse.layout");
+  }
+  args.mask.block_sparse.block_q = block_q;
+  args.mask.block_sparse.block_k = block_k;
   args.precision = to_precision(precision);
   args.backend = to_backend(backend);
   args.stream = reinterpret_cast<void*>(stream);
@@ -175,6 +184,8 @@ NB_MODULE(_C, m) {
         nb::arg("causal") = false, nb::arg("stream") = 0, nb::arg("precision") = "standard",
         nb::arg("backend") = "auto", nb::arg("num_threads") = 0, nb::arg("window_left") = -1,
         nb::arg("window_right") = -1, nb::arg("global_tokens") = 0, nb::arg("global_stride") = 0,
+        nb::arg("block_layout").noconvert().none() = nb::none(), nb::arg("block_q") = 0,
+        nb::arg("block_k") = 0,
         "Computes attention into `out` (and `lse` when given) with gpuattn::attention_forward.\n\n"
         "Dense: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out like q, lse float32 [B, Hq, Sq].\n"
         "Varlen (cu_seqlens given): q [total_q, Hq, D], k/v [total_k, Hkv, D], lse [Hq, "
@@ -182,7 +193,10 @@ NB_MODULE(_C, m) {
         "`stream` is a cudaStream_t as an integer (0: default stream); the CUDA call is "
         "asynchronous on it. window_left/window_right/global_tokens/global_stride are "
         "gpuattn::MaskSpec (-1: unbounded window side; 0: no global tokens / no stride), "
-        "combined with `causal` as documented in gpuattn/attention.h. Raises ValueError (invalid input), NotImplementedError (not "
+        "combined with `causal` as documented in gpuattn/attention.h. block_layout (uint8 "
+        "[Hq or 1, ceil(Sq / block_q), ceil(Sk / block_k)], max_seqlen for varlen) with "
+        "block_q/block_k is gpuattn::MaskSpec::block_sparse (None with 0/0: no block mask). "
+        "Raises ValueError (invalid input), NotImplementedError (not "
         "supported) or RuntimeError (CUDA error); out/lse are untouched on error.");
 
   m.def("cuda_available", &gpuattn::cuda_available,
