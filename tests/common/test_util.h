@@ -81,6 +81,27 @@ struct HostTensor {
   }
 };
 
+// AttentionArgs viewing q, k, v, out (and lse where given), every other field at its default.
+inline AttentionArgs tensor_args(const HostTensor& q, const HostTensor& k, const HostTensor& v,
+                                 const HostTensor& out, const HostTensor* lse = nullptr) {
+  AttentionArgs a;
+  a.q = q.view();
+  a.k = k.view();
+  a.v = v.view();
+  a.out = out.view();
+  if (lse) a.lse = lse->view();
+  return a;
+}
+
+inline MaskSpec make_mask(int left, int right, int global_tokens = 0, int global_stride = 0) {
+  MaskSpec m;
+  m.window_left = left;
+  m.window_right = right;
+  m.global_tokens = global_tokens;
+  m.global_stride = global_stride;
+  return m;
+}
+
 inline HostTensor make_cu_seqlens(const std::vector<int>& lens) {
   HostTensor t(DType::i32, {static_cast<std::int64_t>(lens.size()) + 1});
   auto* p = static_cast<std::int32_t*>(t.data());

@@ -49,6 +49,12 @@ std::string describe(const MaskPolicy& m, int lq, int lk) {
   return s.str();
 }
 
+// A position mask (causal, window, global tokens), no block layout.
+MaskPolicy position_mask(bool causal, int window_left, int window_right, int global_tokens,
+                         int global_stride) {
+  return MaskPolicy{causal, window_left, window_right, global_tokens, global_stride};
+}
+
 // Every mask of a small grid, over every (lq, lk) of another. Large values check for overflow.
 template <class Fn>
 void for_each_mask(Fn fn) {
@@ -61,12 +67,7 @@ void for_each_mask(Fn fn) {
       for (int wr : windows) {
         for (int g : globals) {
           for (int st : strides) {
-            MaskPolicy m;
-            m.causal = causal;
-            m.window_left = wl;
-            m.window_right = wr;
-            m.global_tokens = g;
-            m.global_stride = st;
+            const MaskPolicy m = position_mask(causal, wl, wr, g, st);
             for (int lq : lens) {
               for (int lk : lens) {
                 if (lq > 0) fn(m, lq, lk);
@@ -80,20 +81,65 @@ void for_each_mask(Fn fn) {
   }
 }
 
+// m.visible (keys -2 .. lk + 1) and m.visible_count against the brute-force matrix `vis`; counts
+// the elements checked in `checked`. `where` describes m for the messages.
+void check_visible_and_count(const MaskPolicy& m, const std::vector<std::vector<bool>>& vis, int lq,
+                             int lk, const std::string& where, std::int64_t& checked) {
+  for (int i = 0; i < lq; ++i) {
+    int count = 0;
+    for (int j = -2; j < lk + 2; ++j) {
+      const bool want = j >= 0 && j < lk && vis[i][j];
+      count += want;
+      ASSERT_EQ(m.visible(i, j, lq, lk), want) << where << " i " << i << " j " << j;
+      ++checked;
+    }
+    ASSERT_EQ(m.visible_count(i, lq, lk), count) << where << " i " << i;
+  }
+}
+
+// For every block of rows [a, b]: m.key_range within [0, lk) and accepted by
+// check_range(range, seen, where), where seen[j] is true for the keys some row of the block sees
+// in `vis`; tile_any_visible exact; tile_fully_visible never wrongly true.
+template <class CheckRange>
+void check_row_blocks(const MaskPolicy& m, const std::vector<std::vector<bool>>& vis, int lq,
+                      int lk, const std::string& what, CheckRange check_range) {
+  for (int a = 0; a < lq; ++a) {
+    // seen[j]: some row in [a, b] sees key j, built row by row.
+    std::vector<bool> seen(lk, false);
+    // cnt[j]: rows in [a, b] that see key j, for the fully-visible check.
+    std::vector<int> cnt(lk, 0);
+    for (int b = a; b < lq; ++b) {
+      for (int j = 0; j < lk; ++j) {
+        seen[j] = seen[j] || vis[b][j];
+        cnt[j] += vis[b][j];
+      }
+      const KeyRange r = m.key_range(a, b, lq, lk);
+      const std::string where =
+          what + " rows [" + std::to_string(a) + ", " + std::to_string(b) + "]";
+      ASSERT_GE(r.begin, 0) << where;
+      ASSERT_LE(r.end, lk) << where;
+      ASSERT_NO_FATAL_FAILURE(check_range(r, seen, where));
+      for (int c = 0; c < lk; ++c) {
+        bool any = false, all = true;
+        for (int d = c; d < lk; ++d) {
+          any = any || seen[d];
+          all = all && cnt[d] == b - a + 1;
+          ASSERT_EQ(m.tile_any_visible(a, b, c, d, lq, lk), any)
+              << where << " keys [" << c << ", " << d << "]";
+          if (!all) {
+            ASSERT_FALSE(m.tile_fully_visible(a, b, c, d, lq, lk))
+                << where << " keys [" << c << ", " << d << "]";
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(MaskPolicy, VisibleAndCountMatchBruteForce) {
   std::int64_t checked = 0;
   for_each_mask([&](const MaskPolicy& m, int lq, int lk) {
-    const auto vis = brute_matrix(m, lq, lk);
-    for (int i = 0; i < lq; ++i) {
-      int count = 0;
-      for (int j = -2; j < lk + 2; ++j) {
-        const bool want = j >= 0 && j < lk && vis[i][j];
-        count += want;
-        ASSERT_EQ(m.visible(i, j, lq, lk), want) << describe(m, lq, lk) << " i " << i << " j " << j;
-        ++checked;
-      }
-      ASSERT_EQ(m.visible_count(i, lq, lk), count) << describe(m, lq, lk) << " i " << i;
-    }
+    check_visible_and_count(m, brute_matrix(m, lq, lk), lq, lk, describe(m, lq, lk), checked);
   });
   EXPECT_GT(checked, 1000000);
 }
@@ -102,50 +148,23 @@ TEST(MaskPolicy, VisibleAndCountMatchBruteForce) {
 // last key are seen); tile_any_visible is exact; tile_fully_visible is never wrongly true.
 TEST(MaskPolicy, BlockRangesAndTilesMatchBruteForce) {
   for_each_mask([&](const MaskPolicy& m, int lq, int lk) {
-    const auto vis = brute_matrix(m, lq, lk);
-    // seen[a][b][j]: some row in [a, b] sees key j, built row by row.
-    for (int a = 0; a < lq; ++a) {
-      std::vector<bool> seen(lk, false);
-      // cnt[j]: rows in [a, b] that see key j, for the fully-visible check.
-      std::vector<int> cnt(lk, 0);
-      for (int b = a; b < lq; ++b) {
-        for (int j = 0; j < lk; ++j) {
-          seen[j] = seen[j] || vis[b][j];
-          cnt[j] += vis[b][j];
-        }
-        const KeyRange r = m.key_range(a, b, lq, lk);
-        int first = -1, last = -1;
-        for (int j = 0; j < lk; ++j) {
-          if (seen[j]) {
-            if (first < 0) first = j;
-            last = j;
-          }
-        }
-        const std::string where =
-            describe(m, lq, lk) + " rows [" + std::to_string(a) + ", " + std::to_string(b) + "]";
-        ASSERT_GE(r.begin, 0) << where;
-        ASSERT_LE(r.end, lk) << where;
-        if (first < 0) {
-          ASSERT_TRUE(r.empty()) << where << " range [" << r.begin << ", " << r.end << ")";
-        } else {
-          ASSERT_EQ(r.begin, first) << where;
-          ASSERT_EQ(r.end, last + 1) << where;
-        }
-        for (int c = 0; c < lk; ++c) {
-          bool any = false, all = true;
-          for (int d = c; d < lk; ++d) {
-            any = any || seen[d];
-            all = all && cnt[d] == b - a + 1;
-            ASSERT_EQ(m.tile_any_visible(a, b, c, d, lq, lk), any)
-                << where << " keys [" << c << ", " << d << "]";
-            if (!all) {
-              ASSERT_FALSE(m.tile_fully_visible(a, b, c, d, lq, lk))
-                  << where << " keys [" << c << ", " << d << "]";
+    check_row_blocks(
+        m, brute_matrix(m, lq, lk), lq, lk, describe(m, lq, lk),
+        [&](const KeyRange& r, const std::vector<bool>& seen, const std::string& where) {
+          int first = -1, last = -1;
+          for (int j = 0; j < lk; ++j) {
+            if (seen[j]) {
+              if (first < 0) first = j;
+              last = j;
             }
           }
-        }
-      }
-    }
+          if (first < 0) {
+            ASSERT_TRUE(r.empty()) << where << " range [" << r.begin << ", " << r.end << ")";
+          } else {
+            ASSERT_EQ(r.begin, first) << where;
+            ASSERT_EQ(r.end, last + 1) << where;
+          }
+        });
   });
 }
 
@@ -287,12 +306,7 @@ void for_each_block_mask(Fn fn) {
     for (const W w : windows) {
       for (int g : globals) {
         for (int st : strides) {
-          MaskPolicy m;
-          m.causal = causal;
-          m.window_left = w.l;
-          m.window_right = w.r;
-          m.global_tokens = g;
-          m.global_stride = st;
+          const MaskPolicy m = position_mask(causal, w.l, w.r, g, st);
           for (auto [bq, bk] : blocks) {
             for (double density : densities) {
               for (int lq : lens) {
@@ -322,18 +336,8 @@ std::string describe_blocks(const MaskPolicy& m, int lq, int lk) {
 TEST(MaskPolicyBlocks, VisibleAndCountMatchBruteForce) {
   std::int64_t checked = 0;
   for_each_block_mask([&](const MaskPolicy& m, const Layout& l, int lq, int lk) {
-    const auto vis = brute_matrix_blocks(m, l, m.block_q, m.block_k, lq, lk);
-    for (int i = 0; i < lq; ++i) {
-      int count = 0;
-      for (int j = -2; j < lk + 2; ++j) {
-        const bool want = j >= 0 && j < lk && vis[i][j];
-        count += want;
-        ASSERT_EQ(m.visible(i, j, lq, lk), want)
-            << describe_blocks(m, lq, lk) << " i " << i << " j " << j;
-        ++checked;
-      }
-      ASSERT_EQ(m.visible_count(i, lq, lk), count) << describe_blocks(m, lq, lk) << " i " << i;
-    }
+    check_visible_and_count(m, brute_matrix_blocks(m, l, m.block_q, m.block_k, lq, lk), lq, lk,
+                            describe_blocks(m, lq, lk), checked);
   });
   EXPECT_GT(checked, 100000);
 }
@@ -342,41 +346,17 @@ TEST(MaskPolicyBlocks, VisibleAndCountMatchBruteForce) {
 // exact; tile_fully_visible is never wrongly true.
 TEST(MaskPolicyBlocks, BlockRangesAndTilesMatchBruteForce) {
   for_each_block_mask([&](const MaskPolicy& m, const Layout& l, int lq, int lk) {
-    const auto vis = brute_matrix_blocks(m, l, m.block_q, m.block_k, lq, lk);
-    for (int a = 0; a < lq; ++a) {
-      std::vector<bool> seen(lk, false);
-      std::vector<int> cnt(lk, 0);
-      for (int b = a; b < lq; ++b) {
-        for (int j = 0; j < lk; ++j) {
-          seen[j] = seen[j] || vis[b][j];
-          cnt[j] += vis[b][j];
-        }
-        const KeyRange r = m.key_range(a, b, lq, lk);
-        const std::string where = describe_blocks(m, lq, lk) + " rows [" + std::to_string(a) +
-                                  ", " + std::to_string(b) + "]";
-        ASSERT_GE(r.begin, 0) << where;
-        ASSERT_LE(r.end, lk) << where;
-        for (int j = 0; j < lk; ++j) {
-          if (seen[j]) {
-            ASSERT_TRUE(r.begin <= j && j < r.end)
-                << where << " key " << j << " outside [" << r.begin << ", " << r.end << ")";
-          }
-        }
-        for (int c = 0; c < lk; ++c) {
-          bool any = false, all = true;
-          for (int d = c; d < lk; ++d) {
-            any = any || seen[d];
-            all = all && cnt[d] == b - a + 1;
-            ASSERT_EQ(m.tile_any_visible(a, b, c, d, lq, lk), any)
-                << where << " keys [" << c << ", " << d << "]";
-            if (!all) {
-              ASSERT_FALSE(m.tile_fully_visible(a, b, c, d, lq, lk))
-                  << where << " keys [" << c << ", " << d << "]";
+    check_row_blocks(
+        m, brute_matrix_blocks(m, l, m.block_q, m.block_k, lq, lk), lq, lk,
+        describe_blocks(m, lq, lk),
+        [&](const KeyRange& r, const std::vector<bool>& seen, const std::string& where) {
+          for (int j = 0; j < lk; ++j) {
+            if (seen[j]) {
+              ASSERT_TRUE(r.begin <= j && j < r.end)
+                  << where << " key " << j << " outside [" << r.begin << ", " << r.end << ")";
             }
           }
-        }
-      }
-    }
+        });
   });
 }
 

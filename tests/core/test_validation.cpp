@@ -20,6 +20,7 @@ namespace {
 
 using testing::HostTensor;
 using testing::make_cu_seqlens;
+using testing::tensor_args;
 
 // A valid dense problem: q/out [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], lse [B, Hq, Sq].
 struct Dense {
@@ -37,15 +38,7 @@ struct Dense {
     out.randomize(seed + 3, fp ? 1.f : 10.f);  // any contents: they must survive a failed call
     lse.randomize(seed + 4);
   }
-  AttentionArgs args() const {
-    AttentionArgs a;
-    a.q = q.view();
-    a.k = k.view();
-    a.v = v.view();
-    a.out = out.view();
-    a.lse = lse.view();
-    return a;
-  }
+  AttentionArgs args() const { return tensor_args(q, k, v, out, &lse); }
 };
 
 // The standard problem of these tests (Sq, Sk, Hq, Hkv all distinct so shape messages are clear).
@@ -449,12 +442,7 @@ struct Varlen {
     lse.randomize(seed + 4);
   }
   AttentionArgs args() const {
-    AttentionArgs a;
-    a.q = q.view();
-    a.k = k.view();
-    a.v = v.view();
-    a.out = out.view();
-    a.lse = lse.view();
+    AttentionArgs a = tensor_args(q, k, v, out, &lse);
     a.cu_seqlens_q = cu_q.view();
     a.cu_seqlens_k = cu_k.view();
     a.max_seqlen_q = 5;

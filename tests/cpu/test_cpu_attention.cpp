@@ -20,6 +20,8 @@ namespace {
 using testing::Comparison;
 using testing::HostTensor;
 using testing::make_cu_seqlens;
+using testing::make_mask;
+using testing::tensor_args;
 
 double out_tol(DType t) {
   switch (t) {
@@ -207,6 +209,29 @@ void check(const Problem& pr, std::uint64_t seed) {
   EXPECT_LE(c.lse_rel, lse_tol(pr.dtype));
 }
 
+// After attention_forward(s.args): rows i (in every batch) with no_keys(i) have out exactly 0 and
+// lse -inf, every other row a finite lse.
+template <class NoKeys>
+void expect_rows_without_keys(const Case& s, NoKeys no_keys) {
+  const Problem& pr = s.pr;
+  for (int b = 0; b < pr.batch; ++b) {
+    for (int i = 0; i < pr.sq; ++i) {
+      for (int h = 0; h < pr.hq; ++h) {
+        const std::int64_t row = std::int64_t{b} * pr.sq + i;
+        const float l = s.lse.get(s.lse_index(row, h));
+        if (no_keys(i)) {
+          EXPECT_TRUE(std::isinf(l) && l < 0) << "row " << i << " lse " << l;
+          for (int d = 0; d < pr.d; ++d) {
+            ASSERT_EQ(s.out.get((row * pr.hq + h) * pr.d + d), 0.f) << "row " << i;
+          }
+        } else {
+          EXPECT_TRUE(std::isfinite(l)) << "row " << i;
+        }
+      }
+    }
+  }
+}
+
 // ---- dtype x head dim x sequence length x causal
 // -------------------------------------------------
 
@@ -282,20 +307,7 @@ TEST(CpuAttention, CausalRowsWithoutKeysGetZeroAndMinusInf) {
   pr.causal = true;
   Case s(pr, 2100);
   attention_forward(s.args);
-  for (int b = 0; b < pr.batch; ++b) {
-    for (int i = 0; i < pr.sq; ++i) {
-      for (int h = 0; h < pr.hq; ++h) {
-        const std::int64_t row = std::int64_t{b} * pr.sq + i;
-        const float l = s.lse.get(s.lse_index(row, h));
-        if (i < pr.sq - pr.sk) {
-          EXPECT_TRUE(std::isinf(l) && l < 0) << "row " << i << " lse " << l;
-          for (int d = 0; d < pr.d; ++d) ASSERT_EQ(s.out.get((row * pr.hq + h) * pr.d + d), 0.f);
-        } else {
-          EXPECT_TRUE(std::isfinite(l)) << "row " << i;
-        }
-      }
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_rows_without_keys(s, [&](int i) { return i < pr.sq - pr.sk; }));
   check(pr, 2101);
 }
 
@@ -468,11 +480,7 @@ TEST(CpuAttention, CompensatedSumIsMoreAccurate) {
     v.randomize(6102);
     for (std::int64_t i = 0; i < v.numel(); ++i) v.set(i, v.get(i) + 3.f);  // large running sums
     out.poison();
-    AttentionArgs a;
-    a.q = q.view();
-    a.k = k.view();
-    a.v = v.view();
-    a.out = out.view();
+    AttentionArgs a = tensor_args(q, k, v, out);
     a.precision = prec;
     attention_forward(a);
     const ReferenceResult ref = reference_attention(a);
@@ -566,15 +574,6 @@ TEST(CpuAttention, WithoutLse) {
 
 // ---- masks: sliding window, global tokens -------------------------------------------------------
 
-MaskSpec make_mask(int left, int right, int global_tokens = 0, int global_stride = 0) {
-  MaskSpec m;
-  m.window_left = left;
-  m.window_right = right;
-  m.global_tokens = global_tokens;
-  m.global_stride = global_stride;
-  return m;
-}
-
 constexpr DType kDtypes[] = {DType::f32, DType::f16, DType::bf16};
 
 std::vector<std::uint8_t> bytes_of(const HostTensor& t) {
@@ -591,6 +590,26 @@ void check_same_as(const Problem& pr, const Problem& same, std::uint64_t seed) {
   attention_forward(b.args);
   EXPECT_TRUE(bytes_of(a.out) == bytes_of(b.out)) << pr.str() << " vs " << same.str();
   EXPECT_TRUE(bytes_of(a.lse) == bytes_of(b.lse)) << pr.str() << " vs " << same.str();
+}
+
+// Runs `pr` with 1, 2, 3 and the default number of threads on the same inputs: bitwise equal
+// outputs; then (default threads) against the reference.
+void check_thread_counts_agree(Problem pr, std::uint64_t seed) {
+  std::vector<std::uint8_t> first_out, first_lse;
+  for (int threads : {1, 2, 3, 0}) {
+    pr.threads = threads;
+    SCOPED_TRACE(pr.str());
+    Case s(pr, seed);
+    attention_forward(s.args);
+    if (first_out.empty()) {
+      first_out = bytes_of(s.out);
+      first_lse = bytes_of(s.lse);
+    } else {
+      EXPECT_TRUE(bytes_of(s.out) == first_out);
+      EXPECT_TRUE(bytes_of(s.lse) == first_lse);
+    }
+  }
+  check(pr, seed);
 }
 
 TEST(CpuAttentionMask, SlidingWindow) {
@@ -819,22 +838,8 @@ TEST(CpuAttentionMask, RowsWithoutKeysGetZeroAndMinusInf) {
       SCOPED_TRACE(pr.str());
       Case s(pr, ++seed);
       attention_forward(s.args);
-      for (int b = 0; b < pr.batch; ++b) {
-        for (int i = 0; i < pr.sq; ++i) {
-          for (int h = 0; h < pr.hq; ++h) {
-            const std::int64_t row = std::int64_t{b} * pr.sq + i;
-            const float l = s.lse.get(s.lse_index(row, h));
-            if (i < su.first_seeing) {
-              EXPECT_TRUE(std::isinf(l) && l < 0) << "row " << i << " lse " << l;
-              for (int d = 0; d < pr.d; ++d) {
-                ASSERT_EQ(s.out.get((row * pr.hq + h) * pr.d + d), 0.f) << "row " << i;
-              }
-            } else {
-              EXPECT_TRUE(std::isfinite(l)) << "row " << i;
-            }
-          }
-        }
-      }
+      ASSERT_NO_FATAL_FAILURE(
+          expect_rows_without_keys(s, [&](int i) { return i < su.first_seeing; }));
       check(pr, seed);
     }
   }
@@ -881,21 +886,7 @@ TEST(CpuAttentionMask, ThreadCountDoesNotChangeResults) {
   pr.mask = make_mask(50, 0, 4, 64);
   pr.lens_q = {1, 17, 300, 70};
   pr.lens_k = {3, 17, 300, 150};
-  std::vector<std::uint8_t> first_out, first_lse;
-  for (int threads : {1, 2, 3, 0}) {
-    pr.threads = threads;
-    SCOPED_TRACE(pr.str());
-    Case s(pr, 21000);
-    attention_forward(s.args);
-    if (first_out.empty()) {
-      first_out = bytes_of(s.out);
-      first_lse = bytes_of(s.lse);
-    } else {
-      EXPECT_TRUE(bytes_of(s.out) == first_out);
-      EXPECT_TRUE(bytes_of(s.lse) == first_lse);
-    }
-  }
-  check(pr, 21000);
+  check_thread_counts_agree(pr, 21000);
 }
 
 // ---- block-sparse layouts -----------------------------------------------------------------------
@@ -1081,23 +1072,8 @@ TEST(CpuAttentionBlockSparse, RowsWithoutKeysGetZeroAndMinusInf) {
       SCOPED_TRACE(pr.str());
       Case s(pr, ++seed);
       attention_forward(s.args);
-      for (int b = 0; b < pr.batch; ++b) {
-        for (int i = 0; i < pr.sq; ++i) {
-          const bool none = (i >= 32 && i < 64) || (causal && i >= 64 && i < 96);
-          for (int h = 0; h < pr.hq; ++h) {
-            const std::int64_t row = std::int64_t{b} * pr.sq + i;
-            const float l = s.lse.get(s.lse_index(row, h));
-            if (none) {
-              EXPECT_TRUE(std::isinf(l) && l < 0) << "row " << i << " lse " << l;
-              for (int d = 0; d < pr.d; ++d) {
-                ASSERT_EQ(s.out.get((row * pr.hq + h) * pr.d + d), 0.f) << "row " << i;
-              }
-            } else {
-              EXPECT_TRUE(std::isfinite(l)) << "row " << i;
-            }
-          }
-        }
-      }
+      ASSERT_NO_FATAL_FAILURE(expect_rows_without_keys(
+          s, [&](int i) { return (i >= 32 && i < 64) || (causal && i >= 64 && i < 96); }));
       check(pr, seed);
     }
   }
@@ -1127,21 +1103,7 @@ TEST(CpuAttentionBlockSparse, ThreadCountDoesNotChangeResults) {
   pr.causal = true;
   pr.lens_q = {1, 17, 300, 70};
   pr.lens_k = {3, 17, 300, 150};
-  std::vector<std::uint8_t> first_out, first_lse;
-  for (int threads : {1, 2, 3, 0}) {
-    pr.threads = threads;
-    SCOPED_TRACE(pr.str());
-    Case s(pr, 40000);
-    attention_forward(s.args);
-    if (first_out.empty()) {
-      first_out = bytes_of(s.out);
-      first_lse = bytes_of(s.lse);
-    } else {
-      EXPECT_TRUE(bytes_of(s.out) == first_out);
-      EXPECT_TRUE(bytes_of(s.lse) == first_lse);
-    }
-  }
-  check(pr, 40000);
+  check_thread_counts_agree(pr, 40000);
 }
 
 TEST(CpuAttentionBlockSparse, CompensatedPrecision) {

@@ -17,6 +17,8 @@ namespace {
 
 using testing::HostTensor;
 using testing::make_cu_seqlens;
+using testing::make_mask;
+using testing::tensor_args;
 
 constexpr double kTol = 1e-12;
 
@@ -35,11 +37,7 @@ struct Dense {
     v.randomize(seed + 2);
   }
   AttentionArgs args(bool causal = false) const {
-    AttentionArgs a;
-    a.q = q.view();
-    a.k = k.view();
-    a.v = v.view();
-    a.out = out.view();
+    AttentionArgs a = tensor_args(q, k, v, out);
     a.causal = causal;
     return a;
   }
@@ -219,11 +217,7 @@ TEST(Reference, VarlenEqualsDensePerSequence) {
   v.randomize(902);
   const HostTensor cu_q = make_cu_seqlens(lq), cu_k = make_cu_seqlens(lk);
   for (bool causal : {false, true}) {
-    AttentionArgs a;
-    a.q = q.view();
-    a.k = k.view();
-    a.v = v.view();
-    a.out = out.view();
+    AttentionArgs a = tensor_args(q, k, v, out);
     a.cu_seqlens_q = cu_q.view();
     a.cu_seqlens_k = cu_k.view();
     a.max_seqlen_q = 7;
@@ -315,15 +309,6 @@ TEST(Reference, StridedViewsEqualContiguous) {
 }
 
 // ---- masks: sliding window, global tokens -------------------------------------------------------
-
-MaskSpec make_mask(int left, int right, int global_tokens = 0, int global_stride = 0) {
-  MaskSpec m;
-  m.window_left = left;
-  m.window_right = right;
-  m.global_tokens = global_tokens;
-  m.global_stride = global_stride;
-  return m;
-}
 
 void expect_same(const ReferenceResult& a, const ReferenceResult& b, const std::string& what) {
   EXPECT_TRUE(a.out == b.out) << what;

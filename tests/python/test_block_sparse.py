@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import gpu_attention as ga
-from test_masks import (CASES, assert_close, int32, make, needs_torch, rng_for, to64, torch,
-                        visibility)
+from reference import (CASES, assert_close, cu_seqlens, int32, make, needs_torch, qkv, ref_dense,
+                       ref_varlen, rng_for, to64, torch, visibility)
 
 # ---- reference -----------------------------------------------------------------------------------
 
@@ -27,47 +27,10 @@ def block_visibility(layout, sq, sk, block_q, block_k):
     return layout[:, rows][:, :, cols]
 
 
-def ref_heads(q, k, v, scale, visible):
-    """fp64 attention of one sequence under a per-head visibility [Hq or 1, Sq, Sk]. q [Sq, Hq, D],
-    k/v [Sk, Hkv, D] -> out [Sq, Hq, D], lse [Hq, Sq]; a row that sees no key: out 0, lse -inf."""
-    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-    group = q.shape[1] // k.shape[1]
-    k = np.repeat(k, group, axis=1)  # query head h reads kv head h // group
-    v = np.repeat(v, group, axis=1)
-    s = np.einsum("qhd,khd->hqk", q, k) * scale
-    s = np.where(np.broadcast_to(visible, s.shape), s, -np.inf)
-    m = s.max(axis=-1, keepdims=True)
-    empty = ~np.isfinite(m)
-    m = np.where(empty, 0.0, m)
-    p = np.exp(s - m)
-    denom = p.sum(axis=-1, keepdims=True)
-    safe = np.where(denom > 0, denom, 1.0)
-    out = np.einsum("hqk,khd->qhd", p / safe, v)
-    lse = np.where(empty[..., 0], -np.inf, m[..., 0] + np.log(safe[..., 0]))
-    return out, lse
-
-
 def rule(layout, block_q, block_k, causal=False, window=(-1, -1), g=0, stride=0):
     """vis_fn(sq, sk) -> [H, sq, sk]: block on AND causal/window/global."""
     return lambda sq, sk: (block_visibility(layout, sq, sk, block_q, block_k)
                            & visibility(sq, sk, causal, window, g, stride)[None])
-
-
-def ref_dense(q, k, v, scale, vis_fn):
-    vis = vis_fn(q.shape[1], k.shape[1])
-    outs, lses = zip(*(ref_heads(q[b], k[b], v[b], scale, vis) for b in range(q.shape[0])))
-    return np.stack(outs), np.stack(lses)
-
-
-def ref_varlen(q, k, v, cu_q, cu_k, scale, vis_fn):
-    out = np.zeros(q.shape, dtype=np.float64)
-    lse = np.zeros((q.shape[1], q.shape[0]), dtype=np.float64)
-    for b in range(len(cu_q) - 1):
-        qs, qe, ks, ke = cu_q[b], cu_q[b + 1], cu_k[b], cu_k[b + 1]
-        o, l = ref_heads(q[qs:qe], k[ks:ke], v[ks:ke], scale, vis_fn(qe - qs, ke - ks))
-        out[qs:qe] = o
-        lse[:, qs:qe] = l
-    return out, lse
 
 
 def test_reference_block_rule_by_hand():
@@ -95,11 +58,6 @@ def random_layout(rng, heads, sq, sk, block_q, block_k, sparsity):
 
 def as_fw(fw, layout):
     return layout if fw == "numpy" else torch.from_numpy(layout)
-
-
-def qkv(fw, dtype, b, sq, sk, hq, hkv, d, rng):
-    return (make(fw, dtype, (b, sq, hq, d), rng), make(fw, dtype, (b, sk, hkv, d), rng),
-            make(fw, dtype, (b, sk, hkv, d), rng))
 
 
 def pair(bs):
@@ -192,8 +150,7 @@ def test_block_mask_varlen_matches_reference(fw, dtype, tol, lse_tol, block_size
                                              window, causal, g, stride):
     lens_q = [1, 77, 33, 160, 5, 1]
     lens_k = [9, 77, 12, 200, 5, 1]  # Sq > Sk in sequence 2; length-1 sequences
-    cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
-    cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
+    cu_q, cu_k = cu_seqlens(lens_q), cu_seqlens(lens_k)
     hq, hkv, d = 8, 2, 64
     bq, bk = pair(block_size)
     rng = rng_for("block-varlen", fw, dtype, block_size, shared, sparsity, window, causal)

@@ -5,66 +5,13 @@ The import below is deliberately unguarded: a missing or broken build fails the 
 """
 
 import math
-import zlib
 
 import numpy as np
 import pytest
 
 import gpu_attention as ga
-
-try:
-    import torch
-except ImportError:  # torch is optional: its cases skip, the numpy ones still run
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
-
-# ---- reference ---------------------------------------------------------------------------------
-
-
-def ref_single(q, k, v, scale, causal):
-    """fp64 attention of one sequence. q [Sq, Hq, D], k/v [Sk, Hkv, D] -> out [Sq, Hq, D],
-    lse [Hq, Sq]. Causal is bottom-right aligned; a row that sees no key has out 0, lse -inf."""
-    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-    sq, hq, _ = q.shape
-    sk, hkv, _ = k.shape
-    group = hq // hkv
-    k = np.repeat(k, group, axis=1)  # query head h reads kv head h // group
-    v = np.repeat(v, group, axis=1)
-    s = np.einsum("qhd,khd->hqk", q, k) * scale
-    if causal:
-        visible = np.arange(sk)[None, :] <= np.arange(sq)[:, None] + (sk - sq)
-        s = np.where(visible[None], s, -np.inf)
-    m = s.max(axis=-1, keepdims=True)
-    empty = ~np.isfinite(m)
-    m = np.where(empty, 0.0, m)
-    p = np.exp(s - m)
-    denom = p.sum(axis=-1, keepdims=True)
-    safe = np.where(denom > 0, denom, 1.0)
-    out = np.einsum("hqk,khd->qhd", p / safe, v)
-    lse = np.where(empty[..., 0], -np.inf, m[..., 0] + np.log(safe[..., 0]))
-    return out, lse
-
-
-def ref_dense(q, k, v, scale, causal):
-    """q [B, Sq, Hq, D] ... -> out [B, Sq, Hq, D], lse [B, Hq, Sq]."""
-    outs, lses = zip(*(ref_single(q[b], k[b], v[b], scale, causal) for b in range(q.shape[0])))
-    return np.stack(outs), np.stack(lses)
-
-
-def ref_varlen(q, k, v, cu_q, cu_k, scale, causal):
-    """q [total_q, Hq, D] ... -> out [total_q, Hq, D], lse [Hq, total_q]."""
-    out = np.zeros(q.shape, dtype=np.float64)
-    lse = np.zeros((q.shape[1], q.shape[0]), dtype=np.float64)
-    for b in range(len(cu_q) - 1):
-        qs, qe, ks, ke = cu_q[b], cu_q[b + 1], cu_k[b], cu_k[b + 1]
-        if qe == qs:
-            continue
-        o, l = ref_single(q[qs:qe], k[ks:ke], v[ks:ke], scale, causal)
-        out[qs:qe] = o
-        lse[:, qs:qe] = l
-    return out, lse
-
+from reference import (assert_close, causal_rule, cu_seqlens, int32, make, needs_torch, ref_dense,
+                       ref_varlen, rng_for, to64, torch)
 
 # ---- frameworks --------------------------------------------------------------------------------
 
@@ -76,40 +23,6 @@ CASES = [
     pytest.param("torch", "bfloat16", 1.6e-2, 1e-2, marks=needs_torch),
     pytest.param("torch", "float32", 2e-5, 2e-5, marks=needs_torch),
 ]
-
-
-def rng_for(*key):
-    return np.random.default_rng(zlib.crc32(repr(key).encode()))
-
-
-def make(fw, dtype, shape, rng):
-    """Fresh random values (never zeros), rounded to `dtype`, in framework `fw`."""
-    x = rng.standard_normal(shape).astype(np.float32)
-    if fw == "numpy":
-        return x.astype(dtype)
-    return torch.from_numpy(x).to(getattr(torch, dtype))
-
-
-def to64(x):
-    if torch is not None and isinstance(x, torch.Tensor):
-        return x.detach().to(torch.float64).numpy()
-    return np.asarray(x, dtype=np.float64)
-
-
-def int32(fw, values):
-    a = np.asarray(values, dtype=np.int32)
-    return a if fw == "numpy" else torch.from_numpy(a)
-
-
-def assert_close(got, want, tol, what):
-    got = to64(got)
-    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
-    finite = np.isfinite(want)
-    assert np.array_equal(np.isfinite(got), finite), f"{what}: non-finite pattern differs"
-    assert np.array_equal(got[~finite], want[~finite]), f"{what}: infinities differ"
-    err = np.max(np.abs(got[finite] - want[finite]), initial=0.0)
-    scale = max(1.0, np.max(np.abs(want[finite]), initial=0.0))
-    assert err <= tol * scale, f"{what}: max abs error {err:.3g} > {tol * scale:.3g}"
 
 
 # ---- dense -------------------------------------------------------------------------------------
@@ -136,7 +49,8 @@ def test_dense_matches_reference(fw, dtype, tol, lse_tol, shape, causal):
     assert probs is None
     assert type(out) is type(q) and out.dtype == q.dtype
     assert lse.dtype == (np.float32 if fw == "numpy" else torch.float32)
-    want_out, want_lse = ref_dense(to64(q), to64(k), to64(v), 1 / math.sqrt(d), causal)
+    want_out, want_lse = ref_dense(to64(q), to64(k), to64(v), 1 / math.sqrt(d),
+                                   causal_rule(causal))
     assert_close(out, want_out, tol, "out")
     assert_close(lse, want_lse, lse_tol, "lse")
 
@@ -149,7 +63,7 @@ def test_softmax_scale_and_plain_return(fw, dtype, tol, lse_tol):
     v = make(fw, dtype, (2, 50, 2, 64), rng)
     out = ga.flash_attn_func(q, k, v, softmax_scale=0.3, causal=True)
     assert not isinstance(out, tuple)
-    want, _ = ref_dense(to64(q), to64(k), to64(v), 0.3, True)
+    want, _ = ref_dense(to64(q), to64(k), to64(v), 0.3, causal_rule(True))
     assert_close(out, want, tol, "out")
 
 
@@ -169,8 +83,7 @@ def test_deterministic_flag_and_repeatability():
 def test_varlen_matches_reference(fw, dtype, tol, lse_tol, causal):
     lens_q = [1, 77, 33, 128, 5]
     lens_k = [9, 77, 1, 100, 5]  # sequence 2 has Sq > Sk: causal rows without keys
-    cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
-    cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
+    cu_q, cu_k = cu_seqlens(lens_q), cu_seqlens(lens_k)
     hq, hkv, d = 8, 2, 64
     rng = rng_for("varlen", fw, dtype, causal)
     q = make(fw, dtype, (cu_q[-1], hq, d), rng)
@@ -182,7 +95,7 @@ def test_varlen_matches_reference(fw, dtype, tol, lse_tol, causal):
     assert probs is None
     assert tuple(lse.shape) == (hq, cu_q[-1])
     want_out, want_lse = ref_varlen(to64(q), to64(k), to64(v), cu_q, cu_k, 1 / math.sqrt(d),
-                                    causal)
+                                    causal_rule(causal))
     assert_close(out, want_out, tol, "out")
     assert_close(lse, want_lse, lse_tol, "lse")
     plain = ga.flash_attn_varlen_func(q, k, v, int32(fw, cu_q), int32(fw, cu_k), max(lens_q),
@@ -195,7 +108,7 @@ def test_varlen_accepts_numpy_integer_max_seqlen():
     q, k, v = (make("numpy", "float16", (10, 2, 64), rng) for _ in range(3))
     cu = np.array([0, 4, 10], dtype=np.int32)
     out = ga.flash_attn_varlen_func(q, k, v, cu, cu, np.int64(6), np.int32(6))
-    want, _ = ref_varlen(to64(q), to64(k), to64(v), cu, cu, 1 / 8, False)
+    want, _ = ref_varlen(to64(q), to64(k), to64(v), cu, cu, 1 / 8, causal_rule(False))
     assert_close(out, want, 2e-3, "out")
 
 
@@ -232,7 +145,8 @@ def test_kvcache_whole_cache_equals_flash_attn_func(causal):
     ref_out, ref_lse, _ = ga.flash_attn_func(q, kc, vc, causal=causal, return_attn_probs=True)
     assert np.array_equal(out, ref_out) and np.array_equal(out2, ref_out)
     assert np.array_equal(lse, ref_lse)
-    want_out, want_lse = ref_dense(to64(q), to64(kc), to64(vc), 1 / math.sqrt(128), causal)
+    want_out, want_lse = ref_dense(to64(q), to64(kc), to64(vc), 1 / math.sqrt(128),
+                                   causal_rule(causal))
     assert_close(out, want_out, 2e-3, "out")
     assert_close(lse, want_lse, 1e-3, "lse")
 
@@ -298,19 +212,19 @@ def test_non_contiguous_inputs():
     v = big[:, :77, 4:6, :64]
     assert not q.flags.c_contiguous
     out, lse, _ = ga.flash_attn_func(q, k, v, causal=True, return_attn_probs=True)
-    want_out, want_lse = ref_dense(to64(q), to64(k), to64(v), 1 / 8, True)
+    want_out, want_lse = ref_dense(to64(q), to64(k), to64(v), 1 / 8, causal_rule(True))
     assert_close(out, want_out, 2e-3, "out")
     assert_close(lse, want_lse, 1e-3, "lse")
     # a strided head dim is copied first, as flash-attn's maybe_contiguous does
     out = ga.flash_attn_func(big[..., ::2], big[..., 1::2], big[..., ::2])
     want, _ = ref_dense(to64(big[..., ::2]), to64(big[..., 1::2]), to64(big[..., ::2]), 1 / 8,
-                        False)
+                        causal_rule(False))
     assert_close(out, want, 2e-3, "out")
     # [B, H, S, D] memory seen as [B, S, H, D] (torch SDPA's layout, transposed view)
     bhsd = make("numpy", "float16", (2, 4, 33, 64), rng)
     x = bhsd.transpose(0, 2, 1, 3)
     out = ga.flash_attn_func(x, x, x, causal=True)
-    want, _ = ref_dense(to64(x), to64(x), to64(x), 1 / 8, True)
+    want, _ = ref_dense(to64(x), to64(x), to64(x), 1 / 8, causal_rule(True))
     assert_close(out, want, 2e-3, "out")
 
 
@@ -325,7 +239,7 @@ def test_size_one_and_broadcast_dimensions():
     # MQA spelled as a broadcast to 4 kv heads: stride 0, read-only, no copy
     k4 = np.broadcast_to(k1, (2, 30, 4, 64))
     v4 = np.broadcast_to(v1, (2, 30, 4, 64))
-    want, _ = ref_dense(to64(q), to64(k1), to64(v1), 1 / 8, False)
+    want, _ = ref_dense(to64(q), to64(k1), to64(v1), 1 / 8, causal_rule(False))
     assert_close(ga.flash_attn_func(q_odd, k1, v1), want, 2e-3, "out")
     assert_close(ga.flash_attn_func(q, k4, v4), want, 2e-3, "out")
 
@@ -336,7 +250,7 @@ def test_read_only_inputs():
     for x in (q, k, v):
         x.setflags(write=False)
     out = ga.flash_attn_func(q, k, v)
-    want, _ = ref_dense(to64(q), to64(k), to64(v), 1 / 8, False)
+    want, _ = ref_dense(to64(q), to64(k), to64(v), 1 / 8, causal_rule(False))
     assert_close(out, want, 2e-5, "out")
 
 
@@ -513,12 +427,12 @@ def test_torch_errors_and_grad():
         ga.flash_attn_func(qg, k.float(), v.float())
     with torch.no_grad():
         out = ga.flash_attn_func(qg, k.float(), v.float())
-    want, _ = ref_dense(to64(q), to64(k), to64(v), 1 / 8, False)
+    want, _ = ref_dense(to64(q), to64(k), to64(v), 1 / 8, causal_rule(False))
     assert_close(out, want, 2e-5, "out")
     # torch SDPA layout: [B, H, S, D] contiguous, passed as a transposed view
     x = make("torch", "float16", (1, 2, 16, 64), rng).transpose(1, 2)
     out = ga.flash_attn_func(x, x, x, causal=True)
-    want, _ = ref_dense(to64(x), to64(x), to64(x), 1 / 8, True)
+    want, _ = ref_dense(to64(x), to64(x), to64(x), 1 / 8, causal_rule(True))
     assert_close(out, want, 2e-3, "out")
     if not ga.cuda_available() and torch.cuda.is_available():
         with pytest.raises(NotImplementedError, match="CUDA"):
@@ -531,7 +445,7 @@ def test_torch_errors_and_grad():
 def test_torch_cuda_matches_cpu():
     rng = rng_for("cuda")
     q, k, v = (make("torch", "bfloat16", (2, 77, 4, 128), rng) for _ in range(3))
-    want, want_lse = ref_dense(to64(q), to64(k), to64(v), 1 / math.sqrt(128), True)
+    want, want_lse = ref_dense(to64(q), to64(k), to64(v), 1 / math.sqrt(128), causal_rule(True))
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
         out, lse, _ = ga.flash_attn_func(q.cuda(), k.cuda(), v.cuda(), causal=True,

@@ -1,51 +1,20 @@
 """Sliding windows and global tokens through gpu_attention's Python API (flash-attn's window_size,
 sparse_attn_func / sparse_attn_varlen_func), on the CPU backend, against a float64 numpy reference
-that decides visibility element by element from the rule itself.
+that decides visibility element by element from the rule itself (visibility() in reference.py).
 
 Run with the built package on the path:  PYTHONPATH=<build>/python python3 -m pytest tests/python
 """
 
 import math
-import zlib
 
 import numpy as np
 import pytest
 
 import gpu_attention as ga
-
-try:
-    import torch
-except ImportError:  # torch is optional: its cases skip, the numpy ones still run
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+from reference import (CASES, assert_close, cu_seqlens, int32, make, needs_torch, qkv, ref_dense,
+                       ref_varlen, rng_for, to64, torch, visibility)
 
 # ---- reference ---------------------------------------------------------------------------------
-
-
-def is_global(t, global_tokens, global_stride):
-    """Position t (an int array, may hold negatives) is global: t >= 0 and (t < G or a multiple of
-    the stride when the stride is on)."""
-    strided = (global_stride > 0) & (np.mod(t, max(global_stride, 1)) == 0)
-    return (t >= 0) & ((t < global_tokens) | strided)
-
-
-def visibility(sq, sk, causal=False, window=(-1, -1), global_tokens=0, global_stride=0):
-    """[sq, sk] bool: query row i sees key j. Query i stands at key position p = i + sk - sq
-    (bottom-right aligned). Visible iff (not causal or j <= p) and (j inside the window
-    [p - left, p + right], -1 unbounded, or j global, or p global)."""
-    left, right = window
-    i = np.arange(sq)[:, None]
-    j = np.arange(sk)[None, :]
-    p = i + (sk - sq)
-    causal_ok = (j <= p) if causal else np.ones((sq, sk), bool)
-    in_window = np.ones((sq, sk), bool)
-    if left != -1:
-        in_window &= j >= p - left
-    if right != -1:
-        in_window &= j <= p + right
-    glob = is_global(j, global_tokens, global_stride) | is_global(p, global_tokens, global_stride)
-    return causal_ok & (in_window | glob)
 
 
 def flash_attn_visibility(sq, sk, causal, window):
@@ -55,45 +24,6 @@ def flash_attn_visibility(sq, sk, causal, window):
     if causal:
         right = 0
     return visibility(sq, sk, False, (left, right))
-
-
-def ref_single(q, k, v, scale, visible):
-    """fp64 attention of one sequence under a [Sq, Sk] visibility matrix. q [Sq, Hq, D],
-    k/v [Sk, Hkv, D] -> out [Sq, Hq, D], lse [Hq, Sq]; a row that sees no key: out 0, lse -inf."""
-    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-    group = q.shape[1] // k.shape[1]
-    k = np.repeat(k, group, axis=1)  # query head h reads kv head h // group
-    v = np.repeat(v, group, axis=1)
-    s = np.einsum("qhd,khd->hqk", q, k) * scale
-    s = np.where(visible[None], s, -np.inf)
-    m = s.max(axis=-1, keepdims=True)
-    empty = ~np.isfinite(m)
-    m = np.where(empty, 0.0, m)
-    p = np.exp(s - m)
-    denom = p.sum(axis=-1, keepdims=True)
-    safe = np.where(denom > 0, denom, 1.0)
-    out = np.einsum("hqk,khd->qhd", p / safe, v)
-    lse = np.where(empty[..., 0], -np.inf, m[..., 0] + np.log(safe[..., 0]))
-    return out, lse
-
-
-def ref_dense(q, k, v, scale, vis_fn):
-    """q [B, Sq, Hq, D] ... -> out [B, Sq, Hq, D], lse [B, Hq, Sq]; vis_fn(sq, sk) -> [sq, sk]."""
-    vis = vis_fn(q.shape[1], k.shape[1])
-    outs, lses = zip(*(ref_single(q[b], k[b], v[b], scale, vis) for b in range(q.shape[0])))
-    return np.stack(outs), np.stack(lses)
-
-
-def ref_varlen(q, k, v, cu_q, cu_k, scale, vis_fn):
-    """q [total_q, Hq, D] ... -> out [total_q, Hq, D], lse [Hq, total_q]; positions per sequence."""
-    out = np.zeros(q.shape, dtype=np.float64)
-    lse = np.zeros((q.shape[1], q.shape[0]), dtype=np.float64)
-    for b in range(len(cu_q) - 1):
-        qs, qe, ks, ke = cu_q[b], cu_q[b + 1], cu_k[b], cu_k[b + 1]
-        o, l = ref_single(q[qs:qe], k[ks:ke], v[ks:ke], scale, vis_fn(qe - qs, ke - ks))
-        out[qs:qe] = o
-        lse[:, qs:qe] = l
-    return out, lse
 
 
 def test_reference_rule_by_hand():
@@ -110,55 +40,7 @@ def test_reference_rule_by_hand():
         visibility(3, 5, True, (1, -1)).tolist()
 
 
-# ---- helpers -----------------------------------------------------------------------------------
-
-# (framework, dtype name, tolerance on out, tolerance on lse)
-CASES = [
-    ("numpy", "float16", 2e-3, 1e-3),
-    ("numpy", "float32", 2e-5, 2e-5),
-    pytest.param("torch", "bfloat16", 1.6e-2, 1e-2, marks=needs_torch),
-    pytest.param("torch", "float32", 2e-5, 2e-5, marks=needs_torch),
-]
-
-
-def rng_for(*key):
-    return np.random.default_rng(zlib.crc32(repr(key).encode()))
-
-
-def make(fw, dtype, shape, rng):
-    """Fresh random values (never zeros), rounded to `dtype`, in framework `fw`."""
-    x = rng.standard_normal(shape).astype(np.float32)
-    if fw == "numpy":
-        return x.astype(dtype)
-    return torch.from_numpy(x).to(getattr(torch, dtype))
-
-
-def to64(x):
-    if torch is not None and isinstance(x, torch.Tensor):
-        return x.detach().to(torch.float64).numpy()
-    return np.asarray(x, dtype=np.float64)
-
-
-def int32(fw, values):
-    a = np.asarray(values, dtype=np.int32)
-    return a if fw == "numpy" else torch.from_numpy(a)
-
-
-def assert_close(got, want, tol, what):
-    got = to64(got)
-    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
-    finite = np.isfinite(want)
-    assert np.array_equal(np.isfinite(got), finite), f"{what}: non-finite pattern differs"
-    assert np.array_equal(got[~finite], want[~finite]), f"{what}: infinities differ"
-    err = np.max(np.abs(got[finite] - want[finite]), initial=0.0)
-    scale = max(1.0, np.max(np.abs(want[finite]), initial=0.0))
-    assert err <= tol * scale, f"{what}: max abs error {err:.3g} > {tol * scale:.3g}"
-
-
-def qkv(fw, dtype, b, sq, sk, hq, hkv, d, rng):
-    return (make(fw, dtype, (b, sq, hq, d), rng), make(fw, dtype, (b, sk, hkv, d), rng),
-            make(fw, dtype, (b, sk, hkv, d), rng))
-
+# ---- shapes ------------------------------------------------------------------------------------
 
 # (B, Sq, Sk, Hq, Hkv, D)
 SHAPES = [
@@ -220,8 +102,7 @@ def test_window_list_numpy_ints_and_huge_values():
 def test_window_varlen_matches_reference():
     lens_q = [1, 77, 33, 60, 5, 1]
     lens_k = [9, 77, 12, 100, 5, 1]  # Sq > Sk in sequence 2; length-1 sequences
-    cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
-    cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
+    cu_q, cu_k = cu_seqlens(lens_q), cu_seqlens(lens_k)
     rng = rng_for("window-varlen")
     q = make("numpy", "float16", (cu_q[-1], 8, 64), rng)
     k = make("numpy", "float16", (cu_k[-1], 2, 64), rng)
@@ -366,8 +247,7 @@ def test_sparse_rows_without_keys():
 def test_sparse_varlen_matches_reference(fw, dtype, tol, lse_tol, window, causal, g, stride):
     lens_q = [1, 77, 33, 60, 5, 1]
     lens_k = [9, 77, 12, 100, 5, 1]  # Sq > Sk in sequence 2; length-1 sequences
-    cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
-    cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
+    cu_q, cu_k = cu_seqlens(lens_q), cu_seqlens(lens_k)
     hq, hkv, d = 8, 2, 64
     rng = rng_for("sparse-varlen", fw, dtype, window, causal, g, stride)
     q = make(fw, dtype, (cu_q[-1], hq, d), rng)
