@@ -302,11 +302,9 @@ would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      print_help();
-      return 0;
-    }
+  if (asks_for_help(args)) {
+    print_help();
+    return 0;
   }
   const Flags flags("gpuattn bench", args, {"device", "json", "shapes", "warmup", "iters"},
                     {"show-config"});

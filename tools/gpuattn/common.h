@@ -122,4 +122,12 @@ void write_file(const std::string& path, const std::string& text);
 int run_verify(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
 
+// True when a command's arguments hold --help or -h.
+inline bool asks_for_help(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
 }  // namespace gpuattn::tool

@@ -306,11 +306,9 @@ Tolerance on ||out - ref|| / ||ref||: bf16 1e-2, f16 5e-3, f32 1e-5; LSE 1e-3 re
 }  // namespace
 
 int run_verify(const std::vector<std::string>& args) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      print_help();
-      return 0;
-    }
+  if (asks_for_help(args)) {
+    print_help();
+    return 0;
   }
   const Flags flags("gpuattn verify", args, {"device", "json", "seed"}, {"quick"});
   const std::string device = flags.choice("device", "auto", {"auto", "cpu", "cuda"});
