@@ -15,6 +15,12 @@
 #                                anchors, plotted by bench/plot_sweep.py into sweep.png; its table
 #                                goes into summary.md, its JSON, sweep.md and verify.json into
 #                                logs.tar.gz (the device tool returns at most 8 files)
+#        GPU_CHECK_SPARSE=0      skip the sparse steps (default on, about 2-3 minutes with Flex's
+#                                compilations): bench/sparse_bench.py (sliding window, window +
+#                                global tokens, block-sparse vs compiled FlexAttention) and
+#                                bench/long_context.py (S 128k/512k window + globals: peak memory,
+#                                fp64 check on sampled rows); their tables go into summary.md, their
+#                                JSON and markdown into logs.tar.gz
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +30,7 @@ mkdir -p "$LOG_DIR"
 LOG_DIR=$(cd "$LOG_DIR" && pwd)
 QUICK=${GPU_CHECK_QUICK:-0}
 SWEEP=${GPU_CHECK_SWEEP:-0}
+SPARSE=${GPU_CHECK_SPARSE:-1}
 if [ -z "${GPUATTN_COMMIT:-}" ] && commit=$(git rev-parse --short=12 HEAD 2>/dev/null); then
   if ! git diff --quiet HEAD -- . 2>/dev/null; then commit="$commit-dirty"; fi
   export GPUATTN_COMMIT=$commit
@@ -94,6 +101,24 @@ if python3 -c "import torch, triton; assert torch.cuda.is_available()" >/dev/nul
   fi
 else
   echo "== anchors: skipped (torch with CUDA, or triton, not importable)"
+fi
+
+# Sparse masks: ours vs compiled FlexAttention on the same inputs and masks, and the long-context
+# run (peak memory vs bytes(Q, K, V, O), fp64 check on sampled rows). Tables into summary.md.
+rm -f "$LOG_DIR"/sparse_bench.* "$LOG_DIR"/long_context.*
+if [ "$SPARSE" != 1 ]; then
+  echo "== sparse_bench, long_context: skipped (GPU_CHECK_SPARSE=$SPARSE)"
+elif ! python3 -c "import torch, triton; assert torch.cuda.is_available()" >/dev/null 2>&1; then
+  echo "== sparse_bench, long_context: skipped (torch with CUDA, or triton, not importable)"
+elif ! compgen -G "$BUILD/python/gpu_attention*" >/dev/null; then
+  echo "== sparse_bench, long_context: skipped (no Python module in $BUILD/python)"
+else
+  step sparse_bench env PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
+    python3 bench/sparse_bench.py --json "$LOG_DIR/sparse_bench.json" \
+    --md "$LOG_DIR/sparse_bench.md" "${quick_verify[@]}"
+  step long_context env PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
+    python3 bench/long_context.py --json "$LOG_DIR/long_context.json" \
+    --md "$LOG_DIR/long_context.md" "${quick_verify[@]}"
 fi
 
 # The FA3 figure's sweep (head dim 256 left out: no kernel for it yet), short timings, no
@@ -206,13 +231,26 @@ fi
 if [ -f "$LOG_DIR/sweep.md" ] && [ -f "$LOG_DIR/summary.md" ]; then
   { echo; cat "$LOG_DIR/sweep.md"; } >>"$LOG_DIR/summary.md"
 fi
-# The device tool returns at most 8 files from $OUT: keep the JSON, the summary and sweep.png
-# loose, pack the logs into one archive (with the sweep: also verify.json, the sweep's JSON and
-# sweep.md, whose table summary.md holds).
+# The sparse tables: printed last, and appended to summary.md (which they start when the dense
+# summary could not be made).
+for table in sparse_bench long_context; do
+  if [ -f "$LOG_DIR/$table.md" ]; then
+    echo
+    cat "$LOG_DIR/$table.md"
+    { echo; cat "$LOG_DIR/$table.md"; } >>"$LOG_DIR/summary.md"
+  fi
+done
+# The device tool returns at most 8 files from $OUT: keep the dense JSON, the summary and
+# sweep.png loose (at most 7 files), pack the logs into one archive, with the sparse steps' JSON
+# and markdown (whose tables summary.md holds) and, with the sweep, verify.json, the sweep's JSON
+# and sweep.md.
 if [ -n "${OUT:-}" ] && compgen -G "$LOG_DIR/*.log" >/dev/null; then
   (
     cd "$LOG_DIR"
     packed=(./*.log)
+    for extra in ./sparse_bench.json ./sparse_bench.md ./long_context.json ./long_context.md; do
+      if [ -f "$extra" ]; then packed+=("$extra"); fi
+    done
     if [ "$SWEEP" = 1 ]; then
       for extra in ./verify.json ./sweep*.json ./sweep.md; do
         if [ -f "$extra" ]; then packed+=("$extra"); fi

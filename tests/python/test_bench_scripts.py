@@ -1,0 +1,209 @@
+"""The pure logic of bench/sparse_bench.py and bench/long_context.py (bench/sparse_masks.py) on the
+CPU: the rule, the exact visible-pair counts behind the reported TFLOP/s, the random block layouts,
+the key sets of the sampled fp64 reference and, where torch is installed, the FlexAttention
+BlockMask built from block counts (against create_block_mask and against an fp64 reference).
+
+The rule is checked against visibility() of reference.py (the tests' own copy of src/core/mask.h)
+and a block layout applied to it element by element, so a slip in the interval arithmetic cannot
+hide behind a slip in the same place of the checker.
+"""
+
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from reference import needs_torch, torch, visibility
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import sparse_masks as sm  # noqa: E402
+
+# (S, causal, left, right, global tokens, block): odd lengths, windows wider than the sequence,
+# globals wider than a block, and one side unbounded.
+RULES = [
+    (256, True, 63, 0, 0, 64),
+    (256, True, 64, 0, 16, 64),
+    (300, False, 40, 40, 8, 64),
+    (300, False, 40, 40, 0, 32),
+    (200, True, -1, -1, 0, 64),
+    (200, False, -1, -1, 0, 48),
+    (333, False, 7, -1, 70, 64),
+    (333, True, -1, 5, 3, 16),
+    (129, False, 500, 500, 0, 128),
+    (257, True, 0, 0, 0, 32),
+    (257, False, 2, 1, 257, 64),
+]
+
+
+def rule_of(causal, left, right, g, block, layout=None):
+    return sm.MaskRule(causal=causal, left=left, right=right, global_tokens=g, layout=layout,
+                       block_q=block, block_k=block)
+
+
+def dense(rule, s, head=0):
+    """[S, S] bool: the reference's rule ANDed with the layout, element by element."""
+    vis = visibility(s, s, rule.causal, (rule.left, rule.right), rule.global_tokens)
+    if rule.layout is not None:
+        lay = np.asarray(rule.layout)
+        lay = lay[head if lay.shape[0] > 1 else 0]
+        i = np.arange(s)[:, None] // rule.block_q
+        j = np.arange(s)[None, :] // rule.block_k
+        vis = vis & (lay[i, j] != 0)
+    return vis
+
+
+def reduce_blocks(vis, bq, bk):
+    s = vis.shape[0]
+    nbq, nbk = math.ceil(s / bq), math.ceil(s / bk)
+    pad = np.zeros((nbq * bq, nbk * bk), dtype=np.int64)
+    pad[:s, :s] = vis
+    return pad.reshape(nbq, bq, nbk, bk).sum((1, 3))
+
+
+@pytest.mark.parametrize("case", RULES)
+def test_counts_match_the_reference_rule(case):
+    s, causal, left, right, g, block = case
+    rule = rule_of(causal, left, right, g, block)
+    vis = dense(rule, s)
+    rows = np.arange(s)
+    assert sm.row_counts(rule, s, rows).tolist() == vis.sum(1).tolist()
+    assert sm.block_counts(rule, s).tolist() == reduce_blocks(vis, block, block).tolist()
+    # chunks that do not divide the blocks evenly give the same counts
+    assert sm.block_counts(rule, s, rows_per_chunk=block * 2).tolist() == \
+        reduce_blocks(vis, block, block).tolist()
+    assert sm.visible_pairs(rule, s, heads=3) == 3 * int(vis.sum())
+    assert sm.block_areas(rule, s).tolist() == reduce_blocks(np.ones_like(vis), block,
+                                                             block).tolist()
+
+
+@pytest.mark.parametrize("case", RULES)
+def test_mask_mod_and_row_keys_match_the_reference_rule(case):
+    s, causal, left, right, g, block = case
+    rule = rule_of(causal, left, right, g, block)
+    vis = dense(rule, s)
+    q = np.arange(s)[:, None]
+    kv = np.arange(s)[None, :]
+    got = np.broadcast_to(rule.mask_mod()(0, 0, q, kv), (s, s))
+    assert (got == vis).all()
+    for row in sm.sample_rows(rule, s, 10, seed=1):
+        assert sm.row_keys(rule, s, row).tolist() == np.flatnonzero(vis[row]).tolist()
+
+
+@pytest.mark.parametrize("heads", [1, 3])
+@pytest.mark.parametrize("case", [RULES[0], RULES[2], RULES[5], RULES[6]])
+def test_layout_rules(case, heads):
+    s, causal, left, right, g, block = case
+    nb = math.ceil(s / block)
+    layout = sm.random_block_layout(heads, nb, nb, 0.6, seed=7)
+    rule = rule_of(causal, left, right, g, block, layout)
+    rule.check_shape(s, 3)
+    counts = sm.block_counts(rule, s)
+    total = 0
+    for h in range(3):
+        vis = dense(rule, s, h)
+        total += int(vis.sum())
+        q = np.arange(s)[:, None]
+        kv = np.arange(s)[None, :]
+        got = np.broadcast_to(rule.mask_mod()(0, np.array(h if heads > 1 else 0), q, kv), (s, s))
+        assert (got == vis).all()
+        for row in (0, s // 3, s - 1):
+            assert sm.row_keys(rule, s, row, h).tolist() == np.flatnonzero(vis[row]).tolist()
+    assert sm.visible_pairs(rule, s, heads=3) == total
+    assert sm.visible_pairs_from_counts(rule, counts, heads=3) == total
+
+
+def test_random_block_layout():
+    for sparsity, nb in ((0.5, 128), (0.9, 128), (0.9, 8), (0.0, 5)):
+        lay = sm.random_block_layout(4, nb, nb, sparsity, seed=3)
+        assert lay.dtype == np.uint8 and lay.shape == (4, nb, nb)
+        want = max(nb, round((1 - sparsity) * nb * nb))
+        assert lay.reshape(4, -1).sum(1).tolist() == [want] * 4
+        assert (lay[:, np.arange(nb), np.arange(nb)] == 1).all()  # no empty row
+        if nb < want < nb * nb:  # one layout per head
+            assert not (lay[0] == lay[1]).all()
+    again = sm.random_block_layout(4, 16, 16, 0.5, seed=3)
+    assert (again == sm.random_block_layout(4, 16, 16, 0.5, seed=3)).all()
+    with pytest.raises(ValueError):
+        sm.random_block_layout(1, 4, 4, 1.0, seed=0)
+
+
+def test_flops_of_known_shapes():
+    """The figures of DESIGN.md's sliding-window rows: a causal window of W keys (the row itself
+    and W - 1 before it) has sum_i min(i + 1, W) visible pairs."""
+    for s, w in ((16384, 1024), (65536, 4096)):
+        rule = sm.MaskRule(causal=True, left=w - 1, right=0)
+        want = w * (w + 1) // 2 + (s - w) * w
+        assert sm.visible_pairs(rule, s, heads=1) == want
+        assert sm.attention_flops(sm.visible_pairs(rule, s, 16), 128) == 4.0 * 16 * 128 * want
+    # causal window (4096, 0) + 128 sinks at 128k, per row: min(i, 4096) + 1 window keys plus the
+    # sinks before the window
+    s, w, g = 131072, 4096, 128
+    rule = sm.MaskRule(causal=True, left=w, right=0, global_tokens=g)
+    i = np.arange(s)
+    want = np.minimum(i, w) + 1 + np.clip(np.minimum(i - w, g), 0, None)
+    assert sm.visible_pairs(rule, s, heads=1) == int(want.sum())
+
+
+def test_rule_checks():
+    with pytest.raises(ValueError):
+        sm.MaskRule(left=-2)
+    rule = rule_of(False, -1, -1, 0, 64, np.ones((2, 4, 4), np.uint8))
+    rule.check_shape(256, 2)
+    with pytest.raises(ValueError):
+        rule.check_shape(256, 3)
+    with pytest.raises(ValueError):
+        rule.check_shape(300, 2)
+    with pytest.raises(ValueError):
+        rule.sparse_attn_kwargs()
+    assert rule_of(True, 7, 0, 4, 64).sparse_attn_kwargs() == dict(
+        causal=True, window_size=(7, 0), global_tokens=4)
+
+
+# ---- FlexAttention (torch on the CPU) ------------------------------------------------------------
+
+
+@needs_torch
+@pytest.mark.parametrize("case", [RULES[0], RULES[1], RULES[2], (384, False, 100, 100, 128, 128)])
+@pytest.mark.parametrize("heads", [0, 1, 2])
+def test_flex_block_mask_matches_create_block_mask(case, heads):
+    pytest.importorskip("torch.nn.attention.flex_attention")
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    s, causal, left, right, g, block = case
+    if s % block:
+        pytest.skip("Flex blocks")
+    nb = s // block
+    layout = sm.random_block_layout(heads, nb, nb, 0.5, seed=5) if heads else None
+    rule = rule_of(causal, left, right, g, block, layout)
+    bm, _ = sm.flex_block_mask(rule, s, 2, "cpu")
+    layout_t = None if layout is None else torch.as_tensor(layout)
+    ref = create_block_mask(rule.mask_mod(layout_t), 1, max(heads, 1), s, s, device="cpu",
+                            BLOCK_SIZE=block)
+    assert torch.equal(bm.to_dense(), ref.to_dense())
+    for name in ("kv_num_blocks", "full_kv_num_blocks"):
+        assert torch.equal(getattr(bm, name), getattr(ref, name)), name
+
+
+@needs_torch
+@pytest.mark.parametrize("heads", [0, 2])
+def test_flex_output_matches_fp64_reference(heads):
+    """Flex (eager, CPU) with our BlockMask against an fp64 attention over row_keys."""
+    pytest.importorskip("torch.nn.attention.flex_attention")
+    from torch.nn.attention.flex_attention import flex_attention
+
+    s, h, d, block = 256, 2, 16, 64
+    layout = sm.random_block_layout(h, s // block, s // block, 0.5, seed=9) if heads else None
+    rule = rule_of(False, 30, 30, 8, block, layout) if heads else rule_of(True, 40, 0, 8, block)
+    bm, _ = sm.flex_block_mask(rule, s, h, "cpu")
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, h, s, d, generator=gen) for _ in range(3))
+    out = flex_attention(q, k, v, block_mask=bm)
+    for head in range(h):
+        for row in (0, 7, 8, 100, 255):
+            keys = torch.as_tensor(sm.row_keys(rule, s, row, head))
+            qr = q[0, head, row].double()
+            sc = (k[0, head, keys].double() @ qr) / math.sqrt(d)
+            ref = torch.softmax(sc, 0) @ v[0, head, keys].double()
+            assert torch.allclose(out[0, head, row].double(), ref, atol=1e-4), (head, row)
