@@ -176,9 +176,9 @@ if bench:
     if anchors:
         lines.append(f"anchors: torch {anchors['torch']}, cuDNN {anchors['cudnn']}, "
                      f"layout {anchors['layout']}, {anchors['timing']}")
-        lines.append("note: 'ours' is timed by gpuattn bench (CUDA events, short bursts) and the "
-                     "anchors by do_bench (sustained, L2 flushed), which reads our kernels 5-10% "
-                     "slower; compare_torch.json times both through do_bench (like for like)")
+        lines.append("note: 'ours' is timed by gpuattn bench with do_bench's protocol in C++ "
+                     "(warm-up by time, an L2-flush memset before each call, CUDA events, median);"
+                     " compare_torch.json times ours and the anchors through do_bench itself")
 if verify:
     lines.append(f"verify: {verify['cases'] - verify['failed']}/{verify['cases']} cases passed")
 lines.append("")

@@ -88,17 +88,23 @@ std::vector<Case> cpu_shapes(const std::string& set) {
   return v;
 }
 
-void bench_cpu(Row& r, std::uint64_t seed, int warmup, int iters) {
+void bench_cpu(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms) {
   HostProblem hp(r.c, seed);
   AttentionArgs a = hp.host_args();
   a.lse = TensorView{};
-  for (int i = 0; i < warmup; ++i) attention_forward(a);
+  using clock = std::chrono::steady_clock;
+  auto ms_since = [](clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  };
+  const auto w0 = clock::now();
+  do attention_forward(a);  // at least one call: first-touch and thread start-up
+  while (ms_since(w0) < warmup_ms);
   std::vector<double> ms;
-  for (int i = 0; i < iters; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
+  const auto r0 = clock::now();
+  while (ms.size() < 3 || ms_since(r0) < rep_ms) {
+    const auto t0 = clock::now();
     attention_forward(a);
-    ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ms.push_back(ms_since(t0));
   }
   r.ms = median(ms);
   r.base_note = "cuda only";
@@ -110,7 +116,7 @@ struct DeviceSet {
   AttentionArgs args;
 };
 
-void bench_cuda(Row& r, std::uint64_t seed, int warmup, int iters, std::size_t l2_bytes,
+void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, std::size_t l2_bytes,
                 bool with_baseline) {
   const Case& c = r.c;
   HostProblem hp(c, seed);
@@ -134,7 +140,7 @@ void bench_cuda(Row& r, std::uint64_t seed, int warmup, int iters, std::size_t l
   const auto n = sets.size();
   try {
     r.ms = median(
-        cuda::time_calls([&](int i) { attention_forward(sets[i % n].args); }, warmup, iters));
+        cuda::time_sustained([&](int i) { attention_forward(sets[i % n].args); }, warmup_ms, rep_ms));
   } catch (const std::exception& e) {
     r.error = e.what();
     cuda::synchronize();
@@ -152,8 +158,8 @@ void bench_cuda(Row& r, std::uint64_t seed, int warmup, int iters, std::size_t l
   }
   try {
     cuda::Buffer ws(ws_bytes);
-    r.base_ms = median(cuda::time_calls(
-        [&](int i) { cuda::baseline_forward(sets[i % n].args, ws); }, warmup, iters));
+    r.base_ms = median(cuda::time_sustained(
+        [&](int i) { cuda::baseline_forward(sets[i % n].args, ws); }, warmup_ms, rep_ms));
   } catch (const std::exception& e) {
     r.base_note = std::string("error: ") + e.what();
   }
@@ -272,10 +278,12 @@ std::string fmt_tflops(double x) {
 void print_help() {
   std::cout <<
       R"(usage: gpuattn bench [--device cpu|cuda|auto] [--shapes default|seed|quick|sweep]
-                    [--json FILE] [--warmup N] [--iters N] [--show-config]
+                    [--json FILE] [--warmup MS] [--rep MS] [--show-config]
 
-Times attention_forward per shape (CUDA: median of CUDA-event-timed runs after warm-up, inputs
-rotated among buffer sets larger than L2; CPU: median wall time) and prints time, µs/head
+Times attention_forward per shape (CUDA: the protocol of triton.testing.do_bench, which times
+the torch anchors: warm-up by time, then calls for --rep ms, each between CUDA events after a
+256 MiB L2-flush memset, inputs also rotated among buffer sets larger than L2, the median;
+CPU: median wall time of the calls in --rep ms, at least 3) and prints time, µs/head
 (time / (B*Hq)), TFLOP/s (4*Sq*Sk*D*B*Hq, causal: visible elements only), % of the measured
 peak (a cuBLASLt 8192^3 GEMM of the same dtype, measured once per run), and the same for the
 3-kernel baseline (cuBLASLt QK^T, softmax kernel, cuBLASLt PV; n/a when its score matrix
@@ -286,12 +294,13 @@ would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
   --shapes  default: the DESIGN.md anchor shapes; seed: plus the seed report's (B,32,S,128)
             table, causal and not; quick: the first three; sweep: the FA3 figure's grid, fp16,
             B*S = 16k tokens, H*D = 2048, S 512..16384, D 64 and 128, causal and not (24
-            shapes, no baseline, warmup 5 / iters 20 by default; on cpu a scaled-down grid,
+            shapes, no baseline, warm-up 10 ms by default; on cpu a scaled-down grid,
             B*S = 512, H*D = 256, S 128..512); bench/plot_sweep.py plots it
   --json    also write the results (device, date, commit, peak) as JSON to FILE; each
             result names the tile configuration the dispatch picked ("config")
-  --warmup  runs before timing (default 10 on cuda, 5 for sweep, 1 on cpu)
-  --iters   timed runs (default 50 on cuda, 20 for sweep, 5 on cpu)
+  --warmup  milliseconds of warm-up calls before timing (default 25 on cuda, 10 for sweep,
+            0 on cpu; at least one call)
+  --rep     milliseconds of timed calls (default 100 on cuda, 300 on cpu)
   --show-config
             print the tile configurations (src/core/tile_config.h) and the one the dispatch
             picks for each shape of --shapes on this device (no GPU: on an H200 and an A100),
@@ -306,7 +315,7 @@ int run_bench(const std::vector<std::string>& args) {
     print_help();
     return 0;
   }
-  const Flags flags("gpuattn bench", args, {"device", "json", "shapes", "warmup", "iters"},
+  const Flags flags("gpuattn bench", args, {"device", "json", "shapes", "warmup", "rep"},
                     {"show-config"});
   const std::string device = flags.choice("device", "auto", {"auto", "cpu", "cuda"});
   const std::string shapes =
@@ -315,8 +324,9 @@ int run_bench(const std::vector<std::string>& args) {
   if (flags.has("show-config")) return show_config(shapes);
   const bool on_cuda = device == "cuda" || (device == "auto" && cuda_available());
   const bool sweep = shapes == "sweep";
-  const int warmup = flags.get_int("warmup", on_cuda ? (sweep ? 5 : 10) : 1, 0, 100000);
-  const int iters = flags.get_int("iters", on_cuda ? (sweep ? 20 : 50) : 5, 1, 100000);
+  // Milliseconds, do_bench's defaults as the torch anchors use them (bench/torch_anchors.py).
+  const int warmup_ms = flags.get_int("warmup", on_cuda ? (sweep ? 10 : 25) : 0, 0, 100000);
+  const int rep_ms = flags.get_int("rep", on_cuda ? 100 : 300, 1, 1000000);
   if (on_cuda && !cuda_available()) {
     std::cerr << "gpuattn bench: --device cuda, but "
 #if defined(GPUATTN_WITH_CUDA)
@@ -372,10 +382,10 @@ int run_bench(const std::vector<std::string>& args) {
     try {
       if (on_cuda) {
 #if defined(GPUATTN_WITH_CUDA)
-        bench_cuda(r, seed + i, warmup, iters, l2_bytes, !sweep);
+        bench_cuda(r, seed + i, warmup_ms, rep_ms, l2_bytes, !sweep);
 #endif
       } else {
-        bench_cpu(r, seed + i, warmup, iters);
+        bench_cpu(r, seed + i, warmup_ms, rep_ms);
       }
     } catch (const std::exception& e) {
       r.error = e.what();
@@ -421,8 +431,10 @@ int run_bench(const std::vector<std::string>& args) {
     top.add("device_name", device_name).add("sm_count", sm_count);
     top.add("l2_bytes", static_cast<std::int64_t>(l2_bytes));
     top.add("date", iso_date_utc()).add("commit", git_commit());
-    top.add("shapes", shapes).add("warmup", warmup).add("iters", iters);
-    top.add("timing", on_cuda ? "median of CUDA-event-timed runs, inputs rotated beyond L2"
+    top.add("shapes", shapes).add("warmup_ms", warmup_ms).add("rep_ms", rep_ms);
+    top.add("timing", on_cuda ? "median of CUDA-event-timed calls, do_bench protocol: warm-up by "
+                                "time, each call after a 256 MiB L2-flush memset, inputs "
+                                "rotated beyond L2"
                               : "median wall time");
     top.add("lse", false);
     const char* kernel_env = std::getenv("GPUATTN_KERNEL");

@@ -53,6 +53,13 @@ DeviceInfo device_info();
 // events; returns the milliseconds of the last `iters` calls.
 std::vector<double> time_calls(const std::function<void(int)>& fn, int warmup, int iters);
 
+// The protocol of triton.testing.do_bench, which times the torch anchors: calls fn(i) for
+// about `warmup_ms` of warm-up, then for about `rep_ms` (at least 5 calls), each timed call
+// between two CUDA events and preceded by a 256 MiB memset that flushes the L2 (outside the
+// events); the call count comes from the time of 5 probe calls. Returns the timed calls' ms.
+std::vector<double> time_sustained(const std::function<void(int)>& fn, double warmup_ms,
+                                   double rep_ms);
+
 // The 3-kernel baseline (src/cuda/baseline.h) over device tensors described by `args`.
 std::size_t baseline_workspace_bytes(const AttentionArgs& args);
 void baseline_forward(const AttentionArgs& args, Buffer& workspace);

@@ -1,6 +1,7 @@
 // CUDA runtime calls of the tool. Compiled only when the library has its CUDA backend.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 
 #include "common.h"
@@ -97,11 +98,57 @@ DeviceInfo device_info() {
 std::vector<double> time_calls(const std::function<void(int)>& fn, int warmup, int iters) {
   for (int i = 0; i < warmup; ++i) fn(i);
   Events ev(2 * static_cast<std::size_t>(iters));
-  // Enqueue every timed call before waiting, so the GPU runs them back to back and host launch
-  // overhead hides behind the kernels as it would in a real pipeline.
+  // Enqueue every timed call before waiting, so the GPU runs them back to back.
   for (int i = 0; i < iters; ++i) {
     check(cudaEventRecord(ev[2 * i], nullptr), "cudaEventRecord");
     fn(warmup + i);
+    check(cudaEventRecord(ev[2 * i + 1], nullptr), "cudaEventRecord");
+  }
+  synchronize();
+  std::vector<double> ms(static_cast<std::size_t>(iters));
+  for (int i = 0; i < iters; ++i) {
+    float t = 0.f;
+    check(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]), "cudaEventElapsedTime");
+    ms[static_cast<std::size_t>(i)] = t;
+  }
+  return ms;
+}
+
+std::vector<double> time_sustained(const std::function<void(int)>& fn, double warmup_ms,
+                                   double rep_ms) {
+  // The L2 flush: 256 MiB of zeros written before every timed call (do_bench's cache buffer),
+  // outside the events.
+  static Buffer flush(std::size_t(256) << 20);
+  auto flush_l2 = [] {
+    check(cudaMemsetAsync(flush.get(), 0, flush.bytes(), nullptr), "cudaMemsetAsync");
+  };
+  // The first call (kernel loading, one-time setup) is not part of the estimate.
+  fn(0);
+  synchronize();
+  constexpr int kProbe = 5;
+  Events probe(2);
+  check(cudaEventRecord(probe[0], nullptr), "cudaEventRecord");
+  for (int i = 0; i < kProbe; ++i) {
+    flush_l2();
+    fn(1 + i);
+  }
+  check(cudaEventRecord(probe[1], nullptr), "cudaEventRecord");
+  synchronize();
+  float probe_ms = 0.f;
+  check(cudaEventElapsedTime(&probe_ms, probe[0], probe[1]), "cudaEventElapsedTime");
+  const double per_call = std::max(static_cast<double>(probe_ms) / kProbe, 1e-3);
+  const int warmup = static_cast<int>(std::clamp(warmup_ms / per_call, 1.0, 100000.0));
+  const int iters = static_cast<int>(std::clamp(rep_ms / per_call, 5.0, 100000.0));
+  int call = 1 + kProbe;
+  for (int i = 0; i < warmup; ++i) {
+    flush_l2();
+    fn(call++);
+  }
+  Events ev(2 * static_cast<std::size_t>(iters));
+  for (int i = 0; i < iters; ++i) {
+    flush_l2();
+    check(cudaEventRecord(ev[2 * i], nullptr), "cudaEventRecord");
+    fn(call++);
     check(cudaEventRecord(ev[2 * i + 1], nullptr), "cudaEventRecord");
   }
   synchronize();
