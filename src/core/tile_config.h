@@ -33,13 +33,15 @@ struct TileConfig {
 // bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
 inline constexpr std::array<TileConfig, 4> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
-     "Hopper, standard precision, dense or causal. 2 consumer warpgroups x 64 rows (wgmma M) + 1 "
+     "Hopper, standard precision, every mask. 2 consumer warpgroups x 64 rows (wgmma M) + 1 "
      "TMA producer warpgroup; 128-key tiles keep wgmma N = 128 and S, P, O (64 + 32 + D/2 regs) "
      "fit the consumers' 240 registers (setmaxnreg 24/240; without it 208 bytes spilled). 2 K/V "
      "stages with the loads on the producer (the kernel without a producer needed 3: w2a vs w2). "
      "Warp specialization +31% over w2; H200 fp16 B4 H16 S4096 D128: 604 / 534 TFLOP/s "
      "non-causal / causal in gpuattn bench (w4); like for like with torch SDPA (do_bench): "
-     "0.92x cuDNN, 1.62x FA2 non-causal"},
+     "0.92x cuDNN, 1.62x FA2 non-causal. Window, global-token and block-sparse calls run a second "
+     "instantiation (w5m: the producer warp loads only tiles with a visible key, fully visible "
+     "tiles skip the per-element mask; setmaxnreg 72/216), not yet measured on the GPU"},
     {FwdKernel::sm80_128x64, "sm80_128x64", 128, 64, 4, 2,
      "The sm_80 throughput configuration: 4 warps x 32 rows, 2 m-tiles per warp halve the K/V "
      "shared-memory reads per MMA (each K/V fragment feeds both), and 255 regs x 128 threads fit "
@@ -65,7 +67,8 @@ struct FwdShape {
   int num_sms = 0;
   int head_dim = 0;
   bool causal = false;
-  bool dense_or_causal = true;  // no window, global tokens or block layout
+  bool dense_or_causal = true;  // no window, global tokens or block layout (every kernel of the
+                                // table runs every mask: the rule does not read it)
   Precision precision = Precision::standard;
   int seqlen_q = 0;  // varlen: the max
   int batch = 0;
@@ -76,8 +79,10 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
 
 // The forward kernel configuration of one call:
 //   sm90_ws_128x128         Hopper (sm_major 9) with the sm_90a kernel available, standard
-//                           precision, dense or causal (the sm_90a kernel has no other masks);
-//   sm80_64x64_compensated  otherwise, compensated precision;
+//                           precision, any mask (dense, causal, sliding window, global tokens,
+//                           block-sparse layouts; the kernel picks its masked instantiation);
+//   sm80_64x64_compensated  otherwise, compensated precision (the sm_90a kernel has no
+//                           compensated mode);
 //   sm80_64x64              otherwise, when ceil(seqlen_q / 128) * hq * batch < 2 * num_sms;
 //   sm80_128x64             otherwise.
 const TileConfig& select_fwd_config(const FwdShape& s);

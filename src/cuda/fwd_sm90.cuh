@@ -6,6 +6,13 @@
 // layout of S is the register-A layout of the second GEMM). Inside a consumer the next tile's S
 // GEMM runs during this tile's softmax; the consumers meet only at mbarriers, so one's softmax also
 // overlaps the other's GEMMs.
+//
+// Two instantiations per (dtype, head dim): dense/causal (kMasked = false) and every other mask of
+// core/mask.h (kMasked = true: sliding window, global tokens, strided global tokens, block-sparse
+// layouts, each alone or ANDed with causal). The masked kernel loads only the key tiles in which
+// some row of the CTA sees a key: the producer warp finds them (32 candidate tiles per step, one
+// per lane) and tells the consumers which tile each stage holds through a word per stage in shared
+// memory; tiles fully visible to a consumer's 64 rows run without per-element masking.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,15 +43,24 @@ struct FwdTraits {
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
-  static constexpr int kBarrierBytes = 64;
+  static constexpr int kBarrierBytes = 128;  // 9 mbarriers (72 bytes), a schedule word per stage
   static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKVBytes + kBarrierBytes + 1024;
   // Registers: 65536 / 384 threads = 168 at launch; the producer drops to 24 and the consumers
   // rise to 240 (128 * 24 + 256 * 240 = 64512): S, P and O (64 + 32 + D/2) plus the overlap.
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = 240;
+  // The masked kernel's producer warp runs the tile search (MaskPolicy's range and tile tests,
+  // block layout reads): at 56 registers ptxas still spilled 8 bytes, at 72 none; its consumers
+  // hold the same S, P and O plus the per-element mask in 203 of the remaining 216
+  // (128 * 72 + 256 * 216 = 64512).
+  static constexpr int kMaskedProducerRegs = 72;
+  static constexpr int kMaskedConsumerRegs = 216;
 
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
+  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 168 * kThreads &&
+                    128 * kMaskedProducerRegs + 256 * kMaskedConsumerRegs <= 168 * kThreads,
+                "setmaxnreg moves registers between the warpgroups; it adds none");
 };
 
 __device__ __forceinline__ float quad_max(float x) {
@@ -60,19 +76,301 @@ __device__ __forceinline__ float quad_sum(float x) {
 // max grows by more than 2^8.
 constexpr float kRescaleSlack = 8.f;
 
-// mbarriers, in this order after the tiles: Q full; K full x2, V full x2; K empty x2, V empty x2.
+// mbarriers, in this order after the tiles: Q full; K full x2, V full x2; K empty x2, V empty x2;
+// then the masked kernel's schedule word of each stage (see kEndOfTiles).
 struct Barriers {
   std::uint32_t q_full, k_full, v_full, k_empty, v_empty;  // stage s: + 8 * s
+  std::uint32_t sched;                                     // stage s: + 4 * s
   __device__ explicit Barriers(std::uint32_t base)
-      : q_full(base), k_full(base + 8), v_full(base + 24), k_empty(base + 40), v_empty(base + 56) {}
+      : q_full(base),
+        k_full(base + 8),
+        v_full(base + 24),
+        k_empty(base + 40),
+        v_empty(base + 56),
+        sched(base + 72) {}
 };
 
+// ---- masks beyond causal (the kMasked instantiation) --------------------------------------------
+
+// The schedule word the producer stores for a stage before the stage's K "full" arrival: the key
+// tile the stage holds (bits 2 and up) and, for consumer warpgroup cw, bit cw set when the position
+// mask (causal, window, global tokens, the sequence end) hides some key of the tile from some of
+// the warpgroup's rows. kEndOfTiles: the CTA's tiles are done and the stage holds no tile.
+constexpr int kEndOfTiles = -1;
+
+__device__ __forceinline__ void st_shared_s32(std::uint32_t addr, int v) {
+  asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ int ld_shared_s32(std::uint32_t addr) {
+  int v;
+  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+
+GPUATTN_HD int min_int(int a, int b) {
+  return a < b ? a : b;
+}
+GPUATTN_HD int max_int(int a, int b) {
+  return a > b ? a : b;
+}
+
+// The bits [0, n) of a 64-bit mask (n may lie outside [0, 64]).
+GPUATTN_HD std::uint64_t bits_below(int n) {
+  return n <= 0 ? 0ull : (n >= 64 ? ~0ull : (1ull << n) - 1);
+}
+
+// Bit x set: key `base + x` (0 <= x < 64) is a global key.
+GPUATTN_HD std::uint64_t global_key_bits(const FwdParams& p, int base) {
+  std::uint64_t bits = bits_below(p.global_tokens - base);
+  const int stride = p.global_stride;
+  if (stride > 0) {
+    const int rem = base % stride;
+    const int x0 = rem == 0 ? 0 : stride - rem;  // the first strided key at or after base
+    if (x0 < 64) {
+      bits |= 1ull << x0;
+      if (stride < 64) {
+        for (int x = x0 + stride; x < 64; x += stride) bits |= 1ull << x;
+      }
+    }
+  }
+  return bits;
+}
+
+// Where the keys that rows [i_first, i_last] see under the position mask `m` (no block layout) can
+// lie: keys [0, prefix) (the global tokens, and every key up to the causal limit of a global query
+// row; the whole key range without a window), the window band [band_begin, band_end), and the
+// strided global keys below causal_end. The producer passes over the tiles that hold none of them
+// without a look and tests every other tile of the key range exactly, layout included
+// (MaskPolicy::tile_any_visible, a tile per lane). The layout stays out of the range on purpose:
+// MaskPolicy::key_range would scan it block by block in one thread.
+template <int kBlockN>
+struct TileCandidates {
+  int first = 0, end = 0;  // the tiles of m.key_range
+  int prefix = 0;
+  int band_begin = 0, band_end = 0;
+  int causal_end = 0;
+  int stride = 0;
+
+  GPUATTN_HD TileCandidates(const MaskPolicy& m, int i_first, int i_last, int lq, int lk) {
+    const KeyRange r = m.key_range(i_first, i_last, lq, lk);
+    if (r.empty()) return;
+    first = r.begin / kBlockN;
+    end = r.end / kBlockN + (r.end % kBlockN != 0);
+    if (!m.has_window()) {
+      prefix = r.end;
+      return;
+    }
+    MaskPolicy band = m;  // the window band alone, clipped to the causal limit
+    band.global_tokens = 0;
+    band.global_stride = 0;
+    band.blocks = nullptr;
+    const KeyRange w = band.key_range(i_first, i_last, lq, lk);
+    band_begin = w.begin;
+    band_end = w.end;
+    causal_end = m.causal_end(i_last, lq, lk);
+    prefix = min_int(m.global_tokens, causal_end);
+    // The last row at a global position sees every key below its causal limit.
+    const int d = lk - lq;
+    const int lo = max_int(i_first + d, 0), hi = i_last + d;  // key positions of the rows
+    if (lo <= hi && m.has_global()) {
+      int gp = min_int(hi, m.global_tokens - 1);
+      if (m.global_stride > 0) gp = max_int(gp, hi / m.global_stride * m.global_stride);
+      if (gp >= lo) prefix = max_int(prefix, m.causal_end(gp - d, lq, lk));
+    }
+    stride = m.global_stride;
+  }
+
+  // The first tile at or after t (>= first) that may hold a visible key; end: none.
+  GPUATTN_HD int next(int t) const {
+    if (t >= end) return end;
+    const long long k = static_cast<long long>(t) * kBlockN;
+    if (k < prefix) return t;
+    int n = end;
+    if (band_begin < band_end && k < band_end) {
+      if (k + kBlockN > band_begin) return t;
+      n = band_begin / kBlockN;
+    }
+    if (stride > 0) {  // the first strided key at or after k (k < lk: no 32-bit unsigned wrap)
+      const unsigned g = (static_cast<unsigned>(k) + stride - 1) / stride * stride;
+      if (g < static_cast<unsigned>(causal_end)) n = min_int(n, static_cast<int>(g / kBlockN));
+    }
+    return n;
+  }
+};
+
+// The schedule word of key tile t (t < TileCandidates::end) for the CTA rows [m0, i_last] (see
+// kEndOfTiles), or -1 when none of these rows sees a key of the tile. `position`: `mask` without
+// its block layout.
+template <int kBlockN, int kConsumers>
+GPUATTN_HD int tile_word(const MaskPolicy& mask, const MaskPolicy& position, int t, int m0,
+                         int i_last, int lq, int lk) {
+  const int n0 = t * kBlockN;  // t < end: n0 < lk
+  const int n_last = n0 > 0x7fffffff - (kBlockN - 1) ? 0x7fffffff : n0 + (kBlockN - 1);
+  if (!mask.tile_any_visible(m0, i_last, n0, n_last, lq, lk)) return -1;
+  int word = t << 2;
+  for (int cw = 0; cw < kConsumers; ++cw) {
+    const int r0 = m0 + 64 * cw;
+    if (r0 < lq && !position.tile_fully_visible(r0, min_int(r0 + 63, lq - 1), n0, n_last, lq, lk)) {
+      word |= 1 << cw;
+    }
+  }
+  return word;
+}
+
+// The keys a query row at key position `pos` sees under the position mask: [lo, hi) (its window,
+// or every key below ce for a row without a window or at a global position) and the global keys
+// below ce, its causal end (lk without causal).
+struct RowKeys {
+  int lo, hi, ce;
+};
+GPUATTN_HD RowKeys row_keys(const FwdParams& p, int pos, int lk) {
+  RowKeys k;
+  k.ce = p.causal ? min_int(lk, max_int(pos + 1, 0)) : lk;
+  k.lo = 0;
+  k.hi = k.ce;
+  const bool window = p.window_left >= 0 || p.window_right >= 0;
+  const bool global_row =
+      pos >= 0 && (pos < p.global_tokens || (p.global_stride > 0 && pos % p.global_stride == 0));
+  if (window && !global_row) {
+    if (p.window_left >= 0 && p.window_left < pos) k.lo = pos - p.window_left;
+    if (p.window_right >= 0 && p.window_right < lk - pos) {
+      k.hi = min_int(k.hi, max_int(pos + p.window_right + 1, 0));
+    }
+  }
+  return k;
+}
+
+// Bit x set: the row of `k` sees key c0 + x (x < 64) under the position mask; `gkeys`: bit x set
+// for a global key c0 + x (0 without a window: then [lo, hi) holds every key below ce).
+GPUATTN_HD std::uint64_t visible_bits(const RowKeys& k, int c0, std::uint64_t gkeys) {
+  return (bits_below(k.hi - c0) & ~bits_below(k.lo - c0)) | (gkeys & bits_below(k.ce - c0));
+}
+
+// Bit kk set: keys [n0 + 16 kk, n0 + 16 kk + 16) of the tile at n0 lie in an off block of the
+// layout row `row` (16 keys never straddle a block: block_k is a multiple of 16) or past the
+// sequence end (not read: the layout ends with the sequence).
+template <int kBlockN>
+GPUATTN_HD std::uint32_t block_groups_off(const unsigned char* row, int n0, int lk, int block_k,
+                                          std::int64_t col_stride) {
+  const int c = n0 / block_k;
+  const unsigned char* ptr = row + c * col_stride;
+  int rem = n0 - c * block_k;  // keys of block c before key n0 + 16 kk
+  std::uint32_t off = 0;
+#if defined(__CUDA_ARCH__)  // (the host pass, for tests, warns on the pragma)
+#pragma unroll
+#endif
+  for (int kk = 0; kk < kBlockN / 16; ++kk) {
+#if defined(__CUDA_ARCH__)
+    const bool on = n0 + 16 * kk < lk && __ldg(ptr) != 0;
+#else
+    const bool on = n0 + 16 * kk < lk && *ptr != 0;
+#endif
+    off |= (on ? 0u : 1u) << kk;
+    rem += 16;
+    if (rem == block_k) {
+      rem = 0;
+      ptr += col_stride;
+    }
+  }
+  return off;
+}
+
+// Clears the 16-bit groups q (bits [16 q, 16 q + 16)) of a 64-bit mask whose bit q of `off4` is
+// set.
+GPUATTN_HD std::uint64_t groups_kept(std::uint32_t off4) {
+  std::uint64_t keep = ~0ull;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int q = 0; q < 4; ++q) {
+    if ((off4 >> q) & 1) keep &= ~(0xffffull << (16 * q));
+  }
+  return keep;
+}
+
+// Producer: loads the K and V tiles of key row `row` (in the tensor maps) into the stage of the
+// CTA's j-th loaded tile once the consumers have released that stage's previous use, and (masked
+// kernel) stores the stage's schedule word before K's arrival releases it to the consumers.
+template <class Tr, bool kMasked>
+__device__ __forceinline__ void load_kv(const QkvTensorMaps& maps, std::uint32_t sk0,
+                                        std::uint32_t sv0, const Barriers& bar, int j, int row,
+                                        int hk, int bc, int word) {
+  const int stage = j % Tr::kStages;
+  const std::uint32_t use = j / Tr::kStages;
+  if (j >= Tr::kStages) ptx::mbarrier_wait(bar.k_empty + 8 * stage, (use & 1) ^ 1);
+  if constexpr (kMasked) st_shared_s32(bar.sched + 4 * stage, word);
+  ptx::mbarrier_arrive_expect_tx(bar.k_full + 8 * stage, Tr::kKVBytes);
+#pragma unroll
+  for (int s = 0; s < Tr::kSlabs; ++s) {
+    ptx::tma_load_4d(sk0 + stage * Tr::kKVBytes + s * Tr::kBlockN * 128, &maps.k,
+                     bar.k_full + 8 * stage, s * 64, hk, row, bc);
+  }
+  if (j >= Tr::kStages) ptx::mbarrier_wait(bar.v_empty + 8 * stage, (use & 1) ^ 1);
+  ptx::mbarrier_arrive_expect_tx(bar.v_full + 8 * stage, Tr::kKVBytes);
+#pragma unroll
+  for (int s = 0; s < Tr::kSlabs; ++s) {
+    ptx::tma_load_4d(sv0 + stage * Tr::kKVBytes + s * Tr::kBlockN * 128, &maps.v,
+                     bar.v_full + 8 * stage, s * 64, hk, row, bc);
+  }
+}
+
+// The masked kernel's producer: warp 0 of the producer warpgroup. Its lanes test 32 candidate
+// tiles at a time (tile_any_visible of the whole mask: exact, so no tile without a visible key is
+// loaded; tile_fully_visible of the position mask per consumer warpgroup for the schedule word),
+// and lane 0 loads the visible ones in key order, then stores kEndOfTiles in the next stage. A CTA
+// without a visible tile stores kEndOfTiles in stage 0 and its consumers load nothing.
 template <class Tr>
+__device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTensorMaps& maps,
+                                               std::uint32_t sq, std::uint32_t sk0,
+                                               std::uint32_t sv0, const Barriers& bar, int m0,
+                                               int lq, int lk, int b, int h, int hk) {
+  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN;
+  const int lane = threadIdx.x & 31;
+  const MaskPolicy mask = p.mask(h);
+  MaskPolicy position = mask;  // for the candidate tiles, and for the schedule word's per-element
+  position.blocks = nullptr;   // decision (the consumers read the layout bytes of their rows)
+  const int bc = p.is_varlen() ? 0 : b;
+  if (lane == 0) {  // Q first, while the lanes look for tiles
+    const int q_row = static_cast<int>(p.row0_q(b)) + m0;
+    ptx::mbarrier_arrive_expect_tx(bar.q_full, Tr::kQBytes);
+#pragma unroll
+    for (int s = 0; s < Tr::kSlabs; ++s) {
+      ptx::tma_load_4d(sq + s * kBlockM * 128, &maps.q, bar.q_full, s * 64, h, q_row, bc);
+    }
+  }
+  const int i_last = min(m0 + kBlockM, lq) - 1;
+  const TileCandidates<kBlockN> cand(position, m0, i_last, lq, lk);
+  const int k_row0 = static_cast<int>(p.row0_k(b));
+  int j = 0;  // tiles loaded
+  for (int t = cand.next(cand.first); t < cand.end; t = cand.next(t + 32)) {
+    const int mine = t + lane;
+    const int word = mine < cand.end ? tile_word<kBlockN, Tr::kConsumers>(mask, position, mine, m0,
+                                                                          i_last, lq, lk)
+                                     : -1;
+    for (unsigned todo = __ballot_sync(0xffffffffu, word >= 0); todo != 0; todo &= todo - 1) {
+      const int w = __shfl_sync(0xffffffffu, word, __ffs(todo) - 1);
+      if (lane == 0) {
+        load_kv<Tr, true>(maps, sk0, sv0, bar, j, k_row0 + (w >> 2) * kBlockN, hk, bc, w);
+      }
+      ++j;
+    }
+  }
+  if (lane == 0) {
+    // Nothing may be in flight when the CTA exits: without a tile no consumer waits for Q.
+    if (j == 0) ptx::mbarrier_wait(bar.q_full, 0);
+    const int stage = j % Tr::kStages;
+    if (j >= Tr::kStages) ptx::mbarrier_wait(bar.k_empty + 8 * stage, ((j / Tr::kStages) & 1) ^ 1);
+    st_shared_s32(bar.sched + 4 * stage, kEndOfTiles);
+    ptx::mbarrier_arrive(bar.k_full + 8 * stage);
+  }
+}
+
+template <class Tr, bool kMasked>
 __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
                                         std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
                                         int lq, int lk, int b, int h, int cw);
 
-template <class Tr>
+template <class Tr, bool kMasked>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     fwd_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ QkvTensorMaps maps) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -92,6 +390,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int m0 = m_block * kBlockM;
   if (m0 >= lq) return;  // uniform over the CTA: before any barrier
   const int hk = p.kv_head(h);
+  // Dense / causal: every tile up to the diagonal of the last row (the masked kernel's tiles come
+  // from its producer instead).
   int n_end = lk;
   if (p.causal) n_end = max(0, min(lk, m0 + kBlockM + lk - lq));
   const int n_tiles = (n_end + kBlockN - 1) / kBlockN;
@@ -110,9 +410,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   __syncthreads();
 
   if (wg == 0) {
-    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    // Producer: one thread issues every TMA load. Tile t uses stage t % 2; its (t / 2)-th use.
-    if (tid == 0 && n_tiles > 0) {
+    ptx::setmaxnreg_dec<kMasked ? Tr::kMaskedProducerRegs : Tr::kProducerRegs>();
+    if constexpr (kMasked) {
+      if (tid < 32) produce_masked<Tr>(p, maps, sq, sk0, sv0, bar, m0, lq, lk, b, h, hk);
+    } else if (tid == 0 && n_tiles > 0) {
+      // Producer: one thread issues every TMA load. Tile t uses stage t % 2; its (t / 2)-th use.
       const int q_row = static_cast<int>(p.row0_q(b)) + m0;
       const int k_row0 = static_cast<int>(p.row0_k(b));
       const int bc = p.is_varlen() ? 0 : b;
@@ -122,33 +424,17 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         ptx::tma_load_4d(sq + s * kBlockM * 128, &maps.q, bar.q_full, s * 64, h, q_row, bc);
       }
       for (int t = 0; t < n_tiles; ++t) {
-        const int stage = t % Tr::kStages;
-        const std::uint32_t use = t / Tr::kStages;
-        const int row = k_row0 + t * kBlockN;
-        if (t >= Tr::kStages) ptx::mbarrier_wait(bar.k_empty + 8 * stage, (use & 1) ^ 1);
-        ptx::mbarrier_arrive_expect_tx(bar.k_full + 8 * stage, Tr::kKVBytes);
-#pragma unroll
-        for (int s = 0; s < Tr::kSlabs; ++s) {
-          ptx::tma_load_4d(sk0 + stage * Tr::kKVBytes + s * kBlockN * 128, &maps.k,
-                           bar.k_full + 8 * stage, s * 64, hk, row, bc);
-        }
-        if (t >= Tr::kStages) ptx::mbarrier_wait(bar.v_empty + 8 * stage, (use & 1) ^ 1);
-        ptx::mbarrier_arrive_expect_tx(bar.v_full + 8 * stage, Tr::kKVBytes);
-#pragma unroll
-        for (int s = 0; s < Tr::kSlabs; ++s) {
-          ptx::tma_load_4d(sv0 + stage * Tr::kKVBytes + s * kBlockN * 128, &maps.v,
-                           bar.v_full + 8 * stage, s * 64, hk, row, bc);
-        }
+        load_kv<Tr, false>(maps, sk0, sv0, bar, t, k_row0 + t * kBlockN, hk, bc, 0);
       }
     }
   } else {
-    consume<Tr>(p, sq, sk0, sv0, bar, m0, n_tiles, lq, lk, b, h, wg - 1);
+    consume<Tr, kMasked>(p, sq, sk0, sv0, bar, m0, n_tiles, lq, lk, b, h, wg - 1);
   }
 #endif
 }
 
 // The consumer warpgroup `cw`: rows [64 cw, 64 cw + 64) of the block.
-template <class Tr>
+template <class Tr, bool kMasked>
 __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
                                         std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
                                         int lq, int lk, int b, int h, int cw) {
@@ -156,7 +442,7 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
   constexpr int kNS = kBlockN / 8, kNO = D / 8;  // n8 column groups of S and O
-  ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
+  ptx::setmaxnreg_inc<kMasked ? Tr::kMaskedConsumerRegs : Tr::kConsumerRegs>();
   const int tid = threadIdx.x;
   const int lane = tid & 31, warp = (tid >> 5) & 3;
   const int g = lane >> 2, t4 = lane & 3;
@@ -201,21 +487,89 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
     ptx::wgmma_commit();
   };
 
+  // ---- the masked kernel's per-tile decisions (unused by the dense / causal kernel) ----
+  // The schedule word of the CTA's t-th loaded tile (waits until the stage is full).
+  auto read_word = [&](int t) {
+    const int stage = t % Tr::kStages;
+    ptx::mbarrier_wait(bar.k_full + 8 * stage, (t / Tr::kStages) & 1);
+    return ld_shared_s32(bar.sched + 4 * stage);
+  };
+  // This warp's 16 rows lie in one row block of the layout (block_q is a multiple of 16); nullptr
+  // without a layout, and for a warp whose rows all lie past the sequence end (never stored).
+  const unsigned char* block_row = nullptr;
+  if constexpr (kMasked) {
+    const int warp_row = m0 + cw * 64 + warp * 16;
+    if (p.block_layout != nullptr && warp_row < lq) {
+      block_row = p.block_layout + h * p.block_head_stride +
+                  static_cast<std::int64_t>(warp_row / p.block_q) * p.block_row_stride;
+    }
+  }
+  // Bit kk set: keys [n0 + 16 kk, n0 + 16 kk + 16) of the tile of `word` are hidden from this
+  // warp's rows by the block layout (16 keys never straddle a block: block_k is a multiple of 16)
+  // or lie past the sequence end. Issued before the wgmma wait, so the reads overlap the GEMMs.
+  auto blocks_off = [&](int word) {
+    return block_row != nullptr ? block_groups_off<kBlockN>(block_row, (word >> 2) * kBlockN, lk,
+                                                            p.block_k, p.block_col_stride)
+                                : 0u;
+  };
+  // Masks S of the tile of `word` per element: the position mask when the producer flagged the tile
+  // for this warpgroup, ANDed with the layout's 16-key groups `off`; only those groups when the
+  // position mask hides nothing.
+  auto mask_tile = [&](float(&s)[kBlockN / 2], int word, std::uint32_t off) {
+    if ((word >> cw) & 1) {
+      const int n0 = (word >> 2) * kBlockN;
+      const bool window = p.window_left >= 0 || p.window_right >= 0;
+      const bool global = p.global_tokens > 0 || p.global_stride > 0;
+      const RowKeys keys[2] = {row_keys(p, m0 + row_base + diag, lk),
+                               row_keys(p, m0 + row_base + 8 + diag, lk)};
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {  // keys [n0 + 64 hh, n0 + 64 hh + 64)
+        // This thread's first key there; bit x of the masks below: key c0 + x.
+        const int c0 = n0 + 64 * hh + 2 * t4;
+        const std::uint64_t gkeys =
+            window && global ? global_key_bits(p, n0 + 64 * hh) >> (2 * t4) : 0ull;
+        const std::uint64_t keep = groups_kept(off >> (4 * hh));
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const std::uint64_t visible = visible_bits(keys[r], c0, gkeys) & keep;
+#pragma unroll
+          for (int n = 0; n < 8; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              if (((visible >> (8 * n + e)) & 1) == 0) s[4 * (8 * hh + n) + 2 * r + e] = -INFINITY;
+        }
+      }
+    } else if (off != 0) {
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        if ((off >> kk) & 1) {
+#pragma unroll
+          for (int i = 0; i < 8; ++i) s[8 * kk + i] = -INFINITY;
+        }
+      }
+    }
+  };
+
   // Masks and softmaxes S of tile j in place (S becomes P), updates the row statistics and returns
-  // whether O needs the rescale by `alpha`.
-  auto softmax = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2]) {
-    const int n0 = j * kBlockN;
-    const bool need_mask = (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + diag);
-    if (need_mask) {
+  // whether O needs the rescale by `alpha`. A row with no visible key so far keeps max -inf and
+  // sum 0 (its exponentials are taken against 0, never -inf - -inf).
+  auto softmax = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2], int word, std::uint32_t off) {
+    if constexpr (kMasked) {
+      mask_tile(s, word, off);
+    } else {
+      const int n0 = j * kBlockN;
+      const bool need_mask = (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + diag);
+      if (need_mask) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int row = m0 + row_base + 8 * r;
-        const int limit = (p.causal ? min(lk, row + diag + 1) : lk) - (n0 + 2 * t4);
+        for (int r = 0; r < 2; ++r) {
+          const int row = m0 + row_base + 8 * r;
+          const int limit = (p.causal ? min(lk, row + diag + 1) : lk) - (n0 + 2 * t4);
 #pragma unroll
-        for (int n = 0; n < kNS; ++n)
+          for (int n = 0; n < kNS; ++n)
 #pragma unroll
-          for (int e = 0; e < 2; ++e)
-            if (n * 8 + e >= limit) s[4 * n + 2 * r + e] = -INFINITY;
+            for (int e = 0; e < 2; ++e)
+              if (n * 8 + e >= limit) s[4 * n + 2 * r + e] = -INFINITY;
+        }
       }
     }
     bool any_rescale = false;
@@ -260,23 +614,27 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
   // is done are O rescaled and S_{j+1} packed into P's registers, so no register of an in-flight
   // wgmma is touched and one S and one P suffice (the registers fit the 168 of 384 threads).
   // Across warpgroups, the two consumers meet only at the mbarriers. K and V stages go back to
-  // the producer as soon as their GEMMs are done.
+  // the producer as soon as their GEMMs are done. j counts loaded tiles: in the masked kernel the
+  // schedule word of each stage says which key tile it holds and when there are no more.
   float s[kBlockN / 2];
   std::uint32_t pa[kBlockN / 16][4];
-  if (n_tiles > 0) {
+  const int word0 = kMasked ? read_word(0) : 0;
+  if (kMasked ? word0 != kEndOfTiles : n_tiles > 0) {
     ptx::mbarrier_wait(bar.q_full, 0);
     issue_qk(s, 0);
+    const std::uint32_t off0 = kMasked ? blocks_off(word0) : 0u;
     ptx::wgmma_wait<0>();
     ptx::mbarrier_arrive(bar.k_empty);
     float alpha[2];
-    softmax(s, 0, alpha);  // O is still zero: nothing to rescale
+    softmax(s, 0, alpha, word0, off0);  // O is still zero: nothing to rescale
     pack(s, pa);
-    for (int j = 0; j + 1 < n_tiles; ++j) {
+    auto step = [&](int j, int word) {  // word: tile j + 1's
       issue_qk(s, j + 1);
       issue_pv(pa, j);
+      const std::uint32_t off = kMasked ? blocks_off(word) : 0u;
       ptx::wgmma_wait<1>();  // S_{j+1} is done; P_j V_j may still run
       ptx::mbarrier_arrive(bar.k_empty + 8 * ((j + 1) % Tr::kStages));
-      const bool rescale = softmax(s, j + 1, alpha);
+      const bool rescale = softmax(s, j + 1, alpha, word, off);
       ptx::wgmma_wait<0>();
       ptx::mbarrier_arrive(bar.v_empty + 8 * (j % Tr::kStages));
       if (rescale) {
@@ -284,12 +642,20 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
         for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
       }
       pack(s, pa);
+    };
+    if constexpr (kMasked) {
+      int j = 0;
+      for (int word; (word = read_word(j + 1)) != kEndOfTiles; ++j) step(j, word);
+      issue_pv(pa, j);
+    } else {
+      for (int j = 0; j + 1 < n_tiles; ++j) step(j, 0);
+      issue_pv(pa, n_tiles - 1);
     }
-    issue_pv(pa, n_tiles - 1);
     ptx::wgmma_wait<0>();
   }
 
-  // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE.
+  // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE; a row that
+  // saw no key (sum 0) stores 0 and LSE -inf.
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float l = quad_sum(row_sum[r]);
@@ -311,25 +677,37 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
 #endif
 }
 
-template <class Tr>
-void launch_fwd(const FwdParams& p, cudaStream_t stream) {
+template <class Tr, bool kMasked>
+void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   static const bool configured = [] {
     GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(
-        fwd_kernel<Tr>, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+        fwd_kernel<Tr, kMasked>, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
     return true;
   }();
   (void)configured;
   const QkvTensorMaps maps = make_qkv_tensor_maps(p, Tr::kBlockM, Tr::kBlockN);
   const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM, p.hq, p.batch);
-  fwd_kernel<Tr><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, maps);
+  fwd_kernel<Tr, kMasked><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, maps);
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
 
-// True when fwd_kernel<Tr> was compiled to sm_90a machine code that this device runs.
+// Dense and causal calls run the kernel without any mask code; window, global-token and
+// block-sparse calls (with or without causal) the masked one.
+template <class Tr>
+void launch_fwd(const FwdParams& p, cudaStream_t stream) {
+  if (p.dense_or_causal()) {
+    launch_kernel<Tr, false>(p, stream);
+  } else {
+    launch_kernel<Tr, true>(p, stream);
+  }
+}
+
+// True when fwd_kernel<Tr, *> was compiled to sm_90a machine code that this device runs (both
+// instantiations come from the same compilation).
 template <class Tr>
 bool kernel_is_sm90a() {
   cudaFuncAttributes attr{};
-  if (cudaFuncGetAttributes(&attr, fwd_kernel<Tr>) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&attr, fwd_kernel<Tr, false>) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }

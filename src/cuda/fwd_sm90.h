@@ -1,5 +1,7 @@
 // Launchers of the sm_90a (wgmma) forward kernel, one per (dtype, head dim), each instantiated in
-// its own .cu file; `*_usable` says whether the running device executes its sm_90a code.
+// its own .cu file with both variants: dense / causal, and every other mask (window, global tokens,
+// block-sparse; p.dense_or_causal() picks); `*_usable` says whether the running device executes
+// its sm_90a code.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -1,6 +1,6 @@
 // The forward tile configuration table and its selection rule (core/tile_config.h): the rule
-// reproduces the CUDA dispatch on a grid of devices and shapes, the 2-CTAs-per-SM boundary, and
-// every entry says why.
+// reproduces the documented dispatch on a grid of devices, masks and shapes, the 2-CTAs-per-SM
+// boundary, and every entry says why.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -27,11 +27,11 @@ FwdKernel pick(const FwdShape& s) {
   return select_fwd_config(s).kernel;
 }
 
-// The dispatch as it read before the table: use_sm90() in cuda_attention.cpp (sm90::usable is
-// true only on sm 9.x), then sm80::run_fwd's compensated / 2-CTAs-per-SM choice.
+// The dispatch as tile_config.h documents it: Hopper with the sm_90a kernel takes it for every
+// standard-precision call whatever the mask (sm90::usable is true only on sm 9.x), everything else
+// goes to sm_80's compensated / 2-CTAs-per-SM choice.
 FwdKernel expected(const FwdShape& s) {
-  if (s.sm_major == 9 && s.sm90_kernel_available && s.precision == Precision::standard &&
-      s.dense_or_causal) {
+  if (s.sm_major == 9 && s.sm90_kernel_available && s.precision == Precision::standard) {
     return FwdKernel::sm90_ws_128x128;
   }
   if (s.precision == Precision::compensated) return FwdKernel::sm80_64x64_compensated;
@@ -73,27 +73,34 @@ TEST(TileConfig, TableHoldsTheCompiledTiles) {
   }
 }
 
-TEST(TileConfig, HopperTakesTheWgmmaKernelForStandardDenseOrCausal) {
-  for (bool causal : {false, true}) {
-    FwdShape s = shape(9, true, 132, 4096, 4, 16);
-    s.causal = causal;
-    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
-    s.seqlen_q = 1;  // however small the grid
-    s.batch = 1;
-    s.hq = 1;
-    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
+TEST(TileConfig, HopperTakesTheWgmmaKernelForEveryStandardCall) {
+  for (bool dense : {true, false}) {  // false: a window, global tokens or a block layout
+    for (bool causal : {false, true}) {
+      FwdShape s = shape(9, true, 132, 4096, 4, 16);
+      s.dense_or_causal = dense;
+      s.causal = causal;
+      EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << dense << causal;
+      s.seqlen_q = 1;  // however small the grid
+      s.batch = 1;
+      s.hq = 1;
+      EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << dense << causal;
+    }
   }
 }
 
 TEST(TileConfig, HopperFallsBackToSm80) {
-  FwdShape s = shape(9, false, 132, 4096, 4, 16);  // no sm_90a code, or GPUATTN_KERNEL=sm80
-  EXPECT_EQ(pick(s), FwdKernel::sm80_128x64);
-  s = shape(9, true, 132, 4096, 4, 16);
-  s.dense_or_causal = false;  // window / global tokens
-  EXPECT_EQ(pick(s), FwdKernel::sm80_128x64);
-  s.dense_or_causal = true;
-  s.precision = Precision::compensated;
-  EXPECT_EQ(pick(s), FwdKernel::sm80_64x64_compensated);
+  for (bool dense : {true, false}) {
+    FwdShape s = shape(9, false, 132, 4096, 4, 16);  // no sm_90a code, or GPUATTN_KERNEL=sm80
+    s.dense_or_causal = dense;
+    EXPECT_EQ(pick(s), FwdKernel::sm80_128x64) << dense;
+    s.seqlen_q = 1024;
+    s.batch = 1;
+    EXPECT_EQ(pick(s), FwdKernel::sm80_64x64) << dense;  // 8 * 16 CTAs < 2 * 132
+    s = shape(9, true, 132, 4096, 4, 16);
+    s.dense_or_causal = dense;
+    s.precision = Precision::compensated;  // the sm_90a kernel has no compensated mode
+    EXPECT_EQ(pick(s), FwdKernel::sm80_64x64_compensated) << dense;
+  }
 }
 
 TEST(TileConfig, OtherArchitecturesNeverTakeTheSm90Kernel) {
@@ -188,13 +195,23 @@ TEST(TileConfig, ShapeFromParams) {
   EXPECT_TRUE(s.causal);
   EXPECT_TRUE(s.dense_or_causal);
   EXPECT_EQ(s.precision, Precision::compensated);
-  p.window_left = 128;  // a sliding window keeps the call off the sm_90a kernel
+  p.window_left = 128;  // a sliding window runs on the sm_90a kernel too
   p.precision = Precision::standard;
   s = fwd_shape(p, 9, true, 132);
   EXPECT_FALSE(s.dense_or_causal);
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
+  p.window_left = -1;
+  const unsigned char layout[1] = {1};
+  p.block_layout = layout;  // and so does a block layout
+  s = fwd_shape(p, 9, true, 132);
+  EXPECT_FALSE(s.dense_or_causal);
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
+  s = fwd_shape(p, 9, false, 132);             // GPUATTN_KERNEL=sm80
   EXPECT_EQ(pick(s), FwdKernel::sm80_128x64);  // 7 * 16 * 3 = 336 CTAs >= 2 * 132
   s.num_sms = 170;
   EXPECT_EQ(pick(s), FwdKernel::sm80_64x64);  // 336 < 340
+  p.precision = Precision::compensated;
+  EXPECT_EQ(pick(fwd_shape(p, 9, true, 132)), FwdKernel::sm80_64x64_compensated);
 }
 
 }  // namespace
