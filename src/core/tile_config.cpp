@@ -32,7 +32,8 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
 
 const TileConfig& select_fwd_config(const FwdShape& s) {
   if (s.sm_major == 9 && s.sm90_kernel_available && s.precision == Precision::standard) {
-    return tile_config(FwdKernel::sm90_ws_128x128);
+    return tile_config(s.head_dim == 256 ? FwdKernel::sm90_ws_128x64_d256
+                                         : FwdKernel::sm90_ws_128x128);
   }
   if (s.precision == Precision::compensated) return tile_config(FwdKernel::sm80_64x64_compensated);
   const int large_m = tile_config(FwdKernel::sm80_128x64).block_m;

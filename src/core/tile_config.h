@@ -10,10 +10,12 @@
 
 namespace gpuattn {
 
-// One compiled tile configuration of a forward kernel family (each exists for every supported
-// (dtype, head dim)).
+// One compiled tile configuration of a forward kernel family (the sm80_* ones and
+// sm90_ws_128x128 exist for head dims 64 and 128, sm90_ws_128x64_d256 for head dim 256; each for
+// fp16 and bf16).
 enum class FwdKernel {
   sm90_ws_128x128,         // sm_90a wgmma kernel, warp-specialized (src/cuda/fwd_sm90.cuh)
+  sm90_ws_128x64_d256,     // the same kernel at head dim 256: 64-key tiles
   sm80_128x64,             // sm_80 mma.sync kernel, 2 m-tiles per warp (FwdConfigs::Large)
   sm80_64x64,              // the same with 1 m-tile per warp (FwdConfigs::Small)
   sm80_64x64_compensated,  // the compensated-precision kernel (FwdConfigs::Compensated)
@@ -31,17 +33,27 @@ struct TileConfig {
 
 // The table, in FwdKernel order. The figures behind each `why` are in
 // bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
-inline constexpr std::array<TileConfig, 4> kFwdTileConfigs = {{
+inline constexpr std::array<TileConfig, 5> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
-     "Hopper, standard precision, every mask. 2 consumer warpgroups x 64 rows (wgmma M) + 1 "
-     "TMA producer warpgroup; 128-key tiles keep wgmma N = 128 and S, P, O (64 + 32 + D/2 regs) "
-     "fit the consumers' 240 registers (setmaxnreg 24/240; without it 208 bytes spilled). 2 K/V "
+     "Hopper, head dims 64 and 128, standard precision, every mask. 2 consumer warpgroups x 64 "
+     "rows (wgmma M) + 1 TMA producer warpgroup; 128-key tiles keep wgmma N = 128 and S, P, O "
+     "(64 + 32 + D/2 regs) fit the consumers' 240 registers (setmaxnreg 24/240; without it 208 "
+     "bytes spilled). 2 K/V "
      "stages with the loads on the producer (the kernel without a producer needed 3: w2a vs w2). "
      "Warp specialization +31% over w2; H200 fp16 B4 H16 S4096 D128: 604 / 534 TFLOP/s "
      "non-causal / causal in gpuattn bench (w4); like for like with torch SDPA (do_bench): "
      "0.92x cuDNN, 1.62x FA2 non-causal. Window, global-token and block-sparse calls run a second "
      "instantiation (w5m: the producer warp loads only tiles with a visible key, fully visible "
      "tiles skip the per-element mask; setmaxnreg 72/216), not yet measured on the GPU"},
+    {FwdKernel::sm90_ws_128x64_d256, "sm90_ws_128x64_d256", 128, 64, 12, 2,
+     "Hopper, head dim 256, standard precision, every mask: the sm90_ws_128x128 kernel with "
+     "64-key tiles. O alone is D/2 = 128 fp32 registers per consumer thread, so 128 keys (S 64 + "
+     "P 32) would not fit 240; with 64 (S 32 + P 16 + O 128) ptxas peaks at R199 of 240 dense "
+     "and R207 of 216 masked (setmaxnreg 24/240 and 72/216), no spills. Shared memory: Q 64 KB + "
+     "2 stages x (K + V) 32 KB each = 192 KB of 227. The S GEMM runs at wgmma N = 64 (more smem "
+     "reads per FLOP than N = 128); FA3's 128 x 80 would leave 52 registers beside S, P and O "
+     "and 2 KB of smem. Expected 0.9-1.1x the D128 kernel's TFLOP/s (the softmax costs half as "
+     "much per FLOP); not yet measured on the GPU"},
     {FwdKernel::sm80_128x64, "sm80_128x64", 128, 64, 4, 2,
      "The sm_80 throughput configuration: 4 warps x 32 rows, 2 m-tiles per warp halve the K/V "
      "shared-memory reads per MMA (each K/V fragment feeds both), and 255 regs x 128 threads fit "
@@ -77,14 +89,21 @@ struct FwdShape {
 
 FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available, int num_sms);
 
-// The forward kernel configuration of one call:
-//   sm90_ws_128x128         Hopper (sm_major 9) with the sm_90a kernel available, standard
-//                           precision, any mask (dense, causal, sliding window, global tokens,
-//                           block-sparse layouts; the kernel picks its masked instantiation);
+// The forward kernel configuration of one call. The table is keyed by (arch, head dim, causal,
+// sequence bucket); today the rule reads the arch (and whether the sm_90a kernel runs), the head
+// dim, the precision and, on sm_80, the grid size (a bucket of seqlen_q * hq * batch); causal and
+// the mask do not change the pick (every kernel runs every mask):
+//   sm90_ws_128x64_d256     Hopper (sm_major 9) with the sm_90a kernel available, standard
+//                           precision, head dim 256, any mask;
+//   sm90_ws_128x128         the same at the other head dims (64, 128), any mask (dense, causal,
+//                           sliding window, global tokens, block-sparse layouts; the kernel picks
+//                           its masked instantiation);
 //   sm80_64x64_compensated  otherwise, compensated precision (the sm_90a kernel has no
 //                           compensated mode);
 //   sm80_64x64              otherwise, when ceil(seqlen_q / 128) * hq * batch < 2 * num_sms;
 //   sm80_128x64             otherwise.
+// The sm_80 kernel has no head dim 256: such a call off Hopper (or in compensated precision) gets
+// an sm80 pick that the dispatch reports as not supported.
 const TileConfig& select_fwd_config(const FwdShape& s);
 
 }  // namespace gpuattn

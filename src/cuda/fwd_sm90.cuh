@@ -1,11 +1,11 @@
 // Attention forward for Hopper (sm_90a), warp-specialized. Per CTA: a producer warpgroup whose one
-// elected thread streams Q once and K/V tiles of 128 keys through a 2-stage ring with TMA
-// (completing on mbarriers; the consumers release each stage through "empty" mbarriers), and two
-// consumer warpgroups of 64 query rows each that run both GEMMs on wgmma: S = Q K^T from
-// 128-byte-swizzled shared memory, O += P V with P straight from the S registers (the accumulator
-// layout of S is the register-A layout of the second GEMM). Inside a consumer the next tile's S
-// GEMM runs during this tile's softmax; the consumers meet only at mbarriers, so one's softmax also
-// overlaps the other's GEMMs.
+// elected thread streams Q once and K/V tiles of kBlockN keys (128; 64 at head dim 256) through a
+// 2-stage ring with TMA (completing on mbarriers; the consumers release each stage through "empty"
+// mbarriers), and two consumer warpgroups of 64 query rows each that run both GEMMs on wgmma:
+// S = Q K^T from 128-byte-swizzled shared memory, O += P V with P straight from the S registers
+// (the accumulator layout of S is the register-A layout of the second GEMM). Inside a consumer the
+// next tile's S GEMM runs during this tile's softmax; the consumers meet only at mbarriers, so
+// one's softmax also overlaps the other's GEMMs.
 //
 // Two instantiations per (dtype, head dim): dense/causal (kMasked = false) and every other mask of
 // core/mask.h (kMasked = true: sliding window, global tokens, strided global tokens, block-sparse
@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "core/fwd_params.h"
+#include "core/tile_config.h"
 #include "cuda/cuda_check.h"
 #include "cuda/ptx.cuh"
 #include "cuda/tma.cuh"
@@ -36,9 +37,14 @@ struct FwdTraits {
   static constexpr int kConsumers = 2;                     // warpgroups of 64 rows (wgmma M)
   static constexpr int kThreads = (kConsumers + 1) * 128;  // + the producer warpgroup
   static constexpr int kBlockM = kConsumers * 64;
-  // 128 keys per tile: wgmma N = 128 for S keeps the tensor cores busy per instruction, and the
-  // S, P and O registers of a consumer (64 + 32 + D/2 per thread, twice P) fit its 240.
-  static constexpr int kBlockN = 128;
+  // Keys per tile: 128 at head dims 64 and 128, where wgmma N = 128 for S keeps the tensor cores
+  // busy per instruction and a consumer's S, P and O (64 + 32 + D/2 registers per thread) fit its
+  // 240. At head dim 256, O alone takes 128 registers: 64-key tiles (S 32 + P 16 + O 128) fit, and
+  // smem holds Q (64 KB) and 2 stages of K and V (32 KB each): 192 KB. FA3 takes 80 keys at
+  // non-causal hdim 256; here 80 would leave 52 registers beside S, P and O (40 + 20 + 128) for
+  // the dense consumer and 28 for the masked one, need 225 of the 227 KB of smem, and split the
+  // masked kernel's 64-key row masks; not tried yet.
+  static constexpr int kBlockN = kHeadDim == 256 ? 64 : 128;
   static constexpr int kStages = 2;
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
@@ -46,7 +52,8 @@ struct FwdTraits {
   static constexpr int kBarrierBytes = 128;  // 9 mbarriers (72 bytes), a schedule word per stage
   static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKVBytes + kBarrierBytes + 1024;
   // Registers: 65536 / 384 threads = 168 at launch; the producer drops to 24 and the consumers
-  // rise to 240 (128 * 24 + 256 * 240 = 64512): S, P and O (64 + 32 + D/2) plus the overlap.
+  // rise to 240 (128 * 24 + 256 * 240 = 64512): S, P and O (64 + 32 + D/2; 32 + 16 + 128 at
+  // D = 256) plus the overlap.
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = 240;
   // The masked kernel's producer warp runs the tile search (MaskPolicy's range and tile tests,
@@ -56,7 +63,10 @@ struct FwdTraits {
   static constexpr int kMaskedProducerRegs = 72;
   static constexpr int kMaskedConsumerRegs = 216;
 
-  static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head dims 64, 128 and 256");
+  // Every slab of Q, K and V (kBlockM or kBlockN rows of 128 bytes) and every stage starts on a
+  // 1024-byte swizzle atom; the masked consumers build their key masks 64 keys at a time.
+  static_assert(kBlockN % 64 == 0 && kBlockN <= 256 && kBlockM % 8 == 0, "swizzle atoms, masks");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 168 * kThreads &&
                     128 * kMaskedProducerRegs + 256 * kMaskedConsumerRegs <= 168 * kThreads,
@@ -523,7 +533,7 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
       const RowKeys keys[2] = {row_keys(p, m0 + row_base + diag, lk),
                                row_keys(p, m0 + row_base + 8 + diag, lk)};
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {  // keys [n0 + 64 hh, n0 + 64 hh + 64)
+      for (int hh = 0; hh < kBlockN / 64; ++hh) {  // keys [n0 + 64 hh, n0 + 64 hh + 64)
         // This thread's first key there; bit x of the masks below: key c0 + x.
         const int c0 = n0 + 64 * hh + 2 * t4;
         const std::uint64_t gkeys =
@@ -714,8 +724,19 @@ bool kernel_is_sm90a() {
   return attr.binaryVersion == 90;
 }
 
+// The entry of core/tile_config.h's table that describes FwdTraits<T, D>.
+template <class Tr>
+constexpr bool matches_table() {
+  const TileConfig& c = kFwdTileConfigs[static_cast<int>(
+      Tr::kHeadDim == 256 ? FwdKernel::sm90_ws_128x64_d256 : FwdKernel::sm90_ws_128x128)];
+  return c.block_m == Tr::kBlockM && c.block_n == Tr::kBlockN && c.warps == Tr::kThreads / 32 &&
+         c.stages == Tr::kStages;
+}
+
 template <typename T, int D>
 void run_fwd(const FwdParams& p, cudaStream_t stream) {
+  static_assert(matches_table<FwdTraits<T, D>>(),
+                "FwdTraits and the tile configuration table agree");
   launch_fwd<FwdTraits<T, D>>(p, stream);
 }
 

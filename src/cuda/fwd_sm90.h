@@ -12,8 +12,10 @@ namespace gpuattn::sm90 {
 
 void fwd_f16_hdim64(const FwdParams& p, cudaStream_t stream);
 void fwd_f16_hdim128(const FwdParams& p, cudaStream_t stream);
+void fwd_f16_hdim256(const FwdParams& p, cudaStream_t stream);  // tiles of 64 keys
 void fwd_bf16_hdim64(const FwdParams& p, cudaStream_t stream);
 void fwd_bf16_hdim128(const FwdParams& p, cudaStream_t stream);
+void fwd_bf16_hdim256(const FwdParams& p, cudaStream_t stream);  // tiles of 64 keys
 bool usable(DType dtype, int head_dim);
 
 }  // namespace gpuattn::sm90

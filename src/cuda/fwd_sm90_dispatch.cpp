@@ -9,8 +9,10 @@ namespace gpuattn::sm90 {
 
 bool usable_f16_hdim64();
 bool usable_f16_hdim128();
+bool usable_f16_hdim256();
 bool usable_bf16_hdim64();
 bool usable_bf16_hdim128();
+bool usable_bf16_hdim256();
 
 bool usable(DType dtype, int head_dim) {
   // Per device ordinal: 0 unknown, 1 no, 2 yes (the answer is the same for every kernel of one
@@ -27,7 +29,8 @@ bool usable(DType dtype, int head_dim) {
     cache[device].store(state, std::memory_order_relaxed);
   }
   if (state != 2) return false;
-  return (dtype == DType::f16 || dtype == DType::bf16) && (head_dim == 64 || head_dim == 128);
+  return (dtype == DType::f16 || dtype == DType::bf16) &&
+         (head_dim == 64 || head_dim == 128 || head_dim == 256);
 }
 
 }  // namespace gpuattn::sm90

@@ -28,11 +28,11 @@ FwdKernel pick(const FwdShape& s) {
 }
 
 // The dispatch as tile_config.h documents it: Hopper with the sm_90a kernel takes it for every
-// standard-precision call whatever the mask (sm90::usable is true only on sm 9.x), everything else
-// goes to sm_80's compensated / 2-CTAs-per-SM choice.
+// standard-precision call whatever the mask (sm90::usable is true only on sm 9.x), with 64-key
+// tiles at head dim 256; everything else goes to sm_80's compensated / 2-CTAs-per-SM choice.
 FwdKernel expected(const FwdShape& s) {
   if (s.sm_major == 9 && s.sm90_kernel_available && s.precision == Precision::standard) {
-    return FwdKernel::sm90_ws_128x128;
+    return s.head_dim == 256 ? FwdKernel::sm90_ws_128x64_d256 : FwdKernel::sm90_ws_128x128;
   }
   if (s.precision == Precision::compensated) return FwdKernel::sm80_64x64_compensated;
   const long long ctas = static_cast<long long>((s.seqlen_q + 127) / 128) * s.hq * s.batch;
@@ -40,7 +40,7 @@ FwdKernel expected(const FwdShape& s) {
 }
 
 TEST(TileConfig, TableIsIndexedByKernelAndExplained) {
-  ASSERT_EQ(kFwdTileConfigs.size(), 4u);
+  ASSERT_EQ(kFwdTileConfigs.size(), 5u);
   for (std::size_t i = 0; i < kFwdTileConfigs.size(); ++i) {
     const TileConfig& c = kFwdTileConfigs[i];
     EXPECT_EQ(static_cast<std::size_t>(c.kernel), i);
@@ -62,6 +62,11 @@ TEST(TileConfig, TableHoldsTheCompiledTiles) {
   EXPECT_EQ(sm90.block_n, 128);
   EXPECT_EQ(sm90.warps, 12);  // + the producer warpgroup
   EXPECT_EQ(sm90.stages, 2);
+  const TileConfig& d256 = tile_config(FwdKernel::sm90_ws_128x64_d256);
+  EXPECT_EQ(d256.block_m, 128);
+  EXPECT_EQ(d256.block_n, 64);  // O's 128 registers per thread leave room for S and P of 64 keys
+  EXPECT_EQ(d256.warps, 12);
+  EXPECT_EQ(d256.stages, 2);
   EXPECT_EQ(tile_config(FwdKernel::sm80_128x64).block_m, 128);
   EXPECT_EQ(tile_config(FwdKernel::sm80_64x64).block_m, 64);
   EXPECT_EQ(tile_config(FwdKernel::sm80_64x64_compensated).block_m, 64);
@@ -86,6 +91,38 @@ TEST(TileConfig, HopperTakesTheWgmmaKernelForEveryStandardCall) {
       EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << dense << causal;
     }
   }
+}
+
+TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
+  for (bool dense : {true, false}) {
+    for (bool causal : {false, true}) {
+      FwdShape s = shape(9, true, 132, 4096, 4, 16);
+      s.head_dim = 256;
+      s.dense_or_causal = dense;
+      s.causal = causal;
+      EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;
+      s.seqlen_q = 1;
+      s.batch = 1;
+      s.hq = 1;
+      EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;
+      for (int d : {64, 128}) {  // the other head dims keep 128-key tiles
+        s.head_dim = d;
+        EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << d;
+      }
+    }
+  }
+  // Without the sm_90a kernel, or in compensated precision, head dim 256 gets an sm80 pick (which
+  // has no head dim 256: the dispatch reports it as not supported).
+  FwdShape s = shape(9, false, 132, 4096, 4, 16);
+  s.head_dim = 256;
+  EXPECT_EQ(pick(s), FwdKernel::sm80_128x64);
+  s = shape(9, true, 132, 4096, 4, 16);
+  s.head_dim = 256;
+  s.precision = Precision::compensated;
+  EXPECT_EQ(pick(s), FwdKernel::sm80_64x64_compensated);
+  s = shape(8, true, 108, 4096, 4, 16);
+  s.head_dim = 256;
+  EXPECT_EQ(pick(s), FwdKernel::sm80_128x64);
 }
 
 TEST(TileConfig, HopperFallsBackToSm80) {
@@ -155,7 +192,7 @@ TEST(TileConfig, RuleMatchesTheDispatchOnAGrid) {
                     s.precision = prec;
                     s.dense_or_causal = dense;
                     s.causal = causal;
-                    for (int d : {64, 128}) {
+                    for (int d : {64, 128, 256}) {
                       s.head_dim = d;
                       ASSERT_EQ(pick(s), expected(s))
                           << "sm " << major << " sm90 " << sm90 << " sms " << sms << " prec "
@@ -172,7 +209,7 @@ TEST(TileConfig, RuleMatchesTheDispatchOnAGrid) {
       }
     }
   }
-  EXPECT_EQ(checked, 2 * 2 * 2 * 2 * 2 * 2 * 10 * 4 * 6 * 2);
+  EXPECT_EQ(checked, 2 * 2 * 2 * 2 * 2 * 2 * 10 * 4 * 6 * 3);
 }
 
 TEST(TileConfig, ShapeFromParams) {
@@ -212,6 +249,11 @@ TEST(TileConfig, ShapeFromParams) {
   EXPECT_EQ(pick(s), FwdKernel::sm80_64x64);  // 336 < 340
   p.precision = Precision::compensated;
   EXPECT_EQ(pick(fwd_shape(p, 9, true, 132)), FwdKernel::sm80_64x64_compensated);
+  p.precision = Precision::standard;
+  p.head_dim = 256;  // the head dim reaches the rule
+  s = fwd_shape(p, 9, true, 132);
+  EXPECT_EQ(s.head_dim, 256);
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256);
 }
 
 }  // namespace

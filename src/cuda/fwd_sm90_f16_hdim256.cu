@@ -1,0 +1,13 @@
+#include "cuda/fwd_sm90.cuh"
+#include "cuda/fwd_sm90.h"
+
+namespace gpuattn::sm90 {
+
+void fwd_f16_hdim256(const FwdParams& p, cudaStream_t stream) {
+  run_fwd<__half, 256>(p, stream);
+}
+bool usable_f16_hdim256() {
+  return usable<__half, 256>();
+}
+
+}  // namespace gpuattn::sm90
