@@ -79,6 +79,15 @@ __device__ __forceinline__ std::uint32_t pack2<__nv_bfloat16>(float lo, float hi
   return *reinterpret_cast<std::uint32_t*>(&h);
 }
 
+// Named barriers 1..15 (0 is __syncthreads): `count` threads of the CTA, a multiple of 32, take
+// part per phase. sync waits for the phase to complete; arrive counts this warp in and goes on.
+__device__ __forceinline__ void named_barrier_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
