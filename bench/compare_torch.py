@@ -40,6 +40,9 @@ CASES = [
     ("bfloat16", 2, 8, 8, 1000, 1536, 128, True),
     ("bfloat16", 4, 32, 8, 2048, 2048, 128, True),
     ("bfloat16", 8, 32, 8, 1, 4096, 128, False),
+    ("float16", 4, 32, 32, 4096, 4096, 64, False),
+    ("float16", 4, 8, 8, 4096, 4096, 256, False),
+    ("bfloat16", 2, 8, 8, 1000, 1536, 256, True),
 ]
 
 # --quick: one of each kind (D64, long causal, Sq != Sk causal, GQA, decode), bf16 where it can.

@@ -25,12 +25,14 @@ DEFAULT = [
     ("bfloat16", 4, 16, 4096, 128, True),
     ("float16", 1, 32, 32768, 128, True),
     ("float16", 16, 16, 1024, 128, True),
+    ("float16", 4, 32, 4096, 64, False),
+    ("float16", 4, 8, 4096, 256, False),
 ]
-# The FA3 paper's sweep convention: B*S = 16k tokens, hidden H*D = 2048, fp16. D 256 is left out
-# until gpuattn has a kernel for it. Keep in step with sweep_shapes() in tools/gpuattn/bench.cpp.
+# The FA3 paper's sweep convention: B*S = 16k tokens, hidden H*D = 2048, fp16, head dims 64, 128
+# and 256. Keep in step with sweep_shapes() in tools/gpuattn/bench.cpp.
 SWEEP_TOKENS, SWEEP_HIDDEN = 16384, 2048
 SWEEP = [("float16", SWEEP_TOKENS // s, SWEEP_HIDDEN // d, s, d, c)
-         for d in (64, 128) for c in (False, True) for s in (512, 1024, 2048, 4096, 8192, 16384)]
+         for d in (64, 128, 256) for c in (False, True) for s in (512, 1024, 2048, 4096, 8192, 16384)]
 SEED = [(b, s) for b, s in ((1, 1024), (2, 2048), (4, 4096), (1, 8192), (2, 16384), (1, 32768),
                             (1, 65536))]
 

@@ -11,7 +11,7 @@
 #        GPU_CHECK_CTEST_JOBS=N  parallel ctest processes (default 8)
 #        GPU_CHECK_BUILD_DIR=DIR build directory (default build-gpu)
 #        GPU_CHECK_SWEEP=1       also the FA3-style sweep (fp16, B*S = 16k, H*D = 2048, S 512..16k,
-#                                D 64/128, causal and not) for ours, the sm80 kernel and the
+#                                D 64/128/256, causal and not) for ours, the sm80 kernel and the
 #                                anchors, plotted by bench/plot_sweep.py into sweep.png; its table
 #                                goes into summary.md, its JSON, sweep.md and verify.json into
 #                                logs.tar.gz (the device tool returns at most 8 files)
@@ -121,7 +121,7 @@ else
     --md "$LOG_DIR/long_context.md" "${quick_verify[@]}"
 fi
 
-# The FA3 figure's sweep (head dim 256 left out: no kernel for it yet), short timings, no
+# The FA3 figure's sweep (head dims 64, 128 and 256), warm-up 10 ms, no
 # baseline; the plot and its table come from bench/plot_sweep.py.
 if [ "$SWEEP" = 1 ]; then
   rm -f "$LOG_DIR"/sweep*.json "$LOG_DIR/sweep.png" "$LOG_DIR/sweep.md"

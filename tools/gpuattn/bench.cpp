@@ -37,11 +37,11 @@ struct Row {
 };
 
 // The FA3 paper's sweep (its benchmark convention): fp16, B*S = `tokens` in total, hidden
-// `hidden` = H*D, S from 512 to 16k, head dims 64 and 128 (256: no kernel yet), causal and not.
+// `hidden` = H*D, S from 512 to 16k, head dims 64, 128 and 256, causal and not.
 // Keep in step with SWEEP in bench/torch_anchors.py.
 std::vector<Case> sweep_shapes(const std::vector<int>& seqlens, int tokens, int hidden) {
   std::vector<Case> v;
-  for (int d : {64, 128}) {
+  for (int d : {64, 128, 256}) {
     for (bool causal : {false, true}) {
       for (int s : seqlens) {
         v.push_back(dense_case(tokens / s, hidden / d, hidden / d, s, s, d, DType::f16, causal));
@@ -62,6 +62,8 @@ std::vector<Case> cuda_shapes(const std::string& set) {
       dense_case(4, 16, 16, 4096, 4096, 128, bf, true),
       dense_case(1, 32, 32, 32768, 32768, 128, h, true),
       dense_case(16, 16, 16, 1024, 1024, 128, h, true),
+      dense_case(4, 32, 32, 4096, 4096, 64, h, false),  // head dims 64 and 256 at S4096,
+      dense_case(4, 8, 8, 4096, 4096, 256, h, false),   // hidden H*D = 2048 as above
   };
   if (set == "quick") v.resize(3);
   if (set == "seed") {
@@ -169,7 +171,7 @@ void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, std
 // The tile configuration the CUDA dispatch picks for `c` (select_fwd_config, the rule of
 // cuda_attention.cpp) on a device of compute capability `sm_major` with `num_sms` SMs.
 std::string pick_config(const Case& c, int sm_major, bool sm90_available, int num_sms) {
-  if ((c.dtype != DType::f16 && c.dtype != DType::bf16) || (c.d != 64 && c.d != 128)) {
+  if ((c.dtype != DType::f16 && c.dtype != DType::bf16) || (c.d != 64 && c.d != 128 && c.d != 256)) {
     return "none (no CUDA kernel)";
   }
   FwdShape s;
