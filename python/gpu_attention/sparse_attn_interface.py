@@ -48,21 +48,34 @@ def _block_size_pair(block_size):
     return bq, bk
 
 
-def _block_mask_arg(block_mask):
+def _block_mask_arg(block_mask, q):
     """A numpy array or torch tensor of uint8 or bool. A bool mask is reinterpreted as uint8 through
-    a view (bool stores 0/1 bytes): no copy, and the caller's array is left as it is. Every other
-    check (dtype, rank, shape against the lengths and block sizes, device) is the library's."""
+    a view (bool stores 0/1 bytes): no copy, and the caller's array is left as it is. A numpy mask
+    with CUDA torch tensors is copied to q's device (numpy has no device, so that is the only thing
+    it can mean; torch tensors must already be on q's device, as torch's own operators require).
+    Every other check (dtype, rank, shape against the lengths and block sizes, device) is the
+    library's: a numpy mask of another dtype stays on the host, so that the library names the
+    dtype."""
     fw = _framework(block_mask, "block_mask")
     if fw == "torch":
         torch = sys.modules["torch"]
         if block_mask.dtype == torch.bool:
             block_mask = block_mask.view(torch.uint8)
-    elif block_mask.dtype == bool:
-        block_mask = block_mask.view(sys.modules["numpy"].uint8)
+        return block_mask
+    np = sys.modules["numpy"]
+    if block_mask.dtype == bool:
+        block_mask = block_mask.view(np.uint8)
+    torch = sys.modules.get("torch")
+    if (torch is not None and isinstance(q, torch.Tensor) and q.is_cuda
+            and block_mask.dtype == np.uint8):
+        # A fresh writable, C-contiguous host copy (any view will do: broadcast, read-only,
+        # negative strides), then one host-to-device copy on the current stream of q's device,
+        # the stream the call runs on.
+        block_mask = torch.from_numpy(np.array(block_mask, order="C")).to(q.device)
     return block_mask
 
 
-def _mask(window_size, causal, seqlen_q, seqlen_k, global_tokens, global_stride, block_mask,
+def _mask(q, window_size, causal, seqlen_q, seqlen_k, global_tokens, global_stride, block_mask,
           block_size):
     global_tokens = _global_arg(global_tokens, "global_tokens")
     global_stride = _global_arg(global_stride, "global_stride")
@@ -71,7 +84,7 @@ def _mask(window_size, causal, seqlen_q, seqlen_k, global_tokens, global_stride,
     if block_mask is not None:
         # The block layout ANDs with everything else, so _resolve_mask's reductions (a window
         # reaching past every key is no window, ...) stay exact with it.
-        mask.update(block_layout=_block_mask_arg(block_mask), block_q=block_q, block_k=block_k)
+        mask.update(block_layout=_block_mask_arg(block_mask, q), block_q=block_q, block_k=block_k)
     return mask
 
 
@@ -104,33 +117,36 @@ def sparse_attn_func(q, k, v, *, softmax_scale=None, causal=False, window_size=(
     sees no key gets out = 0 and lse = -inf.
 
     Block-sparse layout. block_mask is a uint8 or bool numpy array / torch tensor of shape
-    (nheads or 1, ceil(seqlen_q / block_q), ceil(seqlen_k / block_k)) on q's device: one layout
-    per query head, or one shared by every head. Entry (h, r, c) on: query rows
-    [r * block_q, (r + 1) * block_q) of head h may see keys [c * block_k, (c + 1) * block_k)
-    (blocks count query rows i, not the bottom-right positions p); off: they see none of them.
+    (nheads or 1, ceil(seqlen_q / block_q), ceil(seqlen_k / block_k)): one layout per query head,
+    or one shared by every head. A torch block_mask must be on q's device; a numpy block_mask
+    with CUDA tensors is copied to q's device on every call (a small host-to-device copy on the
+    current stream: for repeated calls, keep the layout as a torch tensor on q's device). Entry
+    (h, r, c) on: query rows [r * block_q, (r + 1) * block_q) of head h may see keys
+    [c * block_k, (c + 1) * block_k) (blocks count query rows i, not the bottom-right positions
+    p); off: they see none of them.
     The layout ANDs with rules 1 and 2: a global token does not reach into a block that is off.
     block_size is (block_q, block_k) or one int for both (default (128, 128)), positive multiples
     of 16 (64 and 128 are the usual ones); a block need not divide the sequence length (the last
     block is partial). The layout may have any strides (a broadcast view is fine); a bool mask is
     reinterpreted as uint8 without a copy and the caller's array is never modified. block_size
-    is ignored when block_mask is None. The CPU backend skips the key tiles no query row of a
-    block sees; the CUDA backend does not support block masks yet (NotImplementedError).
+    is ignored when block_mask is None. Both backends skip the key tiles that no query row of a
+    block sees, so the work falls with the share of blocks that are off.
 
     window_size sides must be ints >= -1, global_tokens and global_stride ints >= 0 (0: off);
     anything else raises ValueError / TypeError naming the argument. A block_mask that is not a
     numpy array or torch tensor raises TypeError naming block_mask; a malformed block_size
     ValueError naming block_size. The library validates the layout itself and raises ValueError
     naming mask.block_sparse.layout (its name for block_mask) for a wrong dtype (anything but
-    uint8/bool), rank or shape (the message gives the expected shape) or a device other than
-    q's, ValueError for a block size <= 0, NotImplementedError for a block size that is not a
-    multiple of 16 and for CUDA tensors.
+    uint8/bool), rank or shape (the message gives the expected shape) or a torch tensor on
+    another device than q's, ValueError for a block size <= 0, NotImplementedError for a block
+    size that is not a multiple of 16.
 
     Returns out (batch, seqlen_q, nheads, headdim), or with return_attn_probs=True
     (out, softmax_lse float32 (batch, nheads, seqlen_q), None) as flash_attn_func does.
     """
     scale = _softmax_scale(softmax_scale)
     _framework(q, "q")
-    mask = _mask(window_size, causal, *_dense_lengths(q, k), global_tokens, global_stride,
+    mask = _mask(q, window_size, causal, *_dense_lengths(q, k), global_tokens, global_stride,
                  block_mask, block_size)
     out, lse = _forward(q, k, v, softmax_scale=scale, mask=mask, want_lse=return_attn_probs)
     return (out, lse, None) if return_attn_probs else out
@@ -159,7 +175,7 @@ def sparse_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, m
     max_seqlen_q = _int_arg(max_seqlen_q, "max_seqlen_q")
     max_seqlen_k = _int_arg(max_seqlen_k, "max_seqlen_k")
     _framework(q, "q")
-    mask = _mask(window_size, causal, max_seqlen_q, max_seqlen_k, global_tokens, global_stride,
+    mask = _mask(q, window_size, causal, max_seqlen_q, max_seqlen_k, global_tokens, global_stride,
                  block_mask, block_size)
     out, lse = _forward(q, k, v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
                         max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, softmax_scale=scale,

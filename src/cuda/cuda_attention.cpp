@@ -102,11 +102,6 @@ int cuda_device_count() {
 }
 
 void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
-  if (p.has_block_layout()) {
-    throw Error(ErrorCode::not_supported,
-                "gpuattn::attention_forward: the CUDA kernels do not support block-sparse layouts "
-                "yet; use the CPU backend");
-  }
   const int count = cuda_device_count();
   if (p.device_index < 0 || p.device_index >= count) {
     invalid("tensors are on cuda:" + std::to_string(p.device_index) + " but " +
@@ -119,6 +114,10 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   check_device_pointer(p.v, p.device_index, "v");
   check_device_pointer(p.o, p.device_index, "out");
   if (p.lse) check_device_pointer(p.lse, p.device_index, "lse");
+  // The kernels read the layout in device memory; its shape was checked by make_fwd_params.
+  if (p.has_block_layout()) {
+    check_device_pointer(p.block_layout, p.device_index, "mask.block_sparse.layout");
+  }
   if (p.is_varlen()) {
     check_device_pointer(p.cu_seqlens_q, p.device_index, "cu_seqlens_q");
     check_device_pointer(p.cu_seqlens_k, p.device_index, "cu_seqlens_k");

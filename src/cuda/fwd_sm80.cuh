@@ -1,7 +1,8 @@
 // Attention forward for sm_80 and newer, FlashAttention-2 style: one CTA owns kBlockM query rows
 // of one (batch, head), streams K/V tiles of kBlockN keys through a 2-stage cp.async pipeline, and
 // keeps S, P and O in registers (mma.sync m16n8k16, fp32 accumulators, exp2 online softmax).
-// Sliding windows and global tokens (core/mask.h) visit only the key tiles that hold a visible key.
+// Sliding windows, global tokens and block-sparse layouts (core/mask.h) visit only the key tiles
+// that hold a visible key.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -238,11 +239,126 @@ __device__ __forceinline__ std::uint64_t visible_bits(const MaskPolicy& mask, in
   return (bits_below(hi - c0) & ~bits_below(lo - c0)) | (gkeys & bits_below(ce - c0));
 }
 
+// ---- block-sparse layouts (p.mask(h) with a layout; never used for the other calls) -------------
+
+// Under a layout any key tile may be on or off, so the tiles a row block visits are no few ranges
+// as in MaskedTiles. Each CTA keeps bitmaps of a window of kTiles consecutive key tiles in shared
+// memory instead, filled by all its threads with the exact MaskPolicy tests and refilled when the
+// walk leaves the window (every 64 Ki keys; two extra barriers). Bit t - (window start):
+//   visit    some row of the CTA sees some key of tile t: the tile is loaded and computed;
+//   any[w]   some row of warp w sees one: a warp without skips the tile (its P would be all 0);
+//   full[w]  every row of warp w sees every key of the tile: no per-element mask.
+template <int kNWarps>
+struct BlockTileBits {
+  static constexpr int kWords = 32;
+  static constexpr int kTiles = 32 * kWords;
+  std::uint32_t visit[kWords];
+  std::uint32_t any[kNWarps][kWords];
+  std::uint32_t full[kNWarps][kWords];
+  int win0;  // the window: tiles [win0, win0 + kTiles)
+
+  // Bit `tile` of a word array (tile in the window).
+  __device__ __forceinline__ bool bit(const std::uint32_t* words, int tile) const {
+    const int i = tile - win0;
+    return (words[i >> 5] >> (i & 31)) & 1u;
+  }
+};
+
+// Moves the window to tiles [win0, win0 + kTiles) and fills its bitmaps up to tile_end for the
+// query rows [m0, lq) of the CTA; every thread calls it. Lane l of a warp tests tile 32 * word + l
+// of each word the warp takes, and the ballots are the words. Words wholly past tile_end are left
+// as they were: the walk never reads them. Not inlined: inside the main loop, where O lives in
+// registers, the inlined tests spilled 700-880 bytes in the 128x64 kernel; as a call, 48 on sm_80
+// and none on sm_90a (bench/results/sm80-kernel-notes.md).
+template <class Tr>
+__device__ __noinline__ void fill_block_bits(BlockTileBits<Tr::kNWarps>& bits,
+                                             const MaskPolicy& mask, int win0, int tile_end, int m0,
+                                             int lq, int lk, int warp, int lane) {
+  constexpr int kRows = 16 * Tr::kMTiles, kBlockN = Tr::kBlockN;
+  if (warp == 0 && lane == 0) bits.win0 = win0;
+  for (int word = warp; word < BlockTileBits<Tr::kNWarps>::kWords; word += Tr::kNWarps) {
+    const int first = win0 + word * 32;
+    if (first >= tile_end) break;  // warp-uniform
+    const int tile = first + lane;
+    std::uint32_t any = 0, full = 0;  // bit w: warp w
+    if (tile < tile_end) {
+      const int j0 = tile * kBlockN;  // < lk: every tile before tile_end holds a key below lk
+      const bool whole = lk - j0 >= kBlockN;
+      const int j1 = whole ? j0 + kBlockN - 1 : lk - 1;
+#pragma unroll
+      for (int w = 0; w < Tr::kNWarps; ++w) {
+        const int i0 = m0 + w * kRows;
+        const int i1 = min(i0 + kRows, lq) - 1;
+        if (i0 <= i1 && mask.tile_any_visible(i0, i1, j0, j1, lq, lk)) {
+          any |= 1u << w;
+          if (whole && mask.tile_fully_visible(i0, i1, j0, j1, lq, lk)) full |= 1u << w;
+        }
+      }
+    }
+    const std::uint32_t visit = __ballot_sync(0xffffffffu, any != 0);
+    if (lane == 0) bits.visit[word] = visit;
+#pragma unroll
+    for (int w = 0; w < Tr::kNWarps; ++w) {
+      const std::uint32_t a = __ballot_sync(0xffffffffu, (any >> w) & 1u);
+      const std::uint32_t f = __ballot_sync(0xffffffffu, (full >> w) & 1u);
+      if (lane == 0) {
+        bits.any[w][word] = a;
+        bits.full[w][word] = f;
+      }
+    }
+  }
+}
+
+// The first tile at or after `from` that some row of the CTA sees (tile_end: none), moving the
+// window on (two barriers around a refill) when the walk leaves it. Every thread calls it alike.
+template <class Tr>
+__device__ __forceinline__ int next_block_tile(BlockTileBits<Tr::kNWarps>& bits,
+                                               const MaskPolicy& mask, int from, int tile_end,
+                                               int m0, int lq, int lk, int warp, int lane) {
+  for (;;) {
+    const int win0 = bits.win0;
+    const int limit = min(win0 + BlockTileBits<Tr::kNWarps>::kTiles, tile_end);
+    for (int t = from; t < limit;) {
+      const int i = t - win0;
+      const std::uint32_t word = bits.visit[i >> 5] >> (i & 31);
+      if (word != 0) return t + __ffs(static_cast<int>(word)) - 1;
+      t += 32 - (i & 31);
+    }
+    if (limit >= tile_end) return tile_end;
+    __syncthreads();  // every warp is done reading the window
+    fill_block_bits<Tr>(bits, mask, limit, tile_end, m0, lq, lk, warp, lane);
+    __syncthreads();
+    from = limit;
+  }
+}
+
+// Bit c (c < 64) set: key n0 + c is below lk and lies in a key block that is on for query row
+// block rb. Key blocks are multiples of 16 keys, so each 16-key quarter of the tile lies in one.
+template <int kBlockN>
+__device__ __forceinline__ std::uint64_t block_key_bits(const MaskPolicy& mask, int rb, int n0,
+                                                        int lk) {
+  static_assert(kBlockN == 64, "four 16-key quarters per 64-bit word");
+  std::uint64_t bits = 0;
+#pragma unroll
+  for (int quarter = 0; quarter < 4; ++quarter) {
+    const int key = 16 * quarter;  // from n0
+    if (key < lk - n0 && mask.block_on(rb, (n0 + key) / mask.block_k)) {
+      bits |= 0xffffull << key;
+    }
+  }
+  return bits;
+}
+
+// Which mask code a kernel instantiation carries: none (dense and causal calls), position
+// (windows and global tokens: MaskedTiles / FullTiles), blocks (a block-sparse layout, alone or
+// with any other mask: BlockTileBits).
+enum class MaskMode { none, position, blocks };
+
 // Slack of the stale running max in standard mode, in log2 units (P <= 2^8 is far from fp16/bf16
 // overflow, and fp32 accumulators lose nothing from the scale).
 constexpr float kRescaleSlack = 8.f;
 
-template <class Tr, bool kMasked>
+template <class Tr, MaskMode kMode>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     fwd_kernel(const __grid_constant__ FwdParams p) {
   using T = typename Tr::T;
@@ -263,16 +379,17 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
   // Key tiles this row block can see: all of them, or up to the diagonal of its last row; under a
   // window / global-token mask only the tiles of MaskedTiles, visited from t on by
-  // next_masked_tile. The flag is read once per tile: dense and causal calls run as without it.
-  // Compile-time, so that dense and causal calls run a kernel without any of the mask code.
-  constexpr bool has_mask = kMasked;
+  // next_masked_tile; under a block layout the tiles BlockTileBits marks. Compile-time, so that
+  // dense and causal calls run a kernel without any of the mask code.
+  constexpr bool has_mask = kMode != MaskMode::none;
+  constexpr bool has_blocks = kMode == MaskMode::blocks;
   int n_end = lk;
   if (p.causal) n_end = max(0, min(lk, m0 + kBlockM + lk - lq));
   int n_tiles = (n_end + kBlockN - 1) / kBlockN;
   int t = 0;  // the tile computed next
   auto* const masked = reinterpret_cast<MaskedTiles*>(smem + Tr::kQBytes + 4 * Tr::kKVBytes);
   auto* const full = reinterpret_cast<FullTiles*>(masked + 1);  // one per warp
-  if (has_mask) {
+  if (has_mask && !has_blocks) {
     const MaskedTiles mt = masked_tiles<kBlockN>(p.mask(), m0, min(m0 + kBlockM, lq) - 1, lq, lk);
     // Both are read after the first barrier of the main loop.
     if (tid == 0) *masked = mt;
@@ -305,6 +422,22 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
   load_rows<Tr, kBlockM>(sq + ld_off, q + ld_row * p.q_row_stride + ld_col * 8,
                          kRowStep * static_cast<int>(p.q_row_stride), lq - m0 - ld_row);
+
+  // Block layout: the tile bitmaps, after the MaskedTiles / FullTiles, and this head's mask (one
+  // copy for the whole loop: the calls of fill_block_bits take it by address).
+  auto* const block_bits = reinterpret_cast<BlockTileBits<Tr::kNWarps>*>(
+      smem + Tr::kQBytes + 4 * Tr::kKVBytes + Tr::kMaskBytes);
+  const MaskPolicy block_mask = has_blocks ? p.mask(h) : MaskPolicy{};
+  if constexpr (has_blocks) {
+    // Candidates: the tiles of the position mask's key range (O(1), the layout left out).
+    const KeyRange keys = p.mask().key_range(m0, min(m0 + kBlockM, lq) - 1, lq, lk);
+    const int first = keys.empty() ? 0 : keys.begin / kBlockN;
+    n_tiles = keys.empty() ? 0 : tiles_to<kBlockN>(keys.end);
+    fill_block_bits<Tr>(*block_bits, block_mask, first, n_tiles, m0, lq, lk, warp, lane);
+    __syncthreads();
+    t = next_block_tile<Tr>(*block_bits, block_mask, first, n_tiles, m0, lq, lk, warp, lane);
+  }
+
   if (t < n_tiles) {
     if (t > 0) {
       k_ld += static_cast<std::int64_t>(t) * k_tile_step;
@@ -347,8 +480,17 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     // visible one under a mask), which then loads while tile t is computed.
     ptx::cp_async_wait<0>();
     __syncthreads();
-    const int t_next =
-        has_mask ? next_masked_tile<kBlockN>(*masked, t + 1, p.global_stride) : t + 1;
+    // Block layout: whether this warp's rows see some / every key of tile t, read before
+    // next_block_tile may move the window on.
+    bool warp_any = true, warp_full = false;
+    if constexpr (has_blocks) {
+      warp_any = block_bits->bit(block_bits->any[warp], t);
+      warp_full = block_bits->bit(block_bits->full[warp], t);
+    }
+    const int t_next = has_blocks ? next_block_tile<Tr>(*block_bits, block_mask, t + 1, n_tiles, m0,
+                                                        lq, lk, warp, lane)
+                       : has_mask ? next_masked_tile<kBlockN>(*masked, t + 1, p.global_stride)
+                                  : t + 1;
     if (t_next < n_tiles) {
       if (t_next == t + 1) {
         k_ld += k_tile_step;
@@ -361,6 +503,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       load_rows<Tr, kBlockN>(sk0 + (stage ^ 1) * Tr::kKVBytes + ld_off, k_ld, k_step, rows_left);
       load_rows<Tr, kBlockN>(sv0 + (stage ^ 1) * Tr::kKVBytes + ld_off, v_ld, v_step, rows_left);
       ptx::cp_async_commit();
+    }
+
+    if constexpr (has_blocks) {
+      if (!warp_any) {  // warp-uniform: no row of this warp sees a key of tile t
+        t = t_next;
+        continue;
+      }
     }
 
     const std::uint32_t sk = sk0 + stage * Tr::kKVBytes;
@@ -396,10 +545,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     }
 
     // Mask only the tiles that need it: the sequence end and the causal diagonal, or under a
-    // window / global-token mask the tiles not fully visible to this warp's rows.
+    // window / global-token mask or a block layout the tiles not fully visible to this warp's rows.
     const int n0 = t * kBlockN;
     bool need_mask;
-    if (has_mask) {
+    if (has_blocks) {
+      need_mask = !warp_full;
+    } else if (has_mask) {
       const FullTiles ft = full[warp];
       need_mask = !(t < ft.prefix_end || (t >= ft.band_begin && t < ft.band_end));
     } else {
@@ -421,22 +572,31 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
               if (n * 8 + e >= limit) s[mt][n][2 * r + e] = -INFINITY;
         }
     } else if (need_mask) {
-      // Per row, a bit per column of this thread (visible_bits), then one bit test per element.
+      // Per row, a bit per column of this thread (visible_bits, ANDed with the block layout), then
+      // one bit test per element.
       const MaskPolicy mask = p.mask();
       const int c0 = n0 + 2 * t4;
       const std::uint64_t gkeys = global_key_bits(mask, n0) >> (2 * t4);
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+      for (int mt = 0; mt < kMT; ++mt) {
+        // The 16 rows of an m-tile lie in one row block (block_q is a multiple of 16).
+        std::uint64_t blocks = ~0ull;
+        if constexpr (has_blocks) {
+          const int i0 = m0 + warp_row0 + mt * 16;
+          blocks =
+              i0 < lq ? block_key_bits<kBlockN>(block_mask, i0 / p.block_q, n0, lk) >> (2 * t4) : 0;
+        }
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const int pos = m0 + warp_row0 + mt * 16 + g + 8 * r + diag;  // key position of the row
-          const std::uint64_t visible = visible_bits(mask, pos, lk, c0, gkeys);
+          const std::uint64_t visible = visible_bits(mask, pos, lk, c0, gkeys) & blocks;
 #pragma unroll
           for (int n = 0; n < kNS; ++n)
 #pragma unroll
             for (int e = 0; e < 2; ++e)
               if (((visible >> (n * 8 + e)) & 1u) == 0) s[mt][n][2 * r + e] = -INFINITY;
         }
+      }
     }
 
     // Online softmax in the log2 domain (scale > 0 is validated, so max(s) * scale is the max).
@@ -580,26 +740,32 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   }
 }
 
-template <class Tr, bool kMasked>
+template <class Tr, MaskMode kMode>
 void launch_kernel(const FwdParams& p, cudaStream_t stream) {
+  // The block-layout kernel keeps its tile bitmaps after the other shared memory.
+  constexpr int kSmem =
+      Tr::kSmemBytes +
+      (kMode == MaskMode::blocks ? static_cast<int>(sizeof(BlockTileBits<Tr::kNWarps>)) : 0);
+  static_assert(kSmem <= 227 * 1024, "shared memory per block");
   static const bool configured = [] {
-    GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(
-        fwd_kernel<Tr, kMasked>, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+    GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel<Tr, kMode>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     return true;
   }();
   (void)configured;
   const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM, p.hq, p.batch);
-  fwd_kernel<Tr, kMasked><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
+  fwd_kernel<Tr, kMode><<<grid, Tr::kThreads, kSmem, stream>>>(p);
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
 
 template <class Tr>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
-  static_assert(Tr::kSmemBytes <= 227 * 1024, "shared memory per block");
-  if (p.dense_or_causal()) {
-    launch_kernel<Tr, false>(p, stream);
+  if (p.has_block_layout()) {
+    launch_kernel<Tr, MaskMode::blocks>(p, stream);
+  } else if (p.dense_or_causal()) {
+    launch_kernel<Tr, MaskMode::none>(p, stream);
   } else {
-    launch_kernel<Tr, true>(p, stream);
+    launch_kernel<Tr, MaskMode::position>(p, stream);
   }
 }
 
@@ -633,7 +799,7 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
       case FwdKernel::sm80_128x64: return launch_fwd<typename C::Large>(p, stream);
       case FwdKernel::sm80_64x64: return launch_fwd<typename C::Small>(p, stream);
       case FwdKernel::sm80_64x64_compensated: return launch_fwd<typename C::Compensated>(p, stream);
-      case FwdKernel::sm90_ws_128x128: break;
+      default: break;  // an sm90_* configuration: not this kernel's
     }
   }
   throw Error(ErrorCode::not_supported, std::string("gpuattn: the sm_80 kernel has no ") +

@@ -1,7 +1,8 @@
 """Block-sparse layouts through sparse_attn_func / sparse_attn_varlen_func (block_mask, block_size),
-on the CPU backend, against a float64 numpy reference that applies the visibility rule element by
-element: visible iff the element's block is on AND causal, the window and the global tokens allow
-it (gpuattn::MaskSpec in include/gpuattn/attention.h).
+on the CPU backend and (torch tensors, where a GPU is present) the CUDA backend, against a float64
+numpy reference that applies the visibility rule element by element: visible iff the element's
+block is on AND causal, the window and the global tokens allow it (gpuattn::MaskSpec in
+include/gpuattn/attention.h).
 
 Run with the built package on the path:  PYTHONPATH=<build>/python python3 -m pytest tests/python
 """
@@ -364,18 +365,227 @@ def test_module_docs_block_mask():
 
 # ---- CUDA ----------------------------------------------------------------------------------------
 
-needs_cuda = pytest.mark.skipif(torch is None or not torch.cuda.is_available(),
-                                reason="needs torch with a CUDA device")
+needs_cuda = pytest.mark.skipif(
+    torch is None or not torch.cuda.is_available() or not ga.cuda_available(),
+    reason="needs torch, a CUDA build of gpu_attention and a CUDA device")
+
+# (dtype, tolerance on out, tolerance on lse) for the CUDA kernels: P and out are rounded to the
+# input type (fp16 keeps 10 mantissa bits, bf16 7), lse stays fp32.
+CUDA_DTYPES = [("float16", 4e-3, 1e-3), ("bfloat16", 1.6e-2, 1e-2)]
+CUDA_DTYPE_IDS = ["f16", "bf16"]
+
+
+def cuda_qkv(dtype, b, sq, sk, hq, hkv, d, rng):
+    """Host torch q, k, v (the reference reads these) and their CUDA copies."""
+    host = qkv("torch", dtype, b, sq, sk, hq, hkv, d, rng)
+    return host, tuple(x.cuda() for x in host)
+
+
+def check_cuda_result(out, lse, q, want_out, want_lse, tol, lse_tol):
+    torch.cuda.synchronize()
+    assert out.is_cuda and lse.is_cuda and out.dtype == q.dtype and lse.dtype == torch.float32
+    assert_close(out.cpu(), want_out, tol, "out")
+    assert_close(lse.cpu(), want_lse, lse_tol, "lse")
 
 
 @needs_torch
 @needs_cuda
-def test_torch_cuda_block_mask_not_supported():
-    rng = rng_for("block-cuda")
-    q, k, v = (x.cuda() for x in qkv("torch", "bfloat16", 1, 100, 70, 4, 2, 64, rng))
+@pytest.mark.parametrize("dtype,tol,lse_tol", CUDA_DTYPES, ids=CUDA_DTYPE_IDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("block_size", BLOCKS, ids=lambda b: "b%dx%d" % pair(b))
+@pytest.mark.parametrize("sparsity", [0.5, 0.9])
+@pytest.mark.parametrize("shared", [False, True], ids=["per_head", "shared"])
+def test_torch_cuda_block_mask_matches_reference(dtype, tol, lse_tol, shape, block_size, sparsity,
+                                                 shared):
+    b, sq, sk, hq, hkv, d = shape
+    bq, bk = pair(block_size)
+    rng = rng_for("block-cuda", dtype, shape, block_size, sparsity, shared)
+    (q, k, v), (dq, dk, dv) = cuda_qkv(dtype, b, sq, sk, hq, hkv, d, rng)
+    layout = random_layout(rng, 1 if shared else hq, sq, sk, bq, bk, sparsity)
+    out, lse, probs = ga.sparse_attn_func(dq, dk, dv, block_mask=torch.from_numpy(layout).cuda(),
+                                          block_size=block_size, return_attn_probs=True)
+    assert probs is None
+    want_out, want_lse = ref_dense(to64(q), to64(k), to64(v), 1 / math.sqrt(d),
+                                   rule(layout, bq, bk))
+    check_cuda_result(out, lse, q, want_out, want_lse, tol, lse_tol)
+
+
+@needs_torch
+@needs_cuda
+@pytest.mark.parametrize("dtype,tol,lse_tol", CUDA_DTYPES, ids=CUDA_DTYPE_IDS)
+@pytest.mark.parametrize("shape", SHAPES[:3], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("block_size", [16, 64, (32, 128)], ids=lambda b: "b%dx%d" % pair(b))
+@pytest.mark.parametrize("window,causal,g,stride", COMBOS, ids=COMBO_IDS)
+def test_torch_cuda_block_mask_with_other_masks(dtype, tol, lse_tol, shape, block_size, window,
+                                                causal, g, stride):
+    b, sq, sk, hq, hkv, d = shape
+    bq, bk = pair(block_size)
+    rng = rng_for("block-combo-cuda", dtype, shape, block_size, window, causal, g, stride)
+    (q, k, v), (dq, dk, dv) = cuda_qkv(dtype, b, sq, sk, hq, hkv, d, rng)
+    layout = random_layout(rng, hq, sq, sk, bq, bk, 0.5)
+    out, lse, _ = ga.sparse_attn_func(dq, dk, dv, causal=causal, window_size=window,
+                                      global_tokens=g, global_stride=stride,
+                                      block_mask=torch.from_numpy(layout).cuda(),
+                                      block_size=block_size, return_attn_probs=True)
+    want_out, want_lse = ref_dense(to64(q), to64(k), to64(v), 1 / math.sqrt(d),
+                                   rule(layout, bq, bk, causal, window, g, stride))
+    check_cuda_result(out, lse, q, want_out, want_lse, tol, lse_tol)
+
+
+@needs_torch
+@needs_cuda
+@pytest.mark.parametrize("dtype,tol,lse_tol", CUDA_DTYPES, ids=CUDA_DTYPE_IDS)
+@pytest.mark.parametrize("block_size", [16, 64, (128, 16)], ids=lambda b: "b%dx%d" % pair(b))
+@pytest.mark.parametrize("shared", [False, True], ids=["per_head", "shared"])
+@pytest.mark.parametrize("sparsity", [0.5, 0.9])
+@pytest.mark.parametrize("window,causal,g,stride", [((-1, -1), False, 0, 0),
+                                                    ((-1, -1), True, 0, 0),
+                                                    ((6, 0), True, 2, 0), ((3, 2), False, 1, 7)],
+                         ids=["blocks", "causal", "w6_0_causal_g2", "w3_2_g1_s7"])
+def test_torch_cuda_block_mask_varlen(dtype, tol, lse_tol, block_size, shared, sparsity, window,
+                                      causal, g, stride):
+    lens_q = [1, 77, 33, 160, 5, 1]
+    lens_k = [9, 77, 12, 200, 5, 1]  # Sq > Sk in sequence 2; length-1 sequences
+    cu_q, cu_k = cu_seqlens(lens_q), cu_seqlens(lens_k)
+    hq, hkv, d = 8, 2, 128
+    bq, bk = pair(block_size)
+    rng = rng_for("block-varlen-cuda", dtype, block_size, shared, sparsity, window, causal)
+    q = make("torch", dtype, (cu_q[-1], hq, d), rng)
+    k = make("torch", dtype, (cu_k[-1], hkv, d), rng)
+    v = make("torch", dtype, (cu_k[-1], hkv, d), rng)
+    layout = random_layout(rng, 1 if shared else hq, max(lens_q), max(lens_k), bq, bk, sparsity)
+    out, lse, _ = ga.sparse_attn_varlen_func(
+        q.cuda(), k.cuda(), v.cuda(), int32("torch", cu_q).cuda(), int32("torch", cu_k).cuda(),
+        max(lens_q), max(lens_k), causal=causal, window_size=window, global_tokens=g,
+        global_stride=stride, block_mask=torch.from_numpy(layout).cuda(), block_size=block_size,
+        return_attn_probs=True)
+    assert tuple(lse.shape) == (hq, cu_q[-1])
+    want_out, want_lse = ref_varlen(to64(q), to64(k), to64(v), cu_q, cu_k, 1 / math.sqrt(d),
+                                    rule(layout, bq, bk, causal, window, g, stride))
+    check_cuda_result(out, lse, q, want_out, want_lse, tol, lse_tol)
+
+
+@needs_torch
+@needs_cuda
+def test_torch_cuda_rows_with_every_block_off():
+    """As test_rows_with_every_block_off, on the GPU: out exactly 0 and lse -inf in the rows whose
+    blocks are all off, finite everywhere else; an all-off layout zeroes the whole output."""
+    rng = rng_for("block-empty-rows-cuda")
+    (q, k, v), (dq, dk, dv) = cuda_qkv("float16", 2, 100, 90, 4, 2, 64, rng)
+    layout = np.ones((4, 7, 6), np.uint8)  # blocks of 16: 7 x 6
+    layout[1, 2] = 0  # head 1, rows 32..47
+    layout[:, 6] = 0  # every head, rows 96..99 (the partial last block)
+    out, lse, _ = ga.sparse_attn_func(dq, dk, dv, block_mask=torch.from_numpy(layout).cuda(),
+                                      block_size=16, return_attn_probs=True)
+    out, lse = out.cpu(), lse.cpu()
+    assert torch.all(out[:, 32:48, 1] == 0) and torch.all(torch.isneginf(lse[:, 1, 32:48]))
+    assert torch.all(out[:, 96:] == 0) and torch.all(torch.isneginf(lse[:, :, 96:]))
+    finite = np.ones(tuple(lse.shape), bool)
+    finite[:, 1, 32:48] = False
+    finite[:, :, 96:] = False
+    assert np.array_equal(torch.isfinite(lse).numpy(), finite)
+    want_out, want_lse = ref_dense(to64(q), to64(k), to64(v), 1 / 8, rule(layout, 16, 16))
+    assert_close(out, want_out, 4e-3, "out")
+    assert_close(lse, want_lse, 1e-3, "lse")
+    out, lse, _ = ga.sparse_attn_func(dq, dk, dv, causal=True,
+                                      block_mask=torch.zeros((1, 1, 1), dtype=torch.bool,
+                                                             device="cuda"),
+                                      block_size=128, return_attn_probs=True)
+    assert torch.all(out == 0) and torch.all(torch.isneginf(lse))
+
+
+@needs_torch
+@needs_cuda
+def test_torch_cuda_layout_forms_agree():
+    """On the GPU: a bool mask, a uint8 mask with any nonzero bytes, a shared layout and its
+    per-head repetition, a broadcast and a transposed view give bitwise the same output (the same
+    kernel on the same inputs); the caller's mask is left as it was; an all-on layout is dense."""
+    rng = rng_for("block-forms-cuda")
+    _, (q, k, v) = cuda_qkv("bfloat16", 2, 200, 150, 4, 2, 64, rng)
+    shared = random_layout(rng, 1, 200, 150, 64, 64, 0.5)
+    dev = torch.from_numpy(shared).cuda()
+    want = ga.sparse_attn_func(q, k, v, block_mask=dev, block_size=64)
+    mask_bool = dev.bool()
+    keep = mask_bool.clone()
+    assert torch.equal(ga.sparse_attn_func(q, k, v, block_mask=mask_bool, block_size=64), want)
+    assert mask_bool.dtype == torch.bool and torch.equal(mask_bool, keep)
+    noisy = torch.from_numpy(np.where(shared != 0, rng.integers(1, 256, shared.shape), 0)
+                             .astype(np.uint8)).cuda()
+    assert torch.equal(ga.sparse_attn_func(q, k, v, block_mask=noisy, block_size=64), want)
+    assert torch.equal(ga.sparse_attn_func(q, k, v, block_mask=dev.repeat(4, 1, 1), block_size=64),
+                       want)
+    assert torch.equal(ga.sparse_attn_func(q, k, v, block_mask=dev.expand(4, -1, -1),
+                                           block_size=(64, 64)), want)
+    transposed = dev.transpose(1, 2).contiguous().transpose(1, 2)
+    assert not transposed.is_contiguous()
+    assert torch.equal(ga.sparse_attn_func(q, k, v, block_mask=transposed, block_size=64), want)
+    for causal in (False, True):
+        ones = torch.ones((4, 13, 10), dtype=torch.bool, device="cuda")
+        got = ga.sparse_attn_func(q, k, v, causal=causal, block_mask=ones, block_size=16)
+        assert_close(got.cpu(), to64(ga.sparse_attn_func(q, k, v, causal=causal).cpu()), 1.6e-2,
+                     f"all-on causal={causal}")
+
+
+@needs_torch
+@needs_cuda
+def test_torch_cuda_numpy_mask_is_copied_to_the_device():
+    """A numpy mask with CUDA tensors is copied to q's device on the current stream: the same
+    result as the device mask (also on a side stream, and from read-only broadcast views and bool
+    arrays), the caller's array unchanged. A numpy mask of a wrong dtype is reported by dtype."""
+    rng = rng_for("block-numpy-cuda")
+    _, (q, k, v) = cuda_qkv("float16", 2, 130, 200, 4, 2, 64, rng)
+    on = rng.random((1, 3, 4)) >= 0.5
+    on[:, :, 0] = True
+    want = ga.sparse_attn_func(q, k, v, block_mask=torch.from_numpy(on).cuda(), block_size=64)
+    keep = on.copy()
+    assert torch.equal(ga.sparse_attn_func(q, k, v, block_mask=on, block_size=64), want)
+    assert np.array_equal(on, keep) and on.dtype == bool
+    broadcast = np.broadcast_to(on.astype(np.uint8), (4, 3, 4))
+    assert not broadcast.flags.writeable
+    assert torch.equal(ga.sparse_attn_func(q, k, v, block_mask=broadcast, block_size=64), want)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        got = ga.sparse_attn_func(q, k, v, block_mask=on.astype(np.uint8), block_size=64)
+    side.synchronize()
+    assert torch.equal(got, want)
+    cu_q = torch.tensor([0, 130, 260], dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor([0, 200, 400], dtype=torch.int32, device="cuda")
+    flat = [x.reshape(-1, *x.shape[2:]) for x in (q, k, v)]
+    got = ga.sparse_attn_varlen_func(*flat, cu_q, cu_k, 130, 200, block_mask=on, block_size=64)
+    assert_close(got.cpu(), to64(want.reshape(260, 4, 64).cpu()), 4e-3, "varlen")
+    with pytest.raises(ValueError, match=r"mask.block_sparse.layout has dtype .*uint8"):
+        ga.sparse_attn_func(q, k, v, block_mask=on.astype(np.float32), block_size=64)
+    with pytest.raises(ValueError, match=r"mask.block_sparse.layout shape .*\[4 or 1, 3, 4\]"):
+        ga.sparse_attn_func(q, k, v, block_mask=np.ones((1, 3, 5), np.uint8), block_size=64)
+
+
+@needs_torch
+@needs_cuda
+def test_torch_cuda_block_mask_on_another_device_raises():
+    rng = rng_for("block-cuda-device")
+    (q, k, v), (dq, dk, dv) = cuda_qkv("bfloat16", 1, 100, 70, 4, 2, 64, rng)
     layout = torch.ones((4, 7, 5), dtype=torch.bool, device="cuda")
-    with pytest.raises(NotImplementedError):
-        ga.sparse_attn_func(q, k, v, block_mask=layout, block_size=16)
-    # a host layout with device tensors is a host/device mix, whatever the backend
+    # a host torch layout with device tensors is a host/device mix, whatever the backend
     with pytest.raises(ValueError, match="host/device mix"):
-        ga.sparse_attn_func(q, k, v, block_mask=layout.cpu(), block_size=16)
+        ga.sparse_attn_func(dq, dk, dv, block_mask=layout.cpu(), block_size=16)
+    # and so is a device layout with host tensors
+    with pytest.raises(ValueError, match="mask.block_sparse.layout.*host/device mix"):
+        ga.sparse_attn_func(q, k, v, block_mask=layout, block_size=16)
+
+
+@needs_torch
+@needs_cuda
+def test_torch_cuda_block_mask_matches_cpu():
+    """The CUDA and CPU backends on the same inputs and layout (long enough for several key tiles
+    per row block, 128-key blocks over 64-key tiles)."""
+    rng = rng_for("block-cuda-vs-cpu")
+    (q, k, v), (dq, dk, dv) = cuda_qkv("bfloat16", 2, 700, 1000, 8, 2, 128, rng)
+    layout = random_layout(rng, 8, 700, 1000, 64, 128, 0.7)
+    kw = dict(causal=True, window_size=(300, 0), global_tokens=4, block_size=(64, 128),
+              return_attn_probs=True)
+    cpu_out, cpu_lse, _ = ga.sparse_attn_func(q, k, v, block_mask=layout, **kw)
+    out, lse, _ = ga.sparse_attn_func(dq, dk, dv, block_mask=torch.from_numpy(layout).cuda(), **kw)
+    torch.cuda.synchronize()
+    assert_close(out.cpu(), to64(cpu_out), 1.6e-2, "cuda vs cpu out")
+    assert_close(lse.cpu(), to64(cpu_lse), 1e-2, "cuda vs cpu lse")
