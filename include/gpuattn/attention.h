@@ -57,9 +57,9 @@ struct BlockSparseLayout {
 // the sequence, window 0 (the key at the query's own position only) and global_tokens > Sk are all
 // valid. A query row that sees no key (e.g. every block of its row is off) gets out = 0 and
 // lse = -inf. For varlen calls Sq and Sk are the lengths of each sequence.
-// The CPU backend and the reference honour every mask, skipping the key tiles no row of a block
-// sees. On CUDA, window and global-token calls run the sm_80 kernel (the Hopper kernel takes dense
-// and causal calls); block-sparse layouts are not supported on CUDA yet (ErrorCode::not_supported).
+// Every backend honours every mask, skipping the key tiles no row of a block sees: the CPU
+// backend, the reference, the Hopper kernel and the sm_80 kernel. On CUDA a block layout must be
+// device memory of q's device.
 struct MaskSpec {
   int window_left = -1;   // >= 0, or -1 (unbounded)
   int window_right = -1;  // >= 0, or -1 (unbounded)
