@@ -1,0 +1,60 @@
+"""Runs one attention call of a named case twice (a warm-up, then the call to profile), for
+`ncu --launch-skip 1 --launch-count 1 -k regex:fwd_kernel`: the kernels behind the figures of
+sparse_bench.py and the dense table, one at a time, on the same inputs those scripts use.
+
+    PYTHONPATH=<build>/python ncu -k regex:fwd_kernel -s 1 -c 1 --section SpeedOfLight \\
+        python3 bench/profile_cases.py dense-bf16
+
+Cases: dense-fp16, dense-bf16 (B4 H16 S4096 D128, non-causal), causal-bf16 (the same, causal),
+window-1024 (bf16 B1 H16 S16384 D128, causal window (1023, 0)), blocks-50, blocks-90 (bf16 B1 H16
+S16384 D128, a random per-head 128 x 128 layout with 50% / 90% of the blocks off, diagonal on).
+"""
+import argparse
+import sys
+
+import numpy as np
+
+import sparse_masks
+
+CASES = {
+    "dense-fp16": dict(dtype="float16", b=4, h=16, s=4096),
+    "dense-bf16": dict(dtype="bfloat16", b=4, h=16, s=4096),
+    "causal-bf16": dict(dtype="bfloat16", b=4, h=16, s=4096, causal=True),
+    "window-1024": dict(dtype="bfloat16", b=1, h=16, s=16384, causal=True, window=(1023, 0)),
+    "blocks-50": dict(dtype="bfloat16", b=1, h=16, s=16384, sparsity=0.5),
+    "blocks-90": dict(dtype="bfloat16", b=1, h=16, s=16384, sparsity=0.9),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("case", choices=sorted(CASES))
+    args = ap.parse_args()
+    try:
+        import torch
+        import gpu_attention
+    except ImportError as e:
+        sys.exit(f"profile_cases: needs torch and the gpu_attention module on PYTHONPATH ({e})")
+    c = CASES[args.case]
+    dtype = getattr(torch, c["dtype"])
+    gen = torch.Generator(device="cuda").manual_seed(1234)
+    shape = (c["b"], c["s"], c["h"], 128)
+    q, k, v = (torch.randn(shape, dtype=dtype, device="cuda", generator=gen) for _ in range(3))
+    kwargs = dict(causal=c.get("causal", False))
+    if "window" in c:
+        kwargs["window_size"] = c["window"]
+    if "sparsity" in c:
+        n = (c["s"] + 127) // 128
+        layout = sparse_masks.random_block_layout(c["h"], n, n, c["sparsity"], seed=7)
+        kwargs["block_mask"] = torch.from_numpy(np.ascontiguousarray(layout)).to("cuda")
+        kwargs["block_size"] = 128
+    sparse = "window" in c or "sparsity" in c
+    call = gpu_attention.sparse_attn_func if sparse else gpu_attention.flash_attn_func
+    for _ in range(2):
+        call(q, k, v, **kwargs)
+    torch.cuda.synchronize()
+    print(f"profile_cases: {args.case} ran twice")
+
+
+if __name__ == "__main__":
+    main()
