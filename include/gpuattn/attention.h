@@ -81,7 +81,8 @@ struct MaskSpec {
 // Causal masking is bottom-right aligned when Sq != Sk (flash-attn >= 2.1): query i sees key j iff
 // j <= i + Sk - Sq. A query row that sees no key gets out = 0 and lse = -inf. `mask` adds a
 // sliding window, global tokens and a block-sparse layout (see MaskSpec).
-// q/k/v/out share a dtype: f16 or bf16 (either backend) or f32 (CPU backend only); D is 64 or 128.
+// q/k/v/out share a dtype: f16 or bf16 (either backend) or f32 (CPU backend only); D is 64, 128
+// or 256 (any other is ErrorCode::not_supported).
 struct AttentionArgs {
   TensorView q, k, v, out;
   TensorView lse;  // optional

@@ -228,8 +228,9 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   // shapes
   const int h_dim = rank - 2;
   const std::int64_t D = a.q.shape[rank - 1];
-  if (D != 64 && D != 128) {
-    fail(ErrorCode::not_supported, "head dim " + std::to_string(D) + " is not supported (64, 128)");
+  if (D != 64 && D != 128 && D != 256) {
+    fail(ErrorCode::not_supported,
+         "head dim " + std::to_string(D) + " is not supported (64, 128, 256)");
   }
   for (auto [t, name] : {std::pair{&a.k, "k"}, std::pair{&a.v, "v"}}) {
     if (t->shape[rank - 1] != D) {

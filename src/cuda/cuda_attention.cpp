@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/tile_config.h"
@@ -90,6 +91,11 @@ int sm_major() {
   return major;
 }
 
+// Whether a tile configuration is one of the sm_90a kernel's: the table names them sm90_*.
+bool is_sm90(FwdKernel kernel) {
+  return std::string_view(tile_config(kernel).name).substr(0, 5) == "sm90_";
+}
+
 }  // namespace
 
 int cuda_device_count() {
@@ -134,25 +140,29 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   }
 
   // The one runtime-to-kernel dispatch: select_fwd_config (core/tile_config.h) picks the kernel
-  // and tiles; Hopper takes the wgmma kernel (standard precision, dense or causal), the sm_80
-  // kernel serves other GPUs, the compensated mode, other masks and GPUATTN_KERNEL=sm80.
+  // and tiles; Hopper takes the wgmma kernel (its sm90_* configurations), the sm_80 kernel serves
+  // other GPUs, the compensated mode and GPUATTN_KERNEL=sm80.
   const bool sm90_available = sm90_allowed() && sm90::usable(p.dtype, p.head_dim);
   const FwdKernel kernel =
       select_fwd_config(fwd_shape(p, sm_major(), sm90_available, sm80::num_sms())).kernel;
-  if (kernel == FwdKernel::sm90_ws_128x128) {
+  if (is_sm90(kernel)) {
     if (p.dtype == DType::f16) {
       if (p.head_dim == 64) return sm90::fwd_f16_hdim64(p, stream);
       if (p.head_dim == 128) return sm90::fwd_f16_hdim128(p, stream);
+      if (p.head_dim == 256) return sm90::fwd_f16_hdim256(p, stream);
     } else if (p.dtype == DType::bf16) {
       if (p.head_dim == 64) return sm90::fwd_bf16_hdim64(p, stream);
       if (p.head_dim == 128) return sm90::fwd_bf16_hdim128(p, stream);
+      if (p.head_dim == 256) return sm90::fwd_bf16_hdim256(p, stream);
     }
   } else if (p.dtype == DType::f16) {
     if (p.head_dim == 64) return sm80::fwd_f16_hdim64(kernel, p, stream);
     if (p.head_dim == 128) return sm80::fwd_f16_hdim128(kernel, p, stream);
+    if (p.head_dim == 256) return sm80::fwd_f16_hdim256(kernel, p, stream);
   } else if (p.dtype == DType::bf16) {
     if (p.head_dim == 64) return sm80::fwd_bf16_hdim64(kernel, p, stream);
     if (p.head_dim == 128) return sm80::fwd_bf16_hdim128(kernel, p, stream);
+    if (p.head_dim == 256) return sm80::fwd_bf16_hdim256(kernel, p, stream);
   }
   throw Error(ErrorCode::not_supported,
               std::string("gpuattn::attention_forward: no CUDA kernel for dtype ") +

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/fwd_params.h"
 #include "core/tile_config.h"
@@ -19,7 +20,7 @@
 namespace gpuattn::sm80 {
 
 template <typename T_, int kHeadDim_, int kNWarps_, int kMTiles_, int kBlockN_, int kMinBlocks_,
-          bool kCompensated_>
+          bool kCompensated_, int kOSplit_ = 1>
 struct FwdTraits {
   using T = T_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -31,50 +32,84 @@ struct FwdTraits {
   static constexpr int kBlockM = kNWarps * 16 * kMTiles;
   static constexpr int kBlockN = kBlockN_;
   static constexpr bool kCompensated = kCompensated_;
+  // CTAs that share the output columns of a row block: each computes S over the whole head dim
+  // and accumulates kDimO = kHeadDim / kOSplit columns of O (and loads only those of V). 2 for
+  // the compensated mode at head dim 256, where O and its Kahan terms would take 256 registers.
+  static constexpr int kOSplit = kOSplit_;
+  static constexpr int kDimO = kHeadDim / kOSplit;
 
-  static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per smem row
+  // Head dim 256 rows are 512 bytes: padding them (see tile_off) would take 5 KB more than the
+  // A100's 163 KB, so those tiles are XOR-swizzled instead.
+  static constexpr bool kSwizzle = kHeadDim == 256;
+  static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per Q / K smem row
+  static constexpr int kVChunks = kDimO / 8;    // per V smem row
   static constexpr int kNTilesS = kBlockN / 8;  // n8 tiles of S per m-tile
-  static constexpr int kNTilesO = kHeadDim / 8;
+  static constexpr int kNTilesO = kDimO / 8;
   static constexpr int kKStepsQK = kHeadDim / 16;
   static constexpr int kKStepsPV = kBlockN / 16;
-  static constexpr int kPitch = kHeadDim * 2 + 16;  // padded smem row, see tile_off
+  static constexpr int pitch(int chunks) { return chunks * 16 + (kSwizzle ? 0 : 16); }
+  static constexpr int kPitch = pitch(kChunks);  // bytes per Q / K smem row, see tile_off
   static constexpr int kQBytes = kBlockM * kPitch;
-  static constexpr int kKVBytes = kBlockN * kPitch;
+  static constexpr int kKBytes = kBlockN * kPitch;
+  static constexpr int kVBytes = kBlockN * pitch(kVChunks);
   static constexpr int kMaskBytes = 16 + 16 * kNWarps;  // MaskedTiles, a FullTiles per warp
-  static constexpr int kSmemBytes = kQBytes + 4 * kKVBytes + kMaskBytes;  // Q, 2 stages of K/V
+  // Q, 2 stages of K and of V, the mask words.
+  static constexpr int kSmemBytes = kQBytes + 2 * (kKBytes + kVBytes) + kMaskBytes;
   static constexpr int kMinBlocks = kMinBlocks_;
 
-  static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head dims 64, 128, 256");
+  static_assert(kOSplit == 1 || (kOSplit == 2 && kHeadDim == 256), "O split only at head dim 256");
   static_assert(sizeof(T) == 2, "16-bit inputs");
   static_assert(kBlockN <= 64, "global_key_bits keeps one bit per key of a tile in 64 bits");
-  static_assert(kThreads % kChunks == 0 && kBlockN % (kThreads / kChunks) == 0 &&
+  static_assert(kThreads % kChunks == 0 && kThreads % kVChunks == 0 &&
+                    kBlockN % (kThreads / kVChunks) == 0 && kBlockN % (kThreads / kChunks) == 0 &&
                     kBlockM % (kThreads / kChunks) == 0,
                 "tile loads divide evenly over the threads");
+  static_assert(!kSwizzle || ((8 % (kThreads / kChunks) == 0 || (kThreads / kChunks) % 8 == 0) &&
+                              (8 % (kThreads / kVChunks) == 0 || (kThreads / kVChunks) % 8 == 0)),
+                "load_rows: the swizzle pattern of a thread's rows repeats with its row step");
 };
 
-// Byte offset of 16-byte chunk c of row r in a tile whose rows are padded by 16 bytes. The padding
-// puts the 8 row addresses of an ldmatrix (same chunk, consecutive rows) on 8 different bank
-// groups, and keeps every address an immediate offset from one base register (an XOR swizzle
-// costs a register per distinct pattern, and this kernel has none to spare).
-template <int kChunks>
+// Byte offset of 16-byte chunk c of row r in a tile of kChunks chunks per row.
+// Padded (head dims 64 and 128): rows padded by 16 bytes. The padding puts the 8 row addresses of
+// an ldmatrix (same chunk, consecutive rows) on 8 different bank groups, and keeps every address
+// an immediate offset from one base register (an XOR swizzle costs a register per distinct
+// pattern, and the 128-row kernel has none to spare).
+// Swizzled (head dim 256): chunk c of row r is stored at chunk c ^ (r & 7), so 8 consecutive rows
+// of one chunk again land on 8 different bank groups, with no padding bytes.
+template <int kChunks, bool kSwizzle>
 __device__ __forceinline__ std::uint32_t tile_off(int r, int c) {
-  return static_cast<std::uint32_t>(r * (kChunks + 1) * 16 + c * 16);
+  if constexpr (kSwizzle) {
+    return static_cast<std::uint32_t>(r * kChunks * 16 + ((c ^ (r & 7)) << 4));
+  } else {
+    return static_cast<std::uint32_t>(r * (kChunks + 1) * 16 + c * 16);
+  }
 }
 
-// Copies a tile of kRows rows from global into padded shared memory with cp.async. Each thread
-// owns one 16-byte chunk column and every (kThreads / kChunks)-th row starting at its first row:
-// `src`/`dst` are its first row's addresses, `step` the element distance between its rows, and
-// `rows_left` how many rows from its first row on exist (the rest are zero-filled, not read).
-// Full tiles, the common case, take the branch without per-row predicates.
-template <class Tr, int kRows>
-__device__ __forceinline__ void load_rows(std::uint32_t dst, const typename Tr::T* src, int step,
-                                          int rows_left) {
-  constexpr int kRowStep = Tr::kThreads / Tr::kChunks;
+// Copies a tile of kRows rows from global into shared memory with cp.async, in the layout of
+// tile_off<kTileChunks, Tr::kSwizzle>. Each thread owns one 16-byte chunk column and every
+// (kThreads / kTileChunks)-th row starting at its first row: `src`/`dst` are its first row's
+// addresses, `c0` the chunk its first row's column is stored at (swizzled layouts), `step` the
+// element distance between its rows, and `rows_left` how many rows from its first row on exist
+// (the rest are zero-filled, not read). Full tiles, the common case, take the branch without
+// per-row predicates.
+template <class Tr, int kRows, int kTileChunks>
+__device__ __forceinline__ void load_rows(std::uint32_t dst, int c0, const typename Tr::T* src,
+                                          int step, int rows_left) {
+  constexpr int kRowStep = Tr::kThreads / kTileChunks;
   constexpr int kLoads = kRows / kRowStep;
+  // Row i of this thread is its first row + i * kRowStep. Swizzled, the first row r0 < kRowStep
+  // and kRowStep divides 8 or is a multiple of it (FwdTraits), so row i's chunk is
+  // c0 ^ ((i * kRowStep) & 7): a constant XOR, one offset register per distinct constant.
+  auto row_dst = [&](int i) {
+    std::uint32_t a = dst + i * kRowStep * Tr::pitch(kTileChunks);
+    if constexpr (Tr::kSwizzle) a += ((c0 ^ ((i * kRowStep) & 7)) - c0) * 16;
+    return a;
+  };
   if (rows_left > (kLoads - 1) * kRowStep) {
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      ptx::cp_async_16(dst + i * kRowStep * Tr::kPitch, src, true);
+      ptx::cp_async_16(row_dst(i), src, true);
       src += step;
     }
   } else {
@@ -82,7 +117,7 @@ __device__ __forceinline__ void load_rows(std::uint32_t dst, const typename Tr::
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const bool valid = i * kRowStep < rows_left;
-      ptx::cp_async_16(dst + i * kRowStep * Tr::kPitch, valid ? src : base, valid);
+      ptx::cp_async_16(row_dst(i), valid ? src : base, valid);
       src += step;
     }
   }
@@ -364,13 +399,23 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kMT = Tr::kMTiles;
   constexpr int kNS = Tr::kNTilesS, kNO = Tr::kNTilesO, kChunks = Tr::kChunks;
+  constexpr int kVChunks = Tr::kVChunks;
+  constexpr bool kSwz = Tr::kSwizzle;
 
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t4 = lane & 3;  // mma fragment row group / column pair
 
-  // Causal: the last row blocks have the most keys; launch them first.
-  const int m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  // The row block, and the slice of O's columns with kOSplit > 1 (the CTAs of one row block are
+  // neighbours in x). Causal: the last row blocks have the most keys; launch them first.
+  int split = 0, m_block;
+  if constexpr (Tr::kOSplit == 1) {
+    m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  } else {
+    split = static_cast<int>(blockIdx.x % Tr::kOSplit);
+    const int m_idx = static_cast<int>(blockIdx.x / Tr::kOSplit);
+    m_block = p.causal ? static_cast<int>(gridDim.x / Tr::kOSplit) - 1 - m_idx : m_idx;
+  }
   const int h = blockIdx.y, b = blockIdx.z;
   const int lq = p.len_q(b), lk = p.len_k(b);
   const int m0 = m_block * kBlockM;
@@ -387,7 +432,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   if (p.causal) n_end = max(0, min(lk, m0 + kBlockM + lk - lq));
   int n_tiles = (n_end + kBlockN - 1) / kBlockN;
   int t = 0;  // the tile computed next
-  auto* const masked = reinterpret_cast<MaskedTiles*>(smem + Tr::kQBytes + 4 * Tr::kKVBytes);
+  auto* const masked =
+      reinterpret_cast<MaskedTiles*>(smem + Tr::kQBytes + 2 * (Tr::kKBytes + Tr::kVBytes));
   auto* const full = reinterpret_cast<FullTiles*>(masked + 1);  // one per warp
   if (has_mask && !has_blocks) {
     const MaskedTiles mt = masked_tiles<kBlockN>(p.mask(), m0, min(m0 + kBlockM, lq) - 1, lq, lk);
@@ -403,30 +449,35 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
   const T* q = static_cast<const T*>(p.q) + p.q_offset(b, m0, h);
   const T* k = static_cast<const T*>(p.k) + p.k_offset(b, 0, hk);
-  const T* v = static_cast<const T*>(p.v) + p.v_offset(b, 0, hk);
+  const T* v = static_cast<const T*>(p.v) + p.v_offset(b, 0, hk) + split * Tr::kDimO;
   const std::uint32_t sq = ptx::smem_addr(smem);
   const std::uint32_t sk0 = sq + Tr::kQBytes;
-  const std::uint32_t sv0 = sk0 + 2 * Tr::kKVBytes;
+  const std::uint32_t sv0 = sk0 + 2 * Tr::kKBytes;
 
-  // This thread's chunk column and first row for every tile load.
-  constexpr int kRowStep = Tr::kThreads / kChunks;
+  // This thread's chunk column and first row for every Q / K tile load, and for V (the same
+  // unless V rows hold fewer columns, kOSplit > 1); c0: where the column is stored in that row.
+  constexpr int kRowStep = Tr::kThreads / kChunks, kVRowStep = Tr::kThreads / kVChunks;
   const int ld_row = tid / kChunks, ld_col = tid % kChunks;
-  const std::uint32_t ld_off = tile_off<kChunks>(ld_row, ld_col);
+  const std::uint32_t ld_off = tile_off<kChunks, kSwz>(ld_row, ld_col);
+  const int ld_c0 = ld_col ^ (ld_row & 7);
+  const int vld_row = tid / kVChunks, vld_col = tid % kVChunks;
+  const std::uint32_t vld_off = tile_off<kVChunks, kSwz>(vld_row, vld_col);
+  const int vld_c0 = vld_col ^ (vld_row & 7);
   const T* k_ld = k + ld_row * p.k_row_stride + ld_col * 8;
-  const T* v_ld = v + ld_row * p.v_row_stride + ld_col * 8;
+  const T* v_ld = v + vld_row * p.v_row_stride + vld_col * 8;
   // 32-bit steps: make_fwd_params bounds row strides so that kBlockN rows fit an int.
   const int k_step = kRowStep * static_cast<int>(p.k_row_stride);
-  const int v_step = kRowStep * static_cast<int>(p.v_row_stride);
+  const int v_step = kVRowStep * static_cast<int>(p.v_row_stride);
   const int k_tile_step = kBlockN * static_cast<int>(p.k_row_stride);
   const int v_tile_step = kBlockN * static_cast<int>(p.v_row_stride);
 
-  load_rows<Tr, kBlockM>(sq + ld_off, q + ld_row * p.q_row_stride + ld_col * 8,
-                         kRowStep * static_cast<int>(p.q_row_stride), lq - m0 - ld_row);
+  load_rows<Tr, kBlockM, kChunks>(sq + ld_off, ld_c0, q + ld_row * p.q_row_stride + ld_col * 8,
+                                  kRowStep * static_cast<int>(p.q_row_stride), lq - m0 - ld_row);
 
   // Block layout: the tile bitmaps, after the MaskedTiles / FullTiles, and this head's mask (one
   // copy for the whole loop: the calls of fill_block_bits take it by address).
   auto* const block_bits = reinterpret_cast<BlockTileBits<Tr::kNWarps>*>(
-      smem + Tr::kQBytes + 4 * Tr::kKVBytes + Tr::kMaskBytes);
+      smem + Tr::kQBytes + 2 * (Tr::kKBytes + Tr::kVBytes) + Tr::kMaskBytes);
   const MaskPolicy block_mask = has_blocks ? p.mask(h) : MaskPolicy{};
   if constexpr (has_blocks) {
     // Candidates: the tiles of the position mask's key range (O(1), the layout left out).
@@ -443,8 +494,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       k_ld += static_cast<std::int64_t>(t) * k_tile_step;
       v_ld += static_cast<std::int64_t>(t) * v_tile_step;
     }
-    load_rows<Tr, kBlockN>(sk0 + ld_off, k_ld, k_step, lk - t * kBlockN - ld_row);
-    load_rows<Tr, kBlockN>(sv0 + ld_off, v_ld, v_step, lk - t * kBlockN - ld_row);
+    load_rows<Tr, kBlockN, kChunks>(sk0 + ld_off, ld_c0, k_ld, k_step, lk - t * kBlockN - ld_row);
+    load_rows<Tr, kBlockN, kVChunks>(sv0 + vld_off, vld_c0, v_ld, v_step,
+                                     lk - t * kBlockN - vld_row);
   }
   ptx::cp_async_commit();
 
@@ -500,8 +552,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         v_ld += static_cast<std::int64_t>(t_next - t) * v_tile_step;
       }
       const int rows_left = lk - t_next * kBlockN - ld_row;
-      load_rows<Tr, kBlockN>(sk0 + (stage ^ 1) * Tr::kKVBytes + ld_off, k_ld, k_step, rows_left);
-      load_rows<Tr, kBlockN>(sv0 + (stage ^ 1) * Tr::kKVBytes + ld_off, v_ld, v_step, rows_left);
+      const int v_rows_left = lk - t_next * kBlockN - vld_row;
+      load_rows<Tr, kBlockN, kChunks>(sk0 + (stage ^ 1) * Tr::kKBytes + ld_off, ld_c0, k_ld, k_step,
+                                      rows_left);
+      load_rows<Tr, kBlockN, kVChunks>(sv0 + (stage ^ 1) * Tr::kVBytes + vld_off, vld_c0, v_ld,
+                                       v_step, v_rows_left);
       ptx::cp_async_commit();
     }
 
@@ -512,8 +567,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       }
     }
 
-    const std::uint32_t sk = sk0 + stage * Tr::kKVBytes;
-    const std::uint32_t sv = sv0 + stage * Tr::kKVBytes;
+    const std::uint32_t sk = sk0 + stage * Tr::kKBytes;
+    const std::uint32_t sv = sv0 + stage * Tr::kVBytes;
 
     // S = Q K^T for this warp's rows and the tile's kBlockN keys.
     float s[kMT][kNS][4];
@@ -528,14 +583,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       std::uint32_t a[kMT][4];
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
-        ptx::ldmatrix_x4(
-            a[mt], sq + tile_off<kChunks>(warp_row0 + mt * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+        ptx::ldmatrix_x4(a[mt], sq + tile_off<kChunks, kSwz>(warp_row0 + mt * 16 + (lane & 15),
+                                                             ks * 2 + (lane >> 4)));
       }
 #pragma unroll
       for (int np = 0; np < kNS / 2; ++np) {
         std::uint32_t bk[4];
-        ptx::ldmatrix_x4(bk, sk + tile_off<kChunks>(np * 16 + (lane & 7) + ((lane >> 4) << 3),
-                                                    ks * 2 + ((lane >> 3) & 1)));
+        ptx::ldmatrix_x4(bk, sk + tile_off<kChunks, kSwz>(np * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                                          ks * 2 + ((lane >> 3) & 1)));
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
           ptx::mma_16816<T>(s[mt][2 * np], a[mt], bk[0], bk[1]);
@@ -669,7 +724,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         for (int dp = 0; dp < kNO / 2; ++dp) {
           std::uint32_t bv[4];
           ptx::ldmatrix_x4_trans(
-              bv, sv + tile_off<kChunks>(kk * 16 + (lane & 15), dp * 2 + (lane >> 4)));
+              bv, sv + tile_off<kVChunks, kSwz>(kk * 16 + (lane & 15), dp * 2 + (lane >> 4)));
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
             ptx::mma_16816<T>(o[mt][2 * dp], pa[mt], bv[0], bv[1]);
@@ -697,7 +752,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         for (int kk = 0; kk < Tr::kKStepsPV; ++kk) {
           std::uint32_t bv[4];
           ptx::ldmatrix_x4_trans(
-              bv, sv + tile_off<kChunks>(kk * 16 + (lane & 15), dp * 2 + (lane >> 4)));
+              bv, sv + tile_off<kVChunks, kSwz>(kk * 16 + (lane & 15), dp * 2 + (lane >> 4)));
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
             ptx::mma_16816<T>(tacc[mt][0], pa[kk][mt], bv[0], bv[1]);
@@ -725,13 +780,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       const float inv = l > 0.f ? 1.f / l : 0.f;
       const int row = m0 + warp_row0 + mt * 16 + g + 8 * r;
       if (row < lq) {
-        T* out = static_cast<T*>(p.o) + p.o_offset(b, row, h) + 2 * t4;
+        T* out = static_cast<T*>(p.o) + p.o_offset(b, row, h) + split * Tr::kDimO + 2 * t4;
 #pragma unroll
         for (int n = 0; n < kNO; ++n) {
           *reinterpret_cast<std::uint32_t*>(out + n * 8) =
               ptx::pack2<T>(o[mt][n][2 * r] * inv, o[mt][n][2 * r + 1] * inv);
         }
-        if (p.lse != nullptr && t4 == 0) {
+        // The CTAs of an O split compute the same row statistics: one writes them.
+        if (p.lse != nullptr && t4 == 0 && split == 0) {
           p.lse[p.lse_offset(b, row, h)] =
               l > 0.f ? (row_max[mt][r] + log2f(l)) * 0.69314718055994531f : -INFINITY;
         }
@@ -746,14 +802,15 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   constexpr int kSmem =
       Tr::kSmemBytes +
       (kMode == MaskMode::blocks ? static_cast<int>(sizeof(BlockTileBits<Tr::kNWarps>)) : 0);
-  static_assert(kSmem <= 227 * 1024, "shared memory per block");
+  // The opt-in maximum of the A100 (163 KB; the H100's is 227 KB): head dim 256 takes 161 KB.
+  static_assert(kSmem <= 163 * 1024, "shared memory per block");
   static const bool configured = [] {
     GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel<Tr, kMode>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     return true;
   }();
   (void)configured;
-  const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM, p.hq, p.batch);
+  const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM * Tr::kOSplit, p.hq, p.batch);
   fwd_kernel<Tr, kMode><<<grid, Tr::kThreads, kSmem, stream>>>(p);
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
@@ -778,11 +835,26 @@ struct FwdConfigs {
   using Compensated = FwdTraits<T, D, 4, 1, 64, 1, true>;  // sm80_64x64_compensated: 1 per SM
 };
 
+// Head dim 256: O alone is 128 fp32 registers per thread at 16 rows per warp, so there is no
+// 2-m-tile configuration (Large is never instantiated), and the 161 KB of shared memory leave one
+// CTA per SM. The compensated mode splits O's columns over 2 CTAs (O 64 + Kahan terms 64
+// registers each, S still over all 256 dims: 1.5x the FLOPs of one CTA, twice the CTAs).
+template <typename T>
+struct FwdConfigs<T, 256> {
+  using Large = void;
+  using Small = FwdTraits<T, 256, 4, 1, 64, 1, false>;          // sm80_64x64
+  using Compensated = FwdTraits<T, 256, 4, 1, 64, 1, true, 2>;  // sm80_64x64_compensated
+};
+
 template <class Tr>
 constexpr bool matches_table(FwdKernel kernel) {
-  const TileConfig& c = kFwdTileConfigs[static_cast<int>(kernel)];
-  return c.block_m == Tr::kBlockM && c.block_n == Tr::kBlockN && c.warps == Tr::kNWarps &&
-         c.stages == 2;  // the cp.async K/V ring of fwd_kernel
+  if constexpr (std::is_void_v<Tr>) {
+    return true;  // no such configuration at this head dim
+  } else {
+    const TileConfig& c = kFwdTileConfigs[static_cast<int>(kernel)];
+    return c.block_m == Tr::kBlockM && c.block_n == Tr::kBlockN && c.warps == Tr::kNWarps &&
+           c.stages == 2;  // the cp.async K/V ring of fwd_kernel
+  }
 }
 
 // Launches the configuration `kernel` chose by select_fwd_config().
@@ -796,7 +868,11 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   const bool compensated = p.precision == Precision::compensated;
   if (compensated == (kernel == FwdKernel::sm80_64x64_compensated)) {
     switch (kernel) {
-      case FwdKernel::sm80_128x64: return launch_fwd<typename C::Large>(p, stream);
+      case FwdKernel::sm80_128x64:
+        if constexpr (!std::is_void_v<typename C::Large>) {
+          return launch_fwd<typename C::Large>(p, stream);
+        }
+        break;  // head dim 256: not this kernel's
       case FwdKernel::sm80_64x64: return launch_fwd<typename C::Small>(p, stream);
       case FwdKernel::sm80_64x64_compensated: return launch_fwd<typename C::Compensated>(p, stream);
       default: break;  // an sm90_* configuration: not this kernel's
@@ -804,7 +880,8 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   }
   throw Error(ErrorCode::not_supported, std::string("gpuattn: the sm_80 kernel has no ") +
                                             tile_config(kernel).name + " configuration for " +
-                                            to_string(p.precision) + " precision");
+                                            to_string(p.precision) + " precision at head dim " +
+                                            std::to_string(D));
 }
 
 }  // namespace gpuattn::sm80

@@ -12,8 +12,10 @@ namespace gpuattn::sm80 {
 
 void fwd_f16_hdim64(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
 void fwd_f16_hdim128(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
+void fwd_f16_hdim256(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);  // 64x64 only
 void fwd_bf16_hdim64(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
 void fwd_bf16_hdim128(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
+void fwd_bf16_hdim256(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);  // 64x64 only
 
 int num_sms();  // of the current device, cached per device (fwd_launch.cu)
 

@@ -263,7 +263,7 @@ TEST_P(CpuAttentionSweep, MatchesReference) {
 std::vector<SweepParam> sweep_params() {
   std::vector<SweepParam> v;
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
-    for (int d : {64, 128}) {
+    for (int d : {64, 128, 256}) {
       for (int s : {1, 17, 77, 1000}) {
         for (bool causal : {false, true}) v.push_back({t, d, s, causal});
       }
@@ -278,6 +278,60 @@ INSTANTIATE_TEST_SUITE_P(All, CpuAttentionSweep, ::testing::ValuesIn(sweep_param
                                   std::to_string(i.param.d) + "_S" + std::to_string(i.param.s) +
                                   (i.param.causal ? "_causal" : "");
                          });
+
+// Head dim 256 beyond the sweep: GQA with Sq != Sk, compensated precision with large logits,
+// varlen with length-1 and empty sequences, window + global tokens, a block layout.
+TEST(CpuAttention, HeadDim256Variants) {
+  std::uint64_t seed = 9100;
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    Problem base;
+    base.dtype = t;
+    base.d = 256;
+    {
+      Problem pr = base;
+      pr.hq = 4;
+      pr.hkv = 1;
+      pr.sq = 77;
+      pr.sk = 130;
+      pr.causal = true;
+      check(pr, ++seed);
+    }
+    {
+      Problem pr = base;
+      pr.sq = pr.sk = 150;
+      pr.precision = Precision::compensated;
+      pr.q_scale = 10.f;
+      check(pr, ++seed);
+    }
+    {
+      Problem pr = base;
+      pr.lens_q = {1, 0, 70, 3};
+      pr.lens_k = {1, 5, 130, 0};
+      pr.causal = true;
+      check(pr, ++seed);
+    }
+    {
+      Problem pr = base;
+      pr.sq = pr.sk = 200;
+      pr.mask.window_left = 20;
+      pr.mask.window_right = 5;
+      pr.mask.global_tokens = 3;
+      check(pr, ++seed);
+    }
+    {
+      Problem pr = base;
+      pr.batch = 1;
+      pr.sq = pr.sk = 200;
+      pr.hq = 4;
+      pr.hkv = 2;
+      pr.block_q = 64;
+      pr.block_k = 32;
+      pr.block_density = 0.5;
+      pr.layout_heads = 4;
+      check(pr, ++seed);
+    }
+  }
+}
 
 // ---- shapes -------------------------------------------------------------------------------------
 

@@ -95,6 +95,36 @@ TEST(Reference, EqualKeysGiveMeanOfValues) {
   }
 }
 
+// Head dim 256, GQA, causal with Sq < Sk: against a direct softmax over the visible keys
+// (bottom-right aligned: row i sees keys j <= i + Sk - Sq), default scale 1/sqrt(256).
+TEST(Reference, HeadDim256MatchesDirectSoftmax) {
+  const Dense p(2, 5, 9, 4, 2, 256, 250);
+  const ReferenceResult r = reference_attention(p.args(/*causal=*/true));
+  for (int b = 0; b < p.B; ++b) {
+    for (int i = 0; i < p.Sq; ++i) {
+      for (int h = 0; h < p.Hq; ++h) {
+        const int hk = h / 2, visible = i + p.Sk - p.Sq + 1;
+        std::vector<double> s(static_cast<std::size_t>(visible));
+        double mx = -INFINITY;
+        for (int j = 0; j < visible; ++j) {
+          double dot = 0;
+          for (int d = 0; d < 256; ++d) dot += p.qd(b, i, h, d) * p.kd(b, j, hk, d);
+          s[static_cast<std::size_t>(j)] = dot / 16.0;
+          mx = std::max(mx, dot / 16.0);
+        }
+        double l = 0;
+        for (double& x : s) l += (x = std::exp(x - mx));
+        EXPECT_NEAR(r.lse[p.lse_index(b, i, h)], mx + std::log(l), 1e-10);
+        for (int d = 0; d < 256; ++d) {
+          double o = 0;
+          for (int j = 0; j < visible; ++j) o += s[static_cast<std::size_t>(j)] * p.vd(b, j, hk, d);
+          EXPECT_NEAR(r.out[p.out_index(b, i, h, d)], o / l, 1e-10);
+        }
+      }
+    }
+  }
+}
+
 // q = e0, k_j = x_j e0, scale 1: the logits are x_j, so lse and out have closed forms.
 TEST(Reference, ThreeKeysClosedForm) {
   Dense p(1, 1, 3, 1, 1, 64, 300);

@@ -967,13 +967,64 @@ INSTANTIATE_TEST_SUITE_P(
         dense(1, 16, 16, 16384, 4096, 128, f16).causal().window(1024, 0)),
     case_name);
 
+// ---- head dim 256 -------------------------------------------------------------------------------
+
+// Head dim 256: the sm_90a kernel's 64-key tiles on Hopper; under GPUATTN_KERNEL=sm80 (and off
+// Hopper) the sm_80 kernel's 64 x 64 configuration with swizzled shared memory, and in compensated
+// precision (on every GPU) its O split over 2 CTAs per row block. Lengths that are multiples of no
+// tile, Sq != Sk both ways, GQA / MQA, varlen with length-1 and empty sequences, strided views,
+// large logits, grids that fill the GPU several times over.
+INSTANTIATE_TEST_SUITE_P(
+    HeadDim256, AttentionCuda,
+    ::testing::Values(
+        dense(2, 8, 8, 1, 1, 256, f16), dense(3, 4, 4, 17, 17, 256, bf16).causal(),
+        dense(2, 8, 8, 1000, 1000, 256, f16).causal(), dense(1, 8, 8, 4097, 4097, 256, bf16),
+        dense(2, 8, 8, 100, 1000, 256, f16).causal(),
+        dense(1, 8, 8, 1000, 100, 256, bf16).causal(),  // rows without keys
+        dense(2, 8, 8, 1, 4097, 256, f16).causal().no_lse(),
+        dense(2, 16, 4, 2048, 2048, 256, f16).causal(), dense(1, 16, 1, 1000, 1000, 256, bf16),
+        dense(2, 16, 16, 2048, 2048, 256, bf16), dense(4, 16, 16, 4096, 4096, 256, f16).causal(),
+        varlen(8, 2, 256, f16, kLens).causal(),
+        varlen(8, 8, 256, bf16, {1, 0, 513, 300}, {17, 300, 0, 2048}),
+        dense(1, 8, 8, 2048, 2048, 256, f16).q_times(30),
+        dense(2, 8, 2, 100, 1000, 256, bf16).causal().in(Layout::padded),
+        dense(1, 8, 8, 1000, 1000, 256, f16).causal().in(Layout::packed_qkv)),
+    case_name);
+
+// Compensated precision at head dim 256 (the sm_80 kernel's O split on every GPU).
+INSTANTIATE_TEST_SUITE_P(
+    HeadDim256Compensated, AttentionCuda,
+    ::testing::Values(dense(2, 4, 4, 17, 17, 256, f16).compensated(),
+                      dense(1, 8, 8, 1000, 1000, 256, bf16).causal().compensated(),
+                      dense(1, 8, 8, 4097, 4097, 256, f16).compensated().q_times(30),
+                      dense(1, 8, 8, 1000, 100, 256, f16).causal().compensated(),
+                      dense(2, 16, 4, 2048, 2048, 256, bf16).causal().compensated(),
+                      varlen(8, 2, 256, f16, kLens, {17, 1, 2048, 513}).causal().compensated(),
+                      dense(1, 8, 8, 1000, 1000, 256, bf16).compensated().in(Layout::padded)),
+    case_name);
+
+// Window and global-token masks at head dim 256, both precisions.
+INSTANTIATE_TEST_SUITE_P(
+    HeadDim256Masked, AttentionCuda,
+    ::testing::Values(
+        dense(2, 8, 8, 1000, 1000, 256, f16).window(100, 100),
+        dense(1, 8, 8, 4097, 4097, 256, bf16).causal().window(1024, 0).globals(64),
+        dense(1, 4, 4, 1000, 1000, 256, f16).window(20, 20).globals(0, 65),
+        dense(1, 8, 8, 1000, 100, 256, bf16).window(10, 10).globals(3),
+        dense(2, 16, 16, 2048, 2048, 256, f16).causal().window(256, 0).globals(16, 700),
+        varlen(8, 2, 256, bf16, kLens).causal().window(128, 0).globals(5),
+        dense(1, 8, 8, 2048, 2048, 256, f16).causal().window(300, 0).globals(8).compensated(),
+        varlen(8, 8, 256, f16, kLens, {2048, 513, 17, 1}).window(64, 64).compensated()),
+    case_name);
+
 // ---- determinism and streams --------------------------------------------------------------------
 
 TEST_F(AttentionCudaTest, SameInputsGiveBitwiseIdenticalOutputs) {
   for (const Case& c :
        {dense(2, 16, 4, 2048, 2048, 128, f16).causal(),
         varlen(8, 2, 64, bf16, kLens, {17, 1, 2048, 513}).causal().compensated(),
-        dense(2, 16, 16, 4097, 4097, 128, bf16).causal().window(700, 0).globals(16, 1000)}) {
+        dense(2, 16, 16, 4097, 4097, 128, bf16).causal().window(700, 0).globals(16, 1000),
+        dense(1, 8, 8, 1000, 1000, 256, f16).causal().compensated()}) {
     SCOPED_TRACE(c.name());
     Problem p(c, seed_of(current_test_name() + "/" + c.name()));
     const Problem::Outputs first = run_once(p);

@@ -288,9 +288,10 @@ class BlockProblem {
       const int b = static_cast<int>(bh / c_.Hq), h = static_cast<int>(bh % c_.Hq);
       const MaskPolicy m = hp.mask(h);
       const int lq = hp.len_q(b), lk = hp.len_k(b);
+      // Packed row of (b, 0): dense batches are laid out back to back (row0_q is 0 there).
+      const std::int64_t row0 = hp.is_varlen() ? hp.row0_q(b) : std::int64_t{b} * hp.seqlen_q;
       for (int i = 0; i < lq; ++i) {
-        visible_[static_cast<std::size_t>((hp.row0_q(b) + i) * c_.Hq + h)] =
-            m.visible_count(i, lq, lk);
+        visible_[static_cast<std::size_t>((row0 + i) * c_.Hq + h)] = m.visible_count(i, lq, lk);
       }
     });
   }
@@ -655,6 +656,24 @@ INSTANTIATE_TEST_SUITE_P(
             .compensated(),
         dense(1, 8, 8, 1000, 1000, 128, f16).blocks_of(32, 32).causal().q_times(30),
         dense(1, 4, 4, 1000, 1000, 64, bf16).blocks_of(64, 16).q_times(30).no_lse()),
+    case_name);
+
+// ---- head dim 256 -------------------------------------------------------------------------------
+
+// Head dim 256 (the sm_80 kernel's swizzled 64 x 64 configuration, its 2-CTA O split in
+// compensated precision, the sm_90a kernel's 64-key tiles): layouts alone, with the other masks,
+// GQA, varlen.
+INSTANTIATE_TEST_SUITE_P(
+    HeadDim256, BlockSparseCuda,
+    ::testing::Values(
+        dense(2, 4, 4, 1000, 1000, 256, f16),
+        dense(1, 8, 2, 1000, 700, 256, bf16).blocks_of(16, 16).sparsity(0.9),
+        dense(2, 16, 16, 2048, 2048, 256, bf16).blocks_of(64, 128).shared().causal(),
+        dense(1, 4, 4, 1000, 1000, 256, f16).blocks_of(32, 48).causal().window(100, 0).globals(4),
+        dense(1, 8, 2, 1000, 1000, 256, f16).blocks_of(16, 64).causal().compensated(),
+        varlen(8, 2, 256, bf16, {1, 77, 513, 1000, 1}, {17, 77, 300, 1000, 1})
+            .blocks_of(128, 32)
+            .causal()),
     case_name);
 
 // ---- varlen -------------------------------------------------------------------------------------

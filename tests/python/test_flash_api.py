@@ -33,6 +33,7 @@ DENSE_SHAPES = [
     (1, 77, 130, 8, 2, 128),  # Sq < Sk, GQA 4:1
     (2, 130, 77, 4, 1, 64),  # Sq > Sk, MQA: causal leaves the first rows without keys
     (3, 1, 77, 8, 2, 64),  # decode-like single query
+    (1, 77, 130, 4, 2, 256),  # head dim 256, Sq < Sk, GQA 2:1
 ]
 
 
@@ -301,6 +302,10 @@ def test_bad_shapes_and_dtypes_raise(qkv16):
     d96 = make("numpy", "float16", (2, 16, 4, 96), rng)
     with pytest.raises(NotImplementedError, match="head dim 96"):
         ga.flash_attn_func(d96, d96, d96)
+    d512 = make("numpy", "float16", (1, 4, 2, 512), rng)
+    with pytest.raises(NotImplementedError,
+                       match=r"head dim 512 is not supported \(64, 128, 256\)"):
+        ga.flash_attn_func(d512, d512, d512)
     with pytest.raises(ValueError, match="dtype"):
         ga.flash_attn_func(q, k.astype(np.float32), v)
     with pytest.raises(NotImplementedError, match="float64"):

@@ -343,16 +343,17 @@ def test_module_exports_sparse():
 @needs_torch
 @pytest.mark.skipif(torch is None or not torch.cuda.is_available() or not ga.cuda_available(),
                     reason="needs a CUDA build and a CUDA device")
-def test_torch_cuda_masked_matches_cpu():
-    rng = rng_for("cuda-mask")
-    q, k, v = qkv("torch", "bfloat16", 2, 300, 333, 8, 2, 128, rng)
+@pytest.mark.parametrize("d", [128, 256])
+def test_torch_cuda_masked_matches_cpu(d):
+    rng = rng_for("cuda-mask", d)
+    q, k, v = qkv("torch", "bfloat16", 2, 300, 333, 8, 2, d, rng)
     kw = dict(causal=True, window_size=(64, 0), global_tokens=4, global_stride=100,
               return_attn_probs=True)
     cpu_out, cpu_lse, _ = ga.sparse_attn_func(q, k, v, **kw)
     out, lse, _ = ga.sparse_attn_func(q.cuda(), k.cuda(), v.cuda(), **kw)
     torch.cuda.synchronize()
     assert out.is_cuda and lse.is_cuda
-    want_out, want_lse = ref_dense(to64(q), to64(k), to64(v), 1 / math.sqrt(128),
+    want_out, want_lse = ref_dense(to64(q), to64(k), to64(v), 1 / math.sqrt(d),
                                    lambda a, c: visibility(a, c, True, (64, 0), 4, 100))
     assert_close(out.cpu(), want_out, 1.6e-2, "cuda out")
     assert_close(lse.cpu(), want_lse, 1e-2, "cuda lse")

@@ -119,6 +119,14 @@ std::vector<Case> cuda_cases(bool quick) {
   append(v, with_causal(with(dense_case(2, 16, 16, 2048, 2048, 128, h, false), std_, 30.f)));
   v.push_back(with(dense_case(2, 16, 16, 2048, 2048, 64, bf, true), std_, 30.f));
   v.push_back(with(dense_case(1, 16, 16, 1000, 1000, 128, bf, true), comp, 30.f));
+  // Head dim 256: awkward lengths, Sq != Sk, GQA, varlen, compensated (the O split of the sm_80
+  // kernel).
+  append(v, with_causal(dense_case(2, 16, 16, 2048, 2048, 256, h, false)));
+  append(v, with_causal(dense_case(2, 8, 8, 1000, 1000, 256, bf, false)));
+  v.push_back(dense_case(2, 8, 8, 4097, 1000, 256, h, true));    // rows that see no key
+  v.push_back(dense_case(2, 32, 8, 2048, 2048, 256, bf, true));  // GQA 32:8
+  v.push_back(varlen_case(lens, lens, 16, 4, 256, h, true));
+  v.push_back(with(dense_case(1, 16, 16, 2048, 2048, 256, h, true), comp));
   return v;
 }
 
