@@ -31,11 +31,16 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
 }
 
 const TileConfig& select_fwd_config(const FwdShape& s) {
-  if (s.sm_major == 9 && s.sm90_kernel_available && s.precision == Precision::standard) {
-    return tile_config(s.head_dim == 256 ? FwdKernel::sm90_ws_128x64_d256
-                                         : FwdKernel::sm90_ws_128x128);
+  if (s.sm_major == 9 && s.sm90_kernel_available) {
+    if (s.precision == Precision::standard) {
+      return tile_config(s.head_dim == 256 ? FwdKernel::sm90_ws_128x64_d256
+                                           : FwdKernel::sm90_ws_128x128);
+    }
+    if (s.head_dim != 256) return tile_config(FwdKernel::sm90_ws_128x64_compensated);
   }
   if (s.precision == Precision::compensated) return tile_config(FwdKernel::sm80_64x64_compensated);
+  // The sm_80 kernel has no 2-m-tile configuration at head dim 256 (O alone is 128 registers).
+  if (s.head_dim == 256) return tile_config(FwdKernel::sm80_64x64);
   const int large_m = tile_config(FwdKernel::sm80_128x64).block_m;
   const long long large_ctas =
       static_cast<long long>((s.seqlen_q + large_m - 1) / large_m) * s.hq * s.batch;

@@ -10,15 +10,16 @@
 
 namespace gpuattn {
 
-// One compiled tile configuration of a forward kernel family (the sm80_* ones and
-// sm90_ws_128x128 exist for head dims 64 and 128, sm90_ws_128x64_d256 for head dim 256; each for
-// fp16 and bf16).
+// One compiled tile configuration of a forward kernel family (the sm80_* ones,
+// sm90_ws_128x128 and sm90_ws_128x64_compensated exist for head dims 64 and 128,
+// sm90_ws_128x64_d256 for head dim 256; each for fp16 and bf16).
 enum class FwdKernel {
-  sm90_ws_128x128,         // sm_90a wgmma kernel, warp-specialized (src/cuda/fwd_sm90.cuh)
-  sm90_ws_128x64_d256,     // the same kernel at head dim 256: 64-key tiles
-  sm80_128x64,             // sm_80 mma.sync kernel, 2 m-tiles per warp (FwdConfigs::Large)
-  sm80_64x64,              // the same with 1 m-tile per warp (FwdConfigs::Small)
-  sm80_64x64_compensated,  // the compensated-precision kernel (FwdConfigs::Compensated)
+  sm90_ws_128x128,             // sm_90a wgmma kernel, warp-specialized (src/cuda/fwd_sm90.cuh)
+  sm90_ws_128x64_d256,         // the same kernel at head dim 256: 64-key tiles
+  sm80_128x64,                 // sm_80 mma.sync kernel, 2 m-tiles per warp (FwdConfigs::Large)
+  sm80_64x64,                  // the same with 1 m-tile per warp (FwdConfigs::Small)
+  sm80_64x64_compensated,      // the compensated-precision kernel (FwdConfigs::Compensated)
+  sm90_ws_128x64_compensated,  // the sm_90a kernel in compensated precision (FwdTraits<T, D, true>)
 };
 
 struct TileConfig {
@@ -33,7 +34,7 @@ struct TileConfig {
 
 // The table, in FwdKernel order. The figures behind each `why` are in
 // bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
-inline constexpr std::array<TileConfig, 5> kFwdTileConfigs = {{
+inline constexpr std::array<TileConfig, 6> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
      "Hopper, head dims 64 and 128, standard precision, every mask. 2 consumer warpgroups x 64 "
      "rows (wgmma M) + 1 TMA producer warpgroup; 128-key tiles keep wgmma N = 128 and S, P, O "
@@ -63,10 +64,24 @@ inline constexpr std::array<TileConfig, 5> kFwdTileConfigs = {{
     {FwdKernel::sm80_64x64, "sm80_64x64", 64, 64, 4, 2,
      "Taken when the 128-row grid has fewer than 2 CTAs per SM (ceil(Sq/128) * Hq * B < 2 * SMs): "
      "1 m-tile per warp doubles the CTAs so short sequences and few heads still fill every SM "
-     "(v3: B1 H16 S1024 D64 back to 28 us)"},
+     "(v3: B1 H16 S1024 D64 back to 28 us). Also every standard call at head dim 256 off the "
+     "sm_90a kernel: O alone is 128 registers per thread, so no 2-m-tile configuration there"},
     {FwdKernel::sm80_64x64_compensated, "sm80_64x64_compensated", 64, 64, 4, 2,
-     "Precision::compensated on every GPU: the Kahan terms of the softmax denominator and O need "
-     "the registers a second m-tile would take, so 1 m-tile per warp and 1 CTA per SM"},
+     "Precision::compensated off Hopper, at head dim 256 and under GPUATTN_KERNEL=sm80: the Kahan "
+     "terms of the softmax denominator and O need the registers a second m-tile would take, so 1 "
+     "m-tile per warp and 1 CTA per SM (at head dim 256 O's columns split over 2 CTAs). H200: "
+     "~150-250 TFLOP/s"},
+    {FwdKernel::sm90_ws_128x64_compensated, "sm90_ws_128x64_compensated", 128, 64, 12, 2,
+     "Hopper, head dims 64 and 128, Precision::compensated, every mask (one instantiation: the "
+     "masked code path, setmaxnreg 72/216). The sm_80 kernel's numerics (exact running max, row "
+     "sums Kahan-summed across tiles, each tile's P V into a fresh accumulator Kahan-added into O) "
+     "on the warp-specialized wgmma kernel. O and its Kahan terms take D registers per consumer "
+     "thread (128 at D128), so 64-key tiles (S 32 + P 16), P V one 64-column slab of O at a time "
+     "into a 32-register fresh accumulator, and no intra-warpgroup overlap (the S of the next tile "
+     "would be live during P V): peak O 128 + tacc 32 + P 16 = 176 of 216; the two consumers still "
+     "overlap each other (ping-pong per GEMM). Expected (not yet measured) ~300-400 TFLOP/s at "
+     "H200 fp16 B4 H16 S4096 D128, above sm80_64x64_compensated's ~150-250. Head dim 256 (O + "
+     "its Kahan terms alone: 256 registers) stays on the sm_80 path"},
 }};
 
 const TileConfig& tile_config(FwdKernel kernel);
@@ -98,12 +113,14 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
 //   sm90_ws_128x128         the same at the other head dims (64, 128), any mask (dense, causal,
 //                           sliding window, global tokens, block-sparse layouts; the kernel picks
 //                           its masked instantiation);
-//   sm80_64x64_compensated  otherwise, compensated precision (the sm_90a kernel has no
-//                           compensated mode);
-//   sm80_64x64              otherwise, when ceil(seqlen_q / 128) * hq * batch < 2 * num_sms;
+//   sm90_ws_128x64_compensated  Hopper with the sm_90a kernel available, compensated precision,
+//                           head dims 64 and 128, any mask;
+//   sm80_64x64_compensated  otherwise, compensated precision (other GPUs, GPUATTN_KERNEL=sm80,
+//                           head dim 256: the sm_90a kernel has no compensated mode there);
+//   sm80_64x64              otherwise, at head dim 256 (the sm_80 kernel's only standard
+//                           configuration there), or when ceil(seqlen_q / 128) * hq * batch <
+//                           2 * num_sms;
 //   sm80_128x64             otherwise.
-// The sm_80 kernel has no head dim 256: such a call off Hopper (or in compensated precision) gets
-// an sm80 pick that the dispatch reports as not supported.
 const TileConfig& select_fwd_config(const FwdShape& s);
 
 }  // namespace gpuattn

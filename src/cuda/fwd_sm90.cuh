@@ -13,12 +13,19 @@
 // some row of the CTA sees a key: the producer warp finds them (32 candidate tiles per step, one
 // per lane) and tells the consumers which tile each stage holds through a word per stage in shared
 // memory; tiles fully visible to a consumer's 64 rows run without per-element masking.
+//
+// Precision::compensated (head dims 64 and 128) is a third instantiation, FwdTraits<T, D, true>
+// on the masked code path (which serves dense and causal calls too): exact running max, the row
+// sums Kahan-summed across tiles, each tile's P V computed into a fresh accumulator and
+// Kahan-added into O, as in the sm_80 kernel; 64-key tiles and no intra-warpgroup overlap, so that
+// O, its Kahan terms and the fresh accumulator fit the consumer's registers (see consume()).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #include "core/fwd_params.h"
 #include "core/tile_config.h"
@@ -30,10 +37,12 @@
 
 namespace gpuattn::sm90 {
 
-template <typename T_, int kHeadDim_>
+template <typename T_, int kHeadDim_, bool kCompensated_ = false>
 struct FwdTraits {
   using T = T_;
   static constexpr int kHeadDim = kHeadDim_;
+  // Precision::compensated: runs only as the masked instantiation (fwd_kernel<Tr, true>).
+  static constexpr bool kCompensated = kCompensated_;
   static constexpr int kConsumers = 2;                     // warpgroups of 64 rows (wgmma M)
   static constexpr int kThreads = (kConsumers + 1) * 128;  // + the producer warpgroup
   static constexpr int kBlockM = kConsumers * 64;
@@ -44,11 +53,18 @@ struct FwdTraits {
   // non-causal hdim 256; here 80 would leave 52 registers beside S, P and O (40 + 20 + 128) for
   // the dense consumer and 28 for the masked one, need 225 of the 227 KB of smem, and split the
   // masked kernel's 64-key row masks; not tried yet.
-  static constexpr int kBlockN = kHeadDim == 256 ? 64 : 128;
+  // Compensated: O and its Kahan terms take D registers per thread (128 at D = 128) beside a
+  // fresh P V accumulator; with 64-key tiles S (32) and P (16) fit next to them in the masked
+  // consumer's 216 (see consume()), and each tile's fresh accumulator sums 64 keys, as the sm_80
+  // compensated kernel's does.
+  static constexpr int kBlockN = (kHeadDim == 256 || kCompensated) ? 64 : 128;
   static constexpr int kStages = 2;
   // Consumers take turns issuing their GEMMs (see consume()): H200, gpuattn bench, fp16 B4 H16
   // S4096 D128 543 -> 588 TFLOP/s non-causal, 487 -> 551 causal; bf16 579 -> 659 / 504 -> 520.
-  static constexpr bool kPingPong = true;
+  // The compensated consumer at D = 128 has no registers for the turns: with them ptxas spilled
+  // (56 bytes of stores at setmaxnreg 216, 16 at 224 with the producer at 56); without them it
+  // peaks at R213 of 216, no spills.
+  static constexpr bool kPingPong = !(kCompensated && kHeadDim == 128);
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
@@ -67,6 +83,9 @@ struct FwdTraits {
   static constexpr int kMaskedConsumerRegs = 216;
 
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head dims 64, 128 and 256");
+  static_assert(!kCompensated || kHeadDim <= 128,
+                "compensated at head dim 256: O and its Kahan terms alone would take 256 registers "
+                "per consumer thread (that call runs on the sm_80 path)");
   // Every slab of Q, K and V (kBlockM or kBlockN rows of 128 bytes) and every stage starts on a
   // 1024-byte swizzle atom; the masked consumers build their key masks 64 keys at a time.
   static_assert(kBlockN % 64 == 0 && kBlockN <= 256 && kBlockM % 8 == 0, "swizzle atoms, masks");
@@ -83,6 +102,17 @@ __device__ __forceinline__ float quad_max(float x) {
 __device__ __forceinline__ float quad_sum(float x) {
   x += __shfl_xor_sync(0xffffffffu, x, 1);
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// Kahan step: sum += y with compensation c. The _rn intrinsics are never contracted into an FMA
+// with the multiply before them (the rescale of sum by alpha): t would then add the unrounded
+// product while t - sum subtracts the rounded one, and c would take that difference for an error
+// of the sum.
+__device__ __forceinline__ void kahan_add(float& sum, float& c, float y) {
+  const float yc = __fsub_rn(y, c);
+  const float t = __fadd_rn(sum, yc);
+  c = __fsub_rn(__fsub_rn(t, sum), yc);
+  sum = t;
 }
 
 // Stale running max slack in log2 units, as in the sm_80 kernel: O is rescaled only when a row's
@@ -464,6 +494,13 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+  // Compensated precision: the Kahan terms of O and of the row sums.
+  float oc[Tr::kCompensated ? D / 2 : 1];
+  float sum_c[2] = {0.f, 0.f};
+  if constexpr (Tr::kCompensated) {
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) oc[i] = 0.f;
+  }
 
   const int row_base = cw * 64 + warp * 16 + g;  // this thread's first row inside the block
   const int diag = lk - lq;
@@ -496,6 +533,20 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
       const std::uint64_t b_desc = ptx::smem_desc_sw128(sv + kk * 2048, kBlockN * 128, 1024);
       ptx::wgmma_rs<T, D>(o, pa[kk], b_desc, 1);
+    }
+    ptx::wgmma_commit();
+  };
+  // Compensated: acc = P V of tile t for O's columns [64 c, 64 c + 64) (V's slab c), into a fresh
+  // accumulator (scale_d = 0 on the first k-step replaces whatever acc held).
+  auto issue_pv_slab = [&](float(&acc)[32], std::uint32_t(&pa)[kBlockN / 16][4], int t, int c) {
+    const int stage = t % Tr::kStages;
+    if (c == 0) ptx::mbarrier_wait(bar.v_full + 8 * stage, (t / Tr::kStages) & 1);
+    const std::uint32_t sv = sv0 + stage * Tr::kKVBytes + c * kBlockN * 128;
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      const std::uint64_t b_desc = ptx::smem_desc_sw128(sv + kk * 2048, kBlockN * 128, 1024);
+      ptx::wgmma_rs<T, 64>(acc, pa[kk], b_desc, kk > 0 ? 1 : 0);
     }
     ptx::wgmma_commit();
   };
@@ -565,7 +616,9 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
 
   // Masks and softmaxes S of tile j in place (S becomes P), updates the row statistics and returns
   // whether O needs the rescale by `alpha`. A row with no visible key so far keeps max -inf and
-  // sum 0 (its exponentials are taken against 0, never -inf - -inf).
+  // sum 0 (its exponentials are taken against 0, never -inf - -inf). Standard precision keeps a
+  // stale max until the true one exceeds it by kRescaleSlack; compensated precision rescales on
+  // every increase (P <= 1) and Kahan-sums the row sum across tiles.
   auto softmax = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2], int word, std::uint32_t off) {
     if constexpr (kMasked) {
       mask_tile(s, word, off);
@@ -592,7 +645,7 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
 #pragma unroll
       for (int n = 0; n < kNS; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
       mx = quad_max(mx) * p.scale_log2;
-      const bool grow = mx > row_max[r] + kRescaleSlack;
+      const bool grow = Tr::kCompensated ? mx > row_max[r] : mx > row_max[r] + kRescaleSlack;
       const float m_new = grow ? mx : row_max[r];
       const float m_use = m_new == -INFINITY ? 0.f : m_new;
       alpha[r] = ptx::fast_exp2(row_max[r] - m_use);
@@ -607,7 +660,13 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
           x = ptx::fast_exp2(fmaf(x, p.scale_log2, -m_use));
           sum += x;
         }
-      row_sum[r] = row_sum[r] * alpha[r] + sum;
+      if constexpr (Tr::kCompensated) {
+        row_sum[r] *= alpha[r];
+        sum_c[r] *= alpha[r];
+        kahan_add(row_sum[r], sum_c[r], sum);
+      } else {
+        row_sum[r] = row_sum[r] * alpha[r] + sum;
+      }
     }
     return __any_sync(0xffffffffu, any_rescale);
   };
@@ -647,7 +706,55 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
   float s[kBlockN / 2];
   std::uint32_t pa[kBlockN / 16][4];
   const int word0 = kMasked ? read_word(0) : 0;
-  if (kMasked ? word0 != kEndOfTiles : n_tiles > 0) {
+  if constexpr (Tr::kCompensated) {
+    // Compensated: tile by tile, S_j = Q K_j^T; the softmax (exact max; O and its Kahan terms
+    // rescaled on every increase); then P_j V_j one 64-column slab of O at a time, each into the
+    // fresh accumulator `tacc`, Kahan-added into O as soon as it lands. Nothing of this warpgroup
+    // overlaps its own GEMMs (S of tile j + 1 would need its 32 registers while P V runs), so at
+    // the peak (a P V slab in flight) a thread holds O and its Kahan terms (D), tacc (32) and P
+    // (16): 176 at D = 128, plus the addresses and mask state: R213 of the masked consumer's
+    // 216. The other warpgroup's softmax and Kahan
+    // steps overlap this one's GEMMs; at D = 64 the consumers also take turns for every GEMM they
+    // issue (1 + D / 64 per tile each; the same tiles, so the same count, closed as below), at
+    // D = 128 they run free (Tr::kPingPong). ptxas itself moves the Kahan steps of a slab past
+    // the next slab's issue once tacc is read (yc = tacc - c first).
+    static_assert(kMasked, "the compensated kernel runs the masked code path (dense included)");
+    if (word0 != kEndOfTiles) {
+      ptx::mbarrier_wait(bar.q_full, 0);
+      if (cw == 1) their_turn();
+      int j = 0;
+      for (int word = word0; word != kEndOfTiles; word = read_word(++j)) {
+        const int stage = j % Tr::kStages;
+        my_turn();
+        issue_qk(s, j);
+        their_turn();
+        const std::uint32_t off = blocks_off(word);
+        ptx::wgmma_wait<0>();
+        ptx::mbarrier_arrive(bar.k_empty + 8 * stage);
+        float alpha[2];
+        if (softmax(s, j, alpha, word, off)) {
+#pragma unroll
+          for (int i = 0; i < D / 2; ++i) {
+            o[i] *= alpha[(i >> 1) & 1];
+            oc[i] *= alpha[(i >> 1) & 1];
+          }
+        }
+        pack(s, pa);
+#pragma unroll
+        for (int c = 0; c < D / 64; ++c) {
+          float tacc[32];
+          my_turn();
+          issue_pv_slab(tacc, pa, j, c);
+          their_turn();
+          ptx::wgmma_wait<0>();
+#pragma unroll
+          for (int i = 0; i < 32; ++i) kahan_add(o[32 * c + i], oc[32 * c + i], tacc[i]);
+        }
+        ptx::mbarrier_arrive(bar.v_empty + 8 * stage);
+      }
+      if (cw == 0) my_turn();  // consumer 1's last "go"
+    }
+  } else if (kMasked ? word0 != kEndOfTiles : n_tiles > 0) {
     ptx::mbarrier_wait(bar.q_full, 0);
     if (cw == 1) their_turn();
     my_turn();
@@ -729,10 +836,13 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
 }
 
 // Dense and causal calls run the kernel without any mask code; window, global-token and
-// block-sparse calls (with or without causal) the masked one.
+// block-sparse calls (with or without causal) the masked one; the compensated kernel has only the
+// masked instantiation, for every call.
 template <class Tr>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
-  if (p.dense_or_causal()) {
+  if constexpr (Tr::kCompensated) {
+    launch_kernel<Tr, true>(p, stream);
+  } else if (p.dense_or_causal()) {
     launch_kernel<Tr, false>(p, stream);
   } else {
     launch_kernel<Tr, true>(p, stream);
@@ -751,19 +861,36 @@ bool kernel_is_sm90a() {
   return attr.binaryVersion == 90;
 }
 
-// The entry of core/tile_config.h's table that describes FwdTraits<T, D>.
+// The entry of core/tile_config.h's table that describes the traits Tr.
 template <class Tr>
 constexpr bool matches_table() {
-  const TileConfig& c = kFwdTileConfigs[static_cast<int>(
-      Tr::kHeadDim == 256 ? FwdKernel::sm90_ws_128x64_d256 : FwdKernel::sm90_ws_128x128)];
+  const FwdKernel kernel = Tr::kCompensated      ? FwdKernel::sm90_ws_128x64_compensated
+                           : Tr::kHeadDim == 256 ? FwdKernel::sm90_ws_128x64_d256
+                                                 : FwdKernel::sm90_ws_128x128;
+  const TileConfig& c = kFwdTileConfigs[static_cast<int>(kernel)];
   return c.block_m == Tr::kBlockM && c.block_n == Tr::kBlockN && c.warps == Tr::kThreads / 32 &&
          c.stages == Tr::kStages;
 }
 
+// p.precision picks the instantiation: standard, or (head dims 64 and 128) compensated; a
+// compensated call at head dim 256 belongs to the sm_80 path (select_fwd_config never sends it
+// here).
 template <typename T, int D>
 void run_fwd(const FwdParams& p, cudaStream_t stream) {
   static_assert(matches_table<FwdTraits<T, D>>(),
                 "FwdTraits and the tile configuration table agree");
+  if (p.precision == Precision::compensated) {
+    if constexpr (D <= 128) {
+      static_assert(matches_table<FwdTraits<T, D, true>>(),
+                    "FwdTraits and the tile configuration table agree");
+      launch_fwd<FwdTraits<T, D, true>>(p, stream);
+      return;
+    } else {
+      throw Error(ErrorCode::not_supported,
+                  "gpuattn: the sm_90a kernel has no compensated precision at head dim " +
+                      std::to_string(D));
+    }
+  }
   launch_fwd<FwdTraits<T, D>>(p, stream);
 }
 

@@ -1,7 +1,9 @@
 // Launchers of the sm_90a (wgmma) forward kernel, one per (dtype, head dim), each instantiated in
 // its own .cu file with both variants: dense / causal, and every other mask (window, global tokens,
-// block-sparse; p.dense_or_causal() picks); `*_usable` says whether the running device executes
-// its sm_90a code.
+// block-sparse; p.dense_or_causal() picks); at head dims 64 and 128 also the compensated-precision
+// kernel (every mask; p.precision picks: the configs sm90_ws_128x128 and
+// sm90_ws_128x64_compensated of core/tile_config.h both launch through these). `*_usable` says
+// whether the running device executes its sm_90a code.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,10 +14,10 @@ namespace gpuattn::sm90 {
 
 void fwd_f16_hdim64(const FwdParams& p, cudaStream_t stream);
 void fwd_f16_hdim128(const FwdParams& p, cudaStream_t stream);
-void fwd_f16_hdim256(const FwdParams& p, cudaStream_t stream);  // tiles of 64 keys
+void fwd_f16_hdim256(const FwdParams& p, cudaStream_t stream);  // 64-key tiles, standard only
 void fwd_bf16_hdim64(const FwdParams& p, cudaStream_t stream);
 void fwd_bf16_hdim128(const FwdParams& p, cudaStream_t stream);
-void fwd_bf16_hdim256(const FwdParams& p, cudaStream_t stream);  // tiles of 64 keys
+void fwd_bf16_hdim256(const FwdParams& p, cudaStream_t stream);  // 64-key tiles, standard only
 bool usable(DType dtype, int head_dim);
 
 }  // namespace gpuattn::sm90

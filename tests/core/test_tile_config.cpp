@@ -29,18 +29,23 @@ FwdKernel pick(const FwdShape& s) {
 
 // The dispatch as tile_config.h documents it: Hopper with the sm_90a kernel takes it for every
 // standard-precision call whatever the mask (sm90::usable is true only on sm 9.x), with 64-key
-// tiles at head dim 256; everything else goes to sm_80's compensated / 2-CTAs-per-SM choice.
+// tiles at head dim 256, and for every compensated call at head dims 64 and 128; everything else
+// goes to sm_80's compensated / 2-CTAs-per-SM choice.
 FwdKernel expected(const FwdShape& s) {
-  if (s.sm_major == 9 && s.sm90_kernel_available && s.precision == Precision::standard) {
-    return s.head_dim == 256 ? FwdKernel::sm90_ws_128x64_d256 : FwdKernel::sm90_ws_128x128;
+  if (s.sm_major == 9 && s.sm90_kernel_available) {
+    if (s.precision == Precision::standard) {
+      return s.head_dim == 256 ? FwdKernel::sm90_ws_128x64_d256 : FwdKernel::sm90_ws_128x128;
+    }
+    if (s.head_dim != 256) return FwdKernel::sm90_ws_128x64_compensated;
   }
   if (s.precision == Precision::compensated) return FwdKernel::sm80_64x64_compensated;
+  if (s.head_dim == 256) return FwdKernel::sm80_64x64;  // no 128x64 on sm_80 at head dim 256
   const long long ctas = static_cast<long long>((s.seqlen_q + 127) / 128) * s.hq * s.batch;
   return ctas < 2LL * s.num_sms ? FwdKernel::sm80_64x64 : FwdKernel::sm80_128x64;
 }
 
 TEST(TileConfig, TableIsIndexedByKernelAndExplained) {
-  ASSERT_EQ(kFwdTileConfigs.size(), 5u);
+  ASSERT_EQ(kFwdTileConfigs.size(), 6u);
   for (std::size_t i = 0; i < kFwdTileConfigs.size(); ++i) {
     const TileConfig& c = kFwdTileConfigs[i];
     EXPECT_EQ(static_cast<std::size_t>(c.kernel), i);
@@ -67,6 +72,11 @@ TEST(TileConfig, TableHoldsTheCompiledTiles) {
   EXPECT_EQ(d256.block_n, 64);  // O's 128 registers per thread leave room for S and P of 64 keys
   EXPECT_EQ(d256.warps, 12);
   EXPECT_EQ(d256.stages, 2);
+  const TileConfig& comp = tile_config(FwdKernel::sm90_ws_128x64_compensated);
+  EXPECT_EQ(comp.block_m, 128);
+  EXPECT_EQ(comp.block_n, 64);  // O, its Kahan terms and a fresh P V slab leave room for 64 keys
+  EXPECT_EQ(comp.warps, 12);
+  EXPECT_EQ(comp.stages, 2);
   EXPECT_EQ(tile_config(FwdKernel::sm80_128x64).block_m, 128);
   EXPECT_EQ(tile_config(FwdKernel::sm80_64x64).block_m, 64);
   EXPECT_EQ(tile_config(FwdKernel::sm80_64x64_compensated).block_m, 64);
@@ -111,18 +121,19 @@ TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
       }
     }
   }
-  // Without the sm_90a kernel, or in compensated precision, head dim 256 gets an sm80 pick (which
-  // has no head dim 256: the dispatch reports it as not supported).
+  // Without the sm_90a kernel, or in compensated precision (O and its Kahan terms would take 256
+  // registers per thread), head dim 256 gets an sm80 pick: sm80_64x64 whatever the grid (the
+  // sm_80 kernel has no 128x64 configuration there).
   FwdShape s = shape(9, false, 132, 4096, 4, 16);
   s.head_dim = 256;
-  EXPECT_EQ(pick(s), FwdKernel::sm80_128x64);
+  EXPECT_EQ(pick(s), FwdKernel::sm80_64x64);
   s = shape(9, true, 132, 4096, 4, 16);
   s.head_dim = 256;
   s.precision = Precision::compensated;
   EXPECT_EQ(pick(s), FwdKernel::sm80_64x64_compensated);
   s = shape(8, true, 108, 4096, 4, 16);
   s.head_dim = 256;
-  EXPECT_EQ(pick(s), FwdKernel::sm80_128x64);
+  EXPECT_EQ(pick(s), FwdKernel::sm80_64x64);
 }
 
 TEST(TileConfig, HopperFallsBackToSm80) {
@@ -133,10 +144,40 @@ TEST(TileConfig, HopperFallsBackToSm80) {
     s.seqlen_q = 1024;
     s.batch = 1;
     EXPECT_EQ(pick(s), FwdKernel::sm80_64x64) << dense;  // 8 * 16 CTAs < 2 * 132
-    s = shape(9, true, 132, 4096, 4, 16);
-    s.dense_or_causal = dense;
-    s.precision = Precision::compensated;  // the sm_90a kernel has no compensated mode
+    s.precision = Precision::compensated;
     EXPECT_EQ(pick(s), FwdKernel::sm80_64x64_compensated) << dense;
+  }
+}
+
+TEST(TileConfig, HopperTakesTheCompensatedWgmmaKernelAtHeadDims64And128) {
+  for (bool dense : {true, false}) {  // one instantiation serves every mask
+    for (bool causal : {false, true}) {
+      for (int d : {64, 128}) {
+        FwdShape s = shape(9, true, 132, 4096, 4, 16);
+        s.precision = Precision::compensated;
+        s.head_dim = d;
+        s.dense_or_causal = dense;
+        s.causal = causal;
+        EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated) << dense << causal << d;
+        s.seqlen_q = 1;  // however small the grid
+        s.batch = 1;
+        s.hq = 1;
+        EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated) << dense << causal << d;
+        s.sm90_kernel_available = false;  // GPUATTN_KERNEL=sm80 or no sm_90a code
+        EXPECT_EQ(pick(s), FwdKernel::sm80_64x64_compensated) << dense << causal << d;
+      }
+      FwdShape s = shape(9, true, 132, 4096, 4, 16);
+      s.precision = Precision::compensated;
+      s.head_dim = 256;  // stays on the sm_80 path
+      s.dense_or_causal = dense;
+      s.causal = causal;
+      EXPECT_EQ(pick(s), FwdKernel::sm80_64x64_compensated) << dense << causal;
+    }
+  }
+  for (int major : {7, 8, 10, 12}) {  // other GPUs keep the sm_80 compensated kernel
+    FwdShape s = shape(major, true, 108, 4096, 4, 16);
+    s.precision = Precision::compensated;
+    EXPECT_EQ(pick(s), FwdKernel::sm80_64x64_compensated) << major;
   }
 }
 
@@ -247,8 +288,10 @@ TEST(TileConfig, ShapeFromParams) {
   EXPECT_EQ(pick(s), FwdKernel::sm80_128x64);  // 7 * 16 * 3 = 336 CTAs >= 2 * 132
   s.num_sms = 170;
   EXPECT_EQ(pick(s), FwdKernel::sm80_64x64);  // 336 < 340
-  p.precision = Precision::compensated;
-  EXPECT_EQ(pick(fwd_shape(p, 9, true, 132)), FwdKernel::sm80_64x64_compensated);
+  p.precision = Precision::compensated;       // the block layout too runs on the compensated kernel
+  EXPECT_EQ(pick(fwd_shape(p, 9, true, 132)), FwdKernel::sm90_ws_128x64_compensated);
+  EXPECT_EQ(pick(fwd_shape(p, 9, false, 132)), FwdKernel::sm80_64x64_compensated);
+  EXPECT_EQ(pick(fwd_shape(p, 8, false, 108)), FwdKernel::sm80_64x64_compensated);
   p.precision = Precision::standard;
   p.head_dim = 256;  // the head dim reaches the rule
   s = fwd_shape(p, 9, true, 132);
