@@ -140,8 +140,9 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   }
 
   // The one runtime-to-kernel dispatch: select_fwd_config (core/tile_config.h) picks the kernel
-  // and tiles; Hopper takes the wgmma kernel (its sm90_* configurations), the sm_80 kernel serves
-  // other GPUs, the compensated mode and GPUATTN_KERNEL=sm80.
+  // and tiles; Hopper takes the wgmma kernel (its sm90_* configurations, every mask, compensated
+  // at head dims 64/128), the sm_80 kernel serves other GPUs, compensated at head dim 256 and
+  // GPUATTN_KERNEL=sm80.
   const bool sm90_available = sm90_allowed() && sm90::usable(p.dtype, p.head_dim);
   const FwdKernel kernel =
       select_fwd_config(fwd_shape(p, sm_major(), sm90_available, sm80::num_sms())).kernel;

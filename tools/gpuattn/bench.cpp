@@ -234,8 +234,9 @@ int show_config(const std::string& set) {
   std::vector<std::function<std::string(const Case&)>> picks;
   std::cout << "\n";
   print_wrapped("The dispatch's pick per shape of --shapes " + set +
-                    " (standard precision; compensated takes sm80_64x64_compensated, window and "
-                    "global-token masks the sm80 configs):",
+                    " (dense or causal, standard precision; on Hopper masks take the same sm90 "
+                    "configs and compensated precision sm90_ws_128x64_compensated at head dims "
+                    "64/128, elsewhere sm80_64x64_compensated):",
                 "");
 #if defined(GPUATTN_WITH_CUDA)
   if (cuda_available()) {
