@@ -70,8 +70,14 @@ struct FwdTraits {
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
-  static constexpr int kBarrierBytes = 128;  // 9 mbarriers (72 bytes), a schedule word per stage
-  static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKVBytes + kBarrierBytes + 1024;
+  static constexpr int kBarrierBytes = 128;  // 12 mbarriers (96 bytes), a schedule word per stage
+  // Q buffers of the persistent kernel: with two, the next item's Q loads while this item runs
+  // (with one, its load starts only when this item's last GEMM is done). Two where they fit the
+  // 227 KB: head dims 64 and 128; 256 keeps one.
+  static constexpr int kQBuffers =
+      2 * kQBytes + 2 * kStages * kKVBytes + kBarrierBytes + 1024 <= 227 * 1024 ? 2 : 1;
+  static constexpr int kSmemBytes =
+      kQBuffers * kQBytes + 2 * kStages * kKVBytes + kBarrierBytes + 1024;
   // Registers: 65536 / 384 threads = 168 at launch; the producer drops to 24 and the consumers
   // rise to 240 (128 * 24 + 256 * 240 = 64512): S, P and O (64 + 32 + D/2; 32 + 16 + 128 at
   // D = 256) plus the overlap.
@@ -123,7 +129,8 @@ constexpr float kRescaleSlack = 8.f;
 
 // mbarriers, in this order after the tiles: Q full; K full x2, V full x2; K empty x2, V empty x2;
 // then the masked kernel's schedule word of each stage (see kEndOfTiles); then Q empty (the
-// persistent kernel's consumers are done with a work item's Q).
+// persistent kernel's consumers are done with a work item's Q); then Q full and Q empty of the
+// second Q buffer.
 struct Barriers {
   std::uint32_t q_full, k_full, v_full, k_empty, v_empty;  // stage s: + 8 * s
   std::uint32_t sched;                                     // stage s: + 4 * s
@@ -136,6 +143,9 @@ struct Barriers {
         v_empty(base + 56),
         sched(base + 72),
         q_empty(base + 80) {}
+  // Q buffer b (0 or 1).
+  __device__ std::uint32_t q_full_of(int b) const { return b == 0 ? q_full : q_full + 88; }
+  __device__ std::uint32_t q_empty_of(int b) const { return b == 0 ? q_empty : q_empty + 16; }
 };
 
 // ---- the persistent schedule of the dense non-causal kernel ------------------------------------
@@ -446,7 +456,8 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
 template <class Tr, bool kMasked>
 __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
                                         std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
-                                        int lq, int lk, int b, int h, int cw, int j0, int q_phase);
+                                        int lq, int lk, int b, int h, int cw, int j0, int q_buf,
+                                        int q_phase);
 
 template <class Tr, bool kMasked>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
@@ -456,8 +467,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;  // swizzle atoms
-  const std::uint32_t sq = base;
-  const std::uint32_t sk0 = sq + Tr::kQBytes;
+  const std::uint32_t sq = base;  // Q buffer b at sq + b * kQBytes
+  const std::uint32_t sk0 = sq + Tr::kQBuffers * Tr::kQBytes;
   const std::uint32_t sv0 = sk0 + Tr::kStages * Tr::kKVBytes;
   const Barriers bar(sv0 + Tr::kStages * Tr::kKVBytes);
 
@@ -486,8 +497,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   };
 
   if (tid == 0) {
-    ptx::mbarrier_init(bar.q_full, 1);
-    ptx::mbarrier_init(bar.q_empty, Tr::kConsumers * 128);
+#pragma unroll
+    for (int b = 0; b < Tr::kQBuffers; ++b) {
+      ptx::mbarrier_init(bar.q_full_of(b), 1);
+      ptx::mbarrier_init(bar.q_empty_of(b), Tr::kConsumers * 128);
+    }
 #pragma unroll
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbarrier_init(bar.k_full + 8 * s, 1);
@@ -509,8 +523,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       }
     } else if (tid == 0) {
       // Producer: one thread issues every TMA load. The j-th K/V tile of the CTA (over all its
-      // items) uses stage j % 2 for its (j / 2)-th time; the i-th Q waits until the consumers
-      // are done with the (i - 1)-th.
+      // items) uses stage j % 2 for its (j / 2)-th time; the i-th Q goes to buffer
+      // i % kQBuffers once the consumers are done with the Q that buffer held before.
       int j = 0, q_loads = 0;
       for_each_item([&](const WorkItem& it, int m0, int, int, int n_tiles) {
         if (n_tiles == 0) return;  // no key: the consumers write zeros without Q
@@ -518,12 +532,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         const int k_row0 = static_cast<int>(p.row0_k(it.b));
         const int bc = p.is_varlen() ? 0 : it.b;
         const int hk = p.kv_head(it.h);
-        if (q_loads > 0) ptx::mbarrier_wait(bar.q_empty, (q_loads - 1) & 1);
+        const int qb = q_loads % Tr::kQBuffers, q_use = q_loads / Tr::kQBuffers;
+        if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(qb), (q_use - 1) & 1);
         ++q_loads;
-        ptx::mbarrier_arrive_expect_tx(bar.q_full, Tr::kQBytes);
+        const std::uint32_t q_full = bar.q_full_of(qb), q_dst = sq + qb * Tr::kQBytes;
+        ptx::mbarrier_arrive_expect_tx(q_full, Tr::kQBytes);
 #pragma unroll
         for (int s = 0; s < Tr::kSlabs; ++s) {
-          ptx::tma_load_4d(sq + s * kBlockM * 128, &maps.q, bar.q_full, s * 64, it.h, q_row, bc);
+          ptx::tma_load_4d(q_dst + s * kBlockM * 128, &maps.q, q_full, s * 64, it.h, q_row, bc);
         }
         for (int t = 0; t < n_tiles; ++t, ++j) {
           load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + t * kBlockN, hk, bc, 0);
@@ -534,8 +550,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     ptx::setmaxnreg_inc<kMasked ? Tr::kMaskedConsumerRegs : Tr::kConsumerRegs>();
     int j0 = 0, q_uses = 0;
     for_each_item([&](const WorkItem& it, int m0, int lq, int lk, int n_tiles) {
-      consume<Tr, kMasked>(p, sq, sk0, sv0, bar, m0, n_tiles, lq, lk, it.b, it.h, wg - 1, j0,
-                           q_uses & 1);
+      const int qb = q_uses % Tr::kQBuffers;
+      consume<Tr, kMasked>(p, sq + qb * Tr::kQBytes, sk0, sv0, bar, m0, n_tiles, lq, lk, it.b,
+                           it.h, wg - 1, j0, qb, (q_uses / Tr::kQBuffers) & 1);
       if (n_tiles > 0) {
         j0 += n_tiles;
         ++q_uses;
@@ -549,7 +566,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 template <class Tr, bool kMasked>
 __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
                                         std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
-                                        int lq, int lk, int b, int h, int cw, int j0, int q_phase) {
+                                        int lq, int lk, int b, int h, int cw, int j0, int q_buf,
+                                        int q_phase) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
@@ -823,7 +841,7 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
       if (cw == 0) my_turn();  // consumer 1's last "go"
     }
   } else if (kMasked ? word0 != kEndOfTiles : n_tiles > 0) {
-    ptx::mbarrier_wait(bar.q_full, q_phase);
+    ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
     if (cw == 1) their_turn();
     my_turn();
     issue_qk(s, 0);
@@ -863,7 +881,7 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
     if (cw == 0) my_turn();  // consumer 1's last "go"
     ptx::wgmma_wait<0>();
     // The persistent kernel's producer may load the next item's Q and the last tile's stage.
-    ptx::mbarrier_arrive(bar.q_empty);
+    ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
     ptx::mbarrier_arrive(bar.v_empty + 8 * ((j0 + last) % Tr::kStages));
   }
 
