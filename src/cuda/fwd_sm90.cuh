@@ -181,10 +181,13 @@ struct Schedule {
 // ---- masks beyond causal (the kMasked instantiation) --------------------------------------------
 
 // The schedule word the producer stores for a stage before the stage's K "full" arrival: the key
-// tile the stage holds (bits 2 and up) and, for consumer warpgroup cw, bit cw set when the position
-// mask (causal, window, global tokens, the sequence end) hides some key of the tile from some of
-// the warpgroup's rows. kEndOfTiles: the CTA's tiles are done and the stage holds no tile.
+// tile the stage holds (bits kWordTileShift and up) and, for consumer warpgroup cw, bit cw set
+// when the position mask (causal, window, global tokens, the sequence end) hides some key of the
+// tile from some of the warpgroup's rows, bit 2 + cw set unless every block of the layout that
+// the tile and the warpgroup's rows touch is on (or when the producer did not look: more than 8
+// blocks). kEndOfTiles: the CTA's tiles are done and the stage holds no tile.
 constexpr int kEndOfTiles = -1;
+constexpr int kWordTileShift = 4;
 
 __device__ __forceinline__ void st_shared_s32(std::uint32_t addr, int v) {
   asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
@@ -286,6 +289,20 @@ struct TileCandidates {
   }
 };
 
+// Every layout block that rows [i0, i1] and keys [j0, j1] touch is on. Gives up (false) past 8
+// blocks, so that small blocks cost the producer lane at most 8 reads per warpgroup and tile; the
+// consumers then read their rows' layout bytes themselves.
+GPUATTN_HD bool layout_all_on(const MaskPolicy& m, int i0, int i1, int j0, int j1) {
+  const int r0 = i0 / m.block_q, r1 = i1 / m.block_q, c0 = j0 / m.block_k, c1 = j1 / m.block_k;
+  if ((r1 - r0 + 1) * (c1 - c0 + 1) > 8) return false;
+  for (int r = r0; r <= r1; ++r) {
+    for (int c = c0; c <= c1; ++c) {
+      if (!m.block_on(r, c)) return false;
+    }
+  }
+  return true;
+}
+
 // The schedule word of key tile t (t < TileCandidates::end) for the CTA rows [m0, i_last] (see
 // kEndOfTiles), or -1 when none of these rows sees a key of the tile. `position`: `mask` without
 // its block layout.
@@ -294,12 +311,16 @@ GPUATTN_HD int tile_word(const MaskPolicy& mask, const MaskPolicy& position, int
                          int i_last, int lq, int lk) {
   const int n0 = t * kBlockN;  // t < end: n0 < lk
   const int n_last = n0 > 0x7fffffff - (kBlockN - 1) ? 0x7fffffff : n0 + (kBlockN - 1);
+  static_assert(kConsumers <= 2, "the word holds 2 flag bits per consumer below kWordTileShift");
   if (!mask.tile_any_visible(m0, i_last, n0, n_last, lq, lk)) return -1;
-  int word = t << 2;
+  int word = t << kWordTileShift;
   for (int cw = 0; cw < kConsumers; ++cw) {
     const int r0 = m0 + 64 * cw;
-    if (r0 < lq && !position.tile_fully_visible(r0, min_int(r0 + 63, lq - 1), n0, n_last, lq, lk)) {
-      word |= 1 << cw;
+    if (r0 >= lq) continue;
+    const int r1 = min_int(r0 + 63, lq - 1);
+    if (!position.tile_fully_visible(r0, r1, n0, n_last, lq, lk)) word |= 1 << cw;
+    if (mask.has_blocks() && !layout_all_on(mask, r0, r1, n0, min_int(n_last, lk - 1))) {
+      word |= 4 << cw;
     }
   }
   return word;
@@ -438,7 +459,8 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
     for (unsigned todo = __ballot_sync(0xffffffffu, word >= 0); todo != 0; todo &= todo - 1) {
       const int w = __shfl_sync(0xffffffffu, word, __ffs(todo) - 1);
       if (lane == 0) {
-        load_kv<Tr, true>(maps, sk0, sv0, bar, j, k_row0 + (w >> 2) * kBlockN, hk, bc, w);
+        load_kv<Tr, true>(maps, sk0, sv0, bar, j, k_row0 + (w >> kWordTileShift) * kBlockN, hk,
+                          bc, w);
       }
       ++j;
     }
@@ -657,17 +679,20 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
   // Bit kk set: keys [n0 + 16 kk, n0 + 16 kk + 16) of the tile of `word` are hidden from this
   // warp's rows by the block layout (16 keys never straddle a block: block_k is a multiple of 16)
   // or lie past the sequence end. Issued before the wgmma wait, so the reads overlap the GEMMs.
+  // None when the producer found every layout block of the tile on for this warpgroup's rows
+  // (keys past the sequence end are then the position mask's: such a tile is flagged for it).
   auto blocks_off = [&](int word) {
-    return block_row != nullptr ? block_groups_off<kBlockN>(block_row, (word >> 2) * kBlockN, lk,
-                                                            p.block_k, p.block_col_stride)
-                                : 0u;
+    return block_row != nullptr && ((word >> (2 + cw)) & 1)
+               ? block_groups_off<kBlockN>(block_row, (word >> kWordTileShift) * kBlockN, lk,
+                                           p.block_k, p.block_col_stride)
+               : 0u;
   };
   // Masks S of the tile of `word` per element: the position mask when the producer flagged the tile
   // for this warpgroup, ANDed with the layout's 16-key groups `off`; only those groups when the
   // position mask hides nothing.
   auto mask_tile = [&](float(&s)[kBlockN / 2], int word, std::uint32_t off) {
     if ((word >> cw) & 1) {
-      const int n0 = (word >> 2) * kBlockN;
+      const int n0 = (word >> kWordTileShift) * kBlockN;
       const bool window = p.window_left >= 0 || p.window_right >= 0;
       const bool global = p.global_tokens > 0 || p.global_stride > 0;
       const RowKeys keys[2] = {row_keys(p, m0 + row_base + diag, lk),
