@@ -95,13 +95,18 @@ DeviceInfo device_info() {
   return info;
 }
 
-std::vector<double> time_calls(const std::function<void(int)>& fn, int warmup, int iters) {
-  for (int i = 0; i < warmup; ++i) fn(i);
+namespace {
+
+// Calls fn(first), ..., fn(first + iters - 1) on the default stream, each between two CUDA events
+// and after before() (outside the events); everything is enqueued before the one wait, so the GPU
+// runs the calls back to back. Returns each call's milliseconds.
+std::vector<double> timed_calls(const std::function<void(int)>& fn, int first, int iters,
+                                const std::function<void()>& before) {
   Events ev(2 * static_cast<std::size_t>(iters));
-  // Enqueue every timed call before waiting, so the GPU runs them back to back.
   for (int i = 0; i < iters; ++i) {
+    before();
     check(cudaEventRecord(ev[2 * i], nullptr), "cudaEventRecord");
-    fn(warmup + i);
+    fn(first + i);
     check(cudaEventRecord(ev[2 * i + 1], nullptr), "cudaEventRecord");
   }
   synchronize();
@@ -112,6 +117,13 @@ std::vector<double> time_calls(const std::function<void(int)>& fn, int warmup, i
     ms[static_cast<std::size_t>(i)] = t;
   }
   return ms;
+}
+
+}  // namespace
+
+std::vector<double> time_calls(const std::function<void(int)>& fn, int warmup, int iters) {
+  for (int i = 0; i < warmup; ++i) fn(i);
+  return timed_calls(fn, warmup, iters, [] {});
 }
 
 std::vector<double> time_sustained(const std::function<void(int)>& fn, double warmup_ms,
@@ -144,21 +156,7 @@ std::vector<double> time_sustained(const std::function<void(int)>& fn, double wa
     flush_l2();
     fn(call++);
   }
-  Events ev(2 * static_cast<std::size_t>(iters));
-  for (int i = 0; i < iters; ++i) {
-    flush_l2();
-    check(cudaEventRecord(ev[2 * i], nullptr), "cudaEventRecord");
-    fn(call++);
-    check(cudaEventRecord(ev[2 * i + 1], nullptr), "cudaEventRecord");
-  }
-  synchronize();
-  std::vector<double> ms(static_cast<std::size_t>(iters));
-  for (int i = 0; i < iters; ++i) {
-    float t = 0.f;
-    check(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]), "cudaEventElapsedTime");
-    ms[static_cast<std::size_t>(i)] = t;
-  }
-  return ms;
+  return timed_calls(fn, call, iters, flush_l2);
 }
 
 std::size_t baseline_workspace_bytes(const AttentionArgs& args) {
