@@ -14,15 +14,14 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
-import time
 import traceback
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+import bench_common
 import gpu_attention as ga
 
 # (dtype, batch, q heads, kv heads, seqlen_q, seqlen_k, head dim, causal). The first rows are the
@@ -76,15 +75,7 @@ def flops(b, hq, sq, sk, d, causal):
 
 def make_timer(warmup, rep, device):
     if device.type == "cpu":  # smoke runs of this script without a GPU
-        def timer(fn):
-            times = []
-            for _ in range(3):
-                t0 = time.perf_counter()
-                fn()
-                times.append((time.perf_counter() - t0) * 1e3)
-            return sorted(times)[1]
-
-        return timer, "perf_counter median of 3 (cpu)"
+        return bench_common.cpu_timer()
     try:
         from triton.testing import do_bench
 
@@ -215,17 +206,6 @@ def table(rows):
     return "\n".join(lines)
 
 
-def git_commit():
-    if os.environ.get("GPUATTN_COMMIT"):
-        return os.environ["GPUATTN_COMMIT"]
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True, cwd=os.path.dirname(os.path.abspath(__file__))
-                              ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="write the results here")
@@ -278,7 +258,7 @@ def main():
         "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor()
         or "cpu",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "commit": git_commit(),
+        "commit": bench_common.git_commit(),
         "torch": torch.__version__,
         "cuda": torch.version.cuda if dev.type == "cuda" else None,
         "cudnn": torch.backends.cudnn.version(),

@@ -38,7 +38,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import threading
 import time
@@ -46,13 +45,12 @@ import traceback
 
 import numpy as np
 
+import bench_common
 import sparse_masks as sm
 
 
 def fail_missing(what, err):
-    print(f"long_context: {what} is required and could not be imported ({type(err).__name__}: "
-          f"{err})", file=sys.stderr)
-    sys.exit(2)
+    bench_common.fail_missing("long_context", what, err)
 
 
 try:
@@ -71,17 +69,6 @@ MASKS = {
                                            global_tokens=g),
 }
 GIB = float(1 << 30)
-
-
-def git_commit():
-    if os.environ.get("GPUATTN_COMMIT"):
-        return os.environ["GPUATTN_COMMIT"]
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True, cwd=os.path.dirname(os.path.abspath(__file__))
-                              ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 class FreeMemoryPoller:
@@ -318,7 +305,7 @@ def main():
         "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else
         platform.processor() or "cpu",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "commit": git_commit(),
+        "commit": bench_common.git_commit(),
         "torch": torch.__version__,
         "cuda": torch.version.cuda if dev.type == "cuda" else None,
         "gpu_attention": ga.__version__,

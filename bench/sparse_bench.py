@@ -36,11 +36,11 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 import traceback
 
+import bench_common
 import sparse_masks as sm
 
 # name, seqlen, rule fields, block sparsity (None: no layout). B, H, D and dtype come from the
@@ -69,9 +69,7 @@ SMOKE_CASES = [
 
 
 def fail_missing(what, err):
-    print(f"sparse_bench: {what} is required and could not be imported ({type(err).__name__}: "
-          f"{err})", file=sys.stderr)
-    sys.exit(2)
+    bench_common.fail_missing("sparse_bench", what, err)
 
 
 try:
@@ -89,28 +87,9 @@ except ImportError as e:
                  e)
 
 
-def git_commit():
-    if os.environ.get("GPUATTN_COMMIT"):
-        return os.environ["GPUATTN_COMMIT"]
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True, cwd=os.path.dirname(os.path.abspath(__file__))
-                              ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 def make_timer(warmup, rep, dev):
     if dev.type == "cpu":
-        def timer(fn):
-            times = []
-            for _ in range(3):
-                t0 = time.perf_counter()
-                fn()
-                times.append((time.perf_counter() - t0) * 1e3)
-            return sorted(times)[1]
-
-        return timer, "perf_counter median of 3 (cpu)"
+        return bench_common.cpu_timer()
     try:
         from triton.testing import do_bench
     except ImportError as e:
@@ -413,7 +392,7 @@ def main():
         "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else
         platform.processor() or "cpu",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "commit": git_commit(),
+        "commit": bench_common.git_commit(),
         "torch": torch.__version__,
         "triton": triton_version,
         "cuda": torch.version.cuda if dev.type == "cuda" else None,

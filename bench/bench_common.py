@@ -1,0 +1,39 @@
+"""Helpers shared by the Python benchmark scripts (compare_torch.py, sparse_bench.py,
+long_context.py): the commit a result belongs to, the exit for a missing dependency, and the CPU
+smoke-run timer. Imports nothing beyond the standard library."""
+import os
+import subprocess
+import sys
+import time
+
+
+def git_commit():
+    """$GPUATTN_COMMIT (the GPU machine's copy has no .git), else this checkout's HEAD, else None."""
+    if os.environ.get("GPUATTN_COMMIT"):
+        return os.environ["GPUATTN_COMMIT"]
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True, cwd=os.path.dirname(os.path.abspath(__file__))
+                              ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def fail_missing(script, what, err):
+    """Exits 2 naming the dependency `what` that `script` could not import."""
+    print(f"{script}: {what} is required and could not be imported ({type(err).__name__}: "
+          f"{err})", file=sys.stderr)
+    sys.exit(2)
+
+
+def cpu_timer():
+    """(timer, description) for smoke runs on the CPU: the median of 3 wall times, in ms."""
+    def timer(fn):
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return sorted(times)[1]
+
+    return timer, "perf_counter median of 3 (cpu)"
