@@ -9,6 +9,11 @@ on the current torch stream. Outputs are allocated with the inputs' framework.
     from gpu_attention import sparse_attn_func   # gpu_attention-specific: window + global tokens
     out = sparse_attn_func(q, k, v, causal=True, window_size=(4096, 0), global_tokens=128)
     out = sparse_attn_func(q, k, v, block_mask=layout, block_size=(64, 64))  # block-sparse (CPU)
+
+    from gpu_attention import choose_sparsity    # opt-in advice; nothing applies it on its own
+    choice = choose_sparsity(131072, 16, 128, window_hint=4096, free_memory_bytes=free)
+    print(choice.mode, choice.reason)            # 'sliding_window', why
+    out = sparse_attn_func(q, k, v, **choice.sparse_attn_kwargs())
 """
 
 try:
@@ -30,6 +35,7 @@ from .flash_attn_interface import (
     flash_attn_with_kvcache,
 )
 from .sparse_attn_interface import sparse_attn_func, sparse_attn_varlen_func
+from .sparsity_policy import SparsityChoice, SparsityEstimate, choose_sparsity
 
 __version__ = _C.__version__
 
@@ -40,7 +46,10 @@ def cuda_available() -> bool:
 
 
 __all__ = [
+    "SparsityChoice",
+    "SparsityEstimate",
     "__version__",
+    "choose_sparsity",
     "cuda_available",
     "flash_attn_func",
     "flash_attn_kvpacked_func",

@@ -1,7 +1,8 @@
 // Python binding `gpu_attention._C`: DLPack arrays (torch tensors, numpy arrays, anything with
-// __dlpack__) in, gpuattn::attention_forward out. No torch headers: tensors cross as nb::ndarray,
-// zero-copy. The flash-attn compatible functions live in Python (gpu_attention/__init__.py); this
-// file only translates arrays, options and errors.
+// __dlpack__) in, gpuattn::attention_forward out; and the `auto` sparsity policy
+// (gpuattn::choose_sparsity). No torch headers: tensors cross as nb::ndarray, zero-copy. The
+// flash-attn compatible functions and the policy's dataclass live in Python (gpu_attention/); this
+// file only translates arrays, options, results and errors.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "gpuattn/attention.h"
+#include "gpuattn/sparsity.h"
 
 namespace nb = nanobind;
 
@@ -154,6 +156,54 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
   gpuattn::attention_forward(args);
 }
 
+nb::dict estimate_dict(const gpuattn::SparsityEstimate& e) {
+  nb::dict d;
+  d["bytes"] = e.bytes;
+  d["visible_pairs"] = e.visible_pairs;
+  d["fits"] = e.fits;
+  return d;
+}
+
+// gpuattn::choose_sparsity field by field; the request's checks (and their ValueError messages)
+// are the library's. Returns the SparsityChoice as a dict (gpu_attention/sparsity_policy.py makes
+// it a frozen dataclass).
+nb::dict choose_sparsity(std::int64_t seqlen, int batch, int heads, int kv_heads, int head_dim,
+                         int dtype_bytes, std::int64_t free_memory_bytes,
+                         std::optional<int> window_hint, int global_tokens, bool causal,
+                         std::int64_t max_dense_seqlen, int block_size) {
+  gpuattn::SparsityRequest r;
+  r.seqlen = seqlen;
+  r.batch = batch;
+  r.heads = heads;
+  r.kv_heads = kv_heads;
+  r.head_dim = head_dim;
+  r.dtype_bytes = dtype_bytes;
+  r.free_memory_bytes = free_memory_bytes;
+  r.window_hint = window_hint;
+  r.global_tokens = global_tokens;
+  r.causal = causal;
+  r.max_dense_seqlen = max_dense_seqlen;
+  r.block_size = block_size;
+  gpuattn::SparsityChoice c;
+  {
+    nb::gil_scoped_release release;  // the window estimate walks every row: O(seqlen)
+    c = gpuattn::choose_sparsity(r);
+  }
+  nb::dict d;
+  d["mode"] = std::string(gpuattn::to_string(c.mode));
+  d["fits"] = c.fits;
+  d["window_left"] = c.window_left;
+  d["window_right"] = c.window_right;
+  d["global_tokens"] = c.global_tokens;
+  d["block_size"] = c.block_size;
+  d["max_block_density"] = c.max_block_density;
+  d["dense"] = estimate_dict(c.dense);
+  d["sliding_window"] = estimate_dict(c.sliding_window);
+  d["block_sparse"] = estimate_dict(c.block_sparse);
+  d["reason"] = c.reason;
+  return d;
+}
+
 void translate_error(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
@@ -171,7 +221,9 @@ void translate_error(const std::exception_ptr& p, void*) {
 }  // namespace
 
 NB_MODULE(_C, m) {
-  m.doc() = "gpu_attention native module: gpuattn::attention_forward over DLPack arrays";
+  m.doc() =
+      "gpu_attention native module: gpuattn::attention_forward over DLPack arrays, and the "
+      "`auto` sparsity policy (gpuattn::choose_sparsity)";
   m.attr("__version__") = GPUATTN_VERSION;
   nb::register_exception_translator(&translate_error);
 
@@ -198,6 +250,15 @@ NB_MODULE(_C, m) {
         "block_q/block_k is gpuattn::MaskSpec::block_sparse (None with 0/0: no block mask). "
         "Raises ValueError (invalid input), NotImplementedError (not "
         "supported) or RuntimeError (CUDA error); out/lse are untouched on error.");
+
+  m.def("choose_sparsity", &choose_sparsity, nb::arg("seqlen"), nb::arg("batch"), nb::arg("heads"),
+        nb::arg("kv_heads"), nb::arg("head_dim"), nb::arg("dtype_bytes"),
+        nb::arg("free_memory_bytes"), nb::arg("window_hint").none(), nb::arg("global_tokens"),
+        nb::arg("causal"), nb::arg("max_dense_seqlen"), nb::arg("block_size"),
+        "gpuattn::choose_sparsity (gpuattn/sparsity.h): the `auto` sparsity policy's choice for "
+        "one self-attention call, as a dict of the SparsityChoice fields (mode as a string; "
+        "dense/sliding_window/block_sparse as dicts of bytes, visible_pairs, fits). Host only. "
+        "Raises ValueError naming a bad request value. Use gpu_attention.choose_sparsity.");
 
   m.def("cuda_available", &gpuattn::cuda_available,
         "True when this build has the CUDA backend and a CUDA device is visible.");
