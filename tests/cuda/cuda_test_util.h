@@ -142,4 +142,41 @@ void parallel_for(std::int64_t n, Fn&& fn) {
   if (error) std::rethrow_exception(error);
 }
 
+// Stable seed of a test name (FNV-1a): the same inputs on every run and platform.
+inline std::uint64_t seed_of(const std::string& s) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
+}
+
+// The shape fields every test case type carries (B, Hq, Hkv, Sq, Sk, D, dtype, lens_q, lens_k):
+// a dense batch, and a packed variable-length batch (`lk` empty: the same lengths as `lq`; Sq, Sk
+// are the max lengths).
+template <class C, class DTypeT>
+C dense_case(int B, int Hq, int Hkv, int Sq, int Sk, int D, DTypeT t) {
+  C c;
+  c.B = B;
+  c.Hq = Hq;
+  c.Hkv = Hkv;
+  c.Sq = Sq;
+  c.Sk = Sk;
+  c.D = D;
+  c.dtype = t;
+  return c;
+}
+template <class C, class DTypeT>
+C varlen_case(int Hq, int Hkv, int D, DTypeT t, std::vector<int> lq, std::vector<int> lk) {
+  C c;
+  c.lens_k = lk.empty() ? lq : std::move(lk);
+  c.lens_q = std::move(lq);
+  c.B = static_cast<int>(c.lens_q.size());
+  c.Hq = Hq;
+  c.Hkv = Hkv;
+  c.Sq = *std::max_element(c.lens_q.begin(), c.lens_q.end());
+  c.Sk = *std::max_element(c.lens_k.begin(), c.lens_k.end());
+  c.D = D;
+  c.dtype = t;
+  return c;
+}
+
 }  // namespace gpuattn::testing

@@ -160,30 +160,12 @@ void PrintTo(const Case& c, std::ostream* os) {
 }
 
 Case dense(int B, int Hq, int Hkv, int Sq, int Sk, int D, DType t) {
-  Case c;
-  c.B = B;
-  c.Hq = Hq;
-  c.Hkv = Hkv;
-  c.Sq = Sq;
-  c.Sk = Sk;
-  c.D = D;
-  c.dtype = t;
-  return c;
+  return dense_case<Case>(B, Hq, Hkv, Sq, Sk, D, t);
 }
 
 // Packed variable-length batch; `lk` empty means the same lengths as `lq`.
 Case varlen(int Hq, int Hkv, int D, DType t, std::vector<int> lq, std::vector<int> lk = {}) {
-  Case c;
-  c.lens_k = lk.empty() ? lq : std::move(lk);
-  c.lens_q = std::move(lq);
-  c.B = static_cast<int>(c.lens_q.size());
-  c.Hq = Hq;
-  c.Hkv = Hkv;
-  c.Sq = *std::max_element(c.lens_q.begin(), c.lens_q.end());
-  c.Sk = *std::max_element(c.lens_k.begin(), c.lens_k.end());
-  c.D = D;
-  c.dtype = t;
-  return c;
+  return varlen_case<Case>(Hq, Hkv, D, t, std::move(lq), std::move(lk));
 }
 
 constexpr DType f16 = DType::f16;
@@ -200,11 +182,6 @@ std::uint64_t splitmix64(std::uint64_t& state) {
 std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
   std::uint64_t s = a ^ (b * 0xd1342543de82ef95ull);
   return splitmix64(s);
-}
-std::uint64_t seed_of(const std::string& s) {  // FNV-1a: stable across runs and platforms
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
-  return h;
 }
 
 std::uint32_t nan_bits(DType t) {

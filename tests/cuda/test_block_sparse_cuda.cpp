@@ -194,41 +194,18 @@ void PrintTo(const BlockCase& c, std::ostream* os) {
 
 // Dense batch with a random 50% layout of 64 x 64 blocks, one per query head.
 BlockCase dense(int B, int Hq, int Hkv, int Sq, int Sk, int D, DType t) {
-  BlockCase c;
-  c.B = B;
-  c.Hq = Hq;
-  c.Hkv = Hkv;
-  c.Sq = Sq;
-  c.Sk = Sk;
-  c.D = D;
-  c.dtype = t;
-  return c;
+  return dense_case<BlockCase>(B, Hq, Hkv, Sq, Sk, D, t);
 }
 
 // Packed variable-length batch; `lk` empty means the same lengths as `lq`. The layout follows
 // max_seqlen_q/k, and every sequence starts at its block (0, 0).
 BlockCase varlen(int Hq, int Hkv, int D, DType t, std::vector<int> lq, std::vector<int> lk = {}) {
-  BlockCase c;
-  c.lens_k = lk.empty() ? lq : std::move(lk);
-  c.lens_q = std::move(lq);
-  c.B = static_cast<int>(c.lens_q.size());
-  c.Hq = Hq;
-  c.Hkv = Hkv;
-  c.Sq = *std::max_element(c.lens_q.begin(), c.lens_q.end());
-  c.Sk = *std::max_element(c.lens_k.begin(), c.lens_k.end());
-  c.D = D;
-  c.dtype = t;
-  return c;
+  return varlen_case<BlockCase>(Hq, Hkv, D, t, std::move(lq), std::move(lk));
 }
 
 constexpr DType f16 = DType::f16;
 constexpr DType bf16 = DType::bf16;
 
-std::uint64_t seed_of(const std::string& s) {  // FNV-1a: stable across runs and platforms
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
-  return h;
-}
 
 std::string current_test_name() {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
