@@ -3,6 +3,7 @@
 #include "gpuattn/sparsity.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -85,6 +86,20 @@ SparsityChoice choose_sparsity(const SparsityRequest& r) {
   const int s = static_cast<int>(r.seqlen);
   const std::int64_t hkv = r.kv_heads > 0 ? r.kv_heads : r.heads;
   const double heads_seqs = double(r.heads) * r.batch;
+  // The estimates below are int64 byte counts: refuse requests whose bytes would overflow them.
+  const double blocks_d = std::ceil(double(r.seqlen) / r.block_size);
+  const double bytes_d =
+      double(r.batch) * double(r.seqlen) * (2.0 * r.heads + 2.0 * double(hkv)) * r.head_dim *
+          r.dtype_bytes +
+      double(r.batch) * r.heads * double(r.seqlen) * 4 + double(r.heads) * blocks_d * blocks_d;
+  if (bytes_d > 4.0e18) {
+    char est[32];
+    std::snprintf(est, sizeof est, "%.3g", bytes_d);
+    invalid(std::string("the request needs about ") + est +
+            " bytes (batch " + std::to_string(r.batch) + ", seqlen " + std::to_string(r.seqlen) +
+            ", heads " + std::to_string(r.heads) + ", head_dim " + std::to_string(r.head_dim) +
+            "), beyond what the estimates can count (4e18)");
+  }
   // Q and O: B S Hq D; K and V: B S Hkv D; LSE: fp32 B Hq S.
   const std::int64_t io =
       r.batch * r.seqlen * (2 * r.heads + 2 * hkv) * r.head_dim * r.dtype_bytes +

@@ -184,6 +184,10 @@ TEST(Sparsity, BadRequests) {
   expect_bad(r, "window_hint -5");
   r = request(std::int64_t{1} << 31);
   expect_bad(r, "exceeds 2^30");
+  r = request(std::int64_t{1} << 29);  // 2^29 tokens x 2^30 heads x D 2^20: no int64 holds it
+  r.heads = r.kv_heads = 1 << 30;
+  r.head_dim = 1 << 20;
+  expect_bad(r, "beyond what the estimates can count");
   EXPECT_STREQ(to_string(SparsityMode::block_sparse), "block_sparse");
 }
 
