@@ -88,16 +88,16 @@ SparsityChoice choose_sparsity(const SparsityRequest& r) {
   const double heads_seqs = double(r.heads) * r.batch;
   // The estimates below are int64 byte counts: refuse requests whose bytes would overflow them.
   const double blocks_d = std::ceil(double(r.seqlen) / r.block_size);
-  const double bytes_d =
-      double(r.batch) * double(r.seqlen) * (2.0 * r.heads + 2.0 * double(hkv)) * r.head_dim *
-          r.dtype_bytes +
-      double(r.batch) * r.heads * double(r.seqlen) * 4 + double(r.heads) * blocks_d * blocks_d;
+  const double bytes_d = double(r.batch) * double(r.seqlen) * (2.0 * r.heads + 2.0 * double(hkv)) *
+                             r.head_dim * r.dtype_bytes +
+                         double(r.batch) * r.heads * double(r.seqlen) * 4 +
+                         double(r.heads) * blocks_d * blocks_d;
   if (bytes_d > 4.0e18) {
     char est[32];
     std::snprintf(est, sizeof est, "%.3g", bytes_d);
-    invalid(std::string("the request needs about ") + est +
-            " bytes (batch " + std::to_string(r.batch) + ", seqlen " + std::to_string(r.seqlen) +
-            ", heads " + std::to_string(r.heads) + ", head_dim " + std::to_string(r.head_dim) +
+    invalid(std::string("the request needs about ") + est + " bytes (batch " +
+            std::to_string(r.batch) + ", seqlen " + std::to_string(r.seqlen) + ", heads " +
+            std::to_string(r.heads) + ", head_dim " + std::to_string(r.head_dim) +
             "), beyond what the estimates can count (4e18)");
   }
   // Q and O: B S Hq D; K and V: B S Hkv D; LSE: fp32 B Hq S.

@@ -166,7 +166,7 @@ struct WorkItem {
 struct Schedule {
   int m_blocks;  // row blocks per head (varlen: of the longest sequence)
   int hq;
-  int items;     // m_blocks * batch * hq
+  int items;  // m_blocks * batch * hq
 
   __device__ Schedule(const FwdParams& p, int block_m)
       : m_blocks((p.seqlen_q + block_m - 1) / block_m),
@@ -459,8 +459,8 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
     for (unsigned todo = __ballot_sync(0xffffffffu, word >= 0); todo != 0; todo &= todo - 1) {
       const int w = __shfl_sync(0xffffffffu, word, __ffs(todo) - 1);
       if (lane == 0) {
-        load_kv<Tr, true>(maps, sk0, sv0, bar, j, k_row0 + (w >> kWordTileShift) * kBlockN, hk,
-                          bc, w);
+        load_kv<Tr, true>(maps, sk0, sv0, bar, j, k_row0 + (w >> kWordTileShift) * kBlockN, hk, bc,
+                          w);
       }
       ++j;
     }
@@ -540,8 +540,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     if constexpr (kMasked) {
       const int lq = p.len_q(one.b), lk = p.len_k(one.b);
       if (tid < 32) {
-        produce_masked<Tr>(p, maps, sq, sk0, sv0, bar, one.m_block * kBlockM, lq, lk, one.b,
-                           one.h, p.kv_head(one.h));
+        produce_masked<Tr>(p, maps, sq, sk0, sv0, bar, one.m_block * kBlockM, lq, lk, one.b, one.h,
+                           p.kv_head(one.h));
       }
     } else if (tid == 0) {
       // Producer: one thread issues every TMA load. The j-th K/V tile of the CTA (over all its
@@ -573,8 +573,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     int j0 = 0, q_uses = 0;
     for_each_item([&](const WorkItem& it, int m0, int lq, int lk, int n_tiles) {
       const int qb = q_uses % Tr::kQBuffers;
-      consume<Tr, kMasked>(p, sq + qb * Tr::kQBytes, sk0, sv0, bar, m0, n_tiles, lq, lk, it.b,
-                           it.h, wg - 1, j0, qb, (q_uses / Tr::kQBuffers) & 1);
+      consume<Tr, kMasked>(p, sq + qb * Tr::kQBytes, sk0, sv0, bar, m0, n_tiles, lq, lk, it.b, it.h,
+                           wg - 1, j0, qb, (q_uses / Tr::kQBuffers) & 1);
       if (n_tiles > 0) {
         j0 += n_tiles;
         ++q_uses;

@@ -206,7 +206,6 @@ BlockCase varlen(int Hq, int Hkv, int D, DType t, std::vector<int> lq, std::vect
 constexpr DType f16 = DType::f16;
 constexpr DType bf16 = DType::bf16;
 
-
 std::string current_test_name() {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
   return std::string(info->test_suite_name()) + "." + info->name();

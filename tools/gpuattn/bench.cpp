@@ -141,8 +141,8 @@ void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, std
   }
   const auto n = sets.size();
   try {
-    r.ms = median(
-        cuda::time_sustained([&](int i) { attention_forward(sets[i % n].args); }, warmup_ms, rep_ms));
+    r.ms = median(cuda::time_sustained([&](int i) { attention_forward(sets[i % n].args); },
+                                       warmup_ms, rep_ms));
   } catch (const std::exception& e) {
     r.error = e.what();
     cuda::synchronize();
@@ -171,7 +171,8 @@ void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, std
 // The tile configuration the CUDA dispatch picks for `c` (select_fwd_config, the rule of
 // cuda_attention.cpp) on a device of compute capability `sm_major` with `num_sms` SMs.
 std::string pick_config(const Case& c, int sm_major, bool sm90_available, int num_sms) {
-  if ((c.dtype != DType::f16 && c.dtype != DType::bf16) || (c.d != 64 && c.d != 128 && c.d != 256)) {
+  if ((c.dtype != DType::f16 && c.dtype != DType::bf16) ||
+      (c.d != 64 && c.d != 128 && c.d != 256)) {
     return "none (no CUDA kernel)";
   }
   FwdShape s;
@@ -281,7 +282,8 @@ std::string fmt_tflops(double x) {
 void print_help() {
   std::cout <<
       R"(usage: gpuattn bench [--device cpu|cuda|auto] [--shapes default|seed|quick|sweep]
-                    [--json FILE] [--warmup MS] [--rep MS] [--show-config]
+                    [--json FILE] [--warmup MS] [--rep MS]
+                    [--precision standard|compensated] [--show-config]
 
 Times attention_forward per shape (CUDA: the protocol of triton.testing.do_bench, which times
 the torch anchors: warm-up by time, then calls for --rep ms, each between CUDA events after a
@@ -304,6 +306,9 @@ would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
   --warmup  milliseconds of warm-up calls before timing (default 25 on cuda, 10 for sweep,
             0 on cpu; at least one call)
   --rep     milliseconds of timed calls (default 100 on cuda, 300 on cpu)
+  --precision
+            standard (default) or compensated: every shape in that mode (the CUDA dispatch
+            picks the compensated configuration; see --show-config)
   --show-config
             print the tile configurations (src/core/tile_config.h) and the one the dispatch
             picks for each shape of --shapes on this device (no GPU: on an H200 and an A100),
@@ -318,12 +323,16 @@ int run_bench(const std::vector<std::string>& args) {
     print_help();
     return 0;
   }
-  const Flags flags("gpuattn bench", args, {"device", "json", "shapes", "warmup", "rep"},
-                    {"show-config"});
+  const Flags flags("gpuattn bench", args,
+                    {"device", "json", "shapes", "warmup", "rep", "precision"}, {"show-config"});
   const std::string device = flags.choice("device", "auto", {"auto", "cpu", "cuda"});
   const std::string shapes =
       flags.choice("shapes", "default", {"default", "seed", "quick", "sweep"});
   const std::string json = flags.get("json", "");
+  const Precision precision =
+      flags.choice("precision", "standard", {"standard", "compensated"}) == "compensated"
+          ? Precision::compensated
+          : Precision::standard;
   if (flags.has("show-config")) return show_config(shapes);
   const bool on_cuda = device == "cuda" || (device == "auto" && cuda_available());
   const bool sweep = shapes == "sweep";
@@ -367,7 +376,8 @@ int run_bench(const std::vector<std::string>& args) {
               << " threads), commit " << git_commit() << "\n";
   }
 
-  const std::vector<Case> cases = on_cuda ? cuda_shapes(shapes) : cpu_shapes(shapes);
+  std::vector<Case> cases = on_cuda ? cuda_shapes(shapes) : cpu_shapes(shapes);
+  for (Case& c : cases) c.precision = precision;
   if (sweep && !on_cuda) {
     std::cout << "--shapes sweep on cpu: a scaled-down grid (B*S = 512, H*D = 256, S 128..512), "
                  "not the FA3 shapes\n";
@@ -435,6 +445,7 @@ int run_bench(const std::vector<std::string>& args) {
     top.add("l2_bytes", static_cast<std::int64_t>(l2_bytes));
     top.add("date", iso_date_utc()).add("commit", git_commit());
     top.add("shapes", shapes).add("warmup_ms", warmup_ms).add("rep_ms", rep_ms);
+    top.add("precision", to_string(precision));
     top.add("timing", on_cuda ? "median of CUDA-event-timed calls, do_bench protocol: warm-up by "
                                 "time, each call after a 256 MiB L2-flush memset, inputs "
                                 "rotated beyond L2"
