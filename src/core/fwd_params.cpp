@@ -374,6 +374,29 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
             " exceeds 2^31 - 1, the limit for a sliding window, global tokens or a block layout");
   }
 
+  // CUDA launches: a CTA per (row block, head, batch entry) or a persistent grid over them, with
+  // 32-bit tile and work-item counts and the grid's y and z limits.
+  if (p.device == Device::cuda) {
+    constexpr std::int64_t kMaxTokens = std::int64_t{1} << 30, kMaxGridYZ = 65535;
+    if (p.seqlen_q > kMaxTokens || p.seqlen_k > kMaxTokens) {
+      invalid("sequence length Sq " + std::to_string(p.seqlen_q) + " / Sk " +
+              std::to_string(p.seqlen_k) + " exceeds 2^30, the CUDA kernels' limit");
+    }
+    if (p.hq > kMaxGridYZ) {
+      invalid("Hq " + std::to_string(p.hq) + " exceeds 65535, the CUDA grid's limit on heads");
+    }
+    if (p.batch > kMaxGridYZ) {
+      invalid("batch " + std::to_string(p.batch) +
+              " exceeds 65535, the CUDA grid's limit on batch entries (sequences)");
+    }
+    const std::int64_t row_blocks = (std::int64_t{p.seqlen_q} + 63) / 64 * p.hq * p.batch;
+    if (row_blocks > kMaxTokens) {
+      invalid("ceil(Sq / 64) * Hq * batch = " + std::to_string(row_blocks) +
+              " row blocks exceeds 2^30 (Sq " + std::to_string(p.seqlen_q) + ", Hq " +
+              std::to_string(p.hq) + ", batch " + std::to_string(p.batch) + "): split the call");
+    }
+  }
+
   // Kernels step through tiles of up to 256 rows with 32-bit offsets.
   for (auto [stride, name] : {std::pair{p.q_row_stride, "q"}, std::pair{p.k_row_stride, "k"},
                               std::pair{p.v_row_stride, "v"}, std::pair{p.o_row_stride, "out"}}) {

@@ -15,6 +15,7 @@
 #include "core/fwd_params.h"
 #include "core/tile_config.h"
 #include "cuda/cuda_check.h"
+#include "cuda/fwd_sm80.h"
 #include "cuda/ptx.cuh"
 
 namespace gpuattn::sm80 {
@@ -804,6 +805,14 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
       (kMode == MaskMode::blocks ? static_cast<int>(sizeof(BlockTileBits<Tr::kNWarps>)) : 0);
   // The opt-in maximum of the A100 (163 KB; the H100's is 227 KB): head dim 256 takes 161 KB.
   static_assert(kSmem <= 163 * 1024, "shared memory per block");
+  if (kSmem > max_smem_per_block()) {  // e.g. sm_86/sm_89 (99 KB): a clear error, not a launch one
+    throw Error(ErrorCode::not_supported,
+                "gpuattn::attention_forward: the sm_80 kernel's " + std::to_string(Tr::kBlockM) +
+                    "x" + std::to_string(Tr::kBlockN) + " configuration at head dim " +
+                    std::to_string(Tr::kHeadDim) + " needs " + std::to_string(kSmem) +
+                    " bytes of shared memory per block; this GPU allows " +
+                    std::to_string(max_smem_per_block()));
+  }
   static const bool configured = [] {
     GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel<Tr, kMode>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));

@@ -439,6 +439,41 @@ TEST(Validation, MaskOnCudaReachesTheDeviceChecks) {
   }
 }
 
+// CUDA calls within the launch limits (views marked cuda over host buffers; validation touches no
+// memory): sequences up to 2^30 tokens, Hq and batch up to 65535, 2^30 row blocks of 64.
+TEST(Validation, CudaLaunchLimits) {
+  const Dense d = standard(164);
+  auto cuda_args = [&] {
+    AttentionArgs a = d.args();
+    for (TensorView* t : {&a.q, &a.k, &a.v, &a.out, &a.lse}) t->device = Device::cuda;
+    a.lse = TensorView{};
+    return a;
+  };
+  AttentionArgs a = cuda_args();
+  a.q.shape[1] = a.out.shape[1] = (1 << 30) + 1;
+  expect_invalid(a, {"Sq 1073741825", "exceeds 2^30"}, d);
+
+  a = cuda_args();
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.out}) t->shape[0] = 70000;
+  expect_invalid(a, {"batch 70000 exceeds 65535"}, d);
+
+  a = cuda_args();  // Hq 70000 (Hkv 2), strides that keep the views apart
+  for (TensorView* t : {&a.q, &a.out}) {
+    t->shape[2] = 70000;
+    t->stride[1] = 70000 * 64;
+    t->stride[0] = t->shape[1] * t->stride[1];
+  }
+  expect_invalid(a, {"Hq 70000 exceeds 65535"}, d);
+
+  a = cuda_args();  // 2^25 rows of 64 x 4 heads x 1024 batch entries: 2^37 row blocks
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.out}) {
+    t->shape[0] = 1024;
+    t->shape[1] = 1 << 25;
+    t->stride[0] = t->shape[1] * t->stride[1];
+  }
+  expect_invalid(a, {"row blocks exceeds 2^30", "Hq 4", "batch 1024"}, d);
+}
+
 // ---- varlen -------------------------------------------------------------------------------------
 
 // q/out [12, 4, 64] in sequences {3, 5, 4}; k/v [12, 2, 64] in sequences {4, 6, 2}.
