@@ -8,7 +8,7 @@ on the current torch stream. Outputs are allocated with the inputs' framework.
 
     from gpu_attention import sparse_attn_func   # gpu_attention-specific: window + global tokens
     out = sparse_attn_func(q, k, v, causal=True, window_size=(4096, 0), global_tokens=128)
-    out = sparse_attn_func(q, k, v, block_mask=layout, block_size=(64, 64))  # block-sparse (CPU)
+    out = sparse_attn_func(q, k, v, block_mask=layout, block_size=(64, 64))  # block-sparse
 
     from gpu_attention import choose_sparsity    # opt-in advice; nothing applies it on its own
     choice = choose_sparsity(131072, 16, 128, window_hint=4096, free_memory_bytes=free)

@@ -298,8 +298,8 @@ would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
             runs small shapes (B1 H4 S256..512)
   --shapes  default: the DESIGN.md anchor shapes; seed: plus the seed report's (B,32,S,128)
             table, causal and not; quick: the first three; sweep: the FA3 figure's grid, fp16,
-            B*S = 16k tokens, H*D = 2048, S 512..16384, D 64 and 128, causal and not (24
-            shapes, no baseline, warm-up 10 ms by default; on cpu a scaled-down grid,
+            B*S = 16k tokens, H*D = 2048, S 512..16384, D 64, 128 and 256, causal and not
+            (36 shapes, no baseline, warm-up 10 ms by default; on cpu a scaled-down grid,
             B*S = 512, H*D = 256, S 128..512); bench/plot_sweep.py plots it
   --json    also write the results (device, date, commit, peak) as JSON to FILE; each
             result names the tile configuration the dispatch picked ("config")
