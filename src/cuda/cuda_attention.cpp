@@ -4,8 +4,6 @@
 
 #include <cuda_runtime.h>
 
-#include <array>
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <sstream>
@@ -77,20 +75,6 @@ bool sm90_allowed() {
   return true;
 }
 
-// Compute capability major of the current device, cached per device like sm80::num_sms().
-int sm_major() {
-  static std::array<std::atomic<int>, 64> cache{};  // per device ordinal; 0 = not queried yet
-  int device = 0;
-  GPUATTN_CUDA_CHECK(cudaGetDevice(&device));
-  if (device < 0 || device >= static_cast<int>(cache.size())) device = 0;
-  int major = cache[device].load(std::memory_order_relaxed);
-  if (major == 0) {
-    GPUATTN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    cache[device].store(major, std::memory_order_relaxed);
-  }
-  return major;
-}
-
 // Whether a tile configuration is one of the sm_90a kernel's: the table names them sm90_*.
 bool is_sm90(FwdKernel kernel) {
   return std::string_view(tile_config(kernel).name).substr(0, 5) == "sm90_";
@@ -144,8 +128,9 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   // at head dims 64/128), the sm_80 kernel serves other GPUs, compensated at head dim 256 and
   // GPUATTN_KERNEL=sm80.
   const bool sm90_available = sm90_allowed() && sm90::usable(p.dtype, p.head_dim);
-  const FwdKernel kernel =
-      select_fwd_config(fwd_shape(p, sm_major(), sm90_available, sm80::num_sms())).kernel;
+  const FwdKernel kernel = select_fwd_config(fwd_shape(p, sm80::compute_capability_major(),
+                                                       sm90_available, sm80::num_sms()))
+                               .kernel;
   if (is_sm90(kernel)) {
     if (p.dtype == DType::f16) {
       if (p.head_dim == 64) return sm90::fwd_f16_hdim64(p, stream);

@@ -21,5 +21,6 @@ int num_sms();  // of the current device, cached per device (fwd_launch.cu)
 // Opt-in shared memory per block of the current device, cached per device (fwd_launch.cu): 163 KB
 // on an A100, 227 KB on an H100, 99 KB on sm_86/sm_89.
 int max_smem_per_block();
+int compute_capability_major();  // of the current device, cached per device (fwd_launch.cu)
 
 }  // namespace gpuattn::sm80
