@@ -1,6 +1,7 @@
 """Helpers shared by the Python benchmark scripts (compare_torch.py, sparse_bench.py,
 long_context.py): the commit a result belongs to, the exit for a missing dependency, and the CPU
 smoke-run timer. Imports nothing beyond the standard library."""
+import json
 import os
 import subprocess
 import sys
@@ -24,6 +25,16 @@ def fail_missing(script, what, err):
     print(f"{script}: {what} is required and could not be imported ({type(err).__name__}: "
           f"{err})", file=sys.stderr)
     sys.exit(2)
+
+
+def write_outputs(result, md, json_path, md_path):
+    """Writes `result` as JSON to json_path and the markdown `md` to md_path (each when given),
+    creating their folders."""
+    for path, text in ((json_path, json.dumps(result, indent=2)), (md_path, md)):
+        if path:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            with open(path, "w") as fh:
+                fh.write(text)
 
 
 def cpu_timer():

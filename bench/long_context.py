@@ -34,9 +34,7 @@ are missing or there is no GPU.
 import argparse
 import datetime
 import gc
-import json
 import math
-import os
 import platform
 import sys
 import threading
@@ -319,11 +317,7 @@ def main():
         "cases": rows,
     }
     md = markdown(result)
-    for path, text in ((args.json, json.dumps(result, indent=2)), (args.md, md)):
-        if path:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            with open(path, "w") as fh:
-                fh.write(text)
+    bench_common.write_outputs(result, md, args.json, args.md)
     print()
     print(md)
     if failed:

@@ -32,9 +32,7 @@ import argparse
 import datetime
 import gc
 import importlib
-import json
 import math
-import os
 import platform
 import sys
 import time
@@ -416,11 +414,7 @@ def main():
         "cases": rows,
     }
     md = markdown(result)
-    for path, text in ((args.json, json.dumps(result, indent=2)), (args.md, md)):
-        if path:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            with open(path, "w") as fh:
-                fh.write(text)
+    bench_common.write_outputs(result, md, args.json, args.md)
     print()
     print(md)
     if failed:
