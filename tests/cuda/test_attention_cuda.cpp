@@ -666,28 +666,6 @@ class Problem {
     return std::vector<std::int64_t>(pick.begin(), pick.end());
   }
 
-  // reference_attention over the rows, dealt round-robin to all host cores (causal rows differ in
-  // cost, so neighbours go to different threads).
-  static ReferenceResult parallel_reference(const AttentionArgs& host,
-                                            const std::vector<std::int64_t>& rows) {
-    const std::size_t n = std::min<std::size_t>(host_threads(), rows.size());
-    std::vector<std::vector<std::int64_t>> parts(n);
-    for (std::size_t i = 0; i < rows.size(); ++i) parts[i % n].push_back(rows[i]);
-    std::vector<ReferenceResult> results(n);
-    // Never pass an empty list: reference_attention reads that as "all rows".
-    parallel_for(static_cast<std::int64_t>(n), [&](std::int64_t t) {
-      const auto i = static_cast<std::size_t>(t);
-      results[i] = reference_attention(host, parts[i]);
-    });
-    ReferenceResult all;
-    for (const ReferenceResult& r : results) {
-      all.rows.insert(all.rows.end(), r.rows.begin(), r.rows.end());
-      all.out.insert(all.out.end(), r.out.begin(), r.out.end());
-      all.lse.insert(all.lse.end(), r.lse.begin(), r.lse.end());
-    }
-    return all;
-  }
-
   Case c_;
   std::uint64_t seed_;
   int device_ = 0;
