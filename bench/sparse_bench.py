@@ -197,15 +197,18 @@ def run_case(case, args, timer, flex, dev, gen):
         row["ours_error"] = f"{type(e).__name__}: {e}"
 
     t0 = time.perf_counter()
-    try:
-        fo = theirs()  # the first call compiles (dynamic=False: once per shape and mask)
-        sync(dev)
-        row["flex_first_call_s"] = time.perf_counter() - t0
-        fo = fo.transpose(1, 2)  # [B, S, H, D] like ours
-    except Exception as e:
-        traceback.print_exc()
-        row["flex_error"] = f"{type(e).__name__}: {str(e)[:300]}"
-        fo = None
+    fo = None
+    if args.no_flex:
+        row["flex_skipped"] = True
+    else:
+        try:
+            fo = theirs()  # the first call compiles (dynamic=False: once per shape and mask)
+            sync(dev)
+            row["flex_first_call_s"] = time.perf_counter() - t0
+            fo = fo.transpose(1, 2)  # [B, S, H, D] like ours
+        except Exception as e:
+            traceback.print_exc()
+            row["flex_error"] = f"{type(e).__name__}: {str(e)[:300]}"
 
     scale = 1.0 / math.sqrt(d)
     rows = sm.sample_rows(rule, s, args.ref_rows, seed=args.seed)
@@ -226,7 +229,7 @@ def run_case(case, args, timer, flex, dev, gen):
 
     if "ours_error" not in row and "ours_unsupported" not in row:
         row["ours_ms"] = timer(ours)
-    if "flex_error" not in row:
+    if "flex_error" not in row and not args.no_flex:
         row["flex_ms"] = timer(theirs)
     for key in ("ours", "flex"):
         if row.get(f"{key}_ms"):
@@ -327,6 +330,8 @@ def main():
     ap.add_argument("--ref-rows", type=int, default=64,
                     help="random rows per checked head (heads 0 and H-1) for the fp64 check, "
                          "besides the rows where the mask changes")
+    ap.add_argument("--no-flex", action="store_true",
+                    help="time ours only (A/B runs of our kernels; no Flex compile or timing)")
     ap.add_argument("--goal", type=float, default=0.7, help="target ours/Flex time ratio")
     ap.add_argument("--seed", type=int, default=20261121)
     args = ap.parse_args()

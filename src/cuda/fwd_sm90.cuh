@@ -497,12 +497,22 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int tid = threadIdx.x, wg = tid >> 7;
   // The masked and the causal kernel: one CTA per work item (grid: row blocks, heads, batch;
   // causal row blocks longest first). Dense non-causal: persistent, the items of Schedule.
+  // The masked kernel's grid is (row blocks x heads, batch), row-block-major, so that the hardware
+  // hands out every head's row block 0 first: with global tokens those blocks hold the global
+  // query rows, which see every key (at S 128K: 1024 tiles against ~33 for a window row), and
+  // started last they were the run's tail. With causal, longest first: the last row block first.
   const bool persistent = !kMasked && !p.causal;
-  const WorkItem one{p.causal ? static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x)
-                              : static_cast<int>(blockIdx.x),
-                     static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z)};
-  if (!persistent && one.m_block * kBlockM >= p.len_q(one.b)) return;  // before any barrier
   const Schedule sched(p, kBlockM);
+  WorkItem one;
+  if constexpr (kMasked) {
+    const int x = static_cast<int>(blockIdx.x), mi = x / p.hq;
+    one = {p.causal ? sched.m_blocks - 1 - mi : mi, x - mi * p.hq, static_cast<int>(blockIdx.y)};
+  } else {
+    one = {p.causal ? static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x)
+                    : static_cast<int>(blockIdx.x),
+           static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z)};
+  }
+  if (!persistent && one.m_block * kBlockM >= p.len_q(one.b)) return;  // before any barrier
   // Runs fn(item, m0, lq, lk, n_tiles) for every item of this CTA that holds rows; n_tiles: the
   // dense / causal key tiles (every tile up to the diagonal of the block's last row).
   auto for_each_item = [&](auto&& fn) {
@@ -570,16 +580,24 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     }
   } else {
     ptx::setmaxnreg_inc<kMasked ? Tr::kMaskedConsumerRegs : Tr::kConsumerRegs>();
+    const int cw = wg - 1;
+    // Ping-pong (see consume()): consumer 1 opens with a spare "go" for consumer 0, and consumer 0
+    // takes consumer 1's last "go" at the end, once per CTA, so every phase of both barriers
+    // completes before the CTA exits. Per work item instead, consumer 1's opening "go" of the
+    // next item could land in the same phase as its last "go" of this one before consumer 0 took
+    // that, and the CTA would hang.
+    if (Tr::kPingPong && cw == 1) ptx::named_barrier_arrive(1, 2 * 128);
     int j0 = 0, q_uses = 0;
     for_each_item([&](const WorkItem& it, int m0, int lq, int lk, int n_tiles) {
       const int qb = q_uses % Tr::kQBuffers;
       consume<Tr, kMasked>(p, sq + qb * Tr::kQBytes, sk0, sv0, bar, m0, n_tiles, lq, lk, it.b, it.h,
-                           wg - 1, j0, qb, (q_uses / Tr::kQBuffers) & 1);
+                           cw, j0, qb, (q_uses / Tr::kQBuffers) & 1);
       if (n_tiles > 0) {
         j0 += n_tiles;
         ++q_uses;
       }
     });
+    if (Tr::kPingPong && cw == 0) ptx::named_barrier_sync(1, 2 * 128);
   }
 #endif
 }
@@ -832,7 +850,6 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
     static_assert(kMasked, "the compensated kernel runs the masked code path (dense included)");
     if (word0 != kEndOfTiles) {
       ptx::mbarrier_wait(bar.q_full, 0);
-      if (cw == 1) their_turn();
       int j = 0;
       for (int word = word0; word != kEndOfTiles; word = read_word(++j)) {
         const int stage = j % Tr::kStages;
@@ -863,11 +880,9 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
         }
         ptx::mbarrier_arrive(bar.v_empty + 8 * stage);
       }
-      if (cw == 0) my_turn();  // consumer 1's last "go"
     }
   } else if (kMasked ? word0 != kEndOfTiles : n_tiles > 0) {
     ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
-    if (cw == 1) their_turn();
     my_turn();
     issue_qk(s, 0);
     their_turn();
@@ -903,30 +918,70 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
     my_turn();
     issue_pv(pa, last);
     their_turn();
-    if (cw == 0) my_turn();  // consumer 1's last "go"
     ptx::wgmma_wait<0>();
-    // The persistent kernel's producer may load the next item's Q and the last tile's stage.
-    ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
+    // The producer may load the last tile's stage (the Q buffer is released after the epilogue).
     ptx::mbarrier_arrive(bar.v_empty + 8 * ((j0 + last) % Tr::kStages));
   }
 
   // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE; a row that
-  // saw no key (sum 0) stores 0 and LSE -inf.
+  // saw no key (sum 0) stores 0 and LSE -inf. After tiles, O goes through this warpgroup's rows
+  // of its Q buffer (every GEMM that read them is done): each thread stores its fragments there
+  // (128-byte swizzle, as TMA wrote Q: conflict-free), and after a warpgroup barrier (named
+  // barrier 3 + cw) the warpgroup copies the rows out 16 bytes a thread, a row's D * 2 bytes by
+  // D / 8 consecutive threads, where the fragments alone would store 4 bytes a thread spread over
+  // 8 rows. Only then does the producer get the Q buffer back (the proxy fence orders these
+  // generic accesses before its next TMA write). Without tiles (the Q buffer may then be the
+  // next item's, in flight) the zeros are stored straight from the registers, and so is the
+  // compensated consumer's O: its registers are at the limit (nvcc 13.0: 48 bytes of spill
+  // stores at D = 128 already, 60 with the staging).
+  const bool staged = Tr::kCompensated ? false : kMasked ? word0 != kEndOfTiles : n_tiles > 0;
+  float inv[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float l = quad_sum(row_sum[r]);
-    const float inv = l > 0.f ? 1.f / l : 0.f;
+    inv[r] = l > 0.f ? 1.f / l : 0.f;
     const int row = m0 + row_base + 8 * r;
-    if (row < lq) {
-      T* out = static_cast<T*>(p.o) + p.o_offset(b, row, h) + 2 * t4;
+    if (row < lq && p.lse != nullptr && t4 == 0) {
+      p.lse[p.lse_offset(b, row, h)] =
+          l > 0.f ? (row_max[r] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+    }
+  }
+  if (staged) {
 #pragma unroll
-      for (int n = 0; n < kNO; ++n) {
-        *reinterpret_cast<std::uint32_t*>(out + n * 8) =
-            ptx::pack2<T>(o[4 * n + 2 * r] * inv, o[4 * n + 2 * r + 1] * inv);
+    for (int r = 0; r < 2; ++r) {
+      const int rw = warp * 16 + g + 8 * r;  // the row inside the warpgroup's 64
+#pragma unroll
+      for (int n = 0; n < kNO; ++n) {  // columns [8 n, 8 n + 8): chunk n % 8 of slab n / 8
+        const std::uint32_t addr =
+            q_wg + (n >> 3) * (kBlockM * 128) + rw * 128 + (((n & 7) ^ (rw & 7)) << 4) + 4 * t4;
+        ptx::st_shared_b32(addr,
+                           ptx::pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]));
       }
-      if (p.lse != nullptr && t4 == 0) {
-        p.lse[p.lse_offset(b, row, h)] =
-            l > 0.f ? (row_max[r] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+    }
+    ptx::named_barrier_sync(3 + cw, 128);
+    constexpr int kChunks = D / 8;  // 16-byte chunks per row
+    T* const out = static_cast<T*>(p.o);
+#pragma unroll
+    for (int c = tid & 127; c < 64 * kChunks; c += 128) {
+      const int rw = c / kChunks, ch = c % kChunks;
+      const uint4 v = ptx::ld_shared_v4(q_wg + (ch >> 3) * (kBlockM * 128) + rw * 128 +
+                                        (((ch & 7) ^ (rw & 7)) << 4));
+      const int row = m0 + cw * 64 + rw;
+      if (row < lq) *reinterpret_cast<uint4*>(out + p.o_offset(b, row, h) + 8 * ch) = v;
+    }
+    ptx::fence_proxy_async_shared();
+    ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
+  } else {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = m0 + row_base + 8 * r;
+      if (row < lq) {
+        T* out = static_cast<T*>(p.o) + p.o_offset(b, row, h) + 2 * t4;
+#pragma unroll
+        for (int n = 0; n < kNO; ++n) {
+          *reinterpret_cast<std::uint32_t*>(out + n * 8) =
+              ptx::pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]);
+        }
       }
     }
   }
@@ -945,7 +1000,8 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
   // Masked and causal: a CTA per work item. Dense non-causal: persistent, one CTA per SM.
   const long long items = static_cast<long long>(m_blocks) * p.hq * p.batch;
-  const dim3 grid = kMasked || p.causal
+  const dim3 grid = kMasked ? dim3(static_cast<unsigned>(m_blocks * p.hq), p.batch)
+                    : p.causal
                         ? dim3(m_blocks, p.hq, p.batch)
                         : dim3(static_cast<unsigned>(std::min<long long>(items, sm80::num_sms())));
   fwd_kernel<Tr, kMasked><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, maps);

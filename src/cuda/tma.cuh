@@ -15,6 +15,11 @@ __device__ __forceinline__ void mbarrier_init(std::uint32_t bar, int count) {
 __device__ __forceinline__ void fence_mbarrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
+// Orders this thread's generic-proxy shared-memory accesses before later async-proxy (TMA)
+// accesses to the same bytes (and the reverse), once made visible through an mbarrier.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
 __device__ __forceinline__ void mbarrier_arrive(std::uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }

@@ -1,0 +1,64 @@
+"""Joins the JSON files of scripts/ab.sh: per case, the median time over rounds of side A and of
+side B, and B/A (< 1: B is faster).
+
+    python3 bench/ab_summary.py DIR   (DIR holds bench-{a,b}-N.json and/or sparse-{a,b}-N.json)
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+
+def times(path_glob, rows_key, label_of, ms_key):
+    """{label: [ms per round]} over the files of `path_glob`."""
+    out = {}
+    for path in sorted(glob.glob(path_glob)):
+        with open(path) as fh:
+            data = json.load(fh)
+        for row in data.get(rows_key, []):
+            ms = row.get(ms_key)
+            if isinstance(ms, (int, float)) and ms > 0:
+                out.setdefault(label_of(row), []).append(ms)
+    return out
+
+
+def table(title, a, b):
+    lines = [f"### {title}", "", "| case | rounds | A ms (median) | B ms (median) | B/A | "
+             "A spread | B spread |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for label in a:
+        if label not in b:
+            continue
+        ma, mb = statistics.median(a[label]), statistics.median(b[label])
+        spread = lambda xs: (max(xs) - min(xs)) / statistics.median(xs)  # noqa: E731
+        lines.append(f"| {label} | {min(len(a[label]), len(b[label]))} | {ma:.4f} | {mb:.4f} | "
+                     f"{mb / ma:.3f} | {100 * spread(a[label]):.1f}% | "
+                     f"{100 * spread(b[label]):.1f}% |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv):
+    if len(argv) != 2 or not os.path.isdir(argv[1]):
+        print(__doc__, file=sys.stderr)
+        return 2
+    d = argv[1]
+    parts = []
+    bench_label = lambda r: f"{r['label']}{' causal' if r.get('causal') else ''}"  # noqa: E731
+    ba = times(os.path.join(d, "bench-a-*.json"), "results", bench_label, "ours_ms")
+    bb = times(os.path.join(d, "bench-b-*.json"), "results", bench_label, "ours_ms")
+    if ba and bb:
+        parts.append(table("gpuattn bench (ours_ms)", ba, bb))
+    sparse_label = lambda r: f"{r['case']} S{r['seqlen']}"  # noqa: E731
+    sa = times(os.path.join(d, "sparse-a-*.json"), "cases", sparse_label, "ours_ms")
+    sb = times(os.path.join(d, "sparse-b-*.json"), "cases", sparse_label, "ours_ms")
+    if sa and sb:
+        parts.append(table("bench/sparse_bench.py --no-flex (ours_ms)", sa, sb))
+    if not parts:
+        print(f"ab_summary: no A and B results in {d}", file=sys.stderr)
+        return 1
+    print("\n".join(parts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
