@@ -1,21 +1,26 @@
 // Helpers for the GPU tests: checked CUDA runtime calls, an owning device buffer, pinned host
-// memory, a stream, and a parallel loop for the host-side work (input generation, reference).
+// memory, a stream, a parallel loop for the host-side work (input generation, reference), and the
+// elementwise bound on out that every case of both GPU suites checks.
 #pragma once
 
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "common/test_util.h"
 #include "gpuattn/reference.h"
 
 namespace gpuattn::testing {
@@ -201,6 +206,91 @@ inline ReferenceResult parallel_reference(const AttentionArgs& host,
     all.lse.insert(all.lse.end(), r.lse.begin(), r.lse.end());
   }
   return all;
+}
+
+// ---- the elementwise bound on out ---------------------------------------------------------------
+
+// |out - ref| <= tol * max(1, |ref|) for every element of the checked rows. The global relative
+// error (||out - ref|| / ||ref||) dilutes a few wrong elements among millions; this does not.
+// Why these numbers (u = 2^-11 for fp16, 2^-8 for bf16: half an ulp, relative): out is rounded to
+// 16 bits once (u |ref|), and P is rounded to 16 bits before P V, which moves out by up to
+// u p_j |v_j - out| / l per key j; both grow with |ref| above 1, hence max(1, |ref|). Rows with a
+// few keys of comparable weight are the worst. An emulation of these roundings (64- and 128-key
+// tiles, the kernels' stale running max with P up to 2^8, fp32 accumulation; 16 seeds of S1500
+// causal, windows of 1-5 keys, logits x30) peaks at 1.1e-3 (fp16) and 8.2e-3 (bf16) times
+// max(1, |ref|); the H200 verify run's largest errors (2.4e-3 fp16, 1.5e-2 bf16, logits x30) are
+// half an ulp of an out of magnitude 4-8. The bounds leave ~4.5x and ~2.4x over that: fp16 5e-3
+// (its relative-error tolerance), bf16 2e-2 (twice its own). The compensated mode rounds P and out
+// the same way (its Kahan terms fix the accumulation over keys, which does not limit one
+// element), so it gets the same bound.
+constexpr double kMaxAbsTolF16 = 5e-3;
+constexpr double kMaxAbsTolBF16 = 2e-2;
+
+inline double max_abs_tol(DType t) {
+  return t == DType::bf16 ? kMaxAbsTolBF16 : kMaxAbsTolF16;
+}
+
+// Sequence entry and row within it of packed query row `row`: dense batches are Sq rows apiece;
+// varlen batches (`cu_q` the host cu_seqlens_q, batch + 1 entries) skip empty sequences.
+struct SeqRow {
+  int b = -1;
+  std::int64_t i = -1;
+};
+inline SeqRow seq_row(std::int64_t row, int batch, int seqlen_q, const std::int32_t* cu_q) {
+  if (cu_q == nullptr) return {static_cast<int>(row / seqlen_q), row % seqlen_q};
+  const int b = static_cast<int>(std::upper_bound(cu_q, cu_q + batch + 1, row) - cu_q) - 1;
+  return {b, row - cu_q[b]};
+}
+
+// The element of out furthest outside |out - ref| <= tol * max(1, |ref|), relative to its bound.
+struct WorstElement {
+  double max_abs = 0;  // max |out - ref| over the finite elements of the checked rows
+  double ratio = 0;    // max over elements of |out - ref| / (tol * max(1, |ref|)): > 1 fails
+  double got = 0, want = 0;
+  std::int64_t row = -1;  // packed query row of the largest ratio
+  int head = -1, col = -1;
+};
+
+// Scans `out` (packed rows [total_q, Hq, D], any api layout flattened row-major, as `compare`
+// reads it) against the reference rows and records a failure naming the worst element: value,
+// reference, bound and (batch, row, head, col). Non-finite elements are counted elsewhere.
+inline WorstElement expect_out_within_max_abs(const ReferenceResult& ref, const HostTensor& out,
+                                              int hq, int d, double tol, int batch, int seqlen_q,
+                                              const std::int32_t* cu_q) {
+  WorstElement w;
+  for (std::size_t ri = 0; ri < ref.rows.size(); ++ri) {
+    const std::int64_t row = ref.rows[ri];
+    for (int h = 0; h < hq; ++h) {
+      for (int k = 0; k < d; ++k) {
+        const double o = out.get((row * hq + h) * d + k);
+        const double r = ref.out[(ri * hq + h) * d + k];
+        if (!std::isfinite(o)) continue;
+        const double err = std::fabs(o - r);
+        w.max_abs = std::max(w.max_abs, err);
+        const double ratio = err / (tol * std::max(1.0, std::fabs(r)));
+        if (ratio > w.ratio) {
+          w.ratio = ratio;
+          w.got = o;
+          w.want = r;
+          w.row = row;
+          w.head = h;
+          w.col = k;
+        }
+      }
+    }
+  }
+  if (w.ratio > 1.0) {
+    const SeqRow at = seq_row(w.row, batch, seqlen_q, cu_q);
+    std::ostringstream msg;
+    msg.precision(6);
+    msg << "out at (batch " << at.b << ", row " << at.i << ", head " << w.head << ", col " << w.col
+        << ") [packed row " << w.row << "] is " << w.got << ", reference " << w.want << ": |error| "
+        << std::fabs(w.got - w.want) << " > " << tol
+        << " * max(1, |reference|) = " << tol * std::max(1.0, std::fabs(w.want))
+        << " (max |error| over the checked rows " << w.max_abs << ")";
+    ADD_FAILURE() << msg.str();
+  }
+  return w;
 }
 
 }  // namespace gpuattn::testing

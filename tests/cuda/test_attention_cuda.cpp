@@ -510,10 +510,15 @@ class Problem {
     if (c_.with_lse) {
       EXPECT_LE(cmp.lse_rel, kTolLse);
     }
+    const double abs_tol = max_abs_tol(c_.dtype);
+    const WorstElement worst = expect_out_within_max_abs(
+        ref, out, c_.Hq, c_.D, abs_tol, c_.B, c_.Sq,
+        c_.varlen() ? static_cast<const std::int32_t*>(cu_q_.data()) : nullptr);
     std::printf(
-        "[ checked  ] %s: %zu of %lld rows, rel_err %.2e (tol %.0e), max_abs %.2e, lse_rel %.2e\n",
+        "[ checked  ] %s: %zu of %lld rows, rel_err %.2e (tol %.0e), max_abs %.2e (%.2f of the "
+        "bound %.0e * max(1, |ref|)), lse_rel %.2e\n",
         c_.name().c_str(), rows.size(), static_cast<long long>(total_q_), cmp.rel_err, tol,
-        cmp.max_abs, cmp.lse_rel);
+        cmp.max_abs, worst.ratio, abs_tol, cmp.lse_rel);
   }
 
  private:
@@ -970,6 +975,45 @@ INSTANTIATE_TEST_SUITE_P(
         varlen(8, 2, 256, bf16, kLens).causal().window(128, 0).globals(5),
         dense(1, 8, 8, 2048, 2048, 256, f16).causal().window(300, 0).globals(8).compensated(),
         varlen(8, 8, 256, f16, kLens, {2048, 513, 17, 1}).window(64, 64).compensated()),
+    case_name);
+
+// ---- grids of many row blocks -------------------------------------------------------------------
+
+// Several hundred 128-row blocks, about 3 or more per SM of a 132-SM H200 (B2 H16 S1500: 2 * 16 *
+// 12 = 384; the sm_80 kernel's 2 CTAs per SM: 1.5 waves), so that a persistent CTA runs several
+// work items in turn and a CTA-per-item grid runs several waves: per-item state (Q buffers,
+// barrier phases, running max and sum, the next item's loads) must not leak into the next item.
+// Every mask kind, lengths that are multiples of no tile, GQA 16:4, Sq != Sk both ways (items whose
+// rows see no key between items that do), and one varlen batch with lengths 1 and 0 (q and k) and
+// a sequence whose keys are all missing. The narrower windows fit the full check (every row).
+const std::vector<int> kManyLensQ = {1500, 1, 0, 1300, 700, 129};
+const std::vector<int> kManyLensK = {1400, 17, 300, 0, 1000, 129};
+
+INSTANTIATE_TEST_SUITE_P(
+    ManyRowBlocks, AttentionCuda,
+    ::testing::Values(
+        // dense and causal
+        dense(2, 16, 4, 1500, 1500, 128, f16), dense(2, 16, 4, 1500, 1500, 128, bf16).causal(),
+        dense(2, 16, 4, 1900, 1100, 128, f16).causal(),  // rows 0..799 see no key: 6 empty blocks
+        // sliding windows, causal and not
+        dense(2, 16, 4, 1500, 1500, 128, f16).causal().window(150, 0),
+        dense(2, 16, 4, 1500, 1500, 64, bf16).window(100, 100),
+        dense(2, 16, 4, 1300, 1700, 128, bf16).window(150, 150),
+        dense(2, 16, 4, 1700, 1300, 64, f16).window(64, 64),  // rows 0..335 see no key
+        // window + global tokens: the first row block (global rows see every key) runs much longer
+        dense(2, 16, 4, 1500, 1500, 64, f16).window(64, 64).globals(100),
+        dense(2, 16, 4, 1500, 1500, 128, bf16).causal().window(256, 0).globals(64),
+        // strided global tokens
+        dense(2, 16, 4, 1500, 1500, 128, f16).window(32, 32).globals(0, 300),
+        dense(2, 16, 4, 1500, 1500, 64, bf16).causal().window(128, 0).globals(8, 500),
+        // varlen: 12 row blocks per head for the longest of 6 sequences, 32 per head hold rows
+        varlen(16, 4, 128, f16, kManyLensQ), varlen(16, 4, 128, bf16, kManyLensQ).causal(),
+        varlen(16, 4, 64, f16, kManyLensQ, kManyLensK).causal().window(200, 0),
+        varlen(16, 4, 64, bf16, kManyLensQ, kManyLensK).window(32, 32).globals(100, 300),
+        // compensated, head dim 256
+        dense(2, 16, 4, 1500, 1500, 128, f16).causal().window(150, 0).globals(16).compensated(),
+        dense(2, 16, 4, 1500, 1500, 64, bf16).compensated(),
+        dense(2, 16, 4, 1500, 1500, 256, bf16).causal().window(200, 0).globals(0, 300)),
     case_name);
 
 // ---- determinism and streams --------------------------------------------------------------------

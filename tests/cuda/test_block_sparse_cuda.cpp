@@ -390,13 +390,18 @@ class BlockProblem {
     if (c_.with_lse) {
       EXPECT_LE(cmp.lse_rel, kTolLse);
     }
+    const double abs_tol = max_abs_tol(c_.dtype);
+    const WorstElement worst = expect_out_within_max_abs(
+        ref, r.out, c_.Hq, c_.D, abs_tol, c_.B, c_.Sq,
+        c_.varlen() ? static_cast<const std::int32_t*>(cu_q_.data()) : nullptr);
     std::int64_t empty = 0;
     for (const int n : visible_) empty += n == 0;
     std::printf(
-        "[ checked  ] %s: %zu of %lld rows, rel_err %.2e (tol %.0e), max_abs %.2e, lse_rel %.2e, "
-        "%lld of %zu (row, head) see no key\n",
+        "[ checked  ] %s: %zu of %lld rows, rel_err %.2e (tol %.0e), max_abs %.2e (%.2f of the "
+        "bound %.0e * max(1, |ref|)), lse_rel %.2e, %lld of %zu (row, head) see no key\n",
         c_.name().c_str(), rows.size(), static_cast<long long>(total_q_), cmp.rel_err, tol,
-        cmp.max_abs, cmp.lse_rel, static_cast<long long>(empty), visible_.size());
+        cmp.max_abs, worst.ratio, abs_tol, cmp.lse_rel, static_cast<long long>(empty),
+        visible_.size());
   }
 
   std::int64_t lse_index(std::int64_t row, int h) const {
@@ -655,6 +660,37 @@ INSTANTIATE_TEST_SUITE_P(
             .window(64, 64)
             .globals(0, 256)
             .compensated()),
+    case_name);
+
+// ---- grids of many row blocks -------------------------------------------------------------------
+
+// Several hundred 128-row blocks, about 3 or more per SM of a 132-SM H200 (B2 H16 S1500: 2 * 16 *
+// 12 = 384), so that a persistent CTA runs several work items in turn and a CTA-per-item grid runs
+// several waves, each item with its own layout rows: the layout alone, with causal, windows,
+// global tokens (the first row block much longer) and strided ones; GQA 16:4, Sq != Sk, varlen
+// with lengths 1 and 0 and a sequence without keys. Most fit the full check (every row).
+INSTANTIATE_TEST_SUITE_P(
+    ManyRowBlocks, BlockSparseCuda,
+    ::testing::Values(
+        dense(2, 16, 4, 1500, 1500, 64, f16).blocks_of(128, 64).sparsity(0.9),
+        dense(2, 16, 4, 1500, 1500, 128, bf16).causal(),
+        dense(2, 16, 4, 1300, 1700, 64, f16).blocks_of(16, 64).shared().sparsity(0.9),
+        dense(2, 16, 4, 1700, 1300, 64, bf16).blocks_of(64, 32).causal(),  // rows 0..399: no key
+        dense(2, 16, 4, 1500, 1500, 64, bf16).blocks_of(32, 32).window(100, 100).globals(64),
+        dense(2, 16, 4, 1500, 1500, 128, f16)
+            .blocks_of(64, 128)
+            .causal()
+            .window(256, 0)
+            .globals(8, 300),
+        varlen(16, 4, 64, f16, {1500, 1, 0, 1300, 700, 129}, {1400, 17, 300, 0, 1000, 129})
+            .blocks_of(64, 64)
+            .causal(),
+        varlen(16, 4, 64, bf16, {1500, 1, 0, 1300, 700, 129})
+            .blocks_of(32, 128)
+            .sparsity(0.9)
+            .window(64, 64)
+            .globals(0, 300),
+        dense(2, 16, 4, 1500, 1500, 64, bf16).blocks_of(128, 128).sparsity(0.7).compensated()),
     case_name);
 
 // ---- special layouts ----------------------------------------------------------------------------
