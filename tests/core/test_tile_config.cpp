@@ -1,6 +1,8 @@
-// The forward tile configuration table and its selection rule (core/tile_config.h): the rule
-// reproduces the documented dispatch on a grid of devices, masks and shapes, the 2-CTAs-per-SM
-// boundary, and every entry says why.
+// The forward tile configuration table and its selection rule (core/tile_config.h): the pick at
+// hand-written points (real GPUs and shapes, each expectation a literal name worked out by hand),
+// the 2-CTAs-per-SM boundary in concrete numbers, properties of the rule on a grid of devices,
+// masks and shapes, and every entry says why. No test here computes the rule a second way: a
+// change of the rule has to change the expectations it breaks, one by one.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -25,23 +27,6 @@ FwdShape shape(int sm_major, bool sm90, int num_sms, int seqlen_q, int batch, in
 
 FwdKernel pick(const FwdShape& s) {
   return select_fwd_config(s).kernel;
-}
-
-// The dispatch as tile_config.h documents it: Hopper with the sm_90a kernel takes it for every
-// standard-precision call whatever the mask (sm90::usable is true only on sm 9.x), with 64-key
-// tiles at head dim 256, and for every compensated call at head dims 64 and 128; everything else
-// goes to sm_80's compensated / 2-CTAs-per-SM choice.
-FwdKernel expected(const FwdShape& s) {
-  if (s.sm_major == 9 && s.sm90_kernel_available) {
-    if (s.precision == Precision::standard) {
-      return s.head_dim == 256 ? FwdKernel::sm90_ws_128x64_d256 : FwdKernel::sm90_ws_128x128;
-    }
-    if (s.head_dim != 256) return FwdKernel::sm90_ws_128x64_compensated;
-  }
-  if (s.precision == Precision::compensated) return FwdKernel::sm80_64x64_compensated;
-  if (s.head_dim == 256) return FwdKernel::sm80_64x64;  // no 128x64 on sm_80 at head dim 256
-  const long long ctas = static_cast<long long>((s.seqlen_q + 127) / 128) * s.hq * s.batch;
-  return ctas < 2LL * s.num_sms ? FwdKernel::sm80_64x64 : FwdKernel::sm80_128x64;
 }
 
 TEST(TileConfig, TableIsIndexedByKernelAndExplained) {
@@ -218,30 +203,204 @@ TEST(TileConfig, GridSizeDoesNotOverflow) {
   EXPECT_EQ(pick(shape(8, false, 132, 1 << 30, 1 << 10, 1 << 16)), FwdKernel::sm80_128x64);
 }
 
-TEST(TileConfig, RuleMatchesTheDispatchOnAGrid) {
+// ---- the pick at named points ------------------------------------------------------------------
+
+// A device as the rule sees it: compute capability major, whether the sm_90a kernel runs for the
+// call's dtype and head dim (false under GPUATTN_KERNEL=sm80 or without sm_90a code), SM count.
+struct Gpu {
+  int sm_major;
+  bool sm90;
+  int sms;
+};
+constexpr Gpu kH100{9, true, 132};  // H100 SXM
+constexpr Gpu kH200{9, true, 132};
+constexpr Gpu kH100Pcie{9, true, 114};     // H100 PCIe
+constexpr Gpu kHopperSm80{9, false, 132};  // H200 with GPUATTN_KERNEL=sm80
+constexpr Gpu kA100{8, false, 108};
+constexpr Gpu kRtx3090{8, false, 82};   // sm_86: the rule reads the major version only
+constexpr Gpu kA6000{8, false, 84};     // sm_86
+constexpr Gpu kRtx4090{8, false, 128};  // sm_89
+constexpr Gpu kL40s{8, false, 142};     // sm_89
+constexpr Gpu kB200{10, false, 148};
+constexpr Gpu kRtx5090{12, false, 170};
+
+FwdShape on(Gpu g, int head_dim, int seqlen_q, int batch, int hq) {
+  FwdShape s = shape(g.sm_major, g.sm90, g.sms, seqlen_q, batch, hq);
+  s.head_dim = head_dim;
+  return s;
+}
+FwdShape causal(FwdShape s) {
+  s.causal = true;
+  return s;
+}
+FwdShape masked(FwdShape s) {  // a window, global tokens or a block layout
+  s.dense_or_causal = false;
+  return s;
+}
+FwdShape compensated(FwdShape s) {
+  s.precision = Precision::compensated;
+  return s;
+}
+FwdShape with_sm90_flag(FwdShape s) {  // the flag set on a GPU that is not sm 9.x
+  s.sm90_kernel_available = true;
+  return s;
+}
+
+struct Point {
+  const char* what;
+  FwdShape shape;
+  const char* want;  // the configuration's name
+};
+
+// Row blocks below are ceil(S / 128) * H * B; "2 x SMs" is the sm_80 rule's boundary. A dtype
+// in a description is for the reader: the rule does not read it (the sm90 flag carries it).
+const Point kPoints[] = {
+    // Hopper with the sm_90a kernel: sm90_ws_128x128 for every standard call at D64/D128,
+    // whatever the mask and however small the grid; 64-key tiles at D256; the compensated wgmma
+    // kernel at D64/D128, the sm_80 one at D256.
+    {"H100 132 SMs, D128, fp16, B1 H16 S1024", on(kH100, 128, 1024, 1, 16), "sm90_ws_128x128"},
+    {"H100 132 SMs, D64, bf16, causal sliding window, B4 H32 S4096",
+     masked(causal(on(kH100, 64, 4096, 4, 32))), "sm90_ws_128x128"},
+    {"H100 PCIe 114 SMs, D128, B1 H1 S1 (one row block)", on(kH100Pcie, 128, 1, 1, 1),
+     "sm90_ws_128x128"},
+    {"H200 132 SMs, D128, block layout, B2 H16 S65536", masked(on(kH200, 128, 65536, 2, 16)),
+     "sm90_ws_128x128"},
+    {"H200 132 SMs, D256, bf16, B2 H8 S1000", on(kH200, 256, 1000, 2, 8), "sm90_ws_128x64_d256"},
+    {"H200 132 SMs, D256, causal, global tokens, B1 H1 S1", masked(causal(on(kH200, 256, 1, 1, 1))),
+     "sm90_ws_128x64_d256"},
+    {"H200 132 SMs, D128, compensated, B2 H16 S4096", compensated(on(kH200, 128, 4096, 2, 16)),
+     "sm90_ws_128x64_compensated"},
+    {"H200 132 SMs, D64, compensated, causal window, B1 H1 S17",
+     compensated(masked(causal(on(kH200, 64, 17, 1, 1)))), "sm90_ws_128x64_compensated"},
+    {"H200 132 SMs, D256, compensated, B2 H16 S2048 (no wgmma compensated kernel at D256)",
+     compensated(on(kH200, 256, 2048, 2, 16)), "sm80_64x64_compensated"},
+
+    // Hopper under GPUATTN_KERNEL=sm80: the sm_80 rule, boundary 2 x 132 = 264 row blocks.
+    {"H200 sm80, D128, B1 H16 S1024: 8 x 16 = 128 < 264", on(kHopperSm80, 128, 1024, 1, 16),
+     "sm80_64x64"},
+    {"H200 sm80, D128, B4 H16 S4096: 32 x 16 x 4 = 2048", on(kHopperSm80, 128, 4096, 4, 16),
+     "sm80_128x64"},
+    {"H200 sm80, D128, B1 H33 S1024: 8 x 33 = 264 = 2 x 132", on(kHopperSm80, 128, 1024, 1, 33),
+     "sm80_128x64"},
+    {"H200 sm80, D128, B1 H32 S1024: 8 x 32 = 256 < 264", on(kHopperSm80, 128, 1024, 1, 32),
+     "sm80_64x64"},
+    {"H200 sm80, D64, causal window, B1 H32 S1024: 256 < 264 (the mask does not count)",
+     masked(causal(on(kHopperSm80, 64, 1024, 1, 32))), "sm80_64x64"},
+    {"H200 sm80, D256, B4 H16 S4096: 2048 row blocks, but no 128-row tiles at D256",
+     on(kHopperSm80, 256, 4096, 4, 16), "sm80_64x64"},
+    {"H200 sm80, D128, compensated, B4 H16 S4096", compensated(on(kHopperSm80, 128, 4096, 4, 16)),
+     "sm80_64x64_compensated"},
+    {"H200 sm80, varlen max S2048, B4 H8: 16 x 8 x 4 = 512 (max length x batch)",
+     on(kHopperSm80, 128, 2048, 4, 8), "sm80_128x64"},
+
+    // A100, 108 SMs: boundary 216 row blocks.
+    {"A100 108 SMs, D128, fp16, B1 H16 S1024: 128 < 216", on(kA100, 128, 1024, 1, 16),
+     "sm80_64x64"},
+    {"A100 108 SMs, D128, B1 H27 S1024: 8 x 27 = 216 = 2 x 108", on(kA100, 128, 1024, 1, 27),
+     "sm80_128x64"},
+    {"A100 108 SMs, D128, B1 H27 S897: ceil(897 / 128) = 8, 216", on(kA100, 128, 897, 1, 27),
+     "sm80_128x64"},
+    {"A100 108 SMs, D128, B1 H27 S896: 7 x 27 = 189 < 216", on(kA100, 128, 896, 1, 27),
+     "sm80_64x64"},
+    {"A100 108 SMs, D64, B27 H1 S1023: 8 x 1 x 27 = 216 (batch counts)", on(kA100, 64, 1023, 27, 1),
+     "sm80_128x64"},
+    {"A100 108 SMs, D128, causal, B2 H13 S1024: 8 x 13 x 2 = 208 < 216",
+     causal(on(kA100, 128, 1024, 2, 13)), "sm80_64x64"},
+    {"A100 108 SMs, D256, B16 H32 S32768", on(kA100, 256, 32768, 16, 32), "sm80_64x64"},
+    {"A100 108 SMs, D64, compensated, B16 H32 S32768", compensated(on(kA100, 64, 32768, 16, 32)),
+     "sm80_64x64_compensated"},
+    {"A100 108 SMs, D128, B4 H16 S4096, sm90 flag set (read on sm 9.x only)",
+     with_sm90_flag(on(kA100, 128, 4096, 4, 16)), "sm80_128x64"},
+
+    // sm_86 / sm_89: the same rule with their SM counts (it reads neither the minor version nor
+    // the shared memory: the sm_80 launcher refuses what does not fit 99 KB with not_supported).
+    {"RTX 3090 sm_86 82 SMs, D64, B1 H16 S2048: 16 x 16 = 256 >= 164",
+     on(kRtx3090, 64, 2048, 1, 16), "sm80_128x64"},
+    {"RTX 3090 sm_86 82 SMs, D128, B1 H41 S512: 4 x 41 = 164 = 2 x 82",
+     on(kRtx3090, 128, 512, 1, 41), "sm80_128x64"},
+    {"RTX 3090 sm_86 82 SMs, D128, B1 H1 S20864: 163 < 164", on(kRtx3090, 128, 20864, 1, 1),
+     "sm80_64x64"},
+    {"A6000 sm_86 84 SMs, D128, B1 H16 S1280: 10 x 16 = 160 < 168", on(kA6000, 128, 1280, 1, 16),
+     "sm80_64x64"},
+    {"A6000 sm_86 84 SMs, D256, B1 H1 S1", on(kA6000, 256, 1, 1, 1), "sm80_64x64"},
+    {"RTX 4090 sm_89 128 SMs, D128, B2 H32 S512: 4 x 32 x 2 = 256 = 2 x 128",
+     on(kRtx4090, 128, 512, 2, 32), "sm80_128x64"},
+    {"RTX 4090 sm_89 128 SMs, D128, B2 H32 S384: 3 x 32 x 2 = 192 < 256",
+     on(kRtx4090, 128, 384, 2, 32), "sm80_64x64"},
+    {"L40S sm_89 142 SMs, D128, compensated, B1 H1 S1", compensated(on(kL40s, 128, 1, 1, 1)),
+     "sm80_64x64_compensated"},
+
+    // Newer GPUs run the sm_80 kernel (the sm_90a kernel is sm 9.x only).
+    {"B200 sm_100 148 SMs, D128, B4 H16 S4096, sm90 flag set",
+     with_sm90_flag(on(kB200, 128, 4096, 4, 16)), "sm80_128x64"},
+    {"B200 sm_100 148 SMs, D128, B1 H16 S1024: 128 < 296", on(kB200, 128, 1024, 1, 16),
+     "sm80_64x64"},
+    {"RTX 5090 sm_120 170 SMs, D64, B1 H16 S2048: 256 < 340", on(kRtx5090, 64, 2048, 1, 16),
+     "sm80_64x64"},
+    {"RTX 5090 sm_120 170 SMs, D256, compensated, B4 H16 S4096",
+     compensated(on(kRtx5090, 256, 4096, 4, 16)), "sm80_64x64_compensated"},
+};
+
+TEST(TileConfig, PicksAtNamedPoints) {
+  for (const Point& pt : kPoints) {
+    const TileConfig& c = select_fwd_config(pt.shape);
+    EXPECT_STREQ(c.name, pt.want) << pt.what;
+    EXPECT_EQ(&tile_config(c.kernel), &c) << pt.what;
+  }
+}
+
+// ---- properties of the rule on a grid ----------------------------------------------------------
+
+// What must hold whatever the tuning: causal and the mask never change the pick (every kernel runs
+// every mask); sm90_* only on sm 9.x with the sm_90a kernel; the precision picks a kernel of that
+// precision; nothing 128 rows x 2 m-tiles at head dim 256 on sm_80; and on sm_80 a larger grid
+// never goes back from 128-row to 64-row tiles.
+TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
   int checked = 0;
-  for (int major : {8, 9}) {
+  const int seqlens[] = {1, 64, 127, 128, 129, 512, 1000, 1024, 4096, 32768};
+  for (int major : {8, 9, 10}) {
     for (bool sm90 : {false, true}) {
-      for (int sms : {108, 132}) {
+      for (int sms : {82, 108, 132}) {
         for (Precision prec : {Precision::standard, Precision::compensated}) {
-          for (bool dense : {true, false}) {
-            for (bool causal : {false, true}) {
-              for (int seqlen : {1, 64, 127, 128, 129, 512, 1000, 1024, 4096, 32768}) {
-                for (int batch : {1, 2, 4, 16}) {
-                  for (int hq : {1, 8, 16, 27, 32, 33}) {
-                    FwdShape s = shape(major, sm90, sms, seqlen, batch, hq);
-                    s.precision = prec;
-                    s.dense_or_causal = dense;
-                    s.causal = causal;
-                    for (int d : {64, 128, 256}) {
-                      s.head_dim = d;
-                      ASSERT_EQ(pick(s), expected(s))
-                          << "sm " << major << " sm90 " << sm90 << " sms " << sms << " prec "
-                          << to_string(prec) << " dense " << dense << " causal " << causal << " S "
-                          << seqlen << " B " << batch << " H " << hq << " D " << d;
-                      ++checked;
+          for (int batch : {1, 2, 4, 16}) {
+            for (int hq : {1, 8, 16, 27, 32, 33}) {
+              for (int d : {64, 128, 256}) {
+                bool seen_large = false;
+                for (int seqlen : seqlens) {
+                  FwdShape s = shape(major, sm90, sms, seqlen, batch, hq);
+                  s.precision = prec;
+                  s.head_dim = d;
+                  const FwdKernel k = pick(s);
+                  const std::string where = "sm " + std::to_string(major) + " sm90 " +
+                                            std::to_string(sm90) + " sms " + std::to_string(sms) +
+                                            " prec " + to_string(prec) + " S " +
+                                            std::to_string(seqlen) + " B " + std::to_string(batch) +
+                                            " H " + std::to_string(hq) + " D " + std::to_string(d);
+                  for (bool dense : {true, false}) {
+                    for (bool causal : {false, true}) {
+                      FwdShape m = s;
+                      m.dense_or_causal = dense;
+                      m.causal = causal;
+                      ASSERT_EQ(pick(m), k) << where << " dense " << dense << " causal " << causal;
                     }
                   }
+                  const bool is_sm90 = k == FwdKernel::sm90_ws_128x128 ||
+                                       k == FwdKernel::sm90_ws_128x64_d256 ||
+                                       k == FwdKernel::sm90_ws_128x64_compensated;
+                  if (major != 9 || !sm90) EXPECT_FALSE(is_sm90) << where;
+                  const bool is_compensated = k == FwdKernel::sm80_64x64_compensated ||
+                                              k == FwdKernel::sm90_ws_128x64_compensated;
+                  EXPECT_EQ(is_compensated, prec == Precision::compensated) << where;
+                  if (d == 256) {
+                    EXPECT_NE(k, FwdKernel::sm80_128x64) << where;
+                    EXPECT_NE(k, FwdKernel::sm90_ws_128x128) << where;
+                    EXPECT_NE(k, FwdKernel::sm90_ws_128x64_compensated) << where;
+                  } else {
+                    EXPECT_NE(k, FwdKernel::sm90_ws_128x64_d256) << where;
+                  }
+                  if (k == FwdKernel::sm80_128x64) seen_large = true;
+                  if (seen_large) EXPECT_NE(k, FwdKernel::sm80_64x64) << where;
+                  ++checked;
                 }
               }
             }
@@ -250,7 +409,7 @@ TEST(TileConfig, RuleMatchesTheDispatchOnAGrid) {
       }
     }
   }
-  EXPECT_EQ(checked, 2 * 2 * 2 * 2 * 2 * 2 * 10 * 4 * 6 * 3);
+  EXPECT_EQ(checked, 3 * 2 * 3 * 2 * 4 * 6 * 3 * 10);
 }
 
 TEST(TileConfig, ShapeFromParams) {
