@@ -1008,6 +1008,9 @@ INSTANTIATE_TEST_SUITE_P(
         dense(2, 16, 4, 1500, 1500, 64, bf16).causal().window(128, 0).globals(8, 500),
         // varlen: 12 row blocks per head for the longest of 6 sequences, 32 per head hold rows
         varlen(16, 4, 128, f16, kManyLensQ), varlen(16, 4, 128, bf16, kManyLensQ).causal(),
+        // dense non-causal (persistent on sm_90a) with a k length of 0: items without key tiles
+        // (zeros stored from registers, no Q loaded) between items with tiles in one CTA
+        varlen(16, 4, 64, f16, kManyLensQ, kManyLensK),
         varlen(16, 4, 64, f16, kManyLensQ, kManyLensK).causal().window(200, 0),
         varlen(16, 4, 64, bf16, kManyLensQ, kManyLensK).window(32, 32).globals(100, 300),
         // compensated, head dim 256
