@@ -3,8 +3,11 @@
 
 #include <array>
 #include <atomic>
+#include <cstdint>
+#include <string>
 
 #include "cuda/cuda_check.h"
+#include "cuda/fwd_sm80.h"
 
 namespace gpuattn::sm80 {
 namespace {
@@ -35,6 +38,54 @@ int max_smem_per_block() {
 }
 int compute_capability_major() {
   return cached_attribute<cudaDevAttrComputeCapabilityMajor>();
+}
+
+namespace {
+
+// This library's memory pool of the current device, created on first use; it keeps what it has
+// reserved (release threshold: all), so a launch's counter costs no driver allocation after the
+// first.
+cudaMemPool_t counter_pool() {
+  static std::array<std::atomic<cudaMemPool_t>, 64> pools{};
+  int device = 0;
+  GPUATTN_CUDA_CHECK(cudaGetDevice(&device));
+  if (device < 0 || device >= static_cast<int>(pools.size())) {
+    throw Error(ErrorCode::not_supported,
+                "gpuattn: device ordinal " + std::to_string(device) + " is past the 64 supported");
+  }
+  cudaMemPool_t pool = pools[device].load(std::memory_order_acquire);
+  if (pool != nullptr) return pool;
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  cudaMemPool_t created = nullptr;
+  GPUATTN_CUDA_CHECK(cudaMemPoolCreate(&created, &props));
+  std::uint64_t keep = ~std::uint64_t{0};
+  GPUATTN_CUDA_CHECK(cudaMemPoolSetAttribute(created, cudaMemPoolAttrReleaseThreshold, &keep));
+  cudaMemPool_t expected = nullptr;
+  if (!pools[device].compare_exchange_strong(expected, created, std::memory_order_acq_rel)) {
+    cudaMemPoolDestroy(created);  // another thread made this device's pool first
+    return expected;
+  }
+  return created;
+}
+
+}  // namespace
+
+LaunchCounter::LaunchCounter(cudaStream_t stream) : stream_(stream) {
+  void* ptr = nullptr;
+  GPUATTN_CUDA_CHECK(cudaMallocFromPoolAsync(&ptr, sizeof(int), counter_pool(), stream));
+  ptr_ = static_cast<int*>(ptr);
+  const cudaError_t err = cudaMemsetAsync(ptr_, 0, sizeof(int), stream);
+  if (err != cudaSuccess) {
+    cudaFreeAsync(ptr_, stream);
+    GPUATTN_CUDA_CHECK(err);
+  }
+}
+
+LaunchCounter::~LaunchCounter() {
+  cudaFreeAsync(ptr_, stream_);  // stream-ordered: after the kernel launched before it
 }
 
 }  // namespace gpuattn::sm80

@@ -23,4 +23,21 @@ int num_sms();  // of the current device, cached per device (fwd_launch.cu)
 int max_smem_per_block();
 int compute_capability_major();  // of the current device, cached per device (fwd_launch.cu)
 
+// A zeroed int in device memory for one kernel launch on `stream` (a persistent kernel's work-item
+// counter), from a pool of this library's per device, stream-ordered: allocated and zeroed on the
+// stream before the launch, freed on it after, so concurrent launches on other streams, and CUDA
+// graphs captured from them, each get their own (fwd_launch.cu).
+class LaunchCounter {
+ public:
+  explicit LaunchCounter(cudaStream_t stream);
+  ~LaunchCounter();
+  LaunchCounter(const LaunchCounter&) = delete;
+  LaunchCounter& operator=(const LaunchCounter&) = delete;
+  int* get() const { return ptr_; }
+
+ private:
+  cudaStream_t stream_;
+  int* ptr_ = nullptr;
+};
+
 }  // namespace gpuattn::sm80

@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/fwd_params.h"
@@ -70,7 +71,8 @@ struct FwdTraits {
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
-  static constexpr int kBarrierBytes = 128;  // 12 mbarriers (96 bytes), a schedule word per stage
+  // 16 mbarriers (128 bytes), a schedule word per stage, 2 item slots (see Barriers)
+  static constexpr int kBarrierBytes = 160;
   // Q buffers of the persistent kernel: with two, the next item's Q loads while this item runs
   // (with one, its load starts only when this item's last GEMM is done). Two where they fit the
   // 227 KB: head dims 64 and 128; 256 keeps one.
@@ -81,8 +83,8 @@ struct FwdTraits {
   // Registers: 65536 / 384 threads = 168 at launch; the producer drops to 24 and the consumers
   // rise to 240 (128 * 24 + 256 * 240 = 64512): S, P and O (64 + 32 + D/2; 32 + 16 + 128 at
   // D = 256) plus the overlap.
-  static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = 240;
+  static constexpr int kProducerRegs = kHeadDim == 256 ? 24 : 32;
+  static constexpr int kConsumerRegs = kHeadDim == 256 ? 240 : 232;
   // The masked kernel's producer warp runs the tile search (MaskPolicy's range and tile tests,
   // block layout reads): at 56 registers ptxas still spilled 8 bytes, at 72 none; its consumers
   // hold the same S, P and O plus the per-element mask in 203 of the remaining 216
@@ -129,12 +131,15 @@ constexpr float kRescaleSlack = 8.f;
 
 // mbarriers, in this order after the tiles: Q full; K full x2, V full x2; K empty x2, V empty x2;
 // then the masked kernel's schedule word of each stage (see kEndOfTiles); then Q empty (the
-// persistent kernel's consumers are done with a work item's Q); then Q full and Q empty of the
-// second Q buffer.
+// consumers are done with a work item's Q); then Q full and Q empty of the second Q buffer; then
+// the work-item ring: item full x2, item empty x2 and the two slots (ints) in which the producer
+// tells the consumers which item comes next.
 struct Barriers {
   std::uint32_t q_full, k_full, v_full, k_empty, v_empty;  // stage s: + 8 * s
   std::uint32_t sched;                                     // stage s: + 4 * s
   std::uint32_t q_empty;
+  std::uint32_t item_full, item_empty;  // slot s: + 8 * s
+  std::uint32_t item_slot;              // slot s: + 4 * s
   __device__ explicit Barriers(std::uint32_t base)
       : q_full(base),
         k_full(base + 8),
@@ -142,39 +147,67 @@ struct Barriers {
         k_empty(base + 40),
         v_empty(base + 56),
         sched(base + 72),
-        q_empty(base + 80) {}
+        q_empty(base + 80),
+        item_full(base + 104),
+        item_empty(base + 120),
+        item_slot(base + 136) {}
   // Q buffer b (0 or 1).
   __device__ std::uint32_t q_full_of(int b) const { return b == 0 ? q_full : q_full + 88; }
   __device__ std::uint32_t q_empty_of(int b) const { return b == 0 ? q_empty : q_empty + 16; }
 };
 
-// ---- the persistent schedule of the dense non-causal kernel ------------------------------------
+// ---- the schedule ------------------------------------------------------------------------------
 
 // One work item: query rows [m_block * kBlockM, + kBlockM) of head h of batch entry b.
 struct WorkItem {
   int m_block, h, b;
 };
 
-// The dense non-causal kernel is persistent: one CTA per SM (at most one per item), and CTA c of
-// G takes the items w = c, c + G, c + 2 G, ... Items go head by head, row blocks fastest, so the
-// CTAs running at one time share the K and V of a few heads in L2; the next item's Q and K/V load
-// while the last one's O is stored. H200, 3 alternating runs each: bf16 B4 H16 S4096 D128 and fp16
-// B4 H32 S4096 D64 1.5% faster, fp16 D128 unchanged (within 0.5%).
-// Causal calls keep a CTA per item: their items differ in length (the diagonal), and the
-// hardware's CTA scheduler, handing out items longest first in this order, balanced them better
-// than static round robin (persistent with a snake order over head groups: 511 -> 413 TFLOP/s).
+// The work items in the order the CTAs take them. Head by head (batch entry, then head), row blocks
+// fastest, so that the CTAs running at one time share the K and V of a few heads in L2; causal:
+// a head's row blocks last first (longest first). Masked non-causal calls with global tokens put
+// every head's first `heavy` row blocks in front: they hold the global query rows, which see every
+// key (at S 128K: 1024 key tiles against ~33 for a window row), and taken last they were the run's
+// tail.
+//
+// Three ways to run them: the dense non-causal kernel is persistent with a static schedule (one CTA
+// per SM; CTA c of G takes items c, c + G, c + 2 G, ...: equal items, and the next item's Q and
+// K/V load while the last one's O is stored; H200: bf16 B4 H16 S4096 D128 and fp16 B4 H32 S4096
+// D64 1.5% faster than a CTA per item). The causal and masked kernels, whose items differ in
+// length, are persistent with a dynamic schedule when there are more items than SMs: CTA c starts
+// with item c and then takes G + the value of an atomic counter (fresh for each launch), so a CTA
+// takes its next item when it is done with the last, longest first. (A static snake order over
+// head groups lost 20% on causal: 511 -> 413 TFLOP/s.) With no counter, a CTA per item.
 struct Schedule {
   int m_blocks;  // row blocks per head (varlen: of the longest sequence)
   int hq;
-  int items;  // m_blocks * batch * hq
+  int heads;  // hq * batch
+  int items;  // m_blocks * heads
+  int heavy;
+  bool reverse;
 
-  __device__ Schedule(const FwdParams& p, int block_m)
+  __device__ Schedule(const FwdParams& p, int block_m, bool masked)
       : m_blocks((p.seqlen_q + block_m - 1) / block_m),
         hq(p.hq),
-        items(m_blocks * p.batch * p.hq) {}
+        heads(p.hq * p.batch),
+        items(m_blocks * heads),
+        heavy(masked && !p.causal && p.global_tokens > 0
+                  ? min(m_blocks, (p.global_tokens + block_m - 1) / block_m)
+                  : 0),
+        reverse(p.causal) {}
   __device__ WorkItem item(int w) const {
-    const int head = w / m_blocks;
-    return {w % m_blocks, head % hq, head / hq};
+    const int front = heavy * heads;
+    int head, m;
+    if (w < front) {
+      m = w / heads;
+      head = w - m * heads;
+    } else {
+      const int per = m_blocks - heavy, y = w - front;
+      head = y / per;
+      const int k = y - head * per;
+      m = reverse ? m_blocks - 1 - k : heavy + k;
+    }
+    return {m, head % hq, head / hq};
   }
 };
 
@@ -423,16 +456,21 @@ __device__ __forceinline__ void load_kv(const QkvTensorMaps& maps, std::uint32_t
   }
 }
 
-// The masked kernel's producer: warp 0 of the producer warpgroup. Its lanes test 32 candidate
-// tiles at a time (tile_any_visible of the whole mask: exact, so no tile without a visible key is
-// loaded; tile_fully_visible of the position mask per consumer warpgroup for the schedule word),
-// and lane 0 loads the visible ones in key order, then stores kEndOfTiles in the next stage. A CTA
-// without a visible tile stores kEndOfTiles in stage 0 and its consumers load nothing.
+// The masked kernel's producer for one work item: warp 0 of the producer warpgroup. Lane 0 loads
+// the item's Q into buffer q_buf once the consumers are done with its previous use (the q_use-th
+// use of the buffer); meanwhile the lanes test 32 candidate tiles at a time (tile_any_visible of
+// the whole mask: exact, so no tile without a visible key is loaded; tile_fully_visible of the
+// position mask per consumer warpgroup for the schedule word), and lane 0 loads the visible ones in
+// key order. The stage after the item's last tile (in the CTA's count j) holds no tile: its word
+// kEndOfTiles ends the item, and the consumers release it like a tile's stage. An item without a
+// visible tile still loads Q (its consumers wait for it and store zeros), so nothing is in flight
+// when the CTA exits.
 template <class Tr>
 __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTensorMaps& maps,
                                                std::uint32_t sq, std::uint32_t sk0,
                                                std::uint32_t sv0, const Barriers& bar, int m0,
-                                               int lq, int lk, int b, int h, int hk) {
+                                               int lq, int lk, int b, int h, int hk, int& j,
+                                               int q_buf, int q_use) {
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN;
   const int lane = threadIdx.x & 31;
   const MaskPolicy mask = p.mask(h);
@@ -440,17 +478,18 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
   position.blocks = nullptr;   // decision (the consumers read the layout bytes of their rows)
   const int bc = p.is_varlen() ? 0 : b;
   if (lane == 0) {  // Q first, while the lanes look for tiles
+    if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(q_buf), (q_use - 1) & 1);
     const int q_row = static_cast<int>(p.row0_q(b)) + m0;
-    ptx::mbarrier_arrive_expect_tx(bar.q_full, Tr::kQBytes);
+    const std::uint32_t q_full = bar.q_full_of(q_buf), q_dst = sq + q_buf * Tr::kQBytes;
+    ptx::mbarrier_arrive_expect_tx(q_full, Tr::kQBytes);
 #pragma unroll
     for (int s = 0; s < Tr::kSlabs; ++s) {
-      ptx::tma_load_4d(sq + s * kBlockM * 128, &maps.q, bar.q_full, s * 64, h, q_row, bc);
+      ptx::tma_load_4d(q_dst + s * kBlockM * 128, &maps.q, q_full, s * 64, h, q_row, bc);
     }
   }
   const int i_last = min(m0 + kBlockM, lq) - 1;
   const TileCandidates<kBlockN> cand(position, m0, i_last, lq, lk);
   const int k_row0 = static_cast<int>(p.row0_k(b));
-  int j = 0;  // tiles loaded
   for (int t = cand.next(cand.first); t < cand.end; t = cand.next(t + 32)) {
     const int mine = t + lane;
     const int word = mine < cand.end ? tile_word<kBlockN, Tr::kConsumers>(mask, position, mine, m0,
@@ -466,24 +505,30 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
     }
   }
   if (lane == 0) {
-    // Nothing may be in flight when the CTA exits: without a tile no consumer waits for Q.
-    if (j == 0) ptx::mbarrier_wait(bar.q_full, 0);
     const int stage = j % Tr::kStages;
-    if (j >= Tr::kStages) ptx::mbarrier_wait(bar.k_empty + 8 * stage, ((j / Tr::kStages) & 1) ^ 1);
+    if (j >= Tr::kStages) {
+      const std::uint32_t parity = ((j / Tr::kStages) & 1) ^ 1;
+      ptx::mbarrier_wait(bar.k_empty + 8 * stage, parity);
+      ptx::mbarrier_wait(bar.v_empty + 8 * stage, parity);
+    }
     st_shared_s32(bar.sched + 4 * stage, kEndOfTiles);
     ptx::mbarrier_arrive(bar.k_full + 8 * stage);
   }
+  ++j;
 }
 
+// Returns the stage uses the item took: its tiles, plus the end-of-tiles stage in the masked
+// kernel.
 template <class Tr, bool kMasked>
-__device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
-                                        std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
-                                        int lq, int lk, int b, int h, int cw, int j0, int q_buf,
-                                        int q_phase);
+__device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
+                                       std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
+                                       int lq, int lk, int b, int h, int cw, int j0, int q_buf,
+                                       int q_phase);
 
 template <class Tr, bool kMasked>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
-    fwd_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ QkvTensorMaps maps) {
+    fwd_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ QkvTensorMaps maps,
+               int* item_counter) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN;
 
@@ -495,37 +540,31 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const Barriers bar(sv0 + Tr::kStages * Tr::kKVBytes);
 
   const int tid = threadIdx.x, wg = tid >> 7;
-  // The masked and the causal kernel: one CTA per work item (grid: row blocks, heads, batch;
-  // causal row blocks longest first). Dense non-causal: persistent, the items of Schedule.
-  // The masked kernel's grid is (row blocks x heads, batch), row-block-major, so that the hardware
-  // hands out every head's row block 0 first: with global tokens those blocks hold the global
-  // query rows, which see every key (at S 128K: 1024 tiles against ~33 for a window row), and
-  // started last they were the run's tail. With causal, longest first: the last row block first.
-  const bool persistent = !kMasked && !p.causal;
-  const Schedule sched(p, kBlockM);
-  WorkItem one;
-  if constexpr (kMasked) {
-    const int x = static_cast<int>(blockIdx.x), mi = x / p.hq;
-    one = {p.causal ? sched.m_blocks - 1 - mi : mi, x - mi * p.hq, static_cast<int>(blockIdx.y)};
-  } else {
-    one = {p.causal ? static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x)
-                    : static_cast<int>(blockIdx.x),
-           static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z)};
-  }
-  if (!persistent && one.m_block * kBlockM >= p.len_q(one.b)) return;  // before any barrier
-  // Runs fn(item, m0, lq, lk, n_tiles) for every item of this CTA that holds rows; n_tiles: the
-  // dense / causal key tiles (every tile up to the diagonal of the block's last row).
-  auto for_each_item = [&](auto&& fn) {
-    const int step = persistent ? static_cast<int>(gridDim.x) : sched.items;
-    for (int w = persistent ? static_cast<int>(blockIdx.x) : 0; w < sched.items; w += step) {
-      const WorkItem it = persistent ? sched.item(w) : one;
-      const int lq = p.len_q(it.b), lk = p.len_k(it.b);
-      const int m0 = it.m_block * kBlockM;
-      if (m0 >= lq) continue;  // varlen: a shorter sequence (uniform over the CTA)
-      int n_end = lk;
-      if (p.causal) n_end = max(0, min(lk, m0 + kBlockM + lk - lq));
-      fn(it, m0, lq, lk, (n_end + kBlockN - 1) / kBlockN);
-    }
+  const Schedule sched(p, kBlockM, kMasked);
+  // The item after w (see Schedule): static for dense non-causal calls, from the counter for the
+  // others when the launch passed one, else none (a CTA per item).
+  const bool static_schedule = !kMasked && !p.causal;
+  auto next_item = [&](int w) {
+    if (static_schedule) return w + static_cast<int>(gridDim.x);
+    if (item_counter != nullptr) return static_cast<int>(gridDim.x) + atomicAdd(item_counter, 1);
+    return sched.items;
+  };
+  // The rows, lengths and dense / causal key tiles of item w (n_tiles: every tile up to the
+  // diagonal of the block's last row; 0 when the block holds no row of its sequence: varlen).
+  struct ItemShape {
+    WorkItem it;
+    int m0, lq, lk, n_tiles;
+  };
+  auto shape_of = [&](int w) {
+    ItemShape x;
+    x.it = sched.item(w);
+    x.lq = p.len_q(x.it.b);
+    x.lk = p.len_k(x.it.b);
+    x.m0 = x.it.m_block * kBlockM;
+    int n_end = x.lk;
+    if (p.causal) n_end = max(0, min(x.lk, x.m0 + kBlockM + x.lk - x.lq));
+    x.n_tiles = x.m0 < x.lq ? (n_end + kBlockN - 1) / kBlockN : 0;
+    return x;
   };
 
   if (tid == 0) {
@@ -541,42 +580,65 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       ptx::mbarrier_init(bar.k_empty + 8 * s, Tr::kConsumers * 128);
       ptx::mbarrier_init(bar.v_empty + 8 * s, Tr::kConsumers * 128);
     }
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      ptx::mbarrier_init(bar.item_full + 8 * s, 1);
+      ptx::mbarrier_init(bar.item_empty + 8 * s, Tr::kConsumers * 128);
+    }
     ptx::fence_mbarrier_init();
   }
   __syncthreads();
 
   if (wg == 0) {
     ptx::setmaxnreg_dec<kMasked ? Tr::kMaskedProducerRegs : Tr::kProducerRegs>();
-    if constexpr (kMasked) {
-      const int lq = p.len_q(one.b), lk = p.len_k(one.b);
-      if (tid < 32) {
-        produce_masked<Tr>(p, maps, sq, sk0, sv0, bar, one.m_block * kBlockM, lq, lk, one.b, one.h,
-                           p.kv_head(one.h));
-      }
-    } else if (tid == 0) {
-      // Producer: one thread issues every TMA load. The j-th K/V tile of the CTA (over all its
-      // items) uses stage j % 2 for its (j / 2)-th time; the i-th Q goes to buffer
-      // i % kQBuffers once the consumers are done with the Q that buffer held before.
+    // The producer: one thread (the masked kernel: warp 0, whose lanes search tiles together).
+    // Lane 0 passes each item to the consumers through the 2-slot item ring (item_count: the
+    // sched.items that ends it) before loading it, and fetches the next one meanwhile. The j-th
+    // K/V stage use of the CTA (over all its items) is stage j % 2's (j / 2)-th; the i-th Q goes
+    // to buffer i % kQBuffers once the consumers are done with the Q that buffer held before.
+    if (kMasked ? tid < 32 : tid == 0) {
       int j = 0, q_loads = 0;
-      for_each_item([&](const WorkItem& it, int m0, int, int, int n_tiles) {
-        if (n_tiles == 0) return;  // no key: the consumers write zeros without Q
-        const int q_row = static_cast<int>(p.row0_q(it.b)) + m0;
-        const int k_row0 = static_cast<int>(p.row0_k(it.b));
-        const int bc = p.is_varlen() ? 0 : it.b;
-        const int hk = p.kv_head(it.h);
+      for (int w = static_cast<int>(blockIdx.x), u = 0;; ++u) {
+        int next = 0;
+        if (tid == 0) {
+          const int slot = u & 1;
+          if (u >= 2) ptx::mbarrier_wait(bar.item_empty + 8 * slot, ((u >> 1) & 1) ^ 1);
+          st_shared_s32(bar.item_slot + 4 * slot, w);
+          ptx::mbarrier_arrive(bar.item_full + 8 * slot);
+          if (w < sched.items) next = next_item(w);
+        }
+        if (w >= sched.items) break;
+        const ItemShape x = shape_of(w);
         const int qb = q_loads % Tr::kQBuffers, q_use = q_loads / Tr::kQBuffers;
-        if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(qb), (q_use - 1) & 1);
-        ++q_loads;
-        const std::uint32_t q_full = bar.q_full_of(qb), q_dst = sq + qb * Tr::kQBytes;
-        ptx::mbarrier_arrive_expect_tx(q_full, Tr::kQBytes);
+        const int hk = p.kv_head(x.it.h);
+        if constexpr (kMasked) {
+          if (x.m0 < x.lq) {
+            produce_masked<Tr>(p, maps, sq, sk0, sv0, bar, x.m0, x.lq, x.lk, x.it.b, x.it.h, hk, j,
+                               qb, q_use);
+            ++q_loads;
+          }
+          w = __shfl_sync(0xffffffffu, next, 0);
+        } else {
+          if (x.n_tiles > 0) {  // without a key tile the consumers write zeros without Q
+            const int q_row = static_cast<int>(p.row0_q(x.it.b)) + x.m0;
+            const int k_row0 = static_cast<int>(p.row0_k(x.it.b));
+            const int bc = p.is_varlen() ? 0 : x.it.b;
+            if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(qb), (q_use - 1) & 1);
+            ++q_loads;
+            const std::uint32_t q_full = bar.q_full_of(qb), q_dst = sq + qb * Tr::kQBytes;
+            ptx::mbarrier_arrive_expect_tx(q_full, Tr::kQBytes);
 #pragma unroll
-        for (int s = 0; s < Tr::kSlabs; ++s) {
-          ptx::tma_load_4d(q_dst + s * kBlockM * 128, &maps.q, q_full, s * 64, it.h, q_row, bc);
+            for (int s = 0; s < Tr::kSlabs; ++s) {
+              ptx::tma_load_4d(q_dst + s * kBlockM * 128, &maps.q, q_full, s * 64, x.it.h, q_row,
+                               bc);
+            }
+            for (int t = 0; t < x.n_tiles; ++t, ++j) {
+              load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + t * kBlockN, hk, bc, 0);
+            }
+          }
+          w = next;
         }
-        for (int t = 0; t < n_tiles; ++t, ++j) {
-          load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + t * kBlockN, hk, bc, 0);
-        }
-      });
+      }
     }
   } else {
     ptx::setmaxnreg_inc<kMasked ? Tr::kMaskedConsumerRegs : Tr::kConsumerRegs>();
@@ -588,15 +650,19 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // that, and the CTA would hang.
     if (Tr::kPingPong && cw == 1) ptx::named_barrier_arrive(1, 2 * 128);
     int j0 = 0, q_uses = 0;
-    for_each_item([&](const WorkItem& it, int m0, int lq, int lk, int n_tiles) {
+    for (int u = 0;; ++u) {
+      const int slot = u & 1;
+      ptx::mbarrier_wait(bar.item_full + 8 * slot, (u >> 1) & 1);
+      const int w = ld_shared_s32(bar.item_slot + 4 * slot);
+      ptx::mbarrier_arrive(bar.item_empty + 8 * slot);
+      if (w >= sched.items) break;
+      const ItemShape x = shape_of(w);
+      if (x.m0 >= x.lq) continue;  // varlen: a shorter sequence (uniform over the CTA)
       const int qb = q_uses % Tr::kQBuffers;
-      consume<Tr, kMasked>(p, sq + qb * Tr::kQBytes, sk0, sv0, bar, m0, n_tiles, lq, lk, it.b, it.h,
-                           cw, j0, qb, (q_uses / Tr::kQBuffers) & 1);
-      if (n_tiles > 0) {
-        j0 += n_tiles;
-        ++q_uses;
-      }
-    });
+      j0 += consume<Tr, kMasked>(p, sq + qb * Tr::kQBytes, sk0, sv0, bar, x.m0, x.n_tiles, x.lq,
+                                 x.lk, x.it.b, x.it.h, cw, j0, qb, (q_uses / Tr::kQBuffers) & 1);
+      if (kMasked || x.n_tiles > 0) ++q_uses;
+    }
     if (Tr::kPingPong && cw == 0) ptx::named_barrier_sync(1, 2 * 128);
   }
 #endif
@@ -604,10 +670,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
 // The consumer warpgroup `cw`: rows [64 cw, 64 cw + 64) of the block.
 template <class Tr, bool kMasked>
-__device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
-                                        std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
-                                        int lq, int lk, int b, int h, int cw, int j0, int q_buf,
-                                        int q_phase) {
+__device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
+                                       std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
+                                       int lq, int lk, int b, int h, int cw, int j0, int q_buf,
+                                       int q_phase) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
@@ -665,8 +731,8 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
   // Compensated: acc = P V of tile t for O's columns [64 c, 64 c + 64) (V's slab c), into a fresh
   // accumulator (scale_d = 0 on the first k-step replaces whatever acc held).
   auto issue_pv_slab = [&](float(&acc)[32], std::uint32_t(&pa)[kBlockN / 16][4], int t, int c) {
-    const int stage = t % Tr::kStages;
-    if (c == 0) ptx::mbarrier_wait(bar.v_full + 8 * stage, (t / Tr::kStages) & 1);
+    const int stage = (j0 + t) % Tr::kStages;
+    if (c == 0) ptx::mbarrier_wait(bar.v_full + 8 * stage, ((j0 + t) / Tr::kStages) & 1);
     const std::uint32_t sv = sv0 + stage * Tr::kKVBytes + c * kBlockN * 128;
     ptx::wgmma_fence();
 #pragma unroll
@@ -834,7 +900,10 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
   };
   float s[kBlockN / 2];
   std::uint32_t pa[kBlockN / 16][4];
+  // The masked kernel loads every item's Q, with or without tiles (see produce_masked).
+  if constexpr (kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
   const int word0 = kMasked ? read_word(0) : 0;
+  int used = 0;  // the item's key tiles (masked: the stage after them holds its end)
   if constexpr (Tr::kCompensated) {
     // Compensated: tile by tile, S_j = Q K_j^T; the softmax (exact max; O and its Kahan terms
     // rescaled on every increase); then P_j V_j one 64-column slab of O at a time, each into the
@@ -849,10 +918,9 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
     // the next slab's issue once tacc is read (yc = tacc - c first).
     static_assert(kMasked, "the compensated kernel runs the masked code path (dense included)");
     if (word0 != kEndOfTiles) {
-      ptx::mbarrier_wait(bar.q_full, 0);
       int j = 0;
       for (int word = word0; word != kEndOfTiles; word = read_word(++j)) {
-        const int stage = j % Tr::kStages;
+        const int stage = (j0 + j) % Tr::kStages;
         my_turn();
         issue_qk(s, j);
         their_turn();
@@ -880,9 +948,10 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
         }
         ptx::mbarrier_arrive(bar.v_empty + 8 * stage);
       }
+      used = j;
     }
   } else if (kMasked ? word0 != kEndOfTiles : n_tiles > 0) {
-    ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
+    if constexpr (!kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
     my_turn();
     issue_qk(s, 0);
     their_turn();
@@ -921,6 +990,12 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
     ptx::wgmma_wait<0>();
     // The producer may load the last tile's stage (the Q buffer is released after the epilogue).
     ptx::mbarrier_arrive(bar.v_empty + 8 * ((j0 + last) % Tr::kStages));
+    used = last + 1;
+  }
+  if constexpr (kMasked) {  // the end-of-tiles stage goes back like a tile's
+    const int stage = (j0 + used) % Tr::kStages;
+    ptx::mbarrier_arrive(bar.k_empty + 8 * stage);
+    ptx::mbarrier_arrive(bar.v_empty + 8 * stage);
   }
 
   // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE; a row that
@@ -934,7 +1009,9 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
   // next item's, in flight) the zeros are stored straight from the registers, and so is the
   // compensated consumer's O: its registers are at the limit (nvcc 13.0: 48 bytes of spill
   // stores at D = 128 already, 60 with the staging).
-  const bool staged = Tr::kCompensated ? false : kMasked ? word0 != kEndOfTiles : n_tiles > 0;
+  const bool staged = Tr::kCompensated || (kMasked && D == 256) ? false
+                      : kMasked                                 ? word0 != kEndOfTiles
+                                                                : n_tiles > 0;
   float inv[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -972,6 +1049,7 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
     ptx::fence_proxy_async_shared();
     ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
   } else {
+    if (kMasked) ptx::mbarrier_arrive(bar.q_empty_of(q_buf));  // Q came; its GEMMs are done
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = m0 + row_base + 8 * r;
@@ -985,6 +1063,9 @@ __device__ __forceinline__ void consume(const FwdParams& p, std::uint32_t sq, st
       }
     }
   }
+  return kMasked ? used + 1 : used;
+#else
+  return 0;
 #endif
 }
 
@@ -998,13 +1079,17 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   (void)configured;
   const QkvTensorMaps maps = make_qkv_tensor_maps(p, Tr::kBlockM, Tr::kBlockN);
   const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
-  // Masked and causal: a CTA per work item. Dense non-causal: persistent, one CTA per SM.
+  // See Schedule: persistent, one CTA per SM, when there are more items than SMs (dynamic, from a
+  // fresh counter, for masked and causal calls; static for dense non-causal ones), else a CTA per
+  // item. (Validation keeps the items below 2^30.)
   const long long items = static_cast<long long>(m_blocks) * p.hq * p.batch;
-  const dim3 grid = kMasked ? dim3(static_cast<unsigned>(m_blocks * p.hq), p.batch)
-                    : p.causal
-                        ? dim3(m_blocks, p.hq, p.batch)
-                        : dim3(static_cast<unsigned>(std::min<long long>(items, sm80::num_sms())));
-  fwd_kernel<Tr, kMasked><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, maps);
+  const int sms = sm80::num_sms();
+  const bool dynamic = (kMasked || p.causal) && items > sms;
+  std::optional<sm80::LaunchCounter> counter;
+  if (dynamic) counter.emplace(stream);
+  const dim3 grid(static_cast<unsigned>(std::min<long long>(items, sms)));
+  fwd_kernel<Tr, kMasked>
+      <<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, maps, dynamic ? counter->get() : nullptr);
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
 
