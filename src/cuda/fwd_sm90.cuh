@@ -513,6 +513,9 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
     }
     st_shared_s32(bar.sched + 4 * stage, kEndOfTiles);
     ptx::mbarrier_arrive(bar.k_full + 8 * stage);
+    // V full completes a phase too, though no consumer waits for it here: the consumers take the
+    // parity of every stage use from its index j, markers included.
+    ptx::mbarrier_arrive(bar.v_full + 8 * stage);
   }
   ++j;
 }
