@@ -214,13 +214,15 @@ struct Schedule {
 // ---- masks beyond causal (the kMasked instantiation) --------------------------------------------
 
 // The schedule word the producer stores for a stage before the stage's K "full" arrival: the key
-// tile the stage holds (bits kWordTileShift and up) and, for consumer warpgroup cw, bit cw set
-// when the position mask (causal, window, global tokens, the sequence end) hides some key of the
-// tile from some of the warpgroup's rows, bit 2 + cw set unless every block of the layout that
-// the tile and the warpgroup's rows touch is on (or when the producer did not look: more than 8
-// blocks). kEndOfTiles: the CTA's tiles are done and the stage holds no tile.
+// tile the stage holds (bits kWordTileShift and up); kLastTile set when it is the work item's last
+// tile; and, for consumer warpgroup cw, bit cw set when the position mask (causal, window, global
+// tokens, the sequence end) hides some key of the tile from some of the warpgroup's rows, bit
+// 2 + cw set unless every block of the layout that the tile and the warpgroup's rows touch is on
+// (or when the producer did not look: more than 8 blocks). kEndOfTiles: the item has no tile at
+// all, and the stage holds none.
 constexpr int kEndOfTiles = -1;
-constexpr int kWordTileShift = 4;
+constexpr int kLastTile = 1 << 4;
+constexpr int kWordTileShift = 5;
 
 __device__ __forceinline__ void st_shared_s32(std::uint32_t addr, int v) {
   asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
@@ -431,17 +433,21 @@ GPUATTN_HD std::uint64_t groups_kept(std::uint32_t off4) {
 }
 
 // Producer: loads the K and V tiles of key row `row` (in the tensor maps) into the stage of the
-// CTA's j-th loaded tile once the consumers have released that stage's previous use, and (masked
-// kernel) stores the stage's schedule word before K's arrival releases it to the consumers.
+// CTA's j-th loaded tile once the consumers have released that stage's previous use. The masked
+// kernel's K "full" arrival waits: the producer makes it (publish_word) once the stage's schedule
+// word is known, i.e. once it knows whether a next tile follows.
 template <class Tr, bool kMasked>
 __device__ __forceinline__ void load_kv(const QkvTensorMaps& maps, std::uint32_t sk0,
                                         std::uint32_t sv0, const Barriers& bar, int j, int row,
-                                        int hk, int bc, int word) {
+                                        int hk, int bc) {
   const int stage = j % Tr::kStages;
   const std::uint32_t use = j / Tr::kStages;
   if (j >= Tr::kStages) ptx::mbarrier_wait(bar.k_empty + 8 * stage, (use & 1) ^ 1);
-  if constexpr (kMasked) st_shared_s32(bar.sched + 4 * stage, word);
-  ptx::mbarrier_arrive_expect_tx(bar.k_full + 8 * stage, Tr::kKVBytes);
+  if constexpr (kMasked) {
+    ptx::mbarrier_expect_tx(bar.k_full + 8 * stage, Tr::kKVBytes);
+  } else {
+    ptx::mbarrier_arrive_expect_tx(bar.k_full + 8 * stage, Tr::kKVBytes);
+  }
 #pragma unroll
   for (int s = 0; s < Tr::kSlabs; ++s) {
     ptx::tma_load_4d(sk0 + stage * Tr::kKVBytes + s * Tr::kBlockN * 128, &maps.k,
@@ -456,15 +462,23 @@ __device__ __forceinline__ void load_kv(const QkvTensorMaps& maps, std::uint32_t
   }
 }
 
+// The masked kernel: stores the schedule word of `stage` and makes its K "full" arrival.
+__device__ __forceinline__ void publish_word(const Barriers& bar, int stage, int word) {
+  st_shared_s32(bar.sched + 4 * stage, word);
+  ptx::mbarrier_arrive(bar.k_full + 8 * stage);
+}
+
 // The masked kernel's producer for one work item: warp 0 of the producer warpgroup. Lane 0 loads
 // the item's Q into buffer q_buf once the consumers are done with its previous use (the q_use-th
 // use of the buffer); meanwhile the lanes test 32 candidate tiles at a time (tile_any_visible of
 // the whole mask: exact, so no tile without a visible key is loaded; tile_fully_visible of the
 // position mask per consumer warpgroup for the schedule word), and lane 0 loads the visible ones in
-// key order. The stage after the item's last tile (in the CTA's count j) holds no tile: its word
-// kEndOfTiles ends the item, and the consumers release it like a tile's stage. An item without a
-// visible tile still loads Q (its consumers wait for it and store zeros), so nothing is in flight
-// when the CTA exits.
+// key order. Each tile's word goes out when the next visible tile is found, or, with kLastTile,
+// when the search ends, so the next item's tiles load into the stages right behind this item's
+// (an end-of-item stage instead kept the next item's first K from loading before this item's last
+// P V was done). An item without a visible tile takes one stage use of the CTA's count j, with
+// the word kEndOfTiles (released by the consumers like a tile's), and still loads Q (its
+// consumers wait for it and store zeros), so nothing is in flight when the CTA exits.
 template <class Tr>
 __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTensorMaps& maps,
                                                std::uint32_t sq, std::uint32_t sk0,
@@ -490,6 +504,8 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
   const int i_last = min(m0 + kBlockM, lq) - 1;
   const TileCandidates<kBlockN> cand(position, m0, i_last, lq, lk);
   const int k_row0 = static_cast<int>(p.row0_k(b));
+  const int j_first = j;
+  int pending = 0;  // lane 0: the word of the last tile loaded, not yet published
   for (int t = cand.next(cand.first); t < cand.end; t = cand.next(t + 32)) {
     const int mine = t + lane;
     const int word = mine < cand.end ? tile_word<kBlockN, Tr::kConsumers>(mask, position, mine, m0,
@@ -498,11 +514,16 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
     for (unsigned todo = __ballot_sync(0xffffffffu, word >= 0); todo != 0; todo &= todo - 1) {
       const int w = __shfl_sync(0xffffffffu, word, __ffs(todo) - 1);
       if (lane == 0) {
-        load_kv<Tr, true>(maps, sk0, sv0, bar, j, k_row0 + (w >> kWordTileShift) * kBlockN, hk, bc,
-                          w);
+        if (j > j_first) publish_word(bar, (j - 1) % Tr::kStages, pending);
+        load_kv<Tr, true>(maps, sk0, sv0, bar, j, k_row0 + (w >> kWordTileShift) * kBlockN, hk, bc);
+        pending = w;
       }
       ++j;
     }
+  }
+  if (j > j_first) {
+    if (lane == 0) publish_word(bar, (j - 1) % Tr::kStages, pending | kLastTile);
+    return;
   }
   if (lane == 0) {
     const int stage = j % Tr::kStages;
@@ -520,8 +541,8 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
   ++j;
 }
 
-// Returns the stage uses the item took: its tiles, plus the end-of-tiles stage in the masked
-// kernel.
+// Returns the stage uses the item took: its tiles (the masked kernel: 1, the kEndOfTiles stage,
+// when it has none).
 template <class Tr, bool kMasked>
 __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
                                        std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
@@ -636,7 +657,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
                                bc);
             }
             for (int t = 0; t < x.n_tiles; ++t, ++j) {
-              load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + t * kBlockN, hk, bc, 0);
+              load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + t * kBlockN, hk, bc);
             }
           }
           w = next;
@@ -906,7 +927,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
   // The masked kernel loads every item's Q, with or without tiles (see produce_masked).
   if constexpr (kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
   const int word0 = kMasked ? read_word(0) : 0;
-  int used = 0;  // the item's key tiles (masked: the stage after them holds its end)
+  int used = 0;  // the item's key tiles
   if constexpr (Tr::kCompensated) {
     // Compensated: tile by tile, S_j = Q K_j^T; the softmax (exact max; O and its Kahan terms
     // rescaled on every increase); then P_j V_j one 64-column slab of O at a time, each into the
@@ -922,7 +943,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
     static_assert(kMasked, "the compensated kernel runs the masked code path (dense included)");
     if (word0 != kEndOfTiles) {
       int j = 0;
-      for (int word = word0; word != kEndOfTiles; word = read_word(++j)) {
+      for (int word = word0;; word = read_word(++j)) {
         const int stage = (j0 + j) % Tr::kStages;
         my_turn();
         issue_qk(s, j);
@@ -950,8 +971,9 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
           for (int i = 0; i < 32; ++i) kahan_add(o[32 * c + i], oc[32 * c + i], tacc[i]);
         }
         ptx::mbarrier_arrive(bar.v_empty + 8 * stage);
+        if (word & kLastTile) break;
       }
-      used = j;
+      used = j + 1;
     }
   } else if (kMasked ? word0 != kEndOfTiles : n_tiles > 0) {
     if constexpr (!kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
@@ -983,7 +1005,10 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
     };
     int last = 0;
     if constexpr (kMasked) {
-      for (int word; (word = read_word(last + 1)) != kEndOfTiles; ++last) step(last, word);
+      for (int word = word0; (word & kLastTile) == 0; ++last) {
+        word = read_word(last + 1);
+        step(last, word);
+      }
     } else {
       for (; last + 1 < n_tiles; ++last) step(last, 0);
     }
@@ -995,8 +1020,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
     ptx::mbarrier_arrive(bar.v_empty + 8 * ((j0 + last) % Tr::kStages));
     used = last + 1;
   }
-  if constexpr (kMasked) {  // the end-of-tiles stage goes back like a tile's
-    const int stage = (j0 + used) % Tr::kStages;
+  if (kMasked && used == 0) {  // the kEndOfTiles stage goes back like a tile's
+    const int stage = j0 % Tr::kStages;
     ptx::mbarrier_arrive(bar.k_empty + 8 * stage);
     ptx::mbarrier_arrive(bar.v_empty + 8 * stage);
   }
@@ -1066,7 +1091,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
       }
     }
   }
-  return kMasked ? used + 1 : used;
+  return kMasked && used == 0 ? 1 : used;
 #else
   return 0;
 #endif

@@ -28,6 +28,12 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint32_t bar, std
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
                : "memory");
 }
+// Adds `bytes` to the transaction count of the current phase without arriving (the arrival comes
+// later, by mbarrier_arrive).
+__device__ __forceinline__ void mbarrier_expect_tx(std::uint32_t bar, std::uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
 // Blocks until the phase with the given parity has completed.
 __device__ __forceinline__ void mbarrier_wait(std::uint32_t bar, std::uint32_t parity) {
   asm volatile(
