@@ -6,6 +6,10 @@
 // (the accumulator layout of S is the register-A layout of the second GEMM). Inside a consumer the
 // next tile's S GEMM runs during this tile's softmax, and the two consumers take turns issuing
 // their GEMMs (ping-pong on two named barriers), so one's softmax overlaps the other's GEMMs.
+// With more row blocks than SMs the kernel is persistent (one CTA per SM; the producer passes the
+// work items of core/work_schedule.h to the consumers through a 2-slot ring in shared memory, and
+// loads the next item's Q and K/V while the consumers finish this one), and the consumers store O
+// through their rows of the Q buffer, 16 bytes a thread.
 //
 // Two instantiations per (dtype, head dim): dense/causal (kMasked = false) and every other mask of
 // core/mask.h (kMasked = true: sliding window, global tokens, strided global tokens, block-sparse
@@ -31,6 +35,7 @@
 
 #include "core/fwd_params.h"
 #include "core/tile_config.h"
+#include "core/work_schedule.h"
 #include "cuda/cuda_check.h"
 #include "cuda/fwd_sm80.h"
 #include "cuda/ptx.cuh"
@@ -154,61 +159,6 @@ struct Barriers {
   // Q buffer b (0 or 1).
   __device__ std::uint32_t q_full_of(int b) const { return b == 0 ? q_full : q_full + 88; }
   __device__ std::uint32_t q_empty_of(int b) const { return b == 0 ? q_empty : q_empty + 16; }
-};
-
-// ---- the schedule ------------------------------------------------------------------------------
-
-// One work item: query rows [m_block * kBlockM, + kBlockM) of head h of batch entry b.
-struct WorkItem {
-  int m_block, h, b;
-};
-
-// The work items in the order the CTAs take them. Head by head (batch entry, then head), row blocks
-// fastest, so that the CTAs running at one time share the K and V of a few heads in L2; causal:
-// a head's row blocks last first (longest first). Masked non-causal calls with global tokens put
-// every head's first `heavy` row blocks in front: they hold the global query rows, which see every
-// key (at S 128K: 1024 key tiles against ~33 for a window row), and taken last they were the run's
-// tail.
-//
-// Three ways to run them: the dense non-causal kernel is persistent with a static schedule (one CTA
-// per SM; CTA c of G takes items c, c + G, c + 2 G, ...: equal items, and the next item's Q and
-// K/V load while the last one's O is stored; H200: bf16 B4 H16 S4096 D128 and fp16 B4 H32 S4096
-// D64 1.5% faster than a CTA per item). The causal and masked kernels, whose items differ in
-// length, are persistent with a dynamic schedule when there are more items than SMs: CTA c starts
-// with item c and then takes G + the value of an atomic counter (fresh for each launch), so a CTA
-// takes its next item when it is done with the last, longest first. (A static snake order over
-// head groups lost 20% on causal: 511 -> 413 TFLOP/s.) With no counter, a CTA per item.
-struct Schedule {
-  int m_blocks;  // row blocks per head (varlen: of the longest sequence)
-  int hq;
-  int heads;  // hq * batch
-  int items;  // m_blocks * heads
-  int heavy;
-  bool reverse;
-
-  __device__ Schedule(const FwdParams& p, int block_m, bool masked)
-      : m_blocks((p.seqlen_q + block_m - 1) / block_m),
-        hq(p.hq),
-        heads(p.hq * p.batch),
-        items(m_blocks * heads),
-        heavy(masked && !p.causal && p.global_tokens > 0
-                  ? min(m_blocks, (p.global_tokens + block_m - 1) / block_m)
-                  : 0),
-        reverse(p.causal) {}
-  __device__ WorkItem item(int w) const {
-    const int front = heavy * heads;
-    int head, m;
-    if (w < front) {
-      m = w / heads;
-      head = w - m * heads;
-    } else {
-      const int per = m_blocks - heavy, y = w - front;
-      head = y / per;
-      const int k = y - head * per;
-      m = reverse ? m_blocks - 1 - k : heavy + k;
-    }
-    return {m, head % hq, head / hq};
-  }
 };
 
 // ---- masks beyond causal (the kMasked instantiation) --------------------------------------------
@@ -564,9 +514,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const Barriers bar(sv0 + Tr::kStages * Tr::kKVBytes);
 
   const int tid = threadIdx.x, wg = tid >> 7;
-  const Schedule sched(p, kBlockM, kMasked);
-  // The item after w (see Schedule): static for dense non-causal calls, from the counter for the
-  // others when the launch passed one, else none (a CTA per item).
+  const WorkSchedule sched(p, kBlockM, kMasked);
+  // The item after w (see core/work_schedule.h): static for dense non-causal calls, from the
+  // counter for the others when the launch passed one, else none (a CTA per item).
   const bool static_schedule = !kMasked && !p.causal;
   auto next_item = [&](int w) {
     if (static_schedule) return w + static_cast<int>(gridDim.x);
@@ -1107,9 +1057,9 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   (void)configured;
   const QkvTensorMaps maps = make_qkv_tensor_maps(p, Tr::kBlockM, Tr::kBlockN);
   const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
-  // See Schedule: persistent, one CTA per SM, when there are more items than SMs (dynamic, from a
-  // fresh counter, for masked and causal calls; static for dense non-causal ones), else a CTA per
-  // item. (Validation keeps the items below 2^30.)
+  // See core/work_schedule.h: persistent, one CTA per SM, when there are more items than SMs
+  // (dynamic, from a fresh counter, for masked and causal calls; static for dense non-causal ones),
+  // else a CTA per item. (Validation keeps the items below 2^30.)
   const long long items = static_cast<long long>(m_blocks) * p.hq * p.batch;
   const int sms = sm80::num_sms();
   const bool dynamic = (kMasked || p.causal) && items > sms;
