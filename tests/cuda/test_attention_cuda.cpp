@@ -1039,6 +1039,69 @@ TEST_F(AttentionCudaTest, SameInputsGiveBitwiseIdenticalOutputs) {
   }
 }
 
+// Calls with more row blocks than SMs run persistently, and causal and masked ones take their work
+// items from a counter allocated and zeroed on the call's stream for that launch. Captured into a
+// CUDA graph (after a first direct call, which makes the library's memory pool and sets the
+// kernels' attributes) and replayed twice, each replay must get a fresh counter: a stale one would
+// skip every item and leave the poison in the output. Both replays must equal a direct call bit
+// for bit and match the reference.
+TEST_F(AttentionCudaTest, CapturedInACudaGraphAndReplayed) {
+  for (const Case& c : {dense(2, 16, 4, 2048, 2048, 128, f16).causal(),
+                        dense(1, 16, 16, 4097, 4097, 128, bf16).window(512, 512).globals(64, 0)}) {
+    SCOPED_TRACE(c.name());
+    Problem p(c, seed_of(current_test_name() + "/" + c.name()));
+    const Problem::Outputs direct = run_once(p);
+    Stream stream;
+    AttentionArgs a = p.device_args();
+    a.stream = stream.get();
+    a.backend = Backend::cuda;
+    cudaGraph_t graph = nullptr;
+    TEST_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+    attention_forward(a);
+    TEST_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
+    cudaGraphExec_t exec = nullptr;
+    TEST_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int replay = 0; replay < 2; ++replay) {
+      SCOPED_TRACE("replay " + std::to_string(replay));
+      p.poison_outputs(stream.get());
+      TEST_CUDA_CHECK(cudaGraphLaunch(exec, stream.get()));
+      const Problem::Outputs r = p.download(stream.get());
+      EXPECT_EQ(std::memcmp(r.out.data(), direct.out.data(), r.out.bytes()), 0)
+          << "out of the graph replay differs from the direct call";
+      p.expect_matches_reference(r);
+    }
+    TEST_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    TEST_CUDA_CHECK(cudaGraphDestroy(graph));
+  }
+}
+
+// Two persistent calls in flight at once on two streams, three times over, with no wait in
+// between: each launch's work-item counter is its own (one shared counter would hand items of one
+// call to the other's CTAs, which would skip them).
+TEST_F(AttentionCudaTest, ConcurrentStreamsKeepTheirOwnSchedules) {
+  Problem causal(dense(2, 16, 4, 2048, 2048, 128, f16).causal(),
+                 seed_of(current_test_name() + "/causal"));
+  Problem window(dense(1, 16, 16, 4097, 4097, 64, bf16).causal().window(1024, 0).globals(32, 0),
+                 seed_of(current_test_name() + "/window"));
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());  // inputs are in place
+  Stream s1, s2;
+  AttentionArgs a1 = causal.device_args(), a2 = window.device_args();
+  a1.stream = s1.get();
+  a2.stream = s2.get();
+  a1.backend = a2.backend = Backend::cuda;
+  for (int round = 0; round < 3; ++round) {
+    causal.poison_outputs(s1.get());
+    window.poison_outputs(s2.get());
+    attention_forward(a1);
+    attention_forward(a2);
+    attention_forward(a1);
+    attention_forward(a2);
+  }
+  TEST_CUDA_CHECK(cudaGetLastError());
+  causal.expect_matches_reference(causal.download(s1.get()));
+  window.expect_matches_reference(window.download(s2.get()));
+}
+
 // Poison, kernel and read-back are all ordered on a created non-blocking stream and only that
 // stream is waited for: work issued to the default stream instead would race with the read-back.
 TEST_F(AttentionCudaTest, RunsOnTheGivenStream) {
