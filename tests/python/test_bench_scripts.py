@@ -207,3 +207,36 @@ def test_flex_output_matches_fp64_reference(heads):
             sc = (k[0, head, keys].double() @ qr) / math.sqrt(d)
             ref = torch.softmax(sc, 0) @ v[0, head, keys].double()
             assert torch.allclose(out[0, head, row].double(), ref, atol=1e-4), (head, row)
+
+
+def test_ab_summary_joins_rounds(tmp_path, capsys):
+    """bench/ab_summary.py: per case the median over rounds of each side and B/A; cases missing on
+    one side are left out; no files is an error."""
+    import json
+
+    import ab_summary
+
+    def bench(side, r, ms):
+        rows = [{"label": "B1 Hq16 S1024 D64 float16", "causal": False, "ours_ms": ms},
+                {"label": "B4 Hq16 S4096 D128 float16", "causal": True, "ours_ms": 2 * ms}]
+        if side == "a":
+            rows.append({"label": "only in A", "causal": False, "ours_ms": 1.0})
+        (tmp_path / f"bench-{side}-{r}.json").write_text(json.dumps({"results": rows}))
+
+    for r, (ma, mb) in enumerate([(1.0, 0.9), (1.2, 0.8), (1.1, 1.5)], start=1):
+        bench("a", r, ma)
+        bench("b", r, mb)
+    (tmp_path / "sparse-a-1.json").write_text(json.dumps(
+        {"cases": [{"case": "window W1024", "seqlen": 16384, "ours_ms": 0.4}]}))
+    (tmp_path / "sparse-b-1.json").write_text(json.dumps(
+        {"cases": [{"case": "window W1024", "seqlen": 16384, "ours_ms": 0.3}]}))
+    assert ab_summary.main(["ab_summary", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    # medians: A 1.1, B 0.9 -> 0.818; causal row twice that; sparse 0.75
+    assert "| B1 Hq16 S1024 D64 float16 | 3 | 1.1000 | 0.9000 | 0.818 |" in out
+    assert "| B4 Hq16 S4096 D128 float16 causal | 3 | 2.2000 | 1.8000 | 0.818 |" in out
+    assert "| window W1024 S16384 | 1 | 0.4000 | 0.3000 | 0.750 |" in out
+    assert "only in A" not in out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert ab_summary.main(["ab_summary", str(empty)]) == 1
