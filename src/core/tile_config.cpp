@@ -15,7 +15,8 @@ const TileConfig& tile_config(FwdKernel kernel) {
   return kFwdTileConfigs[static_cast<std::size_t>(kernel)];
 }
 
-FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available, int num_sms) {
+FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available, int num_sms,
+                   int max_smem_per_block) {
   FwdShape s;
   s.sm_major = sm_major;
   s.sm90_kernel_available = sm90_kernel_available;
@@ -27,6 +28,7 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
   s.seqlen_q = p.seqlen_q;
   s.batch = p.batch;
   s.hq = p.hq;
+  s.max_smem_per_block = max_smem_per_block;
   return s;
 }
 
@@ -45,7 +47,12 @@ const TileConfig& select_fwd_config(const FwdShape& s) {
   const long long large_ctas =
       static_cast<long long>((s.seqlen_q + large_m - 1) / large_m) * s.hq * s.batch;
   if (large_ctas < 2LL * s.num_sms) return tile_config(FwdKernel::sm80_64x64);
-  return tile_config(FwdKernel::sm80_128x64);
+  // The 128-row tiles only where they fit the device's shared memory per block (with a block
+  // layout's bitmaps, so that the mask never changes the pick): not at head dim 128 on sm_86/89.
+  const bool large_fits =
+      s.max_smem_per_block <= 0 ||
+      sm80_smem_bytes(FwdKernel::sm80_128x64, s.head_dim, true) <= s.max_smem_per_block;
+  return tile_config(large_fits ? FwdKernel::sm80_128x64 : FwdKernel::sm80_64x64);
 }
 
 }  // namespace gpuattn

@@ -38,16 +38,19 @@ inline constexpr std::array<TileConfig, 6> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
      "Hopper, head dims 64 and 128, standard precision, every mask. 2 consumer warpgroups x 64 "
      "rows (wgmma M) + 1 TMA producer warpgroup; 128-key tiles keep wgmma N = 128 and S, P, O "
-     "(64 + 32 + D/2 regs) fit the consumers' 240 registers (setmaxnreg 24/240; without it 208 "
-     "bytes spilled). 2 K/V "
+     "(64 + 32 + D/2 regs) fit the consumers' 232 registers (setmaxnreg 32/232 since the "
+     "persistent schedule's item ring: 24/240 spilled 40 bytes in the producer; without "
+     "setmaxnreg 208 bytes spilled). 2 K/V "
      "stages with the loads on the producer (the kernel without a producer needed 3: w2a vs w2). "
      "Warp specialization +31% over w2; H200 fp16 B4 H16 S4096 D128: 604 / 534 TFLOP/s "
      "non-causal / causal in gpuattn bench (w4); like for like with torch SDPA (do_bench): "
      "0.92x cuDNN, 1.62x FA2 non-causal. Window, global-token and block-sparse calls run a second "
      "instantiation (w5m: the producer warp loads only tiles with a visible key, fully visible "
      "tiles skip the per-element mask; setmaxnreg 72/216): 0.73-0.83x FlexAttention's time on the "
-     "sparse_bench shapes (H200). Dense non-causal calls run persistently with 2 Q buffers "
-     "(+0-1.5% at S4096, +5.5% at D128 S512/S1024)"},
+     "sparse_bench shapes (H200). Every call with more row blocks than SMs runs persistently, one "
+     "CTA per SM with 2 Q buffers: dense non-causal on a static schedule (+0-1.5% at S4096, +5.5% "
+     "at D128 S512/S1024), causal and masked on a dynamic one (a per-launch atomic counter, "
+     "longest first)"},
     {FwdKernel::sm90_ws_128x64_d256, "sm90_ws_128x64_d256", 128, 64, 12, 2,
      "Hopper, head dim 256, standard precision, every mask: the sm90_ws_128x128 kernel with "
      "64-key tiles. O alone is D/2 = 128 fp32 registers per consumer thread, so 128 keys (S 64 + "
@@ -63,12 +66,16 @@ inline constexpr std::array<TileConfig, 6> kFwdTileConfigs = {{
      "shared-memory reads per MMA (each K/V fragment feeds both), and 255 regs x 128 threads fit "
      "2 CTAs per SM. The variants (8 warps x 16 rows, 4 x 16 rows x 128 keys, 256-row CTAs, "
      "32-key tiles) measured 200-315 vs 306 TFLOP/s, and the 256-row CTA lost on causal and short "
-     "sequences. H200 fp16 B4 H16 S4096 D128: 350 / 302 TFLOP/s, FA2 parity (v6)"},
+     "sequences. H200 fp16 B4 H16 S4096 D128: 350 / 302 TFLOP/s, FA2 parity (v6). Shared memory "
+     "(sm80_smem_bytes): 54 KB at D64, 102 KB at D128, over the 99 KB per block of sm_86, sm_89 "
+     "and sm_120, which take sm80_64x64 there"},
     {FwdKernel::sm80_64x64, "sm80_64x64", 64, 64, 4, 2,
      "Taken when the 128-row grid has fewer than 2 CTAs per SM (ceil(Sq/128) * Hq * B < 2 * SMs): "
      "1 m-tile per warp doubles the CTAs so short sequences and few heads still fill every SM "
      "(v3: B1 H16 S1024 D64 back to 28 us). Also every standard call at head dim 256 off the "
-     "sm_90a kernel: O alone is 128 registers per thread, so no 2-m-tile configuration there"},
+     "sm_90a kernel: O alone is 128 registers per thread, so no 2-m-tile configuration there; "
+     "and at head dim 128 where sm80_128x64's 102 KB of shared memory exceed the device's opt-in "
+     "limit per block (99 KB on sm_86, sm_89, sm_120): 64 rows take 85 KB"},
     {FwdKernel::sm80_64x64_compensated, "sm80_64x64_compensated", 64, 64, 4, 2,
      "Precision::compensated off Hopper, at head dim 256 and under GPUATTN_KERNEL=sm80: the Kahan "
      "terms of the softmax denominator and O need the registers a second m-tile would take, so 1 "
@@ -91,6 +98,29 @@ inline constexpr std::array<TileConfig, 6> kFwdTileConfigs = {{
 
 const TileConfig& tile_config(FwdKernel kernel);
 
+// Dynamic shared memory per CTA of the sm80_* configurations, in bytes, as the sm_80 launcher
+// asks for it (FwdTraits::kSmemBytes of src/cuda/fwd_sm80.cuh, which static_asserts that the two
+// agree): Q, 2 stages of K and V, 80 bytes of mask words; Q/K/V rows of D * 2 bytes padded by 16
+// (head dim 256: XOR-swizzled, unpadded). Calls with a block-sparse layout add the kernel's tile
+// bitmaps (BlockTileBits<4>). 0: the configuration does not exist at that head dim.
+inline constexpr int kSm80BlockLayoutSmemBytes = 1156;
+constexpr int sm80_smem_bytes(FwdKernel kernel, int head_dim, bool block_layout) {
+  int bytes = 0;
+  switch (kernel) {
+    case FwdKernel::sm80_128x64:  // Q 128 rows, 2 x (K + V) 64 rows; no such config at D256
+      bytes = head_dim == 64 ? 55376 : head_dim == 128 ? 104528 : 0;
+      break;
+    case FwdKernel::sm80_64x64:  // Q 64 rows, 2 x (K + V) 64 rows
+      bytes = head_dim == 64 ? 46160 : head_dim == 128 ? 87120 : head_dim == 256 ? 163920 : 0;
+      break;
+    case FwdKernel::sm80_64x64_compensated:  // the same; at D256 V holds half of O's columns
+      bytes = head_dim == 64 ? 46160 : head_dim == 128 ? 87120 : head_dim == 256 ? 131152 : 0;
+      break;
+    default: break;  // the sm90_* configurations
+  }
+  return bytes == 0 ? 0 : bytes + (block_layout ? kSm80BlockLayoutSmemBytes : 0);
+}
+
 // What the selection rule reads of a call and of the device.
 struct FwdShape {
   int sm_major = 0;                    // compute capability major of the device
@@ -105,14 +135,18 @@ struct FwdShape {
   int seqlen_q = 0;  // varlen: the max
   int batch = 0;
   int hq = 0;
+  int max_smem_per_block = 0;  // the device's opt-in shared memory per block in bytes (99 KB on
+                               // sm_86/sm_89/sm_120, 163 KB on an A100); 0: unknown, not checked
 };
 
-FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available, int num_sms);
+FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available, int num_sms,
+                   int max_smem_per_block);
 
 // The forward kernel configuration of one call. The table is keyed by (arch, head dim, causal,
 // sequence bucket); today the rule reads the arch (and whether the sm_90a kernel runs), the head
-// dim, the precision and, on sm_80, the grid size (a bucket of seqlen_q * hq * batch); causal and
-// the mask do not change the pick (every kernel runs every mask):
+// dim, the precision and, on sm_80, the grid size (a bucket of seqlen_q * hq * batch) and the
+// device's shared memory per block; causal and the mask do not change the pick (every kernel runs
+// every mask; the shared memory compared is a block-layout call's, the most any mask takes):
 //   sm90_ws_128x64_d256     Hopper (sm_major 9) with the sm_90a kernel available, standard
 //                           precision, head dim 256, any mask;
 //   sm90_ws_128x128         the same at the other head dims (64, 128), any mask (dense, causal,
@@ -123,9 +157,13 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
 //   sm80_64x64_compensated  otherwise, compensated precision (other GPUs, GPUATTN_KERNEL=sm80,
 //                           head dim 256: the sm_90a kernel has no compensated mode there);
 //   sm80_64x64              otherwise, at head dim 256 (the sm_80 kernel's only standard
-//                           configuration there), or when ceil(seqlen_q / 128) * hq * batch <
-//                           2 * num_sms;
+//                           configuration there), when ceil(seqlen_q / 128) * hq * batch <
+//                           2 * num_sms, or when sm80_128x64 needs more shared memory than a known
+//                           max_smem_per_block (head dim 128 on a 99 KB device);
 //   sm80_128x64             otherwise.
+// The pick may still exceed max_smem_per_block when no configuration of the call's precision at
+// its head dim fits (head dim 256 on a 99 KB device): the sm_80 launcher then throws
+// not_supported, naming the configuration, the head dim and both byte counts.
 const TileConfig& select_fwd_config(const FwdShape& s);
 
 }  // namespace gpuattn

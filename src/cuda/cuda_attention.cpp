@@ -126,11 +126,13 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   // The one runtime-to-kernel dispatch: select_fwd_config (core/tile_config.h) picks the kernel
   // and tiles; Hopper takes the wgmma kernel (its sm90_* configurations, every mask, compensated
   // at head dims 64/128), the sm_80 kernel serves other GPUs, compensated at head dim 256 and
-  // GPUATTN_KERNEL=sm80.
+  // GPUATTN_KERNEL=sm80. The device's opt-in shared memory per block keeps the sm_80 tiles to
+  // those that fit (sm80_64x64 at head dim 128 on sm_86/sm_89).
   const bool sm90_available = sm90_allowed() && sm90::usable(p.dtype, p.head_dim);
-  const FwdKernel kernel = select_fwd_config(fwd_shape(p, sm80::compute_capability_major(),
-                                                       sm90_available, sm80::num_sms()))
-                               .kernel;
+  const FwdKernel kernel =
+      select_fwd_config(fwd_shape(p, sm80::compute_capability_major(), sm90_available,
+                                  sm80::num_sms(), sm80::max_smem_per_block()))
+          .kernel;
   if (is_sm90(kernel)) {
     if (p.dtype == DType::f16) {
       if (p.head_dim == 64) return sm90::fwd_f16_hdim64(p, stream);

@@ -866,6 +866,19 @@ constexpr bool matches_table(FwdKernel kernel) {
   }
 }
 
+// The shared memory launch_kernel asks for, with and without a block layout, is what the selection
+// rule compares with the device's limit (sm80_smem_bytes, core/tile_config.h).
+template <class Tr, int D>
+constexpr bool smem_matches_table(FwdKernel kernel) {
+  if constexpr (std::is_void_v<Tr>) {
+    return sm80_smem_bytes(kernel, D, false) == 0;
+  } else {
+    return sm80_smem_bytes(kernel, D, false) == Tr::kSmemBytes &&
+           sm80_smem_bytes(kernel, D, true) ==
+               Tr::kSmemBytes + static_cast<int>(sizeof(BlockTileBits<Tr::kNWarps>));
+  }
+}
+
 // Launches the configuration `kernel` chose by select_fwd_config().
 template <typename T, int D>
 void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
@@ -874,6 +887,11 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
                     matches_table<typename C::Small>(FwdKernel::sm80_64x64) &&
                     matches_table<typename C::Compensated>(FwdKernel::sm80_64x64_compensated),
                 "FwdConfigs and the tile configuration table agree");
+  static_assert(
+      smem_matches_table<typename C::Large, D>(FwdKernel::sm80_128x64) &&
+          smem_matches_table<typename C::Small, D>(FwdKernel::sm80_64x64) &&
+          smem_matches_table<typename C::Compensated, D>(FwdKernel::sm80_64x64_compensated),
+      "sm80_smem_bytes (core/tile_config.h) is the shared memory launch_kernel asks for");
   const bool compensated = p.precision == Precision::compensated;
   if (compensated == (kernel == FwdKernel::sm80_64x64_compensated)) {
     switch (kernel) {

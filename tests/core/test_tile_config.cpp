@@ -1,8 +1,8 @@
 // The forward tile configuration table and its selection rule (core/tile_config.h): the pick at
 // hand-written points (real GPUs and shapes, each expectation a literal name worked out by hand),
-// the 2-CTAs-per-SM boundary in concrete numbers, properties of the rule on a grid of devices,
-// masks and shapes, and every entry says why. No test here computes the rule a second way: a
-// change of the rule has to change the expectations it breaks, one by one.
+// the 2-CTAs-per-SM and shared-memory boundaries in concrete numbers, properties of the rule on a
+// grid of devices, masks and shapes, and every entry says why. No test here computes the rule a
+// second way: a change of the rule has to change the expectations it breaks, one by one.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -198,6 +198,58 @@ TEST(TileConfig, SmallGridBoundaryIsTwoCtasPerSm) {
   EXPECT_EQ(pick(shape(9, false, 132, 1024, 1, 16)), FwdKernel::sm80_64x64);
 }
 
+// The shared memory of the sm80_* configurations against the real devices' opt-in limits per
+// block: 99 KB (sm_86, sm_89, sm_120), 163 KB (A100), 227 KB (H100, H200, B200).
+TEST(TileConfig, Sm80SharedMemoryAgainstRealDevices) {
+  constexpr int k99 = 99 * 1024, k163 = 163 * 1024;
+  for (bool blocks : {false, true}) {
+    for (FwdKernel k :
+         {FwdKernel::sm80_128x64, FwdKernel::sm80_64x64, FwdKernel::sm80_64x64_compensated}) {
+      EXPECT_GT(sm80_smem_bytes(k, 64, blocks), 0);
+      EXPECT_LE(sm80_smem_bytes(k, 64, blocks), k99) << "every D64 configuration fits 99 KB";
+      EXPECT_LE(sm80_smem_bytes(k, 128, blocks), k163) << "every D128 one fits an A100";
+    }
+    EXPECT_GT(sm80_smem_bytes(FwdKernel::sm80_128x64, 128, blocks), k99);  // the reviewer's case
+    EXPECT_LE(sm80_smem_bytes(FwdKernel::sm80_64x64, 128, blocks), k99);   // its fallback
+    EXPECT_LE(sm80_smem_bytes(FwdKernel::sm80_64x64_compensated, 128, blocks), k99);
+    EXPECT_EQ(sm80_smem_bytes(FwdKernel::sm80_128x64, 256, blocks), 0);   // not compiled
+    EXPECT_GT(sm80_smem_bytes(FwdKernel::sm80_64x64, 256, blocks), k99);  // nothing fits 99 KB
+    EXPECT_LE(sm80_smem_bytes(FwdKernel::sm80_64x64, 256, blocks), k163);
+    EXPECT_GT(sm80_smem_bytes(FwdKernel::sm80_64x64_compensated, 256, blocks), k99);
+    for (FwdKernel k : {FwdKernel::sm90_ws_128x128, FwdKernel::sm90_ws_128x64_d256,
+                        FwdKernel::sm90_ws_128x64_compensated}) {
+      EXPECT_EQ(sm80_smem_bytes(k, 128, blocks), 0);
+    }
+  }
+  EXPECT_EQ(sm80_smem_bytes(FwdKernel::sm80_64x64, 96, false), 0);  // no such head dim
+  EXPECT_EQ(sm80_smem_bytes(FwdKernel::sm80_128x64, 128, true),
+            sm80_smem_bytes(FwdKernel::sm80_128x64, 128, false) + kSm80BlockLayoutSmemBytes);
+}
+
+TEST(TileConfig, SharedMemoryBoundaryIsTheBlockLayoutNeed) {
+  // A large grid at head dim 128 keeps the 128-row tiles exactly while their block-layout
+  // instantiation fits; 0 (unknown) keeps them too.
+  const int need = sm80_smem_bytes(FwdKernel::sm80_128x64, 128, true);
+  FwdShape s = shape(8, false, 108, 4096, 4, 16);
+  for (int limit : {0, need, need + 1, 163 * 1024}) {
+    s.max_smem_per_block = limit;
+    EXPECT_EQ(pick(s), FwdKernel::sm80_128x64) << limit;
+  }
+  for (int limit : {need - 1, 99 * 1024, 1}) {
+    s.max_smem_per_block = limit;
+    EXPECT_EQ(pick(s), FwdKernel::sm80_64x64) << limit;
+  }
+  // Nothing fits 64 KB at head dim 128: the smaller tiles, whose launch then fails clearly.
+  s.max_smem_per_block = 64 * 1024;
+  EXPECT_EQ(pick(s), FwdKernel::sm80_64x64);
+  s.precision = Precision::compensated;
+  EXPECT_EQ(pick(s), FwdKernel::sm80_64x64_compensated);
+  // Hopper's sm90 picks do not read it (every sm 9.x device has 227 KB).
+  s = shape(9, true, 132, 4096, 4, 16);
+  s.max_smem_per_block = 227 * 1024;
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
+}
+
 TEST(TileConfig, GridSizeDoesNotOverflow) {
   // 2^30 rows / 128 x 2^16 heads x 2^10 batch = 2^49 CTAs: well past int.
   EXPECT_EQ(pick(shape(8, false, 132, 1 << 30, 1 << 10, 1 << 16)), FwdKernel::sm80_128x64);
@@ -206,27 +258,32 @@ TEST(TileConfig, GridSizeDoesNotOverflow) {
 // ---- the pick at named points ------------------------------------------------------------------
 
 // A device as the rule sees it: compute capability major, whether the sm_90a kernel runs for the
-// call's dtype and head dim (false under GPUATTN_KERNEL=sm80 or without sm_90a code), SM count.
+// call's dtype and head dim (false under GPUATTN_KERNEL=sm80 or without sm_90a code), SM count,
+// opt-in shared memory per block (0: unknown).
 struct Gpu {
   int sm_major;
   bool sm90;
   int sms;
+  int smem;
 };
-constexpr Gpu kH100{9, true, 132};  // H100 SXM
-constexpr Gpu kH200{9, true, 132};
-constexpr Gpu kH100Pcie{9, true, 114};     // H100 PCIe
-constexpr Gpu kHopperSm80{9, false, 132};  // H200 with GPUATTN_KERNEL=sm80
-constexpr Gpu kA100{8, false, 108};
-constexpr Gpu kRtx3090{8, false, 82};   // sm_86: the rule reads the major version only
-constexpr Gpu kA6000{8, false, 84};     // sm_86
-constexpr Gpu kRtx4090{8, false, 128};  // sm_89
-constexpr Gpu kL40s{8, false, 142};     // sm_89
-constexpr Gpu kB200{10, false, 148};
-constexpr Gpu kRtx5090{12, false, 170};
+constexpr int kKB = 1024;
+constexpr Gpu kH100{9, true, 132, 227 * kKB};  // H100 SXM
+constexpr Gpu kH200{9, true, 132, 227 * kKB};
+constexpr Gpu kH100Pcie{9, true, 114, 227 * kKB};     // H100 PCIe
+constexpr Gpu kHopperSm80{9, false, 132, 227 * kKB};  // H200 with GPUATTN_KERNEL=sm80
+constexpr Gpu kA100{8, false, 108, 163 * kKB};
+constexpr Gpu kRtx3090{8, false, 82, 99 * kKB};   // sm_86: the rule reads the major version only
+constexpr Gpu kA6000{8, false, 84, 99 * kKB};     // sm_86
+constexpr Gpu kRtx4090{8, false, 128, 99 * kKB};  // sm_89
+constexpr Gpu kL40s{8, false, 142, 99 * kKB};     // sm_89
+constexpr Gpu kUnknownSmem{8, false, 82, 0};      // an RTX 3090 whose limit was not passed in
+constexpr Gpu kB200{10, false, 148, 227 * kKB};
+constexpr Gpu kRtx5090{12, false, 170, 99 * kKB};
 
 FwdShape on(Gpu g, int head_dim, int seqlen_q, int batch, int hq) {
   FwdShape s = shape(g.sm_major, g.sm90, g.sms, seqlen_q, batch, hq);
   s.head_dim = head_dim;
+  s.max_smem_per_block = g.smem;
   return s;
 }
 FwdShape causal(FwdShape s) {
@@ -312,22 +369,38 @@ const Point kPoints[] = {
     {"A100 108 SMs, D128, B4 H16 S4096, sm90 flag set (read on sm 9.x only)",
      with_sm90_flag(on(kA100, 128, 4096, 4, 16)), "sm80_128x64"},
 
-    // sm_86 / sm_89: the same rule with their SM counts (it reads neither the minor version nor
-    // the shared memory: the sm_80 launcher refuses what does not fit 99 KB with not_supported).
-    {"RTX 3090 sm_86 82 SMs, D64, B1 H16 S2048: 16 x 16 = 256 >= 164",
+    // sm_86 / sm_89, 99 KB of shared memory per block: the same grid rule with their SM counts,
+    // but at D128 sm80_128x64 (102 KB) does not fit, so every D128 call takes sm80_64x64 (85 KB).
+    // At D256 nothing fits (sm80_64x64 160 KB): the pick stays, the launcher says not_supported.
+    {"RTX 3090 sm_86 82 SMs 99 KB, D64, B1 H16 S2048: 16 x 16 = 256 >= 164, 54 KB fits",
      on(kRtx3090, 64, 2048, 1, 16), "sm80_128x64"},
-    {"RTX 3090 sm_86 82 SMs, D128, B1 H41 S512: 4 x 41 = 164 = 2 x 82",
-     on(kRtx3090, 128, 512, 1, 41), "sm80_128x64"},
-    {"RTX 3090 sm_86 82 SMs, D128, B1 H1 S20864: 163 < 164", on(kRtx3090, 128, 20864, 1, 1),
+    {"RTX 3090 sm_86 82 SMs 99 KB, D64, B1 H8 S2048: 16 x 8 = 128 < 164",
+     on(kRtx3090, 64, 2048, 1, 8), "sm80_64x64"},
+    {"RTX 3090 sm_86 82 SMs 99 KB, D128, B1 H41 S512: 164 = 2 x 82, but 102 KB > 99 KB",
+     on(kRtx3090, 128, 512, 1, 41), "sm80_64x64"},
+    {"RTX 3090 sm_86 82 SMs 99 KB, D128, B1 H1 S20864: 163 < 164", on(kRtx3090, 128, 20864, 1, 1),
      "sm80_64x64"},
-    {"A6000 sm_86 84 SMs, D128, B1 H16 S1280: 10 x 16 = 160 < 168", on(kA6000, 128, 1280, 1, 16),
-     "sm80_64x64"},
-    {"A6000 sm_86 84 SMs, D256, B1 H1 S1", on(kA6000, 256, 1, 1, 1), "sm80_64x64"},
-    {"RTX 4090 sm_89 128 SMs, D128, B2 H32 S512: 4 x 32 x 2 = 256 = 2 x 128",
-     on(kRtx4090, 128, 512, 2, 32), "sm80_128x64"},
-    {"RTX 4090 sm_89 128 SMs, D128, B2 H32 S384: 3 x 32 x 2 = 192 < 256",
+    {"RTX 3090 sm_86 82 SMs, limit unknown (0), D128, B1 H41 S512: the grid rule alone",
+     on(kUnknownSmem, 128, 512, 1, 41), "sm80_128x64"},
+    {"A6000 sm_86 84 SMs 99 KB, D128, B1 H16 S1280: 10 x 16 = 160 < 168",
+     on(kA6000, 128, 1280, 1, 16), "sm80_64x64"},
+    {"A6000 sm_86 84 SMs 99 KB, D128, causal block layout, B8 H32 S8192: 16384 row blocks",
+     masked(causal(on(kA6000, 128, 8192, 8, 32))), "sm80_64x64"},
+    {"A6000 sm_86 84 SMs 99 KB, D256, B1 H1 S1 (160 KB: not_supported at launch)",
+     on(kA6000, 256, 1, 1, 1), "sm80_64x64"},
+    {"RTX 4090 sm_89 128 SMs 99 KB, D128, B2 H32 S512: 256 = 2 x 128, but 102 KB > 99 KB",
+     on(kRtx4090, 128, 512, 2, 32), "sm80_64x64"},
+    {"RTX 4090 sm_89 128 SMs 99 KB, D128, B2 H32 S384: 3 x 32 x 2 = 192 < 256",
      on(kRtx4090, 128, 384, 2, 32), "sm80_64x64"},
-    {"L40S sm_89 142 SMs, D128, compensated, B1 H1 S1", compensated(on(kL40s, 128, 1, 1, 1)),
+    {"RTX 4090 sm_89 128 SMs 99 KB, D64, B4 H32 S4096: 4096 row blocks, 54 KB fits",
+     on(kRtx4090, 64, 4096, 4, 32), "sm80_128x64"},
+    {"RTX 4090 sm_89 128 SMs 99 KB, D64, causal, B1 H16 S1024: 128 < 256",
+     causal(on(kRtx4090, 64, 1024, 1, 16)), "sm80_64x64"},
+    {"L40S sm_89 142 SMs 99 KB, D128, B4 H16 S4096: 2048 row blocks, but 102 KB > 99 KB",
+     on(kL40s, 128, 4096, 4, 16), "sm80_64x64"},
+    {"L40S sm_89 142 SMs 99 KB, D128, B1 H8 S1024: 64 < 284", on(kL40s, 128, 1024, 1, 8),
+     "sm80_64x64"},
+    {"L40S sm_89 142 SMs 99 KB, D128, compensated, B1 H1 S1", compensated(on(kL40s, 128, 1, 1, 1)),
      "sm80_64x64_compensated"},
 
     // Newer GPUs run the sm_80 kernel (the sm_90a kernel is sm 9.x only).
@@ -335,9 +408,13 @@ const Point kPoints[] = {
      with_sm90_flag(on(kB200, 128, 4096, 4, 16)), "sm80_128x64"},
     {"B200 sm_100 148 SMs, D128, B1 H16 S1024: 128 < 296", on(kB200, 128, 1024, 1, 16),
      "sm80_64x64"},
+    {"B200 sm_100 148 SMs 227 KB, D256, B4 H16 S4096", on(kB200, 256, 4096, 4, 16), "sm80_64x64"},
     {"RTX 5090 sm_120 170 SMs, D64, B1 H16 S2048: 256 < 340", on(kRtx5090, 64, 2048, 1, 16),
      "sm80_64x64"},
-    {"RTX 5090 sm_120 170 SMs, D256, compensated, B4 H16 S4096",
+    {"RTX 5090 sm_120 170 SMs 99 KB, D128, B4 H16 S4096: 2048 row blocks, but 102 KB > 99 KB",
+     on(kRtx5090, 128, 4096, 4, 16), "sm80_64x64"},
+    {"RTX 5090 sm_120 170 SMs 99 KB, D256, compensated, B4 H16 S4096 (128 KB: not_supported at "
+     "launch)",
      compensated(on(kRtx5090, 256, 4096, 4, 16)), "sm80_64x64_compensated"},
 };
 
@@ -353,54 +430,79 @@ TEST(TileConfig, PicksAtNamedPoints) {
 
 // What must hold whatever the tuning: causal and the mask never change the pick (every kernel runs
 // every mask); sm90_* only on sm 9.x with the sm_90a kernel; the precision picks a kernel of that
-// precision; nothing 128 rows x 2 m-tiles at head dim 256 on sm_80; and on sm_80 a larger grid
-// never goes back from 128-row to 64-row tiles.
+// precision; nothing 128 rows x 2 m-tiles at head dim 256 on sm_80; on sm_80 a larger grid never
+// goes back from 128-row to 64-row tiles; and a picked sm80_* configuration fits a known shared
+// memory limit (with a block layout's bitmaps) unless no sm80_* configuration of the call's
+// precision fits at its head dim.
 TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
   int checked = 0;
   const int seqlens[] = {1, 64, 127, 128, 129, 512, 1000, 1024, 4096, 32768};
+  // 0: unknown; 64 KB: nothing fits at D128; 99 KB: sm_86/89/120; 163 KB: A100; 227 KB: Hopper.
+  const int smem_limits[] = {0, 64 * 1024, 99 * 1024, 163 * 1024, 227 * 1024};
+  const FwdKernel sm80_kernels[] = {FwdKernel::sm80_128x64, FwdKernel::sm80_64x64,
+                                    FwdKernel::sm80_64x64_compensated};
   for (int major : {8, 9, 10}) {
     for (bool sm90 : {false, true}) {
       for (int sms : {82, 108, 132}) {
-        for (Precision prec : {Precision::standard, Precision::compensated}) {
-          for (int batch : {1, 2, 4, 16}) {
-            for (int hq : {1, 8, 16, 27, 32, 33}) {
-              for (int d : {64, 128, 256}) {
-                bool seen_large = false;
-                for (int seqlen : seqlens) {
-                  FwdShape s = shape(major, sm90, sms, seqlen, batch, hq);
-                  s.precision = prec;
-                  s.head_dim = d;
-                  const FwdKernel k = pick(s);
-                  const std::string where = "sm " + std::to_string(major) + " sm90 " +
-                                            std::to_string(sm90) + " sms " + std::to_string(sms) +
-                                            " prec " + to_string(prec) + " S " +
-                                            std::to_string(seqlen) + " B " + std::to_string(batch) +
-                                            " H " + std::to_string(hq) + " D " + std::to_string(d);
-                  for (bool dense : {true, false}) {
-                    for (bool causal : {false, true}) {
-                      FwdShape m = s;
-                      m.dense_or_causal = dense;
-                      m.causal = causal;
-                      ASSERT_EQ(pick(m), k) << where << " dense " << dense << " causal " << causal;
+        for (int smem : smem_limits) {
+          for (Precision prec : {Precision::standard, Precision::compensated}) {
+            for (int batch : {1, 2, 4, 16}) {
+              for (int hq : {1, 8, 16, 27, 32, 33}) {
+                for (int d : {64, 128, 256}) {
+                  bool seen_large = false;
+                  for (int seqlen : seqlens) {
+                    FwdShape s = shape(major, sm90, sms, seqlen, batch, hq);
+                    s.precision = prec;
+                    s.head_dim = d;
+                    s.max_smem_per_block = smem;
+                    const FwdKernel k = pick(s);
+                    const std::string where = "sm " + std::to_string(major) + " sm90 " +
+                                              std::to_string(sm90) + " sms " + std::to_string(sms) +
+                                              " smem " + std::to_string(smem) + " prec " +
+                                              to_string(prec) + " S " + std::to_string(seqlen) +
+                                              " B " + std::to_string(batch) + " H " +
+                                              std::to_string(hq) + " D " + std::to_string(d);
+                    for (bool dense : {true, false}) {
+                      for (bool causal : {false, true}) {
+                        FwdShape m = s;
+                        m.dense_or_causal = dense;
+                        m.causal = causal;
+                        ASSERT_EQ(pick(m), k)
+                            << where << " dense " << dense << " causal " << causal;
+                      }
                     }
+                    const bool is_sm90 = k == FwdKernel::sm90_ws_128x128 ||
+                                         k == FwdKernel::sm90_ws_128x64_d256 ||
+                                         k == FwdKernel::sm90_ws_128x64_compensated;
+                    if (major != 9 || !sm90) EXPECT_FALSE(is_sm90) << where;
+                    const bool is_compensated = k == FwdKernel::sm80_64x64_compensated ||
+                                                k == FwdKernel::sm90_ws_128x64_compensated;
+                    EXPECT_EQ(is_compensated, prec == Precision::compensated) << where;
+                    if (d == 256) {
+                      EXPECT_NE(k, FwdKernel::sm80_128x64) << where;
+                      EXPECT_NE(k, FwdKernel::sm90_ws_128x128) << where;
+                      EXPECT_NE(k, FwdKernel::sm90_ws_128x64_compensated) << where;
+                    } else {
+                      EXPECT_NE(k, FwdKernel::sm90_ws_128x64_d256) << where;
+                    }
+                    if (k == FwdKernel::sm80_128x64) seen_large = true;
+                    if (seen_large) EXPECT_NE(k, FwdKernel::sm80_64x64) << where;
+                    const int need = sm80_smem_bytes(k, d, true);
+                    if (!is_sm90) EXPECT_GT(need, 0) << where << ": an sm80 pick compiled at D";
+                    if (!is_sm90 && smem > 0 && need > smem) {
+                      for (FwdKernel other : sm80_kernels) {
+                        const bool same_precision =
+                            (other == FwdKernel::sm80_64x64_compensated) == is_compensated;
+                        const int other_need = sm80_smem_bytes(other, d, true);
+                        if (same_precision && other_need > 0) {
+                          EXPECT_GT(other_need, smem)
+                              << where << ": " << tile_config(k).name << " needs " << need
+                              << " bytes, but " << tile_config(other).name << " fits";
+                        }
+                      }
+                    }
+                    ++checked;
                   }
-                  const bool is_sm90 = k == FwdKernel::sm90_ws_128x128 ||
-                                       k == FwdKernel::sm90_ws_128x64_d256 ||
-                                       k == FwdKernel::sm90_ws_128x64_compensated;
-                  if (major != 9 || !sm90) EXPECT_FALSE(is_sm90) << where;
-                  const bool is_compensated = k == FwdKernel::sm80_64x64_compensated ||
-                                              k == FwdKernel::sm90_ws_128x64_compensated;
-                  EXPECT_EQ(is_compensated, prec == Precision::compensated) << where;
-                  if (d == 256) {
-                    EXPECT_NE(k, FwdKernel::sm80_128x64) << where;
-                    EXPECT_NE(k, FwdKernel::sm90_ws_128x128) << where;
-                    EXPECT_NE(k, FwdKernel::sm90_ws_128x64_compensated) << where;
-                  } else {
-                    EXPECT_NE(k, FwdKernel::sm90_ws_128x64_d256) << where;
-                  }
-                  if (k == FwdKernel::sm80_128x64) seen_large = true;
-                  if (seen_large) EXPECT_NE(k, FwdKernel::sm80_64x64) << where;
-                  ++checked;
                 }
               }
             }
@@ -409,7 +511,7 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
       }
     }
   }
-  EXPECT_EQ(checked, 3 * 2 * 3 * 2 * 4 * 6 * 3 * 10);
+  EXPECT_EQ(checked, 3 * 2 * 3 * 5 * 2 * 4 * 6 * 3 * 10);
 }
 
 TEST(TileConfig, ShapeFromParams) {
@@ -421,10 +523,11 @@ TEST(TileConfig, ShapeFromParams) {
   p.seqlen_q = 777;
   p.causal = true;
   p.precision = Precision::compensated;
-  FwdShape s = fwd_shape(p, 9, true, 132);
+  FwdShape s = fwd_shape(p, 9, true, 132, 227 * kKB);
   EXPECT_EQ(s.sm_major, 9);
   EXPECT_TRUE(s.sm90_kernel_available);
   EXPECT_EQ(s.num_sms, 132);
+  EXPECT_EQ(s.max_smem_per_block, 227 * kKB);
   EXPECT_EQ(s.batch, 3);
   EXPECT_EQ(s.hq, 16);
   EXPECT_EQ(s.head_dim, 64);
@@ -434,26 +537,31 @@ TEST(TileConfig, ShapeFromParams) {
   EXPECT_EQ(s.precision, Precision::compensated);
   p.window_left = 128;  // a sliding window runs on the sm_90a kernel too
   p.precision = Precision::standard;
-  s = fwd_shape(p, 9, true, 132);
+  s = fwd_shape(p, 9, true, 132, 227 * kKB);
   EXPECT_FALSE(s.dense_or_causal);
   EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
   p.window_left = -1;
   const unsigned char layout[1] = {1};
   p.block_layout = layout;  // and so does a block layout
-  s = fwd_shape(p, 9, true, 132);
+  s = fwd_shape(p, 9, true, 132, 227 * kKB);
   EXPECT_FALSE(s.dense_or_causal);
   EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
-  s = fwd_shape(p, 9, false, 132);             // GPUATTN_KERNEL=sm80
+  s = fwd_shape(p, 9, false, 132, 227 * kKB);  // GPUATTN_KERNEL=sm80
   EXPECT_EQ(pick(s), FwdKernel::sm80_128x64);  // 7 * 16 * 3 = 336 CTAs >= 2 * 132
   s.num_sms = 170;
   EXPECT_EQ(pick(s), FwdKernel::sm80_64x64);  // 336 < 340
-  p.precision = Precision::compensated;       // the block layout too runs on the compensated kernel
-  EXPECT_EQ(pick(fwd_shape(p, 9, true, 132)), FwdKernel::sm90_ws_128x64_compensated);
-  EXPECT_EQ(pick(fwd_shape(p, 9, false, 132)), FwdKernel::sm80_64x64_compensated);
-  EXPECT_EQ(pick(fwd_shape(p, 8, false, 108)), FwdKernel::sm80_64x64_compensated);
+  p.head_dim = 128;                           // and the limit reaches the rule: 102 KB > 99 KB
+  EXPECT_EQ(pick(fwd_shape(p, 8, false, 82, 163 * kKB)), FwdKernel::sm80_128x64);
+  EXPECT_EQ(pick(fwd_shape(p, 8, false, 82, 99 * kKB)), FwdKernel::sm80_64x64);
+  EXPECT_EQ(pick(fwd_shape(p, 8, false, 82, 0)), FwdKernel::sm80_128x64);  // unknown: not checked
+  p.head_dim = 64;
+  p.precision = Precision::compensated;  // the block layout too runs on the compensated kernel
+  EXPECT_EQ(pick(fwd_shape(p, 9, true, 132, 227 * kKB)), FwdKernel::sm90_ws_128x64_compensated);
+  EXPECT_EQ(pick(fwd_shape(p, 9, false, 132, 227 * kKB)), FwdKernel::sm80_64x64_compensated);
+  EXPECT_EQ(pick(fwd_shape(p, 8, false, 108, 163 * kKB)), FwdKernel::sm80_64x64_compensated);
   p.precision = Precision::standard;
   p.head_dim = 256;  // the head dim reaches the rule
-  s = fwd_shape(p, 9, true, 132);
+  s = fwd_shape(p, 9, true, 132, 227 * kKB);
   EXPECT_EQ(s.head_dim, 256);
   EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256);
 }

@@ -169,8 +169,10 @@ void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, std
 #endif
 
 // The tile configuration the CUDA dispatch picks for `c` (select_fwd_config, the rule of
-// cuda_attention.cpp) on a device of compute capability `sm_major` with `num_sms` SMs.
-std::string pick_config(const Case& c, int sm_major, bool sm90_available, int num_sms) {
+// cuda_attention.cpp) on a device of compute capability `sm_major` with `num_sms` SMs and
+// `max_smem_per_block` bytes of opt-in shared memory per block.
+std::string pick_config(const Case& c, int sm_major, bool sm90_available, int num_sms,
+                        int max_smem_per_block) {
   if ((c.dtype != DType::f16 && c.dtype != DType::bf16) ||
       (c.d != 64 && c.d != 128 && c.d != 256)) {
     return "none (no CUDA kernel)";
@@ -186,7 +188,16 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
   s.seqlen_q = c.sq;
   s.batch = c.batch;
   s.hq = c.hq;
-  return select_fwd_config(s).name;
+  s.max_smem_per_block = max_smem_per_block;
+  const TileConfig& t = select_fwd_config(s);
+  // Nothing fits (head dim 256 on a 99 KB device): the sm_80 launcher refuses the pick with
+  // not_supported.
+  const int need = sm80_smem_bytes(t.kernel, c.d, false);
+  if (max_smem_per_block > 0 && need > max_smem_per_block) {
+    return "none (" + std::to_string(need / 1024) + " KB smem > " +
+           std::to_string(max_smem_per_block / 1024) + " KB)";
+  }
+  return t.name;
 }
 
 #if defined(GPUATTN_WITH_CUDA)
@@ -194,7 +205,7 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
 std::string pick_config_here(const Case& c, const cuda::DeviceInfo& info) {
   const char* env = std::getenv("GPUATTN_KERNEL");
   const bool sm90 = !(env && std::string(env) == "sm80") && sm90::usable(c.dtype, c.d);
-  return pick_config(c, info.cc_major, sm90, info.sm_count);
+  return pick_config(c, info.cc_major, sm90, info.sm_count, info.max_smem_per_block);
 }
 #endif
 
@@ -244,8 +255,8 @@ int show_config(const std::string& set) {
     const cuda::DeviceInfo info = cuda::device_info();
     const char* env = std::getenv("GPUATTN_KERNEL");
     std::cout << "this device: " << info.name << " (sm " << info.cc_major << "." << info.cc_minor
-              << ", " << info.sm_count << " SMs), GPUATTN_KERNEL=" << (env ? env : "(unset)")
-              << "\n";
+              << ", " << info.sm_count << " SMs, " << info.max_smem_per_block / 1024
+              << " KB shared memory per block), GPUATTN_KERNEL=" << (env ? env : "(unset)") << "\n";
     header.push_back("config");
     picks.push_back([info](const Case& c) { return pick_config_here(c, info); });
   }
@@ -253,11 +264,13 @@ int show_config(const std::string& set) {
   if (picks.empty()) {
     print_wrapped(
         "no CUDA device here (or a build without the CUDA backend): the picks for an "
-        "H200 (sm 9.0, 132 SMs, a build with sm_90a) and an A100 (sm 8.0, 108 SMs)",
+        "H200 (sm 9.0, 132 SMs, 227 KB shared memory per block, a build with sm_90a), an A100 "
+        "(sm 8.0, 108 SMs, 163 KB) and an L40S (sm 8.9, 142 SMs, 99 KB)",
         "");
-    header.insert(header.end(), {"H200", "A100"});
-    picks.push_back([](const Case& c) { return pick_config(c, 9, true, 132); });
-    picks.push_back([](const Case& c) { return pick_config(c, 8, false, 108); });
+    header.insert(header.end(), {"H200", "A100", "L40S"});
+    picks.push_back([](const Case& c) { return pick_config(c, 9, true, 132, 227 * 1024); });
+    picks.push_back([](const Case& c) { return pick_config(c, 8, false, 108, 163 * 1024); });
+    picks.push_back([](const Case& c) { return pick_config(c, 8, false, 142, 99 * 1024); });
   }
   table.clear();
   for (const Case& c : cases) {
@@ -311,8 +324,8 @@ would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
             picks the compensated configuration; see --show-config)
   --show-config
             print the tile configurations (src/core/tile_config.h) and the one the dispatch
-            picks for each shape of --shapes on this device (no GPU: on an H200 and an A100),
-            then exit without timing
+            picks for each shape of --shapes on this device (no GPU: on an H200, an A100 and
+            an L40S), then exit without timing
 )";
 }
 

@@ -43,6 +43,7 @@ struct DeviceInfo {
   std::string name;
   int sm_count = 0;
   int cc_major = 0, cc_minor = 0;
+  int max_smem_per_block = 0;  // opt-in shared memory per block, bytes (the dispatch reads it)
   std::size_t l2_bytes = 0;
   std::size_t total_bytes = 0;
   std::size_t free_bytes = 0;

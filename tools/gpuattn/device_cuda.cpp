@@ -90,6 +90,7 @@ DeviceInfo device_info() {
   info.sm_count = prop.multiProcessorCount;
   info.cc_major = prop.major;
   info.cc_minor = prop.minor;
+  info.max_smem_per_block = static_cast<int>(prop.sharedMemPerBlockOptin);
   info.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
   check(cudaMemGetInfo(&info.free_bytes, &info.total_bytes), "cudaMemGetInfo");
   return info;
