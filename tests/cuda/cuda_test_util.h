@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "gpuattn/attention.h"
 #include "gpuattn/reference.h"
 
 namespace gpuattn::testing {
@@ -156,11 +157,98 @@ inline std::uint64_t seed_of(const std::string& s) {
   return h;
 }
 
-// The shape fields every test case type carries (B, Hq, Hkv, Sq, Sk, D, dtype, lens_q, lens_k):
-// a dense batch, and a packed variable-length batch (`lk` empty: the same lengths as `lq`; Sq, Sk
-// are the max lengths).
-template <class C, class DTypeT>
-C dense_case(int B, int Hq, int Hkv, int Sq, int Sk, int D, DTypeT t) {
+// What every test case of both GPU suites carries, and its builders (each returns a modified copy
+// of the derived case): the shape (B, Hq, Hkv, Sq, Sk, D, dtype; varlen when lens_q is not empty,
+// then B = lens_q.size() and Sq, Sk are the max lengths), causal, the position mask (window,
+// global tokens), precision, the scale of q and whether lse is requested.
+template <class Derived>
+struct CaseBase {
+  int B = 1, Hq = 1, Hkv = 1, Sq = 1, Sk = 1, D = 128;
+  DType dtype = DType::f16;
+  bool is_causal = false;
+  std::vector<int> lens_q, lens_k;
+  MaskSpec mask;  // window and global tokens (a block layout is the block suite's own)
+  Precision precision = Precision::standard;
+  float q_scale = 1.f;  // q ~ N(0, q_scale^2): 30 gives logits with a standard deviation of 30
+  bool with_lse = true;
+
+  bool varlen() const { return !lens_q.empty(); }
+
+  Derived causal() const {
+    return with([](Derived& c) { c.is_causal = true; });
+  }
+  Derived window(int left, int right) const {  // -1: unbounded on that side
+    return with([&](Derived& c) {
+      c.mask.window_left = left;
+      c.mask.window_right = right;
+    });
+  }
+  Derived globals(int tokens, int stride = 0) const {
+    return with([&](Derived& c) {
+      c.mask.global_tokens = tokens;
+      c.mask.global_stride = stride;
+    });
+  }
+  Derived compensated() const {
+    return with([](Derived& c) { c.precision = Precision::compensated; });
+  }
+  Derived q_times(float s) const {
+    return with([&](Derived& c) { c.q_scale = s; });
+  }
+  Derived no_lse() const {
+    return with([](Derived& c) { c.with_lse = false; });
+  }
+
+  // Name parts: the shape (f16_B2_H8kv2_Sq100_Sk1000_D128, f16_varlen_q1_17_k2_3_H8_D64) and the
+  // mask and numerics (_causal_w256_0_g16_stride300_compensated_qx30_nolse).
+  std::string shape_name() const {
+    auto join = [](const std::vector<int>& v) {
+      std::string s;
+      for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "_" : "") + std::to_string(v[i]);
+      return s;
+    };
+    std::string s = dtype == DType::bf16 ? "bf16" : "f16";
+    if (varlen()) {
+      s += "_varlen_q" + join(lens_q);
+      if (lens_k != lens_q) s += "_k" + join(lens_k);
+    } else {
+      s += "_B" + std::to_string(B);
+    }
+    s += "_H" + std::to_string(Hq);
+    if (Hkv != Hq) s += "kv" + std::to_string(Hkv);
+    if (!varlen()) {
+      s += Sq == Sk ? "_S" + std::to_string(Sq)
+                    : "_Sq" + std::to_string(Sq) + "_Sk" + std::to_string(Sk);
+    }
+    return s + "_D" + std::to_string(D);
+  }
+  std::string mask_name() const {
+    std::string s;
+    if (is_causal) s += "_causal";
+    auto side = [](int w) { return w < 0 ? std::string("inf") : std::to_string(w); };
+    if (mask.window_left >= 0 || mask.window_right >= 0) {
+      s += "_w" + side(mask.window_left) + "_" + side(mask.window_right);
+    }
+    if (mask.global_tokens > 0) s += "_g" + std::to_string(mask.global_tokens);
+    if (mask.global_stride > 0) s += "_stride" + std::to_string(mask.global_stride);
+    if (precision == Precision::compensated) s += "_compensated";
+    if (q_scale != 1.f) s += "_qx" + std::to_string(static_cast<int>(q_scale));
+    if (!with_lse) s += "_nolse";
+    return s;
+  }
+
+ protected:
+  template <class Fn>
+  Derived with(Fn&& fn) const {
+    Derived c = static_cast<const Derived&>(*this);
+    fn(c);
+    return c;
+  }
+};
+
+// A dense batch, and a packed variable-length batch (`lk` empty: the same lengths as `lq`).
+template <class C>
+C dense_case(int B, int Hq, int Hkv, int Sq, int Sk, int D, DType t) {
   C c;
   c.B = B;
   c.Hq = Hq;
@@ -171,8 +259,8 @@ C dense_case(int B, int Hq, int Hkv, int Sq, int Sk, int D, DTypeT t) {
   c.dtype = t;
   return c;
 }
-template <class C, class DTypeT>
-C varlen_case(int Hq, int Hkv, int D, DTypeT t, std::vector<int> lq, std::vector<int> lk) {
+template <class C>
+C varlen_case(int Hq, int Hkv, int D, DType t, std::vector<int> lq, std::vector<int> lk) {
   C c;
   c.lens_k = lk.empty() ? lq : std::move(lk);
   c.lens_q = std::move(lq);

@@ -55,18 +55,8 @@ enum class Layout : std::uint8_t {
   packed_qkv,  // q/k/v are slices of one [.., S, 3, H, D] buffer; out a slice of [.., S, 2, H, D]
 };
 
-struct Case {
-  int B = 1, Hq = 1, Hkv = 1, Sq = 1, Sk = 1, D = 128;
-  DType dtype = DType::f16;
-  bool is_causal = false;
-  std::vector<int> lens_q, lens_k;  // varlen when not empty; then B = lens_q.size()
-  Precision precision = Precision::standard;
-  float q_scale = 1.f;  // q ~ N(0, q_scale^2): 30 gives logits with a standard deviation of 30
-  bool with_lse = true;
+struct Case : CaseBase<Case> {
   Layout layout = Layout::contiguous;
-  MaskSpec mask;  // sliding window, global tokens
-
-  bool varlen() const { return !lens_q.empty(); }
 
   // The visibility rule of the case, as the kernels and the reference apply it.
   MaskPolicy policy() const {
@@ -79,76 +69,16 @@ struct Case {
     return m;
   }
 
-  Case causal() const {
-    Case c = *this;
-    c.is_causal = true;
-    return c;
-  }
-  Case compensated() const {
-    Case c = *this;
-    c.precision = Precision::compensated;
-    return c;
-  }
-  Case q_times(float s) const {
-    Case c = *this;
-    c.q_scale = s;
-    return c;
-  }
-  Case no_lse() const {
-    Case c = *this;
-    c.with_lse = false;
-    return c;
-  }
   Case in(Layout l) const {
     Case c = *this;
     c.layout = l;
-    return c;
-  }
-  Case window(int left, int right) const {  // -1: unbounded on that side
-    Case c = *this;
-    c.mask.window_left = left;
-    c.mask.window_right = right;
-    return c;
-  }
-  Case globals(int tokens, int stride = 0) const {
-    Case c = *this;
-    c.mask.global_tokens = tokens;
-    c.mask.global_stride = stride;
     return c;
   }
 
   // A readable, unique test name: f16_B2_H32kv8_Sq100_Sk1000_D128_causal_w256_0_g16_compensated
   // _qx30 ...
   std::string name() const {
-    auto join = [](const std::vector<int>& v) {
-      std::string s;
-      for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "_" : "") + std::to_string(v[i]);
-      return s;
-    };
-    std::string s = dtype == DType::bf16 ? "bf16" : "f16";
-    if (varlen()) {
-      s += "_varlen_q" + join(lens_q);
-      if (lens_k != lens_q) s += "_k" + join(lens_k);
-    } else {
-      s += "_B" + std::to_string(B);
-    }
-    s += "_H" + std::to_string(Hq);
-    if (Hkv != Hq) s += "kv" + std::to_string(Hkv);
-    if (!varlen()) {
-      s += Sq == Sk ? "_S" + std::to_string(Sq)
-                    : "_Sq" + std::to_string(Sq) + "_Sk" + std::to_string(Sk);
-    }
-    s += "_D" + std::to_string(D);
-    if (is_causal) s += "_causal";
-    auto side = [](int w) { return w < 0 ? std::string("inf") : std::to_string(w); };
-    if (mask.window_left >= 0 || mask.window_right >= 0) {
-      s += "_w" + side(mask.window_left) + "_" + side(mask.window_right);
-    }
-    if (mask.global_tokens > 0) s += "_g" + std::to_string(mask.global_tokens);
-    if (mask.global_stride > 0) s += "_stride" + std::to_string(mask.global_stride);
-    if (precision == Precision::compensated) s += "_compensated";
-    if (q_scale != 1.f) s += "_qx" + std::to_string(static_cast<int>(q_scale));
-    if (!with_lse) s += "_nolse";
+    std::string s = shape_name() + mask_name();
     if (layout == Layout::padded) s += "_padded";
     if (layout == Layout::packed_qkv) s += "_packed_qkv";
     return s;

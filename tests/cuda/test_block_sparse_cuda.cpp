@@ -61,23 +61,16 @@ enum class LayoutStorage : std::uint8_t {
   broadcast,   // one [1, nq, nk] layout seen through a head stride of 0 as [Hq, nq, nk]
 };
 
-struct BlockCase {
-  int B = 1, Hq = 1, Hkv = 1, Sq = 1, Sk = 1, D = 64;
-  DType dtype = DType::f16;
-  std::vector<int> lens_q, lens_k;  // varlen when not empty; then B = lens_q.size()
-  bool is_causal = false;
-  MaskSpec mask;  // window and global tokens; the layout is filled in by the problem
+struct BlockCase : CaseBase<BlockCase> {
   int block_q = 64, block_k = 64;
   bool per_head = true;  // a layout per query head, or one shared by all (shape [1, ...])
   double density = 0.5;
   Fill fill = Fill::random;
   std::vector<std::uint8_t> blocks;
   LayoutStorage storage = LayoutStorage::contiguous;
-  Precision precision = Precision::standard;
-  float q_scale = 1.f;
-  bool with_lse = true;
 
-  bool varlen() const { return !lens_q.empty(); }
+  BlockCase() { D = 64; }
+
   int layout_heads() const { return per_head || storage == LayoutStorage::broadcast ? Hq : 1; }
   int n_blocks_q() const { return (Sq + block_q - 1) / block_q; }
   int n_blocks_k() const { return (Sk + block_k - 1) / block_k; }
@@ -108,60 +101,10 @@ struct BlockCase {
     c.storage = s;
     return c;
   }
-  BlockCase causal() const {
-    BlockCase c = *this;
-    c.is_causal = true;
-    return c;
-  }
-  BlockCase window(int left, int right) const {
-    BlockCase c = *this;
-    c.mask.window_left = left;
-    c.mask.window_right = right;
-    return c;
-  }
-  BlockCase globals(int tokens, int stride = 0) const {
-    BlockCase c = *this;
-    c.mask.global_tokens = tokens;
-    c.mask.global_stride = stride;
-    return c;
-  }
-  BlockCase compensated() const {
-    BlockCase c = *this;
-    c.precision = Precision::compensated;
-    return c;
-  }
-  BlockCase q_times(float s) const {
-    BlockCase c = *this;
-    c.q_scale = s;
-    return c;
-  }
-  BlockCase no_lse() const {
-    BlockCase c = *this;
-    c.with_lse = false;
-    return c;
-  }
 
   // A readable, unique test name: f16_B2_H8kv2_S1000_D128_b16x64_per_head_sp50_causal_w100_0_g16
   std::string name() const {
-    auto join = [](const std::vector<int>& v) {
-      std::string s;
-      for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "_" : "") + std::to_string(v[i]);
-      return s;
-    };
-    std::string s = dtype == DType::bf16 ? "bf16" : "f16";
-    if (varlen()) {
-      s += "_varlen_q" + join(lens_q);
-      if (lens_k != lens_q) s += "_k" + join(lens_k);
-    } else {
-      s += "_B" + std::to_string(B);
-    }
-    s += "_H" + std::to_string(Hq);
-    if (Hkv != Hq) s += "kv" + std::to_string(Hkv);
-    if (!varlen()) {
-      s += Sq == Sk ? "_S" + std::to_string(Sq)
-                    : "_Sq" + std::to_string(Sq) + "_Sk" + std::to_string(Sk);
-    }
-    s += "_D" + std::to_string(D);
+    std::string s = shape_name();
     s += "_b" + std::to_string(block_q) + "x" + std::to_string(block_k);
     s += per_head ? "_per_head" : "_shared";
     switch (fill) {
@@ -174,17 +117,7 @@ struct BlockCase {
     }
     if (storage == LayoutStorage::transposed) s += "_transposed";
     if (storage == LayoutStorage::broadcast) s += "_broadcast";
-    if (is_causal) s += "_causal";
-    auto side = [](int w) { return w < 0 ? std::string("inf") : std::to_string(w); };
-    if (mask.window_left >= 0 || mask.window_right >= 0) {
-      s += "_w" + side(mask.window_left) + "_" + side(mask.window_right);
-    }
-    if (mask.global_tokens > 0) s += "_g" + std::to_string(mask.global_tokens);
-    if (mask.global_stride > 0) s += "_stride" + std::to_string(mask.global_stride);
-    if (precision == Precision::compensated) s += "_compensated";
-    if (q_scale != 1.f) s += "_qx" + std::to_string(static_cast<int>(q_scale));
-    if (!with_lse) s += "_nolse";
-    return s;
+    return s + mask_name();
   }
 };
 
