@@ -29,8 +29,9 @@ build() {  # build SRC_DIR BUILD_DIR
 A_BUILD=$PWD/build-ab-a
 B_BUILD=$PWD/build-ab-b
 build "$A_DIR" "$A_BUILD" &
+a_pid=$!
 build . "$B_BUILD"
-wait
+wait "$a_pid" || { echo "ab.sh: building $A_DIR failed (see $OUT_DIR/build-build-ab-a.log)" >&2; exit 1; }
 
 for ((r = 1; r <= ROUNDS; ++r)); do
   for side in a b; do
