@@ -150,6 +150,21 @@ void parallel_for(std::int64_t n, Fn&& fn) {
   if (error) std::rethrow_exception(error);
 }
 
+// Runs `call`, which must throw gpuattn::Error; returns its message ("" after recording a failure).
+template <class Fn>
+std::string error_of(Fn&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected a gpuattn::Error, got another exception: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "expected a gpuattn::Error, nothing was thrown";
+  return "";
+}
+
 // Stable seed of a test name (FNV-1a): the same inputs on every run and platform.
 inline std::uint64_t seed_of(const std::string& s) {
   std::uint64_t h = 0xcbf29ce484222325ull;

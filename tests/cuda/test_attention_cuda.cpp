@@ -1052,21 +1052,6 @@ TEST_F(AttentionCudaTest, RunsOnTheGivenStream) {
 
 // ---- validation of device arguments: a clear gpuattn::Error, outputs untouched -----------------
 
-// Runs `call`, which must throw gpuattn::Error; returns its message ("" after recording a failure).
-template <class Fn>
-std::string error_of(Fn&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected a gpuattn::Error, got another exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected a gpuattn::Error, nothing was thrown";
-  return "";
-}
-
 // Whether `msg` contains `word` delimited by non-identifier characters.
 bool names(const std::string& msg, const std::string& word) {
   auto ident = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };

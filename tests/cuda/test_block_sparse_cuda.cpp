@@ -737,21 +737,6 @@ TEST_F(BlockSparseCudaTest, Deterministic) {
 // ---- errors: a clear gpuattn::Error naming the layout, outputs untouched
 // -------------------------
 
-// Runs `call`, which must throw gpuattn::Error; returns its message ("" after recording a failure).
-template <class Fn>
-std::string error_of(Fn&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected a gpuattn::Error, got another exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected a gpuattn::Error, nothing was thrown";
-  return "";
-}
-
 class BlockSparseCudaValidation : public BlockSparseCudaTest {
  protected:
   void SetUp() override {
