@@ -334,6 +334,9 @@ def main():
                     help="time ours only (A/B runs of our kernels; no Flex compile or timing)")
     ap.add_argument("--goal", type=float, default=0.7, help="target ours/Flex time ratio")
     ap.add_argument("--seed", type=int, default=20261121)
+    ap.add_argument("--cases", metavar="TEXT",
+                    help="only the cases whose name holds TEXT (e.g. 'W1024', 'block-sparse'); "
+                         "for profiling one case under ncu or nsys")
     args = ap.parse_args()
     dev = torch.device(args.device)
 
@@ -350,6 +353,13 @@ def main():
         cases = SMOKE_CASES[:1] if args.quick else SMOKE_CASES
         args.heads = min(args.heads, 2)
         args.head_dim = 64 if args.head_dim not in (64, 128) else args.head_dim
+    if args.cases is not None:
+        picked = [c for c in cases if args.cases in c[0]]
+        if not picked:
+            print(f"sparse_bench: no case name holds {args.cases!r} (cases: "
+                  f"{', '.join(c[0] for c in cases)})", file=sys.stderr)
+            return 2
+        cases = picked
 
     timer, timer_name = make_timer(args.warmup, args.rep, dev)
     if dev.type == "cuda":

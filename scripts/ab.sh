@@ -50,3 +50,13 @@ for ((r = 1; r <= ROUNDS; ++r)); do
   done
 done
 python3 bench/ab_summary.py "$OUT_DIR" | tee "$OUT_DIR/summary.md"
+# The device tool returns at most 8 files from $OUT: summary.md stays loose, the rest goes into
+# one archive.
+(
+  cd "$OUT_DIR"
+  files=$(ls | grep -v -e '^summary.md$' -e '^logs.tar.gz$' || true)
+  if [ -n "$files" ]; then
+    # shellcheck disable=SC2086
+    tar czf logs.tar.gz $files && rm -f $files
+  fi
+)

@@ -384,23 +384,17 @@ GPUATTN_HD std::uint64_t groups_kept(std::uint32_t off4) {
 
 // Producer: loads the K and V tiles of key row `row` (in the tensor maps) into the stage of the
 // CTA's j-th loaded tile once the consumers have released that stage's previous use. The masked
-// kernel stores the stage's schedule word `word` before the K "full" arrival; with kWordLater the
-// arrival waits: the producer makes it (publish_word) once the word is known, i.e. once it knows
-// whether a next tile follows.
-constexpr int kWordLater = -2;  // load_kv's word: published later (publish_word)
+// kernel stores the stage's schedule word `word` before the K "full" arrival (whose release
+// makes it visible to the consumers that wait for that phase).
 template <class Tr, bool kMasked>
 __device__ __forceinline__ void load_kv(const QkvTensorMaps& maps, std::uint32_t sk0,
                                         std::uint32_t sv0, const Barriers& bar, int j, int row,
-                                        int hk, int bc, int word = kWordLater) {
+                                        int hk, int bc, int word = 0) {
   const int stage = j % Tr::kStages;
   const std::uint32_t use = j / Tr::kStages;
   if (j >= Tr::kStages) ptx::mbarrier_wait(bar.k_empty + 8 * stage, (use & 1) ^ 1);
-  if (kMasked && word == kWordLater) {
-    ptx::mbarrier_expect_tx(bar.k_full + 8 * stage, Tr::kKVBytes);
-  } else {
-    if constexpr (kMasked) st_shared_s32(bar.sched + 4 * stage, word);
-    ptx::mbarrier_arrive_expect_tx(bar.k_full + 8 * stage, Tr::kKVBytes);
-  }
+  if constexpr (kMasked) st_shared_s32(bar.sched + 4 * stage, word);
+  ptx::mbarrier_arrive_expect_tx(bar.k_full + 8 * stage, Tr::kKVBytes);
 #pragma unroll
   for (int s = 0; s < Tr::kSlabs; ++s) {
     ptx::tma_load_4d(sk0 + stage * Tr::kKVBytes + s * Tr::kBlockN * 128, &maps.k,
@@ -415,24 +409,18 @@ __device__ __forceinline__ void load_kv(const QkvTensorMaps& maps, std::uint32_t
   }
 }
 
-// The masked kernel: stores the schedule word of `stage` and makes its K "full" arrival.
-__device__ __forceinline__ void publish_word(const Barriers& bar, int stage, int word) {
-  st_shared_s32(bar.sched + 4 * stage, word);
-  ptx::mbarrier_arrive(bar.k_full + 8 * stage);
-}
-
 // The masked kernel's producer for one work item: warp 0 of the producer warpgroup. Lane 0 loads
 // the item's Q into buffer q_buf once the consumers are done with its previous use (the q_use-th
 // use of the buffer); meanwhile the lanes test 32 candidate tiles at a time (tile_any_visible of
 // the whole mask: exact, so no tile without a visible key is loaded; tile_fully_visible of the
 // position mask per consumer warpgroup for the schedule word), and lane 0 loads the visible ones in
-// key order. A tile's word (kLastTile on the item's last) goes out with its loads when the batch
-// of 32 shows whether a visible tile follows; only the last visible tile of a batch with more
-// candidates behind it waits for the next batch's search. So the next item's tiles load into the
+// key order, each with its word (kLastTile on the item's last). The lanes search the next batch of
+// 32 before lane 0 loads the last visible tile of this one, so every word is known when its tile
+// loads: the search runs while the producer is ahead, not between a consumer's release of a stage
+// and its wait for the next K (c8043b5 published every word one tile late, behind the V "empty"
+// wait of the tile before, which cost the masked calls 6-10%). The next item's tiles load into the
 // stages right behind this item's (an end-of-item stage instead kept the next item's first K from
-// loading before this item's last P V was done), and a tile's K "full" does not wait for the
-// producer to have got past the V "empty" wait of the tile before it (c8043b5 published every word
-// one tile late, which cost the masked calls 5-17%). An item without a visible tile takes one stage
+// loading before this item's last P V was done). An item without a visible tile takes one stage
 // use of the CTA's count j, with the word kEndOfTiles (released by the consumers like a tile's),
 // and still loads Q (its consumers wait for it and store zeros), so nothing is in flight when the
 // CTA exits.
@@ -462,34 +450,36 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
   const TileCandidates<kBlockN> cand(position, m0, i_last, lq, lk);
   const int k_row0 = static_cast<int>(p.row0_k(b));
   const int j_first = j;
-  int pending = -1;  // lane 0: the word of the last tile loaded, when not yet published
-  for (int t = cand.next(cand.first); t < cand.end;) {
+  // The lane's candidate of the batch at t: its word, or -1 (none, or no visible key).
+  auto search = [&](int t) {
     const int mine = t + lane;
-    const int word = mine < cand.end ? tile_word<kBlockN, Tr::kConsumers>(mask, position, mine, m0,
-                                                                          i_last, lq, lk)
-                                     : -1;
-    const int t_next = cand.next(t + 32);
-    for (unsigned todo = __ballot_sync(0xffffffffu, word >= 0); todo != 0; todo &= todo - 1) {
-      const int w = __shfl_sync(0xffffffffu, word, __ffs(todo) - 1);
-      if (lane == 0) {
-        if (pending >= 0) publish_word(bar, (j - 1) % Tr::kStages, pending);
-        // The word goes out with the loads when it is known now: another visible tile of this
-        // batch follows, or no candidate is left (the last tile). Else it waits for the next
-        // batch's search (once per 32 candidates).
-        const bool more = (todo & (todo - 1)) != 0;
-        const int now = more ? w : t_next >= cand.end ? w | kLastTile : kWordLater;
-        load_kv<Tr, true>(maps, sk0, sv0, bar, j, k_row0 + (w >> kWordTileShift) * kBlockN, hk, bc,
-                          now);
-        pending = now == kWordLater ? w : -1;
-      }
-      ++j;
+    return mine < cand.end
+               ? tile_word<kBlockN, Tr::kConsumers>(mask, position, mine, m0, i_last, lq, lk)
+               : -1;
+  };
+  // The batch at t (its first, from cand.first - 32 on: one call site of search, whose code is
+  // long) and its visible tiles not loaded yet.
+  int t = cand.first - 32, word = -1;
+  unsigned todo = 0;
+  auto advance = [&] {  // to the next batch with a visible tile (todo == 0: none is left)
+    while (todo == 0 && t < cand.end) {
+      t = cand.next(t + 32);
+      word = search(t);
+      todo = __ballot_sync(0xffffffffu, word >= 0);
     }
-    t = t_next;
+  };
+  advance();
+  while (todo != 0) {
+    const int w = __shfl_sync(0xffffffffu, word, __ffs(todo) - 1);
+    todo &= todo - 1;
+    if (todo == 0) advance();  // the next batch, before this tile's loads wait for a stage
+    if (lane == 0) {
+      load_kv<Tr, true>(maps, sk0, sv0, bar, j, k_row0 + (w >> kWordTileShift) * kBlockN, hk, bc,
+                        todo != 0 ? w : w | kLastTile);
+    }
+    ++j;
   }
-  if (j > j_first) {
-    if (lane == 0 && pending >= 0) publish_word(bar, (j - 1) % Tr::kStages, pending | kLastTile);
-    return;
-  }
+  if (j > j_first) return;
   if (lane == 0) {
     const int stage = j % Tr::kStages;
     if (j >= Tr::kStages) {
