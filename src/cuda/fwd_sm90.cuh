@@ -409,59 +409,47 @@ __device__ __forceinline__ void load_kv(const QkvTensorMaps& maps, std::uint32_t
   }
 }
 
-// The masked kernel's producer: the last visible tile of the item before, not loaded yet (see
-// produce_masked); row < 0: none.
-struct PendingTile {
-  int row = -1, hk = 0, bc = 0, word = 0;
-};
-
-template <class Tr>
-__device__ __forceinline__ void load_pending(const QkvTensorMaps& maps, std::uint32_t sk0,
-                                             std::uint32_t sv0, const Barriers& bar,
-                                             PendingTile& last, int& j) {
-  if (last.row < 0) return;
-  if ((threadIdx.x & 31) == 0) {
-    load_kv<Tr, true>(maps, sk0, sv0, bar, j, last.row, last.hk, last.bc, last.word);
-  }
-  ++j;
-  last.row = -1;
-}
-
-// The masked kernel's producer for one work item: warp 0 of the producer warpgroup. The lanes
-// test 32 candidate tiles at a time (tile_any_visible of the whole mask: exact, so no tile without
-// a visible key is loaded; tile_fully_visible of the position mask per consumer warpgroup for the
-// schedule word), and lane 0 loads the visible ones in key order, each with its word (kLastTile on
-// the item's last). The search runs ahead of the loads, which wait for free stages: the first
-// batch before the item before's last tile loads (`last` on entry: that tile, loaded here), each
-// next batch before this batch's last visible tile loads, and this item's last visible tile is
-// left in `last` for the next item's call (or the CTA's end) to load after its own first search.
-// So no word waits for a search that runs between a consumer's release of a stage and its wait
-// for the next K (c8043b5 published every word one tile late, behind the V "empty" wait of the
-// tile before, which cost the masked calls 6-10%; a search at the start of each item, behind the
-// item before's last loads, left the consumers waiting for the item's first K). Then lane 0 loads
+// The masked kernel's producer for one work item: warp 0 of the producer warpgroup. Lane 0 loads
 // the item's Q into buffer q_buf once the consumers are done with its previous use (the q_use-th
-// use of the buffer): after the pending tile, which the consumers need to finish the item that
-// may hold that buffer (one Q buffer: D = 256). The next item's tiles load into the stages right
-// behind this item's (an end-of-item stage instead kept the next item's first K from loading
-// before this item's last P V was done). An item without a visible tile takes one stage use of
-// the CTA's count j, with the word kEndOfTiles (released by the consumers like a tile's), and
-// still loads Q (its consumers wait for it and store zeros), so nothing is in flight when the
+// use of the buffer); meanwhile the lanes test 32 candidate tiles at a time (tile_any_visible of
+// the whole mask: exact, so no tile without a visible key is loaded; tile_fully_visible of the
+// position mask per consumer warpgroup for the schedule word), and lane 0 loads the visible ones in
+// key order, each with its word (kLastTile on the item's last). The lanes search the next batch of
+// 32 before lane 0 loads the last visible tile of this one, so every word is known when its tile
+// loads: the search runs while the producer is ahead, not between a consumer's release of a stage
+// and its wait for the next K (c8043b5 published every word one tile late, behind the V "empty"
+// wait of the tile before, which cost the masked calls 6-10%). The next item's tiles load into the
+// stages right behind this item's (an end-of-item stage instead kept the next item's first K from
+// loading before this item's last P V was done). An item without a visible tile takes one stage
+// use of the CTA's count j, with the word kEndOfTiles (released by the consumers like a tile's),
+// and still loads Q (its consumers wait for it and store zeros), so nothing is in flight when the
 // CTA exits.
 template <class Tr>
 __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTensorMaps& maps,
                                                std::uint32_t sq, std::uint32_t sk0,
                                                std::uint32_t sv0, const Barriers& bar, int m0,
                                                int lq, int lk, int b, int h, int hk, int& j,
-                                               int q_buf, int q_use, PendingTile& last) {
+                                               int q_buf, int q_use) {
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN;
   const int lane = threadIdx.x & 31;
   const MaskPolicy mask = p.mask(h);
   MaskPolicy position = mask;  // for the candidate tiles, and for the schedule word's per-element
   position.blocks = nullptr;   // decision (the consumers read the layout bytes of their rows)
   const int bc = p.is_varlen() ? 0 : b;
+  if (lane == 0) {  // Q first, while the lanes look for tiles
+    if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(q_buf), (q_use - 1) & 1);
+    const int q_row = static_cast<int>(p.row0_q(b)) + m0;
+    const std::uint32_t q_full = bar.q_full_of(q_buf), q_dst = sq + q_buf * Tr::kQBytes;
+    ptx::mbarrier_arrive_expect_tx(q_full, Tr::kQBytes);
+#pragma unroll
+    for (int s = 0; s < Tr::kSlabs; ++s) {
+      ptx::tma_load_4d(q_dst + s * kBlockM * 128, &maps.q, q_full, s * 64, h, q_row, bc);
+    }
+  }
   const int i_last = min(m0 + kBlockM, lq) - 1;
   const TileCandidates<kBlockN> cand(position, m0, i_last, lq, lk);
   const int k_row0 = static_cast<int>(p.row0_k(b));
+  const int j_first = j;
   // The lane's candidate of the batch at t: its word, or -1 (none, or no visible key).
   auto search = [&](int t) {
     const int mine = t + lane;
@@ -481,49 +469,31 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
     }
   };
   advance();
-  load_pending<Tr>(maps, sk0, sv0, bar, last, j);
-  if (lane == 0) {
-    if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(q_buf), (q_use - 1) & 1);
-    const int q_row = static_cast<int>(p.row0_q(b)) + m0;
-    const std::uint32_t q_full = bar.q_full_of(q_buf), q_dst = sq + q_buf * Tr::kQBytes;
-    ptx::mbarrier_arrive_expect_tx(q_full, Tr::kQBytes);
-#pragma unroll
-    for (int s = 0; s < Tr::kSlabs; ++s) {
-      ptx::tma_load_4d(q_dst + s * kBlockM * 128, &maps.q, q_full, s * 64, h, q_row, bc);
-    }
-  }
-  if (todo == 0) {  // no visible tile: the kEndOfTiles stage
-    if (lane == 0) {
-      const int stage = j % Tr::kStages;
-      if (j >= Tr::kStages) {
-        const std::uint32_t parity = ((j / Tr::kStages) & 1) ^ 1;
-        ptx::mbarrier_wait(bar.k_empty + 8 * stage, parity);
-        ptx::mbarrier_wait(bar.v_empty + 8 * stage, parity);
-      }
-      st_shared_s32(bar.sched + 4 * stage, kEndOfTiles);
-      ptx::mbarrier_arrive(bar.k_full + 8 * stage);
-      // V full completes a phase too, though no consumer waits for it here: the consumers take
-      // the parity of every stage use from its index j, markers included.
-      ptx::mbarrier_arrive(bar.v_full + 8 * stage);
-    }
-    ++j;
-    return;
-  }
-  while (true) {
+  while (todo != 0) {
     const int w = __shfl_sync(0xffffffffu, word, __ffs(todo) - 1);
-    const int row = k_row0 + (w >> kWordTileShift) * kBlockN;
     todo &= todo - 1;
     if (todo == 0) advance();  // the next batch, before this tile's loads wait for a stage
-    if (todo == 0) {           // the item's last tile: loaded after the next item's first search
-      last.row = row;
-      last.hk = hk;
-      last.bc = bc;
-      last.word = w | kLastTile;
-      return;
+    if (lane == 0) {
+      load_kv<Tr, true>(maps, sk0, sv0, bar, j, k_row0 + (w >> kWordTileShift) * kBlockN, hk, bc,
+                        todo != 0 ? w : w | kLastTile);
     }
-    if (lane == 0) load_kv<Tr, true>(maps, sk0, sv0, bar, j, row, hk, bc, w);
     ++j;
   }
+  if (j > j_first) return;
+  if (lane == 0) {
+    const int stage = j % Tr::kStages;
+    if (j >= Tr::kStages) {
+      const std::uint32_t parity = ((j / Tr::kStages) & 1) ^ 1;
+      ptx::mbarrier_wait(bar.k_empty + 8 * stage, parity);
+      ptx::mbarrier_wait(bar.v_empty + 8 * stage, parity);
+    }
+    st_shared_s32(bar.sched + 4 * stage, kEndOfTiles);
+    ptx::mbarrier_arrive(bar.k_full + 8 * stage);
+    // V full completes a phase too, though no consumer waits for it here: the consumers take the
+    // parity of every stage use from its index j, markers included.
+    ptx::mbarrier_arrive(bar.v_full + 8 * stage);
+  }
+  ++j;
 }
 
 // Returns the stage uses the item took: its tiles (the masked kernel: 1, the kEndOfTiles stage,
@@ -607,7 +577,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // to buffer i % kQBuffers once the consumers are done with the Q that buffer held before.
     if (kMasked ? tid < 32 : tid == 0) {
       int j = 0, q_loads = 0;
-      PendingTile last;  // the masked kernel: the item before's last tile (see produce_masked)
       for (int w = static_cast<int>(blockIdx.x), u = 0;; ++u) {
         int next = 0;
         if (tid == 0) {
@@ -617,17 +586,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           ptx::mbarrier_arrive(bar.item_full + 8 * slot);
           if (w < sched.items) next = next_item(w);
         }
-        if (w >= sched.items) {
-          if constexpr (kMasked) load_pending<Tr>(maps, sk0, sv0, bar, last, j);
-          break;
-        }
+        if (w >= sched.items) break;
         const ItemShape x = shape_of(w);
         const int qb = q_loads % Tr::kQBuffers, q_use = q_loads / Tr::kQBuffers;
         const int hk = p.kv_head(x.it.h);
         if constexpr (kMasked) {
           if (x.m0 < x.lq) {
             produce_masked<Tr>(p, maps, sq, sk0, sv0, bar, x.m0, x.lq, x.lk, x.it.b, x.it.h, hk, j,
-                               qb, q_use, last);
+                               qb, q_use);
             ++q_loads;
           }
           w = __shfl_sync(0xffffffffu, next, 0);
