@@ -793,12 +793,9 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
   // sum 0 (its exponentials are taken against 0, never -inf - -inf). Standard precision keeps a
   // stale max until the true one exceeds it by kRescaleSlack; compensated precision rescales on
   // every increase (P <= 1) and Kahan-sums the row sum across tiles.
-  // `masked`: false for a tile the masked kernel's word says this warpgroup sees whole (a constant
-  // at each inlined call: no mask code at all then).
-  auto softmax = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2], int word, std::uint32_t off,
-                     bool masked) {
+  auto softmax = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2], int word, std::uint32_t off) {
     if constexpr (kMasked) {
-      if (masked) mask_tile(s, word, off);
+      mask_tile(s, word, off);
     } else {
       const int n0 = j * kBlockN;
       const bool need_mask = (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + diag);
@@ -910,7 +907,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
         ptx::wgmma_wait<0>();
         ptx::mbarrier_arrive(bar.k_empty + 8 * stage);
         float alpha[2];
-        if (softmax(s, j, alpha, word, off, true)) {
+        if (softmax(s, j, alpha, word, off)) {
 #pragma unroll
           for (int i = 0; i < D / 2; ++i) {
             o[i] *= alpha[(i >> 1) & 1];
@@ -942,18 +939,17 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
     ptx::wgmma_wait<0>();
     ptx::mbarrier_arrive(bar.k_empty + 8 * (j0 % Tr::kStages));
     float alpha[2];
-    softmax(s, 0, alpha, word0, off0, true);  // O is still zero: nothing to rescale
+    softmax(s, 0, alpha, word0, off0);  // O is still zero: nothing to rescale
     pack(s, pa);
-    // word: tile j + 1's; masked: whether its softmax may need the mask (see the masked loop).
-    auto step = [&](int j, int word, bool masked) {
+    auto step = [&](int j, int word) {  // word: tile j + 1's
       my_turn();
       issue_qk(s, j + 1);
       issue_pv(pa, j);
       their_turn();
-      const std::uint32_t off = kMasked && masked ? blocks_off(word) : 0u;
+      const std::uint32_t off = kMasked ? blocks_off(word) : 0u;
       ptx::wgmma_wait<1>();  // S_{j+1} is done; P_j V_j may still run
       ptx::mbarrier_arrive(bar.k_empty + 8 * ((j0 + j + 1) % Tr::kStages));
-      const bool rescale = softmax(s, j + 1, alpha, word, off, masked);
+      const bool rescale = softmax(s, j + 1, alpha, word, off);
       ptx::wgmma_wait<0>();
       ptx::mbarrier_arrive(bar.v_empty + 8 * ((j0 + j) % Tr::kStages));
       if (rescale) {
@@ -966,17 +962,10 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
     if constexpr (kMasked) {
       for (int word = word0; (word & kLastTile) == 0; ++last) {
         word = read_word(last + 1);
-        // A tile this warpgroup sees whole under the position mask and the layout (neither flag
-        // bit of the word set) takes a copy of the step without the mask code: ptxas if-converts
-        // part of that code, which then runs on every tile (1324 against 704 instructions a step).
-        if (word & ((1 << cw) | (4 << cw))) {
-          step(last, word, true);
-        } else {
-          step(last, word, false);
-        }
+        step(last, word);
       }
     } else {
-      for (; last + 1 < n_tiles; ++last) step(last, 0, true);
+      for (; last + 1 < n_tiles; ++last) step(last, 0);
     }
     my_turn();
     issue_pv(pa, last);
