@@ -498,12 +498,11 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
 
 // Returns the stage uses the item took: its tiles (the masked kernel: 1, the kEndOfTiles stage,
 // when it has none).
-template <class Tr, bool kMasked, class Peek>
+template <class Tr, bool kMasked>
 __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
                                        std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
                                        int lq, int lk, int b, int h, int cw, int j0, int q_buf,
-                                       int q_phase, float (&s)[Tr::kBlockN / 2], bool& s_ready,
-                                       Peek&& peek);
+                                       int q_phase);
 
 template <class Tr, bool kMasked>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
@@ -630,41 +629,17 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // that, and the CTA would hang.
     if (Tr::kPingPong && cw == 1) ptx::named_barrier_arrive(1, 2 * 128);
     int j0 = 0, q_uses = 0;
-    // S of the next item's first tile, issued by consume() with the item's last P V (see there)
-    // when s_ready; the item ring's slot that consume() read ahead for it when peeked.
-    float s[kBlockN / 2];
-    bool s_ready = false, peeked = false;
-    int w_peeked = 0;
-    auto read_item = [&](int u) {
+    for (int u = 0;; ++u) {
       const int slot = u & 1;
       ptx::mbarrier_wait(bar.item_full + 8 * slot, (u >> 1) & 1);
       const int w = ld_shared_s32(bar.item_slot + 4 * slot);
       ptx::mbarrier_arrive(bar.item_empty + 8 * slot);
-      return w;
-    };
-    for (int u = 0;; ++u) {
-      const int w = peeked ? w_peeked : read_item(u);
-      peeked = false;
       if (w >= sched.items) break;
       const ItemShape x = shape_of(w);
       if (x.m0 >= x.lq) continue;  // varlen: a shorter sequence (uniform over the CTA)
       const int qb = q_uses % Tr::kQBuffers;
-      // Called by consume() once this item's last tile is loaded (so the producer has published
-      // the next item): reads the next item, and when it has key tiles, waits for its Q and
-      // returns that Q buffer's address (0: nothing to start early).
-      auto peek = [&]() -> std::uint32_t {
-        w_peeked = read_item(u + 1);
-        peeked = true;
-        if (w_peeked >= sched.items) return 0;
-        const ItemShape y = shape_of(w_peeked);
-        if (y.m0 >= y.lq || (!kMasked && y.n_tiles == 0)) return 0;
-        const int qn = q_uses + 1, qbn = qn % Tr::kQBuffers;
-        ptx::mbarrier_wait(bar.q_full_of(qbn), (qn / Tr::kQBuffers) & 1);
-        return sq + qbn * Tr::kQBytes;
-      };
       j0 += consume<Tr, kMasked>(p, sq + qb * Tr::kQBytes, sk0, sv0, bar, x.m0, x.n_tiles, x.lq,
-                                 x.lk, x.it.b, x.it.h, cw, j0, qb, (q_uses / Tr::kQBuffers) & 1, s,
-                                 s_ready, peek);
+                                 x.lk, x.it.b, x.it.h, cw, j0, qb, (q_uses / Tr::kQBuffers) & 1);
       if (kMasked || x.n_tiles > 0) ++q_uses;
     }
     if (Tr::kPingPong && cw == 0) ptx::named_barrier_sync(1, 2 * 128);
@@ -673,12 +648,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 }
 
 // The consumer warpgroup `cw`: rows [64 cw, 64 cw + 64) of the block.
-template <class Tr, bool kMasked, class Peek>
+template <class Tr, bool kMasked>
 __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
                                        std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
                                        int lq, int lk, int b, int h, int cw, int j0, int q_buf,
-                                       int q_phase, float (&s)[Tr::kBlockN / 2], bool& s_ready,
-                                       Peek&& peek) {
+                                       int q_phase) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
@@ -704,7 +678,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
   const std::uint32_t q_wg = sq + cw * 64 * 128;  // this warpgroup's 64 rows of Q
 
   // S = Q K^T of tile t: D / 16 k-steps, each 32 bytes into a 128-byte slab row.
-  auto issue_qk = [&](float(&s)[kBlockN / 2], int t, std::uint32_t q_wg) {
+  auto issue_qk = [&](float(&s)[kBlockN / 2], int t) {
     const int stage = (j0 + t) % Tr::kStages;
     ptx::mbarrier_wait(bar.k_full + 8 * stage, ((j0 + t) / Tr::kStages) & 1);
     const std::uint32_t sk = sk0 + stage * Tr::kKVBytes;
@@ -903,90 +877,12 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
   auto their_turn = [&] {
     if (Tr::kPingPong) ptx::named_barrier_arrive(2 - cw, kTurnThreads);
   };
+  float s[kBlockN / 2];
   std::uint32_t pa[kBlockN / 16][4];
-  // The next item's first S GEMM goes out with this item's last P V, so the tensor cores have it
-  // during this item's epilogue and the next item starts with its softmax (s_ready: S of its
-  // tile 0 is in `s`, complete). Needs a
-  // second Q buffer (the next Q lands while this one still holds Q, then the staged O); the
-  // compensated kernel keeps its S registers for the P V slabs.
-  constexpr bool kLookahead = Tr::kQBuffers == 2 && !Tr::kCompensated;
-  const bool started = s_ready;  // this item's S of tile 0 is done, in s
-  s_ready = false;
   // The masked kernel loads every item's Q, with or without tiles (see produce_masked).
   if constexpr (kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
   const int word0 = kMasked ? read_word(0) : 0;
   int used = 0;  // the item's key tiles
-  // (Called once per item: at the end, or, with the next item's S in flight, inside the tiles
-  // branch, so that the S GEMM is issued and waited for on one path: ptxas serializes every wgmma
-  // of the kernel (C7514 / C7515) when a wgmma's accumulators are in flight across a join.)
-  auto epilogue = [&] {
-    // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE; a row that
-    // saw no key (sum 0) stores 0 and LSE -inf. After tiles, O goes through this warpgroup's rows
-    // of its Q buffer (every GEMM that read them is done): each thread stores its fragments there
-    // (128-byte swizzle, as TMA wrote Q: conflict-free), and after a warpgroup barrier (named
-    // barrier 3 + cw) the warpgroup copies the rows out 16 bytes a thread, a row's D * 2 bytes by
-    // D / 8 consecutive threads, where the fragments alone would store 4 bytes a thread spread over
-    // 8 rows. Only then does the producer get the Q buffer back (the proxy fence orders these
-    // generic accesses before its next TMA write). Without tiles (the Q buffer may then be the
-    // next item's, in flight) the zeros are stored straight from the registers, and so is the
-    // compensated consumer's O: its registers are at the limit (nvcc 13.0: 48 bytes of spill
-    // stores at D = 128 already, 60 with the staging).
-    const bool staged = Tr::kCompensated || (kMasked && D == 256) ? false
-                        : kMasked                                 ? word0 != kEndOfTiles
-                                                                  : n_tiles > 0;
-    float inv[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float l = quad_sum(row_sum[r]);
-      inv[r] = l > 0.f ? 1.f / l : 0.f;
-      const int row = m0 + row_base + 8 * r;
-      if (row < lq && p.lse != nullptr && t4 == 0) {
-        p.lse[p.lse_offset(b, row, h)] =
-            l > 0.f ? (row_max[r] + log2f(l)) * 0.69314718055994531f : -INFINITY;
-      }
-    }
-    if (staged) {
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int rw = warp * 16 + g + 8 * r;  // the row inside the warpgroup's 64
-#pragma unroll
-        for (int n = 0; n < kNO; ++n) {  // columns [8 n, 8 n + 8): chunk n % 8 of slab n / 8
-          const std::uint32_t addr =
-              q_wg + (n >> 3) * (kBlockM * 128) + rw * 128 + (((n & 7) ^ (rw & 7)) << 4) + 4 * t4;
-          ptx::st_shared_b32(
-              addr, ptx::pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]));
-        }
-      }
-      ptx::named_barrier_sync(3 + cw, 128);
-      constexpr int kChunks = D / 8;  // 16-byte chunks per row
-      T* const out = static_cast<T*>(p.o);
-#pragma unroll
-      for (int c = tid & 127; c < 64 * kChunks; c += 128) {
-        const int rw = c / kChunks, ch = c % kChunks;
-        const uint4 v = ptx::ld_shared_v4(q_wg + (ch >> 3) * (kBlockM * 128) + rw * 128 +
-                                          (((ch & 7) ^ (rw & 7)) << 4));
-        const int row = m0 + cw * 64 + rw;
-        if (row < lq) *reinterpret_cast<uint4*>(out + p.o_offset(b, row, h) + 8 * ch) = v;
-      }
-      ptx::fence_proxy_async_shared();
-      ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
-    } else {
-      if (kMasked) ptx::mbarrier_arrive(bar.q_empty_of(q_buf));  // Q came; its GEMMs are done
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int row = m0 + row_base + 8 * r;
-        if (row < lq) {
-          T* out = static_cast<T*>(p.o) + p.o_offset(b, row, h) + 2 * t4;
-#pragma unroll
-          for (int n = 0; n < kNO; ++n) {
-            *reinterpret_cast<std::uint32_t*>(out + n * 8) =
-                ptx::pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]);
-          }
-        }
-      }
-    }
-  };
-  bool finished = false;
   if constexpr (Tr::kCompensated) {
     // Compensated: tile by tile, S_j = Q K_j^T; the softmax (exact max; O and its Kahan terms
     // rescaled on every increase); then P_j V_j one 64-column slab of O at a time, each into the
@@ -1005,7 +901,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
       for (int word = word0;; word = read_word(++j)) {
         const int stage = (j0 + j) % Tr::kStages;
         my_turn();
-        issue_qk(s, j, q_wg);
+        issue_qk(s, j);
         their_turn();
         const std::uint32_t off = blocks_off(word);
         ptx::wgmma_wait<0>();
@@ -1035,21 +931,19 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
       used = j + 1;
     }
   } else if (kMasked ? word0 != kEndOfTiles : n_tiles > 0) {
+    if constexpr (!kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
+    my_turn();
+    issue_qk(s, 0);
+    their_turn();
     const std::uint32_t off0 = kMasked ? blocks_off(word0) : 0u;
-    if (!started) {  // (waited for inside the branch: see epilogue)
-      if constexpr (!kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
-      my_turn();
-      issue_qk(s, 0, q_wg);
-      their_turn();
-      ptx::wgmma_wait<0>();
-    }
+    ptx::wgmma_wait<0>();
     ptx::mbarrier_arrive(bar.k_empty + 8 * (j0 % Tr::kStages));
     float alpha[2];
     softmax(s, 0, alpha, word0, off0);  // O is still zero: nothing to rescale
     pack(s, pa);
     auto step = [&](int j, int word) {  // word: tile j + 1's
       my_turn();
-      issue_qk(s, j + 1, q_wg);
+      issue_qk(s, j + 1);
       issue_pv(pa, j);
       their_turn();
       const std::uint32_t off = kMasked ? blocks_off(word) : 0u;
@@ -1073,37 +967,13 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
     } else {
       for (; last + 1 < n_tiles; ++last) step(last, 0);
     }
-    // The next item (its first stage follows this item's last): S of its first tile goes out with
-    // this last P V, in the same turn, when it has a tile (the masked kernel: its first word is
-    // not kEndOfTiles; the consumers of either warpgroup see the same items and words, so both
-    // skip its opening turn alike).
-    std::uint32_t q_next = 0;
-    if constexpr (kLookahead) {
-      q_next = peek();
-      if (kMasked && q_next != 0 && read_word(last + 1) == kEndOfTiles) q_next = 0;
-    }
-    // The producer may load the last tile's stage once its P V is done (the Q buffer is released
-    // after the epilogue).
-    const int v_stage = (j0 + last) % Tr::kStages;
+    my_turn();
+    issue_pv(pa, last);
+    their_turn();
+    ptx::wgmma_wait<0>();
+    // The producer may load the last tile's stage (the Q buffer is released after the epilogue).
+    ptx::mbarrier_arrive(bar.v_empty + 8 * ((j0 + last) % Tr::kStages));
     used = last + 1;
-    if (q_next != 0) {
-      my_turn();
-      issue_pv(pa, last);
-      issue_qk(s, last + 1, q_next + cw * 64 * 128);
-      their_turn();
-      ptx::wgmma_wait<1>();  // P V is done; the next S runs during the epilogue
-      ptx::mbarrier_arrive(bar.v_empty + 8 * v_stage);
-      epilogue();
-      finished = true;
-      ptx::wgmma_wait<0>();
-      s_ready = true;
-    } else {
-      my_turn();
-      issue_pv(pa, last);
-      their_turn();
-      ptx::wgmma_wait<0>();
-      ptx::mbarrier_arrive(bar.v_empty + 8 * v_stage);
-    }
   }
   if (kMasked && used == 0) {  // the kEndOfTiles stage goes back like a tile's
     const int stage = j0 % Tr::kStages;
@@ -1111,7 +981,71 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
     ptx::mbarrier_arrive(bar.v_empty + 8 * stage);
   }
 
-  if (!finished) epilogue();
+  // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE; a row that
+  // saw no key (sum 0) stores 0 and LSE -inf. After tiles, O goes through this warpgroup's rows
+  // of its Q buffer (every GEMM that read them is done): each thread stores its fragments there
+  // (128-byte swizzle, as TMA wrote Q: conflict-free), and after a warpgroup barrier (named
+  // barrier 3 + cw) the warpgroup copies the rows out 16 bytes a thread, a row's D * 2 bytes by
+  // D / 8 consecutive threads, where the fragments alone would store 4 bytes a thread spread over
+  // 8 rows. Only then does the producer get the Q buffer back (the proxy fence orders these
+  // generic accesses before its next TMA write). Without tiles (the Q buffer may then be the
+  // next item's, in flight) the zeros are stored straight from the registers, and so is the
+  // compensated consumer's O: its registers are at the limit (nvcc 13.0: 48 bytes of spill
+  // stores at D = 128 already, 60 with the staging).
+  const bool staged = Tr::kCompensated || (kMasked && D == 256) ? false
+                      : kMasked                                 ? word0 != kEndOfTiles
+                                                                : n_tiles > 0;
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float l = quad_sum(row_sum[r]);
+    inv[r] = l > 0.f ? 1.f / l : 0.f;
+    const int row = m0 + row_base + 8 * r;
+    if (row < lq && p.lse != nullptr && t4 == 0) {
+      p.lse[p.lse_offset(b, row, h)] =
+          l > 0.f ? (row_max[r] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+    }
+  }
+  if (staged) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int rw = warp * 16 + g + 8 * r;  // the row inside the warpgroup's 64
+#pragma unroll
+      for (int n = 0; n < kNO; ++n) {  // columns [8 n, 8 n + 8): chunk n % 8 of slab n / 8
+        const std::uint32_t addr =
+            q_wg + (n >> 3) * (kBlockM * 128) + rw * 128 + (((n & 7) ^ (rw & 7)) << 4) + 4 * t4;
+        ptx::st_shared_b32(addr,
+                           ptx::pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]));
+      }
+    }
+    ptx::named_barrier_sync(3 + cw, 128);
+    constexpr int kChunks = D / 8;  // 16-byte chunks per row
+    T* const out = static_cast<T*>(p.o);
+#pragma unroll
+    for (int c = tid & 127; c < 64 * kChunks; c += 128) {
+      const int rw = c / kChunks, ch = c % kChunks;
+      const uint4 v = ptx::ld_shared_v4(q_wg + (ch >> 3) * (kBlockM * 128) + rw * 128 +
+                                        (((ch & 7) ^ (rw & 7)) << 4));
+      const int row = m0 + cw * 64 + rw;
+      if (row < lq) *reinterpret_cast<uint4*>(out + p.o_offset(b, row, h) + 8 * ch) = v;
+    }
+    ptx::fence_proxy_async_shared();
+    ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
+  } else {
+    if (kMasked) ptx::mbarrier_arrive(bar.q_empty_of(q_buf));  // Q came; its GEMMs are done
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = m0 + row_base + 8 * r;
+      if (row < lq) {
+        T* out = static_cast<T*>(p.o) + p.o_offset(b, row, h) + 2 * t4;
+#pragma unroll
+        for (int n = 0; n < kNO; ++n) {
+          *reinterpret_cast<std::uint32_t*>(out + n * 8) =
+              ptx::pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]);
+        }
+      }
+    }
+  }
   return kMasked && used == 0 ? 1 : used;
 #else
   return 0;
