@@ -121,13 +121,19 @@ def _softmax_scale(softmax_scale):
     return float(softmax_scale)  # finiteness is checked by the library
 
 
-def _int_arg(value, name, lo=1, hi=_INT32_MAX):
+def _as_int(value, name):
+    """value as a Python int (operator.index: ints and numpy / torch integer scalars); a bool or
+    anything else is a TypeError that names the argument."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an int, got bool")
     try:
-        value = operator.index(value)
+        return operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+
+
+def _int_arg(value, name, lo=1, hi=_INT32_MAX):
+    value = _as_int(value, name)
     if not lo <= value <= hi:
         raise ValueError(f"{name}={value} must be in [{lo}, {hi}]")
     return value
@@ -162,12 +168,7 @@ def _check_causal(causal):
 def _global_arg(value, name):
     """global_tokens / global_stride: an int >= 0. Values past any int32 position mean the same as
     int32's maximum (every position < 2^31), so they are clamped rather than refused."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+    value = _as_int(value, name)
     if value < 0:
         raise ValueError(f"{name}={value} is negative (0 turns it off)")
     return min(value, _INT32_MAX)

@@ -7,11 +7,11 @@ whether to pass SparsityChoice.sparse_attn_kwargs() (or a layout it builds) to s
 """
 
 import dataclasses
-import operator
 import sys
 from typing import Optional, Tuple
 
 from . import _C
+from .flash_attn_interface import _as_int
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
@@ -82,12 +82,7 @@ def _int(value, name, bounds, none_ok=False):
     that every bad value is named by one set of messages."""
     if value is None and none_ok:
         return None
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+    value = _as_int(value, name)
     lo, hi = bounds
     if not lo <= value <= hi:
         raise ValueError(f"{name} {value} is out of range (the library holds it in "
