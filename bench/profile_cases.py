@@ -6,6 +6,7 @@ sparse_bench.py and the dense table, one at a time, on the same inputs those scr
         python3 bench/profile_cases.py dense-bf16
 
 Cases: dense-fp16, dense-bf16 (B4 H16 S4096 D128, non-causal), causal-bf16 (the same, causal),
+causal-short (fp16 B16 H16 S1024 D128 causal: many short work items),
 window-1024 (bf16 B1 H16 S16384 D128, causal window (1023, 0)), blocks-50, blocks-90 (bf16 B1 H16
 S16384 D128, a random per-head 128 x 128 layout with 50% / 90% of the blocks off, diagonal on).
 """
@@ -20,6 +21,7 @@ CASES = {
     "dense-fp16": dict(dtype="float16", b=4, h=16, s=4096),
     "dense-bf16": dict(dtype="bfloat16", b=4, h=16, s=4096),
     "causal-bf16": dict(dtype="bfloat16", b=4, h=16, s=4096, causal=True),
+    "causal-short": dict(dtype="float16", b=16, h=16, s=1024, causal=True),
     "window-1024": dict(dtype="bfloat16", b=1, h=16, s=16384, causal=True, window=(1023, 0)),
     "blocks-50": dict(dtype="bfloat16", b=1, h=16, s=16384, sparsity=0.5),
     "blocks-90": dict(dtype="bfloat16", b=1, h=16, s=16384, sparsity=0.9),

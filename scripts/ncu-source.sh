@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Per-instruction warp-state sampling of one fwd_kernel launch for each named case of
+# bench/profile_cases.py: ncu's SourceCounters and WarpStateStats, exported as the SASS source page
+# (CSV, one row per instruction with its source line: the build has -lineinfo) and the details page.
+# bench/ncu_source_summary.py sums the samples over source-line ranges.
+#
+#   OUT=/some/dir scripts/ncu-source.sh window-1024 causal-short
+#   env: NCU_BUILD_DIR=DIR  build directory with the python module (default build-gpu)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${NCU_BUILD_DIR:-build-gpu}
+OUT_DIR=${OUT:-$BUILD/ncu}
+mkdir -p "$OUT_DIR"
+[ $# -gt 0 ] || { echo "usage: scripts/ncu-source.sh CASE..." >&2; exit 2; }
+for c in "$@"; do
+  rep="$OUT_DIR/$c"
+  PYTHONPATH="$BUILD/python:bench" ncu -f -o "$rep" -k regex:fwd_kernel --launch-skip 1 \
+    --launch-count 1 --section SourceCounters --section WarpStateStats --section SpeedOfLight \
+    --import-source yes python3 bench/profile_cases.py "$c"
+  # SASS with its CUDA source lines where this ncu correlates them, else SASS alone.
+  ncu --import "$rep.ncu-rep" --page source --csv --print-source cuda,sass \
+    > "$OUT_DIR/$c-sass.csv" ||
+    ncu --import "$rep.ncu-rep" --page source --csv --print-source sass > "$OUT_DIR/$c-sass.csv"
+  ncu --import "$rep.ncu-rep" --page details > "$OUT_DIR/$c-details.txt"
+done
