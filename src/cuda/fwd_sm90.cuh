@@ -518,7 +518,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const std::uint32_t sv0 = sk0 + Tr::kStages * Tr::kKVBytes;
   const Barriers bar(sv0 + Tr::kStages * Tr::kKVBytes);
 
-  const int tid = threadIdx.x, wg = tid >> 7;
+  // The warpgroup, broadcast from lane 0 so that the compiler knows it is warp-uniform: what
+  // derives from it (a consumer's rows of Q, so its wgmma descriptors) then lives in uniform
+  // registers instead of being copied into them (R2UR) before every wgmma.
+  const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
   const WorkSchedule sched(p, kBlockM, kMasked);
   // The item after w (see core/work_schedule.h): static for dense non-causal calls, from the
   // counter for the others when the launch passed one, else none (a CTA per item).
@@ -676,20 +679,24 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
   const int row_base = cw * 64 + warp * 16 + g;  // this thread's first row inside the block
   const int diag = lk - lq;
   const std::uint32_t q_wg = sq + cw * 64 * 128;  // this warpgroup's 64 rows of Q
+  // The wgmma descriptors of Q (K-major), of stage 0's K (K-major) and V (MN-major), each step of
+  // a GEMM one desc_advance from them.
+  const std::uint64_t q_desc = ptx::smem_desc_sw128(q_wg, 16, 1024);
+  const std::uint64_t k_desc = ptx::smem_desc_sw128(sk0, 16, 1024);
+  const std::uint64_t v_desc = ptx::smem_desc_sw128(sv0, kBlockN * 128, 1024);
 
   // S = Q K^T of tile t: D / 16 k-steps, each 32 bytes into a 128-byte slab row.
   auto issue_qk = [&](float(&s)[kBlockN / 2], int t) {
     const int stage = (j0 + t) % Tr::kStages;
     ptx::mbarrier_wait(bar.k_full + 8 * stage, ((j0 + t) / Tr::kStages) & 1);
-    const std::uint32_t sk = sk0 + stage * Tr::kKVBytes;
+    const std::uint32_t sk = stage * Tr::kKVBytes;  // from stage 0's K
     ptx::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks) {
       const std::uint32_t koff = (ks & 3) * 32;
-      const std::uint64_t a_desc =
-          ptx::smem_desc_sw128(q_wg + (ks >> 2) * kBlockM * 128 + koff, 16, 1024);
+      const std::uint64_t a_desc = ptx::desc_advance(q_desc, (ks >> 2) * kBlockM * 128 + koff);
       const std::uint64_t b_desc =
-          ptx::smem_desc_sw128(sk + (ks >> 2) * kBlockN * 128 + koff, 16, 1024);
+          ptx::desc_advance(k_desc, sk + (ks >> 2) * kBlockN * 128 + koff);
       ptx::wgmma_ss<T, kBlockN>(s, a_desc, b_desc, ks > 0 ? 1 : 0);
     }
     ptx::wgmma_commit();
@@ -698,11 +705,11 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
   auto issue_pv = [&](std::uint32_t(&pa)[kBlockN / 16][4], int t) {
     const int stage = (j0 + t) % Tr::kStages;
     ptx::mbarrier_wait(bar.v_full + 8 * stage, ((j0 + t) / Tr::kStages) & 1);
-    const std::uint32_t sv = sv0 + stage * Tr::kKVBytes;
+    const std::uint32_t sv = stage * Tr::kKVBytes;  // from stage 0's V
     ptx::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      const std::uint64_t b_desc = ptx::smem_desc_sw128(sv + kk * 2048, kBlockN * 128, 1024);
+      const std::uint64_t b_desc = ptx::desc_advance(v_desc, sv + kk * 2048);
       ptx::wgmma_rs<T, D>(o, pa[kk], b_desc, 1);
     }
     ptx::wgmma_commit();
@@ -712,11 +719,11 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
   auto issue_pv_slab = [&](float(&acc)[32], std::uint32_t(&pa)[kBlockN / 16][4], int t, int c) {
     const int stage = (j0 + t) % Tr::kStages;
     if (c == 0) ptx::mbarrier_wait(bar.v_full + 8 * stage, ((j0 + t) / Tr::kStages) & 1);
-    const std::uint32_t sv = sv0 + stage * Tr::kKVBytes + c * kBlockN * 128;
+    const std::uint32_t sv = stage * Tr::kKVBytes + c * kBlockN * 128;  // from stage 0's V
     ptx::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      const std::uint64_t b_desc = ptx::smem_desc_sw128(sv + kk * 2048, kBlockN * 128, 1024);
+      const std::uint64_t b_desc = ptx::desc_advance(v_desc, sv + kk * 2048);
       ptx::wgmma_rs<T, 64>(acc, pa[kk], b_desc, kk > 0 ? 1 : 0);
     }
     ptx::wgmma_commit();
@@ -1027,7 +1034,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
       const uint4 v = ptx::ld_shared_v4(q_wg + (ch >> 3) * (kBlockM * 128) + rw * 128 +
                                         (((ch & 7) ^ (rw & 7)) << 4));
       const int row = m0 + cw * 64 + rw;
-      if (row < lq) *reinterpret_cast<uint4*>(out + p.o_offset(b, row, h) + 8 * ch) = v;
+      if (row < lq) ptx::st_global_v4(out + p.o_offset(b, row, h) + 8 * ch, v);
     }
     ptx::fence_proxy_async_shared();
     ptx::mbarrier_arrive(bar.q_empty_of(q_buf));

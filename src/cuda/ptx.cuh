@@ -100,6 +100,14 @@ __device__ __forceinline__ uint4 ld_shared_v4(std::uint32_t addr) {
                : "memory");
   return v;
 }
+// One 16-byte global store (`ptr` 16-byte aligned). Written out because nvcc 13.0 split a plain
+// `*reinterpret_cast<uint4*>(ptr) = v` of ld_shared_v4's result into four 4-byte stores (each
+// warp store then touched 4x the sectors it needed: ncu, H200).
+__device__ __forceinline__ void st_global_v4(void* ptr, uint4 v) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(ptr), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
 
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
