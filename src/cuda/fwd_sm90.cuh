@@ -695,8 +695,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
     for (int ks = 0; ks < D / 16; ++ks) {
       const std::uint32_t koff = (ks & 3) * 32;
       const std::uint64_t a_desc = ptx::desc_advance(q_desc, (ks >> 2) * kBlockM * 128 + koff);
-      const std::uint64_t b_desc =
-          ptx::desc_advance(k_desc, sk + (ks >> 2) * kBlockN * 128 + koff);
+      const std::uint64_t b_desc = ptx::desc_advance(k_desc, sk + (ks >> 2) * kBlockN * 128 + koff);
       ptx::wgmma_ss<T, kBlockN>(s, a_desc, b_desc, ks > 0 ? 1 : 0);
     }
     ptx::wgmma_commit();
