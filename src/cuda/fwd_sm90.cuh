@@ -66,6 +66,9 @@ struct FwdTraits {
   // consumer's 216 (see consume()), and each tile's fresh accumulator sums 64 keys, as the sm_80
   // compensated kernel's does.
   static constexpr int kBlockN = (kHeadDim == 256 || kCompensated) ? 64 : 128;
+  // K/V stages in the ring. At head dims 128 and 256 two (with two Q buffers, or one 64 KB Q)
+  // fill the smem. Head dim 64 has room for 4: H200 A/B against 2 stages (6640e35, 3 rounds),
+  // fp16 B1 H16 S1024 1.025x the time, B4 H32 S4096 0.994x: the loads are not what it waits for.
   static constexpr int kStages = 2;
   // Consumers take turns issuing their GEMMs (see consume()): H200, gpuattn bench, fp16 B4 H16
   // S4096 D128 543 -> 588 TFLOP/s non-causal, 487 -> 551 causal; bf16 579 -> 659 / 504 -> 520.
@@ -76,8 +79,8 @@ struct FwdTraits {
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
-  // 16 mbarriers (128 bytes), a schedule word per stage, 2 item slots (see Barriers)
-  static constexpr int kBarrierBytes = 160;
+  // mbarriers, a schedule word per stage, 2 item slots (see Barriers)
+  static constexpr int kBarrierBytes = (8 * (4 + 4 * kStages + 4) + 4 * (kStages + 2) + 7) / 8 * 8;
   // Q buffers of the persistent kernel: with two, the next item's Q loads while this item runs
   // (with one, its load starts only when this item's last GEMM is done). Two where they fit the
   // 227 KB: head dims 64 and 128; 256 keeps one.
@@ -134,31 +137,32 @@ __device__ __forceinline__ void kahan_add(float& sum, float& c, float y) {
 // max grows by more than 2^8.
 constexpr float kRescaleSlack = 8.f;
 
-// mbarriers, in this order after the tiles: Q full; K full x2, V full x2; K empty x2, V empty x2;
-// then the masked kernel's schedule word of each stage (see kEndOfTiles); then Q empty (the
-// consumers are done with a work item's Q); then Q full and Q empty of the second Q buffer; then
-// the work-item ring: item full x2, item empty x2 and the two slots (ints) in which the producer
+// mbarriers after the tiles, 8 bytes each: Q full and Q empty (the consumers are done with a work
+// item's Q) of each Q buffer; K full, V full, K empty and V empty of each of the `stages` stages;
+// the work-item ring's item full and item empty of its 2 slots. Then ints: the masked kernel's
+// schedule word of each stage (see kEndOfTiles) and the ring's 2 slots, in which the producer
 // tells the consumers which item comes next.
 struct Barriers {
-  std::uint32_t q_full, k_full, v_full, k_empty, v_empty;  // stage s: + 8 * s
-  std::uint32_t sched;                                     // stage s: + 4 * s
-  std::uint32_t q_empty;
-  std::uint32_t item_full, item_empty;  // slot s: + 8 * s
-  std::uint32_t item_slot;              // slot s: + 4 * s
-  __device__ explicit Barriers(std::uint32_t base)
+  std::uint32_t q_full, q_empty;                   // Q buffer b: + 8 * b
+  std::uint32_t k_full, v_full, k_empty, v_empty;  // stage s: + 8 * s
+  std::uint32_t item_full, item_empty;             // slot s: + 8 * s
+  std::uint32_t sched;                             // stage s: + 4 * s
+  std::uint32_t item_slot;                         // slot s: + 4 * s
+  static constexpr int bytes(int stages) { return 8 * (4 + 4 * stages + 4) + 4 * (stages + 2); }
+  __device__ Barriers(std::uint32_t base, int stages)
       : q_full(base),
-        k_full(base + 8),
-        v_full(base + 24),
-        k_empty(base + 40),
-        v_empty(base + 56),
-        sched(base + 72),
-        q_empty(base + 80),
-        item_full(base + 104),
-        item_empty(base + 120),
-        item_slot(base + 136) {}
+        q_empty(base + 16),
+        k_full(base + 32),
+        v_full(k_full + 8 * stages),
+        k_empty(v_full + 8 * stages),
+        v_empty(k_empty + 8 * stages),
+        item_full(v_empty + 8 * stages),
+        item_empty(item_full + 16),
+        sched(item_empty + 16),
+        item_slot(sched + 4 * stages) {}
   // Q buffer b (0 or 1).
-  __device__ std::uint32_t q_full_of(int b) const { return b == 0 ? q_full : q_full + 88; }
-  __device__ std::uint32_t q_empty_of(int b) const { return b == 0 ? q_empty : q_empty + 16; }
+  __device__ std::uint32_t q_full_of(int b) const { return q_full + 8 * b; }
+  __device__ std::uint32_t q_empty_of(int b) const { return q_empty + 8 * b; }
 };
 
 // ---- masks beyond causal (the kMasked instantiation) --------------------------------------------
@@ -516,7 +520,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const std::uint32_t sq = base;  // Q buffer b at sq + b * kQBytes
   const std::uint32_t sk0 = sq + Tr::kQBuffers * Tr::kQBytes;
   const std::uint32_t sv0 = sk0 + Tr::kStages * Tr::kKVBytes;
-  const Barriers bar(sv0 + Tr::kStages * Tr::kKVBytes);
+  const Barriers bar(sv0 + Tr::kStages * Tr::kKVBytes, Tr::kStages);
+  static_assert(Barriers::bytes(Tr::kStages) <= Tr::kBarrierBytes, "barrier space");
 
   // The warpgroup, broadcast from lane 0 so that the compiler knows it is warp-uniform: what
   // derives from it (a consumer's rows of Q, so its wgmma descriptors) then lives in uniform
@@ -576,8 +581,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // The producer: one thread (the masked kernel: warp 0, whose lanes search tiles together).
     // Lane 0 passes each item to the consumers through the 2-slot item ring (item_count: the
     // sched.items that ends it) before loading it, and fetches the next one meanwhile. The j-th
-    // K/V stage use of the CTA (over all its items) is stage j % 2's (j / 2)-th; the i-th Q goes
-    // to buffer i % kQBuffers once the consumers are done with the Q that buffer held before.
+    // K/V stage use of the CTA (over all its items) is stage j % kStages's (j / kStages)-th; the
+    // i-th Q goes to buffer i % kQBuffers once the consumers are done with the Q that buffer held
+    // before.
     if (kMasked ? tid < 32 : tid == 0) {
       int j = 0, q_loads = 0;
       for (int w = static_cast<int>(blockIdx.x), u = 0;; ++u) {
