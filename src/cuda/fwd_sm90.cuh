@@ -137,6 +137,38 @@ __device__ __forceinline__ void kahan_add(float& sum, float& c, float y) {
 // max grows by more than 2^8.
 constexpr float kRescaleSlack = 8.f;
 
+// A diagnostic build (-DGPUATTN_SM90_TRACE=1, never the default) stamps clock64 at the work-item
+// events of CTA 0, role 0 the producer (lane 0) and role 1 + cw consumer warpgroup cw (its first
+// thread), and prints them when the kernel ends (scripts/sm90-trace.sh reads them): producer
+// 0 item taken, 1 first tile found, 2 first tile's K and V issued, 3 last tile's issued; consumer
+// 0 item taken, 1 set up, 2 Q there (masked), 3 first S issued, 4 first S done, 5 last P V done,
+// 6 O in smem, 7 warpgroup barrier passed, 8 O stored, 9 epilogue done.
+#if defined(GPUATTN_SM90_TRACE) && GPUATTN_SM90_TRACE
+static __device__ long long g_sm90_trace[3][48][10];
+#define SM90_TRACE(role, item, event)                               \
+  do {                                                              \
+    if (blockIdx.x == 0 && (threadIdx.x & 127) == 0 && (item) < 48) \
+      g_sm90_trace[role][item][event] = clock64();                  \
+  } while (0)
+#define SM90_TRACE_PRINT(role)                                                                   \
+  do {                                                                                           \
+    if (blockIdx.x == 0 && (threadIdx.x & 127) == 0) {                                           \
+      for (int i_ = 0; i_ < 48; ++i_) {                                                          \
+        const long long* e_ = g_sm90_trace[role][i_];                                            \
+        printf("SM90_TRACE %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld\n", role, i_, \
+               e_[0], e_[1], e_[2], e_[3], e_[4], e_[5], e_[6], e_[7], e_[8], e_[9]);            \
+      }                                                                                          \
+    }                                                                                            \
+  } while (0)
+#else
+#define SM90_TRACE(role, item, event) \
+  do {                                \
+  } while (0)
+#define SM90_TRACE_PRINT(role) \
+  do {                         \
+  } while (0)
+#endif
+
 // mbarriers after the tiles, 8 bytes each: Q full and Q empty (the consumers are done with a work
 // item's Q) of each Q buffer; K full, V full, K empty and V empty of each of the `stages` stages;
 // the work-item ring's item full and item empty of its 2 slots. Then ints: the masked kernel's
@@ -433,7 +465,7 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
                                                std::uint32_t sq, std::uint32_t sk0,
                                                std::uint32_t sv0, const Barriers& bar, int m0,
                                                int lq, int lk, int b, int h, int hk, int& j,
-                                               int q_buf, int q_use) {
+                                               int q_buf, int q_use, int trace_u) {
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN;
   const int lane = threadIdx.x & 31;
   const MaskPolicy mask = p.mask(h);
@@ -473,6 +505,7 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
     }
   };
   advance();
+  SM90_TRACE(0, trace_u, 1);
   while (todo != 0) {
     const int w = __shfl_sync(0xffffffffu, word, __ffs(todo) - 1);
     todo &= todo - 1;
@@ -480,6 +513,8 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
     if (lane == 0) {
       load_kv<Tr, true>(maps, sk0, sv0, bar, j, k_row0 + (w >> kWordTileShift) * kBlockN, hk, bc,
                         todo != 0 ? w : w | kLastTile);
+      if (j == j_first) SM90_TRACE(0, trace_u, 2);
+      if (todo == 0) SM90_TRACE(0, trace_u, 3);
     }
     ++j;
   }
@@ -503,10 +538,11 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
 // Returns the stage uses the item took: its tiles (the masked kernel: 1, the kEndOfTiles stage,
 // when it has none).
 template <class Tr, bool kMasked>
-__device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
-                                       std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
-                                       int lq, int lk, int b, int h, int cw, int j0, int q_buf,
-                                       int q_phase);
+__device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& maps,
+                                       std::uint32_t sq, std::uint32_t sk0, std::uint32_t sv0,
+                                       const Barriers& bar, int m0, int n_tiles, int lq, int lk,
+                                       int b, int h, int cw, int j0, int q_buf, int q_phase,
+                                       bool& o_in_flight, int trace_u);
 
 template <class Tr, bool kMasked>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
@@ -597,12 +633,13 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         }
         if (w >= sched.items) break;
         const ItemShape x = shape_of(w);
+        SM90_TRACE(0, u, 0);
         const int qb = q_loads % Tr::kQBuffers, q_use = q_loads / Tr::kQBuffers;
         const int hk = p.kv_head(x.it.h);
         if constexpr (kMasked) {
           if (x.m0 < x.lq) {
             produce_masked<Tr>(p, maps, sq, sk0, sv0, bar, x.m0, x.lq, x.lk, x.it.b, x.it.h, hk, j,
-                               qb, q_use);
+                               qb, q_use, u);
             ++q_loads;
           }
           w = __shfl_sync(0xffffffffu, next, 0);
@@ -622,11 +659,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
             }
             for (int t = 0; t < x.n_tiles; ++t, ++j) {
               load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + t * kBlockN, hk, bc);
+              if (t == 0) SM90_TRACE(0, u, 2);
             }
+            SM90_TRACE(0, u, 3);
           }
           w = next;
         }
       }
+      SM90_TRACE_PRINT(0);
     }
   } else {
     ptx::setmaxnreg_inc<kMasked ? Tr::kMaskedConsumerRegs : Tr::kConsumerRegs>();
@@ -638,30 +678,46 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // that, and the CTA would hang.
     if (Tr::kPingPong && cw == 1) ptx::named_barrier_arrive(1, 2 * 128);
     int j0 = 0, q_uses = 0;
+    // This thread's TMA store of O from Q buffer o_buf still reads it (see consume()'s epilogue):
+    // the thread releases the buffer once the read is done, at the next item.
+    bool o_in_flight = false;
+    int o_buf = 0;
     for (int u = 0;; ++u) {
       const int slot = u & 1;
       ptx::mbarrier_wait(bar.item_full + 8 * slot, (u >> 1) & 1);
       const int w = ld_shared_s32(bar.item_slot + 4 * slot);
       ptx::mbarrier_arrive(bar.item_empty + 8 * slot);
+      if (o_in_flight) {
+        ptx::bulk_wait_group_read<0>();
+        ptx::mbarrier_arrive(bar.q_empty_of(o_buf));
+        o_in_flight = false;
+      }
       if (w >= sched.items) break;
+      SM90_TRACE(1 + cw, u, 0);
       const ItemShape x = shape_of(w);
       if (x.m0 >= x.lq) continue;  // varlen: a shorter sequence (uniform over the CTA)
       const int qb = q_uses % Tr::kQBuffers;
-      j0 += consume<Tr, kMasked>(p, sq + qb * Tr::kQBytes, sk0, sv0, bar, x.m0, x.n_tiles, x.lq,
-                                 x.lk, x.it.b, x.it.h, cw, j0, qb, (q_uses / Tr::kQBuffers) & 1);
+      j0 += consume<Tr, kMasked>(p, maps, sq + qb * Tr::kQBytes, sk0, sv0, bar, x.m0, x.n_tiles,
+                                 x.lq, x.lk, x.it.b, x.it.h, cw, j0, qb,
+                                 (q_uses / Tr::kQBuffers) & 1, o_in_flight, u);
+      o_buf = qb;
+      SM90_TRACE(1 + cw, u, 9);
       if (kMasked || x.n_tiles > 0) ++q_uses;
     }
     if (Tr::kPingPong && cw == 0) ptx::named_barrier_sync(1, 2 * 128);
+    ptx::bulk_wait_group<0>();  // this thread's O stores are written before the CTA ends
+    SM90_TRACE_PRINT(1 + cw);
   }
 #endif
 }
 
 // The consumer warpgroup `cw`: rows [64 cw, 64 cw + 64) of the block.
 template <class Tr, bool kMasked>
-__device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std::uint32_t sk0,
-                                       std::uint32_t sv0, const Barriers& bar, int m0, int n_tiles,
-                                       int lq, int lk, int b, int h, int cw, int j0, int q_buf,
-                                       int q_phase) {
+__device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& maps,
+                                       std::uint32_t sq, std::uint32_t sk0, std::uint32_t sv0,
+                                       const Barriers& bar, int m0, int n_tiles, int lq, int lk,
+                                       int b, int h, int cw, int j0, int q_buf, int q_phase,
+                                       bool& o_in_flight, int trace_u) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
@@ -892,7 +948,9 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
   float s[kBlockN / 2];
   std::uint32_t pa[kBlockN / 16][4];
   // The masked kernel loads every item's Q, with or without tiles (see produce_masked).
+  SM90_TRACE(1 + cw, trace_u, 1);
   if constexpr (kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
+  SM90_TRACE(1 + cw, trace_u, 2);
   const int word0 = kMasked ? read_word(0) : 0;
   int used = 0;  // the item's key tiles
   if constexpr (Tr::kCompensated) {
@@ -946,9 +1004,11 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
     if constexpr (!kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
     my_turn();
     issue_qk(s, 0);
+    SM90_TRACE(1 + cw, trace_u, 3);
     their_turn();
     const std::uint32_t off0 = kMasked ? blocks_off(word0) : 0u;
     ptx::wgmma_wait<0>();
+    SM90_TRACE(1 + cw, trace_u, 4);
     ptx::mbarrier_arrive(bar.k_empty + 8 * (j0 % Tr::kStages));
     float alpha[2];
     softmax(s, 0, alpha, word0, off0);  // O is still zero: nothing to rescale
@@ -983,6 +1043,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
     issue_pv(pa, last);
     their_turn();
     ptx::wgmma_wait<0>();
+    SM90_TRACE(1 + cw, trace_u, 5);
     // The producer may load the last tile's stage (the Q buffer is released after the epilogue).
     ptx::mbarrier_arrive(bar.v_empty + 8 * ((j0 + last) % Tr::kStages));
     used = last + 1;
@@ -995,15 +1056,18 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
 
   // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE; a row that
   // saw no key (sum 0) stores 0 and LSE -inf. After tiles, O goes through this warpgroup's rows
-  // of its Q buffer (every GEMM that read them is done): each thread stores its fragments there
-  // (128-byte swizzle, as TMA wrote Q: conflict-free), and after a warpgroup barrier (named
-  // barrier 3 + cw) the warpgroup copies the rows out 16 bytes a thread, a row's D * 2 bytes by
-  // D / 8 consecutive threads, where the fragments alone would store 4 bytes a thread spread over
-  // 8 rows. Only then does the producer get the Q buffer back (the proxy fence orders these
-  // generic accesses before its next TMA write). Without tiles (the Q buffer may then be the
-  // next item's, in flight) the zeros are stored straight from the registers, and so is the
-  // compensated consumer's O: its registers are at the limit (nvcc 13.0: 48 bytes of spill
-  // stores at D = 128 already, 60 with the staging).
+  // of its Q buffer (every GEMM that read them is done): stmatrix writes each warp's fragments
+  // there, 16 bytes a lane (128-byte swizzle, as TMA wrote Q: conflict-free). Then, but for varlen
+  // calls, one thread stores the 64 rows with TMA (a box of 64 rows per 64-column slab; rows past
+  // the sequence end lie outside the tensor map and are not written) and the warpgroup goes on:
+  // the thread releases the Q buffer to the producer once the store has read it, at the next item
+  // (the kernel's consumer loop). Varlen calls (a box would spill into the next sequence's rows)
+  // copy the rows out 16 bytes a thread, a row's D * 2 bytes by D / 8 consecutive threads. H200
+  // (scripts/sm90-trace.sh, 6640e35): that copy took 0.7-0.8 us a work item, the 4-byte stores
+  // it replaced more. Without tiles (the Q buffer may then be the next item's, in flight) the
+  // zeros are stored straight from the registers, and so is the compensated consumer's O: its
+  // registers are at the limit (nvcc 13.0: 48 bytes of spill stores at D = 128 already, 60 with
+  // the staging).
   const bool staged = Tr::kCompensated || (kMasked && D == 256) ? false
                       : kMasked                                 ? word0 != kEndOfTiles
                                                                 : n_tiles > 0;
@@ -1019,30 +1083,54 @@ __device__ __forceinline__ int consume(const FwdParams& p, std::uint32_t sq, std
     }
   }
   if (staged) {
+    // stmatrix x4 of columns [8 n, 8 n + 16): matrices (rows 0-7, n), (rows 8-15, n),
+    // (rows 0-7, n + 1), (rows 8-15, n + 1) of the warp's 16 rows; lane l addresses row l % 8 of
+    // matrix l / 8.
+    const int mi = lane >> 3;
+    const int rs = warp * 16 + 8 * (mi & 1) + (lane & 7);  // the row inside the warpgroup's 64
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int rw = warp * 16 + g + 8 * r;  // the row inside the warpgroup's 64
+    for (int n = 0; n < kNO; n += 2) {
+      const int nn = n + (mi >> 1);  // this lane's 16-byte chunk: chunk nn % 8 of slab nn / 8
+      const std::uint32_t addr =
+          q_wg + (nn >> 3) * (kBlockM * 128) + rs * 128 + (((nn & 7) ^ (rs & 7)) << 4);
+      ptx::stmatrix_x4(addr, ptx::pack2<T>(o[4 * n] * inv[0], o[4 * n + 1] * inv[0]),
+                       ptx::pack2<T>(o[4 * n + 2] * inv[1], o[4 * n + 3] * inv[1]),
+                       ptx::pack2<T>(o[4 * n + 4] * inv[0], o[4 * n + 5] * inv[0]),
+                       ptx::pack2<T>(o[4 * n + 6] * inv[1], o[4 * n + 7] * inv[1]));
+    }
+    SM90_TRACE(1 + cw, trace_u, 6);
+    if (!p.is_varlen()) {
+      ptx::fence_proxy_async_shared();  // the stmatrix writes, before the TMA store reads them
+      ptx::named_barrier_sync(3 + cw, 128);
+      SM90_TRACE(1 + cw, trace_u, 7);
+      if ((tid & 127) == 0) {
 #pragma unroll
-      for (int n = 0; n < kNO; ++n) {  // columns [8 n, 8 n + 8): chunk n % 8 of slab n / 8
-        const std::uint32_t addr =
-            q_wg + (n >> 3) * (kBlockM * 128) + rw * 128 + (((n & 7) ^ (rw & 7)) << 4) + 4 * t4;
-        ptx::st_shared_b32(addr,
-                           ptx::pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]));
+        for (int sl = 0; sl < Tr::kSlabs; ++sl) {
+          ptx::tma_store_4d(&maps.o, q_wg + sl * (kBlockM * 128), sl * 64, h, m0 + cw * 64, b);
+        }
+        ptx::bulk_commit_group();
+        o_in_flight = true;  // the Q buffer goes back at the next item
+      } else {
+        ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
       }
-    }
-    ptx::named_barrier_sync(3 + cw, 128);
-    constexpr int kChunks = D / 8;  // 16-byte chunks per row
-    T* const out = static_cast<T*>(p.o);
+      SM90_TRACE(1 + cw, trace_u, 8);
+    } else {
+      ptx::named_barrier_sync(3 + cw, 128);
+      SM90_TRACE(1 + cw, trace_u, 7);
+      constexpr int kChunks = D / 8;  // 16-byte chunks per row
+      T* const out = static_cast<T*>(p.o);
 #pragma unroll
-    for (int c = tid & 127; c < 64 * kChunks; c += 128) {
-      const int rw = c / kChunks, ch = c % kChunks;
-      const uint4 v = ptx::ld_shared_v4(q_wg + (ch >> 3) * (kBlockM * 128) + rw * 128 +
-                                        (((ch & 7) ^ (rw & 7)) << 4));
-      const int row = m0 + cw * 64 + rw;
-      if (row < lq) ptx::st_global_v4(out + p.o_offset(b, row, h) + 8 * ch, v);
+      for (int c = tid & 127; c < 64 * kChunks; c += 128) {
+        const int rw = c / kChunks, ch = c % kChunks;
+        const uint4 v = ptx::ld_shared_v4(q_wg + (ch >> 3) * (kBlockM * 128) + rw * 128 +
+                                          (((ch & 7) ^ (rw & 7)) << 4));
+        const int row = m0 + cw * 64 + rw;
+        if (row < lq) ptx::st_global_v4(out + p.o_offset(b, row, h) + 8 * ch, v);
+      }
+      SM90_TRACE(1 + cw, trace_u, 8);
+      ptx::fence_proxy_async_shared();
+      ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
     }
-    ptx::fence_proxy_async_shared();
-    ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
   } else {
     if (kMasked) ptx::mbarrier_arrive(bar.q_empty_of(q_buf));  // Q came; its GEMMs are done
 #pragma unroll
@@ -1072,7 +1160,7 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
     return true;
   }();
   (void)configured;
-  const QkvTensorMaps maps = make_qkv_tensor_maps(p, Tr::kBlockM, Tr::kBlockN);
+  const QkvTensorMaps maps = make_qkv_tensor_maps(p, Tr::kBlockM, Tr::kBlockN, 64);
   const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
   // See core/work_schedule.h: persistent, one CTA per SM, when there are more items than SMs
   // (dynamic, from a fresh counter, for masked and causal calls; static for dense non-causal ones),

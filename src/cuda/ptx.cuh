@@ -100,6 +100,15 @@ __device__ __forceinline__ uint4 ld_shared_v4(std::uint32_t addr) {
                : "memory");
   return v;
 }
+// Stores four 8x8 16-bit matrices whose fragments this warp holds as an mma accumulator would
+// (register i: matrix i, row lane / 4, columns 2 (lane % 4) and + 1); lane l gives the address of
+// row l % 8 of matrix l / 8 (16 bytes).
+__device__ __forceinline__ void stmatrix_x4(std::uint32_t addr, std::uint32_t r0, std::uint32_t r1,
+                                            std::uint32_t r2, std::uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
 // One 16-byte global store (`ptr` 16-byte aligned). Written out because nvcc 13.0 split a plain
 // `*reinterpret_cast<uint4*>(ptr) = v` of ld_shared_v4's result into four 4-byte stores (each
 // warp store then touched 4x the sectors it needed: ncu, H200).

@@ -58,6 +58,33 @@ __device__ __forceinline__ void tma_load_4d(std::uint32_t dst, const CUtensorMap
       : "memory");
 }
 
+// 4-D tiled TMA store of shared memory at `src` to the box at coordinates (c0..c3) of `map`
+// (elements outside the tensor are not written), in the thread's current bulk async-group. The
+// writers of `src` must have fenced their generic-proxy stores (fence_proxy_async_shared) before
+// a barrier that this thread passed since.
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, std::uint32_t src, int c0,
+                                             int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3, %4}], "
+      "[%5];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)),
+      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
+      : "memory");
+}
+// Closes the thread's current bulk async-group (the TMA stores issued since the last commit).
+__device__ __forceinline__ void bulk_commit_group() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Waits until at most N of the thread's bulk async-groups still read their shared memory.
+template <int N>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// Waits until at most N of the thread's bulk async-groups are incomplete (writes done).
+template <int N>
+__device__ __forceinline__ void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 // Warpgroup register reallocation (sm_90a): a warpgroup gives registers back or takes them. ptxas
 // honours it only with a register cap at kernel entry (__launch_bounds__(threads, 1)) and with
 // each warpgroup role in one branch of an if/else (else it warns C7508 and ignores it).

@@ -61,7 +61,7 @@ CUtensorMap encode(const char* name, const void* base, DType dtype, int head_dim
 
 }  // namespace
 
-QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv) {
+QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv, int rows_o) {
   const bool varlen = p.is_varlen();
   const int batch = varlen ? 1 : p.batch;
   const std::int64_t rows_q_total = varlen ? p.total_q : p.seqlen_q;
@@ -73,6 +73,8 @@ QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv) 
                p.k_row_stride, p.k_batch_stride, rows_kv);
   m.v = encode("v", p.v, p.dtype, p.head_dim, p.hkv, rows_k_total, batch, p.v_head_stride,
                p.v_row_stride, p.v_batch_stride, rows_kv);
+  m.o = encode("out", p.o, p.dtype, p.head_dim, p.hq, rows_q_total, batch, p.o_head_stride,
+               p.o_row_stride, p.o_batch_stride, rows_o);
   return m;
 }
 

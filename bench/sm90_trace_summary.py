@@ -1,0 +1,63 @@
+"""Summarizes the stamps of a GPUATTN_SM90_TRACE build (scripts/sm90-trace.sh): per work item of
+CTA 0, in microseconds at the SM clock given (default 1.98 GHz), where each consumer warpgroup
+spent the time from the end of its previous item (epilogue done) to the end of this one:
+  gap    previous epilogue done -> item taken from the ring
+  setup  item taken -> consume() set up (shape_of, the item's addresses)
+  q      -> its Q there (masked kernel; the dense one waits for Q inside s0i)
+  s0i    -> the first S GEMM issued (the first K's arrival, its turn, the issue)
+  s0     -> the first S GEMM done
+  loop   -> last P V done (every tile after the first)
+  smem   -> O normalized and in smem (LSE stored)
+  bar    -> the warpgroup barrier passed
+  store  -> O copied out to global memory
+  tail   -> the epilogue done (fence, Q buffer released)
+and, for the producer, when it took the item and issued the first tile, relative to the same
+consumer's previous epilogue end (negative: before it). The last launch's stamps are used.
+"""
+import argparse
+import statistics
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("trace")
+    ap.add_argument("--ghz", type=float, default=1.98)
+    args = ap.parse_args()
+    rows = {}
+    for line in open(args.trace):
+        f = line.split()
+        if len(f) != 13 or f[0] != "SM90_TRACE":
+            continue
+        role, item = int(f[1]), int(f[2])
+        rows[(role, item)] = [int(x) for x in f[3:]]  # later launches overwrite earlier ones
+    us = lambda cycles: cycles / (args.ghz * 1e3)
+    n = 0
+    while (1, n) in rows and rows[(1, n)][9] > 0:
+        n += 1
+    if n == 0:
+        raise SystemExit(f"sm90_trace_summary: no consumer stamps in {args.trace}")
+    print(f"items {n} (CTA 0); times in us at {args.ghz} GHz")
+    names = ("gap", "setup", "q", "s0i", "s0", "loop", "smem", "bar", "store", "tail")
+    print("item | role | " + " | ".join(names) + " | prod take | prod first tile | prod last tile")
+    cols = {k: [] for k in names + ("pt", "pf", "pl")}
+    for role in (1, 2):
+        prev_end = None
+        for i in range(n):
+            e = rows[(role, i)]
+            p = rows.get((0, i), [0] * 5)
+            ref = prev_end if prev_end is not None else e[0]
+            v = {"gap": us(e[0] - ref)}
+            for k, name in enumerate(names[1:]):
+                v[name] = us(e[k + 1] - e[k])
+            v.update(pt=us(p[0] - ref), pf=us(p[2] - ref), pl=us(p[3] - ref))
+            if i > 0:
+                for k in cols:
+                    cols[k].append(v[k])
+            print(f"{i} | {role} | " + " | ".join(f"{v[k]:.2f}" for k in cols))
+            prev_end = e[9]
+    print("median over items after the first, both consumers: " +
+          ", ".join(f"{k} {statistics.median(c):.2f}" for k, c in cols.items() if c))
+
+
+if __name__ == "__main__":
+    main()
