@@ -542,7 +542,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
                                        std::uint32_t sq, std::uint32_t sk0, std::uint32_t sv0,
                                        const Barriers& bar, int m0, int n_tiles, int lq, int lk,
                                        int b, int h, int cw, int j0, int q_buf, int q_phase,
-                                       bool& o_in_flight, int trace_u);
+                                       bool& o_in_flight, int& o_buf, int trace_u);
 
 template <class Tr, bool kMasked>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
@@ -678,8 +678,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // that, and the CTA would hang.
     if (Tr::kPingPong && cw == 1) ptx::named_barrier_arrive(1, 2 * 128);
     int j0 = 0, q_uses = 0;
-    // This thread's TMA store of O from Q buffer o_buf still reads it (see consume()'s epilogue):
-    // the thread releases the buffer once the read is done, at the next item.
+    // This thread's TMA store of O from Q buffer o_buf may still read it (see consume()).
     bool o_in_flight = false;
     int o_buf = 0;
     for (int u = 0;; ++u) {
@@ -687,11 +686,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       ptx::mbarrier_wait(bar.item_full + 8 * slot, (u >> 1) & 1);
       const int w = ld_shared_s32(bar.item_slot + 4 * slot);
       ptx::mbarrier_arrive(bar.item_empty + 8 * slot);
-      if (o_in_flight) {
-        ptx::bulk_wait_group_read<0>();
-        ptx::mbarrier_arrive(bar.q_empty_of(o_buf));
-        o_in_flight = false;
-      }
       if (w >= sched.items) break;
       SM90_TRACE(1 + cw, u, 0);
       const ItemShape x = shape_of(w);
@@ -699,8 +693,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       const int qb = q_uses % Tr::kQBuffers;
       j0 += consume<Tr, kMasked>(p, maps, sq + qb * Tr::kQBytes, sk0, sv0, bar, x.m0, x.n_tiles,
                                  x.lq, x.lk, x.it.b, x.it.h, cw, j0, qb,
-                                 (q_uses / Tr::kQBuffers) & 1, o_in_flight, u);
-      o_buf = qb;
+                                 (q_uses / Tr::kQBuffers) & 1, o_in_flight, o_buf, u);
       SM90_TRACE(1 + cw, u, 9);
       if (kMasked || x.n_tiles > 0) ++q_uses;
     }
@@ -717,7 +710,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
                                        std::uint32_t sq, std::uint32_t sk0, std::uint32_t sv0,
                                        const Barriers& bar, int m0, int n_tiles, int lq, int lk,
                                        int b, int h, int cw, int j0, int q_buf, int q_phase,
-                                       bool& o_in_flight, int trace_u) {
+                                       bool& o_in_flight, int& o_buf, int trace_u) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
@@ -945,6 +938,18 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   auto their_turn = [&] {
     if (Tr::kPingPong) ptx::named_barrier_arrive(2 - cw, kTurnThreads);
   };
+  // The previous item's TMA store of O (issued by this thread, see the epilogue) reads Q buffer
+  // o_buf; the buffer goes back to the producer once the read is done: after this item's first S
+  // GEMM (by then it is), before this item's epilogue (an item without tiles), or, with a single Q
+  // buffer, before this item's Q, which loads into it.
+  auto release_o = [&] {
+    if (o_in_flight) {
+      ptx::bulk_wait_group_read<0>();
+      ptx::mbarrier_arrive(bar.q_empty_of(o_buf));
+      o_in_flight = false;
+    }
+  };
+  if constexpr (Tr::kQBuffers == 1) release_o();
   float s[kBlockN / 2];
   std::uint32_t pa[kBlockN / 16][4];
   // The masked kernel loads every item's Q, with or without tiles (see produce_masked).
@@ -1009,6 +1014,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     const std::uint32_t off0 = kMasked ? blocks_off(word0) : 0u;
     ptx::wgmma_wait<0>();
     SM90_TRACE(1 + cw, trace_u, 4);
+    release_o();
     ptx::mbarrier_arrive(bar.k_empty + 8 * (j0 % Tr::kStages));
     float alpha[2];
     softmax(s, 0, alpha, word0, off0);  // O is still zero: nothing to rescale
@@ -1068,6 +1074,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   // zeros are stored straight from the registers, and so is the compensated consumer's O: its
   // registers are at the limit (nvcc 13.0: 48 bytes of spill stores at D = 128 already, 60 with
   // the staging).
+  release_o();
   const bool staged = Tr::kCompensated || (kMasked && D == 256) ? false
                       : kMasked                                 ? word0 != kEndOfTiles
                                                                 : n_tiles > 0;
@@ -1109,7 +1116,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
           ptx::tma_store_4d(&maps.o, q_wg + sl * (kBlockM * 128), sl * 64, h, m0 + cw * 64, b);
         }
         ptx::bulk_commit_group();
-        o_in_flight = true;  // the Q buffer goes back at the next item
+        o_in_flight = true;  // the Q buffer goes back in the next item (release_o)
+        o_buf = q_buf;
       } else {
         ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
       }
