@@ -18,11 +18,11 @@ import argparse
 import statistics
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trace")
     ap.add_argument("--ghz", type=float, default=1.98)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     rows = {}
     for line in open(args.trace):
         f = line.split()
@@ -32,7 +32,10 @@ def main():
         rows[(role, item)] = [int(x) for x in f[3:]]  # later launches overwrite earlier ones
     us = lambda cycles: cycles / (args.ghz * 1e3)
     n = 0
-    while (1, n) in rows and rows[(1, n)][9] > 0:
+    # Items of CTA 0 in the last launch; a row left over from an earlier launch that took more
+    # items starts before the row above it ends.
+    while ((1, n) in rows and rows[(1, n)][9] > 0 and
+           (n == 0 or rows[(1, n)][0] >= rows[(1, n - 1)][9])):
         n += 1
     if n == 0:
         raise SystemExit(f"sm90_trace_summary: no consumer stamps in {args.trace}")

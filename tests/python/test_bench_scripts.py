@@ -240,3 +240,33 @@ def test_ab_summary_joins_rounds(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert ab_summary.main(["ab_summary", str(empty)]) == 1
+
+
+def test_sm90_trace_summary_phases(tmp_path, capsys):
+    """bench/sm90_trace_summary.py: per item the consumer phases between its stamps, the producer's
+    stamps against the consumer's previous epilogue end, medians over the items after the first;
+    a row left over from an earlier launch (older stamps) ends the items; no stamps is an error."""
+    import sm90_trace_summary
+
+    lines = []
+    for u in range(3):
+        base = 10000 + 3000 * u
+        cons = [0, 100, 100, 300, 310, 2310, 2710, 2770, 2840, 2870]
+        for role in (1, 2):
+            lines.append(f"SM90_TRACE {role} {u} " + " ".join(str(base + c) for c in cons))
+        prod = [base - 2000, base - 1900, base - 1000, base + 1500, 0, 0, 0, 0, 0, 0]
+        lines.append(f"SM90_TRACE 0 {u} " + " ".join(str(x) for x in prod))
+    lines.append("SM90_TRACE 1 3 " + " ".join(["5"] * 10))  # an earlier launch's item 3
+    lines.append("unrelated output")
+    trace = tmp_path / "trace.txt"
+    trace.write_text("\n".join(lines) + "\n")
+    sm90_trace_summary.main([str(trace), "--ghz", "1"])
+    out = capsys.readouterr().out
+    assert out.startswith("items 3 (CTA 0)")
+    assert ("median over items after the first, both consumers: gap 0.13, setup 0.10, q 0.00, "
+            "s0i 0.20, s0 0.01, loop 2.00, smem 0.40, bar 0.06, store 0.07, tail 0.03, "
+            "pt -1.87, pf -0.87, pl 1.63") in out
+    empty = tmp_path / "empty.txt"
+    empty.write_text("nothing here\n")
+    with pytest.raises(SystemExit):
+        sm90_trace_summary.main([str(empty)])
