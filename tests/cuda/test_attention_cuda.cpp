@@ -727,16 +727,21 @@ INSTANTIATE_TEST_SUITE_P(
     case_name);
 
 // Non-contiguous views: padded strides with NaN in the padding (reading it, or writing it, fails),
-// and q/k/v slices of one packed qkv buffer with out a slice of a wider buffer.
+// and q/k/v slices of one packed qkv buffer with out a slice of a wider buffer. The sm_90a kernel
+// stores out through a TMA tensor map of its strides (64-row boxes, rows past the end clipped):
+// head dim 256 (4 boxes a warpgroup) and a masked call (its own instantiation) too.
 INSTANTIATE_TEST_SUITE_P(
     StridedViews, AttentionCuda,
-    ::testing::Values(dense(2, 8, 2, 100, 1000, 128, f16).causal().in(Layout::padded),
-                      dense(3, 4, 4, 17, 17, 64, bf16).causal().in(Layout::padded),
-                      dense(1, 8, 8, 4097, 4097, 128, bf16).compensated().in(Layout::padded),
-                      varlen(8, 2, 64, f16, kLens).causal().in(Layout::padded),
-                      dense(2, 16, 16, 1000, 1000, 128, f16).causal().in(Layout::packed_qkv),
-                      dense(1, 8, 8, 4097, 4097, 64, bf16).compensated().in(Layout::packed_qkv),
-                      varlen(8, 8, 128, f16, {17, 513, 1, 2048}).causal().in(Layout::packed_qkv)),
+    ::testing::Values(
+        dense(2, 8, 2, 100, 1000, 128, f16).causal().in(Layout::padded),
+        dense(2, 4, 4, 300, 300, 256, bf16).in(Layout::padded),
+        dense(1, 4, 4, 1000, 1000, 64, f16).causal().window(200, 0).in(Layout::padded),
+        dense(3, 4, 4, 17, 17, 64, bf16).causal().in(Layout::padded),
+        dense(1, 8, 8, 4097, 4097, 128, bf16).compensated().in(Layout::padded),
+        varlen(8, 2, 64, f16, kLens).causal().in(Layout::padded),
+        dense(2, 16, 16, 1000, 1000, 128, f16).causal().in(Layout::packed_qkv),
+        dense(1, 8, 8, 4097, 4097, 64, bf16).compensated().in(Layout::packed_qkv),
+        varlen(8, 8, 128, f16, {17, 513, 1, 2048}).causal().in(Layout::packed_qkv)),
     case_name);
 
 // ---- masks: sliding window and global tokens ----------------------------------------------------
