@@ -1050,7 +1050,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     their_turn();
     ptx::wgmma_wait<0>();
     SM90_TRACE(1 + cw, trace_u, 5);
-    // The producer may load the last tile's stage (the Q buffer is released after the epilogue).
+    // The producer may load the last tile's stage (the Q buffer goes back after the epilogue, or
+    // once its TMA store has read it).
     ptx::mbarrier_arrive(bar.v_empty + 8 * ((j0 + last) % Tr::kStages));
     used = last + 1;
   }
@@ -1066,8 +1067,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   // there, 16 bytes a lane (128-byte swizzle, as TMA wrote Q: conflict-free). Then, but for varlen
   // calls, one thread stores the 64 rows with TMA (a box of 64 rows per 64-column slab; rows past
   // the sequence end lie outside the tensor map and are not written) and the warpgroup goes on:
-  // the thread releases the Q buffer to the producer once the store has read it, at the next item
-  // (the kernel's consumer loop). Varlen calls (a box would spill into the next sequence's rows)
+  // the thread gives the Q buffer back to the producer once the store has read it, in the next
+  // item (release_o). Varlen calls (a box would spill into the next sequence's rows)
   // copy the rows out 16 bytes a thread, a row's D * 2 bytes by D / 8 consecutive threads. H200
   // (scripts/sm90-trace.sh, 6640e35): that copy took 0.7-0.8 us a work item, the 4-byte stores
   // it replaced more. Without tiles (the Q buffer may then be the next item's, in flight) the
