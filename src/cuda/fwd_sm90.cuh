@@ -14,9 +14,10 @@
 // Two instantiations per (dtype, head dim): dense/causal (kMasked = false) and every other mask of
 // core/mask.h (kMasked = true: sliding window, global tokens, strided global tokens, block-sparse
 // layouts, each alone or ANDed with causal). The masked kernel loads only the key tiles in which
-// some row of the CTA sees a key: the producer warp finds them (32 candidate tiles per step, one
-// per lane) and tells the consumers which tile each stage holds through a word per stage in shared
-// memory; tiles fully visible to a consumer's 64 rows run without per-element masking.
+// some row of the CTA sees a key: two producer warps find them (32 candidate tiles per step, one
+// per lane; a searcher warp looks one item ahead) and tell the consumers which tile each stage
+// holds through a word per stage in shared memory; tiles fully visible to a consumer's 64 rows run
+// without per-element masking.
 //
 // Precision::compensated (head dims 64 and 128) is a third instantiation, FwdTraits<T, D, true>
 // on the masked code path (which serves dense and causal calls too): exact running max, the row
@@ -44,6 +45,10 @@
 #include "cuda/wgmma.cuh"
 
 namespace gpuattn::sm90 {
+
+// The masked kernel's look-ahead record (see produce_masked), ints: the item, the batch start t,
+// the 7 fields of TileCandidates and the 32 lanes' words.
+constexpr int kLookaheadInts = 2 + 7 + 32;
 
 template <typename T_, int kHeadDim_, bool kCompensated_ = false>
 struct FwdTraits {
@@ -79,8 +84,9 @@ struct FwdTraits {
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
-  // mbarriers, a schedule word per stage, 2 item slots (see Barriers)
-  static constexpr int kBarrierBytes = (8 * (4 + 4 * kStages + 4) + 4 * (kStages + 2) + 7) / 8 * 8;
+  // mbarriers, a schedule word per stage, 2 item slots, the look-ahead record (see Barriers)
+  static constexpr int kBarrierBytes =
+      (8 * (4 + 4 * kStages + 4) + 4 * (kStages + 2 + kLookaheadInts) + 7) / 8 * 8;
   // Q buffers of the persistent kernel: with two, the next item's Q loads while this item runs
   // (with one, its load starts only when this item's last GEMM is done). Two where they fit the
   // 227 KB: head dims 64 and 128; 256 keeps one.
@@ -172,15 +178,18 @@ static __device__ long long g_sm90_trace[3][48][10];
 // mbarriers after the tiles, 8 bytes each: Q full and Q empty (the consumers are done with a work
 // item's Q) of each Q buffer; K full, V full, K empty and V empty of each of the `stages` stages;
 // the work-item ring's item full and item empty of its 2 slots. Then ints: the masked kernel's
-// schedule word of each stage (see kEndOfTiles) and the ring's 2 slots, in which the producer
-// tells the consumers which item comes next.
+// schedule word of each stage (see kEndOfTiles), the ring's 2 slots, in which the producer
+// tells the consumers which item comes next, and the masked kernel's look-ahead record.
 struct Barriers {
   std::uint32_t q_full, q_empty;                   // Q buffer b: + 8 * b
   std::uint32_t k_full, v_full, k_empty, v_empty;  // stage s: + 8 * s
   std::uint32_t item_full, item_empty;             // slot s: + 8 * s
   std::uint32_t sched;                             // stage s: + 4 * s
   std::uint32_t item_slot;                         // slot s: + 4 * s
-  static constexpr int bytes(int stages) { return 8 * (4 + 4 * stages + 4) + 4 * (stages + 2); }
+  std::uint32_t lookahead;                         // int i: + 4 * i
+  static constexpr int bytes(int stages) {
+    return 8 * (4 + 4 * stages + 4) + 4 * (stages + 2 + kLookaheadInts);
+  }
   __device__ Barriers(std::uint32_t base, int stages)
       : q_full(base),
         q_empty(base + 16),
@@ -191,7 +200,8 @@ struct Barriers {
         item_full(v_empty + 8 * stages),
         item_empty(item_full + 16),
         sched(item_empty + 16),
-        item_slot(sched + 4 * stages) {}
+        item_slot(sched + 4 * stages),
+        lookahead(item_slot + 8) {}
   // Q buffer b (0 or 1).
   __device__ std::uint32_t q_full_of(int b) const { return q_full + 8 * b; }
   __device__ std::uint32_t q_empty_of(int b) const { return q_empty + 8 * b; }
@@ -263,6 +273,7 @@ struct TileCandidates {
   int causal_end = 0;
   int stride = 0;
 
+  GPUATTN_HD TileCandidates() {}
   GPUATTN_HD TileCandidates(const MaskPolicy& m, int i_first, int i_last, int lq, int lk) {
     const KeyRange r = m.key_range(i_first, i_last, lq, lk);
     if (r.empty()) return;
@@ -418,6 +429,43 @@ GPUATTN_HD std::uint64_t groups_kept(std::uint32_t off4) {
   return keep;
 }
 
+// The masked kernel's search of a work item's key tiles, 32 candidates at a time, a lane each
+// (see produce_masked). `position`: `mask` without its block layout.
+template <class Tr>
+struct TileSearch {
+  MaskPolicy mask, position;
+  int m0, i_last, lq, lk;
+  TileCandidates<Tr::kBlockN> cand;
+  __device__ TileSearch(const FwdParams& p, int h, int m0_, int lq_, int lk_)
+      : mask(p.mask(h)),
+        position(mask),
+        m0(m0_),
+        i_last(min_int(m0_ + Tr::kBlockM, lq_) - 1),
+        lq(lq_),
+        lk(lk_) {
+    position.blocks = nullptr;
+  }
+  // The lane's candidate of the batch at t: its word, or -1 (none, or no visible key).
+  __device__ int word_at(int t) const {
+    const int mine = t + static_cast<int>(threadIdx.x & 31);
+    return mine < cand.end
+               ? tile_word<Tr::kBlockN, Tr::kConsumers>(mask, position, mine, m0, i_last, lq, lk)
+               : -1;
+  }
+  // From the batch at t to the next one with a visible tile (todo == 0 on return: none is left).
+  __device__ void advance(int& t, int& word, unsigned& todo) const {
+    while (todo == 0 && t < cand.end) {
+      t = cand.next(t + 32);
+      word = word_at(t);
+      todo = __ballot_sync(0xffffffffu, word >= 0);
+    }
+  }
+};
+
+// The look-ahead record's named barriers (ids 1-4 are the consumers'): full (the searcher warp
+// wrote a record), empty (producer warp 0 read it).
+constexpr int kLookFull = 5, kLookEmpty = 6;
+
 // Producer: loads the K and V tiles of key row `row` (in the tensor maps) into the stage of the
 // CTA's j-th loaded tile once the consumers have released that stage's previous use. The masked
 // kernel stores the stage's schedule word `word` before the K "full" arrival (whose release
@@ -447,32 +495,32 @@ __device__ __forceinline__ void load_kv(const QkvTensorMaps& maps, std::uint32_t
 
 // The masked kernel's producer for one work item: warp 0 of the producer warpgroup. Lane 0 loads
 // the item's Q into buffer q_buf once the consumers are done with its previous use (the q_use-th
-// use of the buffer); meanwhile the lanes test 32 candidate tiles at a time (tile_any_visible of
-// the whole mask: exact, so no tile without a visible key is loaded; tile_fully_visible of the
-// position mask per consumer warpgroup for the schedule word), and lane 0 loads the visible ones in
-// key order, each with its word (kLastTile on the item's last). The lanes search the next batch of
-// 32 before lane 0 loads the last visible tile of this one, so every word is known when its tile
-// loads: the search runs while the producer is ahead, not between a consumer's release of a stage
-// and its wait for the next K (c8043b5 published every word one tile late, behind the V "empty"
-// wait of the tile before, which cost the masked calls 6-10%). The next item's tiles load into the
-// stages right behind this item's (an end-of-item stage instead kept the next item's first K from
-// loading before this item's last P V was done). An item without a visible tile takes one stage
-// use of the CTA's count j, with the word kEndOfTiles (released by the consumers like a tile's),
-// and still loads Q (its consumers wait for it and store zeros), so nothing is in flight when the
-// CTA exits.
+// use of the buffer), then the visible key tiles in key order, each with its schedule word
+// (kLastTile on the item's last). The lanes find them 32 candidates at a time (tile_any_visible
+// of the whole mask: exact, so no tile without a visible key is loaded; tile_fully_visible of the
+// position mask per consumer warpgroup for the word). The first batch of an item comes from the
+// searcher warp (warp 1, see fwd_kernel), which searched it while this warp loaded the item
+// before: searched here, it held the item's first K back by ~2 us a work item (H200,
+// scripts/sm90-trace.sh at 2706011: the consumers waited 0.75 us at W1024, 1.5 us at
+// block-sparse 90%, for each item's first tile). Later batches are searched here, before lane 0
+// loads the last visible tile of a batch, so every word is known when its tile loads: the search
+// runs while the producer is ahead, not between a consumer's release of a stage and its wait for
+// the next K (c8043b5 published every word one tile late, behind the V "empty" wait of the tile
+// before, which cost the masked calls 6-10%). The next item's tiles load into the stages right
+// behind this item's (an end-of-item stage instead kept the next item's first K from loading
+// before this item's last P V was done). An item without a visible tile takes one stage use of
+// the CTA's count j, with the word kEndOfTiles (released by the consumers like a tile's), and
+// still loads Q (its consumers wait for it and store zeros), so nothing is in flight when the CTA
+// exits.
 template <class Tr>
-__device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTensorMaps& maps,
-                                               std::uint32_t sq, std::uint32_t sk0,
-                                               std::uint32_t sv0, const Barriers& bar, int m0,
-                                               int lq, int lk, int b, int h, int hk, int& j,
-                                               int q_buf, int q_use, int trace_u) {
+__device__ __forceinline__ void produce_masked(
+    const FwdParams& p, const QkvTensorMaps& maps, std::uint32_t sq, std::uint32_t sk0,
+    std::uint32_t sv0, const Barriers& bar, int m0, int lq, int lk, int b, int h, int hk, int& j,
+    int q_buf, int q_use, const TileCandidates<Tr::kBlockN>& cand, int t, int word, int trace_u) {
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN;
   const int lane = threadIdx.x & 31;
-  const MaskPolicy mask = p.mask(h);
-  MaskPolicy position = mask;  // for the candidate tiles, and for the schedule word's per-element
-  position.blocks = nullptr;   // decision (the consumers read the layout bytes of their rows)
   const int bc = p.is_varlen() ? 0 : b;
-  if (lane == 0) {  // Q first, while the lanes look for tiles
+  if (lane == 0) {
     if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(q_buf), (q_use - 1) & 1);
     const int q_row = static_cast<int>(p.row0_q(b)) + m0;
     const std::uint32_t q_full = bar.q_full_of(q_buf), q_dst = sq + q_buf * Tr::kQBytes;
@@ -482,34 +530,17 @@ __device__ __forceinline__ void produce_masked(const FwdParams& p, const QkvTens
       ptx::tma_load_4d(q_dst + s * kBlockM * 128, &maps.q, q_full, s * 64, h, q_row, bc);
     }
   }
-  const int i_last = min(m0 + kBlockM, lq) - 1;
-  const TileCandidates<kBlockN> cand(position, m0, i_last, lq, lk);
+  TileSearch<Tr> search(p, h, m0, lq, lk);
+  search.cand = cand;
   const int k_row0 = static_cast<int>(p.row0_k(b));
   const int j_first = j;
-  // The lane's candidate of the batch at t: its word, or -1 (none, or no visible key).
-  auto search = [&](int t) {
-    const int mine = t + lane;
-    return mine < cand.end
-               ? tile_word<kBlockN, Tr::kConsumers>(mask, position, mine, m0, i_last, lq, lk)
-               : -1;
-  };
-  // The batch at t (its first, from cand.first - 32 on: one call site of search, whose code is
-  // long) and its visible tiles not loaded yet.
-  int t = cand.first - 32, word = -1;
-  unsigned todo = 0;
-  auto advance = [&] {  // to the next batch with a visible tile (todo == 0: none is left)
-    while (todo == 0 && t < cand.end) {
-      t = cand.next(t + 32);
-      word = search(t);
-      todo = __ballot_sync(0xffffffffu, word >= 0);
-    }
-  };
-  advance();
+  // The batch at t and its visible tiles not loaded yet (none: the searcher found none at all).
+  unsigned todo = __ballot_sync(0xffffffffu, word >= 0);
   SM90_TRACE(0, trace_u, 1);
   while (todo != 0) {
     const int w = __shfl_sync(0xffffffffu, word, __ffs(todo) - 1);
     todo &= todo - 1;
-    if (todo == 0) advance();  // the next batch, before this tile's loads wait for a stage
+    if (todo == 0) search.advance(t, word, todo);  // before this tile's loads wait for a stage
     if (lane == 0) {
       load_kv<Tr, true>(maps, sk0, sv0, bar, j, k_row0 + (w >> kWordTileShift) * kBlockN, hk, bc,
                         todo != 0 ? w : w | kLastTile);
@@ -614,9 +645,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   if (wg == 0) {
     ptx::setmaxnreg_dec<kMasked ? Tr::kMaskedProducerRegs : Tr::kProducerRegs>();
-    // The producer: one thread (the masked kernel: warp 0, whose lanes search tiles together).
-    // Lane 0 passes each item to the consumers through the 2-slot item ring (item_count: the
-    // sched.items that ends it) before loading it, and fetches the next one meanwhile. The j-th
+    // The producer: one thread (the masked kernel: warp 0, whose lanes search tiles together, and
+    // the searcher warp 1 below). Lane 0 passes each item to the consumers through the 2-slot
+    // item ring (item_count: the sched.items that ends it) before loading it, and fetches the
+    // next one meanwhile (the masked kernel: the searcher does, one item ahead). The j-th
     // K/V stage use of the CTA (over all its items) is stage j % kStages's (j / kStages)-th; the
     // i-th Q goes to buffer i % kQBuffers once the consumers are done with the Q that buffer held
     // before.
@@ -624,12 +656,30 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       int j = 0, q_loads = 0;
       for (int w = static_cast<int>(blockIdx.x), u = 0;; ++u) {
         int next = 0;
+        // The masked kernel: item u and its first batch of tiles from the searcher's record (read
+        // whole before the record is handed back).
+        TileCandidates<kBlockN> cand;
+        int first_t = 0, first_word = -1;
+        if constexpr (kMasked) {
+          ptx::named_barrier_sync(kLookFull, 64);
+          w = ld_shared_s32(bar.lookahead);
+          first_t = ld_shared_s32(bar.lookahead + 4);
+          cand.first = ld_shared_s32(bar.lookahead + 8);
+          cand.end = ld_shared_s32(bar.lookahead + 12);
+          cand.prefix = ld_shared_s32(bar.lookahead + 16);
+          cand.band_begin = ld_shared_s32(bar.lookahead + 20);
+          cand.band_end = ld_shared_s32(bar.lookahead + 24);
+          cand.causal_end = ld_shared_s32(bar.lookahead + 28);
+          cand.stride = ld_shared_s32(bar.lookahead + 32);
+          first_word = ld_shared_s32(bar.lookahead + 36 + 4 * (tid & 31));
+          if (w < sched.items) ptx::named_barrier_arrive(kLookEmpty, 64);
+        }
         if (tid == 0) {
           const int slot = u & 1;
           if (u >= 2) ptx::mbarrier_wait(bar.item_empty + 8 * slot, ((u >> 1) & 1) ^ 1);
           st_shared_s32(bar.item_slot + 4 * slot, w);
           ptx::mbarrier_arrive(bar.item_full + 8 * slot);
-          if (w < sched.items) next = next_item(w);
+          if (!kMasked && w < sched.items) next = next_item(w);
         }
         if (w >= sched.items) break;
         const ItemShape x = shape_of(w);
@@ -639,10 +689,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         if constexpr (kMasked) {
           if (x.m0 < x.lq) {
             produce_masked<Tr>(p, maps, sq, sk0, sv0, bar, x.m0, x.lq, x.lk, x.it.b, x.it.h, hk, j,
-                               qb, q_use, u);
+                               qb, q_use, cand, first_t, first_word, u);
             ++q_loads;
           }
-          w = __shfl_sync(0xffffffffu, next, 0);
         } else {
           if (x.n_tiles > 0) {  // without a key tile the consumers write zeros without Q
             const int q_row = static_cast<int>(p.row0_q(x.it.b)) + x.m0;
@@ -667,6 +716,47 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         }
       }
       SM90_TRACE_PRINT(0);
+    } else if (kMasked && tid < 64) {
+      // The searcher (warp 1): takes each next item when warp 0 starts loading the item before
+      // (as warp 0 took it before the searcher existed) and searches its first batch of key tiles
+      // meanwhile (see produce_masked); one record, handed over through named barriers
+      // kLookFull / kLookEmpty. The record of the end (w >= items) is the last.
+      const int lane = tid & 31;
+      for (int w = static_cast<int>(blockIdx.x), u = 0;; ++u) {
+        if (u > 0) {
+          ptx::named_barrier_sync(kLookEmpty, 64);  // warp 0 read record u - 1
+          int next = 0;
+          if (lane == 0) next = next_item(w);
+          w = __shfl_sync(0xffffffffu, next, 0);
+        }
+        TileCandidates<kBlockN> cand;
+        int t = 0, word = -1;
+        if (w < sched.items) {
+          const ItemShape x = shape_of(w);
+          if (x.m0 < x.lq) {
+            TileSearch<Tr> search(p, x.it.h, x.m0, x.lq, x.lk);
+            search.cand = TileCandidates<kBlockN>(search.position, x.m0, search.i_last, x.lq, x.lk);
+            cand = search.cand;
+            t = cand.first - 32;
+            unsigned todo = 0;
+            search.advance(t, word, todo);
+          }
+        }
+        if (lane == 0) {
+          st_shared_s32(bar.lookahead, w);
+          st_shared_s32(bar.lookahead + 4, t);
+          st_shared_s32(bar.lookahead + 8, cand.first);
+          st_shared_s32(bar.lookahead + 12, cand.end);
+          st_shared_s32(bar.lookahead + 16, cand.prefix);
+          st_shared_s32(bar.lookahead + 20, cand.band_begin);
+          st_shared_s32(bar.lookahead + 24, cand.band_end);
+          st_shared_s32(bar.lookahead + 28, cand.causal_end);
+          st_shared_s32(bar.lookahead + 32, cand.stride);
+        }
+        st_shared_s32(bar.lookahead + 36 + 4 * lane, word);
+        ptx::named_barrier_arrive(kLookFull, 64);
+        if (w >= sched.items) break;
+      }
     }
   } else {
     ptx::setmaxnreg_inc<kMasked ? Tr::kMaskedConsumerRegs : Tr::kConsumerRegs>();
