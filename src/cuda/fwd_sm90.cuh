@@ -86,7 +86,7 @@ struct FwdTraits {
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
   // mbarriers, a schedule word per stage, 2 item slots, the look-ahead record (see Barriers)
   static constexpr int kBarrierBytes =
-      (8 * (4 + 4 * kStages + 4) + 4 * (kStages + 2 + kLookaheadInts) + 7) / 8 * 8;
+      (8 * (4 + 4 * kStages + 4 + 2) + 4 * (kStages + 2 + kLookaheadInts) + 7) / 8 * 8;
   // Q buffers of the persistent kernel: with two, the next item's Q loads while this item runs
   // (with one, its load starts only when this item's last GEMM is done). Two where they fit the
   // 227 KB: head dims 64 and 128; 256 keeps one.
@@ -177,18 +177,20 @@ static __device__ long long g_sm90_trace[3][48][10];
 
 // mbarriers after the tiles, 8 bytes each: Q full and Q empty (the consumers are done with a work
 // item's Q) of each Q buffer; K full, V full, K empty and V empty of each of the `stages` stages;
-// the work-item ring's item full and item empty of its 2 slots. Then ints: the masked kernel's
+// the work-item ring's item full and item empty of its 2 slots; the masked kernel's look-ahead
+// record full and empty. Then ints: the masked kernel's
 // schedule word of each stage (see kEndOfTiles), the ring's 2 slots, in which the producer
 // tells the consumers which item comes next, and the masked kernel's look-ahead record.
 struct Barriers {
   std::uint32_t q_full, q_empty;                   // Q buffer b: + 8 * b
   std::uint32_t k_full, v_full, k_empty, v_empty;  // stage s: + 8 * s
   std::uint32_t item_full, item_empty;             // slot s: + 8 * s
-  std::uint32_t sched;                             // stage s: + 4 * s
-  std::uint32_t item_slot;                         // slot s: + 4 * s
-  std::uint32_t lookahead;                         // int i: + 4 * i
+  std::uint32_t look_full, look_empty;
+  std::uint32_t sched;      // stage s: + 4 * s
+  std::uint32_t item_slot;  // slot s: + 4 * s
+  std::uint32_t lookahead;  // int i: + 4 * i
   static constexpr int bytes(int stages) {
-    return 8 * (4 + 4 * stages + 4) + 4 * (stages + 2 + kLookaheadInts);
+    return 8 * (4 + 4 * stages + 4 + 2) + 4 * (stages + 2 + kLookaheadInts);
   }
   __device__ Barriers(std::uint32_t base, int stages)
       : q_full(base),
@@ -199,7 +201,9 @@ struct Barriers {
         v_empty(k_empty + 8 * stages),
         item_full(v_empty + 8 * stages),
         item_empty(item_full + 16),
-        sched(item_empty + 16),
+        look_full(item_empty + 16),
+        look_empty(look_full + 8),
+        sched(look_empty + 8),
         item_slot(sched + 4 * stages),
         lookahead(item_slot + 8) {}
   // Q buffer b (0 or 1).
@@ -462,10 +466,6 @@ struct TileSearch {
   }
 };
 
-// The look-ahead record's named barriers (ids 1-4 are the consumers'): full (the searcher warp
-// wrote a record), empty (producer warp 0 read it).
-constexpr int kLookFull = 5, kLookEmpty = 6;
-
 // Producer: loads the K and V tiles of key row `row` (in the tensor maps) into the stage of the
 // CTA's j-th loaded tile once the consumers have released that stage's previous use. The masked
 // kernel stores the stage's schedule word `word` before the K "full" arrival (whose release
@@ -639,6 +639,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       ptx::mbarrier_init(bar.item_full + 8 * s, 1);
       ptx::mbarrier_init(bar.item_empty + 8 * s, Tr::kConsumers * 128);
     }
+    ptx::mbarrier_init(bar.look_full, 32);   // the searcher warp's lanes
+    ptx::mbarrier_init(bar.look_empty, 32);  // producer warp 0's lanes
     ptx::fence_mbarrier_init();
   }
   __syncthreads();
@@ -661,7 +663,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         TileCandidates<kBlockN> cand;
         int first_t = 0, first_word = -1;
         if constexpr (kMasked) {
-          ptx::named_barrier_sync(kLookFull, 64);
+          ptx::mbarrier_wait(bar.look_full, u & 1);
           w = ld_shared_s32(bar.lookahead);
           first_t = ld_shared_s32(bar.lookahead + 4);
           cand.first = ld_shared_s32(bar.lookahead + 8);
@@ -672,7 +674,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           cand.causal_end = ld_shared_s32(bar.lookahead + 28);
           cand.stride = ld_shared_s32(bar.lookahead + 32);
           first_word = ld_shared_s32(bar.lookahead + 36 + 4 * (tid & 31));
-          if (w < sched.items) ptx::named_barrier_arrive(kLookEmpty, 64);
+          if (w < sched.items) ptx::mbarrier_arrive(bar.look_empty);
         }
         if (tid == 0) {
           const int slot = u & 1;
@@ -719,12 +721,13 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     } else if (kMasked && tid < 64) {
       // The searcher (warp 1): takes each next item when warp 0 starts loading the item before
       // (as warp 0 took it before the searcher existed) and searches its first batch of key tiles
-      // meanwhile (see produce_masked); one record, handed over through named barriers
-      // kLookFull / kLookEmpty. The record of the end (w >= items) is the last.
+      // meanwhile (see produce_masked); one record, handed over through the mbarriers look_full
+      // and look_empty (named barriers, bar.arrive / bar.sync, passed every test but racecheck
+      // reported hazards). The record of the end (w >= items) is the last.
       const int lane = tid & 31;
       for (int w = static_cast<int>(blockIdx.x), u = 0;; ++u) {
         if (u > 0) {
-          ptx::named_barrier_sync(kLookEmpty, 64);  // warp 0 read record u - 1
+          ptx::mbarrier_wait(bar.look_empty, (u - 1) & 1);  // warp 0 read record u - 1
           int next = 0;
           if (lane == 0) next = next_item(w);
           w = __shfl_sync(0xffffffffu, next, 0);
@@ -754,7 +757,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           st_shared_s32(bar.lookahead + 32, cand.stride);
         }
         st_shared_s32(bar.lookahead + 36 + 4 * lane, word);
-        ptx::named_barrier_arrive(kLookFull, 64);
+        ptx::mbarrier_arrive(bar.look_full);
         if (w >= sched.items) break;
       }
     }
