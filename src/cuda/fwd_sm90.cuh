@@ -49,6 +49,9 @@ namespace gpuattn::sm90 {
 // The masked kernel's look-ahead record (see produce_masked), ints: the item, the batch start t,
 // the 7 fields of TileCandidates and the 32 lanes' words.
 constexpr int kLookaheadInts = 2 + 7 + 32;
+// Ints per slot of the work-item ring: the item and the shape the consumers take from it (m0, lq,
+// lk, n_tiles, b, h), worked out once by the producer.
+constexpr int kItemInts = 7;
 
 template <typename T_, int kHeadDim_, bool kCompensated_ = false>
 struct FwdTraits {
@@ -86,7 +89,7 @@ struct FwdTraits {
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
   // mbarriers, a schedule word per stage, 2 item slots, the look-ahead record (see Barriers)
   static constexpr int kBarrierBytes =
-      (8 * (4 + 4 * kStages + 4 + 2) + 4 * (kStages + 2 + kLookaheadInts) + 7) / 8 * 8;
+      (8 * (4 + 4 * kStages + 4 + 2) + 4 * (kStages + 2 * kItemInts + kLookaheadInts) + 7) / 8 * 8;
   // Q buffers of the persistent kernel: with two, the next item's Q loads while this item runs
   // (with one, its load starts only when this item's last GEMM is done). Two where they fit the
   // 227 KB: head dims 64 and 128; 256 keeps one.
@@ -178,19 +181,19 @@ static __device__ long long g_sm90_trace[3][48][10];
 // mbarriers after the tiles, 8 bytes each: Q full and Q empty (the consumers are done with a work
 // item's Q) of each Q buffer; K full, V full, K empty and V empty of each of the `stages` stages;
 // the work-item ring's item full and item empty of its 2 slots; the masked kernel's look-ahead
-// record full and empty. Then ints: the masked kernel's
-// schedule word of each stage (see kEndOfTiles), the ring's 2 slots, in which the producer
-// tells the consumers which item comes next, and the masked kernel's look-ahead record.
+// record full and empty. Then ints: the masked kernel's schedule word of each stage (see
+// kEndOfTiles), the ring's 2 slots, in which the producer tells the consumers which item comes
+// next and its shape (kItemInts), and the masked kernel's look-ahead record.
 struct Barriers {
   std::uint32_t q_full, q_empty;                   // Q buffer b: + 8 * b
   std::uint32_t k_full, v_full, k_empty, v_empty;  // stage s: + 8 * s
   std::uint32_t item_full, item_empty;             // slot s: + 8 * s
   std::uint32_t look_full, look_empty;
   std::uint32_t sched;      // stage s: + 4 * s
-  std::uint32_t item_slot;  // slot s: + 4 * s
+  std::uint32_t item_slot;  // slot s: + 4 * kItemInts * s
   std::uint32_t lookahead;  // int i: + 4 * i
   static constexpr int bytes(int stages) {
-    return 8 * (4 + 4 * stages + 4 + 2) + 4 * (stages + 2 + kLookaheadInts);
+    return 8 * (4 + 4 * stages + 4 + 2) + 4 * (stages + 2 * kItemInts + kLookaheadInts);
   }
   __device__ Barriers(std::uint32_t base, int stages)
       : q_full(base),
@@ -205,7 +208,7 @@ struct Barriers {
         look_empty(look_full + 8),
         sched(look_empty + 8),
         item_slot(sched + 4 * stages),
-        lookahead(item_slot + 8) {}
+        lookahead(item_slot + 8 * kItemInts) {}
   // Q buffer b (0 or 1).
   __device__ std::uint32_t q_full_of(int b) const { return q_full + 8 * b; }
   __device__ std::uint32_t q_empty_of(int b) const { return q_empty + 8 * b; }
@@ -676,15 +679,23 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           first_word = ld_shared_s32(bar.lookahead + 36 + 4 * (tid & 31));
           if (w < sched.items) ptx::mbarrier_arrive(bar.look_empty);
         }
+        ItemShape x{};
+        if (w < sched.items) x = shape_of(w);
         if (tid == 0) {
           const int slot = u & 1;
           if (u >= 2) ptx::mbarrier_wait(bar.item_empty + 8 * slot, ((u >> 1) & 1) ^ 1);
-          st_shared_s32(bar.item_slot + 4 * slot, w);
+          const std::uint32_t a = bar.item_slot + 4 * kItemInts * slot;
+          st_shared_s32(a, w);
+          st_shared_s32(a + 4, x.m0);
+          st_shared_s32(a + 8, x.lq);
+          st_shared_s32(a + 12, x.lk);
+          st_shared_s32(a + 16, x.n_tiles);
+          st_shared_s32(a + 20, x.it.b);
+          st_shared_s32(a + 24, x.it.h);
           ptx::mbarrier_arrive(bar.item_full + 8 * slot);
           if (!kMasked && w < sched.items) next = next_item(w);
         }
         if (w >= sched.items) break;
-        const ItemShape x = shape_of(w);
         SM90_TRACE(0, u, 0);
         const int qb = q_loads % Tr::kQBuffers, q_use = q_loads / Tr::kQBuffers;
         const int hk = p.kv_head(x.it.h);
@@ -777,11 +788,20 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     for (int u = 0;; ++u) {
       const int slot = u & 1;
       ptx::mbarrier_wait(bar.item_full + 8 * slot, (u >> 1) & 1);
-      const int w = ld_shared_s32(bar.item_slot + 4 * slot);
+      // The item and its shape as the producer worked it out (shape_of's divisions stay off the
+      // consumers, whose exp2 shares the MUFU pipe with a division's reciprocal).
+      const std::uint32_t a = bar.item_slot + 4 * kItemInts * slot;
+      const int w = ld_shared_s32(a);
+      ItemShape x;
+      x.m0 = ld_shared_s32(a + 4);
+      x.lq = ld_shared_s32(a + 8);
+      x.lk = ld_shared_s32(a + 12);
+      x.n_tiles = ld_shared_s32(a + 16);
+      x.it.b = ld_shared_s32(a + 20);
+      x.it.h = ld_shared_s32(a + 24);
       ptx::mbarrier_arrive(bar.item_empty + 8 * slot);
       if (w >= sched.items) break;
       SM90_TRACE(1 + cw, u, 0);
-      const ItemShape x = shape_of(w);
       if (x.m0 >= x.lq) continue;  // varlen: a shorter sequence (uniform over the CTA)
       const int qb = q_uses % Tr::kQBuffers;
       j0 += consume<Tr, kMasked>(p, maps, sq + qb * Tr::kQBytes, sk0, sv0, bar, x.m0, x.n_tiles,
