@@ -6,7 +6,8 @@ sparse_bench.py and the dense table, one at a time, on the same inputs those scr
         python3 bench/profile_cases.py dense-bf16
 
 Cases: dense-fp16, dense-bf16 (B4 H16 S4096 D128, non-causal), causal-bf16 (the same, causal),
-causal-short (fp16 B16 H16 S1024 D128 causal: many short work items),
+causal-short (fp16 B16 H16 S1024 D128 causal: many short work items), short-d64 (fp16 B1 H16
+S1024 D64: one 8-tile work item a CTA, the issue's µs/head shape),
 window-1024 (bf16 B1 H16 S16384 D128, causal window (1023, 0)), blocks-50, blocks-90 (bf16 B1 H16
 S16384 D128, a random per-head 128 x 128 layout with 50% / 90% of the blocks off, diagonal on).
 """
@@ -22,6 +23,7 @@ CASES = {
     "dense-bf16": dict(dtype="bfloat16", b=4, h=16, s=4096),
     "causal-bf16": dict(dtype="bfloat16", b=4, h=16, s=4096, causal=True),
     "causal-short": dict(dtype="float16", b=16, h=16, s=1024, causal=True),
+    "short-d64": dict(dtype="float16", b=1, h=16, s=1024, d=64),
     "window-1024": dict(dtype="bfloat16", b=1, h=16, s=16384, causal=True, window=(1023, 0)),
     "blocks-50": dict(dtype="bfloat16", b=1, h=16, s=16384, sparsity=0.5),
     "blocks-90": dict(dtype="bfloat16", b=1, h=16, s=16384, sparsity=0.9),
@@ -40,7 +42,7 @@ def main():
     c = CASES[args.case]
     dtype = getattr(torch, c["dtype"])
     gen = torch.Generator(device="cuda").manual_seed(1234)
-    shape = (c["b"], c["s"], c["h"], 128)
+    shape = (c["b"], c["s"], c["h"], c.get("d", 128))
     q, k, v = (torch.randn(shape, dtype=dtype, device="cuda", generator=gen) for _ in range(3))
     kwargs = dict(causal=c.get("causal", False))
     if "window" in c:

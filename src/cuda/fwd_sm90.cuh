@@ -97,10 +97,12 @@ struct FwdTraits {
       2 * kQBytes + 2 * kStages * kKVBytes + kBarrierBytes + 1024 <= 227 * 1024 ? 2 : 1;
   static constexpr int kSmemBytes =
       kQBuffers * kQBytes + 2 * kStages * kKVBytes + kBarrierBytes + 1024;
-  // Registers: 65536 / 384 threads = 168 at launch; the producer drops to 24 and the consumers
-  // rise to 240 (128 * 24 + 256 * 240 = 64512): S, P and O (64 + 32 + D/2; 32 + 16 + 128 at
-  // D = 256) plus the overlap.
-  static constexpr int kProducerRegs = kHeadDim == 256 ? 24 : 32;
+  // Registers: 65536 / 384 threads = 168 at launch; the producer drops to 40 and the consumers
+  // rise to 232 (128 * 40 + 256 * 232 = 64512; D256: 24 and 240): S, P and O (64 + 32 + D/2;
+  // 32 + 16 + 128 at D = 256) plus the overlap. The producer thread works out each item's shape
+  // for the item ring: at 32 registers ptxas spilled 8 bytes there, at 40 none (D256's 24 spill
+  // 48, 44 before the ring carried the shape).
+  static constexpr int kProducerRegs = kHeadDim == 256 ? 24 : 40;
   static constexpr int kConsumerRegs = kHeadDim == 256 ? 240 : 232;
   // The masked kernel's producer warp runs the tile search (MaskPolicy's range and tile tests,
   // block layout reads): at 56 registers ptxas still spilled 8 bytes, at 72 none; its consumers
