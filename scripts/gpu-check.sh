@@ -15,6 +15,12 @@
 #                                anchors, plotted by bench/plot_sweep.py into sweep.png; its table
 #                                goes into summary.md, its JSON, sweep.md and verify.json into
 #                                logs.tar.gz (the device tool returns at most 8 files)
+#        GPU_CHECK_TESTS=0       skip the correctness steps (ctest, compute-sanitizer, verify)
+#        GPU_CHECK_BENCH=0       skip every timing step (bench, anchors, sparse, sweep)
+#                                A full check with the sweep takes ~620 s on a fresh H200, past
+#                                the device tool's 600 s a call: run it as two calls,
+#                                GPU_CHECK_BENCH=0 (~360 s), then GPU_CHECK_TESTS=0
+#                                GPU_CHECK_SWEEP=1 (~380 s)
 #        GPU_CHECK_SPARSE=0      skip the sparse steps (default on, about 2-3 minutes with Flex's
 #                                compilations): bench/sparse_bench.py (sliding window, window +
 #                                global tokens, block-sparse vs compiled FlexAttention) and
@@ -28,9 +34,20 @@ BUILD=${GPU_CHECK_BUILD_DIR:-build-gpu}
 LOG_DIR=${OUT:-$BUILD/logs}
 mkdir -p "$LOG_DIR"
 LOG_DIR=$(cd "$LOG_DIR" && pwd)
+# What an earlier run left in the log directory must not pass for this run's (a skipped step's
+# old table would): every step's files go first.
+for f in summary.md ctest.log verify.log verify.json bench.log bench.json bench-sm80.log \
+  bench-sm80.json anchors.log anchors.json compare_torch.log compare_torch.json; do
+  rm -f "${LOG_DIR:?}/$f"
+done
+rm -f "$LOG_DIR"/memcheck-*.log "$LOG_DIR"/racecheck-*.log "$LOG_DIR"/sweep* "$LOG_DIR/logs.tar.gz"
 QUICK=${GPU_CHECK_QUICK:-0}
 SWEEP=${GPU_CHECK_SWEEP:-0}
 SPARSE=${GPU_CHECK_SPARSE:-1}
+TESTS=${GPU_CHECK_TESTS:-1}
+BENCH=${GPU_CHECK_BENCH:-1}
+[ "$BENCH" = 1 ] || SWEEP=0
+[ "$BENCH" = 1 ] || SPARSE=0
 if [ -z "${GPUATTN_COMMIT:-}" ] && commit=$(git rev-parse --short=12 HEAD 2>/dev/null); then
   if ! git diff --quiet HEAD -- . 2>/dev/null; then commit="$commit-dirty"; fi
   export GPUATTN_COMMIT=$commit
@@ -62,50 +79,60 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm \
   --format=csv >"$LOG_DIR/nvidia-smi.log" 2>&1 || true
 
-step ctest ctest --test-dir "$BUILD" --output-on-failure -j "${GPU_CHECK_CTEST_JOBS:-8}"
-
-# compute-sanitizer on a few small shapes of both kernels (memcheck, then racecheck for shared
-# memory): dense and causal, a sliding window, a block layout, head dim 256, and (memcheck) a
-# persistent grid with two work items per CTA (GroupedHeads H32kv8 S1000 D64: 256 row blocks).
-# GPU_CHECK_SANITIZER=0 skips it.
-if [ "${GPU_CHECK_SANITIZER:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  masked='SlidingWindow/*S17_D64_causal_w4_0:HeadDim256/*B3_H4_S17_D256_causal'
-  masked+=':Layout/BlockSparseCuda.MatchesReference/*S77_D128*'
-  small="AwkwardLengths/*:SeqlenMismatch/*S17*:Varlen/*H8_D64*:$masked"
-  small+=':GroupedHeads/*H32kv8_S1000_D64'
-  for kernel in auto sm80; do
-    step "memcheck-$kernel" env GPUATTN_KERNEL="$kernel" compute-sanitizer --tool memcheck \
-      --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$small" --gtest_brief=1
-    step "racecheck-$kernel" env GPUATTN_KERNEL="$kernel" compute-sanitizer --tool racecheck \
-      --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="AwkwardLengths/*:$masked" \
-      --gtest_brief=1
-  done
-fi
-
 quick_verify=()
 bench_shapes=default
 if [ "$QUICK" = 1 ]; then
   quick_verify=(--quick)
   bench_shapes=quick
 fi
-step verify "$BUILD/tools/gpuattn" verify --device cuda --json "$LOG_DIR/verify.json" \
-  "${quick_verify[@]}"
-step bench "$BUILD/tools/gpuattn" bench --device cuda --shapes "$bench_shapes" \
-  --json "$LOG_DIR/bench.json"
 
-# The portable sm_80 kernel on the same shapes (on Hopper the default run above takes sm_90a).
-step bench-sm80 env GPUATTN_KERNEL=sm80 "$BUILD/tools/gpuattn" bench --device cuda \
-  --shapes "$bench_shapes" --json "$LOG_DIR/bench-sm80.json"
+if [ "$TESTS" = 1 ]; then
+  step ctest ctest --test-dir "$BUILD" --output-on-failure -j "${GPU_CHECK_CTEST_JOBS:-8}"
 
-if python3 -c "import torch, triton; assert torch.cuda.is_available()" >/dev/null 2>&1; then
-  step anchors python3 bench/torch_anchors.py --shapes "$bench_shapes" \
-    --json "$LOG_DIR/anchors.json"
-  if [ -f bench/compare_torch.py ] && compgen -G "$BUILD/python/gpu_attention*" >/dev/null; then
-    step compare_torch env PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
-      python3 bench/compare_torch.py --json "$LOG_DIR/compare_torch.json" "${quick_verify[@]}"
+  # compute-sanitizer on a few small shapes of both kernels (memcheck, then racecheck for shared
+  # memory): dense and causal, a sliding window, a block layout, head dim 256, and (memcheck) a
+  # persistent grid with two work items per CTA (GroupedHeads H32kv8 S1000 D64: 256 row blocks).
+  # GPU_CHECK_SANITIZER=0 skips it.
+  if [ "${GPU_CHECK_SANITIZER:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+    masked='SlidingWindow/*S17_D64_causal_w4_0:HeadDim256/*B3_H4_S17_D256_causal'
+    masked+=':Layout/BlockSparseCuda.MatchesReference/*S77_D128*'
+    small="AwkwardLengths/*:SeqlenMismatch/*S17*:Varlen/*H8_D64*:$masked"
+    small+=':GroupedHeads/*H32kv8_S1000_D64'
+    for kernel in auto sm80; do
+      step "memcheck-$kernel" env GPUATTN_KERNEL="$kernel" compute-sanitizer --tool memcheck \
+        --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$small" --gtest_brief=1
+      step "racecheck-$kernel" env GPUATTN_KERNEL="$kernel" compute-sanitizer --tool racecheck \
+        --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" \
+        --gtest_filter="AwkwardLengths/*:$masked" --gtest_brief=1
+    done
+  fi
+
+  step verify "$BUILD/tools/gpuattn" verify --device cuda --json "$LOG_DIR/verify.json" \
+    "${quick_verify[@]}"
+else
+  echo "== ctest, compute-sanitizer, verify: skipped (GPU_CHECK_TESTS=$TESTS)"
+fi
+
+if [ "$BENCH" = 1 ]; then
+  step bench "$BUILD/tools/gpuattn" bench --device cuda --shapes "$bench_shapes" \
+    --json "$LOG_DIR/bench.json"
+
+  # The portable sm_80 kernel on the same shapes (on Hopper the default run above takes sm_90a).
+  step bench-sm80 env GPUATTN_KERNEL=sm80 "$BUILD/tools/gpuattn" bench --device cuda \
+    --shapes "$bench_shapes" --json "$LOG_DIR/bench-sm80.json"
+
+  if python3 -c "import torch, triton; assert torch.cuda.is_available()" >/dev/null 2>&1; then
+    step anchors python3 bench/torch_anchors.py --shapes "$bench_shapes" \
+      --json "$LOG_DIR/anchors.json"
+    if [ -f bench/compare_torch.py ] && compgen -G "$BUILD/python/gpu_attention*" >/dev/null; then
+      step compare_torch env PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
+        python3 bench/compare_torch.py --json "$LOG_DIR/compare_torch.json" "${quick_verify[@]}"
+    fi
+  else
+    echo "== anchors: skipped (torch with CUDA, or triton, not importable)"
   fi
 else
-  echo "== anchors: skipped (torch with CUDA, or triton, not importable)"
+  echo "== bench, bench-sm80, anchors, compare_torch: skipped (GPU_CHECK_BENCH=$BENCH)"
 fi
 
 # Sparse masks: ours vs compiled FlexAttention on the same inputs and masks, and the long-context
