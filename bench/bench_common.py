@@ -1,6 +1,6 @@
 """Helpers shared by the Python benchmark scripts (compare_torch.py, sparse_bench.py,
-long_context.py): the commit a result belongs to, the exit for a missing dependency, and the CPU
-smoke-run timer. Imports nothing beyond the standard library."""
+long_context.py): the commit a result belongs to, the exit for a missing dependency, the CPU
+smoke-run timer and timing in rounds. Imports nothing beyond the standard library."""
 import json
 import os
 import subprocess
@@ -48,3 +48,25 @@ def cpu_timer():
         return sorted(times)[1]
 
     return timer, "perf_counter median of 3 (cpu)"
+
+
+def median(values):
+    """The median of a non-empty list (the mean of the middle two for an even count)."""
+    if not values:
+        raise ValueError("median of an empty list")
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def time_in_rounds(measures, repeats):
+    """measures: {key: a function that times one round and returns its ms}. Runs every key's once
+    per round, the keys in turn, `repeats` rounds, so that a slow spell of the machine touches
+    every key alike; returns {key: [ms per round]}."""
+    if repeats < 1:
+        raise ValueError(f"time_in_rounds: repeats must be at least 1, got {repeats}")
+    rounds = {key: [] for key in measures}
+    for _ in range(repeats):
+        for key, measure in measures.items():
+            rounds[key].append(measure())
+    return rounds

@@ -2,8 +2,10 @@
 """gpu_attention.flash_attn_func side by side with torch SDPA (cuDNN and flash backends).
 
 For each shape the same inputs go through both: the relative difference ||a - b|| / ||b|| of the
-outputs (against each SDPA backend and against an fp32 SDPA math-backend reference) and the median
-time of each (triton.testing.do_bench, same run, same GPU). Prints a table last, writes JSON with
+outputs (against each SDPA backend and against an fp32 SDPA math-backend reference) and the time
+of each (triton.testing.do_bench's median, same run, same GPU; --repeats rounds of ours, cuDNN and
+flash in turn, and the median of each one's rounds: at ~20 us a call a Python call is host-bound
+at times, and one round could come out 1.6-2.8x slow). Prints a table last, writes JSON with
 device, date and commit, and exits 1 when any difference exceeds --tol (default 1e-2).
 
     PYTHONPATH=<build>/python python3 bench/compare_torch.py --json out/compare_torch.json
@@ -112,7 +114,7 @@ def sync(dev):
         torch.cuda.synchronize(dev)
 
 
-def run_case(case, timer, gen, dev):
+def run_case(case, timer, gen, dev, repeats=1):
     dtype_name, b, hq, hkv, sq, sk, d, causal = case
     dtype = getattr(torch, dtype_name)
     q = torch.randn(b, sq, hq, d, device=dev, dtype=dtype, generator=gen)
@@ -143,11 +145,12 @@ def run_case(case, timer, gen, dev):
     def ours():
         return ga.flash_attn_func(q, k, v, causal=causal)
 
+    measures = {}  # key -> a function that times one round of it (run below, in rounds)
     try:
         out = ours()
         sync(dev)
         row["ours_vs_ref"] = rel_diff(out, ref)
-        row["ours_ms"] = timer(ours)
+        measures["ours"] = lambda: timer(ours)
     except Exception as e:  # reported in the table, and fails the run
         row["ours_error"] = f"{type(e).__name__}: {e}"
         out = None
@@ -164,7 +167,16 @@ def run_case(case, timer, gen, dev):
             if out is not None:
                 row[f"ours_vs_{name}"] = rel_diff(out, o)
             del o
-            row[f"{name}_ms"] = timer(lambda: sdpa(qt, kt, vt))
+
+        def measure_sdpa(backend=backend):  # the backend's context around the timer, not each call
+            with torch.no_grad(), sdpa_kernel(backend):
+                return timer(lambda: sdpa(qt, kt, vt))
+
+        measures[name] = measure_sdpa
+    for key, ms in bench_common.time_in_rounds(measures, repeats).items():
+        row[f"{key}_ms"] = bench_common.median(ms)
+        if repeats > 1:
+            row[f"{key}_ms_rounds"] = ms
     for key in ("ours", "cudnn", "flash"):
         if f"{key}_ms" in row:
             row[f"{key}_tflops"] = row["flops"] / (row[f"{key}_ms"] * 1e-3) / 1e12
@@ -212,12 +224,18 @@ def main():
     ap.add_argument("--warmup", type=int, default=25, help="do_bench warmup, ms")
     ap.add_argument("--rep", type=int, default=100, help="do_bench repetition time, ms")
     ap.add_argument("--tol", type=float, default=1e-2, help="max relative difference")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="rounds of timing per case (ours and each backend in turn); the median "
+                    "of a backend's rounds is reported")
     ap.add_argument("--quick", action="store_true",
                     help="a representative subset (D64, causal, Sq != Sk, GQA, decode)")
     ap.add_argument("--device", default="cuda",
                     help="cuda (default), or cpu: a smoke run of the script on small shapes")
     args = ap.parse_args()
     dev = torch.device(args.device)
+    if args.repeats < 1:
+        print(f"compare_torch: --repeats must be at least 1, got {args.repeats}", file=sys.stderr)
+        return 2
 
     if dev.type == "cuda" and not torch.cuda.is_available():
         print("compare_torch: no CUDA device visible to torch", file=sys.stderr)
@@ -236,7 +254,7 @@ def main():
         cases = QUICK_CASES if args.quick else CASES
     for case in cases:
         try:
-            rows.append(run_case(case, timer, gen, dev))
+            rows.append(run_case(case, timer, gen, dev, args.repeats))
         except Exception as e:  # a case that could not even be set up (e.g. out of memory)
             traceback.print_exc()
             rows.append({"case": list(case), "setup_error": f"{type(e).__name__}: {e}"})
@@ -264,7 +282,8 @@ def main():
         "cudnn": torch.backends.cudnn.version(),
         "gpu_attention": ga.__version__,
         "python": platform.python_version(),
-        "timer": f"{timer_name} (warmup {args.warmup} ms, rep {args.rep} ms)",
+        "timer": f"{timer_name} (warmup {args.warmup} ms, rep {args.rep} ms), median of "
+                 f"{args.repeats} round(s) per backend",
         "layout": "ours [B, S, H, D]; torch SDPA on [B, H, S, D] transposed views of the same memory",
         "rel_diff": "||ours - theirs|| / ||theirs||; fp32 ref = SDPA math backend on upcast inputs",
         "tolerance": args.tol,

@@ -270,3 +270,30 @@ def test_sm90_trace_summary_phases(tmp_path, capsys):
     empty.write_text("nothing here\n")
     with pytest.raises(SystemExit):
         sm90_trace_summary.main([str(empty)])
+
+
+def test_time_in_rounds_takes_the_keys_in_turn():
+    """bench_common.time_in_rounds / median (compare_torch.py): every key once per round, the keys
+    in turn, so a slow spell lands on every key; the median of the rounds drops one slow round."""
+    import bench_common
+
+    calls = []
+    clock = iter([10.0, 20.0, 31.0, 19.0, 9.0, 55.0])  # ours, sdpa per round; round 3 slow sdpa
+
+    def measure(key):
+        def run():
+            calls.append(key)
+            return next(clock)
+        return run
+
+    rounds = bench_common.time_in_rounds({"ours": measure("ours"), "sdpa": measure("sdpa")}, 3)
+    assert calls == ["ours", "sdpa"] * 3
+    assert rounds == {"ours": [10.0, 31.0, 9.0], "sdpa": [20.0, 19.0, 55.0]}
+    assert bench_common.median(rounds["ours"]) == 10.0
+    assert bench_common.median(rounds["sdpa"]) == 20.0
+    assert bench_common.median([4.0, 1.0]) == 2.5
+    assert bench_common.time_in_rounds({}, 2) == {}
+    with pytest.raises(ValueError, match="repeats must be at least 1, got 0"):
+        bench_common.time_in_rounds({"ours": measure("ours")}, 0)
+    with pytest.raises(ValueError, match="empty"):
+        bench_common.median([])
