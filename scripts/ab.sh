@@ -10,11 +10,20 @@
 #   env: AB_SHAPES=default  gpuattn bench --shapes (quick, seed, sweep, ...; empty: skip)
 #        AB_SPARSE=1        bench/sparse_bench.py --no-flex (ours only; 0: skip)
 #        AB_PRECISION=standard  gpuattn bench --precision
+#        AB_B_DIRS="DIR..." several B sides instead of this tree (each a tree like A_DIR; "." is
+#                           this one): every round runs A, then each B in turn, and the summary
+#                           has one table per B against A. One device call then measures several
+#                           variants of a change against the same A (the sixth session measured 3
+#                           variants and a base in ~170 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A_DIR=${1:?usage: scripts/ab.sh A_DIR [ROUNDS]}
 ROUNDS=${2:-3}
-[ -f "$A_DIR/CMakeLists.txt" ] || { echo "ab.sh: $A_DIR holds no CMakeLists.txt" >&2; exit 2; }
+read -r -a B_DIRS <<<"${AB_B_DIRS:-.}"
+[ ${#B_DIRS[@]} -gt 0 ] || { echo "ab.sh: AB_B_DIRS names no directory" >&2; exit 2; }
+for dir in "$A_DIR" "${B_DIRS[@]}"; do
+  [ -f "$dir/CMakeLists.txt" ] || { echo "ab.sh: $dir holds no CMakeLists.txt" >&2; exit 2; }
+done
 OUT_DIR=${OUT:-build-ab}/ab
 mkdir -p "$OUT_DIR"
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
@@ -26,17 +35,33 @@ build() {  # build SRC_DIR BUILD_DIR
     -DGPUATTN_CUDA=ON -DGPUATTN_BUILD_TESTS=OFF >"$OUT_DIR/configure-$(basename "$2").log"
   cmake --build "$2" -j"$(nproc)" >"$OUT_DIR/build-$(basename "$2").log"
 }
-A_BUILD=$PWD/build-ab-a
-B_BUILD=$PWD/build-ab-b
-build "$A_DIR" "$A_BUILD" &
-a_pid=$!
-build . "$B_BUILD"
-wait "$a_pid" || { echo "ab.sh: building $A_DIR failed (see $OUT_DIR/build-build-ab-a.log)" >&2; exit 1; }
+# Side a is A_DIR; sides b (one B) or b1, b2, ... (AB_B_DIRS with several), in this order.
+sides=(a)
+dirs=("$A_DIR")
+if [ ${#B_DIRS[@]} -eq 1 ]; then
+  sides+=(b)
+  dirs+=("${B_DIRS[0]}")
+else
+  for i in "${!B_DIRS[@]}"; do
+    sides+=("b$((i + 1))")
+    dirs+=("${B_DIRS[$i]}")
+  done
+fi
+pids=()
+for i in "${!sides[@]}"; do
+  build "${dirs[$i]}" "$PWD/build-ab-${sides[$i]}" &
+  pids+=($!)
+done
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || {
+    echo "ab.sh: building ${dirs[$i]} failed (see $OUT_DIR/build-build-ab-${sides[$i]}.log)" >&2
+    exit 1
+  }
+done
 
 for ((r = 1; r <= ROUNDS; ++r)); do
-  for side in a b; do
-    bdir=$A_BUILD
-    [ "$side" = b ] && bdir=$B_BUILD
+  for side in "${sides[@]}"; do
+    bdir=$PWD/build-ab-$side
     echo "== round $r, side $side"
     if [ -n "$SHAPES" ]; then
       "$bdir/tools/gpuattn" bench --device cuda --shapes "$SHAPES" \
@@ -49,14 +74,38 @@ for ((r = 1; r <= ROUNDS; ++r)); do
     fi
   done
 done
-python3 bench/ab_summary.py "$OUT_DIR" | tee "$OUT_DIR/summary.md"
+if [ ${#B_DIRS[@]} -eq 1 ]; then
+  python3 bench/ab_summary.py "$OUT_DIR" | tee "$OUT_DIR/summary.md"
+else
+  # One table per B against A: each from a folder holding A's rounds and that B's as side b.
+  : >"$OUT_DIR/summary.md"
+  for i in "${!B_DIRS[@]}"; do
+    side=b$((i + 1))
+    pair=$(mktemp -d)
+    for f in "$OUT_DIR"/bench-a-*.json "$OUT_DIR"/sparse-a-*.json; do
+      if [ -f "$f" ]; then cp "$f" "$pair/"; fi
+    done
+    for f in "$OUT_DIR"/bench-"$side"-*.json "$OUT_DIR"/sparse-"$side"-*.json; do
+      if [ -f "$f" ]; then cp "$f" "$pair/$(basename "$f" | sed "s/-$side-/-b-/")"; fi
+    done
+    {
+      echo "## $side = ${B_DIRS[$i]} against a = $A_DIR"
+      echo
+      python3 bench/ab_summary.py "$pair"
+      echo
+    } | tee -a "$OUT_DIR/summary.md"
+    rm -rf "$pair"
+  done
+fi
 # The device tool returns at most 8 files from $OUT: summary.md stays loose, the rest goes into
 # one archive.
 (
   cd "$OUT_DIR"
-  files=$(ls | grep -v -e '^summary.md$' -e '^logs.tar.gz$' || true)
-  if [ -n "$files" ]; then
-    # shellcheck disable=SC2086
-    tar czf logs.tar.gz $files && rm -f $files
+  files=()
+  for f in *; do
+    if [ -e "$f" ] && [ "$f" != summary.md ] && [ "$f" != logs.tar.gz ]; then files+=("$f"); fi
+  done
+  if [ ${#files[@]} -gt 0 ]; then
+    tar czf logs.tar.gz "${files[@]}" && rm -f "${files[@]}"
   fi
 )

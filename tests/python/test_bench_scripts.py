@@ -297,3 +297,64 @@ def test_time_in_rounds_takes_the_keys_in_turn():
         bench_common.time_in_rounds({"ours": measure("ours")}, 0)
     with pytest.raises(ValueError, match="empty"):
         bench_common.median([])
+
+
+STUB_CMAKE = r"""#!/usr/bin/env bash
+# cmake -S SRC -B BUILD ...: writes BUILD/tools/gpuattn, whose bench reports SRC/FACTOR ms
+if [ "$1" = --build ]; then exit 0; fi
+src=$2; build=$4
+mkdir -p "$build/tools"
+cp "$src/FACTOR" "$build/FACTOR"
+cat > "$build/tools/gpuattn" <<'EOS'
+#!/usr/bin/env bash
+here=$(dirname "$0")
+while [ $# -gt 0 ]; do [ "$1" = --json ] && j=$2; shift; done
+echo "{\"results\": [{\"label\": \"c\", \"ours_ms\": $(cat "$here/../FACTOR")}]}" > "$j"
+EOS
+chmod +x "$build/tools/gpuattn"
+"""
+
+
+def test_ab_sh_runs_every_b_side_against_a(tmp_path):
+    """scripts/ab.sh with a stub cmake (each tree's "benchmark" reports the number in its FACTOR
+    file): one B side gives one table, AB_B_DIRS with several gives one table per B against A, and
+    everything but summary.md goes into logs.tar.gz."""
+    import shutil
+    import subprocess
+
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    (repo / "bench").mkdir()
+    shutil.copy(os.path.join(root, "scripts", "ab.sh"), repo / "scripts" / "ab.sh")
+    shutil.copy(os.path.join(root, "bench", "ab_summary.py"), repo / "bench" / "ab_summary.py")
+    for name, factor in ((".", "1.0"), ("A", "2.0"), ("B1", "1.0"), ("B2", "3.0")):
+        (repo / name).mkdir(exist_ok=True)
+        (repo / name / "CMakeLists.txt").write_text("")
+        (repo / name / "FACTOR").write_text(factor)
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "cmake").write_text(STUB_CMAKE)
+    (stub / "cmake").chmod(0o755)
+    env = dict(os.environ, PATH=f"{stub}:{os.environ['PATH']}", AB_SPARSE="0")
+
+    def run(out, **extra):
+        return subprocess.run(["bash", str(repo / "scripts" / "ab.sh"), "A", "2"], cwd=repo,
+                              env=dict(env, OUT=str(out), **extra), capture_output=True,
+                              text=True)
+
+    one = run(tmp_path / "one")
+    assert one.returncode == 0, one.stderr
+    assert "| c | 2 | 2.0000 | 1.0000 | 0.500 |" in one.stdout
+    assert sorted(os.listdir(tmp_path / "one" / "ab")) == ["logs.tar.gz", "summary.md"]
+
+    many = run(tmp_path / "many", AB_B_DIRS="B1 B2")
+    assert many.returncode == 0, many.stderr
+    summary = (tmp_path / "many" / "ab" / "summary.md").read_text()
+    assert "## b1 = B1 against a = A" in summary and "## b2 = B2 against a = A" in summary
+    assert "| c | 2 | 2.0000 | 1.0000 | 0.500 |" in summary
+    assert "| c | 2 | 2.0000 | 3.0000 | 1.500 |" in summary
+
+    missing = run(tmp_path / "missing", AB_B_DIRS="B1 nowhere")
+    assert missing.returncode == 2
+    assert "nowhere holds no CMakeLists.txt" in missing.stderr
