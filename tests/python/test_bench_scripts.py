@@ -358,3 +358,32 @@ def test_ab_sh_runs_every_b_side_against_a(tmp_path):
     missing = run(tmp_path / "missing", AB_B_DIRS="B1 nowhere")
     assert missing.returncode == 2
     assert "nowhere holds no CMakeLists.txt" in missing.stderr
+
+
+def test_gpu_check_skips_and_clears_stale_files(tmp_path):
+    """scripts/gpu-check.sh with GPU_CHECK_TESTS=0 and GPU_CHECK_BENCH=0 runs no step (no GPU
+    needed) and first removes what an earlier run left in the log directory, so a skipped step's
+    old table cannot pass for this run's."""
+    import subprocess
+
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    out = tmp_path / "out"
+    out.mkdir()
+    stale = ["summary.md", "bench.json", "anchors.json", "verify.json", "ctest.log",
+             "memcheck-auto.log", "sweep.md", "sweep.png", "compare_torch.json", "logs.tar.gz"]
+    for name in stale:
+        (out / name).write_text("from an earlier run")
+    (out / "notes.md").write_text("mine")  # not gpu-check's: kept
+    env = dict(os.environ, OUT=str(out), GPU_CHECK_SKIP_BUILD="1", GPU_CHECK_TESTS="0",
+               GPU_CHECK_BENCH="0", GPU_CHECK_BUILD_DIR=str(tmp_path / "build"))
+    r = subprocess.run(["bash", os.path.join(root, "scripts", "gpu-check.sh")], env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "skipped (GPU_CHECK_TESTS=0)" in r.stdout
+    assert "skipped (GPU_CHECK_BENCH=0)" in r.stdout
+    left = set(os.listdir(out))
+    assert "notes.md" in left
+    for name in stale:
+        if name in left:  # only the archive of this run's own logs may come back
+            assert name == "logs.tar.gz"
+            assert (out / name).read_bytes() != b"from an earlier run"
