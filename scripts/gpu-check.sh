@@ -20,7 +20,7 @@
 #                                A full check with the sweep takes ~620 s on a fresh H200, past
 #                                the device tool's 600 s a call: run it as two calls,
 #                                GPU_CHECK_BENCH=0 (~360 s), then GPU_CHECK_TESTS=0
-#                                GPU_CHECK_SWEEP=1 (~380 s)
+#                                GPU_CHECK_SWEEP=1 (~400 s)
 #        GPU_CHECK_SPARSE=0      skip the sparse steps (default on, about 2-3 minutes with Flex's
 #                                compilations): bench/sparse_bench.py (sliding window, window +
 #                                global tokens, block-sparse vs compiled FlexAttention) and
