@@ -17,7 +17,8 @@ import pytest
 
 from reference import needs_torch, torch, visibility
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")  # the repository
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 import sparse_masks as sm  # noqa: E402
 
 # (S, causal, left, right, global tokens, block): odd lengths, windows wider than the sequence,
@@ -322,12 +323,11 @@ def test_ab_sh_runs_every_b_side_against_a(tmp_path):
     import shutil
     import subprocess
 
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)
     (repo / "bench").mkdir()
-    shutil.copy(os.path.join(root, "scripts", "ab.sh"), repo / "scripts" / "ab.sh")
-    shutil.copy(os.path.join(root, "bench", "ab_summary.py"), repo / "bench" / "ab_summary.py")
+    shutil.copy(os.path.join(ROOT, "scripts", "ab.sh"), repo / "scripts" / "ab.sh")
+    shutil.copy(os.path.join(ROOT, "bench", "ab_summary.py"), repo / "bench" / "ab_summary.py")
     for name, factor in ((".", "1.0"), ("A", "2.0"), ("B1", "1.0"), ("B2", "3.0")):
         (repo / name).mkdir(exist_ok=True)
         (repo / name / "CMakeLists.txt").write_text("")
@@ -366,7 +366,6 @@ def test_gpu_check_skips_and_clears_stale_files(tmp_path):
     old table cannot pass for this run's."""
     import subprocess
 
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
     out = tmp_path / "out"
     out.mkdir()
     stale = ["summary.md", "bench.json", "anchors.json", "verify.json", "ctest.log",
@@ -376,7 +375,7 @@ def test_gpu_check_skips_and_clears_stale_files(tmp_path):
     (out / "notes.md").write_text("mine")  # not gpu-check's: kept
     env = dict(os.environ, OUT=str(out), GPU_CHECK_SKIP_BUILD="1", GPU_CHECK_TESTS="0",
                GPU_CHECK_BENCH="0", GPU_CHECK_BUILD_DIR=str(tmp_path / "build"))
-    r = subprocess.run(["bash", os.path.join(root, "scripts", "gpu-check.sh")], env=env,
+    r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu-check.sh")], env=env,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "skipped (GPU_CHECK_TESTS=0)" in r.stdout
