@@ -35,8 +35,9 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
 const TileConfig& select_fwd_config(const FwdShape& s) {
   if (s.sm_major == 9 && s.sm90_kernel_available) {
     if (s.precision == Precision::standard) {
-      return tile_config(s.head_dim == 256 ? FwdKernel::sm90_ws_128x64_d256
-                                           : FwdKernel::sm90_ws_128x128);
+      if (s.head_dim == 256) return tile_config(FwdKernel::sm90_ws_128x64_d256);
+      return tile_config(s.head_dim == 64 && s.dense_or_causal ? FwdKernel::sm90_ws_192x128
+                                                               : FwdKernel::sm90_ws_128x128);
     }
     if (s.head_dim != 256) return tile_config(FwdKernel::sm90_ws_128x64_compensated);
   }

@@ -20,6 +20,8 @@ enum class FwdKernel {
   sm80_64x64,                  // the same with 1 m-tile per warp (FwdConfigs::Small)
   sm80_64x64_compensated,      // the compensated-precision kernel (FwdConfigs::Compensated)
   sm90_ws_128x64_compensated,  // the sm_90a kernel in compensated precision (FwdTraits<T, D, true>)
+  sm90_ws_192x128,             // the sm_90a kernel's dense/causal instantiation at head dim 64:
+                               // 3 consumer warpgroups (FwdDenseTraits)
 };
 
 struct TileConfig {
@@ -34,9 +36,11 @@ struct TileConfig {
 
 // The table, in FwdKernel order. The figures behind each `why` are in
 // bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
-inline constexpr std::array<TileConfig, 6> kFwdTileConfigs = {{
+inline constexpr std::array<TileConfig, 7> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
-     "Hopper, head dims 64 and 128, standard precision, every mask. 2 consumer warpgroups x 64 "
+     "Hopper, standard precision: head dim 128 with every mask, head dim 64 with a window, global "
+     "tokens or a block layout (its dense and causal calls: sm90_ws_192x128). 2 consumer "
+     "warpgroups x 64 "
      "rows (wgmma M) + 1 TMA producer warpgroup; 128-key tiles keep wgmma N = 128 and S, P, O "
      "(64 + 32 + D/2 regs) fit the consumers' 232 registers (setmaxnreg 40/232 since the "
      "producer works out each item's shape for the ring: 32 spilled 8 bytes, 24/240 40; without "
@@ -106,6 +110,15 @@ inline constexpr std::array<TileConfig, 6> kFwdTileConfigs = {{
      "TFLOP/s at fp16 B4 H16 S4096 D128, above sm80_64x64_compensated's ~150-250. Head dim 256 (O "
      "+ "
      "its Kahan terms alone: 256 registers) stays on the sm_80 path"},
+    {FwdKernel::sm90_ws_192x128, "sm90_ws_192x128", 192, 128, 16, 2,
+     "Hopper, head dim 64, standard precision, dense and causal calls (windows, global tokens and "
+     "block layouts stay on sm90_ws_128x128's masked instantiation): 3 consumer warpgroups x 64 "
+     "rows + the producer warpgroup, setmaxnreg 32/160 (S 64 + P 32 + O 32 registers). With 2 "
+     "consumers a D64 tile's softmax (~0.88 us of its 1.29 us, H200 at 5a66687) added to its "
+     "GEMMs instead of hiding under them (0.98x cuDNN at S4096, 1.16 us/head at B1 H16 S1024); "
+     "192-key tiles (1.14x the time), no ping-pong (1.10x) and exp2 on the FMA pipe (1.09-1.18x) "
+     "did not help. A third warpgroup gives the tensor cores a GEMM to run while two take their "
+     "softmax, as FA3 lays out D64. NOT MEASURED YET (branch wip/d64-3wg)"},
 }};
 
 const TileConfig& tile_config(FwdKernel kernel);
@@ -141,8 +154,8 @@ struct FwdShape {
   int num_sms = 0;
   int head_dim = 0;
   bool causal = false;
-  bool dense_or_causal = true;  // no window, global tokens or block layout (every kernel of the
-                                // table runs every mask: the rule does not read it)
+  bool dense_or_causal = true;  // no window, global tokens or block layout (on Hopper at head
+                                // dim 64 the rule reads it: sm90_ws_192x128 runs no other mask)
   Precision precision = Precision::standard;
   int seqlen_q = 0;  // varlen: the max
   int batch = 0;
@@ -157,13 +170,17 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
 // The forward kernel configuration of one call. The table is keyed by (arch, head dim, causal,
 // sequence bucket); today the rule reads the arch (and whether the sm_90a kernel runs), the head
 // dim, the precision and, on sm_80, the grid size (a bucket of seqlen_q * hq * batch) and the
-// device's shared memory per block; causal and the mask do not change the pick (every kernel runs
-// every mask; the shared memory compared is a block-layout call's, the most any mask takes):
+// device's shared memory per block, and on Hopper at head dim 64 whether the call has a mask
+// beyond causal; causal does not change the pick (on sm_80 the shared memory compared is a
+// block-layout call's, the most any mask takes):
 //   sm90_ws_128x64_d256     Hopper (sm_major 9) with the sm_90a kernel available, standard
 //                           precision, head dim 256, any mask;
-//   sm90_ws_128x128         the same at the other head dims (64, 128), any mask (dense, causal,
-//                           sliding window, global tokens, block-sparse layouts; the kernel picks
-//                           its masked instantiation);
+//   sm90_ws_192x128         the same at head dim 64 for dense and causal calls (3 consumer
+//                           warpgroups);
+//   sm90_ws_128x128         the same at head dim 128 (any mask: dense, causal, sliding window,
+//                           global tokens, block-sparse layouts; the kernel picks its masked
+//                           instantiation) and at head dim 64 with a window, global tokens or a
+//                           block layout;
 //   sm90_ws_128x64_compensated  Hopper with the sm_90a kernel available, compensated precision,
 //                           head dims 64 and 128, any mask;
 //   sm80_64x64_compensated  otherwise, compensated precision (other GPUs, GPUATTN_KERNEL=sm80,

@@ -53,13 +53,20 @@ constexpr int kLookaheadInts = 2 + 7 + 32;
 // lk, n_tiles, b, h), worked out once by the producer.
 constexpr int kItemInts = 7;
 
-template <typename T_, int kHeadDim_, bool kCompensated_ = false>
+template <typename T_, int kHeadDim_, bool kCompensated_ = false, int kConsumers_ = 2>
 struct FwdTraits {
   using T = T_;
   static constexpr int kHeadDim = kHeadDim_;
   // Precision::compensated: runs only as the masked instantiation (fwd_kernel<Tr, true>).
   static constexpr bool kCompensated = kCompensated_;
-  static constexpr int kConsumers = 2;                     // warpgroups of 64 rows (wgmma M)
+  // Consumer warpgroups of 64 rows each (wgmma M): 2, or 3 for dense and causal calls at head
+  // dim 64 (FwdDenseTraits): a D64 tile's softmax costs as much as its GEMMs and the two added up
+  // with 2 warpgroups (H200, 5a66687: 1.29 us a 128-row tile, ~0.88 us of it softmax), so a third
+  // warpgroup gives the tensor cores a GEMM to run while two take their softmax (FA3's D64
+  // layout). The masked kernel keeps 2 (its schedule word holds 2 flag bits per consumer).
+  static constexpr int kConsumers = kConsumers_;
+  static_assert(kConsumers == 2 || (kConsumers == 3 && kHeadDim_ == 64 && !kCompensated_),
+                "3 consumer warpgroups: head dim 64, standard precision");
   static constexpr int kThreads = (kConsumers + 1) * 128;  // + the producer warpgroup
   static constexpr int kBlockM = kConsumers * 64;
   // Keys per tile: 128 at head dims 64 and 128, where wgmma N = 128 for S keeps the tensor cores
@@ -102,8 +109,11 @@ struct FwdTraits {
   // 32 + 16 + 128 at D = 256) plus the overlap. The producer thread works out each item's shape
   // for the item ring: at 32 registers ptxas spilled 8 bytes there, at 40 none (D256's 24 spill
   // 48, 44 before the ring carried the shape).
-  static constexpr int kProducerRegs = kHeadDim == 256 ? 24 : 40;
-  static constexpr int kConsumerRegs = kHeadDim == 256 ? 240 : 232;
+  // With 3 consumers (512 threads, 128 registers each at launch): 32 and 160 (128 * 32 + 384 *
+  // 160 = 65536), S, P and O of D64 (64 + 32 + 32) plus the overlap. ptxas (nvcc 13.0): 8 bytes
+  // of spill stores, the producer's (as at 32 with 2 consumers); 24/160 spilled 56, 40/152 48.
+  static constexpr int kProducerRegs = kConsumers == 3 ? 32 : kHeadDim == 256 ? 24 : 40;
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kHeadDim == 256 ? 240 : 232;
   // The masked kernel's producer warp runs the tile search (MaskPolicy's range and tile tests,
   // block layout reads): at 56 registers ptxas still spilled 8 bytes, at 72 none; its consumers
   // hold the same S, P and O plus the per-element mask in 203 of the remaining 216
@@ -119,10 +129,16 @@ struct FwdTraits {
   // 1024-byte swizzle atom; the masked consumers build their key masks 64 keys at a time.
   static_assert(kBlockN % 64 == 0 && kBlockN <= 256 && kBlockM % 8 == 0, "swizzle atoms, masks");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
-  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 168 * kThreads &&
-                    128 * kMaskedProducerRegs + 256 * kMaskedConsumerRegs <= 168 * kThreads,
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536 &&
+                    (kConsumers != 2 ||
+                     128 * kMaskedProducerRegs + 256 * kMaskedConsumerRegs <= 168 * kThreads),
                 "setmaxnreg moves registers between the warpgroups; it adds none");
 };
+
+// The traits of the dense / causal instantiation in standard precision: 3 consumer warpgroups
+// at head dim 64 (see FwdTraits::kConsumers), else those of FwdTraits<T, D>.
+template <typename T, int D>
+using FwdDenseTraits = FwdTraits<T, D, false, D == 64 ? 3 : 2>;
 
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
@@ -155,7 +171,7 @@ constexpr float kRescaleSlack = 8.f;
 // 0 item taken, 1 set up, 2 Q there (masked), 3 first S issued, 4 first S done, 5 last P V done,
 // 6 O in smem, 7 warpgroup barrier passed, 8 O stored, 9 epilogue done.
 #if defined(GPUATTN_SM90_TRACE) && GPUATTN_SM90_TRACE
-static __device__ long long g_sm90_trace[3][48][10];
+static __device__ long long g_sm90_trace[4][48][10];  // the producer and up to 3 consumers
 #define SM90_TRACE(role, item, event)                               \
   do {                                                              \
     if (blockIdx.x == 0 && (threadIdx.x & 127) == 0 && (item) < 48) \
@@ -731,58 +747,61 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         }
       }
       SM90_TRACE_PRINT(0);
-    } else if (kMasked && tid < 64) {
-      // The searcher (warp 1): takes each next item when warp 0 starts loading the item before
-      // (as warp 0 took it before the searcher existed) and searches its first batch of key tiles
-      // meanwhile (see produce_masked); one record, handed over through the mbarriers look_full
-      // and look_empty (named barriers, bar.arrive / bar.sync, passed every test but racecheck
-      // reported hazards). The record of the end (w >= items) is the last.
-      const int lane = tid & 31;
-      for (int w = static_cast<int>(blockIdx.x), u = 0;; ++u) {
-        if (u > 0) {
-          ptx::mbarrier_wait(bar.look_empty, (u - 1) & 1);  // warp 0 read record u - 1
-          int next = 0;
-          if (lane == 0) next = next_item(w);
-          w = __shfl_sync(0xffffffffu, next, 0);
-        }
-        TileCandidates<kBlockN> cand;
-        int t = 0, word = -1;
-        if (w < sched.items) {
-          const ItemShape x = shape_of(w);
-          if (x.m0 < x.lq) {
-            TileSearch<Tr> search(p, x.it.h, x.m0, x.lq, x.lk);
-            search.cand = TileCandidates<kBlockN>(search.position, x.m0, search.i_last, x.lq, x.lk);
-            cand = search.cand;
-            t = cand.first - 32;
-            unsigned todo = 0;
-            search.advance(t, word, todo);
+    } else if constexpr (kMasked) {
+      if (tid < 64) {
+        // The searcher (warp 1): takes each next item when warp 0 starts loading the item before
+        // (as warp 0 took it before the searcher existed) and searches its first batch of key tiles
+        // meanwhile (see produce_masked); one record, handed over through the mbarriers look_full
+        // and look_empty (named barriers, bar.arrive / bar.sync, passed every test but racecheck
+        // reported hazards). The record of the end (w >= items) is the last.
+        const int lane = tid & 31;
+        for (int w = static_cast<int>(blockIdx.x), u = 0;; ++u) {
+          if (u > 0) {
+            ptx::mbarrier_wait(bar.look_empty, (u - 1) & 1);  // warp 0 read record u - 1
+            int next = 0;
+            if (lane == 0) next = next_item(w);
+            w = __shfl_sync(0xffffffffu, next, 0);
           }
+          TileCandidates<kBlockN> cand;
+          int t = 0, word = -1;
+          if (w < sched.items) {
+            const ItemShape x = shape_of(w);
+            if (x.m0 < x.lq) {
+              TileSearch<Tr> search(p, x.it.h, x.m0, x.lq, x.lk);
+              search.cand =
+                  TileCandidates<kBlockN>(search.position, x.m0, search.i_last, x.lq, x.lk);
+              cand = search.cand;
+              t = cand.first - 32;
+              unsigned todo = 0;
+              search.advance(t, word, todo);
+            }
+          }
+          if (lane == 0) {
+            st_shared_s32(bar.lookahead, w);
+            st_shared_s32(bar.lookahead + 4, t);
+            st_shared_s32(bar.lookahead + 8, cand.first);
+            st_shared_s32(bar.lookahead + 12, cand.end);
+            st_shared_s32(bar.lookahead + 16, cand.prefix);
+            st_shared_s32(bar.lookahead + 20, cand.band_begin);
+            st_shared_s32(bar.lookahead + 24, cand.band_end);
+            st_shared_s32(bar.lookahead + 28, cand.causal_end);
+            st_shared_s32(bar.lookahead + 32, cand.stride);
+          }
+          st_shared_s32(bar.lookahead + 36 + 4 * lane, word);
+          ptx::mbarrier_arrive(bar.look_full);
+          if (w >= sched.items) break;
         }
-        if (lane == 0) {
-          st_shared_s32(bar.lookahead, w);
-          st_shared_s32(bar.lookahead + 4, t);
-          st_shared_s32(bar.lookahead + 8, cand.first);
-          st_shared_s32(bar.lookahead + 12, cand.end);
-          st_shared_s32(bar.lookahead + 16, cand.prefix);
-          st_shared_s32(bar.lookahead + 20, cand.band_begin);
-          st_shared_s32(bar.lookahead + 24, cand.band_end);
-          st_shared_s32(bar.lookahead + 28, cand.causal_end);
-          st_shared_s32(bar.lookahead + 32, cand.stride);
-        }
-        st_shared_s32(bar.lookahead + 36 + 4 * lane, word);
-        ptx::mbarrier_arrive(bar.look_full);
-        if (w >= sched.items) break;
       }
     }
   } else {
     ptx::setmaxnreg_inc<kMasked ? Tr::kMaskedConsumerRegs : Tr::kConsumerRegs>();
     const int cw = wg - 1;
-    // Ping-pong (see consume()): consumer 1 opens with a spare "go" for consumer 0, and consumer 0
-    // takes consumer 1's last "go" at the end, once per CTA, so every phase of both barriers
-    // completes before the CTA exits. Per work item instead, consumer 1's opening "go" of the
-    // next item could land in the same phase as its last "go" of this one before consumer 0 took
-    // that, and the CTA would hang.
-    if (Tr::kPingPong && cw == 1) ptx::named_barrier_arrive(1, 2 * 128);
+    // Ping-pong (see consume()): the last consumer opens with a spare "go" for consumer 0, and
+    // consumer 0 takes the last consumer's last "go" at the end, once per CTA, so every phase of
+    // every turn barrier completes before the CTA exits. Per work item instead, the last
+    // consumer's opening "go" of the next item could land in the same phase as its last "go" of
+    // this one before consumer 0 took that, and the CTA would hang.
+    if (Tr::kPingPong && cw == Tr::kConsumers - 1) ptx::named_barrier_arrive(1, 2 * 128);
     int j0 = 0, q_uses = 0;
     // This thread's TMA store of O from Q buffer o_buf may still read it (see consume()).
     bool o_in_flight = false;
@@ -1039,19 +1058,22 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   // the producer as soon as their GEMMs are done. j counts loaded tiles: in the masked kernel the
   // schedule word of each stage says which key tile it holds and when there are no more.
   //
-  // Ping-pong between the two consumers: each issues its GEMMs only when the other has issued
-  // its own (named barrier 1 + cw: "consumer cw may issue"), so the tensor cores take one
-  // warpgroup's GEMMs while the other runs its softmax, instead of both issuing at once and
-  // then both waiting on the exp2 units. Both consumers issue the same number of GEMM groups
-  // (tiles + 1: the first S, then S_{j+1} with P_j V_j, then the last P V), consumer 1 opens
-  // with a spare "go" for consumer 0, and consumer 0 takes consumer 1's last "go" at the end, so
-  // every phase of both barriers completes before the CTA exits.
+  // Ping-pong between the consumers: each issues its GEMMs only when the one before it (in the
+  // ring 0, 1, ..., kConsumers - 1, 0) has issued its own (named barrier 1 + cw: "consumer cw
+  // may issue"), so the tensor cores take one warpgroup's GEMMs while the others run their
+  // softmax, instead of all issuing at once and then all waiting on the exp2 units. Every
+  // consumer issues the same number of GEMM groups (tiles + 1: the first S, then S_{j+1} with
+  // P_j V_j, then the last P V), the last consumer opens with a spare "go" for consumer 0, and
+  // consumer 0 takes the last consumer's last "go" at the end, so every phase of every turn
+  // barrier completes before the CTA exits. Named barriers kEpilogueBarrier + cw are each
+  // consumer's own in the epilogue.
   constexpr int kTurnThreads = 2 * 128;
+  constexpr int kEpilogueBarrier = 1 + Tr::kConsumers;
   auto my_turn = [&] {
     if (Tr::kPingPong) ptx::named_barrier_sync(1 + cw, kTurnThreads);
   };
   auto their_turn = [&] {
-    if (Tr::kPingPong) ptx::named_barrier_arrive(2 - cw, kTurnThreads);
+    if (Tr::kPingPong) ptx::named_barrier_arrive(1 + (cw + 1) % Tr::kConsumers, kTurnThreads);
   };
   // The previous item's TMA store of O (issued by this thread, see the epilogue) reads Q buffer
   // o_buf; the buffer goes back to the producer once the read is done: after this item's first S
@@ -1224,7 +1246,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     SM90_TRACE(1 + cw, trace_u, 6);
     if (!p.is_varlen()) {
       ptx::fence_proxy_async_shared();  // the stmatrix writes, before the TMA store reads them
-      ptx::named_barrier_sync(3 + cw, 128);
+      ptx::named_barrier_sync(kEpilogueBarrier + cw, 128);
       SM90_TRACE(1 + cw, trace_u, 7);
       if ((tid & 127) == 0) {
 #pragma unroll
@@ -1239,7 +1261,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       }
       SM90_TRACE(1 + cw, trace_u, 8);
     } else {
-      ptx::named_barrier_sync(3 + cw, 128);
+      ptx::named_barrier_sync(kEpilogueBarrier + cw, 128);
       SM90_TRACE(1 + cw, trace_u, 7);
       constexpr int kChunks = D / 8;  // 16-byte chunks per row
       T* const out = static_cast<T*>(p.o);
@@ -1308,7 +1330,7 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   if constexpr (Tr::kCompensated) {
     launch_kernel<Tr, true>(p, stream);
   } else if (p.dense_or_causal()) {
-    launch_kernel<Tr, false>(p, stream);
+    launch_kernel<FwdDenseTraits<typename Tr::T, Tr::kHeadDim>, false>(p, stream);
   } else {
     launch_kernel<Tr, true>(p, stream);
   }
@@ -1319,7 +1341,7 @@ void launch_fwd(const FwdParams& p, cudaStream_t stream) {
 template <class Tr>
 bool kernel_is_sm90a() {
   cudaFuncAttributes attr{};
-  if (cudaFuncGetAttributes(&attr, fwd_kernel<Tr, false>) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&attr, fwd_kernel<Tr, true>) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
@@ -1330,6 +1352,7 @@ bool kernel_is_sm90a() {
 template <class Tr>
 constexpr bool matches_table() {
   const FwdKernel kernel = Tr::kCompensated      ? FwdKernel::sm90_ws_128x64_compensated
+                           : Tr::kConsumers == 3 ? FwdKernel::sm90_ws_192x128
                            : Tr::kHeadDim == 256 ? FwdKernel::sm90_ws_128x64_d256
                                                  : FwdKernel::sm90_ws_128x128;
   const TileConfig& c = kFwdTileConfigs[static_cast<int>(kernel)];
@@ -1342,7 +1365,7 @@ constexpr bool matches_table() {
 // here).
 template <typename T, int D>
 void run_fwd(const FwdParams& p, cudaStream_t stream) {
-  static_assert(matches_table<FwdTraits<T, D>>(),
+  static_assert(matches_table<FwdTraits<T, D>>() && matches_table<FwdDenseTraits<T, D>>(),
                 "FwdTraits and the tile configuration table agree");
   if (p.precision == Precision::compensated) {
     if constexpr (D <= 128) {

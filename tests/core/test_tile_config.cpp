@@ -30,7 +30,7 @@ FwdKernel pick(const FwdShape& s) {
 }
 
 TEST(TileConfig, TableIsIndexedByKernelAndExplained) {
-  ASSERT_EQ(kFwdTileConfigs.size(), 6u);
+  ASSERT_EQ(kFwdTileConfigs.size(), 7u);
   for (std::size_t i = 0; i < kFwdTileConfigs.size(); ++i) {
     const TileConfig& c = kFwdTileConfigs[i];
     EXPECT_EQ(static_cast<std::size_t>(c.kernel), i);
@@ -62,6 +62,11 @@ TEST(TileConfig, TableHoldsTheCompiledTiles) {
   EXPECT_EQ(comp.block_n, 64);  // O, its Kahan terms and a fresh P V slab leave room for 64 keys
   EXPECT_EQ(comp.warps, 12);
   EXPECT_EQ(comp.stages, 2);
+  const TileConfig& d64 = tile_config(FwdKernel::sm90_ws_192x128);
+  EXPECT_EQ(d64.block_m, 192);  // 3 consumer warpgroups x 64 rows
+  EXPECT_EQ(d64.block_n, 128);
+  EXPECT_EQ(d64.warps, 16);  // + the producer warpgroup
+  EXPECT_EQ(d64.stages, 2);
   EXPECT_EQ(tile_config(FwdKernel::sm80_128x64).block_m, 128);
   EXPECT_EQ(tile_config(FwdKernel::sm80_64x64).block_m, 64);
   EXPECT_EQ(tile_config(FwdKernel::sm80_64x64_compensated).block_m, 64);
@@ -88,6 +93,28 @@ TEST(TileConfig, HopperTakesTheWgmmaKernelForEveryStandardCall) {
   }
 }
 
+TEST(TileConfig, HopperTakesThreeConsumersForDenseAndCausalCallsAtHeadDim64) {
+  for (bool causal : {false, true}) {
+    FwdShape s = shape(9, true, 132, 4096, 4, 16);
+    s.head_dim = 64;
+    s.causal = causal;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128) << causal;
+    s.seqlen_q = 1;  // however small the grid
+    s.batch = 1;
+    s.hq = 1;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128) << causal;
+    s.dense_or_causal = false;  // a window, global tokens or a block layout: the masked kernel
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.precision = Precision::compensated;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated) << causal;
+    s.dense_or_causal = true;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated) << causal;
+    s.precision = Precision::standard;
+    s.sm90_kernel_available = false;  // GPUATTN_KERNEL=sm80
+    EXPECT_EQ(pick(s), FwdKernel::sm80_64x64) << causal;
+  }
+}
+
 TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
   for (bool dense : {true, false}) {
     for (bool causal : {false, true}) {
@@ -102,7 +129,9 @@ TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
       EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;
       for (int d : {64, 128}) {  // the other head dims keep 128-key tiles
         s.head_dim = d;
-        EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << d;
+        EXPECT_EQ(pick(s),
+                  d == 64 && dense ? FwdKernel::sm90_ws_192x128 : FwdKernel::sm90_ws_128x128)
+            << d;
       }
     }
   }
@@ -217,7 +246,7 @@ TEST(TileConfig, Sm80SharedMemoryAgainstRealDevices) {
     EXPECT_LE(sm80_smem_bytes(FwdKernel::sm80_64x64, 256, blocks), k163);
     EXPECT_GT(sm80_smem_bytes(FwdKernel::sm80_64x64_compensated, 256, blocks), k99);
     for (FwdKernel k : {FwdKernel::sm90_ws_128x128, FwdKernel::sm90_ws_128x64_d256,
-                        FwdKernel::sm90_ws_128x64_compensated}) {
+                        FwdKernel::sm90_ws_128x64_compensated, FwdKernel::sm90_ws_192x128}) {
       EXPECT_EQ(sm80_smem_bytes(k, 128, blocks), 0);
     }
   }
@@ -312,10 +341,13 @@ struct Point {
 // Row blocks below are ceil(S / 128) * H * B; "2 x SMs" is the sm_80 rule's boundary. A dtype
 // in a description is for the reader: the rule does not read it (the sm90 flag carries it).
 const Point kPoints[] = {
-    // Hopper with the sm_90a kernel: sm90_ws_128x128 for every standard call at D64/D128,
-    // whatever the mask and however small the grid; 64-key tiles at D256; the compensated wgmma
-    // kernel at D64/D128, the sm_80 one at D256.
+    // Hopper with the sm_90a kernel: sm90_ws_128x128 for every standard call at D128 and for
+    // masked ones at D64, sm90_ws_192x128 for dense and causal ones at D64, whatever the grid;
+    // 64-key tiles at D256; the compensated wgmma kernel at D64/D128, the sm_80 one at D256.
     {"H100 132 SMs, D128, fp16, B1 H16 S1024", on(kH100, 128, 1024, 1, 16), "sm90_ws_128x128"},
+    {"H200 132 SMs, D64, fp16, B1 H16 S1024", on(kH200, 64, 1024, 1, 16), "sm90_ws_192x128"},
+    {"H100 132 SMs, D64, bf16, causal, B4 H32 S4096", causal(on(kH100, 64, 4096, 4, 32)),
+     "sm90_ws_192x128"},
     {"H100 132 SMs, D64, bf16, causal sliding window, B4 H32 S4096",
      masked(causal(on(kH100, 64, 4096, 4, 32))), "sm90_ws_128x128"},
     {"H100 PCIe 114 SMs, D128, B1 H1 S1 (one row block)", on(kH100Pcie, 128, 1, 1, 1),
@@ -428,12 +460,13 @@ TEST(TileConfig, PicksAtNamedPoints) {
 
 // ---- properties of the rule on a grid ----------------------------------------------------------
 
-// What must hold whatever the tuning: causal and the mask never change the pick (every kernel runs
-// every mask); sm90_* only on sm 9.x with the sm_90a kernel; the precision picks a kernel of that
-// precision; nothing 128 rows x 2 m-tiles at head dim 256 on sm_80; on sm_80 a larger grid never
-// goes back from 128-row to 64-row tiles; and a picked sm80_* configuration fits a known shared
-// memory limit (with a block layout's bitmaps) unless no sm80_* configuration of the call's
-// precision fits at its head dim.
+// What must hold whatever the tuning: causal never changes the pick, and the mask changes it only
+// on Hopper at head dim 64 in standard precision (sm90_ws_192x128 runs dense and causal calls,
+// sm90_ws_128x128 the masked ones); sm90_* only on sm 9.x with the sm_90a kernel; the precision
+// picks a kernel of that precision; nothing 128 rows x 2 m-tiles at head dim 256 on sm_80; on sm_80
+// a larger grid never goes back from 128-row to 64-row tiles; and a picked sm80_* configuration
+// fits a known shared memory limit (with a block layout's bitmaps) unless no sm80_* configuration
+// of the call's precision fits at its head dim.
 TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
   int checked = 0;
   const int seqlens[] = {1, 64, 127, 128, 129, 512, 1000, 1024, 4096, 32768};
@@ -467,13 +500,19 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                         FwdShape m = s;
                         m.dense_or_causal = dense;
                         m.causal = causal;
-                        ASSERT_EQ(pick(m), k)
+                        const bool three = k == FwdKernel::sm90_ws_192x128;
+                        ASSERT_EQ(pick(m), three && !dense ? FwdKernel::sm90_ws_128x128 : k)
                             << where << " dense " << dense << " causal " << causal;
                       }
                     }
+                    if (k == FwdKernel::sm90_ws_192x128) {
+                      EXPECT_TRUE(major == 9 && sm90 && d == 64 && prec == Precision::standard)
+                          << where;
+                    }
                     const bool is_sm90 = k == FwdKernel::sm90_ws_128x128 ||
                                          k == FwdKernel::sm90_ws_128x64_d256 ||
-                                         k == FwdKernel::sm90_ws_128x64_compensated;
+                                         k == FwdKernel::sm90_ws_128x64_compensated ||
+                                         k == FwdKernel::sm90_ws_192x128;
                     if (major != 9 || !sm90) EXPECT_FALSE(is_sm90) << where;
                     const bool is_compensated = k == FwdKernel::sm80_64x64_compensated ||
                                                 k == FwdKernel::sm90_ws_128x64_compensated;
@@ -482,6 +521,7 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                       EXPECT_NE(k, FwdKernel::sm80_128x64) << where;
                       EXPECT_NE(k, FwdKernel::sm90_ws_128x128) << where;
                       EXPECT_NE(k, FwdKernel::sm90_ws_128x64_compensated) << where;
+                      EXPECT_NE(k, FwdKernel::sm90_ws_192x128) << where;
                     } else {
                       EXPECT_NE(k, FwdKernel::sm90_ws_128x64_d256) << where;
                     }

@@ -247,8 +247,9 @@ int show_config(const std::string& set) {
   std::cout << "\n";
   print_wrapped("The dispatch's pick per shape of --shapes " + set +
                     " (dense or causal, standard precision; on Hopper masks take the same sm90 "
-                    "configs and compensated precision sm90_ws_128x64_compensated at head dims "
-                    "64/128, elsewhere sm80_64x64_compensated):",
+                    "configs but at head dim 64, where they take sm90_ws_128x128, and "
+                    "compensated precision sm90_ws_128x64_compensated at head dims 64/128, "
+                    "elsewhere sm80_64x64_compensated):",
                 "");
 #if defined(GPUATTN_WITH_CUDA)
   if (cuda_available()) {
