@@ -1073,7 +1073,9 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     if (Tr::kPingPong) ptx::named_barrier_sync(1 + cw, kTurnThreads);
   };
   auto their_turn = [&] {
-    if (Tr::kPingPong) ptx::named_barrier_arrive(1 + (cw + 1) % Tr::kConsumers, kTurnThreads);
+    // The next consumer's barrier: 2 - cw with 2 consumers (the same SASS as before the ring).
+    const int next = Tr::kConsumers == 2 ? 2 - cw : (cw + 1 < Tr::kConsumers ? cw + 2 : 1);
+    if (Tr::kPingPong) ptx::named_barrier_arrive(next, kTurnThreads);
   };
   // The previous item's TMA store of O (issued by this thread, see the epilogue) reads Q buffer
   // o_buf; the buffer goes back to the producer once the read is done: after this item's first S
