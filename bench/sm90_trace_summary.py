@@ -43,7 +43,7 @@ def main(argv=None):
     names = ("gap", "setup", "q", "s0i", "s0", "loop", "smem", "bar", "store", "tail")
     print("item | role | " + " | ".join(names) + " | prod take | prod first tile | prod last tile")
     cols = {k: [] for k in names + ("pt", "pf", "pl")}
-    for role in (1, 2):
+    for role in sorted({r for r, _ in rows if r > 0}):  # the consumers (3 at dense D64)
         prev_end = None
         for i in range(n):
             e = rows[(role, i)]

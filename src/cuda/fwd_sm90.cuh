@@ -1,11 +1,12 @@
 // Attention forward for Hopper (sm_90a), warp-specialized. Per CTA: a producer warpgroup whose one
 // elected thread streams Q once and K/V tiles of kBlockN keys (128; 64 at head dim 256) through a
 // 2-stage ring with TMA (completing on mbarriers; the consumers release each stage through "empty"
-// mbarriers), and two consumer warpgroups of 64 query rows each that run both GEMMs on wgmma:
+// mbarriers), and two consumer warpgroups of 64 query rows each (three for dense and causal calls
+// at head dim 64, FwdDenseTraits) that run both GEMMs on wgmma:
 // S = Q K^T from 128-byte-swizzled shared memory, O += P V with P straight from the S registers
 // (the accumulator layout of S is the register-A layout of the second GEMM). Inside a consumer the
-// next tile's S GEMM runs during this tile's softmax, and the two consumers take turns issuing
-// their GEMMs (ping-pong on two named barriers), so one's softmax overlaps the other's GEMMs.
+// next tile's S GEMM runs during this tile's softmax, and the consumers take turns issuing
+// their GEMMs (ping-pong on a ring of named barriers), so one's softmax overlaps another's GEMMs.
 // With more row blocks than SMs the kernel is persistent (one CTA per SM; the producer passes the
 // work items of core/work_schedule.h to the consumers through a 2-slot ring in shared memory, and
 // loads the next item's Q and K/V while the consumers finish this one), and the consumers store O
@@ -129,7 +130,11 @@ struct FwdTraits {
   // 1024-byte swizzle atom; the masked consumers build their key masks 64 keys at a time.
   static_assert(kBlockN % 64 == 0 && kBlockN <= 256 && kBlockM % 8 == 0, "swizzle atoms, masks");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
-  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536 &&
+  // The CTA holds what launch gave it, 65536 / kThreads registers a thread rounded down to 8 (168
+  // x 384 = 64512 with 2 consumers; all 65536 with 3): a setmaxnreg.inc past it would wait for
+  // registers that never come.
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <=
+                        65536 / kThreads / 8 * 8 * kThreads &&
                     (kConsumers != 2 ||
                      128 * kMaskedProducerRegs + 256 * kMaskedConsumerRegs <= 168 * kThreads),
                 "setmaxnreg moves registers between the warpgroups; it adds none");
@@ -993,7 +998,10 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       mask_tile(s, word, off);
     } else {
       const int n0 = j * kBlockN;
-      const bool need_mask = (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + diag);
+      // Per warpgroup: its first row's diagonal (with 3 consumers a 192-row item spans 1.5 key
+      // tiles of diagonal; the per-block test masked every warpgroup on all of them).
+      const bool need_mask =
+          (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + cw * 64 + diag);
       if (need_mask) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
@@ -1053,7 +1061,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   // Tile j + 1's S GEMM and tile j's P V GEMM go to the tensor cores back to back; the softmax
   // of S_{j+1} runs while P_j V_j is in flight (intra-warpgroup overlap), and only once P_j V_j
   // is done are O rescaled and S_{j+1} packed into P's registers, so no register of an in-flight
-  // wgmma is touched and one S and one P suffice (the registers fit the 168 of 384 threads).
+  // wgmma is touched and one S and one P suffice (the registers fit the 168 of 384 threads, and
+  // the 160 of 3 consumers at head dim 64).
   // Across warpgroups, the consumers take turns issuing (below). K and V stages go back to
   // the producer as soon as their GEMMs are done. j counts loaded tiles: in the masked kernel the
   // schedule word of each stage says which key tile it holds and when there are no more.

@@ -1,8 +1,9 @@
 // Launchers of the sm_90a (wgmma) forward kernel, one per (dtype, head dim), each instantiated in
 // its own .cu file with both variants: dense / causal, and every other mask (window, global tokens,
 // block-sparse; p.dense_or_causal() picks); at head dims 64 and 128 also the compensated-precision
-// kernel (every mask; p.precision picks: the configs sm90_ws_128x128 and
-// sm90_ws_128x64_compensated of core/tile_config.h both launch through these). `*_usable` says
+// kernel (every mask; p.precision picks: the configs sm90_ws_128x128, sm90_ws_192x128 (dense and
+// causal at head dim 64: 3 consumer warpgroups) and sm90_ws_128x64_compensated of
+// core/tile_config.h all launch through these). `*_usable` says
 // whether the running device executes its sm_90a code.
 #pragma once
 
