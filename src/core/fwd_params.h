@@ -124,6 +124,13 @@ struct FwdParams {
     return !mask().has_window() && !mask().has_global() && !has_block_layout();
   }
 
+  // A sliding window (with or without causal) and nothing else: no global tokens, no block
+  // layout. The sm_90a kernel runs these on its dense instantiation, tiles from the window's
+  // first.
+  GPUATTN_HD bool banded() const {
+    return mask().has_window() && !mask().has_global() && !has_block_layout();
+  }
+
   // Number of keys query row i of head h sees (bottom-right aligned; in [0, lk]).
   GPUATTN_HD int visible_keys(int i, int lq, int lk, int h) const {
     return mask(h).visible_count(i, lq, lk);

@@ -11,9 +11,10 @@
 // loads the next item's Q and K/V while the consumers finish this one), and the consumers store O
 // through their rows of the Q buffer, 16 bytes a thread.
 //
-// Two instantiations per (dtype, head dim): dense/causal (kMasked = false) and every other mask of
-// core/mask.h (kMasked = true: sliding window, global tokens, strided global tokens, block-sparse
-// layouts, each alone or ANDed with causal). The masked kernel loads only the key tiles in which
+// Two instantiations per (dtype, head dim): dense/causal (kMasked = false; it also runs a sliding
+// window alone, from the window's first key tile, see ItemShape) and every other mask of
+// core/mask.h (kMasked = true: global tokens, strided global tokens, block-sparse layouts, each
+// alone or with a window or causal). The masked kernel loads only the key tiles in which
 // some row of the CTA sees a key: two producer warps find them (32 candidate tiles per step, one
 // per lane; a searcher warp looks one item ahead) and tell the consumers which tile each stage
 // holds through a word per stage in shared memory; tiles fully visible to a consumer's 64 rows run
@@ -50,8 +51,8 @@ namespace gpuattn::sm90 {
 // the 7 fields of TileCandidates and the 32 lanes' words.
 constexpr int kLookaheadInts = 2 + 7 + 32;
 // Ints per slot of the work-item ring: the item and the shape the consumers take from it (m0, lq,
-// lk, n_tiles, b, h), worked out once by the producer.
-constexpr int kItemInts = 7;
+// lk, n_tiles, b, h, t_first), worked out once by the producer.
+constexpr int kItemInts = 8;
 
 template <typename T_, int kHeadDim_, bool kCompensated_ = false>
 struct FwdTraits {
@@ -610,9 +611,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   };
   // The rows, lengths and dense / causal key tiles of item w (n_tiles: every tile up to the
   // diagonal of the block's last row; 0 when the block holds no row of its sequence: varlen).
+  // A sliding window without global tokens or a block layout (p.banded()) runs on the dense
+  // kernel too: its tiles are the n_tiles from t_first that hold the keys some row of the block
+  // sees (MaskPolicy::position_key_range, tight for a window), the edge ones masked per element.
   struct ItemShape {
     WorkItem it;
-    int m0, lq, lk, n_tiles;
+    int m0, lq, lk, n_tiles, t_first;
   };
   auto shape_of = [&](int w) {
     ItemShape x;
@@ -623,6 +627,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     int n_end = x.lk;
     if (p.causal) n_end = max(0, min(x.lk, x.m0 + kBlockM + x.lk - x.lq));
     x.n_tiles = x.m0 < x.lq ? (n_end + kBlockN - 1) / kBlockN : 0;
+    x.t_first = 0;
+    if (!kMasked && p.banded() && x.m0 < x.lq) {
+      const KeyRange r = p.mask().key_range(x.m0, min(x.m0 + kBlockM, x.lq) - 1, x.lq, x.lk);
+      x.t_first = r.empty() ? 0 : r.begin / kBlockN;
+      x.n_tiles = r.empty() ? 0 : (r.end + kBlockN - 1) / kBlockN - x.t_first;
+    }
     return x;
   };
 
@@ -694,6 +704,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           st_shared_s32(a + 16, x.n_tiles);
           st_shared_s32(a + 20, x.it.b);
           st_shared_s32(a + 24, x.it.h);
+          st_shared_s32(a + 28, x.t_first);
           ptx::mbarrier_arrive(bar.item_full + 8 * slot);
           if (!kMasked && w < sched.items) next = next_item(w);
         }
@@ -722,7 +733,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
                                bc);
             }
             for (int t = 0; t < x.n_tiles; ++t, ++j) {
-              load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + t * kBlockN, hk, bc);
+              load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + (x.t_first + t) * kBlockN, hk,
+                                 bc);
               if (t == 0) SM90_TRACE(0, u, 2);
             }
             SM90_TRACE(0, u, 3);
@@ -801,13 +813,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       x.n_tiles = ld_shared_s32(a + 16);
       x.it.b = ld_shared_s32(a + 20);
       x.it.h = ld_shared_s32(a + 24);
+      x.t_first = ld_shared_s32(a + 28);
       ptx::mbarrier_arrive(bar.item_empty + 8 * slot);
       if (w >= sched.items) break;
       SM90_TRACE(1 + cw, u, 0);
       if (x.m0 >= x.lq) continue;  // varlen: a shorter sequence (uniform over the CTA)
       const int qb = q_uses % Tr::kQBuffers;
       j0 += consume<Tr, kMasked>(p, maps, sq + qb * Tr::kQBytes, sk0, sv0, bar, x.m0, x.n_tiles,
-                                 x.lq, x.lk, x.it.b, x.it.h, cw, j0, qb,
+                                 x.t_first, x.lq, x.lk, x.it.b, x.it.h, cw, j0, qb,
                                  (q_uses / Tr::kQBuffers) & 1, o_in_flight, o_buf, u);
       SM90_TRACE(1 + cw, u, 9);
       if (kMasked || x.n_tiles > 0) ++q_uses;
@@ -819,13 +832,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #endif
 }
 
-// The consumer warpgroup `cw`: rows [64 cw, 64 cw + 64) of the block.
+// The consumer warpgroup `cw`: rows [64 cw, 64 cw + 64) of the block. The dense kernel's key
+// tiles are t_first, t_first + 1, ... (t_first > 0: a sliding window, see ItemShape).
 template <class Tr, bool kMasked>
 __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& maps,
                                        std::uint32_t sq, std::uint32_t sk0, std::uint32_t sv0,
-                                       const Barriers& bar, int m0, int n_tiles, int lq, int lk,
-                                       int b, int h, int cw, int j0, int q_buf, int q_phase,
-                                       bool& o_in_flight, int& o_buf, int trace_u) {
+                                       const Barriers& bar, int m0, int n_tiles, int t_first,
+                                       int lq, int lk, int b, int h, int cw, int j0, int q_buf,
+                                       int q_phase, bool& o_in_flight, int& o_buf, int trace_u) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
@@ -848,6 +862,16 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
 
   const int row_base = cw * 64 + warp * 16 + g;  // this thread's first row inside the block
   const int diag = lk - lq;
+  // A window on the dense kernel (see ItemShape): every row of this warpgroup sees every key of
+  // [band_lo, band_hi) (a row's first and end key grow with the row: the last row's first key,
+  // the first row's end), so only tiles that leave it are masked per element.
+  const bool banded = !kMasked && p.banded();
+  int band_lo = 0, band_hi = lk;
+  if (banded) {
+    const int first = m0 + cw * 64;
+    band_lo = row_keys(p, min(first + 63, lq - 1) + diag, lk).lo;
+    band_hi = row_keys(p, first + diag, lk).hi;
+  }
   const std::uint32_t q_wg = sq + cw * 64 * 128;  // this warpgroup's 64 rows of Q
   // The wgmma descriptors of Q (K-major), of stage 0's K (K-major) and V (MN-major), each step of
   // a GEMM one desc_advance from them.
@@ -972,6 +996,21 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   auto softmax = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2], int word, std::uint32_t off) {
     if constexpr (kMasked) {
       mask_tile(s, word, off);
+    } else if (banded) {
+      // A window: only the tiles that cross an edge of this warpgroup's rows' key ranges.
+      const int n0 = (t_first + j) * kBlockN;
+      if (n0 < band_lo || n0 + kBlockN > band_hi) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const RowKeys keys = row_keys(p, m0 + row_base + 8 * r + diag, lk);
+          const int lo = keys.lo - (n0 + 2 * t4), hi = keys.hi - (n0 + 2 * t4);
+#pragma unroll
+          for (int n = 0; n < kNS; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              if (n * 8 + e < lo || n * 8 + e >= hi) s[4 * n + 2 * r + e] = -INFINITY;
+        }
+      }
     } else {
       const int n0 = j * kBlockN;
       const bool need_mask = (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + diag);
@@ -1300,14 +1339,16 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
 
-// Dense and causal calls run the kernel without any mask code; window, global-token and
-// block-sparse calls (with or without causal) the masked one; the compensated kernel has only the
-// masked instantiation, for every call.
+// Dense and causal calls run the kernel without the masked kernel's tile search and schedule
+// words, and so do sliding windows alone (p.banded(): the tiles of the window's key range, the
+// edge ones masked per element); global-token and block-sparse calls (with or without a window
+// or causal) the masked one; the compensated kernel has only the masked instantiation, for every
+// call.
 template <class Tr>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   if constexpr (Tr::kCompensated) {
     launch_kernel<Tr, true>(p, stream);
-  } else if (p.dense_or_causal()) {
+  } else if (p.dense_or_causal() || p.banded()) {
     launch_kernel<Tr, false>(p, stream);
   } else {
     launch_kernel<Tr, true>(p, stream);

@@ -234,10 +234,18 @@ TEST(MaskPolicy, FwdParamsCarryTheMask) {
   p.head_dim = 64;
   p.seqlen_q = p.seqlen_k = 100;
   EXPECT_TRUE(p.dense_or_causal());
+  EXPECT_FALSE(p.banded());
   EXPECT_DOUBLE_EQ(attention_flops(p), 4.0 * 100 * 100 * 64);
   p.causal = true;
+  EXPECT_FALSE(p.banded());
   p.window_left = 10;
   EXPECT_FALSE(p.dense_or_causal());
+  EXPECT_TRUE(p.banded());  // a window alone: the sm_90a kernel's dense instantiation
+  p.window_left = -1;
+  p.window_right = 0;
+  EXPECT_TRUE(p.banded());
+  p.window_left = 10;
+  p.window_right = -1;
   const MaskPolicy m = p.mask();
   EXPECT_TRUE(m.causal);
   EXPECT_EQ(m.window_left, 10);
@@ -247,6 +255,7 @@ TEST(MaskPolicy, FwdParamsCarryTheMask) {
   EXPECT_DOUBLE_EQ(attention_flops(p), 4.0 * visible * 64);
   p.global_tokens = 3;
   EXPECT_FALSE(p.dense_or_causal());
+  EXPECT_FALSE(p.banded());  // global tokens: the masked kernel
   EXPECT_EQ(p.visible_keys(50, 100, 100, 0), 11 + 3);
   EXPECT_EQ(p.visible_keys(1, 100, 100, 0), 2);  // global query, causal: keys 0..1
 }
@@ -438,6 +447,9 @@ TEST(MaskPolicyBlocks, FwdParamsPickTheHeadsLayout) {
   p.block_col_stride = 1;
   EXPECT_TRUE(p.has_block_layout());
   EXPECT_FALSE(p.dense_or_causal());  // keeps block-sparse calls off the dense-only kernels
+  p.window_left = 4;
+  EXPECT_FALSE(p.banded());  // and a window with a layout
+  p.window_left = -1;
   EXPECT_FALSE(p.mask().has_blocks());
   EXPECT_EQ(p.mask(0).blocks, layout);
   EXPECT_EQ(p.mask(1).blocks, layout + 4);
