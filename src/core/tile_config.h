@@ -163,7 +163,7 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
 //                           precision, head dim 256, any mask;
 //   sm90_ws_128x128         the same at the other head dims (64, 128), any mask (dense, causal,
 //                           sliding window, global tokens, block-sparse layouts; the kernel picks
-//                           its masked instantiation);
+//                           its masked instantiation for global tokens and block layouts);
 //   sm90_ws_128x64_compensated  Hopper with the sm_90a kernel available, compensated precision,
 //                           head dims 64 and 128, any mask;
 //   sm80_64x64_compensated  otherwise, compensated precision (other GPUs, GPUATTN_KERNEL=sm80,

@@ -577,9 +577,9 @@ __device__ __forceinline__ void produce_masked(
 template <class Tr, bool kMasked>
 __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& maps,
                                        std::uint32_t sq, std::uint32_t sk0, std::uint32_t sv0,
-                                       const Barriers& bar, int m0, int n_tiles, int lq, int lk,
-                                       int b, int h, int cw, int j0, int q_buf, int q_phase,
-                                       bool& o_in_flight, int& o_buf, int trace_u);
+                                       const Barriers& bar, int m0, int n_tiles, int t_first,
+                                       int lq, int lk, int b, int h, int cw, int j0, int q_buf,
+                                       int q_phase, bool& o_in_flight, int& o_buf, int trace_u);
 
 template <class Tr, bool kMasked>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
@@ -613,7 +613,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // diagonal of the block's last row; 0 when the block holds no row of its sequence: varlen).
   // A sliding window without global tokens or a block layout (p.banded()) runs on the dense
   // kernel too: its tiles are the n_tiles from t_first that hold the keys some row of the block
-  // sees (MaskPolicy::position_key_range, tight for a window), the edge ones masked per element.
+  // sees (MaskPolicy::key_range, tight for a window), the edge ones masked per element.
   struct ItemShape {
     WorkItem it;
     int m0, lq, lk, n_tiles, t_first;
