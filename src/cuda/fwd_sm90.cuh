@@ -368,29 +368,6 @@ GPUATTN_HD int tile_word(const MaskPolicy& mask, const MaskPolicy& position, int
   return word;
 }
 
-// The keys a query row at key position `pos` sees under the position mask: [lo, hi) (its window,
-// or every key below ce for a row without a window or at a global position) and the global keys
-// below ce, its causal end (lk without causal).
-struct RowKeys {
-  int lo, hi, ce;
-};
-GPUATTN_HD RowKeys row_keys(const FwdParams& p, int pos, int lk) {
-  RowKeys k;
-  k.ce = p.causal ? min_int(lk, max_int(pos + 1, 0)) : lk;
-  k.lo = 0;
-  k.hi = k.ce;
-  const bool window = p.window_left >= 0 || p.window_right >= 0;
-  const bool global_row =
-      pos >= 0 && (pos < p.global_tokens || (p.global_stride > 0 && pos % p.global_stride == 0));
-  if (window && !global_row) {
-    if (p.window_left >= 0 && p.window_left < pos) k.lo = pos - p.window_left;
-    if (p.window_right >= 0 && p.window_right < lk - pos) {
-      k.hi = min_int(k.hi, max_int(pos + p.window_right + 1, 0));
-    }
-  }
-  return k;
-}
-
 // Bit x set: the row of `k` sees key c0 + x (x < 64) under the position mask; `gkeys`: bit x set
 // for a global key c0 + x (0 without a window: then [lo, hi) holds every key below ce).
 GPUATTN_HD std::uint64_t visible_bits(const RowKeys& k, int c0, std::uint64_t gkeys) {
@@ -629,9 +606,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     x.n_tiles = x.m0 < x.lq ? (n_end + kBlockN - 1) / kBlockN : 0;
     x.t_first = 0;
     if (!kMasked && p.banded() && x.m0 < x.lq) {
-      const KeyRange r = p.mask().key_range(x.m0, min(x.m0 + kBlockM, x.lq) - 1, x.lq, x.lk);
-      x.t_first = r.empty() ? 0 : r.begin / kBlockN;
-      x.n_tiles = r.empty() ? 0 : (r.end + kBlockN - 1) / kBlockN - x.t_first;
+      const BandTiles t = band_tiles(p, x.m0, kBlockM, kBlockN, x.lq, x.lk);
+      x.t_first = t.t_first;
+      x.n_tiles = t.n_tiles;
     }
     return x;
   };
@@ -868,9 +845,9 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   const bool banded = !kMasked && p.banded();
   int band_lo = 0, band_hi = lk;
   if (banded) {
-    const int first = m0 + cw * 64;
-    band_lo = row_keys(p, min(first + 63, lq - 1) + diag, lk).lo;
-    band_hi = row_keys(p, first + diag, lk).hi;
+    const KeyRange band = common_keys(p, m0 + cw * 64, min(m0 + cw * 64 + 63, lq - 1), lq, lk);
+    band_lo = band.begin;
+    band_hi = band.end;
   }
   const std::uint32_t q_wg = sq + cw * 64 * 128;  // this warpgroup's 64 rows of Q
   // The wgmma descriptors of Q (K-major), of stage 0's K (K-major) and V (MN-major), each step of
