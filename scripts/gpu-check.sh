@@ -105,6 +105,12 @@ if [ "$TESTS" = 1 ]; then
         --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" \
         --gtest_filter="AwkwardLengths/*:$masked" --gtest_brief=1
     done
+    # The 3-consumer head-dim-64 kernel, forced onto the small head-dim-64 shapes.
+    d64='AwkwardLengths/*D64*:Varlen/*H8_D64*:GroupedHeads/*H32kv8_S1000_D64'
+    for tool in memcheck racecheck; do
+      step "$tool-sm90_192" env GPUATTN_KERNEL=sm90_ws_192x128 compute-sanitizer --tool "$tool" \
+        --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$d64" --gtest_brief=1
+    done
   fi
 
   step verify "$BUILD/tools/gpuattn" verify --device cuda --json "$LOG_DIR/verify.json" \

@@ -124,11 +124,68 @@ struct FwdParams {
     return !mask().has_window() && !mask().has_global() && !has_block_layout();
   }
 
+  // A sliding window (with or without causal) and nothing else: no global tokens, no block
+  // layout. The sm_90a kernel runs these on its dense instantiation, tiles from the window's
+  // first.
+  GPUATTN_HD bool banded() const {
+    return mask().has_window() && !mask().has_global() && !has_block_layout();
+  }
+
   // Number of keys query row i of head h sees (bottom-right aligned; in [0, lk]).
   GPUATTN_HD int visible_keys(int i, int lq, int lk, int h) const {
     return mask(h).visible_count(i, lq, lk);
   }
 };
+
+// The keys a query row at key position `pos` (its row + lk - lq) sees under the position mask:
+// [lo, hi) (its window, or every key below ce for a row without a window or at a global position)
+// and the global keys below ce, its causal end (lk without causal). The sm_90a kernel masks S with
+// it per element.
+struct RowKeys {
+  int lo, hi, ce;
+};
+GPUATTN_HD RowKeys row_keys(const FwdParams& p, int pos, int lk) {
+  RowKeys k;
+  k.ce = p.causal ? (pos + 1 < 0 ? 0 : pos + 1 < lk ? pos + 1 : lk) : lk;
+  k.lo = 0;
+  k.hi = k.ce;
+  const bool window = p.window_left >= 0 || p.window_right >= 0;
+  const bool global_row =
+      pos >= 0 && (pos < p.global_tokens || (p.global_stride > 0 && pos % p.global_stride == 0));
+  if (window && !global_row) {
+    if (p.window_left >= 0 && p.window_left < pos) k.lo = pos - p.window_left;
+    if (p.window_right >= 0 && p.window_right < lk - pos) {
+      const int end = pos + p.window_right + 1;
+      k.hi = end < 0 ? 0 : end < k.hi ? end : k.hi;
+    }
+  }
+  return k;
+}
+
+// A sliding window alone (p.banded()) on the sm_90a kernel's dense instantiation: the key tiles
+// [t_first, t_first + n_tiles) of block_n keys that hold every key some query row of
+// [m0, min(m0 + rows, lq)) sees (n_tiles 0: none; m0 < lq).
+struct BandTiles {
+  int t_first = 0;
+  int n_tiles = 0;
+};
+GPUATTN_HD BandTiles band_tiles(const FwdParams& p, int m0, int rows, int block_n, int lq, int lk) {
+  const int last = m0 + rows < lq ? m0 + rows - 1 : lq - 1;
+  const KeyRange r = p.mask().key_range(m0, last, lq, lk);
+  BandTiles t;
+  if (!r.empty()) {
+    t.t_first = r.begin / block_n;
+    t.n_tiles = (r.end + block_n - 1) / block_n - t.t_first;
+  }
+  return t;
+}
+
+// The keys every query row of [first, last] (last < lq) sees under a window alone: [lo, hi), empty
+// when lo >= hi. A row's first and end key grow with the row, so lo is the last row's first key
+// and hi the first row's end; a tile inside [lo, hi) needs no per-element mask for these rows.
+GPUATTN_HD KeyRange common_keys(const FwdParams& p, int first, int last, int lq, int lk) {
+  return {row_keys(p, last + lk - lq, lk).lo, row_keys(p, first + lk - lq, lk).hi};
+}
 
 // A __grid_constant__ kernel parameter: raw pointers and plain values only.
 static_assert(std::is_trivially_copyable_v<FwdParams>, "FwdParams is copied to the GPU as bytes");

@@ -1,5 +1,11 @@
 #include "core/tile_config.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "gpuattn/types.h"
+
 namespace gpuattn {
 
 static_assert(
@@ -32,12 +38,34 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
   return s;
 }
 
+KernelChoice kernel_choice_from_env() {
+  const char* env = std::getenv("GPUATTN_KERNEL");
+  const std::string want = env ? env : "auto";
+  if (want == "auto") return KernelChoice::automatic;
+  if (want == "sm80") return KernelChoice::sm80;
+  if (want == "sm90_ws_192x128") return KernelChoice::sm90_ws_192x128;
+  throw Error(ErrorCode::invalid_argument, "gpuattn: environment variable GPUATTN_KERNEL='" + want +
+                                               "' is not one of auto, sm80, sm90_ws_192x128");
+}
+
+bool three_consumers_pay(const FwdShape& s) {
+  if (s.causal && s.seqlen_q < 2048) return false;
+  const long long heads = static_cast<long long>(s.hq) * s.batch;
+  const long long sms = std::max(s.num_sms, 1);
+  auto waves = [&](int rows) {
+    const long long items = (s.seqlen_q + rows - 1) / rows * heads;
+    return (items + sms - 1) / sms;
+  };
+  return 5 * waves(192) < 4 * waves(128);
+}
+
 const TileConfig& select_fwd_config(const FwdShape& s) {
   if (s.sm_major == 9 && s.sm90_kernel_available) {
     if (s.precision == Precision::standard) {
       if (s.head_dim == 256) return tile_config(FwdKernel::sm90_ws_128x64_d256);
-      return tile_config(s.head_dim == 64 && s.dense_or_causal ? FwdKernel::sm90_ws_192x128
-                                                               : FwdKernel::sm90_ws_128x128);
+      const bool three =
+          s.head_dim == 64 && s.dense_or_causal && (s.force_192x128 || three_consumers_pay(s));
+      return tile_config(three ? FwdKernel::sm90_ws_192x128 : FwdKernel::sm90_ws_128x128);
     }
     if (s.head_dim != 256) return tile_config(FwdKernel::sm90_ws_128x64_compensated);
   }

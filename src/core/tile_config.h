@@ -156,6 +156,7 @@ struct FwdShape {
   bool causal = false;
   bool dense_or_causal = true;  // no window, global tokens or block layout (on Hopper at head
                                 // dim 64 the rule reads it: sm90_ws_192x128 runs no other mask)
+  bool force_192x128 = false;   // GPUATTN_KERNEL=sm90_ws_192x128 (see kernel_choice_from_env)
   Precision precision = Precision::standard;
   int seqlen_q = 0;  // varlen: the max
   int batch = 0;
@@ -164,8 +165,28 @@ struct FwdShape {
                                // sm_86/sm_89/sm_120, 163 KB on an A100); 0: unknown, not checked
 };
 
+// What the environment variable GPUATTN_KERNEL asks of the dispatch: unset or "auto", the rule of
+// select_fwd_config (the fastest the device runs); "sm80", the portable mma.sync kernel everywhere
+// (e.g. to cross-check the Hopper one); "sm90_ws_192x128", the 3-consumer head-dim-64 kernel for
+// every call it runs (Hopper, head dim 64, dense or causal, standard precision), whatever the
+// grid, so that the GPU tests run it at every size (the rule takes it only for large grids).
+// Any other value: Error invalid_argument naming it.
+enum class KernelChoice { automatic, sm80, sm90_ws_192x128 };
+KernelChoice kernel_choice_from_env();
+
 FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available, int num_sms,
                    int max_smem_per_block);
+
+// Whether a dense or causal head-dim-64 call runs faster on sm90_ws_192x128 than on
+// sm90_ws_128x128, judged from its grid (H200 A/B of the two, 2026-11-22, in
+// bench/results/sm90-kernel-notes.md). With every SM busy the 3-consumer kernel takes ~1.3x the
+// time for a 192-row item that the 2-consumer one takes for 128 rows (0.85-0.90x per row). The
+// rule takes it when 1.25 x its waves (ceil(items / num_sms)) stay below the 2-consumer kernel's
+// waves (1.25, not 1.3: at S512 B32 H32, 24 waves against 32, it measured 0.96x the time), and
+// never for causal calls shorter than 2048 rows (the 192-row items waste more of the diagonal:
+// 1.10x the time at S512 and S1024 with 1024 heads). B1 H16 S1024 (96 items for 132 SMs, 1.14x
+// the time on 3 consumers) keeps 2.
+bool three_consumers_pay(const FwdShape& s);
 
 // The forward kernel configuration of one call. The table is keyed by (arch, head dim, causal,
 // sequence bucket); today the rule reads the arch (and whether the sm_90a kernel runs), the head
@@ -175,12 +196,12 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
 // block-layout call's, the most any mask takes):
 //   sm90_ws_128x64_d256     Hopper (sm_major 9) with the sm_90a kernel available, standard
 //                           precision, head dim 256, any mask;
-//   sm90_ws_192x128         the same at head dim 64 for dense and causal calls (3 consumer
-//                           warpgroups);
-//   sm90_ws_128x128         the same at head dim 128 (any mask: dense, causal, sliding window,
-//                           global tokens, block-sparse layouts; the kernel picks its masked
-//                           instantiation) and at head dim 64 with a window, global tokens or a
-//                           block layout;
+//   sm90_ws_192x128         the same at head dim 64 for dense and causal calls whose grid fills the
+//                           GPU (three_consumers_pay(): 192-row items on 3 consumer warpgroups,
+//                           also taken when GPUATTN_KERNEL=sm90_ws_192x128 forces it);
+//   sm90_ws_128x128         the same at head dims 64 and 128 otherwise, any mask (dense, causal,
+//                           sliding window, global tokens, block-sparse layouts; the kernel picks
+//                           its masked instantiation for global tokens and block layouts);
 //   sm90_ws_128x64_compensated  Hopper with the sm_90a kernel available, compensated precision,
 //                           head dims 64 and 128, any mask;
 //   sm80_64x64_compensated  otherwise, compensated precision (other GPUs, GPUATTN_KERNEL=sm80,

@@ -62,19 +62,6 @@ class DeviceGuard {
   int previous_ = 0;
 };
 
-// GPUATTN_KERNEL selects the forward kernel family: unset or "auto" (the fastest the device
-// runs), or "sm80" (the portable mma.sync kernel everywhere, e.g. to cross-check the Hopper one).
-bool sm90_allowed() {
-  const char* env = std::getenv("GPUATTN_KERNEL");
-  const std::string want = env ? env : "auto";
-  if (want == "sm80") return false;
-  if (want != "auto") {
-    throw Error(ErrorCode::invalid_argument, "gpuattn: environment variable GPUATTN_KERNEL='" +
-                                                 want + "' is not one of auto, sm80");
-  }
-  return true;
-}
-
 // Whether a tile configuration is one of the sm_90a kernel's: the table names them sm90_*.
 bool is_sm90(FwdKernel kernel) {
   return std::string_view(tile_config(kernel).name).substr(0, 5) == "sm90_";
@@ -128,20 +115,21 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   // at head dims 64/128), the sm_80 kernel serves other GPUs, compensated at head dim 256 and
   // GPUATTN_KERNEL=sm80. The device's opt-in shared memory per block keeps the sm_80 tiles to
   // those that fit (sm80_64x64 at head dim 128 on sm_86/sm_89).
-  const bool sm90_available = sm90_allowed() && sm90::usable(p.dtype, p.head_dim);
-  const FwdKernel kernel =
-      select_fwd_config(fwd_shape(p, sm80::compute_capability_major(), sm90_available,
-                                  sm80::num_sms(), sm80::max_smem_per_block()))
-          .kernel;
+  const KernelChoice choice = kernel_choice_from_env();
+  const bool sm90_available = choice != KernelChoice::sm80 && sm90::usable(p.dtype, p.head_dim);
+  FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
+                             sm80::max_smem_per_block());
+  shape.force_192x128 = choice == KernelChoice::sm90_ws_192x128;
+  const FwdKernel kernel = select_fwd_config(shape).kernel;
   if (is_sm90(kernel)) {
     if (p.dtype == DType::f16) {
-      if (p.head_dim == 64) return sm90::fwd_f16_hdim64(p, stream);
-      if (p.head_dim == 128) return sm90::fwd_f16_hdim128(p, stream);
-      if (p.head_dim == 256) return sm90::fwd_f16_hdim256(p, stream);
+      if (p.head_dim == 64) return sm90::fwd_f16_hdim64(kernel, p, stream);
+      if (p.head_dim == 128) return sm90::fwd_f16_hdim128(kernel, p, stream);
+      if (p.head_dim == 256) return sm90::fwd_f16_hdim256(kernel, p, stream);
     } else if (p.dtype == DType::bf16) {
-      if (p.head_dim == 64) return sm90::fwd_bf16_hdim64(p, stream);
-      if (p.head_dim == 128) return sm90::fwd_bf16_hdim128(p, stream);
-      if (p.head_dim == 256) return sm90::fwd_bf16_hdim256(p, stream);
+      if (p.head_dim == 64) return sm90::fwd_bf16_hdim64(kernel, p, stream);
+      if (p.head_dim == 128) return sm90::fwd_bf16_hdim128(kernel, p, stream);
+      if (p.head_dim == 256) return sm90::fwd_bf16_hdim256(kernel, p, stream);
     }
   } else if (p.dtype == DType::f16) {
     if (p.head_dim == 64) return sm80::fwd_f16_hdim64(kernel, p, stream);

@@ -2,7 +2,7 @@
 // elected thread streams Q once and K/V tiles of kBlockN keys (128; 64 at head dim 256) through a
 // 2-stage ring with TMA (completing on mbarriers; the consumers release each stage through "empty"
 // mbarriers), and two consumer warpgroups of 64 query rows each (three for dense and causal calls
-// at head dim 64, FwdDenseTraits) that run both GEMMs on wgmma:
+// at head dim 64 where the grid fills the GPU: sm90_ws_192x128) that run both GEMMs on wgmma:
 // S = Q K^T from 128-byte-swizzled shared memory, O += P V with P straight from the S registers
 // (the accumulator layout of S is the register-A layout of the second GEMM). Inside a consumer the
 // next tile's S GEMM runs during this tile's softmax, and the consumers take turns issuing
@@ -12,9 +12,10 @@
 // loads the next item's Q and K/V while the consumers finish this one), and the consumers store O
 // through their rows of the Q buffer, 16 bytes a thread.
 //
-// Two instantiations per (dtype, head dim): dense/causal (kMasked = false) and every other mask of
-// core/mask.h (kMasked = true: sliding window, global tokens, strided global tokens, block-sparse
-// layouts, each alone or ANDed with causal). The masked kernel loads only the key tiles in which
+// Two instantiations per (dtype, head dim): dense/causal (kMasked = false; it also runs a sliding
+// window alone, from the window's first key tile, see ItemShape) and every other mask of
+// core/mask.h (kMasked = true: global tokens, strided global tokens, block-sparse layouts, each
+// alone or with a window or causal). The masked kernel loads only the key tiles in which
 // some row of the CTA sees a key: two producer warps find them (32 candidate tiles per step, one
 // per lane; a searcher warp looks one item ahead) and tell the consumers which tile each stage
 // holds through a word per stage in shared memory; tiles fully visible to a consumer's 64 rows run
@@ -51,8 +52,8 @@ namespace gpuattn::sm90 {
 // the 7 fields of TileCandidates and the 32 lanes' words.
 constexpr int kLookaheadInts = 2 + 7 + 32;
 // Ints per slot of the work-item ring: the item and the shape the consumers take from it (m0, lq,
-// lk, n_tiles, b, h), worked out once by the producer.
-constexpr int kItemInts = 7;
+// lk, n_tiles, b, h, t_first), worked out once by the producer.
+constexpr int kItemInts = 8;
 
 template <typename T_, int kHeadDim_, bool kCompensated_ = false, int kConsumers_ = 2>
 struct FwdTraits {
@@ -61,13 +62,17 @@ struct FwdTraits {
   // Precision::compensated: runs only as the masked instantiation (fwd_kernel<Tr, true>).
   static constexpr bool kCompensated = kCompensated_;
   // Consumer warpgroups of 64 rows each (wgmma M): 2, or 3 for dense and causal calls at head
-  // dim 64 (FwdDenseTraits): a D64 tile's softmax costs as much as its GEMMs and the two added up
-  // with 2 warpgroups (H200, 5a66687: 1.29 us a 128-row tile, ~0.88 us of it softmax), so a third
-  // warpgroup gives the tensor cores a GEMM to run while two take their softmax (FA3's D64
+  // dim 64 (FwdThreeConsumerTraits): a D64 tile's softmax costs as much as its GEMMs and the two
+  // added up with 2 warpgroups (H200, 5a66687: 1.29 us a 128-row tile, ~0.88 us of it softmax), so
+  // a third warpgroup gives the tensor cores a GEMM to run while two take their softmax (FA3's D64
   // layout). The masked kernel keeps 2 (its schedule word holds 2 flag bits per consumer).
   static constexpr int kConsumers = kConsumers_;
   static_assert(kConsumers == 2 || (kConsumers == 3 && kHeadDim_ == 64 && !kCompensated_),
                 "3 consumer warpgroups: head dim 64, standard precision");
+  // Whether the dense instantiation runs sliding windows alone (p.banded(), see ItemShape): the
+  // 2-consumer one does; run_fwd sends only dense and causal calls to the 3-consumer one, whose
+  // code then carries no window arithmetic.
+  static constexpr bool kBanded = kConsumers == 2;
   static constexpr int kThreads = (kConsumers + 1) * 128;  // + the producer warpgroup
   static constexpr int kBlockM = kConsumers * 64;
   // Keys per tile: 128 at head dims 64 and 128, where wgmma N = 128 for S keeps the tensor cores
@@ -140,10 +145,10 @@ struct FwdTraits {
                 "setmaxnreg moves registers between the warpgroups; it adds none");
 };
 
-// The traits of the dense / causal instantiation in standard precision: 3 consumer warpgroups
-// at head dim 64 (see FwdTraits::kConsumers), else those of FwdTraits<T, D>.
-template <typename T, int D>
-using FwdDenseTraits = FwdTraits<T, D, false, D == 64 ? 3 : 2>;
+// The traits of the dense / causal instantiation on 3 consumer warpgroups (head dim 64, standard
+// precision; see FwdTraits::kConsumers): the configuration sm90_ws_192x128.
+template <typename T>
+using FwdThreeConsumerTraits = FwdTraits<T, 64, false, 3>;
 
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
@@ -388,29 +393,6 @@ GPUATTN_HD int tile_word(const MaskPolicy& mask, const MaskPolicy& position, int
   return word;
 }
 
-// The keys a query row at key position `pos` sees under the position mask: [lo, hi) (its window,
-// or every key below ce for a row without a window or at a global position) and the global keys
-// below ce, its causal end (lk without causal).
-struct RowKeys {
-  int lo, hi, ce;
-};
-GPUATTN_HD RowKeys row_keys(const FwdParams& p, int pos, int lk) {
-  RowKeys k;
-  k.ce = p.causal ? min_int(lk, max_int(pos + 1, 0)) : lk;
-  k.lo = 0;
-  k.hi = k.ce;
-  const bool window = p.window_left >= 0 || p.window_right >= 0;
-  const bool global_row =
-      pos >= 0 && (pos < p.global_tokens || (p.global_stride > 0 && pos % p.global_stride == 0));
-  if (window && !global_row) {
-    if (p.window_left >= 0 && p.window_left < pos) k.lo = pos - p.window_left;
-    if (p.window_right >= 0 && p.window_right < lk - pos) {
-      k.hi = min_int(k.hi, max_int(pos + p.window_right + 1, 0));
-    }
-  }
-  return k;
-}
-
 // Bit x set: the row of `k` sees key c0 + x (x < 64) under the position mask; `gkeys`: bit x set
 // for a global key c0 + x (0 without a window: then [lo, hi) holds every key below ce).
 GPUATTN_HD std::uint64_t visible_bits(const RowKeys& k, int c0, std::uint64_t gkeys) {
@@ -597,9 +579,9 @@ __device__ __forceinline__ void produce_masked(
 template <class Tr, bool kMasked>
 __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& maps,
                                        std::uint32_t sq, std::uint32_t sk0, std::uint32_t sv0,
-                                       const Barriers& bar, int m0, int n_tiles, int lq, int lk,
-                                       int b, int h, int cw, int j0, int q_buf, int q_phase,
-                                       bool& o_in_flight, int& o_buf, int trace_u);
+                                       const Barriers& bar, int m0, int n_tiles, int t_first,
+                                       int lq, int lk, int b, int h, int cw, int j0, int q_buf,
+                                       int q_phase, bool& o_in_flight, int& o_buf, int trace_u);
 
 template <class Tr, bool kMasked>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
@@ -631,9 +613,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   };
   // The rows, lengths and dense / causal key tiles of item w (n_tiles: every tile up to the
   // diagonal of the block's last row; 0 when the block holds no row of its sequence: varlen).
+  // A sliding window without global tokens or a block layout (p.banded()) runs on the dense
+  // kernel too: its tiles are the n_tiles from t_first that hold the keys some row of the block
+  // sees (MaskPolicy::key_range, tight for a window), the edge ones masked per element.
   struct ItemShape {
     WorkItem it;
-    int m0, lq, lk, n_tiles;
+    int m0, lq, lk, n_tiles, t_first;
   };
   auto shape_of = [&](int w) {
     ItemShape x;
@@ -644,6 +629,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     int n_end = x.lk;
     if (p.causal) n_end = max(0, min(x.lk, x.m0 + kBlockM + x.lk - x.lq));
     x.n_tiles = x.m0 < x.lq ? (n_end + kBlockN - 1) / kBlockN : 0;
+    x.t_first = 0;
+    if (!kMasked && Tr::kBanded && p.banded() && x.m0 < x.lq) {
+      const BandTiles t = band_tiles(p, x.m0, kBlockM, kBlockN, x.lq, x.lk);
+      x.t_first = t.t_first;
+      x.n_tiles = t.n_tiles;
+    }
     return x;
   };
 
@@ -715,6 +706,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           st_shared_s32(a + 16, x.n_tiles);
           st_shared_s32(a + 20, x.it.b);
           st_shared_s32(a + 24, x.it.h);
+          st_shared_s32(a + 28, x.t_first);
           ptx::mbarrier_arrive(bar.item_full + 8 * slot);
           if (!kMasked && w < sched.items) next = next_item(w);
         }
@@ -743,7 +735,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
                                bc);
             }
             for (int t = 0; t < x.n_tiles; ++t, ++j) {
-              load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + t * kBlockN, hk, bc);
+              load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + (x.t_first + t) * kBlockN, hk,
+                                 bc);
               if (t == 0) SM90_TRACE(0, u, 2);
             }
             SM90_TRACE(0, u, 3);
@@ -825,13 +818,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       x.n_tiles = ld_shared_s32(a + 16);
       x.it.b = ld_shared_s32(a + 20);
       x.it.h = ld_shared_s32(a + 24);
+      x.t_first = ld_shared_s32(a + 28);
       ptx::mbarrier_arrive(bar.item_empty + 8 * slot);
       if (w >= sched.items) break;
       SM90_TRACE(1 + cw, u, 0);
       if (x.m0 >= x.lq) continue;  // varlen: a shorter sequence (uniform over the CTA)
       const int qb = q_uses % Tr::kQBuffers;
       j0 += consume<Tr, kMasked>(p, maps, sq + qb * Tr::kQBytes, sk0, sv0, bar, x.m0, x.n_tiles,
-                                 x.lq, x.lk, x.it.b, x.it.h, cw, j0, qb,
+                                 x.t_first, x.lq, x.lk, x.it.b, x.it.h, cw, j0, qb,
                                  (q_uses / Tr::kQBuffers) & 1, o_in_flight, o_buf, u);
       SM90_TRACE(1 + cw, u, 9);
       if (kMasked || x.n_tiles > 0) ++q_uses;
@@ -843,13 +837,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #endif
 }
 
-// The consumer warpgroup `cw`: rows [64 cw, 64 cw + 64) of the block.
+// The consumer warpgroup `cw`: rows [64 cw, 64 cw + 64) of the block. The dense kernel's key
+// tiles are t_first, t_first + 1, ... (t_first > 0: a sliding window, see ItemShape).
 template <class Tr, bool kMasked>
 __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& maps,
                                        std::uint32_t sq, std::uint32_t sk0, std::uint32_t sv0,
-                                       const Barriers& bar, int m0, int n_tiles, int lq, int lk,
-                                       int b, int h, int cw, int j0, int q_buf, int q_phase,
-                                       bool& o_in_flight, int& o_buf, int trace_u) {
+                                       const Barriers& bar, int m0, int n_tiles, int t_first,
+                                       int lq, int lk, int b, int h, int cw, int j0, int q_buf,
+                                       int q_phase, bool& o_in_flight, int& o_buf, int trace_u) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
@@ -872,6 +867,16 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
 
   const int row_base = cw * 64 + warp * 16 + g;  // this thread's first row inside the block
   const int diag = lk - lq;
+  // A window on the dense kernel (see ItemShape): every row of this warpgroup sees every key of
+  // [band_lo, band_hi) (a row's first and end key grow with the row: the last row's first key,
+  // the first row's end), so only tiles that leave it are masked per element.
+  const bool banded = !kMasked && Tr::kBanded && p.banded();
+  int band_lo = 0, band_hi = lk;
+  if (banded) {
+    const KeyRange band = common_keys(p, m0 + cw * 64, min(m0 + cw * 64 + 63, lq - 1), lq, lk);
+    band_lo = band.begin;
+    band_hi = band.end;
+  }
   const std::uint32_t q_wg = sq + cw * 64 * 128;  // this warpgroup's 64 rows of Q
   // The wgmma descriptors of Q (K-major), of stage 0's K (K-major) and V (MN-major), each step of
   // a GEMM one desc_advance from them.
@@ -996,6 +1001,21 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   auto softmax = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2], int word, std::uint32_t off) {
     if constexpr (kMasked) {
       mask_tile(s, word, off);
+    } else if (banded) {
+      // A window: only the tiles that cross an edge of this warpgroup's rows' key ranges.
+      const int n0 = (t_first + j) * kBlockN;
+      if (n0 < band_lo || n0 + kBlockN > band_hi) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const RowKeys keys = row_keys(p, m0 + row_base + 8 * r + diag, lk);
+          const int lo = keys.lo - (n0 + 2 * t4), hi = keys.hi - (n0 + 2 * t4);
+#pragma unroll
+          for (int n = 0; n < kNS; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              if (n * 8 + e < lo || n * 8 + e >= hi) s[4 * n + 2 * r + e] = -INFINITY;
+        }
+      }
     } else {
       const int n0 = j * kBlockN;
       // Per warpgroup: its first row's diagonal (with 3 consumers a 192-row item spans 1.5 key
@@ -1333,15 +1353,17 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
 
-// Dense and causal calls run the kernel without any mask code; window, global-token and
-// block-sparse calls (with or without causal) the masked one; the compensated kernel has only the
-// masked instantiation, for every call.
+// Dense and causal calls run the kernel without the masked kernel's tile search and schedule
+// words, and so do sliding windows alone (p.banded(): the tiles of the window's key range, the
+// edge ones masked per element); global-token and block-sparse calls (with or without a window
+// or causal) the masked one; the compensated kernel has only the masked instantiation, for every
+// call.
 template <class Tr>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   if constexpr (Tr::kCompensated) {
     launch_kernel<Tr, true>(p, stream);
-  } else if (p.dense_or_causal()) {
-    launch_kernel<FwdDenseTraits<typename Tr::T, Tr::kHeadDim>, false>(p, stream);
+  } else if (p.dense_or_causal() || p.banded()) {
+    launch_kernel<Tr, false>(p, stream);
   } else {
     launch_kernel<Tr, true>(p, stream);
   }
@@ -1371,13 +1393,34 @@ constexpr bool matches_table() {
          c.stages == Tr::kStages;
 }
 
-// p.precision picks the instantiation: standard, or (head dims 64 and 128) compensated; a
+// `kernel` is select_fwd_config's pick. sm90_ws_192x128 (head dim 64, dense and causal calls)
+// runs the 3-consumer instantiation; otherwise p.precision picks: standard (2 consumers; the dense
+// or the masked instantiation, see launch_fwd), or (head dims 64 and 128) compensated. A
 // compensated call at head dim 256 belongs to the sm_80 path (select_fwd_config never sends it
 // here).
 template <typename T, int D>
-void run_fwd(const FwdParams& p, cudaStream_t stream) {
-  static_assert(matches_table<FwdTraits<T, D>>() && matches_table<FwdDenseTraits<T, D>>(),
+void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
+  static_assert(matches_table<FwdTraits<T, D>>(),
                 "FwdTraits and the tile configuration table agree");
+  if (kernel == FwdKernel::sm90_ws_192x128) {
+    if constexpr (D == 64) {
+      static_assert(matches_table<FwdThreeConsumerTraits<T>>(),
+                    "FwdTraits and the tile configuration table agree");
+      if (p.precision != Precision::standard || !p.dense_or_causal()) {
+        throw Error(ErrorCode::not_supported,
+                    std::string("gpuattn: sm90_ws_192x128 runs dense and causal calls in "
+                                "standard precision only, not ") +
+                        (p.precision != Precision::standard ? to_string(p.precision)
+                         : p.banded()                       ? "a sliding window"
+                                                            : "global tokens or a block layout"));
+      }
+      launch_kernel<FwdThreeConsumerTraits<T>, false>(p, stream);
+      return;
+    } else {
+      throw Error(ErrorCode::not_supported,
+                  "gpuattn: sm90_ws_192x128 exists at head dim 64 only, not " + std::to_string(D));
+    }
+  }
   if (p.precision == Precision::compensated) {
     if constexpr (D <= 128) {
       static_assert(matches_table<FwdTraits<T, D, true>>(),

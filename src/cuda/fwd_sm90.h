@@ -1,24 +1,28 @@
 // Launchers of the sm_90a (wgmma) forward kernel, one per (dtype, head dim), each instantiated in
-// its own .cu file with both variants: dense / causal, and every other mask (window, global tokens,
-// block-sparse; p.dense_or_causal() picks); at head dims 64 and 128 also the compensated-precision
-// kernel (every mask; p.precision picks: the configs sm90_ws_128x128, sm90_ws_192x128 (dense and
-// causal at head dim 64: 3 consumer warpgroups) and sm90_ws_128x64_compensated of
-// core/tile_config.h all launch through these). `*_usable` says
-// whether the running device executes its sm_90a code.
+// its own .cu file. `kernel` is the tile configuration the dispatch chose (select_fwd_config,
+// core/tile_config.h): sm90_ws_128x128 or sm90_ws_128x64_d256 run the 2-consumer kernel's two
+// variants (dense / causal / a window alone, and every other mask: global tokens, block-sparse,
+// each with or without a window; p.dense_or_causal() and p.banded() pick); sm90_ws_192x128 (head
+// dim 64, dense and causal) the 3-consumer one; sm90_ws_128x64_compensated (head dims 64 and 128)
+// the compensated-precision kernel, every mask. `*_usable` says whether the running device
+// executes its sm_90a code.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include "core/fwd_params.h"
+#include "core/tile_config.h"
 
 namespace gpuattn::sm90 {
 
-void fwd_f16_hdim64(const FwdParams& p, cudaStream_t stream);
-void fwd_f16_hdim128(const FwdParams& p, cudaStream_t stream);
-void fwd_f16_hdim256(const FwdParams& p, cudaStream_t stream);  // 64-key tiles, standard only
-void fwd_bf16_hdim64(const FwdParams& p, cudaStream_t stream);
-void fwd_bf16_hdim128(const FwdParams& p, cudaStream_t stream);
-void fwd_bf16_hdim256(const FwdParams& p, cudaStream_t stream);  // 64-key tiles, standard only
+void fwd_f16_hdim64(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
+void fwd_f16_hdim128(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
+// 64-key tiles, standard precision only:
+void fwd_f16_hdim256(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
+void fwd_bf16_hdim64(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
+void fwd_bf16_hdim128(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
+// 64-key tiles, standard precision only:
+void fwd_bf16_hdim256(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
 bool usable(DType dtype, int head_dim);
 
 }  // namespace gpuattn::sm90

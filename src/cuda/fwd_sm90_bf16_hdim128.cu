@@ -3,8 +3,8 @@
 
 namespace gpuattn::sm90 {
 
-void fwd_bf16_hdim128(const FwdParams& p, cudaStream_t stream) {
-  run_fwd<__nv_bfloat16, 128>(p, stream);
+void fwd_bf16_hdim128(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
+  run_fwd<__nv_bfloat16, 128>(kernel, p, stream);
 }
 bool usable_bf16_hdim128() {
   return usable<__nv_bfloat16, 128>();

@@ -3,8 +3,8 @@
 
 namespace gpuattn::sm90 {
 
-void fwd_f16_hdim256(const FwdParams& p, cudaStream_t stream) {
-  run_fwd<__half, 256>(p, stream);
+void fwd_f16_hdim256(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
+  run_fwd<__half, 256>(kernel, p, stream);
 }
 bool usable_f16_hdim256() {
   return usable<__half, 256>();

@@ -213,6 +213,86 @@ TEST(MaskPolicy, LongSequenceWindowSkipsTiles) {
 
 // Positions are bottom-right aligned: with Sq < Sk the query rows are the last tokens, so a
 // decode query is not "the first query" and is global only at a global position.
+// A window alone on the sm_90a kernel's dense instantiation (FwdParams::banded()): per block of
+// 128 query rows it loads the tiles of band_tiles(), and each 64-row warpgroup masks per element
+// (visible iff row_keys().lo <= key < row_keys().hi) only the tiles that leave its common_keys().
+// Against MaskPolicy::visible for every (row, key): no visible key outside the loaded tiles, no
+// loaded edge tile without a visible key, and the kernel's visibility equal to the mask's inside
+// every loaded tile, at tile sizes 64 and 128, Sq above, equal to and below Sk, windows around
+// the tile sizes, each side unbounded, causal or not.
+TEST(BandedWindow, TilesAndMasksMatchTheMask) {
+  const int lens[] = {1, 63, 65, 129, 300};
+  const int windows[] = {-1, 0, 1, 64, 129, 100000};
+  long long checked = 0;
+  for (int lq : lens) {
+    for (int lk : lens) {
+      for (int wl : windows) {
+        for (int wr : windows) {
+          for (bool causal : {false, true}) {
+            FwdParams p;
+            p.causal = causal;
+            p.window_left = wl;
+            p.window_right = wr;
+            if (!p.banded()) continue;  // no window at all: the dense path proper
+            const MaskPolicy m = p.mask();
+            for (int block_n : {64, 128}) {
+              const std::string where = "lq " + std::to_string(lq) + " lk " + std::to_string(lk) +
+                                        " window " + std::to_string(wl) + "," + std::to_string(wr) +
+                                        " causal " + std::to_string(causal) + " tile " +
+                                        std::to_string(block_n);
+              for (int m0 = 0; m0 < lq; m0 += 128) {
+                const BandTiles t = band_tiles(p, m0, 128, block_n, lq, lk);
+                const int k_begin = t.t_first * block_n;
+                const int k_end = (t.t_first + t.n_tiles) * block_n;
+                const int rows_end = std::min(m0 + 128, lq);
+                for (int i = m0; i < rows_end; ++i) {
+                  for (int j = 0; j < lk; ++j) {
+                    if (m.visible(i, j, lq, lk)) {
+                      ASSERT_TRUE(j >= k_begin && j < k_end)
+                          << where << " row " << i << " key " << j << ": visible, not loaded";
+                    }
+                  }
+                }
+                for (int e : {0, t.n_tiles - 1}) {  // the edge tiles hold a visible key
+                  if (t.n_tiles == 0) break;
+                  const int n0 = (t.t_first + e) * block_n;
+                  bool any = false;
+                  for (int i = m0; i < rows_end && !any; ++i) {
+                    for (int j = n0; j < std::min(n0 + block_n, lk) && !any; ++j) {
+                      any = m.visible(i, j, lq, lk);
+                    }
+                  }
+                  EXPECT_TRUE(any) << where << " m0 " << m0 << ": tile " << n0 / block_n
+                                   << " is loaded but holds no visible key";
+                }
+                for (int first = m0; first < rows_end; first += 64) {  // a consumer warpgroup
+                  const int last = std::min(first + 63, lq - 1);
+                  const KeyRange band = common_keys(p, first, last, lq, lk);
+                  for (int tile = 0; tile < t.n_tiles; ++tile) {
+                    const int n0 = (t.t_first + tile) * block_n;
+                    const bool masked = n0 < band.begin || n0 + block_n > band.end;
+                    for (int i = first; i <= last; ++i) {
+                      const RowKeys k = row_keys(p, i + lk - lq, lk);
+                      for (int j = n0; j < n0 + block_n; ++j) {
+                        const bool kernel = !masked || (j >= k.lo && j < k.hi);
+                        const bool want = m.visible(i, j, lq, lk);  // false past lk
+                        ASSERT_EQ(kernel, want) << where << " row " << i << " key " << j
+                                                << (masked ? " (masked tile)" : " (unmasked)");
+                        ++checked;
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000000);
+}
+
 TEST(MaskPolicy, GlobalQueriesUseBottomRightPositions) {
   MaskPolicy m;
   m.window_left = 2;
@@ -234,10 +314,18 @@ TEST(MaskPolicy, FwdParamsCarryTheMask) {
   p.head_dim = 64;
   p.seqlen_q = p.seqlen_k = 100;
   EXPECT_TRUE(p.dense_or_causal());
+  EXPECT_FALSE(p.banded());
   EXPECT_DOUBLE_EQ(attention_flops(p), 4.0 * 100 * 100 * 64);
   p.causal = true;
+  EXPECT_FALSE(p.banded());
   p.window_left = 10;
   EXPECT_FALSE(p.dense_or_causal());
+  EXPECT_TRUE(p.banded());  // a window alone: the sm_90a kernel's dense instantiation
+  p.window_left = -1;
+  p.window_right = 0;
+  EXPECT_TRUE(p.banded());
+  p.window_left = 10;
+  p.window_right = -1;
   const MaskPolicy m = p.mask();
   EXPECT_TRUE(m.causal);
   EXPECT_EQ(m.window_left, 10);
@@ -247,6 +335,7 @@ TEST(MaskPolicy, FwdParamsCarryTheMask) {
   EXPECT_DOUBLE_EQ(attention_flops(p), 4.0 * visible * 64);
   p.global_tokens = 3;
   EXPECT_FALSE(p.dense_or_causal());
+  EXPECT_FALSE(p.banded());  // global tokens: the masked kernel
   EXPECT_EQ(p.visible_keys(50, 100, 100, 0), 11 + 3);
   EXPECT_EQ(p.visible_keys(1, 100, 100, 0), 2);  // global query, causal: keys 0..1
 }
@@ -438,6 +527,9 @@ TEST(MaskPolicyBlocks, FwdParamsPickTheHeadsLayout) {
   p.block_col_stride = 1;
   EXPECT_TRUE(p.has_block_layout());
   EXPECT_FALSE(p.dense_or_causal());  // keeps block-sparse calls off the dense-only kernels
+  p.window_left = 4;
+  EXPECT_FALSE(p.banded());  // and a window with a layout
+  p.window_left = -1;
   EXPECT_FALSE(p.mask().has_blocks());
   EXPECT_EQ(p.mask(0).blocks, layout);
   EXPECT_EQ(p.mask(1).blocks, layout + 4);

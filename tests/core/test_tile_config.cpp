@@ -5,6 +5,7 @@
 // second way: a change of the rule has to change the expectations it breaks, one by one.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -93,26 +94,109 @@ TEST(TileConfig, HopperTakesTheWgmmaKernelForEveryStandardCall) {
   }
 }
 
-TEST(TileConfig, HopperTakesThreeConsumersForDenseAndCausalCallsAtHeadDim64) {
+TEST(TileConfig, HopperTakesThreeConsumersForLargeDenseAndCausalGridsAtHeadDim64) {
   for (bool causal : {false, true}) {
+    // B4 H16 S4096: 22 x 64 = 1408 items of 192 rows, 11 waves on 132 SMs, against 2048 items of
+    // 128 rows, 16 waves: 5 x 11 < 4 x 16.
     FwdShape s = shape(9, true, 132, 4096, 4, 16);
     s.head_dim = 64;
     s.causal = causal;
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128) << causal;
-    s.seqlen_q = 1;  // however small the grid
-    s.batch = 1;
-    s.hq = 1;
-    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128) << causal;
-    s.dense_or_causal = false;  // a window, global tokens or a block layout: the masked kernel
+    s.dense_or_causal = false;  // a window, global tokens or a block layout: 2 consumers
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.force_192x128 = true;  // GPUATTN_KERNEL=sm90_ws_192x128 does not change that
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.force_192x128 = false;
     s.precision = Precision::compensated;
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated) << causal;
     s.dense_or_causal = true;
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated) << causal;
+    s.force_192x128 = true;  // nor of a compensated call
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated) << causal;
+    s.force_192x128 = false;
     s.precision = Precision::standard;
-    s.sm90_kernel_available = false;  // GPUATTN_KERNEL=sm80
-    EXPECT_EQ(pick(s), FwdKernel::sm80_64x64) << causal;
+    s.sm90_kernel_available = false;  // GPUATTN_KERNEL=sm80: 2048 row blocks of 128
+    EXPECT_EQ(pick(s), FwdKernel::sm80_128x64) << causal;
+    // One row block: 2 consumers, unless GPUATTN_KERNEL=sm90_ws_192x128 forces 3.
+    s = shape(9, true, 132, 1, 1, 1);
+    s.head_dim = 64;
+    s.causal = causal;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.force_192x128 = true;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128) << causal;
+    s.head_dim = 128;  // which exists at head dim 64 only
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
   }
+}
+
+// GPUATTN_KERNEL, restored afterwards.
+class KernelEnv : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* env = std::getenv("GPUATTN_KERNEL");
+    had_ = env != nullptr;
+    if (had_) saved_ = env;
+  }
+  void TearDown() override {
+    if (had_) {
+      setenv("GPUATTN_KERNEL", saved_.c_str(), 1);
+    } else {
+      unsetenv("GPUATTN_KERNEL");
+    }
+  }
+
+ private:
+  bool had_ = false;
+  std::string saved_;
+};
+
+TEST_F(KernelEnv, NamesTheChoiceOrTheBadValue) {
+  unsetenv("GPUATTN_KERNEL");
+  EXPECT_EQ(kernel_choice_from_env(), KernelChoice::automatic);
+  setenv("GPUATTN_KERNEL", "auto", 1);
+  EXPECT_EQ(kernel_choice_from_env(), KernelChoice::automatic);
+  setenv("GPUATTN_KERNEL", "sm80", 1);
+  EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm80);
+  setenv("GPUATTN_KERNEL", "sm90_ws_192x128", 1);
+  EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_ws_192x128);
+  for (const char* bad : {"", "SM80", "sm90", "sm90_ws_128x128"}) {
+    setenv("GPUATTN_KERNEL", bad, 1);
+    try {
+      kernel_choice_from_env();
+      ADD_FAILURE() << "no error for '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("GPUATTN_KERNEL='" + std::string(bad) + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(TileConfig, ThreeConsumersPayByWaves) {
+  auto pays = [](int seqlen, int batch, int hq, bool causal, int sms = 132) {
+    FwdShape s = shape(9, true, sms, seqlen, batch, hq);
+    s.head_dim = 64;
+    s.causal = causal;
+    return three_consumers_pay(s);
+  };
+  // Waves of 192-row items against waves of 128-row items; 3 consumers when 5 x the first is
+  // below 4 x the second.
+  // B1 H16 S1024: 96 items against 128, on 132 SMs 1 wave against 1.
+  EXPECT_FALSE(pays(1024, 1, 16, false));
+  EXPECT_TRUE(pays(1024, 1, 16, false, 96));   // 1 against 2
+  EXPECT_FALSE(pays(1024, 1, 16, false, 64));  // 2 against 2
+  EXPECT_TRUE(pays(512, 32, 32, false));       // 3072 items against 4096: 24 against 32 waves
+  EXPECT_FALSE(pays(2048, 1, 16, false));      // 176 against 256: 2 against 2
+  EXPECT_TRUE(pays(4096, 1, 16, false));       // 352 against 512: 3 against 4
+  EXPECT_TRUE(pays(4096, 4, 32, false));       // 2816 against 4096: 22 against 32
+  EXPECT_FALSE(pays(1, 1, 1, false, 0));       // SM count unknown (0): taken as 1
+  // Causal: as dense from 2048 rows on, never below.
+  EXPECT_TRUE(pays(4096, 4, 32, true));
+  EXPECT_TRUE(pays(2048, 8, 32, true));  // 2816 against 4096: 22 against 32
+  EXPECT_FALSE(pays(2047, 8, 32, true));
+  EXPECT_FALSE(pays(1024, 16, 32, true));  // 3072 against 4096, but 1024 rows
+  EXPECT_FALSE(pays(512, 32, 32, true));
 }
 
 TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
@@ -127,11 +211,9 @@ TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
       s.batch = 1;
       s.hq = 1;
       EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;
-      for (int d : {64, 128}) {  // the other head dims keep 128-key tiles
-        s.head_dim = d;
-        EXPECT_EQ(pick(s),
-                  d == 64 && dense ? FwdKernel::sm90_ws_192x128 : FwdKernel::sm90_ws_128x128)
-            << d;
+      for (int d : {64, 128}) {  // the other head dims keep 128-key tiles (one row block:
+        s.head_dim = d;          // 2 consumers at head dim 64 too)
+        EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << d;
       }
     }
   }
@@ -341,11 +423,24 @@ struct Point {
 // Row blocks below are ceil(S / 128) * H * B; "2 x SMs" is the sm_80 rule's boundary. A dtype
 // in a description is for the reader: the rule does not read it (the sm90 flag carries it).
 const Point kPoints[] = {
-    // Hopper with the sm_90a kernel: sm90_ws_128x128 for every standard call at D128 and for
-    // masked ones at D64, sm90_ws_192x128 for dense and causal ones at D64, whatever the grid;
-    // 64-key tiles at D256; the compensated wgmma kernel at D64/D128, the sm_80 one at D256.
+    // Hopper with the sm_90a kernel: sm90_ws_128x128 for every standard call at D128, for
+    // masked ones at D64 and for dense and causal ones at D64 whose grid is small,
+    // sm90_ws_192x128 for the other dense and causal ones at D64 (waves of 192-row items x 5 <
+    // waves of 128-row items x 4; causal from 2048 rows); 64-key tiles at D256; the compensated
+    // wgmma kernel at D64/D128, the sm_80 one at D256.
     {"H100 132 SMs, D128, fp16, B1 H16 S1024", on(kH100, 128, 1024, 1, 16), "sm90_ws_128x128"},
-    {"H200 132 SMs, D64, fp16, B1 H16 S1024", on(kH200, 64, 1024, 1, 16), "sm90_ws_192x128"},
+    {"H200 132 SMs, D64, fp16, B1 H16 S1024: 96 x 192 rows, 128 x 128 rows, 1 wave each",
+     on(kH200, 64, 1024, 1, 16), "sm90_ws_128x128"},
+    {"H200 132 SMs, D64, fp16, B4 H32 S4096: 22 against 32 waves", on(kH200, 64, 4096, 4, 32),
+     "sm90_ws_192x128"},
+    {"H200 132 SMs, D64, fp16, B32 H32 S512: 24 against 32 waves", on(kH200, 64, 512, 32, 32),
+     "sm90_ws_192x128"},
+    {"H200 132 SMs, D64, fp16, causal, B32 H32 S512: under 2048 rows",
+     causal(on(kH200, 64, 512, 32, 32)), "sm90_ws_128x128"},
+    {"H200 132 SMs, D64, fp16, B1 H16 S2048: 2 against 2 waves", on(kH200, 64, 2048, 1, 16),
+     "sm90_ws_128x128"},
+    {"H100 PCIe 114 SMs, D64, B1 H16 S2048: 176 / 114 -> 2 against 256 / 114 -> 3 waves",
+     on(kH100Pcie, 64, 2048, 1, 16), "sm90_ws_192x128"},
     {"H100 132 SMs, D64, bf16, causal, B4 H32 S4096", causal(on(kH100, 64, 4096, 4, 32)),
      "sm90_ws_192x128"},
     {"H100 132 SMs, D64, bf16, causal sliding window, B4 H32 S4096",
@@ -460,13 +555,13 @@ TEST(TileConfig, PicksAtNamedPoints) {
 
 // ---- properties of the rule on a grid ----------------------------------------------------------
 
-// What must hold whatever the tuning: causal never changes the pick, and the mask changes it only
-// on Hopper at head dim 64 in standard precision (sm90_ws_192x128 runs dense and causal calls,
-// sm90_ws_128x128 the masked ones); sm90_* only on sm 9.x with the sm_90a kernel; the precision
-// picks a kernel of that precision; nothing 128 rows x 2 m-tiles at head dim 256 on sm_80; on sm_80
-// a larger grid never goes back from 128-row to 64-row tiles; and a picked sm80_* configuration
-// fits a known shared memory limit (with a block layout's bitmaps) unless no sm80_* configuration
-// of the call's precision fits at its head dim.
+// What must hold whatever the tuning: causal and the mask change the pick only on Hopper at head
+// dim 64 in standard precision, from sm90_ws_192x128 to sm90_ws_128x128 (for a window, global
+// tokens or a block layout, and for causal calls under 2048 rows); sm90_* only on sm 9.x with the
+// sm_90a kernel; the precision picks a kernel of that precision; nothing 128 rows x 2 m-tiles at
+// head dim 256 on sm_80; on sm_80 a larger grid never goes back from 128-row to 64-row tiles; and a
+// picked sm80_* configuration fits a known shared memory limit (with a block layout's bitmaps)
+// unless no sm80_* configuration of the call's precision fits at its head dim.
 TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
   int checked = 0;
   const int seqlens[] = {1, 64, 127, 128, 129, 512, 1000, 1024, 4096, 32768};
@@ -500,9 +595,17 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                         FwdShape m = s;
                         m.dense_or_causal = dense;
                         m.causal = causal;
-                        const bool three = k == FwdKernel::sm90_ws_192x128;
-                        ASSERT_EQ(pick(m), three && !dense ? FwdKernel::sm90_ws_128x128 : k)
-                            << where << " dense " << dense << " causal " << causal;
+                        const FwdKernel km = pick(m);
+                        if (k != FwdKernel::sm90_ws_192x128) {
+                          ASSERT_EQ(km, k) << where << " dense " << dense << " causal " << causal;
+                        } else if (km != k) {  // to 2 consumers, for a mask or a short causal call
+                          ASSERT_EQ(km, FwdKernel::sm90_ws_128x128) << where;
+                          EXPECT_TRUE(!dense || (causal && seqlen < 2048))
+                              << where << " dense " << dense << " causal " << causal;
+                        } else {
+                          EXPECT_TRUE(dense && (!causal || seqlen >= 2048))
+                              << where << " dense " << dense << " causal " << causal;
+                        }
                       }
                     }
                     if (k == FwdKernel::sm90_ws_192x128) {

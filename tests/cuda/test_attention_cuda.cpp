@@ -729,13 +729,15 @@ INSTANTIATE_TEST_SUITE_P(
 // Non-contiguous views: padded strides with NaN in the padding (reading it, or writing it, fails),
 // and q/k/v slices of one packed qkv buffer with out a slice of a wider buffer. The sm_90a kernel
 // stores out through a TMA tensor map of its strides (64-row boxes, rows past the end clipped):
-// head dim 256 (4 boxes a warpgroup) and a masked call (its own instantiation) too.
+// head dim 256 (4 boxes a warpgroup), a window alone (the dense instantiation from the window's
+// first key tile) and a masked call (global tokens: its own instantiation) too.
 INSTANTIATE_TEST_SUITE_P(
     StridedViews, AttentionCuda,
     ::testing::Values(
         dense(2, 8, 2, 100, 1000, 128, f16).causal().in(Layout::padded),
         dense(2, 4, 4, 300, 300, 256, bf16).in(Layout::padded),
         dense(1, 4, 4, 1000, 1000, 64, f16).causal().window(200, 0).in(Layout::padded),
+        dense(1, 4, 4, 1000, 1000, 64, f16).causal().window(200, 0).globals(4).in(Layout::padded),
         dense(3, 4, 4, 17, 17, 64, bf16).causal().in(Layout::padded),
         dense(1, 8, 8, 4097, 4097, 128, bf16).compensated().in(Layout::padded),
         varlen(8, 2, 64, f16, kLens).causal().in(Layout::padded),
@@ -770,7 +772,20 @@ INSTANTIATE_TEST_SUITE_P(
                       // 128-row blocks (the grid fills the GPU twice over)
                       dense(2, 16, 16, 2048, 2048, 128, f16).window(100, 100),
                       dense(4, 16, 16, 1000, 1000, 64, bf16).causal().window(64, 0),
-                      dense(2, 16, 16, 2048, 2048, 128, bf16).causal().window(511, 0)),
+                      dense(2, 16, 16, 2048, 2048, 128, bf16).causal().window(511, 0),
+                      // On Hopper a window alone runs the dense kernel from the window's first
+                      // key tile: head dim 256 (64-key tiles), band edges on tile boundaries,
+                      // one side unbounded with Sq != Sk, a single query row far from key 0,
+                      // and items without a key tile between items with tiles.
+                      dense(1, 8, 8, 4097, 4097, 256, bf16).causal().window(1024, 0),
+                      dense(1, 8, 8, 1000, 100, 256, f16).causal().window(20, 0),
+                      dense(1, 8, 8, 1000, 1000, 128, f16).causal().window(127, 0),
+                      dense(1, 8, 8, 1000, 1000, 128, f16).causal().window(128, 0),
+                      dense(1, 8, 8, 1000, 1000, 256, bf16).causal().window(63, 0),
+                      dense(1, 8, 8, 1000, 100, 128, f16).window(-1, 0),
+                      dense(1, 8, 8, 100, 1000, 64, bf16).window(0, -1),
+                      dense(2, 8, 8, 1, 4097, 128, f16).causal().window(1000, 0),
+                      dense(2, 16, 4, 1700, 1300, 256, bf16).window(64, 64)),
     case_name);
 
 // Global tokens widen the window: the first G positions (and every stride-th with a stride) see
@@ -842,6 +857,7 @@ INSTANTIATE_TEST_SUITE_P(
             .q_times(30)
             .compensated(),
         dense(2, 8, 2, 100, 1000, 128, f16).window(30, 30).in(Layout::padded),
+        dense(2, 8, 2, 100, 1000, 128, f16).window(30, 30).globals(4).in(Layout::padded),
         dense(1, 8, 8, 4097, 4097, 64, bf16)
             .causal()
             .window(500, 0)
@@ -947,6 +963,8 @@ INSTANTIATE_TEST_SUITE_P(
         // (zeros stored from registers, no Q loaded) between items with tiles in one CTA
         varlen(16, 4, 64, f16, kManyLensQ, kManyLensK),
         varlen(16, 4, 64, f16, kManyLensQ, kManyLensK).causal().window(200, 0),
+        varlen(16, 4, 128, f16, kManyLensQ, kManyLensK).window(32, 32),
+        varlen(8, 2, 256, bf16, kLens).causal().window(128, 0),
         varlen(16, 4, 64, bf16, kManyLensQ, kManyLensK).window(32, 32).globals(100, 300),
         // compensated, head dim 256
         dense(2, 16, 4, 1500, 1500, 128, f16).causal().window(150, 0).globals(16).compensated(),

@@ -172,7 +172,7 @@ void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, std
 // cuda_attention.cpp) on a device of compute capability `sm_major` with `num_sms` SMs and
 // `max_smem_per_block` bytes of opt-in shared memory per block.
 std::string pick_config(const Case& c, int sm_major, bool sm90_available, int num_sms,
-                        int max_smem_per_block) {
+                        int max_smem_per_block, bool force_192x128 = false) {
   if ((c.dtype != DType::f16 && c.dtype != DType::bf16) ||
       (c.d != 64 && c.d != 128 && c.d != 256)) {
     return "none (no CUDA kernel)";
@@ -189,6 +189,7 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
   s.batch = c.batch;
   s.hq = c.hq;
   s.max_smem_per_block = max_smem_per_block;
+  s.force_192x128 = force_192x128;
   const TileConfig& t = select_fwd_config(s);
   // Nothing fits (head dim 256 on a 99 KB device): the sm_80 launcher refuses the pick with
   // not_supported.
@@ -201,11 +202,12 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
 }
 
 #if defined(GPUATTN_WITH_CUDA)
-// On this device, as cuda_attention.cpp decides (GPUATTN_KERNEL=sm80 switches sm_90a off).
+// On this device, as cuda_attention.cpp decides (GPUATTN_KERNEL, see kernel_choice_from_env).
 std::string pick_config_here(const Case& c, const cuda::DeviceInfo& info) {
-  const char* env = std::getenv("GPUATTN_KERNEL");
-  const bool sm90 = !(env && std::string(env) == "sm80") && sm90::usable(c.dtype, c.d);
-  return pick_config(c, info.cc_major, sm90, info.sm_count, info.max_smem_per_block);
+  const KernelChoice choice = kernel_choice_from_env();
+  const bool sm90 = choice != KernelChoice::sm80 && sm90::usable(c.dtype, c.d);
+  return pick_config(c, info.cc_major, sm90, info.sm_count, info.max_smem_per_block,
+                     choice == KernelChoice::sm90_ws_192x128);
 }
 #endif
 
@@ -247,7 +249,7 @@ int show_config(const std::string& set) {
   std::cout << "\n";
   print_wrapped("The dispatch's pick per shape of --shapes " + set +
                     " (dense or causal, standard precision; on Hopper masks take the same sm90 "
-                    "configs but at head dim 64, where they take sm90_ws_128x128, and "
+                    "configs but sm90_ws_128x128 where the pick is sm90_ws_192x128, and "
                     "compensated precision sm90_ws_128x64_compensated at head dims 64/128, "
                     "elsewhere sm80_64x64_compensated):",
                 "");
