@@ -39,9 +39,9 @@ struct TileConfig {
 inline constexpr std::array<TileConfig, 7> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
      "Hopper, standard precision: head dim 128 with every mask, head dim 64 with a window, global "
-     "tokens or a block layout (its dense and causal calls: sm90_ws_192x128). 2 consumer "
-     "warpgroups x 64 "
-     "rows (wgmma M) + 1 TMA producer warpgroup; 128-key tiles keep wgmma N = 128 and S, P, O "
+     "tokens or a block layout, and its dense and causal calls on small grids (the others: "
+     "sm90_ws_192x128). 2 consumer warpgroups x 64 rows (wgmma M) + 1 TMA producer warpgroup; "
+     "128-key tiles keep wgmma N = 128 and S, P, O "
      "(64 + 32 + D/2 regs) fit the consumers' 232 registers (setmaxnreg 40/232 since the "
      "producer works out each item's shape for the ring: 32 spilled 8 bytes, 24/240 40; without "
      "setmaxnreg 208 bytes spilled). 192-key tiles at D64 measured 1.14x the time at S1024 "
@@ -49,8 +49,12 @@ inline constexpr std::array<TileConfig, 7> kFwdTileConfigs = {{
      "stages with the loads on the producer (the kernel without a producer needed 3: w2a vs w2). "
      "Warp specialization +31% over w2; H200 fp16 B4 H16 S4096 D128: 604 / 534 TFLOP/s "
      "non-causal / causal in gpuattn bench (w4); like for like with torch SDPA (do_bench): "
-     "0.92x cuDNN, 1.62x FA2 non-causal. Window, global-token and block-sparse calls run a second "
-     "instantiation (w5m: the producer warp loads only tiles with a visible key, fully visible "
+     "0.92x cuDNN, 1.62x FA2 non-causal. A sliding window alone runs the dense instantiation "
+     "from the window's first key tile, masking only the tiles that leave a warpgroup's common key "
+     "band (W1024 0.935x, W4096 0.962x the time of the masked kernel, H200 A/B cf8e73f vs "
+     "d135db7; causal D64 S512/S1024 1.02-1.03x for the extra item word). Global-token and "
+     "block-sparse calls run a second instantiation (w5m: the producer warp loads only tiles with "
+     "a visible key, fully visible "
      "tiles skip the per-element mask; setmaxnreg 72/216; each tile's schedule word goes out with "
      "its loads, the search running a batch of 32 candidates ahead; a second producer warp "
      "searches the next item's first batch one item ahead: block-sparse 90% 0.979x, W1024 "
@@ -111,14 +115,19 @@ inline constexpr std::array<TileConfig, 7> kFwdTileConfigs = {{
      "+ "
      "its Kahan terms alone: 256 registers) stays on the sm_80 path"},
     {FwdKernel::sm90_ws_192x128, "sm90_ws_192x128", 192, 128, 16, 2,
-     "Hopper, head dim 64, standard precision, dense and causal calls (windows, global tokens and "
-     "block layouts stay on sm90_ws_128x128's masked instantiation): 3 consumer warpgroups x 64 "
+     "Hopper, head dim 64, standard precision, dense and causal calls whose grid fills the GPU "
+     "(three_consumers_pay: 5 x its waves < 4 x the 128-row waves, causal from 2048 rows; masks "
+     "stay on sm90_ws_128x128): 3 consumer warpgroups x 64 "
      "rows + the producer warpgroup, setmaxnreg 32/160 (S 64 + P 32 + O 32 registers). With 2 "
      "consumers a D64 tile's softmax (~0.88 us of its 1.29 us, H200 at 5a66687) added to its "
      "GEMMs instead of hiding under them (0.98x cuDNN at S4096, 1.16 us/head at B1 H16 S1024); "
      "192-key tiles (1.14x the time), no ping-pong (1.10x) and exp2 on the FMA pipe (1.09-1.18x) "
      "did not help. A third warpgroup gives the tensor cores a GEMM to run while two take their "
-     "softmax, as FA3 lays out D64. NOT MEASURED YET (branch wip/d64-3wg)"},
+     "softmax, as FA3 lays out D64. H200 A/B against 2 consumers (2026-11-22, cf8e73f vs d135db7, "
+     "3 rounds): fp16 B4 H32 S4096 0.894x the time; sweep (B*S = 16k, H32) non-causal S512-S16384 "
+     "0.81-0.96x, causal S2048-S16384 0.90-0.97x. Where it loses, the rule keeps 2 consumers: "
+     "causal S512/S1024 1.10x (the 192-row items waste more of the diagonal), B1 H16 S1024 1.14x "
+     "(96 items for 132 SMs). ptxas: 12 bytes of spill stores at setmaxnreg 32/160"},
 }};
 
 const TileConfig& tile_config(FwdKernel kernel);
