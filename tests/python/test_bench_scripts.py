@@ -386,3 +386,25 @@ def test_gpu_check_skips_and_clears_stale_files(tmp_path):
         if name in left:  # only the archive of this run's own logs may come back
             assert name == "logs.tar.gz"
             assert (out / name).read_bytes() != b"from an earlier run"
+
+
+@needs_torch
+def test_host_overhead_runs_on_the_cpu(tmp_path):
+    """bench/host_overhead.py --device cpu: every row measured, JSON written (the GPU run keeps the
+    stream busy with torch.cuda._sleep; here the calls run the CPU backend)."""
+    import json
+    import subprocess
+
+    pytest.importorskip("gpu_attention")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "bench"), env.get("PYTHONPATH", "")])
+    out = tmp_path / "host.json"
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "host_overhead.py"), "--device",
+                        "cpu", "--calls", "3", "--rounds", "1", "--json", str(out)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(out.read_text())["host_us_per_call"]
+    assert set(got) == {"ours flash_attn_func", "ours _C.attention_forward (prebuilt args)",
+                        "torch.empty_like(q)"}
+    assert all(us > 0 for us in got.values())
+    assert "cProfile of 3 flash_attn_func calls" in r.stdout

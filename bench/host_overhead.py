@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Host time per call of gpu_attention.flash_attn_func against torch SDPA (cuDNN, flash).
+
+compare_torch.py times every backend with triton's do_bench (CUDA events around each call), so a
+call whose host side takes longer than its kernel shows the host's time, not the kernel's: at fp16
+B1 H16 S1024 D64 ours came out at 25 us there against 18 us in `gpuattn bench` (C++, the same
+protocol). This script measures the host side alone: a long GPU sleep (torch.cuda._sleep) keeps
+the stream busy while N calls are issued, so their wall time is the host's (the script checks that
+the sleep outlasted them). It reports, per backend, the median over --rounds of the host us per
+call; then, for ours, the parts: the Python wrapper, torch.cuda.current_stream, torch.empty and
+the native call with prebuilt arguments (_C.attention_forward); and the top of a cProfile of the
+wrapper. With --device cpu (a tiny shape, for the CPU tests) the calls run the CPU backend, so
+the times include the attention itself and there is no sleep.
+
+    PYTHONPATH=<build>/python python3 bench/host_overhead.py [--json FILE]
+"""
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import gpu_attention as ga
+from gpu_attention import _C
+
+
+def host_us(fn, calls, rounds, cuda):
+    """Median over rounds of the host microseconds per call of fn(), the GPU kept busy."""
+    fn()  # warm-up: first-call setup (kernel attributes, tensor map encoding paths, caches)
+    if cuda:
+        torch.cuda.synchronize()
+    per_round = []
+    for _ in range(rounds):
+        if cuda:
+            # ~100 ms at 2 GHz: far longer than `calls` issues take, so the launch queue never
+            # drains and the calls cost their host time only.
+            torch.cuda._sleep(200_000_000)
+            done = torch.cuda.Event()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+        if cuda:
+            done.record()
+            if done.query():
+                raise RuntimeError("the GPU sleep ended before the calls were issued: the host "
+                                   "times would include GPU waits; lower --calls")
+            torch.cuda.synchronize()
+        per_round.append((t1 - t0) / calls * 1e6)
+    return statistics.median(per_round)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--calls", type=int, default=200, help="calls per round (default 200)")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds; the median is reported")
+    ap.add_argument("--json", help="write the results as JSON to this file")
+    args = ap.parse_args()
+    cuda = args.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        sys.exit("host_overhead.py: --device cuda but torch sees no CUDA device")
+    # fp16 B1 H16 S1024 D64 on the GPU (the shape where do_bench showed the host); tiny on the CPU.
+    b, s, h, d = (1, 1024, 16, 64) if cuda else (1, 16, 2, 64)
+    q, k, v = (torch.randn(b, s, h, d, device=args.device, dtype=torch.float16) for _ in range(3))
+    out = torch.empty_like(q)
+    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))  # SDPA's (B, H, S, D) views
+
+    backends = {"ours flash_attn_func": lambda: ga.flash_attn_func(q, k, v)}
+    parts = {
+        "ours _C.attention_forward (prebuilt args)":
+            lambda: _C.attention_forward(q, k, v, out, stream=0),
+        "torch.empty_like(q)": lambda: torch.empty_like(q),
+    }
+    if cuda:
+        stream = torch.cuda.current_stream(q.device).cuda_stream
+        parts["ours _C.attention_forward (prebuilt args)"] = (
+            lambda: _C.attention_forward(q, k, v, out, stream=stream))
+        parts["torch.cuda.current_stream(dev).cuda_stream"] = (
+            lambda: torch.cuda.current_stream(q.device).cuda_stream)
+
+        def sdpa(backend):
+            def run():
+                with sdpa_kernel(backend):
+                    return F.scaled_dot_product_attention(qt, kt, vt)
+            return run
+        backends["torch SDPA cuDNN"] = sdpa(SDPBackend.CUDNN_ATTENTION)
+        backends["torch SDPA flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
+
+    results = {name: host_us(fn, args.calls, args.rounds, cuda)
+               for name, fn in list(backends.items()) + list(parts.items())}
+    if cuda:  # without the sdpa_kernel context around each call (compare_torch.py has it)
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            results["torch SDPA cuDNN, context outside the calls"] = host_us(
+                lambda: F.scaled_dot_product_attention(qt, kt, vt), args.calls, args.rounds, cuda)
+
+    shape = f"float16 B{b} H{h} S{s} D{d} on {args.device}"
+    print(f"host us per call, median of {args.rounds} rounds of {args.calls} calls; {shape}"
+          + ("; GPU kept busy by torch.cuda._sleep" if cuda else "; CPU backend: includes the "
+             "attention itself"))
+    for name, us in results.items():
+        print(f"  {name:48s} {us:8.2f}")
+
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(args.calls):
+        ga.flash_attn_func(q, k, v)
+    prof.disable()
+    if cuda:
+        torch.cuda.synchronize()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(15)
+    print(f"\ncProfile of {args.calls} flash_attn_func calls (tottime; cProfile itself adds time "
+          "per Python call):")
+    print(text.getvalue())
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"shape": shape, "calls": args.calls, "rounds": args.rounds,
+                       "host_us_per_call": results, "torch": torch.__version__}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
