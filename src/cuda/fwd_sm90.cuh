@@ -69,10 +69,10 @@ struct FwdTraits {
   static constexpr int kConsumers = kConsumers_;
   static_assert(kConsumers == 2 || (kConsumers == 3 && kHeadDim_ == 64 && !kCompensated_),
                 "3 consumer warpgroups: head dim 64, standard precision");
-  // Whether the dense instantiation runs sliding windows alone (p.banded(), see ItemShape): the
-  // 2-consumer one does; run_fwd sends only dense and causal calls to the 3-consumer one, whose
-  // code then carries no window arithmetic.
-  static constexpr bool kBanded = kConsumers == 2;
+  // Whether the dense instantiation runs sliding windows alone (p.banded(), see ItemShape): at
+  // head dim 128 (the 2-consumer kernel; run_fwd sends only dense and causal calls to the
+  // 3-consumer one). At head dims 64 and 256 windows stay on the masked instantiation: EXPERIMENT.
+  static constexpr bool kBanded = kConsumers == 2 && kHeadDim == 128;
   static constexpr int kThreads = (kConsumers + 1) * 128;  // + the producer warpgroup
   static constexpr int kBlockM = kConsumers * 64;
   // Keys per tile: 128 at head dims 64 and 128, where wgmma N = 128 for S keeps the tensor cores
@@ -1362,7 +1362,7 @@ template <class Tr>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   if constexpr (Tr::kCompensated) {
     launch_kernel<Tr, true>(p, stream);
-  } else if (p.dense_or_causal() || p.banded()) {
+  } else if (p.dense_or_causal() || (Tr::kBanded && p.banded())) {
     launch_kernel<Tr, false>(p, stream);
   } else {
     launch_kernel<Tr, true>(p, stream);
