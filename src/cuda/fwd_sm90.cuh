@@ -12,13 +12,13 @@
 // loads the next item's Q and K/V while the consumers finish this one), and the consumers store O
 // through their rows of the Q buffer, 16 bytes a thread.
 //
-// Two instantiations per (dtype, head dim): dense/causal (kMasked = false; it also runs a sliding
-// window alone, from the window's first key tile, see ItemShape) and every other mask of
-// core/mask.h (kMasked = true: global tokens, strided global tokens, block-sparse layouts, each
-// alone or with a window or causal). The masked kernel loads only the key tiles in which
-// some row of the CTA sees a key: two producer warps find them (32 candidate tiles per step, one
-// per lane; a searcher warp looks one item ahead) and tell the consumers which tile each stage
-// holds through a word per stage in shared memory; tiles fully visible to a consumer's 64 rows run
+// Two instantiations per (dtype, head dim): dense/causal (kMasked = false; at head dim 128 it also
+// runs a sliding window alone, from the window's first key tile, see ItemShape) and every other
+// mask of core/mask.h (kMasked = true: global tokens, strided global tokens, block-sparse layouts,
+// each alone or with a window or causal). The masked kernel loads only the key tiles in which some
+// row of the CTA sees a key: two producer warps find them (32 candidate tiles per step, one per
+// lane; a searcher warp looks one item ahead) and tell the consumers which tile each stage holds
+// through a word per stage in shared memory; tiles fully visible to a consumer's 64 rows run
 // without per-element masking.
 //
 // Precision::compensated (head dims 64 and 128) is a third instantiation, FwdTraits<T, D, true>
@@ -70,8 +70,11 @@ struct FwdTraits {
   static_assert(kConsumers == 2 || (kConsumers == 3 && kHeadDim_ == 64 && !kCompensated_),
                 "3 consumer warpgroups: head dim 64, standard precision");
   // Whether the dense instantiation runs sliding windows alone (p.banded(), see ItemShape): at
-  // head dim 128 (the 2-consumer kernel; run_fwd sends only dense and causal calls to the
-  // 3-consumer one). At head dims 64 and 256 windows stay on the masked instantiation: EXPERIMENT.
+  // head dim 128 only (the 2-consumer kernel; run_fwd sends only dense and causal calls to the
+  // 3-consumer one). At head dims 64 and 256 windows stay on the masked instantiation: the window
+  // code cost their dense and causal calls more than it was measured to give (H200 A/B of
+  // 8cdd8ae with and without it there: causal D64 S512 0.966x, S1024 0.989x the time, causal
+  // D256 S2048-S8192 0.96-0.97x; windows are benchmarked at head dim 128 only).
   static constexpr bool kBanded = kConsumers == 2 && kHeadDim == 128;
   static constexpr int kThreads = (kConsumers + 1) * 128;  // + the producer warpgroup
   static constexpr int kBlockM = kConsumers * 64;
@@ -1354,10 +1357,10 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
 }
 
 // Dense and causal calls run the kernel without the masked kernel's tile search and schedule
-// words, and so do sliding windows alone (p.banded(): the tiles of the window's key range, the
-// edge ones masked per element); global-token and block-sparse calls (with or without a window
-// or causal) the masked one; the compensated kernel has only the masked instantiation, for every
-// call.
+// words, and so do sliding windows alone at head dim 128 (Tr::kBanded; p.banded(): the tiles of
+// the window's key range, the edge ones masked per element); global-token and block-sparse calls
+// (with or without a window or causal) and, at head dims 64 and 256, windows the masked one; the
+// compensated kernel has only the masked instantiation, for every call.
 template <class Tr>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   if constexpr (Tr::kCompensated) {

@@ -1,11 +1,11 @@
 // Launchers of the sm_90a (wgmma) forward kernel, one per (dtype, head dim), each instantiated in
 // its own .cu file. `kernel` is the tile configuration the dispatch chose (select_fwd_config,
 // core/tile_config.h): sm90_ws_128x128 or sm90_ws_128x64_d256 run the 2-consumer kernel's two
-// variants (dense / causal / a window alone, and every other mask: global tokens, block-sparse,
-// each with or without a window; p.dense_or_causal() and p.banded() pick); sm90_ws_192x128 (head
-// dim 64, dense and causal) the 3-consumer one; sm90_ws_128x64_compensated (head dims 64 and 128)
-// the compensated-precision kernel, every mask. `*_usable` says whether the running device
-// executes its sm_90a code.
+// variants (dense / causal / at head dim 128 a window alone, and every other mask: global tokens,
+// block-sparse, each with or without a window; p.dense_or_causal() and p.banded() pick);
+// sm90_ws_192x128 (head dim 64, dense and causal) the 3-consumer one; sm90_ws_128x64_compensated
+// (head dims 64 and 128) the compensated-precision kernel, every mask. `*_usable` says whether the
+// running device executes its sm_90a code.
 #pragma once
 
 #include <cuda_runtime.h>
