@@ -4,7 +4,7 @@
 # table printed last (and written to $OUT/summary.md). Full logs and JSON go to $OUT when it is
 # set, else to build-gpu/logs. Exit status non-zero when any step failed.
 #
-#   OUT=/some/dir scripts/gpu-check.sh
+#   OUT=/some/dir scripts/gpu-check.sh [> /some/dir/console.log 2>&1]   (console.log stays loose)
 #   env: GPU_CHECK_SKIP_BUILD=1  reuse build-gpu as it is
 #        GPU_CHECK_QUICK=1       fewer verify cases, the quick bench shapes
 #        GPU_CHECK_SANITIZER=0   skip compute-sanitizer (memcheck, racecheck) on small shapes
@@ -285,7 +285,12 @@ done
 if [ -n "${OUT:-}" ] && compgen -G "$LOG_DIR/*.log" >/dev/null; then
   (
     cd "$LOG_DIR"
-    packed=(./*.log)
+    # console.log is left loose: it is where a caller redirects this script's own output
+    # (`> $OUT/console.log`), still being written while the archive is made.
+    packed=()
+    for log in ./*.log; do
+      if [ "$log" != ./console.log ]; then packed+=("$log"); fi
+    done
     for extra in ./sparse_bench.json ./sparse_bench.md ./long_context.json ./long_context.md; do
       if [ -f "$extra" ]; then packed+=("$extra"); fi
     done

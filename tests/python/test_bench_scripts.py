@@ -373,6 +373,7 @@ def test_gpu_check_skips_and_clears_stale_files(tmp_path):
     for name in stale:
         (out / name).write_text("from an earlier run")
     (out / "notes.md").write_text("mine")  # not gpu-check's: kept
+    (out / "console.log").write_text("the caller's redirect")  # kept loose, not archived
     env = dict(os.environ, OUT=str(out), GPU_CHECK_SKIP_BUILD="1", GPU_CHECK_TESTS="0",
                GPU_CHECK_BENCH="0", GPU_CHECK_BUILD_DIR=str(tmp_path / "build"))
     r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu-check.sh")], env=env,
@@ -382,6 +383,7 @@ def test_gpu_check_skips_and_clears_stale_files(tmp_path):
     assert "skipped (GPU_CHECK_BENCH=0)" in r.stdout
     left = set(os.listdir(out))
     assert "notes.md" in left
+    assert (out / "console.log").read_text() == "the caller's redirect"
     for name in stale:
         if name in left:  # only the archive of this run's own logs may come back
             assert name == "logs.tar.gz"
