@@ -200,10 +200,10 @@ bool three_consumers_pay(const FwdShape& s);
 
 // The forward kernel configuration of one call. The table is keyed by (arch, head dim, causal,
 // sequence bucket); today the rule reads the arch (and whether the sm_90a kernel runs), the head
-// dim, the precision and, on sm_80, the grid size (a bucket of seqlen_q * hq * batch) and the
-// device's shared memory per block, and on Hopper at head dim 64 whether the call has a mask
-// beyond causal; causal does not change the pick (on sm_80 the shared memory compared is a
-// block-layout call's, the most any mask takes):
+// dim, the precision, on sm_80 the grid size (a bucket of seqlen_q * hq * batch) and the device's
+// shared memory per block (the shared memory compared is a block-layout call's, the most any mask
+// takes), and on Hopper at head dim 64 whether the call has a mask beyond causal, the grid in
+// waves and, for causal calls, seqlen_q (three_consumers_pay); causal changes the pick only there:
 //   sm90_ws_128x64_d256     Hopper (sm_major 9) with the sm_90a kernel available, standard
 //                           precision, head dim 256, any mask;
 //   sm90_ws_192x128         the same at head dim 64 for dense and causal calls whose grid fills the

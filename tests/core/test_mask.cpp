@@ -211,8 +211,6 @@ TEST(MaskPolicy, LongSequenceWindowSkipsTiles) {
   }
 }
 
-// Positions are bottom-right aligned: with Sq < Sk the query rows are the last tokens, so a
-// decode query is not "the first query" and is global only at a global position.
 // A window alone on the sm_90a kernel's dense instantiation (FwdParams::banded()): per block of
 // 128 query rows it loads the tiles of band_tiles(), and each 64-row warpgroup masks per element
 // (visible iff row_keys().lo <= key < row_keys().hi) only the tiles that leave its common_keys().
@@ -293,6 +291,8 @@ TEST(BandedWindow, TilesAndMasksMatchTheMask) {
   EXPECT_GT(checked, 1000000);
 }
 
+// Positions are bottom-right aligned: with Sq < Sk the query rows are the last tokens, so a
+// decode query is not "the first query" and is global only at a global position.
 TEST(MaskPolicy, GlobalQueriesUseBottomRightPositions) {
   MaskPolicy m;
   m.window_left = 2;
