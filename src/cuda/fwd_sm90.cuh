@@ -617,8 +617,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // The rows, lengths and dense / causal key tiles of item w (n_tiles: every tile up to the
   // diagonal of the block's last row; 0 when the block holds no row of its sequence: varlen).
   // A sliding window without global tokens or a block layout (p.banded()) runs on the dense
-  // kernel too: its tiles are the n_tiles from t_first that hold the keys some row of the block
-  // sees (MaskPolicy::key_range, tight for a window), the edge ones masked per element.
+  // kernel too at head dim 128 (Tr::kBanded): its tiles are the n_tiles from t_first that hold the
+  // keys some row of the block sees (MaskPolicy::key_range, tight for a window), the edge ones
+  // masked per element.
   struct ItemShape {
     WorkItem it;
     int m0, lq, lk, n_tiles, t_first;
