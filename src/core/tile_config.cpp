@@ -62,7 +62,10 @@ bool three_consumers_pay(const FwdShape& s) {
 const TileConfig& select_fwd_config(const FwdShape& s) {
   if (s.sm_major == 9 && s.sm90_kernel_available) {
     if (s.precision == Precision::standard) {
-      if (s.head_dim == 256) return tile_config(FwdKernel::sm90_ws_128x64_d256);
+      if (s.head_dim == 256) {
+        return tile_config(s.dense_or_causal ? FwdKernel::sm90_ws_128x80_d256
+                                             : FwdKernel::sm90_ws_128x64_d256);
+      }
       const bool three =
           s.head_dim == 64 && s.dense_or_causal && (s.force_192x128 || three_consumers_pay(s));
       return tile_config(three ? FwdKernel::sm90_ws_192x128 : FwdKernel::sm90_ws_128x128);
