@@ -84,9 +84,8 @@ struct FwdTraits {
   // busy per instruction and a consumer's S, P and O (64 + 32 + D/2 registers per thread) fit its
   // 240. At head dim 256, O alone takes 128 registers: 64-key tiles (S 32 + P 16 + O 128) fit, and
   // smem holds Q (64 KB) and 2 stages of K and V (32 KB each): 192 KB. FA3 takes 80 keys at
-  // non-causal hdim 256; here 80 would leave 52 registers beside S, P and O (40 + 20 + 128) for
-  // the dense consumer and 28 for the masked one, need 225 of the 227 KB of smem, and split the
-  // masked kernel's 64-key row masks; not tried yet.
+  // hdim 256: the dense and causal calls do too (kBlockN_ below); the masked kernel would have
+  // 28 registers beside S, P and O (40 + 20 + 128) and split its 64-key row masks, so it keeps 64.
   // Compensated: O and its Kahan terms take D registers per thread (128 at D = 128) beside a
   // fresh P V accumulator; with 64-key tiles S (32) and P (16) fit next to them in the masked
   // consumer's 216 (see consume()), and each tile's fresh accumulator sums 64 keys, as the sm_80
@@ -871,6 +870,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
   constexpr int kNS = kBlockN / 8, kNO = D / 8;  // n8 column groups of S and O
+  static_assert(!kMasked || kBlockN % 64 == 0,
+                "the masked kernel builds its key masks 64 keys at a time (mask_tile)");
   const int tid = threadIdx.x;
   const int lane = tid & 31, warp = (tid >> 5) & 3;
   const int g = lane >> 2, t4 = lane & 3;
