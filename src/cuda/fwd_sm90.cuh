@@ -1,9 +1,10 @@
 // Attention forward for Hopper (sm_90a), warp-specialized. Per CTA: a producer warpgroup whose one
 // elected thread streams Q once and K/V tiles of kBlockN keys (128; at head dim 256 80 for dense
-// and causal calls, 64 for the others) through a 2-stage ring with TMA (completing on mbarriers;
-// the consumers release each stage through "empty" mbarriers), and two consumer warpgroups of 64
-// query rows each (three for dense and causal calls at head dim 64 where the grid fills the GPU:
-// sm90_ws_192x128) that run both GEMMs on wgmma: S = Q K^T from 128-byte-swizzled shared memory, O
+// and causal calls from 1024 keys, 64 for the others) through a 2-stage ring with TMA (completing
+// on mbarriers; the consumers release each stage through "empty" mbarriers), and two consumer
+// warpgroups of 64 query rows each (three for dense and causal calls at head dim 64 where the grid
+// fills the GPU: sm90_ws_192x128) that run both GEMMs on wgmma: S = Q K^T from 128-byte-swizzled
+// shared memory, O
 // += P V with P straight from the S registers (the accumulator layout of S is the register-A layout
 // of the second GEMM). Inside a consumer the next tile's S GEMM runs during this tile's softmax,
 // and the consumers take turns issuing their GEMMs (ping-pong on a ring of named barriers), so
@@ -94,8 +95,9 @@ struct FwdTraits {
   // calls at head dim 256 (FwdD256Traits; FA3's hdim-256 tile is 128 x 80): S 40 + P 20 + O 128
   // registers fit 240, and Q (64 KB) plus 2 stages of K and V (40 KB each) take 224 KB of smem.
   // 80 keys carry each tile's fixed costs (O's 128-register rescale, the row reductions, the
-  // barriers) over 25% more keys. The masked kernel builds its key masks 64 keys at a time, so
-  // it keeps 64.
+  // barriers) over 25% more keys: 0.91-0.98x the time from 2048 keys on an H200; under 1024
+  // keys the rule keeps 64 (kD256WideTileMinKeys). The masked kernel builds its key masks 64 keys
+  // at a time, so it keeps 64.
   static constexpr int kBlockN = kBlockN_ != 0                       ? kBlockN_
                                  : (kHeadDim == 256 || kCompensated) ? 64
                                                                      : 128;
@@ -1419,8 +1421,8 @@ constexpr bool matches_table() {
 }
 
 // `kernel` is select_fwd_config's pick. sm90_ws_192x128 (head dim 64, dense and causal calls)
-// runs the 3-consumer instantiation, sm90_ws_128x80_d256 (head dim 256, dense and causal) the
-// 80-key one; otherwise p.precision picks: standard (2 consumers; the dense
+// runs the 3-consumer instantiation, sm90_ws_128x80_d256 (head dim 256, dense and causal, from
+// 1024 keys) the 80-key one; otherwise p.precision picks: standard (2 consumers; the dense
 // or the masked instantiation, see launch_fwd), or (head dims 64 and 128) compensated. A
 // compensated call at head dim 256 belongs to the sm_80 path (select_fwd_config never sends it
 // here).

@@ -21,6 +21,7 @@ FwdShape shape(int sm_major, bool sm90, int num_sms, int seqlen_q, int batch, in
   s.num_sms = num_sms;
   s.head_dim = 128;
   s.seqlen_q = seqlen_q;
+  s.seqlen_k = seqlen_q;
   s.batch = batch;
   s.hq = hq;
   return s;
@@ -211,8 +212,8 @@ TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
       s.head_dim = 256;
       s.dense_or_causal = dense;
       s.causal = causal;
-      // 80-key tiles for dense and causal calls, 64 with a window, global tokens or a block
-      // layout (the masked instantiation), whatever the grid.
+      // 80-key tiles for dense and causal calls from 1024 keys, whatever the grid; 64 with fewer
+      // keys, or with a window, global tokens or a block layout (the masked instantiation).
       const FwdKernel want =
           dense ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256;
       EXPECT_EQ(pick(s), want) << dense << causal;
@@ -220,6 +221,12 @@ TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
       s.batch = 1;
       s.hq = 1;
       EXPECT_EQ(pick(s), want) << dense << causal;
+      s.seqlen_k = kD256WideTileMinKeys;
+      EXPECT_EQ(pick(s), want) << dense << causal;
+      s.seqlen_k = kD256WideTileMinKeys - 1;  // the last 80-key tile would be a short one
+      EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;
+      s.seqlen_q = 4096;
+      EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;  // keys, not rows
       for (int d : {64, 128}) {  // the other head dims keep 128-key tiles (one row block:
         s.head_dim = d;          // 2 consumers at head dim 64 too)
         EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << d;
@@ -459,8 +466,11 @@ const Point kPoints[] = {
      "sm90_ws_128x128"},
     {"H200 132 SMs, D128, block layout, B2 H16 S65536", masked(on(kH200, 128, 65536, 2, 16)),
      "sm90_ws_128x128"},
-    {"H200 132 SMs, D256, bf16, B2 H8 S1000", on(kH200, 256, 1000, 2, 8), "sm90_ws_128x80_d256"},
+    {"H200 132 SMs, D256, bf16, B2 H8 S1000", on(kH200, 256, 1000, 2, 8), "sm90_ws_128x64_d256"},
+    {"H200 132 SMs, D256, B4 H8 S4096", on(kH200, 256, 4096, 4, 8), "sm90_ws_128x80_d256"},
     {"H200 132 SMs, D256, causal, B1 H1 S1", causal(on(kH200, 256, 1, 1, 1)),
+     "sm90_ws_128x64_d256"},
+    {"H200 132 SMs, D256, causal, B1 H1 S1024", causal(on(kH200, 256, 1024, 1, 1)),
      "sm90_ws_128x80_d256"},
     {"H200 132 SMs, D256, causal, global tokens, B1 H1 S1", masked(causal(on(kH200, 256, 1, 1, 1))),
      "sm90_ws_128x64_d256"},
@@ -626,6 +636,11 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                       EXPECT_TRUE(major == 9 && sm90 && d == 64 && prec == Precision::standard)
                           << where;
                     }
+                    if (k == FwdKernel::sm90_ws_128x80_d256 ||
+                        k == FwdKernel::sm90_ws_128x64_d256) {  // a dense call: keys decide
+                      EXPECT_EQ(k == FwdKernel::sm90_ws_128x80_d256, seqlen >= kD256WideTileMinKeys)
+                          << where;
+                    }
                     const bool is_sm90 =
                         k == FwdKernel::sm90_ws_128x128 || k == FwdKernel::sm90_ws_128x64_d256 ||
                         k == FwdKernel::sm90_ws_128x64_compensated ||
@@ -679,6 +694,7 @@ TEST(TileConfig, ShapeFromParams) {
   p.hkv = 4;
   p.head_dim = 64;
   p.seqlen_q = 777;
+  p.seqlen_k = 900;
   p.causal = true;
   p.precision = Precision::compensated;
   FwdShape s = fwd_shape(p, 9, true, 132, 227 * kKB);
@@ -690,6 +706,7 @@ TEST(TileConfig, ShapeFromParams) {
   EXPECT_EQ(s.hq, 16);
   EXPECT_EQ(s.head_dim, 64);
   EXPECT_EQ(s.seqlen_q, 777);
+  EXPECT_EQ(s.seqlen_k, 900);
   EXPECT_TRUE(s.causal);
   EXPECT_TRUE(s.dense_or_causal);
   EXPECT_EQ(s.precision, Precision::compensated);
@@ -722,6 +739,10 @@ TEST(TileConfig, ShapeFromParams) {
   s = fwd_shape(p, 9, true, 132, 227 * kKB);
   EXPECT_EQ(s.head_dim, 256);
   EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256);  // a mask: the 64-key masked kernel
+  p.block_layout = nullptr;
+  EXPECT_EQ(pick(fwd_shape(p, 9, true, 132, 227 * kKB)), FwdKernel::sm90_ws_128x64_d256);  // 900
+  p.seqlen_k = 4096;  // keys reach the rule
+  EXPECT_EQ(pick(fwd_shape(p, 9, true, 132, 227 * kKB)), FwdKernel::sm90_ws_128x80_d256);
 }
 
 }  // namespace
