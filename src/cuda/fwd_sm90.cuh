@@ -4,15 +4,14 @@
 // on mbarriers; the consumers release each stage through "empty" mbarriers), and two consumer
 // warpgroups of 64 query rows each (three for dense and causal calls at head dim 64 where the grid
 // fills the GPU: sm90_ws_192x128) that run both GEMMs on wgmma: S = Q K^T from 128-byte-swizzled
-// shared memory, O
-// += P V with P straight from the S registers (the accumulator layout of S is the register-A layout
-// of the second GEMM). Inside a consumer the next tile's S GEMM runs during this tile's softmax,
-// and the consumers take turns issuing their GEMMs (ping-pong on a ring of named barriers), so
-// one's softmax overlaps another's GEMMs. With more row blocks than SMs the kernel is persistent
-// (one CTA per SM; the producer passes the work items of core/work_schedule.h to the consumers
-// through a 2-slot ring in shared memory, and loads the next item's Q and K/V while the consumers
-// finish this one), and the consumers store O through their rows of the Q buffer, 16 bytes a
-// thread.
+// shared memory, O += P V with P straight from the S registers (the accumulator layout of S is the
+// register-A layout of the second GEMM). Inside a consumer the next tile's S GEMM runs during this
+// tile's softmax, and the consumers take turns issuing their GEMMs (ping-pong on a ring of named
+// barriers), so one's softmax overlaps another's GEMMs. With more row blocks than SMs the kernel is
+// persistent (one CTA per SM; the producer passes the work items of core/work_schedule.h to the
+// consumers through a 2-slot ring in shared memory, and loads the next item's Q and K/V while the
+// consumers finish this one), and the consumers store O through their rows of the Q buffer, 16
+// bytes a thread.
 //
 // Two instantiations per (dtype, head dim): dense/causal (kMasked = false; at head dim 128 it also
 // runs a sliding window alone, from the window's first key tile, see ItemShape) and every other
