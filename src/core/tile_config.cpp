@@ -32,6 +32,7 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
   s.dense_or_causal = p.dense_or_causal();
   s.precision = p.precision;
   s.seqlen_q = p.seqlen_q;
+  s.seqlen_k = p.seqlen_k;
   s.batch = p.batch;
   s.hq = p.hq;
   s.max_smem_per_block = max_smem_per_block;
@@ -62,7 +63,10 @@ bool three_consumers_pay(const FwdShape& s) {
 const TileConfig& select_fwd_config(const FwdShape& s) {
   if (s.sm_major == 9 && s.sm90_kernel_available) {
     if (s.precision == Precision::standard) {
-      if (s.head_dim == 256) return tile_config(FwdKernel::sm90_ws_128x64_d256);
+      if (s.head_dim == 256) {
+        const bool wide = s.dense_or_causal && s.seqlen_k >= kD256WideTileMinKeys;
+        return tile_config(wide ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256);
+      }
       const bool three =
           s.head_dim == 64 && s.dense_or_causal && (s.force_192x128 || three_consumers_pay(s));
       return tile_config(three ? FwdKernel::sm90_ws_192x128 : FwdKernel::sm90_ws_128x128);

@@ -12,7 +12,8 @@ namespace gpuattn {
 
 // One compiled tile configuration of a forward kernel family (the sm80_* ones,
 // sm90_ws_128x128 and sm90_ws_128x64_compensated exist for head dims 64 and 128,
-// sm90_ws_128x64_d256 for head dim 256; each for fp16 and bf16).
+// sm90_ws_128x64_d256 and sm90_ws_128x80_d256 for head dim 256, sm90_ws_192x128 for head dim 64;
+// each for fp16 and bf16).
 enum class FwdKernel {
   sm90_ws_128x128,             // sm_90a wgmma kernel, warp-specialized (src/cuda/fwd_sm90.cuh)
   sm90_ws_128x64_d256,         // the same kernel at head dim 256: 64-key tiles
@@ -21,7 +22,9 @@ enum class FwdKernel {
   sm80_64x64_compensated,      // the compensated-precision kernel (FwdConfigs::Compensated)
   sm90_ws_128x64_compensated,  // the sm_90a kernel in compensated precision (FwdTraits<T, D, true>)
   sm90_ws_192x128,             // the sm_90a kernel's dense/causal instantiation at head dim 64:
-                               // 3 consumer warpgroups (FwdDenseTraits)
+                               // 3 consumer warpgroups (FwdThreeConsumerTraits)
+  sm90_ws_128x80_d256,         // its dense/causal instantiation at head dim 256: 80-key tiles
+                               // (FwdD256Traits)
 };
 
 struct TileConfig {
@@ -36,7 +39,7 @@ struct TileConfig {
 
 // The table, in FwdKernel order. The figures behind each `why` are in
 // bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
-inline constexpr std::array<TileConfig, 7> kFwdTileConfigs = {{
+inline constexpr std::array<TileConfig, 8> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
      "Hopper, standard precision: head dim 128 with every mask, head dim 64 with a window, global "
      "tokens or a block layout, and its dense and causal calls on small grids (the others: "
@@ -71,8 +74,10 @@ inline constexpr std::array<TileConfig, 7> kFwdTileConfigs = {{
      "at D128 S512/S1024), causal and masked on a dynamic one (a per-launch atomic counter, "
      "longest first)"},
     {FwdKernel::sm90_ws_128x64_d256, "sm90_ws_128x64_d256", 128, 64, 12, 2,
-     "Hopper, head dim 256, standard precision, every mask: the sm90_ws_128x128 kernel with "
-     "64-key tiles. O alone is D/2 = 128 fp32 registers per consumer thread, so 128 keys (S 64 + "
+     "Hopper, head dim 256, standard precision, windows, global tokens and block layouts, and "
+     "dense and causal calls under 1024 keys (from 1024: sm90_ws_128x80_d256): the "
+     "sm90_ws_128x128 kernel with 64-key tiles. O "
+     "alone is D/2 = 128 fp32 registers per consumer thread, so 128 keys (S 64 + "
      "P 32) would not fit 240; with 64 (S 32 + P 16 + O 128) ptxas peaks at R199 of 240 dense "
      "and R207 of 216 masked (setmaxnreg 24/240 and 72/216), no spills in the tile loop (since the "
      "persistent item loop, nvcc 13.0 spills a few values at item boundaries: 8 accesses dense, "
@@ -129,6 +134,17 @@ inline constexpr std::array<TileConfig, 7> kFwdTileConfigs = {{
      "0.81-0.96x, causal S2048-S16384 0.90-0.97x. Where it loses, the rule keeps 2 consumers: "
      "causal S512/S1024 1.10x (the 192-row items waste more of the diagonal), B1 H16 S1024 1.14x "
      "(96 items for 132 SMs). ptxas: 12 bytes of spill stores at setmaxnreg 32/160"},
+    {FwdKernel::sm90_ws_128x80_d256, "sm90_ws_128x80_d256", 128, 80, 12, 2,
+     "Hopper, head dim 256, standard precision, dense and causal calls with 1024 keys or more "
+     "(kD256WideTileMinKeys; windows, global tokens and block layouts stay on "
+     "sm90_ws_128x64_d256's masked instantiation, whose key masks go 64 keys at a time): FA3's "
+     "hdim-256 tile, 128 x 80. S 40 + P 20 + O 128 registers of the consumers' 240; Q 64 KB + 2 "
+     "stages x (K + V) 40 KB each = 224 KB of smem (+ barriers: 225.5 of 227). Each tile's fixed "
+     "costs (O's 128-register rescale when the row max grows, the row reductions, two barrier "
+     "waits, the turn hand-offs) spread over 80 keys instead of 64. H200 A/B against 64-key tiles "
+     "(2026-11-22, 3 rounds, two runs): non-causal S2048-S16384 0.91-0.98x the time, causal "
+     "0.93-0.99x, B4 H8 S4096 0.93-0.96x; S1024 0.98x / 1.00x causal; S512 1.02-1.03x (the "
+     "seventh tile of 512 keys is 32 wide and masked), hence the 1024-key floor"},
 }};
 
 const TileConfig& tile_config(FwdKernel kernel);
@@ -169,6 +185,7 @@ struct FwdShape {
   bool force_192x128 = false;   // GPUATTN_KERNEL=sm90_ws_192x128 (see kernel_choice_from_env)
   Precision precision = Precision::standard;
   int seqlen_q = 0;  // varlen: the max
+  int seqlen_k = 0;  // varlen: the max (head dim 256 on Hopper takes 80-key tiles from 1024 keys)
   int batch = 0;
   int hq = 0;
   int max_smem_per_block = 0;  // the device's opt-in shared memory per block in bytes (99 KB on
@@ -198,14 +215,24 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
 // the time on 3 consumers) keeps 2.
 bool three_consumers_pay(const FwdShape& s);
 
+// From how many keys (seqlen_k; varlen: the max) a dense or causal head-dim-256 call on Hopper
+// takes sm90_ws_128x80_d256 (H200 A/B against 64-key tiles, 2026-11-22, two runs: S2048-S16384
+// 0.91-0.98x the time, S1024 0.98x non-causal and 1.00x causal, S512 1.02-1.03x; at 512 keys the
+// seventh 80-key tile is 32 keys wide and runs masked, 9% more tensor-core work than 8 x 64).
+inline constexpr int kD256WideTileMinKeys = 1024;
+
 // The forward kernel configuration of one call. The table is keyed by (arch, head dim, causal,
 // sequence bucket); today the rule reads the arch (and whether the sm_90a kernel runs), the head
 // dim, the precision, on sm_80 the grid size (a bucket of seqlen_q * hq * batch) and the device's
 // shared memory per block (the shared memory compared is a block-layout call's, the most any mask
-// takes), and on Hopper at head dim 64 whether the call has a mask beyond causal, the grid in
-// waves and, for causal calls, seqlen_q (three_consumers_pay); causal changes the pick only there:
-//   sm90_ws_128x64_d256     Hopper (sm_major 9) with the sm_90a kernel available, standard
-//                           precision, head dim 256, any mask;
+// takes), and on Hopper at head dims 64 and 256 whether the call has a mask beyond causal, at 256
+// seqlen_k, and at 64 the grid in waves and, for causal calls, seqlen_q (three_consumers_pay);
+// causal changes the pick only there:
+//   sm90_ws_128x80_d256     Hopper (sm_major 9) with the sm_90a kernel available, standard
+//                           precision, head dim 256, dense and causal calls with at least
+//                           kD256WideTileMinKeys keys;
+//   sm90_ws_128x64_d256     the same with fewer keys, or with a window, global tokens or a block
+//                           layout;
 //   sm90_ws_192x128         the same at head dim 64 for dense and causal calls whose grid fills the
 //                           GPU (three_consumers_pay(): 192-row items on 3 consumer warpgroups,
 //                           also taken when GPUATTN_KERNEL=sm90_ws_192x128 forces it);

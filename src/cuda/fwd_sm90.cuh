@@ -1,16 +1,17 @@
 // Attention forward for Hopper (sm_90a), warp-specialized. Per CTA: a producer warpgroup whose one
-// elected thread streams Q once and K/V tiles of kBlockN keys (128; 64 at head dim 256) through a
-// 2-stage ring with TMA (completing on mbarriers; the consumers release each stage through "empty"
-// mbarriers), and two consumer warpgroups of 64 query rows each (three for dense and causal calls
-// at head dim 64 where the grid fills the GPU: sm90_ws_192x128) that run both GEMMs on wgmma:
-// S = Q K^T from 128-byte-swizzled shared memory, O += P V with P straight from the S registers
-// (the accumulator layout of S is the register-A layout of the second GEMM). Inside a consumer the
-// next tile's S GEMM runs during this tile's softmax, and the consumers take turns issuing
-// their GEMMs (ping-pong on a ring of named barriers), so one's softmax overlaps another's GEMMs.
-// With more row blocks than SMs the kernel is persistent (one CTA per SM; the producer passes the
-// work items of core/work_schedule.h to the consumers through a 2-slot ring in shared memory, and
-// loads the next item's Q and K/V while the consumers finish this one), and the consumers store O
-// through their rows of the Q buffer, 16 bytes a thread.
+// elected thread streams Q once and K/V tiles of kBlockN keys (128; at head dim 256 80 for dense
+// and causal calls from 1024 keys, 64 for the others) through a 2-stage ring with TMA (completing
+// on mbarriers; the consumers release each stage through "empty" mbarriers), and two consumer
+// warpgroups of 64 query rows each (three for dense and causal calls at head dim 64 where the grid
+// fills the GPU: sm90_ws_192x128) that run both GEMMs on wgmma: S = Q K^T from 128-byte-swizzled
+// shared memory, O += P V with P straight from the S registers (the accumulator layout of S is the
+// register-A layout of the second GEMM). Inside a consumer the next tile's S GEMM runs during this
+// tile's softmax, and the consumers take turns issuing their GEMMs (ping-pong on a ring of named
+// barriers), so one's softmax overlaps another's GEMMs. With more row blocks than SMs the kernel is
+// persistent (one CTA per SM; the producer passes the work items of core/work_schedule.h to the
+// consumers through a 2-slot ring in shared memory, and loads the next item's Q and K/V while the
+// consumers finish this one), and the consumers store O through their rows of the Q buffer, 16
+// bytes a thread.
 //
 // Two instantiations per (dtype, head dim): dense/causal (kMasked = false; at head dim 128 it also
 // runs a sliding window alone, from the window's first key tile, see ItemShape) and every other
@@ -55,7 +56,8 @@ constexpr int kLookaheadInts = 2 + 7 + 32;
 // lk, n_tiles, b, h, t_first), worked out once by the producer.
 constexpr int kItemInts = 8;
 
-template <typename T_, int kHeadDim_, bool kCompensated_ = false, int kConsumers_ = 2>
+template <typename T_, int kHeadDim_, bool kCompensated_ = false, int kConsumers_ = 2,
+          int kBlockN_ = 0>
 struct FwdTraits {
   using T = T_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -82,14 +84,25 @@ struct FwdTraits {
   // busy per instruction and a consumer's S, P and O (64 + 32 + D/2 registers per thread) fit its
   // 240. At head dim 256, O alone takes 128 registers: 64-key tiles (S 32 + P 16 + O 128) fit, and
   // smem holds Q (64 KB) and 2 stages of K and V (32 KB each): 192 KB. FA3 takes 80 keys at
-  // non-causal hdim 256; here 80 would leave 52 registers beside S, P and O (40 + 20 + 128) for
-  // the dense consumer and 28 for the masked one, need 225 of the 227 KB of smem, and split the
-  // masked kernel's 64-key row masks; not tried yet.
+  // hdim 256: the dense and causal calls do too (kBlockN_ below); the masked kernel would have
+  // 28 registers beside S, P and O (40 + 20 + 128) and split its 64-key row masks, so it keeps 64.
   // Compensated: O and its Kahan terms take D registers per thread (128 at D = 128) beside a
   // fresh P V accumulator; with 64-key tiles S (32) and P (16) fit next to them in the masked
   // consumer's 216 (see consume()), and each tile's fresh accumulator sums 64 keys, as the sm_80
   // compensated kernel's does.
-  static constexpr int kBlockN = (kHeadDim == 256 || kCompensated) ? 64 : 128;
+  // kBlockN_ (0: this rule) overrides it for one instantiation: 80 for the dense and causal
+  // calls at head dim 256 (FwdD256Traits; FA3's hdim-256 tile is 128 x 80): S 40 + P 20 + O 128
+  // registers fit 240, and Q (64 KB) plus 2 stages of K and V (40 KB each) take 224 KB of smem.
+  // 80 keys carry each tile's fixed costs (O's 128-register rescale, the row reductions, the
+  // barriers) over 25% more keys: 0.91-0.98x the time from 2048 keys on an H200; under 1024
+  // keys the rule keeps 64 (kD256WideTileMinKeys). The masked kernel builds its key masks 64 keys
+  // at a time, so it keeps 64.
+  static constexpr int kBlockN = kBlockN_ != 0                       ? kBlockN_
+                                 : (kHeadDim == 256 || kCompensated) ? 64
+                                                                     : 128;
+  static_assert(kBlockN_ == 0 ||
+                    (kBlockN_ == 80 && kHeadDim == 256 && !kCompensated && kConsumers == 2),
+                "a key-tile override: 80 at head dim 256, standard precision");
   // K/V stages in the ring. At head dims 128 and 256 two (with two Q buffers, or one 64 KB Q)
   // fill the smem. Head dim 64 has room for 4: H200 A/B against 2 stages (6640e35, 3 rounds),
   // fp16 B1 H16 S1024 1.025x the time, B4 H32 S4096 0.994x: the loads are not what it waits for.
@@ -136,7 +149,9 @@ struct FwdTraits {
                 "per consumer thread (that call runs on the sm_80 path)");
   // Every slab of Q, K and V (kBlockM or kBlockN rows of 128 bytes) and every stage starts on a
   // 1024-byte swizzle atom; the masked consumers build their key masks 64 keys at a time.
-  static_assert(kBlockN % 64 == 0 && kBlockN <= 256 && kBlockM % 8 == 0, "swizzle atoms, masks");
+  static_assert((kBlockN % 64 == 0 || kBlockN_ != 0) && kBlockN % 16 == 0 && kBlockN <= 256 &&
+                    kBlockM % 8 == 0,
+                "swizzle atoms (8 rows), wgmma k-steps (16 keys), masks (64 keys)");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
   // The CTA holds what launch gave it, 65536 / kThreads registers a thread rounded down to 8 (168
   // x 384 = 64512 with 2 consumers; all 65536 with 3): a setmaxnreg.inc past it would wait for
@@ -152,6 +167,10 @@ struct FwdTraits {
 // precision; see FwdTraits::kConsumers): the configuration sm90_ws_192x128.
 template <typename T>
 using FwdThreeConsumerTraits = FwdTraits<T, 64, false, 3>;
+// The traits of the dense / causal instantiation at head dim 256 in standard precision: 80-key
+// tiles (see FwdTraits::kBlockN): the configuration sm90_ws_128x80_d256.
+template <typename T>
+using FwdD256Traits = FwdTraits<T, 256, false, 2, 80>;
 
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
@@ -853,6 +872,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
   constexpr int kNS = kBlockN / 8, kNO = D / 8;  // n8 column groups of S and O
+  static_assert(!kMasked || kBlockN % 64 == 0,
+                "the masked kernel builds its key masks 64 keys at a time (mask_tile)");
   const int tid = threadIdx.x;
   const int lane = tid & 31, warp = (tid >> 5) & 3;
   const int g = lane >> 2, t4 = lane & 3;
@@ -1388,17 +1409,20 @@ bool kernel_is_sm90a() {
 // The entry of core/tile_config.h's table that describes the traits Tr.
 template <class Tr>
 constexpr bool matches_table() {
-  const FwdKernel kernel = Tr::kCompensated      ? FwdKernel::sm90_ws_128x64_compensated
-                           : Tr::kConsumers == 3 ? FwdKernel::sm90_ws_192x128
-                           : Tr::kHeadDim == 256 ? FwdKernel::sm90_ws_128x64_d256
-                                                 : FwdKernel::sm90_ws_128x128;
+  const FwdKernel kernel =
+      Tr::kCompensated      ? FwdKernel::sm90_ws_128x64_compensated
+      : Tr::kConsumers == 3 ? FwdKernel::sm90_ws_192x128
+      : Tr::kHeadDim == 256
+          ? (Tr::kBlockN == 80 ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256)
+          : FwdKernel::sm90_ws_128x128;
   const TileConfig& c = kFwdTileConfigs[static_cast<int>(kernel)];
   return c.block_m == Tr::kBlockM && c.block_n == Tr::kBlockN && c.warps == Tr::kThreads / 32 &&
          c.stages == Tr::kStages;
 }
 
 // `kernel` is select_fwd_config's pick. sm90_ws_192x128 (head dim 64, dense and causal calls)
-// runs the 3-consumer instantiation; otherwise p.precision picks: standard (2 consumers; the dense
+// runs the 3-consumer instantiation, sm90_ws_128x80_d256 (head dim 256, dense and causal, from
+// 1024 keys) the 80-key one; otherwise p.precision picks: standard (2 consumers; the dense
 // or the masked instantiation, see launch_fwd), or (head dims 64 and 128) compensated. A
 // compensated call at head dim 256 belongs to the sm_80 path (select_fwd_config never sends it
 // here).
@@ -1423,6 +1447,26 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
     } else {
       throw Error(ErrorCode::not_supported,
                   "gpuattn: sm90_ws_192x128 exists at head dim 64 only, not " + std::to_string(D));
+    }
+  }
+  if (kernel == FwdKernel::sm90_ws_128x80_d256) {
+    if constexpr (D == 256) {
+      static_assert(matches_table<FwdD256Traits<T>>(),
+                    "FwdTraits and the tile configuration table agree");
+      if (p.precision != Precision::standard || !p.dense_or_causal()) {
+        throw Error(ErrorCode::not_supported,
+                    std::string("gpuattn: sm90_ws_128x80_d256 runs dense and causal calls in "
+                                "standard precision only, not ") +
+                        (p.precision != Precision::standard ? to_string(p.precision)
+                         : p.banded()                       ? "a sliding window"
+                                                            : "global tokens or a block layout"));
+      }
+      launch_kernel<FwdD256Traits<T>, false>(p, stream);
+      return;
+    } else {
+      throw Error(
+          ErrorCode::not_supported,
+          "gpuattn: sm90_ws_128x80_d256 exists at head dim 256 only, not " + std::to_string(D));
     }
   }
   if (p.precision == Precision::compensated) {

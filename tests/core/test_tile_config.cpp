@@ -21,6 +21,7 @@ FwdShape shape(int sm_major, bool sm90, int num_sms, int seqlen_q, int batch, in
   s.num_sms = num_sms;
   s.head_dim = 128;
   s.seqlen_q = seqlen_q;
+  s.seqlen_k = seqlen_q;
   s.batch = batch;
   s.hq = hq;
   return s;
@@ -31,7 +32,7 @@ FwdKernel pick(const FwdShape& s) {
 }
 
 TEST(TileConfig, TableIsIndexedByKernelAndExplained) {
-  ASSERT_EQ(kFwdTileConfigs.size(), 7u);
+  ASSERT_EQ(kFwdTileConfigs.size(), 8u);
   for (std::size_t i = 0; i < kFwdTileConfigs.size(); ++i) {
     const TileConfig& c = kFwdTileConfigs[i];
     EXPECT_EQ(static_cast<std::size_t>(c.kernel), i);
@@ -63,6 +64,11 @@ TEST(TileConfig, TableHoldsTheCompiledTiles) {
   EXPECT_EQ(comp.block_n, 64);  // O, its Kahan terms and a fresh P V slab leave room for 64 keys
   EXPECT_EQ(comp.warps, 12);
   EXPECT_EQ(comp.stages, 2);
+  const TileConfig& d256_80 = tile_config(FwdKernel::sm90_ws_128x80_d256);
+  EXPECT_EQ(d256_80.block_m, 128);
+  EXPECT_EQ(d256_80.block_n, 80);  // S 40 + P 20 + O 128 registers; K/V stages of 40 KB
+  EXPECT_EQ(d256_80.warps, 12);
+  EXPECT_EQ(d256_80.stages, 2);
   const TileConfig& d64 = tile_config(FwdKernel::sm90_ws_192x128);
   EXPECT_EQ(d64.block_m, 192);  // 3 consumer warpgroups x 64 rows
   EXPECT_EQ(d64.block_n, 128);
@@ -206,11 +212,21 @@ TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
       s.head_dim = 256;
       s.dense_or_causal = dense;
       s.causal = causal;
-      EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;
+      // 80-key tiles for dense and causal calls from 1024 keys, whatever the grid; 64 with fewer
+      // keys, or with a window, global tokens or a block layout (the masked instantiation).
+      const FwdKernel want =
+          dense ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256;
+      EXPECT_EQ(pick(s), want) << dense << causal;
       s.seqlen_q = 1;
       s.batch = 1;
       s.hq = 1;
+      EXPECT_EQ(pick(s), want) << dense << causal;
+      s.seqlen_k = kD256WideTileMinKeys;
+      EXPECT_EQ(pick(s), want) << dense << causal;
+      s.seqlen_k = kD256WideTileMinKeys - 1;  // the last 80-key tile would be a short one
       EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;
+      s.seqlen_q = 4096;
+      EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;  // keys, not rows
       for (int d : {64, 128}) {  // the other head dims keep 128-key tiles (one row block:
         s.head_dim = d;          // 2 consumers at head dim 64 too)
         EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << d;
@@ -328,7 +344,8 @@ TEST(TileConfig, Sm80SharedMemoryAgainstRealDevices) {
     EXPECT_LE(sm80_smem_bytes(FwdKernel::sm80_64x64, 256, blocks), k163);
     EXPECT_GT(sm80_smem_bytes(FwdKernel::sm80_64x64_compensated, 256, blocks), k99);
     for (FwdKernel k : {FwdKernel::sm90_ws_128x128, FwdKernel::sm90_ws_128x64_d256,
-                        FwdKernel::sm90_ws_128x64_compensated, FwdKernel::sm90_ws_192x128}) {
+                        FwdKernel::sm90_ws_128x64_compensated, FwdKernel::sm90_ws_192x128,
+                        FwdKernel::sm90_ws_128x80_d256}) {
       EXPECT_EQ(sm80_smem_bytes(k, 128, blocks), 0);
     }
   }
@@ -450,6 +467,11 @@ const Point kPoints[] = {
     {"H200 132 SMs, D128, block layout, B2 H16 S65536", masked(on(kH200, 128, 65536, 2, 16)),
      "sm90_ws_128x128"},
     {"H200 132 SMs, D256, bf16, B2 H8 S1000", on(kH200, 256, 1000, 2, 8), "sm90_ws_128x64_d256"},
+    {"H200 132 SMs, D256, B4 H8 S4096", on(kH200, 256, 4096, 4, 8), "sm90_ws_128x80_d256"},
+    {"H200 132 SMs, D256, causal, B1 H1 S1", causal(on(kH200, 256, 1, 1, 1)),
+     "sm90_ws_128x64_d256"},
+    {"H200 132 SMs, D256, causal, B1 H1 S1024", causal(on(kH200, 256, 1024, 1, 1)),
+     "sm90_ws_128x80_d256"},
     {"H200 132 SMs, D256, causal, global tokens, B1 H1 S1", masked(causal(on(kH200, 256, 1, 1, 1))),
      "sm90_ws_128x64_d256"},
     {"H200 132 SMs, D128, compensated, B2 H16 S4096", compensated(on(kH200, 128, 4096, 2, 16)),
@@ -596,7 +618,9 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                         m.dense_or_causal = dense;
                         m.causal = causal;
                         const FwdKernel km = pick(m);
-                        if (k != FwdKernel::sm90_ws_192x128) {
+                        if (k == FwdKernel::sm90_ws_128x80_d256) {  // 64 keys for a mask
+                          ASSERT_EQ(km, dense ? k : FwdKernel::sm90_ws_128x64_d256) << where;
+                        } else if (k != FwdKernel::sm90_ws_192x128) {
                           ASSERT_EQ(km, k) << where << " dense " << dense << " causal " << causal;
                         } else if (km != k) {  // to 2 consumers, for a mask or a short causal call
                           ASSERT_EQ(km, FwdKernel::sm90_ws_128x128) << where;
@@ -612,10 +636,15 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                       EXPECT_TRUE(major == 9 && sm90 && d == 64 && prec == Precision::standard)
                           << where;
                     }
-                    const bool is_sm90 = k == FwdKernel::sm90_ws_128x128 ||
-                                         k == FwdKernel::sm90_ws_128x64_d256 ||
-                                         k == FwdKernel::sm90_ws_128x64_compensated ||
-                                         k == FwdKernel::sm90_ws_192x128;
+                    if (k == FwdKernel::sm90_ws_128x80_d256 ||
+                        k == FwdKernel::sm90_ws_128x64_d256) {  // a dense call: keys decide
+                      EXPECT_EQ(k == FwdKernel::sm90_ws_128x80_d256, seqlen >= kD256WideTileMinKeys)
+                          << where;
+                    }
+                    const bool is_sm90 =
+                        k == FwdKernel::sm90_ws_128x128 || k == FwdKernel::sm90_ws_128x64_d256 ||
+                        k == FwdKernel::sm90_ws_128x64_compensated ||
+                        k == FwdKernel::sm90_ws_192x128 || k == FwdKernel::sm90_ws_128x80_d256;
                     if (major != 9 || !sm90) EXPECT_FALSE(is_sm90) << where;
                     const bool is_compensated = k == FwdKernel::sm80_64x64_compensated ||
                                                 k == FwdKernel::sm90_ws_128x64_compensated;
@@ -627,6 +656,7 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                       EXPECT_NE(k, FwdKernel::sm90_ws_192x128) << where;
                     } else {
                       EXPECT_NE(k, FwdKernel::sm90_ws_128x64_d256) << where;
+                      EXPECT_NE(k, FwdKernel::sm90_ws_128x80_d256) << where;
                     }
                     if (k == FwdKernel::sm80_128x64) seen_large = true;
                     if (seen_large) EXPECT_NE(k, FwdKernel::sm80_64x64) << where;
@@ -664,6 +694,7 @@ TEST(TileConfig, ShapeFromParams) {
   p.hkv = 4;
   p.head_dim = 64;
   p.seqlen_q = 777;
+  p.seqlen_k = 900;
   p.causal = true;
   p.precision = Precision::compensated;
   FwdShape s = fwd_shape(p, 9, true, 132, 227 * kKB);
@@ -675,6 +706,7 @@ TEST(TileConfig, ShapeFromParams) {
   EXPECT_EQ(s.hq, 16);
   EXPECT_EQ(s.head_dim, 64);
   EXPECT_EQ(s.seqlen_q, 777);
+  EXPECT_EQ(s.seqlen_k, 900);
   EXPECT_TRUE(s.causal);
   EXPECT_TRUE(s.dense_or_causal);
   EXPECT_EQ(s.precision, Precision::compensated);
@@ -706,7 +738,11 @@ TEST(TileConfig, ShapeFromParams) {
   p.head_dim = 256;  // the head dim reaches the rule
   s = fwd_shape(p, 9, true, 132, 227 * kKB);
   EXPECT_EQ(s.head_dim, 256);
-  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256);
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256);  // a mask: the 64-key masked kernel
+  p.block_layout = nullptr;
+  EXPECT_EQ(pick(fwd_shape(p, 9, true, 132, 227 * kKB)), FwdKernel::sm90_ws_128x64_d256);  // 900
+  p.seqlen_k = 4096;  // keys reach the rule
+  EXPECT_EQ(pick(fwd_shape(p, 9, true, 132, 227 * kKB)), FwdKernel::sm90_ws_128x80_d256);
 }
 
 }  // namespace

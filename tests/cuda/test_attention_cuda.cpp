@@ -880,11 +880,12 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---- head dim 256 -------------------------------------------------------------------------------
 
-// Head dim 256: the sm_90a kernel's 64-key tiles on Hopper; under GPUATTN_KERNEL=sm80 (and off
-// Hopper) the sm_80 kernel's 64 x 64 configuration with swizzled shared memory, and in compensated
-// precision (on every GPU) its O split over 2 CTAs per row block. Lengths that are multiples of no
-// tile, Sq != Sk both ways, GQA / MQA, varlen with length-1 and empty sequences, strided views,
-// large logits, grids that fill the GPU several times over.
+// Head dim 256: the sm_90a kernel's 80-key tiles on Hopper from 1024 keys (64 with a mask or fewer
+// keys; 1040, 1041 and 1120 keys put a tile edge on the last key and one past it); under
+// GPUATTN_KERNEL=sm80 (and off Hopper) the sm_80 kernel's 64 x 64 configuration with swizzled
+// shared memory, and in compensated precision (on every GPU) its O split over 2 CTAs per row block.
+// Lengths that are multiples of no tile, Sq != Sk both ways, GQA / MQA, varlen with length-1 and
+// empty sequences, strided views, large logits, grids that fill the GPU several times over.
 INSTANTIATE_TEST_SUITE_P(
     HeadDim256, AttentionCuda,
     ::testing::Values(
@@ -899,7 +900,9 @@ INSTANTIATE_TEST_SUITE_P(
         varlen(8, 8, 256, bf16, {1, 0, 513, 300}, {17, 300, 0, 2048}),
         dense(1, 8, 8, 2048, 2048, 256, f16).q_times(30),
         dense(2, 8, 2, 100, 1000, 256, bf16).causal().in(Layout::padded),
-        dense(1, 8, 8, 1000, 1000, 256, f16).causal().in(Layout::packed_qkv)),
+        dense(1, 8, 8, 1000, 1000, 256, f16).causal().in(Layout::packed_qkv),
+        dense(2, 4, 4, 160, 1040, 256, f16), dense(1, 4, 4, 81, 1041, 256, bf16).causal(),
+        dense(1, 4, 4, 1200, 1120, 256, f16).causal(), dense(1, 4, 4, 1040, 1039, 256, bf16)),
     case_name);
 
 // Compensated precision at head dim 256 (the sm_80 kernel's O split on every GPU).
