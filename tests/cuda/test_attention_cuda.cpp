@@ -760,7 +760,7 @@ INSTANTIATE_TEST_SUITE_P(
         dense(2, 4, 4, 300, 300, 256, bf16).in(Layout::padded),
         dense(1, 4, 4, 1000, 1000, 64, f16).causal().window(200, 0).in(Layout::padded),
         dense(1, 4, 4, 1000, 1000, 128, bf16).causal().window(200, 0).in(Layout::padded),
-        dense(1, 4, 4, 700, 900, 128, f16).window(100, 50).in(Layout::packed_qkv),
+        dense(1, 4, 4, 700, 900, 128, f16).window(100, 50).in(Layout::padded),
         dense(1, 4, 4, 1000, 1000, 64, f16).causal().window(200, 0).globals(4).in(Layout::padded),
         dense(3, 4, 4, 17, 17, 64, bf16).causal().in(Layout::padded),
         dense(1, 8, 8, 4097, 4097, 128, bf16).compensated().in(Layout::padded),
