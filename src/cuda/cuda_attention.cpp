@@ -67,7 +67,27 @@ bool is_sm90(FwdKernel kernel) {
   return std::string_view(tile_config(kernel).name).substr(0, 5) == "sm90_";
 }
 
+// select_fwd_config's pick for p on the current device, GPUATTN_KERNEL applied.
+FwdKernel pick_forward_kernel(const FwdParams& p) {
+  const KernelChoice choice = kernel_choice_from_env();
+  const bool sm90_available = choice != KernelChoice::sm80 && sm90::usable(p.dtype, p.head_dim);
+  FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
+                             sm80::max_smem_per_block());
+  shape.force_192x128 = choice == KernelChoice::sm90_ws_192x128;
+  return select_fwd_config(shape).kernel;
+}
+
 }  // namespace
+
+FwdKernel cuda_forward_kernel(const FwdParams& p) {
+  const int count = cuda_device_count();
+  if (p.device_index < 0 || p.device_index >= count) {
+    invalid("tensors are on cuda:" + std::to_string(p.device_index) + " but " +
+            std::to_string(count) + " CUDA device(s) are visible");
+  }
+  DeviceGuard guard(p.device_index);
+  return pick_forward_kernel(p);
+}
 
 int cuda_device_count() {
   int n = 0;
@@ -115,12 +135,7 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   // at head dims 64/128), the sm_80 kernel serves other GPUs, compensated at head dim 256 and
   // GPUATTN_KERNEL=sm80. The device's opt-in shared memory per block keeps the sm_80 tiles to
   // those that fit (sm80_64x64 at head dim 128 on sm_86/sm_89).
-  const KernelChoice choice = kernel_choice_from_env();
-  const bool sm90_available = choice != KernelChoice::sm80 && sm90::usable(p.dtype, p.head_dim);
-  FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
-                             sm80::max_smem_per_block());
-  shape.force_192x128 = choice == KernelChoice::sm90_ws_192x128;
-  const FwdKernel kernel = select_fwd_config(shape).kernel;
+  const FwdKernel kernel = pick_forward_kernel(p);
   if (is_sm90(kernel)) {
     if (p.dtype == DType::f16) {
       if (p.head_dim == 64) return sm90::fwd_f16_hdim64(kernel, p, stream);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/fwd_params.h"
+#include "core/tile_config.h"
 
 namespace gpuattn {
 
@@ -11,5 +12,9 @@ int cuda_device_count();
 // Checks that the pointers in `p` are device memory of p.device_index, validates device-resident
 // cu_seqlens on a host copy, then launches the forward kernel on `stream` (cudaStream_t).
 void cuda_attention_forward(const FwdParams& p, void* stream);
+
+// The forward kernel configuration cuda_attention_forward launches for p (select_fwd_config on
+// p's device, GPUATTN_KERNEL applied), so that tests can check which kernel a call ran.
+FwdKernel cuda_forward_kernel(const FwdParams& p);
 
 }  // namespace gpuattn

@@ -3,6 +3,8 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
 #include <string>
 
 #include "gpuattn/types.h"
@@ -16,3 +18,25 @@
                                  " (" __FILE__ ")");                                               \
     }                                                                                              \
   } while (0)
+
+namespace gpuattn {
+
+// Per device ordinal: whether a one-time setting was made on that device (ordinals past 63 are
+// never remembered, so the setting is made on every call there).
+using PerDeviceFlags = std::array<std::atomic<bool>, 64>;
+
+// Lets `kernel` use `bytes` of dynamic shared memory on the current device. cudaFuncSetAttribute
+// applies to the current device's context only, so it runs once per device, remembered in `done`
+// (one PerDeviceFlags per kernel): set once per process, a later launch on a second device
+// would fail for any kernel above the default 48 KB.
+inline void set_max_dynamic_smem(const void* kernel, int bytes, PerDeviceFlags& done) {
+  int device = 0;
+  GPUATTN_CUDA_CHECK(cudaGetDevice(&device));
+  const bool cacheable = device >= 0 && device < static_cast<int>(done.size());
+  if (cacheable && done[device].load(std::memory_order_acquire)) return;
+  GPUATTN_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  if (cacheable) done[device].store(true, std::memory_order_release);
+}
+
+}  // namespace gpuattn

@@ -813,12 +813,8 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
                     " bytes of shared memory per block; this GPU allows " +
                     std::to_string(max_smem_per_block()));
   }
-  static const bool configured = [] {
-    GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel<Tr, kMode>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    return true;
-  }();
-  (void)configured;
+  static PerDeviceFlags configured{};
+  set_max_dynamic_smem(reinterpret_cast<const void*>(fwd_kernel<Tr, kMode>), kSmem, configured);
   const dim3 grid((p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM * Tr::kOSplit, p.hq, p.batch);
   fwd_kernel<Tr, kMode><<<grid, Tr::kThreads, kSmem, stream>>>(p);
   GPUATTN_CUDA_CHECK(cudaGetLastError());

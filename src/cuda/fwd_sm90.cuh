@@ -1356,12 +1356,9 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
 
 template <class Tr, bool kMasked>
 void launch_kernel(const FwdParams& p, cudaStream_t stream) {
-  static const bool configured = [] {
-    GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(
-        fwd_kernel<Tr, kMasked>, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
-    return true;
-  }();
-  (void)configured;
+  static PerDeviceFlags configured{};
+  set_max_dynamic_smem(reinterpret_cast<const void*>(fwd_kernel<Tr, kMasked>), Tr::kSmemBytes,
+                       configured);
   const QkvTensorMaps maps = make_qkv_tensor_maps(p, Tr::kBlockM, Tr::kBlockN, 64);
   const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
   // See core/work_schedule.h: persistent, one CTA per SM, when there are more items than SMs

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <limits>
@@ -27,7 +28,10 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "core/fwd_params.h"
 #include "core/mask.h"
+#include "core/tile_config.h"
+#include "cuda/cuda_attention.h"
 #include "cuda/cuda_test_util.h"
 #include "gpuattn/attention.h"
 #include "gpuattn/reference.h"
@@ -638,9 +642,26 @@ class AttentionCudaTest : public ::testing::Test {
 
 class AttentionCuda : public AttentionCudaTest, public ::testing::WithParamInterface<Case> {};
 
+// Under GPUATTN_KERNEL=sm90_ws_192x128 (ctest's sm90_192. copies of the head-dim-64 cases) a dense
+// or causal head-dim-64 call in standard precision must pick the 3-consumer kernel wherever the
+// sm_90a kernel runs, and every other call must not: else those copies would re-run the default
+// kernel and pass for the wrong reason.
+void expect_forced_kernel(const AttentionArgs& args) {
+  const char* env = std::getenv("GPUATTN_KERNEL");
+  if (env == nullptr || std::string(env) != "sm90_ws_192x128") return;
+  const FwdParams fp = make_fwd_params(args);
+  const FwdKernel k = cuda_forward_kernel(fp);
+  const std::string name = tile_config(k).name;
+  if (name.rfind("sm90_", 0) != 0) return;  // no sm_90a kernel on this device
+  const bool eligible =
+      fp.head_dim == 64 && fp.precision == Precision::standard && fp.dense_or_causal();
+  EXPECT_EQ(k == FwdKernel::sm90_ws_192x128, eligible) << "picked " << name;
+}
+
 TEST_P(AttentionCuda, MatchesReference) {
   Problem p(GetParam(), seed_of(current_test_name()));
   p.expect_matches_reference(run_once(p));
+  expect_forced_kernel(p.device_args());
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
@@ -729,14 +750,17 @@ INSTANTIATE_TEST_SUITE_P(
 // Non-contiguous views: padded strides with NaN in the padding (reading it, or writing it, fails),
 // and q/k/v slices of one packed qkv buffer with out a slice of a wider buffer. The sm_90a kernel
 // stores out through a TMA tensor map of its strides (64-row boxes, rows past the end clipped):
-// head dim 256 (4 boxes a warpgroup), a window alone (the dense instantiation from the window's
-// first key tile) and a masked call (global tokens: its own instantiation) too.
+// head dim 256 (4 boxes a warpgroup), a window alone (at head dim 128 the dense instantiation from
+// the window's first key tile, at 64 the masked one) and a masked call (global tokens: its own
+// instantiation) too.
 INSTANTIATE_TEST_SUITE_P(
     StridedViews, AttentionCuda,
     ::testing::Values(
         dense(2, 8, 2, 100, 1000, 128, f16).causal().in(Layout::padded),
         dense(2, 4, 4, 300, 300, 256, bf16).in(Layout::padded),
         dense(1, 4, 4, 1000, 1000, 64, f16).causal().window(200, 0).in(Layout::padded),
+        dense(1, 4, 4, 1000, 1000, 128, bf16).causal().window(200, 0).in(Layout::padded),
+        dense(1, 4, 4, 700, 900, 128, f16).window(100, 50).in(Layout::padded),
         dense(1, 4, 4, 1000, 1000, 64, f16).causal().window(200, 0).globals(4).in(Layout::padded),
         dense(3, 4, 4, 17, 17, 64, bf16).causal().in(Layout::padded),
         dense(1, 8, 8, 4097, 4097, 128, bf16).compensated().in(Layout::padded),
@@ -774,9 +798,10 @@ INSTANTIATE_TEST_SUITE_P(
                       dense(4, 16, 16, 1000, 1000, 64, bf16).causal().window(64, 0),
                       dense(2, 16, 16, 2048, 2048, 128, bf16).causal().window(511, 0),
                       // On Hopper a window alone runs the dense kernel from the window's first
-                      // key tile: head dim 256 (64-key tiles), band edges on tile boundaries,
-                      // one side unbounded with Sq != Sk, a single query row far from key 0,
-                      // and items without a key tile between items with tiles.
+                      // key tile at head dim 128 (the masked one at 64 and 256): band edges on
+                      // tile boundaries, one side unbounded with Sq != Sk, a single query row far
+                      // from key 0, and items without a key tile between items with tiles (the
+                      // D128 copies of the D64/D256 cases below).
                       dense(1, 8, 8, 4097, 4097, 256, bf16).causal().window(1024, 0),
                       dense(1, 8, 8, 1000, 100, 256, f16).causal().window(20, 0),
                       dense(1, 8, 8, 1000, 1000, 128, f16).causal().window(127, 0),
@@ -785,7 +810,12 @@ INSTANTIATE_TEST_SUITE_P(
                       dense(1, 8, 8, 1000, 100, 128, f16).window(-1, 0),
                       dense(1, 8, 8, 100, 1000, 64, bf16).window(0, -1),
                       dense(2, 8, 8, 1, 4097, 128, f16).causal().window(1000, 0),
-                      dense(2, 16, 4, 1700, 1300, 256, bf16).window(64, 64)),
+                      dense(2, 16, 4, 1700, 1300, 256, bf16).window(64, 64),
+                      dense(1, 8, 8, 4097, 4097, 128, bf16).causal().window(1024, 0),
+                      dense(1, 8, 8, 1000, 100, 128, f16).causal().window(20, 0),
+                      dense(1, 8, 8, 1000, 1000, 128, bf16).causal().window(63, 0),
+                      dense(1, 8, 8, 100, 1000, 128, bf16).window(0, -1),
+                      dense(2, 16, 4, 1700, 1300, 128, bf16).window(64, 64)),
     case_name);
 
 // Global tokens widen the window: the first G positions (and every stride-th with a stride) see
@@ -967,6 +997,7 @@ INSTANTIATE_TEST_SUITE_P(
         varlen(16, 4, 64, f16, kManyLensQ, kManyLensK),
         varlen(16, 4, 64, f16, kManyLensQ, kManyLensK).causal().window(200, 0),
         varlen(16, 4, 128, f16, kManyLensQ, kManyLensK).window(32, 32),
+        varlen(16, 4, 128, bf16, kManyLensQ, kManyLensK).causal().window(200, 0),
         varlen(8, 2, 256, bf16, kLens).causal().window(128, 0),
         varlen(16, 4, 64, bf16, kManyLensQ, kManyLensK).window(32, 32).globals(100, 300),
         // compensated, head dim 256
