@@ -131,10 +131,35 @@ struct FwdParams {
     return mask().has_window() && !mask().has_global() && !has_block_layout();
   }
 
+  // A block layout and nothing else (no causal, window or global tokens) whose blocks are whole
+  // row blocks of `block_m` rows and whole key tiles of `block_n` keys (block_q and block_k
+  // multiples of them): every key tile of a row block is then seen by all of the block's rows or
+  // by none (keys past the sequence end aside). The sm_90a kernel runs these on its dense
+  // instantiation, loading only the tiles whose layout block is on (LayoutTiles).
+  GPUATTN_HD bool whole_tile_layout(int block_m, int block_n) const {
+    return has_block_layout() && !causal && !mask().has_window() && !mask().has_global() &&
+           block_q % block_m == 0 && block_k % block_n == 0;
+  }
+
   // Number of keys query row i of head h sees (bottom-right aligned; in [0, lk]).
   GPUATTN_HD int visible_keys(int i, int lq, int lk, int h) const {
     return mask(h).visible_count(i, lq, lk);
   }
+};
+
+// The key tiles of `block_n` keys that the rows [m0, m0 + block_m) of query head h see under a
+// whole_tile_layout(block_m, block_n) (m0 a multiple of block_m): tile t iff the layout block
+// (m0 / block_q, t * block_n / block_k) is on.
+struct LayoutTiles {
+  const std::uint8_t* row;  // the row block's layout row
+  std::int64_t col_stride;
+  int tiles_per_block;  // block_k / block_n
+  GPUATTN_HD LayoutTiles(const FwdParams& p, int h, int m0, int block_n)
+      : row(p.block_layout + h * p.block_head_stride +
+            static_cast<std::int64_t>(m0 / p.block_q) * p.block_row_stride),
+        col_stride(p.block_col_stride),
+        tiles_per_block(p.block_k / block_n) {}
+  GPUATTN_HD bool on(int t) const { return row[(t / tiles_per_block) * col_stride] != 0; }
 };
 
 // The keys a query row at key position `pos` (its row + lk - lq) sees under the position mask:

@@ -78,6 +78,10 @@ struct FwdTraits {
   // 8cdd8ae with and without it there: causal D64 S512 0.966x, S1024 0.989x the time, causal
   // D256 S2048-S8192 0.96-0.97x; windows are benchmarked at head dim 128 only).
   static constexpr bool kBanded = kConsumers == 2 && kHeadDim == 128;
+  // Block layouts of whole tiles (FwdParams::whole_tile_layout) run on the dense instantiation
+  // too, their producer warp listing each item's on tiles (count_listed); the D256 producer's 24
+  // registers leave no room for it, so those stay masked.
+  static constexpr bool kListed = kConsumers == 2 && kHeadDim <= 128 && !kCompensated;
   static constexpr int kThreads = (kConsumers + 1) * 128;  // + the producer warpgroup
   static constexpr int kBlockM = kConsumers * 64;
   // Keys per tile: 128 at head dims 64 and 128, where wgmma N = 128 for S keeps the tensor cores
@@ -596,6 +600,30 @@ __device__ __forceinline__ void produce_masked(
   ++j;
 }
 
+// A listed item's on tiles among its key tiles [0, n) (see FwdParams::whole_tile_layout), by the
+// producer warp, 32 tiles a ballot and four ballots a round trip of layout reads: how many, and
+// the last one (-1: none). Every lane gets both.
+__device__ __forceinline__ void count_listed(const LayoutTiles& tiles, int n, int& count,
+                                             int& last) {
+  const int lane = threadIdx.x & 31;
+  count = 0;
+  last = -1;
+  for (int t0 = 0; t0 < n; t0 += 128) {
+    bool on[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int t = t0 + 32 * i + lane;
+      on[i] = t < n && tiles.on(t);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const unsigned bits = __ballot_sync(0xffffffffu, on[i]);
+      count += __popc(bits);
+      if (bits != 0) last = t0 + 32 * i + 31 - __clz(static_cast<int>(bits));
+    }
+  }
+}
+
 // Returns the stage uses the item took: its tiles (the masked kernel: 1, the kEndOfTiles stage,
 // when it has none).
 template <class Tr, bool kMasked>
@@ -625,9 +653,13 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // registers instead of being copied into them (R2UR) before every wgmma.
   const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
   const WorkSchedule sched(p, kBlockM, kMasked);
+  // A block layout of whole tiles on the dense instantiation (see Tr::kListed): the producer warp
+  // lists each item's on tiles, and the consumers run them as a dense item's, the last one's key
+  // positions exact (ItemShape).
+  const bool listed = !kMasked && Tr::kListed && p.whole_tile_layout(kBlockM, kBlockN);
   // The item after w (see core/work_schedule.h): static for dense non-causal calls, from the
   // counter for the others when the launch passed one, else none (a CTA per item).
-  const bool static_schedule = !kMasked && !p.causal;
+  const bool static_schedule = !kMasked && !p.causal && !listed;
   auto next_item = [&](int w) {
     if (static_schedule) return w + static_cast<int>(gridDim.x);
     if (item_counter != nullptr) return static_cast<int>(gridDim.x) + atomicAdd(item_counter, 1);
@@ -638,7 +670,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // A sliding window without global tokens or a block layout (p.banded()) runs on the dense
   // kernel too at head dim 128 (Tr::kBanded): its tiles are the n_tiles from t_first that hold the
   // keys some row of the block sees (MaskPolicy::key_range, tight for a window), the edge ones
-  // masked per element.
+  // masked per element. A listed item's n_tiles are its on tiles (count_listed), t_first is its
+  // last on tile - (n_tiles - 1): the consumers take tile j's keys from t_first + j, exact for the
+  // last tile (the only one that can cross the sequence end); for the others t_first + j may lie
+  // past the true tile but stays before the last one, so none of them is masked, as none needs
+  // to be (tests/core/test_mask.cpp, WholeTileLayout).
   struct ItemShape {
     WorkItem it;
     int m0, lq, lk, n_tiles, t_first;
@@ -694,7 +730,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // K/V stage use of the CTA (over all its items) is stage j % kStages's (j / kStages)-th; the
     // i-th Q goes to buffer i % kQBuffers once the consumers are done with the Q that buffer held
     // before.
-    if (kMasked ? tid < 32 : tid == 0) {
+    if (kMasked || listed ? tid < 32 : tid == 0) {
+      const int lane = tid & 31;
       int j = 0, q_loads = 0;
       for (int w = static_cast<int>(blockIdx.x), u = 0;; ++u) {
         int next = 0;
@@ -718,6 +755,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         }
         ItemShape x{};
         if (w < sched.items) x = shape_of(w);
+        if (listed && x.n_tiles > 0) {
+          int count = 0, last = -1;
+          count_listed(LayoutTiles(p, x.it.h, x.m0, kBlockN), x.n_tiles, count, last);
+          x.n_tiles = count;
+          x.t_first = last - (count - 1);
+        }
         if (tid == 0) {
           const int slot = u & 1;
           if (u >= 2) ptx::mbarrier_wait(bar.item_empty + 8 * slot, ((u >> 1) & 1) ^ 1);
@@ -748,22 +791,41 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
             const int q_row = static_cast<int>(p.row0_q(x.it.b)) + x.m0;
             const int k_row0 = static_cast<int>(p.row0_k(x.it.b));
             const int bc = p.is_varlen() ? 0 : x.it.b;
-            if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(qb), (q_use - 1) & 1);
             ++q_loads;
-            const std::uint32_t q_full = bar.q_full_of(qb), q_dst = sq + qb * Tr::kQBytes;
-            ptx::mbarrier_arrive_expect_tx(q_full, Tr::kQBytes);
+            if (lane == 0) {
+              if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(qb), (q_use - 1) & 1);
+              const std::uint32_t q_full = bar.q_full_of(qb), q_dst = sq + qb * Tr::kQBytes;
+              ptx::mbarrier_arrive_expect_tx(q_full, Tr::kQBytes);
 #pragma unroll
-            for (int s = 0; s < Tr::kSlabs; ++s) {
-              ptx::tma_load_4d(q_dst + s * kBlockM * 128, &maps.q, q_full, s * 64, x.it.h, q_row,
-                               bc);
-            }
-            for (int t = 0; t < x.n_tiles; ++t, ++j) {
-              load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + (x.t_first + t) * kBlockN, hk,
+              for (int s = 0; s < Tr::kSlabs; ++s) {
+                ptx::tma_load_4d(q_dst + s * kBlockM * 128, &maps.q, q_full, s * 64, x.it.h, q_row,
                                  bc);
-              if (t == 0) SM90_TRACE(0, u, 2);
+              }
+            }
+            if (listed) {  // the on tiles, 32 a ballot (lane 0 loads, the others read ahead)
+              const LayoutTiles tiles(p, x.it.h, x.m0, kBlockN);
+              const int last = x.t_first + x.n_tiles - 1;
+              for (int t0 = 0; t0 <= last; t0 += 32) {
+                unsigned bits =
+                    __ballot_sync(0xffffffffu, t0 + lane <= last && tiles.on(t0 + lane));
+                while (bits != 0) {
+                  const int t = t0 + __ffs(static_cast<int>(bits)) - 1;
+                  bits &= bits - 1;
+                  if (lane == 0)
+                    load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + t * kBlockN, hk, bc);
+                  ++j;
+                }
+              }
+            } else {
+              for (int t = 0; t < x.n_tiles; ++t, ++j) {
+                load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + (x.t_first + t) * kBlockN, hk,
+                                   bc);
+                if (t == 0) SM90_TRACE(0, u, 2);
+              }
             }
             SM90_TRACE(0, u, 3);
           }
+          if (listed) next = __shfl_sync(0xffffffffu, next, 0);
           w = next;
         }
       }
@@ -1042,7 +1104,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
         }
       }
     } else {
-      const int n0 = j * kBlockN;
+      const int n0 = (t_first + j) * kBlockN;  // t_first: 0, or a listed item's (see ItemShape)
       // Per warpgroup: its first row's diagonal (with 3 consumers a 192-row item spans 1.5 key
       // tiles of diagonal; the per-block test masked every warpgroup on all of them).
       const bool need_mask =
@@ -1366,7 +1428,8 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   // else a CTA per item. (Validation keeps the items below 2^30.)
   const long long items = static_cast<long long>(m_blocks) * p.hq * p.batch;
   const int sms = sm80::num_sms();
-  const bool dynamic = (kMasked || p.causal) && items > sms;
+  const bool listed = !kMasked && Tr::kListed && p.whole_tile_layout(Tr::kBlockM, Tr::kBlockN);
+  const bool dynamic = (kMasked || p.causal || listed) && items > sms;
   std::optional<sm80::LaunchCounter> counter;
   if (dynamic) counter.emplace(stream);
   const dim3 grid(static_cast<unsigned>(std::min<long long>(items, sms)));
@@ -1384,7 +1447,8 @@ template <class Tr>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   if constexpr (Tr::kCompensated) {
     launch_kernel<Tr, true>(p, stream);
-  } else if (p.dense_or_causal() || (Tr::kBanded && p.banded())) {
+  } else if (p.dense_or_causal() || (Tr::kBanded && p.banded()) ||
+             (Tr::kListed && p.whole_tile_layout(Tr::kBlockM, Tr::kBlockN))) {
     launch_kernel<Tr, false>(p, stream);
   } else {
     launch_kernel<Tr, true>(p, stream);

@@ -291,6 +291,121 @@ TEST(BandedWindow, TilesAndMasksMatchTheMask) {
   EXPECT_GT(checked, 1000000);
 }
 
+// A block layout of whole tiles on the sm_90a kernel's dense instantiation
+// (FwdParams::whole_tile_layout): per block of block_m query rows the producer loads the tiles t
+// with LayoutTiles::on(t), in key order, and tells the consumers their count n and t_first = the
+// last one - (n - 1); the consumers take the j-th loaded tile's keys from (t_first + j) * block_n
+// and mask only keys at or past lk (need_mask: n0 + block_n > lk). Against MaskPolicy::visible
+// for every (row, key): no visible key outside the loaded tiles, and the kernel's visibility equal
+// to the mask's inside every loaded tile, with lengths on, one past and one short of the tile
+// edges, blocks of 1-3 tiles each way, contiguous and transposed layouts, two heads.
+TEST(WholeTileLayout, ListedTilesMatchTheMask) {
+  std::mt19937 rng(1234);
+  long long checked = 0;
+  for (int block_n : {64, 128}) {
+    const int block_m = 128;
+    for (int lq : {1, 127, 128, 129, 300}) {
+      for (int lk : {1, block_n - 1, block_n, block_n + 1, 5 * block_n + 3, 8 * block_n}) {
+        for (int bq : {block_m, 2 * block_m}) {
+          for (int bk : {block_n, 3 * block_n}) {
+            for (bool transposed : {false, true}) {
+              const int nq = (lq + bq - 1) / bq, nk = (lk + bk - 1) / bk;
+              std::vector<std::uint8_t> layout(2 * nq * nk);
+              for (auto& b : layout) b = rng() % 3 == 0 ? 1 : 0;  // ~1/3 on
+              FwdParams p;
+              p.block_layout = layout.data();
+              p.block_head_stride = nq * nk;
+              p.block_row_stride = transposed ? 1 : nk;
+              p.block_col_stride = transposed ? nq : 1;
+              p.block_q = bq;
+              p.block_k = bk;
+              ASSERT_TRUE(p.whole_tile_layout(block_m, block_n));
+              const std::string where = "tile " + std::to_string(block_n) + " lq " +
+                                        std::to_string(lq) + " lk " + std::to_string(lk) +
+                                        " blocks " + std::to_string(bq) + "x" + std::to_string(bk) +
+                                        (transposed ? " transposed" : "");
+              for (int h = 0; h < 2; ++h) {
+                const MaskPolicy m = p.mask(h);
+                for (int m0 = 0; m0 < lq; m0 += block_m) {
+                  const LayoutTiles tiles(p, h, m0, block_n);
+                  std::vector<int> loaded;
+                  for (int t = 0; t < (lk + block_n - 1) / block_n; ++t) {
+                    if (tiles.on(t)) loaded.push_back(t);
+                  }
+                  const int n = static_cast<int>(loaded.size());
+                  const int t_first = n == 0 ? 0 : loaded.back() - (n - 1);
+                  std::vector<bool> in_loaded(lk, false);
+                  const int rows_end = std::min(m0 + block_m, lq);
+                  for (int j = 0; j < n; ++j) {
+                    const int real0 = loaded[j] * block_n, n0 = (t_first + j) * block_n;
+                    ASSERT_GE(n0, real0) << where;  // and below the last tile's keys:
+                    ASSERT_TRUE(j == n - 1 ? n0 == real0 : n0 + block_n <= loaded.back() * block_n)
+                        << where;
+                    const bool need_mask = n0 + block_n > lk;
+                    for (int x = 0; x < block_n && real0 + x < lk; ++x) in_loaded[real0 + x] = true;
+                    for (int i = m0; i < rows_end; ++i) {
+                      for (int x = 0; x < block_n; ++x) {
+                        const bool kernel = !need_mask || n0 + x < lk;
+                        const bool want = real0 + x < lk && m.visible(i, real0 + x, lq, lk);
+                        ASSERT_EQ(kernel, want)
+                            << where << " head " << h << " row " << i << " key " << real0 + x;
+                        ++checked;
+                      }
+                    }
+                  }
+                  for (int i = m0; i < rows_end; ++i) {
+                    for (int key = 0; key < lk; ++key) {
+                      if (m.visible(i, key, lq, lk)) {
+                        ASSERT_TRUE(in_loaded[key]) << where << " head " << h << " row " << i
+                                                    << " key " << key << ": visible, not loaded";
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000000);
+}
+
+// Which calls count as a layout of whole tiles: the layout alone, its blocks multiples of the
+// tile each way.
+TEST(WholeTileLayout, OnlyALayoutAloneOfWholeTiles) {
+  const std::uint8_t layout[1] = {1};
+  FwdParams p;
+  EXPECT_FALSE(p.whole_tile_layout(128, 128));  // no layout
+  p.block_layout = layout;
+  p.block_q = 256;
+  p.block_k = 128;
+  EXPECT_TRUE(p.whole_tile_layout(128, 128));
+  EXPECT_TRUE(p.whole_tile_layout(128, 64));
+  EXPECT_FALSE(p.whole_tile_layout(192, 128));  // 256 rows are not whole 192-row blocks
+  EXPECT_FALSE(p.whole_tile_layout(128, 256));
+  p.block_q = 64;
+  EXPECT_FALSE(p.whole_tile_layout(128, 128));
+  p.block_q = 128;
+  p.block_k = 64;
+  EXPECT_FALSE(p.whole_tile_layout(128, 128));
+  p.block_k = 128;
+  p.causal = true;  // the diagonal cuts tiles
+  EXPECT_FALSE(p.whole_tile_layout(128, 128));
+  p.causal = false;
+  p.window_left = 1000;
+  EXPECT_FALSE(p.whole_tile_layout(128, 128));
+  p.window_left = -1;
+  p.global_tokens = 1;
+  EXPECT_FALSE(p.whole_tile_layout(128, 128));
+  p.global_tokens = 0;
+  p.global_stride = 64;
+  EXPECT_FALSE(p.whole_tile_layout(128, 128));
+  p.global_stride = 0;
+  EXPECT_TRUE(p.whole_tile_layout(128, 128));
+}
+
 // Positions are bottom-right aligned: with Sq < Sk the query rows are the last tokens, so a
 // decode query is not "the first query" and is global only at a global position.
 TEST(MaskPolicy, GlobalQueriesUseBottomRightPositions) {

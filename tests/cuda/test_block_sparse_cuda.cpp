@@ -646,6 +646,61 @@ INSTANTIATE_TEST_SUITE_P(
             .causal()),
     case_name);
 
+// ---- layouts of whole tiles ---------------------------------------------------------------------
+
+// Blocks that are whole 128-row blocks and whole 128-key tiles (multiples of both) and no other
+// mask: the sm_90a kernel runs these on its dense instantiation at head dims 64 and 128, loading
+// only the on tiles (FwdParams::whole_tile_layout). Lengths on, one past and one short of a tile
+// edge (the last, partial tile on or off), Sq != Sk both ways, decode, GQA, blocks of 2 and 3
+// tiles, column-major and broadcast layouts, every block off or on, varlen with lengths 1 and 0,
+// and grids of many items (the dynamic schedule), both dtypes.
+INSTANTIATE_TEST_SUITE_P(
+    WholeTiles, BlockSparseCuda,
+    ::testing::Values(
+        dense(2, 4, 4, 1024, 1024, 128, f16).blocks_of(128, 128),
+        dense(2, 4, 4, 1025, 1025, 128, bf16).blocks_of(128, 128).sparsity(0.9),
+        dense(2, 4, 4, 1023, 1151, 64, f16).blocks_of(128, 128),
+        dense(2, 8, 2, 300, 2000, 128, f16).blocks_of(256, 128).sparsity(0.7),
+        dense(2, 8, 2, 2000, 300, 64, bf16).blocks_of(128, 384),
+        dense(1, 4, 4, 1, 1000, 128, f16).blocks_of(128, 256),
+        dense(2, 4, 4, 1000, 1000, 128, bf16)
+            .blocks_of(128, 128)
+            .stored(LayoutStorage::transposed)
+            .sparsity(0.9),
+        dense(2, 4, 4, 1000, 1000, 64, f16).blocks_of(256, 256).stored(LayoutStorage::broadcast),
+        dense(2, 4, 4, 1000, 1000, 128, f16).blocks_of(128, 128).filled(Fill::all_off),
+        dense(2, 4, 4, 1000, 1000, 64, bf16).blocks_of(128, 128).filled(Fill::all_on),
+        varlen(8, 2, 128, f16, {1, 0, 513, 1000, 129}, {17, 300, 0, 1000, 129}).blocks_of(128, 128),
+        dense(2, 32, 8, 2048, 2048, 128, bf16).blocks_of(128, 128).sparsity(0.9),
+        dense(1, 16, 16, 4096, 4000, 64, f16).blocks_of(128, 128)),
+    case_name);
+
+// Whole-tile blocks of 128 over Sq = 512 and Sk = 500 (the last tile 116 keys), one head: row
+// block 1 all off (out 0, lse -inf), row block 2 only the last, partial tile.
+TEST_F(BlockSparseCudaTest, WholeTileRowsThatSeeNothing) {
+  const std::vector<std::uint8_t> blocks = {1, 0, 0, 1,   // rows 0..127
+                                            0, 0, 0, 0,   // rows 128..255: nothing
+                                            0, 0, 0, 1,   // rows 256..383: the last tile only
+                                            1, 1, 1, 1};  // rows 384..511
+  for (const DType t : {f16, bf16}) {
+    for (const int d : {64, 128}) {
+      BlockCase c = dense(2, 1, 1, 512, 500, d, t).blocks_of(128, 128).filled(Fill::explicit_);
+      c.blocks = blocks;
+      SCOPED_TRACE(c.name());
+      BlockProblem p(c, seed_of(current_test_name() + c.name()));
+      const BlockProblem::Outputs r = p.run();
+      p.expect_matches_reference(r);
+      const auto* lse = static_cast<const float*>(r.lse.data());
+      for (int b = 0; b < 2; ++b) {
+        for (int i = 0; i < 512; ++i) {
+          const float l = lse[p.lse_index(b * 512 + i, 0)];
+          EXPECT_EQ(std::isinf(l) && l < 0, i >= 128 && i < 256) << "batch " << b << " row " << i;
+        }
+      }
+    }
+  }
+}
+
 // ---- long key sequences -------------------------------------------------------------------------
 
 // More than 64 Ki candidate keys per row block: a kernel that keeps per-window tile state has to
