@@ -56,10 +56,13 @@ inline constexpr std::array<TileConfig, 8> kFwdTileConfigs = {{
      "instantiation from the window's first key tile, masking only the tiles that leave a "
      "warpgroup's common key band (W1024 0.935x, W4096 0.962x the time of the masked kernel, H200 "
      "A/B cf8e73f vs d135db7); at D64 and D256 the window code cost dense and causal calls up to "
-     "3-4% (causal D64 S512, D256 S4096), so windows stay masked there. Global-token and "
-     "block-sparse calls run a second instantiation (w5m: the producer warp loads only tiles with "
-     "a visible key, fully visible "
-     "tiles skip the per-element mask; setmaxnreg 72/216; each tile's schedule word goes out with "
+     "3-4% (causal D64 S512, D256 S4096), so windows stay masked there. A block layout alone "
+     "whose blocks are whole 128-row blocks and whole key tiles runs the dense instantiation too, "
+     "its producer warp listing each item's on tiles (H200 A/B of 28b2268 vs a901afb: "
+     "block-sparse 90% 0.883x, 50% 0.938x the time of the masked kernel). Other global-token "
+     "and block-sparse calls run a second instantiation (w5m: the producer warp loads only tiles "
+     "with a visible key, fully visible tiles skip the per-element mask; setmaxnreg 72/216; "
+     "each tile's schedule word goes out with "
      "its loads, the search running a batch of 32 candidates ahead; a second producer warp "
      "searches the next item's first batch one item ahead: block-sparse 90% 0.979x, W1024 "
      "0.957x the time): with the windows on the dense kernel 0.63-0.75x FlexAttention's time on "
@@ -238,7 +241,8 @@ inline constexpr int kD256WideTileMinKeys = 1024;
 //                           also taken when GPUATTN_KERNEL=sm90_ws_192x128 forces it);
 //   sm90_ws_128x128         the same at head dims 64 and 128 otherwise, any mask (dense, causal,
 //                           sliding window, global tokens, block-sparse layouts; the kernel picks
-//                           its masked instantiation for global tokens and block layouts);
+//                           its masked instantiation for global tokens and for block layouts
+//                           other than FwdParams::whole_tile_layout's);
 //   sm90_ws_128x64_compensated  Hopper with the sm_90a kernel available, compensated precision,
 //                           head dims 64 and 128, any mask;
 //   sm80_64x64_compensated  otherwise, compensated precision (other GPUs, GPUATTN_KERNEL=sm80,
