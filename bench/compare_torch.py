@@ -114,6 +114,26 @@ def sync(dev):
         torch.cuda.synchronize(dev)
 
 
+def parse_case(text):
+    """`DTYPE,B,HQ,HKV,SQ,SK,D,CAUSAL` (CAUSAL 0 or 1) -> a CASES tuple; argparse reports a
+    ValueError as a bad --case value."""
+    parts = text.split(",")
+    if len(parts) != 8:
+        raise argparse.ArgumentTypeError(
+            f"--case {text!r}: want 8 comma-separated fields DTYPE,B,HQ,HKV,SQ,SK,D,CAUSAL")
+    dtype = parts[0]
+    if dtype not in ("float16", "bfloat16"):
+        raise argparse.ArgumentTypeError(f"--case {text!r}: dtype {dtype!r} is not float16 or "
+                                         "bfloat16")
+    try:
+        b, hq, hkv, sq, sk, d, causal = (int(x) for x in parts[1:])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--case {text!r}: B..CAUSAL must be integers") from None
+    if min(b, hq, hkv, sq, sk, d) < 1 or causal not in (0, 1):
+        raise argparse.ArgumentTypeError(f"--case {text!r}: sizes must be >= 1 and CAUSAL 0 or 1")
+    return (dtype, b, hq, hkv, sq, sk, d, bool(causal))
+
+
 def run_case(case, timer, gen, dev, repeats=1):
     dtype_name, b, hq, hkv, sq, sk, d, causal = case
     dtype = getattr(torch, dtype_name)
@@ -231,6 +251,10 @@ def main():
                     help="a representative subset (D64, causal, Sq != Sk, GQA, decode)")
     ap.add_argument("--device", default="cuda",
                     help="cuda (default), or cpu: a smoke run of the script on small shapes")
+    ap.add_argument("--case", action="append", type=parse_case,
+                    metavar="DTYPE,B,HQ,HKV,SQ,SK,D,CAUSAL",
+                    help="run this case instead of the built-in list (repeatable), e.g. "
+                    "float16,1,33,33,8192,8192,128,0")
     args = ap.parse_args()
     dev = torch.device(args.device)
     if args.repeats < 1:
@@ -252,6 +276,8 @@ def main():
         cases = SMOKE_CASES[:2] if args.quick else SMOKE_CASES
     else:
         cases = QUICK_CASES if args.quick else CASES
+    if args.case:
+        cases = args.case
     for case in cases:
         try:
             rows.append(run_case(case, timer, gen, dev, args.repeats))

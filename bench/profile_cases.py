@@ -10,6 +10,12 @@ causal-short (fp16 B16 H16 S1024 D128 causal: many short work items), short-d64 
 S1024 D64: one 8-tile work item a CTA, the issue's µs/head shape),
 window-1024 (bf16 B1 H16 S16384 D128, causal window (1023, 0)), blocks-50, blocks-90 (bf16 B1 H16
 S16384 D128, a random per-head 128 x 128 layout with 50% / 90% of the blocks off, diagonal on).
+
+--backend cudnn runs torch SDPA's cuDNN backend on the same inputs instead (dense and causal cases
+only), for the anchor's kernel side by side with ours:
+
+    ncu -k regex:'sdpa|fmha|flash|cudnn' -s 1 -c 1 --section SpeedOfLight \
+        python3 bench/profile_cases.py dense-fp16 --backend cudnn
 """
 import argparse
 import sys
@@ -33,6 +39,8 @@ CASES = {
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--backend", choices=["ours", "cudnn"], default="ours",
+                    help="ours (default) or torch SDPA's cuDNN backend (dense and causal cases)")
     args = ap.parse_args()
     try:
         import torch
@@ -53,6 +61,19 @@ def main():
         kwargs["block_mask"] = torch.from_numpy(np.ascontiguousarray(layout)).to("cuda")
         kwargs["block_size"] = 128
     sparse = "window" in c or "sparsity" in c
+    if args.backend == "cudnn":
+        if sparse:
+            sys.exit(f"profile_cases: --backend cudnn runs dense and causal cases, not {args.case}")
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))  # SDPA's [B, H, S, D] views
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            for _ in range(2):
+                torch.nn.functional.scaled_dot_product_attention(qt, kt, vt,
+                                                                 is_causal=kwargs["causal"])
+        torch.cuda.synchronize()
+        print(f"profile_cases: {args.case} ran twice on cuDNN")
+        return
     call = gpu_attention.sparse_attn_func if sparse else gpu_attention.flash_attn_func
     for _ in range(2):
         call(q, k, v, **kwargs)

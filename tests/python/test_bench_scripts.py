@@ -410,3 +410,33 @@ def test_host_overhead_runs_on_the_cpu(tmp_path):
                         "torch.empty_like(q)"}
     assert all(us > 0 for us in got.values())
     assert "cProfile of 3 flash_attn_func calls" in r.stdout
+
+
+@needs_torch
+def test_compare_torch_runs_given_cases_and_rejects_bad_ones(tmp_path):
+    """bench/compare_torch.py --case: the cases given instead of the built-in list (here on the
+    CPU backend), and a clear error naming a malformed --case."""
+    import json
+    import subprocess
+
+    pytest.importorskip("gpu_attention")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "bench"), env.get("PYTHONPATH", "")])
+    script = os.path.join(ROOT, "bench", "compare_torch.py")
+    out = tmp_path / "cmp.json"
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "1", "--json",
+                        str(out), "--case", "float16,1,2,2,33,70,64,1",
+                        "--case", "bfloat16,2,4,2,64,64,128,0"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    cases = json.loads(out.read_text())["cases"]
+    assert [(c["dtype"], c["batch"], c["heads_q"], c["heads_kv"], c["seqlen_q"], c["seqlen_k"],
+             c["head_dim"], c["causal"]) for c in cases] == [
+        ("float16", 1, 2, 2, 33, 70, 64, True), ("bfloat16", 2, 4, 2, 64, 64, 128, False)]
+    for bad, why in [("float16,1,2", "8 comma-separated fields"),
+                     ("float32,1,2,2,8,8,64,0", "'float32' is not float16"),
+                     ("float16,1,2,2,8,8,64,2", "CAUSAL 0 or 1"),
+                     ("float16,1,x,2,8,8,64,0", "must be integers")]:
+        r = subprocess.run([sys.executable, script, "--device", "cpu", "--case", bad], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and why in r.stderr and bad in r.stderr, (bad, r.stderr)
