@@ -670,11 +670,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // A sliding window without global tokens or a block layout (p.banded()) runs on the dense
   // kernel too at head dim 128 (Tr::kBanded): its tiles are the n_tiles from t_first that hold the
   // keys some row of the block sees (MaskPolicy::key_range, tight for a window), the edge ones
-  // masked per element. A listed item's n_tiles are its on tiles (count_listed), t_first is its
-  // last on tile - (n_tiles - 1): the consumers take tile j's keys from t_first + j, exact for the
-  // last tile (the only one that can cross the sequence end); for the others t_first + j may lie
-  // past the true tile but stays before the last one, so none of them is masked, as none needs
-  // to be (tests/core/test_mask.cpp, WholeTileLayout).
+  // masked per element. A listed item's n_tiles are its on tiles (count_listed), and the lk the
+  // consumers get is the true one less (last on tile - (n_tiles - 1)) tiles of keys: they take
+  // tile j's keys from j (t_first 0) and mask only keys at or past lk (non-causal), which is
+  // then exact for the last tile (the only one that can cross the sequence end) and leaves the
+  // others, whole, unmasked (tests/core/test_mask.cpp, WholeTileLayout). The consumers' dense
+  // loop stays as it is for the other calls.
   struct ItemShape {
     WorkItem it;
     int m0, lq, lk, n_tiles, t_first;
@@ -755,11 +756,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         }
         ItemShape x{};
         if (w < sched.items) x = shape_of(w);
+        int listed_last = -1;  // a listed item's last on tile
         if (listed && x.n_tiles > 0) {
-          int count = 0, last = -1;
-          count_listed(LayoutTiles(p, x.it.h, x.m0, kBlockN), x.n_tiles, count, last);
+          int count = 0;
+          count_listed(LayoutTiles(p, x.it.h, x.m0, kBlockN), x.n_tiles, count, listed_last);
           x.n_tiles = count;
-          x.t_first = last - (count - 1);
+          if (count > 0) x.lk -= (listed_last - (count - 1)) * kBlockN;  // for the consumers
         }
         if (tid == 0) {
           const int slot = u & 1;
@@ -804,10 +806,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
             }
             if (listed) {  // the on tiles, 32 a ballot (lane 0 loads, the others read ahead)
               const LayoutTiles tiles(p, x.it.h, x.m0, kBlockN);
-              const int last = x.t_first + x.n_tiles - 1;
-              for (int t0 = 0; t0 <= last; t0 += 32) {
+              for (int t0 = 0; t0 <= listed_last; t0 += 32) {
                 unsigned bits =
-                    __ballot_sync(0xffffffffu, t0 + lane <= last && tiles.on(t0 + lane));
+                    __ballot_sync(0xffffffffu, t0 + lane <= listed_last && tiles.on(t0 + lane));
                 while (bits != 0) {
                   const int t = t0 + __ffs(static_cast<int>(bits)) - 1;
                   bits &= bits - 1;
@@ -1104,7 +1105,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
         }
       }
     } else {
-      const int n0 = (t_first + j) * kBlockN;  // t_first: 0, or a listed item's (see ItemShape)
+      const int n0 = j * kBlockN;  // (a listed item's lk is shifted instead, see ItemShape)
       // Per warpgroup: its first row's diagonal (with 3 consumers a 192-row item spans 1.5 key
       // tiles of diagonal; the per-block test masked every warpgroup on all of them).
       const bool need_mask =

@@ -293,9 +293,10 @@ TEST(BandedWindow, TilesAndMasksMatchTheMask) {
 
 // A block layout of whole tiles on the sm_90a kernel's dense instantiation
 // (FwdParams::whole_tile_layout): per block of block_m query rows the producer loads the tiles t
-// with LayoutTiles::on(t), in key order, and tells the consumers their count n and t_first = the
-// last one - (n - 1); the consumers take the j-th loaded tile's keys from (t_first + j) * block_n
-// and mask only keys at or past lk (need_mask: n0 + block_n > lk). Against MaskPolicy::visible
+// with LayoutTiles::on(t), in key order, and tells the consumers their count n and a key length
+// lk' = lk - (the last one - (n - 1)) * block_n; the consumers take the j-th loaded tile's keys
+// from n0 = j * block_n and mask only keys at or past lk' (need_mask: n0 + block_n > lk'), as for
+// a dense non-causal item. Against MaskPolicy::visible
 // for every (row, key): no visible key outside the loaded tiles, and the kernel's visibility equal
 // to the mask's inside every loaded tile, with lengths on, one past and one short of the tile
 // edges, blocks of 1-3 tiles each way, contiguous and transposed layouts, two heads.
@@ -333,19 +334,16 @@ TEST(WholeTileLayout, ListedTilesMatchTheMask) {
                     if (tiles.on(t)) loaded.push_back(t);
                   }
                   const int n = static_cast<int>(loaded.size());
-                  const int t_first = n == 0 ? 0 : loaded.back() - (n - 1);
+                  const int lk_shifted = n == 0 ? lk : lk - (loaded.back() - (n - 1)) * block_n;
                   std::vector<bool> in_loaded(lk, false);
                   const int rows_end = std::min(m0 + block_m, lq);
                   for (int j = 0; j < n; ++j) {
-                    const int real0 = loaded[j] * block_n, n0 = (t_first + j) * block_n;
-                    ASSERT_GE(n0, real0) << where;  // and below the last tile's keys:
-                    ASSERT_TRUE(j == n - 1 ? n0 == real0 : n0 + block_n <= loaded.back() * block_n)
-                        << where;
-                    const bool need_mask = n0 + block_n > lk;
+                    const int real0 = loaded[j] * block_n, n0 = j * block_n;
+                    const bool need_mask = n0 + block_n > lk_shifted;
                     for (int x = 0; x < block_n && real0 + x < lk; ++x) in_loaded[real0 + x] = true;
                     for (int i = m0; i < rows_end; ++i) {
                       for (int x = 0; x < block_n; ++x) {
-                        const bool kernel = !need_mask || n0 + x < lk;
+                        const bool kernel = !need_mask || n0 + x < lk_shifted;
                         const bool want = real0 + x < lk && m.visible(i, real0 + x, lq, lk);
                         ASSERT_EQ(kernel, want)
                             << where << " head " << h << " row " << i << " key " << real0 + x;
