@@ -27,7 +27,10 @@ enum class Precision : std::uint8_t {
 //           keys [c * block_k, (c + 1) * block_k); zero: they see none of them. Blocks count query
 //           rows i (not bottom-right positions). Any non-negative strides; on the device of q.
 //   block_q, block_k: the block sizes the layout assumes, positive multiples of 16 (64 and 128 are
-//           the usual ones; a block size need not divide the sequence length).
+//           the usual ones; a block size need not divide the sequence length). On Hopper at head
+//           dims 64 and 128, a layout alone (no causal, window or global tokens) whose block_q and
+//           block_k are multiples of 128 runs on the dense kernel, loading only the on tiles: the
+//           fastest block sizes there (128 x 128: 0.66x FlexAttention's time at 90% sparsity).
 // Absent layout (the default): no block mask, and block_q/block_k must be 0.
 struct BlockSparseLayout {
   TensorView layout;

@@ -130,7 +130,9 @@ def sparse_attn_func(q, k, v, *, softmax_scale=None, causal=False, window_size=(
     block is partial). The layout may have any strides (a broadcast view is fine); a bool mask is
     reinterpreted as uint8 without a copy and the caller's array is never modified. block_size
     is ignored when block_mask is None. Both backends skip the key tiles that no query row of a
-    block sees, so the work falls with the share of blocks that are off.
+    block sees, so the work falls with the share of blocks that are off. On Hopper at head dims
+    64 and 128, a block_mask alone (no causal, window or global tokens) with both block sizes
+    multiples of 128 runs on the dense kernel: the fastest block sizes there.
 
     window_size sides must be ints >= -1, global_tokens and global_stride ints >= 0 (0: off);
     anything else raises ValueError / TypeError naming the argument. A block_mask that is not a
