@@ -39,6 +39,23 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
   return s;
 }
 
+bool sm90_dense_instantiation(FwdKernel kernel, const FwdParams& p) {
+  switch (kernel) {
+    case FwdKernel::sm90_ws_128x128:
+      return p.dense_or_causal() || (p.head_dim == 128 && p.banded()) ||
+             p.whole_tile_layout(128, 128);
+    case FwdKernel::sm90_ws_128x64_d256: return p.dense_or_causal();
+    case FwdKernel::sm90_ws_192x128:      // dense and causal calls only (run_fwd checks)
+    case FwdKernel::sm90_ws_128x80_d256:  // likewise
+      return true;
+    case FwdKernel::sm90_ws_128x64_compensated:
+    case FwdKernel::sm80_128x64:
+    case FwdKernel::sm80_64x64:
+    case FwdKernel::sm80_64x64_compensated: return false;
+  }
+  return false;
+}
+
 KernelChoice kernel_choice_from_env() {
   const char* env = std::getenv("GPUATTN_KERNEL");
   const std::string want = env ? env : "auto";

@@ -257,4 +257,13 @@ inline constexpr int kD256WideTileMinKeys = 1024;
 // not_supported, naming the configuration, the head dim and both byte counts.
 const TileConfig& select_fwd_config(const FwdShape& s);
 
+// Whether the sm_90a configuration `kernel` runs call p on its dense instantiation (no tile search,
+// no schedule words, no per-element masks beyond the sequence end, the causal diagonal and a
+// window's edges) rather than its masked one: dense and causal calls; on sm90_ws_128x128 also a
+// sliding window alone at head dim 128 (FwdParams::banded) and a block layout of whole tiles at
+// head dims 64 and 128 (FwdParams::whole_tile_layout(128, 128)). The compensated kernel has only
+// the masked instantiation; sm_80 configurations: false. src/cuda/fwd_sm90.cuh's launcher decides
+// with this.
+bool sm90_dense_instantiation(FwdKernel kernel, const FwdParams& p);
+
 }  // namespace gpuattn

@@ -1439,17 +1439,34 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
 
+// The table entry (core/tile_config.h) of the traits Tr.
+template <class Tr>
+constexpr FwdKernel kernel_of() {
+  return Tr::kCompensated      ? FwdKernel::sm90_ws_128x64_compensated
+         : Tr::kConsumers == 3 ? FwdKernel::sm90_ws_192x128
+         : Tr::kHeadDim == 256
+             ? (Tr::kBlockN == 80 ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256)
+             : FwdKernel::sm90_ws_128x128;
+}
+
 // Dense and causal calls run the kernel without the masked kernel's tile search and schedule
 // words, and so do sliding windows alone at head dim 128 (Tr::kBanded; p.banded(): the tiles of
-// the window's key range, the edge ones masked per element); global-token and block-sparse calls
-// (with or without a window or causal) and, at head dims 64 and 256, windows the masked one; the
-// compensated kernel has only the masked instantiation, for every call.
+// the window's key range, the edge ones masked per element) and block layouts of whole tiles at
+// head dims 64 and 128 (Tr::kListed); global-token and other block-sparse calls (with or without a
+// window or causal) and, at head dims 64 and 256, windows the masked one; the compensated kernel
+// has only the masked instantiation, for every call. sm90_dense_instantiation (core/tile_config.h)
+// decides, so that the GPU tests can ask it which one a call takes.
 template <class Tr>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
+  constexpr FwdKernel kKernel = kernel_of<Tr>();
+  static_assert(Tr::kCompensated || (Tr::kListed == (kKernel == FwdKernel::sm90_ws_128x128) &&
+                                     Tr::kBanded == (kKernel == FwdKernel::sm90_ws_128x128 &&
+                                                     Tr::kHeadDim == 128) &&
+                                     (!Tr::kListed || (Tr::kBlockM == 128 && Tr::kBlockN == 128))),
+                "sm90_dense_instantiation's rule and the traits agree");
   if constexpr (Tr::kCompensated) {
     launch_kernel<Tr, true>(p, stream);
-  } else if (p.dense_or_causal() || (Tr::kBanded && p.banded()) ||
-             (Tr::kListed && p.whole_tile_layout(Tr::kBlockM, Tr::kBlockN))) {
+  } else if (sm90_dense_instantiation(kKernel, p)) {
     launch_kernel<Tr, false>(p, stream);
   } else {
     launch_kernel<Tr, true>(p, stream);
@@ -1471,13 +1488,7 @@ bool kernel_is_sm90a() {
 // The entry of core/tile_config.h's table that describes the traits Tr.
 template <class Tr>
 constexpr bool matches_table() {
-  const FwdKernel kernel =
-      Tr::kCompensated      ? FwdKernel::sm90_ws_128x64_compensated
-      : Tr::kConsumers == 3 ? FwdKernel::sm90_ws_192x128
-      : Tr::kHeadDim == 256
-          ? (Tr::kBlockN == 80 ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256)
-          : FwdKernel::sm90_ws_128x128;
-  const TileConfig& c = kFwdTileConfigs[static_cast<int>(kernel)];
+  const TileConfig& c = kFwdTileConfigs[static_cast<int>(kernel_of<Tr>())];
   return c.block_m == Tr::kBlockM && c.block_n == Tr::kBlockN && c.warps == Tr::kThreads / 32 &&
          c.stages == Tr::kStages;
 }

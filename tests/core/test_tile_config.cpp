@@ -5,6 +5,7 @@
 // second way: a change of the rule has to change the expectations it breaks, one by one.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -685,6 +686,50 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
     }
   }
   EXPECT_EQ(checked, 3 * 2 * 3 * 5 * 2 * 4 * 6 * 3 * 10);
+}
+
+// Which instantiation of the sm_90a kernel a call takes (sm90_dense_instantiation): the dense
+// one for dense and causal calls, a window alone at head dim 128 and a layout of whole 128 x 128
+// tiles at head dims 64 and 128; the masked one for global tokens, other layouts, windows at 64
+// and 256, and every compensated call.
+TEST(TileConfig, DenseInstantiationRule) {
+  const std::uint8_t layout[1] = {1};
+  for (int d : {64, 128, 256}) {
+    const FwdKernel k = d == 256 ? FwdKernel::sm90_ws_128x64_d256 : FwdKernel::sm90_ws_128x128;
+    FwdParams p;
+    p.head_dim = d;
+    EXPECT_TRUE(sm90_dense_instantiation(k, p)) << d;
+    p.causal = true;
+    EXPECT_TRUE(sm90_dense_instantiation(k, p)) << d;
+    p.window_left = 100;  // causal + a window
+    EXPECT_EQ(sm90_dense_instantiation(k, p), d == 128) << d;
+    p.global_tokens = 4;
+    EXPECT_FALSE(sm90_dense_instantiation(k, p)) << d;
+    p.global_tokens = 0;
+    p.window_left = -1;
+    p.causal = false;
+    p.block_layout = layout;
+    for (int bq : {64, 128, 256}) {
+      for (int bk : {64, 128, 384}) {
+        p.block_q = bq;
+        p.block_k = bk;
+        const bool whole = d <= 128 && bq % 128 == 0 && bk % 128 == 0;
+        EXPECT_EQ(sm90_dense_instantiation(k, p), whole) << d << " " << bq << "x" << bk;
+        p.causal = true;  // the diagonal cuts tiles: masked
+        EXPECT_FALSE(sm90_dense_instantiation(k, p)) << d << " " << bq << "x" << bk;
+        p.causal = false;
+      }
+    }
+    EXPECT_FALSE(sm90_dense_instantiation(FwdKernel::sm90_ws_128x64_compensated, p));
+  }
+  FwdParams dense;
+  EXPECT_TRUE(sm90_dense_instantiation(FwdKernel::sm90_ws_192x128, dense));
+  EXPECT_TRUE(sm90_dense_instantiation(FwdKernel::sm90_ws_128x80_d256, dense));
+  EXPECT_FALSE(sm90_dense_instantiation(FwdKernel::sm90_ws_128x64_compensated, dense));
+  for (FwdKernel k :
+       {FwdKernel::sm80_128x64, FwdKernel::sm80_64x64, FwdKernel::sm80_64x64_compensated}) {
+    EXPECT_FALSE(sm90_dense_instantiation(k, dense)) << tile_config(k).name;
+  }
 }
 
 TEST(TileConfig, ShapeFromParams) {

@@ -30,6 +30,8 @@
 #include "common/test_util.h"
 #include "core/fwd_params.h"
 #include "core/mask.h"
+#include "core/tile_config.h"
+#include "cuda/cuda_attention.h"
 #include "cuda/cuda_test_util.h"
 #include "gpuattn/attention.h"
 #include "gpuattn/reference.h"
@@ -460,9 +462,27 @@ class BlockSparseCudaTest : public ::testing::Test {
 class BlockSparseCuda : public BlockSparseCudaTest,
                         public ::testing::WithParamInterface<BlockCase> {};
 
+// Where the dispatch picks the sm_90a kernel, a layout of whole 128 x 128 tiles alone (blocks of
+// multiples of 128 each way, no causal, window or global tokens) at head dims 64 and 128 in
+// standard precision runs its dense instantiation, which lists the on tiles, and every other
+// layout its masked one: judged here from the case alone, so that the WholeTiles cases cannot
+// pass on the masked kernel by mistake.
+void expect_instantiation(const BlockCase& c, const AttentionArgs& args) {
+  const FwdParams fp = make_fwd_params(args);
+  const FwdKernel k = cuda_forward_kernel(fp);
+  const std::string name = tile_config(k).name;
+  if (name.rfind("sm90_", 0) != 0) return;  // no sm_90a kernel on this device (or sm80 forced)
+  const bool whole = !c.is_causal && c.mask.window_left < 0 && c.mask.window_right < 0 &&
+                     c.mask.global_tokens == 0 && c.mask.global_stride == 0 &&
+                     c.block_q % 128 == 0 && c.block_k % 128 == 0 && c.D <= 128 &&
+                     c.precision == Precision::standard;
+  EXPECT_EQ(sm90_dense_instantiation(k, fp), whole) << "picked " << name;
+}
+
 TEST_P(BlockSparseCuda, MatchesReference) {
   BlockProblem p(GetParam(), seed_of(current_test_name()));
   p.expect_matches_reference(p.run());
+  expect_instantiation(GetParam(), p.device_args());
 }
 
 std::string case_name(const ::testing::TestParamInfo<BlockCase>& info) {
@@ -672,7 +692,14 @@ INSTANTIATE_TEST_SUITE_P(
         dense(2, 4, 4, 1000, 1000, 64, bf16).blocks_of(128, 128).filled(Fill::all_on),
         varlen(8, 2, 128, f16, {1, 0, 513, 1000, 129}, {17, 300, 0, 1000, 129}).blocks_of(128, 128),
         dense(2, 32, 8, 2048, 2048, 128, bf16).blocks_of(128, 128).sparsity(0.9),
-        dense(1, 16, 16, 4096, 4000, 64, f16).blocks_of(128, 128)),
+        dense(1, 16, 16, 4096, 4000, 64, f16).blocks_of(128, 128),
+        // 40 and 71 key tiles (two and three ballots of 32), the last one partial, on grids of
+        // several items a CTA; at 97% off about half the row blocks see no key at all, mixed
+        // with the others on the same persistent CTAs
+        dense(2, 16, 4, 1500, 5000, 128, f16).blocks_of(128, 128),
+        dense(2, 16, 16, 1300, 9000, 64, bf16).blocks_of(128, 256).sparsity(0.7),
+        dense(2, 16, 4, 3000, 3000, 64, f16).blocks_of(128, 128).sparsity(0.97),
+        dense(2, 16, 4, 3000, 3000, 128, bf16).blocks_of(256, 128).sparsity(0.97)),
     case_name);
 
 // Whole-tile blocks of 128 over Sq = 512 and Sk = 500 (the last tile 116 keys), one head: row
