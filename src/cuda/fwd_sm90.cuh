@@ -1284,6 +1284,12 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       ptx::wgmma_wait<1>();  // S_{j+1} is done; P_j V_j may still run
       ptx::mbarrier_arrive(bar.k_empty + 8 * ((j0 + j + 1) % Tr::kStages));
       const bool rescale = softmax(s, j + 1, alpha, word, off);
+      // ptxas hoists a wgmma wait to the top of its basic block: here, above the whole softmax
+      // (SASS: WARPGROUP.DEPBAR.LE gsb0, 0x0 right after the mask's branch), so the softmax of
+      // S_{j+1} waited for P_j V_j instead of overlapping it. A branch on the row sum, the
+      // softmax's last value, starts a new block after it. A row sum is never negative (a sum of
+      // exp2 values, each >= +0, or NaN, which compares false), so the trap never fires.
+      if (row_sum[1] < 0.f) __trap();
       ptx::wgmma_wait<0>();
       ptx::mbarrier_arrive(bar.v_empty + 8 * ((j0 + j) % Tr::kStages));
       if (rescale) {
