@@ -117,6 +117,15 @@ struct FwdTraits {
   // (56 bytes of stores at setmaxnreg 216, 16 at 224 with the producer at 56); without them it
   // peaks at R213 of 216, no spills.
   static constexpr bool kPingPong = !(kCompensated && kHeadDim == 128);
+  // Where a tile's softmax waits for the P V GEMM before it (see consume()'s step): after the
+  // softmax, so the two overlap (2 consumer warpgroups at head dims 64 and 128), or at its start,
+  // where ptxas hoists the wait by itself, which hands the V stage back to the producer a softmax
+  // earlier. H200, same-run A/B against the hoisted wait (3 runs): D128 S1024-S16384 0.91-0.98x
+  // the time, causal 0.94-0.99x, fp16 B1 H16 S1024 D64 0.97x; but 3 consumers at D64 (S512-S2048
+  // 1.02-1.09x) and head dim 256 (S512-S2048 1.01-1.05x) lost, where a tile's GEMMs are too
+  // short (3 warpgroups share them) or too long (the softmax already hides behind the other
+  // warpgroup's) for the overlap to pay what the later V release costs.
+  static constexpr bool kLateWait = kConsumers == 2 && kHeadDim <= 128;
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
@@ -1289,7 +1298,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       // S_{j+1} waited for P_j V_j instead of overlapping it. A branch on the row sum, the
       // softmax's last value, starts a new block after it. A row sum is never negative (a sum of
       // exp2 values, each >= +0, or NaN, which compares false), so the trap never fires.
-      if (row_sum[1] < 0.f) __trap();
+      // (Tr::kLateWait: where this pays.)
+      if (Tr::kLateWait && row_sum[1] < 0.f) __trap();
       ptx::wgmma_wait<0>();
       ptx::mbarrier_arrive(bar.v_empty + 8 * ((j0 + j) % Tr::kStages));
       if (rescale) {
