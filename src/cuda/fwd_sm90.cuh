@@ -118,14 +118,16 @@ struct FwdTraits {
   // peaks at R213 of 216, no spills.
   static constexpr bool kPingPong = !(kCompensated && kHeadDim == 128);
   // Where a tile's softmax waits for the P V GEMM before it (see consume()'s step): after the
-  // softmax, so the two overlap (2 consumer warpgroups at head dims 64 and 128), or at its start,
-  // where ptxas hoists the wait by itself, which hands the V stage back to the producer a softmax
-  // earlier. H200, same-run A/B against the hoisted wait (3 runs): D128 S1024-S16384 0.91-0.98x
-  // the time, causal 0.94-0.99x, fp16 B1 H16 S1024 D64 0.97x; but 3 consumers at D64 (S512-S2048
-  // 1.02-1.09x) and head dim 256 (S512-S2048 1.01-1.05x) lost, where a tile's GEMMs are too
-  // short (3 warpgroups share them) or too long (the softmax already hides behind the other
-  // warpgroup's) for the overlap to pay what the later V release costs.
-  static constexpr bool kLateWait = kConsumers == 2 && kHeadDim <= 128;
+  // softmax, so that the two overlap (head dim 128), or at its start, where ptxas hoists the wait
+  // by itself, which hands the V stage back to the producer a softmax earlier. H200, same-run
+  // A/Bs against the hoisted wait (5 runs, 3 rounds each; identical code moved up to 4% between
+  // runs): D128 causal S4096 0.94-0.98x the time (median 0.96), S32k causal 0.97-0.98x, fp16 and
+  // bf16 S4096 0.91-1.01x (median 0.98); B16 S1024 causal and S512 0.99-1.02x. At head dim 64 it
+  // won 3% on the one-wave B1 H16 S1024 but lost 1-3.5% on causal S512 / S1024 with 2 consumers
+  // and 2-9% at S512-S2048 with 3; at head dim 256 it lost 1-5% at S512-S2048. There a tile's
+  // softmax either already hides behind the other warpgroups' GEMMs or the items are too short
+  // for the overlap to pay for the later V release.
+  static constexpr bool kLateWait = kHeadDim == 128;
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
