@@ -6,6 +6,9 @@
 #
 #   OUT=/some/dir scripts/ncu-source.sh window-1024 causal-short
 #   env: NCU_BUILD_DIR=DIR  build directory with the python module (default build-gpu)
+#        NCU_KERNEL=FILTER  ncu's -k (default regex:fwd_kernel)
+#        NCU_CASE_ARGS=...  more arguments for profile_cases.py (e.g. "--backend cudnn" with
+#                           NCU_KERNEL='regex:sdpa|fmha|flash|cudnn': the anchor's kernel)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${NCU_BUILD_DIR:-build-gpu}
@@ -14,9 +17,11 @@ mkdir -p "$OUT_DIR"
 [ $# -gt 0 ] || { echo "usage: scripts/ncu-source.sh CASE..." >&2; exit 2; }
 for c in "$@"; do
   rep="$OUT_DIR/$c"
-  PYTHONPATH="$BUILD/python:bench" ncu -f -o "$rep" -k regex:fwd_kernel --launch-skip 1 \
-    --launch-count 1 --section SourceCounters --section WarpStateStats --section SpeedOfLight \
-    --import-source yes python3 bench/profile_cases.py "$c"
+  # shellcheck disable=SC2086  # NCU_CASE_ARGS: several words
+  PYTHONPATH="$BUILD/python:bench" ncu -f -o "$rep" -k "${NCU_KERNEL:-regex:fwd_kernel}" \
+    --launch-skip 1 --launch-count 1 --section SourceCounters --section WarpStateStats \
+    --section SpeedOfLight --section InstructionStats --import-source yes \
+    python3 bench/profile_cases.py "$c" ${NCU_CASE_ARGS:-}
   # SASS with its CUDA source lines where this ncu correlates them, else SASS alone.
   ncu --import "$rep.ncu-rep" --page source --csv --print-source cuda,sass \
     > "$OUT_DIR/$c-sass.csv" ||
