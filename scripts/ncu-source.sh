@@ -22,9 +22,12 @@ for c in "$@"; do
     --launch-skip 1 --launch-count 1 --section SourceCounters --section WarpStateStats \
     --section SpeedOfLight --section InstructionStats --import-source yes \
     python3 bench/profile_cases.py "$c" ${NCU_CASE_ARGS:-}
-  # SASS with its CUDA source lines where this ncu correlates them, else SASS alone.
+  # SASS with its CUDA source lines where this ncu correlates them, else SASS alone (a kernel
+  # without line info, such as cuDNN's, gives a warning and no rows for cuda,sass).
   ncu --import "$rep.ncu-rep" --page source --csv --print-source cuda,sass \
-    > "$OUT_DIR/$c-sass.csv" ||
+    > "$OUT_DIR/$c-sass.csv" || true
+  if [ "$(wc -l < "$OUT_DIR/$c-sass.csv")" -lt 2 ]; then
     ncu --import "$rep.ncu-rep" --page source --csv --print-source sass > "$OUT_DIR/$c-sass.csv"
+  fi
   ncu --import "$rep.ncu-rep" --page details > "$OUT_DIR/$c-details.txt"
 done
