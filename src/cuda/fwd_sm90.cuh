@@ -708,7 +708,25 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     }
     return x;
   };
+  // Item x's Q into buffer qb (the producer thread; the buffer is free).
+  auto load_q = [&](int qb, const ItemShape& x) {
+    const int q_row = static_cast<int>(p.row0_q(x.it.b)) + x.m0;
+    const int bc = p.is_varlen() ? 0 : x.it.b;
+    const std::uint32_t q_full = bar.q_full_of(qb), q_dst = sq + qb * Tr::kQBytes;
+    ptx::mbarrier_arrive_expect_tx(q_full, Tr::kQBytes);
+#pragma unroll
+    for (int s = 0; s < Tr::kSlabs; ++s) {
+      ptx::tma_load_4d(q_dst + s * kBlockM * 128, &maps.q, q_full, s * 64, x.it.h, q_row, bc);
+    }
+  };
 
+  // The dense kernel's producer thread (thread 0; not with a block layout, whose producer is a
+  // warp) loads the CTA's first item's Q and first K/V tile right after the barrier setup, before
+  // __syncthreads and its own setup. H200, diagnostic builds that only load (B1 H16 S1024 D64,
+  // bench/results/2026-11-22-h200-d64-free, call 7): the first Q landed 0.7 us sooner (6.5 against
+  // 7.2 us a call; an empty launch takes 3.5, the prologue 0.7, and a first load ~2.3 after a
+  // flushed L2, against 18.8 us for the whole call). The producer loop skips those two loads.
+  bool early = false;
   if (tid == 0) {
 #pragma unroll
     for (int b = 0; b < Tr::kQBuffers; ++b) {
@@ -730,6 +748,16 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     ptx::mbarrier_init(bar.look_full, 32);   // the searcher warp's lanes
     ptx::mbarrier_init(bar.look_empty, 32);  // producer warp 0's lanes
     ptx::fence_mbarrier_init();
+    if (!kMasked && !listed && static_cast<int>(blockIdx.x) < sched.items) {
+      const ItemShape x = shape_of(static_cast<int>(blockIdx.x));
+      if (x.n_tiles > 0) {
+        early = true;
+        load_q(0, x);
+        load_kv<Tr, false>(maps, sk0, sv0, bar, 0,
+                           static_cast<int>(p.row0_k(x.it.b)) + x.t_first * kBlockN,
+                           p.kv_head(x.it.h), p.is_varlen() ? 0 : x.it.b);
+      }
+    }
   }
   __syncthreads();
 
@@ -801,19 +829,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           }
         } else {
           if (x.n_tiles > 0) {  // without a key tile the consumers write zeros without Q
-            const int q_row = static_cast<int>(p.row0_q(x.it.b)) + x.m0;
             const int k_row0 = static_cast<int>(p.row0_k(x.it.b));
             const int bc = p.is_varlen() ? 0 : x.it.b;
             ++q_loads;
             if (lane == 0) {
               if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(qb), (q_use - 1) & 1);
-              const std::uint32_t q_full = bar.q_full_of(qb), q_dst = sq + qb * Tr::kQBytes;
-              ptx::mbarrier_arrive_expect_tx(q_full, Tr::kQBytes);
-#pragma unroll
-              for (int s = 0; s < Tr::kSlabs; ++s) {
-                ptx::tma_load_4d(q_dst + s * kBlockM * 128, &maps.q, q_full, s * 64, x.it.h, q_row,
-                                 bc);
-              }
+              if (u > 0 || !early) load_q(qb, x);
             }
             if (listed) {  // the on tiles, 32 a ballot (lane 0 loads, the others read ahead)
               const LayoutTiles tiles(p, x.it.h, x.m0, kBlockN);
@@ -830,8 +851,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
               }
             } else {
               for (int t = 0; t < x.n_tiles; ++t, ++j) {
-                load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + (x.t_first + t) * kBlockN, hk,
-                                   bc);
+                if (j > 0 || !early) {
+                  load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + (x.t_first + t) * kBlockN, hk,
+                                     bc);
+                }
                 if (t == 0) SM90_TRACE(0, u, 2);
               }
             }
