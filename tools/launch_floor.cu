@@ -34,9 +34,25 @@ __global__ void empty_kernel(int* out, int flag) {
   }
 }
 
+// 1 KB of kernel parameters, about what the sm_90a kernel passes (FwdParams and four 128-byte
+// tensor maps), read only when flag is set.
+struct BigParams {
+  unsigned char bytes[1024];
+};
+
+__global__ void empty_kernel_big_params(const __grid_constant__ BigParams p, int* out, int flag) {
+  extern __shared__ unsigned char smem[];
+  if (flag) {
+    smem[threadIdx.x] = p.bytes[threadIdx.x % sizeof(p.bytes)];
+    __syncthreads();
+    out[blockIdx.x] = smem[threadIdx.x ^ 1];
+  }
+}
+
 struct Row {
   int grid, threads, smem_bytes;
   bool flush;
+  bool big_params = false;
 };
 
 // Median microseconds of `iters` calls, each between two events, enqueued back to back (each
@@ -44,8 +60,13 @@ struct Row {
 double time_row(const Row& row, int iters, int* out, void* flush_buf, std::size_t flush_bytes) {
   std::vector<cudaEvent_t> ev(2 * static_cast<std::size_t>(iters));
   for (auto& e : ev) check(cudaEventCreate(&e), "cudaEventCreate");
+  const BigParams big{};
   auto launch = [&] {
-    empty_kernel<<<row.grid, row.threads, row.smem_bytes>>>(out, 0);
+    if (row.big_params) {
+      empty_kernel_big_params<<<row.grid, row.threads, row.smem_bytes>>>(big, out, 0);
+    } else {
+      empty_kernel<<<row.grid, row.threads, row.smem_bytes>>>(out, 0);
+    }
     check(cudaGetLastError(), "launch");
   };
   for (int i = 0; i < 10; ++i) launch();  // warm-up
@@ -88,6 +109,9 @@ int main(int argc, char** argv) {
   const int max_smem = static_cast<int>(prop.sharedMemPerBlockOptin);
   check(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem),
         "cudaFuncSetAttribute");
+  check(cudaFuncSetAttribute(empty_kernel_big_params, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             max_smem),
+        "cudaFuncSetAttribute");
   int* out = nullptr;
   check(cudaMalloc(&out, 4096 * sizeof(int)), "cudaMalloc");
   const std::size_t flush_bytes = std::size_t(256) << 20;
@@ -96,19 +120,26 @@ int main(int argc, char** argv) {
 
   std::printf("device: %s, %d SMs, %d timed calls a row (median)\n", prop.name,
               prop.multiProcessorCount, iters);
-  std::printf("| grid | threads | dynamic smem | L2 flush before | us a call | us / 16 heads |\n");
-  std::printf("|---:|---:|---:|---|---:|---:|\n");
+  std::printf(
+      "| grid | threads | dynamic smem | parameters | L2 flush before | us a call | us / 16 heads "
+      "|\n");
+  std::printf("|---:|---:|---:|---:|---|---:|---:|\n");
   // The D64 kernel's shapes: 128 CTAs (B1 H16 S1024, one item each) or one per SM, 384 threads
   // (2 consumer warpgroups and the producer), ~100 KB (D64) to the opt-in maximum (D128/D256).
   const int sms = prop.multiProcessorCount;
   const std::vector<Row> rows = {
-      {128, 384, 0, true},        {128, 384, 100 << 10, true}, {128, 384, max_smem, true},
-      {sms, 384, max_smem, true}, {128, 384, 0, false},        {128, 384, max_smem, false},
+      {128, 384, 0, true},
+      {128, 384, 100 << 10, true},
+      {128, 384, max_smem, true},
+      {sms, 384, max_smem, true},
+      {128, 384, 0, false},
+      {128, 384, max_smem, false},
+      {128, 384, 100 << 10, true, true},
   };
   for (const Row& r : rows) {
     const double us = time_row(r, iters, out, flush_buf, flush_bytes);
-    std::printf("| %d | %d | %d | %s | %.2f | %.3f |\n", r.grid, r.threads, r.smem_bytes,
-                r.flush ? "yes" : "no", us, us / 16.0);
+    std::printf("| %d | %d | %d | %s | %s | %.2f | %.3f |\n", r.grid, r.threads, r.smem_bytes,
+                r.big_params ? "1 KB" : "12 B", r.flush ? "yes" : "no", us, us / 16.0);
   }
   check(cudaFree(flush_buf), "cudaFree");
   check(cudaFree(out), "cudaFree");
