@@ -62,8 +62,10 @@ KernelChoice kernel_choice_from_env() {
   if (want == "auto") return KernelChoice::automatic;
   if (want == "sm80") return KernelChoice::sm80;
   if (want == "sm90_ws_192x128") return KernelChoice::sm90_ws_192x128;
-  throw Error(ErrorCode::invalid_argument, "gpuattn: environment variable GPUATTN_KERNEL='" + want +
-                                               "' is not one of auto, sm80, sm90_ws_192x128");
+  if (want == "sm90_ws_128x128") return KernelChoice::sm90_ws_128x128;
+  throw Error(ErrorCode::invalid_argument,
+              "gpuattn: environment variable GPUATTN_KERNEL='" + want +
+                  "' is not one of auto, sm80, sm90_ws_192x128, sm90_ws_128x128");
 }
 
 bool three_consumers_pay(const FwdShape& s) {
@@ -84,8 +86,8 @@ const TileConfig& select_fwd_config(const FwdShape& s) {
         const bool wide = s.dense_or_causal && s.seqlen_k >= kD256WideTileMinKeys;
         return tile_config(wide ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256);
       }
-      const bool three =
-          s.head_dim == 64 && s.dense_or_causal && (s.force_192x128 || three_consumers_pay(s));
+      const bool three = s.head_dim == 64 && s.dense_or_causal &&
+                         (s.force_192x128 || (!s.force_128x128 && three_consumers_pay(s)));
       return tile_config(three ? FwdKernel::sm90_ws_192x128 : FwdKernel::sm90_ws_128x128);
     }
     if (s.head_dim != 256) return tile_config(FwdKernel::sm90_ws_128x64_compensated);

@@ -186,6 +186,7 @@ struct FwdShape {
   bool dense_or_causal = true;  // no window, global tokens or block layout (on Hopper at head
                                 // dim 64 the rule reads it: sm90_ws_192x128 runs no other mask)
   bool force_192x128 = false;   // GPUATTN_KERNEL=sm90_ws_192x128 (see kernel_choice_from_env)
+  bool force_128x128 = false;   // GPUATTN_KERNEL=sm90_ws_128x128: never sm90_ws_192x128
   Precision precision = Precision::standard;
   int seqlen_q = 0;  // varlen: the max
   int seqlen_k = 0;  // varlen: the max (head dim 256 on Hopper takes 80-key tiles from 1024 keys)
@@ -199,9 +200,11 @@ struct FwdShape {
 // select_fwd_config (the fastest the device runs); "sm80", the portable mma.sync kernel everywhere
 // (e.g. to cross-check the Hopper one); "sm90_ws_192x128", the 3-consumer head-dim-64 kernel for
 // every call it runs (Hopper, head dim 64, dense or causal, standard precision), whatever the
-// grid, so that the GPU tests run it at every size (the rule takes it only for large grids).
-// Any other value: Error invalid_argument naming it.
-enum class KernelChoice { automatic, sm80, sm90_ws_192x128 };
+// grid, so that the GPU tests run it at every size (the rule takes it only for large grids);
+// "sm90_ws_128x128", the 2-consumer kernel where the rule would take sm90_ws_192x128 (large
+// dense or causal head-dim-64 grids), so that the two can be timed on the same shape; other
+// calls as "auto". Any other value: Error invalid_argument naming it.
+enum class KernelChoice { automatic, sm80, sm90_ws_192x128, sm90_ws_128x128 };
 KernelChoice kernel_choice_from_env();
 
 FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available, int num_sms,
@@ -238,7 +241,8 @@ inline constexpr int kD256WideTileMinKeys = 1024;
 //                           layout;
 //   sm90_ws_192x128         the same at head dim 64 for dense and causal calls whose grid fills the
 //                           GPU (three_consumers_pay(): 192-row items on 3 consumer warpgroups,
-//                           also taken when GPUATTN_KERNEL=sm90_ws_192x128 forces it);
+//                           also taken when GPUATTN_KERNEL=sm90_ws_192x128 forces it, never
+//                           when GPUATTN_KERNEL=sm90_ws_128x128);
 //   sm90_ws_128x128         the same at head dims 64 and 128 otherwise, any mask (dense, causal,
 //                           sliding window, global tokens, block-sparse layouts; the kernel picks
 //                           its masked instantiation for global tokens and for block layouts

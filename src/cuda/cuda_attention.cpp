@@ -74,6 +74,7 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
                              sm80::max_smem_per_block());
   shape.force_192x128 = choice == KernelChoice::sm90_ws_192x128;
+  shape.force_128x128 = choice == KernelChoice::sm90_ws_128x128;
   return select_fwd_config(shape).kernel;
 }
 

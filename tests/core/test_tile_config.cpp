@@ -114,6 +114,11 @@ TEST(TileConfig, HopperTakesThreeConsumersForLargeDenseAndCausalGridsAtHeadDim64
     s.force_192x128 = true;  // GPUATTN_KERNEL=sm90_ws_192x128 does not change that
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
     s.force_192x128 = false;
+    s.dense_or_causal = true;
+    s.force_128x128 = true;  // GPUATTN_KERNEL=sm90_ws_128x128: the 2-consumer kernel
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.force_128x128 = false;
+    s.dense_or_causal = false;
     s.precision = Precision::compensated;
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated) << causal;
     s.dense_or_causal = true;
@@ -166,7 +171,9 @@ TEST_F(KernelEnv, NamesTheChoiceOrTheBadValue) {
   EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm80);
   setenv("GPUATTN_KERNEL", "sm90_ws_192x128", 1);
   EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_ws_192x128);
-  for (const char* bad : {"", "SM80", "sm90", "sm90_ws_128x128"}) {
+  setenv("GPUATTN_KERNEL", "sm90_ws_128x128", 1);
+  EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_ws_128x128);
+  for (const char* bad : {"", "SM80", "sm90", "sm90_ws_128x64_d256", "sm90_ws_128x128 "}) {
     setenv("GPUATTN_KERNEL", bad, 1);
     try {
       kernel_choice_from_env();

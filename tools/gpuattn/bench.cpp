@@ -172,7 +172,7 @@ void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, std
 // cuda_attention.cpp) on a device of compute capability `sm_major` with `num_sms` SMs and
 // `max_smem_per_block` bytes of opt-in shared memory per block.
 std::string pick_config(const Case& c, int sm_major, bool sm90_available, int num_sms,
-                        int max_smem_per_block, bool force_192x128 = false) {
+                        int max_smem_per_block, KernelChoice choice = KernelChoice::automatic) {
   if ((c.dtype != DType::f16 && c.dtype != DType::bf16) ||
       (c.d != 64 && c.d != 128 && c.d != 256)) {
     return "none (no CUDA kernel)";
@@ -189,7 +189,8 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
   s.batch = c.batch;
   s.hq = c.hq;
   s.max_smem_per_block = max_smem_per_block;
-  s.force_192x128 = force_192x128;
+  s.force_192x128 = choice == KernelChoice::sm90_ws_192x128;
+  s.force_128x128 = choice == KernelChoice::sm90_ws_128x128;
   const TileConfig& t = select_fwd_config(s);
   // Nothing fits (head dim 256 on a 99 KB device): the sm_80 launcher refuses the pick with
   // not_supported.
@@ -206,8 +207,7 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
 std::string pick_config_here(const Case& c, const cuda::DeviceInfo& info) {
   const KernelChoice choice = kernel_choice_from_env();
   const bool sm90 = choice != KernelChoice::sm80 && sm90::usable(c.dtype, c.d);
-  return pick_config(c, info.cc_major, sm90, info.sm_count, info.max_smem_per_block,
-                     choice == KernelChoice::sm90_ws_192x128);
+  return pick_config(c, info.cc_major, sm90, info.sm_count, info.max_smem_per_block, choice);
 }
 #endif
 
