@@ -110,12 +110,17 @@ struct FwdTraits {
   // K/V stages in the ring. At head dims 128 and 256 two (with two Q buffers, or one 64 KB Q)
   // fill the smem. Head dim 64 has room for 4: H200 A/B against 2 stages (6640e35, 3 rounds),
   // fp16 B1 H16 S1024 1.025x the time, B4 H32 S4096 0.994x: the loads are not what it waits for.
+  // Measured again at eeaf289 (first loads before __syncthreads): 3 and 4 stages 0.995x and
+  // 0.991x at B1 H16 S1024, within the noise of the D64 sweep (2026-11-22-h200-d64-free, call 12).
   static constexpr int kStages = 2;
   // Consumers take turns issuing their GEMMs (see consume()): H200, gpuattn bench, fp16 B4 H16
   // S4096 D128 543 -> 588 TFLOP/s non-causal, 487 -> 551 causal; bf16 579 -> 659 / 504 -> 520.
   // The compensated consumer at D = 128 has no registers for the turns: with them ptxas spilled
   // (56 bytes of stores at setmaxnreg 216, 16 at 224 with the producer at 56); without them it
-  // peaks at R213 of 216, no spills.
+  // peaks at R213 of 216, no spills. Turns around each tile's exponentials instead, with no
+  // overlap of a warpgroup's own GEMMs and softmax (cuDNN's head-dim-64 loop, read from its SASS):
+  // 1.000x the time at D64 with 2 consumers, 1.06-1.16x with 3, 1.10-1.24x at D128 (branch
+  // wip/exp-turns). No turns at D64, with the late wait: 1.08x (2026-11-22-h200-d64-free).
   static constexpr bool kPingPong = !(kCompensated && kHeadDim == 128);
   // Where a tile's softmax waits for the P V GEMM before it (see consume()'s step): after the
   // softmax, so that the two overlap (head dim 128), or at its start, where ptxas hoists the wait
