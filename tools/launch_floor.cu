@@ -23,27 +23,20 @@ void check(cudaError_t e, const char* what) {
   }
 }
 
-// Does nothing a compiler can drop without the flag: a thread writes only when flag is set, and
-// the launches pass 0.
-__global__ void empty_kernel(int* out, int flag) {
-  extern __shared__ unsigned char smem[];
-  if (flag) {
-    smem[threadIdx.x] = 1;
-    __syncthreads();
-    out[blockIdx.x] = smem[threadIdx.x ^ 1];
-  }
-}
-
-// 1 KB of kernel parameters, about what the sm_90a kernel passes (FwdParams and four 128-byte
-// tensor maps), read only when flag is set.
-struct BigParams {
-  unsigned char bytes[1024];
+// N bytes of kernel parameters: 4, or 1 KB, about what the sm_90a kernel passes (FwdParams and
+// four 128-byte tensor maps).
+template <int N>
+struct Params {
+  unsigned char bytes[N];
 };
 
-__global__ void empty_kernel_big_params(const __grid_constant__ BigParams p, int* out, int flag) {
+// Does nothing a compiler can drop without the flag: a thread reads its parameters and writes
+// only when flag is set, and the launches pass 0.
+template <int N>
+__global__ void empty_kernel(const __grid_constant__ Params<N> p, int* out, int flag) {
   extern __shared__ unsigned char smem[];
   if (flag) {
-    smem[threadIdx.x] = p.bytes[threadIdx.x % sizeof(p.bytes)];
+    smem[threadIdx.x] = p.bytes[threadIdx.x % N];
     __syncthreads();
     out[blockIdx.x] = smem[threadIdx.x ^ 1];
   }
@@ -60,12 +53,11 @@ struct Row {
 double time_row(const Row& row, int iters, int* out, void* flush_buf, std::size_t flush_bytes) {
   std::vector<cudaEvent_t> ev(2 * static_cast<std::size_t>(iters));
   for (auto& e : ev) check(cudaEventCreate(&e), "cudaEventCreate");
-  const BigParams big{};
   auto launch = [&] {
     if (row.big_params) {
-      empty_kernel_big_params<<<row.grid, row.threads, row.smem_bytes>>>(big, out, 0);
+      empty_kernel<1024><<<row.grid, row.threads, row.smem_bytes>>>(Params<1024>{}, out, 0);
     } else {
-      empty_kernel<<<row.grid, row.threads, row.smem_bytes>>>(out, 0);
+      empty_kernel<4><<<row.grid, row.threads, row.smem_bytes>>>(Params<4>{}, out, 0);
     }
     check(cudaGetLastError(), "launch");
   };
@@ -107,11 +99,11 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
   const int max_smem = static_cast<int>(prop.sharedMemPerBlockOptin);
-  check(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem),
-        "cudaFuncSetAttribute");
-  check(cudaFuncSetAttribute(empty_kernel_big_params, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             max_smem),
-        "cudaFuncSetAttribute");
+  for (const void* kernel : {reinterpret_cast<const void*>(empty_kernel<4>),
+                             reinterpret_cast<const void*>(empty_kernel<1024>)}) {
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem),
+          "cudaFuncSetAttribute");
+  }
   int* out = nullptr;
   check(cudaMalloc(&out, 4096 * sizeof(int)), "cudaMalloc");
   const std::size_t flush_bytes = std::size_t(256) << 20;
@@ -139,7 +131,7 @@ int main(int argc, char** argv) {
   for (const Row& r : rows) {
     const double us = time_row(r, iters, out, flush_buf, flush_bytes);
     std::printf("| %d | %d | %d | %s | %s | %.2f | %.3f |\n", r.grid, r.threads, r.smem_bytes,
-                r.big_params ? "1 KB" : "12 B", r.flush ? "yes" : "no", us, us / 16.0);
+                r.big_params ? "1 KB" : "16 B", r.flush ? "yes" : "no", us, us / 16.0);
   }
   check(cudaFree(flush_buf), "cudaFree");
   check(cudaFree(out), "cudaFree");
