@@ -18,20 +18,22 @@ import sys
 import tempfile
 import time
 
-import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
-
-import gpu_attention as ga
 
 
 def parse_case(text):
-    dtype, b, h, s, d = text.split(",")
+    """'dtype,B,H,S,D' -> (dtype, B, H, S, D); a clear error naming the bad part."""
+    parts = text.split(",")
+    if len(parts) != 5:
+        raise argparse.ArgumentTypeError(f"case {text!r} is not dtype,B,H,S,D")
+    dtype = parts[0]
     if dtype not in ("float16", "bfloat16"):
-        raise argparse.ArgumentTypeError(f"dtype {dtype!r} is not float16 or bfloat16")
-    b, h, s, d = (int(x) for x in (b, h, s, d))
+        raise argparse.ArgumentTypeError(f"case {text!r}: dtype {dtype!r} is not float16 or bfloat16")
+    try:
+        b, h, s, d = (int(x) for x in parts[1:])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"case {text!r}: B, H, S, D must be integers") from None
     if min(b, h, s) < 1 or d not in (64, 128, 256):
-        raise argparse.ArgumentTypeError(f"case {text!r}: B, H, S must be >= 1, D 64/128/256")
+        raise argparse.ArgumentTypeError(f"case {text!r}: B, H, S must be >= 1 and D 64, 128 or 256")
     return dtype, b, h, s, d
 
 
@@ -41,9 +43,11 @@ def sampler(path):
                              "-lms", "50"], stdout=open(path, "w"), stderr=subprocess.DEVNULL)
 
 
-def read_samples(path):
+def read_samples(lines):
+    """nvidia-smi's CSV lines (timestamp, MHz, W, deg C) -> [(epoch s, MHz, W, deg C)]; lines that
+    do not parse (a header, '[N/A]') are skipped."""
     out = []
-    for line in open(path):
+    for line in lines:
         parts = [p.strip() for p in line.split(",")]
         if len(parts) != 4:
             continue
@@ -56,6 +60,8 @@ def read_samples(path):
 
 
 def run_phase(fn, seconds):
+    import torch
+
     fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -80,6 +86,12 @@ def main():
                     help="dtype,B,H,S,D (non-causal); default: float16,4,16,4096,128 and "
                          "float16,1,16,16384,128")
     args = ap.parse_args()
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    import gpu_attention as ga
+
     if args.seconds <= 0 or args.rounds < 1:
         sys.exit(f"power_probe: --seconds {args.seconds} and --rounds {args.rounds} must be > 0")
     if not torch.cuda.is_available():
@@ -113,7 +125,8 @@ def main():
         time.sleep(0.3)
         smi.terminate()
         smi.wait()
-    samples = read_samples(log)
+    with open(log) as f:
+        samples = read_samples(f)
     print(f"{torch.cuda.get_device_name()}, {len(samples)} nvidia-smi samples")
     print("| round | case | side | SM MHz (median) | W (median) | deg C (max) | TFLOP/s | TFLOP/s per GHz |")
     print("|---:|---|---|---:|---:|---:|---:|---:|")

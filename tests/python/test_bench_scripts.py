@@ -440,3 +440,24 @@ def test_compare_torch_runs_given_cases_and_rejects_bad_ones(tmp_path):
         r = subprocess.run([sys.executable, script, "--device", "cpu", "--case", bad], env=env,
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and why in r.stderr and bad in r.stderr, (bad, r.stderr)
+
+
+# bench/power_probe.py's parsing (its measuring needs a GPU, torch and the module).
+import power_probe as pp  # noqa: E402
+
+
+def test_power_probe_parses_cases_and_names_bad_ones():
+    assert pp.parse_case("bfloat16,4,16,4096,128") == ("bfloat16", 4, 16, 4096, 128)
+    for bad, part in [("float32,1,1,1,64", "float32"), ("float16,1,1,1,96", "D 64"),
+                      ("float16,0,1,1,64", ">= 1"), ("float16,1,x,1,64", "integers"),
+                      ("float16,1,1,64", "dtype,B,H,S,D")]:
+        with pytest.raises(Exception, match=part):
+            pp.parse_case(bad)
+
+
+def test_power_probe_reads_nvidia_smi_lines():
+    lines = ["2026/11/22 12:25:01.250, 1598, 691.20, 59\n", "[N/A], 1, 2, 3\n", "garbage\n",
+             "2026/11/22 12:25:01.300, 1605, 690.05, 60\n"]
+    got = pp.read_samples(lines)
+    assert [g[1:] for g in got] == [(1598.0, 691.2, 59.0), (1605.0, 690.05, 60.0)]
+    assert abs((got[1][0] - got[0][0]) - 0.05) < 1e-6
