@@ -20,6 +20,8 @@ END = "// clang-format on\n"
 TYPES = [("__half", "f16"), ("__nv_bfloat16", "bf16")]
 SS_SHAPES = [64, 80, 128]  # S = Q K^T: 64/128 keys a tile, 80 at head dim 256
 RS_SHAPES = [64, 128, 256]  # O += P V: the head dim
+# A from registers with B K-major (wgmma_rs_kmajor): S = Q K^T with Q held in registers.
+RS_KMAJOR_SHAPES = [128]
 
 
 def operand_list(first, count, per_line):
@@ -36,9 +38,9 @@ def accumulators(n_regs):
     return "      : " + ",\n        ".join(lines)
 
 
-def specialization(ctype, ptype, n, rs):
+def specialization(ctype, ptype, n, rs, b_kmajor=False):
     regs = n // 2
-    name = "wgmma_rs" if rs else "wgmma_ss"
+    name = ("wgmma_rs_kmajor" if b_kmajor else "wgmma_rs") if rs else "wgmma_ss"
     a_param = "const std::uint32_t (&a)[4]" if rs else "std::uint64_t a_desc"
     head = f"__device__ __forceinline__ void {name}<{ctype}, {n}>(float (&d)[{regs}], {a_param},"
     indent = " " * (head.index("(") + 1)
@@ -46,7 +48,7 @@ def specialization(ctype, ptype, n, rs):
     if rs:
         a_ops = f"{{%{regs}, %{regs + 1}, %{regs + 2}, %{regs + 3}}}"
         b_op, scale_op = regs + 4, regs + 5
-        tail = f"}}, {a_ops}, %{b_op}, p, 1, 1, 1;\\n}}\\n"
+        tail = f"}}, {a_ops}, %{b_op}, p, 1, 1, {0 if b_kmajor else 1};\\n}}\\n"
     else:
         b_op, scale_op = regs + 1, regs + 2
         tail = f"}}, %{regs}, %{b_op}, p, 1, 1, 0, 0;\\n}}\\n"
@@ -72,6 +74,8 @@ def generated_block():
             parts.append(specialization(ctype, ptype, n, rs=False))
         for n in RS_SHAPES:
             parts.append(specialization(ctype, ptype, n, rs=True))
+        for n in RS_KMAJOR_SHAPES:
+            parts.append(specialization(ctype, ptype, n, rs=True, b_kmajor=True))
     return BEGIN + BEGIN_REST + "\n".join(parts) + "\n" + END
 
 

@@ -133,6 +133,11 @@ struct FwdTraits {
   // softmax either already hides behind the other warpgroups' GEMMs or the items are too short
   // for the overlap to pay for the later V release.
   static constexpr bool kLateWait = kHeadDim == 128;
+  // Q in registers for S = Q K^T (wgmma with A from registers): each consumer loads its 64 rows
+  // of Q once an item (ldmatrix, D / 8 registers a thread), so the S GEMM reads only K from
+  // shared memory (a third less of its operand traffic). 2-consumer dense / causal kernels at head
+  // dims 64 and 128, whose consumers have registers to spare (setmaxnreg 232).
+  static constexpr bool kQInRegs = !kCompensated && kConsumers == 2 && kHeadDim <= 128;
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
@@ -1011,6 +1016,24 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   const std::uint64_t k_desc = ptx::smem_desc_sw128(sk0, 16, 1024);
   const std::uint64_t v_desc = ptx::smem_desc_sw128(sv0, kBlockN * 128, 1024);
 
+  // Q's A fragments (Tr::kQInRegs; the dense kernel only): k-step ks's 64 x 16 block as wgmma's
+  // register A operand, the mma.sync m16n8k16 A fragment of each warp's 16 rows. ldmatrix x4 of
+  // matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15); lane
+  // l addresses row l % 8 of matrix l / 8 in the 128-byte swizzle TMA wrote.
+  constexpr bool kQRegs = !kMasked && Tr::kQInRegs;
+  std::uint32_t qa[kQRegs ? D / 16 : 1][4];
+  auto load_q_regs = [&] {
+    if constexpr (kQRegs) {
+      const int mi = lane >> 3;
+      const int rs = warp * 16 + 8 * (mi & 1) + (lane & 7);  // the row inside the warpgroup's 64
+#pragma unroll
+      for (int ks = 0; ks < D / 16; ++ks) {
+        const int nn = 2 * ks + (mi >> 1);  // this lane's 16-byte chunk: chunk nn % 8 of slab nn / 8
+        ptx::ldmatrix_x4(qa[ks], q_wg + (nn >> 3) * (kBlockM * 128) + rs * 128 +
+                                     (((nn & 7) ^ (rs & 7)) << 4));
+      }
+    }
+  };
   // S = Q K^T of tile t: D / 16 k-steps, each 32 bytes into a 128-byte slab row.
   auto issue_qk = [&](float(&s)[kBlockN / 2], int t) {
     const int stage = (j0 + t) % Tr::kStages;
@@ -1020,9 +1043,13 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks) {
       const std::uint32_t koff = (ks & 3) * 32;
-      const std::uint64_t a_desc = ptx::desc_advance(q_desc, (ks >> 2) * kBlockM * 128 + koff);
       const std::uint64_t b_desc = ptx::desc_advance(k_desc, sk + (ks >> 2) * kBlockN * 128 + koff);
-      ptx::wgmma_ss<T, kBlockN>(s, a_desc, b_desc, ks > 0 ? 1 : 0);
+      if constexpr (kQRegs) {
+        ptx::wgmma_rs_kmajor<T, kBlockN>(s, qa[ks], b_desc, ks > 0 ? 1 : 0);
+      } else {
+        const std::uint64_t a_desc = ptx::desc_advance(q_desc, (ks >> 2) * kBlockM * 128 + koff);
+        ptx::wgmma_ss<T, kBlockN>(s, a_desc, b_desc, ks > 0 ? 1 : 0);
+      }
     }
     ptx::wgmma_commit();
   };
@@ -1302,6 +1329,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     }
   } else if (kMasked ? word0 != kEndOfTiles : n_tiles > 0) {
     if constexpr (!kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
+    load_q_regs();
     my_turn();
     issue_qk(s, 0);
     SM90_TRACE(1 + cw, trace_u, 3);
