@@ -136,7 +136,10 @@ struct FwdTraits {
   // Q in registers for S = Q K^T (wgmma with A from registers): each consumer loads its 64 rows
   // of Q once an item (ldmatrix, D / 8 registers a thread), so the S GEMM reads only K from
   // shared memory (a third less of its operand traffic). 2-consumer dense / causal kernels at head
-  // dims 64 and 128, whose consumers have registers to spare (setmaxnreg 232).
+  // dims 64 and 128, whose consumers have registers to spare (setmaxnreg 232). H200, same-run A/B
+  // (5 rounds): B1 H16 S1024 D64 0.977x the time, S4096 D128 0.975-0.992x; sustained at the 700 W
+  // cap +3.4-3.6% TFLOP/s (less energy a tile). Not with 3 consumers (96 bytes of spill at 160
+  // registers) nor in the masked kernel (window + globals 1.26x the time).
   static constexpr bool kQInRegs = !kCompensated && kConsumers == 2 && kHeadDim <= 128;
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
