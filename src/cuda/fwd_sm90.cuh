@@ -1031,9 +1031,10 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       const int rs = warp * 16 + 8 * (mi & 1) + (lane & 7);  // the row inside the warpgroup's 64
 #pragma unroll
       for (int ks = 0; ks < D / 16; ++ks) {
-        const int nn = 2 * ks + (mi >> 1);  // this lane's 16-byte chunk: chunk nn % 8 of slab nn / 8
-        ptx::ldmatrix_x4(qa[ks], q_wg + (nn >> 3) * (kBlockM * 128) + rs * 128 +
-                                     (((nn & 7) ^ (rs & 7)) << 4));
+        // this lane's 16-byte chunk: chunk nn % 8 of slab nn / 8
+        const int nn = 2 * ks + (mi >> 1);
+        ptx::ldmatrix_x4(
+            qa[ks], q_wg + (nn >> 3) * (kBlockM * 128) + rs * 128 + (((nn & 7) ^ (rs & 7)) << 4));
       }
     }
   };
