@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -226,10 +227,13 @@ constexpr float kRescaleSlack = 8.f;
 
 // A diagnostic build (-DGPUATTN_SM90_TRACE=1, never the default) stamps clock64 at the work-item
 // events of CTA 0, role 0 the producer (lane 0) and role 1 + cw consumer warpgroup cw (its first
-// thread), and prints them when the kernel ends (scripts/sm90-trace.sh reads them): producer
+// thread), which the host prints after each launch (scripts/sm90-trace.sh reads them): producer
 // 0 item taken, 1 first tile found, 2 first tile's K and V issued, 3 last tile's issued; consumer
 // 0 item taken, 1 set up, 2 Q there (masked), 3 first S issued, 4 first S done, 5 last P V done,
-// 6 O in smem, 7 warpgroup barrier passed, 8 O stored, 9 epilogue done.
+// 6 O in smem, 7 warpgroup barrier passed, 8 O stored, 9 epilogue done. The host prints them
+// (print_sm90_trace), not the kernel: a printf in the kernel made ptxas serialize every wgmma of
+// the traced kernel (C7510, "wgmma pipeline crossing function boundary at a function call"), so
+// trace builds before the eleventh session timed serialized GEMMs.
 #if defined(GPUATTN_SM90_TRACE) && GPUATTN_SM90_TRACE
 static __device__ long long g_sm90_trace[4][48][10];  // the producer and up to 3 consumers
 #define SM90_TRACE(role, item, event)                               \
@@ -237,22 +241,24 @@ static __device__ long long g_sm90_trace[4][48][10];  // the producer and up to 
     if (blockIdx.x == 0 && (threadIdx.x & 127) == 0 && (item) < 48) \
       g_sm90_trace[role][item][event] = clock64();                  \
   } while (0)
-#define SM90_TRACE_PRINT(role)                                                                   \
-  do {                                                                                           \
-    if (blockIdx.x == 0 && (threadIdx.x & 127) == 0) {                                           \
-      for (int i_ = 0; i_ < 48; ++i_) {                                                          \
-        const long long* e_ = g_sm90_trace[role][i_];                                            \
-        printf("SM90_TRACE %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld\n", role, i_, \
-               e_[0], e_[1], e_[2], e_[3], e_[4], e_[5], e_[6], e_[7], e_[8], e_[9]);            \
-      }                                                                                          \
-    }                                                                                            \
-  } while (0)
+// The stamps of the launch just made on `stream`, one line per (role, item), as the kernel's own
+// printf wrote them before (bench/sm90_trace_summary.py reads them): roles 0 .. `consumers`.
+inline void print_sm90_trace(cudaStream_t stream, int consumers) {
+  static long long h[4][48][10];
+  GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(h, g_sm90_trace, sizeof(h)));
+  for (int role = 0; role <= consumers; ++role) {
+    for (int i = 0; i < 48; ++i) {
+      const long long* e = h[role][i];
+      std::printf("SM90_TRACE %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld\n", role, i,
+                  e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7], e[8], e[9]);
+    }
+  }
+  std::fflush(stdout);
+}
 #else
 #define SM90_TRACE(role, item, event) \
   do {                                \
-  } while (0)
-#define SM90_TRACE_PRINT(role) \
-  do {                         \
   } while (0)
 #endif
 
@@ -877,7 +883,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           w = next;
         }
       }
-      SM90_TRACE_PRINT(0);
     } else if constexpr (kMasked) {
       if (tid < 64) {
         // The searcher (warp 1): takes each next item when warp 0 starts loading the item before
@@ -965,7 +970,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     }
     if (Tr::kPingPong && cw == 0) ptx::named_barrier_sync(1, 2 * 128);
     ptx::bulk_wait_group<0>();  // this thread's O stores are written before the CTA ends
-    SM90_TRACE_PRINT(1 + cw);
   }
 #endif
 }
@@ -1515,6 +1519,9 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   fwd_kernel<Tr, kMasked>
       <<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, maps, dynamic ? counter->get() : nullptr);
   GPUATTN_CUDA_CHECK(cudaGetLastError());
+#if defined(GPUATTN_SM90_TRACE) && GPUATTN_SM90_TRACE
+  print_sm90_trace(stream, Tr::kConsumers);
+#endif
 }
 
 // The table entry (core/tile_config.h) of the traits Tr.
