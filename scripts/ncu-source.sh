@@ -2,7 +2,8 @@
 # Per-instruction warp-state sampling of one fwd_kernel launch for each named case of
 # bench/profile_cases.py: ncu's SourceCounters and WarpStateStats, exported as the SASS source page
 # (CSV, one row per instruction with its source line: the build has -lineinfo) and the details page.
-# bench/ncu_source_summary.py sums the samples over source-line ranges.
+# bench/ncu_source_summary.py sums the samples over source-line ranges; CASE-stalls.txt has the
+# launch's samples by stall reason (bench/ncu_stalls.py).
 #
 #   OUT=/some/dir scripts/ncu-source.sh window-1024 causal-short
 #   env: NCU_BUILD_DIR=DIR  build directory with the python module (default build-gpu)
@@ -30,4 +31,7 @@ for c in "$@"; do
     ncu --import "$rep.ncu-rep" --page source --csv --print-source sass > "$OUT_DIR/$c-sass.csv"
   fi
   ncu --import "$rep.ncu-rep" --page details > "$OUT_DIR/$c-details.txt"
+  # The samples by stall reason (bench/ncu_stalls.py), from the raw page.
+  ncu --import "$rep.ncu-rep" --page raw --csv > "$OUT_DIR/$c-raw.csv"
+  python3 bench/ncu_stalls.py "$OUT_DIR/$c-raw.csv" > "$OUT_DIR/$c-stalls.txt" || true
 done

@@ -461,3 +461,27 @@ def test_power_probe_reads_nvidia_smi_lines():
     got = pp.read_samples(lines)
     assert [g[1:] for g in got] == [(1598.0, 691.2, 59.0), (1605.0, 690.05, 60.0)]
     assert abs((got[1][0] - got[0][0]) - 0.05) < 1e-6
+
+
+# bench/ncu_stalls.py: the stall-reason shares of ncu's raw page.
+import ncu_stalls  # noqa: E402
+
+
+def test_ncu_stalls_shares_of_the_last_kernel_row():
+    head = ["ID", "smsp__pcsamp_warps_issue_stalled_wait", "smsp__pcsamp_warps_issue_stalled_barrier",
+            "smsp__pcsamp_warps_issue_stalled_wait_not_issued", "smsp__pcsamp_warps_issue_stalled_selected",
+            "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"]
+    units = ["", "", "", "", "", "%"]
+    first = ["0", "1", "1", "5", "1", "10"]
+    last = ["1", "1,500", "300", "999", "1,200", "57.1"]
+    shares, extra = ncu_stalls.stalls([head, units, first, last])
+    assert [n for n, _ in shares] == ["wait", "selected", "barrier"]  # _not_issued left out
+    assert [round(s, 6) for _, s in shares] == [50.0, 40.0, 10.0]
+    assert extra == {"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed": 57.1}
+
+
+def test_ncu_stalls_names_a_page_without_samples():
+    with pytest.raises(ValueError, match="expected names, units and a kernel"):
+        ncu_stalls.stalls([["ID"], [""]])
+    with pytest.raises(ValueError, match="no warp-state samples"):
+        ncu_stalls.stalls([["ID", "gpu__time_duration.sum"], ["", "ns"], ["0", "100"]])
