@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The sm_90a kernel's work-item timeline on the GPU machine: builds a diagnostic copy of the Python
 # module with -DGPUATTN_SM90_TRACE=1 (clock64 stamps of CTA 0's producer and consumers at each
-# work item's events, printed by the host after each launch; see fwd_sm90.cuh) in build-trace, runs each named case
-# of bench/profile_cases.py on it and summarizes the stamps with bench/sm90_trace_summary.py.
+# work item's events, printed by the host after each launch; see fwd_sm90.cuh) in build-trace,
+# runs each named case of bench/profile_cases.py on it and summarizes the stamps with
+# bench/sm90_trace_summary.py.
 #
 #   OUT=/some/dir scripts/sm90-trace.sh window-1024 causal-short
 set -euo pipefail
