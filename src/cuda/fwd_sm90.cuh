@@ -10,8 +10,8 @@
 // barriers), so one's softmax overlaps another's GEMMs. With more row blocks than SMs the kernel is
 // persistent (one CTA per SM; the producer passes the work items of core/work_schedule.h to the
 // consumers through a 2-slot ring in shared memory, and loads the next item's Q and K/V while the
-// consumers finish this one), and the consumers store O through their rows of the Q buffer, 16
-// bytes a thread.
+// consumers finish this one), and the consumers store O through their rows of the Q buffer (at
+// head dim 256, through the last key tile's stage), 16 bytes a thread.
 //
 // Two instantiations per (dtype, head dim): dense/causal (kMasked = false; at head dim 128 it also
 // runs a sliding window alone, from the window's first key tile, see ItemShape) and every other
@@ -149,8 +149,9 @@ struct FwdTraits {
   static constexpr int kBarrierBytes =
       (8 * (4 + 4 * kStages + 4 + 2) + 4 * (kStages + 2 * kItemInts + kLookaheadInts) + 7) / 8 * 8;
   // Q buffers of the persistent kernel: with two, the next item's Q loads while this item runs
-  // (with one, its load starts only when this item's last GEMM is done). Two where they fit the
-  // 227 KB: head dims 64 and 128; 256 keeps one.
+  // (with one, its load starts once this item's last S GEMM is done, and O is staged through the
+  // last tile's stage: see kEarlyQ in consume()). Two where they fit the 227 KB: head dims 64 and
+  // 128; 256 keeps one.
   static constexpr int kQBuffers =
       2 * kQBytes + 2 * kStages * kKVBytes + kBarrierBytes + 1024 <= 227 * 1024 ? 2 : 1;
   static constexpr int kSmemBytes =
@@ -661,7 +662,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
                                        std::uint32_t sq, std::uint32_t sk0, std::uint32_t sv0,
                                        const Barriers& bar, int m0, int n_tiles, int t_first,
                                        int lq, int lk, int b, int h, int cw, int j0, int q_buf,
-                                       int q_phase, bool& o_in_flight, int& o_buf, int trace_u);
+                                       int q_phase, bool& o_in_flight, std::uint32_t& o_free,
+                                       int trace_u);
 
 template <class Tr, bool kMasked>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
@@ -939,9 +941,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // this one before consumer 0 took that, and the CTA would hang.
     if (Tr::kPingPong && cw == Tr::kConsumers - 1) ptx::named_barrier_arrive(1, 2 * 128);
     int j0 = 0, q_uses = 0;
-    // This thread's TMA store of O from Q buffer o_buf may still read it (see consume()).
+    // This thread's TMA store of O may still read its smem; o_free is the mbarrier that gives
+    // that smem back to the producer once it has (see consume()).
     bool o_in_flight = false;
-    int o_buf = 0;
+    std::uint32_t o_free = 0;
     for (int u = 0;; ++u) {
       const int slot = u & 1;
       ptx::mbarrier_wait(bar.item_full + 8 * slot, (u >> 1) & 1);
@@ -964,7 +967,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       const int qb = q_uses % Tr::kQBuffers;
       j0 += consume<Tr, kMasked>(p, maps, sq + qb * Tr::kQBytes, sk0, sv0, bar, x.m0, x.n_tiles,
                                  x.t_first, x.lq, x.lk, x.it.b, x.it.h, cw, j0, qb,
-                                 (q_uses / Tr::kQBuffers) & 1, o_in_flight, o_buf, u);
+                                 (q_uses / Tr::kQBuffers) & 1, o_in_flight, o_free, u);
       SM90_TRACE(1 + cw, u, 9);
       if (kMasked || x.n_tiles > 0) ++q_uses;
     }
@@ -981,7 +984,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
                                        std::uint32_t sq, std::uint32_t sk0, std::uint32_t sv0,
                                        const Barriers& bar, int m0, int n_tiles, int t_first,
                                        int lq, int lk, int b, int h, int cw, int j0, int q_buf,
-                                       int q_phase, bool& o_in_flight, int& o_buf, int trace_u) {
+                                       int q_phase, bool& o_in_flight, std::uint32_t& o_free,
+                                       int trace_u) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
@@ -1028,6 +1032,25 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   // matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15); lane
   // l addresses row l % 8 of matrix l / 8 in the 128-byte swizzle TMA wrote.
   constexpr bool kQRegs = !kMasked && Tr::kQInRegs;
+  // With one Q buffer (head dim 256) the dense kernel hands it back as soon as the item's last S
+  // GEMM is done, so the next item's Q loads under this item's last tile and epilogue (staging O
+  // through the Q buffer made the next Q load wait for the TMA store to read it: ~2.2 us an item
+  // at causal S512, H200 trace, 2026-11-22-h200-mask-bits call 2). O goes through the last
+  // tile's stage instead: warpgroup 0's 64 rows into its K (free once both warpgroups' last S
+  // GEMMs are done: named barrier kStageBarrier), warpgroup 1's into its V (free once warpgroup
+  // 0's last P V is done: kStageBarrier + 1); each stage half goes back to the producer once the
+  // TMA store has read it (the first thread of the warpgroup holds back its arrival on that
+  // half's empty barrier until then). From the registers instead, the epilogue took ~2.7 us an
+  // item (call 3). H200, same-run A/B against the Q-buffer staging (call 5, 2 rounds): D256 S512
+  // and S1024 0.95-0.97x the time, causal too; S2048-S8192 0.98-1.00x; the next Q's wait at an
+  // item's start 1.8 -> 0.3 us.
+  constexpr bool kEarlyQ = !kMasked && !Tr::kCompensated && Tr::kQBuffers == 1;
+  static_assert(!kEarlyQ || (Tr::kConsumers == 2 && Tr::kKVBytes >= 64 * D * 2),
+                "a warpgroup's 64 rows of O fit one stage half");
+  // The first thread of each warpgroup keeps its arrival on the last tile's stage half that its
+  // O goes through (K for warpgroup 0, V for warpgroup 1) until the TMA store has read it.
+  const bool holds_half = kEarlyQ && (tid & 127) == 0;
+  constexpr int kStageBarrier = 2 + 2 * Tr::kConsumers;  // after the turn and epilogue barriers
   std::uint32_t qa[kQRegs ? D / 16 : 1][4];
   auto load_q_regs = [&] {
     if constexpr (kQRegs) {
@@ -1268,18 +1291,19 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     const int next = Tr::kConsumers == 2 ? 2 - cw : (cw + 1 < Tr::kConsumers ? cw + 2 : 1);
     if (Tr::kPingPong) ptx::named_barrier_arrive(next, kTurnThreads);
   };
-  // The previous item's TMA store of O (issued by this thread, see the epilogue) reads Q buffer
-  // o_buf; the buffer goes back to the producer once the read is done: after this item's first S
-  // GEMM (by then it is), before this item's epilogue (an item without tiles), or, with a single Q
-  // buffer, before this item's Q, which loads into it.
+  // The previous item's TMA store of O (issued by this thread, see the epilogue) reads a Q buffer
+  // (or with kEarlyQ a stage half); it goes back to the producer (an arrival on o_free) once the
+  // read is done: after this item's first S GEMM (by then it is), before this item's epilogue (an
+  // item without tiles), or, with a single Q buffer staging O, before this item's Q, which loads
+  // into it.
   auto release_o = [&] {
     if (o_in_flight) {
       ptx::bulk_wait_group_read<0>();
-      ptx::mbarrier_arrive(bar.q_empty_of(o_buf));
+      ptx::mbarrier_arrive(o_free);
       o_in_flight = false;
     }
   };
-  if constexpr (Tr::kQBuffers == 1) release_o();
+  if constexpr (Tr::kQBuffers == 1 && !kEarlyQ) release_o();
   float s[kBlockN / 2];
   std::uint32_t pa[kBlockN / 16][4];
   // The masked kernel loads every item's Q, with or without tiles (see produce_masked).
@@ -1346,7 +1370,12 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     ptx::wgmma_wait<0>();
     SM90_TRACE(1 + cw, trace_u, 4);
     release_o();
-    ptx::mbarrier_arrive(bar.k_empty + 8 * (j0 % Tr::kStages));
+    if (!(holds_half && cw == 0 && n_tiles == 1))
+      ptx::mbarrier_arrive(bar.k_empty + 8 * (j0 % Tr::kStages));
+    if (kEarlyQ && n_tiles == 1) {
+      ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
+      if (cw == 1) ptx::named_barrier_arrive(kStageBarrier, 256);
+    }
     float alpha[2];
     softmax(s, 0, alpha, word0, off0);  // O is still zero: nothing to rescale
     pack(s, pa);
@@ -1357,7 +1386,12 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       their_turn();
       const std::uint32_t off = kMasked ? blocks_off(word) : 0u;
       ptx::wgmma_wait<1>();  // S_{j+1} is done; P_j V_j may still run
-      ptx::mbarrier_arrive(bar.k_empty + 8 * ((j0 + j + 1) % Tr::kStages));
+      if (!(holds_half && cw == 0 && j + 2 == n_tiles))
+        ptx::mbarrier_arrive(bar.k_empty + 8 * ((j0 + j + 1) % Tr::kStages));
+      if (kEarlyQ && j + 2 == n_tiles) {
+        ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
+        if (cw == 1) ptx::named_barrier_arrive(kStageBarrier, 256);
+      }
       const bool rescale = softmax(s, j + 1, alpha, word, off);
       // ptxas hoists a wgmma wait to the top of its basic block: here, above the whole softmax
       // (SASS: WARPGROUP.DEPBAR.LE gsb0, 0x0 right after the mask's branch), so the softmax of
@@ -1389,8 +1423,10 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     ptx::wgmma_wait<0>();
     SM90_TRACE(1 + cw, trace_u, 5);
     // The producer may load the last tile's stage (the Q buffer goes back after the epilogue, or
-    // once its TMA store has read it).
-    ptx::mbarrier_arrive(bar.v_empty + 8 * ((j0 + last) % Tr::kStages));
+    // once its TMA store has read it; with kEarlyQ, see there).
+    if (!(holds_half && cw == 1))
+      ptx::mbarrier_arrive(bar.v_empty + 8 * ((j0 + last) % Tr::kStages));
+    if (kEarlyQ && cw == 0) ptx::named_barrier_arrive(kStageBarrier + 1, 256);
     used = last + 1;
   }
   if (kMasked && used == 0) {  // the kEndOfTiles stage goes back like a tile's
@@ -1401,7 +1437,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
 
   // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE; a row that
   // saw no key (sum 0) stores 0 and LSE -inf. After tiles, O goes through this warpgroup's rows
-  // of its Q buffer (every GEMM that read them is done): stmatrix writes each warp's fragments
+  // of its Q buffer (every GEMM that read them is done; kEarlyQ: a half of the last tile's
+  // stage): stmatrix writes each warp's fragments
   // there, 16 bytes a lane (128-byte swizzle, as TMA wrote Q: conflict-free). Then, but for varlen
   // calls, one thread stores the 64 rows with TMA (a box of 64 rows per 64-column slab; rows past
   // the sequence end lie outside the tensor map and are not written) and the warpgroup goes on:
@@ -1429,6 +1466,18 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     }
   }
   if (staged) {
+    // Where O goes: this warpgroup's rows of its Q buffer (slabs kBlockM rows apart), or with
+    // kEarlyQ a half of the last tile's stage (slabs 64 rows apart), once the other warpgroup's
+    // GEMMs that read it are done. o_free_bar: the mbarrier that gives it back to the producer.
+    std::uint32_t o_smem = q_wg, o_free_bar = bar.q_empty_of(q_buf);
+    int o_slab = kBlockM * 128;
+    if constexpr (kEarlyQ) {
+      const int stage = (j0 + used - 1) % Tr::kStages;
+      o_smem = (cw == 0 ? sk0 : sv0) + stage * Tr::kKVBytes;
+      o_free_bar = (cw == 0 ? bar.k_empty : bar.v_empty) + 8 * stage;
+      o_slab = 64 * 128;
+      ptx::named_barrier_sync(kStageBarrier + cw, 256);
+    }
     // stmatrix x4 of columns [8 n, 8 n + 16): matrices (rows 0-7, n), (rows 8-15, n),
     // (rows 0-7, n + 1), (rows 8-15, n + 1) of the warp's 16 rows; lane l addresses row l % 8 of
     // matrix l / 8.
@@ -1438,7 +1487,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     for (int n = 0; n < kNO; n += 2) {
       const int nn = n + (mi >> 1);  // this lane's 16-byte chunk: chunk nn % 8 of slab nn / 8
       const std::uint32_t addr =
-          q_wg + (nn >> 3) * (kBlockM * 128) + rs * 128 + (((nn & 7) ^ (rs & 7)) << 4);
+          o_smem + (nn >> 3) * o_slab + rs * 128 + (((nn & 7) ^ (rs & 7)) << 4);
       ptx::stmatrix_x4(addr, ptx::pack2<T>(o[4 * n] * inv[0], o[4 * n + 1] * inv[0]),
                        ptx::pack2<T>(o[4 * n + 2] * inv[1], o[4 * n + 3] * inv[1]),
                        ptx::pack2<T>(o[4 * n + 4] * inv[0], o[4 * n + 5] * inv[0]),
@@ -1452,13 +1501,13 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       if ((tid & 127) == 0) {
 #pragma unroll
         for (int sl = 0; sl < Tr::kSlabs; ++sl) {
-          ptx::tma_store_4d(&maps.o, q_wg + sl * (kBlockM * 128), sl * 64, h, m0 + cw * 64, b);
+          ptx::tma_store_4d(&maps.o, o_smem + sl * o_slab, sl * 64, h, m0 + cw * 64, b);
         }
         ptx::bulk_commit_group();
-        o_in_flight = true;  // the Q buffer goes back in the next item (release_o)
-        o_buf = q_buf;
-      } else {
-        ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
+        o_in_flight = true;  // the smem goes back in the next item (release_o)
+        o_free = o_free_bar;
+      } else if (!kEarlyQ) {
+        ptx::mbarrier_arrive(o_free_bar);
       }
       SM90_TRACE(1 + cw, trace_u, 8);
     } else {
@@ -1469,14 +1518,20 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
 #pragma unroll
       for (int c = tid & 127; c < 64 * kChunks; c += 128) {
         const int rw = c / kChunks, ch = c % kChunks;
-        const uint4 v = ptx::ld_shared_v4(q_wg + (ch >> 3) * (kBlockM * 128) + rw * 128 +
+        const uint4 v = ptx::ld_shared_v4(o_smem + (ch >> 3) * o_slab + rw * 128 +
                                           (((ch & 7) ^ (rw & 7)) << 4));
         const int row = m0 + cw * 64 + rw;
         if (row < lq) ptx::st_global_v4(out + p.o_offset(b, row, h) + 8 * ch, v);
       }
       SM90_TRACE(1 + cw, trace_u, 8);
       ptx::fence_proxy_async_shared();
-      ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
+      if constexpr (kEarlyQ) {
+        // Every thread's reads are done before the one held arrival gives the half back.
+        ptx::named_barrier_sync(kEpilogueBarrier + cw, 128);
+        if (holds_half) ptx::mbarrier_arrive(o_free_bar);
+      } else {
+        ptx::mbarrier_arrive(o_free_bar);
+      }
     }
   } else {
     if (kMasked) ptx::mbarrier_arrive(bar.q_empty_of(q_buf));  // Q came; its GEMMs are done
