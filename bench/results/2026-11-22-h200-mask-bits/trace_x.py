@@ -1,6 +1,6 @@
-"""(A record of device call 3: run against a build of call3-trace-x.patch, main at 764003c plus six
-more stamps.) Reads the SM90_TRACE and SM90_TRACE_X lines of a diagnostic trace build (twelfth session, call 3)
-and prints the median over items after the first of the finer phases, in us at 1.98 GHz."""
+"""A record of device call 3 (twelfth session), run against a trace build of call3-trace-x.patch
+(main at 764003c plus six more stamps): reads its SM90_TRACE and SM90_TRACE_X lines and prints the
+median over items after the first of the finer phases, in us at 1.98 GHz."""
 import statistics
 import sys
 
