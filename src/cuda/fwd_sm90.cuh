@@ -1035,7 +1035,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   // With one Q buffer (head dim 256) the dense kernel hands it back as soon as the item's last S
   // GEMM is done, so the next item's Q loads under this item's last tile and epilogue (staging O
   // through the Q buffer made the next Q load wait for the TMA store to read it: ~2.2 us an item
-  // at causal S512, H200 trace, 2026-11-22-h200-mask-bits call 2). O goes through the last
+  // at causal S512, H200 trace, 2026-11-22-h200-short-items call 2). O goes through the last
   // tile's stage instead: warpgroup 0's 64 rows into its K (free once both warpgroups' last S
   // GEMMs are done: named barrier kStageBarrier), warpgroup 1's into its V (free once warpgroup
   // 0's last P V is done: kStageBarrier + 1); each stage half goes back to the producer once the

@@ -15,7 +15,7 @@ grep -E "FAIL|passed|failed" $OUT/verify-eq.log | tail -3
 (cd .eq && OUT=$OUT/tr-eq timeout 100 scripts/sm90-trace.sh causal-d256-512 > $OUT/tr-eq.log 2>&1); ts "trace .eq rc=$?"
 tail -2 $OUT/tr-eq.log
 (cd .tr && OUT=$OUT/tr-x timeout 100 scripts/sm90-trace.sh causal-d64-512 causal-short > $OUT/tr-x.log 2>&1); ts "trace .tr rc=$?"
-for c in causal-d64-512 causal-short; do echo "== $c"; python3 bench/results/2026-11-22-h200-mask-bits/trace_x.py $OUT/tr-x/$c-trace.txt; done
+for c in causal-d64-512 causal-short; do echo "== $c"; python3 bench/results/2026-11-22-h200-short-items/trace_x.py $OUT/tr-x/$c-trace.txt; done
 mkdir -p "$OUT/s2"; AB_SHAPES=default AB_SPARSE=0 AB_B_DIRS=".eq" OUT=$OUT/s2 timeout $((585-($(date +%s)-t0))) scripts/ab.sh .snap 3 >"$OUT/s2/ab.log" 2>&1; ts "default ab rc=$?"
 cat "$OUT"/s2/ab/summary*.md 2>/dev/null | grep -v "^$"
 cd "$OUT" && tar czf all.tgz s1 s2 tr-eq tr-x && rm -rf s1 s2 tr-eq tr-x
