@@ -217,14 +217,17 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
 // rule takes it when 1.25 x its waves (ceil(items / num_sms)) stay below the 2-consumer kernel's
 // waves (1.25, not 1.3: at S512 B32 H32, 24 waves against 32, it measured 0.96x the time), and
 // never for causal calls shorter than 2048 rows (the 192-row items waste more of the diagonal:
-// 1.10x the time at S512 and S1024 with 1024 heads). B1 H16 S1024 (96 items for 132 SMs, 1.14x
-// the time on 3 consumers) keeps 2.
+// 1.10x the time at S512 and S1024 with 1024 heads; again 1.07-1.10x in 2026-11-22-h200-short-items
+// call 9). B1 H16 S1024 (96 items for 132 SMs, 1.14x the time on 3 consumers) keeps 2.
 bool three_consumers_pay(const FwdShape& s);
 
 // From how many keys (seqlen_k; varlen: the max) a dense or causal head-dim-256 call on Hopper
 // takes sm90_ws_128x80_d256 (H200 A/B against 64-key tiles, 2026-11-22, two runs: S2048-S16384
 // 0.91-0.98x the time, S1024 0.98x non-causal and 1.00x causal, S512 1.02-1.03x; at 512 keys the
 // seventh 80-key tile is 32 keys wide and runs masked, 9% more tensor-core work than 8 x 64).
+// Measured again once O no longer went through the Q buffer (14ee069, bench/results/
+// 2026-11-22-h200-short-items call 9): 80-key tiles at S512 1.03x the time, 64-key at S1024
+// 1.045x non-causal: 1024 stays.
 inline constexpr int kD256WideTileMinKeys = 1024;
 
 // The forward kernel configuration of one call. The table is keyed by (arch, head dim, causal,
