@@ -13,6 +13,16 @@ spent the time from the end of its previous item (epilogue done) to the end of t
   tail   -> the epilogue done (fence, Q buffer released)
 and, for the producer, when it took the item and issued the first tile, relative to the same
 consumer's previous epilogue end (negative: before it). The last launch's stamps are used.
+Finer phases from the SM90_TRACE_X lines (medians only), the dense kernel's first S and the
+epilogue split up:
+  ring      the loop top -> item taken (the ring's wait and reads)
+  qwait     -> its Q there (inside s0i)
+  ldsm      -> Q's registers loaded (Q in registers)
+  turn      -> the turn for the first S taken
+  issue     -> the first S GEMM issued
+  epi       last P V done -> the epilogue started (the stage's release)
+  totals    -> the row sums, reciprocals and LSE done (inside smem)
+  stsm      -> O in smem (stmatrix; staged epilogues only)
 """
 import argparse
 import statistics
@@ -23,13 +33,14 @@ def main(argv=None):
     ap.add_argument("trace")
     ap.add_argument("--ghz", type=float, default=1.98)
     args = ap.parse_args(argv)
-    rows = {}
+    rows, finer = {}, {}
     for line in open(args.trace):
         f = line.split()
-        if len(f) != 13 or f[0] != "SM90_TRACE":
-            continue
-        role, item = int(f[1]), int(f[2])
-        rows[(role, item)] = [int(x) for x in f[3:]]  # later launches overwrite earlier ones
+        if len(f) == 13 and f[0] == "SM90_TRACE":
+            role, item = int(f[1]), int(f[2])
+            rows[(role, item)] = [int(x) for x in f[3:]]  # later launches overwrite earlier ones
+        elif len(f) == 9 and f[0] == "SM90_TRACE_X":
+            finer[(int(f[1]), int(f[2]))] = [int(x) for x in f[3:]]  # stamps 10-15
     us = lambda cycles: cycles / (args.ghz * 1e3)
     n = 0
     # Items of CTA 0 in the last launch; a row left over from an earlier launch that took more
@@ -60,6 +71,21 @@ def main(argv=None):
             prev_end = e[9]
     print("median over items after the first, both consumers: " +
           ", ".join(f"{k} {statistics.median(c):.2f}" for k, c in cols.items() if c))
+    fine = {k: [] for k in ("ring", "qwait", "ldsm", "turn", "issue", "epi", "totals", "stsm")}
+    for role in sorted({r for r, _ in rows if r > 0}):
+        for i in range(1, n):
+            e, x, prev = rows[(role, i)], finer.get((role, i)), rows[(role, i - 1)]
+            if x is None or min(x) <= 0 or x[5] < prev[9]:  # none, or an earlier launch's
+                continue
+            v = dict(ring=e[0] - x[5], qwait=x[0] - e[2], ldsm=x[1] - x[0], turn=x[2] - x[1],
+                     issue=e[3] - x[2], epi=x[3] - e[5], totals=x[4] - x[3])
+            if e[6] > 0:
+                v["stsm"] = e[6] - x[4]
+            for k, c in v.items():
+                fine[k].append(us(c))
+    if any(fine.values()):
+        print("finer, median over items after the first, both consumers: " +
+              ", ".join(f"{k} {statistics.median(c):.2f}" for k, c in fine.items() if c))
 
 
 if __name__ == "__main__":

@@ -231,12 +231,14 @@ constexpr float kRescaleSlack = 8.f;
 // thread), which the host prints after each launch (scripts/sm90-trace.sh reads them): producer
 // 0 item taken, 1 first tile found, 2 first tile's K and V issued, 3 last tile's issued; consumer
 // 0 item taken, 1 set up, 2 Q there (masked), 3 first S issued, 4 first S done, 5 last P V done,
-// 6 O in smem, 7 warpgroup barrier passed, 8 O stored, 9 epilogue done. The host prints them
-// (print_sm90_trace), not the kernel: a printf in the kernel made ptxas serialize every wgmma of
-// the traced kernel (C7510, "wgmma pipeline crossing function boundary at a function call"), so
-// trace builds before the eleventh session timed serialized GEMMs.
+// 6 O in smem, 7 warpgroup barrier passed, 8 O stored, 9 epilogue done; finer ones (SM90_TRACE_X
+// lines) 10 Q there (dense), 11 Q's registers loaded, 12 the turn taken for the first S, 13 the
+// epilogue started, 14 the row totals done, 15 the loop top before the ring's wait. The host
+// prints them (print_sm90_trace), not the kernel: a printf in the kernel made ptxas serialize every
+// wgmma of the traced kernel (C7510, "wgmma pipeline crossing function boundary at a function
+// call"), so trace builds before the eleventh session timed serialized GEMMs.
 #if defined(GPUATTN_SM90_TRACE) && GPUATTN_SM90_TRACE
-static __device__ long long g_sm90_trace[4][48][10];  // the producer and up to 3 consumers
+static __device__ long long g_sm90_trace[4][48][16];  // the producer and up to 3 consumers
 #define SM90_TRACE(role, item, event)                               \
   do {                                                              \
     if (blockIdx.x == 0 && (threadIdx.x & 127) == 0 && (item) < 48) \
@@ -245,7 +247,7 @@ static __device__ long long g_sm90_trace[4][48][10];  // the producer and up to 
 // The stamps of the launch just made on `stream`, one line per (role, item), as the kernel's own
 // printf wrote them before (bench/sm90_trace_summary.py reads them): roles 0 .. `consumers`.
 inline void print_sm90_trace(cudaStream_t stream, int consumers) {
-  static long long h[4][48][10];
+  static long long h[4][48][16];
   GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
   GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(h, g_sm90_trace, sizeof(h)));
   for (int role = 0; role <= consumers; ++role) {
@@ -253,6 +255,10 @@ inline void print_sm90_trace(cudaStream_t stream, int consumers) {
       const long long* e = h[role][i];
       std::printf("SM90_TRACE %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld\n", role, i,
                   e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7], e[8], e[9]);
+      if (role > 0) {
+        std::printf("SM90_TRACE_X %d %d %lld %lld %lld %lld %lld %lld\n", role, i, e[10], e[11],
+                    e[12], e[13], e[14], e[15]);
+      }
     }
   }
   std::fflush(stdout);
@@ -947,6 +953,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     std::uint32_t o_free = 0;
     for (int u = 0;; ++u) {
       const int slot = u & 1;
+      SM90_TRACE(1 + cw, u, 15);
       ptx::mbarrier_wait(bar.item_full + 8 * slot, (u >> 1) & 1);
       // The item and its shape as the producer worked it out (shape_of's divisions stay off the
       // consumers, whose exp2 shares the MUFU pipe with a division's reciprocal).
@@ -1361,8 +1368,11 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     }
   } else if (kMasked ? word0 != kEndOfTiles : n_tiles > 0) {
     if constexpr (!kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
+    SM90_TRACE(1 + cw, trace_u, 10);
     load_q_regs();
+    SM90_TRACE(1 + cw, trace_u, 11);
     my_turn();
+    SM90_TRACE(1 + cw, trace_u, 12);
     issue_qk(s, 0);
     SM90_TRACE(1 + cw, trace_u, 3);
     their_turn();
@@ -1451,6 +1461,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   // registers are at the limit (nvcc 13.0: 48 bytes of spill stores at D = 128 already, 60 with
   // the staging).
   release_o();
+  SM90_TRACE(1 + cw, trace_u, 13);
   const bool staged = Tr::kCompensated || (kMasked && D == 256) ? false
                       : kMasked                                 ? word0 != kEndOfTiles
                                                                 : n_tiles > 0;
@@ -1465,6 +1476,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
           l > 0.f ? (row_max[r] + log2f(l)) * 0.69314718055994531f : -INFINITY;
     }
   }
+  SM90_TRACE(1 + cw, trace_u, 14);
   if (staged) {
     // Where O goes: this warpgroup's rows of its Q buffer (slabs kBlockM rows apart), or with
     // kEarlyQ a half of the last tile's stage (slabs 64 rows apart), once the other warpgroup's

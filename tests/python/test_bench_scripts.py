@@ -245,7 +245,8 @@ def test_ab_summary_joins_rounds(tmp_path, capsys):
 
 def test_sm90_trace_summary_phases(tmp_path, capsys):
     """bench/sm90_trace_summary.py: per item the consumer phases between its stamps, the producer's
-    stamps against the consumer's previous epilogue end, medians over the items after the first;
+    stamps against the consumer's previous epilogue end, medians over the items after the first
+    (and of the finer phases from the SM90_TRACE_X lines);
     a row left over from an earlier launch (older stamps) ends the items; no stamps is an error."""
     import sm90_trace_summary
 
@@ -253,8 +254,12 @@ def test_sm90_trace_summary_phases(tmp_path, capsys):
     for u in range(3):
         base = 10000 + 3000 * u
         cons = [0, 100, 100, 300, 310, 2310, 2710, 2770, 2840, 2870]
+        # finer stamps 10-15: Q there, its registers, the turn, the epilogue started, the row
+        # totals done, the loop top (before item taken at 0)
+        fine = [150, 180, 200, 2330, 2600, -60]
         for role in (1, 2):
             lines.append(f"SM90_TRACE {role} {u} " + " ".join(str(base + c) for c in cons))
+            lines.append(f"SM90_TRACE_X {role} {u} " + " ".join(str(base + c) for c in fine))
         prod = [base - 2000, base - 1900, base - 1000, base + 1500, 0, 0, 0, 0, 0, 0]
         lines.append(f"SM90_TRACE 0 {u} " + " ".join(str(x) for x in prod))
     lines.append("SM90_TRACE 1 3 " + " ".join(["5"] * 10))  # an earlier launch's item 3
@@ -267,6 +272,8 @@ def test_sm90_trace_summary_phases(tmp_path, capsys):
     assert ("median over items after the first, both consumers: gap 0.13, setup 0.10, q 0.00, "
             "s0i 0.20, s0 0.01, loop 2.00, smem 0.40, bar 0.06, store 0.07, tail 0.03, "
             "pt -1.87, pf -0.87, pl 1.63") in out
+    assert ("finer, median over items after the first, both consumers: ring 0.06, qwait 0.05, "
+            "ldsm 0.03, turn 0.02, issue 0.10, epi 0.02, totals 0.27, stsm 0.11") in out
     empty = tmp_path / "empty.txt"
     empty.write_text("nothing here\n")
     with pytest.raises(SystemExit):
