@@ -915,7 +915,10 @@ INSTANTIATE_TEST_SUITE_P(
 // GPUATTN_KERNEL=sm80 (and off Hopper) the sm_80 kernel's 64 x 64 configuration with swizzled
 // shared memory, and in compensated precision (on every GPU) its O split over 2 CTAs per row block.
 // Lengths that are multiples of no tile, Sq != Sk both ways, GQA / MQA, varlen with length-1 and
-// empty sequences, strided views, large logits, grids that fill the GPU several times over.
+// empty sequences, strided views, large logits, grids that fill the GPU several times over. The
+// dense kernel stages O through the last key tile's stage and hands its one Q buffer back early
+// (kEarlyQ): a persistent grid of 1-tile items and items without keys (64-key tiles, 512 items)
+// and a persistent varlen call with an empty key sequence exercise its held stage halves.
 INSTANTIATE_TEST_SUITE_P(
     HeadDim256, AttentionCuda,
     ::testing::Values(
@@ -932,7 +935,9 @@ INSTANTIATE_TEST_SUITE_P(
         dense(2, 8, 2, 100, 1000, 256, bf16).causal().in(Layout::padded),
         dense(1, 8, 8, 1000, 1000, 256, f16).causal().in(Layout::packed_qkv),
         dense(2, 4, 4, 160, 1040, 256, f16), dense(1, 4, 4, 81, 1041, 256, bf16).causal(),
-        dense(1, 4, 4, 1200, 1120, 256, f16).causal(), dense(1, 4, 4, 1040, 1039, 256, bf16)),
+        dense(1, 4, 4, 1200, 1120, 256, f16).causal(), dense(1, 4, 4, 1040, 1039, 256, bf16),
+        dense(4, 16, 16, 1000, 60, 256, f16).causal(),  // 512 items: 1 tile or no key
+        varlen(8, 8, 256, bf16, {1, 0, 513, 2048}, {2048, 300, 0, 1000}).causal()),
     case_name);
 
 // Compensated precision at head dim 256 (the sm_80 kernel's O split on every GPU).
