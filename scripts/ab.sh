@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A/B timing on the GPU machine: builds tree A (another version of this repository in a directory,
-# e.g. `git archive <commit> | tar x -C .snap`, carried to the device as an ignored path) and this
+# e.g. `git archive <commit> | tar x -C .snap`, carried to the device as an ignored path; pick a
+# name no tracked path has: a variant folder named .ci once replaced the CI folder) and this
 # tree (Release, sm_90a, library + tools + Python module, no tests), then runs the same benchmarks
 # A, B, A, B, ... ROUNDS times each, so that both sides see the same machine, clocks and thermal
 # state (device runs land on different machines, up to 8% apart). bench/ab_summary.py prints, per
