@@ -9,7 +9,8 @@ Cases: dense-fp16, dense-bf16 (B4 H16 S4096 D128, non-causal), causal-bf16 (the 
 causal-short (fp16 B16 H16 S1024 D128 causal: many short work items), short-d64 (fp16 B1 H16
 S1024 D64: one 8-tile work item a CTA, the issue's µs/head shape), dense-d64 (fp16 B4 H32 S4096 D64:
 the head-dim-64 tile at steady state), causal-d64-512 and causal-d256-512 (fp16 B32 H32 / H8 S512
-causal: the sweep's shortest causal items, 1-4 key tiles each),
+causal: the sweep's shortest causal items, 1-4 key tiles each), causal-d64-1024 (fp16 B16 H32 S1024
+D64 causal: the sweep's point after it, 1-8 key tiles an item),
 window-1024 (bf16 B1 H16 S16384 D128, causal window (1023, 0)), blocks-50, blocks-90 (bf16 B1 H16
 S16384 D128, a random per-head 128 x 128 layout with 50% / 90% of the blocks off, diagonal on).
 
@@ -34,6 +35,7 @@ CASES = {
     "short-d64": dict(dtype="float16", b=1, h=16, s=1024, d=64),
     "dense-d64": dict(dtype="float16", b=4, h=32, s=4096, d=64),
     "causal-d64-512": dict(dtype="float16", b=32, h=32, s=512, d=64, causal=True),
+    "causal-d64-1024": dict(dtype="float16", b=16, h=32, s=1024, d=64, causal=True),
     "causal-d256-512": dict(dtype="float16", b=32, h=8, s=512, d=256, causal=True),
     "window-1024": dict(dtype="bfloat16", b=1, h=16, s=16384, causal=True, window=(1023, 0)),
     "blocks-50": dict(dtype="bfloat16", b=1, h=16, s=16384, sparsity=0.5),
