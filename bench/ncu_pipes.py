@@ -1,6 +1,6 @@
 """Where one kernel launch spends the SM, side by side for several launches: duration, SM clock,
 the tensor, MUFU (XU), FMA and ALU pipes' activity, issue-slot use and the top warp-state stall
-reasons, each from ncu's raw page as CSV (`ncu --import REPORT --page raw --csv`). The reports
+reasons (warps stalled on each per issued instruction), each from ncu's raw page as CSV (`ncu --import REPORT --page raw --csv`). The reports
 need the sections SpeedOfLight, ComputeWorkloadAnalysis and WarpStateStats.
 scripts/ncu-pipes.sh writes one raw page per case and backend and calls this on them.
 
@@ -70,12 +70,24 @@ def column(path):
             if n in metrics:
                 out[label] = value(metrics, n)
                 break
-    try:
-        shares, _ = ncu_stalls.stalls(rows)
-        out["stalls"] = shares[:4]
-    except ValueError:
-        out["stalls"] = []
+    out["stalls"] = stalls_per_issue(metrics)
     return out
+
+
+STALL = ("smsp__average_warps_issue_stalled_", "_per_issue_active.ratio")
+
+
+def stalls_per_issue(metrics):
+    """[(reason, warps stalled on it per issued instruction)], largest first (WarpStateStats;
+    "selected", about 1 by definition, left out)."""
+    pairs = []
+    for name, (v, _) in metrics.items():
+        if name.startswith(STALL[0]) and name.endswith(STALL[1]):
+            reason = name[len(STALL[0]):-len(STALL[1])]
+            x = ncu_stalls.number(v)
+            if x is not None and reason != "selected":
+                pairs.append((reason, x))
+    return sorted(pairs, key=lambda p: -p[1])
 
 
 def table(cols):
@@ -88,12 +100,12 @@ def table(cols):
             v = c.get(label)
             cells.append("-" if v is None else f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    for i in range(4):
+    for i in range(5):
         cells = []
         for _, c in cols:
             st = c["stalls"]
-            cells.append(f"{st[i][0]} {st[i][1]:.0f}%" if i < len(st) else "-")
-        lines.append(f"| stall {i + 1} (share of samples) | " + " | ".join(cells) + " |")
+            cells.append(f"{st[i][0]} {st[i][1]:.2f}" if i < len(st) else "-")
+        lines.append(f"| stall {i + 1} (warps per issue) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
