@@ -246,7 +246,10 @@ static __device__ long long g_sm90_trace[4][48][16];  // the producer and up to 
   } while (0)
 // The stamps of the launch just made on `stream`, one line per (role, item), as the kernel's own
 // printf wrote them before (bench/sm90_trace_summary.py reads them): roles 0 .. `consumers`.
-inline void print_sm90_trace(cudaStream_t stream, int consumers) {
+// static, not inline: each .cu file has its own g_sm90_trace, and an inline function is one weak
+// symbol for the whole library, so every kernel's stamps were read from one file's array (all
+// zeros for the kernels of the other files: "no consumer stamps", 2026-11-22 call 3).
+static void print_sm90_trace(cudaStream_t stream, int consumers) {
   static long long h[4][48][16];
   GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
   GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(h, g_sm90_trace, sizeof(h)));
