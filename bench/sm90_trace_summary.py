@@ -23,6 +23,9 @@ epilogue split up:
   epi       last P V done -> the epilogue started (the stage's release)
   totals    -> the row sums, reciprocals and LSE done (inside smem)
   stsm      -> O in smem (stmatrix; staged epilogues only)
+and CTA 0's own span (role 0's row 47, when the build stamps it): kernel entry -> barriers set up
+(__syncthreads) -> the first item taken -> the last item's epilogue done -> every consumer's O
+stores complete (the CTA may exit).
 """
 import argparse
 import statistics
@@ -86,6 +89,30 @@ def main(argv=None):
     if any(fine.values()):
         print("finer, median over items after the first, both consumers: " +
               ", ".join(f"{k} {statistics.median(c):.2f}" for k, c in fine.items() if c))
+    span = cta_span(rows, finer, n)
+    if span:
+        print("CTA 0's span: " + ", ".join(f"{k} {us(c):.2f}" for k, c in span.items()))
+
+
+CTA_ROW = 47  # role 0's row of the CTA's own stamps (kTraceCta in fwd_sm90.cuh)
+
+
+def cta_span(rows, finer, n):
+    """{phase: cycles} of CTA 0 from kernel entry to its last store's completion, or {} when the
+    trace has no such row (an older build) or it is not this launch's."""
+    x = finer.get((0, CTA_ROW))
+    if x is None or x[0] <= 0 or x[1] <= 0:
+        return {}
+    entry, setup = x[0], x[1]
+    drained = [c for c in x[2:] if c > 0]
+    first = min(rows[(r, 0)][0] for r in sorted({r for r, _ in rows if r > 0}) if (r, 0) in rows)
+    last = max(rows[(r, n - 1)][9] for r in sorted({r for r, _ in rows if r > 0})
+               if (r, n - 1) in rows)
+    if not drained or not entry <= setup <= first <= last <= max(drained):
+        return {}
+    return {"barrier setup": setup - entry, "-> first item taken": first - setup,
+            "-> last epilogue done": last - first, "-> stores drained": max(drained) - last,
+            "entry to drained": max(drained) - entry}
 
 
 if __name__ == "__main__":

@@ -233,12 +233,15 @@ constexpr float kRescaleSlack = 8.f;
 // 0 item taken, 1 set up, 2 Q there (masked), 3 first S issued, 4 first S done, 5 last P V done,
 // 6 O in smem, 7 warpgroup barrier passed, 8 O stored, 9 epilogue done; finer ones (SM90_TRACE_X
 // lines) 10 Q there (dense), 11 Q's registers loaded, 12 the turn taken for the first S, 13 the
-// epilogue started, 14 the row totals done, 15 the loop top before the ring's wait. The host
-// prints them (print_sm90_trace), not the kernel: a printf in the kernel made ptxas serialize every
-// wgmma of the traced kernel (C7510, "wgmma pipeline crossing function boundary at a function
+// epilogue started, 14 the row totals done, 15 the loop top before the ring's wait. The CTA's own
+// span goes in role 0's row kTraceCta (SM90_TRACE_X): 10 kernel entry, 11 barriers set up
+// (__syncthreads passed), 12 / 13 / 14 consumer 0 / 1 / 2 past its last store's completion. The
+// host prints them (print_sm90_trace), not the kernel: a printf in the kernel made ptxas serialize
+// every wgmma of the traced kernel (C7510, "wgmma pipeline crossing function boundary at a function
 // call"), so trace builds before the eleventh session timed serialized GEMMs.
 #if defined(GPUATTN_SM90_TRACE) && GPUATTN_SM90_TRACE
 static __device__ long long g_sm90_trace[4][48][16];  // the producer and up to 3 consumers
+constexpr int kTraceCta = 47;  // role 0's last row: the CTA's span (10-14), no work item
 #define SM90_TRACE(role, item, event)                               \
   do {                                                              \
     if (blockIdx.x == 0 && (threadIdx.x & 127) == 0 && (item) < 48) \
@@ -258,7 +261,7 @@ static void print_sm90_trace(cudaStream_t stream, int consumers) {
       const long long* e = h[role][i];
       std::printf("SM90_TRACE %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld\n", role, i,
                   e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7], e[8], e[9]);
-      if (role > 0) {
+      if (role > 0 || i == kTraceCta) {
         std::printf("SM90_TRACE_X %d %d %lld %lld %lld %lld %lld %lld\n", role, i, e[10], e[11],
                     e[12], e[13], e[14], e[15]);
       }
@@ -680,6 +683,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
                int* item_counter) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN;
+  SM90_TRACE(0, kTraceCta, 10);
 
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;  // swizzle atoms
@@ -790,6 +794,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     }
   }
   __syncthreads();
+  SM90_TRACE(0, kTraceCta, 11);
 
   if (wg == 0) {
     ptx::setmaxnreg_dec<kMasked ? Tr::kMaskedProducerRegs : Tr::kProducerRegs>();
@@ -983,6 +988,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     }
     if (Tr::kPingPong && cw == 0) ptx::named_barrier_sync(1, 2 * 128);
     ptx::bulk_wait_group<0>();  // this thread's O stores are written before the CTA ends
+    SM90_TRACE(0, kTraceCta, 12 + cw);
   }
 #endif
 }

@@ -268,6 +268,14 @@ def test_sm90_trace_summary_phases(tmp_path, capsys):
     trace.write_text("\n".join(lines) + "\n")
     sm90_trace_summary.main([str(trace), "--ghz", "1"])
     out = capsys.readouterr().out
+    assert "CTA 0's span" not in out  # no row 47: an older build
+    # CTA 0's own row: entry, barriers set up, consumers 0 and 1 drained (consumer 2 absent)
+    lines.append("SM90_TRACE_X 0 47 9000 9700 19000 19100 0 0")
+    trace.write_text("\n".join(lines) + "\n")
+    sm90_trace_summary.main([str(trace), "--ghz", "1"])
+    out = capsys.readouterr().out
+    assert ("CTA 0's span: barrier setup 0.70, -> first item taken 0.30, -> last epilogue done "
+            "8.87, -> stores drained 0.23, entry to drained 10.10") in out
     assert out.startswith("items 3 (CTA 0)")
     assert ("median over items after the first, both consumers: gap 0.13, setup 0.10, q 0.00, "
             "s0i 0.20, s0 0.01, loop 2.00, smem 0.40, bar 0.06, store 0.07, tail 0.03, "
