@@ -25,7 +25,8 @@ epilogue split up:
   stsm      -> O in smem (stmatrix; staged epilogues only)
 and CTA 0's own span (role 0's row 47, when the build stamps it): kernel entry -> barriers set up
 (__syncthreads) -> the first item taken -> the last item's epilogue done -> every consumer's O
-stores complete (the CTA may exit).
+stores complete (the CTA may exit); and, from the SM90_CTAS line, every CTA's entry and end on
+the GPU's nanosecond timer: how far apart the CTAs start, and first entry -> last CTA done.
 """
 import argparse
 import statistics
@@ -36,9 +37,11 @@ def main(argv=None):
     ap.add_argument("trace")
     ap.add_argument("--ghz", type=float, default=1.98)
     args = ap.parse_args(argv)
-    rows, finer = {}, {}
+    rows, finer, ctas = {}, {}, None
     for line in open(args.trace):
         f = line.split()
+        if len(f) == 6 and f[0] == "SM90_CTAS":
+            ctas = [int(x) for x in f[1:]]  # the last launch's
         if len(f) == 13 and f[0] == "SM90_TRACE":
             role, item = int(f[1]), int(f[2])
             rows[(role, item)] = [int(x) for x in f[3:]]  # later launches overwrite earlier ones
@@ -92,6 +95,10 @@ def main(argv=None):
     span = cta_span(rows, finer, n)
     if span:
         print("CTA 0's span: " + ", ".join(f"{k} {us(c):.2f}" for k, c in span.items()))
+    if ctas is not None and ctas[0] > 0 and 0 < ctas[1] <= ctas[2] and ctas[3] <= ctas[4]:
+        n_ctas, e0, e1, d0, d1 = ctas
+        print(f"all {n_ctas} CTAs (GPU timer): entries spread {(e1 - e0) / 1e3:.2f}, first entry -> "
+              f"first done {(d0 - e0) / 1e3:.2f}, -> last done {(d1 - e0) / 1e3:.2f} us")
 
 
 CTA_ROW = 47  # role 0's row of the CTA's own stamps (kTraceCta in fwd_sm90.cuh)

@@ -247,15 +247,41 @@ constexpr int kTraceCta = 47;  // role 0's last row: the CTA's span (10-14), no 
     if (blockIdx.x == 0 && (threadIdx.x & 127) == 0 && (item) < 48) \
       g_sm90_trace[role][item][event] = clock64();                  \
   } while (0)
+// Every CTA's (first 1024) entry (slot 0, thread 0) and each consumer's last store drained (slot
+// 1 + cw), on the GPU-wide nanosecond timer: how the launch spreads the CTAs' starts and ends.
+static __device__ unsigned long long g_sm90_ctas[1024][4];
+__device__ __forceinline__ unsigned long long sm90_trace_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#define SM90_TRACE_CTA(slot)                                                \
+  do {                                                                      \
+    if (blockIdx.x < 1024) g_sm90_ctas[blockIdx.x][slot] = sm90_trace_ns(); \
+  } while (0)
 // The stamps of the launch just made on `stream`, one line per (role, item), as the kernel's own
 // printf wrote them before (bench/sm90_trace_summary.py reads them): roles 0 .. `consumers`.
 // static, not inline: each .cu file has its own g_sm90_trace, and an inline function is one weak
 // symbol for the whole library, so every kernel's stamps were read from one file's array (all
 // zeros for the kernels of the other files: "no consumer stamps", 2026-11-22 call 3).
-static void print_sm90_trace(cudaStream_t stream, int consumers) {
+static void print_sm90_trace(cudaStream_t stream, int consumers, int ctas) {
   static long long h[4][48][16];
+  static unsigned long long c[1024][4];
   GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
   GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(h, g_sm90_trace, sizeof(h)));
+  GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(c, g_sm90_ctas, sizeof(c)));
+  // SM90_CTAS n first_entry last_entry first_done last_done (ns; done: the CTA's last consumer)
+  unsigned long long e0 = ~0ull, e1 = 0, d0 = ~0ull, d1 = 0;
+  const int n = ctas < 1024 ? ctas : 1024;
+  for (int b = 0; b < n; ++b) {
+    unsigned long long done = 0;
+    for (int cw = 0; cw < consumers; ++cw) done = c[b][1 + cw] > done ? c[b][1 + cw] : done;
+    e0 = c[b][0] < e0 ? c[b][0] : e0;
+    e1 = c[b][0] > e1 ? c[b][0] : e1;
+    d0 = done < d0 ? done : d0;
+    d1 = done > d1 ? done : d1;
+  }
+  std::printf("SM90_CTAS %d %llu %llu %llu %llu\n", n, e0, e1, d0, d1);
   for (int role = 0; role <= consumers; ++role) {
     for (int i = 0; i < 48; ++i) {
       const long long* e = h[role][i];
@@ -272,6 +298,9 @@ static void print_sm90_trace(cudaStream_t stream, int consumers) {
 #else
 #define SM90_TRACE(role, item, event) \
   do {                                \
+  } while (0)
+#define SM90_TRACE_CTA(slot) \
+  do {                       \
   } while (0)
 #endif
 
@@ -684,6 +713,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN;
   SM90_TRACE(0, kTraceCta, 10);
+  if (threadIdx.x == 0) SM90_TRACE_CTA(0);
 
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;  // swizzle atoms
@@ -989,6 +1019,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     if (Tr::kPingPong && cw == 0) ptx::named_barrier_sync(1, 2 * 128);
     ptx::bulk_wait_group<0>();  // this thread's O stores are written before the CTA ends
     SM90_TRACE(0, kTraceCta, 12 + cw);
+    if ((tid & 127) == 0) SM90_TRACE_CTA(1 + cw);
   }
 #endif
 }
@@ -1596,7 +1627,7 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
       <<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, maps, dynamic ? counter->get() : nullptr);
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 #if defined(GPUATTN_SM90_TRACE) && GPUATTN_SM90_TRACE
-  print_sm90_trace(stream, Tr::kConsumers);
+  print_sm90_trace(stream, Tr::kConsumers, static_cast<int>(grid.x));
 #endif
 }
 

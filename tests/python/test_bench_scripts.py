@@ -276,6 +276,13 @@ def test_sm90_trace_summary_phases(tmp_path, capsys):
     out = capsys.readouterr().out
     assert ("CTA 0's span: barrier setup 0.70, -> first item taken 0.30, -> last epilogue done "
             "8.87, -> stores drained 0.23, entry to drained 10.10") in out
+    assert "all 128 CTAs" not in out
+    lines.append("SM90_CTAS 128 1000 1600 11000 12500")  # ns: entries, first / last CTA done
+    trace.write_text("\n".join(lines) + "\n")
+    sm90_trace_summary.main([str(trace), "--ghz", "1"])
+    out = capsys.readouterr().out
+    assert ("all 128 CTAs (GPU timer): entries spread 0.60, first entry -> first done 10.00, "
+            "-> last done 11.50 us") in out
     assert out.startswith("items 3 (CTA 0)")
     assert ("median over items after the first, both consumers: gap 0.13, setup 0.10, q 0.00, "
             "s0i 0.20, s0 0.01, loop 2.00, smem 0.40, bar 0.06, store 0.07, tail 0.03, "
