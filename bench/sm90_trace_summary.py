@@ -35,19 +35,24 @@ import statistics
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trace")
-    ap.add_argument("--ghz", type=float, default=1.98)
+    ap.add_argument("--ghz", type=float, default=None,
+                    help="SM clock for cycles -> us (default: CTA 0's measured clock when the "
+                         "trace has it, else 1.98)")
     args = ap.parse_args(argv)
     rows, finer, ctas = {}, {}, None
     for line in open(args.trace):
         f = line.split()
-        if len(f) == 6 and f[0] == "SM90_CTAS":
+        if len(f) in (6, 8) and f[0] == "SM90_CTAS":
             ctas = [int(x) for x in f[1:]]  # the last launch's
         if len(f) == 13 and f[0] == "SM90_TRACE":
             role, item = int(f[1]), int(f[2])
             rows[(role, item)] = [int(x) for x in f[3:]]  # later launches overwrite earlier ones
         elif len(f) == 9 and f[0] == "SM90_TRACE_X":
             finer[(int(f[1]), int(f[2]))] = [int(x) for x in f[3:]]  # stamps 10-15
-    us = lambda cycles: cycles / (args.ghz * 1e3)
+    ghz, measured = args.ghz, measured_ghz(finer, ctas)
+    if ghz is None:
+        ghz = measured or 1.98
+    us = lambda cycles: cycles / (ghz * 1e3)
     n = 0
     # Items of CTA 0 in the last launch; a row left over from an earlier launch that took more
     # items starts before the row above it ends.
@@ -56,7 +61,8 @@ def main(argv=None):
         n += 1
     if n == 0:
         raise SystemExit(f"sm90_trace_summary: no consumer stamps in {args.trace}")
-    print(f"items {n} (CTA 0); times in us at {args.ghz} GHz")
+    how = "measured: CTA 0's cycles over the GPU timer" if ghz == measured else "given"
+    print(f"items {n} (CTA 0); times in us at {ghz:.3g} GHz ({how})")
     names = ("gap", "setup", "q", "s0i", "s0", "loop", "smem", "bar", "store", "tail")
     print("item | role | " + " | ".join(names) + " | prod take | prod first tile | prod last tile")
     cols = {k: [] for k in names + ("pt", "pf", "pl")}
@@ -96,12 +102,25 @@ def main(argv=None):
     if span:
         print("CTA 0's span: " + ", ".join(f"{k} {us(c):.2f}" for k, c in span.items()))
     if ctas is not None and ctas[0] > 0 and 0 < ctas[1] <= ctas[2] and ctas[3] <= ctas[4]:
-        n_ctas, e0, e1, d0, d1 = ctas
+        n_ctas, e0, e1, d0, d1 = ctas[:5]
         print(f"all {n_ctas} CTAs (GPU timer): entries spread {(e1 - e0) / 1e3:.2f}, first entry -> "
               f"first done {(d0 - e0) / 1e3:.2f}, -> last done {(d1 - e0) / 1e3:.2f} us")
 
 
 CTA_ROW = 47  # role 0's row of the CTA's own stamps (kTraceCta in fwd_sm90.cuh)
+
+
+def measured_ghz(finer, ctas):
+    """CTA 0's SM clock: its clock64 cycles from entry to its last store drained over the same
+    span on the GPU's nanosecond timer (SM90_CTAS's last two fields); None without them."""
+    x = finer.get((0, CTA_ROW))
+    if x is None or ctas is None or len(ctas) < 7 or x[0] <= 0:
+        return None
+    drained = max(x[2:])
+    ns = ctas[6] - ctas[5]
+    if drained <= x[0] or ns <= 0:
+        return None
+    return (drained - x[0]) / ns
 
 
 def cta_span(rows, finer, n):

@@ -283,6 +283,16 @@ def test_sm90_trace_summary_phases(tmp_path, capsys):
     out = capsys.readouterr().out
     assert ("all 128 CTAs (GPU timer): entries spread 0.60, first entry -> first done 10.00, "
             "-> last done 11.50 us") in out
+    # CTA 0's own entry and end on the GPU timer: its 10100 cycles took 5050 ns, so 2 GHz,
+    # and the times follow that clock unless --ghz says otherwise
+    lines[-1] = "SM90_CTAS 128 1000 1600 11000 12500 1000 6050"
+    trace.write_text("\n".join(lines) + "\n")
+    sm90_trace_summary.main([str(trace)])
+    out = capsys.readouterr().out
+    assert out.startswith("items 3 (CTA 0); times in us at 2 GHz (measured")
+    assert "entry to drained 5.05" in out
+    sm90_trace_summary.main([str(trace), "--ghz", "1"])  # the phases below at 1 GHz
+    out = capsys.readouterr().out
     assert out.startswith("items 3 (CTA 0)")
     assert ("median over items after the first, both consumers: gap 0.13, setup 0.10, q 0.00, "
             "s0i 0.20, s0 0.01, loop 2.00, smem 0.40, bar 0.06, store 0.07, tail 0.03, "
