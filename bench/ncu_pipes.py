@@ -1,7 +1,8 @@
 """Where one kernel launch spends the SM, side by side for several launches: duration, SM clock,
 the tensor, MUFU (XU), FMA and ALU pipes' activity, issue-slot use and the top warp-state stall
-reasons (warps stalled on each per issued instruction), each from ncu's raw page as CSV (`ncu --import REPORT --page raw --csv`). The reports
-need the sections SpeedOfLight, ComputeWorkloadAnalysis and WarpStateStats.
+reasons (warps stalled on each per issued instruction), each from ncu's raw page as CSV
+(`ncu --import REPORT --page raw --csv`). The reports need the sections SpeedOfLight,
+ComputeWorkloadAnalysis and WarpStateStats.
 scripts/ncu-pipes.sh writes one raw page per case and backend and calls this on them.
 
     python3 bench/ncu_pipes.py ours=short-d64-ours-raw.csv cudnn=short-d64-cudnn-raw.csv
@@ -17,22 +18,22 @@ import sys
 import ncu_stalls
 
 # (row label, candidate metric names: the first one the page has is shown)
+ACTIVE, ELAPSED = ".avg.pct_of_peak_sustained_active", ".avg.pct_of_peak_sustained_elapsed"
 ROWS = [
     ("duration (us)", ["gpu__time_duration.sum"]),
     ("SM clock (GHz)", ["sm__cycles_elapsed.avg.per_second", "gpc__cycles_elapsed.avg.per_second"]),
-    ("SM throughput (%)", ["sm__throughput.avg.pct_of_peak_sustained_elapsed"]),
-    ("tensor pipe (% of elapsed)", ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
-                                    "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed"]),
-    ("tensor pipe (% of active)", ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-                                   "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"]),
-    ("MUFU / XU pipe (% of active)", ["sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",
-                                      "sm__pipe_xu_cycles_active.avg.pct_of_peak_sustained_active"]),
-    ("FMA pipe (% of active)", ["sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active",
-                                "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"]),
-    ("ALU pipe (% of active)", ["sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active",
-                                "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active"]),
-    ("issue slots busy (%)", ["sm__issue_active.avg.pct_of_peak_sustained_active",
-                              "smsp__issue_active.avg.pct_of_peak_sustained_active"]),
+    ("SM throughput (%)", ["sm__throughput" + ELAPSED]),
+    ("tensor pipe (% of elapsed)", ["sm__pipe_tensor_cycles_active" + ELAPSED,
+                                    "sm__pipe_tensor_op_gmma_cycles_active" + ELAPSED]),
+    ("tensor pipe (% of active)", ["sm__pipe_tensor_cycles_active" + ACTIVE,
+                                   "sm__pipe_tensor_op_gmma_cycles_active" + ACTIVE]),
+    ("MUFU / XU pipe (% of active)", ["sm__inst_executed_pipe_xu" + ACTIVE,
+                                      "sm__pipe_xu_cycles_active" + ACTIVE]),
+    ("FMA pipe (% of active)", ["sm__inst_executed_pipe_fma" + ACTIVE,
+                                "sm__pipe_fma_cycles_active" + ACTIVE]),
+    ("ALU pipe (% of active)", ["sm__inst_executed_pipe_alu" + ACTIVE,
+                                "sm__pipe_alu_cycles_active" + ACTIVE]),
+    ("issue slots busy (%)", ["sm__issue_active" + ACTIVE, "smsp__issue_active" + ACTIVE]),
     ("instructions (M)", ["smsp__inst_executed.sum", "sm__inst_executed.sum"]),
 ]
 COUNTS = {"smsp__inst_executed.sum": 1e-6, "sm__inst_executed.sum": 1e-6}  # to millions
@@ -109,11 +110,11 @@ def table(cols):
     return "\n".join(lines)
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("pages", nargs="+", help="LABEL=RAW_CSV or RAW_CSV")
     ap.add_argument("--list", action="store_true", help="print the first page's pipe metrics")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     cols = []
     for arg in args.pages:
         label, sep, path = arg.partition("=")

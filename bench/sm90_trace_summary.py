@@ -103,8 +103,9 @@ def main(argv=None):
         print("CTA 0's span: " + ", ".join(f"{k} {us(c):.2f}" for k, c in span.items()))
     if ctas is not None and ctas[0] > 0 and 0 < ctas[1] <= ctas[2] and ctas[3] <= ctas[4]:
         n_ctas, e0, e1, d0, d1 = ctas[:5]
-        print(f"all {n_ctas} CTAs (GPU timer): entries spread {(e1 - e0) / 1e3:.2f}, first entry -> "
-              f"first done {(d0 - e0) / 1e3:.2f}, -> last done {(d1 - e0) / 1e3:.2f} us")
+        print(f"all {n_ctas} CTAs (GPU timer): entries spread {(e1 - e0) / 1e3:.2f}, "
+              f"first entry -> first done {(d0 - e0) / 1e3:.2f}, -> last done "
+              f"{(d1 - e0) / 1e3:.2f} us")
 
 
 CTA_ROW = 47  # role 0's row of the CTA's own stamps (kTraceCta in fwd_sm90.cuh)

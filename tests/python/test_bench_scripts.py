@@ -499,6 +499,41 @@ def test_power_probe_reads_nvidia_smi_lines():
 import ncu_stalls  # noqa: E402
 
 
+def test_ncu_pipes_tables_pages_side_by_side(tmp_path, capsys):
+    """bench/ncu_pipes.py: a column per labelled raw page, units converted (ns -> us, instructions
+    in millions), the first metric name a page has, stall reasons per issue largest first without
+    "selected", "-" for what a page lacks; a short page or a missing file is an error naming it."""
+    import ncu_pipes
+
+    stall = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+    head = ["ID", "gpu__time_duration.sum", "sm__inst_executed_pipe_xu" + ncu_pipes.ACTIVE,
+            "sm__pipe_tensor_op_gmma_cycles_active" + ncu_pipes.ACTIVE, "smsp__inst_executed.sum",
+            stall.format("wait"), stall.format("barrier"), stall.format("selected")]
+    units = ["", "nsecond", "%", "%", "inst", "", "", ""]
+    ours = tmp_path / "ours-raw.csv"
+    ours.write_text("\n".join(",".join(f'"{x}"' for x in r) for r in
+                              [head, units, ["0", "20200", "36.6", "35.2", "4,110,000", "1.64",
+                                             "0.96", "1.0"]]) + "\n")
+    other = tmp_path / "cudnn-raw.csv"
+    other.write_text("\n".join(",".join(f'"{x}"' for x in r) for r in
+                               [head[:2], units[:2], ["0", "18300"]]) + "\n")
+    ncu_pipes.main([f"ours={ours}", str(other)])
+    out = capsys.readouterr().out
+    assert "| metric | ours | cudnn |" in out
+    assert "| duration (us) | 20.2 | 18.3 |" in out
+    assert "| tensor pipe (% of active) | 35.2 | - |" in out  # the gmma name, second choice
+    assert "| MUFU / XU pipe (% of active) | 36.6 | - |" in out
+    assert "| instructions (M) | 4.11 | - |" in out
+    assert "| stall 1 (warps per issue) | wait 1.64 | - |" in out
+    assert "| stall 2 (warps per issue) | barrier 0.96 | - |" in out
+    assert "selected" not in out
+    short = tmp_path / "short-raw.csv"
+    short.write_text('"ID"\n""\n')
+    for bad in (short, tmp_path / "missing-raw.csv"):
+        with pytest.raises(SystemExit, match=bad.name):
+            ncu_pipes.main([str(bad)])
+
+
 def test_ncu_stalls_shares_of_the_last_kernel_row():
     head = ["ID", "smsp__pcsamp_warps_issue_stalled_wait", "smsp__pcsamp_warps_issue_stalled_barrier",
             "smsp__pcsamp_warps_issue_stalled_wait_not_issued", "smsp__pcsamp_warps_issue_stalled_selected",
