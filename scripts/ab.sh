@@ -9,6 +9,9 @@
 #
 #   OUT=dir scripts/ab.sh A_DIR [ROUNDS]      (ROUNDS default 3)
 #   env: AB_SHAPES=default  gpuattn bench --shapes (quick, seed, sweep, ...; empty: skip)
+#        AB_ONLY="WORDS"    gpuattn bench --only: just the shapes whose labels have these words
+#                           (e.g. "D64", "D64 causal"), so the rounds go where the change is;
+#                           A_DIR must be a tree whose gpuattn has --only (main since it came)
 #        AB_SPARSE=1        bench/sparse_bench.py --no-flex (ours only; 0: skip)
 #        AB_PRECISION=standard  gpuattn bench --precision
 #        AB_B_DIRS="DIR..." several B sides instead of this tree (each a tree like A_DIR; "." is
@@ -66,8 +69,8 @@ for ((r = 1; r <= ROUNDS; ++r)); do
     echo "== round $r, side $side"
     if [ -n "$SHAPES" ]; then
       "$bdir/tools/gpuattn" bench --device cuda --shapes "$SHAPES" \
-        --precision "${AB_PRECISION:-standard}" --json "$OUT_DIR/bench-$side-$r.json" \
-        >"$OUT_DIR/bench-$side-$r.log"
+        ${AB_ONLY:+--only "$AB_ONLY"} --precision "${AB_PRECISION:-standard}" \
+        --json "$OUT_DIR/bench-$side-$r.json" >"$OUT_DIR/bench-$side-$r.log"
     fi
     if [ "$SPARSE" = 1 ]; then
       PYTHONPATH="$bdir/python" python3 bench/sparse_bench.py --no-flex \

@@ -341,6 +341,7 @@ cp "$src/FACTOR" "$build/FACTOR"
 cat > "$build/tools/gpuattn" <<'EOS'
 #!/usr/bin/env bash
 here=$(dirname "$0")
+printf '%s\n' "$@" > "$here/../ARGS"
 while [ $# -gt 0 ]; do [ "$1" = --json ] && j=$2; shift; done
 echo "{\"results\": [{\"label\": \"c\", \"ours_ms\": $(cat "$here/../FACTOR")}]}" > "$j"
 EOS
@@ -350,8 +351,8 @@ chmod +x "$build/tools/gpuattn"
 
 def test_ab_sh_runs_every_b_side_against_a(tmp_path):
     """scripts/ab.sh with a stub cmake (each tree's "benchmark" reports the number in its FACTOR
-    file): one B side gives one table, AB_B_DIRS with several gives one table per B against A, and
-    everything but summary.md goes into logs.tar.gz."""
+    file): one B side gives one table, AB_B_DIRS with several gives one table per B against A,
+    everything but summary.md goes into logs.tar.gz, and AB_ONLY becomes gpuattn bench's --only."""
     import shutil
     import subprocess
 
@@ -390,6 +391,14 @@ def test_ab_sh_runs_every_b_side_against_a(tmp_path):
     missing = run(tmp_path / "missing", AB_B_DIRS="B1 nowhere")
     assert missing.returncode == 2
     assert "nowhere holds no CMakeLists.txt" in missing.stderr
+
+    # AB_ONLY reaches gpuattn bench as one --only argument, on both sides; unset, no --only.
+    assert "--only" not in (repo / "build-ab-a" / "ARGS").read_text()
+    only = run(tmp_path / "only", AB_ONLY="D64 causal")
+    assert only.returncode == 0, only.stderr
+    for side in ("a", "b"):
+        args = (repo / f"build-ab-{side}" / "ARGS").read_text().splitlines()
+        assert args[args.index("--only") + 1] == "D64 causal"
 
 
 def test_gpu_check_skips_and_clears_stale_files(tmp_path):

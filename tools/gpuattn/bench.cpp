@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <set>
+#include <sstream>
 
 #include "common.h"
 #include "core/tile_config.h"
@@ -295,10 +297,22 @@ std::string fmt_tflops(double x) {
   return fmt(x, x < 10 ? 3 : 1);
 }
 
+// --only WORDS: whether every word names a word of the case's label ("D64", "S512", "causal",
+// "float16", ...); "non-causal" matches the cases without "causal".
+bool matches_only(const Case& c, const std::string& words) {
+  std::istringstream label_in(c.label()), words_in(words);
+  std::set<std::string> have;
+  for (std::string w; label_in >> w;) have.insert(w);
+  for (std::string w; words_in >> w;) {
+    if (w == "non-causal" ? have.count("causal") != 0 : have.count(w) == 0) return false;
+  }
+  return true;
+}
+
 void print_help() {
   std::cout <<
       R"(usage: gpuattn bench [--device cpu|cuda|auto] [--shapes default|seed|quick|sweep]
-                    [--json FILE] [--warmup MS] [--rep MS]
+                    [--json FILE] [--warmup MS] [--rep MS] [--only WORDS]
                     [--precision standard|compensated] [--show-config]
 
 Times attention_forward per shape (CUDA: the protocol of triton.testing.do_bench, which times
@@ -322,6 +336,9 @@ would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
   --warmup  milliseconds of warm-up calls before timing (default 25 on cuda, 10 for sweep,
             0 on cpu; at least one call)
   --rep     milliseconds of timed calls (default 100 on cuda, 300 on cpu)
+  --only    only the shapes of --shapes whose label has every one of these space-separated
+            words (e.g. "D64 causal", "S1024", "bfloat16"; "non-causal": without causal), so
+            that an A/B spends its time on the shapes a change is about
   --precision
             standard (default) or compensated: every shape in that mode (the CUDA dispatch
             picks the compensated configuration; see --show-config)
@@ -340,7 +357,8 @@ int run_bench(const std::vector<std::string>& args) {
     return 0;
   }
   const Flags flags("gpuattn bench", args,
-                    {"device", "json", "shapes", "warmup", "rep", "precision"}, {"show-config"});
+                    {"device", "json", "shapes", "warmup", "rep", "precision", "only"},
+                    {"show-config"});
   const std::string device = flags.choice("device", "auto", {"auto", "cpu", "cuda"});
   const std::string shapes =
       flags.choice("shapes", "default", {"default", "seed", "quick", "sweep"});
@@ -355,6 +373,22 @@ int run_bench(const std::vector<std::string>& args) {
   // Milliseconds, do_bench's defaults as the torch anchors use them (bench/torch_anchors.py).
   const int warmup_ms = flags.get_int("warmup", on_cuda ? (sweep ? 10 : 25) : 0, 0, 100000);
   const int rep_ms = flags.get_int("rep", on_cuda ? 100 : 300, 1, 1000000);
+  std::vector<Case> cases = on_cuda ? cuda_shapes(shapes) : cpu_shapes(shapes);
+  for (Case& c : cases) c.precision = precision;
+  if (flags.has("only")) {
+    const std::string only = flags.get("only", "");
+    std::vector<Case> kept;
+    for (const Case& c : cases) {
+      if (matches_only(c, only)) kept.push_back(c);
+    }
+    if (kept.empty()) {
+      throw UsageError("gpuattn bench: --only '" + only + "' matches none of the " +
+                       std::to_string(cases.size()) + " shapes of --shapes " + shapes +
+                       (on_cuda ? "" : " on cpu") + " (a shape's words: e.g. '" +
+                       cases.front().label() + "')");
+    }
+    cases = std::move(kept);
+  }
   if (on_cuda && !cuda_available()) {
     std::cerr << "gpuattn bench: --device cuda, but "
 #if defined(GPUATTN_WITH_CUDA)
@@ -392,8 +426,6 @@ int run_bench(const std::vector<std::string>& args) {
               << " threads), commit " << git_commit() << "\n";
   }
 
-  std::vector<Case> cases = on_cuda ? cuda_shapes(shapes) : cpu_shapes(shapes);
-  for (Case& c : cases) c.precision = precision;
   if (sweep && !on_cuda) {
     std::cout << "--shapes sweep on cpu: a scaled-down grid (B*S = 512, H*D = 256, S 128..512), "
                  "not the FA3 shapes\n";
