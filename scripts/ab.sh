@@ -11,7 +11,7 @@
 #   env: AB_SHAPES=default  gpuattn bench --shapes (quick, seed, sweep, ...; empty: skip)
 #        AB_ONLY="WORDS"    gpuattn bench --only: just the shapes whose labels have these words
 #                           (e.g. "D64", "D64 causal"), so the rounds go where the change is;
-#                           A_DIR must be a tree whose gpuattn has --only (main since it came)
+#                           A_DIR must be a tree whose gpuattn has --only (main from 2ff761c on)
 #        AB_SPARSE=1        bench/sparse_bench.py --no-flex (ours only; 0: skip)
 #        AB_PRECISION=standard  gpuattn bench --precision
 #        AB_B_DIRS="DIR..." several B sides instead of this tree (each a tree like A_DIR; "." is
