@@ -1,11 +1,16 @@
 """Joins the JSON files of scripts/ab.sh: per case, the median time over rounds of side A and of
-side B, and B/A (< 1: B is faster).
+side B, and B/A (< 1: B is faster); then, for the gpuattn bench cases, the geometric mean of B/A
+by head dim, causal or not, and sequence length up to 2048 or above. A change to per-item work
+(prologue, epilogue) shows at the short lengths; the long ones, where it is a small part of the
+time, show the run's noise.
 
     python3 bench/ab_summary.py DIR   (DIR holds bench-{a,b}-N.json and/or sparse-{a,b}-N.json)
 """
 import glob
 import json
+import math
 import os
+import re
 import statistics
 import sys
 
@@ -37,17 +42,48 @@ def table(title, a, b):
     return "\n".join(lines) + "\n"
 
 
+def groups(a, b):
+    """Markdown: geometric mean of B/A (median over rounds each) per head dim and causal, for
+    S <= 2048 and S > 2048 (labels with "S<n>" or "Sq<n>" and "D<n>"); "" when no label has them."""
+    ratios = {}
+    for label in a:
+        if label not in b:
+            continue
+        s = re.search(r"\bSq?(\d+)\b", label)
+        d = re.search(r"\bD(\d+)\b", label)
+        if not (s and d):
+            continue
+        key = (int(d.group(1)), " causal" in label, int(s.group(1)) > 2048)
+        ratios.setdefault(key, []).append(statistics.median(b[label]) / statistics.median(a[label]))
+    if not ratios:
+        return ""
+    gmean = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))  # noqa: E731
+    lines = ["### B/A by head dim (geometric mean over shapes; shapes in brackets)", "",
+             "| head dim | causal | S <= 2048 | S > 2048 |", "|---:|---|---:|---:|"]
+    for d, causal in sorted({(k[0], k[1]) for k in ratios}):
+        cells = []
+        for long_ in (False, True):
+            xs = ratios.get((d, causal, long_))
+            cells.append(f"{gmean(xs):.3f} ({len(xs)})" if xs else "-")
+        lines.append(f"| {d} | {'yes' if causal else 'no'} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv):
     if len(argv) != 2 or not os.path.isdir(argv[1]):
         print(__doc__, file=sys.stderr)
         return 2
     d = argv[1]
     parts = []
-    bench_label = lambda r: f"{r['label']}{' causal' if r.get('causal') else ''}"  # noqa: E731
+    bench_label = lambda r: (r["label"] if " causal" in r["label"] or not r.get("causal")  # noqa: E731
+                             else r["label"] + " causal")
     ba = times(os.path.join(d, "bench-a-*.json"), "results", bench_label, "ours_ms")
     bb = times(os.path.join(d, "bench-b-*.json"), "results", bench_label, "ours_ms")
     if ba and bb:
         parts.append(table("gpuattn bench (ours_ms)", ba, bb))
+        by_group = groups(ba, bb)
+        if by_group:
+            parts.append(by_group)
     sparse_label = lambda r: f"{r['case']} S{r['seqlen']}"  # noqa: E731
     sa = times(os.path.join(d, "sparse-a-*.json"), "cases", sparse_label, "ours_ms")
     sb = times(os.path.join(d, "sparse-b-*.json"), "cases", sparse_label, "ours_ms")

@@ -212,14 +212,17 @@ def test_flex_output_matches_fp64_reference(heads):
 
 def test_ab_summary_joins_rounds(tmp_path, capsys):
     """bench/ab_summary.py: per case the median over rounds of each side and B/A; cases missing on
-    one side are left out; no files is an error."""
+    one side are left out; a label that already says causal is not told twice; the geometric
+    mean of B/A by head dim, causal, and S up to 2048 or above; no files is an error."""
     import json
 
     import ab_summary
 
     def bench(side, r, ms):
         rows = [{"label": "B1 Hq16 S1024 D64 float16", "causal": False, "ours_ms": ms},
-                {"label": "B4 Hq16 S4096 D128 float16", "causal": True, "ours_ms": 2 * ms}]
+                {"label": "B4 Hq16 S4096 D128 float16", "causal": True, "ours_ms": 2 * ms},
+                {"label": "B2 Hq8 S512 D64 float16 causal", "causal": True,
+                 "ours_ms": ms * (1.0 if side == "a" else 0.5)}]
         if side == "a":
             rows.append({"label": "only in A", "causal": False, "ours_ms": 1.0})
         (tmp_path / f"bench-{side}-{r}.json").write_text(json.dumps({"results": rows}))
@@ -238,6 +241,11 @@ def test_ab_summary_joins_rounds(tmp_path, capsys):
     assert "| B4 Hq16 S4096 D128 float16 causal | 3 | 2.2000 | 1.8000 | 0.818 |" in out
     assert "| window W1024 S16384 | 1 | 0.4000 | 0.3000 | 0.750 |" in out
     assert "only in A" not in out
+    assert "| B2 Hq8 S512 D64 float16 causal | 3 |" in out and "causal causal" not in out
+    # D64: non-causal 0.818 (1 shape); causal: the S512 shape, medians 1.1 -> 0.45
+    assert "| 64 | no | 0.818 (1) | - |" in out
+    assert "| 64 | yes | 0.409 (1) | - |" in out
+    assert "| 128 | yes | - | 0.818 (1) |" in out
     empty = tmp_path / "empty"
     empty.mkdir()
     assert ab_summary.main(["ab_summary", str(empty)]) == 1
