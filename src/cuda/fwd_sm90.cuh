@@ -273,17 +273,17 @@ static void print_sm90_trace(cudaStream_t stream, int consumers, int ctas) {
   // SM90_CTAS n first_entry last_entry first_done last_done cta0_entry cta0_done (ns; done: the
   // CTA's last consumer past its stores)
   unsigned long long e0 = ~0ull, e1 = 0, d0 = ~0ull, d1 = 0;
+  unsigned long long done0 = 0;  // CTA 0's (its clock64 span over this gives the SM clock)
   const int n = ctas < 1024 ? ctas : 1024;
   for (int b = 0; b < n; ++b) {
     unsigned long long done = 0;
     for (int cw = 0; cw < consumers; ++cw) done = c[b][1 + cw] > done ? c[b][1 + cw] : done;
+    if (b == 0) done0 = done;
     e0 = c[b][0] < e0 ? c[b][0] : e0;
     e1 = c[b][0] > e1 ? c[b][0] : e1;
     d0 = done < d0 ? done : d0;
     d1 = done > d1 ? done : d1;
   }
-  unsigned long long done0 = 0;  // CTA 0's (its clock64 span over this gives the SM clock)
-  for (int cw = 0; cw < consumers; ++cw) done0 = c[0][1 + cw] > done0 ? c[0][1 + cw] : done0;
   std::printf("SM90_CTAS %d %llu %llu %llu %llu %llu %llu\n", n, e0, e1, d0, d1, c[0][0], done0);
   for (int role = 0; role <= consumers; ++role) {
     for (int i = 0; i < 48; ++i) {
