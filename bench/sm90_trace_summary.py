@@ -23,6 +23,14 @@ epilogue split up:
   epi       last P V done -> the epilogue started (the stage's release)
   totals    -> the row sums, reciprocals and LSE done (inside smem)
   stsm      -> O in smem (stmatrix; staged epilogues only)
+the steps of CTA 0's first item (SM90_TILE lines), per consumer and key tile j, in cycles (the
+exp2 floor is stated in them: 64 MUFU.EX2 a warp at 8 cycles each is 512 a 128-key tile):
+  turn     step entered -> its turn taken (the other consumer's GEMMs issued)
+  issue    -> S_{j+1} and P_j V_j issued
+  wait     -> S_{j+1} there (where ptxas hoists the P V wait, P_j V_j too)
+  softmax  -> tile j + 1's softmax done
+  pack     -> O rescaled and P packed (the P V wait, when it is late)
+  period   -> the next step entered
 and CTA 0's own span (role 0's row 47, when the build stamps it): kernel entry -> barriers set up
 (__syncthreads) -> the first item taken -> the last item's epilogue done -> every consumer's O
 stores complete (the CTA may exit); and, from the SM90_CTAS line, every CTA's entry and end on
@@ -39,9 +47,11 @@ def main(argv=None):
                     help="SM clock for cycles -> us (default: CTA 0's measured clock when the "
                          "trace has it, else 1.98)")
     args = ap.parse_args(argv)
-    rows, finer, ctas = {}, {}, None
+    rows, finer, ctas, tiles = {}, {}, None, {}
     for line in open(args.trace):
         f = line.split()
+        if len(f) == 9 and f[0] == "SM90_TILE":
+            tiles[(int(f[1]), int(f[2]))] = [int(x) for x in f[3:]]  # the last launch's
         if len(f) in (6, 8) and f[0] == "SM90_CTAS":
             ctas = [int(x) for x in f[1:]]  # the last launch's
         if len(f) == 13 and f[0] == "SM90_TRACE":
@@ -98,6 +108,7 @@ def main(argv=None):
     if any(fine.values()):
         print("finer, median over items after the first, both consumers: " +
               ", ".join(f"{k} {statistics.median(c):.2f}" for k, c in fine.items() if c))
+    tile_table(tiles)
     span = cta_span(rows, finer, n)
     if span:
         print("CTA 0's span: " + ", ".join(f"{k} {us(c):.2f}" for k, c in span.items()))
@@ -106,6 +117,34 @@ def main(argv=None):
         print(f"all {n_ctas} CTAs (GPU timer): entries spread {(e1 - e0) / 1e3:.2f}, "
               f"first entry -> first done {(d0 - e0) / 1e3:.2f}, -> last done "
               f"{(d1 - e0) / 1e3:.2f} us")
+
+
+TILE_PHASES = ("turn", "issue", "wait", "softmax", "pack")
+
+
+def tile_table(tiles):
+    """Prints the per-step phases (cycles) of CTA 0's first item and their medians per consumer,
+    and where each step starts relative to consumer 0's step of the same tile."""
+    if not tiles:
+        return
+    print("steps of CTA 0's first item (cycles): tile | consumer | " + " | ".join(TILE_PHASES) +
+          " | period | start vs consumer 0")
+    med = {}
+    for (cw, t), e in sorted(tiles.items()):
+        v = [e[k + 1] - e[k] for k in range(5)]
+        nxt = tiles.get((cw, t + 1))
+        period = nxt[0] - e[0] if nxt else None
+        lead = tiles.get((0, t))
+        rel = e[0] - lead[0] if lead else 0
+        for name, x in zip(TILE_PHASES + ("period",), v + [period]):
+            if x is not None:
+                med.setdefault((cw, name), []).append(x)
+        print(f"{t} | {cw} | " + " | ".join(str(x) for x in v) +
+              f" | {period if period is not None else '-'} | {rel}")
+    for cw in sorted({c for c, _ in tiles}):
+        print(f"consumer {cw} median cycles: " +
+              ", ".join(f"{name} {statistics.median(med[(cw, name)]):.0f}"
+                        for name in TILE_PHASES + ("period",) if (cw, name) in med))
 
 
 CTA_ROW = 47  # role 0's row of the CTA's own stamps (kTraceCta in fwd_sm90.cuh)

@@ -247,6 +247,16 @@ constexpr int kTraceCta = 47;  // role 0's last row: the CTA's span (10-14), no 
     if (blockIdx.x == 0 && (threadIdx.x & 127) == 0 && (item) < 48) \
       g_sm90_trace[role][item][event] = clock64();                  \
   } while (0)
+// Per key tile of CTA 0's first item, consumer cw's step (consume()): 0 the step entered, 1 its
+// turn taken, 2 its GEMMs (S_{j+1}, P_j V_j) issued, 3 S_{j+1} waited for (where ptxas hoists the
+// P V wait above the softmax, P_j V_j too), 4 the softmax done, 5 P packed (O rescaled).
+constexpr int kTraceTiles = 64;
+static __device__ long long g_sm90_tiles[3][kTraceTiles][6];
+#define SM90_TRACE_TILE(cw, item, tile, event)                                            \
+  do {                                                                                    \
+    if (blockIdx.x == 0 && (threadIdx.x & 127) == 0 && (item) == 0 && (tile) < kTraceTiles) \
+      g_sm90_tiles[cw][tile][event] = clock64();                                          \
+  } while (0)
 // Every CTA's (first 1024) entry (slot 0, thread 0) and each consumer's last store drained (slot
 // 1 + cw), on the GPU-wide nanosecond timer: how the launch spreads the CTAs' starts and ends.
 static __device__ unsigned long long g_sm90_ctas[1024][4];
@@ -267,9 +277,21 @@ __device__ __forceinline__ unsigned long long sm90_trace_ns() {
 static void print_sm90_trace(cudaStream_t stream, int consumers, int ctas) {
   static long long h[4][48][16];
   static unsigned long long c[1024][4];
+  static long long tiles[3][kTraceTiles][6];
   GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
   GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(h, g_sm90_trace, sizeof(h)));
   GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(c, g_sm90_ctas, sizeof(c)));
+  GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(tiles, g_sm90_tiles, sizeof(tiles)));
+  // SM90_TILE cw tile e0 .. e5: the steps of CTA 0's first item (zeros: no such step)
+  for (int cw = 0; cw < consumers; ++cw) {
+    for (int t = 0; t < kTraceTiles; ++t) {
+      const long long* e = tiles[cw][t];
+      if (e[0] != 0) {
+        std::printf("SM90_TILE %d %d %lld %lld %lld %lld %lld %lld\n", cw, t, e[0], e[1], e[2],
+                    e[3], e[4], e[5]);
+      }
+    }
+  }
   // SM90_CTAS n first_entry last_entry first_done last_done cta0_entry cta0_done (ns; done: the
   // CTA's last consumer past its stores)
   unsigned long long e0 = ~0ull, e1 = 0, d0 = ~0ull, d1 = 0;
@@ -304,6 +326,9 @@ static void print_sm90_trace(cudaStream_t stream, int consumers, int ctas) {
   } while (0)
 #define SM90_TRACE_CTA(slot) \
   do {                       \
+  } while (0)
+#define SM90_TRACE_TILE(cw, item, tile, event) \
+  do {                                         \
   } while (0)
 #endif
 
@@ -1433,12 +1458,16 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     softmax(s, 0, alpha, word0, off0);  // O is still zero: nothing to rescale
     pack(s, pa);
     auto step = [&](int j, int word) {  // word: tile j + 1's
+      SM90_TRACE_TILE(cw, trace_u, j, 0);
       my_turn();
+      SM90_TRACE_TILE(cw, trace_u, j, 1);
       issue_qk(s, j + 1);
       issue_pv(pa, j);
       their_turn();
+      SM90_TRACE_TILE(cw, trace_u, j, 2);
       const std::uint32_t off = kMasked ? blocks_off(word) : 0u;
       ptx::wgmma_wait<1>();  // S_{j+1} is done; P_j V_j may still run
+      SM90_TRACE_TILE(cw, trace_u, j, 3);
       if (!(holds_half && cw == 0 && j + 2 == n_tiles))
         ptx::mbarrier_arrive(bar.k_empty + 8 * ((j0 + j + 1) % Tr::kStages));
       if (kEarlyQ && j + 2 == n_tiles) {
@@ -1446,6 +1475,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
         if (cw == 1) ptx::named_barrier_arrive(kStageBarrier, 256);
       }
       const bool rescale = softmax(s, j + 1, alpha, word, off);
+      SM90_TRACE_TILE(cw, trace_u, j, 4);
       // ptxas hoists a wgmma wait to the top of its basic block: here, above the whole softmax
       // (SASS: WARPGROUP.DEPBAR.LE gsb0, 0x0 right after the mask's branch), so the softmax of
       // S_{j+1} waited for P_j V_j instead of overlapping it. A branch on the row sum, the
@@ -1460,6 +1490,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
         for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
       }
       pack(s, pa);
+      SM90_TRACE_TILE(cw, trace_u, j, 5);
     };
     int last = 0;
     if constexpr (kMasked) {

@@ -255,7 +255,8 @@ def test_sm90_trace_summary_phases(tmp_path, capsys):
     """bench/sm90_trace_summary.py: per item the consumer phases between its stamps, the producer's
     stamps against the consumer's previous epilogue end, medians over the items after the first
     (and of the finer phases from the SM90_TRACE_X lines);
-    a row left over from an earlier launch (older stamps) ends the items; no stamps is an error."""
+    a row left over from an earlier launch (older stamps) ends the items; the per-step table of
+    the first item's key tiles (SM90_TILE lines, cycles); no stamps is an error."""
     import sm90_trace_summary
 
     lines = []
@@ -307,6 +308,20 @@ def test_sm90_trace_summary_phases(tmp_path, capsys):
             "pt -1.87, pf -0.87, pl 1.63") in out
     assert ("finer, median over items after the first, both consumers: ring 0.06, qwait 0.05, "
             "ldsm 0.03, turn 0.02, issue 0.10, epi 0.02, totals 0.27, stsm 0.11") in out
+    assert "steps of CTA 0's first item" not in out  # no SM90_TILE lines
+    # Two steps of each consumer; consumer 1 enters each step 400 cycles after consumer 0.
+    for cw in (0, 1):
+        for t in (0, 1):
+            at = 20000 + 2000 * t + 400 * cw
+            lines.append(f"SM90_TILE {cw} {t} " +
+                         " ".join(str(at + c) for c in (0, 50, 80, 380, 1380, 1480)))
+    trace.write_text("\n".join(lines) + "\n")
+    sm90_trace_summary.main([str(trace), "--ghz", "1"])
+    out = capsys.readouterr().out
+    assert "1 | 1 | 50 | 30 | 300 | 1000 | 100 | - | 400" in out
+    assert "0 | 0 | 50 | 30 | 300 | 1000 | 100 | 2000 | 0" in out
+    assert ("consumer 1 median cycles: turn 50, issue 30, wait 300, softmax 1000, pack 100, "
+            "period 2000") in out
     empty = tmp_path / "empty.txt"
     empty.write_text("nothing here\n")
     with pytest.raises(SystemExit):
