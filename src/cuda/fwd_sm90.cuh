@@ -252,10 +252,10 @@ constexpr int kTraceCta = 47;  // role 0's last row: the CTA's span (10-14), no 
 // P V wait above the softmax, P_j V_j too), 4 the softmax done, 5 P packed (O rescaled).
 constexpr int kTraceTiles = 64;
 static __device__ long long g_sm90_tiles[3][kTraceTiles][6];
-#define SM90_TRACE_TILE(cw, item, tile, event)                                            \
-  do {                                                                                    \
+#define SM90_TRACE_TILE(cw, item, tile, event)                                              \
+  do {                                                                                      \
     if (blockIdx.x == 0 && (threadIdx.x & 127) == 0 && (item) == 0 && (tile) < kTraceTiles) \
-      g_sm90_tiles[cw][tile][event] = clock64();                                          \
+      g_sm90_tiles[cw][tile][event] = clock64();                                            \
   } while (0)
 // Every CTA's (first 1024) entry (slot 0, thread 0) and each consumer's last store drained (slot
 // 1 + cw), on the GPU-wide nanosecond timer: how the launch spreads the CTAs' starts and ends.
