@@ -26,11 +26,16 @@ epilogue split up:
 the steps of CTA 0's first item (SM90_TILE lines), per consumer and key tile j, in cycles (the
 exp2 floor is stated in them: 64 MUFU.EX2 a warp at 8 cycles each is 512 a 128-key tile):
   turn     step entered -> its turn taken (the other consumer's GEMMs issued)
-  issue    -> S_{j+1} and P_j V_j issued
-  wait     -> S_{j+1} there (where ptxas hoists the P V wait, P_j V_j too)
+  kwait    -> K_{j+1} there (its full barrier)
+  qk       -> S_{j+1} issued
+  vwait    -> V_j there
+  pv       -> P_j V_j issued (and the turn passed on)
+  wait     -> S_{j+1} there (without the late wait, P_j V_j too)
   softmax  -> tile j + 1's softmax done
   pack     -> O rescaled and P packed (the P V wait, when it is late)
   period   -> the next step entered
+and where the producer issued K_{j+1} and V_j (SM90_PTILE lines: the CTA's tile loads), relative
+to the step's entry (negative: before it);
 and CTA 0's own span (role 0's row 47, when the build stamps it): kernel entry -> barriers set up
 (__syncthreads) -> the first item taken -> the last item's epilogue done -> every consumer's O
 stores complete (the CTA may exit); and, from the SM90_CTAS line, every CTA's entry and end on
@@ -50,8 +55,10 @@ def main(argv=None):
     rows, finer, ctas, tiles = {}, {}, None, {}
     for line in open(args.trace):
         f = line.split()
-        if len(f) == 9 and f[0] == "SM90_TILE":
+        if len(f) == 12 and f[0] == "SM90_TILE":
             tiles[(int(f[1]), int(f[2]))] = [int(x) for x in f[3:]]  # the last launch's
+        elif len(f) == 6 and f[0] == "SM90_PTILE":
+            tiles[("p", int(f[1]))] = [int(x) for x in f[2:]]
         if len(f) in (6, 8) and f[0] == "SM90_CTAS":
             ctas = [int(x) for x in f[1:]]  # the last launch's
         if len(f) == 13 and f[0] == "SM90_TRACE":
@@ -119,32 +126,40 @@ def main(argv=None):
               f"{(d1 - e0) / 1e3:.2f} us")
 
 
-TILE_PHASES = ("turn", "issue", "wait", "softmax", "pack")
+TILE_PHASES = ("turn", "kwait", "qk", "vwait", "pv", "wait", "softmax", "pack")
+TILE_ORDER = (0, 1, 6, 7, 8, 2, 3, 4, 5)  # the stamps in time order (see fwd_sm90.cuh)
 
 
 def tile_table(tiles):
     """Prints the per-step phases (cycles) of CTA 0's first item and their medians per consumer,
-    and where each step starts relative to consumer 0's step of the same tile."""
-    if not tiles:
+    where each step starts relative to consumer 0's step of the same tile, and when the producer
+    issued the step's K and V loads relative to the step's entry."""
+    steps = {k: v for k, v in tiles.items() if k[0] != "p"}
+    if not steps:
         return
     print("steps of CTA 0's first item (cycles): tile | consumer | " + " | ".join(TILE_PHASES) +
-          " | period | start vs consumer 0")
+          " | period | start vs consumer 0 | K(j+1) issued | V(j) issued")
     med = {}
-    for (cw, t), e in sorted(tiles.items()):
-        v = [e[k + 1] - e[k] for k in range(5)]
-        nxt = tiles.get((cw, t + 1))
+    for (cw, t), e in sorted(steps.items()):
+        v = [e[b] - e[a] for a, b in zip(TILE_ORDER, TILE_ORDER[1:])]
+        nxt = steps.get((cw, t + 1))
         period = nxt[0] - e[0] if nxt else None
-        lead = tiles.get((0, t))
+        lead = steps.get((0, t))
         rel = e[0] - lead[0] if lead else 0
-        for name, x in zip(TILE_PHASES + ("period",), v + [period]):
+        k_load, v_load = tiles.get(("p", t + 1)), tiles.get(("p", t))
+        k_at = k_load[1] - e[0] if k_load else None
+        v_at = v_load[3] - e[0] if v_load else None
+        for name, x in zip(TILE_PHASES + ("period", "K at", "V at"), v + [period, k_at, v_at]):
             if x is not None:
                 med.setdefault((cw, name), []).append(x)
+        cell = lambda x: "-" if x is None else str(x)  # noqa: E731
         print(f"{t} | {cw} | " + " | ".join(str(x) for x in v) +
-              f" | {period if period is not None else '-'} | {rel}")
-    for cw in sorted({c for c, _ in tiles}):
+              f" | {cell(period)} | {rel} | {cell(k_at)} | {cell(v_at)}")
+    for cw in sorted({c for c, _ in steps}):
         print(f"consumer {cw} median cycles: " +
               ", ".join(f"{name} {statistics.median(med[(cw, name)]):.0f}"
-                        for name in TILE_PHASES + ("period",) if (cw, name) in med))
+                        for name in TILE_PHASES + ("period", "K at", "V at")
+                        if (cw, name) in med))
 
 
 CTA_ROW = 47  # role 0's row of the CTA's own stamps (kTraceCta in fwd_sm90.cuh)

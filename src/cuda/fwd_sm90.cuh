@@ -249,9 +249,12 @@ constexpr int kTraceCta = 47;  // role 0's last row: the CTA's span (10-14), no 
   } while (0)
 // Per key tile of CTA 0's first item, consumer cw's step (consume()): 0 the step entered, 1 its
 // turn taken, 2 its GEMMs (S_{j+1}, P_j V_j) issued, 3 S_{j+1} waited for (where ptxas hoists the
-// P V wait above the softmax, P_j V_j too), 4 the softmax done, 5 P packed (O rescaled).
+// P V wait above the softmax, P_j V_j too), 4 the softmax done, 5 P packed (O rescaled); inside
+// the issue, 6 K_{j+1} there (its full barrier passed), 7 S_{j+1} issued, 8 V_j there. Row 3 is
+// the producer's load_kv of the CTA's tile j: 0 entered, 1 K's stage free, 2 V's stage free, 3 V
+// issued.
 constexpr int kTraceTiles = 64;
-static __device__ long long g_sm90_tiles[3][kTraceTiles][6];
+static __device__ long long g_sm90_tiles[4][kTraceTiles][9];
 #define SM90_TRACE_TILE(cw, item, tile, event)                                              \
   do {                                                                                      \
     if (blockIdx.x == 0 && (threadIdx.x & 127) == 0 && (item) == 0 && (tile) < kTraceTiles) \
@@ -277,20 +280,25 @@ __device__ __forceinline__ unsigned long long sm90_trace_ns() {
 static void print_sm90_trace(cudaStream_t stream, int consumers, int ctas) {
   static long long h[4][48][16];
   static unsigned long long c[1024][4];
-  static long long tiles[3][kTraceTiles][6];
+  static long long tiles[4][kTraceTiles][9];
   GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
   GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(h, g_sm90_trace, sizeof(h)));
   GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(c, g_sm90_ctas, sizeof(c)));
   GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(tiles, g_sm90_tiles, sizeof(tiles)));
-  // SM90_TILE cw tile e0 .. e5: the steps of CTA 0's first item (zeros: no such step)
+  // SM90_TILE cw tile e0 .. e8: the steps of CTA 0's first item (zeros: no such step); the
+  // producer's loads of the CTA's tiles, SM90_PTILE tile e0 .. e3
   for (int cw = 0; cw < consumers; ++cw) {
     for (int t = 0; t < kTraceTiles; ++t) {
       const long long* e = tiles[cw][t];
       if (e[0] != 0) {
-        std::printf("SM90_TILE %d %d %lld %lld %lld %lld %lld %lld\n", cw, t, e[0], e[1], e[2],
-                    e[3], e[4], e[5]);
+        std::printf("SM90_TILE %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld\n", cw, t, e[0],
+                    e[1], e[2], e[3], e[4], e[5], e[6], e[7], e[8]);
       }
     }
+  }
+  for (int t = 0; t < kTraceTiles; ++t) {
+    const long long* e = tiles[3][t];
+    if (e[0] != 0) std::printf("SM90_PTILE %d %lld %lld %lld %lld\n", t, e[0], e[1], e[2], e[3]);
   }
   // SM90_CTAS n first_entry last_entry first_done last_done cta0_entry cta0_done (ns; done: the
   // CTA's last consumer past its stores)
@@ -610,7 +618,9 @@ __device__ __forceinline__ void load_kv(const QkvTensorMaps& maps, std::uint32_t
                                         int hk, int bc, int word = 0) {
   const int stage = j % Tr::kStages;
   const std::uint32_t use = j / Tr::kStages;
+  SM90_TRACE_TILE(3, 0, j, 0);
   if (j >= Tr::kStages) ptx::mbarrier_wait(bar.k_empty + 8 * stage, (use & 1) ^ 1);
+  SM90_TRACE_TILE(3, 0, j, 1);
   if constexpr (kMasked) st_shared_s32(bar.sched + 4 * stage, word);
   ptx::mbarrier_arrive_expect_tx(bar.k_full + 8 * stage, Tr::kKVBytes);
 #pragma unroll
@@ -619,12 +629,14 @@ __device__ __forceinline__ void load_kv(const QkvTensorMaps& maps, std::uint32_t
                      bar.k_full + 8 * stage, s * 64, hk, row, bc);
   }
   if (j >= Tr::kStages) ptx::mbarrier_wait(bar.v_empty + 8 * stage, (use & 1) ^ 1);
+  SM90_TRACE_TILE(3, 0, j, 2);
   ptx::mbarrier_arrive_expect_tx(bar.v_full + 8 * stage, Tr::kKVBytes);
 #pragma unroll
   for (int s = 0; s < Tr::kSlabs; ++s) {
     ptx::tma_load_4d(sv0 + stage * Tr::kKVBytes + s * Tr::kBlockN * 128, &maps.v,
                      bar.v_full + 8 * stage, s * 64, hk, row, bc);
   }
+  SM90_TRACE_TILE(3, 0, j, 3);
 }
 
 // The masked kernel's producer for one work item: warp 0 of the producer warpgroup. Lane 0 loads
@@ -1144,6 +1156,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   auto issue_qk = [&](float(&s)[kBlockN / 2], int t) {
     const int stage = (j0 + t) % Tr::kStages;
     ptx::mbarrier_wait(bar.k_full + 8 * stage, ((j0 + t) / Tr::kStages) & 1);
+    if (t > 0) SM90_TRACE_TILE(cw, trace_u, t - 1, 6);
     const std::uint32_t sk = stage * Tr::kKVBytes;  // from stage 0's K
     ptx::wgmma_fence();
 #pragma unroll
@@ -1158,11 +1171,13 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       }
     }
     ptx::wgmma_commit();
+    if (t > 0) SM90_TRACE_TILE(cw, trace_u, t - 1, 7);
   };
   // O += P V of tile t (P in `pa`): kBlockN / 16 k-steps of 16 keys = 2048 bytes of V each.
   auto issue_pv = [&](std::uint32_t(&pa)[kBlockN / 16][4], int t) {
     const int stage = (j0 + t) % Tr::kStages;
     ptx::mbarrier_wait(bar.v_full + 8 * stage, ((j0 + t) / Tr::kStages) & 1);
+    SM90_TRACE_TILE(cw, trace_u, t, 8);
     const std::uint32_t sv = stage * Tr::kKVBytes;  // from stage 0's V
     ptx::wgmma_fence();
 #pragma unroll
@@ -1467,6 +1482,11 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       SM90_TRACE_TILE(cw, trace_u, j, 2);
       const std::uint32_t off = kMasked ? blocks_off(word) : 0u;
       ptx::wgmma_wait<1>();  // S_{j+1} is done; P_j V_j may still run
+#if defined(GPUATTN_SM90_TRACE) && GPUATTN_SM90_TRACE
+      // Without kLateWait ptxas hoists the P V wait below to the softmax's start (after the mask);
+      // the trace build's stamps end that hoist, so it waits here, where the kernel does.
+      if constexpr (!Tr::kLateWait) ptx::wgmma_wait<0>();
+#endif
       SM90_TRACE_TILE(cw, trace_u, j, 3);
       if (!(holds_half && cw == 0 && j + 2 == n_tiles))
         ptx::mbarrier_arrive(bar.k_empty + 8 * ((j0 + j + 1) % Tr::kStages));

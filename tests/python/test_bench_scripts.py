@@ -309,19 +309,27 @@ def test_sm90_trace_summary_phases(tmp_path, capsys):
     assert ("finer, median over items after the first, both consumers: ring 0.06, qwait 0.05, "
             "ldsm 0.03, turn 0.02, issue 0.10, epi 0.02, totals 0.27, stsm 0.11") in out
     assert "steps of CTA 0's first item" not in out  # no SM90_TILE lines
-    # Two steps of each consumer; consumer 1 enters each step 400 cycles after consumer 0.
+    # Two steps of each consumer; consumer 1 enters each step 400 cycles after consumer 0. The
+    # stamps in field order 0-8: entered, turn, issued, S there, softmax, pack, K there, S
+    # issued, V there; in time order: 0 50 | 60 70 75 | 80 380 1380 1480.
     for cw in (0, 1):
         for t in (0, 1):
             at = 20000 + 2000 * t + 400 * cw
-            lines.append(f"SM90_TILE {cw} {t} " +
-                         " ".join(str(at + c) for c in (0, 50, 80, 380, 1380, 1480)))
+            lines.append(f"SM90_TILE {cw} {t} " + " ".join(
+                str(at + c) for c in (0, 50, 80, 380, 1380, 1480, 60, 70, 75)))
+    # the producer's loads of tiles 0-2 (entered, K free, V free, V issued)
+    for t in range(3):
+        lines.append(f"SM90_PTILE {t} " + " ".join(str(19000 + 2000 * t + c)
+                                                   for c in (0, 10, 500, 510)))
     trace.write_text("\n".join(lines) + "\n")
     sm90_trace_summary.main([str(trace), "--ghz", "1"])
     out = capsys.readouterr().out
-    assert "1 | 1 | 50 | 30 | 300 | 1000 | 100 | - | 400" in out
-    assert "0 | 0 | 50 | 30 | 300 | 1000 | 100 | 2000 | 0" in out
-    assert ("consumer 1 median cycles: turn 50, issue 30, wait 300, softmax 1000, pack 100, "
-            "period 2000") in out
+    # consumer 1's step 1 enters at 22400: K of tile 2 issued at 23010 (610), V of tile 1 at
+    # 21510 (-890)
+    assert "1 | 1 | 50 | 10 | 10 | 5 | 5 | 300 | 1000 | 100 | - | 400 | 610 | -890" in out
+    assert "0 | 0 | 50 | 10 | 10 | 5 | 5 | 300 | 1000 | 100 | 2000 | 0 | 1010 | -490" in out
+    assert ("consumer 1 median cycles: turn 50, kwait 10, qk 10, vwait 5, pv 5, wait 300, "
+            "softmax 1000, pack 100, period 2000, K at 610, V at -890") in out
     empty = tmp_path / "empty.txt"
     empty.write_text("nothing here\n")
     with pytest.raises(SystemExit):
