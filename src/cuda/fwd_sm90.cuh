@@ -58,7 +58,7 @@ constexpr int kLookaheadInts = 2 + 7 + 32;
 constexpr int kItemInts = 8;
 
 template <typename T_, int kHeadDim_, bool kCompensated_ = false, int kConsumers_ = 2,
-          int kBlockN_ = 0>
+          int kBlockN_ = 0, bool kLateWaitD64_ = false>
 struct FwdTraits {
   using T = T_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -133,7 +133,14 @@ struct FwdTraits {
   // and 2-9% at S512-S2048 with 3; at head dim 256 it lost 1-5% at S512-S2048. There a tile's
   // softmax either already hides behind the other warpgroups' GEMMs or the items are too short
   // for the overlap to pay for the later V release.
-  static constexpr bool kLateWait = kHeadDim == 128;
+  // Head dim 64, 2 consumers, non-causal dense calls: a separate instantiation with the late wait
+  // (FwdD64LateWaitTraits, picked by run_fwd), since causal short calls, the other users of the
+  // 2-consumer D64 kernel, lose with it. H200, same-run A/B against the hoisted wait: B1 H16
+  // S1024 D64 0.979x the time (5 rounds, 2026-11-22-h200-steps call 2; 0.97 in the ninth session);
+  // causal B32 H32 S512 1.037x.
+  static constexpr bool kLateWait = kHeadDim == 128 || kLateWaitD64_;
+  static_assert(!kLateWaitD64_ || (kHeadDim == 64 && kConsumers == 2 && !kCompensated),
+                "the late-wait instantiation is the 2-consumer head-dim-64 one");
   // Q in registers for S = Q K^T (wgmma with A from registers): each consumer loads its 64 rows
   // of Q once an item (ldmatrix, D / 8 registers a thread), so the S GEMM reads only K from
   // shared memory (a third less of its operand traffic). 2-consumer dense / causal kernels at head
@@ -201,6 +208,10 @@ using FwdThreeConsumerTraits = FwdTraits<T, 64, false, 3>;
 // tiles (see FwdTraits::kBlockN): the configuration sm90_ws_128x80_d256.
 template <typename T>
 using FwdD256Traits = FwdTraits<T, 256, false, 2, 80>;
+// The traits of the dense non-causal instantiation at head dim 64 on 2 consumers: the P V wait
+// after the softmax (see FwdTraits::kLateWait); the configuration sm90_ws_128x128.
+template <typename T>
+using FwdD64LateWaitTraits = FwdTraits<T, 64, false, 2, 0, true>;
 
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
@@ -1812,6 +1823,14 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
       throw Error(ErrorCode::not_supported,
                   "gpuattn: the sm_90a kernel has no compensated precision at head dim " +
                       std::to_string(D));
+    }
+  }
+  if constexpr (D == 64) {
+    if (!p.causal && p.dense_or_causal()) {  // plain dense, non-causal: see kLateWait
+      static_assert(matches_table<FwdD64LateWaitTraits<T>>(),
+                    "FwdTraits and the tile configuration table agree");
+      launch_kernel<FwdD64LateWaitTraits<T>, false>(p, stream);
+      return;
     }
   }
   launch_fwd<FwdTraits<T, D>>(p, stream);
