@@ -133,11 +133,13 @@ struct FwdTraits {
   // and 2-9% at S512-S2048 with 3; at head dim 256 it lost 1-5% at S512-S2048. There a tile's
   // softmax either already hides behind the other warpgroups' GEMMs or the items are too short
   // for the overlap to pay for the later V release.
-  // Head dim 64, 2 consumers, non-causal dense calls: a separate instantiation with the late wait
-  // (FwdD64LateWaitTraits, picked by run_fwd), since causal short calls, the other users of the
-  // 2-consumer D64 kernel, lose with it. H200, same-run A/B against the hoisted wait: B1 H16
-  // S1024 D64 0.979x the time (5 rounds, 2026-11-22-h200-steps call 2; 0.97 in the ninth session);
-  // causal B32 H32 S512 1.037x.
+  // So at head dim 64 only dense non-causal calls on 2 consumers (the one-wave B1 H16 S1024 shape
+  // among them; grids that fill the GPU take 3) run the late wait, in an instantiation of their
+  // own (FwdD64LateWaitTraits, picked by run_fwd); causal calls under 2048 rows, the other users
+  // of the 2-consumer D64 kernel, keep the hoisted one. H200, same-run A/Bs against the hoisted
+  // wait at B1 H16 S1024: 0.979x the time (5 rounds) and 0.984x (7 rounds; the 3-consumer S4096
+  // control 0.989x), 0.957x back to back in a CUDA graph (2026-11-22-h200-steps, calls 2 and 9);
+  // causal B32 H32 S512 1.037x (call 2).
   static constexpr bool kLateWait = kHeadDim == 128 || kLateWaitD64_;
   static_assert(!kLateWaitD64_ || (kHeadDim == 64 && kConsumers == 2 && !kCompensated),
                 "the late-wait instantiation is the 2-consumer head-dim-64 one");
