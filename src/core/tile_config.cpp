@@ -68,6 +68,11 @@ KernelChoice kernel_choice_from_env() {
                   "' is not one of auto, sm80, sm90_ws_192x128, sm90_ws_128x128");
 }
 
+bool sm90_late_pv_wait(FwdKernel kernel, int head_dim, bool causal, bool dense_or_causal) {
+  if (kernel != FwdKernel::sm90_ws_128x128) return false;
+  return head_dim == 128 || (head_dim == 64 && !causal && dense_or_causal);
+}
+
 bool three_consumers_pay(const FwdShape& s) {
   if (s.causal && s.seqlen_q < 2048) return false;
   const long long heads = static_cast<long long>(s.hq) * s.batch;

@@ -140,6 +140,7 @@ struct FwdTraits {
   // wait at B1 H16 S1024: 0.979x the time (5 rounds) and 0.984x (7 rounds; the 3-consumer S4096
   // control 0.989x), 0.957x back to back in a CUDA graph (2026-11-22-h200-steps, calls 2 and 9);
   // causal B32 H32 S512 1.037x (call 2).
+  // (core/tile_config.h's sm90_late_pv_wait states this rule for the dispatch and --show-config.)
   static constexpr bool kLateWait = kHeadDim == 128 || kLateWaitD64_;
   static_assert(!kLateWaitD64_ || (kHeadDim == 64 && kConsumers == 2 && !kCompensated),
                 "the late-wait instantiation is the 2-consumer head-dim-64 one");
@@ -1828,7 +1829,7 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
     }
   }
   if constexpr (D == 64) {
-    if (!p.causal && p.dense_or_causal()) {  // plain dense, non-causal: see kLateWait
+    if (sm90_late_pv_wait(kernel, D, p.causal, p.dense_or_causal())) {  // see kLateWait
       static_assert(matches_table<FwdD64LateWaitTraits<T>>(),
                     "FwdTraits and the tile configuration table agree");
       launch_kernel<FwdD64LateWaitTraits<T>, false>(p, stream);

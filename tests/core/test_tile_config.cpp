@@ -739,6 +739,26 @@ TEST(TileConfig, DenseInstantiationRule) {
   }
 }
 
+TEST(TileConfig, LatePvWaitRule) {
+  // sm90_ws_128x128: every head-dim-128 call; head dim 64 only dense (no window, global tokens or
+  // layout) and non-causal.
+  for (bool causal : {false, true}) {
+    for (bool dense : {false, true}) {
+      EXPECT_TRUE(sm90_late_pv_wait(FwdKernel::sm90_ws_128x128, 128, causal, dense));
+      EXPECT_EQ(sm90_late_pv_wait(FwdKernel::sm90_ws_128x128, 64, causal, dense), !causal && dense)
+          << causal << dense;
+      for (FwdKernel k :
+           {FwdKernel::sm90_ws_192x128, FwdKernel::sm90_ws_128x64_d256,
+            FwdKernel::sm90_ws_128x80_d256, FwdKernel::sm90_ws_128x64_compensated,
+            FwdKernel::sm80_128x64, FwdKernel::sm80_64x64, FwdKernel::sm80_64x64_compensated}) {
+        for (int d : {64, 128, 256}) {
+          EXPECT_FALSE(sm90_late_pv_wait(k, d, causal, dense)) << tile_config(k).name << " " << d;
+        }
+      }
+    }
+  }
+}
+
 TEST(TileConfig, ShapeFromParams) {
   FwdParams p;
   p.batch = 3;

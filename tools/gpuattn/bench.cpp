@@ -188,6 +188,7 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
   s.dense_or_causal = true;  // the bench cases have no window or global tokens
   s.precision = c.precision;
   s.seqlen_q = c.sq;
+  s.seqlen_k = c.sk;  // head dim 256 on Hopper: 80-key tiles from kD256WideTileMinKeys keys
   s.batch = c.batch;
   s.hq = c.hq;
   s.max_smem_per_block = max_smem_per_block;
@@ -201,7 +202,9 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
     return "none (" + std::to_string(need / 1024) + " KB smem > " +
            std::to_string(max_smem_per_block / 1024) + " KB)";
   }
-  return t.name;
+  const bool late = c.precision == Precision::standard &&
+                    sm90_late_pv_wait(t.kernel, c.d, c.causal, /*dense_or_causal=*/true);
+  return std::string(t.name) + (late ? " (late P V wait)" : "");
 }
 
 #if defined(GPUATTN_WITH_CUDA)
@@ -253,7 +256,8 @@ int show_config(const std::string& set) {
                     " (dense or causal, standard precision; on Hopper masks take the same sm90 "
                     "configs but sm90_ws_128x128 where the pick is sm90_ws_192x128, and "
                     "compensated precision sm90_ws_128x64_compensated at head dims 64/128, "
-                    "elsewhere sm80_64x64_compensated):",
+                    "elsewhere sm80_64x64_compensated; 'late P V wait': each tile's softmax "
+                    "overlaps the P V GEMM before it, see sm90_late_pv_wait):",
                 "");
 #if defined(GPUATTN_WITH_CUDA)
   if (cuda_available()) {
