@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/decode_split.h"
 #include "gpuattn/types.h"
 
 namespace gpuattn {
@@ -36,6 +37,7 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
   s.batch = p.batch;
   s.hq = p.hq;
   s.max_smem_per_block = max_smem_per_block;
+  s.hkv = p.hkv;
   return s;
 }
 
@@ -49,6 +51,7 @@ bool sm90_dense_instantiation(FwdKernel kernel, const FwdParams& p) {
     case FwdKernel::sm90_ws_128x80_d256:  // likewise
       return true;
     case FwdKernel::sm90_ws_128x64_compensated:
+    case FwdKernel::decode_16x64:
     case FwdKernel::sm80_128x64:
     case FwdKernel::sm80_64x64:
     case FwdKernel::sm80_64x64_compensated: return false;
@@ -85,6 +88,13 @@ bool three_consumers_pay(const FwdShape& s) {
 }
 
 const TileConfig& select_fwd_config(const FwdShape& s) {
+  const int group = s.hkv > 0 ? s.hq / s.hkv : 1;
+  const bool decode_fits =
+      s.max_smem_per_block <= 0 || decode_smem_bytes(s.head_dim) <= s.max_smem_per_block;
+  if (s.decode_allowed && s.sm_major >= 8 && s.precision == Precision::standard &&
+      s.dense_or_causal && DecodePlan::eligible(s.seqlen_q, group) && decode_fits) {
+    return tile_config(FwdKernel::decode_16x64);
+  }
   if (s.sm_major == 9 && s.sm90_kernel_available) {
     if (s.precision == Precision::standard) {
       if (s.head_dim == 256) {

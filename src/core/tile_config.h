@@ -25,6 +25,7 @@ enum class FwdKernel {
                                // 3 consumer warpgroups (FwdThreeConsumerTraits)
   sm90_ws_128x80_d256,         // its dense/causal instantiation at head dim 256: 80-key tiles
                                // (FwdD256Traits)
+  decode_16x64,                // split-KV decode kernel, sm_80 and newer (src/cuda/fwd_decode.cuh)
 };
 
 struct TileConfig {
@@ -39,7 +40,7 @@ struct TileConfig {
 
 // The table, in FwdKernel order. The figures behind each `why` are in
 // bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
-inline constexpr std::array<TileConfig, 8> kFwdTileConfigs = {{
+inline constexpr std::array<TileConfig, 9> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
      "Hopper, standard precision: head dim 128 with every mask, head dim 64 with a window, global "
      "tokens or a block layout, and its dense and causal calls on small grids (the others: "
@@ -151,6 +152,19 @@ inline constexpr std::array<TileConfig, 8> kFwdTileConfigs = {{
      "(2026-11-22, 3 rounds, two runs): non-causal S2048-S16384 0.91-0.98x the time, causal "
      "0.93-0.99x, B4 H8 S4096 0.93-0.96x; S1024 0.98x / 1.00x causal; S512 1.02-1.03x (the "
      "seventh tile of 512 keys is 32 wide and masked), hence the 1024-key floor"},
+    {FwdKernel::decode_16x64, "decode_16x64", 16, 64, 4, 2,
+     "Any GPU (sm_80 and newer), standard precision, dense and causal calls with at most 64 query "
+     "rows per KV head (seqlen_q x hq / hkv <= DecodePlan::kMaxRows): the decode steps of "
+     "generation. The prefill kernels' 128-row tiles leave 127 of 128 rows idle at seqlen_q = 1 "
+     "and run one CTA per (batch, query head) through the whole sequence, each reading its KV "
+     "head's K and V again: H200, bf16 B8 Hq32 Hkv8 Sq1 Sk4096 D128 took 102 us, 0.49x cuDNN "
+     "(1.3 TB/s of K/V). Here the rows of a GQA group share one 16-row block (mma.sync m16: one "
+     "read of each K/V tile per group), and each sequence's key tiles are split over as many CTAs "
+     "as fill one wave of the GPU (at least 4 tiles a split, at most 64 splits); 4 warps take 16 "
+     "keys of each 64-key tile (2-stage cp.async ring) with their own online softmax, merged "
+     "through shared memory; the CTA that finishes a unit last merges the splits' normalized O "
+     "and log-sum-exp from a per-launch workspace, in split order (bitwise reproducible). "
+     "Memory-bound: the goal is HBM bandwidth on K and V"},
 }};
 
 const TileConfig& tile_config(FwdKernel kernel);
@@ -178,6 +192,14 @@ constexpr int sm80_smem_bytes(FwdKernel kernel, int head_dim, bool block_layout)
   return bytes == 0 ? 0 : bytes + (block_layout ? kSm80BlockLayoutSmemBytes : 0);
 }
 
+// Dynamic shared memory per CTA of decode_16x64 in bytes (DecodeTraits::kSmemBytes of
+// src/cuda/fwd_decode.cuh, which static_asserts that the two agree): Q (16 rows) and 2 stages of
+// K and V (64 rows each), 2 * D bytes a row; the warps' merge at the end reuses the K/V stages.
+// 34 KB at D64, 68 KB at D128, 136 KB at D256 (over the 99 KB of sm_86/sm_89/sm_120).
+constexpr int decode_smem_bytes(int head_dim) {
+  return (16 + 2 * 2 * 64) * 2 * head_dim;
+}
+
 // What the selection rule reads of a call and of the device.
 struct FwdShape {
   int sm_major = 0;                    // compute capability major of the device
@@ -197,6 +219,8 @@ struct FwdShape {
   int hq = 0;
   int max_smem_per_block = 0;  // the device's opt-in shared memory per block in bytes (99 KB on
                                // sm_86/sm_89/sm_120, 163 KB on an A100); 0: unknown, not checked
+  int hkv = 0;                 // KV heads (0: as many as hq)
+  bool decode_allowed = true;  // false under GPUATTN_KERNEL=sm80 / sm90_*: their own kernels
 };
 
 // What the environment variable GPUATTN_KERNEL asks of the dispatch: unset or "auto", the rule of
@@ -240,6 +264,10 @@ inline constexpr int kD256WideTileMinKeys = 1024;
 // takes), and on Hopper at head dims 64 and 256 whether the call has a mask beyond causal, at 256
 // seqlen_k, and at 64 the grid in waves and, for causal calls, seqlen_q (three_consumers_pay);
 // causal changes the pick only there:
+//   decode_16x64            any GPU (sm_major >= 8), standard precision, dense and causal calls
+//                           with seqlen_q x hq / hkv <= DecodePlan::kMaxRows (64) whose
+//                           decode_smem_bytes fit a known max_smem_per_block, unless
+//                           GPUATTN_KERNEL names a kernel (decode_allowed);
 //   sm90_ws_128x80_d256     Hopper (sm_major 9) with the sm_90a kernel available, standard
 //                           precision, head dim 256, dense and causal calls with at least
 //                           kD256WideTileMinKeys keys;

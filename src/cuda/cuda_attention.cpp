@@ -13,6 +13,7 @@
 
 #include "core/tile_config.h"
 #include "cuda/cuda_check.h"
+#include "cuda/fwd_decode.h"
 #include "cuda/fwd_sm80.h"
 #include "cuda/fwd_sm90.h"
 
@@ -73,6 +74,7 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   const bool sm90_available = choice != KernelChoice::sm80 && sm90::usable(p.dtype, p.head_dim);
   FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
                              sm80::max_smem_per_block());
+  shape.decode_allowed = choice == KernelChoice::automatic;
   shape.force_192x128 = choice == KernelChoice::sm90_ws_192x128;
   shape.force_128x128 = choice == KernelChoice::sm90_ws_128x128;
   return select_fwd_config(shape).kernel;
@@ -132,11 +134,13 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   }
 
   // The one runtime-to-kernel dispatch: select_fwd_config (core/tile_config.h) picks the kernel
-  // and tiles; Hopper takes the wgmma kernel (its sm90_* configurations, every mask, compensated
+  // and tiles; decode calls (few query rows per KV head) take the split-KV kernel on any GPU;
+  // Hopper takes the wgmma kernel (its sm90_* configurations, every mask, compensated
   // at head dims 64/128), the sm_80 kernel serves other GPUs, compensated at head dim 256 and
   // GPUATTN_KERNEL=sm80. The device's opt-in shared memory per block keeps the sm_80 tiles to
   // those that fit (sm80_64x64 at head dim 128 on sm_86/sm_89).
   const FwdKernel kernel = pick_forward_kernel(p);
+  if (kernel == FwdKernel::decode_16x64) return decode::fwd(p, stream);
   if (is_sm90(kernel)) {
     if (p.dtype == DType::f16) {
       if (p.head_dim == 64) return sm90::fwd_f16_hdim64(kernel, p, stream);

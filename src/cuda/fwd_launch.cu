@@ -43,9 +43,9 @@ int compute_capability_major() {
 namespace {
 
 // This library's memory pool of the current device, created on first use; it keeps what it has
-// reserved (release threshold: all), so a launch's counter costs no driver allocation after the
+// reserved (release threshold: all), so a launch's buffers cost no driver allocation after the
 // first.
-cudaMemPool_t counter_pool() {
+cudaMemPool_t launch_pool() {
   static std::array<std::atomic<cudaMemPool_t>, 64> pools{};
   int device = 0;
   GPUATTN_CUDA_CHECK(cudaGetDevice(&device));
@@ -73,18 +73,19 @@ cudaMemPool_t counter_pool() {
 
 }  // namespace
 
-LaunchCounter::LaunchCounter(cudaStream_t stream) : stream_(stream) {
-  void* ptr = nullptr;
-  GPUATTN_CUDA_CHECK(cudaMallocFromPoolAsync(&ptr, sizeof(int), counter_pool(), stream));
-  ptr_ = static_cast<int*>(ptr);
-  const cudaError_t err = cudaMemsetAsync(ptr_, 0, sizeof(int), stream);
-  if (err != cudaSuccess) {
-    cudaFreeAsync(ptr_, stream);
-    GPUATTN_CUDA_CHECK(err);
+LaunchBuffer::LaunchBuffer(cudaStream_t stream, std::size_t bytes, std::size_t zeroed)
+    : stream_(stream) {
+  GPUATTN_CUDA_CHECK(cudaMallocFromPoolAsync(&ptr_, bytes, launch_pool(), stream));
+  if (zeroed > 0) {
+    const cudaError_t err = cudaMemsetAsync(ptr_, 0, zeroed < bytes ? zeroed : bytes, stream);
+    if (err != cudaSuccess) {
+      cudaFreeAsync(ptr_, stream);
+      GPUATTN_CUDA_CHECK(err);
+    }
   }
 }
 
-LaunchCounter::~LaunchCounter() {
+LaunchBuffer::~LaunchBuffer() {
   cudaFreeAsync(ptr_, stream_);  // stream-ordered: after the kernel launched before it
 }
 

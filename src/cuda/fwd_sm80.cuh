@@ -124,14 +124,8 @@ __device__ __forceinline__ void load_rows(std::uint32_t dst, int c0, const typen
   }
 }
 
-__device__ __forceinline__ float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
+using ptx::quad_max;
+using ptx::quad_sum;
 
 // Kahan step: sum += y with compensation c.
 __device__ __forceinline__ void kahan_add(float& sum, float& c, float y) {

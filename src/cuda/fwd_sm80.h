@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
+
 #include "core/fwd_params.h"
 #include "core/tile_config.h"
 
@@ -23,21 +25,32 @@ int num_sms();  // of the current device, cached per device (fwd_launch.cu)
 int max_smem_per_block();
 int compute_capability_major();  // of the current device, cached per device (fwd_launch.cu)
 
-// A zeroed int in device memory for one kernel launch on `stream` (a persistent kernel's work-item
-// counter), from a pool of this library's per device, stream-ordered: allocated and zeroed on the
-// stream before the launch, freed on it after, so concurrent launches on other streams, and CUDA
-// graphs captured from them, each get their own (fwd_launch.cu).
-class LaunchCounter {
+// Device memory for one kernel launch on `stream` (a persistent kernel's work-item counter, the
+// decode path's counts and partial results), from a pool of this library's per device,
+// stream-ordered: allocated (its first `zeroed` bytes set to 0) on the stream before the launch,
+// freed on it after, so concurrent launches on other streams, and CUDA graphs captured from them,
+// each get their own (fwd_launch.cu).
+class LaunchBuffer {
  public:
-  explicit LaunchCounter(cudaStream_t stream);
-  ~LaunchCounter();
-  LaunchCounter(const LaunchCounter&) = delete;
-  LaunchCounter& operator=(const LaunchCounter&) = delete;
-  int* get() const { return ptr_; }
+  LaunchBuffer(cudaStream_t stream, std::size_t bytes, std::size_t zeroed);
+  ~LaunchBuffer();
+  LaunchBuffer(const LaunchBuffer&) = delete;
+  LaunchBuffer& operator=(const LaunchBuffer&) = delete;
+  template <typename U>
+  U* as() const {
+    return static_cast<U*>(ptr_);
+  }
 
  private:
   cudaStream_t stream_;
-  int* ptr_ = nullptr;
+  void* ptr_ = nullptr;
+};
+
+// A zeroed int for one launch (see LaunchBuffer).
+class LaunchCounter : public LaunchBuffer {
+ public:
+  explicit LaunchCounter(cudaStream_t stream) : LaunchBuffer(stream, sizeof(int), sizeof(int)) {}
+  int* get() const { return as<int>(); }
 };
 
 }  // namespace gpuattn::sm80

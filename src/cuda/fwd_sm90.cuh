@@ -216,14 +216,8 @@ using FwdD256Traits = FwdTraits<T, 256, false, 2, 80>;
 template <typename T>
 using FwdD64LateWaitTraits = FwdTraits<T, 64, false, 2, 0, true>;
 
-__device__ __forceinline__ float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
+using ptx::quad_max;
+using ptx::quad_sum;
 
 // Kahan step: sum += y with compensation c. The _rn intrinsics are never contracted into an FMA
 // with the multiply before them (the rescale of sum by alpha): t would then add the unrounded

@@ -33,7 +33,7 @@ FwdKernel pick(const FwdShape& s) {
 }
 
 TEST(TileConfig, TableIsIndexedByKernelAndExplained) {
-  ASSERT_EQ(kFwdTileConfigs.size(), 8u);
+  ASSERT_EQ(kFwdTileConfigs.size(), 9u);
   for (std::size_t i = 0; i < kFwdTileConfigs.size(); ++i) {
     const TileConfig& c = kFwdTileConfigs[i];
     EXPECT_EQ(static_cast<std::size_t>(c.kernel), i);
@@ -93,12 +93,70 @@ TEST(TileConfig, HopperTakesTheWgmmaKernelForEveryStandardCall) {
       s.dense_or_causal = dense;
       s.causal = causal;
       EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << dense << causal;
-      s.seqlen_q = 1;  // however small the grid
+      s.seqlen_q = 65;  // however small the grid (64 rows or fewer: decode_16x64, below)
       s.batch = 1;
       s.hq = 1;
       EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << dense << causal;
+      s.seqlen_q = 1;  // decode takes dense and causal calls; masks stay on the wgmma kernel
+      EXPECT_EQ(pick(s), dense ? FwdKernel::decode_16x64 : FwdKernel::sm90_ws_128x128)
+          << dense << causal;
     }
   }
+}
+
+// Decode: at most 64 query rows per KV head (seqlen_q x hq / hkv), standard precision, no mask
+// beyond causal, on every GPU from sm 8 whose shared memory holds the kernel's.
+TEST(TileConfig, DecodeTakesFewRowsPerKvHead) {
+  for (bool causal : {false, true}) {
+    FwdShape s = shape(9, true, 132, 1, 8, 32);  // compare_torch's B8 Hq32 Hkv8 Sq1 Sk4096 D128
+    s.hkv = 8;
+    s.seqlen_k = 4096;
+    s.causal = causal;
+    EXPECT_EQ(pick(s), FwdKernel::decode_16x64) << causal;
+    s.seqlen_q = 16;  // 16 x 4 = 64 rows
+    EXPECT_EQ(pick(s), FwdKernel::decode_16x64) << causal;
+    s.seqlen_q = 17;  // 68 rows: the prefill kernel
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.seqlen_q = 1;
+    s.hq = 64;  // MQA 64:1 with hkv 1: 64 rows
+    s.hkv = 1;
+    EXPECT_EQ(pick(s), FwdKernel::decode_16x64) << causal;
+    s.hq = 128;  // 128 rows
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.hq = 32;
+    s.hkv = 8;
+    s.dense_or_causal = false;  // a window, global tokens or a block layout
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.dense_or_causal = true;
+    s.precision = Precision::compensated;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated) << causal;
+    s.precision = Precision::standard;
+    s.decode_allowed = false;  // GPUATTN_KERNEL=sm80 or sm90_*
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.sm90_kernel_available = false;
+    EXPECT_EQ(pick(s), FwdKernel::sm80_64x64) << causal;
+    s.decode_allowed = true;
+    EXPECT_EQ(pick(s), FwdKernel::decode_16x64) << causal;  // the portable kernel, any GPU
+    for (int major : {8, 10, 12}) {
+      s.sm_major = major;
+      EXPECT_EQ(pick(s), FwdKernel::decode_16x64) << major;
+    }
+    // 99 KB per block (sm_86, sm_89, sm_120): 68 KB at head dim 128 fit, 136 KB at 256 do not.
+    s.max_smem_per_block = 99 * 1024;
+    EXPECT_EQ(pick(s), FwdKernel::decode_16x64) << causal;
+    s.head_dim = 256;
+    EXPECT_EQ(pick(s), FwdKernel::sm80_64x64) << causal;
+    s.max_smem_per_block = 163 * 1024;
+    EXPECT_EQ(pick(s), FwdKernel::decode_16x64) << causal;
+  }
+  EXPECT_EQ(decode_smem_bytes(64), 34816);
+  EXPECT_EQ(decode_smem_bytes(128), 69632);
+  EXPECT_EQ(decode_smem_bytes(256), 139264);
+  const TileConfig& d = tile_config(FwdKernel::decode_16x64);
+  EXPECT_EQ(d.block_m, 16);  // packed rows of a GQA group: one mma.sync m16 tile
+  EXPECT_EQ(d.block_n, 64);  // 4 warps x 16 keys
+  EXPECT_EQ(d.warps, 4);
+  EXPECT_EQ(d.stages, 2);
 }
 
 TEST(TileConfig, HopperTakesThreeConsumersForLargeDenseAndCausalGridsAtHeadDim64) {
@@ -130,7 +188,7 @@ TEST(TileConfig, HopperTakesThreeConsumersForLargeDenseAndCausalGridsAtHeadDim64
     s.sm90_kernel_available = false;  // GPUATTN_KERNEL=sm80: 2048 row blocks of 128
     EXPECT_EQ(pick(s), FwdKernel::sm80_128x64) << causal;
     // One row block: 2 consumers, unless GPUATTN_KERNEL=sm90_ws_192x128 forces 3.
-    s = shape(9, true, 132, 1, 1, 1);
+    s = shape(9, true, 132, 65, 1, 1);
     s.head_dim = 64;
     s.causal = causal;
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
@@ -225,7 +283,7 @@ TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
       const FwdKernel want =
           dense ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256;
       EXPECT_EQ(pick(s), want) << dense << causal;
-      s.seqlen_q = 1;
+      s.seqlen_q = 65;  // one row block (64 rows or fewer: decode_16x64)
       s.batch = 1;
       s.hq = 1;
       EXPECT_EQ(pick(s), want) << dense << causal;
@@ -470,13 +528,17 @@ const Point kPoints[] = {
      "sm90_ws_192x128"},
     {"H100 132 SMs, D64, bf16, causal sliding window, B4 H32 S4096",
      masked(causal(on(kH100, 64, 4096, 4, 32))), "sm90_ws_128x128"},
-    {"H100 PCIe 114 SMs, D128, B1 H1 S1 (one row block)", on(kH100Pcie, 128, 1, 1, 1),
+    {"H100 PCIe 114 SMs, D128, B1 H1 S65 (one row block)", on(kH100Pcie, 128, 65, 1, 1),
      "sm90_ws_128x128"},
+    {"H100 PCIe 114 SMs, D128, B1 H1 S64: 64 rows, decode", on(kH100Pcie, 128, 64, 1, 1),
+     "decode_16x64"},
+    {"H200 132 SMs, D256, causal, B1 H1 S1: decode", causal(on(kH200, 256, 1, 1, 1)),
+     "decode_16x64"},
     {"H200 132 SMs, D128, block layout, B2 H16 S65536", masked(on(kH200, 128, 65536, 2, 16)),
      "sm90_ws_128x128"},
     {"H200 132 SMs, D256, bf16, B2 H8 S1000", on(kH200, 256, 1000, 2, 8), "sm90_ws_128x64_d256"},
     {"H200 132 SMs, D256, B4 H8 S4096", on(kH200, 256, 4096, 4, 8), "sm90_ws_128x80_d256"},
-    {"H200 132 SMs, D256, causal, B1 H1 S1", causal(on(kH200, 256, 1, 1, 1)),
+    {"H200 132 SMs, D256, causal, B1 H1 S65", causal(on(kH200, 256, 65, 1, 1)),
      "sm90_ws_128x64_d256"},
     {"H200 132 SMs, D256, causal, B1 H1 S1024", causal(on(kH200, 256, 1024, 1, 1)),
      "sm90_ws_128x80_d256"},
@@ -543,7 +605,8 @@ const Point kPoints[] = {
      on(kA6000, 128, 1280, 1, 16), "sm80_64x64"},
     {"A6000 sm_86 84 SMs 99 KB, D128, causal block layout, B8 H32 S8192: 16384 row blocks",
      masked(causal(on(kA6000, 128, 8192, 8, 32))), "sm80_64x64"},
-    {"A6000 sm_86 84 SMs 99 KB, D256, B1 H1 S1 (160 KB: not_supported at launch)",
+    {"A6000 sm_86 84 SMs 99 KB, D256, B1 H1 S1 (decode's 136 KB do not fit either; 160 KB: "
+     "not_supported at launch)",
      on(kA6000, 256, 1, 1, 1), "sm80_64x64"},
     {"RTX 4090 sm_89 128 SMs 99 KB, D128, B2 H32 S512: 256 = 2 x 128, but 102 KB > 99 KB",
      on(kRtx4090, 128, 512, 2, 32), "sm80_64x64"},
@@ -613,6 +676,7 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                     s.precision = prec;
                     s.head_dim = d;
                     s.max_smem_per_block = smem;
+                    s.decode_allowed = false;  // the prefill rule (decode_16x64: below)
                     const FwdKernel k = pick(s);
                     const std::string where = "sm " + std::to_string(major) + " sm90 " +
                                               std::to_string(sm90) + " sms " + std::to_string(sms) +
@@ -620,6 +684,24 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                                               to_string(prec) + " S " + std::to_string(seqlen) +
                                               " B " + std::to_string(batch) + " H " +
                                               std::to_string(hq) + " D " + std::to_string(d);
+                    // decode_16x64: exactly the standard-precision dense and causal calls of at
+                    // most 64 rows per KV head (here hkv = hq) on sm 8 and newer whose shared
+                    // memory fits; every other call as the prefill rule.
+                    for (bool dense : {true, false}) {
+                      for (bool causal : {false, true}) {
+                        FwdShape a = s;
+                        a.decode_allowed = true;
+                        a.dense_or_causal = dense;
+                        a.causal = causal;
+                        FwdShape prefill = a;
+                        prefill.decode_allowed = false;
+                        const bool decode = major >= 8 && prec == Precision::standard && dense &&
+                                            seqlen <= 64 &&
+                                            (smem == 0 || decode_smem_bytes(d) <= smem);
+                        ASSERT_EQ(pick(a), decode ? FwdKernel::decode_16x64 : pick(prefill))
+                            << where << " dense " << dense << " causal " << causal;
+                      }
+                    }
                     for (bool dense : {true, false}) {
                       for (bool causal : {false, true}) {
                         FwdShape m = s;

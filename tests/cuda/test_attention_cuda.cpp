@@ -1011,6 +1011,50 @@ INSTANTIATE_TEST_SUITE_P(
         dense(2, 16, 4, 1500, 1500, 256, bf16).causal().window(200, 0).globals(0, 300)),
     case_name);
 
+// ---- the split-KV decode kernel (decode_16x64)
+// ---------------------------------------------------
+
+// Under the automatic dispatch, a standard-precision dense or causal call with at most 64 query
+// rows per KV head takes decode_16x64 on every GPU; GPUATTN_KERNEL=sm80 / sm90_* take their own
+// kernels (ctest's sm80. copies run these cases there), so the pick is checked only where the
+// variable is unset or auto.
+void expect_decode_kernel(const AttentionArgs& args) {
+  const char* env = std::getenv("GPUATTN_KERNEL");
+  if (env != nullptr && std::string(env) != "auto") return;
+  const FwdParams fp = make_fwd_params(args);
+  EXPECT_EQ(cuda_forward_kernel(fp), FwdKernel::decode_16x64)
+      << "picked " << tile_config(cuda_forward_kernel(fp)).name;
+}
+
+class DecodeCuda : public AttentionCuda {};
+
+TEST_P(DecodeCuda, MatchesReference) {
+  Problem p(GetParam(), seed_of(current_test_name()));
+  p.expect_matches_reference(run_once(p));
+  expect_decode_kernel(p.device_args());
+}
+
+// Decode shapes: one query row (GQA 32:8 as in compare_torch, MQA 16:1 and 64:1, whose 64 rows
+// take 4 row blocks), a few rows with causal bottom-right alignment (Sq > Sk leaves rows without a
+// key: out 0, lse -inf), a single key, 2^16 keys over the most splits, every head dim, varlen
+// batches with empty key and query sequences, large logits, strided views and no lse.
+INSTANTIATE_TEST_SUITE_P(
+    Decode, DecodeCuda,
+    ::testing::Values(dense(8, 32, 8, 1, 4096, 128, bf16), dense(2, 16, 1, 1, 1000, 64, f16),
+                      dense(2, 64, 1, 1, 4097, 128, bf16).causal(),
+                      dense(3, 8, 2, 4, 777, 256, f16).causal(),
+                      dense(2, 4, 4, 16, 70, 128, bf16).causal(),
+                      dense(1, 4, 2, 8, 5, 64, f16).causal(), dense(1, 8, 8, 1, 1, 64, f16),
+                      dense(1, 2, 2, 1, 65536, 128, f16), dense(4, 16, 16, 2, 3000, 256, bf16),
+                      dense(2, 32, 4, 1, 2049, 64, bf16).q_times(30),
+                      dense(2, 8, 2, 3, 1500, 128, f16).causal().no_lse(),
+                      dense(2, 8, 2, 1, 1000, 128, f16).in(Layout::padded),
+                      dense(2, 8, 8, 1, 600, 64, bf16).in(Layout::packed_qkv),
+                      varlen(8, 2, 128, f16, {1, 1, 1, 1}, {1, 4097, 0, 300}),
+                      varlen(16, 4, 64, bf16, {3, 0, 1}, {100, 50, 2000}).causal(),
+                      varlen(8, 8, 256, f16, {2, 1}, {513, 17}).causal().q_times(30)),
+    case_name);
+
 // ---- determinism and streams --------------------------------------------------------------------
 
 TEST_F(AttentionCudaTest, SameInputsGiveBitwiseIdenticalOutputs) {
@@ -1018,7 +1062,8 @@ TEST_F(AttentionCudaTest, SameInputsGiveBitwiseIdenticalOutputs) {
        {dense(2, 16, 4, 2048, 2048, 128, f16).causal(),
         varlen(8, 2, 64, bf16, kLens, {17, 1, 2048, 513}).causal().compensated(),
         dense(2, 16, 16, 4097, 4097, 128, bf16).causal().window(700, 0).globals(16, 1000),
-        dense(1, 8, 8, 1000, 1000, 256, f16).causal().compensated()}) {
+        dense(1, 8, 8, 1000, 1000, 256, f16).causal().compensated(),
+        dense(8, 32, 8, 1, 4096, 128, bf16)}) {  // decode: splits merged by whichever ends last
     SCOPED_TRACE(c.name());
     Problem p(c, seed_of(current_test_name() + "/" + c.name()));
     const Problem::Outputs first = run_once(p);
@@ -1032,14 +1077,16 @@ TEST_F(AttentionCudaTest, SameInputsGiveBitwiseIdenticalOutputs) {
 }
 
 // Calls with more row blocks than SMs run persistently, and causal and masked ones take their work
-// items from a counter allocated and zeroed on the call's stream for that launch. Captured into a
+// items from a counter allocated and zeroed on the call's stream for that launch (decode calls: the
+// splits' counts and partial results). Captured into a
 // CUDA graph (after a first direct call, which makes the library's memory pool and sets the
 // kernels' attributes) and replayed twice, each replay must get a fresh counter: a stale one would
 // skip every item and leave the poison in the output. Both replays must equal a direct call bit
 // for bit and match the reference.
 TEST_F(AttentionCudaTest, CapturedInACudaGraphAndReplayed) {
   for (const Case& c : {dense(2, 16, 4, 2048, 2048, 128, f16).causal(),
-                        dense(1, 16, 16, 4097, 4097, 128, bf16).window(512, 512).globals(64, 0)}) {
+                        dense(1, 16, 16, 4097, 4097, 128, bf16).window(512, 512).globals(64, 0),
+                        dense(4, 16, 4, 1, 8192, 128, f16)}) {  // decode: counts and partials
     SCOPED_TRACE(c.name());
     Problem p(c, seed_of(current_test_name() + "/" + c.name()));
     const Problem::Outputs direct = run_once(p);

@@ -1,0 +1,76 @@
+// The split-KV decode path's work decomposition (src/cuda/fwd_decode.cuh): shared by the host
+// launcher, which plans the grid, and the kernel, which finds its rows and key tiles. Host-side
+// core: no CUDA headers here, so the arithmetic is tested on the CPU (tests/core).
+//
+// A call with few query rows per KV head (decode: seqlen_q x (hq / hkv) <= kMaxRows) packs the rows
+// of all query heads that share a KV head into one block of up to kRows rows (packed row r: query
+// row r / group of query head hkv * group + r % group), so each K/V tile is read once for the
+// whole group, and splits each sequence's key tiles over `splits` CTAs so that the grid fills
+// the GPU. Each CTA leaves its rows' normalized O and log2-sum-exp in a workspace slot; the CTA
+// that finishes a (batch, KV head, row block) unit last merges the slots in split order (the
+// result does not depend on which CTA that is).
+#pragma once
+
+#include <cstdint>
+
+#include "core/mask.h"  // GPUATTN_HD
+
+namespace gpuattn {
+
+struct DecodePlan {
+  static constexpr int kRows = 16;     // packed query rows per CTA (one mma.sync m16 tile)
+  static constexpr int kBlockN = 64;   // keys per K/V tile; each of the 4 warps takes 16 of them
+  static constexpr int kMaxRows = 64;  // packed rows per KV head the path takes (4 row blocks)
+  // A split keeps at least this many key tiles (256 keys): below it the fixed costs of a CTA
+  // (Q load, pipeline fill, merge) outweigh the bandwidth it adds.
+  static constexpr int kMinTilesPerSplit = 4;
+  static constexpr int kMaxSplits = 64;
+
+  int row_blocks = 1;   // ceil(seqlen_q * group / kRows)
+  int splits = 1;       // CTAs per unit, each taking a contiguous share of its key tiles
+  long long units = 0;  // batch * hkv * row_blocks
+
+  // Whether a call of this shape takes the decode path at all (with standard precision and no
+  // mask beyond causal; the caller checks those).
+  static bool eligible(int seqlen_q, int group) {
+    return seqlen_q >= 1 && group >= 1 && static_cast<long long>(seqlen_q) * group <= kMaxRows;
+  }
+
+  // `slots`: CTAs the GPU holds at once (SMs x resident CTAs per SM). As many splits as keep the
+  // grid within one wave of slots, at least 1, at most one per kMinTilesPerSplit key tiles of the
+  // longest sequence and kMaxSplits.
+  static DecodePlan plan(int batch, int hkv, int group, int seqlen_q, int seqlen_k,
+                         long long slots) {
+    DecodePlan d;
+    const long long rows = static_cast<long long>(seqlen_q) * group;
+    d.row_blocks = static_cast<int>((rows + kRows - 1) / kRows);
+    d.units = static_cast<long long>(batch) * hkv * d.row_blocks;
+    const long long tiles = (static_cast<long long>(seqlen_k) + kBlockN - 1) / kBlockN;
+    long long cap = tiles / kMinTilesPerSplit;
+    if (cap > kMaxSplits) cap = kMaxSplits;
+    long long s = d.units > 0 ? slots / d.units : 1;
+    if (s > cap) s = cap;
+    d.splits = s < 1 ? 1 : static_cast<int>(s);
+    return d;
+  }
+
+  // The key end of row block rb (packed rows [rb * kRows, rb * kRows + kRows)) of a sequence of lq
+  // queries and lk keys: lk, or with causal (bottom-right aligned) the causal end of its last
+  // query row; in [0, lk].
+  GPUATTN_HD static int key_end(int rb, int group, int lq, int lk, bool causal) {
+    if (!causal) return lk;
+    int last = (rb * kRows + kRows - 1) / group;
+    if (last > lq - 1) last = lq - 1;
+    const long long end = static_cast<long long>(lk) - lq + last + 1;
+    return end < 0 ? 0 : end > lk ? lk : static_cast<int>(end);
+  }
+
+  // Split s of `splits` takes the key tiles [t0, t1) of `tiles`: contiguous, in order, sizes within
+  // one of each other (some empty when tiles < splits).
+  GPUATTN_HD static void range(int tiles, int splits, int s, int& t0, int& t1) {
+    t0 = static_cast<int>(static_cast<long long>(s) * tiles / splits);
+    t1 = static_cast<int>(static_cast<long long>(s + 1) * tiles / splits);
+  }
+};
+
+}  // namespace gpuattn

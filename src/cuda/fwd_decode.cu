@@ -1,0 +1,21 @@
+#include "cuda/fwd_decode.cuh"
+#include "cuda/fwd_decode.h"
+
+namespace gpuattn::decode {
+
+void fwd(const FwdParams& p, cudaStream_t stream) {
+  if (p.dtype == DType::f16) {
+    if (p.head_dim == 64) return run_decode<__half, 64>(p, stream);
+    if (p.head_dim == 128) return run_decode<__half, 128>(p, stream);
+    if (p.head_dim == 256) return run_decode<__half, 256>(p, stream);
+  } else if (p.dtype == DType::bf16) {
+    if (p.head_dim == 64) return run_decode<__nv_bfloat16, 64>(p, stream);
+    if (p.head_dim == 128) return run_decode<__nv_bfloat16, 128>(p, stream);
+    if (p.head_dim == 256) return run_decode<__nv_bfloat16, 256>(p, stream);
+  }
+  throw Error(ErrorCode::not_supported, std::string("gpuattn: no decode kernel for dtype ") +
+                                            to_string(p.dtype) + " head dim " +
+                                            std::to_string(p.head_dim));
+}
+
+}  // namespace gpuattn::decode

@@ -1,0 +1,434 @@
+// Split-KV decode forward (sm_80 and newer; Hopper runs it too): calls with few query rows per KV
+// head, the decode steps of generation. The 128-row tiles of the prefill kernels would leave 127
+// of 128 rows idle at seqlen_q = 1 and give the GPU one CTA per (batch, query head) streaming the
+// whole sequence; here the work is laid out for HBM bandwidth instead (core/decode_split.h):
+//   - the query rows of every head of a GQA group go into one 16-row block (mma.sync m16), so
+//     each K/V tile is read once per group;
+//   - each sequence's key tiles are split over enough CTAs to fill the GPU; each CTA streams its
+//     share through a cp.async ring of 64-key tiles, its 4 warps taking 16 keys of each tile
+//     with their own online softmax, merged through shared memory at the end;
+//   - the CTAs of a unit leave normalized O and the log2-sum-exp of their rows in a workspace;
+//     the one that counts in last merges them in split order.
+// Standard precision, dense and causal (bottom-right aligned) calls, varlen, GQA/MQA, LSE.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/decode_split.h"
+#include "core/fwd_params.h"
+#include "core/tile_config.h"
+#include "cuda/cuda_check.h"
+#include "cuda/fwd_sm80.h"
+#include "cuda/ptx.cuh"
+
+namespace gpuattn::decode {
+
+template <typename T_, int kHeadDim_>
+struct DecodeTraits {
+  using T = T_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kRows = DecodePlan::kRows;
+  static constexpr int kBlockN = DecodePlan::kBlockN;
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kStages = 2;
+  static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
+  static constexpr int kRowBytes = kHeadDim * 2;
+  static constexpr int kQBytes = kRows * kRowBytes;
+  static constexpr int kTileBytes = kBlockN * kRowBytes;  // one K or V tile
+  // The warps' merge at the end reuses the K/V ring: per warp 16 rows of O (pitch D + 4 floats:
+  // the 8 rows a store instruction writes land on different banks) and a max and sum per row.
+  static constexpr int kOPitch = kHeadDim + 4;
+  static constexpr int kMergeBytes = kWarps * kRows * (kOPitch + 2) * 4;
+  static constexpr int kRingBytes = 2 * kStages * kTileBytes;
+  static constexpr int kSmemBytes = kQBytes + (kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes);
+  static_assert(kSmemBytes == decode_smem_bytes(kHeadDim), "the table's decode_smem_bytes");
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head dims 64, 128, 256");
+  static_assert(kChunks >= 8, "the XOR swizzle spreads 8 rows over 8 chunks");
+  static_assert((kRows * kChunks) % kThreads == 0 && kThreads % kChunks == 0,
+                "tile loads divide evenly over the threads");
+};
+
+// The workspace of a split launch: a zeroed count per unit, then per (unit, split) 16 rows of O
+// (fp32, normalized by the split's own sum) and the rows' log2-sum-exp (-inf: no key seen).
+struct DecodeWork {
+  int* counts = nullptr;
+  float* o = nullptr;
+  float* lse2 = nullptr;
+  int splits = 1;
+  int row_blocks = 1;
+};
+
+// Byte offset of 16-byte chunk c of row r in a tile of kChunks chunks per row (XOR-swizzled: the
+// 8 rows an ldmatrix reads at one chunk fall on 8 different bank groups).
+template <class Tr>
+__device__ __forceinline__ std::uint32_t swz(int r, int c) {
+  return static_cast<std::uint32_t>(r * Tr::kRowBytes + ((c ^ (r & 7)) << 4));
+}
+
+template <class Tr>
+__global__ void __launch_bounds__(Tr::kThreads)
+    decode_kernel(const __grid_constant__ FwdParams p, const DecodeWork work) {
+  using T = typename Tr::T;
+  constexpr int D = Tr::kHeadDim, kN = Tr::kBlockN, kChunks = Tr::kChunks;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const std::uint32_t sq = ptx::smem_addr(smem);
+  const std::uint32_t ring = sq + Tr::kQBytes;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+
+  // Which unit (batch b, KV head hk, row block rb) and split s: row blocks vary fastest, so the
+  // CTAs that read the same K/V run side by side.
+  long long idx = blockIdx.x;
+  const int rb = static_cast<int>(idx % work.row_blocks);
+  idx /= work.row_blocks;
+  const int s = static_cast<int>(idx % work.splits);
+  idx /= work.splits;
+  const int hk = static_cast<int>(idx % p.hkv);
+  const int b = static_cast<int>(idx / p.hkv);
+  const long long unit = (static_cast<long long>(b) * p.hkv + hk) * work.row_blocks + rb;
+  const int group = p.hq / p.hkv;
+  const int lq = p.len_q(b), lk = p.len_k(b);
+  const int rows = lq * group;  // packed rows of this (b, hk)
+  const int r0 = rb * Tr::kRows;
+  if (r0 >= rows) return;  // varlen: a shorter sequence (the same for every split of the unit)
+
+  const int kend = DecodePlan::key_end(rb, group, lq, lk, p.causal);
+  int t0 = 0, t1 = 0;
+  DecodePlan::range((kend + kN - 1) / kN, work.splits, s, t0, t1);
+
+  // Q: packed row r0 + r is query row (r0 + r) / group of head hk * group + (r0 + r) % group;
+  // rows past the sequence are zero-filled (their results are never stored).
+  {
+    constexpr int kPerThread = Tr::kRows * kChunks / Tr::kThreads;
+#pragma unroll
+    for (int u = 0; u < kPerThread; ++u) {
+      const int e = tid + u * Tr::kThreads;
+      const int r = e / kChunks, c = e % kChunks;
+      const int pr = r0 + r;
+      const bool valid = pr < rows;
+      const T* src = static_cast<const T*>(p.q);
+      if (valid) src += p.q_offset(b, pr / group, hk * group + pr % group) + c * 8;
+      ptx::cp_async_16(sq + swz<Tr>(r, c), src, valid);
+    }
+  }
+  // K/V tile t into stage st: thread tid takes chunk tid % kChunks of rows tid / kChunks + k *
+  // (threads / kChunks); keys past the sequence are zero-filled (finite V under P = 0).
+  const T* const kbase = static_cast<const T*>(p.k);
+  const T* const vbase = static_cast<const T*>(p.v);
+  auto load_tile = [&](int t, int st) {
+    constexpr int kStep = Tr::kThreads / kChunks;
+    const int c = tid % kChunks;
+    const std::uint32_t kdst = ring + st * 2 * Tr::kTileBytes;
+    const std::uint32_t vdst = kdst + Tr::kTileBytes;
+#pragma unroll
+    for (int r = tid / kChunks; r < kN; r += kStep) {
+      const int key = t * kN + r;
+      const bool valid = key < lk;
+      const T* ks = kbase;
+      const T* vs = vbase;
+      if (valid) {
+        ks += p.k_offset(b, key, hk) + c * 8;
+        vs += p.v_offset(b, key, hk) + c * 8;
+      }
+      ptx::cp_async_16(kdst + swz<Tr>(r, c), ks, valid);
+      ptx::cp_async_16(vdst + swz<Tr>(r, c), vs, valid);
+    }
+  };
+  // The ring: tile t0 + i in stage i % kStages; one commit group per tile (the first with Q).
+#pragma unroll
+  for (int i = 0; i < Tr::kStages - 1; ++i) {
+    if (t0 + i < t1) load_tile(t0 + i, i);
+    ptx::cp_async_commit();
+  }
+
+  // Per thread: rows lane / 4 and lane / 4 + 8 of the block; their causal key limits.
+  int lim[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int pr = r0 + lane / 4 + 8 * h;
+    const int i = pr < rows ? pr / group : lq - 1;
+    const long long l = p.causal ? static_cast<long long>(lk) - lq + i + 1 : lk;
+    lim[h] = l < 0 ? 0 : l > lk ? lk : static_cast<int>(l);
+  }
+  float o[D / 8][4];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+  std::uint32_t qf[D / 16][4];
+
+  for (int t = t0; t < t1; ++t) {
+    const int i = t - t0;
+    // Issue tile t + kStages - 1 into the stage tile t - 1 used (every warp is past it: the
+    // barrier at the end of the previous step), then wait for tile t (and on the first, Q).
+    if (t + Tr::kStages - 1 < t1)
+      load_tile(t + Tr::kStages - 1, (i + Tr::kStages - 1) % Tr::kStages);
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<Tr::kStages - 1>();
+    __syncthreads();
+    if (i == 0) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        ptx::ldmatrix_x4(qf[kk], sq + swz<Tr>(lane % 16, 2 * kk + lane / 16));
+      }
+    }
+    const std::uint32_t ks = ring + (i % Tr::kStages) * 2 * Tr::kTileBytes;
+    const std::uint32_t vs = ks + Tr::kTileBytes;
+    // S (16 rows x this warp's 16 keys) = Q K^T: per k-step one ldmatrix of K gives both n8
+    // blocks' B fragments (matrices: keys 0-7 / 8-15 x chunks 2kk / 2kk+1).
+    float sacc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+    const int krow = 16 * warp + (lane / 16) * 8 + lane % 8;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      std::uint32_t kb[4];
+      ptx::ldmatrix_x4(kb, ks + swz<Tr>(krow, 2 * kk + (lane / 8) % 2));
+      ptx::mma_16816<T>(sacc[0], qf[kk], kb[0], kb[1]);
+      ptx::mma_16816<T>(sacc[1], qf[kk], kb[2], kb[3]);
+    }
+    // Mask keys at or past a row's limit (the sequence end, the causal diagonal).
+    const int n0 = t * kN + 16 * warp + 2 * (lane % 4);
+    if (n0 + 10 > lim[0] || n0 + 10 > lim[1]) {
+#pragma unroll
+      for (int nb = 0; nb < 2; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (n0 + 8 * nb + (e & 1) >= lim[e >> 1]) sacc[nb][e] = -INFINITY;
+    }
+    // Online softmax per row (the row's 16 keys lie on the 4 threads of a quad).
+    float alpha[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = fmaxf(fmaxf(sacc[0][2 * h], sacc[0][2 * h + 1]),
+                       fmaxf(sacc[1][2 * h], sacc[1][2 * h + 1]));
+      mx = ptx::quad_max(mx) * p.scale_log2;
+      const float m_new = fmaxf(row_max[h], mx);
+      const float m_use = m_new == -INFINITY ? 0.f : m_new;
+      alpha[h] = ptx::fast_exp2(row_max[h] - m_use);
+      row_max[h] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int nb = 0; nb < 2; ++nb)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float& x = sacc[nb][2 * h + e];
+          x = ptx::fast_exp2(fmaf(x, p.scale_log2, -m_use));
+          sum += x;
+        }
+      row_sum[h] = row_sum[h] * alpha[h] + sum;
+    }
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      o[n][0] *= alpha[0];
+      o[n][1] *= alpha[0];
+      o[n][2] *= alpha[1];
+      o[n][3] *= alpha[1];
+    }
+    // O += P V: P from S's registers (the A fragment of m16n8k16), V by transposing loads
+    // (matrices: keys 0-7 / 8-15 x chunks 2c / 2c+1).
+    std::uint32_t pa[4];
+    pa[0] = ptx::pack2<T>(sacc[0][0], sacc[0][1]);
+    pa[1] = ptx::pack2<T>(sacc[0][2], sacc[0][3]);
+    pa[2] = ptx::pack2<T>(sacc[1][0], sacc[1][1]);
+    pa[3] = ptx::pack2<T>(sacc[1][2], sacc[1][3]);
+    const int vrow = 16 * warp + ((lane / 8) % 2) * 8 + lane % 8;
+#pragma unroll
+    for (int c = 0; c < D / 16; ++c) {
+      std::uint32_t vb[4];
+      ptx::ldmatrix_x4_trans(vb, vs + swz<Tr>(vrow, 2 * c + lane / 16));
+      ptx::mma_16816<T>(o[2 * c], pa, vb[0], vb[1]);
+      ptx::mma_16816<T>(o[2 * c + 1], pa, vb[2], vb[3]);
+    }
+    __syncthreads();  // every warp is done with this stage before it is loaded again
+  }
+  ptx::cp_async_wait<0>();  // no copy may land in the ring once it holds the merge
+
+  // The 4 warps' rows merged through shared memory: m and the quad's sum per row, O.
+  float* const mo = reinterpret_cast<float*>(smem + Tr::kQBytes);
+  float* const mm = mo + Tr::kWarps * Tr::kRows * Tr::kOPitch;
+  float* const ml = mm + Tr::kWarps * Tr::kRows;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float sum = ptx::quad_sum(row_sum[h]);
+    const int r = lane / 4 + 8 * h;
+    if (lane % 4 == 0) {
+      mm[warp * Tr::kRows + r] = row_max[h];
+      ml[warp * Tr::kRows + r] = sum;
+    }
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      float* dst = mo + (warp * Tr::kRows + r) * Tr::kOPitch + 8 * n + 2 * (lane % 4);
+      dst[0] = o[n][2 * h];
+      dst[1] = o[n][2 * h + 1];
+    }
+  }
+  __syncthreads();
+
+  // Thread tid: row tid / 8 of the block, columns [(tid % 8) * D / 8, + D / 8).
+  constexpr int kCols = D / 8;
+  const int r = tid / 8, col0 = (tid % 8) * kCols;
+  const int pr = r0 + r;
+  float acc[kCols];
+  float m_all = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < Tr::kWarps; ++w) m_all = fmaxf(m_all, mm[w * Tr::kRows + r]);
+  const float m_use = m_all == -INFINITY ? 0.f : m_all;
+  float l_all = 0.f;
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) acc[c] = 0.f;
+#pragma unroll
+  for (int w = 0; w < Tr::kWarps; ++w) {
+    const float a = ptx::fast_exp2(mm[w * Tr::kRows + r] - m_use);
+    l_all += a * ml[w * Tr::kRows + r];
+    const float* src = mo + (w * Tr::kRows + r) * Tr::kOPitch + col0;
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) acc[c] += a * src[c];
+  }
+  const float inv = l_all > 0.f ? 1.f / l_all : 0.f;
+  // log2-sum-exp of the row over this CTA's keys (-inf: none seen)
+  float lse2 = l_all > 0.f ? m_all + log2f(l_all) : -INFINITY;
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) acc[c] *= inv;
+
+  if (work.splits > 1) {
+    // Leave this split's rows in its slot and count in; the last to count merges every slot.
+    const long long slot = unit * work.splits + s;
+    float* const wo = work.o + (slot * Tr::kRows + r) * D + col0;
+#pragma unroll
+    for (int c = 0; c < kCols; c += 4) {
+      __stcg(reinterpret_cast<float4*>(wo + c),
+             make_float4(acc[c], acc[c + 1], acc[c + 2], acc[c + 3]));
+    }
+    if (tid % 8 == 0) __stcg(work.lse2 + slot * Tr::kRows + r, lse2);
+    __threadfence();
+    __syncthreads();
+    __shared__ int last;
+    if (tid == 0) {
+      last = atomicAdd(work.counts + unit, 1) == work.splits - 1;
+      __threadfence();
+    }
+    __syncthreads();
+    if (!last) return;
+    float m2 = -INFINITY;
+    for (int k = 0; k < work.splits; ++k) {
+      m2 = fmaxf(m2, __ldcg(work.lse2 + (unit * work.splits + k) * Tr::kRows + r));
+    }
+    const float m2_use = m2 == -INFINITY ? 0.f : m2;
+    float wsum = 0.f;
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) acc[c] = 0.f;
+    for (int k = 0; k < work.splits; ++k) {
+      const long long sl = unit * work.splits + k;
+      const float a = ptx::fast_exp2(__ldcg(work.lse2 + sl * Tr::kRows + r) - m2_use);
+      wsum += a;
+      const float* src = work.o + (sl * Tr::kRows + r) * D + col0;
+#pragma unroll
+      for (int c = 0; c < kCols; c += 4) {
+        const float4 v = __ldcg(reinterpret_cast<const float4*>(src + c));
+        acc[c] += a * v.x;
+        acc[c + 1] += a * v.y;
+        acc[c + 2] += a * v.z;
+        acc[c + 3] += a * v.w;
+      }
+    }
+    const float winv = wsum > 0.f ? 1.f / wsum : 0.f;
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) acc[c] *= winv;
+    lse2 = wsum > 0.f ? m2 + log2f(wsum) : -INFINITY;
+  }
+
+  if (pr >= rows) return;
+  const int qi = pr / group, h = hk * group + pr % group;
+  T* const out = static_cast<T*>(p.o) + p.o_offset(b, qi, h) + col0;
+#pragma unroll
+  for (int c = 0; c < kCols; c += 8) {
+    uint4 v;
+    v.x = ptx::pack2<T>(acc[c], acc[c + 1]);
+    v.y = ptx::pack2<T>(acc[c + 2], acc[c + 3]);
+    v.z = ptx::pack2<T>(acc[c + 4], acc[c + 5]);
+    v.w = ptx::pack2<T>(acc[c + 6], acc[c + 7]);
+    ptx::st_global_v4(out + c, v);
+  }
+  if (p.lse != nullptr && tid % 8 == 0) {
+    p.lse[p.lse_offset(b, qi, h)] = lse2 == -INFINITY ? -INFINITY : lse2 * 0.69314718055994531f;
+  }
+}
+
+// Resident CTAs per SM of decode_kernel<Tr> on the current device (cached per device).
+template <class Tr>
+int ctas_per_sm() {
+  static std::array<std::atomic<int>, 64> cache{};
+  int device = 0;
+  GPUATTN_CUDA_CHECK(cudaGetDevice(&device));
+  const bool cacheable = device >= 0 && device < static_cast<int>(cache.size());
+  int n = cacheable ? cache[device].load(std::memory_order_relaxed) : 0;
+  if (n == 0) {
+    GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(
+        decode_kernel<Tr>, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+    GPUATTN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, decode_kernel<Tr>,
+                                                                     Tr::kThreads, Tr::kSmemBytes));
+    n = std::max(n, 1);
+    if (cacheable) cache[device].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+template <class Tr>
+void launch_decode(const FwdParams& p, cudaStream_t stream) {
+  const int group = p.hq / p.hkv;
+  const long long slots = static_cast<long long>(sm80::num_sms()) * ctas_per_sm<Tr>();
+  const DecodePlan plan = DecodePlan::plan(p.batch, p.hkv, group, p.seqlen_q, p.seqlen_k, slots);
+  const long long ctas = plan.units * plan.splits;
+  if (ctas <= 0) return;  // no rows
+  if (ctas > 0x7fffffffLL) {
+    throw Error(ErrorCode::not_supported, "gpuattn: the decode grid of " + std::to_string(ctas) +
+                                              " CTAs (batch " + std::to_string(p.batch) +
+                                              " x kv heads " + std::to_string(p.hkv) +
+                                              ") exceeds 2^31 - 1");
+  }
+  DecodeWork work;
+  work.splits = plan.splits;
+  work.row_blocks = plan.row_blocks;
+  std::optional<sm80::LaunchBuffer> buffer;
+  if (plan.splits > 1) {
+    const long long slots_total = plan.units * plan.splits;
+    const std::size_t counts = static_cast<std::size_t>(plan.units) * sizeof(int);
+    const std::size_t counts_padded = (counts + 255) / 256 * 256;
+    const std::size_t o_bytes =
+        static_cast<std::size_t>(slots_total) * Tr::kRows * Tr::kHeadDim * sizeof(float);
+    const std::size_t lse_bytes = static_cast<std::size_t>(slots_total) * Tr::kRows * sizeof(float);
+    buffer.emplace(stream, counts_padded + o_bytes + lse_bytes, counts);
+    char* base = buffer->as<char>();
+    work.counts = reinterpret_cast<int*>(base);
+    work.o = reinterpret_cast<float*>(base + counts_padded);
+    work.lse2 = reinterpret_cast<float*>(base + counts_padded + o_bytes);
+  }
+  decode_kernel<Tr>
+      <<<dim3(static_cast<unsigned>(ctas)), Tr::kThreads, Tr::kSmemBytes, stream>>>(p, work);
+  GPUATTN_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T, int D>
+void run_decode(const FwdParams& p, cudaStream_t stream) {
+  using Tr = DecodeTraits<T, D>;
+  static_assert(Tr::kRows == 16 && Tr::kBlockN == 64, "the table's decode_16x64");
+  if (p.precision != Precision::standard || !p.dense_or_causal() ||
+      !DecodePlan::eligible(p.seqlen_q, p.hq / p.hkv)) {
+    throw Error(
+        ErrorCode::not_supported,
+        "gpuattn: decode_16x64 runs standard-precision dense or causal calls with at most " +
+            std::to_string(DecodePlan::kMaxRows) +
+            " query rows per KV head; this call has seqlen_q " + std::to_string(p.seqlen_q) +
+            " x group " + std::to_string(p.hq / p.hkv));
+  }
+  launch_decode<Tr>(p, stream);
+}
+
+}  // namespace gpuattn::decode
