@@ -26,6 +26,17 @@ struct DecodePlan {
   static constexpr int kMinTilesPerSplit = 4;
   static constexpr int kMaxSplits = 64;
 
+  // K/V stages of the cp.async ring: enough loads in flight per SM for HBM bandwidth as stages x
+  // resident CTAs allow, within 99 KB per block (sm_86, sm_89, sm_120) at head dims 64 and 128.
+  static constexpr int stages(int head_dim) { return head_dim == 64 ? 4 : 2; }
+  // Dynamic shared memory per CTA (DecodeTraits::kSmemBytes of src/cuda/fwd_decode.cuh, which
+  // static_asserts that the two agree): Q (16 rows) and the stages of K and V (64 rows each), 2 *
+  // head_dim bytes a row; the warps' merge at the end reuses the stages. 66 KB at head dim 64,
+  // 68 KB at 128, 136 KB at 256.
+  static constexpr int smem_bytes(int head_dim) {
+    return (kRows + 2 * stages(head_dim) * kBlockN) * 2 * head_dim;
+  }
+
   int row_blocks = 1;   // ceil(seqlen_q * group / kRows)
   int splits = 1;       // CTAs per unit, each taking a contiguous share of its key tiles
   long long units = 0;  // batch * hkv * row_blocks

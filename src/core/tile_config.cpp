@@ -90,7 +90,7 @@ bool three_consumers_pay(const FwdShape& s) {
 const TileConfig& select_fwd_config(const FwdShape& s) {
   const int group = s.hkv > 0 ? s.hq / s.hkv : 1;
   const bool decode_fits =
-      s.max_smem_per_block <= 0 || decode_smem_bytes(s.head_dim) <= s.max_smem_per_block;
+      s.max_smem_per_block <= 0 || DecodePlan::smem_bytes(s.head_dim) <= s.max_smem_per_block;
   if (s.decode_allowed && s.sm_major >= 8 && s.precision == Precision::standard &&
       s.dense_or_causal && DecodePlan::eligible(s.seqlen_q, group) && decode_fits) {
     return tile_config(FwdKernel::decode_16x64);

@@ -192,14 +192,6 @@ constexpr int sm80_smem_bytes(FwdKernel kernel, int head_dim, bool block_layout)
   return bytes == 0 ? 0 : bytes + (block_layout ? kSm80BlockLayoutSmemBytes : 0);
 }
 
-// Dynamic shared memory per CTA of decode_16x64 in bytes (DecodeTraits::kSmemBytes of
-// src/cuda/fwd_decode.cuh, which static_asserts that the two agree): Q (16 rows) and 2 stages of
-// K and V (64 rows each), 2 * D bytes a row; the warps' merge at the end reuses the K/V stages.
-// 34 KB at D64, 68 KB at D128, 136 KB at D256 (over the 99 KB of sm_86/sm_89/sm_120).
-constexpr int decode_smem_bytes(int head_dim) {
-  return (16 + 2 * 2 * 64) * 2 * head_dim;
-}
-
 // What the selection rule reads of a call and of the device.
 struct FwdShape {
   int sm_major = 0;                    // compute capability major of the device
@@ -265,8 +257,8 @@ inline constexpr int kD256WideTileMinKeys = 1024;
 // seqlen_k, and at 64 the grid in waves and, for causal calls, seqlen_q (three_consumers_pay);
 // causal changes the pick only there:
 //   decode_16x64            any GPU (sm_major >= 8), standard precision, dense and causal calls
-//                           with seqlen_q x hq / hkv <= DecodePlan::kMaxRows (64) whose
-//                           decode_smem_bytes fit a known max_smem_per_block, unless
+//                           with seqlen_q x hq / hkv <= DecodePlan::kMaxRows (64) whose shared
+//                           memory (DecodePlan::smem_bytes) fits a known max_smem_per_block, unless
 //                           GPUATTN_KERNEL names a kernel (decode_allowed);
 //   sm90_ws_128x80_d256     Hopper (sm_major 9) with the sm_90a kernel available, standard
 //                           precision, head dim 256, dense and causal calls with at least

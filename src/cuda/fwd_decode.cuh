@@ -38,7 +38,7 @@ struct DecodeTraits {
   static constexpr int kBlockN = DecodePlan::kBlockN;
   static constexpr int kWarps = 4;
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kStages = 2;
+  static constexpr int kStages = DecodePlan::stages(kHeadDim);
   static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
   static constexpr int kRowBytes = kHeadDim * 2;
   static constexpr int kQBytes = kRows * kRowBytes;
@@ -49,7 +49,9 @@ struct DecodeTraits {
   static constexpr int kMergeBytes = kWarps * kRows * (kOPitch + 2) * 4;
   static constexpr int kRingBytes = 2 * kStages * kTileBytes;
   static constexpr int kSmemBytes = kQBytes + (kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes);
-  static_assert(kSmemBytes == decode_smem_bytes(kHeadDim), "the table's decode_smem_bytes");
+  static_assert(kSmemBytes == DecodePlan::smem_bytes(kHeadDim), "DecodePlan::smem_bytes");
+  static_assert(kMergeBytes >= (kRows * DecodePlan::kMaxSplits + 2 * kRows) * 4,
+                "the split merge's weights fit the merge area");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head dims 64, 128, 256");
   static_assert(kChunks >= 8, "the XOR swizzle spreads 8 rows over 8 chunks");
   static_assert((kRows * kChunks) % kThreads == 0 && kThreads % kChunks == 0,
@@ -274,7 +276,6 @@ __global__ void __launch_bounds__(Tr::kThreads)
   // Thread tid: row tid / 8 of the block, columns [(tid % 8) * D / 8, + D / 8).
   constexpr int kCols = D / 8;
   const int r = tid / 8, col0 = (tid % 8) * kCols;
-  const int pr = r0 + r;
   float acc[kCols];
   float m_all = -INFINITY;
 #pragma unroll
@@ -293,71 +294,110 @@ __global__ void __launch_bounds__(Tr::kThreads)
   }
   const float inv = l_all > 0.f ? 1.f / l_all : 0.f;
   // log2-sum-exp of the row over this CTA's keys (-inf: none seen)
-  float lse2 = l_all > 0.f ? m_all + log2f(l_all) : -INFINITY;
+  const float lse2 = l_all > 0.f ? m_all + log2f(l_all) : -INFINITY;
 #pragma unroll
   for (int c = 0; c < kCols; ++c) acc[c] *= inv;
+  // Row r of the block, columns [c0, c0 + kCols), to out (and its LSE, from the row's first
+  // thread), unless the packed row lies past the sequence.
+  auto store_row = [&](int row, int c0, const float(&v)[kCols], float l2) {
+    const int prow = r0 + row;
+    const int qi = prow / group, h = hk * group + prow % group;
+    T* const out = static_cast<T*>(p.o) + p.o_offset(b, qi, h) + c0;
+#pragma unroll
+    for (int c = 0; c < kCols; c += 8) {
+      uint4 u;
+      u.x = ptx::pack2<T>(v[c], v[c + 1]);
+      u.y = ptx::pack2<T>(v[c + 2], v[c + 3]);
+      u.z = ptx::pack2<T>(v[c + 4], v[c + 5]);
+      u.w = ptx::pack2<T>(v[c + 6], v[c + 7]);
+      ptx::st_global_v4(out + c, u);
+    }
+    if (p.lse != nullptr && tid % 8 == 0) {
+      p.lse[p.lse_offset(b, qi, h)] = l2 == -INFINITY ? -INFINITY : l2 * 0.69314718055994531f;
+    }
+  };
 
-  if (work.splits > 1) {
-    // Leave this split's rows in its slot and count in; the last to count merges every slot.
+  const int valid_rows = min(Tr::kRows, rows - r0);
+  if (work.splits == 1) {
+    if (r < valid_rows) store_row(r, col0, acc, lse2);
+    return;
+  }
+  // Leave this split's valid rows in its slot and count in; the CTA that counts last merges.
+  {
     const long long slot = unit * work.splits + s;
-    float* const wo = work.o + (slot * Tr::kRows + r) * D + col0;
-#pragma unroll
-    for (int c = 0; c < kCols; c += 4) {
-      __stcg(reinterpret_cast<float4*>(wo + c),
-             make_float4(acc[c], acc[c + 1], acc[c + 2], acc[c + 3]));
-    }
-    if (tid % 8 == 0) __stcg(work.lse2 + slot * Tr::kRows + r, lse2);
-    __threadfence();
-    __syncthreads();
-    __shared__ int last;
-    if (tid == 0) {
-      last = atomicAdd(work.counts + unit, 1) == work.splits - 1;
-      __threadfence();
-    }
-    __syncthreads();
-    if (!last) return;
-    float m2 = -INFINITY;
-    for (int k = 0; k < work.splits; ++k) {
-      m2 = fmaxf(m2, __ldcg(work.lse2 + (unit * work.splits + k) * Tr::kRows + r));
-    }
-    const float m2_use = m2 == -INFINITY ? 0.f : m2;
-    float wsum = 0.f;
-#pragma unroll
-    for (int c = 0; c < kCols; ++c) acc[c] = 0.f;
-    for (int k = 0; k < work.splits; ++k) {
-      const long long sl = unit * work.splits + k;
-      const float a = ptx::fast_exp2(__ldcg(work.lse2 + sl * Tr::kRows + r) - m2_use);
-      wsum += a;
-      const float* src = work.o + (sl * Tr::kRows + r) * D + col0;
+    if (r < valid_rows) {
+      float* const wo = work.o + (slot * Tr::kRows + r) * D + col0;
 #pragma unroll
       for (int c = 0; c < kCols; c += 4) {
-        const float4 v = __ldcg(reinterpret_cast<const float4*>(src + c));
-        acc[c] += a * v.x;
-        acc[c + 1] += a * v.y;
-        acc[c + 2] += a * v.z;
-        acc[c + 3] += a * v.w;
+        __stcg(reinterpret_cast<float4*>(wo + c),
+               make_float4(acc[c], acc[c + 1], acc[c + 2], acc[c + 3]));
       }
+      if (tid % 8 == 0) __stcg(work.lse2 + slot * Tr::kRows + r, lse2);
     }
-    const float winv = wsum > 0.f ? 1.f / wsum : 0.f;
-#pragma unroll
-    for (int c = 0; c < kCols; ++c) acc[c] *= winv;
-    lse2 = wsum > 0.f ? m2 + log2f(wsum) : -INFINITY;
   }
-
-  if (pr >= rows) return;
-  const int qi = pr / group, h = hk * group + pr % group;
-  T* const out = static_cast<T*>(p.o) + p.o_offset(b, qi, h) + col0;
-#pragma unroll
-  for (int c = 0; c < kCols; c += 8) {
-    uint4 v;
-    v.x = ptx::pack2<T>(acc[c], acc[c + 1]);
-    v.y = ptx::pack2<T>(acc[c + 2], acc[c + 3]);
-    v.z = ptx::pack2<T>(acc[c + 4], acc[c + 5]);
-    v.w = ptx::pack2<T>(acc[c + 6], acc[c + 7]);
-    ptx::st_global_v4(out + c, v);
+  __threadfence();
+  __shared__ int last;
+  __syncthreads();  // (also: every thread is done with the merge area, reused below)
+  if (tid == 0) {
+    last = atomicAdd(work.counts + unit, 1) == work.splits - 1;
+    __threadfence();
   }
-  if (p.lse != nullptr && tid % 8 == 0) {
-    p.lse[p.lse_offset(b, qi, h)] = lse2 == -INFINITY ? -INFINITY : lse2 * 0.69314718055994531f;
+  __syncthreads();
+  if (!last) return;
+  // The merge, spread over the CTA: every (row, split) log2-sum-exp at once into shared memory,
+  // then per row its weights 2^(lse2_k - max) and their sum, then each thread a float4 of O at a
+  // time, summing over the splits with several loads in flight.
+  const int splits = work.splits;
+  float* const wts = mo;                                        // [valid_rows][splits]
+  float* const rsum = mo + Tr::kRows * DecodePlan::kMaxSplits;  // [valid_rows]
+  float* const rmax = rsum + Tr::kRows;
+  for (int e = tid; e < valid_rows * splits; e += Tr::kThreads) {
+    const int row = e / splits, k = e % splits;
+    wts[e] = __ldcg(work.lse2 + (unit * splits + k) * Tr::kRows + row);
+  }
+  __syncthreads();
+  if (tid < valid_rows) {
+    float m = -INFINITY;
+    for (int k = 0; k < splits; ++k) m = fmaxf(m, wts[tid * splits + k]);
+    const float mu = m == -INFINITY ? 0.f : m;
+    float sum = 0.f;
+    for (int k = 0; k < splits; ++k) {
+      const float w = ptx::fast_exp2(wts[tid * splits + k] - mu);
+      wts[tid * splits + k] = w;
+      sum += w;
+    }
+    rsum[tid] = sum;
+    rmax[tid] = m;
+  }
+  __syncthreads();
+  constexpr int kVec = D / 4;  // float4s per row
+  for (int e = tid; e < valid_rows * kVec; e += Tr::kThreads) {
+    const int row = e / kVec, c4 = e % kVec;
+    const float* src = work.o + (unit * splits * Tr::kRows + row) * D + 4 * c4;
+    const float* w = wts + row * splits;
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 8
+    for (int k = 0; k < splits; ++k) {
+      const float4 v = __ldcg(reinterpret_cast<const float4*>(src + k * Tr::kRows * D));
+      a.x += w[k] * v.x;
+      a.y += w[k] * v.y;
+      a.z += w[k] * v.z;
+      a.w += w[k] * v.w;
+    }
+    const float sum = rsum[row];
+    const float inv_w = sum > 0.f ? 1.f / sum : 0.f;
+    const int pr_row = r0 + row;
+    T* const out =
+        static_cast<T*>(p.o) + p.o_offset(b, pr_row / group, hk * group + pr_row % group) + 4 * c4;
+    uint2 v;
+    v.x = ptx::pack2<T>(a.x * inv_w, a.y * inv_w);
+    v.y = ptx::pack2<T>(a.z * inv_w, a.w * inv_w);
+    *reinterpret_cast<uint2*>(out) = v;
+    if (p.lse != nullptr && c4 == 0) {
+      const float l2 = sum > 0.f ? rmax[row] + log2f(sum) : -INFINITY;
+      p.lse[p.lse_offset(b, pr_row / group, hk * group + pr_row % group)] =
+          l2 == -INFINITY ? -INFINITY : l2 * 0.69314718055994531f;
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/decode_split.h"
 #include "core/tile_config.h"
 
 namespace gpuattn {
@@ -142,6 +143,9 @@ TEST(TileConfig, DecodeTakesFewRowsPerKvHead) {
       EXPECT_EQ(pick(s), FwdKernel::decode_16x64) << major;
     }
     // 99 KB per block (sm_86, sm_89, sm_120): 68 KB at head dim 128 fit, 136 KB at 256 do not.
+    EXPECT_EQ(DecodePlan::smem_bytes(64), 67584);   // 4 stages
+    EXPECT_EQ(DecodePlan::smem_bytes(128), 69632);  // 2 stages
+    EXPECT_EQ(DecodePlan::smem_bytes(256), 139264);
     s.max_smem_per_block = 99 * 1024;
     EXPECT_EQ(pick(s), FwdKernel::decode_16x64) << causal;
     s.head_dim = 256;
@@ -149,9 +153,6 @@ TEST(TileConfig, DecodeTakesFewRowsPerKvHead) {
     s.max_smem_per_block = 163 * 1024;
     EXPECT_EQ(pick(s), FwdKernel::decode_16x64) << causal;
   }
-  EXPECT_EQ(decode_smem_bytes(64), 34816);
-  EXPECT_EQ(decode_smem_bytes(128), 69632);
-  EXPECT_EQ(decode_smem_bytes(256), 139264);
   const TileConfig& d = tile_config(FwdKernel::decode_16x64);
   EXPECT_EQ(d.block_m, 16);  // packed rows of a GQA group: one mma.sync m16 tile
   EXPECT_EQ(d.block_n, 64);  // 4 warps x 16 keys
@@ -697,7 +698,7 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                         prefill.decode_allowed = false;
                         const bool decode = major >= 8 && prec == Precision::standard && dense &&
                                             seqlen <= 64 &&
-                                            (smem == 0 || decode_smem_bytes(d) <= smem);
+                                            (smem == 0 || DecodePlan::smem_bytes(d) <= smem);
                         ASSERT_EQ(pick(a), decode ? FwdKernel::decode_16x64 : pick(prefill))
                             << where << " dense " << dense << " causal " << causal;
                       }
