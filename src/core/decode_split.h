@@ -47,9 +47,11 @@ struct DecodePlan {
     return seqlen_q >= 1 && group >= 1 && static_cast<long long>(seqlen_q) * group <= kMaxRows;
   }
 
-  // `slots`: CTAs the GPU holds at once (SMs x resident CTAs per SM). As many splits as keep the
-  // grid within one wave of slots, at least 1, at most one per kMinTilesPerSplit key tiles of the
-  // longest sequence and kMaxSplits.
+  // `slots`: the CTAs of one wave (the launcher: SMs x min(resident CTAs per SM, 2)). As many
+  // splits as keep the grid within one wave of slots, at least 1, at most one per
+  // kMinTilesPerSplit key tiles of the longest sequence and kMaxSplits. (H200: a minimum of 8 or
+  // 16 tiles a split took 1.25-1.9x the time of 4 on the small decode cases, B1 Hkv8 Sk4096 and
+  // B4 Hkv8 Sk1024; bench/results/2026-11-22-h200-decode, call 4.)
   static DecodePlan plan(int batch, int hkv, int group, int seqlen_q, int seqlen_k,
                          long long slots) {
     DecodePlan d;

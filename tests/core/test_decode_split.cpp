@@ -23,29 +23,29 @@ TEST(DecodePlan, TakesCallsWithAtMost64RowsPerKvHead) {
 }
 
 TEST(DecodePlan, SplitsFillOneWaveOfSlots) {
-  // compare_torch's decode shape: B8 Hkv8 (group 4), Sq 1, Sk 4096 (64 tiles); 132 SMs x 3 CTAs.
-  DecodePlan d = DecodePlan::plan(8, 8, 4, 1, 4096, 396);
+  // compare_torch's decode shape: B8 Hkv8 (group 4), Sq 1, Sk 4096 (64 tiles); 132 SMs x 2 CTAs.
+  DecodePlan d = DecodePlan::plan(8, 8, 4, 1, 4096, 264);
   EXPECT_EQ(d.row_blocks, 1);
   EXPECT_EQ(d.units, 64);
-  EXPECT_EQ(d.splits, 6);  // 396 / 64, under 64 / 4 = 16
-  // A long single sequence: 8 units, 16384 tiles: 396 / 8 = 49 splits.
-  d = DecodePlan::plan(1, 8, 1, 1, 1 << 20, 396);
-  EXPECT_EQ(d.splits, 49);
+  EXPECT_EQ(d.splits, 4);  // 264 / 64, under 64 / 4 = 16
+  // A long single sequence: 8 units, 16384 tiles: 264 / 8 = 33 splits.
+  d = DecodePlan::plan(1, 8, 1, 1, 1 << 20, 264);
+  EXPECT_EQ(d.splits, 33);
   // ... capped at kMaxSplits with more slots.
   d = DecodePlan::plan(1, 1, 1, 1, 1 << 20, 10000);
   EXPECT_EQ(d.splits, DecodePlan::kMaxSplits);
   // Short sequences: at least 4 tiles a split (Sk 1000: 16 tiles, 4 splits; Sk 255: 4 tiles, 1).
-  EXPECT_EQ(DecodePlan::plan(1, 1, 1, 1, 1000, 396).splits, 4);
-  EXPECT_EQ(DecodePlan::plan(1, 1, 1, 1, 255, 396).splits, 1);
-  EXPECT_EQ(DecodePlan::plan(1, 1, 1, 1, 1, 396).splits, 1);
+  EXPECT_EQ(DecodePlan::plan(1, 1, 1, 1, 1000, 264).splits, 4);
+  EXPECT_EQ(DecodePlan::plan(1, 1, 1, 1, 255, 264).splits, 1);
+  EXPECT_EQ(DecodePlan::plan(1, 1, 1, 1, 1, 264).splits, 1);
   // More units than slots: no split.
-  d = DecodePlan::plan(64, 32, 1, 1, 8192, 396);
+  d = DecodePlan::plan(64, 32, 1, 1, 8192, 264);
   EXPECT_EQ(d.units, 2048);
   EXPECT_EQ(d.splits, 1);
   // Rows: Sq 3 x group 8 = 24 rows, 2 row blocks; Sq 4 x group 16 = 64 rows, 4.
-  EXPECT_EQ(DecodePlan::plan(2, 4, 8, 3, 4096, 396).row_blocks, 2);
-  EXPECT_EQ(DecodePlan::plan(2, 4, 8, 3, 4096, 396).units, 16);
-  EXPECT_EQ(DecodePlan::plan(1, 1, 16, 4, 4096, 396).row_blocks, 4);
+  EXPECT_EQ(DecodePlan::plan(2, 4, 8, 3, 4096, 264).row_blocks, 2);
+  EXPECT_EQ(DecodePlan::plan(2, 4, 8, 3, 4096, 264).units, 16);
+  EXPECT_EQ(DecodePlan::plan(1, 1, 16, 4, 4096, 264).row_blocks, 4);
 }
 
 TEST(DecodePlan, SplitsTakeEveryTileOnceInOrder) {
