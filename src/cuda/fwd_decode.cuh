@@ -7,8 +7,8 @@
 //   - each sequence's key tiles are split over enough CTAs to fill the GPU; each CTA streams its
 //     share through a cp.async ring of 64-key tiles, its 4 warps taking 16 keys of each tile
 //     with their own online softmax, merged through shared memory at the end;
-//   - the CTAs of a unit leave normalized O and the log2-sum-exp of their rows in a workspace,
-//     and decode_combine merges them in split order (on sm_90 a programmatic dependent launch).
+//   - the CTAs of a unit leave normalized O and the log2-sum-exp of their rows in a workspace;
+//     the one that counts in last merges them in split order.
 // Standard precision, dense and causal (bottom-right aligned) calls, varlen, GQA/MQA, LSE.
 #pragma once
 
@@ -50,17 +50,18 @@ struct DecodeTraits {
   static constexpr int kRingBytes = 2 * kStages * kTileBytes;
   static constexpr int kSmemBytes = kQBytes + (kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes);
   static_assert(kSmemBytes == DecodePlan::smem_bytes(kHeadDim), "DecodePlan::smem_bytes");
-
+  static_assert(kMergeBytes >= (kRows * DecodePlan::kMaxSplits + 2 * kRows) * 4,
+                "the split merge's weights fit the merge area");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head dims 64, 128, 256");
   static_assert(kChunks >= 8, "the XOR swizzle spreads 8 rows over 8 chunks");
   static_assert((kRows * kChunks) % kThreads == 0 && kThreads % kChunks == 0,
                 "tile loads divide evenly over the threads");
 };
 
-// The workspace of a split launch: per (unit, split) 16 rows of O (fp32, normalized by the split's
-// own sum) and the rows' log2-sum-exp (-inf: no key seen); only a block's valid rows are written
-// and read.
+// The workspace of a split launch: a zeroed count per unit, then per (unit, split) 16 rows of O
+// (fp32, normalized by the split's own sum) and the rows' log2-sum-exp (-inf: no key seen).
 struct DecodeWork {
+  int* counts = nullptr;
   float* o = nullptr;
   float* lse2 = nullptr;
   int splits = 1;
@@ -83,10 +84,6 @@ __global__ void __launch_bounds__(Tr::kThreads)
   const std::uint32_t sq = ptx::smem_addr(smem);
   const std::uint32_t ring = sq + Tr::kQBytes;
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // decode_combine (a programmatic dependent launch) may start now: it waits for this grid.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
 
   // Which unit (batch b, KV head hk, row block rb) and split s: row blocks vary fastest, so the
   // CTAs that read the same K/V run side by side.
@@ -325,52 +322,38 @@ __global__ void __launch_bounds__(Tr::kThreads)
     if (r < valid_rows) store_row(r, col0, acc, lse2);
     return;
   }
-  // A split: leave its valid rows in its slot for decode_combine.
-  const long long slot = unit * work.splits + s;
-  if (r < valid_rows) {
-    float* const wo = work.o + (slot * Tr::kRows + r) * D + col0;
+  // Leave this split's valid rows in its slot and count in; the CTA that counts last merges.
+  {
+    const long long slot = unit * work.splits + s;
+    if (r < valid_rows) {
+      float* const wo = work.o + (slot * Tr::kRows + r) * D + col0;
 #pragma unroll
-    for (int c = 0; c < kCols; c += 4) {
-      *reinterpret_cast<float4*>(wo + c) = make_float4(acc[c], acc[c + 1], acc[c + 2], acc[c + 3]);
+      for (int c = 0; c < kCols; c += 4) {
+        __stcg(reinterpret_cast<float4*>(wo + c),
+               make_float4(acc[c], acc[c + 1], acc[c + 2], acc[c + 3]));
+      }
+      if (tid % 8 == 0) __stcg(work.lse2 + slot * Tr::kRows + r, lse2);
     }
-    if (tid % 8 == 0) work.lse2[slot * Tr::kRows + r] = lse2;
   }
-}
-
-// The merge of a split launch's partials, one CTA per unit (batch, KV head, row block), launched
-// after decode_kernel on the same stream. On sm_90 it is a programmatic dependent launch: its CTAs
-// may become resident while decode_kernel still runs (decode_kernel lets them at its start) and
-// wait in griddepcontrol.wait until that grid has completed and its stores are visible, so its
-// launch latency hides under the main kernel. Per unit: every (row, split) log2-sum-exp at once
-// into shared memory, per row the weights 2^(lse2_k - max) and their sum, then each thread a float4
-// of O at a time, summed over the splits in split order (bitwise reproducible) with several loads
-// in flight.
-template <class Tr>
-__global__ void __launch_bounds__(Tr::kThreads)
-    decode_combine(const __grid_constant__ FwdParams p, const DecodeWork work) {
-  using T = typename Tr::T;
-  constexpr int D = Tr::kHeadDim, kRows = Tr::kRows, kMaxSplits = DecodePlan::kMaxSplits;
-  __shared__ float wts[kRows * kMaxSplits];
-  __shared__ float rsum[kRows], rmax[kRows];
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-  const int tid = static_cast<int>(threadIdx.x);
-  long long idx = blockIdx.x;
-  const long long unit = idx;
-  const int rb = static_cast<int>(idx % work.row_blocks);
-  idx /= work.row_blocks;
-  const int hk = static_cast<int>(idx % p.hkv);
-  const int b = static_cast<int>(idx / p.hkv);
-  const int group = p.hq / p.hkv;
-  const int rows = p.len_q(b) * group;
-  const int r0 = rb * kRows;
-  if (r0 >= rows) return;
-  const int valid_rows = min(kRows, rows - r0);
+  __threadfence();
+  __shared__ int last;
+  __syncthreads();  // (also: every thread is done with the merge area, reused below)
+  if (tid == 0) {
+    last = atomicAdd(work.counts + unit, 1) == work.splits - 1;
+    __threadfence();
+  }
+  __syncthreads();
+  if (!last) return;
+  // The merge, spread over the CTA: every (row, split) log2-sum-exp at once into shared memory,
+  // then per row its weights 2^(lse2_k - max) and their sum, then each thread a float4 of O at a
+  // time, summing over the splits with several loads in flight.
   const int splits = work.splits;
+  float* const wts = mo;                                        // [valid_rows][splits]
+  float* const rsum = mo + Tr::kRows * DecodePlan::kMaxSplits;  // [valid_rows]
+  float* const rmax = rsum + Tr::kRows;
   for (int e = tid; e < valid_rows * splits; e += Tr::kThreads) {
     const int row = e / splits, k = e % splits;
-    wts[e] = __ldcg(work.lse2 + (unit * splits + k) * kRows + row);
+    wts[e] = __ldcg(work.lse2 + (unit * splits + k) * Tr::kRows + row);
   }
   __syncthreads();
   if (tid < valid_rows) {
@@ -390,28 +373,30 @@ __global__ void __launch_bounds__(Tr::kThreads)
   constexpr int kVec = D / 4;  // float4s per row
   for (int e = tid; e < valid_rows * kVec; e += Tr::kThreads) {
     const int row = e / kVec, c4 = e % kVec;
-    const float* src = work.o + (unit * splits * kRows + row) * D + 4 * c4;
+    const float* src = work.o + (unit * splits * Tr::kRows + row) * D + 4 * c4;
     const float* w = wts + row * splits;
     float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 8
     for (int k = 0; k < splits; ++k) {
-      const float4 v = __ldcg(reinterpret_cast<const float4*>(src + k * kRows * D));
+      const float4 v = __ldcg(reinterpret_cast<const float4*>(src + k * Tr::kRows * D));
       a.x += w[k] * v.x;
       a.y += w[k] * v.y;
       a.z += w[k] * v.z;
       a.w += w[k] * v.w;
     }
     const float sum = rsum[row];
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    const int pr = r0 + row;
-    const int qi = pr / group, h = hk * group + pr % group;
+    const float inv_w = sum > 0.f ? 1.f / sum : 0.f;
+    const int pr_row = r0 + row;
+    T* const out =
+        static_cast<T*>(p.o) + p.o_offset(b, pr_row / group, hk * group + pr_row % group) + 4 * c4;
     uint2 v;
-    v.x = ptx::pack2<T>(a.x * inv, a.y * inv);
-    v.y = ptx::pack2<T>(a.z * inv, a.w * inv);
-    *reinterpret_cast<uint2*>(static_cast<T*>(p.o) + p.o_offset(b, qi, h) + 4 * c4) = v;
+    v.x = ptx::pack2<T>(a.x * inv_w, a.y * inv_w);
+    v.y = ptx::pack2<T>(a.z * inv_w, a.w * inv_w);
+    *reinterpret_cast<uint2*>(out) = v;
     if (p.lse != nullptr && c4 == 0) {
-      p.lse[p.lse_offset(b, qi, h)] =
-          sum > 0.f ? (rmax[row] + log2f(sum)) * 0.69314718055994531f : -INFINITY;
+      const float l2 = sum > 0.f ? rmax[row] + log2f(sum) : -INFINITY;
+      p.lse[p.lse_offset(b, pr_row / group, hk * group + pr_row % group)] =
+          l2 == -INFINITY ? -INFINITY : l2 * 0.69314718055994531f;
     }
   }
 }
@@ -433,26 +418,6 @@ int ctas_per_sm() {
     if (cacheable) cache[device].store(n, std::memory_order_relaxed);
   }
   return n;
-}
-
-// Whether decode_combine<Tr> as it runs on the current device was compiled with its
-// griddepcontrol.wait (from a compute_90 or newer target: ptxVersion >= 90), so that it may be
-// launched as a programmatic dependent launch; a build whose sm_80 code runs JIT-compiled on a
-// newer GPU has no wait, and its combine then launches in plain stream order. Cached per device.
-template <class Tr>
-bool combine_waits() {
-  static std::array<std::atomic<int>, 64> cache{};  // 0 unknown, 1 no, 2 yes
-  int device = 0;
-  GPUATTN_CUDA_CHECK(cudaGetDevice(&device));
-  const bool cacheable = device >= 0 && device < static_cast<int>(cache.size());
-  int v = cacheable ? cache[device].load(std::memory_order_relaxed) : 0;
-  if (v == 0) {
-    cudaFuncAttributes attr{};
-    GPUATTN_CUDA_CHECK(cudaFuncGetAttributes(&attr, decode_combine<Tr>));
-    v = attr.ptxVersion >= 90 ? 2 : 1;
-    if (cacheable) cache[device].store(v, std::memory_order_relaxed);
-  }
-  return v == 2;
 }
 
 template <class Tr>
@@ -478,27 +443,20 @@ void launch_decode(const FwdParams& p, cudaStream_t stream) {
   std::optional<sm80::LaunchBuffer> buffer;
   if (plan.splits > 1) {
     const long long slots_total = plan.units * plan.splits;
+    const std::size_t counts = static_cast<std::size_t>(plan.units) * sizeof(int);
+    const std::size_t counts_padded = (counts + 255) / 256 * 256;
     const std::size_t o_bytes =
         static_cast<std::size_t>(slots_total) * Tr::kRows * Tr::kHeadDim * sizeof(float);
     const std::size_t lse_bytes = static_cast<std::size_t>(slots_total) * Tr::kRows * sizeof(float);
-    buffer.emplace(stream, o_bytes + lse_bytes, 0);
-    work.o = buffer->as<float>();
-    work.lse2 = reinterpret_cast<float*>(buffer->as<char>() + o_bytes);
+    buffer.emplace(stream, counts_padded + o_bytes + lse_bytes, counts);
+    char* base = buffer->as<char>();
+    work.counts = reinterpret_cast<int*>(base);
+    work.o = reinterpret_cast<float*>(base + counts_padded);
+    work.lse2 = reinterpret_cast<float*>(base + counts_padded + o_bytes);
   }
   decode_kernel<Tr>
       <<<dim3(static_cast<unsigned>(ctas)), Tr::kThreads, Tr::kSmemBytes, stream>>>(p, work);
   GPUATTN_CUDA_CHECK(cudaGetLastError());
-  if (plan.splits == 1) return;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(plan.units));
-  config.blockDim = dim3(Tr::kThreads);
-  config.stream = stream;
-  cudaLaunchAttribute pdl{};
-  pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  pdl.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &pdl;
-  config.numAttrs = combine_waits<Tr>() ? 1 : 0;
-  GPUATTN_CUDA_CHECK(cudaLaunchKernelEx(&config, decode_combine<Tr>, p, work));
 }
 
 template <typename T, int D>
