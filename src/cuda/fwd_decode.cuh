@@ -351,7 +351,6 @@ __global__ void __launch_bounds__(Tr::kThreads)
   float* const wts = mo;                                        // [valid_rows][splits]
   float* const rsum = mo + Tr::kRows * DecodePlan::kMaxSplits;  // [valid_rows]
   float* const rmax = rsum + Tr::kRows;
-#pragma unroll 4
   for (int e = tid; e < valid_rows * splits; e += Tr::kThreads) {
     const int row = e / splits, k = e % splits;
     wts[e] = __ldcg(work.lse2 + (unit * splits + k) * Tr::kRows + row);
@@ -371,50 +370,34 @@ __global__ void __launch_bounds__(Tr::kThreads)
     rmax[tid] = m;
   }
   __syncthreads();
-  // Item e: row e / kVec, float4 e % kVec. Two items a thread at a time, 16 splits a batch: up to
-  // 32 loads in flight per thread (the merge is a chain of L2 round trips, not bandwidth).
   constexpr int kVec = D / 4;  // float4s per row
-  const int items = valid_rows * kVec;
-  auto finish = [&](int e, float4 a) {
+  for (int e = tid; e < valid_rows * kVec; e += Tr::kThreads) {
     const int row = e / kVec, c4 = e % kVec;
+    const float* src = work.o + (unit * splits * Tr::kRows + row) * D + 4 * c4;
+    const float* w = wts + row * splits;
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 8
+    for (int k = 0; k < splits; ++k) {
+      const float4 v = __ldcg(reinterpret_cast<const float4*>(src + k * Tr::kRows * D));
+      a.x += w[k] * v.x;
+      a.y += w[k] * v.y;
+      a.z += w[k] * v.z;
+      a.w += w[k] * v.w;
+    }
     const float sum = rsum[row];
     const float inv_w = sum > 0.f ? 1.f / sum : 0.f;
     const int pr_row = r0 + row;
-    const int qi = pr_row / group, h = hk * group + pr_row % group;
+    T* const out =
+        static_cast<T*>(p.o) + p.o_offset(b, pr_row / group, hk * group + pr_row % group) + 4 * c4;
     uint2 v;
     v.x = ptx::pack2<T>(a.x * inv_w, a.y * inv_w);
     v.y = ptx::pack2<T>(a.z * inv_w, a.w * inv_w);
-    *reinterpret_cast<uint2*>(static_cast<T*>(p.o) + p.o_offset(b, qi, h) + 4 * c4) = v;
+    *reinterpret_cast<uint2*>(out) = v;
     if (p.lse != nullptr && c4 == 0) {
       const float l2 = sum > 0.f ? rmax[row] + log2f(sum) : -INFINITY;
-      p.lse[p.lse_offset(b, qi, h)] = l2 == -INFINITY ? -INFINITY : l2 * 0.69314718055994531f;
+      p.lse[p.lse_offset(b, pr_row / group, hk * group + pr_row % group)] =
+          l2 == -INFINITY ? -INFINITY : l2 * 0.69314718055994531f;
     }
-  };
-  auto src_of = [&](int e) {
-    return work.o + (unit * splits * Tr::kRows + e / kVec) * D + 4 * (e % kVec);
-  };
-  for (int e0 = tid; e0 < items; e0 += 2 * Tr::kThreads) {
-    const int e1 = e0 + Tr::kThreads < items ? e0 + Tr::kThreads : e0;  // (e0 again: no second)
-    const float* s0 = src_of(e0);
-    const float* s1 = src_of(e1);
-    const float* w0 = wts + (e0 / kVec) * splits;
-    const float* w1 = wts + (e1 / kVec) * splits;
-    float4 a0 = make_float4(0.f, 0.f, 0.f, 0.f), a1 = a0;
-#pragma unroll 16
-    for (int k = 0; k < splits; ++k) {
-      const float4 v0 = __ldcg(reinterpret_cast<const float4*>(s0 + k * Tr::kRows * D));
-      const float4 v1 = __ldcg(reinterpret_cast<const float4*>(s1 + k * Tr::kRows * D));
-      a0.x += w0[k] * v0.x;
-      a0.y += w0[k] * v0.y;
-      a0.z += w0[k] * v0.z;
-      a0.w += w0[k] * v0.w;
-      a1.x += w1[k] * v1.x;
-      a1.y += w1[k] * v1.y;
-      a1.z += w1[k] * v1.z;
-      a1.w += w1[k] * v1.w;
-    }
-    finish(e0, a0);
-    if (e1 != e0) finish(e1, a1);
   }
 }
 
