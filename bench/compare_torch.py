@@ -28,7 +28,8 @@ import gpu_attention as ga
 
 # (dtype, batch, q heads, kv heads, seqlen_q, seqlen_k, head dim, causal). The first rows are the
 # workloads of shared/DESIGN.md's "numbers to beat"; the last ones exercise Sq != Sk (bottom-right
-# causal) and GQA, which SDPA backends may not support (then only the fp32 reference checks them).
+# causal) and GQA, which SDPA backends may not support (then only the fp32 reference checks them),
+# and decode (Sq 1, and 4 causal: decode_16x64).
 CASES = [
     ("float16", 1, 16, 16, 1024, 1024, 64, False),
     ("float16", 4, 16, 16, 4096, 4096, 128, False),
@@ -44,6 +45,8 @@ CASES = [
     ("float16", 4, 32, 32, 4096, 4096, 64, False),
     ("float16", 4, 8, 8, 4096, 4096, 256, False),
     ("bfloat16", 2, 8, 8, 1000, 1536, 256, True),
+    # decode with a few query rows per sequence (speculative or chunked decoding), GQA, causal
+    ("bfloat16", 2, 32, 8, 4, 4096, 128, True),
 ]
 
 # --quick: one of each kind (D64, long causal, Sq != Sk causal, GQA, decode), bf16 where it can.
