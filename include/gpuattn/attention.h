@@ -108,11 +108,14 @@ struct AttentionArgs {
 // Validates `args` and computes the forward pass. Throws gpuattn::Error, naming the offending
 // value, on any invalid input; in that case `out` and `lse` are left untouched. The CUDA backend is
 // asynchronous with respect to the host (stream-ordered) unless validation needs cu_seqlens values.
-// Device memory: none but what the caller passes, except on Hopper, where a causal or masked call
-// with more 128-row blocks than SMs takes a 4-byte work counter from the library's own
-// stream-ordered memory pool of the device (made on the first such call; it keeps one 2 MB chunk),
-// allocated, zeroed and freed on `stream`: such calls run on concurrent streams, and can be
-// captured into a CUDA graph (after a first call outside the capture) and replayed.
+// Device memory: none but what the caller passes, except from the library's own stream-ordered
+// memory pool of the device (made on the first such call; it keeps what it has reserved): on
+// Hopper a causal or masked call with more 128-row blocks than SMs takes a 4-byte work counter,
+// and a decode call (at most 64 query rows per KV head) that splits its keys over several CTAs
+// takes a workspace for their partial results, about 16 KB per SM (2.2 MB on 132 SMs), both
+// allocated (the counter and the decode counts zeroed) and freed on `stream`: such calls run on
+// concurrent streams, and can be captured into a CUDA graph (after a first call outside the
+// capture) and replayed.
 void attention_forward(const AttentionArgs& args);
 
 // True when this build has the CUDA backend and a CUDA device is visible.
