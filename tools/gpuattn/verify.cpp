@@ -103,6 +103,9 @@ std::vector<Case> cuda_cases(bool quick) {
   v.push_back(dense_case(2, 8, 8, 4097, 1000, 128, h, true));  // rows that see no key
   v.push_back(dense_case(2, 8, 8, 1, 4097, 128, h, true));
   v.push_back(dense_case(2, 8, 8, 17, 1000, 64, h, false));
+  // Decode (decode_16x64): one query row of GQA 32:8, split keys; 4 causal rows a sequence.
+  v.push_back(dense_case(8, 32, 8, 1, 4096, 128, bf, false));
+  v.push_back(dense_case(2, 32, 8, 4, 4096, 128, bf, true));
   append(v, with_causal(dense_case(2, 32, 8, 2048, 2048, 128, h, false)));  // GQA 32:8
   append(v, with_causal(dense_case(2, 32, 1, 1024, 1024, 128, h, false)));  // MQA
   v.push_back(dense_case(2, 32, 8, 1000, 1000, 64, bf, true));
