@@ -94,6 +94,13 @@ struct AttentionArgs {
   TensorView cu_seqlens_k;
   int max_seqlen_q = 0;
   int max_seqlen_k = 0;
+  // Dense calls only, optional: int32 [batch], the keys sequence b uses, each in [0, Sk] (a KV
+  // cache of Sk slots filled to seqused_k[b]; flash-attn's cache_seqlens). Causal stays
+  // bottom-right aligned to the used keys. On CUDA it lives next to q and its values are checked
+  // on a host copy (a stream synchronization, as for cu_seqlens), and it is read by the decode
+  // path only (at most 64 query rows per KV head, standard precision, no mask beyond causal);
+  // other CUDA calls with it are ErrorCode::not_supported. The CPU backend takes any call.
+  TensorView seqused_k;
 
   std::optional<float> softmax_scale;  // default 1/sqrt(D); must be positive and finite
   bool causal = false;
@@ -107,7 +114,8 @@ struct AttentionArgs {
 
 // Validates `args` and computes the forward pass. Throws gpuattn::Error, naming the offending
 // value, on any invalid input; in that case `out` and `lse` are left untouched. The CUDA backend is
-// asynchronous with respect to the host (stream-ordered) unless validation needs cu_seqlens values.
+// asynchronous with respect to the host (stream-ordered) unless validation needs cu_seqlens or
+// seqused_k values.
 // Device memory: none but what the caller passes, except from the library's own stream-ordered
 // memory pool of the device (made on the first such call; it keeps what it has reserved): on
 // Hopper a causal or masked call with more 128-row blocks than SMs takes a 4-byte work counter,

@@ -77,6 +77,15 @@ def _empty(fw, like, shape, float32=False):
     return np.empty(shape, dtype=np.float32 if float32 else like.dtype)
 
 
+def _full_int32(fw, like, n, value):
+    """An int32 array of n copies of `value` on like's device."""
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        return torch.full((n,), value, dtype=torch.int32, device=like.device)
+    np = sys.modules["numpy"]
+    return np.full((n,), value, dtype=np.int32)
+
+
 def _call(fw, q, *args, **kwargs):
     """Runs the native call; CUDA tensors run on torch's current stream of q's device (the library
     switches to that device itself).
@@ -227,7 +236,7 @@ def _resolve_mask(window_size, causal, seqlen_q, seqlen_k, global_tokens=0, glob
 
 
 def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0,
-             softmax_scale, mask, want_lse):
+             softmax_scale, mask, want_lse, seqused_k=None):
     """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
     (out, lse or None)."""
     fw = _framework(q, "q")
@@ -248,6 +257,9 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
         elif not varlen and q.ndim == 4:
             lse = _empty(fw, q, (q.shape[0], q.shape[2], q.shape[1]), float32=True)
         # any other rank: the library reports it
+    if seqused_k is not None:
+        _check_same_framework(fw, seqused_k, "cache_seqlens")
+        mask = dict(mask, seqused_k=seqused_k)
     _call(fw, q, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
           softmax_scale, **mask)
     return out, lse
@@ -372,30 +384,43 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     """Attention of q (batch, seqlen_q, nheads, headdim) over a KV cache k_cache/v_cache
     (batch, seqlen_cache, nheads_k, headdim).
 
-    Supported today: the whole cache attended (no cache_seqlens), with no new k/v appended, no
-    rotary embedding, no batch index, left padding or paged block table; this is flash_attn_func
-    over the cache, with causal and window_size as there. The other arguments raise NotImplementedError (paged KV and in-place append
-    arrive with the serving work). `num_splits` is a performance hint and accepted as any int >= 0;
+    Supported today: the whole cache attended, or with cache_seqlens (int32 (batch,) on q's
+    device, or an int for every sequence) the first cache_seqlens[b] keys of sequence b, causal
+    bottom-right aligned to them; on CUDA cache_seqlens needs a decode call (seqlen_q x nheads /
+    nheads_k <= 64, no window) and its values are checked on a host copy (a stream
+    synchronization). No new k/v appended, no rotary embedding, no batch index, left padding or
+    paged block table: those raise NotImplementedError (paged KV and in-place append arrive with
+    the serving work). `num_splits` is a performance hint and accepted as any int >= 0;
     `rotary_interleaved` only matters with rotary_cos/sin.
 
     Returns out, or (out, softmax_lse float32 (batch, nheads, seqlen_q)) with
     return_softmax_lse=True.
     """
     for name, value in (("k", k), ("v", v), ("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
-                        ("cache_seqlens", cache_seqlens), ("cache_batch_idx", cache_batch_idx),
-                        ("cache_leftpad", cache_leftpad), ("block_table", block_table)):
+                        ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad),
+                        ("block_table", block_table)):
         if value is not None:
             raise NotImplementedError(
-                f"flash_attn_with_kvcache: {name} is not supported yet (only the whole cache, "
-                "without appending, rotary, batch index, left padding or paged KV)"
+                f"flash_attn_with_kvcache: {name} is not supported yet (only the whole cache or "
+                "its first cache_seqlens keys, without appending, rotary, batch index, left "
+                "padding or paged KV)"
             )
     _check_softcap(softcap)
     _check_alibi(alibi_slopes)
     _int_arg(num_splits, "num_splits", lo=0)
     scale = _softmax_scale(softmax_scale)
     _framework(q, "q")
+    seqused = None
+    if cache_seqlens is not None:
+        if isinstance(cache_seqlens, bool) or not isinstance(cache_seqlens, int):
+            seqused = cache_seqlens
+        else:  # one length for every sequence, as flash-attn takes it
+            if getattr(q, "ndim", 0) != 4:
+                raise ValueError(f"q shape {tuple(q.shape)} must be (batch, seqlen_q, nheads, "
+                                 "headdim)")
+            seqused = _full_int32(_framework(q, "q"), q, q.shape[0], cache_seqlens)
     mask = _resolve_mask(window_size, causal, *_dense_lengths(q, k_cache))
     out, lse = _forward(q, k_cache, v_cache, softmax_scale=scale, mask=mask,
-                        want_lse=return_softmax_lse)
+                        want_lse=return_softmax_lse, seqused_k=seqused)
     return (out, lse) if return_softmax_lse else out
 

@@ -187,6 +187,15 @@ void check_cu_seqlens(const std::int32_t* cu, int batch, std::int64_t total, int
   }
 }
 
+void check_seqused_k(const std::int32_t* used, int batch, int seqlen_k) {
+  for (int b = 0; b < batch; ++b) {
+    if (used[b] < 0 || used[b] > seqlen_k) {
+      invalid("seqused_k[" + std::to_string(b) + "] is " + std::to_string(used[b]) +
+              ", must be in [0, Sk = " + std::to_string(seqlen_k) + "]");
+    }
+  }
+}
+
 FwdParams make_fwd_params(const AttentionArgs& a) {
   const bool varlen = a.cu_seqlens_q.present() || a.cu_seqlens_k.present();
   const int rank = varlen ? 3 : 4;
@@ -331,7 +340,30 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     p.o_batch_stride = a.out.stride[0];
     p.o_row_stride = a.out.stride[1];
     p.o_head_stride = a.out.stride[2];
+    if (a.seqused_k.present()) {
+      const TensorView& u = a.seqused_k;
+      if (u.data == nullptr) invalid("seqused_k is a null pointer");
+      if (u.dtype != DType::i32) {
+        invalid(std::string("seqused_k has dtype ") + to_string(u.dtype) + ", expected int32");
+      }
+      if (u.rank != 1 || u.shape[0] != B) {
+        invalid("seqused_k has shape " + shape_str(u) + ", expected [batch = " + std::to_string(B) +
+                "]");
+      }
+      if (u.stride[0] != 1) {
+        invalid("seqused_k stride is " + std::to_string(u.stride[0]) + ", must be 1");
+      }
+      if (reinterpret_cast<std::uintptr_t>(u.data) % 4 != 0) {
+        invalid("seqused_k pointer is not 4-byte aligned");
+      }
+      check_same_place(u, a.q, "seqused_k");
+      p.seqused_k = static_cast<const std::int32_t*>(u.data);
+      if (a.q.device == Device::cpu) check_seqused_k(p.seqused_k, p.batch, p.seqlen_k);
+    }
   } else {
+    if (a.seqused_k.present()) {
+      invalid("seqused_k is for dense calls; a varlen call gives its key lengths in cu_seqlens_k");
+    }
     if (!a.cu_seqlens_q.present()) invalid("cu_seqlens_k is given but cu_seqlens_q is missing");
     if (!a.cu_seqlens_k.present()) invalid("cu_seqlens_q is given but cu_seqlens_k is missing");
     check_cu(a.cu_seqlens_q, "cu_seqlens_q", a.q);

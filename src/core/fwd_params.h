@@ -27,6 +27,7 @@ struct FwdParams {
 
   const std::int32_t* cu_seqlens_q = nullptr;  // nullptr: dense
   const std::int32_t* cu_seqlens_k = nullptr;
+  const std::int32_t* seqused_k = nullptr;  // dense only: keys used per sequence (nullptr: Sk)
 
   int batch = 0;
   int hq = 0;
@@ -70,7 +71,9 @@ struct FwdParams {
     return cu_seqlens_q ? cu_seqlens_q[b + 1] - cu_seqlens_q[b] : seqlen_q;
   }
   GPUATTN_HD int len_k(int b) const {
-    return cu_seqlens_k ? cu_seqlens_k[b + 1] - cu_seqlens_k[b] : seqlen_k;
+    return cu_seqlens_k ? cu_seqlens_k[b + 1] - cu_seqlens_k[b]
+           : seqused_k  ? seqused_k[b]
+                        : seqlen_k;
   }
   GPUATTN_HD std::int64_t row0_q(int b) const { return cu_seqlens_q ? cu_seqlens_q[b] : 0; }
   GPUATTN_HD std::int64_t row0_k(int b) const { return cu_seqlens_k ? cu_seqlens_k[b] : 0; }
@@ -220,6 +223,9 @@ static_assert(std::is_trivially_copyable_v<FwdParams>, "FwdParams is copied to t
 // cu_seqlens are checked by the CUDA backend through check_cu_seqlens() on a host copy.
 // Throws gpuattn::Error naming the offending value.
 FwdParams make_fwd_params(const AttentionArgs& args);
+
+// Checks a host copy of seqused_k: every entry in [0, seqlen_k].
+void check_seqused_k(const std::int32_t* used, int batch, int seqlen_k);
 
 // Checks a host copy of cu_seqlens: starts at 0, non-decreasing, ends at `total`, and no length
 // exceeds `max_seqlen`. `name` is used in messages ("cu_seqlens_q").

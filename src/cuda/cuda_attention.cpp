@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/decode_split.h"
 #include "core/tile_config.h"
 #include "cuda/cuda_check.h"
 #include "cuda/fwd_decode.h"
@@ -68,8 +69,17 @@ bool is_sm90(FwdKernel kernel) {
   return std::string_view(tile_config(kernel).name).substr(0, 5) == "sm90_";
 }
 
-// select_fwd_config's pick for p on the current device, GPUATTN_KERNEL applied.
+// Whether decode_16x64 can run call p at all (DecodePlan's rows, standard precision, no mask
+// beyond causal), whatever the rule would pick.
+bool decode_takes(const FwdParams& p) {
+  return p.precision == Precision::standard && p.dense_or_causal() &&
+         DecodePlan::eligible(p.seqlen_q, p.hq / p.hkv);
+}
+
+// select_fwd_config's pick for p on the current device, GPUATTN_KERNEL applied; a call with
+// seqused_k takes decode_16x64 (the only CUDA kernel that reads it) where it can run it.
 FwdKernel pick_forward_kernel(const FwdParams& p) {
+  if (p.seqused_k != nullptr && decode_takes(p)) return FwdKernel::decode_16x64;
   const KernelChoice choice = kernel_choice_from_env();
   const bool sm90_available = choice != KernelChoice::sm80 && sm90::usable(p.dtype, p.head_dim);
   FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
@@ -139,6 +149,26 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   // at head dims 64/128), the sm_80 kernel serves other GPUs, compensated at head dim 256 and
   // GPUATTN_KERNEL=sm80. The device's opt-in shared memory per block keeps the sm_80 tiles to
   // those that fit (sm80_64x64 at head dim 128 on sm_86/sm_89).
+  if (p.seqused_k != nullptr) {
+    check_device_pointer(p.seqused_k, p.device_index, "seqused_k");
+    std::vector<std::int32_t> used(p.batch);
+    GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.seqused_k, sizeof(std::int32_t) * p.batch,
+                                       cudaMemcpyDeviceToHost, stream));
+    GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    check_seqused_k(used.data(), p.batch, p.seqlen_k);
+    // Only the decode kernel reads per-sequence key lengths of a dense call (whatever
+    // GPUATTN_KERNEL names).
+    if (!decode_takes(p)) {
+      throw Error(ErrorCode::not_supported,
+                  "gpuattn::attention_forward: seqused_k on CUDA needs a decode call (seqlen_q x "
+                  "hq / hkv <= 64, standard precision, no mask beyond causal); this one has "
+                  "seqlen_q " +
+                      std::to_string(p.seqlen_q) + ", hq " + std::to_string(p.hq) + ", hkv " +
+                      std::to_string(p.hkv) + ", precision " + to_string(p.precision) +
+                      (p.dense_or_causal() ? "" : ", a window, global tokens or block layout"));
+    }
+    return decode::fwd(p, stream);
+  }
   const FwdKernel kernel = pick_forward_kernel(p);
   if (kernel == FwdKernel::decode_16x64) return decode::fwd(p, stream);
   if (is_sm90(kernel)) {

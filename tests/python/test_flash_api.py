@@ -152,8 +152,34 @@ def test_kvcache_whole_cache_equals_flash_attn_func(causal):
     assert_close(lse, want_lse, 1e-3, "lse")
 
 
-@pytest.mark.parametrize("arg", ["k", "v", "rotary_cos", "rotary_sin", "cache_seqlens",
-                                 "cache_batch_idx", "cache_leftpad", "block_table"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_kvcache_seqlens_attend_to_the_first_keys(causal):
+    """cache_seqlens (an int32 array, or one int): sequence b attends to its first
+    cache_seqlens[b] keys, as flash_attn_func on the cut cache does (0 keys: out 0, lse -inf)."""
+    rng = rng_for("kvcache-seqlens", causal)
+    q = make("numpy", "float16", (3, 2, 8, 64), rng)
+    kc = make("numpy", "float16", (3, 50, 2, 64), rng)
+    vc = make("numpy", "float16", (3, 50, 2, 64), rng)
+    used = np.array([50, 7, 0], dtype=np.int32)
+    out, lse = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, causal=causal,
+                                         return_softmax_lse=True)
+    for b, n in enumerate(used):
+        if n == 0:
+            assert np.all(out[b] == 0) and np.all(np.isneginf(lse[b]))
+            continue
+        want, want_lse, _ = ga.flash_attn_func(q[b:b + 1], kc[b:b + 1, :n], vc[b:b + 1, :n],
+                                               causal=causal, return_attn_probs=True)
+        assert np.array_equal(out[b:b + 1], want), b
+        assert np.array_equal(lse[b:b + 1], want_lse), b
+    same = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=7, causal=causal)
+    want = ga.flash_attn_func(q, kc[:, :7], vc[:, :7], causal=causal)
+    assert np.array_equal(same, want)
+    with pytest.raises(ValueError, match=r"seqused_k\[0\] is 51"):
+        ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=51)
+
+
+@pytest.mark.parametrize("arg", ["k", "v", "rotary_cos", "rotary_sin", "cache_batch_idx",
+                                 "cache_leftpad", "block_table"])
 def test_kvcache_unsupported_arguments(arg):
     rng = rng_for("kvcache-bad", arg)
     q = make("numpy", "float16", (2, 1, 4, 64), rng)

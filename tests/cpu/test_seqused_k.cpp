@@ -1,0 +1,139 @@
+// AttentionArgs::seqused_k on the CPU backend: sequence b of a dense call attends to its first
+// seqused_k[b] keys only, exactly as a call on a cache cut to that length would (causal
+// bottom-right aligned to them; 0 keys: out 0, lse -inf), and every bad seqused_k is an
+// invalid_argument that names it, with out untouched.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+#include "gpuattn/attention.h"
+
+namespace gpuattn::testing {
+namespace {
+
+HostTensor int32s(const std::vector<int>& v) {
+  HostTensor t(DType::i32, {static_cast<std::int64_t>(v.size())});
+  for (std::size_t i = 0; i < v.size(); ++i) static_cast<std::int32_t*>(t.data())[i] = v[i];
+  return t;
+}
+
+// Batch entry b of a contiguous [B, S, H, D] tensor as a [1, rows, H, D] view (rows <= S).
+TensorView batch_view(const HostTensor& t, int b, std::int64_t rows) {
+  TensorView v = t.view();
+  v.data = static_cast<char*>(v.data) + b * v.stride[0] * element_size(t.dtype);
+  v.shape[0] = 1;
+  v.shape[1] = rows;
+  return v;
+}
+
+TEST(SeqUsedK, EachSequenceAttendsToItsFirstKeys) {
+  const int B = 3, Hq = 8, Hkv = 2, Sk = 50, D = 64;
+  const std::vector<int> used = {50, 17, 0};
+  for (int Sq : {1, 3}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE("Sq " + std::to_string(Sq) + " causal " + std::to_string(causal));
+      HostTensor q(DType::f32, {B, Sq, Hq, D}), k(DType::f32, {B, Sk, Hkv, D}),
+          v(DType::f32, {B, Sk, Hkv, D}), out(DType::f32, {B, Sq, Hq, D}),
+          lse(DType::f32, {B, Hq, Sq});
+      q.randomize(11 + Sq);
+      k.randomize(12 + Sq);
+      v.randomize(13 + Sq);
+      out.poison();
+      lse.poison();
+      const HostTensor seq = int32s(used);
+      AttentionArgs a = tensor_args(q, k, v, out, &lse);
+      a.seqused_k = seq.view();
+      a.causal = causal;
+      a.backend = Backend::cpu;
+      attention_forward(a);
+      for (int b = 0; b < B; ++b) {
+        SCOPED_TRACE("batch " + std::to_string(b));
+        HostTensor want(DType::f32, {1, Sq, Hq, D}), want_lse(DType::f32, {1, Hq, Sq});
+        if (used[b] > 0) {
+          AttentionArgs c;
+          c.q = batch_view(q, b, Sq);
+          c.k = batch_view(k, b, used[b]);
+          c.v = batch_view(v, b, used[b]);
+          c.out = want.view();
+          c.lse = want_lse.view();
+          c.causal = causal;
+          c.backend = Backend::cpu;
+          attention_forward(c);
+        } else {  // no key: out 0, lse -inf
+          for (std::int64_t i = 0; i < want_lse.numel(); ++i) want_lse.set(i, -INFINITY);
+        }
+        const std::int64_t n = static_cast<std::int64_t>(Sq) * Hq * D;
+        for (std::int64_t i = 0; i < n; ++i) {
+          ASSERT_NEAR(out.get(b * n + i), want.get(i), 1e-6) << "element " << i;
+        }
+        for (std::int64_t i = 0; i < Hq * Sq; ++i) {
+          const float got = lse.get(b * Hq * Sq + i), ref = want_lse.get(i);
+          if (std::isinf(ref)) {
+            EXPECT_EQ(got, ref) << "lse " << i;
+          } else {
+            ASSERT_NEAR(got, ref, 1e-6) << "lse " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(SeqUsedK, BadValuesAreNamedAndOutIsUntouched) {
+  const int B = 2, Sq = 1, H = 4, Sk = 30, D = 64;
+  HostTensor q(DType::f32, {B, Sq, H, D}), k(DType::f32, {B, Sk, H, D}),
+      v(DType::f32, {B, Sk, H, D}), out(DType::f32, {B, Sq, H, D});
+  q.randomize(1);
+  k.randomize(2);
+  v.randomize(3);
+  auto expect_invalid = [&](const AttentionArgs& a, const std::string& words) {
+    out.poison();
+    try {
+      attention_forward(a);
+      ADD_FAILURE() << "no error; expected one naming '" << words << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+    for (std::int64_t i = 0; i < out.numel(); ++i) ASSERT_TRUE(std::isnan(out.get(i)));
+  };
+  AttentionArgs a = tensor_args(q, k, v, out);
+  a.backend = Backend::cpu;
+  const HostTensor past = int32s({30, 31}), negative = int32s({-1, 3});
+  a.seqused_k = past.view();
+  expect_invalid(a, "seqused_k[1] is 31, must be in [0, Sk = 30]");
+  a.seqused_k = negative.view();
+  expect_invalid(a, "seqused_k[0] is -1");
+  const HostTensor three = int32s({1, 2, 3});
+  a.seqused_k = three.view();
+  expect_invalid(a, "seqused_k has shape [3], expected [batch = 2]");
+  HostTensor floats(DType::f32, {2});
+  a.seqused_k = floats.view();
+  expect_invalid(a, "seqused_k has dtype float32, expected int32");
+  // Varlen calls give their key lengths in cu_seqlens_k.
+  HostTensor vq(DType::f32, {2, H, D}), vk(DType::f32, {60, H, D}), vv(DType::f32, {60, H, D}),
+      vout(DType::f32, {2, H, D});
+  const HostTensor cq = make_cu_seqlens({1, 1}), ck = make_cu_seqlens({30, 30});
+  AttentionArgs w = tensor_args(vq, vk, vv, vout);
+  w.cu_seqlens_q = cq.view();
+  w.cu_seqlens_k = ck.view();
+  w.max_seqlen_q = 1;
+  w.max_seqlen_k = 30;
+  w.backend = Backend::cpu;
+  const HostTensor ok = int32s({3, 4});
+  w.seqused_k = ok.view();
+  try {
+    attention_forward(w);
+    ADD_FAILURE() << "varlen + seqused_k accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("seqused_k is for dense calls"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gpuattn::testing

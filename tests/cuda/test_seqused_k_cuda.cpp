@@ -1,0 +1,166 @@
+// AttentionArgs::seqused_k on CUDA: decode calls (decode_16x64, whatever GPUATTN_KERNEL names)
+// against the fp64 reference on fresh random inputs with outputs poisoned first: lengths from 0 to
+// the whole cache, causal rows that see no key, split keys of sequences much shorter than the
+// longest; every other CUDA call with seqused_k, and every bad length, is an error that names it,
+// with out untouched. (tests/cpu/test_seqused_k.cpp shows the reference's reading of seqused_k
+// equals a call on the cut cache.)
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+#include "core/fwd_params.h"
+#include "core/tile_config.h"
+#include "cuda/cuda_attention.h"
+#include "cuda/cuda_test_util.h"
+#include "gpuattn/attention.h"
+#include "gpuattn/reference.h"
+
+namespace gpuattn::testing {
+namespace {
+
+struct UsedCase {
+  int B, Hq, Hkv, Sq, Sk, D;
+  DType t;
+  bool causal;
+  std::vector<int> used;
+};
+
+// Host and device copies of one call's tensors.
+struct UsedProblem {
+  HostTensor q, k, v, out, lse, used;
+  DeviceBuffer dq, dk, dv, dout, dlse, dused;
+
+  explicit UsedProblem(const UsedCase& c, std::uint64_t seed)
+      : q(c.t, {c.B, c.Sq, c.Hq, c.D}),
+        k(c.t, {c.B, c.Sk, c.Hkv, c.D}),
+        v(c.t, {c.B, c.Sk, c.Hkv, c.D}),
+        out(c.t, {c.B, c.Sq, c.Hq, c.D}),
+        lse(DType::f32, {c.B, c.Hq, c.Sq}),
+        used(DType::i32, {c.B}) {
+    q.randomize(seed);
+    k.randomize(seed + 1);
+    v.randomize(seed + 2);
+    for (int b = 0; b < c.B; ++b) static_cast<std::int32_t*>(used.data())[b] = c.used[b];
+    dq = DeviceBuffer(q.bytes());
+    dk = DeviceBuffer(k.bytes());
+    dv = DeviceBuffer(v.bytes());
+    dout = DeviceBuffer(out.bytes());
+    dlse = DeviceBuffer(lse.bytes());
+    dused = DeviceBuffer(used.bytes());
+    dq.upload(q.data());
+    dk.upload(k.data());
+    dv.upload(v.data());
+    dused.upload(used.data());
+  }
+  void poison() {
+    out.poison();
+    lse.poison();
+    dout.upload(out.data());
+    dlse.upload(lse.data());
+  }
+  AttentionArgs device_args(bool causal) const {
+    AttentionArgs a;
+    a.q = q.view(Device::cuda, dq.get());
+    a.k = k.view(Device::cuda, dk.get());
+    a.v = v.view(Device::cuda, dv.get());
+    a.out = out.view(Device::cuda, dout.get());
+    a.lse = lse.view(Device::cuda, dlse.get());
+    a.seqused_k = used.view(Device::cuda, dused.get());
+    a.causal = causal;
+    a.backend = Backend::cuda;
+    return a;
+  }
+  AttentionArgs host_args(bool causal) const {
+    AttentionArgs a = tensor_args(q, k, v, out, &lse);
+    a.seqused_k = used.view();
+    a.causal = causal;
+    return a;
+  }
+};
+
+class SeqUsedKCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+TEST_F(SeqUsedKCuda, DecodeMatchesTheReference) {
+  const std::vector<UsedCase> cases = {
+      {3, 32, 8, 1, 4096, 128, DType::bf16, false, {4096, 1, 0}},
+      {2, 16, 16, 4, 777, 64, DType::f16, true, {777, 3}},  // 3 keys, 4 causal rows: row 0 none
+      {2, 8, 2, 2, 3000, 256, DType::f16, false, {2999, 1500}},
+      {4, 8, 8, 1, 70000, 64, DType::bf16, false, {70000, 65, 64, 100}},  // splits of 70000 keys
+      {2, 64, 1, 1, 5000, 128, DType::f16, true, {4097, 2}},              // 4 row blocks
+  };
+  for (const UsedCase& c : cases) {
+    const std::string name = "B" + std::to_string(c.B) + "_H" + std::to_string(c.Hq) + "kv" +
+                             std::to_string(c.Hkv) + "_Sq" + std::to_string(c.Sq) + "_Sk" +
+                             std::to_string(c.Sk) + "_D" + std::to_string(c.D);
+    SCOPED_TRACE(name);
+    UsedProblem p(c, seed_of("SeqUsedKCuda/" + name));
+    p.poison();
+    const AttentionArgs dev = p.device_args(c.causal);
+    EXPECT_EQ(cuda_forward_kernel(make_fwd_params(dev)), FwdKernel::decode_16x64);
+    attention_forward(dev);
+    TEST_CUDA_CHECK(cudaDeviceSynchronize());
+    p.dout.download(p.out.data());
+    p.dlse.download(p.lse.data());
+    const ReferenceResult ref = reference_attention(p.host_args(c.causal));
+    const double tol = max_abs_tol(c.t);
+    for (std::size_t r = 0; r < ref.rows.size(); ++r) {
+      const std::int64_t row = ref.rows[r];  // b * Sq + i
+      const int b = static_cast<int>(row / c.Sq), i = static_cast<int>(row % c.Sq);
+      for (int h = 0; h < c.Hq; ++h) {
+        for (int d = 0; d < c.D; ++d) {
+          const double want = ref.out[(r * c.Hq + h) * c.D + d];
+          const float got = p.out.get(((row * c.Hq) + h) * c.D + d);
+          ASSERT_LE(std::abs(got - want), tol * std::max(1.0, std::abs(want)))
+              << "b " << b << " i " << i << " h " << h << " d " << d << " (used " << c.used[b]
+              << ")";
+        }
+        const double want = ref.lse[r * c.Hq + h];
+        const float got = p.lse.get((static_cast<std::int64_t>(b) * c.Hq + h) * c.Sq + i);
+        if (std::isinf(want)) {
+          EXPECT_EQ(got, -std::numeric_limits<float>::infinity()) << "lse b " << b << " h " << h;
+        } else {
+          ASSERT_LE(std::abs(got - want), 1e-3 * std::max(1.0, std::abs(want)))
+              << "lse b " << b << " i " << i << " h " << h;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(SeqUsedKCuda, OtherCallsAndBadLengthsAreNamedErrors) {
+  auto expect_error = [](UsedProblem& p, const AttentionArgs& a, ErrorCode code,
+                         const std::string& words) {
+    p.poison();
+    try {
+      attention_forward(a);
+      ADD_FAILURE() << "no error; expected one naming '" << words << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+    TEST_CUDA_CHECK(cudaDeviceSynchronize());
+    p.dout.download(p.out.data());
+    for (std::int64_t i = 0; i < p.out.numel(); ++i) ASSERT_TRUE(std::isnan(p.out.get(i)));
+  };
+  // 256 query rows per KV head: no decode call.
+  UsedProblem prefill({2, 8, 8, 256, 1000, 128, DType::f16, true, {1000, 10}}, 5);
+  expect_error(prefill, prefill.device_args(true), ErrorCode::not_supported,
+               "seqused_k on CUDA needs a decode call");
+  UsedProblem past({2, 8, 8, 1, 1000, 128, DType::f16, false, {1000, 1001}}, 6);
+  expect_error(past, past.device_args(false), ErrorCode::invalid_argument,
+               "seqused_k[1] is 1001, must be in [0, Sk = 1000]");
+}
+
+}  // namespace
+}  // namespace gpuattn::testing
