@@ -27,7 +27,6 @@ struct FwdParams {
 
   const std::int32_t* cu_seqlens_q = nullptr;  // nullptr: dense
   const std::int32_t* cu_seqlens_k = nullptr;
-  const std::int32_t* seqused_k = nullptr;  // dense only: keys used per sequence (nullptr: Sk)
 
   int batch = 0;
   int hq = 0;
@@ -60,6 +59,9 @@ struct FwdParams {
   int block_k = 0;  // keys per block (a multiple of 16)
   Precision precision = Precision::standard;
   int num_threads = 0;
+  // Dense only: keys used per sequence (nullptr: Sk), read through keys_used(). Last in the struct,
+  // so the prefill kernels, which never read it, keep their parameter offsets (and SASS).
+  const std::int32_t* seqused_k = nullptr;
 
   GPUATTN_HD bool is_varlen() const { return cu_seqlens_q != nullptr; }
   GPUATTN_HD int group_size() const { return hq / hkv; }
@@ -71,10 +73,12 @@ struct FwdParams {
     return cu_seqlens_q ? cu_seqlens_q[b + 1] - cu_seqlens_q[b] : seqlen_q;
   }
   GPUATTN_HD int len_k(int b) const {
-    return cu_seqlens_k ? cu_seqlens_k[b + 1] - cu_seqlens_k[b]
-           : seqused_k  ? seqused_k[b]
-                        : seqlen_k;
+    return cu_seqlens_k ? cu_seqlens_k[b + 1] - cu_seqlens_k[b] : seqlen_k;
   }
+  // The keys sequence b attends to: len_k(b), or seqused_k[b] when given. Read by the CPU backend,
+  // the reference and decode_16x64, the only paths that take seqused_k (the prefill kernels keep
+  // len_k, so their code does not carry the test).
+  GPUATTN_HD int keys_used(int b) const { return seqused_k ? seqused_k[b] : len_k(b); }
   GPUATTN_HD std::int64_t row0_q(int b) const { return cu_seqlens_q ? cu_seqlens_q[b] : 0; }
   GPUATTN_HD std::int64_t row0_k(int b) const { return cu_seqlens_k ? cu_seqlens_k[b] : 0; }
 

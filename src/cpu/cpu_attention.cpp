@@ -149,7 +149,7 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
   T* o = static_cast<T*>(p.o);
   const int D = p.head_dim;
   const int b = it.b, h = it.h, hk = p.kv_head(h);
-  const int lq = p.len_q(b), lk = p.len_k(b);
+  const int lq = p.len_q(b), lk = p.keys_used(b);
   const int rows = it.rows;
   const int mpad = round_up(rows, kMicroM);
   const bool kahan = p.precision == Precision::compensated;
@@ -313,7 +313,7 @@ std::vector<WorkItem> make_work_items(const FwdParams& p) {
   std::vector<WorkItem> items;
   const bool per_head = p.has_block_layout() && p.block_head_stride != 0;
   for (int b = 0; b < p.batch; ++b) {
-    const int lq = p.len_q(b), lk = p.len_k(b);
+    const int lq = p.len_q(b), lk = p.keys_used(b);
     for (int i0 = 0; i0 < lq; i0 += kBlockM) {
       const int rows = std::min(kBlockM, lq - i0);
       // Constant per row plus visible keys (block layouts: keys of the tiles loaded): enough to

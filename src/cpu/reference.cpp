@@ -65,7 +65,7 @@ ReferenceResult reference_attention(const AttentionArgs& args,
       b = static_cast<int>(row / p.seqlen_q);
       i = row % p.seqlen_q;
     }
-    const int lq = p.len_q(b), lk = p.len_k(b);
+    const int lq = p.len_q(b), lk = p.keys_used(b);
     for (int h = 0; h < p.hq; ++h) {
       // Visible keys of the row for this head (the block layout may differ per head).
       const MaskPolicy mask = p.mask(h);

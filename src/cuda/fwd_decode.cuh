@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(Tr::kThreads)
   const int b = static_cast<int>(idx / p.hkv);
   const long long unit = (static_cast<long long>(b) * p.hkv + hk) * work.row_blocks + rb;
   const int group = p.hq / p.hkv;
-  const int lq = p.len_q(b), lk = p.len_k(b);
+  const int lq = p.len_q(b), lk = p.keys_used(b);
   const int rows = lq * group;  // packed rows of this (b, hk)
   const int r0 = rb * Tr::kRows;
   if (r0 >= rows) return;  // varlen: a shorter sequence (the same for every split of the unit)
