@@ -97,9 +97,10 @@ struct AttentionArgs {
   // Dense calls only, optional: int32 [batch], the keys sequence b uses, each in [0, Sk] (a KV
   // cache of Sk slots filled to seqused_k[b]; flash-attn's cache_seqlens). Causal stays
   // bottom-right aligned to the used keys. On CUDA it lives next to q and its values are checked
-  // on a host copy (a stream synchronization, as for cu_seqlens), and it is read by the decode
-  // path only (at most 64 query rows per KV head, standard precision, no mask beyond causal);
-  // other CUDA calls with it are ErrorCode::not_supported. The CPU backend takes any call.
+  // on a host copy (a stream synchronization, as for cu_seqlens); decode calls (at most 64 query
+  // rows per KV head, standard precision, no mask beyond causal) run the split-KV decode kernel,
+  // every other call the portable sm_80 kernel, on Hopper too (the wgmma kernel does not read
+  // it), whatever GPUATTN_KERNEL names. Every mask and precision works with it, on both backends.
   TensorView seqused_k;
 
   std::optional<float> softmax_scale;  // default 1/sqrt(D); must be positive and finite

@@ -386,9 +386,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
 
     Supported today: the whole cache attended, or with cache_seqlens (int32 (batch,) on q's
     device, or an int for every sequence) the first cache_seqlens[b] keys of sequence b, causal
-    bottom-right aligned to them; on CUDA cache_seqlens needs a decode call (seqlen_q x nheads /
-    nheads_k <= 64, no window) and its values are checked on a host copy (a stream
-    synchronization). No new k/v appended, no rotary embedding, no batch index, left padding or
+    bottom-right aligned to them; on CUDA its values are checked on a host copy (a stream
+    synchronization), and decode calls (seqlen_q x nheads / nheads_k <= 64, no window) run the
+    split-KV decode kernel, other calls the portable sm_80 kernel. No new k/v appended, no rotary embedding, no batch index, left padding or
     paged block table: those raise NotImplementedError (paged KV and in-place append arrive with
     the serving work). `num_splits` is a performance hint and accepted as any int >= 0;
     `rotary_interleaved` only matters with rotary_cos/sin.

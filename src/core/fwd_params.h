@@ -76,8 +76,8 @@ struct FwdParams {
     return cu_seqlens_k ? cu_seqlens_k[b + 1] - cu_seqlens_k[b] : seqlen_k;
   }
   // The keys sequence b attends to: len_k(b), or seqused_k[b] when given. Read by the CPU backend,
-  // the reference and decode_16x64, the only paths that take seqused_k (the prefill kernels keep
-  // len_k, so their code does not carry the test).
+  // the reference, decode_16x64 and the sm_80 kernel, the paths that take seqused_k (the sm_90a
+  // kernel keeps len_k, so its code does not carry the test).
   GPUATTN_HD int keys_used(int b) const { return seqused_k ? seqused_k[b] : len_k(b); }
   GPUATTN_HD std::int64_t row0_q(int b) const { return cu_seqlens_q ? cu_seqlens_q[b] : 0; }
   GPUATTN_HD std::int64_t row0_k(int b) const { return cu_seqlens_k ? cu_seqlens_k[b] : 0; }

@@ -76,15 +76,17 @@ bool decode_takes(const FwdParams& p) {
          DecodePlan::eligible(p.seqlen_q, p.hq / p.hkv);
 }
 
-// select_fwd_config's pick for p on the current device, GPUATTN_KERNEL applied; a call with
-// seqused_k takes decode_16x64 (the only CUDA kernel that reads it) where it can run it.
+// select_fwd_config's pick for p on the current device, GPUATTN_KERNEL applied. A call with
+// seqused_k takes a kernel that reads it, whatever GPUATTN_KERNEL names: decode_16x64 where it can
+// run the call, else the sm_80 kernel (on Hopper too: the wgmma kernel reads len_k only).
 FwdKernel pick_forward_kernel(const FwdParams& p) {
   if (p.seqused_k != nullptr && decode_takes(p)) return FwdKernel::decode_16x64;
   const KernelChoice choice = kernel_choice_from_env();
-  const bool sm90_available = choice != KernelChoice::sm80 && sm90::usable(p.dtype, p.head_dim);
+  const bool sm90_available =
+      choice != KernelChoice::sm80 && p.seqused_k == nullptr && sm90::usable(p.dtype, p.head_dim);
   FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
                              sm80::max_smem_per_block());
-  shape.decode_allowed = choice == KernelChoice::automatic;
+  shape.decode_allowed = choice == KernelChoice::automatic && p.seqused_k == nullptr;
   shape.force_192x128 = choice == KernelChoice::sm90_ws_192x128;
   shape.force_128x128 = choice == KernelChoice::sm90_ws_128x128;
   return select_fwd_config(shape).kernel;
@@ -156,18 +158,6 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
                                        cudaMemcpyDeviceToHost, stream));
     GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
     check_seqused_k(used.data(), p.batch, p.seqlen_k);
-    // Only the decode kernel reads per-sequence key lengths of a dense call (whatever
-    // GPUATTN_KERNEL names).
-    if (!decode_takes(p)) {
-      throw Error(ErrorCode::not_supported,
-                  "gpuattn::attention_forward: seqused_k on CUDA needs a decode call (seqlen_q x "
-                  "hq / hkv <= 64, standard precision, no mask beyond causal); this one has "
-                  "seqlen_q " +
-                      std::to_string(p.seqlen_q) + ", hq " + std::to_string(p.hq) + ", hkv " +
-                      std::to_string(p.hkv) + ", precision " + to_string(p.precision) +
-                      (p.dense_or_causal() ? "" : ", a window, global tokens or block layout"));
-    }
-    return decode::fwd(p, stream);
   }
   const FwdKernel kernel = pick_forward_kernel(p);
   if (kernel == FwdKernel::decode_16x64) return decode::fwd(p, stream);

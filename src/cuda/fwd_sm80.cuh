@@ -412,7 +412,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     m_block = p.causal ? static_cast<int>(gridDim.x / Tr::kOSplit) - 1 - m_idx : m_idx;
   }
   const int h = blockIdx.y, b = blockIdx.z;
-  const int lq = p.len_q(b), lk = p.len_k(b);
+  const int lq = p.len_q(b), lk = p.keys_used(b);  // (seqused_k: this kernel reads it)
   const int m0 = m_block * kBlockM;
   if (m0 >= lq) return;
   const int hk = p.kv_head(h);

@@ -1,9 +1,9 @@
 // AttentionArgs::seqused_k on CUDA: decode calls (decode_16x64, whatever GPUATTN_KERNEL names)
 // against the fp64 reference on fresh random inputs with outputs poisoned first: lengths from 0 to
 // the whole cache, causal rows that see no key, split keys of sequences much shorter than the
-// longest; every other CUDA call with seqused_k, and every bad length, is an error that names it,
-// with out untouched. (tests/cpu/test_seqused_k.cpp shows the reference's reading of seqused_k
-// equals a call on the cut cache.)
+// longest; the other calls (more rows, a window, compensated precision) on the sm_80 kernel; every
+// bad length is an error that names it, with out untouched. (tests/cpu/test_seqused_k.cpp shows the
+// reference's reading of seqused_k equals a call on the cut cache.)
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -84,6 +84,39 @@ struct UsedProblem {
   }
 };
 
+// Runs the call on poisoned outputs and checks it against the fp64 reference of the host call: out
+// elementwise within the dtype's bound (max_abs_tol), lse within 1e-3; -inf exact.
+void expect_matches_reference(UsedProblem& p, const UsedCase& c, const AttentionArgs& dev,
+                              const AttentionArgs& host) {
+  p.poison();
+  attention_forward(dev);
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  p.dout.download(p.out.data());
+  p.dlse.download(p.lse.data());
+  const ReferenceResult ref = reference_attention(host);
+  const double tol = max_abs_tol(c.t);
+  for (std::size_t r = 0; r < ref.rows.size(); ++r) {
+    const std::int64_t row = ref.rows[r];
+    const int b = static_cast<int>(row / c.Sq), i = static_cast<int>(row % c.Sq);
+    for (int h = 0; h < c.Hq; ++h) {
+      for (int d = 0; d < c.D; ++d) {
+        const double want = ref.out[(r * c.Hq + h) * c.D + d];
+        const float got = p.out.get(((row * c.Hq) + h) * c.D + d);
+        ASSERT_LE(std::abs(got - want), tol * std::max(1.0, std::abs(want)))
+            << "b " << b << " i " << i << " h " << h << " d " << d;
+      }
+      const double want = ref.lse[r * c.Hq + h];
+      const float got = p.lse.get((static_cast<std::int64_t>(b) * c.Hq + h) * c.Sq + i);
+      if (std::isinf(want)) {
+        EXPECT_EQ(got, -std::numeric_limits<float>::infinity()) << "lse b " << b << " h " << h;
+      } else {
+        ASSERT_LE(std::abs(got - want), 1e-3 * std::max(1.0, std::abs(want)))
+            << "lse b " << b << " i " << i << " h " << h;
+      }
+    }
+  }
+}
+
 class SeqUsedKCuda : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -105,61 +138,58 @@ TEST_F(SeqUsedKCuda, DecodeMatchesTheReference) {
                              std::to_string(c.Sk) + "_D" + std::to_string(c.D);
     SCOPED_TRACE(name);
     UsedProblem p(c, seed_of("SeqUsedKCuda/" + name));
-    p.poison();
     const AttentionArgs dev = p.device_args(c.causal);
     EXPECT_EQ(cuda_forward_kernel(make_fwd_params(dev)), FwdKernel::decode_16x64);
-    attention_forward(dev);
-    TEST_CUDA_CHECK(cudaDeviceSynchronize());
-    p.dout.download(p.out.data());
-    p.dlse.download(p.lse.data());
-    const ReferenceResult ref = reference_attention(p.host_args(c.causal));
-    const double tol = max_abs_tol(c.t);
-    for (std::size_t r = 0; r < ref.rows.size(); ++r) {
-      const std::int64_t row = ref.rows[r];  // b * Sq + i
-      const int b = static_cast<int>(row / c.Sq), i = static_cast<int>(row % c.Sq);
-      for (int h = 0; h < c.Hq; ++h) {
-        for (int d = 0; d < c.D; ++d) {
-          const double want = ref.out[(r * c.Hq + h) * c.D + d];
-          const float got = p.out.get(((row * c.Hq) + h) * c.D + d);
-          ASSERT_LE(std::abs(got - want), tol * std::max(1.0, std::abs(want)))
-              << "b " << b << " i " << i << " h " << h << " d " << d << " (used " << c.used[b]
-              << ")";
-        }
-        const double want = ref.lse[r * c.Hq + h];
-        const float got = p.lse.get((static_cast<std::int64_t>(b) * c.Hq + h) * c.Sq + i);
-        if (std::isinf(want)) {
-          EXPECT_EQ(got, -std::numeric_limits<float>::infinity()) << "lse b " << b << " h " << h;
-        } else {
-          ASSERT_LE(std::abs(got - want), 1e-3 * std::max(1.0, std::abs(want)))
-              << "lse b " << b << " i " << i << " h " << h;
-        }
-      }
-    }
+    expect_matches_reference(p, c, dev, p.host_args(c.causal));
   }
 }
 
-TEST_F(SeqUsedKCuda, OtherCallsAndBadLengthsAreNamedErrors) {
-  auto expect_error = [](UsedProblem& p, const AttentionArgs& a, ErrorCode code,
-                         const std::string& words) {
-    p.poison();
-    try {
-      attention_forward(a);
-      ADD_FAILURE() << "no error; expected one naming '" << words << "'";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), code) << e.what();
-      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-    }
-    TEST_CUDA_CHECK(cudaDeviceSynchronize());
-    p.dout.download(p.out.data());
-    for (std::int64_t i = 0; i < p.out.numel(); ++i) ASSERT_TRUE(std::isnan(p.out.get(i)));
+// Calls the decode kernel does not take run on the sm_80 kernel, on Hopper too: more rows than a
+// decode call, a window, compensated precision.
+TEST_F(SeqUsedKCuda, OtherCallsRunThePortableKernel) {
+  struct Extra {
+    UsedCase c;
+    int window_left;
+    bool compensated;
   };
-  // 256 query rows per KV head: no decode call.
-  UsedProblem prefill({2, 8, 8, 256, 1000, 128, DType::f16, true, {1000, 10}}, 5);
-  expect_error(prefill, prefill.device_args(true), ErrorCode::not_supported,
-               "seqused_k on CUDA needs a decode call");
-  UsedProblem past({2, 8, 8, 1, 1000, 128, DType::f16, false, {1000, 1001}}, 6);
-  expect_error(past, past.device_args(false), ErrorCode::invalid_argument,
-               "seqused_k[1] is 1001, must be in [0, Sk = 1000]");
+  const std::vector<Extra> cases = {
+      {{2, 8, 8, 256, 1000, 128, DType::f16, true, {1000, 10}}, -1, false},
+      {{2, 16, 4, 130, 300, 64, DType::bf16, false, {300, 1}}, -1, false},
+      {{2, 8, 8, 100, 999, 128, DType::f16, true, {999, 500}}, 64, false},
+      {{2, 4, 4, 1, 777, 64, DType::f16, false, {777, 0}}, -1, true},
+  };
+  for (const Extra& e : cases) {
+    const UsedCase& c = e.c;
+    const std::string name = "Sq" + std::to_string(c.Sq) + "_D" + std::to_string(c.D) + "_w" +
+                             std::to_string(e.window_left) + (e.compensated ? "_comp" : "");
+    SCOPED_TRACE(name);
+    UsedProblem p(c, seed_of("SeqUsedKCuda/other/" + name));
+    AttentionArgs dev = p.device_args(c.causal), host = p.host_args(c.causal);
+    for (AttentionArgs* a : {&dev, &host}) {
+      a->mask.window_left = e.window_left;
+      if (e.compensated) a->precision = Precision::compensated;
+    }
+    const std::string pick = tile_config(cuda_forward_kernel(make_fwd_params(dev))).name;
+    EXPECT_EQ(pick.rfind("sm80_", 0), 0u) << "picked " << pick;
+    expect_matches_reference(p, c, dev, host);
+  }
+}
+
+TEST_F(SeqUsedKCuda, BadLengthsAreNamedAndOutIsUntouched) {
+  UsedProblem p({2, 8, 8, 1, 1000, 128, DType::f16, false, {1000, 1001}}, 6);
+  p.poison();
+  try {
+    attention_forward(p.device_args(false));
+    ADD_FAILURE() << "a length past Sk accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("seqused_k[1] is 1001, must be in [0, Sk = 1000]"),
+              std::string::npos)
+        << e.what();
+  }
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  p.dout.download(p.out.data());
+  for (std::int64_t i = 0; i < p.out.numel(); ++i) ASSERT_TRUE(std::isnan(p.out.get(i)));
 }
 
 }  // namespace
