@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <sstream>
@@ -158,6 +159,14 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
                                        cudaMemcpyDeviceToHost, stream));
     GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
     check_seqused_k(used.data(), p.batch, p.seqlen_k);
+    const FwdKernel kernel = pick_forward_kernel(p);
+    if (kernel == FwdKernel::decode_16x64) {
+      // The decode plan splits the longest sequence's keys: the longest used, not the cache's
+      // Sk (the kernel reads only keys_used(b) keys, and nothing else of seqlen_k).
+      FwdParams used_p = p;
+      used_p.seqlen_k = *std::max_element(used.begin(), used.end());
+      return decode::fwd(used_p, stream);
+    }
   }
   const FwdKernel kernel = pick_forward_kernel(p);
   if (kernel == FwdKernel::decode_16x64) return decode::fwd(p, stream);

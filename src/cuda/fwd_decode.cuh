@@ -9,7 +9,8 @@
 //     with their own online softmax, merged through shared memory at the end;
 //   - the CTAs of a unit leave normalized O and the log2-sum-exp of their rows in a workspace;
 //     the one that counts in last merges them in split order.
-// Standard precision, dense and causal (bottom-right aligned) calls, varlen, GQA/MQA, LSE.
+// Standard precision, dense and causal (bottom-right aligned) calls, varlen, GQA/MQA, LSE, and
+// per-sequence key lengths of a cache (seqused_k, through FwdParams::keys_used).
 #pragma once
 
 #include <cuda_runtime.h>

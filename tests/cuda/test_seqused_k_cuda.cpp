@@ -131,6 +131,7 @@ TEST_F(SeqUsedKCuda, DecodeMatchesTheReference) {
       {2, 8, 2, 2, 3000, 256, DType::f16, false, {2999, 1500}},
       {4, 8, 8, 1, 70000, 64, DType::bf16, false, {70000, 65, 64, 100}},  // splits of 70000 keys
       {2, 64, 1, 1, 5000, 128, DType::f16, true, {4097, 2}},              // 4 row blocks
+      {3, 16, 4, 1, 65536, 128, DType::bf16, false, {100, 3000, 0}},  // a large, mostly empty cache
   };
   for (const UsedCase& c : cases) {
     const std::string name = "B" + std::to_string(c.B) + "_H" + std::to_string(c.Hq) + "kv" +
