@@ -151,7 +151,9 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   // Hopper takes the wgmma kernel (its sm90_* configurations, every mask, compensated
   // at head dims 64/128), the sm_80 kernel serves other GPUs, compensated at head dim 256 and
   // GPUATTN_KERNEL=sm80. The device's opt-in shared memory per block keeps the sm_80 tiles to
-  // those that fit (sm80_64x64 at head dim 128 on sm_86/sm_89).
+  // those that fit (sm80_64x64 at head dim 128 on sm_86/sm_89). A call with seqused_k has its
+  // lengths checked on a host copy first; a decode call then runs with the longest used length as
+  // its seqlen_k (the split plan's), any other on the sm_80 kernel (pick_forward_kernel).
   if (p.seqused_k != nullptr) {
     check_device_pointer(p.seqused_k, p.device_index, "seqused_k");
     std::vector<std::int32_t> used(p.batch);
