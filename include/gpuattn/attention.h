@@ -102,6 +102,20 @@ struct AttentionArgs {
   // every other call the portable sm_80 kernel, on Hopper too (the wgmma kernel does not read
   // it), whatever GPUATTN_KERNEL names. Every mask and precision works with it, on both backends.
   TensorView seqused_k;
+  // Dense calls only, optional: a paged KV cache (flash-attn's block_table; vLLM's block tables).
+  // k and v are then [num_pages, page_size, Hkv, D], a pool of fixed-size pages of page_size keys
+  // each (any page_size >= 1), and block_table is int32 [B, max_pages] (last stride 1, on q's
+  // device): key j of sequence b lives in page block_table[b][j / page_size], row j % page_size.
+  // The logical cache length is Sk = max_pages * page_size; seqused_k (above) cuts it per
+  // sequence, and causal is bottom-right aligned to the keys used. Entries of the pages a sequence
+  // uses (the first ceil(keys_used(b) / page_size)) must be in [0, num_pages); the rest are never
+  // read (vLLM pads them with anything). Pages may be shared between sequences. On CUDA the table
+  // (and seqused_k) are checked on a host copy (a stream synchronization); decode calls (as
+  // above) read the pages in place in the split-KV decode kernel, and every other call (prefill
+  // over a paged cache, compensated precision, windows) first gathers the used pages into a
+  // contiguous buffer from the library's pool (2 x B x max used keys x Hkv x D elements, freed on
+  // `stream`) and runs on it. Every mask and precision works with it, on both backends.
+  TensorView block_table;
 
   std::optional<float> softmax_scale;  // default 1/sqrt(D); must be positive and finite
   bool causal = false;
@@ -115,8 +129,8 @@ struct AttentionArgs {
 
 // Validates `args` and computes the forward pass. Throws gpuattn::Error, naming the offending
 // value, on any invalid input; in that case `out` and `lse` are left untouched. The CUDA backend is
-// asynchronous with respect to the host (stream-ordered) unless validation needs cu_seqlens or
-// seqused_k values.
+// asynchronous with respect to the host (stream-ordered) unless validation needs cu_seqlens,
+// seqused_k or block_table values.
 // Device memory: none but what the caller passes, except from the library's own stream-ordered
 // memory pool of the device (made on the first such call; it keeps what it has reserved): on
 // Hopper a causal or masked call with more 128-row blocks than SMs takes a 4-byte work counter,
@@ -124,7 +138,8 @@ struct AttentionArgs {
 // takes a workspace for their partial results, about 16 KB per SM (2.2 MB on 132 SMs), both
 // allocated (the counter and the decode counts zeroed) and freed on `stream`: such calls run on
 // concurrent streams, and can be captured into a CUDA graph (after a first call outside the
-// capture) and replayed.
+// capture) and replayed. A paged call that is not a decode call takes the gather buffer
+// described at block_table.
 void attention_forward(const AttentionArgs& args);
 
 // True when this build has the CUDA backend and a CUDA device is visible.

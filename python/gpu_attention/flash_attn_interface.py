@@ -236,7 +236,7 @@ def _resolve_mask(window_size, causal, seqlen_q, seqlen_k, global_tokens=0, glob
 
 
 def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0,
-             softmax_scale, mask, want_lse, seqused_k=None):
+             softmax_scale, mask, want_lse, seqused_k=None, block_table=None):
     """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
     (out, lse or None)."""
     fw = _framework(q, "q")
@@ -260,6 +260,9 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
     if seqused_k is not None:
         _check_same_framework(fw, seqused_k, "cache_seqlens")
         mask = dict(mask, seqused_k=seqused_k)
+    if block_table is not None:
+        _check_same_framework(fw, block_table, "block_table")
+        mask = dict(mask, block_table=block_table)
     _call(fw, q, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
           softmax_scale, **mask)
     return out, lse
@@ -309,7 +312,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     (out, softmax_lse float32 (nheads, total_q), None).
     """
     if block_table is not None:
-        raise NotImplementedError("block_table: paged KV is not supported yet")
+        raise NotImplementedError("block_table: paged KV is supported in flash_attn_with_kvcache "
+                                  "(dense q), not in varlen calls")
     _check_dropout(dropout_p)
     _check_softcap(softcap)
     _check_alibi(alibi_slopes)
@@ -382,14 +386,20 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                             window_size=(-1, -1), softcap=0.0, rotary_interleaved=True,
                             alibi_slopes=None, num_splits=0, return_softmax_lse=False):
     """Attention of q (batch, seqlen_q, nheads, headdim) over a KV cache k_cache/v_cache
-    (batch, seqlen_cache, nheads_k, headdim).
+    (batch, seqlen_cache, nheads_k, headdim), or with block_table a paged cache.
 
     Supported today: the whole cache attended, or with cache_seqlens (int32 (batch,) on q's
     device, or an int for every sequence) the first cache_seqlens[b] keys of sequence b, causal
-    bottom-right aligned to them; on CUDA its values are checked on a host copy (a stream
-    synchronization), and decode calls (seqlen_q x nheads / nheads_k <= 64, no window) run the
-    split-KV decode kernel, other calls the portable sm_80 kernel. No new k/v appended, no rotary embedding, no batch index, left padding or
-    paged block table: those raise NotImplementedError (paged KV and in-place append arrive with
+    bottom-right aligned to them. block_table (int32 (batch, max_num_blocks_per_seq) on q's
+    device) makes k_cache/v_cache a page pool (num_blocks, page_block_size, nheads_k, headdim) of
+    any page_block_size: key j of sequence b is row j % page_block_size of page
+    block_table[b, j // page_block_size]; the cache is max_num_blocks_per_seq * page_block_size
+    keys long, and entries past a sequence's used pages are never read. On CUDA cache_seqlens and
+    block_table are checked on a host copy (a stream synchronization); decode calls
+    (seqlen_q x nheads / nheads_k <= 64, no window) run the split-KV decode kernel, reading pages
+    in place; other calls with cache_seqlens run the portable sm_80 kernel, and other paged calls
+    first gather their pages into a contiguous buffer. No new k/v appended, no rotary embedding,
+    no batch index or left padding: those raise NotImplementedError (in-place append arrives with
     the serving work). `num_splits` is a performance hint and accepted as any int >= 0;
     `rotary_interleaved` only matters with rotary_cos/sin.
 
@@ -397,13 +407,12 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     return_softmax_lse=True.
     """
     for name, value in (("k", k), ("v", v), ("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
-                        ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad),
-                        ("block_table", block_table)):
+                        ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad)):
         if value is not None:
             raise NotImplementedError(
-                f"flash_attn_with_kvcache: {name} is not supported yet (only the whole cache or "
-                "its first cache_seqlens keys, without appending, rotary, batch index, left "
-                "padding or paged KV)"
+                f"flash_attn_with_kvcache: {name} is not supported yet (the whole cache, its "
+                "first cache_seqlens keys, or a paged cache through block_table, without "
+                "appending, rotary, batch index or left padding)"
             )
     _check_softcap(softcap)
     _check_alibi(alibi_slopes)
@@ -419,8 +428,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                 raise ValueError(f"q shape {tuple(q.shape)} must be (batch, seqlen_q, nheads, "
                                  "headdim)")
             seqused = _full_int32(_framework(q, "q"), q, q.shape[0], cache_seqlens)
-    mask = _resolve_mask(window_size, causal, *_dense_lengths(q, k_cache))
+    sq, sk = _dense_lengths(q, k_cache)
+    if block_table is not None:  # the logical cache: every page of a table row
+        shape = getattr(block_table, "shape", None)
+        sk = (shape[1] * k_cache.shape[1]
+              if shape is not None and len(shape) == 2 and sk is not None else None)
+    mask = _resolve_mask(window_size, causal, sq, sk)
     out, lse = _forward(q, k_cache, v_cache, softmax_scale=scale, mask=mask,
-                        want_lse=return_softmax_lse, seqused_k=seqused)
+                        want_lse=return_softmax_lse, seqused_k=seqused, block_table=block_table)
     return (out, lse) if return_softmax_lse else out
 

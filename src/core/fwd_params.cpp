@@ -105,6 +105,45 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
 }
 
+// A paged cache (AttentionArgs::block_table), once p has the dense shape: k/v are the page pool
+// [num_pages, page_size, Hkv, D] and seqlen_k becomes max_pages * page_size.
+void set_block_table(const AttentionArgs& a, FwdParams& p) {
+  const TensorView& t = a.block_table;
+  if (t.data == nullptr) invalid("block_table is a null pointer");
+  if (t.dtype != DType::i32) {
+    invalid(std::string("block_table has dtype ") + to_string(t.dtype) + ", expected int32");
+  }
+  if (t.rank != 2 || t.shape[0] != p.batch) {
+    invalid("block_table has shape " + shape_str(t) +
+            ", expected [batch = " + std::to_string(p.batch) + ", max_pages]");
+  }
+  check_positive(t.shape[1], "block_table max_pages (dim 1)");
+  if (t.stride[1] != 1) {
+    invalid("block_table last-dimension stride is " + std::to_string(t.stride[1]) + ", must be 1");
+  }
+  if (t.stride[0] < 0) {
+    invalid("block_table has a negative stride " + std::to_string(t.stride[0]) + " in dimension 0");
+  }
+  if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0) {
+    invalid("block_table pointer is not 4-byte aligned");
+  }
+  check_same_place(t, a.q, "block_table");
+  const std::int64_t pages = a.k.shape[0], page_size = a.k.shape[1];
+  if (pages > INT32_MAX) invalid("k page count " + std::to_string(pages) + " exceeds 2^31 - 1");
+  const std::int64_t sk = t.shape[1] * page_size;
+  if (sk > INT32_MAX) {
+    invalid("block_table max_pages " + std::to_string(t.shape[1]) + " x page_size " +
+            std::to_string(page_size) + " = " + std::to_string(sk) +
+            " keys exceeds 2^31 - 1 (the logical cache length Sk)");
+  }
+  p.block_table = static_cast<const std::int32_t*>(t.data);
+  p.block_table_stride = t.stride[0];
+  p.page_size = static_cast<int>(page_size);
+  p.num_pages = static_cast<int>(pages);
+  p.seqlen_k = static_cast<int>(sk);
+  p.total_k = pages * page_size;
+}
+
 // The block-sparse layout (MaskSpec::block_sparse), once p has its heads and sequence lengths.
 void set_block_layout(const AttentionArgs& a, FwdParams& p) {
   const BlockSparseLayout& bs = a.mask.block_sparse;
@@ -196,11 +235,29 @@ void check_seqused_k(const std::int32_t* used, int batch, int seqlen_k) {
   }
 }
 
+void check_block_table(const FwdParams& p, const std::int32_t* table, const std::int32_t* used) {
+  for (int b = 0; b < p.batch; ++b) {
+    const int keys = used ? used[b] : p.seqlen_k;
+    const std::int64_t n = (static_cast<std::int64_t>(keys) + p.page_size - 1) / p.page_size;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int32_t e = table[b * p.block_table_stride + i];
+      if (e < 0 || e >= p.num_pages) {
+        invalid("block_table[" + std::to_string(b) + "][" + std::to_string(i) + "] is " +
+                std::to_string(e) + ", must be a page in [0, " + std::to_string(p.num_pages) +
+                ") (sequence " + std::to_string(b) + " uses " + std::to_string(keys) +
+                " keys, pages 0.." + std::to_string(n - 1) + " of its row)");
+      }
+    }
+  }
+}
+
 FwdParams make_fwd_params(const AttentionArgs& a) {
   const bool varlen = a.cu_seqlens_q.present() || a.cu_seqlens_k.present();
   const int rank = varlen ? 3 : 4;
   const char* qlayout = varlen ? "[total_q, Hq, D]" : "[B, Sq, Hq, D]";
-  const char* klayout = varlen ? "[total_k, Hkv, D]" : "[B, Sk, Hkv, D]";
+  const char* klayout = varlen                    ? "[total_k, Hkv, D]"
+                        : a.block_table.present() ? "[num_pages, page_size, Hkv, D] (paged)"
+                                                  : "[B, Sk, Hkv, D]";
   check_view(a.q, "q", rank, qlayout);
   check_view(a.k, "k", rank, klayout);
   check_view(a.v, "v", rank, klayout);
@@ -313,8 +370,10 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     const std::int64_t B = a.q.shape[0];
     check_positive(B, "batch size (q dim 0)");
     check_positive(a.q.shape[1], "q sequence length (Sq)");
-    check_positive(a.k.shape[1], "k sequence length (Sk)");
-    if (a.k.shape[0] != B) {
+    const bool paged = a.block_table.present();
+    check_positive(a.k.shape[1], paged ? "k page size (k dim 1)" : "k sequence length (Sk)");
+    if (paged) check_positive(a.k.shape[0], "k page count (k dim 0)");
+    if (!paged && a.k.shape[0] != B) {
       invalid("k batch " + std::to_string(a.k.shape[0]) + " differs from q batch " +
               std::to_string(B));
     }
@@ -328,6 +387,7 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     p.seqlen_k = static_cast<int>(a.k.shape[1]);
     p.total_q = B * p.seqlen_q;
     p.total_k = B * p.seqlen_k;
+    if (paged) set_block_table(a, p);
     p.q_batch_stride = a.q.stride[0];
     p.q_row_stride = a.q.stride[1];
     p.q_head_stride = a.q.stride[2];
@@ -360,9 +420,15 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
       p.seqused_k = static_cast<const std::int32_t*>(u.data);
       if (a.q.device == Device::cpu) check_seqused_k(p.seqused_k, p.batch, p.seqlen_k);
     }
+    if (paged && a.q.device == Device::cpu) check_block_table(p, p.block_table, p.seqused_k);
   } else {
     if (a.seqused_k.present()) {
       invalid("seqused_k is for dense calls; a varlen call gives its key lengths in cu_seqlens_k");
+    }
+    if (a.block_table.present()) {
+      invalid(
+          "block_table is for dense calls (q [B, Sq, Hq, D], k/v [num_pages, page_size, Hkv, "
+          "D]); varlen calls with a paged cache are not supported");
     }
     if (!a.cu_seqlens_q.present()) invalid("cu_seqlens_k is given but cu_seqlens_q is missing");
     if (!a.cu_seqlens_k.present()) invalid("cu_seqlens_q is given but cu_seqlens_k is missing");

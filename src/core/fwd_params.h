@@ -62,6 +62,14 @@ struct FwdParams {
   // Dense only: keys used per sequence (nullptr: Sk), read through keys_used(). Last in the struct,
   // so the prefill kernels, which never read it, keep their parameter offsets (and SASS).
   const std::int32_t* seqused_k = nullptr;
+  // Dense only: a paged K/V cache (nullptr: none). k/v point at the page pool; k/v_batch_stride
+  // are then the pool's page strides, and key j of sequence b is row j % page_size of page
+  // block_table[b * block_table_stride + j / page_size]. seqlen_k is the logical length,
+  // max_pages * page_size. After seqused_k for the same reason.
+  const std::int32_t* block_table = nullptr;
+  std::int64_t block_table_stride = 0;
+  int page_size = 0;
+  int num_pages = 0;
 
   GPUATTN_HD bool is_varlen() const { return cu_seqlens_q != nullptr; }
   GPUATTN_HD int group_size() const { return hq / hkv; }
@@ -86,11 +94,23 @@ struct FwdParams {
   GPUATTN_HD std::int64_t q_offset(int b, std::int64_t i, int h) const {
     return b * q_batch_stride + (row0_q(b) + i) * q_row_stride + h * q_head_stride;
   }
+  // K and V follow the block table when there is one (the table must be readable from the caller).
   GPUATTN_HD std::int64_t k_offset(int b, std::int64_t j, int hk) const {
+    if (block_table != nullptr) {
+      return page_of(b, j) * k_batch_stride + (j % page_size) * k_row_stride + hk * k_head_stride;
+    }
     return b * k_batch_stride + (row0_k(b) + j) * k_row_stride + hk * k_head_stride;
   }
   GPUATTN_HD std::int64_t v_offset(int b, std::int64_t j, int hk) const {
+    if (block_table != nullptr) {
+      return page_of(b, j) * v_batch_stride + (j % page_size) * v_row_stride + hk * v_head_stride;
+    }
     return b * v_batch_stride + (row0_k(b) + j) * v_row_stride + hk * v_head_stride;
+  }
+  GPUATTN_HD bool is_paged() const { return block_table != nullptr; }
+  // The pool page holding key j of sequence b (paged calls only).
+  GPUATTN_HD std::int64_t page_of(int b, std::int64_t j) const {
+    return block_table[b * block_table_stride + j / page_size];
   }
   GPUATTN_HD std::int64_t o_offset(int b, std::int64_t i, int h) const {
     return b * o_batch_stride + (row0_q(b) + i) * o_row_stride + h * o_head_stride;
@@ -230,6 +250,11 @@ FwdParams make_fwd_params(const AttentionArgs& args);
 
 // Checks a host copy of seqused_k: every entry in [0, seqlen_k].
 void check_seqused_k(const std::int32_t* used, int batch, int seqlen_k);
+
+// Checks a host copy of a paged call's block table (p.block_table_stride entries a row): the
+// entries of the pages each sequence uses (keys_used(b) keys: `used`[b], or p.seqlen_k when
+// `used` is null) are in [0, p.num_pages).
+void check_block_table(const FwdParams& p, const std::int32_t* table, const std::int32_t* used);
 
 // Checks a host copy of cu_seqlens: starts at 0, non-decreasing, ends at `total`, and no length
 // exceeds `max_seqlen`. `name` is used in messages ("cu_seqlens_q").

@@ -18,6 +18,7 @@
 #include "cuda/fwd_decode.h"
 #include "cuda/fwd_sm80.h"
 #include "cuda/fwd_sm90.h"
+#include "cuda/paged_kv.h"
 
 namespace gpuattn {
 namespace {
@@ -80,8 +81,12 @@ bool decode_takes(const FwdParams& p) {
 // select_fwd_config's pick for p on the current device, GPUATTN_KERNEL applied. A call with
 // seqused_k takes a kernel that reads it, whatever GPUATTN_KERNEL names: decode_16x64 where it can
 // run the call, else the sm_80 kernel (on Hopper too: the wgmma kernel reads len_k only).
+// A paged call (block_table) likewise takes decode_16x64 where it can run it; any other runs on a
+// contiguous copy of its pages (paged_forward), picked here as that copy's call would be.
 FwdKernel pick_forward_kernel(const FwdParams& p) {
-  if (p.seqused_k != nullptr && decode_takes(p)) return FwdKernel::decode_16x64;
+  if ((p.seqused_k != nullptr || p.is_paged()) && decode_takes(p)) {
+    return FwdKernel::decode_16x64;
+  }
   const KernelChoice choice = kernel_choice_from_env();
   const bool sm90_available =
       choice != KernelChoice::sm80 && p.seqused_k == nullptr && sm90::usable(p.dtype, p.head_dim);
@@ -91,6 +96,59 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   shape.force_192x128 = choice == KernelChoice::sm90_ws_192x128;
   shape.force_128x128 = choice == KernelChoice::sm90_ws_128x128;
   return select_fwd_config(shape).kernel;
+}
+
+// A paged call (p.block_table): the table (and seqused_k) checked on a host copy, then decode
+// calls read the pages in place (decode_16x64) and every other call runs on a contiguous copy of
+// the keys each sequence uses, gathered into a pool buffer that is freed on `stream` after it.
+void paged_forward(const FwdParams& p, cudaStream_t stream) {
+  check_device_pointer(p.block_table, p.device_index, "block_table");
+  const std::int64_t max_pages = p.seqlen_k / p.page_size;
+  std::vector<std::int32_t> table(static_cast<std::size_t>(p.batch * max_pages));
+  GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(table.data(), sizeof(std::int32_t) * max_pages,
+                                       p.block_table, sizeof(std::int32_t) * p.block_table_stride,
+                                       sizeof(std::int32_t) * max_pages, p.batch,
+                                       cudaMemcpyDeviceToHost, stream));
+  std::vector<std::int32_t> used;
+  if (p.seqused_k != nullptr) {
+    check_device_pointer(p.seqused_k, p.device_index, "seqused_k");
+    used.resize(p.batch);
+    GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.seqused_k, sizeof(std::int32_t) * p.batch,
+                                       cudaMemcpyDeviceToHost, stream));
+  }
+  GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (!used.empty()) check_seqused_k(used.data(), p.batch, p.seqlen_k);
+  FwdParams host = p;  // the host copy's table, packed
+  host.block_table_stride = max_pages;
+  check_block_table(host, table.data(), used.empty() ? nullptr : used.data());
+
+  // The longest used length: the decode plan's split length, and the gathered copy's rows.
+  const int longest = used.empty() ? p.seqlen_k : *std::max_element(used.begin(), used.end());
+  if (decode_takes(p)) {
+    FwdParams dp = p;
+    dp.seqlen_k = longest;
+    return decode::fwd(dp, stream);
+  }
+  const int rows = std::max(longest, 1);
+  const std::size_t elems = static_cast<std::size_t>(p.batch) * rows * p.hkv * p.head_dim;
+  const std::size_t bytes = elems * element_size(p.dtype);
+  sm80::LaunchBuffer buffer(stream, 2 * bytes, 0);
+  char* const k = buffer.as<char>();
+  char* const v = k + bytes;
+  paged::gather(p, k, v, rows, stream);
+  FwdParams dp = p;
+  dp.block_table = nullptr;
+  dp.block_table_stride = 0;
+  dp.page_size = 0;
+  dp.num_pages = 0;
+  dp.k = k;
+  dp.v = v;
+  dp.k_row_stride = dp.v_row_stride = static_cast<std::int64_t>(p.hkv) * p.head_dim;
+  dp.k_head_stride = dp.v_head_stride = p.head_dim;
+  dp.k_batch_stride = dp.v_batch_stride = static_cast<std::int64_t>(rows) * p.hkv * p.head_dim;
+  dp.seqlen_k = rows;
+  dp.total_k = static_cast<std::int64_t>(p.batch) * rows;
+  cuda_attention_forward(dp, stream);
 }
 
 }  // namespace
@@ -145,6 +203,8 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
     check_cu_seqlens(cu.data(), p.batch, p.total_q, p.seqlen_q, "cu_seqlens_q");
     check_cu_seqlens(cu.data() + p.batch + 1, p.batch, p.total_k, p.seqlen_k, "cu_seqlens_k");
   }
+
+  if (p.is_paged()) return paged_forward(p, stream);
 
   // The one runtime-to-kernel dispatch: select_fwd_config (core/tile_config.h) picks the kernel
   // and tiles; decode calls (few query rows per KV head) take the split-KV kernel on any GPU;

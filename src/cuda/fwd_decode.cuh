@@ -10,7 +10,8 @@
 //   - the CTAs of a unit leave normalized O and the log2-sum-exp of their rows in a workspace;
 //     the one that counts in last merges them in split order.
 // Standard precision, dense and causal (bottom-right aligned) calls, varlen, GQA/MQA, LSE, and
-// per-sequence key lengths of a cache (seqused_k, through FwdParams::keys_used).
+// per-sequence key lengths of a cache (seqused_k, through FwdParams::keys_used), and a paged cache
+// (block_table) read in place.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -122,14 +123,42 @@ __global__ void __launch_bounds__(Tr::kThreads)
     }
   }
   // K/V tile t into stage st: thread tid takes chunk tid % kChunks of rows tid / kChunks + k *
-  // (threads / kChunks); keys past the sequence are zero-filled (finite V under P = 0).
+  // (threads / kChunks); keys past the sequence are zero-filled (finite V under P = 0). A paged
+  // cache is read in place: each row's page from the block table (one division a tile, the
+  // row's page and slot then stepped; a table line of 32 pages serves many tiles from L1).
   const T* const kbase = static_cast<const T*>(p.k);
   const T* const vbase = static_cast<const T*>(p.v);
+  const std::int32_t* const table = p.block_table + b * p.block_table_stride;
   auto load_tile = [&](int t, int st) {
     constexpr int kStep = Tr::kThreads / kChunks;
     const int c = tid % kChunks;
     const std::uint32_t kdst = ring + st * 2 * Tr::kTileBytes;
     const std::uint32_t vdst = kdst + Tr::kTileBytes;
+    if (p.block_table != nullptr) {
+      int key = t * kN + tid / kChunks;
+      int page = key / p.page_size, slot = key - page * p.page_size;
+      const std::int64_t kcol = hk * p.k_head_stride + c * 8, vcol = hk * p.v_head_stride + c * 8;
+#pragma unroll
+      for (int r = tid / kChunks; r < kN; r += kStep) {
+        const bool valid = key < lk;
+        const T* ks = kbase;
+        const T* vs = vbase;
+        if (valid) {
+          const std::int64_t pg = __ldg(table + page);
+          ks += pg * p.k_batch_stride + slot * p.k_row_stride + kcol;
+          vs += pg * p.v_batch_stride + slot * p.v_row_stride + vcol;
+        }
+        ptx::cp_async_16(kdst + swz<Tr>(r, c), ks, valid);
+        ptx::cp_async_16(vdst + swz<Tr>(r, c), vs, valid);
+        key += kStep;
+        slot += kStep;
+        if (slot >= p.page_size) {  // into a later page (several when pages are short)
+          page += slot / p.page_size;
+          slot %= p.page_size;
+        }
+      }
+      return;
+    }
 #pragma unroll
     for (int r = tid / kChunks; r < kN; r += kStep) {
       const int key = t * kN + r;

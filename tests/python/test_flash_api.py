@@ -178,8 +178,50 @@ def test_kvcache_seqlens_attend_to_the_first_keys(causal):
         ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=51)
 
 
+@pytest.mark.parametrize("page", [1, 5, 16, 64])
+@pytest.mark.parametrize("causal", [False, True])
+def test_kvcache_block_table_reads_a_paged_cache(page, causal):
+    """block_table: k_cache/v_cache are a pool of pages in any order, with pages no sequence
+    uses; the call equals the one over the dense cache the pages were cut from, bit for bit, with
+    and without cache_seqlens. Entries past a sequence's used pages are never read."""
+    rng = rng_for("kvcache-paged", page, causal)
+    B, Sk, Hkv, D = 3, 64, 2, 64
+    q = make("numpy", "float16", (B, 2, 8, D), rng)
+    kc = make("numpy", "float16", (B, Sk, Hkv, D), rng)
+    vc = make("numpy", "float16", (B, Sk, Hkv, D), rng)
+    per_seq = -(-Sk // page)
+    pages = B * per_seq + 3
+    order = rng.permutation(pages)
+    kp = make("numpy", "float16", (pages, page, Hkv, D), rng)  # unused pages hold values too
+    vp = make("numpy", "float16", (pages, page, Hkv, D), rng)
+    table = order[:B * per_seq].reshape(B, per_seq).astype(np.int32)
+    for b in range(B):
+        for i in range(per_seq):
+            n = min(page, Sk - i * page)
+            kp[table[b, i], :n] = kc[b, i * page:i * page + n]
+            vp[table[b, i], :n] = vc[b, i * page:i * page + n]
+    used = np.array([Sk, 9, 0], dtype=np.int32)
+    got, lse = ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used, block_table=table,
+                                         causal=causal, return_softmax_lse=True)
+    want, want_lse = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, causal=causal,
+                                               return_softmax_lse=True)
+    assert np.array_equal(got, want) and np.array_equal(lse, want_lse)
+    if Sk % page == 0:  # the whole logical cache is the dense one
+        got = ga.flash_attn_with_kvcache(q, kp, vp, block_table=table, causal=causal)
+        assert np.array_equal(got, ga.flash_attn_with_kvcache(q, kc, vc, causal=causal))
+    padded = table.copy()
+    padded[1, -(-9 // page):] = -1  # sequence 1 uses 9 keys
+    padded[2, :] = 12345            # sequence 2 uses none
+    got = ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used, block_table=padded,
+                                     causal=causal)
+    assert np.array_equal(got, want)
+    padded[1, 0] = pages
+    with pytest.raises(ValueError, match=rf"block_table\[1\]\[0\] is {pages}"):
+        ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used, block_table=padded)
+
+
 @pytest.mark.parametrize("arg", ["k", "v", "rotary_cos", "rotary_sin", "cache_batch_idx",
-                                 "cache_leftpad", "block_table"])
+                                 "cache_leftpad"])
 def test_kvcache_unsupported_arguments(arg):
     rng = rng_for("kvcache-bad", arg)
     q = make("numpy", "float16", (2, 1, 4, 64), rng)

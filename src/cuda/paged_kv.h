@@ -1,0 +1,16 @@
+// A paged K/V cache (FwdParams::block_table) copied into a contiguous one, for the CUDA calls whose
+// kernels read K/V by row strides (every call but decode_16x64's, which reads pages in place).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "core/fwd_params.h"
+
+namespace gpuattn::paged {
+
+// Copies keys [0, keys_used(b)) of every sequence b of the paged call p into k_out / v_out, dense
+// [B, rows, Hkv, D] of p's dtype (row stride Hkv * D); rows >= every keys_used(b). Rows past a
+// sequence's used keys are left as they are. The block table must have been checked.
+void gather(const FwdParams& p, void* k_out, void* v_out, int rows, cudaStream_t stream);
+
+}  // namespace gpuattn::paged

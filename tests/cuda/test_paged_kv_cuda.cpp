@@ -1,0 +1,202 @@
+// AttentionArgs::block_table (a paged KV cache) on CUDA, against the fp64 reference of the dense
+// cache the pages were cut from, on fresh random inputs with outputs poisoned first: decode calls
+// read the pages in place (decode_16x64, whatever GPUATTN_KERNEL names) at page sizes from 1 key
+// to 256, powers of two or not, with and without seqused_k (lengths 0 to the whole cache, causal
+// rows without keys, 70000-key splits); every other call (more rows, a window, compensated
+// precision, a cache without seqused_k on Hopper's wgmma kernel) runs on a gathered contiguous
+// copy. Unused table entries are -1, so a kernel that reads past a sequence's pages fails. A bad
+// table is an error that names the entry, with out untouched. (tests/cpu/test_paged_kv.cpp shows
+// the reference reads the pages as the dense cache.)
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+#include "core/fwd_params.h"
+#include "core/tile_config.h"
+#include "cuda/cuda_attention.h"
+#include "cuda/cuda_test_util.h"
+#include "gpuattn/attention.h"
+#include "gpuattn/reference.h"
+
+namespace gpuattn::testing {
+namespace {
+
+struct PagedCase {
+  int B, Hq, Hkv, Sq, Sk, D, page;
+  DType t;
+  bool causal;
+  std::vector<int> used;  // empty: no seqused_k (Sk is then a multiple of page)
+  MaskSpec mask = {};
+  Precision precision = Precision::standard;
+
+  std::string name() const {
+    return "B" + std::to_string(B) + "_H" + std::to_string(Hq) + "kv" + std::to_string(Hkv) +
+           "_Sq" + std::to_string(Sq) + "_Sk" + std::to_string(Sk) + "_D" + std::to_string(D) +
+           "_page" + std::to_string(page) + (used.empty() ? "" : "_used") +
+           (causal ? "_causal" : "");
+  }
+};
+
+// Host dense tensors (the reference's), their paged copy, and device copies of what the call
+// reads and writes.
+struct PagedProblem {
+  HostTensor q, k, v, out, lse, used;
+  PagedCache pc;
+  DeviceBuffer dq, dk, dv, dtable, dused, dout, dlse;
+
+  PagedProblem(const PagedCase& c, std::uint64_t seed)
+      : q(c.t, {c.B, c.Sq, c.Hq, c.D}),
+        k(c.t, {c.B, c.Sk, c.Hkv, c.D}),
+        v(c.t, {c.B, c.Sk, c.Hkv, c.D}),
+        out(c.t, {c.B, c.Sq, c.Hq, c.D}),
+        lse(DType::f32, {c.B, c.Hq, c.Sq}),
+        used(DType::i32, {c.B}) {
+    q.randomize(seed);
+    k.randomize(seed + 1);
+    v.randomize(seed + 2);
+    for (std::size_t b = 0; b < c.used.size(); ++b) {
+      static_cast<std::int32_t*>(used.data())[b] = c.used[b];
+    }
+    pc = page_cache(k, v, c.page, c.used, 5, seed + 3);
+    dq = DeviceBuffer(q.bytes());
+    dk = DeviceBuffer(pc.k.bytes());
+    dv = DeviceBuffer(pc.v.bytes());
+    dtable = DeviceBuffer(pc.table.bytes());
+    dused = DeviceBuffer(used.bytes());
+    dout = DeviceBuffer(out.bytes());
+    dlse = DeviceBuffer(lse.bytes());
+    dq.upload(q.data());
+    dk.upload(pc.k.data());
+    dv.upload(pc.v.data());
+    dtable.upload(pc.table.data());
+    dused.upload(used.data());
+  }
+  void poison() {
+    out.poison();
+    lse.poison();
+    dout.upload(out.data());
+    dlse.upload(lse.data());
+  }
+  AttentionArgs device_args(const PagedCase& c) const {
+    AttentionArgs a;
+    a.q = q.view(Device::cuda, dq.get());
+    a.k = pc.k.view(Device::cuda, dk.get());
+    a.v = pc.v.view(Device::cuda, dv.get());
+    a.out = out.view(Device::cuda, dout.get());
+    a.lse = lse.view(Device::cuda, dlse.get());
+    a.block_table = pc.table.view(Device::cuda, dtable.get());
+    if (!c.used.empty()) a.seqused_k = used.view(Device::cuda, dused.get());
+    a.causal = c.causal;
+    a.mask = c.mask;
+    a.precision = c.precision;
+    a.backend = Backend::cuda;
+    return a;
+  }
+  AttentionArgs host_args(const PagedCase& c) const {  // the dense cache
+    AttentionArgs a = tensor_args(q, k, v, out, &lse);
+    if (!c.used.empty()) a.seqused_k = used.view();
+    a.causal = c.causal;
+    a.mask = c.mask;
+    a.precision = c.precision;
+    return a;
+  }
+};
+
+// Runs the paged call on poisoned outputs; out elementwise within the dtype's bound of the fp64
+// reference, lse within 1e-3 relative (-inf exact), nothing left unwritten.
+void expect_matches_reference(PagedProblem& p, const PagedCase& c) {
+  p.poison();
+  attention_forward(p.device_args(c));
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  p.dout.download(p.out.data());
+  p.dlse.download(p.lse.data());
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(c.B) * c.Sq);
+  for (std::size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<std::int64_t>(r);
+  const ReferenceResult ref = parallel_reference(p.host_args(c), rows);
+  std::vector<float> lse(static_cast<std::size_t>(p.lse.numel()));
+  for (std::size_t i = 0; i < lse.size(); ++i) lse[i] = p.lse.get(static_cast<std::int64_t>(i));
+  const Comparison cmp = compare(ref, p.out, c.Hq, c.D, &lse, [&](std::int64_t row, int h) {
+    return (row / c.Sq * c.Hq + h) * c.Sq + row % c.Sq;
+  });
+  EXPECT_EQ(cmp.nonfinite, 0) << "elements of out left unwritten or not finite";
+  EXPECT_LE(cmp.lse_rel, 1e-3);
+  expect_out_within_max_abs(ref, p.out, c.Hq, c.D, max_abs_tol(c.t), c.B, c.Sq, nullptr);
+}
+
+class PagedKvCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+TEST_F(PagedKvCuda, DecodeReadsThePagesInPlace) {
+  const std::vector<PagedCase> cases = {
+      {3, 32, 8, 1, 4096, 128, 16, DType::bf16, false, {4096, 1, 0}},
+      {2, 16, 16, 4, 777, 64, 1, DType::f16, true, {777, 3}},  // 3 keys, 4 causal rows: row 0 none
+      {2, 8, 2, 2, 3000, 256, 48, DType::f16, false, {2999, 1500}},
+      {4, 8, 8, 1, 70000, 64, 256, DType::bf16, false, {70000, 65, 64, 100}},
+      {2, 64, 1, 1, 5000, 128, 32, DType::f16, true, {4097, 2}},  // 4 row blocks
+      {2, 16, 4, 1, 4096, 128, 64, DType::bf16, false, {}},       // the whole cache
+      {2, 8, 8, 3, 1000, 64, 7, DType::f16, true, {1000, 999}},
+  };
+  for (const PagedCase& c : cases) {
+    SCOPED_TRACE(c.name());
+    PagedProblem p(c, seed_of("PagedKvCuda/" + c.name()));
+    EXPECT_EQ(cuda_forward_kernel(make_fwd_params(p.device_args(c))), FwdKernel::decode_16x64);
+    expect_matches_reference(p, c);
+  }
+}
+
+// Calls the decode kernel does not take run on a gathered contiguous copy of their pages.
+TEST_F(PagedKvCuda, OtherCallsRunOnAGatheredCopy) {
+  PagedCase window = {2, 8, 2, 1, 500, 64, 16, DType::bf16, false, {500, 77}};
+  window.mask = make_mask(63, 0);
+  PagedCase compensated = {2, 8, 8, 1, 256, 256, 64, DType::f16, false, {}};
+  compensated.precision = Precision::compensated;
+  const std::vector<PagedCase> cases = {
+      {2, 4, 2, 130, 300, 128, 16, DType::f16, true, {300, 129}},
+      {2, 8, 8, 256, 512, 64, 128, DType::f16, false, {}},  // no seqused_k: wgmma on Hopper
+      {1, 4, 4, 70, 96, 128, 5, DType::bf16, true, {0}},    // no key used at all
+      window,
+      compensated,
+  };
+  for (const PagedCase& c : cases) {
+    SCOPED_TRACE(c.name());
+    PagedProblem p(c, seed_of("PagedKvCuda/" + c.name()));
+    EXPECT_NE(cuda_forward_kernel(make_fwd_params(p.device_args(c))), FwdKernel::decode_16x64);
+    expect_matches_reference(p, c);
+  }
+}
+
+TEST_F(PagedKvCuda, BadTableEntriesAreNamedAndOutIsUntouched) {
+  const PagedCase c = {2, 8, 2, 1, 64, 64, 16, DType::f16, false, {64, 20}};
+  PagedProblem p(c, 7);
+  for (int entry : {-1, 1 << 20}) {
+    // Sequence 1 uses 20 keys: pages 0 and 1 of its row.
+    HostTensor table = p.pc.table;
+    static_cast<std::int32_t*>(table.data())[4 + 1] = entry;
+    p.dtable.upload(table.data());
+    p.poison();
+    try {
+      attention_forward(p.device_args(c));
+      ADD_FAILURE() << "no error for entry " << entry;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("block_table[1][1] is " + std::to_string(entry)),
+                std::string::npos)
+          << e.what();
+    }
+    TEST_CUDA_CHECK(cudaDeviceSynchronize());
+    p.dout.download(p.out.data());
+    for (std::int64_t i = 0; i < p.out.numel(); ++i) ASSERT_TRUE(std::isnan(p.out.get(i)));
+  }
+}
+
+}  // namespace
+}  // namespace gpuattn::testing
