@@ -117,6 +117,15 @@ struct AttentionArgs {
   // `stream`) and runs on it. Every mask and precision works with it, on both backends.
   TensorView block_table;
 
+  // CUDA only: whether cu_seqlens_q/k, seqused_k and block_table values are checked on a host
+  // copy before any kernel runs (a stream synchronization; every bad value is then an
+  // invalid_argument naming it). false skips the copies: the call stays asynchronous and can be
+  // captured into a CUDA graph, and the values are trusted as flash-attn and vLLM trust them (a
+  // value out of range reads or writes out of bounds). Decode calls then split the cache's whole
+  // Sk rather than the longest used length, and paged prefill gathers Sk keys per sequence. The
+  // CPU backend always checks (no synchronization to save).
+  bool check_indices = true;
+
   std::optional<float> softmax_scale;  // default 1/sqrt(D); must be positive and finite
   bool causal = false;
   MaskSpec mask;  // sliding window, global tokens, block-sparse layout; default: none
@@ -130,7 +139,7 @@ struct AttentionArgs {
 // Validates `args` and computes the forward pass. Throws gpuattn::Error, naming the offending
 // value, on any invalid input; in that case `out` and `lse` are left untouched. The CUDA backend is
 // asynchronous with respect to the host (stream-ordered) unless validation needs cu_seqlens,
-// seqused_k or block_table values.
+// seqused_k or block_table values (check_indices).
 // Device memory: none but what the caller passes, except from the library's own stream-ordered
 // memory pool of the device (made on the first such call; it keeps what it has reserved): on
 // Hopper a causal or masked call with more 128-row blocks than SMs takes a 4-byte work counter,

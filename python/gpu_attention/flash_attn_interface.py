@@ -236,7 +236,8 @@ def _resolve_mask(window_size, causal, seqlen_q, seqlen_k, global_tokens=0, glob
 
 
 def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0,
-             softmax_scale, mask, want_lse, seqused_k=None, block_table=None):
+             softmax_scale, mask, want_lse, seqused_k=None, block_table=None,
+             check_indices=True):
     """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
     (out, lse or None)."""
     fw = _framework(q, "q")
@@ -263,6 +264,8 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
     if block_table is not None:
         _check_same_framework(fw, block_table, "block_table")
         mask = dict(mask, block_table=block_table)
+    if not check_indices:
+        mask = dict(mask, check_indices=False)
     _call(fw, q, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
           softmax_scale, **mask)
     return out, lse
@@ -384,7 +387,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                             cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None,
                             block_table=None, softmax_scale=None, causal=False,
                             window_size=(-1, -1), softcap=0.0, rotary_interleaved=True,
-                            alibi_slopes=None, num_splits=0, return_softmax_lse=False):
+                            alibi_slopes=None, num_splits=0, return_softmax_lse=False, *,
+                            check_indices=True):
     """Attention of q (batch, seqlen_q, nheads, headdim) over a KV cache k_cache/v_cache
     (batch, seqlen_cache, nheads_k, headdim), or with block_table a paged cache.
 
@@ -401,7 +405,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     first gather their pages into a contiguous buffer. No new k/v appended, no rotary embedding,
     no batch index or left padding: those raise NotImplementedError (in-place append arrives with
     the serving work). `num_splits` is a performance hint and accepted as any int >= 0;
-    `rotary_interleaved` only matters with rotary_cos/sin.
+    `rotary_interleaved` only matters with rotary_cos/sin. check_indices=False (keyword only, not
+    in flash-attn) skips the host copies on CUDA: the call stays asynchronous and can be captured
+    into a CUDA graph, and cache_seqlens and block_table are trusted as flash-attn trusts them.
 
     Returns out, or (out, softmax_lse float32 (batch, nheads, seqlen_q)) with
     return_softmax_lse=True.
@@ -435,6 +441,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
               if shape is not None and len(shape) == 2 and sk is not None else None)
     mask = _resolve_mask(window_size, causal, sq, sk)
     out, lse = _forward(q, k_cache, v_cache, softmax_scale=scale, mask=mask,
-                        want_lse=return_softmax_lse, seqused_k=seqused, block_table=block_table)
+                        want_lse=return_softmax_lse, seqused_k=seqused, block_table=block_table,
+                        check_indices=bool(check_indices))
     return (out, lse) if return_softmax_lse else out
 

@@ -123,7 +123,7 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
                        int window_left, int window_right, int global_tokens, int global_stride,
                        const std::optional<Input>& block_layout, int block_q, int block_k,
                        const std::optional<Input>& seqused_k,
-                       const std::optional<Input>& block_table) {
+                       const std::optional<Input>& block_table, bool check_indices) {
   gpuattn::AttentionArgs args;
   args.q = to_view(q, "q");
   args.k = to_view(k, "k");
@@ -136,6 +136,7 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
   args.max_seqlen_k = max_seqlen_k;
   if (seqused_k) args.seqused_k = to_view(*seqused_k, "seqused_k");
   if (block_table) args.block_table = to_view(*block_table, "block_table");
+  args.check_indices = check_indices;
   if (softmax_scale) args.softmax_scale = static_cast<float>(*softmax_scale);
   args.causal = causal;
   args.mask.window_left = window_left;  // validated by the library (>= -1, >= 0 for globals)
@@ -242,7 +243,7 @@ NB_MODULE(_C, m) {
         nb::arg("window_right") = -1, nb::arg("global_tokens") = 0, nb::arg("global_stride") = 0,
         nb::arg("block_layout").noconvert().none() = nb::none(), nb::arg("block_q") = 0,
         nb::arg("block_k") = 0, nb::arg("seqused_k").noconvert().none() = nb::none(),
-        nb::arg("block_table").noconvert().none() = nb::none(),
+        nb::arg("block_table").noconvert().none() = nb::none(), nb::arg("check_indices") = true,
         "Computes attention into `out` (and `lse` when given) with gpuattn::attention_forward.\n\n"
         "Dense: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out like q, lse float32 [B, Hq, Sq].\n"
         "Varlen (cu_seqlens given): q [total_q, Hq, D], k/v [total_k, Hkv, D], lse [Hq, "
@@ -250,6 +251,8 @@ NB_MODULE(_C, m) {
         "seqused_k (dense only): int32 [B] on q's device, the keys each sequence uses.\n"
         "block_table (dense only): int32 [B, max_pages] on q's device; k/v are then a page pool "
         "[num_pages, page_size, Hkv, D] (a paged KV cache).\n"
+        "check_indices=False (CUDA): cu_seqlens, seqused_k and block_table are trusted, not "
+        "checked on a host copy (no stream synchronization; CUDA-graph capturable).\n"
         "`stream` is a cudaStream_t as an integer (0: default stream); the CUDA call is "
         "asynchronous on it. window_left/window_right/global_tokens/global_stride are "
         "gpuattn::MaskSpec (-1: unbounded window side; 0: no global tokens / no stride), "

@@ -363,6 +363,7 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   p.global_stride = a.mask.global_stride;
   p.precision = a.precision;
   p.num_threads = a.num_threads;
+  p.check_indices = a.check_indices;
   p.scale = a.softmax_scale ? *a.softmax_scale : static_cast<float>(1.0 / std::sqrt(double(D)));
   p.scale_log2 = static_cast<float>(p.scale * 1.4426950408889634);
 

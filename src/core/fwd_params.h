@@ -70,6 +70,8 @@ struct FwdParams {
   std::int64_t block_table_stride = 0;
   int page_size = 0;
   int num_pages = 0;
+  // AttentionArgs::check_indices: the CUDA host side checks index arrays on a host copy.
+  bool check_indices = true;
 
   GPUATTN_HD bool is_varlen() const { return cu_seqlens_q != nullptr; }
   GPUATTN_HD int group_size() const { return hq / hkv; }

@@ -103,26 +103,29 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
 // the keys each sequence uses, gathered into a pool buffer that is freed on `stream` after it.
 void paged_forward(const FwdParams& p, cudaStream_t stream) {
   check_device_pointer(p.block_table, p.device_index, "block_table");
-  const std::int64_t max_pages = p.seqlen_k / p.page_size;
-  std::vector<std::int32_t> table(static_cast<std::size_t>(p.batch * max_pages));
-  GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(table.data(), sizeof(std::int32_t) * max_pages,
-                                       p.block_table, sizeof(std::int32_t) * p.block_table_stride,
-                                       sizeof(std::int32_t) * max_pages, p.batch,
-                                       cudaMemcpyDeviceToHost, stream));
+  if (p.seqused_k != nullptr) check_device_pointer(p.seqused_k, p.device_index, "seqused_k");
   std::vector<std::int32_t> used;
-  if (p.seqused_k != nullptr) {
-    check_device_pointer(p.seqused_k, p.device_index, "seqused_k");
-    used.resize(p.batch);
-    GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.seqused_k, sizeof(std::int32_t) * p.batch,
-                                       cudaMemcpyDeviceToHost, stream));
+  if (p.check_indices) {
+    const std::int64_t max_pages = p.seqlen_k / p.page_size;
+    std::vector<std::int32_t> table(static_cast<std::size_t>(p.batch * max_pages));
+    GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(table.data(), sizeof(std::int32_t) * max_pages,
+                                         p.block_table, sizeof(std::int32_t) * p.block_table_stride,
+                                         sizeof(std::int32_t) * max_pages, p.batch,
+                                         cudaMemcpyDeviceToHost, stream));
+    if (p.seqused_k != nullptr) {
+      used.resize(p.batch);
+      GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.seqused_k, sizeof(std::int32_t) * p.batch,
+                                         cudaMemcpyDeviceToHost, stream));
+    }
+    GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (!used.empty()) check_seqused_k(used.data(), p.batch, p.seqlen_k);
+    FwdParams host = p;  // the host copy's table, packed
+    host.block_table_stride = max_pages;
+    check_block_table(host, table.data(), used.empty() ? nullptr : used.data());
   }
-  GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (!used.empty()) check_seqused_k(used.data(), p.batch, p.seqlen_k);
-  FwdParams host = p;  // the host copy's table, packed
-  host.block_table_stride = max_pages;
-  check_block_table(host, table.data(), used.empty() ? nullptr : used.data());
 
-  // The longest used length: the decode plan's split length, and the gathered copy's rows.
+  // The longest used length (the cache's Sk when unchecked): the decode plan's split length, and
+  // the gathered copy's rows.
   const int longest = used.empty() ? p.seqlen_k : *std::max_element(used.begin(), used.end());
   if (decode_takes(p)) {
     FwdParams dp = p;
@@ -148,6 +151,7 @@ void paged_forward(const FwdParams& p, cudaStream_t stream) {
   dp.k_batch_stride = dp.v_batch_stride = static_cast<std::int64_t>(rows) * p.hkv * p.head_dim;
   dp.seqlen_k = rows;
   dp.total_k = static_cast<std::int64_t>(p.batch) * rows;
+  dp.check_indices = false;  // checked above (or trusted, as the caller asked)
   cuda_attention_forward(dp, stream);
 }
 
@@ -192,6 +196,8 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   if (p.is_varlen()) {
     check_device_pointer(p.cu_seqlens_q, p.device_index, "cu_seqlens_q");
     check_device_pointer(p.cu_seqlens_k, p.device_index, "cu_seqlens_k");
+  }
+  if (p.is_varlen() && p.check_indices) {
     // The lengths decide which memory the kernel touches: check them on a host copy first.
     std::vector<std::int32_t> cu(2 * (p.batch + 1));
     const std::size_t bytes = sizeof(std::int32_t) * (p.batch + 1);
@@ -214,8 +220,8 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   // those that fit (sm80_64x64 at head dim 128 on sm_86/sm_89). A call with seqused_k has its
   // lengths checked on a host copy first; a decode call then runs with the longest used length as
   // its seqlen_k (the split plan's), any other on the sm_80 kernel (pick_forward_kernel).
-  if (p.seqused_k != nullptr) {
-    check_device_pointer(p.seqused_k, p.device_index, "seqused_k");
+  if (p.seqused_k != nullptr) check_device_pointer(p.seqused_k, p.device_index, "seqused_k");
+  if (p.seqused_k != nullptr && p.check_indices) {
     std::vector<std::int32_t> used(p.batch);
     GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.seqused_k, sizeof(std::int32_t) * p.batch,
                                        cudaMemcpyDeviceToHost, stream));

@@ -123,44 +123,60 @@ __global__ void __launch_bounds__(Tr::kThreads)
     }
   }
   // K/V tile t into stage st: thread tid takes chunk tid % kChunks of rows tid / kChunks + k *
-  // (threads / kChunks); keys past the sequence are zero-filled (finite V under P = 0). A paged
-  // cache is read in place: each row's page from the block table (one division a tile, the
-  // row's page and slot then stepped; a table line of 32 pages serves many tiles from L1).
+  // (threads / kChunks); keys past the sequence are zero-filled (finite V under P = 0).
+  constexpr int kStep = Tr::kThreads / kChunks, kRowsPerThread = kN / kStep;
   const T* const kbase = static_cast<const T*>(p.k);
   const T* const vbase = static_cast<const T*>(p.v);
+  // A paged cache is read in place. Each row's page comes from the block table one step before
+  // its tile is issued (fetch_pages into `pages`), so the table's latency is not in the issue;
+  // the row's slot in its page is stepped from one division a tile.
+  // At head dim 256 (16 rows a thread) the table is read at issue instead: holding 16 more
+  // registers through the tile's compute spilled (255 registers).
+  constexpr bool kEarlyPages = kRowsPerThread <= 8;
+  const bool paged = p.block_table != nullptr;
   const std::int32_t* const table = p.block_table + b * p.block_table_stride;
+  std::int32_t pages[kEarlyPages ? kRowsPerThread : 1];
+  auto fetch_pages = [&](int t) {
+    if (!kEarlyPages || !paged || t >= t1) return;
+    int key = t * kN + tid / kChunks;
+    int page = key / p.page_size, slot = key - page * p.page_size;
+#pragma unroll
+    for (int u = 0; u < kRowsPerThread; ++u) {
+      pages[u] = key < lk ? __ldg(table + page) : 0;
+      key += kStep;
+      for (slot += kStep; slot >= p.page_size; slot -= p.page_size) ++page;  // into later pages
+    }
+  };
   auto load_tile = [&](int t, int st) {
-    constexpr int kStep = Tr::kThreads / kChunks;
     const int c = tid % kChunks;
     const std::uint32_t kdst = ring + st * 2 * Tr::kTileBytes;
     const std::uint32_t vdst = kdst + Tr::kTileBytes;
-    if (p.block_table != nullptr) {
+    if (paged) {
       int key = t * kN + tid / kChunks;
       int page = key / p.page_size, slot = key - page * p.page_size;
       const std::int64_t kcol = hk * p.k_head_stride + c * 8, vcol = hk * p.v_head_stride + c * 8;
-#pragma unroll
-      for (int r = tid / kChunks; r < kN; r += kStep) {
+      // Rolled at head dim 256: unrolled, its addresses spilled the kernel's registers.
+#pragma unroll(kEarlyPages ? kRowsPerThread : 1)
+      for (int u = 0; u < kRowsPerThread; ++u) {
+        const int r = tid / kChunks + u * kStep;
         const bool valid = key < lk;
         const T* ks = kbase;
         const T* vs = vbase;
         if (valid) {
-          const std::int64_t pg = __ldg(table + page);
+          const std::int64_t pg = kEarlyPages ? pages[kEarlyPages ? u : 0] : __ldg(table + page);
           ks += pg * p.k_batch_stride + slot * p.k_row_stride + kcol;
           vs += pg * p.v_batch_stride + slot * p.v_row_stride + vcol;
         }
         ptx::cp_async_16(kdst + swz<Tr>(r, c), ks, valid);
         ptx::cp_async_16(vdst + swz<Tr>(r, c), vs, valid);
         key += kStep;
-        slot += kStep;
-        if (slot >= p.page_size) {  // into a later page (several when pages are short)
-          page += slot / p.page_size;
-          slot %= p.page_size;
-        }
+        for (slot += kStep; slot >= p.page_size; slot -= p.page_size) ++page;
       }
       return;
     }
 #pragma unroll
-    for (int r = tid / kChunks; r < kN; r += kStep) {
+    for (int u = 0; u < kRowsPerThread; ++u) {
+      const int r = tid / kChunks + u * kStep;
       const int key = t * kN + r;
       const bool valid = key < lk;
       const T* ks = kbase;
@@ -176,9 +192,13 @@ __global__ void __launch_bounds__(Tr::kThreads)
   // The ring: tile t0 + i in stage i % kStages; one commit group per tile (the first with Q).
 #pragma unroll
   for (int i = 0; i < Tr::kStages - 1; ++i) {
-    if (t0 + i < t1) load_tile(t0 + i, i);
+    if (t0 + i < t1) {
+      fetch_pages(t0 + i);
+      load_tile(t0 + i, i);
+    }
     ptx::cp_async_commit();
   }
+  fetch_pages(t0 + Tr::kStages - 1);
 
   // Per thread: rows lane / 4 and lane / 4 + 8 of the block; their causal key limits.
   int lim[2];
@@ -201,8 +221,10 @@ __global__ void __launch_bounds__(Tr::kThreads)
     const int i = t - t0;
     // Issue tile t + kStages - 1 into the stage tile t - 1 used (every warp is past it: the
     // barrier at the end of the previous step), then wait for tile t (and on the first, Q).
-    if (t + Tr::kStages - 1 < t1)
+    if (t + Tr::kStages - 1 < t1) {
       load_tile(t + Tr::kStages - 1, (i + Tr::kStages - 1) % Tr::kStages);
+      fetch_pages(t + Tr::kStages);  // lands while tile t is computed
+    }
     ptx::cp_async_commit();
     ptx::cp_async_wait<Tr::kStages - 1>();
     __syncthreads();

@@ -5,7 +5,8 @@
 // rows without keys, 70000-key splits); every other call (more rows, a window, compensated
 // precision, a cache without seqused_k on Hopper's wgmma kernel) runs on a gathered contiguous
 // copy. Unused table entries are -1, so a kernel that reads past a sequence's pages fails. A bad
-// table is an error that names the entry, with out untouched. (tests/cpu/test_paged_kv.cpp shows
+// table is an error that names the entry, with out untouched; with check_indices off the calls
+// match too and can be captured into a CUDA graph. (tests/cpu/test_paged_kv.cpp shows
 // the reference reads the pages as the dense cache.)
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -109,9 +110,11 @@ struct PagedProblem {
 
 // Runs the paged call on poisoned outputs; out elementwise within the dtype's bound of the fp64
 // reference, lse within 1e-3 relative (-inf exact), nothing left unwritten.
-void expect_matches_reference(PagedProblem& p, const PagedCase& c) {
+void expect_matches_reference(PagedProblem& p, const PagedCase& c, bool check_indices = true) {
   p.poison();
-  attention_forward(p.device_args(c));
+  AttentionArgs a = p.device_args(c);
+  a.check_indices = check_indices;
+  attention_forward(a);
   TEST_CUDA_CHECK(cudaDeviceSynchronize());
   p.dout.download(p.out.data());
   p.dlse.download(p.lse.data());
@@ -172,6 +175,43 @@ TEST_F(PagedKvCuda, OtherCallsRunOnAGatheredCopy) {
     EXPECT_NE(cuda_forward_kernel(make_fwd_params(p.device_args(c))), FwdKernel::decode_16x64);
     expect_matches_reference(p, c);
   }
+}
+
+// check_indices = false: no host copies; the same results, and the call can be captured into a
+// CUDA graph (a synchronization inside a capture fails it) and replayed, bit for bit.
+TEST_F(PagedKvCuda, UncheckedCallsMatchAndCanBeCaptured) {
+  const std::vector<PagedCase> cases = {
+      {3, 32, 8, 1, 4096, 128, 16, DType::bf16, false, {4096, 1, 0}},  // decode, split
+      {2, 4, 2, 130, 300, 128, 16, DType::f16, true, {300, 129}},      // gathered, sm_80 kernel
+      {2, 8, 8, 256, 512, 64, 128, DType::f16, false, {}},             // gathered, wgmma on Hopper
+  };
+  cudaStream_t stream = nullptr;
+  TEST_CUDA_CHECK(cudaStreamCreate(&stream));
+  for (const PagedCase& c : cases) {
+    SCOPED_TRACE(c.name());
+    PagedProblem p(c, seed_of("PagedKvCuda/unchecked/" + c.name()));
+    expect_matches_reference(p, c, false);
+    const HostTensor eager = p.out;
+    p.poison();
+    AttentionArgs a = p.device_args(c);
+    a.check_indices = false;
+    a.stream = stream;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    TEST_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    attention_forward(a);
+    TEST_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    TEST_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int replay = 0; replay < 2; ++replay) TEST_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    TEST_CUDA_CHECK(cudaStreamSynchronize(stream));
+    p.dout.download(p.out.data());
+    for (std::int64_t i = 0; i < p.out.numel(); ++i) {
+      ASSERT_EQ(p.out.get(i), eager.get(i)) << "out element " << i << " after the replays";
+    }
+    TEST_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    TEST_CUDA_CHECK(cudaGraphDestroy(graph));
+  }
+  TEST_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 TEST_F(PagedKvCuda, BadTableEntriesAreNamedAndOutIsUntouched) {

@@ -206,6 +206,9 @@ def test_kvcache_block_table_reads_a_paged_cache(page, causal):
     want, want_lse = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, causal=causal,
                                                return_softmax_lse=True)
     assert np.array_equal(got, want) and np.array_equal(lse, want_lse)
+    unchecked = ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used, block_table=table,
+                                           causal=causal, check_indices=False)
+    assert np.array_equal(unchecked, want)
     if Sk % page == 0:  # the whole logical cache is the dense one
         got = ga.flash_attn_with_kvcache(q, kp, vp, block_table=table, causal=causal)
         assert np.array_equal(got, ga.flash_attn_with_kvcache(q, kc, vc, causal=causal))
