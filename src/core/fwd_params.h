@@ -96,17 +96,26 @@ struct FwdParams {
   GPUATTN_HD std::int64_t q_offset(int b, std::int64_t i, int h) const {
     return b * q_batch_stride + (row0_q(b) + i) * q_row_stride + h * q_head_stride;
   }
-  // K and V follow the block table when there is one (the table must be readable from the caller).
+  // K and V follow the block table when there is one (the table must be readable from the caller:
+  // the CPU backend, the reference, the CUDA gather of a paged call).
   GPUATTN_HD std::int64_t k_offset(int b, std::int64_t j, int hk) const {
     if (block_table != nullptr) {
       return page_of(b, j) * k_batch_stride + (j % page_size) * k_row_stride + hk * k_head_stride;
     }
-    return b * k_batch_stride + (row0_k(b) + j) * k_row_stride + hk * k_head_stride;
+    return k_offset_unpaged(b, j, hk);
   }
   GPUATTN_HD std::int64_t v_offset(int b, std::int64_t j, int hk) const {
     if (block_table != nullptr) {
       return page_of(b, j) * v_batch_stride + (j % page_size) * v_row_stride + hk * v_head_stride;
     }
+    return v_offset_unpaged(b, j, hk);
+  }
+  // The same for a call without a block table: what the CUDA kernels read by row strides (no
+  // paged call reaches them: decode_16x64 reads pages itself, every other kernel a gathered copy).
+  GPUATTN_HD std::int64_t k_offset_unpaged(int b, std::int64_t j, int hk) const {
+    return b * k_batch_stride + (row0_k(b) + j) * k_row_stride + hk * k_head_stride;
+  }
+  GPUATTN_HD std::int64_t v_offset_unpaged(int b, std::int64_t j, int hk) const {
     return b * v_batch_stride + (row0_k(b) + j) * v_row_stride + hk * v_head_stride;
   }
   GPUATTN_HD bool is_paged() const { return block_table != nullptr; }

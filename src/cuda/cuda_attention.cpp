@@ -98,6 +98,35 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   return select_fwd_config(shape).kernel;
 }
 
+// The kernel launch of a checked call: select_fwd_config's pick (pick_forward_kernel), then the
+// compiled instantiation of its dtype and head dim.
+void launch_forward(const FwdParams& p, cudaStream_t stream) {
+  const FwdKernel kernel = pick_forward_kernel(p);
+  if (kernel == FwdKernel::decode_16x64) return decode::fwd(p, stream);
+  if (is_sm90(kernel)) {
+    if (p.dtype == DType::f16) {
+      if (p.head_dim == 64) return sm90::fwd_f16_hdim64(kernel, p, stream);
+      if (p.head_dim == 128) return sm90::fwd_f16_hdim128(kernel, p, stream);
+      if (p.head_dim == 256) return sm90::fwd_f16_hdim256(kernel, p, stream);
+    } else if (p.dtype == DType::bf16) {
+      if (p.head_dim == 64) return sm90::fwd_bf16_hdim64(kernel, p, stream);
+      if (p.head_dim == 128) return sm90::fwd_bf16_hdim128(kernel, p, stream);
+      if (p.head_dim == 256) return sm90::fwd_bf16_hdim256(kernel, p, stream);
+    }
+  } else if (p.dtype == DType::f16) {
+    if (p.head_dim == 64) return sm80::fwd_f16_hdim64(kernel, p, stream);
+    if (p.head_dim == 128) return sm80::fwd_f16_hdim128(kernel, p, stream);
+    if (p.head_dim == 256) return sm80::fwd_f16_hdim256(kernel, p, stream);
+  } else if (p.dtype == DType::bf16) {
+    if (p.head_dim == 64) return sm80::fwd_bf16_hdim64(kernel, p, stream);
+    if (p.head_dim == 128) return sm80::fwd_bf16_hdim128(kernel, p, stream);
+    if (p.head_dim == 256) return sm80::fwd_bf16_hdim256(kernel, p, stream);
+  }
+  throw Error(ErrorCode::not_supported,
+              std::string("gpuattn::attention_forward: no CUDA kernel for dtype ") +
+                  to_string(p.dtype) + " head dim " + std::to_string(p.head_dim));
+}
+
 // A paged call (p.block_table): the table (and seqused_k) checked on a host copy, then decode
 // calls read the pages in place (decode_16x64) and every other call runs on a contiguous copy of
 // the keys each sequence uses, gathered into a pool buffer that is freed on `stream` after it.
@@ -152,7 +181,7 @@ void paged_forward(const FwdParams& p, cudaStream_t stream) {
   dp.seqlen_k = rows;
   dp.total_k = static_cast<std::int64_t>(p.batch) * rows;
   dp.check_indices = false;  // checked above (or trusted, as the caller asked)
-  cuda_attention_forward(dp, stream);
+  launch_forward(dp, stream);
 }
 
 }  // namespace
@@ -236,30 +265,7 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
       return decode::fwd(used_p, stream);
     }
   }
-  const FwdKernel kernel = pick_forward_kernel(p);
-  if (kernel == FwdKernel::decode_16x64) return decode::fwd(p, stream);
-  if (is_sm90(kernel)) {
-    if (p.dtype == DType::f16) {
-      if (p.head_dim == 64) return sm90::fwd_f16_hdim64(kernel, p, stream);
-      if (p.head_dim == 128) return sm90::fwd_f16_hdim128(kernel, p, stream);
-      if (p.head_dim == 256) return sm90::fwd_f16_hdim256(kernel, p, stream);
-    } else if (p.dtype == DType::bf16) {
-      if (p.head_dim == 64) return sm90::fwd_bf16_hdim64(kernel, p, stream);
-      if (p.head_dim == 128) return sm90::fwd_bf16_hdim128(kernel, p, stream);
-      if (p.head_dim == 256) return sm90::fwd_bf16_hdim256(kernel, p, stream);
-    }
-  } else if (p.dtype == DType::f16) {
-    if (p.head_dim == 64) return sm80::fwd_f16_hdim64(kernel, p, stream);
-    if (p.head_dim == 128) return sm80::fwd_f16_hdim128(kernel, p, stream);
-    if (p.head_dim == 256) return sm80::fwd_f16_hdim256(kernel, p, stream);
-  } else if (p.dtype == DType::bf16) {
-    if (p.head_dim == 64) return sm80::fwd_bf16_hdim64(kernel, p, stream);
-    if (p.head_dim == 128) return sm80::fwd_bf16_hdim128(kernel, p, stream);
-    if (p.head_dim == 256) return sm80::fwd_bf16_hdim256(kernel, p, stream);
-  }
-  throw Error(ErrorCode::not_supported,
-              std::string("gpuattn::attention_forward: no CUDA kernel for dtype ") +
-                  to_string(p.dtype) + " head dim " + std::to_string(p.head_dim));
+  launch_forward(p, stream);
 }
 
 }  // namespace gpuattn

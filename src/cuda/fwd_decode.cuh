@@ -77,7 +77,9 @@ __device__ __forceinline__ std::uint32_t swz(int r, int c) {
   return static_cast<std::uint32_t>(r * Tr::kRowBytes + ((c ^ (r & 7)) << 4));
 }
 
-template <class Tr>
+// kPaged: K/V are a page pool read through p.block_table (a separate instantiation, so the
+// dense kernel carries none of it).
+template <class Tr, bool kPaged>
 __global__ void __launch_bounds__(Tr::kThreads)
     decode_kernel(const __grid_constant__ FwdParams p, const DecodeWork work) {
   using T = typename Tr::T;
@@ -133,11 +135,10 @@ __global__ void __launch_bounds__(Tr::kThreads)
   // At head dim 256 (16 rows a thread) the table is read at issue instead: holding 16 more
   // registers through the tile's compute spilled (255 registers).
   constexpr bool kEarlyPages = kRowsPerThread <= 8;
-  const bool paged = p.block_table != nullptr;
   const std::int32_t* const table = p.block_table + b * p.block_table_stride;
   std::int32_t pages[kEarlyPages ? kRowsPerThread : 1];
   auto fetch_pages = [&](int t) {
-    if (!kEarlyPages || !paged || t >= t1) return;
+    if (!kEarlyPages || !kPaged || t >= t1) return;
     int key = t * kN + tid / kChunks;
     int page = key / p.page_size, slot = key - page * p.page_size;
 #pragma unroll
@@ -151,7 +152,7 @@ __global__ void __launch_bounds__(Tr::kThreads)
     const int c = tid % kChunks;
     const std::uint32_t kdst = ring + st * 2 * Tr::kTileBytes;
     const std::uint32_t vdst = kdst + Tr::kTileBytes;
-    if (paged) {
+    if constexpr (kPaged) {
       int key = t * kN + tid / kChunks;
       int page = key / p.page_size, slot = key - page * p.page_size;
       const std::int64_t kcol = hk * p.k_head_stride + c * 8, vcol = hk * p.v_head_stride + c * 8;
@@ -175,15 +176,14 @@ __global__ void __launch_bounds__(Tr::kThreads)
       return;
     }
 #pragma unroll
-    for (int u = 0; u < kRowsPerThread; ++u) {
-      const int r = tid / kChunks + u * kStep;
+    for (int r = tid / kChunks; r < kN; r += kStep) {
       const int key = t * kN + r;
       const bool valid = key < lk;
       const T* ks = kbase;
       const T* vs = vbase;
       if (valid) {
-        ks += p.k_offset(b, key, hk) + c * 8;
-        vs += p.v_offset(b, key, hk) + c * 8;
+        ks += p.k_offset_unpaged(b, key, hk) + c * 8;
+        vs += p.v_offset_unpaged(b, key, hk) + c * 8;
       }
       ptx::cp_async_16(kdst + swz<Tr>(r, c), ks, valid);
       ptx::cp_async_16(vdst + swz<Tr>(r, c), vs, valid);
@@ -453,8 +453,8 @@ __global__ void __launch_bounds__(Tr::kThreads)
   }
 }
 
-// Resident CTAs per SM of decode_kernel<Tr> on the current device (cached per device).
-template <class Tr>
+// Resident CTAs per SM of decode_kernel<Tr, kPaged> on the current device (cached per device).
+template <class Tr, bool kPaged>
 int ctas_per_sm() {
   static std::array<std::atomic<int>, 64> cache{};
   int device = 0;
@@ -463,8 +463,8 @@ int ctas_per_sm() {
   int n = cacheable ? cache[device].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
     GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(
-        decode_kernel<Tr>, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
-    GPUATTN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, decode_kernel<Tr>,
+        decode_kernel<Tr, kPaged>, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+    GPUATTN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, decode_kernel<Tr, kPaged>,
                                                                      Tr::kThreads, Tr::kSmemBytes));
     n = std::max(n, 1);
     if (cacheable) cache[device].store(n, std::memory_order_relaxed);
@@ -472,14 +472,15 @@ int ctas_per_sm() {
   return n;
 }
 
-template <class Tr>
+template <class Tr, bool kPaged>
 void launch_decode(const FwdParams& p, cudaStream_t stream) {
   const int group = p.hq / p.hkv;
   // One wave of at most 2 CTAs per SM: with 3 resident CTAs per SM at head dim 128, 6 splits of
   // B8 Hkv8 Sk4096 took 53.5 us against 51.5 for 4, and 49 splits of B1 Hkv8 Sk32768 55.0 against
   // 52.7 for 32 (H200, compare_torch, bench/results/2026-11-22-h200-decode): more CTAs add
   // partials to merge, not bandwidth.
-  const long long slots = static_cast<long long>(sm80::num_sms()) * std::min(ctas_per_sm<Tr>(), 2);
+  const long long slots =
+      static_cast<long long>(sm80::num_sms()) * std::min(ctas_per_sm<Tr, kPaged>(), 2);
   const DecodePlan plan = DecodePlan::plan(p.batch, p.hkv, group, p.seqlen_q, p.seqlen_k, slots);
   const long long ctas = plan.units * plan.splits;
   if (ctas <= 0) return;  // no rows
@@ -506,7 +507,7 @@ void launch_decode(const FwdParams& p, cudaStream_t stream) {
     work.o = reinterpret_cast<float*>(base + counts_padded);
     work.lse2 = reinterpret_cast<float*>(base + counts_padded + o_bytes);
   }
-  decode_kernel<Tr>
+  decode_kernel<Tr, kPaged>
       <<<dim3(static_cast<unsigned>(ctas)), Tr::kThreads, Tr::kSmemBytes, stream>>>(p, work);
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
@@ -524,7 +525,11 @@ void run_decode(const FwdParams& p, cudaStream_t stream) {
             " query rows per KV head; this call has seqlen_q " + std::to_string(p.seqlen_q) +
             " x group " + std::to_string(p.hq / p.hkv));
   }
-  launch_decode<Tr>(p, stream);
+  if (p.is_paged()) {
+    launch_decode<Tr, true>(p, stream);
+  } else {
+    launch_decode<Tr, false>(p, stream);
+  }
 }
 
 }  // namespace gpuattn::decode

@@ -443,8 +443,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   }
 
   const T* q = static_cast<const T*>(p.q) + p.q_offset(b, m0, h);
-  const T* k = static_cast<const T*>(p.k) + p.k_offset(b, 0, hk);
-  const T* v = static_cast<const T*>(p.v) + p.v_offset(b, 0, hk) + split * Tr::kDimO;
+  const T* k = static_cast<const T*>(p.k) + p.k_offset_unpaged(b, 0, hk);
+  const T* v = static_cast<const T*>(p.v) + p.v_offset_unpaged(b, 0, hk) + split * Tr::kDimO;
   const std::uint32_t sq = ptx::smem_addr(smem);
   const std::uint32_t sk0 = sq + Tr::kQBytes;
   const std::uint32_t sv0 = sk0 + 2 * Tr::kKBytes;
