@@ -137,8 +137,15 @@ __global__ void __launch_bounds__(Tr::kThreads)
   constexpr bool kEarlyPages = kRowsPerThread <= 8;
   const std::int32_t* const table = p.block_table + b * p.block_table_stride;
   std::int32_t pages[kEarlyPages ? kRowsPerThread : 1];
+  // Pages of a multiple of kN keys hold whole tiles: one table entry a tile, rows addressed as in
+  // a dense cache.
+  const bool whole_tiles = kPaged && p.page_size % kN == 0;
   auto fetch_pages = [&](int t) {
     if (!kEarlyPages || !kPaged || t >= t1) return;
+    if (whole_tiles) {
+      pages[0] = __ldg(table + t * kN / p.page_size);
+      return;
+    }
     int key = t * kN + tid / kChunks;
     int page = key / p.page_size, slot = key - page * p.page_size;
 #pragma unroll
@@ -153,6 +160,23 @@ __global__ void __launch_bounds__(Tr::kThreads)
     const std::uint32_t kdst = ring + st * 2 * Tr::kTileBytes;
     const std::uint32_t vdst = kdst + Tr::kTileBytes;
     if constexpr (kPaged) {
+      if (whole_tiles) {
+        const std::int64_t pg = kEarlyPages ? pages[0] : __ldg(table + t * kN / p.page_size);
+        const std::int64_t row = (t * kN) % p.page_size + tid / kChunks;
+        const T* ks =
+            kbase + pg * p.k_batch_stride + row * p.k_row_stride + hk * p.k_head_stride + c * 8;
+        const T* vs =
+            vbase + pg * p.v_batch_stride + row * p.v_row_stride + hk * p.v_head_stride + c * 8;
+#pragma unroll
+        for (int r = tid / kChunks; r < kN; r += kStep) {
+          const bool valid = t * kN + r < lk;
+          ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? ks : kbase, valid);
+          ptx::cp_async_16(vdst + swz<Tr>(r, c), valid ? vs : vbase, valid);
+          ks += kStep * p.k_row_stride;
+          vs += kStep * p.v_row_stride;
+        }
+        return;
+      }
       int key = t * kN + tid / kChunks;
       int page = key / p.page_size, slot = key - page * p.page_size;
       const std::int64_t kcol = hk * p.k_head_stride + c * 8, vcol = hk * p.v_head_stride + c * 8;
