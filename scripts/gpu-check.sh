@@ -40,7 +40,8 @@ LOG_DIR=$(cd "$LOG_DIR" && pwd)
 # What an earlier run left in the log directory must not pass for this run's (a skipped step's
 # old table would): every step's files go first.
 for f in summary.md ctest.log verify.log verify.json bench.log bench.json bench-sm80.log \
-  bench-sm80.json anchors.log anchors.json compare_torch.log compare_torch.json; do
+  bench-sm80.json anchors.log anchors.json compare_torch.log compare_torch.json \
+  paged_decode.log paged_decode.json; do
   rm -f "${LOG_DIR:?}/$f"
 done
 rm -f "$LOG_DIR"/memcheck-*.log "$LOG_DIR"/racecheck-*.log "$LOG_DIR"/sweep* "$LOG_DIR/logs.tar.gz"
@@ -116,6 +117,12 @@ if [ "$TESTS" = 1 ]; then
         --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" \
         --gtest_filter="AwkwardLengths/*:$masked" --gtest_brief=1
     done
+    # Paged KV (auto): decode reading pages in place at page sizes 1-256, and gathered calls.
+    paged='PagedKvCuda.DecodeReadsThePagesInPlace:PagedKvCuda.OtherCallsRunOnAGatheredCopy'
+    for tool in memcheck racecheck; do
+      step "$tool-paged" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+        "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$paged" --gtest_brief=1
+    done
     # The 3-consumer head-dim-64 kernel, forced onto the small dense and causal head-dim-64 shapes
     # (Sq != Sk too: items without keys); the compensated ones never run it.
     d64='AwkwardLengths/*D64*:Varlen/*H8_D64*:GroupedHeads/*H32kv8_S1000_D64'
@@ -146,6 +153,9 @@ if [ "$BENCH" = 1 ]; then
     if [ -f bench/compare_torch.py ] && compgen -G "$BUILD/python/gpu_attention*" >/dev/null; then
       step compare_torch env PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
         python3 bench/compare_torch.py --json "$LOG_DIR/compare_torch.json" "${quick_verify[@]}"
+      # Decode over a paged KV cache (page sizes 16, 64, 256) against cuDNN on the dense one.
+      step paged_decode env PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
+        python3 bench/paged_decode.py --json "$LOG_DIR/paged_decode.json" "${quick_verify[@]}"
     fi
   else
     echo "== anchors: skipped (torch with CUDA, or triton, not importable)"
