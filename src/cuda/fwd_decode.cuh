@@ -146,21 +146,13 @@ __global__ void __launch_bounds__(Tr::kThreads)
       pages[0] = __ldg(table + t * kN / p.page_size);
       return;
     }
-    // Shorter pages: each warp reads the tile's table entries once, a lane an entry (two at
-    // pages of 1 key: 64), and every row takes its page from the lane holding it. Rows past the
-    // sequence's used keys take no entry (their loads are zero-fills).
-    const int first = t * kN / p.page_size;
-    const int n = (min(t * kN + kN, lk) - 1) / p.page_size - first + 1;  // <= kN
-    const std::int32_t lo = lane < n ? __ldg(table + first + lane) : 0;
-    const std::int32_t hi = lane + 32 < n ? __ldg(table + first + lane + 32) : 0;
     int key = t * kN + tid / kChunks;
-    int idx = key / p.page_size - first, slot = key % p.page_size;
+    int page = key / p.page_size, slot = key - page * p.page_size;
 #pragma unroll
     for (int u = 0; u < kRowsPerThread; ++u) {
-      const std::int32_t e = __shfl_sync(0xffffffffu, idx < 32 ? lo : hi, idx & 31);
-      pages[u] = e;
+      pages[u] = key < lk ? __ldg(table + page) : 0;
       key += kStep;
-      for (slot += kStep; slot >= p.page_size; slot -= p.page_size) ++idx;  // into later pages
+      for (slot += kStep; slot >= p.page_size; slot -= p.page_size) ++page;  // into later pages
     }
   };
   auto load_tile = [&](int t, int st) {
