@@ -146,13 +146,20 @@ __global__ void __launch_bounds__(Tr::kThreads)
       pages[0] = __ldg(table + t * kN / p.page_size);
       return;
     }
+    // A table read for each page a thread's rows enter (the rows before share theirs).
     int key = t * kN + tid / kChunks;
     int page = key / p.page_size, slot = key - page * p.page_size;
+    std::int32_t entry = key < lk ? __ldg(table + page) : 0;
 #pragma unroll
     for (int u = 0; u < kRowsPerThread; ++u) {
-      pages[u] = key < lk ? __ldg(table + page) : 0;
+      pages[u] = entry;
       key += kStep;
-      for (slot += kStep; slot >= p.page_size; slot -= p.page_size) ++page;  // into later pages
+      bool entered = false;
+      for (slot += kStep; slot >= p.page_size; slot -= p.page_size) {  // into later pages
+        ++page;
+        entered = true;
+      }
+      if (u + 1 < kRowsPerThread && entered) entry = key < lk ? __ldg(table + page) : 0;
     }
   };
   auto load_tile = [&](int t, int st) {
@@ -180,6 +187,32 @@ __global__ void __launch_bounds__(Tr::kThreads)
       int key = t * kN + tid / kChunks;
       int page = key / p.page_size, slot = key - page * p.page_size;
       const std::int64_t kcol = hk * p.k_head_stride + c * 8, vcol = hk * p.v_head_stride + c * 8;
+      if constexpr (kEarlyPages) {
+        // A row in the page of the row before steps from its address; a row that enters another
+        // page takes that page's.
+        const T* ks = kbase + pages[0] * p.k_batch_stride + slot * p.k_row_stride + kcol;
+        const T* vs = vbase + pages[0] * p.v_batch_stride + slot * p.v_row_stride + vcol;
+#pragma unroll
+        for (int u = 0; u < kRowsPerThread; ++u) {
+          const int r = tid / kChunks + u * kStep;
+          const bool valid = key < lk;
+          ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? ks : kbase, valid);
+          ptx::cp_async_16(vdst + swz<Tr>(r, c), valid ? vs : vbase, valid);
+          key += kStep;
+          slot += kStep;
+          if (u + 1 == kRowsPerThread) break;
+          if (slot < p.page_size) {
+            ks += kStep * p.k_row_stride;
+            vs += kStep * p.v_row_stride;
+          } else {
+            while (slot >= p.page_size) slot -= p.page_size;
+            const std::int64_t pg = pages[u + 1];
+            ks = kbase + pg * p.k_batch_stride + slot * p.k_row_stride + kcol;
+            vs = vbase + pg * p.v_batch_stride + slot * p.v_row_stride + vcol;
+          }
+        }
+        return;
+      }
       // Rolled at head dim 256: unrolled, its addresses spilled the kernel's registers.
 #pragma unroll(kEarlyPages ? kRowsPerThread : 1)
       for (int u = 0; u < kRowsPerThread; ++u) {
