@@ -140,26 +140,22 @@ __global__ void __launch_bounds__(Tr::kThreads)
   // Pages of a multiple of kN keys hold whole tiles: one table entry a tile, rows addressed as in
   // a dense cache.
   const bool whole_tiles = kPaged && p.page_size % kN == 0;
+  const bool narrow = kPaged && p.k_batch_stride == p.v_batch_stride &&
+                      p.k_row_stride == p.v_row_stride && p.k_head_stride == p.v_head_stride &&
+                      static_cast<long long>(p.num_pages) * p.k_batch_stride < (1LL << 31);
   auto fetch_pages = [&](int t) {
     if (!kEarlyPages || !kPaged || t >= t1) return;
     if (whole_tiles) {
       pages[0] = __ldg(table + t * kN / p.page_size);
       return;
     }
-    // A table read for each page a thread's rows enter (the rows before share theirs).
     int key = t * kN + tid / kChunks;
     int page = key / p.page_size, slot = key - page * p.page_size;
-    std::int32_t entry = key < lk ? __ldg(table + page) : 0;
 #pragma unroll
     for (int u = 0; u < kRowsPerThread; ++u) {
-      pages[u] = entry;
+      pages[u] = key < lk ? __ldg(table + page) : 0;
       key += kStep;
-      bool entered = false;
-      for (slot += kStep; slot >= p.page_size; slot -= p.page_size) {  // into later pages
-        ++page;
-        entered = true;
-      }
-      if (u + 1 < kRowsPerThread && entered) entry = key < lk ? __ldg(table + page) : 0;
+      for (slot += kStep; slot >= p.page_size; slot -= p.page_size) ++page;  // into later pages
     }
   };
   auto load_tile = [&](int t, int st) {
@@ -186,33 +182,25 @@ __global__ void __launch_bounds__(Tr::kThreads)
       }
       int key = t * kN + tid / kChunks;
       int page = key / p.page_size, slot = key - page * p.page_size;
-      const std::int64_t kcol = hk * p.k_head_stride + c * 8, vcol = hk * p.v_head_stride + c * 8;
-      if constexpr (kEarlyPages) {
-        // A row in the page of the row before steps from its address; a row that enters another
-        // page takes that page's.
-        const T* ks = kbase + pages[0] * p.k_batch_stride + slot * p.k_row_stride + kcol;
-        const T* vs = vbase + pages[0] * p.v_batch_stride + slot * p.v_row_stride + vcol;
+      if (kEarlyPages && narrow) {
+        // K and V laid out alike in a pool of under 2^31 elements: one 32-bit offset a row,
+        // shared by both.
+        const int col = hk * static_cast<int>(p.k_head_stride) + c * 8;
+        const int page_stride = static_cast<int>(p.k_batch_stride);
+        const int row_stride = static_cast<int>(p.k_row_stride);
 #pragma unroll
         for (int u = 0; u < kRowsPerThread; ++u) {
           const int r = tid / kChunks + u * kStep;
           const bool valid = key < lk;
-          ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? ks : kbase, valid);
-          ptx::cp_async_16(vdst + swz<Tr>(r, c), valid ? vs : vbase, valid);
+          const int off = pages[kEarlyPages ? u : 0] * page_stride + slot * row_stride + col;
+          ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? kbase + off : kbase, valid);
+          ptx::cp_async_16(vdst + swz<Tr>(r, c), valid ? vbase + off : vbase, valid);
           key += kStep;
-          slot += kStep;
-          if (u + 1 == kRowsPerThread) break;
-          if (slot < p.page_size) {
-            ks += kStep * p.k_row_stride;
-            vs += kStep * p.v_row_stride;
-          } else {
-            while (slot >= p.page_size) slot -= p.page_size;
-            const std::int64_t pg = pages[u + 1];
-            ks = kbase + pg * p.k_batch_stride + slot * p.k_row_stride + kcol;
-            vs = vbase + pg * p.v_batch_stride + slot * p.v_row_stride + vcol;
-          }
+          for (slot += kStep; slot >= p.page_size; slot -= p.page_size) ++page;
         }
         return;
       }
+      const std::int64_t kcol = hk * p.k_head_stride + c * 8, vcol = hk * p.v_head_stride + c * 8;
       // Rolled at head dim 256: unrolled, its addresses spilled the kernel's registers.
 #pragma unroll(kEarlyPages ? kRowsPerThread : 1)
       for (int u = 0; u < kRowsPerThread; ++u) {
