@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
@@ -35,12 +36,15 @@ struct PagedCase {
   std::vector<int> used;  // empty: no seqused_k (Sk is then a multiple of page)
   MaskSpec mask = {};
   Precision precision = Precision::standard;
+  // V's pool with 8 more elements a head than K's: K and V laid out differently (the decode
+  // kernel's 64-bit addressing, not the shared 32-bit offsets).
+  bool v_padded = false;
 
   std::string name() const {
     return "B" + std::to_string(B) + "_H" + std::to_string(Hq) + "kv" + std::to_string(Hkv) +
            "_Sq" + std::to_string(Sq) + "_Sk" + std::to_string(Sk) + "_D" + std::to_string(D) +
            "_page" + std::to_string(page) + (used.empty() ? "" : "_used") +
-           (causal ? "_causal" : "");
+           (causal ? "_causal" : "") + (v_padded ? "_vpad" : "");
   }
 };
 
@@ -49,6 +53,7 @@ struct PagedCase {
 struct PagedProblem {
   HostTensor q, k, v, out, lse, used;
   PagedCache pc;
+  HostTensor vpad;  // v_padded: pc.v with a head stride of D + 8
   DeviceBuffer dq, dk, dv, dtable, dused, dout, dlse;
 
   PagedProblem(const PagedCase& c, std::uint64_t seed)
@@ -65,16 +70,28 @@ struct PagedProblem {
       static_cast<std::int32_t*>(used.data())[b] = c.used[b];
     }
     pc = page_cache(k, v, c.page, c.used, 5, seed + 3);
+    const HostTensor* vsrc = &pc.v;
+    if (c.v_padded) {
+      const std::int64_t rows = pc.v.numel() / c.D;
+      vpad = HostTensor(c.t, {pc.v.shape[0], pc.v.shape[1], pc.v.shape[2], c.D + 8});
+      vpad.randomize(seed + 4);
+      const std::size_t es = element_size(c.t);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        std::memcpy(static_cast<char*>(vpad.data()) + r * (c.D + 8) * es,
+                    static_cast<const char*>(pc.v.data()) + r * c.D * es, c.D * es);
+      }
+      vsrc = &vpad;
+    }
     dq = DeviceBuffer(q.bytes());
     dk = DeviceBuffer(pc.k.bytes());
-    dv = DeviceBuffer(pc.v.bytes());
+    dv = DeviceBuffer(vsrc->bytes());
     dtable = DeviceBuffer(pc.table.bytes());
     dused = DeviceBuffer(used.bytes());
     dout = DeviceBuffer(out.bytes());
     dlse = DeviceBuffer(lse.bytes());
     dq.upload(q.data());
     dk.upload(pc.k.data());
-    dv.upload(pc.v.data());
+    dv.upload(vsrc->data());
     dtable.upload(pc.table.data());
     dused.upload(used.data());
   }
@@ -89,6 +106,11 @@ struct PagedProblem {
     a.q = q.view(Device::cuda, dq.get());
     a.k = pc.k.view(Device::cuda, dk.get());
     a.v = pc.v.view(Device::cuda, dv.get());
+    if (!vpad.shape.empty()) {  // [pages, page, Hkv, D] over rows of D + 8
+      a.v.stride[2] = a.v.shape[3] + 8;
+      a.v.stride[1] = a.v.shape[2] * a.v.stride[2];
+      a.v.stride[0] = a.v.shape[1] * a.v.stride[1];
+    }
     a.out = out.view(Device::cuda, dout.get());
     a.lse = lse.view(Device::cuda, dlse.get());
     a.block_table = pc.table.view(Device::cuda, dtable.get());
@@ -140,7 +162,7 @@ class PagedKvCuda : public ::testing::Test {
 };
 
 TEST_F(PagedKvCuda, DecodeReadsThePagesInPlace) {
-  const std::vector<PagedCase> cases = {
+  std::vector<PagedCase> cases = {
       {3, 32, 8, 1, 4096, 128, 16, DType::bf16, false, {4096, 1, 0}},
       {2, 16, 16, 4, 777, 64, 1, DType::f16, true, {777, 3}},  // 3 keys, 4 causal rows: row 0 none
       {2, 8, 2, 2, 3000, 256, 48, DType::f16, false, {2999, 1500}},
@@ -149,6 +171,11 @@ TEST_F(PagedKvCuda, DecodeReadsThePagesInPlace) {
       {2, 16, 4, 1, 4096, 128, 64, DType::bf16, false, {}},       // the whole cache
       {2, 8, 8, 3, 1000, 64, 7, DType::f16, true, {1000, 999}},
   };
+  PagedCase vpad64 = {2, 16, 4, 1, 3000, 64, 16, DType::bf16, false, {3000, 77}};
+  PagedCase vpad128 = {2, 32, 8, 2, 2000, 128, 5, DType::f16, true, {1999, 640}};
+  vpad64.v_padded = vpad128.v_padded = true;
+  cases.push_back(vpad64);
+  cases.push_back(vpad128);
   for (const PagedCase& c : cases) {
     SCOPED_TRACE(c.name());
     PagedProblem p(c, seed_of("PagedKvCuda/" + c.name()));
