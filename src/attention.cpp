@@ -1,8 +1,11 @@
 // Public entry point: validate once, then hand the params to the backend.
 #include "gpuattn/attention.h"
 
+#include "core/append_kv.h"
 #include "core/fwd_params.h"
+#include "cpu/cpu_append_kv.h"
 #include "cpu/cpu_attention.h"
+#include "gpuattn/kv_cache.h"
 #if defined(GPUATTN_WITH_CUDA)
 #include "cuda/cuda_attention.h"
 #endif
@@ -20,6 +23,20 @@ void attention_forward(const AttentionArgs& args) {
 #else
   throw Error(ErrorCode::not_supported,
               "gpuattn::attention_forward: tensors are on cuda but this build has no CUDA backend");
+#endif
+}
+
+void append_kv(const AppendKvArgs& args) {
+  const AppendParams p = make_append_params(args);
+  if (p.device == Device::cpu) {
+    cpu_append_kv(p);
+    return;
+  }
+#if defined(GPUATTN_WITH_CUDA)
+  cuda_append_kv(p, args.stream);
+#else
+  throw Error(ErrorCode::not_supported,
+              "gpuattn::append_kv: the caches are on cuda but this build has no CUDA backend");
 #endif
 }
 

@@ -106,6 +106,28 @@ def _call(fw, q, *args, **kwargs):
     _C.attention_forward(*args, stream=stream, **kwargs)
 
 
+def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_indices):
+    """k/v appended to the caches in place (the caches are passed as they are: a copy would
+    lose the write)."""
+    for value, name in ((v_cache, "v_cache"), (k, "k"), (v, "v"), (cache_seqlens, "cache_seqlens"),
+                        (block_table, "block_table")):
+        if value is not None:
+            _check_same_framework(fw, value, name)
+    k = _prepare(fw, k, "k")
+    v = _prepare(fw, v, "v")
+    stream = 0
+    args = [k_cache, v_cache, k, v, cache_seqlens]
+    table = block_table
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        if k_cache.is_cuda:
+            stream = _current_raw_stream(torch, k_cache)
+        to_dlpack = torch.utils.dlpack.to_dlpack
+        args = [to_dlpack(a) for a in args]
+        table = to_dlpack(table) if table is not None else None
+    _C.append_kv(*args, block_table=table, check_indices=bool(check_indices), stream=stream)
+
+
 def _current_raw_stream(torch, q):
     """The cudaStream_t (an int) of torch's current stream on q's device."""
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what triton calls; private
@@ -402,24 +424,33 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     block_table are checked on a host copy (a stream synchronization); decode calls
     (seqlen_q x nheads / nheads_k <= 64, no window) run the split-KV decode kernel, reading pages
     in place; other calls with cache_seqlens run the portable sm_80 kernel, and other paged calls
-    first gather their pages into a contiguous buffer. No new k/v appended, no rotary embedding,
-    no batch index or left padding: those raise NotImplementedError (in-place append arrives with
-    the serving work). `num_splits` is a performance hint and accepted as any int >= 0;
-    `rotary_interleaved` only matters with rotary_cos/sin. check_indices=False (keyword only, not
+    first gather their pages into a contiguous buffer. No rotary embedding, batch index or left
+    padding: those raise NotImplementedError. `num_splits` is a performance hint and accepted as any int >= 0;
+    `rotary_interleaved` only matters with rotary_cos/sin. k/v (batch, seqlen_new, nheads_k,
+    headdim), given together with cache_seqlens, are first written into the cache in place at
+    rows cache_seqlens[b].. (through block_table for a paged cache), and the attention then uses
+    cache_seqlens + seqlen_new keys, as flash-attn does; cache_seqlens itself is not updated.
+    check_indices=False (keyword only, not
     in flash-attn) skips the host copies on CUDA: the call stays asynchronous and can be captured
     into a CUDA graph, and cache_seqlens and block_table are trusted as flash-attn trusts them.
 
     Returns out, or (out, softmax_lse float32 (batch, nheads, seqlen_q)) with
     return_softmax_lse=True.
     """
-    for name, value in (("k", k), ("v", v), ("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
+    for name, value in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
                         ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad)):
         if value is not None:
             raise NotImplementedError(
                 f"flash_attn_with_kvcache: {name} is not supported yet (the whole cache, its "
-                "first cache_seqlens keys, or a paged cache through block_table, without "
-                "appending, rotary, batch index or left padding)"
+                "first cache_seqlens keys, or a paged cache through block_table, with k/v "
+                "appended; no rotary, batch index or left padding)"
             )
+    if (k is None) != (v is None):
+        raise ValueError("flash_attn_with_kvcache: k and v are appended together: pass both or "
+                         "neither")
+    if k is not None and cache_seqlens is None:
+        raise ValueError("flash_attn_with_kvcache: appending k/v needs cache_seqlens (where each "
+                         "sequence's new keys go)")
     _check_softcap(softcap)
     _check_alibi(alibi_slopes)
     _int_arg(num_splits, "num_splits", lo=0)
@@ -434,6 +465,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                 raise ValueError(f"q shape {tuple(q.shape)} must be (batch, seqlen_q, nheads, "
                                  "headdim)")
             seqused = _full_int32(_framework(q, "q"), q, q.shape[0], cache_seqlens)
+    if k is not None:
+        fw = _framework(q, "q")
+        _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices)
+        n = getattr(k, "shape", (0, 0))[1]
+        if fw == "torch":
+            seqused = (seqused + n).to(sys.modules["torch"].int32)
+        else:
+            seqused = (seqused + n).astype(sys.modules["numpy"].int32)
     sq, sk = _dense_lengths(q, k_cache)
     if block_table is not None:  # the logical cache: every page of a table row
         shape = getattr(block_table, "shape", None)

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "gpuattn/attention.h"
+#include "gpuattn/kv_cache.h"
 #include "gpuattn/sparsity.h"
 
 namespace nb = nanobind;
@@ -225,6 +226,23 @@ void translate_error(const std::exception_ptr& p, void*) {
 
 }  // namespace
 
+void append_kv(const Output& k_cache, const Output& v_cache, const Input& k_new, const Input& v_new,
+               const Input& cache_seqlens, const std::optional<Input>& block_table,
+               bool check_indices, std::uintptr_t stream, const std::string& backend) {
+  gpuattn::AppendKvArgs args;
+  args.k_cache = to_view(k_cache, "k_cache");
+  args.v_cache = to_view(v_cache, "v_cache");
+  args.k_new = to_view(k_new, "k");
+  args.v_new = to_view(v_new, "v");
+  args.cache_seqlens = to_view(cache_seqlens, "cache_seqlens");
+  if (block_table) args.block_table = to_view(*block_table, "block_table");
+  args.check_indices = check_indices;
+  args.backend = to_backend(backend);
+  args.stream = reinterpret_cast<void*>(stream);
+  nb::gil_scoped_release release;
+  gpuattn::append_kv(args);
+}
+
 NB_MODULE(_C, m) {
   m.doc() =
       "gpu_attention native module: gpuattn::attention_forward over DLPack arrays, and the "
@@ -261,6 +279,16 @@ NB_MODULE(_C, m) {
         "block_q/block_k is gpuattn::MaskSpec::block_sparse (None with 0/0: no block mask). "
         "Raises ValueError (invalid input), NotImplementedError (not "
         "supported) or RuntimeError (CUDA error); out/lse are untouched on error.");
+
+  m.def("append_kv", &append_kv, nb::arg("k_cache").noconvert(), nb::arg("v_cache").noconvert(),
+        nb::arg("k_new").noconvert(), nb::arg("v_new").noconvert(),
+        nb::arg("cache_seqlens").noconvert(),
+        nb::arg("block_table").noconvert().none() = nb::none(), nb::arg("check_indices") = true,
+        nb::arg("stream") = 0, nb::arg("backend") = "auto",
+        "Appends k_new/v_new [B, Snew, Hkv, D] to k_cache/v_cache in place at rows "
+        "cache_seqlens[b].. (gpuattn::append_kv): a dense cache [B, Sk, Hkv, D], or with "
+        "block_table a page pool [num_pages, page_size, Hkv, D]. cache_seqlens is not updated. "
+        "Raises ValueError naming a bad input, with the caches untouched.");
 
   m.def("choose_sparsity", &choose_sparsity, nb::arg("seqlen"), nb::arg("batch"), nb::arg("heads"),
         nb::arg("kv_heads"), nb::arg("head_dim"), nb::arg("dtype_bytes"),

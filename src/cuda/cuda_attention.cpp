@@ -268,4 +268,36 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   launch_forward(p, stream);
 }
 
+void cuda_append_kv(const AppendParams& p, void* stream_ptr) {
+  const int count = cuda_device_count();
+  if (p.device_index < 0 || p.device_index >= count) {
+    invalid("caches are on cuda:" + std::to_string(p.device_index) + " but " +
+            std::to_string(count) + " CUDA device(s) are visible");
+  }
+  DeviceGuard guard(p.device_index);
+  const auto stream = static_cast<cudaStream_t>(stream_ptr);
+  check_device_pointer(p.k_cache, p.device_index, "k_cache");
+  check_device_pointer(p.v_cache, p.device_index, "v_cache");
+  check_device_pointer(p.k_new, p.device_index, "k_new");
+  check_device_pointer(p.v_new, p.device_index, "v_new");
+  check_device_pointer(p.cache_seqlens, p.device_index, "cache_seqlens");
+  if (p.block_table != nullptr) check_device_pointer(p.block_table, p.device_index, "block_table");
+  if (p.check_indices) {
+    std::vector<std::int32_t> used(p.batch), table;
+    GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.cache_seqlens, sizeof(std::int32_t) * p.batch,
+                                       cudaMemcpyDeviceToHost, stream));
+    if (p.block_table != nullptr) {
+      const std::int64_t max_pages = p.seqlen_k / p.page_size;
+      table.resize(static_cast<std::size_t>(p.batch * max_pages));
+      GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(
+          table.data(), sizeof(std::int32_t) * max_pages, p.block_table,
+          sizeof(std::int32_t) * p.block_table_stride, sizeof(std::int32_t) * max_pages, p.batch,
+          cudaMemcpyDeviceToHost, stream));
+    }
+    GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    check_append_indices(p, used.data(), table.empty() ? nullptr : table.data());
+  }
+  paged::append(p, stream);
+}
+
 }  // namespace gpuattn

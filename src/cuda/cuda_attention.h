@@ -1,6 +1,7 @@
 // CUDA backend entry points (host side; implemented in .cu/.cpp files under src/cuda).
 #pragma once
 
+#include "core/append_kv.h"
 #include "core/fwd_params.h"
 #include "core/tile_config.h"
 
@@ -12,6 +13,10 @@ int cuda_device_count();
 // Checks that the pointers in `p` are device memory of p.device_index, validates device-resident
 // cu_seqlens on a host copy, then launches the forward kernel on `stream` (cudaStream_t).
 void cuda_attention_forward(const FwdParams& p, void* stream);
+
+// gpuattn::append_kv on the device: pointers checked, cache_seqlens and the table checked on a host
+// copy (p.check_indices), then the append kernel on `stream`.
+void cuda_append_kv(const AppendParams& p, void* stream);
 
 // The forward kernel configuration cuda_attention_forward launches for p (select_fwd_config on
 // p's device, GPUATTN_KERNEL applied), so that tests can check which kernel a call ran.

@@ -1,9 +1,11 @@
-// A paged K/V cache (FwdParams::block_table) copied into a contiguous one, for the CUDA calls whose
-// kernels read K/V by row strides (every call but decode_16x64's, which reads pages in place).
+// Copies between KV caches and contiguous K/V: a paged cache (FwdParams::block_table) gathered into
+// a contiguous one, for the CUDA calls whose kernels read K/V by row strides (every call but
+// decode_16x64's, which reads pages in place), and new keys and values appended to a cache.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include "core/append_kv.h"
 #include "core/fwd_params.h"
 
 namespace gpuattn::paged {
@@ -12,5 +14,10 @@ namespace gpuattn::paged {
 // [B, rows, Hkv, D] of p's dtype (row stride Hkv * D); rows >= every keys_used(b). Rows past a
 // sequence's used keys are left as they are. The block table must have been checked.
 void gather(const FwdParams& p, void* k_out, void* v_out, int rows, cudaStream_t stream);
+
+// gpuattn::append_kv on the device: row i of every sequence b of p.k_new / p.v_new into cache slot
+// cache_seqlens[b] + i (through the block table for a paged cache). The indices must have been
+// checked (or be trusted).
+void append(const AppendParams& p, cudaStream_t stream);
 
 }  // namespace gpuattn::paged

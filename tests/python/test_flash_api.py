@@ -223,8 +223,64 @@ def test_kvcache_block_table_reads_a_paged_cache(page, causal):
         ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used, block_table=padded)
 
 
-@pytest.mark.parametrize("arg", ["k", "v", "rotary_cos", "rotary_sin", "cache_batch_idx",
-                                 "cache_leftpad"])
+@pytest.mark.parametrize("page", [None, 1, 16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_kvcache_appends_k_and_v(page, causal):
+    """k/v with cache_seqlens: the new rows are written into the cache in place at rows
+    cache_seqlens[b].. (through block_table for a paged cache) and attended, as flash-attn does:
+    the result equals the call on the updated cache with cache_seqlens + seqlen_new."""
+    rng = rng_for("kvcache-append", page, causal)
+    B, Sk, Hkv, D, sn = 3, 48, 2, 64, 2
+    q = make("numpy", "float16", (B, sn, 8, D), rng)
+    kc = make("numpy", "float16", (B, Sk, Hkv, D), rng)
+    vc = make("numpy", "float16", (B, Sk, Hkv, D), rng)
+    kn = make("numpy", "float16", (B, sn, Hkv, D), rng)
+    vn = make("numpy", "float16", (B, sn, Hkv, D), rng)
+    used = np.array([0, 20, Sk - sn], dtype=np.int32)
+    want_k, want_v = kc.copy(), vc.copy()
+    for b in range(B):
+        want_k[b, used[b]:used[b] + sn] = kn[b]
+        want_v[b, used[b]:used[b] + sn] = vn[b]
+    want = ga.flash_attn_with_kvcache(q, want_k, want_v, cache_seqlens=used + sn, causal=causal)
+    if page is None:
+        got = ga.flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn, cache_seqlens=used, causal=causal)
+        assert np.array_equal(kc, want_k) and np.array_equal(vc, want_v)
+    else:
+        per_seq = Sk // page
+        table = rng.permutation(B * per_seq).reshape(B, per_seq).astype(np.int32)
+        kp = np.empty((B * per_seq, page, Hkv, D), np.float16)
+        vp = np.empty_like(kp)
+        for b in range(B):
+            for i in range(per_seq):
+                kp[table[b, i]] = kc[b, i * page:(i + 1) * page]
+                vp[table[b, i]] = vc[b, i * page:(i + 1) * page]
+        got = ga.flash_attn_with_kvcache(q, kp, vp, k=kn, v=vn, cache_seqlens=used,
+                                         block_table=table, causal=causal)
+        for b in range(B):
+            for i in range(per_seq):
+                assert np.array_equal(kp[table[b, i]], want_k[b, i * page:(i + 1) * page])
+                assert np.array_equal(vp[table[b, i]], want_v[b, i * page:(i + 1) * page])
+    assert np.array_equal(got, want)
+    assert np.array_equal(used, [0, 20, Sk - sn])  # cache_seqlens is not updated
+
+
+def test_kvcache_append_errors():
+    rng = rng_for("kvcache-append-bad")
+    q = make("numpy", "float16", (2, 1, 4, 64), rng)
+    kc = make("numpy", "float16", (2, 16, 4, 64), rng)
+    kn = make("numpy", "float16", (2, 1, 4, 64), rng)
+    before = kc.copy()
+    with pytest.raises(ValueError, match="pass both or neither"):
+        ga.flash_attn_with_kvcache(q, kc, kc.copy(), k=kn)
+    with pytest.raises(ValueError, match="needs cache_seqlens"):
+        ga.flash_attn_with_kvcache(q, kc, kc.copy(), k=kn, v=kn)
+    with pytest.raises(ValueError, match=r"cache_seqlens\[1\] is 16"):
+        ga.flash_attn_with_kvcache(q, kc, kc.copy(), k=kn, v=kn,
+                                   cache_seqlens=np.array([3, 16], np.int32))
+    assert np.array_equal(kc, before)
+
+
+@pytest.mark.parametrize("arg", ["rotary_cos", "rotary_sin", "cache_batch_idx", "cache_leftpad"])
 def test_kvcache_unsupported_arguments(arg):
     rng = rng_for("kvcache-bad", arg)
     q = make("numpy", "float16", (2, 1, 4, 64), rng)

@@ -1,0 +1,234 @@
+#include "core/append_kv.h"
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpuattn {
+namespace {
+
+[[noreturn]] void invalid(const std::string& msg) {
+  throw Error(ErrorCode::invalid_argument, "gpuattn::append_kv: " + msg);
+}
+
+std::string shape_of(const TensorView& t) {
+  std::ostringstream s;
+  s << '[';
+  for (int i = 0; i < t.rank && i < TensorView::kMaxRank; ++i) s << (i ? ", " : "") << t.shape[i];
+  s << ']';
+  return s.str();
+}
+
+// A rank-4 operand: present, non-negative sizes, head dim contiguous, other strides multiples of
+// 16 bytes, 16-byte aligned, on `where`'s device.
+void check_operand(const TensorView& t, const char* name, const char* layout,
+                   const TensorView& where) {
+  if (t.data == nullptr) invalid(std::string(name) + " is a null pointer");
+  if (t.rank != 4) {
+    invalid(std::string(name) + " has rank " + std::to_string(t.rank) + " (shape " + shape_of(t) +
+            "), expected rank 4 " + layout);
+  }
+  const auto es = static_cast<std::int64_t>(element_size(t.dtype));
+  for (int i = 0; i < 4; ++i) {
+    if (t.shape[i] <= 0) {
+      invalid(std::string(name) + " has shape " + shape_of(t) + ": every size must be positive");
+    }
+    if (t.stride[i] < 0) {
+      invalid(std::string(name) + " has a negative stride " + std::to_string(t.stride[i]) +
+              " in dimension " + std::to_string(i));
+    }
+  }
+  if (t.stride[3] != 1) {
+    invalid(std::string(name) + " last-dimension stride is " + std::to_string(t.stride[3]) +
+            ", must be 1 (head dim contiguous)");
+  }
+  for (int i = 0; i < 3; ++i) {
+    if ((t.stride[i] * es) % 16 != 0) {
+      invalid(std::string(name) + " stride " + std::to_string(t.stride[i]) + " of dimension " +
+              std::to_string(i) + " is not a multiple of 16 bytes");
+    }
+  }
+  if (reinterpret_cast<std::uintptr_t>(t.data) % 16 != 0) {
+    invalid(std::string(name) + " pointer is not 16-byte aligned");
+  }
+  if (t.device != where.device ||
+      (t.device == Device::cuda && t.device_index != where.device_index)) {
+    invalid(std::string(name) + " is on " + to_string(t.device) + ":" +
+            std::to_string(t.device_index) + " but k_cache is on " + to_string(where.device) + ":" +
+            std::to_string(where.device_index));
+  }
+}
+
+// An int32 index array of `rank` dimensions, last stride 1, on `where`'s device.
+void check_index_array(const TensorView& t, const char* name, int rank, const TensorView& where) {
+  if (t.data == nullptr) invalid(std::string(name) + " is a null pointer");
+  if (t.dtype != DType::i32) {
+    invalid(std::string(name) + " has dtype " + to_string(t.dtype) + ", expected int32");
+  }
+  if (t.rank != rank) {
+    invalid(std::string(name) + " has rank " + std::to_string(t.rank) + ", expected " +
+            std::to_string(rank));
+  }
+  if (t.stride[rank - 1] != 1) {
+    invalid(std::string(name) + " last-dimension stride is " + std::to_string(t.stride[rank - 1]) +
+            ", must be 1");
+  }
+  if (rank == 2 && t.stride[0] < 0) invalid(std::string(name) + " has a negative stride");
+  if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0) {
+    invalid(std::string(name) + " pointer is not 4-byte aligned");
+  }
+  if (t.device != where.device ||
+      (t.device == Device::cuda && t.device_index != where.device_index)) {
+    invalid(std::string(name) + " is not on the caches' device");
+  }
+}
+
+}  // namespace
+
+void check_append_indices(const AppendParams& p, const std::int32_t* used,
+                          const std::int32_t* table) {
+  for (int b = 0; b < p.batch; ++b) {
+    const std::int64_t end = static_cast<std::int64_t>(used[b]) + p.seqlen_new;
+    if (used[b] < 0 || end > p.seqlen_k) {
+      invalid("cache_seqlens[" + std::to_string(b) + "] is " + std::to_string(used[b]) + ": with " +
+              std::to_string(p.seqlen_new) + " new keys it must be in [0, " +
+              std::to_string(p.seqlen_k - p.seqlen_new) + "] (the cache has " +
+              std::to_string(p.seqlen_k) + " slots a sequence)");
+    }
+    if (table == nullptr) continue;
+    const std::int64_t max_pages = p.seqlen_k / p.page_size;
+    for (std::int64_t i = used[b] / p.page_size; i * p.page_size < end; ++i) {
+      const std::int32_t e = table[b * max_pages + i];
+      if (e < 0 || e >= p.num_pages) {
+        invalid("block_table[" + std::to_string(b) + "][" + std::to_string(i) + "] is " +
+                std::to_string(e) + ", must be a page in [0, " + std::to_string(p.num_pages) +
+                ") (the new keys of sequence " + std::to_string(b) + " land in it)");
+      }
+    }
+  }
+}
+
+AppendParams make_append_params(const AppendKvArgs& a) {
+  const bool paged = a.block_table.present();
+  const char* cache_layout = paged ? "[num_pages, page_size, Hkv, D]" : "[B, Sk, Hkv, D]";
+  check_operand(a.k_cache, "k_cache", cache_layout, a.k_cache);
+  check_operand(a.v_cache, "v_cache", cache_layout, a.k_cache);
+  check_operand(a.k_new, "k_new", "[B, Snew, Hkv, D]", a.k_cache);
+  check_operand(a.v_new, "v_new", "[B, Snew, Hkv, D]", a.k_cache);
+  const DType t = a.k_cache.dtype;
+  if (t != DType::f16 && t != DType::bf16 && t != DType::f32) {
+    invalid(std::string("k_cache dtype ") + to_string(t) + " is not float16, bfloat16 or float32");
+  }
+  for (auto [v, name] : {std::pair{&a.v_cache, "v_cache"}, std::pair{&a.k_new, "k_new"},
+                         std::pair{&a.v_new, "v_new"}}) {
+    if (v->dtype != t) {
+      invalid(std::string(name) + " dtype " + to_string(v->dtype) + " differs from k_cache dtype " +
+              to_string(t));
+    }
+  }
+  if (a.k_cache.device == Device::cuda && t == DType::f32) {
+    throw Error(ErrorCode::not_supported,
+                "gpuattn::append_kv: float32 caches are supported on the CPU backend only");
+  }
+  if (a.backend == Backend::cpu && a.k_cache.device != Device::cpu) {
+    invalid("backend cpu was requested but the caches are on cuda");
+  }
+  if (a.backend == Backend::cuda && a.k_cache.device != Device::cuda) {
+    invalid("backend cuda was requested but the caches are on the host (cpu)");
+  }
+  for (int i = 0; i < 4; ++i) {
+    if (a.v_cache.shape[i] != a.k_cache.shape[i]) {
+      invalid("v_cache shape " + shape_of(a.v_cache) + " differs from k_cache shape " +
+              shape_of(a.k_cache));
+    }
+    if (a.v_new.shape[i] != a.k_new.shape[i]) {
+      invalid("v_new shape " + shape_of(a.v_new) + " differs from k_new shape " +
+              shape_of(a.k_new));
+    }
+  }
+  const std::int64_t B = a.k_new.shape[0];
+  if (a.k_new.shape[2] != a.k_cache.shape[2] || a.k_new.shape[3] != a.k_cache.shape[3]) {
+    invalid("k_new shape " + shape_of(a.k_new) + " does not match the cache's heads and head dim " +
+            shape_of(a.k_cache));
+  }
+  if (!paged && a.k_cache.shape[0] != B) {
+    invalid("k_cache batch " + std::to_string(a.k_cache.shape[0]) + " differs from k_new batch " +
+            std::to_string(B));
+  }
+  AppendParams p;
+  p.k_cache = a.k_cache.data;
+  p.v_cache = a.v_cache.data;
+  p.k_new = a.k_new.data;
+  p.v_new = a.v_new.data;
+  p.kc_batch_stride = a.k_cache.stride[0];
+  p.kc_row_stride = a.k_cache.stride[1];
+  p.kc_head_stride = a.k_cache.stride[2];
+  p.vc_batch_stride = a.v_cache.stride[0];
+  p.vc_row_stride = a.v_cache.stride[1];
+  p.vc_head_stride = a.v_cache.stride[2];
+  p.kn_batch_stride = a.k_new.stride[0];
+  p.kn_row_stride = a.k_new.stride[1];
+  p.kn_head_stride = a.k_new.stride[2];
+  p.vn_batch_stride = a.v_new.stride[0];
+  p.vn_row_stride = a.v_new.stride[1];
+  p.vn_head_stride = a.v_new.stride[2];
+  if (B > INT32_MAX || a.k_new.shape[1] > INT32_MAX || a.k_cache.shape[2] > INT32_MAX) {
+    invalid("k_new shape " + shape_of(a.k_new) + " exceeds int32 sizes");
+  }
+  p.batch = static_cast<int>(B);
+  p.seqlen_new = static_cast<int>(a.k_new.shape[1]);
+  p.hkv = static_cast<int>(a.k_cache.shape[2]);
+  p.head_dim = static_cast<int>(a.k_cache.shape[3]);
+  p.dtype = t;
+  p.device = a.k_cache.device;
+  p.device_index = a.k_cache.device_index;
+  p.check_indices = a.check_indices;
+  if ((p.head_dim * element_size(t)) % 16 != 0) {
+    invalid("head dim " + std::to_string(p.head_dim) + " is not a multiple of 16 bytes");
+  }
+
+  check_index_array(a.cache_seqlens, "cache_seqlens", 1, a.k_cache);
+  if (a.cache_seqlens.shape[0] != B) {
+    invalid("cache_seqlens has shape " + shape_of(a.cache_seqlens) +
+            ", expected [batch = " + std::to_string(B) + "]");
+  }
+  p.cache_seqlens = static_cast<const std::int32_t*>(a.cache_seqlens.data);
+  if (paged) {
+    check_index_array(a.block_table, "block_table", 2, a.k_cache);
+    if (a.block_table.shape[0] != B || a.block_table.shape[1] <= 0) {
+      invalid("block_table has shape " + shape_of(a.block_table) +
+              ", expected [batch = " + std::to_string(B) + ", max_pages]");
+    }
+    const std::int64_t sk = a.block_table.shape[1] * a.k_cache.shape[1];
+    if (a.k_cache.shape[0] > INT32_MAX || sk > INT32_MAX) {
+      invalid("the paged cache (" + shape_of(a.k_cache) + ", block_table " +
+              shape_of(a.block_table) + ") exceeds int32 sizes");
+    }
+    p.block_table = static_cast<const std::int32_t*>(a.block_table.data);
+    p.block_table_stride = a.block_table.stride[0];
+    p.page_size = static_cast<int>(a.k_cache.shape[1]);
+    p.num_pages = static_cast<int>(a.k_cache.shape[0]);
+    p.seqlen_k = static_cast<int>(sk);
+  } else {
+    if (a.k_cache.shape[1] > INT32_MAX) invalid("k_cache length exceeds int32");
+    p.seqlen_k = static_cast<int>(a.k_cache.shape[1]);
+  }
+  if (p.device == Device::cpu) {
+    std::vector<std::int32_t> packed;
+    if (paged) {  // the checker reads max_pages entries a row
+      const std::int64_t max_pages = a.block_table.shape[1];
+      packed.resize(static_cast<std::size_t>(B * max_pages));
+      for (std::int64_t b = 0; b < B; ++b) {
+        for (std::int64_t i = 0; i < max_pages; ++i) {
+          packed[b * max_pages + i] = p.block_table[b * p.block_table_stride + i];
+        }
+      }
+    }
+    check_append_indices(p, p.cache_seqlens, paged ? packed.data() : nullptr);
+  }
+  return p;
+}
+
+}  // namespace gpuattn

@@ -1,0 +1,158 @@
+// gpuattn::append_kv on the CPU backend: the new rows land at cache_seqlens[b].. of each sequence,
+// in a dense cache and through a block table (shuffled pages, pages of 1 key to past the cache),
+// and nothing else of either cache changes; every bad input is an invalid_argument naming it, with
+// both caches untouched.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+#include "gpuattn/kv_cache.h"
+
+namespace gpuattn::testing {
+namespace {
+
+HostTensor int32s(const std::vector<int>& v) {
+  HostTensor t(DType::i32, {static_cast<std::int64_t>(v.size())});
+  for (std::size_t i = 0; i < v.size(); ++i) static_cast<std::int32_t*>(t.data())[i] = v[i];
+  return t;
+}
+
+bool same_bytes(const HostTensor& a, const HostTensor& b) {
+  return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+// The dense cache after the append: rows used[b] + i of sequence b replaced by new row i.
+HostTensor appended(const HostTensor& cache, const HostTensor& fresh,
+                    const std::vector<int>& used) {
+  HostTensor want = cache;
+  const std::int64_t sk = cache.shape[1], sn = fresh.shape[1],
+                     row = cache.shape[2] * cache.shape[3];
+  const std::size_t es = element_size(cache.dtype);
+  for (std::int64_t b = 0; b < cache.shape[0]; ++b) {
+    for (std::int64_t i = 0; i < sn; ++i) {
+      std::memcpy(static_cast<char*>(want.data()) + ((b * sk + used[b] + i) * row) * es,
+                  static_cast<const char*>(fresh.data()) + ((b * sn + i) * row) * es, row * es);
+    }
+  }
+  return want;
+}
+
+TEST(AppendKv, NewRowsLandAtEachSequencesEnd) {
+  const int B = 3, Sk = 40, Hkv = 2, D = 64;
+  const std::vector<int> used = {0, 17, 37};
+  for (int sn : {1, 3}) {
+    SCOPED_TRACE("Snew " + std::to_string(sn));
+    HostTensor k(DType::f16, {B, Sk, Hkv, D}), v(DType::f16, {B, Sk, Hkv, D}),
+        kn(DType::f16, {B, sn, Hkv, D}), vn(DType::f16, {B, sn, Hkv, D});
+    k.randomize(1);
+    v.randomize(2);
+    kn.randomize(3 + sn);
+    vn.randomize(4 + sn);
+    const HostTensor lens = int32s(used);
+    const HostTensor want_k = appended(k, kn, used), want_v = appended(v, vn, used);
+    // Dense.
+    {
+      HostTensor kc = k, vc = v;
+      AppendKvArgs a;
+      a.k_cache = kc.view();
+      a.v_cache = vc.view();
+      a.k_new = kn.view();
+      a.v_new = vn.view();
+      a.cache_seqlens = lens.view();
+      append_kv(a);
+      EXPECT_TRUE(same_bytes(kc, want_k));
+      EXPECT_TRUE(same_bytes(vc, want_v));
+    }
+    // Paged: the pool after the append holds, page by page, the appended dense cache.
+    for (int page : {1, 5, 16, 64}) {
+      SCOPED_TRACE("page " + std::to_string(page));
+      const PagedCache pc = page_cache(k, v, page, {}, 2, 77 + page);
+      const PagedCache want = page_cache(want_k, want_v, page, {}, 2, 77 + page);
+      HostTensor kp = pc.k, vp = pc.v;
+      AppendKvArgs a;
+      a.k_cache = kp.view();
+      a.v_cache = vp.view();
+      a.k_new = kn.view();
+      a.v_new = vn.view();
+      a.cache_seqlens = lens.view();
+      a.block_table = pc.table.view();
+      append_kv(a);
+      // Slots past Sk in the last page and the spare pages hold the same random values in both.
+      EXPECT_TRUE(same_bytes(kp, want.k));
+      EXPECT_TRUE(same_bytes(vp, want.v));
+    }
+  }
+}
+
+TEST(AppendKv, BadInputsAreNamedAndTheCachesUntouched) {
+  const int B = 2, Sk = 32, Hkv = 2, D = 64, sn = 4;
+  HostTensor k(DType::f16, {B, Sk, Hkv, D}), v(DType::f16, {B, Sk, Hkv, D}),
+      kn(DType::f16, {B, sn, Hkv, D}), vn(DType::f16, {B, sn, Hkv, D});
+  k.randomize(1);
+  v.randomize(2);
+  kn.randomize(3);
+  vn.randomize(4);
+  const HostTensor k0 = k, v0 = v;
+  auto expect_invalid = [&](const AppendKvArgs& a, const std::string& words) {
+    try {
+      append_kv(a);
+      ADD_FAILURE() << "no error; expected one naming '" << words << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(same_bytes(k, k0));
+    EXPECT_TRUE(same_bytes(v, v0));
+  };
+  AppendKvArgs a;
+  a.k_cache = k.view();
+  a.v_cache = v.view();
+  a.k_new = kn.view();
+  a.v_new = vn.view();
+  const HostTensor full = int32s({28, 29}), negative = int32s({-1, 0}), three = int32s({0, 0, 0});
+  a.cache_seqlens = full.view();
+  expect_invalid(a, "cache_seqlens[1] is 29: with 4 new keys it must be in [0, 28]");
+  a.cache_seqlens = negative.view();
+  expect_invalid(a, "cache_seqlens[0] is -1");
+  a.cache_seqlens = three.view();
+  expect_invalid(a, "cache_seqlens has shape [3], expected [batch = 2]");
+  a.cache_seqlens = TensorView{};
+  expect_invalid(a, "cache_seqlens is a null pointer");
+  const HostTensor ok = int32s({0, 28});
+  a.cache_seqlens = ok.view();
+  HostTensor wide(DType::f16, {B, sn, Hkv, 128});
+  a.k_new = wide.view();
+  a.v_new = wide.view();
+  expect_invalid(a, "does not match the cache's heads and head dim");
+  HostTensor f32(DType::f32, {B, sn, Hkv, D});
+  a.k_new = f32.view();
+  a.v_new = f32.view();
+  expect_invalid(a, "k_new dtype float32 differs from k_cache dtype float16");
+  a.k_new = kn.view();
+  a.v_new = vn.view();
+  // Paged: sequence 1's new keys (28..31) land in page 3 of its row, which is out of range.
+  HostTensor table(DType::i32, {B, 4});
+  const std::vector<int> entries = {0, 1, 2, 3, 4, 5, 6, 99};
+  for (int i = 0; i < 8; ++i) static_cast<std::int32_t*>(table.data())[i] = entries[i];
+  HostTensor pool_k(DType::f16, {8, 8, Hkv, D}), pool_v(DType::f16, {8, 8, Hkv, D});
+  pool_k.randomize(5);
+  pool_v.randomize(6);
+  const HostTensor pk0 = pool_k;
+  a.k_cache = pool_k.view();
+  a.v_cache = pool_v.view();
+  a.block_table = table.view();
+  try {
+    append_kv(a);
+    ADD_FAILURE() << "no error for a page out of range";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("block_table[1][3] is 99"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(same_bytes(pool_k, pk0));
+}
+
+}  // namespace
+}  // namespace gpuattn::testing

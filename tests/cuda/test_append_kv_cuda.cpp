@@ -1,0 +1,162 @@
+// gpuattn::append_kv on CUDA: the device caches after an append equal the CPU backend's, byte for
+// byte, dense and paged (pages of 1, 16 and 64 keys, shuffled), checked and unchecked (the
+// unchecked append captured into a CUDA graph and replayed); a bad length or page is an error
+// naming it, with the device caches untouched.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+#include "cuda/cuda_test_util.h"
+#include "gpuattn/kv_cache.h"
+
+namespace gpuattn::testing {
+namespace {
+
+class AppendKvCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+struct Caches {
+  HostTensor k, v, table;  // table: empty shape for a dense cache
+};
+
+void expect_device_equals(const DeviceBuffer& d, const HostTensor& want, const char* what) {
+  HostTensor got = want;
+  d.download(got.data());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.bytes()), 0) << what << " differs";
+}
+
+TEST_F(AppendKvCuda, EqualsTheCpuAppend) {
+  const int B = 3, Sk = 300, Hkv = 4;
+  const std::vector<int> used = {0, 150, 297};
+  HostTensor lens(DType::i32, {B});
+  for (int b = 0; b < B; ++b) static_cast<std::int32_t*>(lens.data())[b] = used[b];
+  for (int D : {64, 128, 256}) {
+    for (int page : {0, 1, 16, 64}) {  // 0: dense
+      for (bool check : {true, false}) {
+        const int sn = 3;
+        const std::string name =
+            "D" + std::to_string(D) + " page " + std::to_string(page) + (check ? "" : " unchecked");
+        SCOPED_TRACE(name);
+        HostTensor k(DType::bf16, {B, Sk, Hkv, D}), v(DType::bf16, {B, Sk, Hkv, D}),
+            kn(DType::bf16, {B, sn, Hkv, D}), vn(DType::bf16, {B, sn, Hkv, D});
+        const std::uint64_t seed = seed_of("AppendKvCuda/" + name);
+        k.randomize(seed);
+        v.randomize(seed + 1);
+        kn.randomize(seed + 2);
+        vn.randomize(seed + 3);
+        Caches c{k, v, HostTensor()};
+        if (page > 0) {
+          const PagedCache pc = page_cache(k, v, page, {}, 3, seed + 4);
+          c = Caches{pc.k, pc.v, pc.table};
+        }
+        // The CPU backend's append: the expectation.
+        Caches want = c;
+        AppendKvArgs h;
+        h.k_cache = want.k.view();
+        h.v_cache = want.v.view();
+        h.k_new = kn.view();
+        h.v_new = vn.view();
+        h.cache_seqlens = lens.view();
+        if (page > 0) h.block_table = want.table.view();
+        append_kv(h);
+
+        DeviceBuffer dk(c.k.bytes()), dv(c.v.bytes()), dkn(kn.bytes()), dvn(vn.bytes()),
+            dlens(lens.bytes()), dtable(page > 0 ? c.table.bytes() : 4);
+        dk.upload(c.k.data());
+        dv.upload(c.v.data());
+        dkn.upload(kn.data());
+        dvn.upload(vn.data());
+        dlens.upload(lens.data());
+        if (page > 0) dtable.upload(c.table.data());
+        AppendKvArgs a;
+        a.k_cache = c.k.view(Device::cuda, dk.get());
+        a.v_cache = c.v.view(Device::cuda, dv.get());
+        a.k_new = kn.view(Device::cuda, dkn.get());
+        a.v_new = vn.view(Device::cuda, dvn.get());
+        a.cache_seqlens = lens.view(Device::cuda, dlens.get());
+        if (page > 0) a.block_table = c.table.view(Device::cuda, dtable.get());
+        a.check_indices = check;
+        if (check) {
+          append_kv(a);
+        } else {  // captured and replayed twice: the same bytes land twice
+          cudaStream_t stream = nullptr;
+          TEST_CUDA_CHECK(cudaStreamCreate(&stream));
+          a.stream = stream;
+          cudaGraph_t graph = nullptr;
+          cudaGraphExec_t exec = nullptr;
+          TEST_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+          try {
+            append_kv(a);
+          } catch (const std::exception& e) {
+            cudaStreamEndCapture(stream, &graph);
+            FAIL() << "captured append: " << e.what();
+          }
+          TEST_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+          TEST_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+          for (int i = 0; i < 2; ++i) TEST_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+          TEST_CUDA_CHECK(cudaStreamSynchronize(stream));
+          TEST_CUDA_CHECK(cudaGraphExecDestroy(exec));
+          TEST_CUDA_CHECK(cudaGraphDestroy(graph));
+          TEST_CUDA_CHECK(cudaStreamDestroy(stream));
+        }
+        TEST_CUDA_CHECK(cudaDeviceSynchronize());
+        expect_device_equals(dk, want.k, "k_cache");
+        expect_device_equals(dv, want.v, "v_cache");
+      }
+    }
+  }
+}
+
+TEST_F(AppendKvCuda, BadLengthsAndPagesAreNamedAndTheCachesUntouched) {
+  const int B = 2, Hkv = 2, D = 64, sn = 4, page = 8, pages = 8;
+  HostTensor pool(DType::f16, {pages, page, Hkv, D}), kn(DType::f16, {B, sn, Hkv, D}),
+      lens(DType::i32, {B}), table(DType::i32, {B, 4});
+  pool.randomize(1);
+  kn.randomize(2);
+  const std::vector<int> entries = {0, 1, 2, 3, 4, 5, 6, 99};
+  for (int i = 0; i < 8; ++i) static_cast<std::int32_t*>(table.data())[i] = entries[i];
+  DeviceBuffer dk(pool.bytes()), dv(pool.bytes()), dkn(kn.bytes()), dlens(lens.bytes()),
+      dtable(table.bytes());
+  dk.upload(pool.data());
+  dv.upload(pool.data());
+  dkn.upload(kn.data());
+  dtable.upload(table.data());
+  AppendKvArgs a;
+  a.k_cache = pool.view(Device::cuda, dk.get());
+  a.v_cache = pool.view(Device::cuda, dv.get());
+  a.k_new = kn.view(Device::cuda, dkn.get());
+  a.v_new = kn.view(Device::cuda, dkn.get());
+  a.cache_seqlens = lens.view(Device::cuda, dlens.get());
+  a.block_table = table.view(Device::cuda, dtable.get());
+  const std::vector<std::pair<std::vector<int>, std::string>> bad = {
+      {{0, 29}, "cache_seqlens[1] is 29: with 4 new keys it must be in [0, 28]"},
+      {{-3, 0}, "cache_seqlens[0] is -3"},
+      {{0, 28}, "block_table[1][3] is 99"},
+  };
+  for (const auto& [values, words] : bad) {
+    for (int b = 0; b < B; ++b) static_cast<std::int32_t*>(lens.data())[b] = values[b];
+    dlens.upload(lens.data());
+    try {
+      append_kv(a);
+      ADD_FAILURE() << "no error; expected one naming '" << words << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+    TEST_CUDA_CHECK(cudaDeviceSynchronize());
+    expect_device_equals(dk, pool, "k_cache");
+    expect_device_equals(dv, pool, "v_cache");
+  }
+}
+
+}  // namespace
+}  // namespace gpuattn::testing
