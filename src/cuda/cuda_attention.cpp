@@ -66,6 +66,15 @@ class DeviceGuard {
   int previous_ = 0;
 };
 
+// The device index `what` ("tensors", "caches") are on must be a visible CUDA device.
+void check_device_index(int index, const char* what) {
+  const int count = cuda_device_count();
+  if (index < 0 || index >= count) {
+    invalid(std::string(what) + " are on cuda:" + std::to_string(index) + " but " +
+            std::to_string(count) + " CUDA device(s) are visible");
+  }
+}
+
 // Whether a tile configuration is one of the sm_90a kernel's: the table names them sm90_*.
 bool is_sm90(FwdKernel kernel) {
   return std::string_view(tile_config(kernel).name).substr(0, 5) == "sm90_";
@@ -187,11 +196,7 @@ void paged_forward(const FwdParams& p, cudaStream_t stream) {
 }  // namespace
 
 FwdKernel cuda_forward_kernel(const FwdParams& p) {
-  const int count = cuda_device_count();
-  if (p.device_index < 0 || p.device_index >= count) {
-    invalid("tensors are on cuda:" + std::to_string(p.device_index) + " but " +
-            std::to_string(count) + " CUDA device(s) are visible");
-  }
+  check_device_index(p.device_index, "tensors");
   DeviceGuard guard(p.device_index);
   return pick_forward_kernel(p);
 }
@@ -206,11 +211,7 @@ int cuda_device_count() {
 }
 
 void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
-  const int count = cuda_device_count();
-  if (p.device_index < 0 || p.device_index >= count) {
-    invalid("tensors are on cuda:" + std::to_string(p.device_index) + " but " +
-            std::to_string(count) + " CUDA device(s) are visible");
-  }
+  check_device_index(p.device_index, "tensors");
   DeviceGuard guard(p.device_index);
   const auto stream = static_cast<cudaStream_t>(stream_ptr);
   check_device_pointer(p.q, p.device_index, "q");
@@ -269,11 +270,7 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
 }
 
 void cuda_append_kv(const AppendParams& p, void* stream_ptr) {
-  const int count = cuda_device_count();
-  if (p.device_index < 0 || p.device_index >= count) {
-    invalid("caches are on cuda:" + std::to_string(p.device_index) + " but " +
-            std::to_string(count) + " CUDA device(s) are visible");
-  }
+  check_device_index(p.device_index, "caches");
   DeviceGuard guard(p.device_index);
   const auto stream = static_cast<cudaStream_t>(stream_ptr);
   check_device_pointer(p.k_cache, p.device_index, "k_cache");

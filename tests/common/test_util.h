@@ -103,6 +103,13 @@ inline MaskSpec make_mask(int left, int right, int global_tokens = 0, int global
   return m;
 }
 
+// An int32 vector as a host tensor [n] (seqused_k, cache_seqlens).
+inline HostTensor int32s(const std::vector<int>& v) {
+  HostTensor t(DType::i32, {static_cast<std::int64_t>(v.size())});
+  for (std::size_t i = 0; i < v.size(); ++i) static_cast<std::int32_t*>(t.data())[i] = v[i];
+  return t;
+}
+
 inline HostTensor make_cu_seqlens(const std::vector<int>& lens) {
   HostTensor t(DType::i32, {static_cast<std::int64_t>(lens.size()) + 1});
   auto* p = static_cast<std::int32_t*>(t.data());

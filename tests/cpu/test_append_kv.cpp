@@ -15,12 +15,6 @@
 namespace gpuattn::testing {
 namespace {
 
-HostTensor int32s(const std::vector<int>& v) {
-  HostTensor t(DType::i32, {static_cast<std::int64_t>(v.size())});
-  for (std::size_t i = 0; i < v.size(); ++i) static_cast<std::int32_t*>(t.data())[i] = v[i];
-  return t;
-}
-
 bool same_bytes(const HostTensor& a, const HostTensor& b) {
   return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
 }

@@ -17,12 +17,6 @@
 namespace gpuattn::testing {
 namespace {
 
-HostTensor int32s(const std::vector<int>& v) {
-  HostTensor t(DType::i32, {static_cast<std::int64_t>(v.size())});
-  for (std::size_t i = 0; i < v.size(); ++i) static_cast<std::int32_t*>(t.data())[i] = v[i];
-  return t;
-}
-
 struct PagedCase {
   int B, Hq, Hkv, Sq, Sk, D, page;
   std::vector<int> used;  // empty: no seqused_k

@@ -15,12 +15,6 @@
 namespace gpuattn::testing {
 namespace {
 
-HostTensor int32s(const std::vector<int>& v) {
-  HostTensor t(DType::i32, {static_cast<std::int64_t>(v.size())});
-  for (std::size_t i = 0; i < v.size(); ++i) static_cast<std::int32_t*>(t.data())[i] = v[i];
-  return t;
-}
-
 // Batch entry b of a contiguous [B, S, H, D] tensor as a [1, rows, H, D] view (rows <= S).
 TensorView batch_view(const HostTensor& t, int b, std::int64_t rows) {
   TensorView v = t.view();
