@@ -5,5 +5,5 @@ set -u
 B=build-gpu
 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON > /dev/null 2>&1
 cmake --build $B -j16 > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
-timeout 300 ctest --test-dir $B -R 'AppendKv|PagedKv|SeqUsedK|Decode|python.pytest|CapturedInACudaGraph|BadPointer|Device' -j 8 --output-on-failure > $OUT/ctest.log 2>&1
+timeout 300 ctest --test-dir $B -R 'AppendKv|PagedKv|SeqUsedK|Decode|python.pytest|CapturedInACudaGraph|AttentionCudaValidation' -j 8 --output-on-failure > $OUT/ctest.log 2>&1
 grep -E "tests passed|tests failed|\(Failed\)|Timeout" $OUT/ctest.log | head -20
