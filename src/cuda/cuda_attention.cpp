@@ -23,31 +23,33 @@
 namespace gpuattn {
 namespace {
 
-[[noreturn]] void invalid(const std::string& msg) {
-  throw Error(ErrorCode::invalid_argument, "gpuattn::attention_forward: " + msg);
+// `fn`: the public entry point the error is reported from.
+[[noreturn]] void invalid(const std::string& msg, const char* fn = "attention_forward") {
+  throw Error(ErrorCode::invalid_argument, std::string("gpuattn::") + fn + ": " + msg);
 }
 
 // The pointer must be device (or managed) memory of `device`.
-void check_device_pointer(const void* ptr, int device, const char* name) {
+void check_device_pointer(const void* ptr, int device, const char* name,
+                          const char* fn = "attention_forward") {
   cudaPointerAttributes attr{};
   const cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
   if (err != cudaSuccess) {
     cudaGetLastError();  // clear the sticky-free error state of this query
     std::ostringstream s;
     s << name << " pointer " << ptr << " is not CUDA memory (" << cudaGetErrorString(err) << ")";
-    invalid(s.str());
+    invalid(s.str(), fn);
   }
   if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged) {
     std::ostringstream s;
     s << name << " pointer " << ptr << " is host memory but the tensor is marked cuda:" << device
       << " (host/device mix)";
-    invalid(s.str());
+    invalid(s.str(), fn);
   }
   if (attr.device != device) {
     std::ostringstream s;
     s << name << " pointer " << ptr << " lives on cuda:" << attr.device
       << " but the tensor is marked cuda:" << device;
-    invalid(s.str());
+    invalid(s.str(), fn);
   }
 }
 
@@ -67,11 +69,12 @@ class DeviceGuard {
 };
 
 // The device index `what` ("tensors", "caches") are on must be a visible CUDA device.
-void check_device_index(int index, const char* what) {
+void check_device_index(int index, const char* what, const char* fn = "attention_forward") {
   const int count = cuda_device_count();
   if (index < 0 || index >= count) {
     invalid(std::string(what) + " are on cuda:" + std::to_string(index) + " but " +
-            std::to_string(count) + " CUDA device(s) are visible");
+                std::to_string(count) + " CUDA device(s) are visible",
+            fn);
   }
 }
 
@@ -270,15 +273,18 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
 }
 
 void cuda_append_kv(const AppendParams& p, void* stream_ptr) {
-  check_device_index(p.device_index, "caches");
+  const char* const fn = "append_kv";
+  check_device_index(p.device_index, "caches", fn);
   DeviceGuard guard(p.device_index);
   const auto stream = static_cast<cudaStream_t>(stream_ptr);
-  check_device_pointer(p.k_cache, p.device_index, "k_cache");
-  check_device_pointer(p.v_cache, p.device_index, "v_cache");
-  check_device_pointer(p.k_new, p.device_index, "k_new");
-  check_device_pointer(p.v_new, p.device_index, "v_new");
-  check_device_pointer(p.cache_seqlens, p.device_index, "cache_seqlens");
-  if (p.block_table != nullptr) check_device_pointer(p.block_table, p.device_index, "block_table");
+  check_device_pointer(p.k_cache, p.device_index, "k_cache", fn);
+  check_device_pointer(p.v_cache, p.device_index, "v_cache", fn);
+  check_device_pointer(p.k_new, p.device_index, "k_new", fn);
+  check_device_pointer(p.v_new, p.device_index, "v_new", fn);
+  check_device_pointer(p.cache_seqlens, p.device_index, "cache_seqlens", fn);
+  if (p.block_table != nullptr) {
+    check_device_pointer(p.block_table, p.device_index, "block_table", fn);
+  }
   if (p.check_indices) {
     std::vector<std::int32_t> used(p.batch), table;
     GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.cache_seqlens, sizeof(std::int32_t) * p.batch,

@@ -158,5 +158,26 @@ TEST_F(AppendKvCuda, BadLengthsAndPagesAreNamedAndTheCachesUntouched) {
   }
 }
 
+// A host array marked as device memory is named, and reported from append_kv.
+TEST_F(AppendKvCuda, HostMemoryInADeviceViewIsNamed) {
+  HostTensor cache(DType::f16, {2, 16, 2, 64}), kn(DType::f16, {2, 1, 2, 64}),
+      lens(DType::i32, {2});
+  DeviceBuffer dcache(cache.bytes()), dkn(kn.bytes()), dlens(lens.bytes());
+  AppendKvArgs a;
+  a.k_cache = cache.view(Device::cuda, dcache.get());
+  a.v_cache = cache.view(Device::cuda, cache.data());  // host memory
+  a.k_new = kn.view(Device::cuda, dkn.get());
+  a.v_new = kn.view(Device::cuda, dkn.get());
+  a.cache_seqlens = lens.view(Device::cuda, dlens.get());
+  try {
+    append_kv(a);
+    ADD_FAILURE() << "no error for a host v_cache";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("gpuattn::append_kv: v_cache pointer"), std::string::npos) << what;
+    EXPECT_NE(what.find("is host memory"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace gpuattn::testing

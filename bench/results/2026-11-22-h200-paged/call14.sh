@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Device call 14: append_kv's device errors reported from append_kv (not attention_forward); the paged,
+# append, seqused_k and decode suites, and the Python suite.
+set -u
+B=build-gpu
+cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON > /dev/null 2>&1
+cmake --build $B -j16 > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
+timeout 300 ctest --test-dir $B -R 'AppendKv|PagedKv|SeqUsedK|Decode|python.pytest|CapturedInACudaGraph|AttentionCudaValidation' -j 8 --output-on-failure > $OUT/ctest.log 2>&1
+grep -E "tests passed|tests failed|\(Failed\)|Timeout" $OUT/ctest.log | head -20
