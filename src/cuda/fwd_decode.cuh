@@ -140,9 +140,15 @@ __global__ void __launch_bounds__(Tr::kThreads)
   // Pages of a multiple of kN keys hold whole tiles: one table entry a tile, rows addressed as in
   // a dense cache.
   const bool whole_tiles = kPaged && p.page_size % kN == 0;
+  // K and V laid out alike with every offset of the pool under 2^31 (its largest offset, so that
+  // a strided view of any layout counts; num_pages x the page stride for a contiguous pool): one
+  // 32-bit offset a row for both.
   const bool narrow = kPaged && p.k_batch_stride == p.v_batch_stride &&
                       p.k_row_stride == p.v_row_stride && p.k_head_stride == p.v_head_stride &&
-                      static_cast<long long>(p.num_pages) * p.k_batch_stride < (1LL << 31);
+                      static_cast<long long>(p.num_pages - 1) * p.k_batch_stride +
+                              static_cast<long long>(p.page_size - 1) * p.k_row_stride +
+                              static_cast<long long>(p.hkv - 1) * p.k_head_stride + p.head_dim <=
+                          (1LL << 31) - 1;
   auto fetch_pages = [&](int t) {
     if (!kEarlyPages || !kPaged || t >= t1) return;
     if (whole_tiles) {
