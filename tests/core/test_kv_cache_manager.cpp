@@ -15,22 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "common/expect_error.h"
 #include "common/test_util.h"
 #include "gpuattn/kv_cache.h"
 #include "gpuattn/kv_cache_manager.h"
 
 namespace gpuattn::testing {
 namespace {
-
-void expect_invalid(const std::function<void()>& f, const std::string& words) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one naming '" << words << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
-    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-  }
-}
 
 TEST(KvCacheManager, PagesFollowTheLength) {
   KvCacheManager m(8, 16);
@@ -116,20 +107,21 @@ TEST(KvCacheManager, TablesAndLengthsForTheAttentionCall) {
   const std::vector<std::int32_t> table = m.block_table({a, b, c}, 3);
   EXPECT_EQ(table, (std::vector<std::int32_t>{0, 1, -1, 2, -1, -1, -1, -1, -1}));
   EXPECT_EQ(m.lengths({a, b, c}), (std::vector<std::int32_t>{3, 1, 0}));
-  expect_invalid([&] { m.block_table({a}, 1); }, "sequence 0 holds 2 pages, more than max_pages 1");
+  expect_invalid_argument([&] { m.block_table({a}, 1); },
+                          "sequence 0 holds 2 pages, more than max_pages 1");
 }
 
 TEST(KvCacheManager, BadArgumentsAreNamed) {
-  expect_invalid([] { KvCacheManager(0, 16); }, "num_pages is 0, must be positive");
-  expect_invalid([] { KvCacheManager(4, -1); }, "page_size is -1, must be positive");
+  expect_invalid_argument([] { KvCacheManager(0, 16); }, "num_pages is 0, must be positive");
+  expect_invalid_argument([] { KvCacheManager(4, -1); }, "page_size is -1, must be positive");
   KvCacheManager m(4, 4);
   const auto s = m.add_sequence();
-  expect_invalid([&] { m.append(s + 7, 1); }, "sequence 7 does not exist");
-  expect_invalid([&] { m.append(s, -2); }, "appending -2 keys: n must be >= 0");
-  expect_invalid([&] { m.slot(s, 0); }, "key 0 of sequence 0 is not in [0, 0)");
-  expect_invalid([&] { m.refcount(4); }, "page 4 is not in [0, 4)");
+  expect_invalid_argument([&] { m.append(s + 7, 1); }, "sequence 7 does not exist");
+  expect_invalid_argument([&] { m.append(s, -2); }, "appending -2 keys: n must be >= 0");
+  expect_invalid_argument([&] { m.slot(s, 0); }, "key 0 of sequence 0 is not in [0, 0)");
+  expect_invalid_argument([&] { m.refcount(4); }, "page 4 is not in [0, 4)");
   m.free_sequence(s);
-  expect_invalid([&] { m.free_sequence(s); }, "sequence 0 does not exist");
+  expect_invalid_argument([&] { m.free_sequence(s); }, "sequence 0 does not exist");
 }
 
 // Random adds, forks, appends and frees: every page is free or held, refcounts equal the holders,
