@@ -15,6 +15,7 @@ commands:
   verify   accuracy table: attention_forward vs the fp64 reference on fresh random inputs;
            exits 1 on any failure
   bench    timing table: time, µs/head, TFLOP/s, % of measured peak, vs the 3-kernel baseline
+  generate GPT-2 generation on the engine (weights from safetensors, or random), timed
 
 Both take --device cpu|cuda|auto (auto: cuda when a CUDA device is visible) and --json FILE.
 `gpuattn <command> --help` lists a command's flags. Bad flags exit with status 2.
@@ -34,7 +35,9 @@ int main(int argc, char** argv) {
   try {
     if (command == "verify") return gpuattn::tool::run_verify(args);
     if (command == "bench") return gpuattn::tool::run_bench(args);
-    std::cerr << "gpuattn: unknown command '" << command << "' (commands: verify, bench; see "
+    if (command == "generate") return gpuattn::tool::run_generate(args);
+    std::cerr << "gpuattn: unknown command '" << command
+              << "' (commands: verify, bench, generate; see "
               << "gpuattn --help)\n";
     return 2;
   } catch (const gpuattn::tool::UsageError& e) {

@@ -1,0 +1,142 @@
+// The GPT-2 inference engine (DESIGN.md's GPT-2 engine): weights from safetensors in the Hugging
+// Face layout, the forward pass on the CUDA backend (cuBLASLt GEMMs with bias, GELU and residual
+// fused into their epilogues, our layernorm and sampling kernels, our attention over a paged KV
+// cache) or on the CPU backend (fp32), and batched generation driven by the continuous-batching
+// scheduler over the KV cache manager.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpuattn/attention.h"
+#include "gpuattn/scheduler.h"
+
+namespace gpuattn {
+
+// Hugging Face GPT2Config's fields that shape the model. n_embd / n_head is the head dim, which
+// must be one the attention supports (64, 128 or 256; GPT-2's four sizes all use 64).
+struct Gpt2Config {
+  int n_layer = 12;
+  int n_head = 12;
+  int n_embd = 768;
+  int n_positions = 1024;  // the longest sequence (prompt + generated)
+  int vocab_size = 50257;
+  float layer_norm_epsilon = 1e-5f;
+
+  int head_dim() const { return n_embd / n_head; }
+  // invalid_argument naming the field for a config no kernel runs.
+  void validate() const;
+};
+
+// The weights, fp32 on the host, in the Hugging Face GPT-2 layout: the Conv1D weights are
+// [in, out] (y = x W + b); lm_head is tied to wte.
+struct Gpt2Weights {
+  struct Layer {
+    std::vector<float> ln_1_w, ln_1_b;            // [C]
+    std::vector<float> c_attn_w, c_attn_b;        // [C, 3C], [3C]: q, k, v, each head-major
+    std::vector<float> attn_proj_w, attn_proj_b;  // [C, C], [C]
+    std::vector<float> ln_2_w, ln_2_b;            // [C]
+    std::vector<float> c_fc_w, c_fc_b;            // [C, 4C], [4C]
+    std::vector<float> mlp_proj_w, mlp_proj_b;    // [4C, C], [C]
+  };
+  Gpt2Config config;
+  std::vector<float> wte;  // [vocab_size, C]
+  std::vector<float> wpe;  // [n_positions, C]
+  std::vector<Layer> layers;
+  std::vector<float> ln_f_w, ln_f_b;  // [C]
+
+  // Loads `path`: a model.safetensors file, or a directory holding one. The config comes from
+  // config.json beside it when there is one (n_layer, n_head, n_embd, n_positions, vocab_size,
+  // layer_norm_epsilon), otherwise from the tensors' shapes with n_head = n_embd / 64. Tensor
+  // names may carry the "transformer." prefix (GPT2LMHeadModel.save_pretrained) or not (the
+  // original checkpoints); F32, F16 and BF16 tensors are read; lm_head.weight, when present, must
+  // equal wte (GPT-2 ties them) and the attention mask buffers (attn.bias, attn.masked_bias) are
+  // ignored. Every missing tensor, wrong shape or dtype is an invalid_argument naming it.
+  static Gpt2Weights load(const std::string& path);
+  // Writes model.safetensors (F32, "transformer."-prefixed names, no lm_head) and config.json
+  // into directory `dir` (created if missing), as GPT2LMHeadModel.save_pretrained would.
+  void save(const std::string& dir) const;
+  // Random weights from `seed`: N(0, 0.02) matrices and embeddings (HF's init); every bias and
+  // layernorm bias N(0, 0.1), layernorm weights 1 + N(0, 0.1) (HF's 0 and 1, with noise so that
+  // the tests see them).
+  static Gpt2Weights random(const Gpt2Config& config, std::uint64_t seed);
+};
+
+// How each new token is drawn from the logits. temperature 0 is greedy (argmax, ties to the lower
+// id). Otherwise the token is drawn from softmax(logits / temperature) restricted to the top_k
+// largest (0: all) and then to the smallest set of those whose probability reaches top_p
+// (1: all), by the Gumbel-max trick with noise that depends only on (seed, request id, position,
+// token): the same inputs draw the same tokens on either backend and in any batch.
+struct SamplingParams {
+  float temperature = 0.0f;  // >= 0
+  int top_k = 0;             // >= 0
+  float top_p = 1.0f;        // in (0, 1]
+  std::uint64_t seed = 0;
+};
+
+struct GenerationRequest {
+  std::vector<std::int32_t> prompt;  // token ids in [0, vocab_size); at least one
+  int max_new_tokens = 16;           // > 0; prompt + max_new_tokens <= n_positions
+  SamplingParams sampling;
+  int priority = 0;       // the scheduler's: higher first
+  std::int32_t eos = -1;  // a token that ends the request (kept in its output); -1: none
+};
+
+struct EngineOptions {
+  Backend backend = Backend::automatic;  // automatic: CUDA when a device is visible, else CPU
+  // CUDA: the storage and GEMM type of weights and activations, f16 or bf16 (fp32 accumulation;
+  // the logits are fp32). The CPU backend computes in fp32 whatever this says.
+  DType dtype = DType::f16;
+  int page_size = 16;  // keys a KV cache page
+  int num_pages = 0;   // 0: room for max_batch sequences of n_positions keys
+  SchedulerConfig scheduler;
+  bool cuda_graphs = true;  // CUDA: decode-only steps replay captured graphs
+  int num_threads = 0;      // CPU backend threads (0: hardware concurrency)
+  int device_index = 0;     // CUDA ordinal
+};
+
+struct GenerationStats {
+  int steps = 0;
+  std::int64_t prefill_tokens = 0;  // prompt tokens run (recomputed ones included)
+  std::int64_t decode_tokens = 0;   // tokens produced by decode steps
+  int preemptions = 0;
+  double seconds = 0.0;  // wall time of generate(), device work included
+};
+
+class Gpt2Engine {
+ public:
+  // Copies the weights to the backend (converted to options.dtype on CUDA) and allocates the KV
+  // cache pool and the step buffers. invalid_argument for bad options, naming them.
+  Gpt2Engine(const Gpt2Weights& weights, const EngineOptions& options);
+  ~Gpt2Engine();
+  Gpt2Engine(const Gpt2Engine&) = delete;
+  Gpt2Engine& operator=(const Gpt2Engine&) = delete;
+
+  const Gpt2Config& config() const;
+  Backend backend() const;  // cpu or cuda, as resolved
+
+  // The logits, fp32 [tokens.size(), vocab_size] row-major, of one sequence run through the model
+  // in one pass (a prefill through the same paged cache; the cache is left empty afterwards).
+  std::vector<float> forward_logits(const std::vector<std::int32_t>& tokens);
+
+  // Runs every request to completion through the scheduler (continuous batching: prefills of
+  // similar length grouped, decodes of all running requests batched, preemption by recompute when
+  // the cache is full) and returns the tokens each generated, in request order. Every request is
+  // validated before any work, an invalid_argument naming the request and field.
+  std::vector<std::vector<std::int32_t>> generate(const std::vector<GenerationRequest>& requests,
+                                                  GenerationStats* stats = nullptr);
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// The fp64 reference forward of one sequence (no cache, plain loops), logits [len, vocab_size]:
+// the oracle the engine's tests compare against. Slow; for small models.
+std::vector<double> gpt2_reference_logits(const Gpt2Weights& weights,
+                                          const std::vector<std::int32_t>& tokens);
+
+}  // namespace gpuattn

@@ -1,0 +1,167 @@
+// ModelOps on the CPU: fp32 everywhere, plain loops split over threads by output column (so that
+// a one-row decode step uses every core), results independent of the thread count.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "engine/model_ops.h"
+
+namespace gpuattn::engine {
+namespace {
+
+class CpuOps final : public ModelOps {
+ public:
+  explicit CpuOps(int threads)
+      : threads_(threads > 0
+                     ? threads
+                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
+
+  Device device() const override { return Device::cpu; }
+  int device_index() const override { return 0; }
+  DType dtype() const override { return DType::f32; }
+  void* stream() const override { return nullptr; }
+
+  void* alloc(std::size_t bytes) override {
+    return ::operator new(std::max<std::size_t>(bytes, 1));
+  }
+  void free(void* p) override { ::operator delete(p); }
+  void upload(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  void download(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) std::memmove(dst, src, bytes);
+  }
+  void* upload_weights(const float* src, std::size_t n) override {
+    void* p = alloc(n * sizeof(float));
+    upload(p, src, n * sizeof(float));
+    return p;
+  }
+
+  void embed(const std::int32_t* tokens, const std::int32_t* positions, int rows, const void* wte,
+             const void* wpe, int C, void* out) override {
+    const float* te = static_cast<const float*>(wte);
+    const float* pe = static_cast<const float*>(wpe);
+    float* o = static_cast<float*>(out);
+    for (int r = 0; r < rows; ++r) {
+      const float* a = te + static_cast<std::int64_t>(tokens[r]) * C;
+      const float* b = pe + static_cast<std::int64_t>(positions[r]) * C;
+      for (int c = 0; c < C; ++c) o[static_cast<std::int64_t>(r) * C + c] = a[c] + b[c];
+    }
+  }
+
+  void layernorm(const void* x, const std::int32_t* src_rows, int rows, int C, const void* w,
+                 const void* b, float eps, void* out) override {
+    const float* in = static_cast<const float*>(x);
+    const float* g = static_cast<const float*>(w);
+    const float* be = static_cast<const float*>(b);
+    float* o = static_cast<float*>(out);
+    for (int r = 0; r < rows; ++r) {
+      const float* xr = in + static_cast<std::int64_t>(src_rows ? src_rows[r] : r) * C;
+      float mean = 0.0f;
+      for (int c = 0; c < C; ++c) mean += xr[c];
+      mean /= static_cast<float>(C);
+      float var = 0.0f;
+      for (int c = 0; c < C; ++c) var += (xr[c] - mean) * (xr[c] - mean);
+      const float rstd = 1.0f / std::sqrt(var / static_cast<float>(C) + eps);
+      float* orow = o + static_cast<std::int64_t>(r) * C;
+      for (int c = 0; c < C; ++c) orow[c] = (xr[c] - mean) * rstd * g[c] + be[c];
+    }
+  }
+
+  void linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
+              int rows, int K, int N, bool gelu) override {
+    const float* xa = static_cast<const float*>(x);
+    const float* wa = static_cast<const float*>(W);
+    const float* ba = static_cast<const float*>(bias);
+    const float* ra = static_cast<const float*>(residual);
+    float* o = static_cast<float*>(out);
+    parallel_columns(N, [&](int n0, int n1) {
+      std::vector<float> acc(static_cast<std::size_t>(n1 - n0));
+      for (int r = 0; r < rows; ++r) {
+        std::copy(ba + n0, ba + n1, acc.begin());
+        const float* xr = xa + static_cast<std::int64_t>(r) * K;
+        for (int k = 0; k < K; ++k) {
+          const float xv = xr[k];
+          const float* wr = wa + static_cast<std::int64_t>(k) * N + n0;
+          for (int n = 0; n < n1 - n0; ++n) acc[n] += xv * wr[n];
+        }
+        float* orow = o + static_cast<std::int64_t>(r) * N;
+        for (int n = n0; n < n1; ++n) {
+          float v = acc[n - n0];
+          if (gelu) v = gelu_tanh(v);
+          if (ra) v += ra[static_cast<std::int64_t>(r) * N + n];
+          orow[n] = v;
+        }
+      }
+    });
+  }
+
+  void lm_head(const void* x, const void* wte, float* logits, int rows, int C, int V) override {
+    const float* xa = static_cast<const float*>(x);
+    const float* te = static_cast<const float*>(wte);
+    parallel_columns(V, [&](int v0, int v1) {
+      for (int r = 0; r < rows; ++r) {
+        const float* xr = xa + static_cast<std::int64_t>(r) * C;
+        for (int v = v0; v < v1; ++v) {
+          const float* er = te + static_cast<std::int64_t>(v) * C;
+          float s = 0.0f;
+          for (int c = 0; c < C; ++c) s += xr[c] * er[c];
+          logits[static_cast<std::int64_t>(r) * V + v] = s;
+        }
+      }
+    });
+  }
+
+  void sample(const float* logits, int rows, int V, const SampleRow* params,
+              std::int32_t* tokens) override {
+    for (int r = 0; r < rows; ++r) {
+      tokens[r] = sample_row_host(logits + static_cast<std::int64_t>(r) * V, V, params[r]);
+    }
+  }
+
+  void synchronize() override {}
+
+ private:
+  static float gelu_tanh(float v) {
+    const float k = 0.7978845608028654f;  // sqrt(2 / pi)
+    return 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+  }
+
+  // f(n0, n1) over column chunks of [0, N), on up to threads_ threads.
+  void parallel_columns(int N, const std::function<void(int, int)>& f) const {
+    const int chunks = std::min(threads_, std::max(1, N / 64));
+    if (chunks <= 1) {
+      f(0, N);
+      return;
+    }
+    std::vector<std::thread> pool;
+    pool.reserve(static_cast<std::size_t>(chunks - 1));
+    auto range = [&](int i) {
+      return std::pair<int, int>(static_cast<int>(static_cast<std::int64_t>(N) * i / chunks),
+                                 static_cast<int>(static_cast<std::int64_t>(N) * (i + 1) / chunks));
+    };
+    for (int i = 1; i < chunks; ++i) {
+      const auto [a, b] = range(i);
+      pool.emplace_back([&f, a = a, b = b] { f(a, b); });
+    }
+    const auto [a, b] = range(0);
+    f(a, b);
+    for (std::thread& t : pool) t.join();
+  }
+
+  int threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelOps> make_cpu_ops(int threads) {
+  return std::make_unique<CpuOps>(threads);
+}
+
+}  // namespace gpuattn::engine

@@ -1,0 +1,111 @@
+// ModelOps on CUDA: f16 / bf16 weights and activations on one device and a stream of the engine's
+// own; GEMMs through cuBLASLt (gemm.cu), the rest through kernels.cu.
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/cuda/gemm.h"
+#include "engine/cuda/kernels.h"
+#include "engine/model_ops.h"
+#include "gpuattn/numeric.h"
+
+namespace gpuattn::engine {
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    throw Error(ErrorCode::cuda_error,
+                std::string("gpuattn engine: ") + what + " failed: " + cudaGetErrorString(e));
+  }
+}
+
+class CudaOps final : public ModelOps {
+ public:
+  CudaOps(DType dtype, int device_index) : dtype_(dtype), device_(device_index) {
+    int count = 0;
+    check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+    if (device_index < 0 || device_index >= count) {
+      throw Error(ErrorCode::invalid_argument,
+                  "gpuattn::Gpt2Engine: device_index is " + std::to_string(device_index) +
+                      ", this machine has " + std::to_string(count) + " CUDA devices");
+    }
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    cudaStream_t s = nullptr;
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    stream_ = s;
+    gemm_ = std::make_unique<cuda::Gemm>(dtype_, stream_);
+  }
+  ~CudaOps() override {
+    gemm_.reset();
+    if (stream_) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+  }
+
+  Device device() const override { return Device::cuda; }
+  int device_index() const override { return device_; }
+  DType dtype() const override { return dtype_; }
+  void* stream() const override { return stream_; }
+
+  void* alloc(std::size_t bytes) override {
+    void* p = nullptr;
+    check(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)), "cudaMalloc");
+    return p;
+  }
+  void free(void* p) override { cudaFree(p); }
+  void upload(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s()), "upload");
+  }
+  void download(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s()), "download");
+    check(cudaStreamSynchronize(s()), "cudaStreamSynchronize");
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s()), "copy");
+  }
+  void* upload_weights(const float* src, std::size_t n) override {
+    std::vector<std::uint16_t> h(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      h[i] = dtype_ == DType::bf16 ? float_to_bf16(src[i]) : float_to_f16(src[i]);
+    }
+    void* p = alloc(n * 2);
+    check(cudaMemcpy(p, h.data(), n * 2, cudaMemcpyHostToDevice), "weights upload");
+    return p;
+  }
+
+  void embed(const std::int32_t* tokens, const std::int32_t* positions, int rows, const void* wte,
+             const void* wpe, int C, void* out) override {
+    cuda::embed(dtype_, tokens, positions, rows, wte, wpe, C, out, stream_);
+  }
+  void layernorm(const void* x, const std::int32_t* src_rows, int rows, int C, const void* w,
+                 const void* b, float eps, void* out) override {
+    cuda::layernorm(dtype_, x, src_rows, rows, C, w, b, eps, out, stream_);
+  }
+  void linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
+              int rows, int K, int N, bool gelu) override {
+    gemm_->linear(x, W, bias, residual, out, rows, K, N, gelu);
+  }
+  void lm_head(const void* x, const void* wte, float* logits, int rows, int C, int V) override {
+    gemm_->lm_head(x, wte, logits, rows, C, V);
+  }
+  void sample(const float* logits, int rows, int V, const SampleRow* params,
+              std::int32_t* tokens) override {
+    cuda::sample(logits, rows, V, params, tokens, stream_);
+  }
+  void synchronize() override { check(cudaStreamSynchronize(s()), "cudaStreamSynchronize"); }
+
+ private:
+  cudaStream_t s() const { return static_cast<cudaStream_t>(stream_); }
+
+  DType dtype_;
+  int device_;
+  void* stream_ = nullptr;
+  std::unique_ptr<cuda::Gemm> gemm_;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelOps> make_cuda_ops(DType dtype, int device_index) {
+  return std::make_unique<CudaOps>(dtype, device_index);
+}
+
+}  // namespace gpuattn::engine

@@ -1,0 +1,138 @@
+// The engine's cuBLASLt GEMMs (its only translation unit that talks to cuBLASLt). Row-major
+// Y[rows, N] = X[rows, K] W[K, N] is column-major Y^T = W^T X^T: A = W (N x K, ld N), B = X
+// (K x rows, ld K), D = Y (N x rows, ld N), so the bias (length N) is cuBLASLt's per-row bias
+// vector. Plans (descriptors, layouts and the heuristic's algorithm) are cached per shape: a
+// decode step calls the same few shapes every time.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "engine/cuda/gemm.h"
+
+namespace gpuattn::engine::cuda {
+namespace {
+
+// cuBLASLt's recommended workspace on Hopper.
+constexpr std::size_t kWorkspace = std::size_t(32) << 20;
+
+enum Kind { kBias = 0, kGeluBias = 1, kBiasResidual = 2, kLmHead = 3 };
+
+void check_lt(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    throw Error(ErrorCode::cuda_error, std::string("gpuattn engine GEMM: ") + what +
+                                           " failed: " + cublasLtGetStatusName(s) + " (" +
+                                           cublasLtGetStatusString(s) + ")");
+  }
+}
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    throw Error(ErrorCode::cuda_error,
+                std::string("gpuattn engine GEMM: ") + what + " failed: " + cudaGetErrorString(e));
+  }
+}
+
+}  // namespace
+
+struct Gemm::Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    if (desc) cublasLtMatmulDescDestroy(desc);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+  }
+};
+
+Gemm::Gemm(DType dtype, void* stream) : dtype_(dtype), stream_(stream) {
+  cublasLtHandle_t h = nullptr;
+  check_lt(cublasLtCreate(&h), "cublasLtCreate");
+  handle_ = h;
+  check_cuda(cudaMalloc(&workspace_, kWorkspace), "cudaMalloc of the cuBLASLt workspace");
+}
+
+Gemm::~Gemm() {
+  plans_.clear();
+  if (workspace_) cudaFree(workspace_);
+  if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
+}
+
+Gemm::Plan& Gemm::plan(int kind, int m, int n, int k) {
+  auto& slot = plans_[{kind, m, n, k}];
+  if (slot) return *slot;
+  auto p = std::make_unique<Plan>();
+  const cudaDataType_t ab = dtype_ == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  const cudaDataType_t cd = kind == kLmHead ? CUDA_R_32F : ab;
+  check_lt(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
+  const cublasOperation_t ta = kind == kLmHead ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = CUBLAS_OP_N;
+  check_lt(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)),
+           "set TRANSA");
+  check_lt(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)),
+           "set TRANSB");
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+  if (kind == kBias || kind == kBiasResidual) epi = CUBLASLT_EPILOGUE_BIAS;
+  if (kind == kGeluBias) epi = CUBLASLT_EPILOGUE_GELU_BIAS;
+  check_lt(
+      cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
+      "set EPILOGUE");
+  // A: m x k (op N, ld m) or, for the head, k x m stored (op T, ld k); B: k x n; C/D: m x n.
+  if (kind == kLmHead) {
+    check_lt(cublasLtMatrixLayoutCreate(&p->a, ab, k, m, k), "layout A");
+  } else {
+    check_lt(cublasLtMatrixLayoutCreate(&p->a, ab, m, k, m), "layout A");
+  }
+  check_lt(cublasLtMatrixLayoutCreate(&p->b, ab, k, n, k), "layout B");
+  check_lt(cublasLtMatrixLayoutCreate(&p->c, cd, m, n, m), "layout C");
+  cublasLtMatmulPreference_t pref = nullptr;
+  check_lt(cublasLtMatmulPreferenceCreate(&pref), "PreferenceCreate");
+  const std::size_t ws = kWorkspace;
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                       sizeof(ws));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t s =
+      cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), p->desc, p->a, p->b,
+                                     p->c, p->c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  check_lt(s, "AlgoGetHeuristic");
+  if (found == 0) {
+    throw Error(ErrorCode::not_supported, "gpuattn engine GEMM: cuBLASLt has no algorithm for " +
+                                              std::to_string(m) + " x " + std::to_string(n) +
+                                              " x " + std::to_string(k) + " (kind " +
+                                              std::to_string(kind) + ")");
+  }
+  p->algo = result.algo;
+  slot = std::move(p);
+  return *slot;
+}
+
+void Gemm::linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
+                  int rows, int K, int N, bool gelu) {
+  if (rows == 0) return;
+  const int kind = gelu ? kGeluBias : residual ? kBiasResidual : kBias;
+  Plan& p = plan(kind, N, rows, K);
+  check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                          sizeof(bias)),
+           "set BIAS_POINTER");
+  const float alpha = 1.0f, beta = residual ? 1.0f : 0.0f;
+  check_lt(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &alpha, W, p.a, x, p.b,
+                          &beta, residual ? residual : out, p.c, out, p.c, &p.algo, workspace_,
+                          kWorkspace, static_cast<cudaStream_t>(stream_)),
+           "cublasLtMatmul (linear)");
+}
+
+void Gemm::lm_head(const void* x, const void* E, float* logits, int rows, int C, int V) {
+  if (rows == 0) return;
+  Plan& p = plan(kLmHead, V, rows, C);
+  const float alpha = 1.0f, beta = 0.0f;
+  check_lt(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &alpha, E, p.a, x, p.b,
+                          &beta, logits, p.c, logits, p.c, &p.algo, workspace_, kWorkspace,
+                          static_cast<cudaStream_t>(stream_)),
+           "cublasLtMatmul (lm_head)");
+}
+
+}  // namespace gpuattn::engine::cuda

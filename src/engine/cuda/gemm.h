@@ -1,0 +1,40 @@
+// The engine's GEMMs through cuBLASLt, with bias, GELU and the residual add in the epilogue.
+// Row-major operands; device memory; one instance per stream (it caches plans per shape).
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "gpuattn/types.h"
+
+namespace gpuattn::engine::cuda {
+
+class Gemm {
+ public:
+  Gemm(DType dtype, void* stream);
+  ~Gemm();
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+
+  // out[rows, N] = act(x[rows, K] W[K, N] + bias[N]) (+ residual[rows, N]); act = GELU (tanh)
+  // when gelu. residual may alias out; gelu and residual are not both set.
+  void linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
+              int rows, int K, int N, bool gelu);
+  // logits fp32 [rows, V] = x[rows, C] E[V, C]^T.
+  void lm_head(const void* x, const void* E, float* logits, int rows, int C, int V);
+
+  struct Plan;
+
+ private:
+  Plan& plan(int kind, int m, int n, int k);
+
+  DType dtype_;
+  void* stream_;
+  void* handle_ = nullptr;     // cublasLtHandle_t
+  void* workspace_ = nullptr;  // device
+  std::map<std::tuple<int, int, int, int>, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace gpuattn::engine::cuda

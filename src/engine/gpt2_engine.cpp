@@ -1,0 +1,585 @@
+// Gpt2Engine: one step of the model written once against ModelOps (either backend), with the
+// attention and KV cache appends through the library's attention_forward and append_kv on a paged
+// cache, and the generation loop around the scheduler.
+//
+// A step runs the rows of every scheduled sequence together: first one row per decoding sequence,
+// then every prompt row of the sequences admitted this step. The GEMMs see all rows at once; the
+// decodes take one paged attention call (the split-KV decode kernel on CUDA) after appending
+// their keys, and the prefills one varlen causal call over their own q/k/v (straight from the QKV
+// GEMM's output) before their keys are appended to the cache.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <unordered_map>
+
+#include "engine/model_ops.h"
+#include "gpuattn/gpt2.h"
+#include "gpuattn/kv_cache.h"
+
+namespace gpuattn {
+namespace {
+
+[[noreturn]] void invalid(const std::string& msg) {
+  throw Error(ErrorCode::invalid_argument, "gpuattn::Gpt2Engine: " + msg);
+}
+
+std::size_t align_up(std::size_t x, std::size_t a) {
+  return (x + a - 1) / a * a;
+}
+
+}  // namespace
+
+// A buffer of the backend, freed with it.
+struct DeviceBuffer {
+  engine::ModelOps* ops = nullptr;
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  DeviceBuffer() = default;
+  DeviceBuffer(engine::ModelOps* o, void* p, std::size_t b) : ops(o), ptr(p), bytes(b) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ops(o.ops), ptr(o.ptr), bytes(o.bytes) {
+    o.ptr = nullptr;
+  }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(ops, o.ops);
+    std::swap(ptr, o.ptr);
+    std::swap(bytes, o.bytes);
+    return *this;
+  }
+  ~DeviceBuffer() {
+    if (ptr) ops->free(ptr);
+  }
+};
+
+class Gpt2Engine::Impl {
+ public:
+  struct LayerWeights {
+    DeviceBuffer ln_1_w, ln_1_b, c_attn_w, c_attn_b, attn_proj_w, attn_proj_b;
+    DeviceBuffer ln_2_w, ln_2_b, c_fc_w, c_fc_b, mlp_proj_w, mlp_proj_b;
+  };
+  // One sequence's part of a step.
+  struct Segment {
+    const std::int32_t* tokens = nullptr;  // n tokens at positions start .. start + n - 1
+    int n = 0;
+    int start = 0;
+    std::vector<std::int32_t> pages;  // its block table row (pages of the cache manager)
+    engine::SampleRow sample;
+  };
+
+  Impl(const Gpt2Weights& w, const EngineOptions& o);
+
+  // Runs decodes (n == 1, start = keys already cached) then prefills (start == 0) through the
+  // model; returns one token per segment. With logits_out (one prefill segment only), fills it
+  // with every row's logits instead of sampling.
+  std::vector<std::int32_t> run_step(const std::vector<Segment>& decodes,
+                                     const std::vector<Segment>& prefills,
+                                     std::vector<float>* logits_out = nullptr);
+  void ensure_pool(int num_pages);
+  void apply_copies(const std::vector<PageCopy>& copies);
+
+  Gpt2Config cfg;
+  EngineOptions opts;
+  std::unique_ptr<engine::ModelOps> ops;
+  int max_pages = 0;  // block table width: n_positions keys
+  int max_rows = 0;   // rows one step may run
+  int max_seqs = 0;   // sequences one step may run
+
+  DeviceBuffer wte, wpe, ln_f_w, ln_f_b;
+  std::vector<LayerWeights> layers;
+  int pool_pages = 0;
+  std::vector<DeviceBuffer> k_pool, v_pool;  // per layer [pool_pages, page_size, H, D]
+  DeviceBuffer x, ln, qkv, attn, fc, logits, tokens_out, meta;
+  std::size_t meta_bytes = 0;
+
+ private:
+  DeviceBuffer weights(const std::vector<float>& v) {
+    return DeviceBuffer(ops.get(), ops->upload_weights(v.data(), v.size()),
+                        v.size() * element_size(ops->dtype()));
+  }
+  DeviceBuffer buffer(std::size_t bytes) {
+    return DeviceBuffer(ops.get(), ops->alloc(bytes), bytes);
+  }
+  TensorView view(void* data, std::initializer_list<std::int64_t> shape,
+                  std::initializer_list<std::int64_t> stride, DType dt) const {
+    TensorView t;
+    t.data = data;
+    t.dtype = dt;
+    t.device = ops->device();
+    t.device_index = ops->device_index();
+    t.rank = static_cast<int>(shape.size());
+    std::copy(shape.begin(), shape.end(), t.shape.begin());
+    std::copy(stride.begin(), stride.end(), t.stride.begin());
+    return t;
+  }
+};
+
+Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.config), opts(o) {
+  cfg.validate();
+  if (opts.page_size <= 0) {
+    invalid("page_size is " + std::to_string(opts.page_size) + ", must be positive");
+  }
+  if (opts.num_pages < 0) {
+    invalid("num_pages is " + std::to_string(opts.num_pages) + ", must be >= 0 (0: automatic)");
+  }
+  if (opts.scheduler.max_batch <= 0 || opts.scheduler.max_prefill_tokens <= 0) {
+    invalid("scheduler.max_batch and max_prefill_tokens must be positive, not " +
+            std::to_string(opts.scheduler.max_batch) + " and " +
+            std::to_string(opts.scheduler.max_prefill_tokens));
+  }
+  Backend b = opts.backend;
+  if (b == Backend::automatic) b = cuda_available() ? Backend::cuda : Backend::cpu;
+  if (b == Backend::cuda) {
+    if (opts.dtype != DType::f16 && opts.dtype != DType::bf16) {
+      invalid(std::string("dtype is ") + to_string(opts.dtype) +
+              ", the CUDA backend takes f16 or bf16");
+    }
+    ops = engine::make_cuda_ops(opts.dtype, opts.device_index);
+  } else {
+    ops = engine::make_cpu_ops(opts.num_threads);
+  }
+  const std::int64_t C = cfg.n_embd;
+  const auto check = [&](const std::vector<float>& v, std::int64_t n, const std::string& name) {
+    if (static_cast<std::int64_t>(v.size()) != n) {
+      invalid("weights " + name + " has " + std::to_string(v.size()) +
+              " values, the config needs " + std::to_string(n));
+    }
+  };
+  check(w.wte, cfg.vocab_size * C, "wte");
+  check(w.wpe, cfg.n_positions * C, "wpe");
+  check(w.ln_f_w, C, "ln_f.weight");
+  check(w.ln_f_b, C, "ln_f.bias");
+  if (static_cast<int>(w.layers.size()) != cfg.n_layer) {
+    invalid("weights have " + std::to_string(w.layers.size()) + " layers, the config " +
+            std::to_string(cfg.n_layer));
+  }
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const Gpt2Weights::Layer& L = w.layers[l];
+    const std::string h = "h." + std::to_string(l) + ".";
+    check(L.ln_1_w, C, h + "ln_1.weight");
+    check(L.ln_1_b, C, h + "ln_1.bias");
+    check(L.c_attn_w, C * 3 * C, h + "attn.c_attn.weight");
+    check(L.c_attn_b, 3 * C, h + "attn.c_attn.bias");
+    check(L.attn_proj_w, C * C, h + "attn.c_proj.weight");
+    check(L.attn_proj_b, C, h + "attn.c_proj.bias");
+    check(L.ln_2_w, C, h + "ln_2.weight");
+    check(L.ln_2_b, C, h + "ln_2.bias");
+    check(L.c_fc_w, C * 4 * C, h + "mlp.c_fc.weight");
+    check(L.c_fc_b, 4 * C, h + "mlp.c_fc.bias");
+    check(L.mlp_proj_w, 4 * C * C, h + "mlp.c_proj.weight");
+    check(L.mlp_proj_b, C, h + "mlp.c_proj.bias");
+  }
+  wte = weights(w.wte);
+  wpe = weights(w.wpe);
+  ln_f_w = weights(w.ln_f_w);
+  ln_f_b = weights(w.ln_f_b);
+  layers.resize(static_cast<std::size_t>(cfg.n_layer));
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const Gpt2Weights::Layer& L = w.layers[l];
+    LayerWeights& d = layers[l];
+    d.ln_1_w = weights(L.ln_1_w);
+    d.ln_1_b = weights(L.ln_1_b);
+    d.c_attn_w = weights(L.c_attn_w);
+    d.c_attn_b = weights(L.c_attn_b);
+    d.attn_proj_w = weights(L.attn_proj_w);
+    d.attn_proj_b = weights(L.attn_proj_b);
+    d.ln_2_w = weights(L.ln_2_w);
+    d.ln_2_b = weights(L.ln_2_b);
+    d.c_fc_w = weights(L.c_fc_w);
+    d.c_fc_b = weights(L.c_fc_b);
+    d.mlp_proj_w = weights(L.mlp_proj_w);
+    d.mlp_proj_b = weights(L.mlp_proj_b);
+  }
+  max_pages = (cfg.n_positions + opts.page_size - 1) / opts.page_size;
+  max_seqs = opts.scheduler.max_batch;
+  // A step: every decode plus the admitted prompts, which stay within max_prefill_tokens unless
+  // one lone prompt (at most n_positions) is longer.
+  max_rows = std::max(opts.scheduler.max_prefill_tokens, cfg.n_positions) + max_seqs;
+  const std::size_t es = element_size(ops->dtype());
+  x = buffer(static_cast<std::size_t>(max_rows) * C * es);
+  ln = buffer(static_cast<std::size_t>(max_rows) * C * es);
+  qkv = buffer(static_cast<std::size_t>(max_rows) * 3 * C * es);
+  attn = buffer(static_cast<std::size_t>(max_rows) * C * es);
+  fc = buffer(static_cast<std::size_t>(max_rows) * 4 * C * es);
+  logits = buffer(static_cast<std::size_t>(max_seqs) * cfg.vocab_size * sizeof(float));
+  tokens_out = buffer(static_cast<std::size_t>(max_seqs) * sizeof(std::int32_t));
+  // Step metadata, one upload: tokens, positions, rows read by the head (every row for
+  // forward_logits), decode lengths before / after,
+  // prefill cu_seqlens, a zero, block tables (decodes then prefills), then the sample rows.
+  meta_bytes =
+      align_up(sizeof(std::int32_t) * (3 * static_cast<std::size_t>(max_rows) + 3 * max_seqs + 2 +
+                                       static_cast<std::size_t>(max_seqs) * max_pages),
+               64) +
+      sizeof(engine::SampleRow) * max_seqs;
+  meta = buffer(meta_bytes);
+  if (opts.num_pages > 0) ensure_pool(opts.num_pages);
+}
+
+void Gpt2Engine::Impl::ensure_pool(int num_pages) {
+  if (num_pages <= pool_pages) return;
+  ops->synchronize();
+  k_pool.clear();
+  v_pool.clear();
+  const std::size_t bytes = static_cast<std::size_t>(num_pages) * opts.page_size * cfg.n_embd *
+                            element_size(ops->dtype());
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    k_pool.push_back(buffer(bytes));
+    v_pool.push_back(buffer(bytes));
+  }
+  pool_pages = num_pages;
+}
+
+void Gpt2Engine::Impl::apply_copies(const std::vector<PageCopy>& copies) {
+  const std::size_t row = static_cast<std::size_t>(cfg.n_embd) * element_size(ops->dtype());
+  const std::size_t page = row * opts.page_size;
+  for (const PageCopy& c : copies) {
+    for (int l = 0; l < cfg.n_layer; ++l) {
+      for (DeviceBuffer* pool : {&k_pool[l], &v_pool[l]}) {
+        char* base = static_cast<char*>(pool->ptr);
+        ops->copy(base + page * c.dst, base + page * c.src, row * c.rows);
+      }
+    }
+  }
+}
+
+std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>& decodes,
+                                                     const std::vector<Segment>& prefills,
+                                                     std::vector<float>* logits_out) {
+  const int C = cfg.n_embd, H = cfg.n_head, D = cfg.head_dim(), V = cfg.vocab_size;
+  const int bd = static_cast<int>(decodes.size());
+  const int np = static_cast<int>(prefills.size());
+  const int nseg = bd + np;
+  int rows = bd, max_prefill = 0;
+  for (const Segment& s : prefills) {
+    rows += s.n;
+    max_prefill = std::max(max_prefill, s.n);
+  }
+  if (nseg == 0) return {};
+  if (rows > max_rows || nseg > max_seqs) {
+    invalid("a step of " + std::to_string(rows) + " rows and " + std::to_string(nseg) +
+            " sequences exceeds the step buffers (" + std::to_string(max_rows) + ", " +
+            std::to_string(max_seqs) + ")");
+  }
+
+  // Host staging of the step's metadata, uploaded at once.
+  std::vector<std::int32_t> m;
+  m.reserve(meta_bytes / 4);
+  const std::size_t o_tokens = m.size();
+  for (const Segment& s : decodes) m.push_back(s.tokens[0]);
+  for (const Segment& s : prefills) m.insert(m.end(), s.tokens, s.tokens + s.n);
+  const std::size_t o_pos = m.size();
+  for (const Segment& s : decodes) m.push_back(s.start);
+  for (const Segment& s : prefills) {
+    for (int i = 0; i < s.n; ++i) m.push_back(s.start + i);
+  }
+  const std::size_t o_last = m.size();
+  if (logits_out) {
+    for (int r = 0; r < rows; ++r) m.push_back(r);
+  } else {
+    int row = 0;
+    for (int i = 0; i < bd; ++i) m.push_back(row++);
+    for (const Segment& s : prefills) {
+      row += s.n;
+      m.push_back(row - 1);
+    }
+  }
+  const std::size_t o_before = m.size();
+  for (const Segment& s : decodes) m.push_back(s.start);
+  const std::size_t o_after = m.size();
+  for (const Segment& s : decodes) m.push_back(s.start + 1);
+  const std::size_t o_cu = m.size();
+  m.push_back(0);
+  for (const Segment& s : prefills) m.push_back(m.back() + s.n);
+  const std::size_t o_zero = m.size();
+  m.push_back(0);
+  const std::size_t o_table = m.size();
+  for (const Segment& s : decodes) {
+    m.insert(m.end(), s.pages.begin(), s.pages.end());
+    m.insert(m.end(), static_cast<std::size_t>(max_pages) - s.pages.size(), -1);
+  }
+  for (const Segment& s : prefills) {
+    m.insert(m.end(), s.pages.begin(), s.pages.end());
+    m.insert(m.end(), static_cast<std::size_t>(max_pages) - s.pages.size(), -1);
+  }
+  const std::size_t o_sample = align_up(m.size() * 4, 64);
+  std::vector<char> staging(o_sample + sizeof(engine::SampleRow) * nseg);
+  std::memcpy(staging.data(), m.data(), m.size() * 4);
+  for (int i = 0; i < nseg; ++i) {
+    const Segment& s = i < bd ? decodes[i] : prefills[i - bd];
+    std::memcpy(staging.data() + o_sample + sizeof(engine::SampleRow) * i, &s.sample,
+                sizeof(engine::SampleRow));
+  }
+  if (logits_out && (np != 1 || bd != 0)) invalid("logits of one prefill only");
+  if (staging.size() > meta_bytes) invalid("step metadata exceeds its buffer");
+  ops->upload(meta.ptr, staging.data(), staging.size());
+  const auto* mi = static_cast<const std::int32_t*>(meta.ptr);
+
+  const DType dt = ops->dtype();
+  const std::size_t es = element_size(dt);
+  char* qkv_p = static_cast<char*>(qkv.ptr);
+  char* attn_p = static_cast<char*>(attn.ptr);
+  const std::int64_t C3 = 3 * static_cast<std::int64_t>(C);
+  const bool check = ops->device() == Device::cpu;  // CUDA: trusted, no host round trip
+
+  ops->embed(mi + o_tokens, mi + o_pos, rows, wte.ptr, wpe.ptr, C, x.ptr);
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const LayerWeights& L = layers[l];
+    ops->layernorm(x.ptr, nullptr, rows, C, L.ln_1_w.ptr, L.ln_1_b.ptr, cfg.layer_norm_epsilon,
+                   ln.ptr);
+    ops->linear(ln.ptr, L.c_attn_w.ptr, L.c_attn_b.ptr, nullptr, qkv.ptr, rows, C, 3 * C, false);
+    const TensorView k_cache = view(k_pool[l].ptr, {pool_pages, opts.page_size, H, D},
+                                    {static_cast<std::int64_t>(opts.page_size) * C, C, D, 1}, dt);
+    const TensorView v_cache = view(v_pool[l].ptr, {pool_pages, opts.page_size, H, D},
+                                    {static_cast<std::int64_t>(opts.page_size) * C, C, D, 1}, dt);
+    if (bd > 0) {
+      AppendKvArgs a;
+      a.k_cache = k_cache;
+      a.v_cache = v_cache;
+      a.k_new = view(qkv_p + C * es, {bd, 1, H, D}, {C3, C3, D, 1}, dt);
+      a.v_new = view(qkv_p + 2 * C * es, {bd, 1, H, D}, {C3, C3, D, 1}, dt);
+      a.cache_seqlens = view(const_cast<std::int32_t*>(mi + o_before), {bd}, {1}, DType::i32);
+      a.block_table = view(const_cast<std::int32_t*>(mi + o_table), {bd, max_pages}, {max_pages, 1},
+                           DType::i32);
+      a.check_indices = check;
+      a.stream = ops->stream();
+      append_kv(a);
+      AttentionArgs at;
+      at.q = view(qkv_p, {bd, 1, H, D}, {C3, C3, D, 1}, dt);
+      at.k = k_cache;
+      at.v = v_cache;
+      at.out = view(attn_p, {bd, 1, H, D}, {C, C, D, 1}, dt);
+      at.seqused_k = view(const_cast<std::int32_t*>(mi + o_after), {bd}, {1}, DType::i32);
+      at.block_table = a.block_table;
+      at.causal = true;
+      at.check_indices = check;
+      at.stream = ops->stream();
+      at.num_threads = opts.num_threads;
+      attention_forward(at);
+    }
+    if (np > 0) {
+      const std::int64_t r0 = bd;
+      AttentionArgs at;
+      at.q = view(qkv_p + r0 * C3 * es, {rows - bd, H, D}, {C3, D, 1}, dt);
+      at.k = view(qkv_p + (r0 * C3 + C) * es, {rows - bd, H, D}, {C3, D, 1}, dt);
+      at.v = view(qkv_p + (r0 * C3 + 2 * C) * es, {rows - bd, H, D}, {C3, D, 1}, dt);
+      at.out = view(attn_p + r0 * C * es, {rows - bd, H, D}, {C, D, 1}, dt);
+      at.cu_seqlens_q = view(const_cast<std::int32_t*>(mi + o_cu), {np + 1}, {1}, DType::i32);
+      at.cu_seqlens_k = at.cu_seqlens_q;
+      at.max_seqlen_q = max_prefill;
+      at.max_seqlen_k = max_prefill;
+      at.causal = true;
+      at.check_indices = check;
+      at.stream = ops->stream();
+      at.num_threads = opts.num_threads;
+      attention_forward(at);
+      std::int64_t row = r0;
+      for (int i = 0; i < np; ++i) {
+        const Segment& s = prefills[i];
+        AppendKvArgs a;
+        a.k_cache = k_cache;
+        a.v_cache = v_cache;
+        a.k_new = view(qkv_p + (row * C3 + C) * es, {1, s.n, H, D}, {s.n * C3, C3, D, 1}, dt);
+        a.v_new = view(qkv_p + (row * C3 + 2 * C) * es, {1, s.n, H, D}, {s.n * C3, C3, D, 1}, dt);
+        a.cache_seqlens = view(const_cast<std::int32_t*>(mi + o_zero), {1}, {1}, DType::i32);
+        a.block_table = view(const_cast<std::int32_t*>(mi + o_table) + (bd + i) * max_pages,
+                             {1, max_pages}, {max_pages, 1}, DType::i32);
+        a.check_indices = check;
+        a.stream = ops->stream();
+        append_kv(a);
+        row += s.n;
+      }
+    }
+    ops->linear(attn.ptr, L.attn_proj_w.ptr, L.attn_proj_b.ptr, x.ptr, x.ptr, rows, C, C, false);
+    ops->layernorm(x.ptr, nullptr, rows, C, L.ln_2_w.ptr, L.ln_2_b.ptr, cfg.layer_norm_epsilon,
+                   ln.ptr);
+    ops->linear(ln.ptr, L.c_fc_w.ptr, L.c_fc_b.ptr, nullptr, fc.ptr, rows, C, 4 * C, true);
+    ops->linear(fc.ptr, L.mlp_proj_w.ptr, L.mlp_proj_b.ptr, x.ptr, x.ptr, rows, 4 * C, C, false);
+  }
+  const int out_rows = logits_out ? rows : nseg;
+  ops->layernorm(x.ptr, mi + o_last, out_rows, C, ln_f_w.ptr, ln_f_b.ptr, cfg.layer_norm_epsilon,
+                 ln.ptr);
+  if (logits_out) {
+    DeviceBuffer all = buffer(static_cast<std::size_t>(rows) * V * sizeof(float));
+    ops->lm_head(ln.ptr, wte.ptr, static_cast<float*>(all.ptr), rows, C, V);
+    logits_out->resize(static_cast<std::size_t>(rows) * V);
+    ops->download(logits_out->data(), all.ptr, logits_out->size() * sizeof(float));
+    return {};
+  }
+  ops->lm_head(ln.ptr, wte.ptr, static_cast<float*>(logits.ptr), nseg, C, V);
+  const auto* rows_dev =
+      reinterpret_cast<const engine::SampleRow*>(static_cast<const char*>(meta.ptr) + o_sample);
+  ops->sample(static_cast<const float*>(logits.ptr), nseg, V, rows_dev,
+              static_cast<std::int32_t*>(tokens_out.ptr));
+  std::vector<std::int32_t> out(static_cast<std::size_t>(nseg));
+  ops->download(out.data(), tokens_out.ptr, out.size() * sizeof(std::int32_t));
+  return out;
+}
+
+Gpt2Engine::Gpt2Engine(const Gpt2Weights& weights, const EngineOptions& options)
+    : impl_(std::make_unique<Impl>(weights, options)) {}
+Gpt2Engine::~Gpt2Engine() = default;
+
+const Gpt2Config& Gpt2Engine::config() const {
+  return impl_->cfg;
+}
+Backend Gpt2Engine::backend() const {
+  return impl_->ops->device() == Device::cuda ? Backend::cuda : Backend::cpu;
+}
+
+std::vector<float> Gpt2Engine::forward_logits(const std::vector<std::int32_t>& tokens) {
+  Impl& e = *impl_;
+  const int n = static_cast<int>(tokens.size());
+  if (n <= 0 || n > e.cfg.n_positions) {
+    invalid("forward_logits takes 1 to n_positions = " + std::to_string(e.cfg.n_positions) +
+            " tokens, not " + std::to_string(n));
+  }
+  for (int i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= e.cfg.vocab_size) {
+      invalid("token " + std::to_string(i) + " is " + std::to_string(tokens[i]) +
+              ", must be in [0, " + std::to_string(e.cfg.vocab_size) + ")");
+    }
+  }
+  KvCacheManager kv(std::max(e.pool_pages, (n + e.opts.page_size - 1) / e.opts.page_size),
+                    e.opts.page_size);
+  e.ensure_pool(kv.num_pages());
+  const KvCacheManager::SeqId seq = kv.add_sequence();
+  kv.append(seq, n);
+  Impl::Segment s;
+  s.tokens = tokens.data();
+  s.n = n;
+  s.pages = kv.pages(seq);
+  std::vector<float> out;
+  e.run_step({}, {s}, &out);
+  return out;
+}
+
+std::vector<std::vector<std::int32_t>> Gpt2Engine::generate(
+    const std::vector<GenerationRequest>& requests, GenerationStats* stats) {
+  Impl& e = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Gpt2Config& cfg = e.cfg;
+  std::int64_t pages_wanted = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const GenerationRequest& r = requests[i];
+    const std::string who = "request " + std::to_string(i) + ": ";
+    if (r.prompt.empty()) invalid(who + "the prompt is empty");
+    for (std::size_t j = 0; j < r.prompt.size(); ++j) {
+      if (r.prompt[j] < 0 || r.prompt[j] >= cfg.vocab_size) {
+        invalid(who + "prompt[" + std::to_string(j) + "] is " + std::to_string(r.prompt[j]) +
+                ", must be in [0, " + std::to_string(cfg.vocab_size) + ")");
+      }
+    }
+    if (r.max_new_tokens <= 0) {
+      invalid(who + "max_new_tokens is " + std::to_string(r.max_new_tokens) + ", must be positive");
+    }
+    const std::int64_t total = static_cast<std::int64_t>(r.prompt.size()) + r.max_new_tokens;
+    if (total > cfg.n_positions) {
+      invalid(who + "prompt (" + std::to_string(r.prompt.size()) + ") + max_new_tokens (" +
+              std::to_string(r.max_new_tokens) + ") is " + std::to_string(total) +
+              ", more than n_positions = " + std::to_string(cfg.n_positions));
+    }
+    const SamplingParams& s = r.sampling;
+    if (!(s.temperature >= 0.0f) || !std::isfinite(s.temperature)) {
+      invalid(who + "temperature is " + std::to_string(s.temperature) + ", must be >= 0");
+    }
+    if (s.top_k < 0) invalid(who + "top_k is " + std::to_string(s.top_k) + ", must be >= 0");
+    if (!(s.top_p > 0.0f && s.top_p <= 1.0f)) {
+      invalid(who + "top_p is " + std::to_string(s.top_p) + ", must be in (0, 1]");
+    }
+    if (r.eos < -1 || r.eos >= cfg.vocab_size) {
+      invalid(who + "eos is " + std::to_string(r.eos) + ", must be -1 or a token in [0, " +
+              std::to_string(cfg.vocab_size) + ")");
+    }
+    pages_wanted += (total + e.opts.page_size - 1) / e.opts.page_size;
+  }
+  std::vector<std::vector<std::int32_t>> out(requests.size());
+  if (requests.empty()) return out;
+
+  // The pool: as configured, or room for every request at once, within max_batch sequences of
+  // n_positions keys (and at least one such sequence).
+  int pages = e.opts.num_pages;
+  if (pages == 0) {
+    pages = static_cast<int>(
+        std::min<std::int64_t>(pages_wanted, static_cast<std::int64_t>(e.max_seqs) * e.max_pages));
+    pages = std::max(pages, e.max_pages);
+  }
+  e.ensure_pool(pages);
+  KvCacheManager kv(pages, e.opts.page_size);
+  BatchScheduler sched(e.opts.scheduler, kv);
+  std::vector<std::vector<std::int32_t>> tokens(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    tokens[i] = requests[i].prompt;
+    Request q;
+    q.id = static_cast<std::int64_t>(i);
+    q.prompt_len = static_cast<int>(requests[i].prompt.size());
+    q.max_new_tokens = requests[i].max_new_tokens;
+    q.priority = requests[i].priority;
+    sched.enqueue_request(q);
+  }
+  GenerationStats st;
+  std::size_t done = 0;
+  auto sample_row = [&](std::int64_t id) {
+    const SamplingParams& s = requests[id].sampling;
+    engine::SampleRow r;
+    r.temperature = s.temperature;
+    r.top_k = s.top_k;
+    r.top_p = s.top_p;
+    r.seed = s.seed;
+    r.request = id;
+    r.position = static_cast<std::int64_t>(tokens[id].size());
+    return r;
+  };
+  while (done < requests.size()) {
+    // Every request arrived at time 0: nobody waits for company.
+    const ScheduledStep step = sched.schedule(1e30);
+    st.preemptions += static_cast<int>(step.preempted.size());
+    if (step.empty()) invalid("the scheduler planned an empty step with requests left");
+    e.apply_copies(step.copies);
+    std::vector<Impl::Segment> decodes, prefills;
+    std::vector<std::int64_t> ids;
+    for (const std::int64_t id : step.decode) {
+      Impl::Segment s;
+      const KvCacheManager::SeqId seq = sched.sequence(id);
+      s.tokens = &tokens[id].back();
+      s.n = 1;
+      s.start = kv.length(seq) - 1;
+      s.pages = kv.pages(seq);
+      s.sample = sample_row(id);
+      decodes.push_back(std::move(s));
+      ids.push_back(id);
+    }
+    for (const auto& group : step.prefill_groups) {
+      for (const std::int64_t id : group) {
+        Impl::Segment s;
+        const KvCacheManager::SeqId seq = sched.sequence(id);
+        s.tokens = tokens[id].data();
+        s.n = static_cast<int>(tokens[id].size());
+        if (kv.length(seq) != s.n) invalid("internal: a prefill's cache length differs");
+        s.pages = kv.pages(seq);
+        s.sample = sample_row(id);
+        st.prefill_tokens += s.n;
+        prefills.push_back(std::move(s));
+        ids.push_back(id);
+      }
+    }
+    st.decode_tokens += static_cast<std::int64_t>(decodes.size());
+    const std::vector<std::int32_t> next = e.run_step(decodes, prefills);
+    std::vector<std::int64_t> stopped;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      tokens[ids[i]].push_back(next[i]);
+      if (next[i] == requests[ids[i]].eos) stopped.push_back(ids[i]);
+    }
+    done += sched.complete_step(step, stopped).size();
+    ++st.steps;
+  }
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    out[i].assign(tokens[i].begin() + static_cast<std::ptrdiff_t>(requests[i].prompt.size()),
+                  tokens[i].end());
+  }
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (stats) *stats = st;
+  return out;
+}
+
+}  // namespace gpuattn

@@ -1,0 +1,260 @@
+// Gpt2Config checks and Gpt2Weights from / to safetensors in the Hugging Face GPT-2 layout.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "engine/json.h"
+#include "engine/safetensors.h"
+#include "gpuattn/gpt2.h"
+
+namespace gpuattn {
+namespace {
+
+[[noreturn]] void invalid(const std::string& msg) {
+  throw Error(ErrorCode::invalid_argument, msg);
+}
+
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+bool is_file(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) invalid(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// config.json's integer field `key` (absent: keep `value`).
+void read_int(const engine::Json& j, const char* key, const std::string& path, int& value) {
+  const engine::Json* v = j.find(key);
+  if (!v) return;
+  if (!v->is_int() || v->as_int() <= 0 || v->as_int() > (1 << 30)) {
+    invalid(path + ": " + key + " must be a positive integer");
+  }
+  value = static_cast<int>(v->as_int());
+}
+
+}  // namespace
+
+void Gpt2Config::validate() const {
+  const auto bad = [](const std::string& field, long long v, const std::string& why) {
+    invalid("gpuattn::Gpt2Config: " + field + " is " + std::to_string(v) + ", " + why);
+  };
+  if (n_layer <= 0) bad("n_layer", n_layer, "must be positive");
+  if (n_head <= 0) bad("n_head", n_head, "must be positive");
+  if (n_embd <= 0 || n_embd % n_head != 0) {
+    bad("n_embd", n_embd, "must be a positive multiple of n_head = " + std::to_string(n_head));
+  }
+  const int d = n_embd / n_head;
+  if (d != 64 && d != 128 && d != 256) {
+    bad("n_embd / n_head", d, "must be a head dim the attention runs: 64, 128 or 256");
+  }
+  if (n_positions <= 0) bad("n_positions", n_positions, "must be positive");
+  if (vocab_size <= 0) bad("vocab_size", vocab_size, "must be positive");
+  if (!(layer_norm_epsilon > 0.0f) || !std::isfinite(layer_norm_epsilon)) {
+    invalid("gpuattn::Gpt2Config: layer_norm_epsilon is " + std::to_string(layer_norm_epsilon) +
+            ", must be positive");
+  }
+}
+
+Gpt2Weights Gpt2Weights::load(const std::string& path) {
+  std::string file = path, dir;
+  if (is_dir(path)) {
+    dir = path;
+    file = path + "/model.safetensors";
+    if (!is_file(file)) invalid(path + ": a directory without model.safetensors");
+  } else {
+    const std::size_t slash = path.find_last_of('/');
+    dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  }
+  const engine::SafetensorsFile st = engine::SafetensorsFile::open(file);
+  // Names with or without the "transformer." prefix.
+  const auto find = [&](const std::string& name) -> const engine::StTensor* {
+    if (const engine::StTensor* t = st.find("transformer." + name)) return t;
+    return st.find(name);
+  };
+  const auto need = [&](const std::string& name) -> const engine::StTensor& {
+    const engine::StTensor* t = find(name);
+    if (!t) invalid(file + ": no tensor " + name + " (nor transformer." + name + ")");
+    return *t;
+  };
+  Gpt2Weights w;
+  Gpt2Config& cfg = w.config;
+  const engine::StTensor& wte = need("wte.weight");
+  const engine::StTensor& wpe = need("wpe.weight");
+  if (wte.shape.size() != 2 || wpe.shape.size() != 2) {
+    invalid(file + ": wte.weight and wpe.weight must be 2-D");
+  }
+  cfg.vocab_size = static_cast<int>(wte.shape[0]);
+  cfg.n_embd = static_cast<int>(wte.shape[1]);
+  cfg.n_positions = static_cast<int>(wpe.shape[0]);
+  cfg.n_head = std::max(1, cfg.n_embd / 64);
+  cfg.n_layer = 0;
+  while (find("h." + std::to_string(cfg.n_layer) + ".ln_1.weight")) ++cfg.n_layer;
+  const std::string config_path = dir + "/config.json";
+  if (is_file(config_path)) {
+    const engine::Json j = engine::parse_json(read_text(config_path), config_path);
+    if (!j.is_object()) invalid(config_path + ": not a JSON object");
+    read_int(j, "n_layer", config_path, cfg.n_layer);
+    read_int(j, "n_head", config_path, cfg.n_head);
+    read_int(j, "n_embd", config_path, cfg.n_embd);
+    read_int(j, "n_positions", config_path, cfg.n_positions);
+    read_int(j, "vocab_size", config_path, cfg.vocab_size);
+    if (const engine::Json* e = j.find("layer_norm_epsilon")) {
+      if (!e->is_number()) invalid(config_path + ": layer_norm_epsilon must be a number");
+      cfg.layer_norm_epsilon = static_cast<float>(e->as_number());
+    }
+  }
+  cfg.validate();
+  const std::int64_t C = cfg.n_embd;
+  const auto get = [&](const std::string& name, std::vector<std::int64_t> shape) {
+    const engine::StTensor& t = need(name);
+    if (t.shape != shape) {
+      std::string want, got;
+      for (std::int64_t s : shape) want += (want.empty() ? "" : ", ") + std::to_string(s);
+      for (std::int64_t s : t.shape) got += (got.empty() ? "" : ", ") + std::to_string(s);
+      invalid(file + ": " + t.name + " has shape [" + got + "], the config needs [" + want + "]");
+    }
+    if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16") {
+      invalid(file + ": " + t.name + " has dtype " + t.dtype + ", not F32, F16 or BF16");
+    }
+    return engine::to_float(t);
+  };
+  w.wte = get("wte.weight", {cfg.vocab_size, C});
+  w.wpe = get("wpe.weight", {cfg.n_positions, C});
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const std::string h = "h." + std::to_string(l) + ".";
+    Layer L;
+    L.ln_1_w = get(h + "ln_1.weight", {C});
+    L.ln_1_b = get(h + "ln_1.bias", {C});
+    L.c_attn_w = get(h + "attn.c_attn.weight", {C, 3 * C});
+    L.c_attn_b = get(h + "attn.c_attn.bias", {3 * C});
+    L.attn_proj_w = get(h + "attn.c_proj.weight", {C, C});
+    L.attn_proj_b = get(h + "attn.c_proj.bias", {C});
+    L.ln_2_w = get(h + "ln_2.weight", {C});
+    L.ln_2_b = get(h + "ln_2.bias", {C});
+    L.c_fc_w = get(h + "mlp.c_fc.weight", {C, 4 * C});
+    L.c_fc_b = get(h + "mlp.c_fc.bias", {4 * C});
+    L.mlp_proj_w = get(h + "mlp.c_proj.weight", {4 * C, C});
+    L.mlp_proj_b = get(h + "mlp.c_proj.bias", {C});
+    w.layers.push_back(std::move(L));
+  }
+  w.ln_f_w = get("ln_f.weight", {C});
+  w.ln_f_b = get("ln_f.bias", {C});
+  if (st.find("lm_head.weight")) {
+    if (get("lm_head.weight", {cfg.vocab_size, C}) != w.wte) {
+      invalid(file + ": lm_head.weight differs from wte.weight; GPT-2 ties them");
+    }
+  }
+  return w;
+}
+
+void Gpt2Weights::save(const std::string& dir) const {
+  config.validate();
+  if (!is_dir(dir) && ::mkdir(dir.c_str(), 0755) != 0) {
+    invalid("gpuattn::Gpt2Weights::save: cannot create " + dir + ": " + std::strerror(errno));
+  }
+  std::vector<engine::StTensorOut> out;
+  const auto put = [&](const std::string& name, const std::vector<float>& v,
+                       std::vector<std::int64_t> shape) {
+    engine::StTensorOut t;
+    t.name = "transformer." + name;
+    t.dtype = "F32";
+    t.shape = std::move(shape);
+    t.bytes.resize(v.size() * 4);
+    std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+    out.push_back(std::move(t));
+  };
+  const std::int64_t C = config.n_embd;
+  put("wte.weight", wte, {config.vocab_size, C});
+  put("wpe.weight", wpe, {config.n_positions, C});
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const Layer& L = layers[l];
+    const std::string h = "h." + std::to_string(l) + ".";
+    put(h + "ln_1.weight", L.ln_1_w, {C});
+    put(h + "ln_1.bias", L.ln_1_b, {C});
+    put(h + "attn.c_attn.weight", L.c_attn_w, {C, 3 * C});
+    put(h + "attn.c_attn.bias", L.c_attn_b, {3 * C});
+    put(h + "attn.c_proj.weight", L.attn_proj_w, {C, C});
+    put(h + "attn.c_proj.bias", L.attn_proj_b, {C});
+    put(h + "ln_2.weight", L.ln_2_w, {C});
+    put(h + "ln_2.bias", L.ln_2_b, {C});
+    put(h + "mlp.c_fc.weight", L.c_fc_w, {C, 4 * C});
+    put(h + "mlp.c_fc.bias", L.c_fc_b, {4 * C});
+    put(h + "mlp.c_proj.weight", L.mlp_proj_w, {4 * C, C});
+    put(h + "mlp.c_proj.bias", L.mlp_proj_b, {C});
+  }
+  put("ln_f.weight", ln_f_w, {C});
+  put("ln_f.bias", ln_f_b, {C});
+  engine::write_safetensors(dir + "/model.safetensors", out, {{"format", "pt"}});
+  std::ostringstream j;
+  j << "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
+    << "  \"n_layer\": " << config.n_layer << ",\n  \"n_head\": " << config.n_head
+    << ",\n  \"n_embd\": " << config.n_embd << ",\n  \"n_positions\": " << config.n_positions
+    << ",\n  \"n_ctx\": " << config.n_positions << ",\n  \"vocab_size\": " << config.vocab_size
+    << ",\n  \"layer_norm_epsilon\": " << config.layer_norm_epsilon
+    << ",\n  \"activation_function\": \"gelu_new\"\n}\n";
+  const std::string tmp = dir + "/config.json.tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << j.str();
+    if (!f) invalid("gpuattn::Gpt2Weights::save: cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), (dir + "/config.json").c_str()) != 0) {
+    invalid("gpuattn::Gpt2Weights::save: cannot rename " + tmp + ": " + std::strerror(errno));
+  }
+}
+
+Gpt2Weights Gpt2Weights::random(const Gpt2Config& config, std::uint64_t seed) {
+  config.validate();
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> init(0.0f, 0.02f), noise(0.0f, 0.1f);
+  const auto mat = [&](std::int64_t n) {
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (float& x : v) x = init(rng);
+    return v;
+  };
+  const auto around = [&](std::int64_t n, float center) {
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (float& x : v) x = center + noise(rng);
+    return v;
+  };
+  Gpt2Weights w;
+  w.config = config;
+  const std::int64_t C = config.n_embd;
+  w.wte = mat(config.vocab_size * C);
+  w.wpe = mat(config.n_positions * C);
+  for (int l = 0; l < config.n_layer; ++l) {
+    Layer L;
+    L.ln_1_w = around(C, 1.0f);
+    L.ln_1_b = around(C, 0.0f);
+    L.c_attn_w = mat(C * 3 * C);
+    L.c_attn_b = around(3 * C, 0.0f);
+    L.attn_proj_w = mat(C * C);
+    L.attn_proj_b = around(C, 0.0f);
+    L.ln_2_w = around(C, 1.0f);
+    L.ln_2_b = around(C, 0.0f);
+    L.c_fc_w = mat(C * 4 * C);
+    L.c_fc_b = around(4 * C, 0.0f);
+    L.mlp_proj_w = mat(4 * C * C);
+    L.mlp_proj_b = around(C, 0.0f);
+    w.layers.push_back(std::move(L));
+  }
+  w.ln_f_w = around(C, 1.0f);
+  w.ln_f_b = around(C, 0.0f);
+  return w;
+}
+
+}  // namespace gpuattn

@@ -1,0 +1,60 @@
+// The operations one GPT-2 step is made of, behind one small interface with a CPU (fp32) and a
+// CUDA (f16/bf16, cuBLASLt) implementation. The engine writes the step once against it; attention
+// and the KV cache append go through the library's own attention_forward and append_kv on the
+// same buffers, on either backend. Activations are row-major [rows, features] in dtype().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "engine/sampling.h"
+#include "gpuattn/types.h"
+
+namespace gpuattn::engine {
+
+class ModelOps {
+ public:
+  virtual ~ModelOps() = default;
+
+  virtual Device device() const = 0;
+  virtual int device_index() const = 0;
+  virtual DType dtype() const = 0;   // weights and activations
+  virtual void* stream() const = 0;  // cudaStream_t, or nullptr on the CPU
+
+  // Memory of the backend (freed by free(); never null for bytes > 0).
+  virtual void* alloc(std::size_t bytes) = 0;
+  virtual void free(void* p) = 0;
+  // Host <-> backend copies, stream-ordered; download returns when the bytes are on the host.
+  virtual void upload(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void download(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;  // within the backend
+  // n floats from the host into new backend memory of dtype().
+  virtual void* upload_weights(const float* src, std::size_t n) = 0;
+
+  // out[r] = wte[tokens[r]] + wpe[positions[r]]; tokens/positions are backend int32 [rows].
+  virtual void embed(const std::int32_t* tokens, const std::int32_t* positions, int rows,
+                     const void* wte, const void* wpe, int C, void* out) = 0;
+  // out[r] = layernorm(x[src_rows ? src_rows[r] : r]) * w + b, over C features (fp32 math).
+  virtual void layernorm(const void* x, const std::int32_t* src_rows, int rows, int C,
+                         const void* w, const void* b, float eps, void* out) = 0;
+  // out[rows, N] = act(x[rows, K] W[K, N] + bias[N]) (+ residual[rows, N]); act = GELU (tanh
+  // form) when gelu. residual may alias out. Exactly one of gelu / residual may be set.
+  virtual void linear(const void* x, const void* W, const void* bias, const void* residual,
+                      void* out, int rows, int K, int N, bool gelu) = 0;
+  // logits fp32 [rows, V] = x[rows, C] wte[V, C]^T.
+  virtual void lm_head(const void* x, const void* wte, float* logits, int rows, int C, int V) = 0;
+  // tokens[r] = the token SampleRow r draws from logits row r (fp32 [rows, V]); rows and tokens
+  // are backend memory. Every row is drawn on the backend, whatever its top_k / top_p.
+  virtual void sample(const float* logits, int rows, int V, const SampleRow* params,
+                      std::int32_t* tokens) = 0;
+  virtual void synchronize() = 0;
+};
+
+// threads: CPU worker threads (0: hardware concurrency).
+std::unique_ptr<ModelOps> make_cpu_ops(int threads);
+// dtype f16 or bf16 on CUDA device `device_index` (a stream of its own). not_supported in a build
+// without the CUDA backend.
+std::unique_ptr<ModelOps> make_cuda_ops(DType dtype, int device_index);
+
+}  // namespace gpuattn::engine

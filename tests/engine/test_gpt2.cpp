@@ -1,0 +1,380 @@
+// The GPT-2 engine on the CPU backend: weights round trip, the forward against the fp64
+// reference, generation with the KV cache against full recomputation, batching, preemption,
+// sampling and every bad input.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+
+#include "common/expect_error.h"
+#include "engine/gpt2_test_util.h"
+#include "engine/safetensors.h"
+#include "engine/sampling.h"
+#include "gpuattn/gpt2.h"
+#include "gpuattn/numeric.h"
+
+namespace gpuattn {
+namespace {
+
+using testing::expect_invalid_argument;
+
+EngineOptions cpu_options() {
+  EngineOptions o;
+  o.backend = Backend::cpu;
+  o.page_size = 8;
+  o.num_threads = 2;
+  return o;
+}
+
+std::string temp_dir(const std::string& name) {
+  return ::testing::TempDir() + "gpt2_" + name;
+}
+
+// Largest |a - b| over max |b|.
+double rel_error(const std::vector<float>& a, const std::vector<double>& b) {
+  double err = 0.0, scale = 0.0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    err = std::max(err, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  return err / scale;
+}
+
+TEST(Gpt2Config, RejectsWhatNoKernelRuns) {
+  Gpt2Config c = small_config();
+  c.n_head = 3;
+  expect_invalid_argument([&] { c.validate(); },
+                          "n_embd is 128, must be a positive multiple of n_head = 3");
+  c = small_config();
+  c.n_head = 4;  // head dim 32
+  expect_invalid_argument([&] { c.validate(); }, "n_embd / n_head is 32");
+  c = small_config();
+  c.n_layer = 0;
+  expect_invalid_argument([&] { c.validate(); }, "n_layer is 0");
+  c = small_config();
+  c.layer_norm_epsilon = -1.0f;
+  expect_invalid_argument([&] { c.validate(); }, "layer_norm_epsilon");
+}
+
+TEST(Gpt2Weights, SaveLoadRoundTripWithConfig) {
+  const Gpt2Weights w = Gpt2Weights::random(small_config(), 1);
+  const std::string dir = temp_dir("roundtrip");
+  w.save(dir);
+  const Gpt2Weights r = Gpt2Weights::load(dir);
+  EXPECT_EQ(r.config.n_layer, 2);
+  EXPECT_EQ(r.config.n_head, 2);
+  EXPECT_EQ(r.config.n_positions, 80);
+  EXPECT_EQ(r.config.vocab_size, 101);
+  EXPECT_EQ(r.wte, w.wte);
+  EXPECT_EQ(r.wpe, w.wpe);
+  ASSERT_EQ(r.layers.size(), 2u);
+  EXPECT_EQ(r.layers[1].c_attn_w, w.layers[1].c_attn_w);
+  EXPECT_EQ(r.layers[1].mlp_proj_b, w.layers[1].mlp_proj_b);
+  EXPECT_EQ(r.ln_f_b, w.ln_f_b);
+  // The file path works as well as the directory.
+  EXPECT_EQ(Gpt2Weights::load(dir + "/model.safetensors").layers[0].ln_2_w, w.layers[0].ln_2_w);
+}
+
+// The original checkpoints: no "transformer." prefix, F16 tensors, a tied lm_head, the mask
+// buffers, and no config.json (n_head from n_embd / 64).
+TEST(Gpt2Weights, LoadsUnprefixedF16WithoutConfig) {
+  const Gpt2Weights w = Gpt2Weights::random(small_config(), 2);
+  const std::string src = temp_dir("src");
+  w.save(src);
+  const engine::SafetensorsFile f = engine::SafetensorsFile::open(src + "/model.safetensors");
+  std::vector<engine::StTensorOut> out;
+  for (const engine::StTensor& t : f.tensors()) {
+    engine::StTensorOut o;
+    o.name = t.name.substr(std::string("transformer.").size());
+    o.dtype = "F16";
+    o.shape = t.shape;
+    const std::vector<float> v = engine::to_float(t);
+    o.bytes.resize(v.size() * 2);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::uint16_t h = float_to_f16(v[i]);
+      std::memcpy(&o.bytes[2 * i], &h, 2);
+    }
+    out.push_back(std::move(o));
+  }
+  engine::StTensorOut tied = out[0];  // wte
+  tied.name = "lm_head.weight";
+  out.push_back(tied);
+  engine::StTensorOut mask;
+  mask.name = "h.0.attn.bias";
+  mask.dtype = "F32";
+  mask.shape = {1};
+  mask.bytes.resize(4);
+  out.push_back(mask);
+  const std::string dir = temp_dir("unprefixed");
+  std::remove((dir + "/config.json").c_str());
+  ::mkdir(dir.c_str(), 0755);
+  engine::write_safetensors(dir + "/model.safetensors", out);
+  const Gpt2Weights r = Gpt2Weights::load(dir);
+  EXPECT_EQ(r.config.n_head, 2);  // 128 / 64
+  EXPECT_EQ(r.config.n_layer, 2);
+  ASSERT_EQ(r.wte.size(), w.wte.size());
+  for (std::size_t i = 0; i < w.wte.size(); i += 97) {
+    EXPECT_EQ(r.wte[i], f16_to_float(float_to_f16(w.wte[i])));
+  }
+
+  // A wrong shape and a missing tensor are named.
+  out.pop_back();
+  out[3].shape = {64};  // h.0.ln_1.bias? whichever tensor sits there: its name is in the error
+  out[3].bytes.resize(128);
+  const std::string bad_name = out[3].name;
+  engine::write_safetensors(dir + "/model.safetensors", out);
+  expect_invalid_argument([&] { Gpt2Weights::load(dir); }, bad_name + " has shape [64]");
+  out.erase(out.begin() + 1);  // wpe
+  engine::write_safetensors(dir + "/model.safetensors", out);
+  expect_invalid_argument([&] { Gpt2Weights::load(dir); }, "no tensor wpe.weight");
+  expect_invalid_argument([&] { Gpt2Weights::load(temp_dir("nowhere")); }, "nowhere");
+}
+
+TEST(Gpt2Weights, UntiedLmHeadIsRejected) {
+  const Gpt2Weights w = Gpt2Weights::random(small_config(), 3);
+  const std::string dir = temp_dir("untied");
+  w.save(dir);
+  const engine::SafetensorsFile f = engine::SafetensorsFile::open(dir + "/model.safetensors");
+  std::vector<engine::StTensorOut> out;
+  for (const engine::StTensor& t : f.tensors()) {
+    out.push_back({t.name, t.dtype, t.shape, std::vector<std::byte>(t.data, t.data + t.nbytes)});
+  }
+  engine::StTensorOut head = out[0];
+  head.name = "lm_head.weight";
+  head.bytes[0] = std::byte{0x7f};
+  out.push_back(head);
+  engine::write_safetensors(dir + "/model.safetensors", out);
+  expect_invalid_argument([&] { Gpt2Weights::load(dir); }, "lm_head.weight differs from wte");
+}
+
+TEST(Gpt2EngineCpu, ForwardMatchesTheFp64Reference) {
+  const Gpt2Weights w = sharp_weights(small_config(), 4);
+  Gpt2Engine e(w, cpu_options());
+  EXPECT_EQ(e.backend(), Backend::cpu);
+  for (int n : {1, 7, 37, 80}) {
+    const std::vector<std::int32_t> tokens = random_tokens(n, 101, 10 + n);
+    const std::vector<float> logits = e.forward_logits(tokens);
+    const std::vector<double> ref = gpt2_reference_logits(w, tokens);
+    ASSERT_EQ(logits.size(), ref.size());
+    EXPECT_LT(rel_error(logits, ref), 2e-5) << "n = " << n;
+  }
+}
+
+TEST(Gpt2EngineCpu, DeeperWiderModelMatchesTheReference) {
+  Gpt2Config c = small_config();
+  c.n_layer = 3;
+  c.n_head = 2;
+  c.n_embd = 256;  // head dim 128
+  const Gpt2Weights w = sharp_weights(c, 5);
+  Gpt2Engine e(w, cpu_options());
+  const std::vector<std::int32_t> tokens = random_tokens(29, 101, 6);
+  EXPECT_LT(rel_error(e.forward_logits(tokens), gpt2_reference_logits(w, tokens)), 2e-5);
+}
+
+// Each generated token is the argmax of the full forward over the sequence so far (up to fp32
+// rounding: a token within 1e-4 of the best logit counts).
+void expect_greedy_consistent(Gpt2Engine& e, const std::vector<std::int32_t>& prompt,
+                              const std::vector<std::int32_t>& generated) {
+  std::vector<std::int32_t> seq = prompt;
+  const int V = e.config().vocab_size;
+  for (std::size_t i = 0; i < generated.size(); ++i) {
+    const std::vector<float> logits = e.forward_logits(seq);
+    const float* last = &logits[(seq.size() - 1) * V];
+    const float best = *std::max_element(last, last + V);
+    EXPECT_GE(last[generated[i]], best - 1e-4f * std::max(1.0f, std::abs(best))) << "token " << i;
+    seq.push_back(generated[i]);
+  }
+}
+
+TEST(Gpt2EngineCpu, GreedyGenerationEqualsRecomputation) {
+  const Gpt2Weights w = sharp_weights(small_config(), 7);
+  Gpt2Engine e(w, cpu_options());
+  std::vector<GenerationRequest> reqs;
+  for (int len : {1, 5, 9, 17, 33}) {
+    GenerationRequest r;
+    r.prompt = random_tokens(len, 101, 100 + len);
+    r.max_new_tokens = 12;
+    reqs.push_back(r);
+  }
+  GenerationStats stats;
+  const auto out = e.generate(reqs, &stats);
+  ASSERT_EQ(out.size(), reqs.size());
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_EQ(out[i].size(), 12u);
+    expect_greedy_consistent(e, reqs[i].prompt, out[i]);
+  }
+  EXPECT_EQ(stats.prefill_tokens, 1 + 5 + 9 + 17 + 33);
+  EXPECT_EQ(stats.decode_tokens, 5 * 11);
+  EXPECT_EQ(stats.preemptions, 0);
+  EXPECT_GT(stats.steps, 11);
+}
+
+// A request draws the same tokens alone and in any batch: rows never mix, and the sampling noise
+// depends on (seed, request, position, token) only. Here the request keeps its index (0).
+TEST(Gpt2EngineCpu, SamplingDoesNotDependOnTheBatch) {
+  const Gpt2Weights w = sharp_weights(small_config(), 8);
+  Gpt2Engine e(w, cpu_options());
+  GenerationRequest a;
+  a.prompt = random_tokens(6, 101, 1);
+  a.max_new_tokens = 20;
+  a.sampling.temperature = 1.5f;
+  a.sampling.top_k = 40;
+  a.sampling.top_p = 0.9f;
+  a.sampling.seed = 42;
+  std::vector<GenerationRequest> batch = {a};
+  for (int i = 0; i < 6; ++i) {
+    GenerationRequest b = a;
+    b.prompt = random_tokens(3 + 5 * i, 101, 50 + i);
+    b.sampling.seed = 7 + i;
+    batch.push_back(b);
+  }
+  const auto alone = e.generate({a});
+  const auto together = e.generate(batch);
+  EXPECT_EQ(alone[0], together[0]);
+  EXPECT_EQ(e.generate({a})[0], alone[0]);  // and again: deterministic
+  a.sampling.seed = 43;
+  EXPECT_NE(e.generate({a})[0], alone[0]);  // another seed, another draw (20 tokens)
+}
+
+// A pool too small for every request at once: the scheduler preempts and recomputes, and the
+// greedy tokens are those of a run with room to spare.
+TEST(Gpt2EngineCpu, PreemptionByRecomputeKeepsTheTokens) {
+  const Gpt2Weights w = sharp_weights(small_config(), 9);
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 6; ++i) {
+    GenerationRequest r;
+    r.prompt = random_tokens(10 + 3 * i, 101, 200 + i);
+    r.max_new_tokens = 30;
+    reqs.push_back(r);
+  }
+  Gpt2Engine roomy(w, cpu_options());
+  GenerationStats s0;
+  const auto expected = roomy.generate(reqs, &s0);
+  EXPECT_EQ(s0.preemptions, 0);
+  EngineOptions tight = cpu_options();
+  tight.num_pages = 14;  // 112 keys: two or three requests at a time
+  Gpt2Engine small(w, tight);
+  GenerationStats s1;
+  const auto got = small.generate(reqs, &s1);
+  EXPECT_GT(s1.preemptions, 0);
+  EXPECT_GT(s1.prefill_tokens, s0.prefill_tokens);  // recomputed prompts
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_EQ(got[i].size(), 30u);
+    // Recomputation reorders fp32 sums (prefill instead of decode): equal up to near-ties.
+    expect_greedy_consistent(small, reqs[i].prompt, got[i]);
+  }
+  int same = 0;
+  for (std::size_t i = 0; i < reqs.size(); ++i) same += got[i] == expected[i];
+  EXPECT_GE(same, 5);
+}
+
+TEST(Gpt2EngineCpu, EosEndsARequest) {
+  const Gpt2Weights w = sharp_weights(small_config(), 10);
+  Gpt2Engine e(w, cpu_options());
+  GenerationRequest r;
+  r.prompt = random_tokens(4, 101, 3);
+  r.max_new_tokens = 16;
+  const auto full = e.generate({r})[0];
+  r.eos = full[5];
+  const std::size_t first =
+      static_cast<std::size_t>(std::find(full.begin(), full.end(), r.eos) - full.begin());
+  const auto cut = e.generate({r})[0];
+  ASSERT_EQ(cut.size(), first + 1);
+  EXPECT_TRUE(std::equal(cut.begin(), cut.end(), full.begin()));
+}
+
+TEST(Gpt2EngineCpu, BadRequestsAreNamed) {
+  const Gpt2Weights w = Gpt2Weights::random(small_config(), 11);
+  Gpt2Engine e(w, cpu_options());
+  GenerationRequest ok;
+  ok.prompt = {1, 2, 3};
+  ok.max_new_tokens = 4;
+  auto with = [&](auto edit) {
+    GenerationRequest r = ok;
+    edit(r);
+    return std::vector<GenerationRequest>{ok, r};
+  };
+  expect_invalid_argument([&] { e.generate(with([](auto& r) { r.prompt.clear(); })); },
+                          "request 1: the prompt is empty");
+  expect_invalid_argument([&] { e.generate(with([](auto& r) { r.prompt[2] = 101; })); },
+                          "request 1: prompt[2] is 101, must be in [0, 101)");
+  expect_invalid_argument([&] { e.generate(with([](auto& r) { r.max_new_tokens = 0; })); },
+                          "request 1: max_new_tokens is 0");
+  expect_invalid_argument([&] { e.generate(with([](auto& r) { r.max_new_tokens = 78; })); },
+                          "is 81, more than n_positions = 80");
+  expect_invalid_argument([&] { e.generate(with([](auto& r) { r.sampling.top_p = 0.0f; })); },
+                          "request 1: top_p is 0");
+  expect_invalid_argument([&] { e.generate(with([](auto& r) { r.sampling.top_k = -1; })); },
+                          "request 1: top_k is -1");
+  expect_invalid_argument(
+      [&] { e.generate(with([](auto& r) { r.sampling.temperature = -1.0f; })); },
+      "request 1: temperature is -1");
+  expect_invalid_argument([&] { e.generate(with([](auto& r) { r.eos = 101; })); },
+                          "request 1: eos is 101");
+  expect_invalid_argument([&] { e.forward_logits({}); }, "not 0");
+  expect_invalid_argument([&] { e.forward_logits({5, -1}); }, "token 1 is -1");
+  EngineOptions o = cpu_options();
+  o.page_size = 0;
+  expect_invalid_argument([&] { Gpt2Engine(w, o); }, "page_size is 0");
+  Gpt2Weights broken = w;
+  broken.layers[1].c_fc_b.pop_back();
+  expect_invalid_argument([&] { Gpt2Engine(broken, cpu_options()); }, "h.1.mlp.c_fc.bias has 511");
+}
+
+// sample_row_host against its definition.
+TEST(Gpt2Sampling, HostSamplerFollowsItsDefinition) {
+  std::vector<float> logits = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f};
+  engine::SampleRow r;
+  EXPECT_EQ(engine::sample_row_host(logits.data(), 5, r), 1);  // greedy, ties to the lower id
+  r.temperature = 1.0f;
+  r.top_k = 1;
+  for (std::uint64_t s = 0; s < 50; ++s) {  // top_k 1 keeps the tied pair {1, 3}
+    r.seed = s;
+    const int t = engine::sample_row_host(logits.data(), 5, r);
+    EXPECT_TRUE(t == 1 || t == 3);
+  }
+  r.top_k = 0;
+  r.top_p = 0.01f;  // only the top value
+  for (std::uint64_t s = 0; s < 50; ++s) {
+    r.seed = s;
+    const int t = engine::sample_row_host(logits.data(), 5, r);
+    EXPECT_TRUE(t == 1 || t == 3);
+  }
+  // Plain temperature sampling: frequencies follow the softmax.
+  r.top_p = 1.0f;
+  r.temperature = 2.0f;
+  std::map<int, int> count;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    r.position = i;
+    ++count[engine::sample_row_host(logits.data(), 5, r)];
+  }
+  double den = 0.0;
+  for (float v : logits) den += std::exp(v / 2.0);
+  for (int t = 0; t < 5; ++t) {
+    const double p = std::exp(logits[t] / 2.0) / den;
+    EXPECT_NEAR(count[t] / static_cast<double>(n), p, 4.0 * std::sqrt(p * (1 - p) / n) + 1e-3)
+        << "token " << t;
+  }
+  // top_p 0.8 at temperature 1: probabilities 0.38 (1), 0.38 (3), 0.14 (4), 0.08, 0.02:
+  // the tie reaches 0.76, adding token 4 0.90, so {1, 3, 4} are kept.
+  r.temperature = 1.0f;
+  r.top_p = 0.8f;
+  std::map<int, int> kept;
+  for (int i = 0; i < 2000; ++i) {
+    r.position = i;
+    ++kept[engine::sample_row_host(logits.data(), 5, r)];
+  }
+  EXPECT_EQ(kept.count(0) + kept.count(2), 0u);
+  EXPECT_GT(kept[4], 0);
+}
+
+}  // namespace
+}  // namespace gpuattn

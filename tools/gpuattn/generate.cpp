@@ -1,0 +1,196 @@
+// `gpuattn generate`: GPT-2 generation through the engine (continuous batching over the paged KV
+// cache), timed, with the tokens and optionally the first prompt's logits written out.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "common.h"
+#include "gpuattn/gpt2.h"
+
+namespace gpuattn::tool {
+namespace {
+
+const char* kHelp = R"(usage: gpuattn generate (--model PATH | --random tiny|124m|355m) [flags]
+
+Generates with GPT-2 on the engine: the forward pass on CUDA (cuBLASLt GEMMs with fused epilogues,
+our attention over a paged KV cache) or on the CPU, batched by the continuous-batching scheduler.
+
+  --model PATH        a model.safetensors file, or a directory holding it and config.json
+                      (Hugging Face GPT-2 layout, as save_pretrained writes it)
+  --random SIZE       random weights instead: tiny (2 layers, 128 wide), 124m or 355m (GPT-2's
+                      shapes); --weights-seed S picks them (default 1)
+  --prompt IDS        comma-separated token ids (default: --prompt-len random ids)
+  --prompt-len N      random prompt length (default 16), ids from --seed
+  --batch B           requests, each with its own prompt (default 1)
+  --max-new N         tokens to generate per request (default 32)
+  --temperature T     0 (default) is greedy
+  --top-k K, --top-p P, --seed S     sampling (defaults 0, 1, 0)
+  --device cpu|cuda|auto   (default auto)
+  --dtype f16|bf16    CUDA storage type (default f16)
+  --page-size N       keys a KV cache page (default 16)
+  --max-batch N       the scheduler's batch limit (default: max(64, --batch))
+  --warmup N          untimed runs first (default 1 on CUDA, 0 on the CPU)
+  --save-model DIR    write the weights (HF layout) to DIR and go on
+  --logits-out FILE   write the fp32 logits [len, vocab] of request 0's prompt (one forward)
+  --json FILE         write the run, with every request's tokens, as JSON
+)";
+
+std::vector<std::int32_t> parse_ids(const std::string& s) {
+  std::vector<std::int32_t> ids;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX) {
+      throw UsageError("generate: --prompt must be comma-separated token ids, not '" + item + "'");
+    }
+    ids.push_back(static_cast<std::int32_t>(v));
+  }
+  if (ids.empty()) throw UsageError("generate: --prompt is empty");
+  return ids;
+}
+
+float get_float(const Flags& f, const std::string& name, float fallback, float lo, float hi) {
+  if (!f.has(name)) return fallback;
+  const std::string s = f.get(name, "");
+  char* end = nullptr;
+  const float v = std::strtof(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !(v >= lo && v <= hi)) {
+    throw UsageError("generate: --" + name + " must be a number in [" + fmt(lo, 2) + ", " +
+                     fmt(hi, 2) + "], not '" + s + "'");
+  }
+  return v;
+}
+
+}  // namespace
+
+int run_generate(const std::vector<std::string>& args) {
+  if (asks_for_help(args)) {
+    std::cout << kHelp;
+    return 0;
+  }
+  const Flags f("generate", args,
+                {"model", "random", "weights-seed", "prompt", "prompt-len", "batch", "max-new",
+                 "temperature", "top-k", "top-p", "seed", "device", "dtype", "page-size",
+                 "max-batch", "warmup", "save-model", "logits-out", "json"},
+                {});
+  if (f.has("model") == f.has("random")) {
+    throw UsageError("generate: give exactly one of --model PATH and --random SIZE");
+  }
+  Gpt2Weights weights;
+  std::string model_name;
+  if (f.has("model")) {
+    model_name = f.get("model", "");
+    weights = Gpt2Weights::load(model_name);
+  } else {
+    const std::string size = f.choice("random", "tiny", {"tiny", "124m", "355m"});
+    Gpt2Config c;
+    if (size == "tiny") {
+      c.n_layer = 2;
+      c.n_head = 2;
+      c.n_embd = 128;
+      c.n_positions = 256;
+      c.vocab_size = 1000;
+    } else if (size == "355m") {
+      c.n_layer = 24;
+      c.n_head = 16;
+      c.n_embd = 1024;
+    }
+    weights = Gpt2Weights::random(c, f.get_u64("weights-seed", 1));
+    model_name = "random " + size;
+  }
+  if (f.has("save-model")) weights.save(f.get("save-model", ""));
+  const Gpt2Config& cfg = weights.config;
+
+  const std::string device = f.choice("device", "auto", {"auto", "cpu", "cuda"});
+  EngineOptions opt;
+  opt.backend = device == "cpu"    ? Backend::cpu
+                : device == "cuda" ? Backend::cuda
+                                   : Backend::automatic;
+  opt.dtype = f.choice("dtype", "f16", {"f16", "bf16"}) == "bf16" ? DType::bf16 : DType::f16;
+  opt.page_size = f.get_int("page-size", 16, 1, 1 << 20);
+  const int batch = f.get_int("batch", 1, 1, 1 << 20);
+  opt.scheduler.max_batch = f.get_int("max-batch", std::max(64, batch), 1, 1 << 20);
+  const int max_new = f.get_int("max-new", 32, 1, cfg.n_positions);
+  const std::uint64_t seed = f.get_u64("seed", 0);
+
+  std::vector<GenerationRequest> reqs(static_cast<std::size_t>(batch));
+  std::mt19937_64 rng(seed);
+  const int prompt_len = f.get_int("prompt-len", 16, 1, cfg.n_positions);
+  for (int i = 0; i < batch; ++i) {
+    GenerationRequest& r = reqs[i];
+    if (f.has("prompt")) {
+      r.prompt = parse_ids(f.get("prompt", ""));
+    } else {
+      r.prompt.resize(static_cast<std::size_t>(prompt_len));
+      for (auto& t : r.prompt) t = static_cast<std::int32_t>(rng() % cfg.vocab_size);
+    }
+    r.max_new_tokens = max_new;
+    r.sampling.temperature = get_float(f, "temperature", 0.0f, 0.0f, 100.0f);
+    r.sampling.top_k = f.get_int("top-k", 0, 0, cfg.vocab_size);
+    r.sampling.top_p = get_float(f, "top-p", 1.0f, 1e-6f, 1.0f);
+    r.sampling.seed = seed;
+  }
+
+  Gpt2Engine engine(weights, opt);
+  const bool on_cuda = engine.backend() == Backend::cuda;
+  if (f.has("logits-out")) {
+    const std::vector<float> logits = engine.forward_logits(reqs[0].prompt);
+    const std::string path = f.get("logits-out", "");
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(logits.data()),
+              static_cast<std::streamsize>(logits.size() * sizeof(float)));
+    if (!out) throw std::runtime_error("cannot write " + path);
+  }
+  const int warmup = f.get_int("warmup", on_cuda ? 1 : 0, 0, 100);
+  for (int i = 0; i < warmup; ++i) engine.generate(reqs);
+  GenerationStats st;
+  const std::vector<std::vector<std::int32_t>> out = engine.generate(reqs, &st);
+
+  std::int64_t generated = 0;
+  for (const auto& o : out) generated += static_cast<std::int64_t>(o.size());
+  const double tok_s = generated / st.seconds;
+  const std::string dev = on_cuda ? std::string("cuda ") + to_string(opt.dtype) : "cpu fp32";
+  std::cout << "gpuattn generate: " << model_name << " (" << cfg.n_layer << " layers, "
+            << cfg.n_embd << " wide, vocab " << cfg.vocab_size << "), " << dev << ", commit "
+            << git_commit() << ", " << iso_date_utc() << "\n";
+  std::cout << "request 0 generated:";
+  for (std::size_t i = 0; i < std::min<std::size_t>(out[0].size(), 32); ++i)
+    std::cout << " " << out[0][i];
+  std::cout << (out[0].size() > 32 ? " ...\n" : "\n");
+  print_table({"batch", "prompt", "new", "steps", "preempted", "seconds", "tok/s", "ms/step"},
+              {{std::to_string(batch), std::to_string(reqs[0].prompt.size()),
+                std::to_string(max_new), std::to_string(st.steps), std::to_string(st.preemptions),
+                fmt(st.seconds, 4), fmt(tok_s, 1), fmt(1e3 * st.seconds / st.steps, 3)}});
+  if (f.has("json")) {
+    std::ostringstream toks;
+    toks << "[";
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      toks << (i ? ", " : "") << "[";
+      for (std::size_t j = 0; j < out[i].size(); ++j) toks << (j ? ", " : "") << out[i][j];
+      toks << "]";
+    }
+    toks << "]";
+    JsonObject j;
+    j.add("model", model_name)
+        .add("device", dev)
+        .add("commit", git_commit())
+        .add("date", iso_date_utc())
+        .add("batch", batch)
+        .add("prompt_len", static_cast<int>(reqs[0].prompt.size()))
+        .add("max_new_tokens", max_new)
+        .add("steps", st.steps)
+        .add("preemptions", st.preemptions)
+        .add("seconds", st.seconds)
+        .add("tokens_per_s", tok_s)
+        .add_raw("tokens", toks.str());
+    write_file(f.get("json", ""), j.str(2) + "\n");
+  }
+  return 0;
+}
+
+}  // namespace gpuattn::tool
