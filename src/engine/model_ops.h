@@ -49,6 +49,14 @@ class ModelOps {
   virtual void sample(const float* logits, int rows, int V, const SampleRow* params,
                       std::int32_t* tokens) = 0;
   virtual void synchronize() = 0;
+
+  // CUDA graphs of the work enqueued between begin_capture and end_capture on stream() (CUDA
+  // only; the CPU backend has none: supports_graphs() false). The handle replays it.
+  virtual bool supports_graphs() const { return false; }
+  virtual void begin_capture() {}
+  virtual void* end_capture() { return nullptr; }
+  virtual void launch_graph(void* /*graph*/) {}
+  virtual void destroy_graph(void* /*graph*/) {}
 };
 
 // threads: CPU worker threads (0: hardware concurrency).

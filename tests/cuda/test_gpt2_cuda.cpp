@@ -39,28 +39,35 @@ double rel_error(const std::vector<float>& a, const std::vector<double>& b) {
   return err / scale;
 }
 
+// Two models: HF's init (std 0.02), where 16-bit storage costs a few units of its last place,
+// and the sharp test weights, whose peaked softmax and larger residuals amplify rounding (measured
+// on an H200: f16 1.5%, bf16 8% at 80 tokens and head dim 128) but where a wrong key, position or
+// mask moves the logits by their whole size.
 TEST(Gpt2EngineCuda, ForwardMatchesTheFp64Reference) {
   SKIP_WITHOUT_GPU();
   for (const DType dt : {DType::f16, DType::bf16}) {
     for (const int n_embd : {128, 256}) {  // head dims 64 and 128
       Gpt2Config c = small_config();
       c.n_embd = n_embd;
-      const Gpt2Weights w = sharp_weights(c, 21 + n_embd);
-      Gpt2Engine e(w, cuda_options(dt));
-      EXPECT_EQ(e.backend(), Backend::cuda);
-      for (int n : {1, 13, 80}) {
-        const std::vector<std::int32_t> tokens = random_tokens(n, c.vocab_size, 30 + n);
-        const double err = rel_error(e.forward_logits(tokens), gpt2_reference_logits(w, tokens));
-        // 16-bit activations through 2 layers: a few units of the last place of bf16 (2^-8).
-        EXPECT_LT(err, dt == DType::f16 ? 1e-2 : 4e-2)
-            << to_string(dt) << " C " << n_embd << " n " << n;
+      for (const bool sharp : {false, true}) {
+        const Gpt2Weights w = sharp ? sharp_weights(c, 21 + n_embd) : Gpt2Weights::random(c, 7);
+        Gpt2Engine e(w, cuda_options(dt));
+        EXPECT_EQ(e.backend(), Backend::cuda);
+        for (int n : {1, 13, 80}) {
+          const std::vector<std::int32_t> tokens = random_tokens(n, c.vocab_size, 30 + n);
+          const double err = rel_error(e.forward_logits(tokens), gpt2_reference_logits(w, tokens));
+          const double bound = dt == DType::f16 ? (sharp ? 4e-2 : 5e-3) : (sharp ? 0.2 : 3e-2);
+          EXPECT_LT(err, bound) << to_string(dt) << " C " << n_embd << " n " << n
+                                << (sharp ? " sharp" : " HF init");
+        }
       }
     }
   }
 }
 
 // cuBLASLt's GELU epilogue is the tanh form GPT-2 uses (gelu_new), not the erf form: at x = -3
-// they differ by 10% (-0.00364 against -0.00405), far above f16's rounding there.
+// they differ by 10% (-0.00364 against -0.00405) and at -3.75 by 50%. The epilogue's own tanh is
+// an approximation (0.8% off at x = -3.75, measured), hence the 2% bound.
 TEST(Gpt2EngineCuda, GemmEpilogueGeluIsTheTanhForm) {
   SKIP_WITHOUT_GPU();
   auto ops = engine::make_cuda_ops(DType::f16, 0);
@@ -83,7 +90,7 @@ TEST(Gpt2EngineCuda, GemmEpilogueGeluIsTheTanhForm) {
     const double tanh_form =
         0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
     for (int n = 0; n < N; ++n) {
-      EXPECT_NEAR(f16_to_float(out[r * N + n]), tanh_form, 2e-3 * std::abs(tanh_form) + 1e-6)
+      EXPECT_NEAR(f16_to_float(out[r * N + n]), tanh_form, 2e-2 * std::abs(tanh_form) + 1e-6)
           << "x = " << v;
     }
   }
@@ -99,7 +106,7 @@ TEST(Gpt2EngineCuda, SamplingKernelMatchesTheHostSampler) {
   std::mt19937_64 rng(5);
   std::normal_distribution<float> nd(0.0f, 3.0f);
   for (float& v : logits) v = nd(rng);
-  logits[7 * V + 123] = logits[7 * V + 456] = 40.0f;  // a tie for greedy: the lower id
+  logits[8 * V + 123] = logits[8 * V + 456] = 40.0f;  // a tie for greedy: the lower id
   std::vector<engine::SampleRow> params(rows);
   for (int r = 0; r < rows; ++r) {
     engine::SampleRow& p = params[r];
@@ -124,7 +131,8 @@ TEST(Gpt2EngineCuda, SamplingKernelMatchesTheHostSampler) {
         << "row " << r << " temperature " << params[r].temperature << " top_k " << params[r].top_k
         << " top_p " << params[r].top_p;
   }
-  EXPECT_EQ(got[7], 123);
+  EXPECT_EQ(params[8].temperature, 0.0f);
+  EXPECT_EQ(got[8], 123);
   ops->free(dl);
   ops->free(dp);
   ops->free(dt);
@@ -172,6 +180,11 @@ TEST(Gpt2EngineCuda, BatchedGenerationFollowsTheModel) {
     }
     EXPECT_GE(exact, total * 9 / 10) << to_string(dt);
     EXPECT_EQ(stats.decode_tokens, 6 * 23);
+    // The decode steps replayed from CUDA graphs run the same kernels: the same tokens.
+    EngineOptions plain = cuda_options(dt);
+    plain.cuda_graphs = false;
+    Gpt2Engine ungraphed(w, plain);
+    EXPECT_EQ(ungraphed.generate(reqs), out) << to_string(dt);
   }
 }
 

@@ -93,6 +93,27 @@ class CudaOps final : public ModelOps {
   }
   void synchronize() override { check(cudaStreamSynchronize(s()), "cudaStreamSynchronize"); }
 
+  bool supports_graphs() const override { return true; }
+  void begin_capture() override {
+    // Relaxed: the library's calls may query the device or pointers while the step is captured.
+    check(cudaStreamBeginCapture(s(), cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+  }
+  void* end_capture() override {
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamEndCapture(s(), &graph), "cudaStreamEndCapture");
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    check(e, "cudaGraphInstantiate");
+    return exec;
+  }
+  void launch_graph(void* graph) override {
+    check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), s()), "cudaGraphLaunch");
+  }
+  void destroy_graph(void* graph) override {
+    cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+  }
+
  private:
   cudaStream_t s() const { return static_cast<cudaStream_t>(stream_); }
 
