@@ -102,7 +102,12 @@ class CpuOps final : public ModelOps {
     });
   }
 
-  void lm_head(const void* x, const void* wte, float* logits, int rows, int C, int V) override {
+  void* upload_head(const float* wte, int V, int C) override {
+    return upload_weights(wte, static_cast<std::size_t>(V) * C);
+  }
+
+  void lm_head(const void* x, const void* wte, float* logits, int rows, int C, int V,
+               int ld) override {
     const float* xa = static_cast<const float*>(x);
     const float* te = static_cast<const float*>(wte);
     parallel_columns(V, [&](int v0, int v1) {
@@ -112,16 +117,27 @@ class CpuOps final : public ModelOps {
           const float* er = te + static_cast<std::int64_t>(v) * C;
           float s = 0.0f;
           for (int c = 0; c < C; ++c) s += xr[c] * er[c];
-          logits[static_cast<std::int64_t>(r) * V + v] = s;
+          logits[static_cast<std::int64_t>(r) * ld + v] = s;
         }
       }
     });
   }
 
-  void sample(const float* logits, int rows, int V, const SampleRow* params,
+  void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
+                  void* v_pool) override {
+    const float* src = static_cast<const float*>(qkv);
+    for (int r = 0; r < rows; ++r) {
+      const float* row = src + static_cast<std::int64_t>(r) * 3 * C;
+      const std::int64_t dst = static_cast<std::int64_t>(slots[r]) * C;
+      std::memcpy(static_cast<float*>(k_pool) + dst, row + C, sizeof(float) * C);
+      std::memcpy(static_cast<float*>(v_pool) + dst, row + 2 * C, sizeof(float) * C);
+    }
+  }
+
+  void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
               std::int32_t* tokens) override {
     for (int r = 0; r < rows; ++r) {
-      tokens[r] = sample_row_host(logits + static_cast<std::int64_t>(r) * V, V, params[r]);
+      tokens[r] = sample_row_host(logits + static_cast<std::int64_t>(r) * ld, V, params[r]);
     }
   }
 

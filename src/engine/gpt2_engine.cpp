@@ -1,14 +1,15 @@
 // Gpt2Engine: one step of the model written once against ModelOps (either backend), with the
-// attention and KV cache appends through the library's attention_forward and append_kv on a paged
-// cache, and the generation loop around the scheduler.
+// attention through the library's attention_forward over a paged cache, and the generation loop
+// around the scheduler.
 //
 // A step runs the rows of every scheduled sequence together: first one row per decoding sequence,
-// then every prompt row of the sequences admitted this step. The GEMMs see all rows at once; the
-// decodes take one paged attention call (the split-KV decode kernel on CUDA) after appending
-// their keys, and the prefills one varlen causal call over their own q/k/v (straight from the QKV
-// GEMM's output) before their keys are appended to the cache.
+// then every prompt row of the sequences admitted this step. The GEMMs see all rows at once; one
+// scatter puts every row's keys and values into its cache slot; the decodes then take one paged
+// attention call (the split-KV decode kernel on CUDA), and the prefills one varlen causal call
+// over their own q/k/v, straight from the QKV GEMM's output.
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -18,7 +19,6 @@
 
 #include "engine/model_ops.h"
 #include "gpuattn/gpt2.h"
-#include "gpuattn/kv_cache.h"
 
 namespace gpuattn {
 namespace {
@@ -87,13 +87,15 @@ class Gpt2Engine::Impl {
   int max_rows = 0;   // rows one step may run
   int max_seqs = 0;   // sequences one step may run
 
-  DeviceBuffer wte, wpe, ln_f_w, ln_f_b;
+  DeviceBuffer wte, wpe, ln_f_w, ln_f_b, head;  // head: the output head's layout of wte
+  int logits_ld = 0;                            // logits row pitch: V rounded up to 4
   std::vector<LayerWeights> layers;
   int pool_pages = 0;
   std::vector<DeviceBuffer> k_pool, v_pool;  // per layer [pool_pages, page_size, H, D]
   DeviceBuffer x, ln, qkv, attn, fc, logits, tokens_out, meta;
   std::size_t meta_bytes = 0;
-  std::map<int, void*> graphs;  // decode-only steps by batch size (nullptr: seen once)
+  // Decode-only steps by (batch, table width); nullptr: seen once, not captured yet.
+  std::map<std::pair<int, int>, void*> graphs;
 
   void drop_graphs() {
     for (auto& [bd, g] : graphs) {
@@ -145,6 +147,9 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
       invalid(std::string("dtype is ") + to_string(opts.dtype) +
               ", the CUDA backend takes f16 or bf16");
     }
+    if (cfg.n_embd > 4096) {  // the layernorm kernel holds a row in one block's registers
+      invalid("n_embd is " + std::to_string(cfg.n_embd) + ", the CUDA backend takes up to 4096");
+    }
     ops = engine::make_cuda_ops(opts.dtype, opts.device_index);
   } else {
     ops = engine::make_cpu_ops(opts.num_threads);
@@ -181,6 +186,8 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
     check(L.mlp_proj_b, C, h + "mlp.c_proj.bias");
   }
   wte = weights(w.wte);
+  head = DeviceBuffer(ops.get(), ops->upload_head(w.wte.data(), cfg.vocab_size, cfg.n_embd),
+                      w.wte.size() * element_size(ops->dtype()));
   wpe = weights(w.wpe);
   ln_f_w = weights(w.ln_f_w);
   ln_f_b = weights(w.ln_f_b);
@@ -212,13 +219,14 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
   qkv = buffer(static_cast<std::size_t>(max_rows) * 3 * C * es);
   attn = buffer(static_cast<std::size_t>(max_rows) * C * es);
   fc = buffer(static_cast<std::size_t>(max_rows) * 4 * C * es);
-  logits = buffer(static_cast<std::size_t>(max_seqs) * cfg.vocab_size * sizeof(float));
+  logits_ld = (cfg.vocab_size + 3) / 4 * 4;
+  logits = buffer(static_cast<std::size_t>(max_seqs) * logits_ld * sizeof(float));
   tokens_out = buffer(static_cast<std::size_t>(max_seqs) * sizeof(std::int32_t));
-  // Step metadata, one upload: tokens, positions, rows read by the head (every row for
-  // forward_logits), decode lengths before / after,
-  // prefill cu_seqlens, a zero, block tables (decodes then prefills), then the sample rows.
+  // Step metadata, one upload: tokens, positions, cache slots and the rows the head reads (every
+  // row for forward_logits), all [rows]; the decodes' key counts, the prefills' cu_seqlens and
+  // the decodes' block table; then the sample rows.
   meta_bytes =
-      align_up(sizeof(std::int32_t) * (3 * static_cast<std::size_t>(max_rows) + 3 * max_seqs + 2 +
+      align_up(sizeof(std::int32_t) * (4 * static_cast<std::size_t>(max_rows) + 2 * max_seqs + 1 +
                                        static_cast<std::size_t>(max_seqs) * max_pages),
                64) +
       sizeof(engine::SampleRow) * max_seqs;
@@ -228,6 +236,11 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
 
 void Gpt2Engine::Impl::ensure_pool(int num_pages) {
   if (num_pages <= pool_pages) return;
+  if (static_cast<std::int64_t>(num_pages) * opts.page_size > INT32_MAX) {
+    invalid("num_pages x page_size is " +
+            std::to_string(static_cast<std::int64_t>(num_pages) * opts.page_size) +
+            " slots, more than int32 cache slots address");
+  }
   ops->synchronize();
   drop_graphs();  // they hold the old pool's addresses
   k_pool.clear();
@@ -272,6 +285,18 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
             " sequences exceeds the step buffers (" + std::to_string(max_rows) + ", " +
             std::to_string(max_seqs) + ")");
   }
+  if (logits_out && (np != 1 || bd != 0)) invalid("logits of one prefill only");
+  // The decodes' block table is as wide as the next power of two of pages the longest of them
+  // holds: the decode kernel then splits about the keys in use (at most twice them), and a graph
+  // serves every step of the same (batch, width).
+  int width = 0;
+  if (bd > 0) {
+    std::size_t most = 1;
+    for (const Segment& s : decodes) most = std::max(most, s.pages.size());
+    width = 1;
+    while (static_cast<std::size_t>(width) < most) width *= 2;
+    width = std::min(width, max_pages);
+  }
 
   // Host staging of the step's metadata, uploaded at once.
   std::vector<std::int32_t> m;
@@ -284,6 +309,12 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
   for (const Segment& s : prefills) {
     for (int i = 0; i < s.n; ++i) m.push_back(s.start + i);
   }
+  const std::size_t o_slots = m.size();  // each row's cache slot: page * page_size + row
+  const int ps = opts.page_size;
+  for (const Segment& s : decodes) m.push_back(s.pages[s.start / ps] * ps + s.start % ps);
+  for (const Segment& s : prefills) {
+    for (int i = s.start; i < s.start + s.n; ++i) m.push_back(s.pages[i / ps] * ps + i % ps);
+  }
   const std::size_t o_last = m.size();
   if (logits_out) {
     for (int r = 0; r < rows; ++r) m.push_back(r);
@@ -295,23 +326,16 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
       m.push_back(row - 1);
     }
   }
-  const std::size_t o_before = m.size();
-  for (const Segment& s : decodes) m.push_back(s.start);
-  const std::size_t o_after = m.size();
+  const std::size_t o_used = m.size();
   for (const Segment& s : decodes) m.push_back(s.start + 1);
   const std::size_t o_cu = m.size();
   m.push_back(0);
   for (const Segment& s : prefills) m.push_back(m.back() + s.n);
-  const std::size_t o_zero = m.size();
-  m.push_back(0);
   const std::size_t o_table = m.size();
   for (const Segment& s : decodes) {
-    m.insert(m.end(), s.pages.begin(), s.pages.end());
-    m.insert(m.end(), static_cast<std::size_t>(max_pages) - s.pages.size(), -1);
-  }
-  for (const Segment& s : prefills) {
-    m.insert(m.end(), s.pages.begin(), s.pages.end());
-    m.insert(m.end(), static_cast<std::size_t>(max_pages) - s.pages.size(), -1);
+    const std::size_t n = std::min(s.pages.size(), static_cast<std::size_t>(width));
+    m.insert(m.end(), s.pages.begin(), s.pages.begin() + static_cast<std::ptrdiff_t>(n));
+    m.insert(m.end(), static_cast<std::size_t>(width) - n, -1);
   }
   const std::size_t o_sample = align_up(m.size() * 4, 64);
   std::vector<char> staging(o_sample + sizeof(engine::SampleRow) * nseg);
@@ -321,10 +345,10 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
     std::memcpy(staging.data() + o_sample + sizeof(engine::SampleRow) * i, &s.sample,
                 sizeof(engine::SampleRow));
   }
-  if (logits_out && (np != 1 || bd != 0)) invalid("logits of one prefill only");
-  if (staging.size() > meta_bytes) invalid("step metadata exceeds its buffer");
+  if (staging.size() > meta_bytes) invalid("internal: step metadata exceeds its buffer");
   ops->upload(meta.ptr, staging.data(), staging.size());
   const auto* mi = static_cast<const std::int32_t*>(meta.ptr);
+  const auto i32 = [&](std::size_t offset) { return const_cast<std::int32_t*>(mi + offset); };
 
   const DType dt = ops->dtype();
   const std::size_t es = element_size(dt);
@@ -342,43 +366,32 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
       ops->layernorm(x.ptr, nullptr, rows, C, L.ln_1_w.ptr, L.ln_1_b.ptr, cfg.layer_norm_epsilon,
                      ln.ptr);
       ops->linear(ln.ptr, L.c_attn_w.ptr, L.c_attn_b.ptr, nullptr, qkv.ptr, rows, C, 3 * C, false);
-      const TensorView k_cache = view(k_pool[l].ptr, {pool_pages, opts.page_size, H, D},
-                                      {static_cast<std::int64_t>(opts.page_size) * C, C, D, 1}, dt);
-      const TensorView v_cache = view(v_pool[l].ptr, {pool_pages, opts.page_size, H, D},
-                                      {static_cast<std::int64_t>(opts.page_size) * C, C, D, 1}, dt);
+      // Every row's keys and values into the cache (the decodes read theirs back at once).
+      ops->scatter_kv(qkv.ptr, rows, C, mi + o_slots, k_pool[l].ptr, v_pool[l].ptr);
       if (bd > 0) {
-        AppendKvArgs a;
-        a.k_cache = k_cache;
-        a.v_cache = v_cache;
-        a.k_new = view(qkv_p + C * es, {bd, 1, H, D}, {C3, C3, D, 1}, dt);
-        a.v_new = view(qkv_p + 2 * C * es, {bd, 1, H, D}, {C3, C3, D, 1}, dt);
-        a.cache_seqlens = view(const_cast<std::int32_t*>(mi + o_before), {bd}, {1}, DType::i32);
-        a.block_table = view(const_cast<std::int32_t*>(mi + o_table), {bd, max_pages},
-                             {max_pages, 1}, DType::i32);
-        a.check_indices = check;
-        a.stream = ops->stream();
-        append_kv(a);
         AttentionArgs at;
         at.q = view(qkv_p, {bd, 1, H, D}, {C3, C3, D, 1}, dt);
-        at.k = k_cache;
-        at.v = v_cache;
+        at.k = view(k_pool[l].ptr, {pool_pages, ps, H, D},
+                    {static_cast<std::int64_t>(ps) * C, C, D, 1}, dt);
+        at.v = view(v_pool[l].ptr, {pool_pages, ps, H, D},
+                    {static_cast<std::int64_t>(ps) * C, C, D, 1}, dt);
         at.out = view(attn_p, {bd, 1, H, D}, {C, C, D, 1}, dt);
-        at.seqused_k = view(const_cast<std::int32_t*>(mi + o_after), {bd}, {1}, DType::i32);
-        at.block_table = a.block_table;
+        at.seqused_k = view(i32(o_used), {bd}, {1}, DType::i32);
+        at.block_table = view(i32(o_table), {bd, width}, {width, 1}, DType::i32);
         at.causal = true;
         at.check_indices = check;
         at.stream = ops->stream();
         at.num_threads = opts.num_threads;
         attention_forward(at);
       }
-      if (np > 0) {
+      if (np > 0) {  // the prompts attend to themselves: q, k and v straight from the GEMM
         const std::int64_t r0 = bd;
         AttentionArgs at;
         at.q = view(qkv_p + r0 * C3 * es, {rows - bd, H, D}, {C3, D, 1}, dt);
         at.k = view(qkv_p + (r0 * C3 + C) * es, {rows - bd, H, D}, {C3, D, 1}, dt);
         at.v = view(qkv_p + (r0 * C3 + 2 * C) * es, {rows - bd, H, D}, {C3, D, 1}, dt);
         at.out = view(attn_p + r0 * C * es, {rows - bd, H, D}, {C, D, 1}, dt);
-        at.cu_seqlens_q = view(const_cast<std::int32_t*>(mi + o_cu), {np + 1}, {1}, DType::i32);
+        at.cu_seqlens_q = view(i32(o_cu), {np + 1}, {1}, DType::i32);
         at.cu_seqlens_k = at.cu_seqlens_q;
         at.max_seqlen_q = max_prefill;
         at.max_seqlen_k = max_prefill;
@@ -387,22 +400,6 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
         at.stream = ops->stream();
         at.num_threads = opts.num_threads;
         attention_forward(at);
-        std::int64_t row = r0;
-        for (int i = 0; i < np; ++i) {
-          const Segment& s = prefills[i];
-          AppendKvArgs a;
-          a.k_cache = k_cache;
-          a.v_cache = v_cache;
-          a.k_new = view(qkv_p + (row * C3 + C) * es, {1, s.n, H, D}, {s.n * C3, C3, D, 1}, dt);
-          a.v_new = view(qkv_p + (row * C3 + 2 * C) * es, {1, s.n, H, D}, {s.n * C3, C3, D, 1}, dt);
-          a.cache_seqlens = view(const_cast<std::int32_t*>(mi + o_zero), {1}, {1}, DType::i32);
-          a.block_table = view(const_cast<std::int32_t*>(mi + o_table) + (bd + i) * max_pages,
-                               {1, max_pages}, {max_pages, 1}, DType::i32);
-          a.check_indices = check;
-          a.stream = ops->stream();
-          append_kv(a);
-          row += s.n;
-        }
       }
       ops->linear(attn.ptr, L.attn_proj_w.ptr, L.attn_proj_b.ptr, x.ptr, x.ptr, rows, C, C, false);
       ops->layernorm(x.ptr, nullptr, rows, C, L.ln_2_w.ptr, L.ln_2_b.ptr, cfg.layer_norm_epsilon,
@@ -415,28 +412,34 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
   };
   if (logits_out) {
     body();
-    DeviceBuffer all = buffer(static_cast<std::size_t>(rows) * V * sizeof(float));
-    ops->lm_head(ln.ptr, wte.ptr, static_cast<float*>(all.ptr), rows, C, V);
+    DeviceBuffer all = buffer(static_cast<std::size_t>(rows) * logits_ld * sizeof(float));
+    ops->lm_head(ln.ptr, head.ptr, static_cast<float*>(all.ptr), rows, C, V, logits_ld);
+    std::vector<float> pitched(static_cast<std::size_t>(rows) * logits_ld);
+    ops->download(pitched.data(), all.ptr, pitched.size() * sizeof(float));
     logits_out->resize(static_cast<std::size_t>(rows) * V);
-    ops->download(logits_out->data(), all.ptr, logits_out->size() * sizeof(float));
+    for (int r = 0; r < rows; ++r) {
+      std::copy_n(pitched.begin() + static_cast<std::ptrdiff_t>(r) * logits_ld, V,
+                  logits_out->begin() + static_cast<std::ptrdiff_t>(r) * V);
+    }
     return {};
   }
   const auto* rows_dev =
       reinterpret_cast<const engine::SampleRow*>(static_cast<const char*>(meta.ptr) + o_sample);
   const auto step = [&] {
     body();
-    ops->lm_head(ln.ptr, wte.ptr, static_cast<float*>(logits.ptr), nseg, C, V);
-    ops->sample(static_cast<const float*>(logits.ptr), nseg, V, rows_dev,
+    ops->lm_head(ln.ptr, head.ptr, static_cast<float*>(logits.ptr), nseg, C, V, logits_ld);
+    ops->sample(static_cast<const float*>(logits.ptr), nseg, V, logits_ld, rows_dev,
                 static_cast<std::int32_t*>(tokens_out.ptr));
   };
-  // A decode-only step of bd sequences has the same launches, pointers and metadata offsets
-  // every time: it replays a graph, captured the second time that bd comes (the first runs
-  // plainly, so that cuBLASLt plans and the library's pool exist before any capture).
+  // A decode-only step of bd sequences and table width `width` has the same launches, pointers
+  // and metadata offsets every time: it replays a graph, captured the second time it comes (the
+  // first runs plainly, so that cuBLASLt plans and the library's pool exist before any capture).
   if (np == 0 && opts.cuda_graphs && ops->supports_graphs()) {
-    const auto it = graphs.find(bd);
+    const auto key = std::make_pair(bd, width);
+    const auto it = graphs.find(key);
     if (it == graphs.end()) {
       step();
-      graphs[bd] = nullptr;
+      graphs[key] = nullptr;
     } else {
       if (!it->second) {
         ops->begin_capture();

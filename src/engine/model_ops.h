@@ -1,7 +1,7 @@
 // The operations one GPT-2 step is made of, behind one small interface with a CPU (fp32) and a
 // CUDA (f16/bf16, cuBLASLt) implementation. The engine writes the step once against it; attention
-// and the KV cache append go through the library's own attention_forward and append_kv on the
-// same buffers, on either backend. Activations are row-major [rows, features] in dtype().
+// goes through the library's own attention_forward on the same buffers, on either backend.
+// Activations are row-major [rows, features] in dtype().
 #pragma once
 
 #include <cstddef>
@@ -31,6 +31,8 @@ class ModelOps {
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;  // within the backend
   // n floats from the host into new backend memory of dtype().
   virtual void* upload_weights(const float* src, std::size_t n) = 0;
+  // The output head's weights from wte [V, C] on the host, in the layout lm_head reads.
+  virtual void* upload_head(const float* wte, int V, int C) = 0;
 
   // out[r] = wte[tokens[r]] + wpe[positions[r]]; tokens/positions are backend int32 [rows].
   virtual void embed(const std::int32_t* tokens, const std::int32_t* positions, int rows,
@@ -42,11 +44,17 @@ class ModelOps {
   // form) when gelu. residual may alias out. Exactly one of gelu / residual may be set.
   virtual void linear(const void* x, const void* W, const void* bias, const void* residual,
                       void* out, int rows, int K, int N, bool gelu) = 0;
-  // logits fp32 [rows, V] = x[rows, C] wte[V, C]^T.
-  virtual void lm_head(const void* x, const void* wte, float* logits, int rows, int C, int V) = 0;
-  // tokens[r] = the token SampleRow r draws from logits row r (fp32 [rows, V]); rows and tokens
-  // are backend memory. Every row is drawn on the backend, whatever its top_k / top_p.
-  virtual void sample(const float* logits, int rows, int V, const SampleRow* params,
+  // logits fp32 [rows, V] (row pitch ld >= V) = x[rows, C] wte^T, head from upload_head.
+  virtual void lm_head(const void* x, const void* head, float* logits, int rows, int C, int V,
+                       int ld) = 0;
+  // The keys and values of every row into the paged caches: row r's k (qkv columns [C, 2C)) and
+  // v ([2C, 3C)) go to slot slots[r] (page * page_size + row in page) of k_pool / v_pool
+  // ([slots, C] each). The caches and slots are backend memory.
+  virtual void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
+                          void* v_pool) = 0;
+  // tokens[r] = the token SampleRow r draws from logits row r (fp32, row pitch ld); rows and
+  // tokens are backend memory. Every row is drawn on the backend, whatever its top_k / top_p.
+  virtual void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
                       std::int32_t* tokens) = 0;
   virtual void synchronize() = 0;
 

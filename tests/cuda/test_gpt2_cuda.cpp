@@ -101,12 +101,15 @@ TEST(Gpt2EngineCuda, GemmEpilogueGeluIsTheTanhForm) {
 TEST(Gpt2EngineCuda, SamplingKernelMatchesTheHostSampler) {
   SKIP_WITHOUT_GPU();
   auto ops = engine::make_cuda_ops(DType::f16, 0);
-  const int V = 50257, rows = 48;
-  std::vector<float> logits(static_cast<std::size_t>(rows) * V);
+  const int V = 50257, ld = 50260, rows = 48;  // the engine's pitch: V rounded up to 4
+  std::vector<float> logits(static_cast<std::size_t>(rows) * ld);
   std::mt19937_64 rng(5);
   std::normal_distribution<float> nd(0.0f, 3.0f);
   for (float& v : logits) v = nd(rng);
-  logits[8 * V + 123] = logits[8 * V + 456] = 40.0f;  // a tie for greedy: the lower id
+  logits[8 * ld + 123] = logits[8 * ld + 456] = 40.0f;
+  for (int r = 0; r < rows; ++r) {  // the pad past V is never a token
+    for (int i = V; i < ld; ++i) logits[static_cast<std::size_t>(r) * ld + i] = 1e30f;
+  }  // a tie for greedy: the lower id
   std::vector<engine::SampleRow> params(rows);
   for (int r = 0; r < rows; ++r) {
     engine::SampleRow& p = params[r];
@@ -122,12 +125,12 @@ TEST(Gpt2EngineCuda, SamplingKernelMatchesTheHostSampler) {
   auto* dt = static_cast<std::int32_t*>(ops->alloc(rows * 4));
   ops->upload(dl, logits.data(), logits.size() * 4);
   ops->upload(dp, params.data(), rows * sizeof(engine::SampleRow));
-  ops->sample(dl, rows, V, dp, dt);
+  ops->sample(dl, rows, V, ld, dp, dt);
   std::vector<std::int32_t> got(rows);
   ops->download(got.data(), dt, rows * 4);
   for (int r = 0; r < rows; ++r) {
     EXPECT_EQ(got[r],
-              engine::sample_row_host(&logits[static_cast<std::size_t>(r) * V], V, params[r]))
+              engine::sample_row_host(&logits[static_cast<std::size_t>(r) * ld], V, params[r]))
         << "row " << r << " temperature " << params[r].temperature << " top_k " << params[r].top_k
         << " top_p " << params[r].top_p;
   }

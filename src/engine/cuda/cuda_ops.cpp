@@ -84,12 +84,28 @@ class CudaOps final : public ModelOps {
               int rows, int K, int N, bool gelu) override {
     gemm_->linear(x, W, bias, residual, out, rows, K, N, gelu);
   }
-  void lm_head(const void* x, const void* wte, float* logits, int rows, int C, int V) override {
-    gemm_->lm_head(x, wte, logits, rows, C, V);
+  // wte^T [C, V]: the head GEMM is then a plain (untransposed) one, for which cuBLASLt picks
+  // its Hopper kernels (with wte [V, C] transposed it took an sm_75 WMMA kernel at 32 rows).
+  void* upload_head(const float* wte, int V, int C) override {
+    std::vector<float> t(static_cast<std::size_t>(V) * C);
+    for (int v = 0; v < V; ++v) {
+      for (int c = 0; c < C; ++c) {
+        t[static_cast<std::size_t>(c) * V + v] = wte[static_cast<std::size_t>(v) * C + c];
+      }
+    }
+    return upload_weights(t.data(), t.size());
   }
-  void sample(const float* logits, int rows, int V, const SampleRow* params,
+  void lm_head(const void* x, const void* head, float* logits, int rows, int C, int V,
+               int ld) override {
+    gemm_->lm_head(x, head, logits, rows, C, V, ld);
+  }
+  void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
+                  void* v_pool) override {
+    cuda::scatter_kv(qkv, rows, C, slots, k_pool, v_pool, stream_);
+  }
+  void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
               std::int32_t* tokens) override {
-    cuda::sample(logits, rows, V, params, tokens, stream_);
+    cuda::sample(logits, rows, V, ld, params, tokens, stream_);
   }
   void synchronize() override { check(cudaStreamSynchronize(s()), "cudaStreamSynchronize"); }
 

@@ -60,14 +60,14 @@ Gemm::~Gemm() {
   if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
 }
 
-Gemm::Plan& Gemm::plan(int kind, int m, int n, int k) {
-  auto& slot = plans_[{kind, m, n, k}];
+Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd) {
+  auto& slot = plans_[{kind, m, n, k, ldd}];
   if (slot) return *slot;
   auto p = std::make_unique<Plan>();
   const cudaDataType_t ab = dtype_ == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
   const cudaDataType_t cd = kind == kLmHead ? CUDA_R_32F : ab;
   check_lt(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
-  const cublasOperation_t ta = kind == kLmHead ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t ta = CUBLAS_OP_N;
   const cublasOperation_t tb = CUBLAS_OP_N;
   check_lt(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)),
            "set TRANSA");
@@ -79,14 +79,10 @@ Gemm::Plan& Gemm::plan(int kind, int m, int n, int k) {
   check_lt(
       cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
       "set EPILOGUE");
-  // A: m x k (op N, ld m) or, for the head, k x m stored (op T, ld k); B: k x n; C/D: m x n.
-  if (kind == kLmHead) {
-    check_lt(cublasLtMatrixLayoutCreate(&p->a, ab, k, m, k), "layout A");
-  } else {
-    check_lt(cublasLtMatrixLayoutCreate(&p->a, ab, m, k, m), "layout A");
-  }
+  // A: m x k (ld m); B: k x n (ld k); C/D: m x n (ld ldd >= m).
+  check_lt(cublasLtMatrixLayoutCreate(&p->a, ab, m, k, m), "layout A");
   check_lt(cublasLtMatrixLayoutCreate(&p->b, ab, k, n, k), "layout B");
-  check_lt(cublasLtMatrixLayoutCreate(&p->c, cd, m, n, m), "layout C");
+  check_lt(cublasLtMatrixLayoutCreate(&p->c, cd, m, n, ldd), "layout C");
   cublasLtMatmulPreference_t pref = nullptr;
   check_lt(cublasLtMatmulPreferenceCreate(&pref), "PreferenceCreate");
   const std::size_t ws = kWorkspace;
@@ -114,7 +110,7 @@ void Gemm::linear(const void* x, const void* W, const void* bias, const void* re
                   int rows, int K, int N, bool gelu) {
   if (rows == 0) return;
   const int kind = gelu ? kGeluBias : residual ? kBiasResidual : kBias;
-  Plan& p = plan(kind, N, rows, K);
+  Plan& p = plan(kind, N, rows, K, N);
   check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                           sizeof(bias)),
            "set BIAS_POINTER");
@@ -125,11 +121,11 @@ void Gemm::linear(const void* x, const void* W, const void* bias, const void* re
            "cublasLtMatmul (linear)");
 }
 
-void Gemm::lm_head(const void* x, const void* E, float* logits, int rows, int C, int V) {
+void Gemm::lm_head(const void* x, const void* Et, float* logits, int rows, int C, int V, int ld) {
   if (rows == 0) return;
-  Plan& p = plan(kLmHead, V, rows, C);
+  Plan& p = plan(kLmHead, V, rows, C, ld);
   const float alpha = 1.0f, beta = 0.0f;
-  check_lt(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &alpha, E, p.a, x, p.b,
+  check_lt(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &alpha, Et, p.a, x, p.b,
                           &beta, logits, p.c, logits, p.c, &p.algo, workspace_, kWorkspace,
                           static_cast<cudaStream_t>(stream_)),
            "cublasLtMatmul (lm_head)");

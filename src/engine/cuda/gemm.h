@@ -22,19 +22,19 @@ class Gemm {
   // when gelu. residual may alias out; gelu and residual are not both set.
   void linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
               int rows, int K, int N, bool gelu);
-  // logits fp32 [rows, V] = x[rows, C] E[V, C]^T.
-  void lm_head(const void* x, const void* E, float* logits, int rows, int C, int V);
+  // logits fp32 [rows, V] (row pitch ld) = x[rows, C] Et[C, V].
+  void lm_head(const void* x, const void* Et, float* logits, int rows, int C, int V, int ld);
 
   struct Plan;
 
  private:
-  Plan& plan(int kind, int m, int n, int k);
+  Plan& plan(int kind, int m, int n, int k, int ldd);
 
   DType dtype_;
   void* stream_;
   void* handle_ = nullptr;     // cublasLtHandle_t
   void* workspace_ = nullptr;  // device
-  std::map<std::tuple<int, int, int, int>, std::unique_ptr<Plan>> plans_;
+  std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<Plan>> plans_;
 };
 
 }  // namespace gpuattn::engine::cuda

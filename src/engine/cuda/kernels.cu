@@ -52,26 +52,96 @@ __device__ inline float warp_sum(float v) {
   return v;
 }
 
-// One warp a row, two passes over the row (mean, then variance about it: no cancellation).
+// Eight 16-bit values <-> floats through one 16-byte access.
 template <typename T>
-__global__ void layernorm_kernel(const T* x, const std::int32_t* src_rows, int rows, int C,
-                                 const T* w, const T* b, float eps, T* out) {
-  const int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (r >= rows) return;
+__device__ inline void load8(const T* p, float (&f)[8]) {
+  const uint4 u = *reinterpret_cast<const uint4*>(p);
+  const T* h = reinterpret_cast<const T*>(&u);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) f[i] = to_f(h[i]);
+}
+template <typename T>
+__device__ inline void store8(T* p, const float (&f)[8]) {
+  uint4 u;
+  T* h = reinterpret_cast<T*>(&u);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) h[i] = from_f<T>(f[i]);
+  *reinterpret_cast<uint4*>(p) = u;
+}
+
+constexpr int kRowThreads = 128;
+constexpr int kRowVectors = 4;  // 8-element vectors a thread: rows of up to 4096
+
+__device__ inline float row_sum(float v, float* scratch) {
+  v = warp_sum(v);
+  __syncthreads();  // scratch may still be read by the previous sum
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  float t = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kRowThreads / 32; ++i) t += scratch[i];
+  return t;
+}
+
+// One block a row, the row in registers (one 16-byte load a vector, all issued before any use):
+// a decode step's single row costs one memory round trip, not one per element. Mean, then the
+// variance about it (no cancellation).
+template <typename T>
+__global__ void __launch_bounds__(kRowThreads)
+    layernorm_kernel(const T* x, const std::int32_t* src_rows, int C, const T* w, const T* b,
+                     float eps, T* out) {
+  __shared__ float scratch[kRowThreads / 32];
+  const int r = blockIdx.x;
   const T* xr = x + static_cast<std::int64_t>(src_rows ? src_rows[r] : r) * C;
+  const int nvec = C / 8;
+  float v[kRowVectors][8];
   float s = 0.0f;
-  for (int c = lane; c < C; c += 32) s += to_f(xr[c]);
-  const float mean = warp_sum(s) / static_cast<float>(C);
-  float v = 0.0f;
-  for (int c = lane; c < C; c += 32) {
-    const float d = to_f(xr[c]) - mean;
-    v += d * d;
+#pragma unroll
+  for (int i = 0; i < kRowVectors; ++i) {
+    const int vi = threadIdx.x + i * kRowThreads;
+    if (vi < nvec) {
+      load8(xr + vi * 8, v[i]);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) s += v[i][j];
+    }
   }
-  const float rstd = rsqrtf(warp_sum(v) / static_cast<float>(C) + eps);
+  const float mean = row_sum(s, scratch) / static_cast<float>(C);
+  float q = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kRowVectors; ++i) {
+    if (threadIdx.x + i * kRowThreads < nvec) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) q += (v[i][j] - mean) * (v[i][j] - mean);
+    }
+  }
+  const float rstd = rsqrtf(row_sum(q, scratch) / static_cast<float>(C) + eps);
   T* o = out + static_cast<std::int64_t>(r) * C;
-  for (int c = lane; c < C; c += 32) {
-    o[c] = from_f<T>((to_f(xr[c]) - mean) * rstd * to_f(w[c]) + to_f(b[c]));
+#pragma unroll
+  for (int i = 0; i < kRowVectors; ++i) {
+    const int vi = threadIdx.x + i * kRowThreads;
+    if (vi < nvec) {
+      float g[8], bb[8], y[8];
+      load8(w + vi * 8, g);
+      load8(b + vi * 8, bb);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) y[j] = (v[i][j] - mean) * rstd * g[j] + bb[j];
+      store8(o + vi * 8, y);
+    }
+  }
+}
+
+// Row r's k and v (16-byte vectors of its qkv row) into cache slot slots[r].
+__global__ void __launch_bounds__(kRowThreads)
+    scatter_kv_kernel(const std::uint16_t* qkv, int C, const std::int32_t* slots,
+                      std::uint16_t* k_pool, std::uint16_t* v_pool) {
+  const int r = blockIdx.x;
+  const std::uint16_t* row = qkv + static_cast<std::int64_t>(r) * 3 * C;
+  const std::int64_t dst = static_cast<std::int64_t>(slots[r]) * C;
+  for (int vi = threadIdx.x; vi < C / 8; vi += kRowThreads) {
+    *reinterpret_cast<uint4*>(k_pool + dst + vi * 8) =
+        *reinterpret_cast<const uint4*>(row + C + vi * 8);
+    *reinterpret_cast<uint4*>(v_pool + dst + vi * 8) =
+        *reinterpret_cast<const uint4*>(row + 2 * C + vi * 8);
   }
 }
 
@@ -117,22 +187,51 @@ __device__ Best block_best(Best v, Best* scratch) {
   return v;
 }
 
+// f(value, index) over logits[0, V) of one row, float4 loads four at a time per thread (issued
+// before any use, so one pass costs a few memory round trips, not one per element). The row
+// pitch is a multiple of 4: the pad past V is read but never passed on.
+template <typename F>
+__device__ inline void for_each_logit(const float* row, int V, F&& f) {
+  const int n4 = (V + 3) / 4;
+  const float4* r4 = reinterpret_cast<const float4*>(row);
+  for (int base = threadIdx.x; base < n4; base += 4 * kSampleThreads) {
+    float4 q[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = base + j * kSampleThreads;
+      if (i < n4) q[j] = r4[i];
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = base + j * kSampleThreads;
+      if (i < n4) {
+        const int e = 4 * i;
+        f(q[j].x, e);
+        if (e + 1 < V) f(q[j].y, e + 1);
+        if (e + 2 < V) f(q[j].z, e + 2);
+        if (e + 3 < V) f(q[j].w, e + 3);
+      }
+    }
+  }
+}
+
 // One block a row; sampling.h's definition (sample_row_host) on the device. The top_k and top_p
 // thresholds are found by bisection over the floats' ordered bit patterns: 32 counting (or mass)
 // passes over the row, which stays in L1/L2.
 __global__ void __launch_bounds__(kSampleThreads)
-    sample_kernel(const float* logits, int V, const SampleRow* params, std::int32_t* tokens) {
+    sample_kernel(const float* logits, int V, int ld, const SampleRow* params,
+                  std::int32_t* tokens) {
   __shared__ float fscratch[32];
   __shared__ int iscratch[32];
   __shared__ Best bscratch[32];
   const SampleRow p = params[blockIdx.x];
-  const float* row = logits + static_cast<std::int64_t>(blockIdx.x) * V;
+  const float* row = logits + static_cast<std::int64_t>(blockIdx.x) * ld;
   auto add_f = [](float a, float b) { return a + b; };
   auto add_i = [](int a, int b) { return a + b; };
   auto max_f = [](float a, float b) { return fmaxf(a, b); };
   if (p.temperature <= 0.0f) {
     Best best{0.0f, -1};
-    for (int i = threadIdx.x; i < V; i += kSampleThreads) best = better(best, Best{row[i], i});
+    for_each_logit(row, V, [&](float z, int i) { best = better(best, Best{z, i}); });
     best = block_best(best, bscratch);
     if (threadIdx.x == 0) tokens[blockIdx.x] = best.index;
     return;
@@ -145,9 +244,7 @@ __global__ void __launch_bounds__(kSampleThreads)
     while (lo < hi) {
       const long long mid = lo + (hi - lo + 1) / 2;
       int count = 0;
-      for (int i = threadIdx.x; i < V; i += kSampleThreads) {
-        count += ordered_bits(row[i] / T) >= mid;
-      }
+      for_each_logit(row, V, [&](float z, int) { count += ordered_bits(z / T) >= mid; });
       if (block_reduce(count, add_i, iscratch) >= p.top_k) {
         lo = mid;
       } else {
@@ -157,14 +254,14 @@ __global__ void __launch_bounds__(kSampleThreads)
   }
   if (p.top_p < 1.0f) {
     float zmax = -INFINITY;
-    for (int i = threadIdx.x; i < V; i += kSampleThreads) zmax = fmaxf(zmax, row[i] / T);
+    for_each_logit(row, V, [&](float z, int) { zmax = fmaxf(zmax, z / T); });
     zmax = block_reduce(zmax, max_f, fscratch);
     auto mass = [&](long long t) {
       float m = 0.0f;
-      for (int i = threadIdx.x; i < V; i += kSampleThreads) {
-        const float z = row[i] / T;
+      for_each_logit(row, V, [&](float l, int) {
+        const float z = l / T;
         if (ordered_bits(z) >= t) m += expf(z - zmax);
-      }
+      });
       return block_reduce(m, add_f, fscratch);
     };
     const float goal = p.top_p * mass(lo);
@@ -179,10 +276,10 @@ __global__ void __launch_bounds__(kSampleThreads)
     }
   }
   Best best{0.0f, -1};
-  for (int i = threadIdx.x; i < V; i += kSampleThreads) {
-    const float z = row[i] / T;
+  for_each_logit(row, V, [&](float l, int i) {
+    const float z = l / T;
     if (ordered_bits(z) >= lo) best = better(best, Best{z - logf(-logf(uniform01(p, i))), i});
-  }
+  });
   best = block_best(best, bscratch);
   if (threadIdx.x == 0) tokens[blockIdx.x] = best.index;
 }
@@ -207,27 +304,33 @@ void embed(DType dt, const std::int32_t* tokens, const std::int32_t* positions, 
 void layernorm(DType dt, const void* x, const std::int32_t* src_rows, int rows, int C,
                const void* w, const void* b, float eps, void* out, void* stream) {
   if (rows == 0) return;
-  constexpr int kRowsPerBlock = 4;
-  const int blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
   auto s = static_cast<cudaStream_t>(stream);
   if (dt == DType::bf16) {
-    layernorm_kernel<<<blocks, 32 * kRowsPerBlock, 0, s>>>(
-        static_cast<const __nv_bfloat16*>(x), src_rows, rows, C,
-        static_cast<const __nv_bfloat16*>(w), static_cast<const __nv_bfloat16*>(b), eps,
-        static_cast<__nv_bfloat16*>(out));
+    layernorm_kernel<<<rows, kRowThreads, 0, s>>>(
+        static_cast<const __nv_bfloat16*>(x), src_rows, C, static_cast<const __nv_bfloat16*>(w),
+        static_cast<const __nv_bfloat16*>(b), eps, static_cast<__nv_bfloat16*>(out));
   } else {
-    layernorm_kernel<<<blocks, 32 * kRowsPerBlock, 0, s>>>(
-        static_cast<const __half*>(x), src_rows, rows, C, static_cast<const __half*>(w),
+    layernorm_kernel<<<rows, kRowThreads, 0, s>>>(
+        static_cast<const __half*>(x), src_rows, C, static_cast<const __half*>(w),
         static_cast<const __half*>(b), eps, static_cast<__half*>(out));
   }
   check_launch("layernorm");
 }
 
-void sample(const float* logits, int rows, int V, const SampleRow* params, std::int32_t* tokens,
-            void* stream) {
+void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
+                void* v_pool, void* stream) {
   if (rows == 0) return;
-  sample_kernel<<<rows, kSampleThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, V, params,
-                                                                                tokens);
+  scatter_kv_kernel<<<rows, kRowThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const std::uint16_t*>(qkv), C, slots, static_cast<std::uint16_t*>(k_pool),
+      static_cast<std::uint16_t*>(v_pool));
+  check_launch("scatter_kv");
+}
+
+void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
+            std::int32_t* tokens, void* stream) {
+  if (rows == 0) return;
+  sample_kernel<<<rows, kSampleThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, V, ld,
+                                                                                params, tokens);
   check_launch("sample");
 }
 
