@@ -87,8 +87,9 @@ class Gpt2Engine::Impl {
   int max_rows = 0;   // rows one step may run
   int max_seqs = 0;   // sequences one step may run
 
-  DeviceBuffer wte, wpe, ln_f_w, ln_f_b, head;  // head: the output head's layout of wte
-  int logits_ld = 0;                            // logits row pitch: V rounded up to 4
+  DeviceBuffer wpe, ln_f_w, ln_f_b;
+  DeviceBuffer head;  // wte as the output head reads it; it starts with wte [V, C] itself
+  int logits_ld = 0;  // logits row pitch: V rounded up to 4
   std::vector<LayerWeights> layers;
   int pool_pages = 0;
   std::vector<DeviceBuffer> k_pool, v_pool;  // per layer [pool_pages, page_size, H, D]
@@ -185,7 +186,6 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
     check(L.mlp_proj_w, 4 * C * C, h + "mlp.c_proj.weight");
     check(L.mlp_proj_b, C, h + "mlp.c_proj.bias");
   }
-  wte = weights(w.wte);
   head = DeviceBuffer(ops.get(), ops->upload_head(w.wte.data(), cfg.vocab_size, cfg.n_embd),
                       w.wte.size() * element_size(ops->dtype()));
   wpe = weights(w.wpe);
@@ -360,7 +360,7 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
   // Everything from the embedding to the final layernorm, enqueued (or captured) in one go.
   const int out_rows = logits_out ? rows : nseg;
   const auto body = [&] {
-    ops->embed(mi + o_tokens, mi + o_pos, rows, wte.ptr, wpe.ptr, C, x.ptr);
+    ops->embed(mi + o_tokens, mi + o_pos, rows, head.ptr, wpe.ptr, C, x.ptr);
     for (int l = 0; l < cfg.n_layer; ++l) {
       const LayerWeights& L = layers[l];
       ops->layernorm(x.ptr, nullptr, rows, C, L.ln_1_w.ptr, L.ln_1_b.ptr, cfg.layer_norm_epsilon,

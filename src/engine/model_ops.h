@@ -31,7 +31,8 @@ class ModelOps {
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;  // within the backend
   // n floats from the host into new backend memory of dtype().
   virtual void* upload_weights(const float* src, std::size_t n) = 0;
-  // The output head's weights from wte [V, C] on the host, in the layout lm_head reads.
+  // The output head's weights from wte [V, C] on the host, in the layout lm_head reads; the
+  // first V x C elements are wte itself (what embed reads).
   virtual void* upload_head(const float* wte, int V, int C) = 0;
 
   // out[r] = wte[tokens[r]] + wpe[positions[r]]; tokens/positions are backend int32 [rows].

@@ -54,14 +54,15 @@ std::vector<std::int32_t> parse_ids(const std::string& s) {
   return ids;
 }
 
-float get_float(const Flags& f, const std::string& name, float fallback, float lo, float hi) {
+// A number in [lo, hi] (`range` words it for the error).
+float get_float(const Flags& f, const std::string& name, float fallback, float lo, float hi,
+                const std::string& range) {
   if (!f.has(name)) return fallback;
   const std::string s = f.get(name, "");
   char* end = nullptr;
   const float v = std::strtof(s.c_str(), &end);
   if (s.empty() || *end != '\0' || !(v >= lo && v <= hi)) {
-    throw UsageError("generate: --" + name + " must be a number in [" + fmt(lo, 2) + ", " +
-                     fmt(hi, 2) + "], not '" + s + "'");
+    throw UsageError("generate: --" + name + " must be a number in " + range + ", not '" + s + "'");
   }
   return v;
 }
@@ -130,9 +131,9 @@ int run_generate(const std::vector<std::string>& args) {
       for (auto& t : r.prompt) t = static_cast<std::int32_t>(rng() % cfg.vocab_size);
     }
     r.max_new_tokens = max_new;
-    r.sampling.temperature = get_float(f, "temperature", 0.0f, 0.0f, 100.0f);
+    r.sampling.temperature = get_float(f, "temperature", 0.0f, 0.0f, 100.0f, "[0, 100]");
     r.sampling.top_k = f.get_int("top-k", 0, 0, cfg.vocab_size);
-    r.sampling.top_p = get_float(f, "top-p", 1.0f, 1e-6f, 1.0f);
+    r.sampling.top_p = get_float(f, "top-p", 1.0f, 1e-6f, 1.0f, "(0, 1]");
     r.sampling.seed = seed;
   }
 

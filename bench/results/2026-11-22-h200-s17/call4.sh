@@ -4,6 +4,7 @@
 # nsys's timeline summary where nsys exists.
 set -u
 B=build-gpu
+cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON > /dev/null 2>&1
 cmake --build $B -j16 > $OUT/build.log 2>&1 || { grep -E "error" -A3 $OUT/build.log | head -40; exit 1; }
 G=$B/tools/gpuattn
 which nsys ncu

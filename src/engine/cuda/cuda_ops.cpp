@@ -2,6 +2,7 @@
 // own; GEMMs through cuBLASLt (gemm.cu), the rest through kernels.cu.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -84,20 +85,23 @@ class CudaOps final : public ModelOps {
               int rows, int K, int N, bool gelu) override {
     gemm_->linear(x, W, bias, residual, out, rows, K, N, gelu);
   }
-  // wte^T [C, V]: the head GEMM is then a plain (untransposed) one, for which cuBLASLt picks
-  // its Hopper kernels (with wte [V, C] transposed it took an sm_75 WMMA kernel at 32 rows).
+  // wte [V, C] and wte^T [C, V] back to back: the head GEMM reads the first at a few rows and
+  // the second above (gemm.cu says why).
   void* upload_head(const float* wte, int V, int C) override {
-    std::vector<float> t(static_cast<std::size_t>(V) * C);
+    const std::size_t n = static_cast<std::size_t>(V) * C;
+    std::vector<float> both(2 * n);
+    std::copy(wte, wte + n, both.begin());
     for (int v = 0; v < V; ++v) {
       for (int c = 0; c < C; ++c) {
-        t[static_cast<std::size_t>(c) * V + v] = wte[static_cast<std::size_t>(v) * C + c];
+        both[n + static_cast<std::size_t>(c) * V + v] = wte[static_cast<std::size_t>(v) * C + c];
       }
     }
-    return upload_weights(t.data(), t.size());
+    return upload_weights(both.data(), both.size());
   }
   void lm_head(const void* x, const void* head, float* logits, int rows, int C, int V,
                int ld) override {
-    gemm_->lm_head(x, head, logits, rows, C, V, ld);
+    const auto* e = static_cast<const char*>(head);
+    gemm_->lm_head(x, e, e + static_cast<std::size_t>(V) * C * 2, logits, rows, C, V, ld);
   }
   void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
                   void* v_pool) override {

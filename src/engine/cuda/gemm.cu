@@ -16,7 +16,19 @@ namespace {
 // cuBLASLt's recommended workspace on Hopper.
 constexpr std::size_t kWorkspace = std::size_t(32) << 20;
 
-enum Kind { kBias = 0, kGeluBias = 1, kBiasResidual = 2, kLmHead = 3 };
+enum Kind { kBias = 0, kGeluBias = 1, kBiasResidual = 2, kLmHead = 3, kLmHeadT = 4 };
+
+// Up to this many rows a GEMM is timed over cuBLASLt's candidates on its first call: these are the
+// decode steps' shapes, latency bound and replayed thousands of times, where the heuristic's
+// first pick was 10-40% off (split-K with a separate reduce kernel at one row). Larger shapes
+// (prefills, every length a new shape) take the heuristic's first pick.
+constexpr int kAutotuneRows = 256;
+constexpr int kAutotuneCandidates = 8;
+constexpr int kAutotuneReps = 10;
+// The head reads wte [V, C] transposed up to this many rows (a GEMV: cuBLASLt's gemv2T kernel,
+// 30 us at one row on an H200, against 53 us for its kernel over wte^T), and wte^T above (where
+// the transposed form took an sm_75 WMMA kernel, 64 us at 32 rows).
+constexpr int kHeadTransposedRows = 8;
 
 void check_lt(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) {
@@ -39,6 +51,7 @@ struct Gemm::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  cublasLtMatmulHeuristicResult_t candidates[kAutotuneCandidates] = {};
   ~Plan() {
     if (desc) cublasLtMatmulDescDestroy(desc);
     if (a) cublasLtMatrixLayoutDestroy(a);
@@ -60,14 +73,15 @@ Gemm::~Gemm() {
   if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
 }
 
-Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd) {
+Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd, const Operands& ops) {
   auto& slot = plans_[{kind, m, n, k, ldd}];
   if (slot) return *slot;
   auto p = std::make_unique<Plan>();
+  const bool head = kind == kLmHead || kind == kLmHeadT;
   const cudaDataType_t ab = dtype_ == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
-  const cudaDataType_t cd = kind == kLmHead ? CUDA_R_32F : ab;
+  const cudaDataType_t cd = head ? CUDA_R_32F : ab;
   check_lt(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
-  const cublasOperation_t ta = CUBLAS_OP_N;
+  const cublasOperation_t ta = kind == kLmHeadT ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = CUBLAS_OP_N;
   check_lt(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)),
            "set TRANSA");
@@ -79,8 +93,12 @@ Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd) {
   check_lt(
       cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
       "set EPILOGUE");
-  // A: m x k (ld m); B: k x n (ld k); C/D: m x n (ld ldd >= m).
-  check_lt(cublasLtMatrixLayoutCreate(&p->a, ab, m, k, m), "layout A");
+  // A: m x k (ld m), or k x m stored (op T, ld k); B: k x n (ld k); C/D: m x n (ld ldd >= m).
+  if (kind == kLmHeadT) {
+    check_lt(cublasLtMatrixLayoutCreate(&p->a, ab, k, m, k), "layout A");
+  } else {
+    check_lt(cublasLtMatrixLayoutCreate(&p->a, ab, m, k, m), "layout A");
+  }
   check_lt(cublasLtMatrixLayoutCreate(&p->b, ab, k, n, k), "layout B");
   check_lt(cublasLtMatrixLayoutCreate(&p->c, cd, m, n, ldd), "layout C");
   cublasLtMatmulPreference_t pref = nullptr;
@@ -88,11 +106,10 @@ Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd) {
   const std::size_t ws = kWorkspace;
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                        sizeof(ws));
-  cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t s =
       cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), p->desc, p->a, p->b,
-                                     p->c, p->c, pref, 1, &result, &found);
+                                     p->c, p->c, pref, kAutotuneCandidates, p->candidates, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   check_lt(s, "AlgoGetHeuristic");
   if (found == 0) {
@@ -101,31 +118,82 @@ Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd) {
                                               " x " + std::to_string(k) + " (kind " +
                                               std::to_string(kind) + ")");
   }
-  p->algo = result.algo;
+  p->algo = p->candidates[0].algo;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream_), &capturing),
+             "cudaStreamIsCapturing");
+  if (found > 1 && n <= kAutotuneRows && capturing == cudaStreamCaptureStatusNone) {
+    if (ops.bias) {
+      check_lt(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ops.bias,
+                                              sizeof(ops.bias)),
+               "set BIAS_POINTER");
+    }
+    autotune(*p, found, ops, static_cast<std::size_t>(ldd) * n * (head ? 4 : 2));
+  }
   slot = std::move(p);
   return *slot;
+}
+
+// Times each candidate on the call's own operands, writing into a scratch D (C, the residual,
+// is only read), and returns the fastest.
+void Gemm::autotune(Plan& p, int found, const Operands& ops, std::size_t d_bytes) {
+  auto s = static_cast<cudaStream_t>(stream_);
+  void* scratch = nullptr;
+  check_cuda(cudaMallocAsync(&scratch, d_bytes, s), "cudaMallocAsync of a GEMM scratch");
+  cudaEvent_t start = nullptr, stop = nullptr;
+  check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+  check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+  const float alpha = 1.0f;
+  float best_ms = 0.0f;
+  int best = -1;
+  for (int i = 0; i < found; ++i) {
+    const auto run = [&] {
+      return cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &alpha, ops.a, p.a,
+                            ops.b, p.b, &ops.beta, ops.c ? ops.c : scratch, p.c, scratch, p.c,
+                            &p.candidates[i].algo, workspace_, kWorkspace, s);
+    };
+    if (run() != CUBLAS_STATUS_SUCCESS) continue;  // a candidate that refuses these operands
+    cudaEventRecord(start, s);
+    for (int r = 0; r < kAutotuneReps; ++r) run();
+    cudaEventRecord(stop, s);
+    check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0.0f;
+    cudaEventElapsedTime(&ms, start, stop);
+    if (best < 0 || ms < best_ms) {
+      best_ms = ms;
+      best = i;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  check_cuda(cudaFreeAsync(scratch, s), "cudaFreeAsync of a GEMM scratch");
+  if (best >= 0) p.algo = p.candidates[best].algo;
 }
 
 void Gemm::linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
                   int rows, int K, int N, bool gelu) {
   if (rows == 0) return;
   const int kind = gelu ? kGeluBias : residual ? kBiasResidual : kBias;
-  Plan& p = plan(kind, N, rows, K, N);
+  const float alpha = 1.0f, beta = residual ? 1.0f : 0.0f;
+  Plan& p = plan(kind, N, rows, K, N, Operands{W, x, residual, beta, bias});
   check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                           sizeof(bias)),
            "set BIAS_POINTER");
-  const float alpha = 1.0f, beta = residual ? 1.0f : 0.0f;
   check_lt(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &alpha, W, p.a, x, p.b,
                           &beta, residual ? residual : out, p.c, out, p.c, &p.algo, workspace_,
                           kWorkspace, static_cast<cudaStream_t>(stream_)),
            "cublasLtMatmul (linear)");
 }
 
-void Gemm::lm_head(const void* x, const void* Et, float* logits, int rows, int C, int V, int ld) {
+void Gemm::lm_head(const void* x, const void* E, const void* Et, float* logits, int rows, int C,
+                   int V, int ld) {
   if (rows == 0) return;
-  Plan& p = plan(kLmHead, V, rows, C, ld);
   const float alpha = 1.0f, beta = 0.0f;
-  check_lt(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &alpha, Et, p.a, x, p.b,
+  const bool transposed = rows <= kHeadTransposedRows;
+  const void* A = transposed ? E : Et;
+  Plan& p =
+      plan(transposed ? kLmHeadT : kLmHead, V, rows, C, ld, Operands{A, x, nullptr, beta, nullptr});
+  check_lt(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &alpha, A, p.a, x, p.b,
                           &beta, logits, p.c, logits, p.c, &p.algo, workspace_, kWorkspace,
                           static_cast<cudaStream_t>(stream_)),
            "cublasLtMatmul (lm_head)");

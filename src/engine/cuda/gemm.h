@@ -22,13 +22,25 @@ class Gemm {
   // when gelu. residual may alias out; gelu and residual are not both set.
   void linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
               int rows, int K, int N, bool gelu);
-  // logits fp32 [rows, V] (row pitch ld) = x[rows, C] Et[C, V].
-  void lm_head(const void* x, const void* Et, float* logits, int rows, int C, int V, int ld);
+  // logits fp32 [rows, V] (row pitch ld) = x[rows, C] E[V, C]^T, with E and Et = E^T [C, V]
+  // both given (a few rows read E, more read Et: cuBLASLt's best kernels differ).
+  void lm_head(const void* x, const void* E, const void* Et, float* logits, int rows, int C, int V,
+               int ld);
 
   struct Plan;
 
  private:
-  Plan& plan(int kind, int m, int n, int k, int ldd);
+  // A call's operands in cuBLASLt's column-major terms (D = A B + beta C), for autotuning.
+  struct Operands {
+    const void* a;
+    const void* b;
+    const void* c;  // nullptr: none
+    float beta;
+    const void* bias;
+  };
+  Plan& plan(int kind, int m, int n, int k, int ldd, const Operands& ops);
+  // Times the plan's candidates on ops and keeps the fastest.
+  void autotune(Plan& p, int found, const Operands& ops, std::size_t d_bytes);
 
   DType dtype_;
   void* stream_;
