@@ -106,11 +106,8 @@ class CpuOps final : public ModelOps {
     return upload_weights(wte, static_cast<std::size_t>(V) * C);
   }
 
-  DType sample_logits_dtype() const override { return DType::f32; }
-
-  void lm_head(const void* x, const void* wte, void* out, DType, int rows, int C, int V,
+  void lm_head(const void* x, const void* wte, float* logits, int rows, int C, int V,
                int ld) override {
-    float* logits = static_cast<float*>(out);
     const float* xa = static_cast<const float*>(x);
     const float* te = static_cast<const float*>(wte);
     parallel_columns(V, [&](int v0, int v1) {
@@ -137,9 +134,8 @@ class CpuOps final : public ModelOps {
     }
   }
 
-  void sample(const void* out, DType, int rows, int V, int ld, const SampleRow* params,
+  void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
               std::int32_t* tokens) override {
-    const float* logits = static_cast<const float*>(out);
     for (int r = 0; r < rows; ++r) {
       tokens[r] = sample_row_host(logits + static_cast<std::int64_t>(r) * ld, V, params[r]);
     }

@@ -89,8 +89,7 @@ class Gpt2Engine::Impl {
 
   DeviceBuffer wpe, ln_f_w, ln_f_b;
   DeviceBuffer head;  // wte as the output head reads it; it starts with wte [V, C] itself
-  int logits_ld = 0;  // logits row pitch: V rounded up to 8 (16-byte rows for the sampler)
-  DType logits_dt = DType::f32;  // of the sampling step's logits
+  int logits_ld = 0;  // logits row pitch: V rounded up to 4
   std::vector<LayerWeights> layers;
   int pool_pages = 0;
   std::vector<DeviceBuffer> k_pool, v_pool;  // per layer [pool_pages, page_size, H, D]
@@ -220,9 +219,8 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
   qkv = buffer(static_cast<std::size_t>(max_rows) * 3 * C * es);
   attn = buffer(static_cast<std::size_t>(max_rows) * C * es);
   fc = buffer(static_cast<std::size_t>(max_rows) * 4 * C * es);
-  logits_ld = (cfg.vocab_size + 7) / 8 * 8;
-  logits_dt = ops->sample_logits_dtype();
-  logits = buffer(static_cast<std::size_t>(max_seqs) * logits_ld * element_size(logits_dt));
+  logits_ld = (cfg.vocab_size + 3) / 4 * 4;
+  logits = buffer(static_cast<std::size_t>(max_seqs) * logits_ld * sizeof(float));
   tokens_out = buffer(static_cast<std::size_t>(max_seqs) * sizeof(std::int32_t));
   // Step metadata, one upload: tokens, positions, cache slots and the rows the head reads (every
   // row for forward_logits), all [rows]; the decodes' key counts, the prefills' cu_seqlens and
@@ -415,7 +413,7 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
   if (logits_out) {
     body();
     DeviceBuffer all = buffer(static_cast<std::size_t>(rows) * logits_ld * sizeof(float));
-    ops->lm_head(ln.ptr, head.ptr, all.ptr, DType::f32, rows, C, V, logits_ld);
+    ops->lm_head(ln.ptr, head.ptr, static_cast<float*>(all.ptr), rows, C, V, logits_ld);
     std::vector<float> pitched(static_cast<std::size_t>(rows) * logits_ld);
     ops->download(pitched.data(), all.ptr, pitched.size() * sizeof(float));
     logits_out->resize(static_cast<std::size_t>(rows) * V);
@@ -429,8 +427,8 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
       reinterpret_cast<const engine::SampleRow*>(static_cast<const char*>(meta.ptr) + o_sample);
   const auto step = [&] {
     body();
-    ops->lm_head(ln.ptr, head.ptr, logits.ptr, logits_dt, nseg, C, V, logits_ld);
-    ops->sample(logits.ptr, logits_dt, nseg, V, logits_ld, rows_dev,
+    ops->lm_head(ln.ptr, head.ptr, static_cast<float*>(logits.ptr), nseg, C, V, logits_ld);
+    ops->sample(static_cast<const float*>(logits.ptr), nseg, V, logits_ld, rows_dev,
                 static_cast<std::int32_t*>(tokens_out.ptr));
   };
   // A decode-only step of bd sequences and table width `width` has the same launches, pointers

@@ -45,23 +45,18 @@ class ModelOps {
   // form) when gelu. residual may alias out. Exactly one of gelu / residual may be set.
   virtual void linear(const void* x, const void* W, const void* bias, const void* residual,
                       void* out, int rows, int K, int N, bool gelu) = 0;
-  // logits [rows, V] (row pitch ld >= V, a multiple of 8) = x[rows, C] wte^T, head from
-  // upload_head; logits of type lt: f32, or (CUDA) dtype().
-  virtual void lm_head(const void* x, const void* head, void* logits, DType lt, int rows, int C,
-                       int V, int ld) = 0;
-  // The logits type the sampling step uses: f32 on the CPU; dtype() on CUDA, where cuBLASLt's
-  // Hopper kernels write 16-bit outputs but not fp32 ones from 16-bit inputs (with fp32 logits
-  // the 128-row head ran an sm_75 kernel at a fifth of the speed).
-  virtual DType sample_logits_dtype() const = 0;
+  // logits fp32 [rows, V] (row pitch ld >= V) = x[rows, C] wte^T, head from upload_head.
+  virtual void lm_head(const void* x, const void* head, float* logits, int rows, int C, int V,
+                       int ld) = 0;
   // The keys and values of every row into the paged caches: row r's k (qkv columns [C, 2C)) and
   // v ([2C, 3C)) go to slot slots[r] (page * page_size + row in page) of k_pool / v_pool
   // ([slots, C] each). The caches and slots are backend memory.
   virtual void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
                           void* v_pool) = 0;
-  // tokens[r] = the token SampleRow r draws from logits row r (type lt, row pitch ld); rows
-  // and tokens are backend memory. Every row is drawn on the backend, whatever its top_k / top_p.
-  virtual void sample(const void* logits, DType lt, int rows, int V, int ld,
-                      const SampleRow* params, std::int32_t* tokens) = 0;
+  // tokens[r] = the token SampleRow r draws from logits row r (fp32, row pitch ld); rows and
+  // tokens are backend memory. Every row is drawn on the backend, whatever its top_k / top_p.
+  virtual void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
+                      std::int32_t* tokens) = 0;
   virtual void synchronize() = 0;
 
   // CUDA graphs of the work enqueued between begin_capture and end_capture on stream() (CUDA

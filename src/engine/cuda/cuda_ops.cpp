@@ -98,20 +98,18 @@ class CudaOps final : public ModelOps {
     }
     return upload_weights(both.data(), both.size());
   }
-  void lm_head(const void* x, const void* head, void* logits, DType lt, int rows, int C, int V,
+  void lm_head(const void* x, const void* head, float* logits, int rows, int C, int V,
                int ld) override {
     const auto* e = static_cast<const char*>(head);
-    gemm_->lm_head(x, e, e + static_cast<std::size_t>(V) * C * 2, logits, lt == DType::f32, rows, C,
-                   V, ld);
+    gemm_->lm_head(x, e, e + static_cast<std::size_t>(V) * C * 2, logits, rows, C, V, ld);
   }
-  DType sample_logits_dtype() const override { return dtype_; }
   void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
                   void* v_pool) override {
     cuda::scatter_kv(qkv, rows, C, slots, k_pool, v_pool, stream_);
   }
-  void sample(const void* logits, DType lt, int rows, int V, int ld, const SampleRow* params,
+  void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
               std::int32_t* tokens) override {
-    cuda::sample(logits, lt, rows, V, ld, params, tokens, stream_);
+    cuda::sample(logits, rows, V, ld, params, tokens, stream_);
   }
   void synchronize() override { check(cudaStreamSynchronize(s()), "cudaStreamSynchronize"); }
 

@@ -6,7 +6,6 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "engine/cuda/gemm.h"
@@ -17,22 +16,12 @@ namespace {
 // cuBLASLt's recommended workspace on Hopper.
 constexpr std::size_t kWorkspace = std::size_t(32) << 20;
 
-// The head comes in four: over wte^T or wte (T), with fp32 or 16-bit logits (16).
-enum Kind {
-  kBias,
-  kGeluBias,
-  kBiasResidual,
-  kLmHead,
-  kLmHeadT,
-  kLmHead16,
-  kLmHeadT16,
-};
+enum Kind { kBias = 0, kGeluBias = 1, kBiasResidual = 2, kLmHead = 3, kLmHeadT = 4 };
 
 // Up to this many rows a GEMM is timed over cuBLASLt's candidates on its first call: these are the
 // decode steps' shapes, latency bound and replayed thousands of times, where the heuristic's
 // first pick was 10-40% off (split-K with a separate reduce kernel at one row). Larger shapes
-// (prefills, every length a new shape) take the heuristic's first pick. GPUATTN_ENGINE_AUTOTUNE=0
-// turns it off (the heuristic's first pick everywhere), for comparison.
+// (prefills, every length a new shape) take the heuristic's first pick.
 constexpr int kAutotuneRows = 256;
 constexpr int kAutotuneCandidates = 8;
 constexpr int kAutotuneReps = 10;
@@ -72,8 +61,6 @@ struct Gemm::Plan {
 };
 
 Gemm::Gemm(DType dtype, void* stream) : dtype_(dtype), stream_(stream) {
-  const char* env = std::getenv("GPUATTN_ENGINE_AUTOTUNE");
-  autotune_ = !(env && std::string(env) == "0");
   cublasLtHandle_t h = nullptr;
   check_lt(cublasLtCreate(&h), "cublasLtCreate");
   handle_ = h;
@@ -90,12 +77,11 @@ Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd, const Operands& o
   auto& slot = plans_[{kind, m, n, k, ldd}];
   if (slot) return *slot;
   auto p = std::make_unique<Plan>();
-  const bool head32 = kind == kLmHead || kind == kLmHeadT;
-  const bool transposed = kind == kLmHeadT || kind == kLmHeadT16;
+  const bool head = kind == kLmHead || kind == kLmHeadT;
   const cudaDataType_t ab = dtype_ == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
-  const cudaDataType_t cd = head32 ? CUDA_R_32F : ab;
+  const cudaDataType_t cd = head ? CUDA_R_32F : ab;
   check_lt(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
-  const cublasOperation_t ta = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t ta = kind == kLmHeadT ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = CUBLAS_OP_N;
   check_lt(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)),
            "set TRANSA");
@@ -108,7 +94,7 @@ Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd, const Operands& o
       cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
       "set EPILOGUE");
   // A: m x k (ld m), or k x m stored (op T, ld k); B: k x n (ld k); C/D: m x n (ld ldd >= m).
-  if (transposed) {
+  if (kind == kLmHeadT) {
     check_lt(cublasLtMatrixLayoutCreate(&p->a, ab, k, m, k), "layout A");
   } else {
     check_lt(cublasLtMatrixLayoutCreate(&p->a, ab, m, k, m), "layout A");
@@ -136,13 +122,13 @@ Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd, const Operands& o
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   check_cuda(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream_), &capturing),
              "cudaStreamIsCapturing");
-  if (found > 1 && n <= kAutotuneRows && capturing == cudaStreamCaptureStatusNone && autotune_) {
+  if (found > 1 && n <= kAutotuneRows && capturing == cudaStreamCaptureStatusNone) {
     if (ops.bias) {
       check_lt(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ops.bias,
                                               sizeof(ops.bias)),
                "set BIAS_POINTER");
     }
-    autotune(*p, found, ops, static_cast<std::size_t>(ldd) * n * (head32 ? 4 : 2));
+    autotune(*p, found, ops, static_cast<std::size_t>(ldd) * n * (head ? 4 : 2));
   }
   slot = std::move(p);
   return *slot;
@@ -199,14 +185,14 @@ void Gemm::linear(const void* x, const void* W, const void* bias, const void* re
            "cublasLtMatmul (linear)");
 }
 
-void Gemm::lm_head(const void* x, const void* E, const void* Et, void* logits, bool f32, int rows,
-                   int C, int V, int ld) {
+void Gemm::lm_head(const void* x, const void* E, const void* Et, float* logits, int rows, int C,
+                   int V, int ld) {
   if (rows == 0) return;
   const float alpha = 1.0f, beta = 0.0f;
   const bool transposed = rows <= kHeadTransposedRows;
   const void* A = transposed ? E : Et;
-  const int kind = transposed ? (f32 ? kLmHeadT : kLmHeadT16) : (f32 ? kLmHead : kLmHead16);
-  Plan& p = plan(kind, V, rows, C, ld, Operands{A, x, nullptr, beta, nullptr});
+  Plan& p =
+      plan(transposed ? kLmHeadT : kLmHead, V, rows, C, ld, Operands{A, x, nullptr, beta, nullptr});
   check_lt(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &alpha, A, p.a, x, p.b,
                           &beta, logits, p.c, logits, p.c, &p.algo, workspace_, kWorkspace,
                           static_cast<cudaStream_t>(stream_)),

@@ -22,11 +22,10 @@ class Gemm {
   // when gelu. residual may alias out; gelu and residual are not both set.
   void linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
               int rows, int K, int N, bool gelu);
-  // logits [rows, V] (row pitch ld; fp32 or the GEMM's 16-bit type) = x[rows, C] E[V, C]^T,
-  // with E and Et = E^T [C, V] both given (a few rows read E, more read Et: cuBLASLt's best
-  // kernels differ).
-  void lm_head(const void* x, const void* E, const void* Et, void* logits, bool f32, int rows,
-               int C, int V, int ld);
+  // logits fp32 [rows, V] (row pitch ld) = x[rows, C] E[V, C]^T, with E and Et = E^T [C, V]
+  // both given (a few rows read E, more read Et: cuBLASLt's best kernels differ).
+  void lm_head(const void* x, const void* E, const void* Et, float* logits, int rows, int C, int V,
+               int ld);
 
   struct Plan;
 
@@ -45,7 +44,6 @@ class Gemm {
 
   DType dtype_;
   void* stream_;
-  bool autotune_ = true;
   void* handle_ = nullptr;     // cublasLtHandle_t
   void* workspace_ = nullptr;  // device
   std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<Plan>> plans_;

@@ -20,9 +20,6 @@ void check_launch(const char* what) {
   }
 }
 
-__device__ inline float to_f(float v) {
-  return v;
-}
 __device__ inline float to_f(__half v) {
   return __half2float(v);
 }
@@ -190,31 +187,29 @@ __device__ Best block_best(Best v, Best* scratch) {
   return v;
 }
 
-// f(value, index) over logits[0, V) of one row (float, __half or __nv_bfloat16), 16-byte loads
-// four at a time per thread (issued before any use, so one pass costs a few memory round trips,
-// not one per element). The row pitch is a multiple of 8: the pad past V is read but never
-// passed on.
-template <typename LT, typename F>
-__device__ inline void for_each_logit(const LT* row, int V, F&& f) {
-  constexpr int kPer = 16 / sizeof(LT);
-  const int nv = (V + kPer - 1) / kPer;
-  const uint4* rv = reinterpret_cast<const uint4*>(row);
-  for (int base = threadIdx.x; base < nv; base += 4 * kSampleThreads) {
-    uint4 q[4];
+// f(value, index) over logits[0, V) of one row, float4 loads four at a time per thread (issued
+// before any use, so one pass costs a few memory round trips, not one per element). The row
+// pitch is a multiple of 4: the pad past V is read but never passed on.
+template <typename F>
+__device__ inline void for_each_logit(const float* row, int V, F&& f) {
+  const int n4 = (V + 3) / 4;
+  const float4* r4 = reinterpret_cast<const float4*>(row);
+  for (int base = threadIdx.x; base < n4; base += 4 * kSampleThreads) {
+    float4 q[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int i = base + j * kSampleThreads;
-      if (i < nv) q[j] = rv[i];
+      if (i < n4) q[j] = r4[i];
     }
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int i = base + j * kSampleThreads;
-      if (i < nv) {
-        const LT* e = reinterpret_cast<const LT*>(&q[j]);
-#pragma unroll
-        for (int t = 0; t < kPer; ++t) {
-          if (i * kPer + t < V) f(to_f(e[t]), i * kPer + t);
-        }
+      if (i < n4) {
+        const int e = 4 * i;
+        f(q[j].x, e);
+        if (e + 1 < V) f(q[j].y, e + 1);
+        if (e + 2 < V) f(q[j].z, e + 2);
+        if (e + 3 < V) f(q[j].w, e + 3);
       }
     }
   }
@@ -223,14 +218,14 @@ __device__ inline void for_each_logit(const LT* row, int V, F&& f) {
 // One block a row; sampling.h's definition (sample_row_host) on the device. The top_k and top_p
 // thresholds are found by bisection over the floats' ordered bit patterns: 32 counting (or mass)
 // passes over the row, which stays in L1/L2.
-template <typename LT>
 __global__ void __launch_bounds__(kSampleThreads)
-    sample_kernel(const LT* logits, int V, int ld, const SampleRow* params, std::int32_t* tokens) {
+    sample_kernel(const float* logits, int V, int ld, const SampleRow* params,
+                  std::int32_t* tokens) {
   __shared__ float fscratch[32];
   __shared__ int iscratch[32];
   __shared__ Best bscratch[32];
   const SampleRow p = params[blockIdx.x];
-  const LT* row = logits + static_cast<std::int64_t>(blockIdx.x) * ld;
+  const float* row = logits + static_cast<std::int64_t>(blockIdx.x) * ld;
   auto add_f = [](float a, float b) { return a + b; };
   auto add_i = [](int a, int b) { return a + b; };
   auto max_f = [](float a, float b) { return fmaxf(a, b); };
@@ -331,20 +326,11 @@ void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, voi
   check_launch("scatter_kv");
 }
 
-void sample(const void* logits, DType lt, int rows, int V, int ld, const SampleRow* params,
+void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
             std::int32_t* tokens, void* stream) {
   if (rows == 0) return;
-  auto s = static_cast<cudaStream_t>(stream);
-  if (lt == DType::f32) {
-    sample_kernel<<<rows, kSampleThreads, 0, s>>>(static_cast<const float*>(logits), V, ld, params,
-                                                  tokens);
-  } else if (lt == DType::bf16) {
-    sample_kernel<<<rows, kSampleThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(logits), V, ld,
-                                                  params, tokens);
-  } else {
-    sample_kernel<<<rows, kSampleThreads, 0, s>>>(static_cast<const __half*>(logits), V, ld, params,
-                                                  tokens);
-  }
+  sample_kernel<<<rows, kSampleThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, V, ld,
+                                                                                params, tokens);
   check_launch("sample");
 }
 
