@@ -6,6 +6,8 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "engine/cuda/gemm.h"
@@ -18,13 +20,6 @@ constexpr std::size_t kWorkspace = std::size_t(32) << 20;
 
 enum Kind { kBias = 0, kGeluBias = 1, kBiasResidual = 2, kLmHead = 3, kLmHeadT = 4 };
 
-// Up to this many rows a GEMM is timed over cuBLASLt's candidates on its first call: these are the
-// decode steps' shapes, latency bound and replayed thousands of times, where the heuristic's
-// first pick was 10-40% off (split-K with a separate reduce kernel at one row). Larger shapes
-// (prefills, every length a new shape) take the heuristic's first pick.
-constexpr int kAutotuneRows = 256;
-constexpr int kAutotuneCandidates = 8;
-constexpr int kAutotuneReps = 10;
 // The head reads wte [V, C] transposed up to this many rows (a GEMV: cuBLASLt's gemv2T kernel,
 // 30 us at one row on an H200, against 53 us for its kernel over wte^T), and wte^T above (where
 // the transposed form took an sm_75 WMMA kernel, 64 us at 32 rows).
@@ -51,7 +46,6 @@ struct Gemm::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
-  cublasLtMatmulHeuristicResult_t candidates[kAutotuneCandidates] = {};
   ~Plan() {
     if (desc) cublasLtMatmulDescDestroy(desc);
     if (a) cublasLtMatrixLayoutDestroy(a);
@@ -61,6 +55,8 @@ struct Gemm::Plan {
 };
 
 Gemm::Gemm(DType dtype, void* stream) : dtype_(dtype), stream_(stream) {
+  const char* env = std::getenv("GPUATTN_ENGINE_SPLIT_K_REDUCE");
+  split_k_reduce_ = env && std::string(env) == "1";
   cublasLtHandle_t h = nullptr;
   check_lt(cublasLtCreate(&h), "cublasLtCreate");
   handle_ = h;
@@ -73,7 +69,7 @@ Gemm::~Gemm() {
   if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
 }
 
-Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd, const Operands& ops) {
+Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd) {
   auto& slot = plans_[{kind, m, n, k, ldd}];
   if (slot) return *slot;
   auto p = std::make_unique<Plan>();
@@ -106,10 +102,21 @@ Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd, const Operands& o
   const std::size_t ws = kWorkspace;
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                        sizeof(ws));
+  // First without split-K that needs a separate reduction kernel (measured on one-row GEMMs:
+  // a 3.7 us reduce after a 5.9 us GEMM), then, if cuBLASLt has nothing else, with it.
+  cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t s =
-      cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), p->desc, p->a, p->b,
-                                     p->c, p->c, pref, kAutotuneCandidates, p->candidates, &found);
+  cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+  for (int pass = split_k_reduce_ ? 1 : 0; pass < 2 && found == 0; ++pass) {
+    const std::uint32_t mask =
+        pass == 0 ? CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_INPLACE
+                  : CUBLASLT_REDUCTION_SCHEME_MASK;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask,
+                                         sizeof(mask));
+    s = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), p->desc, p->a, p->b,
+                                       p->c, p->c, pref, 1, &result, &found);
+    if (s != CUBLAS_STATUS_SUCCESS) break;
+  }
   cublasLtMatmulPreferenceDestroy(pref);
   check_lt(s, "AlgoGetHeuristic");
   if (found == 0) {
@@ -118,56 +125,9 @@ Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd, const Operands& o
                                               " x " + std::to_string(k) + " (kind " +
                                               std::to_string(kind) + ")");
   }
-  p->algo = p->candidates[0].algo;
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  check_cuda(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream_), &capturing),
-             "cudaStreamIsCapturing");
-  if (found > 1 && n <= kAutotuneRows && capturing == cudaStreamCaptureStatusNone) {
-    if (ops.bias) {
-      check_lt(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ops.bias,
-                                              sizeof(ops.bias)),
-               "set BIAS_POINTER");
-    }
-    autotune(*p, found, ops, static_cast<std::size_t>(ldd) * n * (head ? 4 : 2));
-  }
+  p->algo = result.algo;
   slot = std::move(p);
   return *slot;
-}
-
-// Times each candidate on the call's own operands, writing into a scratch D (C, the residual,
-// is only read), and returns the fastest.
-void Gemm::autotune(Plan& p, int found, const Operands& ops, std::size_t d_bytes) {
-  auto s = static_cast<cudaStream_t>(stream_);
-  void* scratch = nullptr;
-  check_cuda(cudaMallocAsync(&scratch, d_bytes, s), "cudaMallocAsync of a GEMM scratch");
-  cudaEvent_t start = nullptr, stop = nullptr;
-  check_cuda(cudaEventCreate(&start), "cudaEventCreate");
-  check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
-  const float alpha = 1.0f;
-  float best_ms = 0.0f;
-  int best = -1;
-  for (int i = 0; i < found; ++i) {
-    const auto run = [&] {
-      return cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &alpha, ops.a, p.a,
-                            ops.b, p.b, &ops.beta, ops.c ? ops.c : scratch, p.c, scratch, p.c,
-                            &p.candidates[i].algo, workspace_, kWorkspace, s);
-    };
-    if (run() != CUBLAS_STATUS_SUCCESS) continue;  // a candidate that refuses these operands
-    cudaEventRecord(start, s);
-    for (int r = 0; r < kAutotuneReps; ++r) run();
-    cudaEventRecord(stop, s);
-    check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float ms = 0.0f;
-    cudaEventElapsedTime(&ms, start, stop);
-    if (best < 0 || ms < best_ms) {
-      best_ms = ms;
-      best = i;
-    }
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  check_cuda(cudaFreeAsync(scratch, s), "cudaFreeAsync of a GEMM scratch");
-  if (best >= 0) p.algo = p.candidates[best].algo;
 }
 
 void Gemm::linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
@@ -175,7 +135,7 @@ void Gemm::linear(const void* x, const void* W, const void* bias, const void* re
   if (rows == 0) return;
   const int kind = gelu ? kGeluBias : residual ? kBiasResidual : kBias;
   const float alpha = 1.0f, beta = residual ? 1.0f : 0.0f;
-  Plan& p = plan(kind, N, rows, K, N, Operands{W, x, residual, beta, bias});
+  Plan& p = plan(kind, N, rows, K, N);
   check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                           sizeof(bias)),
            "set BIAS_POINTER");
@@ -191,8 +151,7 @@ void Gemm::lm_head(const void* x, const void* E, const void* Et, float* logits, 
   const float alpha = 1.0f, beta = 0.0f;
   const bool transposed = rows <= kHeadTransposedRows;
   const void* A = transposed ? E : Et;
-  Plan& p =
-      plan(transposed ? kLmHeadT : kLmHead, V, rows, C, ld, Operands{A, x, nullptr, beta, nullptr});
+  Plan& p = plan(transposed ? kLmHeadT : kLmHead, V, rows, C, ld);
   check_lt(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &alpha, A, p.a, x, p.b,
                           &beta, logits, p.c, logits, p.c, &p.algo, workspace_, kWorkspace,
                           static_cast<cudaStream_t>(stream_)),

@@ -30,22 +30,13 @@ class Gemm {
   struct Plan;
 
  private:
-  // A call's operands in cuBLASLt's column-major terms (D = A B + beta C), for autotuning.
-  struct Operands {
-    const void* a;
-    const void* b;
-    const void* c;  // nullptr: none
-    float beta;
-    const void* bias;
-  };
-  Plan& plan(int kind, int m, int n, int k, int ldd, const Operands& ops);
-  // Times the plan's candidates on ops and keeps the fastest.
-  void autotune(Plan& p, int found, const Operands& ops, std::size_t d_bytes);
+  Plan& plan(int kind, int m, int n, int k, int ldd);
 
   DType dtype_;
   void* stream_;
-  void* handle_ = nullptr;     // cublasLtHandle_t
-  void* workspace_ = nullptr;  // device
+  bool split_k_reduce_ = false;  // GPUATTN_ENGINE_SPLIT_K_REDUCE=1: allow separate reduce kernels
+  void* handle_ = nullptr;       // cublasLtHandle_t
+  void* workspace_ = nullptr;    // device
   std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<Plan>> plans_;
 };
 
