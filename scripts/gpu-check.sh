@@ -41,7 +41,7 @@ LOG_DIR=$(cd "$LOG_DIR" && pwd)
 # old table would): every step's files go first.
 for f in summary.md ctest.log verify.log verify.json bench.log bench.json bench-sm80.log \
   bench-sm80.json anchors.log anchors.json compare_torch.log compare_torch.json \
-  paged_decode.log paged_decode.json; do
+  paged_decode.log paged_decode.json gpt2.log gpt2.json; do
   rm -f "${LOG_DIR:?}/$f"
 done
 rm -f "$LOG_DIR"/memcheck-*.log "$LOG_DIR"/racecheck-*.log "$LOG_DIR"/sweep* "$LOG_DIR/logs.tar.gz"
@@ -123,6 +123,14 @@ if [ "$TESTS" = 1 ]; then
       step "$tool-paged" compute-sanitizer --tool "$tool" --error-exitcode 1 \
         "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$paged" --gtest_brief=1
     done
+    # The GPT-2 engine's kernels (embedding, layernorm, k/v scatter, sampling) and its calls into
+    # the library, through its CUDA suite: memcheck on all of it, racecheck (shared memory: the
+    # layernorm and sampling reductions) on the forward and the sampling kernel.
+    step memcheck-gpt2 compute-sanitizer --tool memcheck --error-exitcode 1 \
+      "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter='Gpt2EngineCuda.*' --gtest_brief=1
+    step racecheck-gpt2 compute-sanitizer --tool racecheck --error-exitcode 1 \
+      "$BUILD/tests/gpuattn_cuda_tests" --gtest_brief=1 \
+      --gtest_filter='Gpt2EngineCuda.ForwardMatchesTheFp64Reference:Gpt2EngineCuda.Sampling*'
     # The 3-consumer head-dim-64 kernel, forced onto the small dense and causal head-dim-64 shapes
     # (Sq != Sk too: items without keys); the compensated ones never run it.
     d64='AwkwardLengths/*D64*:Varlen/*H8_D64*:GroupedHeads/*H32kv8_S1000_D64'
@@ -156,6 +164,14 @@ if [ "$BENCH" = 1 ]; then
       # Decode over a paged KV cache (page sizes 16, 64, 256) against cuDNN on the dense one.
       step paged_decode env PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
         python3 bench/paged_decode.py --json "$LOG_DIR/paged_decode.json" "${quick_verify[@]}"
+    fi
+    # GPT-2 124M (random weights) on the engine against HF transformers: parity, then generate
+    # B1 / B32 / B128 and prefill B16 S1023 throughput.
+    if python3 -c "import transformers" >/dev/null 2>&1; then
+      step gpt2 python3 bench/gpt2_generate.py --gpuattn "$BUILD/tools/gpuattn" \
+        --json "$LOG_DIR/gpt2.json" "${quick_verify[@]}"
+    else
+      echo "== gpt2: skipped (transformers not importable)"
     fi
   else
     echo "== anchors: skipped (torch with CUDA, or triton, not importable)"

@@ -6,8 +6,6 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
-#include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "engine/cuda/gemm.h"
@@ -55,8 +53,6 @@ struct Gemm::Plan {
 };
 
 Gemm::Gemm(DType dtype, void* stream) : dtype_(dtype), stream_(stream) {
-  const char* env = std::getenv("GPUATTN_ENGINE_SPLIT_K_REDUCE");
-  split_k_reduce_ = env && std::string(env) == "1";
   cublasLtHandle_t h = nullptr;
   check_lt(cublasLtCreate(&h), "cublasLtCreate");
   handle_ = h;
@@ -102,21 +98,11 @@ Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd) {
   const std::size_t ws = kWorkspace;
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                        sizeof(ws));
-  // First without split-K that needs a separate reduction kernel (measured on one-row GEMMs:
-  // a 3.7 us reduce after a 5.9 us GEMM), then, if cuBLASLt has nothing else, with it.
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
-  for (int pass = split_k_reduce_ ? 1 : 0; pass < 2 && found == 0; ++pass) {
-    const std::uint32_t mask =
-        pass == 0 ? CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_INPLACE
-                  : CUBLASLT_REDUCTION_SCHEME_MASK;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask,
-                                         sizeof(mask));
-    s = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), p->desc, p->a, p->b,
-                                       p->c, p->c, pref, 1, &result, &found);
-    if (s != CUBLAS_STATUS_SUCCESS) break;
-  }
+  const cublasStatus_t s =
+      cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), p->desc, p->a, p->b,
+                                     p->c, p->c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   check_lt(s, "AlgoGetHeuristic");
   if (found == 0) {

@@ -34,9 +34,8 @@ class Gemm {
 
   DType dtype_;
   void* stream_;
-  bool split_k_reduce_ = false;  // GPUATTN_ENGINE_SPLIT_K_REDUCE=1: allow separate reduce kernels
-  void* handle_ = nullptr;       // cublasLtHandle_t
-  void* workspace_ = nullptr;    // device
+  void* handle_ = nullptr;     // cublasLtHandle_t
+  void* workspace_ = nullptr;  // device
   std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<Plan>> plans_;
 };
 
