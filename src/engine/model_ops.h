@@ -45,14 +45,6 @@ class ModelOps {
   // form) when gelu. residual may alias out. Exactly one of gelu / residual may be set.
   virtual void linear(const void* x, const void* W, const void* bias, const void* residual,
                       void* out, int rows, int K, int N, bool gelu) = 0;
-  // out = act(layernorm(x) W + bias): layernorm (eps, over K) then linear, through ln_scratch
-  // ([rows, K]) where a backend does not fuse them (CUDA fuses them for a decode step's few rows).
-  virtual void ln_linear(const void* x, const void* ln_w, const void* ln_b, float eps,
-                         void* ln_scratch, const void* W, const void* bias, void* out, int rows,
-                         int K, int N, bool gelu) {
-    layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln_scratch);
-    linear(ln_scratch, W, bias, nullptr, out, rows, K, N, gelu);
-  }
   // logits fp32 [rows, V] (row pitch ld >= V) = x[rows, C] wte^T, head from upload_head.
   virtual void lm_head(const void* x, const void* head, float* logits, int rows, int C, int V,
                        int ld) = 0;

@@ -3,7 +3,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -37,8 +36,6 @@ class CudaOps final : public ModelOps {
     check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     stream_ = s;
     gemm_ = std::make_unique<cuda::Gemm>(dtype_, stream_);
-    const char* env = std::getenv("GPUATTN_ENGINE_FUSED_GEMV");
-    fused_gemv_ = !(env && std::string(env) == "0");
   }
   ~CudaOps() override {
     gemm_.reset();
@@ -86,22 +83,7 @@ class CudaOps final : public ModelOps {
   }
   void linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
               int rows, int K, int N, bool gelu) override {
-    if (fused(rows, K, N)) {
-      cuda::decode_gemv(dtype_, x, nullptr, nullptr, 0.0f, W, bias, residual, out, rows, K, N, gelu,
-                        stream_);
-    } else {
-      gemm_->linear(x, W, bias, residual, out, rows, K, N, gelu);
-    }
-  }
-  void ln_linear(const void* x, const void* ln_w, const void* ln_b, float eps, void* ln_scratch,
-                 const void* W, const void* bias, void* out, int rows, int K, int N,
-                 bool gelu) override {
-    if (fused(rows, K, N)) {
-      cuda::decode_gemv(dtype_, x, ln_w, ln_b, eps, W, bias, nullptr, out, rows, K, N, gelu,
-                        stream_);
-    } else {
-      ModelOps::ln_linear(x, ln_w, ln_b, eps, ln_scratch, W, bias, out, rows, K, N, gelu);
-    }
+    gemm_->linear(x, W, bias, residual, out, rows, K, N, gelu);
   }
   // wte [V, C] and wte^T [C, V] back to back: the head GEMM reads the first at a few rows and
   // the second above (gemm.cu says why).
@@ -154,17 +136,11 @@ class CudaOps final : public ModelOps {
 
  private:
   cudaStream_t s() const { return static_cast<cudaStream_t>(stream_); }
-  // A decode step's few rows take the fused GEMV (decode_gemv.cu); GPUATTN_ENGINE_FUSED_GEMV=0
-  // sends them to cuBLASLt, for comparison.
-  bool fused(int rows, int K, int N) const {
-    return fused_gemv_ && rows <= cuda::kDecodeGemvRows && K <= cuda::kDecodeGemvMaxK && N % 8 == 0;
-  }
 
   DType dtype_;
   int device_;
   void* stream_ = nullptr;
   std::unique_ptr<cuda::Gemm> gemm_;
-  bool fused_gemv_ = true;
 };
 
 }  // namespace

@@ -9,17 +9,6 @@
 
 namespace gpuattn::engine::cuda {
 
-// decode_gemv (decode_gemv.cu): rows and K it takes.
-constexpr int kDecodeGemvRows = 4;
-constexpr int kDecodeGemvMaxK = 4096;
-
-// out[rows, N] = act(LN(x)[rows, K] W[K, N] + bias) (+ residual), LN when ln_w is given (over K,
-// eps), act = GELU (tanh) when gelu; residual may alias out. rows <= kDecodeGemvRows, K <=
-// kDecodeGemvMaxK, N a multiple of 8. 16-bit tensors, fp32 math.
-void decode_gemv(DType dt, const void* x, const void* ln_w, const void* ln_b, float eps,
-                 const void* W, const void* bias, const void* residual, void* out, int rows, int K,
-                 int N, bool gelu, void* stream);
-
 void embed(DType dt, const std::int32_t* tokens, const std::int32_t* positions, int rows,
            const void* wte, const void* wpe, int C, void* out, void* stream);
 // C a multiple of 8, at most 4096.
