@@ -20,7 +20,8 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 SIZES = {"124m": dict(n_layer=12, n_head=12, n_embd=768),
-         "355m": dict(n_layer=24, n_head=16, n_embd=1024)}
+         "355m": dict(n_layer=24, n_head=16, n_embd=1024),
+         "1558m": dict(n_layer=48, n_head=25, n_embd=1600)}
 # (label, batch, prompt, new tokens): DESIGN.md's rows. "prefill" generates one token: its time
 # is the prompt's forward (B x prompt tokens).
 CASES = [("generate B1", 1, 16, 128), ("generate B32 prompt 512", 32, 512, 128),
@@ -72,6 +73,7 @@ def main():
     ap.add_argument("--size", default="124m", choices=sorted(SIZES))
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true", help="B1 and B32 only, one repetition")
+    ap.add_argument("--cases", help="comma-separated case labels to run (default: all)")
     args = ap.parse_args()
 
     torch.manual_seed(0)
@@ -103,6 +105,12 @@ def main():
     model = model.half()
     reps = 1 if args.quick else 3
     cases = CASES[:2] if args.quick else CASES
+    if args.cases:
+        wanted = args.cases.split(",")
+        unknown = [w for w in wanted if w not in [c[0] for c in CASES]]
+        if unknown:
+            ap.error(f"--cases: no case {unknown}; the cases are {[c[0] for c in CASES]}")
+        cases = [c for c in CASES if c[0] in wanted]
     print(f"\n{device}, GPT-2 {args.size} random weights, f16, greedy")
     print(f"{'case':<26} {'HF tok/s':>12} {'ours tok/s':>12} {'ours/HF':>8}")
     for label, batch, plen, new in cases:

@@ -13,15 +13,16 @@
 namespace gpuattn::tool {
 namespace {
 
-const char* kHelp = R"(usage: gpuattn generate (--model PATH | --random tiny|124m|355m) [flags]
+const char* kHelp =
+    R"(usage: gpuattn generate (--model PATH | --random tiny|124m|355m|1558m) [flags]
 
 Generates with GPT-2 on the engine: the forward pass on CUDA (cuBLASLt GEMMs with fused epilogues,
 our attention over a paged KV cache) or on the CPU, batched by the continuous-batching scheduler.
 
   --model PATH        a model.safetensors file, or a directory holding it and config.json
                       (Hugging Face GPT-2 layout, as save_pretrained writes it)
-  --random SIZE       random weights instead: tiny (2 layers, 128 wide), 124m or 355m (GPT-2's
-                      shapes); --weights-seed S picks them (default 1)
+  --random SIZE       random weights instead: tiny (2 layers, 128 wide), 124m, 355m or 1558m
+                      (GPT-2's shapes); --weights-seed S picks them (default 1)
   --prompt IDS        comma-separated token ids (default: --prompt-len random ids)
   --prompt-len N      random prompt length (default 16), ids from --seed
   --batch B           requests, each with its own prompt (default 1)
@@ -88,7 +89,7 @@ int run_generate(const std::vector<std::string>& args) {
     model_name = f.get("model", "");
     weights = Gpt2Weights::load(model_name);
   } else {
-    const std::string size = f.choice("random", "tiny", {"tiny", "124m", "355m"});
+    const std::string size = f.choice("random", "tiny", {"tiny", "124m", "355m", "1558m"});
     Gpt2Config c;
     if (size == "tiny") {
       c.n_layer = 2;
@@ -100,6 +101,10 @@ int run_generate(const std::vector<std::string>& args) {
       c.n_layer = 24;
       c.n_head = 16;
       c.n_embd = 1024;
+    } else if (size == "1558m") {
+      c.n_layer = 48;
+      c.n_head = 25;
+      c.n_embd = 1600;
     }
     weights = Gpt2Weights::random(c, f.get_u64("weights-seed", 1));
     model_name = "random " + size;
