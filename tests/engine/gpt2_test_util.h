@@ -1,6 +1,8 @@
 // Small GPT-2 models for the engine's tests (CPU and CUDA).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -45,6 +47,16 @@ inline std::vector<std::int32_t> random_tokens(int n, int vocab, std::uint64_t s
   std::vector<std::int32_t> t(static_cast<std::size_t>(n));
   for (auto& x : t) x = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(vocab));
   return t;
+}
+
+// Largest |a - b| over max |b|: logits against the fp64 reference.
+inline double rel_error(const std::vector<float>& a, const std::vector<double>& b) {
+  double err = 0.0, scale = 0.0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    err = std::max(err, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  return err / scale;
 }
 
 }  // namespace gpuattn

@@ -37,16 +37,6 @@ std::string temp_dir(const std::string& name) {
   return ::testing::TempDir() + "gpt2_" + name;
 }
 
-// Largest |a - b| over max |b|.
-double rel_error(const std::vector<float>& a, const std::vector<double>& b) {
-  double err = 0.0, scale = 0.0;
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    err = std::max(err, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(b[i]));
-  }
-  return err / scale;
-}
-
 TEST(Gpt2Config, RejectsWhatNoKernelRuns) {
   Gpt2Config c = small_config();
   c.n_head = 3;
