@@ -14,6 +14,10 @@ on the current torch stream. Outputs are allocated with the inputs' framework.
     choice = choose_sparsity(131072, 16, 128, window_hint=4096, free_memory_bytes=free)
     print(choice.mode, choice.reason)            # 'sliding_window', why
     out = sparse_attn_func(q, k, v, **choice.sparse_attn_kwargs())
+
+    from gpu_attention import Gpt2Engine          # GPT-2 on the engine (gpuattn/gpt2.h)
+    engine = Gpt2Engine("gpt2/", backend="auto")  # model.safetensors + config.json (HF layout)
+    new_tokens = engine.generate([[464, 3290, 318]], max_new_tokens=32)
 """
 
 try:
@@ -38,6 +42,7 @@ from .sparse_attn_interface import sparse_attn_func, sparse_attn_varlen_func
 from .sparsity_policy import SparsityChoice, SparsityEstimate, choose_sparsity
 
 __version__ = _C.__version__
+Gpt2Engine = _C.Gpt2Engine
 
 
 def cuda_available() -> bool:
@@ -46,6 +51,7 @@ def cuda_available() -> bool:
 
 
 __all__ = [
+    "Gpt2Engine",
     "SparsityChoice",
     "SparsityEstimate",
     "__version__",

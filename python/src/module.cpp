@@ -18,6 +18,8 @@
 
 namespace nb = nanobind;
 
+void bind_engine(nb::module_& m);  // engine_module.cpp
+
 namespace {
 
 using Input = nb::ndarray<nb::ro>;  // read-only inputs: q, k, v, cu_seqlens, block_layout
@@ -298,6 +300,8 @@ NB_MODULE(_C, m) {
         "one self-attention call, as a dict of the SparsityChoice fields (mode as a string; "
         "dense/sliding_window/block_sparse as dicts of bytes, visible_pairs, fits). Host only. "
         "Raises ValueError naming a bad request value. Use gpu_attention.choose_sparsity.");
+
+  bind_engine(m);
 
   m.def("cuda_available", &gpuattn::cuda_available,
         "True when this build has the CUDA backend and a CUDA device is visible.");

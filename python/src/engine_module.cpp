@@ -1,0 +1,129 @@
+// Python binding of the GPT-2 engine (gpuattn/gpt2.h): `_C.Gpt2Engine` over weights on disk,
+// token ids in and out as Python lists, logits out as a numpy array. Errors cross as the rest of
+// the module's do (gpuattn::Error -> ValueError / NotImplementedError / RuntimeError).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpuattn/gpt2.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+gpuattn::Backend engine_backend(const std::string& s) {
+  if (s == "auto") return gpuattn::Backend::automatic;
+  if (s == "cpu") return gpuattn::Backend::cpu;
+  if (s == "cuda") return gpuattn::Backend::cuda;
+  throw gpuattn::Error(gpuattn::ErrorCode::invalid_argument,
+                       "backend '" + s + "' is not one of 'auto', 'cpu', 'cuda'");
+}
+
+gpuattn::DType engine_dtype(const std::string& s) {
+  if (s == "float16" || s == "f16") return gpuattn::DType::f16;
+  if (s == "bfloat16" || s == "bf16") return gpuattn::DType::bf16;
+  throw gpuattn::Error(gpuattn::ErrorCode::invalid_argument,
+                       "dtype '" + s + "' is not one of 'float16', 'bfloat16'");
+}
+
+class PyGpt2Engine {
+ public:
+  PyGpt2Engine(const std::string& path, const std::string& backend, const std::string& dtype,
+               int page_size, int num_pages, int max_batch, int max_prefill_tokens,
+               bool cuda_graphs, int num_threads) {
+    gpuattn::EngineOptions o;
+    o.backend = engine_backend(backend);
+    o.dtype = engine_dtype(dtype);
+    o.page_size = page_size;
+    o.num_pages = num_pages;
+    o.scheduler.max_batch = max_batch;
+    o.scheduler.max_prefill_tokens = max_prefill_tokens;
+    o.cuda_graphs = cuda_graphs;
+    o.num_threads = num_threads;
+    nb::gil_scoped_release release;
+    const gpuattn::Gpt2Weights w = gpuattn::Gpt2Weights::load(path);
+    engine_ = std::make_unique<gpuattn::Gpt2Engine>(w, o);
+  }
+
+  std::vector<std::vector<std::int32_t>> generate(
+      const std::vector<std::vector<std::int32_t>>& prompts, int max_new_tokens, float temperature,
+      int top_k, float top_p, std::uint64_t seed, std::int32_t eos) {
+    std::vector<gpuattn::GenerationRequest> reqs(prompts.size());
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+      reqs[i].prompt = prompts[i];
+      reqs[i].max_new_tokens = max_new_tokens;
+      reqs[i].sampling.temperature = temperature;
+      reqs[i].sampling.top_k = top_k;
+      reqs[i].sampling.top_p = top_p;
+      reqs[i].sampling.seed = seed;
+      reqs[i].eos = eos;
+    }
+    nb::gil_scoped_release release;
+    return engine_->generate(reqs);
+  }
+
+  nb::ndarray<nb::numpy, float, nb::ndim<2>> forward_logits(
+      const std::vector<std::int32_t>& tokens) {
+    auto* logits = new std::vector<float>();
+    try {
+      nb::gil_scoped_release release;
+      *logits = engine_->forward_logits(tokens);
+    } catch (...) {
+      delete logits;
+      throw;
+    }
+    nb::capsule owner(logits, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+    const std::size_t shape[2] = {tokens.size(),
+                                  static_cast<std::size_t>(engine_->config().vocab_size)};
+    return nb::ndarray<nb::numpy, float, nb::ndim<2>>(logits->data(), 2, shape, owner);
+  }
+
+  nb::dict config() const {
+    const gpuattn::Gpt2Config& c = engine_->config();
+    nb::dict d;
+    d["n_layer"] = c.n_layer;
+    d["n_head"] = c.n_head;
+    d["n_embd"] = c.n_embd;
+    d["n_positions"] = c.n_positions;
+    d["vocab_size"] = c.vocab_size;
+    d["layer_norm_epsilon"] = c.layer_norm_epsilon;
+    return d;
+  }
+
+  std::string backend() const {
+    return engine_->backend() == gpuattn::Backend::cuda ? "cuda" : "cpu";
+  }
+
+ private:
+  std::unique_ptr<gpuattn::Gpt2Engine> engine_;
+};
+
+}  // namespace
+
+void bind_engine(nb::module_& m) {
+  nb::class_<PyGpt2Engine>(m, "Gpt2Engine",
+                           "The GPT-2 engine (gpuattn::Gpt2Engine) over weights on disk.")
+      .def(nb::init<const std::string&, const std::string&, const std::string&, int, int, int, int,
+                    bool, int>(),
+           nb::arg("path"), nb::arg("backend") = "auto", nb::arg("dtype") = "float16",
+           nb::arg("page_size") = 16, nb::arg("num_pages") = 0, nb::arg("max_batch") = 64,
+           nb::arg("max_prefill_tokens") = 8192, nb::arg("cuda_graphs") = true,
+           nb::arg("num_threads") = 0,
+           "Loads `path` (model.safetensors, or a directory with it and config.json, Hugging "
+           "Face layout) onto `backend` ('auto', 'cpu', 'cuda'); dtype is the CUDA storage type "
+           "('float16', 'bfloat16'; the CPU computes in fp32).")
+      .def("generate", &PyGpt2Engine::generate, nb::arg("prompts"), nb::arg("max_new_tokens") = 16,
+           nb::arg("temperature") = 0.0f, nb::arg("top_k") = 0, nb::arg("top_p") = 1.0f,
+           nb::arg("seed") = 0, nb::arg("eos") = -1,
+           "Generates for every prompt (a list of token-id lists) through the continuous-batching "
+           "scheduler; returns the new tokens of each. temperature 0 is greedy.")
+      .def("forward_logits", &PyGpt2Engine::forward_logits, nb::arg("tokens"),
+           "The fp32 logits [len(tokens), vocab_size] of one sequence, as a numpy array.")
+      .def_prop_ro("config", &PyGpt2Engine::config)
+      .def_prop_ro("backend", &PyGpt2Engine::backend);
+}
