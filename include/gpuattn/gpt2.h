@@ -68,7 +68,9 @@ struct Gpt2Weights {
 // id). Otherwise the token is drawn from softmax(logits / temperature) restricted to the top_k
 // largest (0: all) and then to the smallest set of those whose probability reaches top_p
 // (1: all), by the Gumbel-max trick with noise that depends only on (seed, request id, position,
-// token): the same inputs draw the same tokens on either backend and in any batch.
+// token): a request draws the same tokens alone or in any batch, and the two backends draw the
+// same tokens from the same logits (theirs differ by rounding, so a near tie can go either way).
+// The request id is the request's index in generate()'s list.
 struct SamplingParams {
   float temperature = 0.0f;  // >= 0
   int top_k = 0;             // >= 0
