@@ -68,9 +68,10 @@ struct Gpt2Weights {
 // id). Otherwise the token is drawn from softmax(logits / temperature) restricted to the top_k
 // largest (0: all) and then to the smallest set of those whose probability reaches top_p
 // (1: all), by the Gumbel-max trick with noise that depends only on (seed, request id, position,
-// token): a request draws the same tokens alone or in any batch, and the two backends draw the
-// same tokens from the same logits (theirs differ by rounding, so a near tie can go either way).
-// The request id is the request's index in generate()'s list.
+// token), never on the batch. On the CPU a request draws the same tokens alone or in any batch;
+// on CUDA the GEMM kernels (and so the logits' rounding) depend on the step's row count, and a
+// near tie can go either way, as it can between the two backends. The request id is the
+// request's index in generate()'s list.
 struct SamplingParams {
   float temperature = 0.0f;  // >= 0
   int top_k = 0;             // >= 0
