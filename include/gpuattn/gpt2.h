@@ -93,7 +93,9 @@ struct EngineOptions {
   // the logits are fp32). The CPU backend computes in fp32 whatever this says.
   DType dtype = DType::f16;
   int page_size = 16;  // keys a KV cache page
-  int num_pages = 0;   // 0: room for max_batch sequences of n_positions keys
+  // 0: each generate() sizes the pool to its requests (every one at once, within max_batch
+  // sequences of n_positions keys, at least one such sequence); the pool only grows.
+  int num_pages = 0;
   SchedulerConfig scheduler;
   bool cuda_graphs = true;  // CUDA: decode-only steps replay captured graphs
   int num_threads = 0;      // CPU backend threads (0: hardware concurrency)
