@@ -12,6 +12,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <string>
@@ -95,6 +96,10 @@ class Gpt2Engine::Impl {
   std::vector<DeviceBuffer> k_pool, v_pool;  // per layer [pool_pages, page_size, H, D]
   DeviceBuffer x, ln, qkv, attn, fc, logits, tokens_out, meta;
   std::size_t meta_bytes = 0;
+  // Host side of a step, kept across steps (no allocation per step): the metadata as it is
+  // built, and the backend's host buffers the metadata and the sampled tokens cross through.
+  std::vector<std::int32_t> m;
+  std::unique_ptr<void, std::function<void(void*)>> staging, tokens_host;
   // Decode-only steps by (batch, table width); nullptr: seen once, not captured yet.
   std::map<std::pair<int, int>, void*> graphs;
 
@@ -231,6 +236,13 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
                64) +
       sizeof(engine::SampleRow) * max_seqs;
   meta = buffer(meta_bytes);
+  const auto host = [this](std::size_t bytes) {
+    return std::unique_ptr<void, std::function<void(void*)>>(
+        ops->alloc_host(bytes), [o = ops.get()](void* p) { o->free_host(p); });
+  };
+  staging = host(meta_bytes);
+  tokens_host = host(static_cast<std::size_t>(max_seqs) * sizeof(std::int32_t));
+  m.reserve(meta_bytes / 4);
   if (opts.num_pages > 0) ensure_pool(opts.num_pages);
 }
 
@@ -299,8 +311,7 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
   }
 
   // Host staging of the step's metadata, uploaded at once.
-  std::vector<std::int32_t> m;
-  m.reserve(meta_bytes / 4);
+  m.clear();
   const std::size_t o_tokens = m.size();
   for (const Segment& s : decodes) m.push_back(s.tokens[0]);
   for (const Segment& s : prefills) m.insert(m.end(), s.tokens, s.tokens + s.n);
@@ -338,15 +349,18 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
     m.insert(m.end(), static_cast<std::size_t>(width) - n, -1);
   }
   const std::size_t o_sample = align_up(m.size() * 4, 64);
-  std::vector<char> staging(o_sample + sizeof(engine::SampleRow) * nseg);
-  std::memcpy(staging.data(), m.data(), m.size() * 4);
+  const std::size_t staged = o_sample + sizeof(engine::SampleRow) * nseg;
+  if (staged > meta_bytes) invalid("internal: step metadata exceeds its buffer");
+  char* st = static_cast<char*>(staging.get());
+  std::memcpy(st, m.data(), m.size() * 4);
   for (int i = 0; i < nseg; ++i) {
     const Segment& s = i < bd ? decodes[i] : prefills[i - bd];
-    std::memcpy(staging.data() + o_sample + sizeof(engine::SampleRow) * i, &s.sample,
+    std::memcpy(st + o_sample + sizeof(engine::SampleRow) * i, &s.sample,
                 sizeof(engine::SampleRow));
   }
-  if (staging.size() > meta_bytes) invalid("internal: step metadata exceeds its buffer");
-  ops->upload(meta.ptr, staging.data(), staging.size());
+  // Every step ends in a download, which waits for the stream: the upload of the step before has
+  // been done with `staging` by the time this one is filled.
+  ops->upload(meta.ptr, st, staged);
   const auto* mi = static_cast<const std::int32_t*>(meta.ptr);
   const auto i32 = [&](std::size_t offset) { return const_cast<std::int32_t*>(mi + offset); };
 
@@ -457,7 +471,8 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
     step();
   }
   std::vector<std::int32_t> out(static_cast<std::size_t>(nseg));
-  ops->download(out.data(), tokens_out.ptr, out.size() * sizeof(std::int32_t));
+  ops->download(tokens_host.get(), tokens_out.ptr, out.size() * sizeof(std::int32_t));
+  std::memcpy(out.data(), tokens_host.get(), out.size() * sizeof(std::int32_t));
   return out;
 }
 

@@ -4,6 +4,7 @@
 // Activations are row-major [rows, features] in dtype().
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -29,6 +30,12 @@ class ModelOps {
   virtual void upload(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void download(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;  // within the backend
+  // Host memory the backend copies from and to fastest (CUDA: pinned, so that upload and download
+  // are plain DMA without a staging copy), freed by free_host().
+  virtual void* alloc_host(std::size_t bytes) {
+    return ::operator new(std::max<std::size_t>(bytes, 1));
+  }
+  virtual void free_host(void* p) { ::operator delete(p); }
   // n floats from the host into new backend memory of dtype().
   virtual void* upload_weights(const float* src, std::size_t n) = 0;
   // The output head's weights from wte [V, C] on the host, in the layout lm_head reads; the

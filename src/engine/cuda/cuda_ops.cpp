@@ -53,6 +53,12 @@ class CudaOps final : public ModelOps {
     return p;
   }
   void free(void* p) override { cudaFree(p); }
+  void* alloc_host(std::size_t bytes) override {
+    void* p = nullptr;
+    check(cudaMallocHost(&p, std::max<std::size_t>(bytes, 1)), "cudaMallocHost");
+    return p;
+  }
+  void free_host(void* p) override { cudaFreeHost(p); }
   void upload(void* dst, const void* src, std::size_t bytes) override {
     if (bytes) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s()), "upload");
   }
