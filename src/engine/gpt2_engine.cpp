@@ -34,32 +34,36 @@ std::size_t align_up(std::size_t x, std::size_t a) {
 
 }  // namespace
 
+namespace engine {
+
 // A buffer of the backend, freed with it.
-struct DeviceBuffer {
-  engine::ModelOps* ops = nullptr;
+struct BackendBuffer {
+  ModelOps* ops = nullptr;
   void* ptr = nullptr;
   std::size_t bytes = 0;
-  DeviceBuffer() = default;
-  DeviceBuffer(engine::ModelOps* o, void* p, std::size_t b) : ops(o), ptr(p), bytes(b) {}
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ops(o.ops), ptr(o.ptr), bytes(o.bytes) {
+  BackendBuffer() = default;
+  BackendBuffer(ModelOps* o, void* p, std::size_t b) : ops(o), ptr(p), bytes(b) {}
+  BackendBuffer(BackendBuffer&& o) noexcept : ops(o.ops), ptr(o.ptr), bytes(o.bytes) {
     o.ptr = nullptr;
   }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  BackendBuffer& operator=(BackendBuffer&& o) noexcept {
     std::swap(ops, o.ops);
     std::swap(ptr, o.ptr);
     std::swap(bytes, o.bytes);
     return *this;
   }
-  ~DeviceBuffer() {
+  ~BackendBuffer() {
     if (ptr) ops->free(ptr);
   }
 };
 
+}  // namespace engine
+
 class Gpt2Engine::Impl {
  public:
   struct LayerWeights {
-    DeviceBuffer ln_1_w, ln_1_b, c_attn_w, c_attn_b, attn_proj_w, attn_proj_b;
-    DeviceBuffer ln_2_w, ln_2_b, c_fc_w, c_fc_b, mlp_proj_w, mlp_proj_b;
+    engine::BackendBuffer ln_1_w, ln_1_b, c_attn_w, c_attn_b, attn_proj_w, attn_proj_b;
+    engine::BackendBuffer ln_2_w, ln_2_b, c_fc_w, c_fc_b, mlp_proj_w, mlp_proj_b;
   };
   // One sequence's part of a step.
   struct Segment {
@@ -88,13 +92,13 @@ class Gpt2Engine::Impl {
   int max_rows = 0;   // rows one step may run
   int max_seqs = 0;   // sequences one step may run
 
-  DeviceBuffer wpe, ln_f_w, ln_f_b;
-  DeviceBuffer head;  // wte as the output head reads it; it starts with wte [V, C] itself
-  int logits_ld = 0;  // logits row pitch: V rounded up to 4
+  engine::BackendBuffer wpe, ln_f_w, ln_f_b;
+  engine::BackendBuffer head;  // wte as the output head reads it; it starts with wte [V, C] itself
+  int logits_ld = 0;           // logits row pitch: V rounded up to 4
   std::vector<LayerWeights> layers;
   int pool_pages = 0;
-  std::vector<DeviceBuffer> k_pool, v_pool;  // per layer [pool_pages, page_size, H, D]
-  DeviceBuffer x, ln, qkv, attn, fc, logits, tokens_out, meta;
+  std::vector<engine::BackendBuffer> k_pool, v_pool;  // per layer [pool_pages, page_size, H, D]
+  engine::BackendBuffer x, ln, qkv, attn, fc, logits, tokens_out, meta;
   std::size_t meta_bytes = 0;
   // Host side of a step, kept across steps (no allocation per step): the metadata as it is
   // built, and the backend's host buffers the metadata and the sampled tokens cross through.
@@ -112,12 +116,12 @@ class Gpt2Engine::Impl {
   ~Impl() { drop_graphs(); }
 
  private:
-  DeviceBuffer weights(const std::vector<float>& v) {
-    return DeviceBuffer(ops.get(), ops->upload_weights(v.data(), v.size()),
-                        v.size() * element_size(ops->dtype()));
+  engine::BackendBuffer weights(const std::vector<float>& v) {
+    return engine::BackendBuffer(ops.get(), ops->upload_weights(v.data(), v.size()),
+                                 v.size() * element_size(ops->dtype()));
   }
-  DeviceBuffer buffer(std::size_t bytes) {
-    return DeviceBuffer(ops.get(), ops->alloc(bytes), bytes);
+  engine::BackendBuffer buffer(std::size_t bytes) {
+    return engine::BackendBuffer(ops.get(), ops->alloc(bytes), bytes);
   }
   TensorView view(void* data, std::initializer_list<std::int64_t> shape,
                   std::initializer_list<std::int64_t> stride, DType dt) const {
@@ -191,8 +195,9 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
     check(L.mlp_proj_w, 4 * C * C, h + "mlp.c_proj.weight");
     check(L.mlp_proj_b, C, h + "mlp.c_proj.bias");
   }
-  head = DeviceBuffer(ops.get(), ops->upload_head(w.wte.data(), cfg.vocab_size, cfg.n_embd),
-                      w.wte.size() * element_size(ops->dtype()));
+  head =
+      engine::BackendBuffer(ops.get(), ops->upload_head(w.wte.data(), cfg.vocab_size, cfg.n_embd),
+                            w.wte.size() * element_size(ops->dtype()));
   wpe = weights(w.wpe);
   ln_f_w = weights(w.ln_f_w);
   ln_f_b = weights(w.ln_f_b);
@@ -271,7 +276,7 @@ void Gpt2Engine::Impl::apply_copies(const std::vector<PageCopy>& copies) {
   const std::size_t page = row * opts.page_size;
   for (const PageCopy& c : copies) {
     for (int l = 0; l < cfg.n_layer; ++l) {
-      for (DeviceBuffer* pool : {&k_pool[l], &v_pool[l]}) {
+      for (engine::BackendBuffer* pool : {&k_pool[l], &v_pool[l]}) {
         char* base = static_cast<char*>(pool->ptr);
         ops->copy(base + page * c.dst, base + page * c.src, row * c.rows);
       }
@@ -426,7 +431,7 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
   };
   if (logits_out) {
     body();
-    DeviceBuffer all = buffer(static_cast<std::size_t>(rows) * logits_ld * sizeof(float));
+    engine::BackendBuffer all = buffer(static_cast<std::size_t>(rows) * logits_ld * sizeof(float));
     ops->lm_head(ln.ptr, head.ptr, static_cast<float*>(all.ptr), rows, C, V, logits_ld);
     std::vector<float> pitched(static_cast<std::size_t>(rows) * logits_ld);
     ops->download(pitched.data(), all.ptr, pitched.size() * sizeof(float));
