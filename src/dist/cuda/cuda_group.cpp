@@ -1,0 +1,271 @@
+// The CUDA side of a RankGroup: per-rank events, the compute side of a rank (CudaExec) and the
+// peer-copy transport.
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_check.h"
+#include "dist/comm.h"
+#include "dist/cuda/dist_kernels.h"
+#include "dist/rank_exec.h"
+
+namespace gpuattn::dist {
+namespace {
+
+// Makes `device` current for the scope.
+class OnDevice {
+ public:
+  explicit OnDevice(int device) {
+    GPUATTN_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device) GPUATTN_CUDA_CHECK(cudaSetDevice(device));
+  }
+  ~OnDevice() { cudaSetDevice(previous_); }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+class CudaExec final : public RankExec {
+ public:
+  CudaExec(int device, void* stream, void* comm_stream, void* compute_event, void* comm_event)
+      : device_(device),
+        stream_(static_cast<cudaStream_t>(stream)),
+        comm_(static_cast<cudaStream_t>(comm_stream)),
+        ev_compute_(static_cast<cudaEvent_t>(compute_event)),
+        ev_comm_(static_cast<cudaEvent_t>(comm_event)) {}
+
+  ~CudaExec() override {
+    // The scratch may still be in a transfer: free it after them, on the compute stream.
+    int previous = 0;
+    cudaGetDevice(&previous);
+    cudaSetDevice(device_);
+    cudaEventRecord(ev_comm_, comm_);
+    cudaStreamWaitEvent(stream_, ev_comm_, 0);
+    for (void* p : scratch_) cudaFreeAsync(p, stream_);
+    cudaSetDevice(previous);
+  }
+
+  void* alloc(std::size_t bytes) override {
+    OnDevice on(device_);
+    void* p = nullptr;
+    GPUATTN_CUDA_CHECK(cudaMallocAsync(&p, bytes, stream_));
+    scratch_.push_back(p);
+    return p;
+  }
+  void upload(void* dst, const void* src, std::size_t bytes) override {
+    OnDevice on(device_);
+    GPUATTN_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+    GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void download(void* dst, const void* src, std::size_t bytes) override {
+    OnDevice on(device_);
+    GPUATTN_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void copy(const TensorView& src, const TensorView& dst) override {
+    OnDevice on(device_);
+    launch_copy_view(src, dst, stream_);
+  }
+  void attention(AttentionArgs args) override {
+    args.stream = stream_;
+    attention_forward(args);
+  }
+  void merge(const Accumulator& acc, int row0, const TensorView& part, const float* part_lse,
+             bool first) override {
+    OnDevice on(device_);
+    launch_merge(acc, row0, part, part_lse, first, stream_);
+  }
+  void finish(const Accumulator& acc, const TensorView& out, const TensorView& lse) override {
+    OnDevice on(device_);
+    launch_finish(acc, out, lse, stream_);
+  }
+  void transfers_after_compute() override {
+    OnDevice on(device_);
+    GPUATTN_CUDA_CHECK(cudaEventRecord(ev_compute_, stream_));
+    GPUATTN_CUDA_CHECK(cudaStreamWaitEvent(comm_, ev_compute_, 0));
+  }
+  void compute_after_transfers() override {
+    OnDevice on(device_);
+    GPUATTN_CUDA_CHECK(cudaEventRecord(ev_comm_, comm_));
+    GPUATTN_CUDA_CHECK(cudaStreamWaitEvent(stream_, ev_comm_, 0));
+  }
+
+ private:
+  int device_;
+  cudaStream_t stream_, comm_;
+  cudaEvent_t ev_compute_, ev_comm_;
+  std::vector<void*> scratch_;
+};
+
+// Peer copies: the receiver's transfer stream pulls from the sender's buffer once the sender's
+// transfer stream has reached the group; the sender's stream then waits for every pull of its
+// buffers, so that what it does next cannot overwrite them early.
+class PeerComm final : public Comm {
+ public:
+  explicit PeerComm(const std::vector<int>& devices) : devices_(devices) {
+    const int n = static_cast<int>(devices.size());
+    streams_.resize(n);
+    ready_.resize(n);
+    done_.resize(n);
+    for (int i = 0; i < n; ++i) {
+      OnDevice on(devices[i]);
+      GPUATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&streams_[i], cudaStreamNonBlocking));
+      GPUATTN_CUDA_CHECK(cudaEventCreateWithFlags(&ready_[i], cudaEventDisableTiming));
+      GPUATTN_CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
+      // Direct access between distinct devices, for copies and for the stream-ordered pools
+      // the scratch comes from.
+      for (int j = 0; j < n; ++j) {
+        if (devices[j] == devices[i]) continue;
+        int can = 0;
+        GPUATTN_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, devices[i], devices[j]));
+        if (!can) continue;
+        const cudaError_t e = cudaDeviceEnablePeerAccess(devices[j], 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) {
+          cudaGetLastError();
+        } else {
+          GPUATTN_CUDA_CHECK(e);
+        }
+        cudaMemPool_t pool;
+        GPUATTN_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, devices[j]));
+        cudaMemAccessDesc access{};
+        access.location.type = cudaMemLocationTypeDevice;
+        access.location.id = devices[i];
+        access.flags = cudaMemAccessFlagsProtReadWrite;
+        GPUATTN_CUDA_CHECK(cudaMemPoolSetAccess(pool, &access, 1));
+      }
+    }
+  }
+  ~PeerComm() override {
+    for (std::size_t i = 0; i < devices_.size(); ++i) {
+      cudaSetDevice(devices_[i]);
+      cudaStreamSynchronize(streams_[i]);
+      cudaStreamDestroy(streams_[i]);
+      cudaEventDestroy(ready_[i]);
+      cudaEventDestroy(done_[i]);
+    }
+  }
+
+  void group_start() override { ops_.clear(); }
+  void send(int local, const void* buf, std::size_t bytes, int peer) override {
+    ops_.push_back({Op::send, local, peer, const_cast<void*>(buf), nullptr, bytes});
+  }
+  void recv(int local, void* buf, std::size_t bytes, int peer) override {
+    ops_.push_back({Op::recv, local, peer, buf, nullptr, bytes});
+  }
+  void all_gather(int local, const void* send, void* recv, std::size_t bytes) override {
+    ops_.push_back({Op::gather, local, -1, const_cast<void*>(send), recv, bytes});
+  }
+  void group_end() override {
+    const int n = static_cast<int>(devices_.size());
+    for (int i = 0; i < n; ++i) {
+      OnDevice on(devices_[i]);
+      GPUATTN_CUDA_CHECK(cudaEventRecord(ready_[i], streams_[i]));
+    }
+    std::vector<std::vector<int>> pulled_from(n);  // receiver -> senders
+    auto pull = [&](int dst, void* to, int src, const void* from, std::size_t bytes) {
+      OnDevice on(devices_[dst]);
+      if (src != dst) GPUATTN_CUDA_CHECK(cudaStreamWaitEvent(streams_[dst], ready_[src], 0));
+      GPUATTN_CUDA_CHECK(
+          cudaMemcpyPeerAsync(to, devices_[dst], from, devices_[src], bytes, streams_[dst]));
+      pulled_from[dst].push_back(src);
+    };
+    for (const OpRec& r : ops_) {
+      if (r.kind == Op::recv) {
+        const OpRec* s = find(Op::send, r.peer, r.local);
+        if (s == nullptr || s->bytes != r.bytes) {
+          throw Error(ErrorCode::invalid_argument,
+                      "peer transport: rank " + std::to_string(r.local) + " receives " +
+                          std::to_string(r.bytes) + " bytes from rank " + std::to_string(r.peer) +
+                          ", which sends no matching message");
+        }
+        pull(r.local, r.buf, r.peer, s->buf, r.bytes);
+      } else if (r.kind == Op::gather) {
+        for (int src = 0; src < n; ++src) {
+          const OpRec* s = find(Op::gather, src, -1);
+          if (s == nullptr || s->bytes != r.bytes) {
+            throw Error(ErrorCode::invalid_argument, "peer transport: rank " + std::to_string(src) +
+                                                         " takes no part in the all-gather of " +
+                                                         std::to_string(r.bytes) + " bytes");
+          }
+          pull(r.local, static_cast<char*>(r.out) + static_cast<std::size_t>(src) * r.bytes, src,
+               s->buf, r.bytes);
+        }
+      }
+    }
+    for (int dst = 0; dst < n; ++dst) {
+      OnDevice on(devices_[dst]);
+      GPUATTN_CUDA_CHECK(cudaEventRecord(done_[dst], streams_[dst]));
+    }
+    for (int dst = 0; dst < n; ++dst) {
+      for (int src : pulled_from[dst]) {
+        if (src == dst) continue;
+        OnDevice on(devices_[src]);
+        GPUATTN_CUDA_CHECK(cudaStreamWaitEvent(streams_[src], done_[dst], 0));
+      }
+    }
+    ops_.clear();
+  }
+  void* stream(int local) override { return streams_[local]; }
+
+ private:
+  enum class Op { send, recv, gather };
+  struct OpRec {
+    Op kind;
+    int local, peer;
+    void* buf;
+    void* out;
+    std::size_t bytes;
+  };
+  const OpRec* find(Op kind, int from, int to) const {
+    for (const OpRec& o : ops_) {
+      if (o.kind == kind && o.local == from && (kind != Op::send || o.peer == to)) return &o;
+    }
+    return nullptr;
+  }
+
+  std::vector<int> devices_;
+  std::vector<cudaStream_t> streams_;
+  std::vector<cudaEvent_t> ready_, done_;
+  std::vector<OpRec> ops_;
+};
+
+}  // namespace
+
+void create_events(RankGroup::Impl& g) {
+  for (int d : g.devices) {
+    OnDevice on(d);
+    for (int k = 0; k < 2; ++k) {
+      cudaEvent_t e;
+      GPUATTN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      g.events.push_back(e);
+    }
+  }
+}
+
+void destroy_events(RankGroup::Impl& g) noexcept {
+  for (void* e : g.events) cudaEventDestroy(static_cast<cudaEvent_t>(e));
+  g.events.clear();
+}
+
+int visible_devices() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+std::unique_ptr<RankExec> make_cuda_exec(int device, void* stream, void* comm_stream,
+                                         void* compute_event, void* comm_event) {
+  return std::make_unique<CudaExec>(device, stream, comm_stream, compute_event, comm_event);
+}
+
+std::unique_ptr<Comm> make_peer_comm(const std::vector<int>& devices) {
+  return std::make_unique<PeerComm>(devices);
+}
+
+}  // namespace gpuattn::dist

@@ -1,0 +1,202 @@
+// Kernels of the distributed layer. All are bandwidth-bound passes over a rank's K/V or output;
+// a warp owns one (batch, row, head) row of the output so that its log-sum-exp is read once.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "cuda/cuda_check.h"
+#include "dist/cuda/dist_kernels.h"
+
+namespace gpuattn::dist {
+namespace {
+
+struct CopyDims {
+  const char* src;
+  char* dst;
+  std::int64_t n0, n1, n2, units;       // units: 16-byte pieces of a row
+  std::int64_t s0, s1, s2, d0, d1, d2;  // strides in bytes
+};
+
+__global__ void copy_view_kernel(CopyDims c) {
+  const std::int64_t total = c.n0 * c.n1 * c.n2 * c.units;
+  for (std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; t < total;
+       t += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::int64_t r = t;
+    const std::int64_t u = r % c.units;
+    r /= c.units;
+    const std::int64_t i2 = r % c.n2;
+    r /= c.n2;
+    const std::int64_t i1 = r % c.n1;
+    const std::int64_t i0 = r / c.n1;
+    const uint4 v =
+        *reinterpret_cast<const uint4*>(c.src + i0 * c.s0 + i1 * c.s1 + i2 * c.s2 + u * 16);
+    *reinterpret_cast<uint4*>(c.dst + i0 * c.d0 + i1 * c.d1 + i2 * c.d2 + u * 16) = v;
+  }
+}
+
+template <typename T>
+__device__ float to_f(T x);
+template <>
+__device__ float to_f<__half>(__half x) {
+  return __half2float(x);
+}
+template <>
+__device__ float to_f<__nv_bfloat16>(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+template <typename T>
+__device__ T from_f(float x);
+template <>
+__device__ __half from_f<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+struct MergeArgs {
+  float* acc_o;
+  float* acc_lse;
+  int batch, rows, heads, head_dim;
+  int row0, n;  // the part covers acc rows [row0, row0 + n)
+  const void* part;
+  const float* part_lse;
+  bool first;
+};
+
+// One warp a (b, i, h) row of the part.
+template <typename T>
+__global__ void merge_kernel(MergeArgs m) {
+  const std::int64_t w = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  const std::int64_t n_rows = static_cast<std::int64_t>(m.batch) * m.n * m.heads;
+  if (w >= n_rows) return;
+  const int h = static_cast<int>(w % m.heads);
+  const int i = static_cast<int>((w / m.heads) % m.n);
+  const int b = static_cast<int>(w / (static_cast<std::int64_t>(m.heads) * m.n));
+  const T* part = static_cast<const T*>(m.part) + w * m.head_dim;
+  float* o =
+      m.acc_o + ((static_cast<std::int64_t>(b) * m.rows + m.row0 + i) * m.heads + h) * m.head_dim;
+  float* lse = m.acc_lse + (static_cast<std::int64_t>(b) * m.heads + h) * m.rows + m.row0 + i;
+  const float p = m.part_lse[(static_cast<std::int64_t>(b) * m.heads + h) * m.n + i];
+  if (m.first) {
+    for (int d = lane; d < m.head_dim; d += 32) o[d] = to_f(part[d]);
+    if (lane == 0) *lse = p;
+    return;
+  }
+  const float a = *lse;
+  const float mx = fmaxf(a, p);
+  if (mx == -INFINITY) return;  // neither part saw a key
+  const float wa = __expf(a - mx), wp = __expf(p - mx);
+  const float inv = 1.f / (wa + wp);
+  for (int d = lane; d < m.head_dim; d += 32) o[d] = (o[d] * wa + to_f(part[d]) * wp) * inv;
+  __syncwarp();
+  if (lane == 0) *lse = mx + logf(wa + wp);
+}
+
+struct FinishArgs {
+  const float* acc_o;
+  const float* acc_lse;
+  int batch, rows, heads, head_dim;
+  void* out;
+  std::int64_t os0, os1, os2;  // out strides (elements)
+  float* lse;                  // nullptr: not requested
+  std::int64_t ls0, ls1, ls2;
+};
+
+template <typename T>
+__global__ void finish_kernel(FinishArgs f) {
+  const std::int64_t w = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (w >= static_cast<std::int64_t>(f.batch) * f.rows * f.heads) return;
+  const int h = static_cast<int>(w % f.heads);
+  const int i = static_cast<int>((w / f.heads) % f.rows);
+  const int b = static_cast<int>(w / (static_cast<std::int64_t>(f.heads) * f.rows));
+  const float* o = f.acc_o + w * f.head_dim;
+  T* out = static_cast<T*>(f.out) + b * f.os0 + i * f.os1 + h * f.os2;
+  for (int d = lane; d < f.head_dim; d += 32) out[d] = from_f<T>(o[d]);
+  if (lane == 0 && f.lse != nullptr) {
+    f.lse[b * f.ls0 + h * f.ls1 + i * f.ls2] =
+        f.acc_lse[(static_cast<std::int64_t>(b) * f.heads + h) * f.rows + i];
+  }
+}
+
+constexpr int kThreads = 256;
+
+// Blocks of kThreads for `threads` threads (a grid's x dimension takes up to 2^31 - 1 blocks).
+unsigned blocks_for(std::int64_t threads) {
+  return static_cast<unsigned>((threads + kThreads - 1) / kThreads);
+}
+
+}  // namespace
+
+void launch_copy_view(const TensorView& src, const TensorView& dst, cudaStream_t stream) {
+  const std::int64_t es = static_cast<std::int64_t>(element_size(src.dtype));
+  CopyDims c{static_cast<const char*>(src.data),
+             static_cast<char*>(dst.data),
+             src.shape[0],
+             src.shape[1],
+             src.shape[2],
+             src.shape[3] * es / 16,
+             src.stride[0] * es,
+             src.stride[1] * es,
+             src.stride[2] * es,
+             dst.stride[0] * es,
+             dst.stride[1] * es,
+             dst.stride[2] * es};
+  const std::int64_t total = c.n0 * c.n1 * c.n2 * c.units;
+  if (total == 0) return;
+  copy_view_kernel<<<blocks_for(total), kThreads, 0, stream>>>(c);
+  GPUATTN_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_merge(const Accumulator& acc, int row0, const TensorView& part, const float* part_lse,
+                  bool first, cudaStream_t stream) {
+  MergeArgs m{acc.o,     acc.lse,      acc.batch, acc.rows,
+              acc.heads, acc.head_dim, row0,      static_cast<int>(part.shape[1]),
+              part.data, part_lse,     first};
+  const std::int64_t rows = static_cast<std::int64_t>(m.batch) * m.n * m.heads;
+  if (rows == 0) return;
+  if (part.dtype == DType::bf16) {
+    merge_kernel<__nv_bfloat16><<<blocks_for(rows * 32), kThreads, 0, stream>>>(m);
+  } else {
+    merge_kernel<__half><<<blocks_for(rows * 32), kThreads, 0, stream>>>(m);
+  }
+  GPUATTN_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_finish(const Accumulator& acc, const TensorView& out, const TensorView& lse,
+                   cudaStream_t stream) {
+  FinishArgs f{acc.o,
+               acc.lse,
+               acc.batch,
+               acc.rows,
+               acc.heads,
+               acc.head_dim,
+               out.data,
+               out.stride[0],
+               out.stride[1],
+               out.stride[2],
+               nullptr,
+               0,
+               0,
+               0};
+  if (lse.present()) {
+    f.lse = static_cast<float*>(lse.data);
+    f.ls0 = lse.stride[0];
+    f.ls1 = lse.stride[1];
+    f.ls2 = lse.stride[2];
+  }
+  const std::int64_t rows = static_cast<std::int64_t>(f.batch) * f.rows * f.heads;
+  if (rows == 0) return;
+  if (out.dtype == DType::bf16) {
+    finish_kernel<__nv_bfloat16><<<blocks_for(rows * 32), kThreads, 0, stream>>>(f);
+  } else {
+    finish_kernel<__half><<<blocks_for(rows * 32), kThreads, 0, stream>>>(f);
+  }
+  GPUATTN_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace gpuattn::dist

@@ -1,0 +1,445 @@
+// sequence_parallel_attention: validation of the shards, then ring attention or the all-gather
+// strategy, written once over RankExec (host or CUDA) and Comm (host, peer copies or NCCL).
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/fwd_params.h"
+#include "dist/comm.h"
+#include "dist/rank_exec.h"
+#include "gpuattn/distributed.h"
+
+namespace gpuattn {
+namespace {
+
+using dist::Accumulator;
+using dist::RankExec;
+
+// The shape every shard shares.
+struct Shape {
+  int batch = 0, rows = 0, hq = 0, hkv = 0, head_dim = 0;
+  DType dtype = DType::f16;
+  bool causal = false;
+  float scale = 0.f;
+  Precision precision = Precision::standard;
+};
+
+std::string shard_name(int i) {
+  return "sequence_parallel_attention: shards[" + std::to_string(i) + "]";
+}
+
+[[noreturn]] void fail(ErrorCode code, const std::string& what) {
+  throw Error(code, what);
+}
+
+void reject_unsupported(const AttentionArgs& a, int i) {
+  const std::string who = shard_name(i);
+  const char* why = " is not supported by sequence-parallel calls (dense shards only)";
+  if (a.cu_seqlens_q.present() || a.cu_seqlens_k.present()) {
+    fail(ErrorCode::not_supported, who + ".cu_seqlens_q/k: varlen" + why);
+  }
+  if (a.seqused_k.present()) fail(ErrorCode::not_supported, who + ".seqused_k" + why);
+  if (a.block_table.present())
+    fail(ErrorCode::not_supported, who + ".block_table: paged K/V" + why);
+  const MaskSpec& m = a.mask;
+  if (m.window_left != -1 || m.window_right != -1) {
+    fail(ErrorCode::not_supported, who + ".mask.window (" + std::to_string(m.window_left) + ", " +
+                                       std::to_string(m.window_right) + ")" + why);
+  }
+  if (m.global_tokens != 0 || m.global_stride != 0) {
+    fail(ErrorCode::not_supported, who + ".mask.global_tokens/global_stride" + why);
+  }
+  if (m.block_sparse.layout.present() || m.block_sparse.block_q != 0 ||
+      m.block_sparse.block_k != 0) {
+    fail(ErrorCode::not_supported, who + ".mask.block_sparse" + why);
+  }
+}
+
+template <typename T>
+void same(const char* field, T value, T first, int i) {
+  if (value != first) {
+    fail(ErrorCode::invalid_argument, shard_name(i) + "." + field + " is " + std::to_string(value) +
+                                          " but shards[0]'s is " + std::to_string(first) +
+                                          ": every rank must hold the same shape");
+  }
+}
+
+Shape validate(const RankGroup::Impl& g, const SequenceParallelArgs& args) {
+  const int n_local = static_cast<int>(g.local_ranks.size());
+  if (static_cast<int>(args.shards.size()) != n_local) {
+    fail(ErrorCode::invalid_argument,
+         "sequence_parallel_attention: " + std::to_string(args.shards.size()) +
+             " shards for a group that drives " + std::to_string(n_local) +
+             " rank(s) in this process (one shard per local rank)");
+  }
+  if (args.layout != ShardLayout::contiguous && args.layout != ShardLayout::zigzag) {
+    fail(ErrorCode::invalid_argument, "sequence_parallel_attention: layout " +
+                                          std::to_string(static_cast<int>(args.layout)) +
+                                          " is not a ShardLayout");
+  }
+  if (args.strategy != SeqParallelStrategy::ring &&
+      args.strategy != SeqParallelStrategy::all_gather) {
+    fail(ErrorCode::invalid_argument, "sequence_parallel_attention: strategy " +
+                                          std::to_string(static_cast<int>(args.strategy)) +
+                                          " is not a SeqParallelStrategy");
+  }
+  Shape first;
+  for (int i = 0; i < n_local; ++i) {
+    const AttentionArgs& a = args.shards[i];
+    reject_unsupported(a, i);
+    FwdParams p;
+    try {
+      p = make_fwd_params(a);
+    } catch (const Error& e) {
+      throw Error(e.code(), shard_name(i) + ": " + e.what());
+    }
+    if (p.device != g.device) {
+      fail(ErrorCode::invalid_argument, shard_name(i) + ": tensors are on " + to_string(p.device) +
+                                            " but the group's ranks are " + to_string(g.device) +
+                                            " ranks");
+    }
+    if (g.device == Device::cuda && p.device_index != g.devices[i]) {
+      fail(ErrorCode::invalid_argument,
+           shard_name(i) + ": tensors are on cuda:" + std::to_string(p.device_index) +
+               " but local rank " + std::to_string(i) + " (global rank " +
+               std::to_string(g.local_ranks[i]) + ") is cuda:" + std::to_string(g.devices[i]));
+    }
+    if (p.seqlen_q != p.seqlen_k) {
+      fail(ErrorCode::invalid_argument, shard_name(i) + ": q holds " + std::to_string(p.seqlen_q) +
+                                            " rows but k holds " + std::to_string(p.seqlen_k) +
+                                            ": a rank holds the same rows of q, k and v");
+    }
+    Shape s;
+    s.batch = p.batch;
+    s.rows = p.seqlen_q;
+    s.hq = p.hq;
+    s.hkv = p.hkv;
+    s.head_dim = p.head_dim;
+    s.dtype = p.dtype;
+    s.causal = p.causal;
+    s.scale = p.scale;
+    s.precision = p.precision;
+    if (i == 0) {
+      first = s;
+      continue;
+    }
+    same("batch", s.batch, first.batch, i);
+    same("rows", s.rows, first.rows, i);
+    same("q heads", s.hq, first.hq, i);
+    same("kv heads", s.hkv, first.hkv, i);
+    same("head dim", s.head_dim, first.head_dim, i);
+    same("causal", static_cast<int>(s.causal), static_cast<int>(first.causal), i);
+    same("precision", static_cast<int>(s.precision), static_cast<int>(first.precision), i);
+    if (s.dtype != first.dtype) {
+      fail(ErrorCode::invalid_argument, shard_name(i) + ": dtype " + to_string(s.dtype) +
+                                            " but shards[0] is " + to_string(first.dtype));
+    }
+    if (s.scale != first.scale) {
+      fail(ErrorCode::invalid_argument, shard_name(i) + ": softmax scale " +
+                                            std::to_string(s.scale) + " but shards[0]'s is " +
+                                            std::to_string(first.scale));
+    }
+  }
+  if (args.layout == ShardLayout::zigzag && first.rows % 2 != 0) {
+    fail(ErrorCode::invalid_argument,
+         "sequence_parallel_attention: a zigzag split holds two equal chunks a rank, but the "
+         "shards hold " +
+             std::to_string(first.rows) + " rows (odd)");
+  }
+  return first;
+}
+
+// ---- views -------------------------------------------------------------------------------------
+
+TensorView slice(TensorView t, int dim, std::int64_t start, std::int64_t len) {
+  t.data = static_cast<char*>(t.data) +
+           start * t.stride[dim] * static_cast<std::int64_t>(element_size(t.dtype));
+  t.shape[dim] = len;
+  return t;
+}
+
+TensorView dense(void* data, DType dtype, const AttentionArgs& like, std::int64_t b, std::int64_t s,
+                 std::int64_t h, std::int64_t d) {
+  return TensorView::contiguous(data, dtype, like.q.device, {b, s, h, d}, like.q.device_index);
+}
+
+// ---- the per-rank state of one call ------------------------------------------------------------
+
+struct Rank {
+  int local = 0;
+  int rank = 0;  // global
+  const AttentionArgs* shard = nullptr;
+  std::unique_ptr<RankExec> exec;
+};
+
+std::size_t elems(const Shape& s, int heads) {
+  return static_cast<std::size_t>(s.batch) * s.rows * heads * s.head_dim;
+}
+
+std::vector<Rank> make_ranks(const RankGroup::Impl& g, const SequenceParallelArgs& args,
+                             dist::Comm& comm) {
+  std::vector<Rank> ranks(args.shards.size());
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    Rank& r = ranks[i];
+    r.local = static_cast<int>(i);
+    r.rank = g.local_ranks[i];
+    r.shard = &args.shards[i];
+    if (g.device == Device::cpu) {
+      r.exec = dist::make_host_exec(r.shard->num_threads != 0 ? r.shard->num_threads
+                                                              : g.threads_per_rank);
+    } else {
+      r.exec = dist::make_cuda_exec(g.devices[i], r.shard->stream, comm.stream(r.local),
+                                    g.events[2 * i], g.events[2 * i + 1]);
+    }
+  }
+  return ranks;
+}
+
+// Packs the rank's k then v into `buf` ([2, B, S, Hkv, D], contiguous).
+void pack_kv(Rank& r, const Shape& s, void* buf) {
+  const std::size_t half = elems(s, s.hkv) * element_size(s.dtype);
+  r.exec->copy(r.shard->k, dense(buf, s.dtype, *r.shard, s.batch, s.rows, s.hkv, s.head_dim));
+  r.exec->copy(r.shard->v, dense(static_cast<char*>(buf) + half, s.dtype, *r.shard, s.batch, s.rows,
+                                 s.hkv, s.head_dim));
+}
+
+TensorView k_of(const Rank& r, const Shape& s, void* buf) {
+  return dense(buf, s.dtype, *r.shard, s.batch, s.rows, s.hkv, s.head_dim);
+}
+TensorView v_of(const Rank& r, const Shape& s, void* buf) {
+  const std::size_t half = elems(s, s.hkv) * element_size(s.dtype);
+  return dense(static_cast<char*>(buf) + half, s.dtype, *r.shard, s.batch, s.rows, s.hkv,
+               s.head_dim);
+}
+
+// ---- ring --------------------------------------------------------------------------------------
+
+// Which part of the rank's queries sees which part of the block that came from rank `src`.
+struct StepWork {
+  bool run = false;
+  int q0 = 0, q_rows = 0;  // query rows of this rank
+  int k_rows = 0;          // the first k_rows keys of the block
+  bool causal = false;
+};
+
+StepWork step_work(const Shape& s, ShardLayout layout, int rank, int src) {
+  StepWork w{true, 0, s.rows, s.rows, false};
+  if (!s.causal) return w;
+  if (src == rank) {
+    w.causal = true;  // the rank's own block: its rows are in global order (both layouts)
+    return w;
+  }
+  if (layout == ShardLayout::contiguous) {
+    w.run = src < rank;  // earlier blocks entirely, later ones not at all
+    return w;
+  }
+  const int c = s.rows / 2;
+  if (src < rank) {
+    w.k_rows = c;  // chunk src precedes both of this rank's chunks; chunk 2W-1-src follows both
+  } else {
+    w.q0 = c;  // only the late chunk 2W-1-rank follows the block's chunks src and 2W-1-src
+    w.q_rows = c;
+  }
+  return w;
+}
+
+void run_ring(const RankGroup::Impl& g, const SequenceParallelArgs& args, const Shape& s) {
+  dist::Comm& comm = *g.comm;
+  std::vector<Rank> ranks = make_ranks(g, args, comm);
+  const int W = g.world_size;
+  const std::size_t kv_bytes = 2 * elems(s, s.hkv) * element_size(s.dtype);
+  struct State {
+    void* buf[2];
+    Accumulator acc;
+    void* part;
+    float* part_lse;
+  };
+  std::vector<State> st(ranks.size());
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    RankExec& ex = *ranks[i].exec;
+    State& t = st[i];
+    t.buf[0] = ex.alloc(kv_bytes);
+    t.buf[1] = ex.alloc(kv_bytes);
+    t.acc = {static_cast<float*>(ex.alloc(elems(s, s.hq) * sizeof(float))),
+             static_cast<float*>(
+                 ex.alloc(static_cast<std::size_t>(s.batch) * s.hq * s.rows * sizeof(float))),
+             s.batch,
+             s.rows,
+             s.hq,
+             s.head_dim};
+    t.part = ex.alloc(elems(s, s.hq) * element_size(s.dtype));
+    t.part_lse =
+        static_cast<float*>(ex.alloc(static_cast<std::size_t>(s.batch) * s.hq * s.rows * 4));
+    pack_kv(ranks[i], s, t.buf[0]);
+  }
+  for (int step = 0; step < W; ++step) {
+    const int cur = step % 2, nxt = 1 - cur;
+    if (step + 1 < W) {  // the next block travels while this one is used
+      for (Rank& r : ranks) r.exec->transfers_after_compute();
+      comm.group_start();
+      for (std::size_t i = 0; i < ranks.size(); ++i) {
+        const int rk = ranks[i].rank;
+        comm.send(ranks[i].local, st[i].buf[cur], kv_bytes, (rk + 1) % W);
+        comm.recv(ranks[i].local, st[i].buf[nxt], kv_bytes, (rk + W - 1) % W);
+      }
+      comm.group_end();
+    }
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      Rank& r = ranks[i];
+      State& t = st[i];
+      const int src = (r.rank + W - step) % W;
+      const StepWork w = step_work(s, args.layout, r.rank, src);
+      if (!w.run) continue;
+      AttentionArgs a = *r.shard;
+      a.q = slice(r.shard->q, 1, w.q0, w.q_rows);
+      a.k = slice(k_of(r, s, t.buf[cur]), 1, 0, w.k_rows);
+      a.v = slice(v_of(r, s, t.buf[cur]), 1, 0, w.k_rows);
+      a.out = dense(t.part, s.dtype, *r.shard, s.batch, w.q_rows, s.hq, s.head_dim);
+      a.lse = TensorView::contiguous(t.part_lse, DType::f32, r.shard->q.device,
+                                     {s.batch, s.hq, w.q_rows}, r.shard->q.device_index);
+      a.causal = w.causal;
+      r.exec->attention(a);
+      r.exec->merge(t.acc, w.q0, a.out, t.part_lse, step == 0);
+    }
+    if (step + 1 < W) {
+      for (Rank& r : ranks) r.exec->compute_after_transfers();
+    }
+  }
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    ranks[i].exec->finish(st[i].acc, ranks[i].shard->out, ranks[i].shard->lse);
+  }
+}
+
+// ---- all-gather --------------------------------------------------------------------------------
+
+// The global rows of rank `src`'s local rows [local0, local0 + len): (local0, global0, len) runs.
+struct Run {
+  int local0, global0, len;
+};
+std::vector<Run> runs_of(ShardLayout layout, int W, int src, int rows) {
+  if (layout == ShardLayout::contiguous) return {{0, src * rows, rows}};
+  const int c = rows / 2;
+  return {{0, src * c, c}, {c, (2 * W - 1 - src) * c, c}};
+}
+
+void run_all_gather(const RankGroup::Impl& g, const SequenceParallelArgs& args, const Shape& s) {
+  dist::Comm& comm = *g.comm;
+  std::vector<Rank> ranks = make_ranks(g, args, comm);
+  const int W = g.world_size;
+  const std::size_t kv_bytes = 2 * elems(s, s.hkv) * element_size(s.dtype);
+  const std::int64_t S = static_cast<std::int64_t>(W) * s.rows;
+  std::vector<void*> send(ranks.size()), recv(ranks.size());
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    send[i] = ranks[i].exec->alloc(kv_bytes);
+    recv[i] = ranks[i].exec->alloc(kv_bytes * W);
+    pack_kv(ranks[i], s, send[i]);
+    ranks[i].exec->transfers_after_compute();
+  }
+  comm.group_start();
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    comm.all_gather(ranks[i].local, send[i], recv[i], kv_bytes);
+  }
+  comm.group_end();
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    Rank& r = ranks[i];
+    RankExec& ex = *r.exec;
+    ex.compute_after_transfers();
+    const std::size_t full =
+        static_cast<std::size_t>(s.batch) * S * s.hkv * s.head_dim * element_size(s.dtype);
+    const TensorView k =
+        TensorView::contiguous(ex.alloc(full), s.dtype, r.shard->q.device,
+                               {s.batch, S, s.hkv, s.head_dim}, r.shard->q.device_index);
+    TensorView v = k;
+    v.data = ex.alloc(full);
+    for (int src = 0; src < W; ++src) {
+      void* block = static_cast<char*>(recv[i]) + static_cast<std::size_t>(src) * kv_bytes;
+      for (const Run& run : runs_of(args.layout, W, src, s.rows)) {
+        ex.copy(slice(k_of(r, s, block), 1, run.local0, run.len),
+                slice(k, 1, run.global0, run.len));
+        ex.copy(slice(v_of(r, s, block), 1, run.local0, run.len),
+                slice(v, 1, run.global0, run.len));
+      }
+    }
+    // Causal: each run of this rank's queries sees the keys up to its own last row (bottom-right
+    // alignment of Sq query rows to the first `keys` keys); otherwise all of them.
+    for (const Run& run : runs_of(args.layout, W, r.rank, s.rows)) {
+      if (!s.causal && run.local0 != 0) break;  // non-causal: one call over every row
+      const int q_rows = s.causal ? run.len : s.rows;
+      const std::int64_t keys = s.causal ? run.global0 + run.len : S;
+      AttentionArgs a = *r.shard;
+      a.q = slice(r.shard->q, 1, run.local0, q_rows);
+      a.out = slice(r.shard->out, 1, run.local0, q_rows);
+      if (r.shard->lse.present()) a.lse = slice(r.shard->lse, 2, run.local0, q_rows);
+      a.k = slice(k, 1, 0, keys);
+      a.v = slice(v, 1, 0, keys);
+      ex.attention(a);
+    }
+  }
+}
+
+// Across processes, each validated its own shards: one all-gather of every rank's shape, so that
+// a rank that passed another shape is named rather than left to hang or corrupt the others.
+void check_across_processes(const RankGroup::Impl& g, const SequenceParallelArgs& args,
+                            const Shape& s) {
+  constexpr int kFields = 11;
+  static const char* const names[kFields] = {"batch",     "rows",   "q heads", "kv heads",
+                                             "head dim",  "dtype",  "causal",  "softmax scale",
+                                             "precision", "layout", "strategy"};
+  std::uint32_t scale_bits = 0;
+  std::memcpy(&scale_bits, &s.scale, 4);
+  const std::int64_t mine[kFields] = {s.batch,
+                                      s.rows,
+                                      s.hq,
+                                      s.hkv,
+                                      s.head_dim,
+                                      static_cast<int>(s.dtype),
+                                      s.causal,
+                                      scale_bits,
+                                      static_cast<int>(s.precision),
+                                      static_cast<int>(args.layout),
+                                      static_cast<int>(args.strategy)};
+  std::vector<Rank> ranks = make_ranks(g, args, *g.comm);
+  RankExec& ex = *ranks[0].exec;
+  const int W = g.world_size;
+  void* send = ex.alloc(sizeof(mine));
+  void* recv = ex.alloc(sizeof(mine) * W);
+  ex.upload(send, mine, sizeof(mine));
+  ex.transfers_after_compute();
+  g.comm->group_start();
+  g.comm->all_gather(0, send, recv, sizeof(mine));
+  g.comm->group_end();
+  ex.compute_after_transfers();
+  std::vector<std::int64_t> all(static_cast<std::size_t>(kFields) * W);
+  ex.download(all.data(), recv, sizeof(mine) * W);
+  for (int r = 0; r < W; ++r) {
+    for (int f = 0; f < kFields; ++f) {
+      if (all[r * kFields + f] != mine[f]) {
+        fail(ErrorCode::invalid_argument,
+             "sequence_parallel_attention (rank " + std::to_string(ranks[0].rank) + "): rank " +
+                 std::to_string(r) + " passed " + names[f] + " " +
+                 std::to_string(all[r * kFields + f]) + " but this rank " +
+                 std::to_string(mine[f]) + ": every rank must make the same call");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void sequence_parallel_attention(const RankGroup& group, const SequenceParallelArgs& args) {
+  const RankGroup::Impl& g = group.impl();
+  const Shape s = validate(g, args);
+  if (static_cast<int>(g.local_ranks.size()) < g.world_size) check_across_processes(g, args, s);
+  if (g.world_size == 1) {  // nothing to exchange: the plain call
+    attention_forward(args.shards[0]);
+    return;
+  }
+  if (args.strategy == SeqParallelStrategy::ring) {
+    run_ring(g, args, s);
+  } else {
+    run_all_gather(g, args, s);
+  }
+}
+
+}  // namespace gpuattn

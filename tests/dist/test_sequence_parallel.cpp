@@ -1,0 +1,286 @@
+// Sequence-parallel attention on the CPU backend's ranks: every strategy and layout against the
+// fp64 reference of the whole sequence, and every bad call named.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/expect_error.h"
+#include "dist/dist_test_util.h"
+#include "gpuattn/distributed.h"
+
+namespace gpuattn::testing {
+namespace {
+
+// Runs p on a CPU group; returns the comparison with the reference.
+Comparison run_cpu(const SpProblem& p, Precision precision = Precision::standard,
+                   std::optional<float> scale = std::nullopt) {
+  SpData d = make_data(p);
+  const RankGroup g = RankGroup::local_cpu(p.world, 2);
+  SequenceParallelArgs args;
+  args.layout = p.layout;
+  args.strategy = p.strategy;
+  for (int r = 0; r < p.world; ++r) {
+    AttentionArgs a = tensor_args(d.sq[r], d.sk[r], d.sv[r], d.sout[r], &d.slse[r]);
+    a.causal = p.causal;
+    a.precision = precision;
+    a.softmax_scale = scale;
+    args.shards.push_back(a);
+  }
+  sequence_parallel_attention(g, args);
+  const Assembled a = assemble(p, d.sout, d.slse);
+  HostTensor out_unused(p.dtype, {p.batch, p.seq(), p.hq, p.head_dim});
+  AttentionArgs ra = tensor_args(d.q, d.k, d.v, out_unused);
+  ra.causal = p.causal;
+  ra.softmax_scale = scale;
+  const ReferenceResult ref = reference_attention(ra);
+  const std::int64_t S = p.seq();
+  return compare(ref, a.out, p.hq, p.head_dim, &a.lse,
+                 [&](std::int64_t row, int h) { return (row / S * p.hq + h) * S + row % S; });
+}
+
+using Case = std::tuple<int, ShardLayout, SeqParallelStrategy, bool>;
+
+class SequenceParallelCpu : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SequenceParallelCpu, MatchesTheWholeSequenceReference) {
+  SpProblem p;
+  std::tie(p.world, p.layout, p.strategy, p.causal) = GetParam();
+  p.batch = 2;
+  p.rows = 74;  // two chunks of 37: not a multiple of any tile
+  p.hq = 4;
+  p.hkv = 2;
+  p.seed = 100 + p.world;
+  const Comparison c = run_cpu(p);
+  EXPECT_EQ(c.nonfinite, 0);
+  EXPECT_LT(c.rel_err, 2e-6);
+  EXPECT_LT(c.lse_rel, 2e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, SequenceParallelCpu,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                       ::testing::Values(ShardLayout::contiguous, ShardLayout::zigzag),
+                       ::testing::Values(SeqParallelStrategy::ring,
+                                         SeqParallelStrategy::all_gather),
+                       ::testing::Bool()),
+    [](const ::testing::TestParamInfo<Case>& i) {
+      return "W" + std::to_string(std::get<0>(i.param)) + "_" + to_string(std::get<1>(i.param)) +
+             "_" + to_string(std::get<2>(i.param)) + (std::get<3>(i.param) ? "_causal" : "_full");
+    });
+
+TEST(SequenceParallelCpu, SixteenBitRingMergesInFp32) {
+  for (DType t : {DType::f16, DType::bf16}) {
+    SpProblem p;
+    p.world = 3;
+    p.rows = 42;
+    p.hq = 6;
+    p.hkv = 1;  // MQA
+    p.head_dim = 128;
+    p.dtype = t;
+    p.causal = true;
+    p.layout = ShardLayout::zigzag;
+    const Comparison c = run_cpu(p);
+    EXPECT_EQ(c.nonfinite, 0) << to_string(t);
+    // One rounding of the output to 16 bits (the partial results merge in fp32): the same error
+    // as a single-rank call.
+    EXPECT_LT(c.rel_err, t == DType::f16 ? 1e-3 : 8e-3) << to_string(t);
+    EXPECT_LT(c.lse_rel, 1e-5) << to_string(t);
+  }
+}
+
+TEST(SequenceParallelCpu, CompensatedPrecisionAndACustomScale) {
+  SpProblem p;
+  p.world = 4;
+  p.rows = 20;
+  p.causal = true;
+  p.layout = ShardLayout::zigzag;
+  const Comparison c = run_cpu(p, Precision::compensated, 0.37f);
+  EXPECT_EQ(c.nonfinite, 0);
+  EXPECT_LT(c.rel_err, 2e-6);
+  EXPECT_LT(c.lse_rel, 2e-6);
+}
+
+// Shards that are views into larger tensors (a padded head stride), lse absent on one rank.
+TEST(SequenceParallelCpu, StridedShardsAndAnAbsentLse) {
+  SpProblem p;
+  p.world = 2;
+  p.rows = 30;
+  p.causal = true;
+  SpData d = make_data(p);
+  const int pad = 16;
+  std::vector<HostTensor> bq, bk, bv, bo;
+  SequenceParallelArgs args;
+  args.strategy = SeqParallelStrategy::ring;
+  auto padded = [&](const HostTensor& t, std::vector<HostTensor>& keep) {
+    keep.emplace_back(
+        t.dtype, std::vector<std::int64_t>{t.shape[0], t.shape[1], t.shape[2], t.shape[3] + pad});
+    HostTensor& big = keep.back();
+    big.poison();
+    TensorView v = big.view();
+    v.shape[3] = t.shape[3];
+    for (std::int64_t i = 0; i < t.numel() / t.shape[3]; ++i) {
+      for (std::int64_t e = 0; e < t.shape[3]; ++e) {
+        big.set(i * (t.shape[3] + pad) + e, t.get(i * t.shape[3] + e));
+      }
+    }
+    return v;
+  };
+  bq.reserve(2);
+  bk.reserve(2);
+  bv.reserve(2);
+  bo.reserve(2);
+  for (int r = 0; r < 2; ++r) {
+    AttentionArgs a;
+    a.q = padded(d.sq[r], bq);
+    a.k = padded(d.sk[r], bk);
+    a.v = padded(d.sv[r], bv);
+    a.out = padded(d.sout[r], bo);
+    if (r == 1) a.lse = d.slse[r].view();
+    a.causal = true;
+    args.shards.push_back(a);
+  }
+  sequence_parallel_attention(RankGroup::local_cpu(2, 1), args);
+  for (int r = 0; r < 2; ++r) {
+    for (std::int64_t i = 0; i < d.sout[r].numel() / p.head_dim; ++i) {
+      for (int e = 0; e < p.head_dim; ++e) {
+        d.sout[r].set(i * p.head_dim + e, bo[r].get(i * (p.head_dim + pad) + e));
+      }
+    }
+  }
+  d.slse[0] = d.slse[1];  // rank 0 had no lse: compare only its out
+  const Assembled a = assemble(p, d.sout, d.slse);
+  const Comparison c = compare_global(p, d, a);
+  EXPECT_EQ(c.nonfinite, 0);
+  EXPECT_LT(c.rel_err, 2e-6);
+  // The padding stayed poisoned (nothing was written outside the views).
+  EXPECT_TRUE(std::isnan(bo[0].get(p.head_dim)));
+}
+
+TEST(ShardRows, ContiguousAndZigzag) {
+  EXPECT_EQ(shard_rows(ShardLayout::contiguous, 2, 1, 8), (std::vector<std::int64_t>{4, 5, 6, 7}));
+  EXPECT_EQ(shard_rows(ShardLayout::zigzag, 2, 0, 8), (std::vector<std::int64_t>{0, 1, 6, 7}));
+  EXPECT_EQ(shard_rows(ShardLayout::zigzag, 2, 1, 8), (std::vector<std::int64_t>{2, 3, 4, 5}));
+  expect_invalid_argument([] { shard_rows(ShardLayout::zigzag, 2, 0, 6); },
+                          "seq_len 6 is not a multiple of 4");
+  expect_invalid_argument([] { shard_rows(ShardLayout::contiguous, 2, 2, 8); },
+                          "rank 2 is not in [0, 2)");
+}
+
+// ---- errors ------------------------------------------------------------------------------------
+
+struct BadCall {
+  SpProblem p;
+  SpData d;
+  SequenceParallelArgs args;
+  BadCall() {
+    p.world = 2;
+    p.rows = 8;
+    p.causal = true;
+    d = make_data(p);
+    for (int r = 0; r < 2; ++r) {
+      AttentionArgs a = tensor_args(d.sq[r], d.sk[r], d.sv[r], d.sout[r], &d.slse[r]);
+      a.causal = true;
+      args.shards.push_back(a);
+    }
+  }
+  // The call fails naming `words` and leaves every out and lse as they were (NaN).
+  void expect(const std::string& words) {
+    expect_invalid_argument([&] { sequence_parallel_attention(RankGroup::local_cpu(2, 1), args); },
+                            words);
+    for (int r = 0; r < 2; ++r) {
+      for (std::int64_t i = 0; i < d.sout[r].numel(); ++i) {
+        ASSERT_TRUE(std::isnan(d.sout[r].get(i))) << "rank " << r << " out written at " << i;
+      }
+      for (std::int64_t i = 0; i < d.slse[r].numel(); ++i) {
+        ASSERT_TRUE(std::isnan(d.slse[r].get(i))) << "rank " << r << " lse written at " << i;
+      }
+    }
+  }
+};
+
+TEST(SequenceParallelErrors, NamesTheBadShard) {
+  {
+    BadCall c;
+    c.args.shards.pop_back();
+    c.expect("1 shards for a group that drives 2 rank(s)");
+  }
+  {
+    BadCall c;
+    c.args.shards[1].causal = false;
+    c.expect("shards[1].causal is 0 but shards[0]'s is 1");
+  }
+  {
+    BadCall c;
+    c.args.shards[1].q.shape[1] = 4;
+    c.args.shards[1].out.shape[1] = 4;
+    c.args.shards[1].lse.shape[2] = 4;
+    c.expect("shards[1]: q holds 4 rows but k holds 8");
+  }
+  {
+    BadCall c;
+    for (auto& s : c.args.shards) {
+      for (TensorView* t : {&s.q, &s.k, &s.v, &s.out}) t->shape[1] = 7;
+      s.lse.shape[2] = 7;
+    }
+    c.args.layout = ShardLayout::zigzag;
+    c.expect("shards hold 7 rows (odd)");
+  }
+  {
+    BadCall c;
+    c.args.shards[0].softmax_scale = -1.f;  // the attention call's own validation, prefixed
+    c.expect("shards[0]: ");
+  }
+  {
+    BadCall c;
+    c.args.shards[1].softmax_scale = 0.5f;
+    c.expect("shards[1]: softmax scale 0.5");
+  }
+  {
+    BadCall c;
+    c.args.strategy = static_cast<SeqParallelStrategy>(7);
+    c.expect("strategy 7 is not a SeqParallelStrategy");
+  }
+}
+
+TEST(SequenceParallelErrors, UnsupportedFieldsAreNamed) {
+  auto expect_not_supported = [](BadCall& c, const std::string& words) {
+    try {
+      sequence_parallel_attention(RankGroup::local_cpu(2, 1), c.args);
+      ADD_FAILURE() << "no error for " << words;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::not_supported) << e.what();
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  BadCall w;
+  w.args.shards[1].mask.window_left = 16;
+  expect_not_supported(w, "shards[1].mask.window (16, -1)");
+  BadCall g;
+  g.args.shards[0].mask.global_tokens = 2;
+  expect_not_supported(g, "shards[0].mask.global_tokens");
+  BadCall s;
+  HostTensor used = int32s({4});
+  s.args.shards[0].seqused_k = used.view();
+  expect_not_supported(s, "shards[0].seqused_k");
+}
+
+TEST(RankGroupErrors, NamesTheBadValue) {
+  expect_invalid_argument([] { RankGroup::local_cpu(0); }, "world_size 0 is not positive");
+  expect_invalid_argument([] { RankGroup::local_cpu(2, -1); }, "threads_per_rank -1");
+  expect_invalid_argument([] { RankGroup::nccl_from_file("/tmp/x", 3, 2, 0); },
+                          "rank 3 is not in [0, 2)");
+  expect_invalid_argument([] { RankGroup::nccl_from_file("", 0, 2, 0); },
+                          "bootstrap_path is empty");
+  expect_invalid_argument([] { RankGroup::local_cuda({0}, Transport::host); },
+                          "transport host is not a CUDA transport");
+  const RankGroup g = RankGroup::local_cpu(3);
+  EXPECT_EQ(g.world_size(), 3);
+  EXPECT_EQ(g.local_ranks(), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(g.transport(), Transport::host);
+  EXPECT_EQ(g.device(), Device::cpu);
+}
+
+}  // namespace
+}  // namespace gpuattn::testing
