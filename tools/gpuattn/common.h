@@ -122,6 +122,7 @@ void write_file(const std::string& path, const std::string& text);
 int run_verify(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
 int run_generate(const std::vector<std::string>& args);
+int run_dist(const std::vector<std::string>& args);
 
 // True when a command's arguments hold --help or -h.
 inline bool asks_for_help(const std::vector<std::string>& args) {

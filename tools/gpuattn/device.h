@@ -38,6 +38,9 @@ void upload(void* dst, const void* src, std::size_t bytes);
 void download(void* dst, const void* src, std::size_t bytes);
 void poison(void* dst, std::size_t bytes);  // 0xff bytes: NaN in f16, bf16 and f32
 void synchronize();
+// Several GPUs (gpuattn dist): how many are visible, which is current, and a whole-device sync.
+int device_count();
+void set_device(int device);
 
 struct DeviceInfo {
   std::string name;

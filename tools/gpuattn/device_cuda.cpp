@@ -80,6 +80,19 @@ void synchronize() {
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+void set_device(int device) {
+  check(cudaSetDevice(device), "cudaSetDevice");
+}
+
 DeviceInfo device_info() {
   int dev = 0;
   check(cudaGetDevice(&dev), "cudaGetDevice");

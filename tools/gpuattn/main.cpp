@@ -16,6 +16,8 @@ commands:
            exits 1 on any failure
   bench    timing table: time, µs/head, TFLOP/s, % of measured peak, vs the 3-kernel baseline
   generate GPT-2 generation on the engine (weights from safetensors, or random), timed
+  dist     sequence-parallel attention over several GPUs (ring, all-gather), timed against one
+           GPU computing the whole sequence and checked against its output
 
 Both take --device cpu|cuda|auto (auto: cuda when a CUDA device is visible) and --json FILE.
 `gpuattn <command> --help` lists a command's flags. Bad flags exit with status 2.
@@ -36,8 +38,9 @@ int main(int argc, char** argv) {
     if (command == "verify") return gpuattn::tool::run_verify(args);
     if (command == "bench") return gpuattn::tool::run_bench(args);
     if (command == "generate") return gpuattn::tool::run_generate(args);
+    if (command == "dist") return gpuattn::tool::run_dist(args);
     std::cerr << "gpuattn: unknown command '" << command
-              << "' (commands: verify, bench, generate; see "
+              << "' (commands: verify, bench, generate, dist; see "
               << "gpuattn --help)\n";
     return 2;
   } catch (const gpuattn::tool::UsageError& e) {
