@@ -40,11 +40,6 @@ int compute_capability_major() {
   return cached_attribute<cudaDevAttrComputeCapabilityMajor>();
 }
 
-namespace {
-
-// This library's memory pool of the current device, created on first use; it keeps what it has
-// reserved (release threshold: all), so a launch's buffers cost no driver allocation after the
-// first.
 cudaMemPool_t launch_pool() {
   static std::array<std::atomic<cudaMemPool_t>, 64> pools{};
   int device = 0;
@@ -70,8 +65,6 @@ cudaMemPool_t launch_pool() {
   }
   return created;
 }
-
-}  // namespace
 
 LaunchBuffer::LaunchBuffer(cudaStream_t stream, std::size_t bytes, std::size_t zeroed)
     : stream_(stream) {

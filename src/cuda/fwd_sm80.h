@@ -25,6 +25,11 @@ int num_sms();  // of the current device, cached per device (fwd_launch.cu)
 int max_smem_per_block();
 int compute_capability_major();  // of the current device, cached per device (fwd_launch.cu)
 
+// This library's memory pool of the current device, created on first use; it keeps what it has
+// reserved (release threshold: all), so a launch's buffers cost no driver allocation after the
+// first. LaunchBuffer and the distributed layer's scratch come from it (fwd_launch.cu).
+cudaMemPool_t launch_pool();
+
 // Device memory for one kernel launch on `stream` (a persistent kernel's work-item counter, the
 // decode path's counts and partial results), from a pool of this library's per device,
 // stream-ordered: allocated (its first `zeroed` bytes set to 0) on the stream before the launch,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cuda/cuda_check.h"
+#include "cuda/fwd_sm80.h"
 #include "dist/comm.h"
 #include "dist/cuda/dist_kernels.h"
 #include "dist/rank_exec.h"
@@ -51,7 +52,9 @@ class CudaExec final : public RankExec {
   void* alloc(std::size_t bytes) override {
     OnDevice on(device_);
     void* p = nullptr;
-    GPUATTN_CUDA_CHECK(cudaMallocAsync(&p, bytes, stream_));
+    // The library's pool keeps what it reserved: a call's scratch (hundreds of MB at long
+    // sequences) is mapped once, not on every call as from the default pool.
+    GPUATTN_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, sm80::launch_pool(), stream_));
     scratch_.push_back(p);
     return p;
   }
@@ -115,8 +118,8 @@ class PeerComm final : public Comm {
       GPUATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&streams_[i], cudaStreamNonBlocking));
       GPUATTN_CUDA_CHECK(cudaEventCreateWithFlags(&ready_[i], cudaEventDisableTiming));
       GPUATTN_CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
-      // Direct access between distinct devices, for copies and for the stream-ordered pools
-      // the scratch comes from.
+      // Direct access between distinct devices, for copies and for the library's pools the
+      // scratch comes from.
       for (int j = 0; j < n; ++j) {
         if (devices[j] == devices[i]) continue;
         int can = 0;
@@ -129,7 +132,10 @@ class PeerComm final : public Comm {
           GPUATTN_CUDA_CHECK(e);
         }
         cudaMemPool_t pool;
-        GPUATTN_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, devices[j]));
+        {
+          OnDevice owner(devices[j]);
+          pool = sm80::launch_pool();
+        }
         cudaMemAccessDesc access{};
         access.location.type = cudaMemLocationTypeDevice;
         access.location.id = devices[i];
