@@ -33,6 +33,13 @@ enum class SeqParallelStrategy : std::uint8_t {
   // Every rank gathers the whole K/V first (one all-gather), then runs one attention call (two for
   // a causal zigzag split). Memory beyond the inputs: the whole K/V, twice.
   all_gather,
+  // Head parallel (DeepSpeed-Ulysses): an all-to-all turns the split by rows into a split by
+  // heads (rank r gets query heads [r Hq / W, (r + 1) Hq / W) and their K/V heads over the whole
+  // sequence), each rank runs one attention call over the whole sequence, and a second all-to-all
+  // returns each rank's rows of every head. Needs Hq and Hkv multiples of W. Every rank does the
+  // same work whatever the layout and mask; each moves 4 (W - 1) / W of its q/k/v/out shards.
+  // Memory beyond the inputs: about 3x the rank's q, k, v and out.
+  head_parallel,
 };
 
 const char* to_string(ShardLayout l);
@@ -96,7 +103,8 @@ class RankGroup {
 // its rank's work (CUDA: the call returns before the kernels finish, like attention_forward); the
 // CPU backend uses each shard's num_threads (0: the group's threads_per_rank).
 // Not supported (ErrorCode::not_supported, naming the field): varlen, seqused_k, paged K/V and
-// MaskSpec masks beyond causal. A zigzag split needs an even S_local.
+// MaskSpec masks beyond causal. A zigzag split needs an even S_local; head_parallel needs Hq and
+// Hkv multiples of the world size.
 struct SequenceParallelArgs {
   std::vector<AttentionArgs> shards;
   ShardLayout layout = ShardLayout::contiguous;

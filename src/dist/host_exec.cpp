@@ -43,16 +43,23 @@ class HostExec final : public RankExec {
   }
 
   void copy(const TensorView& src, const TensorView& dst) override {
-    const std::size_t row_bytes = static_cast<std::size_t>(src.shape[3]) * element_size(src.dtype);
-    const std::size_t es = element_size(src.dtype);
+    const std::int64_t es = static_cast<std::int64_t>(element_size(src.dtype));
+    const bool rows = src.stride[3] == 1 && dst.stride[3] == 1;
+    auto* out = static_cast<char*>(dst.data);
+    const auto* in = static_cast<const char*>(src.data);
     for (std::int64_t a = 0; a < src.shape[0]; ++a) {
       for (std::int64_t b = 0; b < src.shape[1]; ++b) {
         for (std::int64_t c = 0; c < src.shape[2]; ++c) {
           const std::int64_t so = a * src.stride[0] + b * src.stride[1] + c * src.stride[2];
           const std::int64_t d = a * dst.stride[0] + b * dst.stride[1] + c * dst.stride[2];
-          std::memmove(static_cast<char*>(dst.data) + d * static_cast<std::int64_t>(es),
-                       static_cast<const char*>(src.data) + so * static_cast<std::int64_t>(es),
-                       row_bytes);
+          if (rows) {
+            std::memmove(out + d * es, in + so * es, static_cast<std::size_t>(src.shape[3] * es));
+            continue;
+          }
+          for (std::int64_t e = 0; e < src.shape[3]; ++e) {
+            std::memmove(out + (d + e * dst.stride[3]) * es, in + (so + e * src.stride[3]) * es,
+                         static_cast<std::size_t>(es));
+          }
         }
       }
     }

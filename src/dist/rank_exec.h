@@ -26,7 +26,7 @@ class RankExec {
   // Host memory to and from scratch; download waits for the compute posted so far.
   virtual void upload(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void download(void* dst, const void* src, std::size_t bytes) = 0;
-  // dst = src, two views of the same shape and dtype (last dimension contiguous).
+  // dst = src, two 4-dimensional views of the same shape and dtype, any strides.
   virtual void copy(const TensorView& src, const TensorView& dst) = 0;
   // attention_forward on this rank (its stream or threads filled in).
   virtual void attention(AttentionArgs args) = 0;

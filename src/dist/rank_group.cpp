@@ -168,6 +168,7 @@ const char* to_string(SeqParallelStrategy s) {
   switch (s) {
     case SeqParallelStrategy::ring: return "ring";
     case SeqParallelStrategy::all_gather: return "all_gather";
+    case SeqParallelStrategy::head_parallel: return "head_parallel";
   }
   return "unknown";
 }

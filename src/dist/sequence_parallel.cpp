@@ -79,7 +79,8 @@ Shape validate(const RankGroup::Impl& g, const SequenceParallelArgs& args) {
                                           " is not a ShardLayout");
   }
   if (args.strategy != SeqParallelStrategy::ring &&
-      args.strategy != SeqParallelStrategy::all_gather) {
+      args.strategy != SeqParallelStrategy::all_gather &&
+      args.strategy != SeqParallelStrategy::head_parallel) {
     fail(ErrorCode::invalid_argument, "sequence_parallel_attention: strategy " +
                                           std::to_string(static_cast<int>(args.strategy)) +
                                           " is not a SeqParallelStrategy");
@@ -146,6 +147,15 @@ Shape validate(const RankGroup::Impl& g, const SequenceParallelArgs& args) {
          "sequence_parallel_attention: a zigzag split holds two equal chunks a rank, but the "
          "shards hold " +
              std::to_string(first.rows) + " rows (odd)");
+  }
+  const int W = g.world_size;
+  if (args.strategy == SeqParallelStrategy::head_parallel &&
+      (first.hq % W != 0 || first.hkv % W != 0)) {
+    fail(ErrorCode::invalid_argument,
+         "sequence_parallel_attention: head_parallel splits the heads over the " +
+             std::to_string(W) + " ranks, but the shards have " + std::to_string(first.hq) +
+             " q heads and " + std::to_string(first.hkv) +
+             " kv heads (each must be a multiple of " + std::to_string(W) + ")");
   }
   return first;
 }
@@ -378,6 +388,132 @@ void run_all_gather(const RankGroup::Impl& g, const SequenceParallelArgs& args, 
   }
 }
 
+// ---- head parallel ------------------------------------------------------------------------------
+
+// A [B, H, S] lse view as the 4-dimensional [1, B, H, S] that RankExec::copy takes.
+TensorView lift(TensorView t) {
+  for (int d = 3; d > 0; --d) {
+    t.shape[d] = t.shape[d - 1];
+    t.stride[d] = t.stride[d - 1];
+  }
+  t.shape[0] = 1;
+  t.stride[0] = 0;
+  t.rank = 4;
+  return t;
+}
+
+void run_head_parallel(const RankGroup::Impl& g, const SequenceParallelArgs& args, const Shape& s) {
+  dist::Comm& comm = *g.comm;
+  std::vector<Rank> ranks = make_ranks(g, args, comm);
+  const int W = g.world_size;
+  const int hq = s.hq / W, hkv = s.hkv / W;  // heads a rank computes
+  const std::int64_t S = static_cast<std::int64_t>(W) * s.rows;
+  const std::size_t es = element_size(s.dtype);
+  const std::size_t B = static_cast<std::size_t>(s.batch), rows = s.rows, D = s.head_dim;
+  // The message to each peer: its heads of this rank's q, k, v rows; back: this rank's heads of
+  // the peer's out rows and lse.
+  const std::size_t qc = B * rows * hq * D * es, kc = B * rows * hkv * D * es, fwd = qc + 2 * kc;
+  const std::size_t oc = B * rows * hq * D * es, back = oc + B * hq * rows * sizeof(float);
+  struct State {
+    void *send, *recv;
+    TensorView q, k, v, out, lse;  // this rank's heads over the whole sequence
+  };
+  std::vector<State> st(ranks.size());
+  auto chunk = [&](const Rank& r, void* base, std::size_t offset, int heads) {
+    return dense(static_cast<char*>(base) + offset, s.dtype, *r.shard, s.batch, s.rows, heads,
+                 s.head_dim);
+  };
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const Rank& r = ranks[i];
+    RankExec& ex = *r.exec;
+    st[i].send = ex.alloc(fwd * W);
+    st[i].recv = ex.alloc(fwd * W);
+    for (int p = 0; p < W; ++p) {
+      void* base = static_cast<char*>(st[i].send) + p * fwd;
+      ex.copy(slice(r.shard->q, 2, p * hq, hq), chunk(r, base, 0, hq));
+      ex.copy(slice(r.shard->k, 2, p * hkv, hkv), chunk(r, base, qc, hkv));
+      ex.copy(slice(r.shard->v, 2, p * hkv, hkv), chunk(r, base, qc + kc, hkv));
+    }
+    ex.transfers_after_compute();
+  }
+  auto all_to_all = [&](std::size_t bytes) {
+    comm.group_start();
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      for (int p = 0; p < W; ++p) {
+        comm.send(ranks[i].local, static_cast<char*>(st[i].send) + p * bytes, bytes, p);
+        comm.recv(ranks[i].local, static_cast<char*>(st[i].recv) + p * bytes, bytes, p);
+      }
+    }
+    comm.group_end();
+  };
+  all_to_all(fwd);
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const Rank& r = ranks[i];
+    RankExec& ex = *r.exec;
+    State& t = st[i];
+    ex.compute_after_transfers();
+    auto full = [&](int heads) {
+      return dense(ex.alloc(B * S * heads * D * es), s.dtype, *r.shard, s.batch, S, heads,
+                   s.head_dim);
+    };
+    t.q = full(hq);
+    t.k = full(hkv);
+    t.v = full(hkv);
+    t.out = full(hq);
+    t.lse = TensorView::contiguous(ex.alloc(B * hq * S * sizeof(float)), DType::f32,
+                                   r.shard->q.device, {s.batch, hq, S}, r.shard->q.device_index);
+    for (int src = 0; src < W; ++src) {
+      void* base = static_cast<char*>(t.recv) + src * fwd;
+      for (const Run& run : runs_of(args.layout, W, src, s.rows)) {
+        ex.copy(slice(chunk(r, base, 0, hq), 1, run.local0, run.len),
+                slice(t.q, 1, run.global0, run.len));
+        ex.copy(slice(chunk(r, base, qc, hkv), 1, run.local0, run.len),
+                slice(t.k, 1, run.global0, run.len));
+        ex.copy(slice(chunk(r, base, qc + kc, hkv), 1, run.local0, run.len),
+                slice(t.v, 1, run.global0, run.len));
+      }
+    }
+    AttentionArgs a = *r.shard;
+    a.q = t.q;
+    a.k = t.k;
+    a.v = t.v;
+    a.out = t.out;
+    a.lse = t.lse;
+    ex.attention(a);
+    // Back: each peer's rows of this rank's heads.
+    t.send = ex.alloc(back * W);
+    t.recv = ex.alloc(back * W);
+    for (int dst = 0; dst < W; ++dst) {
+      void* base = static_cast<char*>(t.send) + dst * back;
+      const TensorView lse_chunk =
+          TensorView::contiguous(static_cast<char*>(base) + oc, DType::f32, r.shard->q.device,
+                                 {1, s.batch, hq, s.rows}, r.shard->q.device_index);
+      for (const Run& run : runs_of(args.layout, W, dst, s.rows)) {
+        ex.copy(slice(t.out, 1, run.global0, run.len),
+                slice(chunk(r, base, 0, hq), 1, run.local0, run.len));
+        ex.copy(slice(lift(t.lse), 3, run.global0, run.len),
+                slice(lse_chunk, 3, run.local0, run.len));
+      }
+    }
+    ex.transfers_after_compute();
+  }
+  all_to_all(back);
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const Rank& r = ranks[i];
+    RankExec& ex = *r.exec;
+    ex.compute_after_transfers();
+    for (int p = 0; p < W; ++p) {
+      void* base = static_cast<char*>(st[i].recv) + p * back;
+      ex.copy(chunk(r, base, 0, hq), slice(r.shard->out, 2, p * hq, hq));
+      if (r.shard->lse.present()) {
+        ex.copy(TensorView::contiguous(static_cast<char*>(base) + oc, DType::f32, r.shard->q.device,
+                                       {1, s.batch, hq, s.rows}, r.shard->q.device_index),
+                slice(lift(r.shard->lse), 2, p * hq, hq));
+      }
+    }
+  }
+}
+
 // Across processes, each validated its own shards: one all-gather of every rank's shape, so that
 // a rank that passed another shape is named rather than left to hang or corrupt the others.
 void check_across_processes(const RankGroup::Impl& g, const SequenceParallelArgs& args,
@@ -435,10 +571,10 @@ void sequence_parallel_attention(const RankGroup& group, const SequenceParallelA
     attention_forward(args.shards[0]);
     return;
   }
-  if (args.strategy == SeqParallelStrategy::ring) {
-    run_ring(g, args, s);
-  } else {
-    run_all_gather(g, args, s);
+  switch (args.strategy) {
+    case SeqParallelStrategy::ring: run_ring(g, args, s); break;
+    case SeqParallelStrategy::all_gather: run_all_gather(g, args, s); break;
+    case SeqParallelStrategy::head_parallel: run_head_parallel(g, args, s); break;
   }
 }
 

@@ -51,6 +51,10 @@ TEST_P(SequenceParallelCpu, MatchesTheWholeSequenceReference) {
   p.rows = 74;  // two chunks of 37: not a multiple of any tile
   p.hq = 4;
   p.hkv = 2;
+  if (p.strategy == SeqParallelStrategy::head_parallel) {  // heads split over the ranks
+    p.hq = 2 * p.world;
+    p.hkv = p.world;
+  }
   p.seed = 100 + p.world;
   const Comparison c = run_cpu(p);
   EXPECT_EQ(c.nonfinite, 0);
@@ -62,8 +66,8 @@ INSTANTIATE_TEST_SUITE_P(
     All, SequenceParallelCpu,
     ::testing::Combine(::testing::Values(1, 2, 3, 4),
                        ::testing::Values(ShardLayout::contiguous, ShardLayout::zigzag),
-                       ::testing::Values(SeqParallelStrategy::ring,
-                                         SeqParallelStrategy::all_gather),
+                       ::testing::Values(SeqParallelStrategy::ring, SeqParallelStrategy::all_gather,
+                                         SeqParallelStrategy::head_parallel),
                        ::testing::Bool()),
     [](const ::testing::TestParamInfo<Case>& i) {
       return "W" + std::to_string(std::get<0>(i.param)) + "_" + to_string(std::get<1>(i.param)) +
@@ -236,6 +240,15 @@ TEST(SequenceParallelErrors, NamesTheBadShard) {
     BadCall c;
     c.args.shards[1].softmax_scale = 0.5f;
     c.expect("shards[1]: softmax scale 0.5");
+  }
+  {
+    BadCall c;  // 4 q heads, 2 kv heads
+    for (auto& s : c.args.shards) {
+      s.k.shape[2] = 1;
+      s.v.shape[2] = 1;
+    }
+    c.args.strategy = SeqParallelStrategy::head_parallel;
+    c.expect("the shards have 4 q heads and 1 kv heads (each must be a multiple of 2)");
   }
   {
     BadCall c;

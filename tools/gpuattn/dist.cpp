@@ -36,7 +36,8 @@ rank's output. Each rank holds S / ranks rows of q, k and v.
   --dim D                   64, 128 or 256 (default 128)
   --dtype f16|bf16          default bf16
   --full                    non-causal (default: causal)
-  --strategies LIST         ring,all_gather (default both)
+  --strategies LIST         ring,all_gather,head_parallel (default all three; head_parallel
+                            needs --heads and --kv-heads multiples of the ranks)
   --layouts LIST            zigzag,contiguous (default both)
   --rep N                   timed calls per point, after one warm-up (default 5; median)
   --json FILE               the table as JSON, with device, date and commit
@@ -173,13 +174,16 @@ int run_dist(const std::vector<std::string>& args) {
       f.choice("dtype", "bf16", {"f16", "bf16"}) == "f16" ? DType::f16 : DType::bf16;
   const bool causal = !f.has("full");
   std::vector<SeqParallelStrategy> strategies;
-  for (const auto& s : split(f.get("strategies", "ring,all_gather"))) {
+  for (const auto& s : split(f.get("strategies", "ring,all_gather,head_parallel"))) {
     if (s == "ring") {
       strategies.push_back(SeqParallelStrategy::ring);
     } else if (s == "all_gather") {
       strategies.push_back(SeqParallelStrategy::all_gather);
+    } else if (s == "head_parallel") {
+      strategies.push_back(SeqParallelStrategy::head_parallel);
     } else {
-      throw UsageError("gpuattn dist: --strategies '" + s + "' is not ring or all_gather");
+      throw UsageError("gpuattn dist: --strategies '" + s +
+                       "' is not ring, all_gather or head_parallel");
     }
   }
   std::vector<ShardLayout> layouts;

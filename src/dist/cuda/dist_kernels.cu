@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "cuda/cuda_check.h"
@@ -14,24 +15,25 @@ namespace {
 struct CopyDims {
   const char* src;
   char* dst;
-  std::int64_t n0, n1, n2, units;       // units: 16-byte pieces of a row
-  std::int64_t s0, s1, s2, d0, d1, d2;  // strides in bytes
+  std::int64_t n0, n1, n2, n3;                  // n3: units of a row (vectors, or elements)
+  std::int64_t s0, s1, s2, s3, d0, d1, d2, d3;  // strides in bytes
 };
 
+// One unit (U: 16, 8, 4 or 2 bytes) a thread, grid-stride.
+template <typename U>
 __global__ void copy_view_kernel(CopyDims c) {
-  const std::int64_t total = c.n0 * c.n1 * c.n2 * c.units;
+  const std::int64_t total = c.n0 * c.n1 * c.n2 * c.n3;
   for (std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; t < total;
        t += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     std::int64_t r = t;
-    const std::int64_t u = r % c.units;
-    r /= c.units;
+    const std::int64_t u = r % c.n3;
+    r /= c.n3;
     const std::int64_t i2 = r % c.n2;
     r /= c.n2;
     const std::int64_t i1 = r % c.n1;
     const std::int64_t i0 = r / c.n1;
-    const uint4 v =
-        *reinterpret_cast<const uint4*>(c.src + i0 * c.s0 + i1 * c.s1 + i2 * c.s2 + u * 16);
-    *reinterpret_cast<uint4*>(c.dst + i0 * c.d0 + i1 * c.d1 + i2 * c.d2 + u * 16) = v;
+    *reinterpret_cast<U*>(c.dst + i0 * c.d0 + i1 * c.d1 + i2 * c.d2 + u * c.d3) =
+        *reinterpret_cast<const U*>(c.src + i0 * c.s0 + i1 * c.s1 + i2 * c.s2 + u * c.s3);
   }
 }
 
@@ -139,16 +141,43 @@ void launch_copy_view(const TensorView& src, const TensorView& dst, cudaStream_t
              src.shape[0],
              src.shape[1],
              src.shape[2],
-             src.shape[3] * es / 16,
+             src.shape[3],
              src.stride[0] * es,
              src.stride[1] * es,
              src.stride[2] * es,
+             src.stride[3] * es,
              dst.stride[0] * es,
              dst.stride[1] * es,
-             dst.stride[2] * es};
-  const std::int64_t total = c.n0 * c.n1 * c.n2 * c.units;
-  if (total == 0) return;
-  copy_view_kernel<<<blocks_for(total), kThreads, 0, stream>>>(c);
+             dst.stride[2] * es,
+             dst.stride[3] * es};
+  if (c.n0 * c.n1 * c.n2 * c.n3 == 0) return;
+  // Rows contiguous on both sides: the widest unit that the row length, every stride and both
+  // pointers allow; otherwise element by element.
+  std::int64_t unit = es;
+  if (src.stride[3] == 1 && dst.stride[3] == 1) {
+    const std::int64_t row = c.n3 * es;
+    const std::uint64_t align = static_cast<std::uint64_t>(
+        row | c.s0 | c.s1 | c.s2 | c.d0 | c.d1 | c.d2 |
+        static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(c.src) |
+                                  reinterpret_cast<std::uintptr_t>(c.dst)));
+    for (std::int64_t w : {16, 8, 4}) {
+      if (w > es && align % static_cast<std::uint64_t>(w) == 0) {
+        unit = w;
+        break;
+      }
+    }
+    c.n3 = row / unit;
+    c.s3 = c.d3 = unit;
+  }
+  const std::int64_t total = c.n0 * c.n1 * c.n2 * c.n3;
+  const unsigned blocks = static_cast<unsigned>(
+      std::min<std::int64_t>((total + kThreads - 1) / kThreads, std::int64_t{1} << 20));
+  switch (unit) {
+    case 16: copy_view_kernel<uint4><<<blocks, kThreads, 0, stream>>>(c); break;
+    case 8: copy_view_kernel<uint2><<<blocks, kThreads, 0, stream>>>(c); break;
+    case 4: copy_view_kernel<std::uint32_t><<<blocks, kThreads, 0, stream>>>(c); break;
+    default: copy_view_kernel<std::uint16_t><<<blocks, kThreads, 0, stream>>>(c); break;
+  }
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -8,8 +8,8 @@
 
 namespace gpuattn::dist {
 
-// dst = src: 4-dimensional views of the same shape and a 16-bit dtype, last dimension contiguous,
-// rows 16-byte aligned (what attention_forward accepts).
+// dst = src: 4-dimensional views of the same shape and dtype, any strides (16-byte units where
+// the rows are contiguous and aligned, elements otherwise).
 void launch_copy_view(const TensorView& src, const TensorView& dst, cudaStream_t stream);
 // RankExec::merge and RankExec::finish on the device.
 void launch_merge(const Accumulator& acc, int row0, const TensorView& part, const float* part_lse,

@@ -131,21 +131,21 @@ TEST_P(SequenceParallelPeerCopy, ThreeRanksOnOneGpu) {
   p.world = 3;
   p.batch = 2;
   p.rows = 200;  // chunks of 100 rows: not a multiple of the 128-row tiles
-  p.hq = 8;
-  p.hkv = 2;
+  p.hq = 6;
+  p.hkv = 3;  // GQA, and heads that split over the 3 ranks
   p.head_dim = 128;
   p.dtype = DType::f16;
   p.seed = 7;
   expect_close(run_cuda(p, RankGroup::local_cuda({0, 0, 0}, Transport::peer_copy)), p.dtype, "");
 }
 
-INSTANTIATE_TEST_SUITE_P(All, SequenceParallelPeerCopy,
-                         ::testing::Combine(::testing::Values(ShardLayout::contiguous,
-                                                              ShardLayout::zigzag),
-                                            ::testing::Values(SeqParallelStrategy::ring,
-                                                              SeqParallelStrategy::all_gather),
-                                            ::testing::Bool()),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(
+    All, SequenceParallelPeerCopy,
+    ::testing::Combine(::testing::Values(ShardLayout::contiguous, ShardLayout::zigzag),
+                       ::testing::Values(SeqParallelStrategy::ring, SeqParallelStrategy::all_gather,
+                                         SeqParallelStrategy::head_parallel),
+                       ::testing::Bool()),
+    case_name);
 
 TEST(SequenceParallelPeerCopyHeadDims, Bf16AtHeadDims64And256) {
   NEED_GPUS(1);
@@ -177,21 +177,21 @@ TEST_P(SequenceParallelNccl, OneRankPerGpu) {
   p.world = static_cast<int>(devices.size());
   p.batch = 1;
   p.rows = 1000;
-  p.hq = 8;
-  p.hkv = 2;
+  p.hq = 16;
+  p.hkv = 8;  // splits over up to 8 GPUs (head_parallel)
   p.head_dim = 128;
   p.dtype = DType::bf16;
   p.seed = 21;
   expect_close(run_cuda(p, RankGroup::local_cuda(devices, Transport::nccl)), p.dtype, "");
 }
 
-INSTANTIATE_TEST_SUITE_P(All, SequenceParallelNccl,
-                         ::testing::Combine(::testing::Values(ShardLayout::contiguous,
-                                                              ShardLayout::zigzag),
-                                            ::testing::Values(SeqParallelStrategy::ring,
-                                                              SeqParallelStrategy::all_gather),
-                                            ::testing::Bool()),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(
+    All, SequenceParallelNccl,
+    ::testing::Combine(::testing::Values(ShardLayout::contiguous, ShardLayout::zigzag),
+                       ::testing::Values(SeqParallelStrategy::ring, SeqParallelStrategy::all_gather,
+                                         SeqParallelStrategy::head_parallel),
+                       ::testing::Bool()),
+    case_name);
 
 TEST(SequenceParallelNcclOneRank, IsThePlainCall) {
   NEED_GPUS(1);
@@ -243,7 +243,8 @@ TEST(SequenceParallelProcesses, Child) {
   const int rank = std::atoi(rank_s);
   const RankGroup g = RankGroup::nccl_from_file(file, rank, 2, rank, 60.0);
   EXPECT_EQ(g.local_ranks(), std::vector<int>{rank});
-  for (auto strategy : {SeqParallelStrategy::ring, SeqParallelStrategy::all_gather}) {
+  for (auto strategy : {SeqParallelStrategy::ring, SeqParallelStrategy::all_gather,
+                        SeqParallelStrategy::head_parallel}) {
     SpProblem p;
     p.world = 2;
     p.rows = 512;
