@@ -131,6 +131,10 @@ if [ "$TESTS" = 1 ]; then
     step racecheck-gpt2 compute-sanitizer --tool racecheck --error-exitcode 1 \
       "$BUILD/tests/gpuattn_cuda_tests" --gtest_brief=1 \
       --gtest_filter='Gpt2EngineCuda.ForwardMatchesTheFp64Reference:Gpt2EngineCuda.Sampling*'
+    # The distributed layer's kernels (K/V copies, the log-sum-exp merge) and its stream and event
+    # ordering: 2-3 ranks on this one GPU through peer copies, every strategy and layout.
+    step memcheck-dist compute-sanitizer --tool memcheck --error-exitcode 1 \
+      "$BUILD/tests/gpuattn_dist_tests" --gtest_filter='*PeerCopy*' --gtest_brief=1
     # The 3-consumer head-dim-64 kernel, forced onto the small dense and causal head-dim-64 shapes
     # (Sq != Sk too: items without keys); the compensated ones never run it.
     d64='AwkwardLengths/*D64*:Varlen/*H8_D64*:GroupedHeads/*H32kv8_S1000_D64'
@@ -172,6 +176,14 @@ if [ "$BENCH" = 1 ]; then
         --json "$LOG_DIR/gpt2.json" "${quick_verify[@]}"
     else
       echo "== gpt2: skipped (transformers not importable)"
+    fi
+    # Sequence parallelism over every GPU against one GPU (ours and torch SDPA), where there
+    # are at least two.
+    if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
+      step dist python3 bench/dist_attention.py --gpuattn "$BUILD/tools/gpuattn" \
+        --out "$LOG_DIR/dist"
+    else
+      echo "== dist: skipped (one GPU)"
     fi
   else
     echo "== anchors: skipped (torch with CUDA, or triton, not importable)"
