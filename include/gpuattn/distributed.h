@@ -40,6 +40,10 @@ enum class SeqParallelStrategy : std::uint8_t {
   // same work whatever the layout and mask; each moves 4 (W - 1) / W of its q/k/v/out shards.
   // Memory beyond the inputs: about 3x the rank's q, k, v and out.
   head_parallel,
+  // head_parallel when Hq and Hkv are multiples of W, else ring. On 4 H200s (bf16, Hq32 D128,
+  // causal, S 32K-256K) head_parallel took 0.83-0.92x the time of the next best strategy
+  // (bench/results/2026-11-22-h200-s18).
+  automatic,
 };
 
 const char* to_string(ShardLayout l);
@@ -108,7 +112,7 @@ class RankGroup {
 struct SequenceParallelArgs {
   std::vector<AttentionArgs> shards;
   ShardLayout layout = ShardLayout::contiguous;
-  SeqParallelStrategy strategy = SeqParallelStrategy::ring;
+  SeqParallelStrategy strategy = SeqParallelStrategy::automatic;
 };
 
 // Validates every shard (and, across processes, that every rank passed the same shapes: one small

@@ -15,6 +15,11 @@ on the current torch stream. Outputs are allocated with the inputs' framework.
     print(choice.mode, choice.reason)            # 'sliding_window', why
     out = sparse_attn_func(q, k, v, **choice.sparse_attn_kwargs())
 
+    from gpu_attention import RankGroup, sequence_parallel_attention   # several GPUs
+    group = RankGroup.local_cuda([0, 1])           # NCCL; RankGroup.local_cpu(2) on the CPU
+    sequence_parallel_attention(group, [q0, q1], [k0, k1], [v0, v1], [o0, o1], causal=True,
+                                layout="zigzag", strategy="ring")  # rank r's rows: shard_rows
+
     from gpu_attention import Gpt2Engine          # GPT-2 on the engine (gpuattn/gpt2.h)
     engine = Gpt2Engine("gpt2/", backend="auto")  # model.safetensors + config.json (HF layout)
     new_tokens = engine.generate([[464, 3290, 318]], max_new_tokens=32)
@@ -43,6 +48,9 @@ from .sparsity_policy import SparsityChoice, SparsityEstimate, choose_sparsity
 
 __version__ = _C.__version__
 Gpt2Engine = _C.Gpt2Engine
+RankGroup = _C.RankGroup
+sequence_parallel_attention = _C.sequence_parallel_attention
+shard_rows = _C.shard_rows
 
 
 def cuda_available() -> bool:
@@ -52,6 +60,7 @@ def cuda_available() -> bool:
 
 __all__ = [
     "Gpt2Engine",
+    "RankGroup",
     "SparsityChoice",
     "SparsityEstimate",
     "__version__",
@@ -64,6 +73,8 @@ __all__ = [
     "flash_attn_varlen_kvpacked_func",
     "flash_attn_varlen_qkvpacked_func",
     "flash_attn_with_kvcache",
+    "sequence_parallel_attention",
+    "shard_rows",
     "sparse_attn_func",
     "sparse_attn_varlen_func",
 ]

@@ -19,6 +19,7 @@
 namespace nb = nanobind;
 
 void bind_engine(nb::module_& m);  // engine_module.cpp
+void bind_dist(nb::module_& m);    // dist_module.cpp
 
 namespace {
 
@@ -228,6 +229,17 @@ void translate_error(const std::exception_ptr& p, void*) {
 
 }  // namespace
 
+// The array conversions, for the other translation units (dist_module.cpp).
+gpuattn::TensorView array_view(const nb::ndarray<nb::ro>& a, const char* name) {
+  return to_view(a, name);
+}
+gpuattn::TensorView array_view(const nb::ndarray<>& a, const char* name) {
+  return to_view(a, name);
+}
+gpuattn::Precision precision_of(const std::string& s) {
+  return to_precision(s);
+}
+
 void append_kv(const Output& k_cache, const Output& v_cache, const Input& k_new, const Input& v_new,
                const Input& cache_seqlens, const std::optional<Input>& block_table,
                bool check_indices, std::uintptr_t stream, const std::string& backend) {
@@ -302,6 +314,7 @@ NB_MODULE(_C, m) {
         "Raises ValueError naming a bad request value. Use gpu_attention.choose_sparsity.");
 
   bind_engine(m);
+  bind_dist(m);
 
   m.def("cuda_available", &gpuattn::cuda_available,
         "True when this build has the CUDA backend and a CUDA device is visible.");

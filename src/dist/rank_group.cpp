@@ -169,6 +169,7 @@ const char* to_string(SeqParallelStrategy s) {
     case SeqParallelStrategy::ring: return "ring";
     case SeqParallelStrategy::all_gather: return "all_gather";
     case SeqParallelStrategy::head_parallel: return "head_parallel";
+    case SeqParallelStrategy::automatic: return "automatic";
   }
   return "unknown";
 }

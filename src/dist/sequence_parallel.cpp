@@ -80,7 +80,8 @@ Shape validate(const RankGroup::Impl& g, const SequenceParallelArgs& args) {
   }
   if (args.strategy != SeqParallelStrategy::ring &&
       args.strategy != SeqParallelStrategy::all_gather &&
-      args.strategy != SeqParallelStrategy::head_parallel) {
+      args.strategy != SeqParallelStrategy::head_parallel &&
+      args.strategy != SeqParallelStrategy::automatic) {
     fail(ErrorCode::invalid_argument, "sequence_parallel_attention: strategy " +
                                           std::to_string(static_cast<int>(args.strategy)) +
                                           " is not a SeqParallelStrategy");
@@ -571,7 +572,14 @@ void sequence_parallel_attention(const RankGroup& group, const SequenceParallelA
     attention_forward(args.shards[0]);
     return;
   }
-  switch (args.strategy) {
+  SeqParallelStrategy strategy = args.strategy;
+  if (strategy == SeqParallelStrategy::automatic) {
+    strategy = s.hq % g.world_size == 0 && s.hkv % g.world_size == 0
+                   ? SeqParallelStrategy::head_parallel
+                   : SeqParallelStrategy::ring;
+  }
+  switch (strategy) {
+    case SeqParallelStrategy::automatic:  // resolved above
     case SeqParallelStrategy::ring: run_ring(g, args, s); break;
     case SeqParallelStrategy::all_gather: run_all_gather(g, args, s); break;
     case SeqParallelStrategy::head_parallel: run_head_parallel(g, args, s); break;

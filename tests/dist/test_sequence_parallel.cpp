@@ -94,6 +94,25 @@ TEST(SequenceParallelCpu, SixteenBitRingMergesInFp32) {
   }
 }
 
+// automatic: head_parallel where the heads divide over the ranks (4 and 2 over 2), ring where
+// they do not (3 over 2): both match the reference.
+TEST(SequenceParallelCpu, AutomaticStrategy) {
+  for (int hkv : {2, 1}) {
+    SpProblem p;
+    p.world = 2;
+    p.rows = 24;
+    p.hq = hkv == 2 ? 4 : 3;
+    p.hkv = hkv;
+    p.causal = true;
+    p.layout = ShardLayout::zigzag;
+    p.strategy = SeqParallelStrategy::automatic;
+    const Comparison c = run_cpu(p);
+    EXPECT_EQ(c.nonfinite, 0);
+    EXPECT_LT(c.rel_err, 2e-6) << "hkv " << hkv;
+    EXPECT_LT(c.lse_rel, 2e-6) << "hkv " << hkv;
+  }
+}
+
 TEST(SequenceParallelCpu, CompensatedPrecisionAndACustomScale) {
   SpProblem p;
   p.world = 4;

@@ -1,0 +1,148 @@
+// Python binding of the distributed layer (gpuattn/distributed.h): `_C.RankGroup` and
+// `_C.sequence_parallel_attention` over lists of DLPack arrays, one per local rank.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuattn/distributed.h"
+
+namespace nb = nanobind;
+
+// module.cpp's conversions.
+gpuattn::TensorView array_view(const nb::ndarray<nb::ro>& a, const char* name);
+gpuattn::TensorView array_view(const nb::ndarray<>& a, const char* name);
+gpuattn::Precision precision_of(const std::string& s);
+
+namespace {
+
+using Input = nb::ndarray<nb::ro>;
+using Output = nb::ndarray<>;
+
+[[noreturn]] void invalid(const std::string& msg) {
+  throw gpuattn::Error(gpuattn::ErrorCode::invalid_argument, msg);
+}
+
+gpuattn::ShardLayout layout_of(const std::string& s) {
+  if (s == "contiguous") return gpuattn::ShardLayout::contiguous;
+  if (s == "zigzag") return gpuattn::ShardLayout::zigzag;
+  invalid("layout '" + s + "' is not one of 'contiguous', 'zigzag'");
+}
+
+gpuattn::SeqParallelStrategy strategy_of(const std::string& s) {
+  if (s == "ring") return gpuattn::SeqParallelStrategy::ring;
+  if (s == "all_gather") return gpuattn::SeqParallelStrategy::all_gather;
+  if (s == "head_parallel") return gpuattn::SeqParallelStrategy::head_parallel;
+  if (s == "auto") return gpuattn::SeqParallelStrategy::automatic;
+  invalid("strategy '" + s + "' is not one of 'auto', 'ring', 'all_gather', 'head_parallel'");
+}
+
+gpuattn::Transport transport_of(const std::string& s) {
+  if (s == "nccl") return gpuattn::Transport::nccl;
+  if (s == "peer_copy") return gpuattn::Transport::peer_copy;
+  invalid("transport '" + s + "' is not one of 'nccl', 'peer_copy'");
+}
+
+// The i-th array of a list argument, converted and named ("q[1]").
+template <typename Array>
+gpuattn::TensorView item(const std::vector<Array>& list, std::size_t i, const char* name) {
+  const std::string n = std::string(name) + "[" + std::to_string(i) + "]";
+  return array_view(list[i], n.c_str());
+}
+
+void sequence_parallel_attention(const gpuattn::RankGroup& group, const std::vector<Input>& q,
+                                 const std::vector<Input>& k, const std::vector<Input>& v,
+                                 const std::vector<Output>& out,
+                                 const std::optional<std::vector<Output>>& lse, bool causal,
+                                 std::optional<double> softmax_scale, const std::string& layout,
+                                 const std::string& strategy,
+                                 const std::optional<std::vector<std::uintptr_t>>& streams,
+                                 const std::string& precision) {
+  const std::size_t n = q.size();
+  auto same_length = [&](std::size_t m, const char* name) {
+    if (m != n) {
+      invalid(std::string(name) + " has " + std::to_string(m) + " arrays but q has " +
+              std::to_string(n) + " (one per local rank)");
+    }
+  };
+  same_length(k.size(), "k");
+  same_length(v.size(), "v");
+  same_length(out.size(), "out");
+  if (lse) same_length(lse->size(), "lse");
+  if (streams) same_length(streams->size(), "streams");
+  gpuattn::SequenceParallelArgs args;
+  args.layout = layout_of(layout);
+  args.strategy = strategy_of(strategy);
+  for (std::size_t i = 0; i < n; ++i) {
+    gpuattn::AttentionArgs a;
+    a.q = item(q, i, "q");
+    a.k = item(k, i, "k");
+    a.v = item(v, i, "v");
+    a.out = item(out, i, "out");
+    if (lse) a.lse = item(*lse, i, "lse");
+    a.causal = causal;
+    if (softmax_scale) a.softmax_scale = static_cast<float>(*softmax_scale);
+    a.precision = precision_of(precision);
+    if (streams) a.stream = reinterpret_cast<void*>((*streams)[i]);
+    args.shards.push_back(a);
+  }
+  nb::gil_scoped_release release;
+  gpuattn::sequence_parallel_attention(group, args);
+}
+
+}  // namespace
+
+void bind_dist(nb::module_& m) {
+  nb::class_<gpuattn::RankGroup>(m, "RankGroup",
+                                 "A set of ranks that run sequence-parallel calls together "
+                                 "(gpuattn::RankGroup).")
+      .def_static(
+          "local_cuda",
+          [](const std::vector<int>& devices, const std::string& transport) {
+            return gpuattn::RankGroup::local_cuda(devices, transport_of(transport));
+          },
+          nb::arg("devices"), nb::arg("transport") = "nccl",
+          "Every rank in this process, one per CUDA ordinal of `devices`; transport 'nccl' (the "
+          "devices must differ) or 'peer_copy' (CUDA peer copies; devices may repeat).")
+      .def_static("local_cpu", &gpuattn::RankGroup::local_cpu, nb::arg("world_size"),
+                  nb::arg("threads_per_rank") = 0,
+                  "`world_size` ranks in this process on the CPU backend (host arrays).")
+      .def_static("nccl_from_file", &gpuattn::RankGroup::nccl_from_file, nb::arg("bootstrap_path"),
+                  nb::arg("rank"), nb::arg("world_size"), nb::arg("device"),
+                  nb::arg("timeout_s") = 120.0,
+                  "One rank of a group of one process per GPU: rank 0 writes NCCL's unique id to "
+                  "`bootstrap_path`, the others wait for it (remove the file between runs).")
+      .def_prop_ro("world_size", &gpuattn::RankGroup::world_size)
+      .def_prop_ro("local_ranks", &gpuattn::RankGroup::local_ranks)
+      .def_prop_ro(
+          "transport",
+          [](const gpuattn::RankGroup& g) { return std::string(to_string(g.transport())); })
+      .def_prop_ro("device",
+                   [](const gpuattn::RankGroup& g) { return std::string(to_string(g.device())); });
+
+  m.def("sequence_parallel_attention", &sequence_parallel_attention, nb::arg("group"), nb::arg("q"),
+        nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("lse").none() = nb::none(),
+        nb::arg("causal") = false, nb::arg("softmax_scale").none() = nb::none(),
+        nb::arg("layout") = "contiguous", nb::arg("strategy") = "ring",
+        nb::arg("streams").none() = nb::none(), nb::arg("precision") = "standard",
+        "gpuattn::sequence_parallel_attention: q, k, v, out (and lse) are lists with one array "
+        "per local rank (group.local_ranks order), each that rank's rows of the sequence: q/out "
+        "[B, S_local, Hq, D], k/v [B, S_local, Hkv, D], lse float32 [B, Hq, S_local]. layout "
+        "'contiguous' or 'zigzag' (see shard_rows); strategy 'auto' (head_parallel when the "
+        "heads divide over the ranks, else ring), 'ring', 'all_gather' or 'head_parallel'; "
+        "streams: a cudaStream_t per rank as integers (default streams when "
+        "None). Raises ValueError / NotImplementedError naming the bad shard and value.");
+  m.def(
+      "shard_rows",
+      [](const std::string& layout, int world_size, int rank, std::int64_t seq_len) {
+        return gpuattn::shard_rows(layout_of(layout), world_size, rank, seq_len);
+      },
+      nb::arg("layout"), nb::arg("world_size"), nb::arg("rank"), nb::arg("seq_len"),
+      "The global rows rank `rank` of `world_size` holds under `layout`, in its local order.");
+}

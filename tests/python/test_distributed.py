@@ -1,0 +1,102 @@
+"""gpu_attention.sequence_parallel_attention (the distributed layer's binding): CPU ranks over numpy
+arrays against the float64 reference of the whole sequence, every strategy and layout; errors
+named; and, where torch sees a CUDA device, three ranks on it through peer copies.
+"""
+
+import numpy as np
+import pytest
+
+import gpu_attention as ga
+from reference import causal_rule, needs_torch, ref_dense, torch
+
+STRATEGIES = ["ring", "all_gather", "head_parallel"]
+LAYOUTS = ["contiguous", "zigzag"]
+
+
+def shards(x, world, layout):
+    """Rank r's rows of x [B, S, H, D] under `layout`."""
+    return [np.ascontiguousarray(x[:, ga.shard_rows(layout, world, r, x.shape[1])])
+            for r in range(world)]
+
+
+def run(group, world, q, k, v, causal, layout, strategy, lse=True):
+    qs, ks, vs = (shards(x, world, layout) for x in (q, k, v))
+    outs = [np.full_like(s, np.nan) for s in qs]
+    lses = [np.full((q.shape[0], q.shape[2], s.shape[1]), np.nan, np.float32) for s in qs]
+    ga.sequence_parallel_attention(group, qs, ks, vs, outs, lses if lse else None, causal=causal,
+                                   layout=layout, strategy=strategy)
+    out = np.empty_like(q)
+    lse_all = np.empty((q.shape[0], q.shape[2], q.shape[1]), np.float32)
+    for r in range(world):
+        rows = ga.shard_rows(layout, world, r, q.shape[1])
+        out[:, rows] = outs[r]
+        lse_all[:, :, rows] = lses[r]
+    return out, lse_all
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_cpu_ranks_match_the_whole_sequence(strategy, layout, causal):
+    world, b, s, hq, hkv, d = 3, 2, 3 * 26, 6, 3, 64
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((b, s, hq, d)).astype(np.float32)
+    k = rng.standard_normal((b, s, hkv, d)).astype(np.float32)
+    v = rng.standard_normal((b, s, hkv, d)).astype(np.float32)
+    group = ga.RankGroup.local_cpu(world)
+    assert group.world_size == world and group.local_ranks == [0, 1, 2]
+    assert group.device == "cpu" and group.transport == "host"
+    out, lse = run(group, world, q, k, v, causal, layout, strategy)
+    want, want_lse = ref_dense(q, k, v, d ** -0.5, causal_rule(causal))
+    np.testing.assert_allclose(out, want, atol=2e-5, rtol=0)
+    np.testing.assert_allclose(lse, want_lse, atol=2e-5, rtol=0)
+
+
+def test_shard_rows():
+    assert ga.shard_rows("zigzag", 2, 0, 8) == [0, 1, 6, 7]
+    assert ga.shard_rows("contiguous", 2, 1, 8) == [4, 5, 6, 7]
+    with pytest.raises(ValueError, match="seq_len 6 is not a multiple of 4"):
+        ga.shard_rows("zigzag", 2, 0, 6)
+    with pytest.raises(ValueError, match="layout 'diagonal'"):
+        ga.shard_rows("diagonal", 2, 0, 8)
+
+
+def test_errors_name_the_bad_value():
+    group = ga.RankGroup.local_cpu(2)
+    q = np.ones((1, 8, 2, 64), np.float32)
+    out = np.zeros_like(q)
+    with pytest.raises(ValueError, match="k has 1 arrays but q has 2"):
+        ga.sequence_parallel_attention(group, [q, q], [q], [q, q], [out, out])
+    with pytest.raises(ValueError, match="strategy 'tree'"):
+        ga.sequence_parallel_attention(group, [q, q], [q, q], [q, q], [out, out.copy()],
+                                       strategy="tree")
+    with pytest.raises(ValueError, match=r"shards\[1\]: q holds 4 rows but k holds 8"):
+        ga.sequence_parallel_attention(group, [q, q[:, :4]], [q, q], [q, q],
+                                       [out, out[:, :4].copy()])
+    with pytest.raises(ValueError, match="world_size 0 is not positive"):
+        ga.RankGroup.local_cpu(0)
+
+
+@needs_torch
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_three_ranks_on_one_gpu(strategy):
+    if not (torch.cuda.is_available() and ga.cuda_available()):
+        pytest.skip("no CUDA device")
+    world, b, s, hq, hkv, d = 3, 1, 3 * 2 * 150, 6, 3, 128
+    rng = np.random.default_rng(9)
+    q, k, v = (rng.standard_normal((b, s, h, d)).astype(np.float32) for h in (hq, hkv, hkv))
+    dev = torch.device("cuda", 0)
+    to = lambda x: torch.from_numpy(x).to(dev, torch.bfloat16)  # noqa: E731
+    qs, ks, vs = ([to(x) for x in shards(a, world, "zigzag")] for a in (q, k, v))
+    outs = [torch.full_like(x, float("nan")) for x in qs]
+    group = ga.RankGroup.local_cuda([0, 0, 0], transport="peer_copy")
+    ga.sequence_parallel_attention(group, qs, ks, vs, outs, causal=True, layout="zigzag",
+                                   strategy=strategy)
+    torch.cuda.synchronize()
+    out = np.empty((b, s, hq, d), np.float32)
+    for r in range(world):
+        out[:, ga.shard_rows("zigzag", world, r, s)] = outs[r].float().cpu().numpy()
+    bf = lambda x: torch.from_numpy(x).to(torch.bfloat16).float().numpy()  # noqa: E731
+    want, _ = ref_dense(bf(q), bf(k), bf(v), d ** -0.5, causal_rule(True))
+    err = np.linalg.norm(out - want) / np.linalg.norm(want)
+    assert err < 1.2e-2, err
