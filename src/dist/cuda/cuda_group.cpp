@@ -9,6 +9,7 @@
 #include "cuda/fwd_sm80.h"
 #include "dist/comm.h"
 #include "dist/cuda/dist_kernels.h"
+#include "dist/posted_ops.h"
 #include "dist/rank_exec.h"
 
 namespace gpuattn::dist {
@@ -156,13 +157,13 @@ class PeerComm final : public Comm {
 
   void group_start() override { ops_.clear(); }
   void send(int local, const void* buf, std::size_t bytes, int peer) override {
-    ops_.push_back({Op::send, local, peer, const_cast<void*>(buf), nullptr, bytes});
+    ops_.send(local, buf, bytes, peer);
   }
   void recv(int local, void* buf, std::size_t bytes, int peer) override {
-    ops_.push_back({Op::recv, local, peer, buf, nullptr, bytes});
+    ops_.recv(local, buf, bytes, peer);
   }
   void all_gather(int local, const void* send, void* recv, std::size_t bytes) override {
-    ops_.push_back({Op::gather, local, -1, const_cast<void*>(send), recv, bytes});
+    ops_.all_gather(local, send, recv, bytes);
   }
   void group_end() override {
     const int n = static_cast<int>(devices_.size());
@@ -171,36 +172,16 @@ class PeerComm final : public Comm {
       GPUATTN_CUDA_CHECK(cudaEventRecord(ready_[i], streams_[i]));
     }
     std::vector<std::vector<int>> pulled_from(n);  // receiver -> senders
-    auto pull = [&](int dst, void* to, int src, const void* from, std::size_t bytes) {
-      OnDevice on(devices_[dst]);
-      if (src != dst) GPUATTN_CUDA_CHECK(cudaStreamWaitEvent(streams_[dst], ready_[src], 0));
-      GPUATTN_CUDA_CHECK(
-          cudaMemcpyPeerAsync(to, devices_[dst], from, devices_[src], bytes, streams_[dst]));
-      pulled_from[dst].push_back(src);
-    };
-    for (const OpRec& r : ops_) {
-      if (r.kind == Op::recv) {
-        const OpRec* s = find(Op::send, r.peer, r.local);
-        if (s == nullptr || s->bytes != r.bytes) {
-          throw Error(ErrorCode::invalid_argument,
-                      "peer transport: rank " + std::to_string(r.local) + " receives " +
-                          std::to_string(r.bytes) + " bytes from rank " + std::to_string(r.peer) +
-                          ", which sends no matching message");
-        }
-        pull(r.local, r.buf, r.peer, s->buf, r.bytes);
-      } else if (r.kind == Op::gather) {
-        for (int src = 0; src < n; ++src) {
-          const OpRec* s = find(Op::gather, src, -1);
-          if (s == nullptr || s->bytes != r.bytes) {
-            throw Error(ErrorCode::invalid_argument, "peer transport: rank " + std::to_string(src) +
-                                                         " takes no part in the all-gather of " +
-                                                         std::to_string(r.bytes) + " bytes");
+    ops_.pair(
+        n, "peer transport", [&](int dst, void* to, int src, const void* from, std::size_t bytes) {
+          OnDevice on(devices_[dst]);
+          if (src != dst) {
+            GPUATTN_CUDA_CHECK(cudaStreamWaitEvent(streams_[dst], ready_[src], 0));
           }
-          pull(r.local, static_cast<char*>(r.out) + static_cast<std::size_t>(src) * r.bytes, src,
-               s->buf, r.bytes);
-        }
-      }
-    }
+          GPUATTN_CUDA_CHECK(
+              cudaMemcpyPeerAsync(to, devices_[dst], from, devices_[src], bytes, streams_[dst]));
+          pulled_from[dst].push_back(src);
+        });
     for (int dst = 0; dst < n; ++dst) {
       OnDevice on(devices_[dst]);
       GPUATTN_CUDA_CHECK(cudaEventRecord(done_[dst], streams_[dst]));
@@ -217,25 +198,10 @@ class PeerComm final : public Comm {
   void* stream(int local) override { return streams_[local]; }
 
  private:
-  enum class Op { send, recv, gather };
-  struct OpRec {
-    Op kind;
-    int local, peer;
-    void* buf;
-    void* out;
-    std::size_t bytes;
-  };
-  const OpRec* find(Op kind, int from, int to) const {
-    for (const OpRec& o : ops_) {
-      if (o.kind == kind && o.local == from && (kind != Op::send || o.peer == to)) return &o;
-    }
-    return nullptr;
-  }
-
   std::vector<int> devices_;
   std::vector<cudaStream_t> streams_;
   std::vector<cudaEvent_t> ready_, done_;
-  std::vector<OpRec> ops_;
+  PostedOps ops_;
 };
 
 }  // namespace
