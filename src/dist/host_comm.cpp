@@ -8,20 +8,10 @@
 namespace gpuattn::dist {
 namespace {
 
-class HostComm final : public Comm {
+class HostComm final : public PostingComm {
  public:
   explicit HostComm(int world_size) : world_(world_size) {}
 
-  void group_start() override { ops_.clear(); }
-  void send(int local, const void* buf, std::size_t bytes, int peer) override {
-    ops_.send(local, buf, bytes, peer);
-  }
-  void recv(int local, void* buf, std::size_t bytes, int peer) override {
-    ops_.recv(local, buf, bytes, peer);
-  }
-  void all_gather(int local, const void* send, void* recv, std::size_t bytes) override {
-    ops_.all_gather(local, send, recv, bytes);
-  }
   void group_end() override {
     PostedOps ops;
     std::swap(ops, ops_);
@@ -33,7 +23,6 @@ class HostComm final : public Comm {
 
  private:
   int world_;
-  PostedOps ops_;
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/comm.h"
 #include "gpuattn/types.h"
 
 namespace gpuattn::dist {
@@ -73,6 +74,24 @@ class PostedOps {
   }
 
   std::vector<Op> ops_;
+};
+
+// A transport that records a group's operations and runs them at group_end.
+class PostingComm : public Comm {
+ public:
+  void group_start() override { ops_.clear(); }
+  void send(int local, const void* buf, std::size_t bytes, int peer) override {
+    ops_.send(local, buf, bytes, peer);
+  }
+  void recv(int local, void* buf, std::size_t bytes, int peer) override {
+    ops_.recv(local, buf, bytes, peer);
+  }
+  void all_gather(int local, const void* send, void* recv, std::size_t bytes) override {
+    ops_.all_gather(local, send, recv, bytes);
+  }
+
+ protected:
+  PostedOps ops_;
 };
 
 }  // namespace gpuattn::dist

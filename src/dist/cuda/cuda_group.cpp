@@ -107,7 +107,7 @@ class CudaExec final : public RankExec {
 // Peer copies: the receiver's transfer stream pulls from the sender's buffer once the sender's
 // transfer stream has reached the group; the sender's stream then waits for every pull of its
 // buffers, so that what it does next cannot overwrite them early.
-class PeerComm final : public Comm {
+class PeerComm final : public PostingComm {
  public:
   explicit PeerComm(const std::vector<int>& devices) : devices_(devices) {
     const int n = static_cast<int>(devices.size());
@@ -155,16 +155,6 @@ class PeerComm final : public Comm {
     }
   }
 
-  void group_start() override { ops_.clear(); }
-  void send(int local, const void* buf, std::size_t bytes, int peer) override {
-    ops_.send(local, buf, bytes, peer);
-  }
-  void recv(int local, void* buf, std::size_t bytes, int peer) override {
-    ops_.recv(local, buf, bytes, peer);
-  }
-  void all_gather(int local, const void* send, void* recv, std::size_t bytes) override {
-    ops_.all_gather(local, send, recv, bytes);
-  }
   void group_end() override {
     const int n = static_cast<int>(devices_.size());
     for (int i = 0; i < n; ++i) {
@@ -201,7 +191,6 @@ class PeerComm final : public Comm {
   std::vector<int> devices_;
   std::vector<cudaStream_t> streams_;
   std::vector<cudaEvent_t> ready_, done_;
-  PostedOps ops_;
 };
 
 }  // namespace
