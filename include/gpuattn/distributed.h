@@ -115,9 +115,14 @@ struct SequenceParallelArgs {
   SeqParallelStrategy strategy = SeqParallelStrategy::automatic;
 };
 
-// Validates every shard (and, across processes, that every rank passed the same shapes: one small
-// all-gather and a synchronization), then computes. Throws gpuattn::Error naming the offending
-// shard and value; on an error no out or lse is written.
+// The strategy a call runs: `strategy` itself, or for automatic the choice for hq and hkv heads
+// over world_size ranks.
+SeqParallelStrategy resolve_strategy(SeqParallelStrategy strategy, int hq, int hkv, int world_size);
+
+// Validates every shard (and, across processes, that every rank passed the same shapes and that
+// none failed its own validation: one small all-gather on the device's default stream and a
+// synchronization, so such calls cannot be captured into a CUDA graph), then computes. Throws
+// gpuattn::Error naming the offending shard and value; on an error no out or lse is written.
 void sequence_parallel_attention(const RankGroup& group, const SequenceParallelArgs& args);
 
 }  // namespace gpuattn

@@ -129,7 +129,7 @@ void bind_dist(nb::module_& m) {
   m.def("sequence_parallel_attention", &sequence_parallel_attention, nb::arg("group"), nb::arg("q"),
         nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("lse").none() = nb::none(),
         nb::arg("causal") = false, nb::arg("softmax_scale").none() = nb::none(),
-        nb::arg("layout") = "contiguous", nb::arg("strategy") = "ring",
+        nb::arg("layout") = "contiguous", nb::arg("strategy") = "auto",
         nb::arg("streams").none() = nb::none(), nb::arg("precision") = "standard",
         "gpuattn::sequence_parallel_attention: q, k, v, out (and lse) are lists with one array "
         "per local rank (group.local_ranks order), each that rank's rows of the sequence: q/out "

@@ -2,6 +2,7 @@
 // strategy, written once over RankExec (host or CUDA) and Comm (host, peer copies or NCCL).
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -224,6 +225,30 @@ TensorView v_of(const Rank& r, const Shape& s, void* buf) {
                s.head_dim);
 }
 
+// A group of operations that is always closed: an exception between group_start and group_end
+// (a failed NCCL call) must not leave the thread's NCCL group open for every later call.
+class Group {
+ public:
+  explicit Group(dist::Comm& comm) : comm_(comm) { comm_.group_start(); }
+  void end() {
+    open_ = false;
+    comm_.group_end();
+  }
+  ~Group() {
+    if (!open_) return;
+    try {
+      comm_.group_end();
+    } catch (...) {  // already unwinding from the first error
+    }
+  }
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+
+ private:
+  dist::Comm& comm_;
+  bool open_ = true;
+};
+
 // ---- ring --------------------------------------------------------------------------------------
 
 // Which part of the rank's queries sees which part of the block that came from rank `src`.
@@ -288,13 +313,13 @@ void run_ring(const RankGroup::Impl& g, const SequenceParallelArgs& args, const 
     const int cur = step % 2, nxt = 1 - cur;
     if (step + 1 < W) {  // the next block travels while this one is used
       for (Rank& r : ranks) r.exec->transfers_after_compute();
-      comm.group_start();
+      Group group(comm);
       for (std::size_t i = 0; i < ranks.size(); ++i) {
         const int rk = ranks[i].rank;
         comm.send(ranks[i].local, st[i].buf[cur], kv_bytes, (rk + 1) % W);
         comm.recv(ranks[i].local, st[i].buf[nxt], kv_bytes, (rk + W - 1) % W);
       }
-      comm.group_end();
+      group.end();
     }
     for (std::size_t i = 0; i < ranks.size(); ++i) {
       Rank& r = ranks[i];
@@ -347,22 +372,32 @@ void run_all_gather(const RankGroup::Impl& g, const SequenceParallelArgs& args, 
     pack_kv(ranks[i], s, send[i]);
     ranks[i].exec->transfers_after_compute();
   }
-  comm.group_start();
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    comm.all_gather(ranks[i].local, send[i], recv[i], kv_bytes);
+  {
+    Group group(comm);
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      comm.all_gather(ranks[i].local, send[i], recv[i], kv_bytes);
+    }
+    group.end();
   }
-  comm.group_end();
+  // Every rank's scratch before any rank writes its output: an allocation that fails leaves
+  // every out and lse untouched.
+  std::vector<TensorView> ks(ranks.size()), vs(ranks.size());
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     Rank& r = ranks[i];
     RankExec& ex = *r.exec;
     ex.compute_after_transfers();
     const std::size_t full =
         static_cast<std::size_t>(s.batch) * S * s.hkv * s.head_dim * element_size(s.dtype);
-    const TensorView k =
-        TensorView::contiguous(ex.alloc(full), s.dtype, r.shard->q.device,
-                               {s.batch, S, s.hkv, s.head_dim}, r.shard->q.device_index);
-    TensorView v = k;
-    v.data = ex.alloc(full);
+    ks[i] = TensorView::contiguous(ex.alloc(full), s.dtype, r.shard->q.device,
+                                   {s.batch, S, s.hkv, s.head_dim}, r.shard->q.device_index);
+    vs[i] = ks[i];
+    vs[i].data = ex.alloc(full);
+  }
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    Rank& r = ranks[i];
+    RankExec& ex = *r.exec;
+    const TensorView& k = ks[i];
+    const TensorView& v = vs[i];
     for (int src = 0; src < W; ++src) {
       void* block = static_cast<char*>(recv[i]) + static_cast<std::size_t>(src) * kv_bytes;
       for (const Run& run : runs_of(args.layout, W, src, s.rows)) {
@@ -414,7 +449,8 @@ void run_head_parallel(const RankGroup::Impl& g, const SequenceParallelArgs& arg
   // The message to each peer: its heads of this rank's q, k, v rows; back: this rank's heads of
   // the peer's out rows and lse.
   const std::size_t qc = B * rows * hq * D * es, kc = B * rows * hkv * D * es, fwd = qc + 2 * kc;
-  const std::size_t oc = B * rows * hq * D * es, back = oc + B * hq * rows * sizeof(float);
+  const std::size_t oc = B * rows * hq * D * es,
+                    back = oc + (B * hq * rows * sizeof(float) + 15) / 16 * 16;  // 16-byte aligned
   struct State {
     void *send, *recv;
     TensorView q, k, v, out, lse;  // this rank's heads over the whole sequence
@@ -438,14 +474,14 @@ void run_head_parallel(const RankGroup::Impl& g, const SequenceParallelArgs& arg
     ex.transfers_after_compute();
   }
   auto all_to_all = [&](std::size_t bytes) {
-    comm.group_start();
+    Group group(comm);
     for (std::size_t i = 0; i < ranks.size(); ++i) {
       for (int p = 0; p < W; ++p) {
         comm.send(ranks[i].local, static_cast<char*>(st[i].send) + p * bytes, bytes, p);
         comm.recv(ranks[i].local, static_cast<char*>(st[i].recv) + p * bytes, bytes, p);
       }
     }
-    comm.group_end();
+    group.end();
   };
   all_to_all(fwd);
   for (std::size_t i = 0; i < ranks.size(); ++i) {
@@ -515,17 +551,19 @@ void run_head_parallel(const RankGroup::Impl& g, const SequenceParallelArgs& arg
   }
 }
 
-// Across processes, each validated its own shards: one all-gather of every rank's shape, so that
-// a rank that passed another shape is named rather than left to hang or corrupt the others.
+// Across processes, each rank validates its own shards; then one all-gather of every rank's
+// verdict and shape, which every rank joins even when its own validation failed, so that no rank
+// is left waiting in a transfer: a rank that failed, or passed another shape, is named on all.
 void check_across_processes(const RankGroup::Impl& g, const SequenceParallelArgs& args,
-                            const Shape& s) {
-  constexpr int kFields = 11;
-  static const char* const names[kFields] = {"batch",     "rows",   "q heads", "kv heads",
-                                             "head dim",  "dtype",  "causal",  "softmax scale",
-                                             "precision", "layout", "strategy"};
+                            const Shape& s, bool valid) {
+  constexpr int kFields = 12;
+  static const char* const names[kFields] = {
+      "",      "batch",  "rows",          "q heads",   "kv heads", "head dim",
+      "dtype", "causal", "softmax scale", "precision", "layout",   "strategy"};
   std::uint32_t scale_bits = 0;
   std::memcpy(&scale_bits, &s.scale, 4);
-  const std::int64_t mine[kFields] = {s.batch,
+  const std::int64_t mine[kFields] = {valid ? 1 : 0,
+                                      s.batch,
                                       s.rows,
                                       s.hq,
                                       s.hkv,
@@ -536,27 +574,38 @@ void check_across_processes(const RankGroup::Impl& g, const SequenceParallelArgs
                                       static_cast<int>(s.precision),
                                       static_cast<int>(args.layout),
                                       static_cast<int>(args.strategy)};
-  std::vector<Rank> ranks = make_ranks(g, args, *g.comm);
-  RankExec& ex = *ranks[0].exec;
+  // On the device's default stream: the shards may be what failed.
+  const int rank = g.local_ranks[0];
+  std::unique_ptr<RankExec> ex =
+      dist::make_cuda_exec(g.devices[0], nullptr, g.comm->stream(0), g.events[0], g.events[1]);
   const int W = g.world_size;
-  void* send = ex.alloc(sizeof(mine));
-  void* recv = ex.alloc(sizeof(mine) * W);
-  ex.upload(send, mine, sizeof(mine));
-  ex.transfers_after_compute();
-  g.comm->group_start();
-  g.comm->all_gather(0, send, recv, sizeof(mine));
-  g.comm->group_end();
-  ex.compute_after_transfers();
+  void* send = ex->alloc(sizeof(mine));
+  void* recv = ex->alloc(sizeof(mine) * W);
+  ex->upload(send, mine, sizeof(mine));
+  ex->transfers_after_compute();
+  {
+    Group group(*g.comm);
+    g.comm->all_gather(0, send, recv, sizeof(mine));
+    group.end();
+  }
+  ex->compute_after_transfers();
   std::vector<std::int64_t> all(static_cast<std::size_t>(kFields) * W);
-  ex.download(all.data(), recv, sizeof(mine) * W);
+  ex->download(all.data(), recv, sizeof(mine) * W);
+  if (!valid) return;  // the caller throws this rank's own error
+  const std::string who = "sequence_parallel_attention (rank " + std::to_string(rank) + "): rank ";
   for (int r = 0; r < W; ++r) {
-    for (int f = 0; f < kFields; ++f) {
+    if (all[r * kFields] == 0) {
+      fail(ErrorCode::invalid_argument,
+           who + std::to_string(r) +
+               "'s shards failed its own validation (its error names the "
+               "value); no rank computed");
+    }
+    for (int f = 1; f < kFields; ++f) {
       if (all[r * kFields + f] != mine[f]) {
-        fail(ErrorCode::invalid_argument,
-             "sequence_parallel_attention (rank " + std::to_string(ranks[0].rank) + "): rank " +
-                 std::to_string(r) + " passed " + names[f] + " " +
-                 std::to_string(all[r * kFields + f]) + " but this rank " +
-                 std::to_string(mine[f]) + ": every rank must make the same call");
+        fail(ErrorCode::invalid_argument, who + std::to_string(r) + " passed " + names[f] + " " +
+                                              std::to_string(all[r * kFields + f]) +
+                                              " but this rank " + std::to_string(mine[f]) +
+                                              ": every rank must make the same call");
       }
     }
   }
@@ -564,21 +613,34 @@ void check_across_processes(const RankGroup::Impl& g, const SequenceParallelArgs
 
 }  // namespace
 
+SeqParallelStrategy resolve_strategy(SeqParallelStrategy strategy, int hq, int hkv,
+                                     int world_size) {
+  if (strategy != SeqParallelStrategy::automatic) return strategy;
+  return world_size > 0 && hq % world_size == 0 && hkv % world_size == 0
+             ? SeqParallelStrategy::head_parallel
+             : SeqParallelStrategy::ring;
+}
+
 void sequence_parallel_attention(const RankGroup& group, const SequenceParallelArgs& args) {
   const RankGroup::Impl& g = group.impl();
-  const Shape s = validate(g, args);
-  if (static_cast<int>(g.local_ranks.size()) < g.world_size) check_across_processes(g, args, s);
+  Shape s;
+  if (static_cast<int>(g.local_ranks.size()) < g.world_size) {
+    std::optional<Error> local_error;
+    try {
+      s = validate(g, args);
+    } catch (const Error& e) {
+      local_error = e;
+    }
+    check_across_processes(g, args, s, !local_error);
+    if (local_error) throw *local_error;
+  } else {
+    s = validate(g, args);
+  }
   if (g.world_size == 1) {  // nothing to exchange: the plain call
     attention_forward(args.shards[0]);
     return;
   }
-  SeqParallelStrategy strategy = args.strategy;
-  if (strategy == SeqParallelStrategy::automatic) {
-    strategy = s.hq % g.world_size == 0 && s.hkv % g.world_size == 0
-                   ? SeqParallelStrategy::head_parallel
-                   : SeqParallelStrategy::ring;
-  }
-  switch (strategy) {
+  switch (resolve_strategy(args.strategy, s.hq, s.hkv, g.world_size)) {
     case SeqParallelStrategy::automatic:  // resolved above
     case SeqParallelStrategy::ring: run_ring(g, args, s); break;
     case SeqParallelStrategy::all_gather: run_all_gather(g, args, s); break;

@@ -97,6 +97,11 @@ TEST(SequenceParallelCpu, SixteenBitRingMergesInFp32) {
 // automatic: head_parallel where the heads divide over the ranks (4 and 2 over 2), ring where
 // they do not (3 over 2): both match the reference.
 TEST(SequenceParallelCpu, AutomaticStrategy) {
+  using S = SeqParallelStrategy;
+  EXPECT_EQ(resolve_strategy(S::automatic, 4, 2, 2), S::head_parallel);
+  EXPECT_EQ(resolve_strategy(S::automatic, 3, 1, 2), S::ring);
+  EXPECT_EQ(resolve_strategy(S::automatic, 8, 2, 4), S::ring);  // kv heads 2 over 4 ranks
+  EXPECT_EQ(resolve_strategy(S::all_gather, 4, 2, 2), S::all_gather);
   for (int hkv : {2, 1}) {
     SpProblem p;
     p.world = 2;
@@ -125,60 +130,93 @@ TEST(SequenceParallelCpu, CompensatedPrecisionAndACustomScale) {
   EXPECT_LT(c.lse_rel, 2e-6);
 }
 
-// Shards that are views into larger tensors (a padded head stride), lse absent on one rank.
+// Shards that are views into larger tensors (padded head strides, out and lse included),
+// lse absent on rank 0, under every strategy: out and lse match the reference and nothing outside
+// the views is written.
 TEST(SequenceParallelCpu, StridedShardsAndAnAbsentLse) {
-  SpProblem p;
-  p.world = 2;
-  p.rows = 30;
-  p.causal = true;
-  SpData d = make_data(p);
-  const int pad = 16;
-  std::vector<HostTensor> bq, bk, bv, bo;
-  SequenceParallelArgs args;
-  args.strategy = SeqParallelStrategy::ring;
-  auto padded = [&](const HostTensor& t, std::vector<HostTensor>& keep) {
-    keep.emplace_back(
-        t.dtype, std::vector<std::int64_t>{t.shape[0], t.shape[1], t.shape[2], t.shape[3] + pad});
-    HostTensor& big = keep.back();
-    big.poison();
-    TensorView v = big.view();
-    v.shape[3] = t.shape[3];
-    for (std::int64_t i = 0; i < t.numel() / t.shape[3]; ++i) {
-      for (std::int64_t e = 0; e < t.shape[3]; ++e) {
-        big.set(i * (t.shape[3] + pad) + e, t.get(i * t.shape[3] + e));
+  for (auto strategy : {SeqParallelStrategy::ring, SeqParallelStrategy::all_gather,
+                        SeqParallelStrategy::head_parallel}) {
+    SCOPED_TRACE(to_string(strategy));
+    SpProblem p;
+    p.world = 2;
+    p.rows = 30;
+    p.causal = true;
+    p.layout = ShardLayout::zigzag;
+    SpData d = make_data(p);
+    const int pad = 16;
+    std::vector<HostTensor> keep;
+    keep.reserve(9);
+    // A [.., n] tensor inside a poisoned [.., n + pad] one.
+    auto padded = [&](const HostTensor& t) {
+      std::vector<std::int64_t> shape = t.shape;
+      const std::int64_t n = shape.back();
+      shape.back() += pad;
+      keep.emplace_back(t.dtype, shape);
+      HostTensor& big = keep.back();
+      big.poison();
+      for (std::int64_t i = 0; i < t.numel() / n; ++i) {
+        for (std::int64_t e = 0; e < n; ++e) big.set(i * (n + pad) + e, t.get(i * n + e));
+      }
+      TensorView v = big.view();
+      v.shape[v.rank - 1] = n;
+      return v;
+    };
+    SequenceParallelArgs args;
+    args.strategy = strategy;
+    args.layout = p.layout;
+    for (int r = 0; r < 2; ++r) {
+      AttentionArgs a;
+      a.q = padded(d.sq[r]);
+      a.k = padded(d.sk[r]);
+      a.v = padded(d.sv[r]);
+      a.out = padded(d.sout[r]);
+      if (r == 1) a.lse = padded(d.slse[r]);
+      a.causal = true;
+      args.shards.push_back(a);
+    }
+    sequence_parallel_attention(RankGroup::local_cpu(2, 1), args);
+    const HostTensor* outs[2] = {&keep[3], &keep[7]};
+    const HostTensor& lse1 = keep[8];
+    const std::int64_t D = p.head_dim, L = p.rows;
+    for (int r = 0; r < 2; ++r) {
+      for (std::int64_t i = 0; i < d.sout[r].numel() / D; ++i) {
+        for (std::int64_t e = 0; e < D + pad; ++e) {
+          const float x = outs[r]->get(i * (D + pad) + e);
+          if (e < D) {
+            d.sout[r].set(i * D + e, x);
+          } else {
+            ASSERT_TRUE(std::isnan(x)) << "rank " << r << " wrote padding at row " << i;
+          }
+        }
       }
     }
-    return v;
-  };
-  bq.reserve(2);
-  bk.reserve(2);
-  bv.reserve(2);
-  bo.reserve(2);
-  for (int r = 0; r < 2; ++r) {
-    AttentionArgs a;
-    a.q = padded(d.sq[r], bq);
-    a.k = padded(d.sk[r], bk);
-    a.v = padded(d.sv[r], bv);
-    a.out = padded(d.sout[r], bo);
-    if (r == 1) a.lse = d.slse[r].view();
-    a.causal = true;
-    args.shards.push_back(a);
-  }
-  sequence_parallel_attention(RankGroup::local_cpu(2, 1), args);
-  for (int r = 0; r < 2; ++r) {
-    for (std::int64_t i = 0; i < d.sout[r].numel() / p.head_dim; ++i) {
-      for (int e = 0; e < p.head_dim; ++e) {
-        d.sout[r].set(i * p.head_dim + e, bo[r].get(i * (p.head_dim + pad) + e));
+    for (std::int64_t i = 0; i < d.slse[1].numel() / L; ++i) {
+      for (std::int64_t e = 0; e < L + pad; ++e) {
+        const float x = lse1.get(i * (L + pad) + e);
+        if (e < L) {
+          d.slse[1].set(i * L + e, x);
+        } else {
+          ASSERT_TRUE(std::isnan(x)) << "lse padding written at row " << i;
+        }
       }
     }
+    // Rank 0 had no lse: give it rank 0's reference values so that the comparison covers out on
+    // every row and lse on rank 1's.
+    HostTensor unused(p.dtype, {p.batch, p.seq(), p.hq, p.head_dim});
+    AttentionArgs ra = tensor_args(d.q, d.k, d.v, unused);
+    ra.causal = true;
+    const ReferenceResult ref = reference_attention(ra);
+    const auto rows0 = shard_rows(p.layout, 2, 0, p.seq());
+    for (int h = 0; h < p.hq; ++h) {
+      for (std::int64_t i = 0; i < L; ++i) {
+        d.slse[0].set(h * L + i, static_cast<float>(ref.lse[rows0[i] * p.hq + h]));
+      }
+    }
+    const Comparison c = compare_global(p, d, assemble(p, d.sout, d.slse));
+    EXPECT_EQ(c.nonfinite, 0);
+    EXPECT_LT(c.rel_err, 2e-6);
+    EXPECT_LT(c.lse_rel, 2e-6);
   }
-  d.slse[0] = d.slse[1];  // rank 0 had no lse: compare only its out
-  const Assembled a = assemble(p, d.sout, d.slse);
-  const Comparison c = compare_global(p, d, a);
-  EXPECT_EQ(c.nonfinite, 0);
-  EXPECT_LT(c.rel_err, 2e-6);
-  // The padding stayed poisoned (nothing was written outside the views).
-  EXPECT_TRUE(std::isnan(bo[0].get(p.head_dim)));
 }
 
 TEST(ShardRows, ContiguousAndZigzag) {

@@ -2,6 +2,7 @@
 // peer-copy transport.
 #include <cuda_runtime.h>
 
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -111,49 +112,17 @@ class PeerComm final : public PostingComm {
  public:
   explicit PeerComm(const std::vector<int>& devices) : devices_(devices) {
     const int n = static_cast<int>(devices.size());
-    streams_.resize(n);
-    ready_.resize(n);
-    done_.resize(n);
-    for (int i = 0; i < n; ++i) {
-      OnDevice on(devices[i]);
-      GPUATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&streams_[i], cudaStreamNonBlocking));
-      GPUATTN_CUDA_CHECK(cudaEventCreateWithFlags(&ready_[i], cudaEventDisableTiming));
-      GPUATTN_CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
-      // Direct access between distinct devices, for copies and for the library's pools the
-      // scratch comes from.
-      for (int j = 0; j < n; ++j) {
-        if (devices[j] == devices[i]) continue;
-        int can = 0;
-        GPUATTN_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, devices[i], devices[j]));
-        if (!can) continue;
-        const cudaError_t e = cudaDeviceEnablePeerAccess(devices[j], 0);
-        if (e == cudaErrorPeerAccessAlreadyEnabled) {
-          cudaGetLastError();
-        } else {
-          GPUATTN_CUDA_CHECK(e);
-        }
-        cudaMemPool_t pool;
-        {
-          OnDevice owner(devices[j]);
-          pool = sm80::launch_pool();
-        }
-        cudaMemAccessDesc access{};
-        access.location.type = cudaMemLocationTypeDevice;
-        access.location.id = devices[i];
-        access.flags = cudaMemAccessFlagsProtReadWrite;
-        GPUATTN_CUDA_CHECK(cudaMemPoolSetAccess(pool, &access, 1));
-      }
+    streams_.assign(n, nullptr);
+    ready_.assign(n, nullptr);
+    done_.assign(n, nullptr);
+    try {
+      for (int i = 0; i < n; ++i) setup(i);
+    } catch (...) {
+      release();
+      throw;
     }
   }
-  ~PeerComm() override {
-    for (std::size_t i = 0; i < devices_.size(); ++i) {
-      cudaSetDevice(devices_[i]);
-      cudaStreamSynchronize(streams_[i]);
-      cudaStreamDestroy(streams_[i]);
-      cudaEventDestroy(ready_[i]);
-      cudaEventDestroy(done_[i]);
-    }
-  }
+  ~PeerComm() override { release(); }
 
   void group_end() override {
     const int n = static_cast<int>(devices_.size());
@@ -162,16 +131,22 @@ class PeerComm final : public PostingComm {
       GPUATTN_CUDA_CHECK(cudaEventRecord(ready_[i], streams_[i]));
     }
     std::vector<std::vector<int>> pulled_from(n);  // receiver -> senders
-    ops_.pair(
-        n, "peer transport", [&](int dst, void* to, int src, const void* from, std::size_t bytes) {
-          OnDevice on(devices_[dst]);
-          if (src != dst) {
-            GPUATTN_CUDA_CHECK(cudaStreamWaitEvent(streams_[dst], ready_[src], 0));
-          }
-          GPUATTN_CUDA_CHECK(
-              cudaMemcpyPeerAsync(to, devices_[dst], from, devices_[src], bytes, streams_[dst]));
-          pulled_from[dst].push_back(src);
-        });
+    // Even when the pairing fails half-way, the copies already queued are waited for below.
+    std::exception_ptr failed;
+    try {
+      ops_.pair(n, "peer transport",
+                [&](int dst, void* to, int src, const void* from, std::size_t bytes) {
+                  OnDevice on(devices_[dst]);
+                  if (src != dst) {
+                    GPUATTN_CUDA_CHECK(cudaStreamWaitEvent(streams_[dst], ready_[src], 0));
+                  }
+                  GPUATTN_CUDA_CHECK(cudaMemcpyPeerAsync(to, devices_[dst], from, devices_[src],
+                                                         bytes, streams_[dst]));
+                  pulled_from[dst].push_back(src);
+                });
+    } catch (...) {
+      failed = std::current_exception();
+    }
     for (int dst = 0; dst < n; ++dst) {
       OnDevice on(devices_[dst]);
       GPUATTN_CUDA_CHECK(cudaEventRecord(done_[dst], streams_[dst]));
@@ -184,10 +159,57 @@ class PeerComm final : public PostingComm {
       }
     }
     ops_.clear();
+    if (failed) std::rethrow_exception(failed);
   }
   void* stream(int local) override { return streams_[local]; }
 
  private:
+  // Local rank i's stream and events, and its direct access to the other devices (copies, and
+  // the library's pools the scratch comes from).
+  void setup(int i) {
+    const int n = static_cast<int>(devices_.size());
+    OnDevice on(devices_[i]);
+    GPUATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&streams_[i], cudaStreamNonBlocking));
+    GPUATTN_CUDA_CHECK(cudaEventCreateWithFlags(&ready_[i], cudaEventDisableTiming));
+    GPUATTN_CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
+    for (int j = 0; j < n; ++j) {
+      if (devices_[j] == devices_[i]) continue;
+      int can = 0;
+      GPUATTN_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, devices_[i], devices_[j]));
+      if (!can) continue;  // cudaMemcpyPeerAsync stages through the host
+      const cudaError_t e = cudaDeviceEnablePeerAccess(devices_[j], 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled) {
+        cudaGetLastError();
+      } else {
+        GPUATTN_CUDA_CHECK(e);
+      }
+      cudaMemPool_t pool;
+      {
+        OnDevice owner(devices_[j]);
+        pool = sm80::launch_pool();
+      }
+      cudaMemAccessDesc access{};
+      access.location.type = cudaMemLocationTypeDevice;
+      access.location.id = devices_[i];
+      access.flags = cudaMemAccessFlagsProtReadWrite;
+      GPUATTN_CUDA_CHECK(cudaMemPoolSetAccess(pool, &access, 1));
+    }
+  }
+  void release() noexcept {
+    int previous = 0;
+    cudaGetDevice(&previous);
+    for (std::size_t i = 0; i < devices_.size(); ++i) {
+      cudaSetDevice(devices_[i]);
+      if (streams_[i] != nullptr) {
+        cudaStreamSynchronize(streams_[i]);
+        cudaStreamDestroy(streams_[i]);
+      }
+      if (ready_[i] != nullptr) cudaEventDestroy(ready_[i]);
+      if (done_[i] != nullptr) cudaEventDestroy(done_[i]);
+    }
+    cudaSetDevice(previous);
+  }
+
   std::vector<int> devices_;
   std::vector<cudaStream_t> streams_;
   std::vector<cudaEvent_t> ready_, done_;

@@ -36,20 +36,18 @@ class NcclComm final : public Comm {
   // comms[i] belongs to devices[i]; the comm takes them over.
   NcclComm(std::vector<ncclComm_t> comms, std::vector<int> devices)
       : comms_(std::move(comms)), devices_(std::move(devices)) {
-    streams_.resize(comms_.size());
-    for (std::size_t i = 0; i < comms_.size(); ++i) {
-      GPUATTN_CUDA_CHECK(cudaSetDevice(devices_[i]));
-      GPUATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&streams_[i], cudaStreamNonBlocking));
+    streams_.assign(comms_.size(), nullptr);
+    try {
+      for (std::size_t i = 0; i < comms_.size(); ++i) {
+        GPUATTN_CUDA_CHECK(cudaSetDevice(devices_[i]));
+        GPUATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&streams_[i], cudaStreamNonBlocking));
+      }
+    } catch (...) {
+      release();
+      throw;
     }
   }
-  ~NcclComm() override {
-    for (std::size_t i = 0; i < comms_.size(); ++i) {
-      cudaSetDevice(devices_[i]);
-      cudaStreamSynchronize(streams_[i]);
-      ncclCommDestroy(comms_[i]);
-      cudaStreamDestroy(streams_[i]);
-    }
-  }
+  ~NcclComm() override { release(); }
 
   void group_start() override { nccl_check(ncclGroupStart(), "ncclGroupStart"); }
   void send(int local, const void* buf, std::size_t bytes, int peer) override {
@@ -66,22 +64,40 @@ class NcclComm final : public Comm {
   void* stream(int local) override { return streams_[local]; }
 
  private:
+  void release() noexcept {
+    for (std::size_t i = 0; i < comms_.size(); ++i) {
+      cudaSetDevice(devices_[i]);
+      if (streams_[i] != nullptr) cudaStreamSynchronize(streams_[i]);
+      ncclCommDestroy(comms_[i]);
+      if (streams_[i] != nullptr) cudaStreamDestroy(streams_[i]);
+    }
+  }
+
   std::vector<ncclComm_t> comms_;
   std::vector<int> devices_;
   std::vector<cudaStream_t> streams_;
 };
 
+// Restores the current device on every exit.
+class KeepDevice {
+ public:
+  KeepDevice() { GPUATTN_CUDA_CHECK(cudaGetDevice(&device_)); }
+  ~KeepDevice() { cudaSetDevice(device_); }
+  KeepDevice(const KeepDevice&) = delete;
+  KeepDevice& operator=(const KeepDevice&) = delete;
+
+ private:
+  int device_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<Comm> make_nccl_local_comm(const std::vector<int>& devices) {
-  int previous = 0;
-  GPUATTN_CUDA_CHECK(cudaGetDevice(&previous));
+  KeepDevice keep;
   std::vector<ncclComm_t> comms(devices.size());
   nccl_check(ncclCommInitAll(comms.data(), static_cast<int>(devices.size()), devices.data()),
              "ncclCommInitAll");
-  auto c = std::make_unique<NcclComm>(std::move(comms), devices);
-  GPUATTN_CUDA_CHECK(cudaSetDevice(previous));
-  return c;
+  return std::make_unique<NcclComm>(std::move(comms), devices);
 }
 
 std::unique_ptr<Comm> make_nccl_file_comm(const std::string& path, int rank, int world_size,
@@ -125,14 +141,11 @@ std::unique_ptr<Comm> make_nccl_file_comm(const std::string& path, int rank, int
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
-  int previous = 0;
-  GPUATTN_CUDA_CHECK(cudaGetDevice(&previous));
+  KeepDevice keep;
   GPUATTN_CUDA_CHECK(cudaSetDevice(device));
   ncclComm_t comm;
   nccl_check(ncclCommInitRank(&comm, world_size, id, rank), "ncclCommInitRank");
-  auto c = std::make_unique<NcclComm>(std::vector<ncclComm_t>{comm}, std::vector<int>{device});
-  GPUATTN_CUDA_CHECK(cudaSetDevice(previous));
-  return c;
+  return std::make_unique<NcclComm>(std::vector<ncclComm_t>{comm}, std::vector<int>{device});
 }
 
 #else  // no NCCL in this build

@@ -7,8 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -40,7 +45,8 @@ int gpus() {
 // Uploads p's shards (rank r to devices[r] of the group), runs the call on a stream per rank,
 // downloads and compares with the whole-sequence reference. `only` (>= 0): this process holds
 // that one rank (a group of processes).
-Comparison run_cuda(const SpProblem& p, const RankGroup& g, int only = -1, std::int64_t every = 1) {
+Comparison run_cuda(const SpProblem& p, const RankGroup& g, int only = -1, std::int64_t every = 1,
+                    std::optional<ShardLayout> call_layout = std::nullopt) {
   SpData d = make_data(p);
   const std::vector<int> ranks = only >= 0 ? std::vector<int>{only} : g.local_ranks();
   std::vector<int> devs;
@@ -48,7 +54,7 @@ Comparison run_cuda(const SpProblem& p, const RankGroup& g, int only = -1, std::
   std::vector<DeviceBuffer> bufs;
   std::vector<cudaStream_t> streams(ranks.size());
   SequenceParallelArgs args;
-  args.layout = p.layout;
+  args.layout = call_layout.value_or(p.layout);
   args.strategy = p.strategy;
   bufs.reserve(ranks.size() * 5);
   for (std::size_t i = 0; i < ranks.size(); ++i) {
@@ -165,6 +171,26 @@ TEST(SequenceParallelPeerCopyHeadDims, Bf16AtHeadDims64And256) {
   }
 }
 
+// Peer copies between distinct devices (direct access, the pools' access): every visible GPU.
+TEST(SequenceParallelPeerCopyDevices, EveryGpu) {
+  NEED_GPUS(2);
+  std::vector<int> devices;
+  for (int i = 0; i < gpus(); ++i) devices.push_back(i);
+  for (auto strategy : {SeqParallelStrategy::ring, SeqParallelStrategy::head_parallel}) {
+    SpProblem p;
+    p.world = static_cast<int>(devices.size());
+    p.rows = 300;
+    p.hq = 2 * p.world;
+    p.hkv = p.world;
+    p.dtype = DType::f16;
+    p.causal = true;
+    p.layout = ShardLayout::zigzag;
+    p.strategy = strategy;
+    expect_close(run_cuda(p, RankGroup::local_cuda(devices, Transport::peer_copy), -1, 7), p.dtype,
+                 to_string(strategy));
+  }
+}
+
 // NCCL over every visible GPU (at least two), one rank each, in this process.
 class SequenceParallelNccl : public ::testing::TestWithParam<Case> {};
 
@@ -177,8 +203,8 @@ TEST_P(SequenceParallelNccl, OneRankPerGpu) {
   p.world = static_cast<int>(devices.size());
   p.batch = 1;
   p.rows = 1000;
-  p.hq = 16;
-  p.hkv = 8;  // splits over up to 8 GPUs (head_parallel)
+  p.hq = 2 * p.world;
+  p.hkv = p.world;  // GQA, and heads that split over any number of GPUs (head_parallel)
   p.head_dim = 128;
   p.dtype = DType::bf16;
   p.seed = 21;
@@ -230,10 +256,25 @@ TEST(SequenceParallelProcesses, TwoProcessesThroughABootstrapFile) {
     ASSERT_EQ(posix_spawn(&pid, exe, nullptr, nullptr, argv, envp.data()), 0);
     pids.push_back(pid);
   }
-  for (pid_t pid : pids) {
+  // Each rank's process within 180 s (a hang fails the test rather than the suite), and each ran
+  // the child test to its end (its marker file).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+  for (std::size_t r = 0; r < pids.size(); ++r) {
     int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a rank's process failed";
+    pid_t got = 0;
+    while ((got = waitpid(pids[r], &status, WNOHANG)) == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (got == 0) {
+      for (pid_t pid : pids) kill(pid, SIGKILL);
+      for (pid_t pid : pids) waitpid(pid, &status, 0);
+      FAIL() << "rank " << r << "'s process did not finish within 180 s";
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank " << r << " failed";
+    const std::string done = path + ".done" + std::to_string(r);
+    EXPECT_EQ(access(done.c_str(), F_OK), 0) << "rank " << r << " did not run the child test";
+    std::remove(done.c_str());
   }
   std::remove(path.c_str());
 }
@@ -265,6 +306,16 @@ TEST(SequenceParallelProcesses, Child) {
   p.rows = rank == 0 ? 64 : 32;
   p.dtype = DType::f16;
   expect_invalid_argument([&] { run_cuda(p, g, rank); }, "passed rows");
+  // A rank whose own validation fails (an odd zigzag split) throws its error; the other rank,
+  // whose shards are fine, names it instead of waiting for it.
+  SpProblem z = p;  // rank 1's shards: 33 rows, cut contiguously, called as zigzag
+  z.layout = rank == 0 ? ShardLayout::zigzag : ShardLayout::contiguous;
+  z.rows = rank == 0 ? 64 : 33;
+  expect_invalid_argument([&] { run_cuda(z, g, rank, 1, ShardLayout::zigzag); },
+                          rank == 0 ? "rank 1's shards failed its own validation" : "(odd)");
+  if (!::testing::Test::HasFailure()) {
+    std::ofstream(std::string(file) + ".done" + std::to_string(rank)) << "ok\n";
+  }
 }
 
 TEST(SequenceParallelCudaErrors, NamesTheBadValue) {
