@@ -85,6 +85,8 @@ class RankGroup {
   int world_size() const;
   // The ranks this process drives, in the order their shards are passed to a call.
   const std::vector<int>& local_ranks() const;
+  // The CUDA ordinal of each local rank (empty for CPU groups): where its shards must live.
+  const std::vector<int>& devices() const;
   Transport transport() const;
   Device device() const;
 

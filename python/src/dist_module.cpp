@@ -120,6 +120,7 @@ void bind_dist(nb::module_& m) {
                   "`bootstrap_path`, the others wait for it (remove the file between runs).")
       .def_prop_ro("world_size", &gpuattn::RankGroup::world_size)
       .def_prop_ro("local_ranks", &gpuattn::RankGroup::local_ranks)
+      .def_prop_ro("devices", &gpuattn::RankGroup::devices)
       .def_prop_ro(
           "transport",
           [](const gpuattn::RankGroup& g) { return std::string(to_string(g.transport())); })

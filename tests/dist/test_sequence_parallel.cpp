@@ -350,6 +350,7 @@ TEST(RankGroupErrors, NamesTheBadValue) {
   EXPECT_EQ(g.local_ranks(), (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(g.transport(), Transport::host);
   EXPECT_EQ(g.device(), Device::cpu);
+  EXPECT_TRUE(g.devices().empty());
 }
 
 }  // namespace

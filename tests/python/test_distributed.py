@@ -45,7 +45,7 @@ def test_cpu_ranks_match_the_whole_sequence(strategy, layout, causal):
     v = rng.standard_normal((b, s, hkv, d)).astype(np.float32)
     group = ga.RankGroup.local_cpu(world)
     assert group.world_size == world and group.local_ranks == [0, 1, 2]
-    assert group.device == "cpu" and group.transport == "host"
+    assert group.device == "cpu" and group.transport == "host" and group.devices == []
     out, lse = run(group, world, q, k, v, causal, layout, strategy)
     want, want_lse = ref_dense(q, k, v, d ** -0.5, causal_rule(causal))
     np.testing.assert_allclose(out, want, atol=2e-5, rtol=0)

@@ -49,8 +49,8 @@ Comparison run_cuda(const SpProblem& p, const RankGroup& g, int only = -1, std::
                     std::optional<ShardLayout> call_layout = std::nullopt) {
   SpData d = make_data(p);
   const std::vector<int> ranks = only >= 0 ? std::vector<int>{only} : g.local_ranks();
-  std::vector<int> devs;
-  for (int r : ranks) devs.push_back(only >= 0 ? only : 0);
+  // Each rank's shards on its own device (the group says which).
+  const std::vector<int> devs = g.devices();
   std::vector<DeviceBuffer> bufs;
   std::vector<cudaStream_t> streams(ranks.size());
   SequenceParallelArgs args;
@@ -59,9 +59,7 @@ Comparison run_cuda(const SpProblem& p, const RankGroup& g, int only = -1, std::
   bufs.reserve(ranks.size() * 5);
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const int r = ranks[i];
-    int dev = only >= 0 ? only : 0;
-    if (g.transport() == Transport::nccl && only < 0) dev = r;
-    devs[i] = dev;
+    const int dev = devs[i];
     TEST_CUDA_CHECK(cudaSetDevice(dev));
     TEST_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking));
     auto up = [&](const HostTensor& t) {
