@@ -124,6 +124,9 @@ int RankGroup::world_size() const {
 const std::vector<int>& RankGroup::local_ranks() const {
   return impl_->local_ranks;
 }
+const std::vector<int>& RankGroup::devices() const {
+  return impl_->devices;
+}
 Transport RankGroup::transport() const {
   return impl_->transport;
 }
