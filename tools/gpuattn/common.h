@@ -123,6 +123,7 @@ int run_verify(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
 int run_generate(const std::vector<std::string>& args);
 int run_dist(const std::vector<std::string>& args);
+int run_model(const std::vector<std::string>& args);
 
 // True when a command's arguments hold --help or -h.
 inline bool asks_for_help(const std::vector<std::string>& args) {

@@ -18,6 +18,8 @@ commands:
   generate GPT-2 generation on the engine (weights from safetensors, or random), timed
   dist     sequence-parallel attention over several GPUs (ring, all-gather), timed against one
            GPU computing the whole sequence and checked against its output
+  model    the forward kernels' performance model: predictions, and a check against measured
+           bench JSON (no GPU needed)
 
 Both take --device cpu|cuda|auto (auto: cuda when a CUDA device is visible) and --json FILE.
 `gpuattn <command> --help` lists a command's flags. Bad flags exit with status 2.
@@ -39,8 +41,9 @@ int main(int argc, char** argv) {
     if (command == "bench") return gpuattn::tool::run_bench(args);
     if (command == "generate") return gpuattn::tool::run_generate(args);
     if (command == "dist") return gpuattn::tool::run_dist(args);
+    if (command == "model") return gpuattn::tool::run_model(args);
     std::cerr << "gpuattn: unknown command '" << command
-              << "' (commands: verify, bench, generate, dist; see "
+              << "' (commands: verify, bench, generate, dist, model; see "
               << "gpuattn --help)\n";
     return 2;
   } catch (const gpuattn::tool::UsageError& e) {

@@ -1,0 +1,235 @@
+// `gpuattn model`: the forward kernels' performance model (gpuattn/perf_model.h): predictions for
+// shapes, a check against measured `gpuattn bench` JSON, and the fit of its per-kernel costs.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "engine/json.h"
+#include "gpuattn/perf_model.h"
+
+namespace gpuattn::tool {
+namespace {
+
+const char* kHelp = R"(usage: gpuattn model [--shape SHAPE]... [--check FILE]... [--fit FILE]...
+                     [--max-error X]
+
+The forward kernels' performance model (include/gpuattn/perf_model.h), for an H200: the
+configuration the dispatch picks, its work items, a longest-first schedule of them over the SMs,
+and per-kernel costs of a key tile and of an item fitted on measured times.
+
+  --shape SHAPE   predict a shape: words B<n> Hq<n> [Hkv<n>] S<n> [Sk<n>] D<n> [causal]
+                  (e.g. "B1 Hq16 S1024 D64"); several allowed
+  --check FILE    predict every result of a `gpuattn bench --json` FILE (with the configuration
+                  that ran) and compare with its measured time; several allowed
+  --fit FILE      fit each (configuration, head dim)'s efficiency and per-item time on the
+                  results of FILEs (least largest relative error), print them
+  --max-error X   with --check: exit 1 when any |predicted / measured - 1| exceeds X
+                  (default 0.25)
+)";
+
+// The member `key` of object `o`, or a UsageError naming the file and key.
+const engine::Json& member(const engine::Json& o, const char* key, const std::string& path) {
+  const engine::Json* v = o.find(key);
+  if (v == nullptr) throw UsageError("gpuattn model: '" + path + "' has no \"" + key + "\"");
+  return *v;
+}
+
+struct Measured {
+  std::string label;
+  PerfShape shape;
+  double ms = 0;
+};
+
+PerfShape parse_shape(const std::string& text) {
+  PerfShape s;
+  bool have_b = false, have_h = false, have_s = false, have_d = false;
+  int sk = 0, hkv = 0;
+  std::stringstream ss(text);
+  std::string w;
+  auto num = [&](const std::string& word, std::size_t skip) {
+    char* end = nullptr;
+    const long v = std::strtol(word.c_str() + skip, &end, 10);
+    if (*end != 0 || v <= 0 || v > (1L << 30)) {
+      throw UsageError("gpuattn model: --shape '" + text + "': '" + word +
+                       "' is not a positive size");
+    }
+    return static_cast<int>(v);
+  };
+  while (ss >> w) {
+    if (w == "causal") {
+      s.causal = true;
+    } else if (w.rfind("Hkv", 0) == 0) {
+      hkv = num(w, 3);
+    } else if (w.rfind("Hq", 0) == 0) {
+      s.hq = num(w, 2);
+      have_h = true;
+    } else if (w.rfind("Sk", 0) == 0) {
+      sk = num(w, 2);
+    } else if (w[0] == 'B') {
+      s.batch = num(w, 1);
+      have_b = true;
+    } else if (w[0] == 'S') {
+      s.seqlen_q = num(w, 1);
+      have_s = true;
+    } else if (w[0] == 'D') {
+      s.head_dim = num(w, 1);
+      have_d = true;
+    } else {
+      throw UsageError("gpuattn model: --shape '" + text + "': unknown word '" + w + "'");
+    }
+  }
+  if (!have_b || !have_h || !have_s || !have_d) {
+    throw UsageError("gpuattn model: --shape '" + text + "' needs B<n>, Hq<n>, S<n> and D<n>");
+  }
+  s.seqlen_k = sk > 0 ? sk : s.seqlen_q;
+  s.hkv = hkv > 0 ? hkv : s.hq;
+  return s;
+}
+
+std::vector<Measured> read_results(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw UsageError("gpuattn model: cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const engine::Json doc = engine::parse_json(ss.str(), path);
+  std::vector<Measured> out;
+  for (const engine::Json& r : member(doc, "results", path).as_array()) {
+    if (r.find("error") != nullptr && !member(r, "error", path).as_string().empty()) continue;
+    Measured m;
+    m.label = member(r, "label", path).as_string();
+    m.shape.batch = static_cast<int>(member(r, "batch", path).as_int());
+    m.shape.hq = static_cast<int>(member(r, "hq", path).as_int());
+    m.shape.hkv = static_cast<int>(member(r, "hkv", path).as_int());
+    m.shape.seqlen_q = static_cast<int>(member(r, "seqlen_q", path).as_int());
+    m.shape.seqlen_k = static_cast<int>(member(r, "seqlen_k", path).as_int());
+    m.shape.head_dim = static_cast<int>(member(r, "head_dim", path).as_int());
+    m.shape.causal = member(r, "causal", path).as_bool();
+    const std::string dt = member(r, "dtype", path).as_string();
+    m.shape.dtype_bytes = dt == "float32" ? 4 : 2;
+    std::string config = member(r, "config", path).as_string();
+    config = config.substr(0, config.find(' '));  // "sm90_ws_128x128 (late P V wait)"
+    m.shape.config = config;
+    m.ms = member(r, "ours_ms", path).as_number();
+    out.push_back(m);
+  }
+  return out;
+}
+
+double rel_error(const Measured& m, const std::vector<KernelCost>& costs) {
+  const Prediction p = predict_forward(m.shape, DeviceSpec::h200(), costs);
+  return p.total_us / (m.ms * 1e3) - 1.0;
+}
+
+}  // namespace
+
+int run_model(const std::vector<std::string>& args) {
+  if (asks_for_help(args)) {
+    std::cout << kHelp;
+    return 0;
+  }
+  // Repeated flags: collect them by hand (Flags keeps one value a name).
+  std::vector<std::string> shapes, checks, fits;
+  double max_error = 0.25;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw UsageError("gpuattn model: " + a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--shape") {
+      shapes.push_back(value());
+    } else if (a == "--check") {
+      checks.push_back(value());
+    } else if (a == "--fit") {
+      fits.push_back(value());
+    } else if (a == "--max-error") {
+      const std::string v = value();
+      char* end = nullptr;
+      max_error = std::strtod(v.c_str(), &end);
+      if (*end != 0 || !(max_error > 0)) {
+        throw UsageError("gpuattn model: --max-error '" + v + "' is not a positive number");
+      }
+    } else {
+      throw UsageError("gpuattn model: unknown flag '" + a + "'");
+    }
+  }
+  if (shapes.empty() && checks.empty() && fits.empty()) {
+    throw UsageError("gpuattn model: give --shape, --check or --fit");
+  }
+  const DeviceSpec dev = DeviceSpec::h200();
+  int status = 0;
+  if (!shapes.empty()) {
+    std::vector<std::vector<std::string>> rows;
+    for (const std::string& text : shapes) {
+      const PerfShape s = parse_shape(text);
+      const Prediction p = predict_forward(s, dev);
+      rows.push_back({text, p.config, std::to_string(p.items), fmt(p.waves, 2),
+                      fmt(p.compute_us, 2), fmt(p.memory_us, 2), fmt(p.total_us, 2),
+                      fmt(p.total_us / (static_cast<double>(s.batch) * s.hq), 3)});
+    }
+    std::cout << "predicted on " << dev.name << " (" << dev.num_sms << " SMs)\n";
+    print_table(
+        {"shape", "config", "items", "waves", "compute us", "memory us", "total us", "us/head"},
+        rows, 2);
+  }
+  if (!fits.empty()) {
+    std::vector<Measured> data;
+    for (const auto& f : fits) {
+      const auto m = read_results(f);
+      data.insert(data.end(), m.begin(), m.end());
+    }
+    std::map<std::pair<std::string, int>, std::vector<Measured>> groups;
+    for (const Measured& m : data) groups[{m.shape.config, m.shape.head_dim}].push_back(m);
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [key, ms] : groups) {
+      KernelCost best{key.first, key.second, 0, 0};
+      double best_err = 1e30;
+      for (int e = 40; e <= 100; ++e) {
+        for (int t = 0; t <= 80; ++t) {
+          const std::vector<KernelCost> c = {{key.first, key.second, e / 100.0, t * 0.05}};
+          double worst = 0;
+          for (const Measured& m : ms) worst = std::max(worst, std::fabs(rel_error(m, c)));
+          if (worst < best_err) {
+            best_err = worst;
+            best = c[0];
+          }
+        }
+      }
+      rows.push_back({key.first, std::to_string(key.second), std::to_string(ms.size()),
+                      fmt(best.efficiency, 2), fmt(best.item_us, 2), fmt(best_err, 3)});
+    }
+    print_table({"config", "D", "points", "efficiency", "item us", "largest error"}, rows, 1);
+  }
+  for (const std::string& f : checks) {
+    const std::vector<Measured> data = read_results(f);
+    std::vector<std::vector<std::string>> rows;
+    std::vector<double> errs;
+    for (const Measured& m : data) {
+      const Prediction p = predict_forward(m.shape, dev);
+      const double err = p.total_us / (m.ms * 1e3) - 1.0;
+      errs.push_back(std::fabs(err));
+      rows.push_back(
+          {m.label, m.shape.config, fmt(m.ms * 1e3, 2), fmt(p.total_us, 2), fmt(100 * err, 1)});
+    }
+    std::cout << f << ":\n";
+    print_table({"shape", "config (measured run)", "measured us", "predicted us", "error %"}, rows,
+                2);
+    const double worst = errs.empty() ? 0 : *std::max_element(errs.begin(), errs.end());
+    std::cout << "largest |error| " << fmt(100 * worst, 1) << "%, median "
+              << fmt(100 * median(errs), 1) << "% over " << errs.size() << " shapes\n";
+    if (worst > max_error) {
+      std::cerr << "gpuattn model: " << f << ": an error of " << fmt(100 * worst, 1)
+                << "% exceeds --max-error " << max_error << "\n";
+      status = 1;
+    }
+  }
+  return status;
+}
+
+}  // namespace gpuattn::tool
