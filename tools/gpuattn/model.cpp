@@ -16,8 +16,8 @@
 namespace gpuattn::tool {
 namespace {
 
-const char* kHelp = R"(usage: gpuattn model [--shape SHAPE]... [--check FILE]... [--fit FILE]...
-                     [--max-error X]
+const char* kHelp = R"(usage: gpuattn model [--shape SHAPE]... [--configs] [--check FILE]...
+                     [--fit FILE]... [--max-error X]
 
 The forward kernels' performance model (include/gpuattn/perf_model.h), for an H200: the
 configuration the dispatch picks, its work items, a longest-first schedule of them over the SMs,
@@ -25,6 +25,9 @@ and per-kernel costs of a key tile and of an item fitted on measured times.
 
   --shape SHAPE   predict a shape: words B<n> Hq<n> [Hkv<n>] S<n> [Sk<n>] D<n> [causal]
                   (e.g. "B1 Hq16 S1024 D64"); several allowed
+  --configs       with --shape: the prediction for every sm_90a standard-precision
+                  configuration that runs the shape's head dim, the dispatch's pick and the
+                  model's fastest marked (a what-if for the tile configuration table)
   --check FILE    predict every result of a `gpuattn bench --json` FILE (with the configuration
                   that ran) and compare with its measured time; several allowed
   --fit FILE      fit each (configuration, head dim)'s efficiency and per-item time on the
@@ -136,6 +139,7 @@ int run_model(const std::vector<std::string>& args) {
   // Repeated flags: collect them by hand (Flags keeps one value a name).
   std::vector<std::string> shapes, checks, fits;
   double max_error = 0.25;
+  bool all_configs = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string {
@@ -148,6 +152,8 @@ int run_model(const std::vector<std::string>& args) {
       checks.push_back(value());
     } else if (a == "--fit") {
       fits.push_back(value());
+    } else if (a == "--configs") {
+      all_configs = true;
     } else if (a == "--max-error") {
       const std::string v = value();
       char* end = nullptr;
@@ -177,6 +183,33 @@ int run_model(const std::vector<std::string>& args) {
     print_table(
         {"shape", "config", "items", "waves", "compute us", "memory us", "total us", "us/head"},
         rows, 2);
+  }
+  if (all_configs) {
+    // The sm_90a standard-precision configurations and the head dims they run (tile_config.h).
+    static const std::pair<const char*, std::vector<int>> kRuns[] = {
+        {"sm90_ws_128x128", {64, 128}},
+        {"sm90_ws_192x128", {64}},
+        {"sm90_ws_128x64_d256", {256}},
+        {"sm90_ws_128x80_d256", {256}}};
+    std::vector<std::vector<std::string>> rows;
+    for (const std::string& text : shapes) {
+      const PerfShape s = parse_shape(text);
+      const std::string pick = predict_forward(s, dev).config;
+      std::vector<std::pair<double, std::string>> preds;
+      for (const auto& [name, dims] : kRuns) {
+        if (std::find(dims.begin(), dims.end(), s.head_dim) == dims.end()) continue;
+        PerfShape w = s;
+        w.config = name;
+        preds.emplace_back(predict_forward(w, dev).total_us, name);
+      }
+      const double best = std::min_element(preds.begin(), preds.end())->first;
+      for (const auto& [us, name] : preds) {
+        std::string mark = name == pick ? "dispatch" : "";
+        if (us == best) mark += mark.empty() ? "fastest" : ", fastest";
+        rows.push_back({text, name, fmt(us, 2), fmt(us / best, 3), mark});
+      }
+    }
+    print_table({"shape", "config", "predicted us", "vs fastest", ""}, rows, 2);
   }
   if (!fits.empty()) {
     std::vector<Measured> data;
