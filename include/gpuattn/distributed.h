@@ -40,9 +40,9 @@ enum class SeqParallelStrategy : std::uint8_t {
   // same work whatever the layout and mask; each moves 4 (W - 1) / W of its q/k/v/out shards.
   // Memory beyond the inputs: about 3x the rank's q, k, v and out.
   head_parallel,
-  // head_parallel when Hq and Hkv are multiples of W, else ring. On 4 H200s (bf16, Hq32 D128,
-  // causal, S 32K-256K) head_parallel took 0.83-0.92x the time of the next best strategy
-  // (bench/results/2026-11-22-h200-s18).
+  // head_parallel when Hq and Hkv are multiples of W, else ring (all_gather for a causal call with
+  // a window or global tokens). On 4 H200s (bf16, Hq32 D128, causal, S 32K-256K) head_parallel
+  // took 0.83-0.92x the time of the next best strategy (bench/results/2026-11-22-h200-s18).
   automatic,
 };
 
@@ -108,9 +108,12 @@ class RankGroup {
 // over global positions), each rank's rows of it in its out and lse. Each shard's `stream` orders
 // its rank's work (CUDA: the call returns before the kernels finish, like attention_forward); the
 // CPU backend uses each shard's num_threads (0: the group's threads_per_rank).
-// Not supported (ErrorCode::not_supported, naming the field): varlen, seqused_k, paged K/V and
-// MaskSpec masks beyond causal. A zigzag split needs an even S_local; head_parallel needs Hq and
-// Hkv multiples of the world size.
+// A sliding window and global tokens (MaskSpec, the same on every shard) are over global
+// positions, as for one call over the whole sequence; they run on head_parallel, and on all_gather
+// for causal calls (ErrorCode::not_supported on the ring, or on a non-causal all_gather call).
+// Not supported (ErrorCode::not_supported, naming the field): varlen, seqused_k, paged K/V and a
+// block-sparse layout. A zigzag split needs an even S_local; head_parallel needs Hq and Hkv
+// multiples of the world size.
 struct SequenceParallelArgs {
   std::vector<AttentionArgs> shards;
   ShardLayout layout = ShardLayout::contiguous;
@@ -118,8 +121,9 @@ struct SequenceParallelArgs {
 };
 
 // The strategy a call runs: `strategy` itself, or for automatic the choice for hq and hkv heads
-// over world_size ranks.
-SeqParallelStrategy resolve_strategy(SeqParallelStrategy strategy, int hq, int hkv, int world_size);
+// over world_size ranks, with a window or global tokens (masked) or not, causal or not.
+SeqParallelStrategy resolve_strategy(SeqParallelStrategy strategy, int hq, int hkv, int world_size,
+                                     bool masked = false, bool causal = false);
 
 // Validates every shard (and, across processes, that every rank passed the same shapes and that
 // none failed its own validation: one small all-gather on the device's default stream and a

@@ -3,6 +3,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -63,7 +64,8 @@ void sequence_parallel_attention(const gpuattn::RankGroup& group, const std::vec
                                  std::optional<double> softmax_scale, const std::string& layout,
                                  const std::string& strategy,
                                  const std::optional<std::vector<std::uintptr_t>>& streams,
-                                 const std::string& precision) {
+                                 const std::string& precision, std::pair<int, int> window_size,
+                                 int global_tokens, int global_stride) {
   const std::size_t n = q.size();
   auto same_length = [&](std::size_t m, const char* name) {
     if (m != n) {
@@ -89,6 +91,10 @@ void sequence_parallel_attention(const gpuattn::RankGroup& group, const std::vec
     a.causal = causal;
     if (softmax_scale) a.softmax_scale = static_cast<float>(*softmax_scale);
     a.precision = precision_of(precision);
+    a.mask.window_left = window_size.first;
+    a.mask.window_right = window_size.second;
+    a.mask.global_tokens = global_tokens;
+    a.mask.global_stride = global_stride;
     if (streams) a.stream = reinterpret_cast<void*>((*streams)[i]);
     args.shards.push_back(a);
   }
@@ -132,13 +138,17 @@ void bind_dist(nb::module_& m) {
         nb::arg("causal") = false, nb::arg("softmax_scale").none() = nb::none(),
         nb::arg("layout") = "contiguous", nb::arg("strategy") = "auto",
         nb::arg("streams").none() = nb::none(), nb::arg("precision") = "standard",
+        nb::arg("window_size") = std::pair<int, int>(-1, -1), nb::arg("global_tokens") = 0,
+        nb::arg("global_stride") = 0,
         "gpuattn::sequence_parallel_attention: q, k, v, out (and lse) are lists with one array "
         "per local rank (group.local_ranks order), each that rank's rows of the sequence: q/out "
         "[B, S_local, Hq, D], k/v [B, S_local, Hkv, D], lse float32 [B, Hq, S_local]. layout "
         "'contiguous' or 'zigzag' (see shard_rows); strategy 'auto' (head_parallel when the "
         "heads divide over the ranks, else ring), 'ring', 'all_gather' or 'head_parallel'; "
         "streams: a cudaStream_t per rank as integers (default streams when "
-        "None). Raises ValueError / NotImplementedError naming the bad shard and value.");
+        "None). window_size (left, right; -1 unbounded), global_tokens and global_stride are over "
+        "global positions (head_parallel: any; all_gather: causal calls; ring: none). Raises "
+        "ValueError / NotImplementedError naming the bad shard and value.");
   m.def(
       "shard_rows",
       [](const std::string& layout, int world_size, int rank, std::int64_t seq_len) {

@@ -24,6 +24,10 @@ struct Shape {
   bool causal = false;
   float scale = 0.f;
   Precision precision = Precision::standard;
+  int window_left = -1, window_right = -1, global_tokens = 0, global_stride = 0;
+  bool masked() const {
+    return window_left != -1 || window_right != -1 || global_tokens != 0 || global_stride != 0;
+  }
 };
 
 std::string shard_name(int i) {
@@ -43,14 +47,7 @@ void reject_unsupported(const AttentionArgs& a, int i) {
   if (a.seqused_k.present()) fail(ErrorCode::not_supported, who + ".seqused_k" + why);
   if (a.block_table.present())
     fail(ErrorCode::not_supported, who + ".block_table: paged K/V" + why);
-  const MaskSpec& m = a.mask;
-  if (m.window_left != -1 || m.window_right != -1) {
-    fail(ErrorCode::not_supported, who + ".mask.window (" + std::to_string(m.window_left) + ", " +
-                                       std::to_string(m.window_right) + ")" + why);
-  }
-  if (m.global_tokens != 0 || m.global_stride != 0) {
-    fail(ErrorCode::not_supported, who + ".mask.global_tokens/global_stride" + why);
-  }
+  const MaskSpec& m = a.mask;  // windows and global tokens: check_masks
   if (m.block_sparse.layout.present() || m.block_sparse.block_q != 0 ||
       m.block_sparse.block_k != 0) {
     fail(ErrorCode::not_supported, who + ".mask.block_sparse" + why);
@@ -123,6 +120,10 @@ Shape validate(const RankGroup::Impl& g, const SequenceParallelArgs& args) {
     s.causal = p.causal;
     s.scale = p.scale;
     s.precision = p.precision;
+    s.window_left = a.mask.window_left;
+    s.window_right = a.mask.window_right;
+    s.global_tokens = a.mask.global_tokens;
+    s.global_stride = a.mask.global_stride;
     if (i == 0) {
       first = s;
       continue;
@@ -134,6 +135,10 @@ Shape validate(const RankGroup::Impl& g, const SequenceParallelArgs& args) {
     same("head dim", s.head_dim, first.head_dim, i);
     same("causal", static_cast<int>(s.causal), static_cast<int>(first.causal), i);
     same("precision", static_cast<int>(s.precision), static_cast<int>(first.precision), i);
+    same("mask.window_left", s.window_left, first.window_left, i);
+    same("mask.window_right", s.window_right, first.window_right, i);
+    same("mask.global_tokens", s.global_tokens, first.global_tokens, i);
+    same("mask.global_stride", s.global_stride, first.global_stride, i);
     if (s.dtype != first.dtype) {
       fail(ErrorCode::invalid_argument, shard_name(i) + ": dtype " + to_string(s.dtype) +
                                             " but shards[0] is " + to_string(first.dtype));
@@ -556,10 +561,23 @@ void run_head_parallel(const RankGroup::Impl& g, const SequenceParallelArgs& arg
 // is left waiting in a transfer: a rank that failed, or passed another shape, is named on all.
 void check_across_processes(const RankGroup::Impl& g, const SequenceParallelArgs& args,
                             const Shape& s, bool valid) {
-  constexpr int kFields = 12;
-  static const char* const names[kFields] = {
-      "",      "batch",  "rows",          "q heads",   "kv heads", "head dim",
-      "dtype", "causal", "softmax scale", "precision", "layout",   "strategy"};
+  constexpr int kFields = 16;
+  static const char* const names[kFields] = {"",
+                                             "batch",
+                                             "rows",
+                                             "q heads",
+                                             "kv heads",
+                                             "head dim",
+                                             "dtype",
+                                             "causal",
+                                             "softmax scale",
+                                             "precision",
+                                             "layout",
+                                             "strategy",
+                                             "mask.window_left",
+                                             "mask.window_right",
+                                             "mask.global_tokens",
+                                             "mask.global_stride"};
   std::uint32_t scale_bits = 0;
   std::memcpy(&scale_bits, &s.scale, 4);
   const std::int64_t mine[kFields] = {valid ? 1 : 0,
@@ -573,7 +591,11 @@ void check_across_processes(const RankGroup::Impl& g, const SequenceParallelArgs
                                       scale_bits,
                                       static_cast<int>(s.precision),
                                       static_cast<int>(args.layout),
-                                      static_cast<int>(args.strategy)};
+                                      static_cast<int>(args.strategy),
+                                      s.window_left,
+                                      s.window_right,
+                                      s.global_tokens,
+                                      s.global_stride};
   // On the device's default stream: the shards may be what failed.
   const int rank = g.local_ranks[0];
   std::unique_ptr<RankExec> ex =
@@ -613,12 +635,13 @@ void check_across_processes(const RankGroup::Impl& g, const SequenceParallelArgs
 
 }  // namespace
 
-SeqParallelStrategy resolve_strategy(SeqParallelStrategy strategy, int hq, int hkv,
-                                     int world_size) {
+SeqParallelStrategy resolve_strategy(SeqParallelStrategy strategy, int hq, int hkv, int world_size,
+                                     bool masked, bool causal) {
   if (strategy != SeqParallelStrategy::automatic) return strategy;
-  return world_size > 0 && hq % world_size == 0 && hkv % world_size == 0
-             ? SeqParallelStrategy::head_parallel
-             : SeqParallelStrategy::ring;
+  if (world_size > 0 && hq % world_size == 0 && hkv % world_size == 0) {
+    return SeqParallelStrategy::head_parallel;
+  }
+  return masked && causal ? SeqParallelStrategy::all_gather : SeqParallelStrategy::ring;
 }
 
 void sequence_parallel_attention(const RankGroup& group, const SequenceParallelArgs& args) {
@@ -640,7 +663,23 @@ void sequence_parallel_attention(const RankGroup& group, const SequenceParallelA
     attention_forward(args.shards[0]);
     return;
   }
-  switch (resolve_strategy(args.strategy, s.hq, s.hkv, g.world_size)) {
+  const SeqParallelStrategy strategy =
+      resolve_strategy(args.strategy, s.hq, s.hkv, g.world_size, s.masked(), s.causal);
+  // A window or global tokens are over global positions: head_parallel computes each head over
+  // the whole sequence in global order, and a causal all_gather call's keys start at position 0
+  // and end at its queries' last row, so that bottom-right alignment puts every query at its
+  // global position. The ring's blocks, and a non-causal all_gather call, cannot be aligned so.
+  if (s.masked() && strategy == SeqParallelStrategy::ring) {
+    fail(ErrorCode::not_supported,
+         "sequence_parallel_attention: a sliding window or global tokens run on head_parallel "
+         "(heads a multiple of the ranks) or, for causal calls, all_gather, not on the ring");
+  }
+  if (s.masked() && strategy == SeqParallelStrategy::all_gather && !s.causal) {
+    fail(ErrorCode::not_supported,
+         "sequence_parallel_attention: all_gather takes a sliding window or global tokens on "
+         "causal calls only (head_parallel takes them on any)");
+  }
+  switch (strategy) {
     case SeqParallelStrategy::automatic:  // resolved above
     case SeqParallelStrategy::ring: run_ring(g, args, s); break;
     case SeqParallelStrategy::all_gather: run_all_gather(g, args, s); break;

@@ -101,10 +101,11 @@ inline Assembled assemble(const SpProblem& p, const std::vector<HostTensor>& out
 // row, or (every > 1) on every `every`-th row plus the two rows each side of every chunk boundary
 // (the fp64 reference of long sequences costs minutes on one host thread).
 inline Comparison compare_global(const SpProblem& p, const SpData& d, const Assembled& a,
-                                 std::int64_t every = 1) {
+                                 std::int64_t every = 1, const MaskSpec& mask = {}) {
   HostTensor out_unused(p.dtype, {p.batch, p.seq(), p.hq, p.head_dim});
   AttentionArgs args = tensor_args(d.q, d.k, d.v, out_unused);
   args.causal = p.causal;
+  args.mask = mask;
   const std::int64_t S = p.seq(), chunk = S / (2 * p.world);
   std::vector<std::int64_t> rows;
   for (std::int64_t b = 0; b < p.batch; ++b) {

@@ -15,7 +15,7 @@ namespace {
 
 // Runs p on a CPU group; returns the comparison with the reference.
 Comparison run_cpu(const SpProblem& p, Precision precision = Precision::standard,
-                   std::optional<float> scale = std::nullopt) {
+                   std::optional<float> scale = std::nullopt, const MaskSpec& mask = {}) {
   SpData d = make_data(p);
   const RankGroup g = RankGroup::local_cpu(p.world, 2);
   SequenceParallelArgs args;
@@ -26,6 +26,7 @@ Comparison run_cpu(const SpProblem& p, Precision precision = Precision::standard
     a.causal = p.causal;
     a.precision = precision;
     a.softmax_scale = scale;
+    a.mask = mask;
     args.shards.push_back(a);
   }
   sequence_parallel_attention(g, args);
@@ -34,6 +35,7 @@ Comparison run_cpu(const SpProblem& p, Precision precision = Precision::standard
   AttentionArgs ra = tensor_args(d.q, d.k, d.v, out_unused);
   ra.causal = p.causal;
   ra.softmax_scale = scale;
+  ra.mask = mask;
   const ReferenceResult ref = reference_attention(ra);
   const std::int64_t S = p.seq();
   return compare(ref, a.out, p.hq, p.head_dim, &a.lse,
@@ -115,6 +117,45 @@ TEST(SequenceParallelCpu, AutomaticStrategy) {
     EXPECT_EQ(c.nonfinite, 0);
     EXPECT_LT(c.rel_err, 2e-6) << "hkv " << hkv;
     EXPECT_LT(c.lse_rel, 2e-6) << "hkv " << hkv;
+  }
+}
+
+// Sliding windows and global tokens over global positions: head_parallel with any of them,
+// all_gather with the causal ones, both layouts, against the reference of the whole sequence.
+TEST(SequenceParallelCpu, WindowsAndGlobalTokensOverGlobalPositions) {
+  struct Mask {
+    bool causal;
+    MaskSpec spec;
+  };
+  const Mask masks[] = {{true, make_mask(37, 0)},
+                        {true, make_mask(20, -1, 5)},
+                        {true, make_mask(10, 0, 0, 16)},
+                        {false, make_mask(17, 9)},
+                        {false, make_mask(8, 8, 3)}};
+  for (const Mask& m : masks) {
+    for (auto layout : {ShardLayout::contiguous, ShardLayout::zigzag}) {
+      for (auto strategy : {SeqParallelStrategy::head_parallel, SeqParallelStrategy::all_gather}) {
+        if (!m.causal && strategy == SeqParallelStrategy::all_gather) continue;
+        SpProblem p;
+        p.world = 3;
+        p.batch = 2;
+        p.rows = 52;
+        p.hq = 6;
+        p.hkv = 3;
+        p.causal = m.causal;
+        p.layout = layout;
+        p.strategy = strategy;
+        const Comparison c = run_cpu(p, Precision::standard, std::nullopt, m.spec);
+        const std::string what = std::string(to_string(layout)) + " " + to_string(strategy) +
+                                 " window (" + std::to_string(m.spec.window_left) + ", " +
+                                 std::to_string(m.spec.window_right) + ") global " +
+                                 std::to_string(m.spec.global_tokens) + "/" +
+                                 std::to_string(m.spec.global_stride);
+        EXPECT_EQ(c.nonfinite, 0) << what;
+        EXPECT_LT(c.rel_err, 2e-6) << what;
+        EXPECT_LT(c.lse_rel, 2e-6) << what;
+      }
+    }
   }
 }
 
@@ -324,16 +365,33 @@ TEST(SequenceParallelErrors, UnsupportedFieldsAreNamed) {
       EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
     }
   };
-  BadCall w;
-  w.args.shards[1].mask.window_left = 16;
-  expect_not_supported(w, "shards[1].mask.window (16, -1)");
-  BadCall g;
-  g.args.shards[0].mask.global_tokens = 2;
-  expect_not_supported(g, "shards[0].mask.global_tokens");
+  BadCall ring;  // a window on the ring
+  ring.args.strategy = SeqParallelStrategy::ring;
+  for (auto& sh : ring.args.shards) sh.mask.window_left = 16;
+  expect_not_supported(ring, "not on the ring");
+  BadCall gather;  // a window on a non-causal all_gather call
+  gather.args.strategy = SeqParallelStrategy::all_gather;
+  for (auto& sh : gather.args.shards) {
+    sh.causal = false;
+    sh.mask.global_tokens = 2;
+  }
+  expect_not_supported(gather, "all_gather takes a sliding window or global tokens on causal");
   BadCall s;
   HostTensor used = int32s({4});
   s.args.shards[0].seqused_k = used.view();
   expect_not_supported(s, "shards[0].seqused_k");
+  BadCall b;
+  HostTensor layout(DType::u8, {1, 1, 1});
+  b.args.shards[1].mask.block_sparse = {layout.view(), 64, 64};
+  expect_not_supported(b, "shards[1].mask.block_sparse");
+  BadCall mismatch;  // the window differs between shards
+  mismatch.args.shards[1].mask.window_left = 16;
+  mismatch.expect("shards[1].mask.window_left is 16 but shards[0]'s is -1");
+  // automatic: a causal window with heads that do not split over the ranks takes all_gather.
+  EXPECT_EQ(resolve_strategy(SeqParallelStrategy::automatic, 3, 1, 2, true, true),
+            SeqParallelStrategy::all_gather);
+  EXPECT_EQ(resolve_strategy(SeqParallelStrategy::automatic, 3, 1, 2, true, false),
+            SeqParallelStrategy::ring);  // then named as not supported
 }
 
 TEST(RankGroupErrors, NamesTheBadValue) {

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gpu_attention as ga
-from reference import causal_rule, needs_torch, ref_dense, torch
+from reference import causal_rule, needs_torch, ref_dense, torch, visibility
 
 STRATEGIES = ["ring", "all_gather", "head_parallel"]
 LAYOUTS = ["contiguous", "zigzag"]
@@ -50,6 +50,27 @@ def test_cpu_ranks_match_the_whole_sequence(strategy, layout, causal):
     want, want_lse = ref_dense(q, k, v, d ** -0.5, causal_rule(causal))
     np.testing.assert_allclose(out, want, atol=2e-5, rtol=0)
     np.testing.assert_allclose(lse, want_lse, atol=2e-5, rtol=0)
+
+
+@pytest.mark.parametrize("strategy", ["head_parallel", "all_gather"])
+def test_a_window_and_global_tokens_over_global_positions(strategy):
+    world, b, s, hq, hkv, d = 2, 1, 2 * 40, 4, 2, 64
+    rng = np.random.default_rng(11)
+    q, k, v = (rng.standard_normal((b, s, h, d)).astype(np.float32) for h in (hq, hkv, hkv))
+    qs, ks, vs = (shards(x, world, "zigzag") for x in (q, k, v))
+    outs = [np.full_like(x, np.nan) for x in qs]
+    ga.sequence_parallel_attention(ga.RankGroup.local_cpu(world), qs, ks, vs, outs, causal=True,
+                                   layout="zigzag", strategy=strategy, window_size=(9, 0),
+                                   global_tokens=3)
+    out = np.empty_like(q)
+    for r in range(world):
+        out[:, ga.shard_rows("zigzag", world, r, s)] = outs[r]
+    want, _ = ref_dense(q, k, v, d ** -0.5,
+                        lambda sq, sk: visibility(sq, sk, True, (9, 0), global_tokens=3))
+    np.testing.assert_allclose(out, want, atol=2e-5, rtol=0)
+    with pytest.raises(NotImplementedError, match="not on the ring"):
+        ga.sequence_parallel_attention(ga.RankGroup.local_cpu(world), qs, ks, vs, outs,
+                                       causal=True, strategy="ring", window_size=(9, 0))
 
 
 def test_shard_rows():

@@ -46,7 +46,8 @@ int gpus() {
 // downloads and compares with the whole-sequence reference. `only` (>= 0): this process holds
 // that one rank (a group of processes).
 Comparison run_cuda(const SpProblem& p, const RankGroup& g, int only = -1, std::int64_t every = 1,
-                    std::optional<ShardLayout> call_layout = std::nullopt) {
+                    std::optional<ShardLayout> call_layout = std::nullopt,
+                    const MaskSpec& mask = {}) {
   SpData d = make_data(p);
   const std::vector<int> ranks = only >= 0 ? std::vector<int>{only} : g.local_ranks();
   // Each rank's shards on its own device (the group says which).
@@ -76,6 +77,7 @@ Comparison run_cuda(const SpProblem& p, const RankGroup& g, int only = -1, std::
     a.out = up(d.sout[r]);  // poisoned
     a.lse = up(d.slse[r]);
     a.causal = p.causal;
+    a.mask = mask;
     a.stream = streams[i];
     args.shards.push_back(a);
   }
@@ -93,6 +95,7 @@ Comparison run_cuda(const SpProblem& p, const RankGroup& g, int only = -1, std::
     HostTensor out_unused(p.dtype, {p.batch, p.seq(), p.hq, p.head_dim});
     AttentionArgs ra = tensor_args(d.q, d.k, d.v, out_unused);
     ra.causal = p.causal;
+    ra.mask = mask;
     std::vector<std::int64_t> packed;
     for (int b = 0; b < p.batch; ++b) {
       for (std::int64_t r : rows) packed.push_back(b * p.seq() + r);
@@ -108,7 +111,7 @@ Comparison run_cuda(const SpProblem& p, const RankGroup& g, int only = -1, std::
       return (row / p.rows * p.hq + h) * p.rows + row % p.rows;
     });
   }
-  return compare_global(p, d, assemble(p, d.sout, d.slse), every);
+  return compare_global(p, d, assemble(p, d.sout, d.slse), every, mask);
 }
 
 void expect_close(const Comparison& c, DType t, const std::string& what) {
@@ -166,6 +169,31 @@ TEST(SequenceParallelPeerCopyHeadDims, Bf16AtHeadDims64And256) {
     p.seed = 11 + d;
     expect_close(run_cuda(p, RankGroup::local_cuda({0, 0}, Transport::peer_copy)), p.dtype,
                  "D" + std::to_string(d));
+  }
+}
+
+// A sliding window with global tokens over global positions (head_parallel, and causal
+// all_gather), three ranks on GPU 0.
+TEST(SequenceParallelPeerCopyMasks, WindowAndGlobalTokens) {
+  NEED_GPUS(1);
+  for (auto strategy : {SeqParallelStrategy::head_parallel, SeqParallelStrategy::all_gather}) {
+    SpProblem p;
+    p.world = 3;
+    p.rows = 2 * 130;
+    p.hq = 6;
+    p.hkv = 3;
+    p.head_dim = 128;
+    p.dtype = DType::bf16;
+    p.causal = true;
+    p.layout = ShardLayout::zigzag;
+    p.strategy = strategy;
+    MaskSpec m;
+    m.window_left = 200;
+    m.window_right = 0;
+    m.global_tokens = 16;
+    expect_close(
+        run_cuda(p, RankGroup::local_cuda({0, 0, 0}, Transport::peer_copy), -1, 1, std::nullopt, m),
+        p.dtype, to_string(strategy));
   }
 }
 
