@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "cuda/cuda_check.h"
+#include "cuda/half_convert.cuh"
 #include "dist/cuda/dist_kernels.h"
 
 namespace gpuattn::dist {
@@ -37,26 +38,8 @@ __global__ void copy_view_kernel(CopyDims c) {
   }
 }
 
-template <typename T>
-__device__ float to_f(T x);
-template <>
-__device__ float to_f<__half>(__half x) {
-  return __half2float(x);
-}
-template <>
-__device__ float to_f<__nv_bfloat16>(__nv_bfloat16 x) {
-  return __bfloat162float(x);
-}
-template <typename T>
-__device__ T from_f(float x);
-template <>
-__device__ __half from_f<__half>(float x) {
-  return __float2half_rn(x);
-}
-template <>
-__device__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
+using cvt::from_f;
+using cvt::to_f;
 
 struct MergeArgs {
   float* acc_o;

@@ -7,6 +7,7 @@
 #include <climits>
 #include <string>
 
+#include "cuda/half_convert.cuh"
 #include "engine/cuda/kernels.h"
 
 namespace gpuattn::engine::cuda {
@@ -20,22 +21,8 @@ void check_launch(const char* what) {
   }
 }
 
-__device__ inline float to_f(__half v) {
-  return __half2float(v);
-}
-__device__ inline float to_f(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-template <typename T>
-__device__ inline T from_f(float v);
-template <>
-__device__ inline __half from_f<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ inline __nv_bfloat16 from_f<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
+using cvt::from_f;
+using cvt::to_f;
 
 template <typename T>
 __global__ void embed_kernel(const std::int32_t* tokens, const std::int32_t* positions, int C,
