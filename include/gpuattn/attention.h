@@ -84,8 +84,9 @@ struct MaskSpec {
 // Causal masking is bottom-right aligned when Sq != Sk (flash-attn >= 2.1): query i sees key j iff
 // j <= i + Sk - Sq. A query row that sees no key gets out = 0 and lse = -inf. `mask` adds a
 // sliding window, global tokens and a block-sparse layout (see MaskSpec).
-// q/k/v/out share a dtype: f16 or bf16 (either backend) or f32 (CPU backend only); D is 64, 128
-// or 256 (any other is ErrorCode::not_supported).
+// q/k/v/out share a dtype: f16 or bf16 (either backend) or f32 (CPU backend only), except that k/v
+// may be an 8-bit quantized cache (k_scale below); D is 64, 128 or 256 (any other is
+// ErrorCode::not_supported).
 struct AttentionArgs {
   TensorView q, k, v, out;
   TensorView lse;  // optional
@@ -116,6 +117,22 @@ struct AttentionArgs {
   // contiguous buffer from the library's pool (2 x B x max used keys x Hkv x D elements, freed on
   // `stream`) and runs on it. Every mask and precision works with it, on both backends.
   TensorView block_table;
+
+  // Optional: a quantized KV cache (INT8 or FP8 with per-head scales). k and v are then of dtype
+  // i8 or e4m3 (both the same; FP8 E4M3 is the OCP "fn" format, largest finite 448) while q and
+  // out are f16 or bf16 (f32 too on the CPU backend), and k_scale / v_scale are float32 [Hkv] (one
+  // scale a KV head) or [1] (one for every head), on q's device, each positive and finite: element
+  // x of KV head hk stands for x * k_scale[hk] in K (v_scale[hk] in V). append_kv writes such a
+  // cache from 16-bit keys and values with the same scales. Required with 8-bit k/v, absent
+  // otherwise. Any layout and mask works: dense, varlen, seqused_k, paged, every mask and
+  // precision, on both backends. On CUDA, decode calls (as at seqused_k) read the 8-bit cache in
+  // place in the split-KV decode kernel (half the bytes of a 16-bit cache; the scales are applied
+  // to the scores and the output, never per element), and every other call first dequantizes the
+  // keys each sequence uses into a 16-bit buffer from the library's pool (as a paged prefill
+  // gathers its pages). On CUDA the scale values are checked on a host copy when check_indices is
+  // set (a stream synchronization), and trusted otherwise.
+  TensorView k_scale;
+  TensorView v_scale;
 
   // CUDA only: whether cu_seqlens_q/k, seqused_k and block_table values are checked on a host
   // copy before any kernel runs (a stream synchronization; every bad value is then an

@@ -1,7 +1,9 @@
-// Host-side conversions between float and the 16-bit storage types (IEEE fp16, bfloat16), round to
-// nearest even. Used by the CPU backend, the tests and the tools; no CUDA headers.
+// Host-side conversions between float and the 16-bit storage types (IEEE fp16, bfloat16) and the
+// 8-bit ones of a quantized KV cache (FP8 E4M3, int8), round to nearest even. Used by the CPU
+// backend, the tests and the tools; no CUDA headers.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -65,6 +67,44 @@ inline float f16_to_float(std::uint16_t h) {
     return bits_float(sign | static_cast<std::uint32_t>(112 - e) << 23 | (mant & 0x3ffu) << 13);
   }
   return bits_float(sign | (exp + 112) << 23 | mant << 13);
+}
+
+// FP8 E4M3 (OCP "fn": exponent bias 7, no infinities, 0x7f/0xff NaN, largest finite 448).
+// float -> e4m3 rounds to nearest even and saturates to +-448 (PTX cvt.rn.satfinite); NaN stays
+// NaN.
+inline float e4m3_to_float(std::uint8_t b) {
+  const float sign = (b & 0x80u) ? -1.f : 1.f;
+  const int e = (b >> 3) & 0xf, m = b & 7;
+  if (e == 15 && m == 7) return std::nanf("");
+  if (e == 0) return sign * std::ldexp(static_cast<float>(m), -9);
+  return sign * std::ldexp(1.f + static_cast<float>(m) / 8.f, e - 7);
+}
+inline std::uint8_t float_to_e4m3(float f) {
+  if (std::isnan(f)) return 0x7f;
+  const std::uint8_t sign = std::signbit(f) ? 0x80 : 0x00;
+  const float a = std::fabs(f);
+  if (a >= 448.f) return sign | 0x7e;
+  if (a < 0.015625f) {  // below 2^-6: subnormal steps of 2^-9 (the result 8 is 2^-6, normal)
+    return sign | static_cast<std::uint8_t>(std::nearbyint(std::ldexp(a, 9)));
+  }
+  int e = 0;
+  const float frac = std::frexp(a, &e);  // a = frac * 2^e, frac in [0.5, 1)
+  --e;                                   // a = (2 frac) * 2^e, 2 frac in [1, 2)
+  int m = static_cast<int>(std::nearbyint((2.f * frac - 1.f) * 8.f));
+  if (m == 8) {
+    m = 0;
+    ++e;
+  }
+  const int bits = ((e + 7) << 3) | m;
+  return sign | static_cast<std::uint8_t>(bits > 0x7e ? 0x7e : bits);
+}
+
+// int8 of a quantized KV cache: round to nearest even, clamped to [-127, 127] (symmetric); NaN
+// becomes 0 (PTX cvt.rni.sat).
+inline std::int8_t float_to_i8(float f) {
+  if (std::isnan(f)) return 0;
+  const float r = std::nearbyint(f);
+  return static_cast<std::int8_t>(r > 127.f ? 127.f : r < -127.f ? -127.f : r);
 }
 
 }  // namespace gpuattn

@@ -10,8 +10,10 @@
 
 namespace gpuattn {
 
-// u8: block-sparse layouts (AttentionArgs::mask.block_sparse).
-enum class DType : std::uint8_t { f16, bf16, f32, i32, u8 };
+// u8: block-sparse layouts (AttentionArgs::mask.block_sparse). i8 (int8) and e4m3 (FP8 E4M3, the
+// OCP "fn" variant: no infinities, 0x7f/0xff NaN, largest finite 448): quantized KV caches
+// (AttentionArgs::k_scale).
+enum class DType : std::uint8_t { f16, bf16, f32, i32, u8, i8, e4m3 };
 enum class Device : std::uint8_t { cpu, cuda };
 
 const char* to_string(DType t);

@@ -106,9 +106,10 @@ def _call(fw, q, *args, **kwargs):
     _C.attention_forward(*args, stream=stream, **kwargs)
 
 
-def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_indices):
+def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_indices,
+               k_scale=None, v_scale=None):
     """k/v appended to the caches in place (the caches are passed as they are: a copy would
-    lose the write)."""
+    lose the write; a float8 cache as a uint8 view of the same memory)."""
     for value, name in ((v_cache, "v_cache"), (k, "k"), (v, "v"), (cache_seqlens, "cache_seqlens"),
                         (block_table, "block_table")):
         if value is not None:
@@ -116,6 +117,12 @@ def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_ind
     k = _prepare(fw, k, "k")
     v = _prepare(fw, v, "v")
     stream = 0
+    kv_format = ""
+    if k_scale is not None or v_scale is not None:
+        k_cache, kv_format = _kv_cache(fw, k_cache)
+        v_cache, _ = _kv_cache(fw, v_cache)
+        k_scale = _kv_scale(fw, k_scale, k_cache, "k_scale")
+        v_scale = _kv_scale(fw, v_scale, k_cache, "v_scale")
     args = [k_cache, v_cache, k, v, cache_seqlens]
     table = block_table
     if fw == "torch":
@@ -125,7 +132,10 @@ def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_ind
         to_dlpack = torch.utils.dlpack.to_dlpack
         args = [to_dlpack(a) for a in args]
         table = to_dlpack(table) if table is not None else None
-    _C.append_kv(*args, block_table=table, check_indices=bool(check_indices), stream=stream)
+        k_scale = to_dlpack(k_scale) if k_scale is not None else None
+        v_scale = to_dlpack(v_scale) if v_scale is not None else None
+    _C.append_kv(*args, block_table=table, check_indices=bool(check_indices), stream=stream,
+                 k_scale=k_scale, v_scale=v_scale, kv_format=kv_format)
 
 
 def _current_raw_stream(torch, q):
@@ -257,9 +267,37 @@ def _resolve_mask(window_size, causal, seqlen_q, seqlen_k, global_tokens=0, glob
 # ---- the shared forward --------------------------------------------------------------------
 
 
+def _kv_cache(fw, cache):
+    """A quantized cache as the native module takes it: torch float8_e4m3fn tensors cross as their
+    uint8 bytes with kv_format 'e4m3' (DLPack exports of float8 vary between torch versions), and
+    uint8 arrays are read as E4M3 bytes; int8 and everything else as they are."""
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        f8 = getattr(torch, "float8_e4m3fn", None)
+        if f8 is not None and isinstance(cache, torch.Tensor) and cache.dtype == f8:
+            return cache.view(torch.uint8), "e4m3"
+    if str(getattr(cache, "dtype", "")).split(".")[-1] == "uint8":  # E4M3 bytes (numpy has no f8)
+        return cache, "e4m3"
+    return cache, ""
+
+
+def _kv_scale(fw, scale, like, name):
+    """k_scale / v_scale: an array (float32 [nheads_k] or [1], as the library checks it) or a
+    Python float, made a float32 [1] array on like's device."""
+    if scale is None or not isinstance(scale, (int, float)) or isinstance(scale, bool):
+        if scale is not None:
+            _check_same_framework(fw, scale, name)
+        return scale
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        return torch.full((1,), float(scale), dtype=torch.float32, device=like.device)
+    np = sys.modules["numpy"]
+    return np.full((1,), float(scale), dtype=np.float32)
+
+
 def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0,
              softmax_scale, mask, want_lse, seqused_k=None, block_table=None,
-             check_indices=True):
+             check_indices=True, k_scale=None, v_scale=None):
     """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
     (out, lse or None)."""
     fw = _framework(q, "q")
@@ -288,6 +326,11 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
         mask = dict(mask, block_table=block_table)
     if not check_indices:
         mask = dict(mask, check_indices=False)
+    if k_scale is not None or v_scale is not None:
+        k, kv_format = _kv_cache(fw, k)
+        v, _ = _kv_cache(fw, v)
+        mask = dict(mask, k_scale=_kv_scale(fw, k_scale, q, "k_scale"),
+                    v_scale=_kv_scale(fw, v_scale, q, "v_scale"), kv_format=kv_format)
     _call(fw, q, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
           softmax_scale, **mask)
     return out, lse
@@ -410,7 +453,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                             block_table=None, softmax_scale=None, causal=False,
                             window_size=(-1, -1), softcap=0.0, rotary_interleaved=True,
                             alibi_slopes=None, num_splits=0, return_softmax_lse=False, *,
-                            check_indices=True):
+                            check_indices=True, k_scale=None, v_scale=None):
     """Attention of q (batch, seqlen_q, nheads, headdim) over a KV cache k_cache/v_cache
     (batch, seqlen_cache, nheads_k, headdim), or with block_table a paged cache.
 
@@ -433,6 +476,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     check_indices=False (keyword only, not
     in flash-attn) skips the host copies on CUDA: the call stays asynchronous and can be captured
     into a CUDA graph, and cache_seqlens and block_table are trusted as flash-attn trusts them.
+    k_scale/v_scale (keyword only, as vLLM names them; float32 (nheads_k,) or (1,) arrays on q's
+    device, or Python floats) make k_cache/v_cache a quantized cache of int8 or float8_e4m3fn
+    (torch.float8_e4m3fn, or uint8 bytes): element x of kv head h stands for x * k_scale[h]
+    (v_scale for v). Decode calls read the 8-bit cache in place; k/v appended are quantized
+    (x / scale, rounded to nearest even, saturated).
 
     Returns out, or (out, softmax_lse float32 (batch, nheads, seqlen_q)) with
     return_softmax_lse=True.
@@ -467,7 +515,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             seqused = _full_int32(_framework(q, "q"), q, q.shape[0], cache_seqlens)
     if k is not None:
         fw = _framework(q, "q")
-        _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices)
+        _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices,
+                   k_scale=k_scale, v_scale=v_scale)
         n = getattr(k, "shape", (0, 0))[1]
         if fw == "torch":
             seqused = (seqused + n).to(sys.modules["torch"].int32)
@@ -481,6 +530,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     mask = _resolve_mask(window_size, causal, sq, sk)
     out, lse = _forward(q, k_cache, v_cache, softmax_scale=scale, mask=mask,
                         want_lse=return_softmax_lse, seqused_k=seqused, block_table=block_table,
-                        check_indices=bool(check_indices))
+                        check_indices=bool(check_indices), k_scale=k_scale, v_scale=v_scale)
     return (out, lse) if return_softmax_lse else out
 

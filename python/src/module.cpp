@@ -56,6 +56,10 @@ gpuattn::DType to_dtype(nb::dlpack::dtype t, const char* name) {
     if (t.code == static_cast<std::uint8_t>(C::Float) && t.bits == 32) return gpuattn::DType::f32;
     if (t.code == static_cast<std::uint8_t>(C::Int) && t.bits == 32) return gpuattn::DType::i32;
     if (t.code == static_cast<std::uint8_t>(C::UInt) && t.bits == 8) return gpuattn::DType::u8;
+    if (t.code == static_cast<std::uint8_t>(C::Int) && t.bits == 8) return gpuattn::DType::i8;
+    if (t.code == static_cast<std::uint8_t>(C::Float8_E4M3FN) && t.bits == 8) {
+      return gpuattn::DType::e4m3;
+    }
   }
   // An unsupported q dtype is "not supported"; any other tensor with a dtype we cannot even
   // describe cannot match q, so it is an invalid argument (as a dtype mismatch is in the core).
@@ -64,7 +68,8 @@ gpuattn::DType to_dtype(nb::dlpack::dtype t, const char* name) {
       is_q ? gpuattn::ErrorCode::not_supported : gpuattn::ErrorCode::invalid_argument,
       std::string(name) + " has dtype " + dtype_str(t) +
           ", which is not supported (float16, bfloat16, float32; int32 for "
-          "cu_seqlens; uint8 for the block-sparse layout)");
+          "cu_seqlens; uint8 for the block-sparse layout; int8 or float8_e4m3fn for a quantized "
+          "KV cache)");
 }
 
 // DLPack -> TensorView. Strides from DLPack are already in elements; a missing strides array
@@ -106,6 +111,21 @@ gpuattn::TensorView to_view(const Array& a, const char* name) {
   return t;
 }
 
+// A quantized cache's k/v: int8 or float8_e4m3fn arrays as they are, or uint8 arrays read as
+// `kv_format` ("e4m3": FP8 E4M3 bytes, for frameworks whose DLPack export has no float8 type).
+template <typename Array>
+gpuattn::TensorView kv_view(const Array& a, const char* name, const std::string& kv_format) {
+  gpuattn::TensorView t = to_view(a, name);
+  if (kv_format.empty()) return t;
+  if (kv_format != "e4m3") invalid("kv_format '" + kv_format + "' is not one of '', 'e4m3'");
+  if (t.dtype != gpuattn::DType::u8 && t.dtype != gpuattn::DType::e4m3) {
+    invalid(std::string(name) + " has dtype " + gpuattn::to_string(t.dtype) +
+            " but kv_format 'e4m3' reads uint8 (or float8_e4m3fn) bytes");
+  }
+  t.dtype = gpuattn::DType::e4m3;
+  return t;
+}
+
 gpuattn::Precision to_precision(const std::string& s) {
   if (s == "standard") return gpuattn::Precision::standard;
   if (s == "compensated") return gpuattn::Precision::compensated;
@@ -127,11 +147,15 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
                        int window_left, int window_right, int global_tokens, int global_stride,
                        const std::optional<Input>& block_layout, int block_q, int block_k,
                        const std::optional<Input>& seqused_k,
-                       const std::optional<Input>& block_table, bool check_indices) {
+                       const std::optional<Input>& block_table, bool check_indices,
+                       const std::optional<Input>& k_scale, const std::optional<Input>& v_scale,
+                       const std::string& kv_format) {
   gpuattn::AttentionArgs args;
   args.q = to_view(q, "q");
-  args.k = to_view(k, "k");
-  args.v = to_view(v, "v");
+  args.k = kv_view(k, "k", kv_format);
+  args.v = kv_view(v, "v", kv_format);
+  if (k_scale) args.k_scale = to_view(*k_scale, "k_scale");
+  if (v_scale) args.v_scale = to_view(*v_scale, "v_scale");
   args.out = to_view(out, "out");
   if (lse) args.lse = to_view(*lse, "lse");
   if (cu_seqlens_q) args.cu_seqlens_q = to_view(*cu_seqlens_q, "cu_seqlens_q");
@@ -242,10 +266,14 @@ gpuattn::Precision precision_of(const std::string& s) {
 
 void append_kv(const Output& k_cache, const Output& v_cache, const Input& k_new, const Input& v_new,
                const Input& cache_seqlens, const std::optional<Input>& block_table,
-               bool check_indices, std::uintptr_t stream, const std::string& backend) {
+               bool check_indices, std::uintptr_t stream, const std::string& backend,
+               const std::optional<Input>& k_scale, const std::optional<Input>& v_scale,
+               const std::string& kv_format) {
   gpuattn::AppendKvArgs args;
-  args.k_cache = to_view(k_cache, "k_cache");
-  args.v_cache = to_view(v_cache, "v_cache");
+  args.k_cache = kv_view(k_cache, "k_cache", kv_format);
+  args.v_cache = kv_view(v_cache, "v_cache", kv_format);
+  if (k_scale) args.k_scale = to_view(*k_scale, "k_scale");
+  if (v_scale) args.v_scale = to_view(*v_scale, "v_scale");
   args.k_new = to_view(k_new, "k");
   args.v_new = to_view(v_new, "v");
   args.cache_seqlens = to_view(cache_seqlens, "cache_seqlens");
@@ -276,6 +304,8 @@ NB_MODULE(_C, m) {
         nb::arg("block_layout").noconvert().none() = nb::none(), nb::arg("block_q") = 0,
         nb::arg("block_k") = 0, nb::arg("seqused_k").noconvert().none() = nb::none(),
         nb::arg("block_table").noconvert().none() = nb::none(), nb::arg("check_indices") = true,
+        nb::arg("k_scale").noconvert().none() = nb::none(),
+        nb::arg("v_scale").noconvert().none() = nb::none(), nb::arg("kv_format") = "",
         "Computes attention into `out` (and `lse` when given) with gpuattn::attention_forward.\n\n"
         "Dense: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out like q, lse float32 [B, Hq, Sq].\n"
         "Varlen (cu_seqlens given): q [total_q, Hq, D], k/v [total_k, Hkv, D], lse [Hq, "
@@ -291,6 +321,9 @@ NB_MODULE(_C, m) {
         "combined with `causal` as documented in gpuattn/attention.h. block_layout (uint8 "
         "[Hq or 1, ceil(Sq / block_q), ceil(Sk / block_k)], max_seqlen for varlen) with "
         "block_q/block_k is gpuattn::MaskSpec::block_sparse (None with 0/0: no block mask). "
+        "k_scale/v_scale (float32 [Hkv] or [1] on q's device) make k/v a quantized cache of "
+        "int8 or float8_e4m3fn (uint8 bytes with kv_format='e4m3'): element x of kv head h is "
+        "x * k_scale[h]. "
         "Raises ValueError (invalid input), NotImplementedError (not "
         "supported) or RuntimeError (CUDA error); out/lse are untouched on error.");
 
@@ -299,9 +332,13 @@ NB_MODULE(_C, m) {
         nb::arg("cache_seqlens").noconvert(),
         nb::arg("block_table").noconvert().none() = nb::none(), nb::arg("check_indices") = true,
         nb::arg("stream") = 0, nb::arg("backend") = "auto",
+        nb::arg("k_scale").noconvert().none() = nb::none(),
+        nb::arg("v_scale").noconvert().none() = nb::none(), nb::arg("kv_format") = "",
         "Appends k_new/v_new [B, Snew, Hkv, D] to k_cache/v_cache in place at rows "
         "cache_seqlens[b].. (gpuattn::append_kv): a dense cache [B, Sk, Hkv, D], or with "
         "block_table a page pool [num_pages, page_size, Hkv, D]. cache_seqlens is not updated. "
+        "With k_scale/v_scale the cache is int8 or float8_e4m3fn (uint8 bytes with "
+        "kv_format='e4m3') and the new rows are quantized: x / scale, rounded and saturated. "
         "Raises ValueError naming a bad input, with the caches untouched.");
 
   m.def("choose_sparsity", &choose_sparsity, nb::arg("seqlen"), nb::arg("batch"), nb::arg("heads"),

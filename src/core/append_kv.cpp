@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/fwd_params.h"
+
 namespace gpuattn {
 namespace {
 
@@ -117,20 +119,33 @@ AppendParams make_append_params(const AppendKvArgs& a) {
   check_operand(a.v_cache, "v_cache", cache_layout, a.k_cache);
   check_operand(a.k_new, "k_new", "[B, Snew, Hkv, D]", a.k_cache);
   check_operand(a.v_new, "v_new", "[B, Snew, Hkv, D]", a.k_cache);
-  const DType t = a.k_cache.dtype;
-  if (t != DType::f16 && t != DType::bf16 && t != DType::f32) {
-    invalid(std::string("k_cache dtype ") + to_string(t) + " is not float16, bfloat16 or float32");
+  // The cache's dtype, and the new rows': the same, or a quantized cache (int8, e4m3) written from
+  // float16 / bfloat16 (float32 on the CPU) rows with k_scale / v_scale.
+  const DType cache_t = a.k_cache.dtype;
+  const DType t = a.k_new.dtype;
+  const bool quantized = is_quantized_kv(cache_t);
+  if (!quantized && cache_t != DType::f16 && cache_t != DType::bf16 && cache_t != DType::f32) {
+    invalid(std::string("k_cache dtype ") + to_string(cache_t) +
+            " is not float16, bfloat16, float32, int8 or float8_e4m3fn");
   }
-  for (auto [v, name] : {std::pair{&a.v_cache, "v_cache"}, std::pair{&a.k_new, "k_new"},
-                         std::pair{&a.v_new, "v_new"}}) {
-    if (v->dtype != t) {
-      invalid(std::string(name) + " dtype " + to_string(v->dtype) + " differs from k_cache dtype " +
-              to_string(t));
-    }
+  if (a.v_cache.dtype != cache_t) {
+    invalid(std::string("v_cache dtype ") + to_string(a.v_cache.dtype) +
+            " differs from k_cache dtype " + to_string(cache_t));
+  }
+  if (quantized ? (t != DType::f16 && t != DType::bf16 && t != DType::f32) : t != cache_t) {
+    invalid(std::string("k_new dtype ") + to_string(t) +
+            (quantized ? std::string(" cannot be quantized into a ") + to_string(cache_t) +
+                             " cache (float16, bfloat16; float32 on the CPU)"
+                       : std::string(" differs from k_cache dtype ") + to_string(cache_t)));
+  }
+  if (a.v_new.dtype != t) {
+    invalid(std::string("v_new dtype ") + to_string(a.v_new.dtype) + " differs from k_new dtype " +
+            to_string(t));
   }
   if (a.k_cache.device == Device::cuda && t == DType::f32) {
-    throw Error(ErrorCode::not_supported,
-                "gpuattn::append_kv: float32 caches are supported on the CPU backend only");
+    throw Error(
+        ErrorCode::not_supported,
+        "gpuattn::append_kv: float32 caches and rows are supported on the CPU backend only");
   }
   if (a.backend == Backend::cpu && a.k_cache.device != Device::cpu) {
     invalid("backend cpu was requested but the caches are on cuda");
@@ -182,10 +197,17 @@ AppendParams make_append_params(const AppendKvArgs& a) {
   p.hkv = static_cast<int>(a.k_cache.shape[2]);
   p.head_dim = static_cast<int>(a.k_cache.shape[3]);
   p.dtype = t;
+  p.cache_dtype = cache_t;
+  p.scale_stride = check_kv_scale_views(a.k_scale, a.v_scale, cache_t, p.hkv, a.k_cache, "k_cache",
+                                        "gpuattn::append_kv");
+  if (quantized) {
+    p.k_scale = static_cast<const float*>(a.k_scale.data);
+    p.v_scale = static_cast<const float*>(a.v_scale.data);
+  }
   p.device = a.k_cache.device;
   p.device_index = a.k_cache.device_index;
   p.check_indices = a.check_indices;
-  if ((p.head_dim * element_size(t)) % 16 != 0) {
+  if ((p.head_dim * element_size(cache_t)) % 16 != 0) {
     invalid("head dim " + std::to_string(p.head_dim) + " is not a multiple of 16 bytes");
   }
 

@@ -29,7 +29,13 @@ struct AppendParams {
   int seqlen_k = 0;  // slots a sequence has: Sk, or max_pages * page_size
   int hkv = 0;
   int head_dim = 0;
-  DType dtype = DType::f16;
+  DType dtype = DType::f16;        // k_new / v_new
+  DType cache_dtype = DType::f16;  // k_cache / v_cache: dtype, or a quantized cache (i8, e4m3)
+  // A quantized cache's scales (nullptr: none): new element x of KV head hk is stored as x /
+  // k_scale[hk * scale_stride] rounded (v: v_scale).
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  int scale_stride = 0;
   Device device = Device::cpu;
   int device_index = 0;
   bool check_indices = true;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace gpuattn {
 namespace {
@@ -226,6 +227,77 @@ void check_cu_seqlens(const std::int32_t* cu, int batch, std::int64_t total, int
   }
 }
 
+void check_kv_scales(const float* k_scale, const float* v_scale, int n, const char* fn) {
+  for (auto [scales, name] : {std::pair{k_scale, "k_scale"}, std::pair{v_scale, "v_scale"}}) {
+    for (int i = 0; i < n; ++i) {
+      if (!(std::isfinite(scales[i]) && scales[i] > 0.f)) {
+        throw Error(ErrorCode::invalid_argument,
+                    std::string(fn) + ": " + name + "[" + std::to_string(i) + "] is " +
+                        std::to_string(scales[i]) + ", must be positive and finite");
+      }
+    }
+  }
+}
+
+int check_kv_scale_views(const TensorView& k_scale, const TensorView& v_scale, DType kv, int hkv,
+                         const TensorView& ref, const char* ref_name, const char* fn) {
+  auto bad = [fn](const std::string& msg) {
+    throw Error(ErrorCode::invalid_argument, std::string(fn) + ": " + msg);
+  };
+  const bool quantized = is_quantized_kv(kv);
+  int stride = 0;
+  for (auto [t, name] : {std::pair{&k_scale, "k_scale"}, std::pair{&v_scale, "v_scale"}}) {
+    if (!quantized) {
+      if (t->present()) {
+        bad(std::string(name) + " is given but the cache dtype is " + to_string(kv) +
+            " (scales are for an int8 or float8_e4m3fn cache)");
+      }
+      continue;
+    }
+    if (!t->present()) {
+      bad(std::string("the cache dtype is ") + to_string(kv) + " but " + name +
+          " is missing (float32 [Hkv] or [1])");
+    }
+    if (t->data == nullptr) bad(std::string(name) + " is a null pointer");
+    if (t->dtype != DType::f32) {
+      bad(std::string(name) + " has dtype " + to_string(t->dtype) + ", expected float32");
+    }
+    if (t->rank != 1 || (t->shape[0] != hkv && t->shape[0] != 1)) {
+      bad(std::string(name) + " has shape " + shape_str(*t) +
+          ", expected [Hkv = " + std::to_string(hkv) + "] or [1]");
+    }
+    if (t->stride[0] < 0) {
+      bad(std::string(name) + " has a negative stride " + std::to_string(t->stride[0]));
+    }
+    if (reinterpret_cast<std::uintptr_t>(t->data) % 4 != 0) {
+      bad(std::string(name) + " pointer is not 4-byte aligned");
+    }
+    if (t->device != ref.device ||
+        (t->device == Device::cuda && t->device_index != ref.device_index)) {
+      bad(std::string(name) + " is on " + to_string(t->device) + ":" +
+          std::to_string(t->device_index) + " but " + ref_name + " is on " + to_string(ref.device) +
+          ":" + std::to_string(ref.device_index));
+    }
+  }
+  if (!quantized) return 0;
+  if (k_scale.shape[0] != v_scale.shape[0] || k_scale.stride[0] != v_scale.stride[0]) {
+    bad("k_scale " + shape_str(k_scale) + " and v_scale " + shape_str(v_scale) +
+        " differ in shape or stride (both [Hkv] or both [1], laid out alike)");
+  }
+  stride = k_scale.shape[0] == 1 ? 0 : static_cast<int>(k_scale.stride[0]);
+  if (k_scale.stride[0] > INT32_MAX) bad("k_scale stride exceeds 2^31 - 1");
+  if (ref.device == Device::cpu) {
+    const int n = k_scale.shape[0] == 1 ? 1 : hkv;
+    std::vector<float> ks(n), vs(n);
+    for (int i = 0; i < n; ++i) {
+      ks[i] = static_cast<const float*>(k_scale.data)[i * stride];
+      vs[i] = static_cast<const float*>(v_scale.data)[i * stride];
+    }
+    check_kv_scales(ks.data(), vs.data(), n, fn);
+  }
+  return stride;
+}
+
 void check_seqused_k(const std::int32_t* used, int batch, int seqlen_k) {
   for (int b = 0; b < batch; ++b) {
     if (used[b] < 0 || used[b] > seqlen_k) {
@@ -268,11 +340,19 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     fail(ErrorCode::not_supported, std::string("q dtype ") + to_string(a.q.dtype) +
                                        " is not supported (float16, bfloat16, float32 on CPU)");
   }
-  for (auto [t, name] : {std::pair{&a.k, "k"}, std::pair{&a.v, "v"}, std::pair{&a.out, "out"}}) {
-    if (t->dtype != a.q.dtype) {
-      invalid(std::string(name) + " dtype " + to_string(t->dtype) + " differs from q dtype " +
-              to_string(a.q.dtype));
-    }
+  if (a.out.dtype != a.q.dtype) {
+    invalid(std::string("out dtype ") + to_string(a.out.dtype) + " differs from q dtype " +
+            to_string(a.q.dtype));
+  }
+  // k/v: q's dtype, or both an 8-bit quantized cache (k_scale / v_scale, checked below).
+  const bool quantized = is_quantized_kv(a.k.dtype);
+  if (!quantized && a.k.dtype != a.q.dtype) {
+    invalid(std::string("k dtype ") + to_string(a.k.dtype) + " differs from q dtype " +
+            to_string(a.q.dtype) + " (k/v take q's dtype, or int8 / float8_e4m3fn with k_scale)");
+  }
+  if (a.v.dtype != a.k.dtype) {
+    invalid(std::string("v dtype ") + to_string(a.v.dtype) + " differs from k dtype " +
+            to_string(a.k.dtype));
   }
 
   // devices and backend
@@ -345,7 +425,17 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
             " is negative (0 turns strided global tokens off)");
   }
 
+  const int kv_scale_stride =
+      check_kv_scale_views(a.k_scale, a.v_scale, a.k.dtype, static_cast<int>(hkv), a.q, "q",
+                           "gpuattn::attention_forward");
+
   FwdParams p;
+  if (quantized) {
+    p.k_scale = static_cast<const float*>(a.k_scale.data);
+    p.v_scale = static_cast<const float*>(a.v_scale.data);
+    p.kv_scale_stride = kv_scale_stride;
+  }
+  p.kv_dtype = a.k.dtype;
   p.q = a.q.data;
   p.k = a.k.data;
   p.v = a.v.data;

@@ -72,8 +72,19 @@ struct FwdParams {
   int num_pages = 0;
   // AttentionArgs::check_indices: the CUDA host side checks index arrays on a host copy.
   bool check_indices = true;
+  // A quantized K/V cache (AttentionArgs::k_scale; nullptr: none): k/v hold kv_dtype (i8, e4m3)
+  // and element x of KV head hk stands for x * k_scale[hk * kv_scale_stride] (v: v_scale). Read
+  // by the CPU backend, the reference and the decode kernel; every other CUDA kernel runs on a
+  // dequantized copy. kv_dtype is k's dtype (== dtype unless quantized).
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  int kv_scale_stride = 0;  // 1: a scale per KV head; 0: one for every head
+  DType kv_dtype = DType::f16;
 
   GPUATTN_HD bool is_varlen() const { return cu_seqlens_q != nullptr; }
+  GPUATTN_HD bool kv_quantized() const { return k_scale != nullptr; }
+  GPUATTN_HD float k_scale_of(int hk) const { return k_scale[hk * kv_scale_stride]; }
+  GPUATTN_HD float v_scale_of(int hk) const { return v_scale[hk * kv_scale_stride]; }
   GPUATTN_HD int group_size() const { return hq / hkv; }
   GPUATTN_HD int kv_head(int h) const { return h / (hq / hkv); }
 
@@ -258,6 +269,22 @@ static_assert(std::is_trivially_copyable_v<FwdParams>, "FwdParams is copied to t
 // cu_seqlens are checked by the CUDA backend through check_cu_seqlens() on a host copy.
 // Throws gpuattn::Error naming the offending value.
 FwdParams make_fwd_params(const AttentionArgs& args);
+
+// Checks host copies of a quantized call's scales (`n` entries each, packed): every one positive
+// and finite. `fn` names the entry point in the message.
+void check_kv_scales(const float* k_scale, const float* v_scale, int n, const char* fn);
+
+// Validates the scale tensors of a quantized cache of `kv` dtype (AttentionArgs and AppendKvArgs
+// k_scale / v_scale): both present for an i8/e4m3 cache, both absent otherwise; float32 [hkv] or
+// [1], 4-byte aligned, on the device of `ref` (named `ref_name`); on the host their values are
+// checked too. Returns the scale stride (1 per head, 0 for one scale). `fn` prefixes messages.
+int check_kv_scale_views(const TensorView& k_scale, const TensorView& v_scale, DType kv, int hkv,
+                         const TensorView& ref, const char* ref_name, const char* fn);
+
+// Whether `t` is the dtype of a quantized KV cache (i8, e4m3).
+inline bool is_quantized_kv(DType t) {
+  return t == DType::i8 || t == DType::e4m3;
+}
 
 // Checks a host copy of seqused_k: every entry in [0, seqlen_k].
 void check_seqused_k(const std::int32_t* used, int batch, int seqlen_k);

@@ -9,6 +9,8 @@ const char* to_string(DType t) {
     case DType::f32: return "float32";
     case DType::i32: return "int32";
     case DType::u8: return "uint8";
+    case DType::i8: return "int8";
+    case DType::e4m3: return "float8_e4m3fn";
   }
   return "unknown";
 }
@@ -19,7 +21,9 @@ const char* to_string(Device d) {
 
 std::size_t element_size(DType t) {
   switch (t) {
-    case DType::u8: return 1;
+    case DType::u8:
+    case DType::i8:
+    case DType::e4m3: return 1;
     case DType::f16:
     case DType::bf16: return 2;
     case DType::f32:

@@ -3,7 +3,34 @@
 #include <cstdint>
 #include <cstring>
 
+#include "gpuattn/numeric.h"
+
 namespace gpuattn {
+namespace {
+
+float load(const void* base, DType t, std::int64_t i) {
+  switch (t) {
+    case DType::f16: return f16_to_float(static_cast<const std::uint16_t*>(base)[i]);
+    case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(base)[i]);
+    default: return static_cast<const float*>(base)[i];
+  }
+}
+
+// Row `src` (head_dim elements of p.dtype) quantized into `dst` of p.cache_dtype: x / scale,
+// rounded to nearest even and saturated.
+void quantize_row(const AppendParams& p, const void* src, std::int64_t src_off, void* dst,
+                  std::int64_t dst_off, float scale) {
+  for (int d = 0; d < p.head_dim; ++d) {
+    const float x = load(src, p.dtype, src_off + d) / scale;
+    if (p.cache_dtype == DType::i8) {
+      static_cast<std::int8_t*>(dst)[dst_off + d] = float_to_i8(x);
+    } else {
+      static_cast<std::uint8_t*>(dst)[dst_off + d] = float_to_e4m3(x);
+    }
+  }
+}
+
+}  // namespace
 
 void cpu_append_kv(const AppendParams& p) {
   const std::size_t es = element_size(p.dtype), row = static_cast<std::size_t>(p.head_dim) * es;
@@ -11,16 +38,20 @@ void cpu_append_kv(const AppendParams& p) {
   auto* vc = static_cast<char*>(p.v_cache);
   const auto* kn = static_cast<const char*>(p.k_new);
   const auto* vn = static_cast<const char*>(p.v_new);
+  const bool quantized = p.k_scale != nullptr;
   for (int b = 0; b < p.batch; ++b) {
     for (int i = 0; i < p.seqlen_new; ++i) {
       const std::int64_t j = static_cast<std::int64_t>(p.cache_seqlens[b]) + i;
       for (int h = 0; h < p.hkv; ++h) {
-        std::memcpy(kc + p.kc_offset(b, j, h) * es,
-                    kn + (b * p.kn_batch_stride + i * p.kn_row_stride + h * p.kn_head_stride) * es,
-                    row);
-        std::memcpy(vc + p.vc_offset(b, j, h) * es,
-                    vn + (b * p.vn_batch_stride + i * p.vn_row_stride + h * p.vn_head_stride) * es,
-                    row);
+        const std::int64_t ko = b * p.kn_batch_stride + i * p.kn_row_stride + h * p.kn_head_stride;
+        const std::int64_t vo = b * p.vn_batch_stride + i * p.vn_row_stride + h * p.vn_head_stride;
+        if (quantized) {
+          quantize_row(p, kn, ko, kc, p.kc_offset(b, j, h), p.k_scale[h * p.scale_stride]);
+          quantize_row(p, vn, vo, vc, p.vc_offset(b, j, h), p.v_scale[h * p.scale_stride]);
+          continue;
+        }
+        std::memcpy(kc + p.kc_offset(b, j, h) * es, kn + ko * es, row);
+        std::memcpy(vc + p.vc_offset(b, j, h) * es, vn + vo * es, row);
       }
     }
   }

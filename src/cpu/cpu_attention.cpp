@@ -23,6 +23,7 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "gpuattn/numeric.h"
@@ -56,6 +57,16 @@ struct BF16 {
   using T = std::uint16_t;
   static float load(T x) { return bf16_to_float(x); }
   static T store(float x) { return float_to_bf16(x); }
+};
+
+// 8-bit K/V of a quantized cache (FwdParams::k_scale): loaded to fp32, then scaled per KV head.
+struct I8 {
+  using T = std::int8_t;
+  static float load(T x) { return x; }
+};
+struct E4M3 {
+  using T = std::uint8_t;
+  static float load(T x) { return e4m3_to_float(x); }
 };
 
 int round_up(int x, int m) {
@@ -140,12 +151,14 @@ struct WorkItem {
   double cost;  // visible query-key pairs, for longest-first scheduling
 };
 
-template <class E>
+// E: the storage type of q and out; KV: that of k and v (E, or an 8-bit quantized cache).
+template <class E, class KV>
 void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
   using T = typename E::T;
+  using TKV = typename KV::T;
   const T* q = static_cast<const T*>(p.q);
-  const T* k = static_cast<const T*>(p.k);
-  const T* v = static_cast<const T*>(p.v);
+  const TKV* k = static_cast<const TKV*>(p.k);
+  const TKV* v = static_cast<const TKV*>(p.v);
   T* o = static_cast<T*>(p.o);
   const int D = p.head_dim;
   const int b = it.b, h = it.h, hk = p.kv_head(h);
@@ -153,6 +166,8 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
   const int rows = it.rows;
   const int mpad = round_up(rows, kMicroM);
   const bool kahan = p.precision == Precision::compensated;
+  const float kscale = p.kv_quantized() ? p.k_scale_of(hk) : 1.f;
+  const float vscale = p.kv_quantized() ? p.v_scale_of(hk) : 1.f;
 
   // Q block -> fp32, rows beyond `rows` zero so the padded GEMM rows stay finite.
   for (int r = 0; r < mpad; ++r) {
@@ -182,11 +197,16 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
     const bool full = mask.tile_fully_visible(it.i0, i_last, j0, j_last, lq, lk);
     const int npad = round_up(bc, kMicroN);
     for (int c = 0; c < bc; ++c) {
-      const T* ks = k + p.k_offset(b, j0 + c, hk);
-      const T* vs = v + p.v_offset(b, j0 + c, hk);
+      const TKV* ks = k + p.k_offset(b, j0 + c, hk);
+      const TKV* vs = v + p.v_offset(b, j0 + c, hk);
       float* vd = &w.v[c * D];
-      for (int d = 0; d < D; ++d) w.kt[d * kBlockN + c] = E::load(ks[d]);
-      for (int d = 0; d < D; ++d) vd[d] = E::load(vs[d]);
+      if constexpr (std::is_same_v<KV, E>) {
+        for (int d = 0; d < D; ++d) w.kt[d * kBlockN + c] = KV::load(ks[d]);
+        for (int d = 0; d < D; ++d) vd[d] = KV::load(vs[d]);
+      } else {
+        for (int d = 0; d < D; ++d) w.kt[d * kBlockN + c] = KV::load(ks[d]) * kscale;
+        for (int d = 0; d < D; ++d) vd[d] = KV::load(vs[d]) * vscale;
+      }
     }
     for (int c = bc; c < npad; ++c) {
       for (int d = 0; d < D; ++d) w.kt[d * kBlockN + c] = 0.f;
@@ -338,7 +358,7 @@ std::vector<WorkItem> make_work_items(const FwdParams& p) {
   return items;
 }
 
-template <class E>
+template <class E, class KV = E>
 void run(const FwdParams& p) {
   const std::vector<WorkItem> items = make_work_items(p);
   if (items.empty()) return;
@@ -358,7 +378,7 @@ void run(const FwdParams& p) {
   std::atomic<std::size_t> next{0};
   auto worker = [&](Workspace& w) {
     for (std::size_t idx; (idx = next.fetch_add(1, std::memory_order_relaxed)) < items.size();) {
-      process_item<E>(p, items[idx], w);
+      process_item<E, KV>(p, items[idx], w);
     }
   };
   for (std::size_t t = 1; t < nthreads; ++t) {
@@ -372,15 +392,25 @@ void run(const FwdParams& p) {
   for (std::thread& t : threads) t.join();
 }
 
+// q/out of E's type, k/v of p.kv_dtype.
+template <class E>
+void run_kv(const FwdParams& p) {
+  if (p.kv_dtype == DType::i8) return run<E, I8>(p);
+  if (p.kv_dtype == DType::e4m3) return run<E, E4M3>(p);
+  run<E>(p);
+}
+
 }  // namespace
 
 void cpu_attention_forward(const FwdParams& p) {
   switch (p.dtype) {
-    case DType::f32: run<F32>(p); return;
-    case DType::f16: run<F16>(p); return;
-    case DType::bf16: run<BF16>(p); return;
+    case DType::f32: run_kv<F32>(p); return;
+    case DType::f16: run_kv<F16>(p); return;
+    case DType::bf16: run_kv<BF16>(p); return;
     case DType::i32:
-    case DType::u8: break;
+    case DType::u8:
+    case DType::i8:
+    case DType::e4m3: break;
   }
   throw Error(ErrorCode::not_supported,
               std::string("gpuattn::cpu_attention_forward: dtype ") + to_string(p.dtype));

@@ -17,6 +17,8 @@ double load(const void* base, DType t, std::int64_t idx) {
     case DType::f16: return f16_to_float(static_cast<const std::uint16_t*>(base)[idx]);
     case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(base)[idx]);
     case DType::f32: return static_cast<const float*>(base)[idx];
+    case DType::i8: return static_cast<const std::int8_t*>(base)[idx];
+    case DType::e4m3: return e4m3_to_float(static_cast<const std::uint8_t*>(base)[idx]);
     case DType::i32:
     case DType::u8: break;
   }
@@ -75,13 +77,18 @@ ReferenceResult reference_attention(const AttentionArgs& args,
       }
       if (nvis == 0) continue;  // out 0, lse -inf
       const int hk = p.kv_head(h);
+      // A quantized cache's elements stand for x * scale.
+      const double ks = p.kv_quantized() ? p.k_scale_of(hk) : 1.0;
+      const double vs = p.kv_quantized() ? p.v_scale_of(hk) : 1.0;
       const std::int64_t qo = p.q_offset(b, i, h);
       double m = -std::numeric_limits<double>::infinity();
       for (int t = 0; t < nvis; ++t) {
         const std::int64_t ko = p.k_offset(b, keys[t], hk);
         double dot = 0;
-        for (int d = 0; d < D; ++d) dot += load(p.q, p.dtype, qo + d) * load(p.k, p.dtype, ko + d);
-        s[t] = dot * static_cast<double>(p.scale);
+        for (int d = 0; d < D; ++d) {
+          dot += load(p.q, p.dtype, qo + d) * load(p.k, p.kv_dtype, ko + d);
+        }
+        s[t] = dot * ks * static_cast<double>(p.scale);
         m = std::max(m, s[t]);
       }
       double sum = 0;
@@ -90,7 +97,7 @@ ReferenceResult reference_attention(const AttentionArgs& args,
         const double e = std::exp(s[t] - m);
         sum += e;
         const std::int64_t vo = p.v_offset(b, keys[t], hk);
-        for (int d = 0; d < D; ++d) acc[d] += e * load(p.v, p.dtype, vo + d);
+        for (int d = 0; d < D; ++d) acc[d] += e * vs * load(p.v, p.kv_dtype, vo + d);
       }
       double* o = &r.out[(ri * p.hq + h) * D];
       for (int d = 0; d < D; ++d) o[d] = acc[d] / sum;

@@ -46,9 +46,12 @@ cudaDataType_t cuda_type(DType t) {
     case DType::bf16: return CUDA_R_16BF;
     case DType::f32: return CUDA_R_32F;
     case DType::i32:
-    case DType::u8: break;
+    case DType::u8:
+    case DType::i8:
+    case DType::e4m3: break;
   }
-  throw Error(ErrorCode::not_supported, "gpuattn baseline: no GEMM for dtype i32");
+  throw Error(ErrorCode::not_supported,
+              std::string("gpuattn baseline: no GEMM for dtype ") + to_string(t));
 }
 
 std::int64_t round_up(std::int64_t x, std::int64_t a) {

@@ -83,6 +83,21 @@ bool is_sm90(FwdKernel kernel) {
   return std::string_view(tile_config(kernel).name).substr(0, 5) == "sm90_";
 }
 
+// A quantized cache's scales checked on a host copy (`n` of them at `stride`, or one when the
+// stride is 0): positive and finite. Synchronizes `stream`.
+void check_scales(const float* k_scale, const float* v_scale, int stride, int n,
+                  cudaStream_t stream, const char* fn) {
+  const int count = stride == 0 ? 1 : n;
+  const std::size_t pitch = sizeof(float) * std::max(stride, 1);
+  std::vector<float> host(2 * static_cast<std::size_t>(count));
+  GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(host.data(), sizeof(float), k_scale, pitch, sizeof(float),
+                                       count, cudaMemcpyDeviceToHost, stream));
+  GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(host.data() + count, sizeof(float), v_scale, pitch,
+                                       sizeof(float), count, cudaMemcpyDeviceToHost, stream));
+  GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  check_kv_scales(host.data(), host.data() + count, count, fn);
+}
+
 // Whether decode_16x64 can run call p at all (DecodePlan's rows, standard precision, no mask
 // beyond causal), whatever the rule would pick.
 bool decode_takes(const FwdParams& p) {
@@ -114,6 +129,10 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
 // compiled instantiation of its dtype and head dim.
 void launch_forward(const FwdParams& p, cudaStream_t stream) {
   const FwdKernel kernel = pick_forward_kernel(p);
+  if (p.kv_quantized() && kernel != FwdKernel::decode_16x64) {
+    throw Error(ErrorCode::not_supported,
+                "gpuattn: internal error: an 8-bit cache reached a 16-bit kernel");
+  }
   if (kernel == FwdKernel::decode_16x64) return decode::fwd(p, stream);
   if (is_sm90(kernel)) {
     if (p.dtype == DType::f16) {
@@ -137,6 +156,43 @@ void launch_forward(const FwdParams& p, cudaStream_t stream) {
   throw Error(ErrorCode::not_supported,
               std::string("gpuattn::attention_forward: no CUDA kernel for dtype ") +
                   to_string(p.dtype) + " head dim " + std::to_string(p.head_dim));
+}
+
+// p reading 16-bit K/V of p.dtype at k / v instead of its cache (quantized or paged): no table,
+// no scales; the caller sets the strides.
+FwdParams dequantized(const FwdParams& p, const void* k, const void* v) {
+  FwdParams dp = p;
+  dp.block_table = nullptr;
+  dp.block_table_stride = 0;
+  dp.page_size = 0;
+  dp.num_pages = 0;
+  dp.k_scale = dp.v_scale = nullptr;
+  dp.kv_scale_stride = 0;
+  dp.kv_dtype = p.dtype;
+  dp.k = k;
+  dp.v = v;
+  dp.check_indices = false;  // checked before (or trusted, as the caller asked)
+  return dp;
+}
+
+// A dense call (paged, or a quantized cache, or both) that no kernel reads in place: the keys
+// [0, keys_used(b)) of every sequence, `rows` >= each, gathered (and dequantized) into a contiguous
+// 16-bit copy from the library's pool, freed on `stream` after the call that runs on it.
+void gathered_forward(const FwdParams& p, int longest, cudaStream_t stream) {
+  const int rows = std::max(longest, 1);
+  const std::size_t elems = static_cast<std::size_t>(p.batch) * rows * p.hkv * p.head_dim;
+  const std::size_t bytes = elems * element_size(p.dtype);
+  sm80::LaunchBuffer buffer(stream, 2 * bytes, 0);
+  char* const k = buffer.as<char>();
+  char* const v = k + bytes;
+  paged::gather(p, k, v, rows, stream);
+  FwdParams dp = dequantized(p, k, v);
+  dp.k_row_stride = dp.v_row_stride = static_cast<std::int64_t>(p.hkv) * p.head_dim;
+  dp.k_head_stride = dp.v_head_stride = p.head_dim;
+  dp.k_batch_stride = dp.v_batch_stride = static_cast<std::int64_t>(rows) * p.hkv * p.head_dim;
+  dp.seqlen_k = rows;
+  dp.total_k = static_cast<std::int64_t>(p.batch) * rows;
+  launch_forward(dp, stream);
 }
 
 // A paged call (p.block_table): the table (and seqused_k) checked on a host copy, then decode
@@ -173,26 +229,46 @@ void paged_forward(const FwdParams& p, cudaStream_t stream) {
     dp.seqlen_k = longest;
     return decode::fwd(dp, stream);
   }
-  const int rows = std::max(longest, 1);
-  const std::size_t elems = static_cast<std::size_t>(p.batch) * rows * p.hkv * p.head_dim;
-  const std::size_t bytes = elems * element_size(p.dtype);
+  gathered_forward(p, longest, stream);
+}
+
+// A quantized cache that is not paged: decode calls read it in place (the decode kernel over 8-bit
+// K/V), every other call runs on a dequantized copy (gathered_forward).
+void quantized_forward(const FwdParams& p, cudaStream_t stream) {
+  int longest = p.seqlen_k;
+  if (p.seqused_k != nullptr) {
+    check_device_pointer(p.seqused_k, p.device_index, "seqused_k");
+    if (p.check_indices) {
+      std::vector<std::int32_t> used(p.batch);
+      GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.seqused_k, sizeof(std::int32_t) * p.batch,
+                                         cudaMemcpyDeviceToHost, stream));
+      GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+      check_seqused_k(used.data(), p.batch, p.seqlen_k);
+      longest = *std::max_element(used.begin(), used.end());
+    }
+  }
+  if (decode_takes(p)) {
+    FwdParams dp = p;
+    dp.seqlen_k = longest;
+    return decode::fwd(dp, stream);
+  }
+  if (!p.is_varlen()) return gathered_forward(p, longest, stream);
+  // Varlen: the packed rows dequantized as they are (one sequence of total_k rows), then the
+  // call on them with its cu_seqlens.
+  FwdParams packed = p;
+  packed.batch = 1;
+  packed.cu_seqlens_q = packed.cu_seqlens_k = nullptr;
+  packed.seqlen_k = static_cast<int>(p.total_k);
+  const std::size_t bytes =
+      static_cast<std::size_t>(p.total_k) * p.hkv * p.head_dim * element_size(p.dtype);
   sm80::LaunchBuffer buffer(stream, 2 * bytes, 0);
   char* const k = buffer.as<char>();
   char* const v = k + bytes;
-  paged::gather(p, k, v, rows, stream);
-  FwdParams dp = p;
-  dp.block_table = nullptr;
-  dp.block_table_stride = 0;
-  dp.page_size = 0;
-  dp.num_pages = 0;
-  dp.k = k;
-  dp.v = v;
+  paged::gather(packed, k, v, static_cast<int>(p.total_k), stream);
+  FwdParams dp = dequantized(p, k, v);
   dp.k_row_stride = dp.v_row_stride = static_cast<std::int64_t>(p.hkv) * p.head_dim;
   dp.k_head_stride = dp.v_head_stride = p.head_dim;
-  dp.k_batch_stride = dp.v_batch_stride = static_cast<std::int64_t>(rows) * p.hkv * p.head_dim;
-  dp.seqlen_k = rows;
-  dp.total_k = static_cast<std::int64_t>(p.batch) * rows;
-  dp.check_indices = false;  // checked above (or trusted, as the caller asked)
+  dp.k_batch_stride = dp.v_batch_stride = 0;
   launch_forward(dp, stream);
 }
 
@@ -243,7 +319,15 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
     check_cu_seqlens(cu.data() + p.batch + 1, p.batch, p.total_k, p.seqlen_k, "cu_seqlens_k");
   }
 
+  if (p.kv_quantized()) {
+    check_device_pointer(p.k_scale, p.device_index, "k_scale");
+    check_device_pointer(p.v_scale, p.device_index, "v_scale");
+    if (p.check_indices)
+      check_scales(p.k_scale, p.v_scale, p.kv_scale_stride, p.hkv, stream,
+                   "gpuattn::attention_forward");
+  }
   if (p.is_paged()) return paged_forward(p, stream);
+  if (p.kv_quantized()) return quantized_forward(p, stream);
 
   // The one runtime-to-kernel dispatch: select_fwd_config (core/tile_config.h) picks the kernel
   // and tiles; decode calls (few query rows per KV head) take the split-KV kernel on any GPU;
@@ -299,6 +383,13 @@ void cuda_append_kv(const AppendParams& p, void* stream_ptr) {
     }
     GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
     check_append_indices(p, used.data(), table.empty() ? nullptr : table.data());
+  }
+  if (p.k_scale != nullptr) {
+    check_device_pointer(p.k_scale, p.device_index, "k_scale", fn);
+    check_device_pointer(p.v_scale, p.device_index, "v_scale", fn);
+    if (p.check_indices) {
+      check_scales(p.k_scale, p.v_scale, p.scale_stride, p.hkv, stream, "gpuattn::append_kv");
+    }
   }
   paged::append(p, stream);
 }

@@ -4,6 +4,7 @@
 namespace gpuattn::decode {
 
 void fwd(const FwdParams& p, cudaStream_t stream) {
+  if (p.kv_quantized()) return p.kv_dtype == DType::i8 ? fwd_i8(p, stream) : fwd_e4m3(p, stream);
   if (p.dtype == DType::f16) {
     if (p.head_dim == 64) return run_decode<__half, 64>(p, stream);
     if (p.head_dim == 128) return run_decode<__half, 128>(p, stream);

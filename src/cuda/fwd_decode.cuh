@@ -77,6 +77,153 @@ __device__ __forceinline__ std::uint32_t swz(int r, int c) {
   return static_cast<std::uint32_t>(r * Tr::kRowBytes + ((c ^ (r & 7)) << 4));
 }
 
+// The end of a decode CTA, once each warp has left its 16 rows of O (unnormalized, fp32, pitch
+// Tr::kOPitch), its row maxima and its quad sums in the merge area `merge` (the K/V ring's memory,
+// now free): the 4 warps' rows merged, scaled by out_scale (a quantized cache's v_scale, else 1),
+// then stored to out as T (and the LSE), or with splits left in the workspace for the CTA that
+// counts in last, which merges every split's rows in split order. Shared by decode_kernel and
+// the 8-bit cache's kernel (fwd_decode_q8.cuh).
+template <class Tr, typename T>
+__device__ __forceinline__ void merge_and_store(const FwdParams& p, const DecodeWork& work,
+                                                unsigned char* merge, int b, int hk, int s, int r0,
+                                                int rows, float out_scale) {
+  constexpr int D = Tr::kHeadDim;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int group = p.hq / p.hkv;
+  const long long unit =
+      (static_cast<long long>(b) * p.hkv + hk) * work.row_blocks + r0 / Tr::kRows;
+  float* const mo = reinterpret_cast<float*>(merge);
+  float* const mm = mo + Tr::kWarps * Tr::kRows * Tr::kOPitch;
+  float* const ml = mm + Tr::kWarps * Tr::kRows;
+  __syncthreads();
+  // Thread tid: row tid / 8 of the block, columns [(tid % 8) * D / 8, + D / 8).
+  constexpr int kCols = D / 8;
+  const int r = tid / 8, col0 = (tid % 8) * kCols;
+  float acc[kCols];
+  float m_all = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < Tr::kWarps; ++w) m_all = fmaxf(m_all, mm[w * Tr::kRows + r]);
+  const float m_use = m_all == -INFINITY ? 0.f : m_all;
+  float l_all = 0.f;
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) acc[c] = 0.f;
+#pragma unroll
+  for (int w = 0; w < Tr::kWarps; ++w) {
+    const float a = ptx::fast_exp2(mm[w * Tr::kRows + r] - m_use);
+    l_all += a * ml[w * Tr::kRows + r];
+    const float* src = mo + (w * Tr::kRows + r) * Tr::kOPitch + col0;
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) acc[c] += a * src[c];
+  }
+  const float inv = l_all > 0.f ? out_scale / l_all : 0.f;
+  // log2-sum-exp of the row over this CTA's keys (-inf: none seen)
+  const float lse2 = l_all > 0.f ? m_all + log2f(l_all) : -INFINITY;
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) acc[c] *= inv;
+  // Row r of the block, columns [c0, c0 + kCols), to out (and its LSE, from the row's first
+  // thread), unless the packed row lies past the sequence.
+  auto store_row = [&](int row, int c0, const float(&v)[kCols], float l2) {
+    const int prow = r0 + row;
+    const int qi = prow / group, h = hk * group + prow % group;
+    T* const out = static_cast<T*>(p.o) + p.o_offset(b, qi, h) + c0;
+#pragma unroll
+    for (int c = 0; c < kCols; c += 8) {
+      uint4 u;
+      u.x = ptx::pack2<T>(v[c], v[c + 1]);
+      u.y = ptx::pack2<T>(v[c + 2], v[c + 3]);
+      u.z = ptx::pack2<T>(v[c + 4], v[c + 5]);
+      u.w = ptx::pack2<T>(v[c + 6], v[c + 7]);
+      ptx::st_global_v4(out + c, u);
+    }
+    if (p.lse != nullptr && tid % 8 == 0) {
+      p.lse[p.lse_offset(b, qi, h)] = l2 == -INFINITY ? -INFINITY : l2 * 0.69314718055994531f;
+    }
+  };
+
+  const int valid_rows = min(Tr::kRows, rows - r0);
+  if (work.splits == 1) {
+    if (r < valid_rows) store_row(r, col0, acc, lse2);
+    return;
+  }
+  // Leave this split's valid rows in its slot and count in; the CTA that counts last merges.
+  {
+    const long long slot = unit * work.splits + s;
+    if (r < valid_rows) {
+      float* const wo = work.o + (slot * Tr::kRows + r) * D + col0;
+#pragma unroll
+      for (int c = 0; c < kCols; c += 4) {
+        __stcg(reinterpret_cast<float4*>(wo + c),
+               make_float4(acc[c], acc[c + 1], acc[c + 2], acc[c + 3]));
+      }
+      if (tid % 8 == 0) __stcg(work.lse2 + slot * Tr::kRows + r, lse2);
+    }
+  }
+  __threadfence();
+  __shared__ int last;
+  __syncthreads();  // (also: every thread is done with the merge area, reused below)
+  if (tid == 0) {
+    last = atomicAdd(work.counts + unit, 1) == work.splits - 1;
+    __threadfence();
+  }
+  __syncthreads();
+  if (!last) return;
+  // The merge, spread over the CTA: every (row, split) log2-sum-exp at once into shared memory,
+  // then per row its weights 2^(lse2_k - max) and their sum, then each thread a float4 of O at a
+  // time, summing over the splits with several loads in flight.
+  const int splits = work.splits;
+  float* const wts = mo;                                        // [valid_rows][splits]
+  float* const rsum = mo + Tr::kRows * DecodePlan::kMaxSplits;  // [valid_rows]
+  float* const rmax = rsum + Tr::kRows;
+  for (int e = tid; e < valid_rows * splits; e += Tr::kThreads) {
+    const int row = e / splits, k = e % splits;
+    wts[e] = __ldcg(work.lse2 + (unit * splits + k) * Tr::kRows + row);
+  }
+  __syncthreads();
+  if (tid < valid_rows) {
+    float m = -INFINITY;
+    for (int k = 0; k < splits; ++k) m = fmaxf(m, wts[tid * splits + k]);
+    const float mu = m == -INFINITY ? 0.f : m;
+    float sum = 0.f;
+    for (int k = 0; k < splits; ++k) {
+      const float w = ptx::fast_exp2(wts[tid * splits + k] - mu);
+      wts[tid * splits + k] = w;
+      sum += w;
+    }
+    rsum[tid] = sum;
+    rmax[tid] = m;
+  }
+  __syncthreads();
+  constexpr int kVec = D / 4;  // float4s per row
+  for (int e = tid; e < valid_rows * kVec; e += Tr::kThreads) {
+    const int row = e / kVec, c4 = e % kVec;
+    const float* src = work.o + (unit * splits * Tr::kRows + row) * D + 4 * c4;
+    const float* w = wts + row * splits;
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 8
+    for (int k = 0; k < splits; ++k) {
+      const float4 v = __ldcg(reinterpret_cast<const float4*>(src + k * Tr::kRows * D));
+      a.x += w[k] * v.x;
+      a.y += w[k] * v.y;
+      a.z += w[k] * v.z;
+      a.w += w[k] * v.w;
+    }
+    const float sum = rsum[row];
+    const float inv_w = sum > 0.f ? 1.f / sum : 0.f;
+    const int pr_row = r0 + row;
+    T* const out =
+        static_cast<T*>(p.o) + p.o_offset(b, pr_row / group, hk * group + pr_row % group) + 4 * c4;
+    uint2 v;
+    v.x = ptx::pack2<T>(a.x * inv_w, a.y * inv_w);
+    v.y = ptx::pack2<T>(a.z * inv_w, a.w * inv_w);
+    *reinterpret_cast<uint2*>(out) = v;
+    if (p.lse != nullptr && c4 == 0) {
+      const float l2 = sum > 0.f ? rmax[row] + log2f(sum) : -INFINITY;
+      p.lse[p.lse_offset(b, pr_row / group, hk * group + pr_row % group)] =
+          l2 == -INFINITY ? -INFINITY : l2 * 0.69314718055994531f;
+    }
+  }
+}
+
 // kPaged: K/V are a page pool read through p.block_table (a separate instantiation, so the
 // dense kernel carries none of it).
 template <class Tr, bool kPaged>
@@ -374,138 +521,12 @@ __global__ void __launch_bounds__(Tr::kThreads)
       dst[1] = o[n][2 * h + 1];
     }
   }
-  __syncthreads();
-
-  // Thread tid: row tid / 8 of the block, columns [(tid % 8) * D / 8, + D / 8).
-  constexpr int kCols = D / 8;
-  const int r = tid / 8, col0 = (tid % 8) * kCols;
-  float acc[kCols];
-  float m_all = -INFINITY;
-#pragma unroll
-  for (int w = 0; w < Tr::kWarps; ++w) m_all = fmaxf(m_all, mm[w * Tr::kRows + r]);
-  const float m_use = m_all == -INFINITY ? 0.f : m_all;
-  float l_all = 0.f;
-#pragma unroll
-  for (int c = 0; c < kCols; ++c) acc[c] = 0.f;
-#pragma unroll
-  for (int w = 0; w < Tr::kWarps; ++w) {
-    const float a = ptx::fast_exp2(mm[w * Tr::kRows + r] - m_use);
-    l_all += a * ml[w * Tr::kRows + r];
-    const float* src = mo + (w * Tr::kRows + r) * Tr::kOPitch + col0;
-#pragma unroll
-    for (int c = 0; c < kCols; ++c) acc[c] += a * src[c];
-  }
-  const float inv = l_all > 0.f ? 1.f / l_all : 0.f;
-  // log2-sum-exp of the row over this CTA's keys (-inf: none seen)
-  const float lse2 = l_all > 0.f ? m_all + log2f(l_all) : -INFINITY;
-#pragma unroll
-  for (int c = 0; c < kCols; ++c) acc[c] *= inv;
-  // Row r of the block, columns [c0, c0 + kCols), to out (and its LSE, from the row's first
-  // thread), unless the packed row lies past the sequence.
-  auto store_row = [&](int row, int c0, const float(&v)[kCols], float l2) {
-    const int prow = r0 + row;
-    const int qi = prow / group, h = hk * group + prow % group;
-    T* const out = static_cast<T*>(p.o) + p.o_offset(b, qi, h) + c0;
-#pragma unroll
-    for (int c = 0; c < kCols; c += 8) {
-      uint4 u;
-      u.x = ptx::pack2<T>(v[c], v[c + 1]);
-      u.y = ptx::pack2<T>(v[c + 2], v[c + 3]);
-      u.z = ptx::pack2<T>(v[c + 4], v[c + 5]);
-      u.w = ptx::pack2<T>(v[c + 6], v[c + 7]);
-      ptx::st_global_v4(out + c, u);
-    }
-    if (p.lse != nullptr && tid % 8 == 0) {
-      p.lse[p.lse_offset(b, qi, h)] = l2 == -INFINITY ? -INFINITY : l2 * 0.69314718055994531f;
-    }
-  };
-
-  const int valid_rows = min(Tr::kRows, rows - r0);
-  if (work.splits == 1) {
-    if (r < valid_rows) store_row(r, col0, acc, lse2);
-    return;
-  }
-  // Leave this split's valid rows in its slot and count in; the CTA that counts last merges.
-  {
-    const long long slot = unit * work.splits + s;
-    if (r < valid_rows) {
-      float* const wo = work.o + (slot * Tr::kRows + r) * D + col0;
-#pragma unroll
-      for (int c = 0; c < kCols; c += 4) {
-        __stcg(reinterpret_cast<float4*>(wo + c),
-               make_float4(acc[c], acc[c + 1], acc[c + 2], acc[c + 3]));
-      }
-      if (tid % 8 == 0) __stcg(work.lse2 + slot * Tr::kRows + r, lse2);
-    }
-  }
-  __threadfence();
-  __shared__ int last;
-  __syncthreads();  // (also: every thread is done with the merge area, reused below)
-  if (tid == 0) {
-    last = atomicAdd(work.counts + unit, 1) == work.splits - 1;
-    __threadfence();
-  }
-  __syncthreads();
-  if (!last) return;
-  // The merge, spread over the CTA: every (row, split) log2-sum-exp at once into shared memory,
-  // then per row its weights 2^(lse2_k - max) and their sum, then each thread a float4 of O at a
-  // time, summing over the splits with several loads in flight.
-  const int splits = work.splits;
-  float* const wts = mo;                                        // [valid_rows][splits]
-  float* const rsum = mo + Tr::kRows * DecodePlan::kMaxSplits;  // [valid_rows]
-  float* const rmax = rsum + Tr::kRows;
-  for (int e = tid; e < valid_rows * splits; e += Tr::kThreads) {
-    const int row = e / splits, k = e % splits;
-    wts[e] = __ldcg(work.lse2 + (unit * splits + k) * Tr::kRows + row);
-  }
-  __syncthreads();
-  if (tid < valid_rows) {
-    float m = -INFINITY;
-    for (int k = 0; k < splits; ++k) m = fmaxf(m, wts[tid * splits + k]);
-    const float mu = m == -INFINITY ? 0.f : m;
-    float sum = 0.f;
-    for (int k = 0; k < splits; ++k) {
-      const float w = ptx::fast_exp2(wts[tid * splits + k] - mu);
-      wts[tid * splits + k] = w;
-      sum += w;
-    }
-    rsum[tid] = sum;
-    rmax[tid] = m;
-  }
-  __syncthreads();
-  constexpr int kVec = D / 4;  // float4s per row
-  for (int e = tid; e < valid_rows * kVec; e += Tr::kThreads) {
-    const int row = e / kVec, c4 = e % kVec;
-    const float* src = work.o + (unit * splits * Tr::kRows + row) * D + 4 * c4;
-    const float* w = wts + row * splits;
-    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 8
-    for (int k = 0; k < splits; ++k) {
-      const float4 v = __ldcg(reinterpret_cast<const float4*>(src + k * Tr::kRows * D));
-      a.x += w[k] * v.x;
-      a.y += w[k] * v.y;
-      a.z += w[k] * v.z;
-      a.w += w[k] * v.w;
-    }
-    const float sum = rsum[row];
-    const float inv_w = sum > 0.f ? 1.f / sum : 0.f;
-    const int pr_row = r0 + row;
-    T* const out =
-        static_cast<T*>(p.o) + p.o_offset(b, pr_row / group, hk * group + pr_row % group) + 4 * c4;
-    uint2 v;
-    v.x = ptx::pack2<T>(a.x * inv_w, a.y * inv_w);
-    v.y = ptx::pack2<T>(a.z * inv_w, a.w * inv_w);
-    *reinterpret_cast<uint2*>(out) = v;
-    if (p.lse != nullptr && c4 == 0) {
-      const float l2 = sum > 0.f ? rmax[row] + log2f(sum) : -INFINITY;
-      p.lse[p.lse_offset(b, pr_row / group, hk * group + pr_row % group)] =
-          l2 == -INFINITY ? -INFINITY : l2 * 0.69314718055994531f;
-    }
-  }
+  merge_and_store<Tr, T>(p, work, smem + Tr::kQBytes, b, hk, s, r0, rows, 1.f);
 }
 
-// Resident CTAs per SM of decode_kernel<Tr, kPaged> on the current device (cached per device).
-template <class Tr, bool kPaged>
+// Resident CTAs per SM of Kernel (a decode kernel of traits Tr) on the current device (cached per
+// device).
+template <class Tr, auto Kernel>
 int ctas_per_sm() {
   static std::array<std::atomic<int>, 64> cache{};
   int device = 0;
@@ -513,17 +534,19 @@ int ctas_per_sm() {
   const bool cacheable = device >= 0 && device < static_cast<int>(cache.size());
   int n = cacheable ? cache[device].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
-    GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(
-        decode_kernel<Tr, kPaged>, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
-    GPUATTN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, decode_kernel<Tr, kPaged>,
-                                                                     Tr::kThreads, Tr::kSmemBytes));
+    GPUATTN_CUDA_CHECK(
+        cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+    GPUATTN_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, Tr::kThreads, Tr::kSmemBytes));
     n = std::max(n, 1);
     if (cacheable) cache[device].store(n, std::memory_order_relaxed);
   }
   return n;
 }
 
-template <class Tr, bool kPaged>
+// The split plan, the workspace and the launch of Kernel, a decode kernel of traits Tr (every one
+// takes (FwdParams, DecodeWork) and merges its splits through merge_and_store).
+template <class Tr, auto Kernel>
 void launch_decode(const FwdParams& p, cudaStream_t stream) {
   const int group = p.hq / p.hkv;
   // One wave of at most 2 CTAs per SM: with 3 resident CTAs per SM at head dim 128, 6 splits of
@@ -531,7 +554,7 @@ void launch_decode(const FwdParams& p, cudaStream_t stream) {
   // 52.7 for 32 (H200, compare_torch, bench/results/2026-11-22-h200-decode): more CTAs add
   // partials to merge, not bandwidth.
   const long long slots =
-      static_cast<long long>(sm80::num_sms()) * std::min(ctas_per_sm<Tr, kPaged>(), 2);
+      static_cast<long long>(sm80::num_sms()) * std::min(ctas_per_sm<Tr, Kernel>(), 2);
   const DecodePlan plan = DecodePlan::plan(p.batch, p.hkv, group, p.seqlen_q, p.seqlen_k, slots);
   const long long ctas = plan.units * plan.splits;
   if (ctas <= 0) return;  // no rows
@@ -558,15 +581,12 @@ void launch_decode(const FwdParams& p, cudaStream_t stream) {
     work.o = reinterpret_cast<float*>(base + counts_padded);
     work.lse2 = reinterpret_cast<float*>(base + counts_padded + o_bytes);
   }
-  decode_kernel<Tr, kPaged>
-      <<<dim3(static_cast<unsigned>(ctas)), Tr::kThreads, Tr::kSmemBytes, stream>>>(p, work);
+  Kernel<<<dim3(static_cast<unsigned>(ctas)), Tr::kThreads, Tr::kSmemBytes, stream>>>(p, work);
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T, int D>
-void run_decode(const FwdParams& p, cudaStream_t stream) {
-  using Tr = DecodeTraits<T, D>;
-  static_assert(Tr::kRows == 16 && Tr::kBlockN == 64, "the table's decode_16x64");
+// decode_16x64's calls: standard precision, no mask beyond causal, few rows per KV head.
+inline void check_decode_call(const FwdParams& p) {
   if (p.precision != Precision::standard || !p.dense_or_causal() ||
       !DecodePlan::eligible(p.seqlen_q, p.hq / p.hkv)) {
     throw Error(
@@ -576,10 +596,17 @@ void run_decode(const FwdParams& p, cudaStream_t stream) {
             " query rows per KV head; this call has seqlen_q " + std::to_string(p.seqlen_q) +
             " x group " + std::to_string(p.hq / p.hkv));
   }
+}
+
+template <typename T, int D>
+void run_decode(const FwdParams& p, cudaStream_t stream) {
+  using Tr = DecodeTraits<T, D>;
+  static_assert(Tr::kRows == 16 && Tr::kBlockN == 64, "the table's decode_16x64");
+  check_decode_call(p);
   if (p.is_paged()) {
-    launch_decode<Tr, true>(p, stream);
+    launch_decode<Tr, decode_kernel<Tr, true>>(p, stream);
   } else {
-    launch_decode<Tr, false>(p, stream);
+    launch_decode<Tr, decode_kernel<Tr, false>>(p, stream);
   }
 }
 

@@ -1,14 +1,47 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
 #include <cstdint>
 
 #include "cuda/cuda_check.h"
+#include "cuda/half_convert.cuh"
 #include "cuda/paged_kv.h"
+#include "cuda/q8_convert.cuh"
 
 namespace gpuattn::paged {
 namespace {
 
-// One 16-byte chunk (8 elements) of K and of V per thread and step; consecutive threads take
-// consecutive chunks of a row, then the row's heads, so the stores are coalesced and the loads
-// read whole 16-byte runs of a page row.
+// 8 elements of a 16-bit row: 16 bytes as they are.
+struct Copy16 {
+  __device__ static uint4 load(const void* base, std::int64_t off, float) {
+    return *reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(base) + off);
+  }
+};
+// 8 elements of an 8-bit row (int8 when kInt8, else E4M3) times `scale`, as T.
+template <bool kInt8, typename T>
+struct Dequant8 {
+  __device__ static uint4 load(const void* base, std::int64_t off, float scale) {
+    const uint2 w = *reinterpret_cast<const uint2*>(static_cast<const std::uint8_t*>(base) + off);
+    const std::uint32_t x0 = q8::prep<kInt8>(w.x), x1 = q8::prep<kInt8>(w.y);
+    const std::uint32_t h[4] = {q8::to_f16x2<kInt8, false>(x0), q8::to_f16x2<kInt8, true>(x0),
+                                q8::to_f16x2<kInt8, false>(x1), q8::to_f16x2<kInt8, true>(x1)};
+    std::uint32_t out[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h[i]));
+      const T lo = cvt::from_f<T>(f.x * scale), hi = cvt::from_f<T>(f.y * scale);
+      out[i] = static_cast<std::uint32_t>(*reinterpret_cast<const std::uint16_t*>(&lo)) |
+               static_cast<std::uint32_t>(*reinterpret_cast<const std::uint16_t*>(&hi)) << 16;
+    }
+    return make_uint4(out[0], out[1], out[2], out[3]);
+  }
+};
+
+// One 16-byte output chunk (8 elements) of K and of V per thread and step; consecutive threads
+// take consecutive chunks of a row, then the row's heads, so the stores are coalesced and the
+// loads read whole runs of a page row. Load: Copy16 (a 16-bit cache) or Dequant8.
+template <class Load>
 __global__ void gather_kernel(const __grid_constant__ FwdParams p, uint4* __restrict__ k_out,
                               uint4* __restrict__ v_out, int rows) {
   const int chunks = p.head_dim / 8;
@@ -22,14 +55,54 @@ __global__ void gather_kernel(const __grid_constant__ FwdParams p, uint4* __rest
     const std::int64_t row = i / per_row;  // b * rows + j
     const int j = static_cast<int>(row % rows), b = static_cast<int>(row / rows);
     if (j >= p.keys_used(b)) continue;
-    const auto* k = static_cast<const std::uint16_t*>(p.k) + p.k_offset(b, j, hk) + c * 8;
-    const auto* v = static_cast<const std::uint16_t*>(p.v) + p.v_offset(b, j, hk) + c * 8;
-    k_out[i] = *reinterpret_cast<const uint4*>(k);
-    v_out[i] = *reinterpret_cast<const uint4*>(v);
+    const float ks = p.kv_quantized() ? p.k_scale_of(hk) : 1.f;
+    const float vs = p.kv_quantized() ? p.v_scale_of(hk) : 1.f;
+    k_out[i] = Load::load(p.k, p.k_offset(b, j, hk) + c * 8, ks);
+    v_out[i] = Load::load(p.v, p.v_offset(b, j, hk) + c * 8, vs);
   }
 }
 
-// One 16-byte chunk of K and of V per thread and step, over (b, i, hk, chunk) of the new rows.
+// 8 new elements (16 bytes of T) as they are, or quantized to 8 bytes of an 8-bit cache: x / scale
+// rounded to nearest even and saturated (E4M3: +-448, NaN stays NaN; int8: [-127, 127], NaN 0).
+template <typename T>
+struct Store16 {
+  __device__ static void store(void* base, std::int64_t off, const void* src, float) {
+    *reinterpret_cast<uint4*>(static_cast<T*>(base) + off) = *reinterpret_cast<const uint4*>(src);
+  }
+};
+template <bool kInt8, typename T>
+struct Quant8 {
+  __device__ static void store(void* base, std::int64_t off, const void* src, float scale) {
+    const uint4 w = *reinterpret_cast<const uint4*>(src);
+    const T* x = reinterpret_cast<const T*>(&w);
+    std::uint32_t out[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      float f[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) f[e] = cvt::to_f(x[4 * i + e]) / scale;
+      if constexpr (kInt8) {
+        std::uint32_t v = 0;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int q = max(-127, min(127, __float2int_rn(f[e])));
+          v |= (static_cast<std::uint32_t>(q) & 0xffu) << (8 * e);
+        }
+        out[i] = v;
+      } else {
+        const __nv_fp8x2_storage_t lo =
+            __nv_cvt_float2_to_fp8x2(make_float2(f[0], f[1]), __NV_SATFINITE, __NV_E4M3);
+        const __nv_fp8x2_storage_t hi =
+            __nv_cvt_float2_to_fp8x2(make_float2(f[2], f[3]), __NV_SATFINITE, __NV_E4M3);
+        out[i] = static_cast<std::uint32_t>(lo) | static_cast<std::uint32_t>(hi) << 16;
+      }
+    }
+    *reinterpret_cast<uint2*>(static_cast<std::uint8_t*>(base) + off) = make_uint2(out[0], out[1]);
+  }
+};
+
+// One 8-element chunk of K and of V per thread and step, over (b, i, hk, chunk) of the new rows.
+template <class Store>
 __global__ void append_kernel(const __grid_constant__ AppendParams p) {
   const int chunks = p.head_dim / 8;
   const std::int64_t per_row = static_cast<std::int64_t>(p.hkv) * chunks;
@@ -46,11 +119,17 @@ __global__ void append_kernel(const __grid_constant__ AppendParams p) {
                      r * p.kn_row_stride + hk * p.kn_head_stride + c * 8;
     const auto* vn = static_cast<const std::uint16_t*>(p.v_new) + b * p.vn_batch_stride +
                      r * p.vn_row_stride + hk * p.vn_head_stride + c * 8;
-    auto* kc = static_cast<std::uint16_t*>(p.k_cache) + p.kc_offset(b, j, hk) + c * 8;
-    auto* vc = static_cast<std::uint16_t*>(p.v_cache) + p.vc_offset(b, j, hk) + c * 8;
-    *reinterpret_cast<uint4*>(kc) = *reinterpret_cast<const uint4*>(kn);
-    *reinterpret_cast<uint4*>(vc) = *reinterpret_cast<const uint4*>(vn);
+    const float ks = p.k_scale ? p.k_scale[hk * p.scale_stride] : 1.f;
+    const float vs = p.v_scale ? p.v_scale[hk * p.scale_stride] : 1.f;
+    Store::store(p.k_cache, p.kc_offset(b, j, hk) + c * 8, kn, ks);
+    Store::store(p.v_cache, p.vc_offset(b, j, hk) + c * 8, vn, vs);
   }
+}
+
+// The grid of a grid-stride loop over `chunks` items of 256 threads.
+unsigned grid_for(std::int64_t chunks) {
+  const std::int64_t blocks = (chunks + 255) / 256;
+  return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
 }
 
 }  // namespace
@@ -59,21 +138,36 @@ void append(const AppendParams& p, cudaStream_t stream) {
   const std::int64_t chunks =
       static_cast<std::int64_t>(p.batch) * p.seqlen_new * p.hkv * (p.head_dim / 8);
   if (chunks == 0) return;
-  constexpr int kThreads = 256;
-  const std::int64_t blocks = (chunks + kThreads - 1) / kThreads;
-  const unsigned grid = static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
-  append_kernel<<<grid, kThreads, 0, stream>>>(p);
+  const unsigned grid = grid_for(chunks);
+  const bool bf16 = p.dtype == DType::bf16;
+  if (p.cache_dtype == DType::i8) {
+    bf16 ? append_kernel<Quant8<true, __nv_bfloat16>><<<grid, 256, 0, stream>>>(p)
+         : append_kernel<Quant8<true, __half>><<<grid, 256, 0, stream>>>(p);
+  } else if (p.cache_dtype == DType::e4m3) {
+    bf16 ? append_kernel<Quant8<false, __nv_bfloat16>><<<grid, 256, 0, stream>>>(p)
+         : append_kernel<Quant8<false, __half>><<<grid, 256, 0, stream>>>(p);
+  } else {
+    append_kernel<Store16<std::uint16_t>><<<grid, 256, 0, stream>>>(p);
+  }
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
 
 void gather(const FwdParams& p, void* k_out, void* v_out, int rows, cudaStream_t stream) {
   const std::int64_t chunks = static_cast<std::int64_t>(p.batch) * rows * p.hkv * (p.head_dim / 8);
   if (chunks == 0) return;
-  constexpr int kThreads = 256;
-  const std::int64_t blocks = (chunks + kThreads - 1) / kThreads;
-  const unsigned grid = static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
-  gather_kernel<<<grid, kThreads, 0, stream>>>(p, static_cast<uint4*>(k_out),
-                                               static_cast<uint4*>(v_out), rows);
+  const unsigned grid = grid_for(chunks);
+  auto* const k = static_cast<uint4*>(k_out);
+  auto* const v = static_cast<uint4*>(v_out);
+  const bool bf16 = p.dtype == DType::bf16;
+  if (!p.kv_quantized()) {
+    gather_kernel<Copy16><<<grid, 256, 0, stream>>>(p, k, v, rows);
+  } else if (p.kv_dtype == DType::i8) {
+    bf16 ? gather_kernel<Dequant8<true, __nv_bfloat16>><<<grid, 256, 0, stream>>>(p, k, v, rows)
+         : gather_kernel<Dequant8<true, __half>><<<grid, 256, 0, stream>>>(p, k, v, rows);
+  } else {
+    bf16 ? gather_kernel<Dequant8<false, __nv_bfloat16>><<<grid, 256, 0, stream>>>(p, k, v, rows)
+         : gather_kernel<Dequant8<false, __half>><<<grid, 256, 0, stream>>>(p, k, v, rows);
+  }
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
 

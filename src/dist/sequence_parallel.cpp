@@ -47,6 +47,10 @@ void reject_unsupported(const AttentionArgs& a, int i) {
   if (a.seqused_k.present()) fail(ErrorCode::not_supported, who + ".seqused_k" + why);
   if (a.block_table.present())
     fail(ErrorCode::not_supported, who + ".block_table: paged K/V" + why);
+  if (a.k_scale.present() || a.v_scale.present() || a.k.dtype == DType::i8 ||
+      a.k.dtype == DType::e4m3) {
+    fail(ErrorCode::not_supported, who + ".k_scale: a quantized KV cache" + why);
+  }
   const MaskSpec& m = a.mask;  // windows and global tokens: check_masks
   if (m.block_sparse.layout.present() || m.block_sparse.block_q != 0 ||
       m.block_sparse.block_k != 0) {

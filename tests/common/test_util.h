@@ -44,6 +44,8 @@ struct HostTensor {
       case DType::f32: return static_cast<const float*>(data())[i];
       case DType::i32: return static_cast<float>(static_cast<const std::int32_t*>(data())[i]);
       case DType::u8: return static_cast<float>(static_cast<const std::uint8_t*>(data())[i]);
+      case DType::i8: return static_cast<float>(static_cast<const std::int8_t*>(data())[i]);
+      case DType::e4m3: return e4m3_to_float(static_cast<const std::uint8_t*>(data())[i]);
     }
     return 0.f;
   }
@@ -54,6 +56,8 @@ struct HostTensor {
       case DType::f32: static_cast<float*>(data())[i] = v; break;
       case DType::i32: static_cast<std::int32_t*>(data())[i] = static_cast<std::int32_t>(v); break;
       case DType::u8: static_cast<std::uint8_t*>(data())[i] = static_cast<std::uint8_t>(v); break;
+      case DType::i8: static_cast<std::int8_t*>(data())[i] = float_to_i8(v); break;
+      case DType::e4m3: static_cast<std::uint8_t*>(data())[i] = float_to_e4m3(v); break;
     }
   }
   // Normal(0, 1) * scale, fresh for every seed.

@@ -3,7 +3,10 @@
 #include <cuda_runtime.h>
 
 #include <exception>
+#include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/cuda_check.h"
@@ -15,6 +18,23 @@
 
 namespace gpuattn::dist {
 namespace {
+
+// Peer access is a property of the process and enabling it twice is an API error (which
+// compute-sanitizer reports even when it is cleared), so each (from, to) pair is enabled once per
+// process. A pair the user enabled before is still accepted.
+void enable_peer_access_once(int from, int to) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> enabled;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!enabled.insert({from, to}).second) return;
+  const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();
+  } else {
+    if (e != cudaSuccess) enabled.erase({from, to});
+    GPUATTN_CUDA_CHECK(e);
+  }
+}
 
 // Makes `device` current for the scope.
 class OnDevice {
@@ -177,12 +197,7 @@ class PeerComm final : public PostingComm {
       int can = 0;
       GPUATTN_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, devices_[i], devices_[j]));
       if (!can) continue;  // cudaMemcpyPeerAsync stages through the host
-      const cudaError_t e = cudaDeviceEnablePeerAccess(devices_[j], 0);
-      if (e == cudaErrorPeerAccessAlreadyEnabled) {
-        cudaGetLastError();
-      } else {
-        GPUATTN_CUDA_CHECK(e);
-      }
+      enable_peer_access_once(devices_[i], devices_[j]);
       cudaMemPool_t pool;
       {
         OnDevice owner(devices_[j]);

@@ -1,0 +1,326 @@
+// A quantized KV cache (int8 / FP8 E4M3, a scale per KV head or one for all) on CUDA, against the
+// fp64 reference of the same call (which reads x * scale), on fresh random inputs with outputs
+// poisoned first. Decode calls read the 8-bit cache in place (the 8-bit decode kernel: dense and
+// paged at pages of 1 to 256 keys, seqused_k with lengths 0 to 70000, GQA/MQA, causal rows, every
+// head dim, a bf16 q row of 1e6 that overflows fp16 unless the kernel rescales it); every other
+// call (prefill, varlen, windows, compensated precision) runs on a dequantized copy. append_kv
+// quantizes new rows exactly as the CPU backend does, byte for byte. Bad scales are named with out
+// untouched.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+#include "cuda/cuda_test_util.h"
+#include "gpuattn/attention.h"
+#include "gpuattn/kv_cache.h"
+#include "gpuattn/reference.h"
+
+namespace gpuattn::testing {
+namespace {
+
+struct QCase {
+  DType t, kv;
+  int B, Hq, Hkv, Sq, Sk, D;
+  bool causal = false;
+  std::vector<int> used;  // empty: no seqused_k
+  int page = 0;           // 0: a dense cache
+  MaskSpec mask = {};
+  Precision precision = Precision::standard;
+  bool per_head = true;
+  float big_q_row = 0.f;  // nonzero: q row 0 of every head times this
+
+  std::string name() const {
+    return std::string(to_string(t)) + "_" + to_string(kv) + "_B" + std::to_string(B) + "_H" +
+           std::to_string(Hq) + "kv" + std::to_string(Hkv) + "_Sq" + std::to_string(Sq) + "_Sk" +
+           std::to_string(Sk) + "_D" + std::to_string(D) + (used.empty() ? "" : "_used") +
+           (page ? "_page" + std::to_string(page) : "") + (causal ? "_causal" : "") +
+           (per_head ? "" : "_one_scale") + (big_q_row != 0.f ? "_big_q" : "");
+  }
+};
+
+// Stored values about N(0, 1) / scale; scales about 1/16 (e4m3) or 1/40 (int8), per head.
+void fill_cache(HostTensor& k, HostTensor& v, HostTensor& ks, HostTensor& vs, std::uint64_t seed) {
+  const float unit = k.dtype == DType::i8 ? 40.f : 16.f;
+  k.randomize(seed, unit);
+  v.randomize(seed + 1, unit);
+  for (std::int64_t h = 0; h < ks.numel(); ++h) {
+    ks.set(h, (0.5f + 0.25f * static_cast<float>(h % 5)) / unit);
+    vs.set(h, (1.5f - 0.2f * static_cast<float>(h % 4)) / unit);
+  }
+}
+
+void expect_matches_reference(const QCase& c, bool check_indices = true) {
+  SCOPED_TRACE(c.name());
+  HostTensor q(c.t, {c.B, c.Sq, c.Hq, c.D}), out(c.t, {c.B, c.Sq, c.Hq, c.D}),
+      lse(DType::f32, {c.B, c.Hq, c.Sq}), k(c.kv, {c.B, c.Sk, c.Hkv, c.D}),
+      v(c.kv, {c.B, c.Sk, c.Hkv, c.D}), ks(DType::f32, {c.per_head ? c.Hkv : 1}),
+      vs(DType::f32, {c.per_head ? c.Hkv : 1});
+  const std::uint64_t seed = seed_of(c.name());
+  q.randomize(seed);
+  if (c.big_q_row != 0.f) {
+    for (std::int64_t e = 0; e < static_cast<std::int64_t>(c.Hq) * c.D; ++e) {
+      q.set(e, q.get(e) * c.big_q_row);
+    }
+  }
+  fill_cache(k, v, ks, vs, seed + 1);
+  const HostTensor used = int32s(c.used.empty() ? std::vector<int>(c.B, c.Sk) : c.used);
+  PagedCache pc;
+  if (c.page > 0) pc = page_cache(k, v, c.page, c.used, 3, seed + 2);
+  const HostTensor& kc = c.page > 0 ? pc.k : k;
+  const HostTensor& vc = c.page > 0 ? pc.v : v;
+  DeviceBuffer dq(q.bytes()), dk(kc.bytes()), dv(vc.bytes()), dks(ks.bytes()), dvs(vs.bytes()),
+      dused(used.bytes()), dout(out.bytes()), dlse(lse.bytes()), dtable(pc.table.bytes());
+  dq.upload(q.data());
+  dk.upload(kc.data());
+  dv.upload(vc.data());
+  dks.upload(ks.data());
+  dvs.upload(vs.data());
+  dused.upload(used.data());
+  if (c.page > 0) dtable.upload(pc.table.data());
+  out.poison();
+  lse.poison();
+  dout.upload(out.data());
+  dlse.upload(lse.data());
+
+  AttentionArgs a;
+  a.q = q.view(Device::cuda, dq.get());
+  a.k = kc.view(Device::cuda, dk.get());
+  a.v = vc.view(Device::cuda, dv.get());
+  a.out = out.view(Device::cuda, dout.get());
+  a.lse = lse.view(Device::cuda, dlse.get());
+  a.k_scale = ks.view(Device::cuda, dks.get());
+  a.v_scale = vs.view(Device::cuda, dvs.get());
+  if (!c.used.empty()) a.seqused_k = used.view(Device::cuda, dused.get());
+  if (c.page > 0) a.block_table = pc.table.view(Device::cuda, dtable.get());
+  a.causal = c.causal;
+  a.mask = c.mask;
+  a.precision = c.precision;
+  a.check_indices = check_indices;
+  attention_forward(a);
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  dout.download(out.data());
+  dlse.download(lse.data());
+
+  AttentionArgs h = tensor_args(q, k, v, out, &lse);
+  h.k_scale = ks.view();
+  h.v_scale = vs.view();
+  if (!c.used.empty()) h.seqused_k = used.view();
+  h.causal = c.causal;
+  h.mask = c.mask;
+  h.precision = c.precision;
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(c.B) * c.Sq);
+  for (std::size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<std::int64_t>(r);
+  const ReferenceResult ref = parallel_reference(h, rows);
+  std::vector<float> l(static_cast<std::size_t>(lse.numel()));
+  for (std::size_t i = 0; i < l.size(); ++i) l[i] = lse.get(static_cast<std::int64_t>(i));
+  const Comparison cmp = compare(ref, out, c.Hq, c.D, &l, [&](std::int64_t row, int hh) {
+    return (row / c.Sq * c.Hq + hh) * c.Sq + row % c.Sq;
+  });
+  EXPECT_EQ(cmp.nonfinite, 0) << "elements of out left unwritten or not finite";
+  EXPECT_LE(cmp.lse_rel, 1e-3);
+  expect_out_within_max_abs(ref, out, c.Hq, c.D, max_abs_tol(c.t), c.B, c.Sq, nullptr);
+}
+
+class QuantizedKvCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+TEST_F(QuantizedKvCuda, DecodeReadsTheEightBitCacheInPlace) {
+  const DType f16 = DType::f16, bf16 = DType::bf16, i8 = DType::i8, e4m3 = DType::e4m3;
+  std::vector<QCase> cases = {
+      {f16, e4m3, 3, 8, 2, 1, 1000, 128, false, {1000, 1, 517}},
+      {bf16, i8, 3, 8, 2, 1, 1000, 128, true, {0, 999, 64}},
+      {bf16, e4m3, 2, 32, 8, 2, 4100, 128, true},
+      {f16, i8, 2, 16, 1, 4, 300, 64, true},
+      {bf16, e4m3, 2, 4, 4, 1, 700, 256},
+      {f16, i8, 1, 8, 8, 1, 333, 256, true},
+      {bf16, i8, 1, 8, 2, 1, 70000, 64, false, {70000}},
+      {f16, e4m3, 2, 6, 2, 3, 129, 64, true, {}, 0, {}, Precision::standard, false},
+      {bf16, e4m3, 2, 8, 2, 1, 900, 128, false, {}, 0, {}, Precision::standard, true, 1e6f},
+      {bf16, i8, 2, 8, 2, 2, 900, 64, true, {}, 0, {}, Precision::standard, true, 1e6f},
+      // Paged, pages of 1 to 256 keys.
+      {bf16, e4m3, 3, 8, 2, 1, 1000, 128, false, {1000, 1, 517}, 16},
+      {f16, i8, 3, 8, 2, 1, 1000, 128, true, {999, 0, 64}, 64},
+      {f16, e4m3, 2, 4, 2, 1, 90, 64, false, {90, 37}, 1},
+      {bf16, i8, 2, 4, 4, 1, 1024, 256, false, {}, 256},
+  };
+  for (const QCase& c : cases) expect_matches_reference(c);
+}
+
+TEST_F(QuantizedKvCuda, OtherCallsRunOnADequantizedCopy) {
+  const DType f16 = DType::f16, bf16 = DType::bf16, i8 = DType::i8, e4m3 = DType::e4m3;
+  std::vector<QCase> cases = {
+      {bf16, e4m3, 2, 8, 2, 100, 333, 128, true},                         // prefill
+      {f16, i8, 2, 4, 2, 70, 250, 64, true, {250, 97}, 16},               // paged prefill
+      {bf16, i8, 2, 8, 2, 1, 400, 128, false, {}, 0, make_mask(100, 0)},  // a window
+      {f16, e4m3, 2, 8, 2, 1, 400, 256, true, {}, 0, {}, Precision::compensated},
+  };
+  for (const QCase& c : cases) expect_matches_reference(c);
+}
+
+TEST_F(QuantizedKvCuda, UncheckedCallsMatch) {
+  expect_matches_reference(
+      {DType::bf16, DType::e4m3, 3, 8, 2, 1, 1000, 128, false, {1000, 1, 517}, 16}, false);
+  expect_matches_reference({DType::f16, DType::i8, 2, 8, 2, 30, 200, 64, true}, false);
+}
+
+TEST_F(QuantizedKvCuda, VarlenMatchesTheReference) {
+  const std::vector<int> lq = {1, 30, 0, 7}, lk = {5, 64, 3, 100};
+  int tq = 0, tk = 0;
+  for (std::size_t i = 0; i < lq.size(); ++i) {
+    tq += lq[i];
+    tk += lk[i];
+  }
+  for (DType kv : {DType::i8, DType::e4m3}) {
+    SCOPED_TRACE(to_string(kv));
+    HostTensor q(DType::f16, {tq, 6, 64}), out(DType::f16, {tq, 6, 64}), k(kv, {tk, 2, 64}),
+        v(kv, {tk, 2, 64}), ks(DType::f32, {2}), vs(DType::f32, {2});
+    q.randomize(3);
+    fill_cache(k, v, ks, vs, 5);
+    const HostTensor cq = make_cu_seqlens(lq), ck = make_cu_seqlens(lk);
+    DeviceBuffer dq(q.bytes()), dk(k.bytes()), dv(v.bytes()), dks(ks.bytes()), dvs(vs.bytes()),
+        dcq(cq.bytes()), dck(ck.bytes()), dout(out.bytes());
+    dq.upload(q.data());
+    dk.upload(k.data());
+    dv.upload(v.data());
+    dks.upload(ks.data());
+    dvs.upload(vs.data());
+    dcq.upload(cq.data());
+    dck.upload(ck.data());
+    out.poison();
+    dout.upload(out.data());
+    AttentionArgs a;
+    a.q = q.view(Device::cuda, dq.get());
+    a.k = k.view(Device::cuda, dk.get());
+    a.v = v.view(Device::cuda, dv.get());
+    a.out = out.view(Device::cuda, dout.get());
+    a.k_scale = ks.view(Device::cuda, dks.get());
+    a.v_scale = vs.view(Device::cuda, dvs.get());
+    a.cu_seqlens_q = cq.view(Device::cuda, dcq.get());
+    a.cu_seqlens_k = ck.view(Device::cuda, dck.get());
+    a.max_seqlen_q = 30;
+    a.max_seqlen_k = 100;
+    a.causal = true;
+    attention_forward(a);
+    TEST_CUDA_CHECK(cudaDeviceSynchronize());
+    dout.download(out.data());
+    AttentionArgs h = tensor_args(q, k, v, out);
+    h.k_scale = ks.view();
+    h.v_scale = vs.view();
+    h.cu_seqlens_q = cq.view();
+    h.cu_seqlens_k = ck.view();
+    h.max_seqlen_q = 30;
+    h.max_seqlen_k = 100;
+    h.causal = true;
+    const ReferenceResult ref = reference_attention(h);
+    const Comparison cmp = compare(ref, out, 6, 64, nullptr, [](std::int64_t, int) { return 0; });
+    EXPECT_EQ(cmp.nonfinite, 0);
+    expect_out_within_max_abs(ref, out, 6, 64, max_abs_tol(DType::f16), 4, 30,
+                              static_cast<const std::int32_t*>(cq.data()));
+  }
+}
+
+TEST_F(QuantizedKvCuda, AppendQuantizesAsTheCpuBackendDoes) {
+  const int B = 3, Sk = 50, Hkv = 2, D = 128, Sn = 4;
+  for (DType kv : {DType::i8, DType::e4m3}) {
+    for (DType t : {DType::f16, DType::bf16}) {
+      for (int page : {0, 16}) {
+        SCOPED_TRACE(std::string(to_string(kv)) + " from " + to_string(t) + " page " +
+                     std::to_string(page));
+        HostTensor k(kv, {B, Sk, Hkv, D}), v(kv, {B, Sk, Hkv, D}), ks(DType::f32, {Hkv}),
+            vs(DType::f32, {Hkv}), kn(t, {B, Sn, Hkv, D}), vn(t, {B, Sn, Hkv, D});
+        fill_cache(k, v, ks, vs, 31);
+        kn.randomize(32, 3.f);
+        vn.randomize(33, 3.f);
+        kn.set(5, 1e6f);
+        vn.set(7, -1e6f);
+        kn.set(9, std::nanf(""));
+        const HostTensor lens = int32s({0, 17, 46});
+        PagedCache pc;
+        if (page > 0) pc = page_cache(k, v, page, {}, 2, 34);
+        HostTensor hk = page > 0 ? pc.k : k, hv = page > 0 ? pc.v : v;
+        DeviceBuffer dk(hk.bytes()), dv(hv.bytes()), dks(ks.bytes()), dvs(vs.bytes()),
+            dkn(kn.bytes()), dvn(vn.bytes()), dl(lens.bytes()), dt(pc.table.bytes());
+        dk.upload(hk.data());
+        dv.upload(hv.data());
+        dks.upload(ks.data());
+        dvs.upload(vs.data());
+        dkn.upload(kn.data());
+        dvn.upload(vn.data());
+        dl.upload(lens.data());
+        if (page > 0) dt.upload(pc.table.data());
+        AppendKvArgs a;
+        a.k_cache = hk.view(Device::cuda, dk.get());
+        a.v_cache = hv.view(Device::cuda, dv.get());
+        a.k_new = kn.view(Device::cuda, dkn.get());
+        a.v_new = vn.view(Device::cuda, dvn.get());
+        a.cache_seqlens = lens.view(Device::cuda, dl.get());
+        a.k_scale = ks.view(Device::cuda, dks.get());
+        a.v_scale = vs.view(Device::cuda, dvs.get());
+        if (page > 0) a.block_table = pc.table.view(Device::cuda, dt.get());
+        append_kv(a);
+        TEST_CUDA_CHECK(cudaDeviceSynchronize());
+        AppendKvArgs h = a;  // the same append on the CPU
+        h.k_cache = hk.view();
+        h.v_cache = hv.view();
+        h.k_new = kn.view();
+        h.v_new = vn.view();
+        h.cache_seqlens = lens.view();
+        h.k_scale = ks.view();
+        h.v_scale = vs.view();
+        if (page > 0) h.block_table = pc.table.view();
+        append_kv(h);
+        EXPECT_EQ(dk.snapshot(),
+                  std::vector<unsigned char>(static_cast<unsigned char*>(hk.data()),
+                                             static_cast<unsigned char*>(hk.data()) + hk.bytes()));
+        EXPECT_EQ(dv.snapshot(),
+                  std::vector<unsigned char>(static_cast<unsigned char*>(hv.data()),
+                                             static_cast<unsigned char*>(hv.data()) + hv.bytes()));
+      }
+    }
+  }
+}
+
+TEST_F(QuantizedKvCuda, BadScalesAreNamedAndOutIsUntouched) {
+  HostTensor q(DType::bf16, {2, 1, 8, 128}), out(DType::bf16, {2, 1, 8, 128}),
+      k(DType::e4m3, {2, 300, 2, 128}), v(DType::e4m3, {2, 300, 2, 128}), ks(DType::f32, {2}),
+      vs(DType::f32, {2});
+  q.randomize(1);
+  fill_cache(k, v, ks, vs, 2);
+  vs.set(1, 0.f);
+  DeviceBuffer dq(q.bytes()), dk(k.bytes()), dv(v.bytes()), dks(ks.bytes()), dvs(vs.bytes()),
+      dout(out.bytes());
+  dq.upload(q.data());
+  dk.upload(k.data());
+  dv.upload(v.data());
+  dks.upload(ks.data());
+  dvs.upload(vs.data());
+  out.poison();
+  dout.upload(out.data());
+  const std::vector<unsigned char> before = dout.snapshot();
+  AttentionArgs a;
+  a.q = q.view(Device::cuda, dq.get());
+  a.k = k.view(Device::cuda, dk.get());
+  a.v = v.view(Device::cuda, dv.get());
+  a.out = out.view(Device::cuda, dout.get());
+  a.k_scale = ks.view(Device::cuda, dks.get());
+  a.v_scale = vs.view(Device::cuda, dvs.get());
+  const std::string msg = error_of([&] { attention_forward(a); });
+  EXPECT_NE(msg.find("v_scale[1] is 0"), std::string::npos) << msg;
+  a.v_scale = vs.view();  // host scales with device tensors
+  const std::string where = error_of([&] { attention_forward(a); });
+  EXPECT_NE(where.find("v_scale is on cpu"), std::string::npos) << where;
+  EXPECT_EQ(dout.snapshot(), before) << "out was written";
+}
+
+}  // namespace
+}  // namespace gpuattn::testing
