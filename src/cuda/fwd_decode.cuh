@@ -41,6 +41,7 @@ struct DecodeTraits {
   static constexpr int kWarps = 4;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kStages = DecodePlan::stages(kHeadDim);
+  static constexpr int kMaxCtasPerSm = 2;       // resident CTAs a wave counts (launch_decode)
   static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
   static constexpr int kRowBytes = kHeadDim * 2;
   static constexpr int kQBytes = kRows * kRowBytes;
@@ -549,12 +550,13 @@ int ctas_per_sm() {
 template <class Tr, auto Kernel>
 void launch_decode(const FwdParams& p, cudaStream_t stream) {
   const int group = p.hq / p.hkv;
-  // One wave of at most 2 CTAs per SM: with 3 resident CTAs per SM at head dim 128, 6 splits of
+  // One wave of at most Tr::kMaxCtasPerSm CTAs per SM. The 16-bit kernel counts 2: with 3
+  // resident CTAs per SM at head dim 128, 6 splits of
   // B8 Hkv8 Sk4096 took 53.5 us against 51.5 for 4, and 49 splits of B1 Hkv8 Sk32768 55.0 against
   // 52.7 for 32 (H200, compare_torch, bench/results/2026-11-22-h200-decode): more CTAs add
   // partials to merge, not bandwidth.
-  const long long slots =
-      static_cast<long long>(sm80::num_sms()) * std::min(ctas_per_sm<Tr, Kernel>(), 2);
+  const long long slots = static_cast<long long>(sm80::num_sms()) *
+                          std::min(ctas_per_sm<Tr, Kernel>(), Tr::kMaxCtasPerSm);
   const DecodePlan plan = DecodePlan::plan(p.batch, p.hkv, group, p.seqlen_q, p.seqlen_k, slots);
   const long long ctas = plan.units * plan.splits;
   if (ctas <= 0) return;  // no rows

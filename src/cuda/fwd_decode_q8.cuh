@@ -31,6 +31,12 @@ struct Q8Traits {
   static constexpr int kThreads = 32 * kWarps;
   // As many bytes in flight as the 16-bit kernel's stages, at half the bytes a tile.
   static constexpr int kStages = 2 * DecodePlan::stages(kHeadDim);
+  // Resident CTAs a wave counts (launch_decode): 3, where the 16-bit kernel counts 2. Converting
+  // twice the elements a byte, the 8-bit kernel needs the third CTA's warps to keep HBM busy:
+  // bf16 B8 Hq32/Hkv8 L32768 D128 E4M3 took 162 us with 3 against 175 with 2, B1 L131072 94 against
+  // 97, B32 L4096 the same, B8 L4096 40.2 against 38.4 (H200, bench/quantized_decode.py,
+  // bench/results/2026-11-23-h200-s19 call 3).
+  static constexpr int kMaxCtasPerSm = 3;
   static constexpr int kChunks = kHeadDim / 16;          // 16-byte chunks per 8-bit row
   static constexpr int kQBytes = kRows * kHeadDim * 2;   // Q (16-bit, row-major)
   static constexpr int kTileBytes = kBlockN * kHeadDim;  // one 8-bit K or V tile

@@ -612,3 +612,55 @@ def test_torch_cuda_matches_cpu():
     assert_close(lse.cpu(), want_lse, 1e-2, "lse")
     with pytest.raises(ValueError, match="host/device"):
         ga.flash_attn_func(q.cuda(), k, v.cuda())
+
+
+def _e4m3_decode(b):
+    """FP8 E4M3 (fn) bytes -> float64, the format's definition (0x7f/0xff NaN)."""
+    b = b.astype(np.int64)
+    sign = np.where(b & 0x80, -1.0, 1.0)
+    e, m = (b >> 3) & 0xF, b & 7
+    val = np.where(e == 0, m * 2.0 ** -9, (1 + m / 8.0) * 2.0 ** (e - 7))
+    return np.where((b & 0x7F) == 0x7F, np.nan, sign * val)
+
+
+@pytest.mark.parametrize("fmt", ["int8", "e4m3"])
+def test_kvcache_quantized_cache_with_per_head_scales(fmt):
+    """k_scale/v_scale: an int8 cache, or E4M3 bytes (uint8 in numpy), read as x * scale[head];
+    k/v appended are quantized with the same scales; a float scale is one for every head."""
+    rng = rng_for("kvcache-quantized", fmt)
+    q = make("numpy", "float16", (2, 3, 8, 64), rng)
+    if fmt == "int8":
+        kc = rng.integers(-127, 128, (2, 40, 2, 64)).astype(np.int8)
+        vc = rng.integers(-127, 128, (2, 40, 2, 64)).astype(np.int8)
+        decode = lambda x: x.astype(np.float64)  # noqa: E731
+    else:
+        kc = rng.integers(0, 0x7F, (2, 40, 2, 64)).astype(np.uint8)  # finite, both signs below
+        kc |= (rng.integers(0, 2, kc.shape) << 7).astype(np.uint8)
+        vc = rng.integers(0, 0x7F, (2, 40, 2, 64)).astype(np.uint8)
+        decode = _e4m3_decode
+    ks = np.array([0.02, 0.05], dtype=np.float32)
+    vs = np.array([0.03, 0.01], dtype=np.float32)
+    used = np.array([40, 13], dtype=np.int32)
+    out = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, causal=True, k_scale=ks,
+                                     v_scale=vs)
+    kd = (decode(kc) * ks[None, None, :, None]).astype(np.float32)
+    vd = (decode(vc) * vs[None, None, :, None]).astype(np.float32)
+    for b, n in enumerate(used):
+        want, _ = ref_dense(to64(q[b:b + 1]), kd[b:b + 1, :n].astype(np.float64),
+                            vd[b:b + 1, :n].astype(np.float64), 1 / math.sqrt(64),
+                            causal_rule(True))
+        assert_close(out[b:b + 1], want, 3e-3, f"out of sequence {b}")
+    # Appending quantizes: a row of 16-bit keys lands as round(x / scale).
+    knew = np.full((2, 1, 2, 64), 0.5, dtype=np.float16)
+    kc2, vc2 = kc.copy(), vc.copy()
+    ga.flash_attn_with_kvcache(q, kc2, vc2, k=knew, v=knew, cache_seqlens=np.array([3, 5], np.int32),
+                               k_scale=ks, v_scale=vs)
+    got = decode(kc2[0, 3, 0])
+    assert np.allclose(got, 0.5 / 0.02, rtol=0.07), got[:4]
+    # One scale for every head, as a Python float.
+    same = ga.flash_attn_with_kvcache(q, kc, vc, k_scale=0.02, v_scale=0.03)
+    want_all = ga.flash_attn_with_kvcache(q, kc, vc, k_scale=np.array([0.02, 0.02], np.float32),
+                                          v_scale=np.array([0.03, 0.03], np.float32))
+    assert np.array_equal(same, want_all)
+    with pytest.raises(ValueError, match=r"k_scale\[1\] is -1"):
+        ga.flash_attn_with_kvcache(q, kc, vc, k_scale=np.array([1, -1], np.float32), v_scale=vs)
