@@ -614,6 +614,66 @@ def test_torch_cuda_matches_cpu():
         ga.flash_attn_func(q.cuda(), k, v.cuda())
 
 
+@needs_torch
+@pytest.mark.skipif(torch is None or not torch.cuda.is_available() or not ga.cuda_available()
+                    or not hasattr(torch, "float8_e4m3fn"),
+                    reason="needs torch with float8, a CUDA build and a CUDA device")
+@pytest.mark.parametrize("fmt", ["int8", "e4m3"])
+def test_torch_cuda_quantized_kvcache(fmt):
+    """torch tensors on the GPU: an int8 or float8_e4m3fn cache with per-head float32 scales, read
+    in place by the 8-bit decode kernel (one query row, lengths 1..300) and through the
+    dequantized copy (a causal prefill of 70 rows); appended rows quantized exactly as torch
+    rounds them (x / scale, to nearest even)."""
+    gen = torch.Generator().manual_seed(20)
+    b, length, hk, hq, d = 3, 300, 2, 8, 128
+    spread = torch.tensor([1.0, 3.0])[None, None, :, None]  # the two heads' scales differ
+    kf = torch.randn(b, length, hk, d, generator=gen) * spread
+    vf = torch.randn(b, length, hk, d, generator=gen)
+    top = 448.0 if fmt == "e4m3" else 127.0
+    ks = (kf.abs().amax(dim=(0, 1, 3)) / top).float()
+    vs = (vf.abs().amax(dim=(0, 1, 3)) / top).float()
+
+    def quantize(x, s):
+        x = x.float() / s[None, None, :, None]
+        if fmt == "e4m3":
+            return x.to(torch.float8_e4m3fn)
+        return torch.round(x).clamp(-127, 127).to(torch.int8)
+
+    kc, vc = quantize(kf, ks), quantize(vf, vs)
+    kd = kc.to(torch.float64) * ks.double()[None, None, :, None]
+    vd = vc.to(torch.float64) * vs.double()[None, None, :, None]
+    used = torch.tensor([300, 1, 177], dtype=torch.int32)
+    dev = torch.device("cuda")
+    for sq, causal in ((1, False), (70, True)):
+        q = torch.randn(b, sq, hq, d, generator=gen).to(torch.bfloat16)
+        out = ga.flash_attn_with_kvcache(q.to(dev), kc.to(dev), vc.to(dev),
+                                         cache_seqlens=used.to(dev), causal=causal,
+                                         k_scale=ks.to(dev), v_scale=vs.to(dev))
+        assert out.is_cuda and out.dtype == torch.bfloat16 and out.shape == q.shape
+        for i, n in enumerate(used.tolist()):
+            want, _ = ref_dense(to64(q[i:i + 1]), kd[i:i + 1, :n].numpy(),
+                                vd[i:i + 1, :n].numpy(), 1 / math.sqrt(d), causal_rule(causal))
+            assert_close(out[i:i + 1].cpu(), want, 1.6e-2, f"Sq {sq} out of sequence {i}")
+    # The append: new bf16 rows at each sequence's end, quantized with the cache's scales.
+    kc2, vc2 = kc.to(dev), vc.to(dev)
+    knew = torch.randn(b, 2, hk, d, generator=gen).to(torch.bfloat16)
+    vnew = torch.randn(b, 2, hk, d, generator=gen).to(torch.bfloat16)
+    q = torch.randn(b, 2, hq, d, generator=gen).to(torch.bfloat16)
+    at = torch.tensor([5, 0, 298], dtype=torch.int32)
+    ga.flash_attn_with_kvcache(q.to(dev), kc2, vc2, k=knew.to(dev), v=vnew.to(dev),
+                               cache_seqlens=at.to(dev), causal=True, k_scale=ks.to(dev),
+                               v_scale=vs.to(dev))
+    kc2, vc2 = kc2.cpu(), vc2.cpu()
+    for i, pos in enumerate(at.tolist()):
+        for cache, new, s, what in ((kc2, knew, ks, "k"), (vc2, vnew, vs, "v")):
+            got = cache[i:i + 1, pos:pos + 2].view(torch.uint8)
+            want = quantize(new[i:i + 1].float(), s).view(torch.uint8)
+            assert torch.equal(got, want), f"{what} rows appended at {pos} of sequence {i}"
+        rest = torch.cat([kc2[i:i + 1, :pos], kc2[i:i + 1, pos + 2:]], dim=1).view(torch.uint8)
+        orig = torch.cat([kc[i:i + 1, :pos], kc[i:i + 1, pos + 2:]], dim=1).view(torch.uint8)
+        assert torch.equal(rest, orig), f"k rows of sequence {i} other than the appended ones"
+
+
 def _e4m3_decode(b):
     """FP8 E4M3 (fn) bytes -> float64, the format's definition (0x7f/0xff NaN)."""
     b = b.astype(np.int64)
