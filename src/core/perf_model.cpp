@@ -96,7 +96,8 @@ Prediction predict_forward(const PerfShape& s, const DeviceSpec& d,
   const double bytes = static_cast<double>(s.dtype_bytes) * s.batch * s.head_dim *
                        (2.0 * s.seqlen_q * s.hq + 2.0 * s.seqlen_k * s.hkv);
   p.memory_us = bytes / (d.hbm_tbps * 1e12) * 1e6;
-  if (cfg.kernel == FwdKernel::decode_16x64) {  // streams the cache: bandwidth alone
+  if (cfg.kernel == FwdKernel::decode_16x64 || cfg.kernel == FwdKernel::decode_q8_16x64) {
+    // streams the cache: bandwidth alone
     p.total_us = p.launch_us + p.memory_us;
     return p;
   }

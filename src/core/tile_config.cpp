@@ -38,6 +38,7 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
   s.hq = p.hq;
   s.max_smem_per_block = max_smem_per_block;
   s.hkv = p.hkv;
+  s.kv_quantized = p.kv_quantized();
   return s;
 }
 
@@ -52,6 +53,7 @@ bool sm90_dense_instantiation(FwdKernel kernel, const FwdParams& p) {
       return true;
     case FwdKernel::sm90_ws_128x64_compensated:
     case FwdKernel::decode_16x64:
+    case FwdKernel::decode_q8_16x64:
     case FwdKernel::sm80_128x64:
     case FwdKernel::sm80_64x64:
     case FwdKernel::sm80_64x64_compensated: return false;
@@ -93,7 +95,7 @@ const TileConfig& select_fwd_config(const FwdShape& s) {
       s.max_smem_per_block <= 0 || DecodePlan::smem_bytes(s.head_dim) <= s.max_smem_per_block;
   if (s.decode_allowed && s.sm_major >= 8 && s.precision == Precision::standard &&
       s.dense_or_causal && DecodePlan::eligible(s.seqlen_q, group) && decode_fits) {
-    return tile_config(FwdKernel::decode_16x64);
+    return tile_config(s.kv_quantized ? FwdKernel::decode_q8_16x64 : FwdKernel::decode_16x64);
   }
   if (s.sm_major == 9 && s.sm90_kernel_available) {
     if (s.precision == Precision::standard) {

@@ -26,6 +26,7 @@ enum class FwdKernel {
   sm90_ws_128x80_d256,         // its dense/causal instantiation at head dim 256: 80-key tiles
                                // (FwdD256Traits)
   decode_16x64,                // split-KV decode kernel, sm_80 and newer (src/cuda/fwd_decode.cuh)
+  decode_q8_16x64,  // the same over an int8 / FP8 E4M3 cache (src/cuda/fwd_decode_q8.cuh)
 };
 
 struct TileConfig {
@@ -40,7 +41,7 @@ struct TileConfig {
 
 // The table, in FwdKernel order. The figures behind each `why` are in
 // bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
-inline constexpr std::array<TileConfig, 9> kFwdTileConfigs = {{
+inline constexpr std::array<TileConfig, 10> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
      "Hopper, standard precision: head dim 128 with every mask, head dim 64 with a window, global "
      "tokens or a block layout, and its dense and causal calls on small grids (the others: "
@@ -170,6 +171,18 @@ inline constexpr std::array<TileConfig, 9> kFwdTileConfigs = {{
      "stages 4 / 2 / 2 at head dims 64 / 128 / 256 (3 at 128 and 256 measured within 2%, and "
      "would not fit 99 KB at 128); splits for one wave of 2 CTAs per SM (3 per SM: more partials, "
      "1.04x the time)"},
+    {FwdKernel::decode_q8_16x64, "decode_q8_16x64", 16, 64, 4, 4,
+     "decode_16x64's calls over a quantized KV cache (k/v int8 or FP8 E4M3, float32 scales per KV "
+     "head: AttentionArgs::k_scale / v_scale), read in place at one byte an element; every other "
+     "call on such a cache runs on a dequantized 16-bit copy. The same layout of the work (a GQA "
+     "group's rows in one 16-row block, key tiles split over CTAs, the LSE merge shared); 8-bit "
+     "tiles of 64 keys in a cp.async ring of twice the 16-bit kernel's stages (the same bytes in "
+     "flight), converted to fp16 pairs in registers (cvt.rn.f16x2.e4m3x2; int8 by byte permute), "
+     "the mma in fp16; k_scale folded into the softmax scale and v_scale into the output. Splits "
+     "for one wave of 3 CTAs per SM (the conversions need the third CTA's warps to keep HBM "
+     "busy): H200 (2026-11-23, bench/quantized_decode.py), bf16 q GQA 32:8 D128, E4M3 cache "
+     "1.47x / 1.59x / 1.48x cuDNN's time on the bf16 cache at B32 L4096 / B8 L32768 / B1 "
+     "L131072 (2 CTAs per SM: B8 L32768 175 us against 162)"},
 }};
 
 const TileConfig& tile_config(FwdKernel kernel);
@@ -218,6 +231,7 @@ struct FwdShape {
                                // sm_86/sm_89/sm_120, 163 KB on an A100); 0: unknown, not checked
   int hkv = 0;                 // KV heads (0: as many as hq)
   bool decode_allowed = true;  // false under GPUATTN_KERNEL=sm80 / sm90_*: their own kernels
+  bool kv_quantized = false;   // k/v int8 or FP8 E4M3: a decode call takes decode_q8_16x64
 };
 
 // What the environment variable GPUATTN_KERNEL asks of the dispatch: unset or "auto", the rule of

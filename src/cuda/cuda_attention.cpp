@@ -111,6 +111,10 @@ bool decode_takes(const FwdParams& p) {
 // A paged call (block_table) likewise takes decode_16x64 where it can run it; any other runs on a
 // contiguous copy of its pages (paged_forward), picked here as that copy's call would be.
 FwdKernel pick_forward_kernel(const FwdParams& p) {
+  // A quantized cache: decode calls read it in place, whatever GPUATTN_KERNEL names
+  // (quantized_forward, paged_forward); any other call runs on a dequantized copy, picked here
+  // as that copy's call would be.
+  if (p.kv_quantized() && decode_takes(p)) return FwdKernel::decode_q8_16x64;
   if ((p.seqused_k != nullptr || p.is_paged()) && decode_takes(p)) {
     return FwdKernel::decode_16x64;
   }
@@ -129,11 +133,13 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
 // compiled instantiation of its dtype and head dim.
 void launch_forward(const FwdParams& p, cudaStream_t stream) {
   const FwdKernel kernel = pick_forward_kernel(p);
-  if (p.kv_quantized() && kernel != FwdKernel::decode_16x64) {
+  if (p.kv_quantized() != (kernel == FwdKernel::decode_q8_16x64)) {
     throw Error(ErrorCode::not_supported,
                 "gpuattn: internal error: an 8-bit cache reached a 16-bit kernel");
   }
-  if (kernel == FwdKernel::decode_16x64) return decode::fwd(p, stream);
+  if (kernel == FwdKernel::decode_16x64 || kernel == FwdKernel::decode_q8_16x64) {
+    return decode::fwd(p, stream);
+  }
   if (is_sm90(kernel)) {
     if (p.dtype == DType::f16) {
       if (p.head_dim == 64) return sm90::fwd_f16_hdim64(kernel, p, stream);

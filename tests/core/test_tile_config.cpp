@@ -34,7 +34,7 @@ FwdKernel pick(const FwdShape& s) {
 }
 
 TEST(TileConfig, TableIsIndexedByKernelAndExplained) {
-  ASSERT_EQ(kFwdTileConfigs.size(), 9u);
+  ASSERT_EQ(kFwdTileConfigs.size(), 10u);
   for (std::size_t i = 0; i < kFwdTileConfigs.size(); ++i) {
     const TileConfig& c = kFwdTileConfigs[i];
     EXPECT_EQ(static_cast<std::size_t>(c.kernel), i);
@@ -103,6 +103,32 @@ TEST(TileConfig, HopperTakesTheWgmmaKernelForEveryStandardCall) {
           << dense << causal;
     }
   }
+}
+
+// A quantized KV cache (int8 / FP8 E4M3): the decode calls of decode_16x64 take the 8-bit kernel,
+// on any GPU from sm 8; every other call is picked as its dequantized 16-bit copy's.
+TEST(TileConfig, QuantizedCacheDecodeTakesTheEightBitKernel) {
+  FwdShape s = shape(9, true, 132, 1, 8, 32);
+  s.hkv = 8;
+  s.seqlen_k = 4096;
+  s.kv_quantized = true;
+  EXPECT_EQ(pick(s), FwdKernel::decode_q8_16x64);
+  s.seqlen_q = 17;  // 68 rows a KV head: the copy's prefill kernel
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
+  s.seqlen_q = 1;
+  s.precision = Precision::compensated;
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated);
+  s.precision = Precision::standard;
+  s.sm_major = 8;
+  s.sm90_kernel_available = false;
+  EXPECT_EQ(pick(s), FwdKernel::decode_q8_16x64);
+  s.kv_quantized = false;
+  EXPECT_EQ(pick(s), FwdKernel::decode_16x64);
+  const TileConfig& d = tile_config(FwdKernel::decode_q8_16x64);
+  EXPECT_EQ(d.block_m, 16);
+  EXPECT_EQ(d.block_n, 64);
+  EXPECT_EQ(d.warps, 4);
+  EXPECT_STREQ(d.name, "decode_q8_16x64");
 }
 
 // Decode: at most 64 query rows per KV head (seqlen_q x hq / hkv), standard precision, no mask

@@ -16,6 +16,9 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "core/fwd_params.h"
+#include "core/tile_config.h"
+#include "cuda/cuda_attention.h"
 #include "cuda/cuda_test_util.h"
 #include "gpuattn/attention.h"
 #include "gpuattn/kv_cache.h"
@@ -55,7 +58,12 @@ void fill_cache(HostTensor& k, HostTensor& v, HostTensor& ks, HostTensor& vs, st
   }
 }
 
-void expect_matches_reference(const QCase& c, bool check_indices = true) {
+// Which kernel a case should run (cuda_forward_kernel, what --show-config reports): the 8-bit
+// decode kernel on the cache in place, or a 16-bit kernel on the dequantized copy.
+enum class Runs { in_place, on_copy, unchecked };
+
+void expect_matches_reference(const QCase& c, bool check_indices = true,
+                              Runs runs = Runs::unchecked) {
   SCOPED_TRACE(c.name());
   HostTensor q(c.t, {c.B, c.Sq, c.Hq, c.D}), out(c.t, {c.B, c.Sq, c.Hq, c.D}),
       lse(DType::f32, {c.B, c.Hq, c.Sq}), k(c.kv, {c.B, c.Sk, c.Hkv, c.D}),
@@ -102,6 +110,15 @@ void expect_matches_reference(const QCase& c, bool check_indices = true) {
   a.mask = c.mask;
   a.precision = c.precision;
   a.check_indices = check_indices;
+  if (runs != Runs::unchecked) {
+    const FwdKernel kernel = cuda_forward_kernel(make_fwd_params(a));
+    const bool decode = kernel == FwdKernel::decode_q8_16x64 || kernel == FwdKernel::decode_16x64;
+    if (runs == Runs::in_place) {
+      EXPECT_EQ(kernel, FwdKernel::decode_q8_16x64) << tile_config(kernel).name;
+    } else {
+      EXPECT_FALSE(decode) << tile_config(kernel).name;
+    }
+  }
   attention_forward(a);
   TEST_CUDA_CHECK(cudaDeviceSynchronize());
   dout.download(out.data());
@@ -153,7 +170,7 @@ TEST_F(QuantizedKvCuda, DecodeReadsTheEightBitCacheInPlace) {
       {f16, e4m3, 2, 4, 2, 1, 90, 64, false, {90, 37}, 1},
       {bf16, i8, 2, 4, 4, 1, 1024, 256, false, {}, 256},
   };
-  for (const QCase& c : cases) expect_matches_reference(c);
+  for (const QCase& c : cases) expect_matches_reference(c, true, Runs::in_place);
 }
 
 TEST_F(QuantizedKvCuda, OtherCallsRunOnADequantizedCopy) {
@@ -164,7 +181,7 @@ TEST_F(QuantizedKvCuda, OtherCallsRunOnADequantizedCopy) {
       {bf16, i8, 2, 8, 2, 1, 400, 128, false, {}, 0, make_mask(100, 0)},  // a window
       {f16, e4m3, 2, 8, 2, 1, 400, 256, true, {}, 0, {}, Precision::compensated},
   };
-  for (const QCase& c : cases) expect_matches_reference(c);
+  for (const QCase& c : cases) expect_matches_reference(c, true, Runs::on_copy);
 }
 
 TEST_F(QuantizedKvCuda, UncheckedCallsMatch) {
