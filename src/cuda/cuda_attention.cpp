@@ -98,11 +98,17 @@ void check_scales(const float* k_scale, const float* v_scale, int stride, int n,
   check_kv_scales(host.data(), host.data() + count, count, fn);
 }
 
-// Whether decode_16x64 can run call p at all (DecodePlan's rows, standard precision, no mask
-// beyond causal), whatever the rule would pick.
+// Whether decode_16x64 (decode_q8_16x64 on a quantized cache) can run call p at all (DecodePlan's
+// rows, standard precision, no mask beyond causal, its shared memory within the device's opt-in
+// limit per block, as select_fwd_config requires), whatever the rule would pick. Both kernels take
+// DecodePlan::smem_bytes (the 8-bit ring has twice the stages of half the bytes). Head dim 256
+// (136 KB) does not fit the 99 KB of sm_86 / sm_89 / sm_120: there a paged, seqused_k or
+// quantized decode call runs on the gathered or dequantized copy instead of failing its launch.
 bool decode_takes(const FwdParams& p) {
+  const int smem = sm80::max_smem_per_block();
   return p.precision == Precision::standard && p.dense_or_causal() &&
-         DecodePlan::eligible(p.seqlen_q, p.hq / p.hkv);
+         DecodePlan::eligible(p.seqlen_q, p.hq / p.hkv) &&
+         (smem <= 0 || DecodePlan::smem_bytes(p.head_dim) <= smem);
 }
 
 // select_fwd_config's pick for p on the current device, GPUATTN_KERNEL applied. A call with

@@ -44,6 +44,9 @@ struct Q8Traits {
   static constexpr int kMergeBytes = kWarps * kRows * (kOPitch + 2) * 4;
   static constexpr int kRingBytes = 2 * kStages * kTileBytes;
   static constexpr int kSmemBytes = kQBytes + (kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes);
+  // The dispatch checks DecodePlan::smem_bytes against the device's limit for both decode kernels
+  // (decode_takes in cuda_attention.cpp, select_fwd_config).
+  static_assert(kSmemBytes == DecodePlan::smem_bytes(kHeadDim), "DecodePlan::smem_bytes");
   static constexpr int kStep = kThreads / kChunks;  // rows between a thread's rows of a tile
   static constexpr int kRowsPerThread = kBlockN / kStep;
   static_assert(kMergeBytes >= (kRows * DecodePlan::kMaxSplits + 2 * kRows) * 4,
