@@ -6,6 +6,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+
+#include "gpuattn/types.h"
 
 namespace gpuattn {
 
@@ -105,6 +108,21 @@ inline std::int8_t float_to_i8(float f) {
   if (std::isnan(f)) return 0;
   const float r = std::nearbyint(f);
   return static_cast<std::int8_t>(r > 127.f ? 127.f : r < -127.f ? -127.f : r);
+}
+
+// Element i of host memory `base` holding values of type t, as a float (exact for every floating
+// and 8-bit type); NaN for the index types (i32, u8), which hold no values.
+inline float element_to_float(const void* base, DType t, std::int64_t i) {
+  switch (t) {
+    case DType::f16: return f16_to_float(static_cast<const std::uint16_t*>(base)[i]);
+    case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(base)[i]);
+    case DType::f32: return static_cast<const float*>(base)[i];
+    case DType::i8: return static_cast<const std::int8_t*>(base)[i];
+    case DType::e4m3: return e4m3_to_float(static_cast<const std::uint8_t*>(base)[i]);
+    case DType::i32:
+    case DType::u8: break;
+  }
+  return std::numeric_limits<float>::quiet_NaN();
 }
 
 }  // namespace gpuattn

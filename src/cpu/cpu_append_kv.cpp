@@ -8,20 +8,12 @@
 namespace gpuattn {
 namespace {
 
-float load(const void* base, DType t, std::int64_t i) {
-  switch (t) {
-    case DType::f16: return f16_to_float(static_cast<const std::uint16_t*>(base)[i]);
-    case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(base)[i]);
-    default: return static_cast<const float*>(base)[i];
-  }
-}
-
 // Row `src` (head_dim elements of p.dtype) quantized into `dst` of p.cache_dtype: x / scale,
 // rounded to nearest even and saturated.
 void quantize_row(const AppendParams& p, const void* src, std::int64_t src_off, void* dst,
                   std::int64_t dst_off, float scale) {
   for (int d = 0; d < p.head_dim; ++d) {
-    const float x = load(src, p.dtype, src_off + d) / scale;
+    const float x = element_to_float(src, p.dtype, src_off + d) / scale;
     if (p.cache_dtype == DType::i8) {
       static_cast<std::int8_t*>(dst)[dst_off + d] = float_to_i8(x);
     } else {

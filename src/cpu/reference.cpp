@@ -12,17 +12,9 @@
 namespace gpuattn {
 namespace {
 
+// An element as a double: the reference multiplies and sums in fp64.
 double load(const void* base, DType t, std::int64_t idx) {
-  switch (t) {
-    case DType::f16: return f16_to_float(static_cast<const std::uint16_t*>(base)[idx]);
-    case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(base)[idx]);
-    case DType::f32: return static_cast<const float*>(base)[idx];
-    case DType::i8: return static_cast<const std::int8_t*>(base)[idx];
-    case DType::e4m3: return e4m3_to_float(static_cast<const std::uint8_t*>(base)[idx]);
-    case DType::i32:
-    case DType::u8: break;
-  }
-  return std::numeric_limits<double>::quiet_NaN();
+  return element_to_float(base, t, idx);
 }
 
 }  // namespace

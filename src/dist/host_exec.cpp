@@ -11,13 +11,6 @@
 namespace gpuattn::dist {
 namespace {
 
-float load(const void* base, DType t, std::int64_t i) {
-  switch (t) {
-    case DType::f16: return f16_to_float(static_cast<const std::uint16_t*>(base)[i]);
-    case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(base)[i]);
-    default: return static_cast<const float*>(base)[i];
-  }
-}
 void store(void* base, DType t, std::int64_t i, float v) {
   switch (t) {
     case DType::f16: static_cast<std::uint16_t*>(base)[i] = float_to_f16(v); break;
@@ -82,7 +75,7 @@ class HostExec final : public RankExec {
           float* o = acc.o + ((static_cast<std::int64_t>(b) * acc.rows + row0 + i) * H + h) * D;
           const std::int64_t part_at = ((static_cast<std::int64_t>(b) * n + i) * H + h) * D;
           if (first) {
-            for (int d = 0; d < D; ++d) o[d] = load(part.data, part.dtype, part_at + d);
+            for (int d = 0; d < D; ++d) o[d] = element_to_float(part.data, part.dtype, part_at + d);
             acc.lse[lse_at] = p;
             continue;
           }
@@ -92,7 +85,7 @@ class HostExec final : public RankExec {
           const float wa = std::exp(a - m), wp = std::exp(p - m);
           const float inv = 1.f / (wa + wp);
           for (int d = 0; d < D; ++d) {
-            o[d] = (o[d] * wa + load(part.data, part.dtype, part_at + d) * wp) * inv;
+            o[d] = (o[d] * wa + element_to_float(part.data, part.dtype, part_at + d) * wp) * inv;
           }
           acc.lse[lse_at] = m + std::log(wa + wp);
         }

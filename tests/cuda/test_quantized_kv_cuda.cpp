@@ -58,6 +58,14 @@ void fill_cache(HostTensor& k, HostTensor& v, HostTensor& ks, HostTensor& vs, st
   }
 }
 
+// A host tensor's device copy for one call: uploaded when made, freed with it.
+struct OnDevice {
+  explicit OnDevice(const HostTensor& h) : host(&h), buf(h.bytes()) { buf.upload(h.data()); }
+  TensorView view() const { return host->view(Device::cuda, buf.get()); }
+  const HostTensor* host;
+  DeviceBuffer buf;
+};
+
 // Which kernel a case should run (cuda_forward_kernel, what --show-config reports): the 8-bit
 // decode kernel on the cache in place, or a 16-bit kernel on the dequantized copy.
 enum class Runs { in_place, on_copy, unchecked };
@@ -82,30 +90,21 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
   if (c.page > 0) pc = page_cache(k, v, c.page, c.used, 3, seed + 2);
   const HostTensor& kc = c.page > 0 ? pc.k : k;
   const HostTensor& vc = c.page > 0 ? pc.v : v;
-  DeviceBuffer dq(q.bytes()), dk(kc.bytes()), dv(vc.bytes()), dks(ks.bytes()), dvs(vs.bytes()),
-      dused(used.bytes()), dout(out.bytes()), dlse(lse.bytes()), dtable(pc.table.bytes());
-  dq.upload(q.data());
-  dk.upload(kc.data());
-  dv.upload(vc.data());
-  dks.upload(ks.data());
-  dvs.upload(vs.data());
-  dused.upload(used.data());
-  if (c.page > 0) dtable.upload(pc.table.data());
   out.poison();
   lse.poison();
-  dout.upload(out.data());
-  dlse.upload(lse.data());
+  const OnDevice dq(q), dk(kc), dv(vc), dks(ks), dvs(vs), dused(used), dout(out), dlse(lse),
+      dtable(pc.table);
 
   AttentionArgs a;
-  a.q = q.view(Device::cuda, dq.get());
-  a.k = kc.view(Device::cuda, dk.get());
-  a.v = vc.view(Device::cuda, dv.get());
-  a.out = out.view(Device::cuda, dout.get());
-  a.lse = lse.view(Device::cuda, dlse.get());
-  a.k_scale = ks.view(Device::cuda, dks.get());
-  a.v_scale = vs.view(Device::cuda, dvs.get());
-  if (!c.used.empty()) a.seqused_k = used.view(Device::cuda, dused.get());
-  if (c.page > 0) a.block_table = pc.table.view(Device::cuda, dtable.get());
+  a.q = dq.view();
+  a.k = dk.view();
+  a.v = dv.view();
+  a.out = dout.view();
+  a.lse = dlse.view();
+  a.k_scale = dks.view();
+  a.v_scale = dvs.view();
+  if (!c.used.empty()) a.seqused_k = dused.view();
+  if (c.page > 0) a.block_table = dtable.view();
   a.causal = c.causal;
   a.mask = c.mask;
   a.precision = c.precision;
@@ -121,8 +120,8 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
   }
   attention_forward(a);
   TEST_CUDA_CHECK(cudaDeviceSynchronize());
-  dout.download(out.data());
-  dlse.download(lse.data());
+  dout.buf.download(out.data());
+  dlse.buf.download(lse.data());
 
   AttentionArgs h = tensor_args(q, k, v, out, &lse);
   h.k_scale = ks.view();
@@ -204,32 +203,23 @@ TEST_F(QuantizedKvCuda, VarlenMatchesTheReference) {
     q.randomize(3);
     fill_cache(k, v, ks, vs, 5);
     const HostTensor cq = make_cu_seqlens(lq), ck = make_cu_seqlens(lk);
-    DeviceBuffer dq(q.bytes()), dk(k.bytes()), dv(v.bytes()), dks(ks.bytes()), dvs(vs.bytes()),
-        dcq(cq.bytes()), dck(ck.bytes()), dout(out.bytes());
-    dq.upload(q.data());
-    dk.upload(k.data());
-    dv.upload(v.data());
-    dks.upload(ks.data());
-    dvs.upload(vs.data());
-    dcq.upload(cq.data());
-    dck.upload(ck.data());
     out.poison();
-    dout.upload(out.data());
+    const OnDevice dq(q), dk(k), dv(v), dks(ks), dvs(vs), dcq(cq), dck(ck), dout(out);
     AttentionArgs a;
-    a.q = q.view(Device::cuda, dq.get());
-    a.k = k.view(Device::cuda, dk.get());
-    a.v = v.view(Device::cuda, dv.get());
-    a.out = out.view(Device::cuda, dout.get());
-    a.k_scale = ks.view(Device::cuda, dks.get());
-    a.v_scale = vs.view(Device::cuda, dvs.get());
-    a.cu_seqlens_q = cq.view(Device::cuda, dcq.get());
-    a.cu_seqlens_k = ck.view(Device::cuda, dck.get());
+    a.q = dq.view();
+    a.k = dk.view();
+    a.v = dv.view();
+    a.out = dout.view();
+    a.k_scale = dks.view();
+    a.v_scale = dvs.view();
+    a.cu_seqlens_q = dcq.view();
+    a.cu_seqlens_k = dck.view();
     a.max_seqlen_q = 30;
     a.max_seqlen_k = 100;
     a.causal = true;
     attention_forward(a);
     TEST_CUDA_CHECK(cudaDeviceSynchronize());
-    dout.download(out.data());
+    dout.buf.download(out.data());
     AttentionArgs h = tensor_args(q, k, v, out);
     h.k_scale = ks.view();
     h.v_scale = vs.view();
@@ -265,25 +255,16 @@ TEST_F(QuantizedKvCuda, AppendQuantizesAsTheCpuBackendDoes) {
         PagedCache pc;
         if (page > 0) pc = page_cache(k, v, page, {}, 2, 34);
         HostTensor hk = page > 0 ? pc.k : k, hv = page > 0 ? pc.v : v;
-        DeviceBuffer dk(hk.bytes()), dv(hv.bytes()), dks(ks.bytes()), dvs(vs.bytes()),
-            dkn(kn.bytes()), dvn(vn.bytes()), dl(lens.bytes()), dt(pc.table.bytes());
-        dk.upload(hk.data());
-        dv.upload(hv.data());
-        dks.upload(ks.data());
-        dvs.upload(vs.data());
-        dkn.upload(kn.data());
-        dvn.upload(vn.data());
-        dl.upload(lens.data());
-        if (page > 0) dt.upload(pc.table.data());
+        const OnDevice dk(hk), dv(hv), dks(ks), dvs(vs), dkn(kn), dvn(vn), dl(lens), dt(pc.table);
         AppendKvArgs a;
-        a.k_cache = hk.view(Device::cuda, dk.get());
-        a.v_cache = hv.view(Device::cuda, dv.get());
-        a.k_new = kn.view(Device::cuda, dkn.get());
-        a.v_new = vn.view(Device::cuda, dvn.get());
-        a.cache_seqlens = lens.view(Device::cuda, dl.get());
-        a.k_scale = ks.view(Device::cuda, dks.get());
-        a.v_scale = vs.view(Device::cuda, dvs.get());
-        if (page > 0) a.block_table = pc.table.view(Device::cuda, dt.get());
+        a.k_cache = dk.view();
+        a.v_cache = dv.view();
+        a.k_new = dkn.view();
+        a.v_new = dvn.view();
+        a.cache_seqlens = dl.view();
+        a.k_scale = dks.view();
+        a.v_scale = dvs.view();
+        if (page > 0) a.block_table = dt.view();
         append_kv(a);
         TEST_CUDA_CHECK(cudaDeviceSynchronize());
         AppendKvArgs h = a;  // the same append on the CPU
@@ -296,10 +277,10 @@ TEST_F(QuantizedKvCuda, AppendQuantizesAsTheCpuBackendDoes) {
         h.v_scale = vs.view();
         if (page > 0) h.block_table = pc.table.view();
         append_kv(h);
-        EXPECT_EQ(dk.snapshot(),
+        EXPECT_EQ(dk.buf.snapshot(),
                   std::vector<unsigned char>(static_cast<unsigned char*>(hk.data()),
                                              static_cast<unsigned char*>(hk.data()) + hk.bytes()));
-        EXPECT_EQ(dv.snapshot(),
+        EXPECT_EQ(dv.buf.snapshot(),
                   std::vector<unsigned char>(static_cast<unsigned char*>(hv.data()),
                                              static_cast<unsigned char*>(hv.data()) + hv.bytes()));
       }
@@ -314,29 +295,22 @@ TEST_F(QuantizedKvCuda, BadScalesAreNamedAndOutIsUntouched) {
   q.randomize(1);
   fill_cache(k, v, ks, vs, 2);
   vs.set(1, 0.f);
-  DeviceBuffer dq(q.bytes()), dk(k.bytes()), dv(v.bytes()), dks(ks.bytes()), dvs(vs.bytes()),
-      dout(out.bytes());
-  dq.upload(q.data());
-  dk.upload(k.data());
-  dv.upload(v.data());
-  dks.upload(ks.data());
-  dvs.upload(vs.data());
   out.poison();
-  dout.upload(out.data());
-  const std::vector<unsigned char> before = dout.snapshot();
+  const OnDevice dq(q), dk(k), dv(v), dks(ks), dvs(vs), dout(out);
+  const std::vector<unsigned char> before = dout.buf.snapshot();
   AttentionArgs a;
-  a.q = q.view(Device::cuda, dq.get());
-  a.k = k.view(Device::cuda, dk.get());
-  a.v = v.view(Device::cuda, dv.get());
-  a.out = out.view(Device::cuda, dout.get());
-  a.k_scale = ks.view(Device::cuda, dks.get());
-  a.v_scale = vs.view(Device::cuda, dvs.get());
+  a.q = dq.view();
+  a.k = dk.view();
+  a.v = dv.view();
+  a.out = dout.view();
+  a.k_scale = dks.view();
+  a.v_scale = dvs.view();
   const std::string msg = error_of([&] { attention_forward(a); });
   EXPECT_NE(msg.find("v_scale[1] is 0"), std::string::npos) << msg;
   a.v_scale = vs.view();  // host scales with device tensors
   const std::string where = error_of([&] { attention_forward(a); });
   EXPECT_NE(where.find("v_scale is on cpu"), std::string::npos) << where;
-  EXPECT_EQ(dout.snapshot(), before) << "out was written";
+  EXPECT_EQ(dout.buf.snapshot(), before) << "out was written";
 }
 
 }  // namespace
