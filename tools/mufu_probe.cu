@@ -36,26 +36,40 @@ void check(cudaError_t e, const char* what) {
   }
 }
 
-// What warpgroup 1 does while warpgroup 0 runs the exponential stream (or alone: the "alone"
-// modes leave warpgroup 0 idle). Warpgroup 1's work is a fixed count, shorter than the stream.
-enum Mode : int {
-  kAlone = 0,        // warpgroup 1 idles
-  kTwoExp = 1,       // warpgroup 1 runs the same exponential stream
-  kRsGemm = 2,       // groups of 8 wgmma m64n64k16, A from registers (P V's shape)
-  kSsGemm = 3,       // groups of 4 wgmma m64n128k16, A and B from smem (S's shape, Q in smem)
-  kBarrier = 4,      // mbarrier try_wait on a completed phase (a full-barrier check)
-  kRsGemmAlone = 5,  // as kRsGemm, warpgroup 0 idle
-  kSsGemmAlone = 6,  // as kSsGemm, warpgroup 0 idle
-  kBarrierAlone = 7  // as kBarrier, warpgroup 0 idle
+// What warpgroup 1 does: nothing, the same exponential stream, or a fixed count (shorter than
+// the stream) of GEMM groups or barrier checks, beside warpgroup 0's stream or alone (warpgroup 0
+// idle). The GEMM groups are the step's: P V as 8 wgmma m64n64k16 with P from registers (as the
+// kernel) or from smem, S as 4 wgmma m64n128k16 with Q from registers (as the 2-consumer kernel)
+// or from smem.
+enum Neighbour : int { kNone, kExp, kPvRegs, kPvSmem, kSRegs, kSSmem, kBarrier };
+struct ModeDesc {
+  Neighbour what;
+  bool beside_exp;  // warpgroup 0 runs the stream
+  const char* name;
 };
-constexpr int kModes = 8;
+constexpr ModeDesc kModeList[] = {
+    {kNone, true, "exponentials alone (1 warp a sub-partition)"},
+    {kExp, true, "two warps of exponentials a sub-partition"},
+    {kPvRegs, true, "exponentials + P V groups, P from registers"},
+    {kPvSmem, true, "exponentials + P V groups, P from smem"},
+    {kSRegs, true, "exponentials + S groups, Q from registers"},
+    {kSSmem, true, "exponentials + S groups, Q from smem"},
+    {kBarrier, true, "exponentials + mbarrier checks of a landed phase"},
+    {kPvRegs, false, "P V groups, P from registers, alone"},
+    {kPvSmem, false, "P V groups, P from smem, alone"},
+    {kSRegs, false, "S groups, Q from registers, alone"},
+    {kSSmem, false, "S groups, Q from smem, alone"},
+    {kBarrier, false, "mbarrier checks alone"},
+};
+constexpr int kModes = sizeof(kModeList) / sizeof(kModeList[0]);
 constexpr int kSmemBytes = 64 * 1024;
 
 // Per warp of warpgroup 0: cycles of its stream; per CTA: warpgroup 1's GEMM groups issued.
 struct Result {
   long long cycles[4];
   long long neighbour_count;   // GEMM groups or barrier checks
-  long long neighbour_cycles;
+  long long neighbour_cycles;  // from the first issue to the last group's wait
+  long long issue_cycles;      // the GEMM groups' issue alone: fence to the last wgmma issued
   float sink;
 };
 
@@ -90,7 +104,65 @@ __device__ float exp_stream(int passes, float seed) {
 }
 #endif
 
-__global__ void __launch_bounds__(256, 1) probe(int mode, int passes, Result* out) {
+// Warpgroup 1's GEMM groups of kind `what` (see Neighbour): `groups` of them, each issued,
+// committed and waited for; `issue` sums each group's cycles from its fence to its last wgmma.
+template <Neighbour what>
+__device__ float gemm_groups(std::uint32_t base, int groups, long long& total, long long& issue) {
+  const std::uint64_t a_desc = ptx::smem_desc_sw128(base, 16, 1024);
+  const std::uint64_t b_desc = ptx::smem_desc_sw128(base + 32 * 1024, 16, 1024);
+  const std::uint64_t v_desc = ptx::smem_desc_sw128(base + 32 * 1024, 128 * 128, 1024);
+  constexpr int kAcc = what == kPvRegs || what == kPvSmem ? 32 : 64;
+  std::uint32_t a[8][4];
+#pragma unroll
+  for (int k = 0; k < 8; ++k)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) a[k][e] = 0x3c003c00u ^ (threadIdx.x + k + e);
+  float acc[kAcc];
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
+  long long in_issue = 0;
+  const long long t0 = clock64();
+  for (int g = 0; g < groups; ++g) {
+    const long long i0 = clock64();
+    ptx::wgmma_fence();
+    if constexpr (what == kPvRegs) {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        ptx::wgmma_rs<__half, 64>(acc, a[k], ptx::desc_advance(v_desc, 2048 * k), 1);
+      }
+    } else if constexpr (what == kPvSmem) {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        ptx::wgmma_ss<__half, 64>(acc, ptx::desc_advance(a_desc, 32 * (k & 3) + 8192 * (k >> 2)),
+                                  ptx::desc_advance(b_desc, 32 * (k & 3) + 8192 * (k >> 2)), 1);
+      }
+    } else if constexpr (what == kSRegs) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        ptx::wgmma_rs_kmajor<__half, 128>(acc, a[k], ptx::desc_advance(b_desc, 32 * k), 1);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        ptx::wgmma_ss<__half, 128>(acc, ptx::desc_advance(a_desc, 32 * k),
+                                   ptx::desc_advance(b_desc, 32 * k), 1);
+      }
+    }
+    const long long i1 = clock64();
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<0>();
+    in_issue += i1 - i0;
+  }
+  total = clock64() - t0;
+  issue = in_issue;
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) s += acc[i];
+  return s;
+}
+
+__global__ void __launch_bounds__(256, 1)
+    probe(Neighbour what, bool beside_exp, int passes, Result* out) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bar;
@@ -106,9 +178,8 @@ __global__ void __launch_bounds__(256, 1) probe(int mode, int passes, Result* ou
   if (tid == 0) ptx::mbarrier_arrive(bar_addr);  // phase 0 completes
   __syncthreads();
   Result& r = out[blockIdx.x];
-  const bool alone = mode >= kRsGemmAlone;
   if (wg == 0) {
-    if (alone) return;
+    if (!beside_exp) return;
     const long long t0 = clock64();
     const float s = exp_stream(passes, 0.5f + 0.001f * tid);
     const long long t1 = clock64();
@@ -117,76 +188,37 @@ __global__ void __launch_bounds__(256, 1) probe(int mode, int passes, Result* ou
     return;
   }
   // warpgroup 1
-  if (mode == kAlone) return;
-  if (mode == kTwoExp) {
+  if (what == kNone) return;
+  if (what == kExp) {
     const float s = exp_stream(passes, 0.25f + 0.001f * tid);
     if (s == 12345.f) r.sink = s;
     return;
   }
-  const int what = alone ? mode - kRsGemmAlone + kRsGemm : mode;
-  long long count = 0;
+  long long count = 0, total = 0, issue = 0;
   float s = 0.f;
-  long long t0 = 0, t1 = 0;
   if (what == kBarrier) {
     // A full-barrier check as the kernel's step makes it (mbarrier_wait on a landed phase),
     // passes * 4 times, each waited for before the next.
     const int n = passes * 4;
-    t0 = clock64();
+    const long long t0 = clock64();
     for (int i = 0; i < n; ++i) ptx::mbarrier_wait(bar_addr, 0);
-    t1 = clock64();
+    total = clock64() - t0;
     count = n;
   } else {
     const auto base = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
-    const std::uint64_t a_desc = ptx::smem_desc_sw128(base, 16, 1024);
-    const std::uint64_t b_desc = ptx::smem_desc_sw128(base + 32 * 1024, 16, 1024);
-    const std::uint64_t v_desc = ptx::smem_desc_sw128(base + 32 * 1024, 128 * 128, 1024);
     const int groups = passes / 4;
-    if (what == kSsGemm) {
-      float acc[64];
-#pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] = 0.f;
-      t0 = clock64();
-      for (int g = 0; g < groups; ++g) {
-        ptx::wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          ptx::wgmma_ss<__half, 128>(acc, ptx::desc_advance(a_desc, 32 * k),
-                                     ptx::desc_advance(b_desc, 32 * k), 1);
-        }
-        ptx::wgmma_commit();
-        ptx::wgmma_wait<0>();
-      }
-      t1 = clock64();
-#pragma unroll
-      for (int i = 0; i < 64; ++i) s += acc[i];
-    } else {
-      std::uint32_t a[8][4];
-#pragma unroll
-      for (int k = 0; k < 8; ++k)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) a[k][e] = 0x3c003c00u ^ (tid + k + e);
-      float acc[32];
-#pragma unroll
-      for (int i = 0; i < 32; ++i) acc[i] = 0.f;
-      t0 = clock64();
-      for (int g = 0; g < groups; ++g) {
-        ptx::wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-          ptx::wgmma_rs<__half, 64>(acc, a[k], ptx::desc_advance(v_desc, 2048 * k), 1);
-        }
-        ptx::wgmma_commit();
-        ptx::wgmma_wait<0>();
-      }
-      t1 = clock64();
-#pragma unroll
-      for (int i = 0; i < 32; ++i) s += acc[i];
+    switch (what) {
+      case kPvRegs: s = gemm_groups<kPvRegs>(base, groups, total, issue); break;
+      case kPvSmem: s = gemm_groups<kPvSmem>(base, groups, total, issue); break;
+      case kSRegs: s = gemm_groups<kSRegs>(base, groups, total, issue); break;
+      default: s = gemm_groups<kSSmem>(base, groups, total, issue); break;
     }
     count = groups;
   }
   if (tid == 128) {
     r.neighbour_count = count;
-    r.neighbour_cycles = t1 - t0;
+    r.neighbour_cycles = total;
+    r.issue_cycles = issue;
   }
   if (s == 12345.f) r.sink = s;
 #endif
@@ -220,39 +252,36 @@ int main(int argc, char** argv) {
   const int ctas = prop.multiProcessorCount;
   Result* out = nullptr;
   check(cudaMalloc(&out, sizeof(Result) * ctas), "cudaMalloc");
-  static const char* const names[kModes] = {
-      "exponentials alone (1 warp a sub-partition)",
-      "two warps of exponentials a sub-partition",
-      "exponentials + register-A wgmma m64n64k16 x8 groups (P V)",
-      "exponentials + smem-A wgmma m64n128k16 x4 groups (S, Q in smem)",
-      "exponentials + mbarrier checks of a landed phase",
-      "register-A wgmma groups alone",
-      "smem-A wgmma groups alone",
-      "mbarrier checks alone"};
   std::printf("device: %s, %d SMs; %d passes of 64 exponentials a thread; CTA 0's figures\n",
               prop.name, ctas, passes);
   std::printf(
       "| warpgroup 0 / warpgroup 1 | cycles a MUFU.EX2 a warp (max of 4 warps) | warpgroup 1's "
-      "GEMM groups or checks | cycles each |\n");
-  std::printf("|---|---:|---:|---:|\n");
+      "GEMM groups or checks | cycles each | of which issue |\n");
+  std::printf("|---|---:|---:|---:|---:|\n");
   for (int mode = 0; mode < kModes; ++mode) {
     Result host{};
     for (int rep = 0; rep < 3; ++rep) {  // the last of 3 launches (the first loads the module)
       check(cudaMemset(out, 0, sizeof(Result) * ctas), "cudaMemset");
-      probe<<<ctas, 256, kSmemBytes>>>(mode, passes, out);
+      probe<<<ctas, 256, kSmemBytes>>>(kModeList[mode].what, kModeList[mode].beside_exp, passes,
+                                       out);
       check(cudaGetLastError(), "launch");
       check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     }
     check(cudaMemcpy(&host, out, sizeof(Result), cudaMemcpyDeviceToHost), "cudaMemcpy");
     long long worst = 0;
     for (long long c : host.cycles) worst = c > worst ? c : worst;
-    char mufu[32] = "-", each[32] = "-";
+    char mufu[32] = "-", each[32] = "-", issue[32] = "-";
     if (worst > 0) std::snprintf(mufu, sizeof(mufu), "%.2f", worst / (64.0 * passes));
     if (host.neighbour_count > 0) {
       std::snprintf(each, sizeof(each), "%.1f",
                     static_cast<double>(host.neighbour_cycles) / host.neighbour_count);
+      if (host.issue_cycles > 0) {
+        std::snprintf(issue, sizeof(issue), "%.1f",
+                      static_cast<double>(host.issue_cycles) / host.neighbour_count);
+      }
     }
-    std::printf("| %s | %s | %lld | %s |\n", names[mode], mufu, host.neighbour_count, each);
+    std::printf("| %s | %s | %lld | %s | %s |\n", kModeList[mode].name, mufu, host.neighbour_count,
+                each, issue);
   }
   check(cudaFree(out), "cudaFree");
   return 0;
