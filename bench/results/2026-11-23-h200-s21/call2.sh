@@ -7,4 +7,4 @@ t0=$(date +%s); ts() { echo "[$(($(date +%s)-t0)) s] $*"; }
 nvcc -std=c++17 -O3 -arch=sm_90a -Isrc -Iinclude -o /tmp/mufu_probe tools/mufu_probe.cu 2>&1 | grep -v C7519; ts "built"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv
 /tmp/mufu_probe 2000 | tee $OUT/probe-2000.md; ts "2000"
-/tmp/mufu_probe 8000 | tee $OUT/probe-8000.md; ts "8000"
+/tmp/mufu_probe 20000 | tee $OUT/probe-20000.md; ts "20000"

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Device call 2: tools/mufu_probe.cu, the softmax exponentials' issue rate per warp alone, with a
-# against smem (the same probe as call 2 otherwise).
+# Device call 4: tools/mufu_probe.cu with each GEMM group's issue time (fence to the last wgmma
+# issued), P and Q from registers (as the kernel) against smem, alone and beside the exponentials.
 set -u
 t0=$(date +%s); ts() { echo "[$(($(date +%s)-t0)) s] $*"; }
 nvcc -std=c++17 -O3 -arch=sm_90a -Isrc -Iinclude -o /tmp/mufu_probe tools/mufu_probe.cu 2>&1 | grep -v C7519; ts "built"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv
 /tmp/mufu_probe 2000 | tee $OUT/probe-2000.md; ts "2000"
 /tmp/mufu_probe 8000 | tee $OUT/probe-8000.md; ts "8000"
