@@ -41,7 +41,18 @@ void check(cudaError_t e, const char* what) {
 // idle). The GEMM groups are the step's: P V as 8 wgmma m64n64k16 with P from registers (as the
 // kernel) or from smem, S as 4 wgmma m64n128k16 with Q from registers (as the 2-consumer kernel)
 // or from smem.
-enum Neighbour : int { kNone, kExp, kPvRegs, kPvSmem, kSRegs, kSSmem, kBarrier };
+enum Neighbour : int {
+  kNone,
+  kExp,
+  kPvRegs,
+  kPvSmem,
+  kSRegs,
+  kSSmem,
+  kBarrier,
+  kQuadMax,
+  kLds,
+  kRedux
+};
 struct ModeDesc {
   Neighbour what;
   bool beside_exp;  // warpgroup 0 runs the stream
@@ -55,11 +66,17 @@ constexpr ModeDesc kModeList[] = {
     {kSRegs, true, "exponentials + S groups, Q from registers"},
     {kSSmem, true, "exponentials + S groups, Q from smem"},
     {kBarrier, true, "exponentials + mbarrier checks of a landed phase"},
+    {kQuadMax, true, "exponentials + quad maxes (2 dependent SHFL.BFLY + FMNMX, as quad_max)"},
+    {kLds, true, "exponentials + dependent shared-memory loads (LDS)"},
+    {kRedux, true, "exponentials + warp max reductions (REDUX, integer keys)"},
     {kPvRegs, false, "P V groups, P from registers, alone"},
     {kPvSmem, false, "P V groups, P from smem, alone"},
     {kSRegs, false, "S groups, Q from registers, alone"},
     {kSSmem, false, "S groups, Q from smem, alone"},
     {kBarrier, false, "mbarrier checks alone"},
+    {kQuadMax, false, "quad maxes alone"},
+    {kLds, false, "dependent shared-memory loads alone"},
+    {kRedux, false, "warp max reductions alone"},
 };
 constexpr int kModes = sizeof(kModeList) / sizeof(kModeList[0]);
 constexpr int kSmemBytes = 64 * 1024;
@@ -204,6 +221,33 @@ __global__ void __launch_bounds__(256, 1)
     for (int i = 0; i < n; ++i) ptx::mbarrier_wait(bar_addr, 0);
     total = clock64() - t0;
     count = n;
+  } else if (what == kQuadMax || what == kLds || what == kRedux) {
+    // passes * 4 dependent operations (each one's input is the last one's result), the softmax's
+    // row max across a quad (quad_max), a shared-memory load, or a warp-wide REDUX.
+    const int n = passes * 4;
+    float x = 0.001f * tid;
+    unsigned idx = tid & 1023;
+    const float* table = reinterpret_cast<const float*>(smem);
+    const long long t0 = clock64();
+    if (what == kQuadMax) {
+      for (int i = 0; i < n; ++i) {
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2)) * 0.999f;
+      }
+    } else if (what == kLds) {
+      for (int i = 0; i < n; ++i) {
+        x += table[idx];
+        idx = (idx * 5 + static_cast<unsigned>(x > 1e30f)) & 1023;
+      }
+    } else {
+      for (int i = 0; i < n; ++i) {
+        const unsigned k = __reduce_max_sync(0xffffffffu, __float_as_uint(x) >> 1);
+        x = __uint_as_float(k) * 0.5f + 0.001f;
+      }
+    }
+    total = clock64() - t0;
+    count = n;
+    s = x;
   } else {
     const auto base = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
     const int groups = passes / 4;
