@@ -11,8 +11,9 @@
 // into one of two row sums), timed with clock64 per warp; warpgroup 1 meanwhile runs a fixed
 // count of the mode's neighbour work, shorter than the stream, timed the same way. The "alone"
 // modes time warpgroup 1's work with warpgroup 0 idle. (A first version had warpgroup 1 poll a
-// shared-memory flag until the stream ended: its one LDS waited behind the stream's MUFU.EX2 in
-// the MIO queue until the stream was over.)
+// shared-memory flag that the stream set when done: ptxas hoisted that volatile store above the
+// stream's loop, which has no other memory access to order it against, so warpgroup 1 stopped at
+// once. Fixed counts need no flag.)
 //
 //   gpuattn_mufu_probe [PASSES]      (default 2000 passes of 64 exponentials a thread)
 #include <cuda_fp16.h>
