@@ -37,6 +37,11 @@ CASES = {
     "causal-d64-512": dict(dtype="float16", b=32, h=32, s=512, d=64, causal=True),
     "causal-d64-1024": dict(dtype="float16", b=16, h=32, s=1024, d=64, causal=True),
     "causal-d256-512": dict(dtype="float16", b=32, h=8, s=512, d=256, causal=True),
+    "causal-d256-1024": dict(dtype="float16", b=16, h=8, s=1024, d=256, causal=True),
+    # the sweep's short head-dim-128 points (FA3's grid: B * S = 16k, H * D = 2048)
+    "dense-d128-512": dict(dtype="float16", b=32, h=16, s=512),
+    "dense-d128-1024": dict(dtype="float16", b=16, h=16, s=1024),
+    "causal-d128-512": dict(dtype="float16", b=32, h=16, s=512, causal=True),
     "window-1024": dict(dtype="bfloat16", b=1, h=16, s=16384, causal=True, window=(1023, 0)),
     "blocks-50": dict(dtype="bfloat16", b=1, h=16, s=16384, sparsity=0.5),
     "blocks-90": dict(dtype="bfloat16", b=1, h=16, s=16384, sparsity=0.9),
