@@ -123,6 +123,20 @@ struct FwdTraits {
   // 1.000x the time at D64 with 2 consumers, 1.06-1.16x with 3, 1.10-1.24x at D128 (branch
   // wip/exp-turns). No turns at D64, with the late wait: 1.08x (2026-11-22-h200-d64-free).
   static constexpr bool kPingPong = !(kCompensated && kHeadDim == 128);
+  // Exp turns: besides the GEMM turns, the consumers take turns for each tile's exponentials and
+  // row sums (after both rows' max; named barriers kExpBarrier + cw, a ring like the GEMM
+  // turns'), so that no two warps of a sub-partition run their MUFU.EX2 at once:
+  // tools/mufu_probe.cu (H200) times a warp's exponentials at 8.8 cycles each alone and 16.4
+  // beside a second warp's. Serialized, the two runs take the same exp2 time; it pays only where
+  // the warp done first has work to go on with: H200, same-run A/Bs (twenty-first session, calls
+  // 3 and 5, 2 and 4 rounds), causal D64 S1024 (the 2-consumer kernel with the hoisted P V wait,
+  // which runs causal calls under 2048 rows) 0.979 / 0.977x the time, S512 0.995 / 0.996x; the
+  // other D64 kernels lost (one-wave late-wait 1.009-1.013x, the 3-consumer sweep 1.00-1.03x) and
+  // so did D128 (1.00-1.06x). So: that instantiation's dense kernel only (the masked one, not
+  // measured, keeps free-running exponentials).
+  static constexpr bool kExpTurns =
+      kConsumers == 2 && kHeadDim == 64 && !kCompensated && !kLateWaitD64_;
+  static constexpr int kExpBarrier = 8;  // after the turn (1-2), epilogue (3-4), stage (6-7) ones
   // Where a tile's softmax waits for the P V GEMM before it (see consume()'s step): after the
   // softmax, so that the two overlap (head dim 128), or at its start, where ptxas hoists the wait
   // by itself, which hands the V stage back to the producer a softmax earlier. H200, same-run
@@ -1032,6 +1046,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // consumer's opening "go" of the next item could land in the same phase as its last "go" of
     // this one before consumer 0 took that, and the CTA would hang.
     if (Tr::kPingPong && cw == Tr::kConsumers - 1) ptx::named_barrier_arrive(1, 2 * 128);
+    // The exponentials' turns (Tr::kExpTurns) open and close the same way.
+    constexpr bool kExpTurns = Tr::kExpTurns && !kMasked;
+    if (kExpTurns && cw == 1) ptx::named_barrier_arrive(Tr::kExpBarrier, 2 * 128);
     int j0 = 0, q_uses = 0;
     // This thread's TMA store of O may still read its smem; o_free is the mbarrier that gives
     // that smem back to the producer once it has (see consume()).
@@ -1065,6 +1082,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       if (kMasked || x.n_tiles > 0) ++q_uses;
     }
     if (Tr::kPingPong && cw == 0) ptx::named_barrier_sync(1, 2 * 128);
+    if (kExpTurns && cw == 0) ptx::named_barrier_sync(Tr::kExpBarrier, 2 * 128);
     ptx::bulk_wait_group<0>();  // this thread's O stores are written before the CTA ends
     SM90_TRACE(0, kTraceCta, 12 + cw);
     if ((tid & 127) == 0) SM90_TRACE_CTA(1 + cw);
@@ -1276,6 +1294,15 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     }
   };
 
+  // The exponentials' turn (Tr::kExpTurns, the dense kernel): consumer cw waits for it before a
+  // tile's exponentials and hands it to the next consumer after its row sums.
+  constexpr bool kExpTurns = Tr::kExpTurns && !kMasked;
+  auto my_exp_turn = [&] {
+    if constexpr (kExpTurns) ptx::named_barrier_sync(Tr::kExpBarrier + cw, 2 * 128);
+  };
+  auto their_exp_turn = [&] {
+    if constexpr (kExpTurns) ptx::named_barrier_arrive(Tr::kExpBarrier + 1 - cw, 2 * 128);
+  };
   // Masks and softmaxes S of tile j in place (S becomes P), updates the row statistics and returns
   // whether O needs the rescale by `alpha`. A row with no visible key so far keeps max -inf and
   // sum 0 (its exponentials are taken against 0, never -inf - -inf). Standard precision keeps a
@@ -1318,19 +1345,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
         }
       }
     }
-    bool any_rescale = false;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < kNS; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
-      mx = quad_max(mx) * p.scale_log2;
-      const bool grow = Tr::kCompensated ? mx > row_max[r] : mx > row_max[r] + kRescaleSlack;
-      const float m_new = grow ? mx : row_max[r];
-      const float m_use = m_new == -INFINITY ? 0.f : m_new;
-      alpha[r] = ptx::fast_exp2(row_max[r] - m_use);
-      any_rescale |= grow;
-      row_max[r] = m_new;
+    // Row r's exponentials against m_use, added into its row sum.
+    auto exponentials = [&](int r, float m_use) {
       float sum = 0.f;
 #pragma unroll
       for (int n = 0; n < kNS; ++n)
@@ -1347,6 +1363,28 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       } else {
         row_sum[r] = row_sum[r] * alpha[r] + sum;
       }
+    };
+    bool any_rescale = false;
+    float m_uses[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int n = 0; n < kNS; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
+      mx = quad_max(mx) * p.scale_log2;
+      const bool grow = Tr::kCompensated ? mx > row_max[r] : mx > row_max[r] + kRescaleSlack;
+      const float m_new = grow ? mx : row_max[r];
+      m_uses[r] = m_new == -INFINITY ? 0.f : m_new;
+      alpha[r] = ptx::fast_exp2(row_max[r] - m_uses[r]);
+      any_rescale |= grow;
+      row_max[r] = m_new;
+      if constexpr (!kExpTurns) exponentials(r, m_uses[r]);  // row 0's beside row 1's max
+    }
+    if constexpr (kExpTurns) {  // both rows' exponentials in the turn
+      my_exp_turn();
+      exponentials(0, m_uses[0]);
+      exponentials(1, m_uses[1]);
+      their_exp_turn();
     }
     return __any_sync(0xffffffffu, any_rescale);
   };
