@@ -1345,8 +1345,52 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
         }
       }
     }
-    // Row r's exponentials against m_use, added into its row sum.
-    auto exponentials = [&](int r, float m_use) {
+    bool any_rescale = false;
+    if constexpr (kExpTurns) {
+      // Both rows' max first, then both rows' exponentials and sums in the turn.
+      float m_use[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int n = 0; n < kNS; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
+        mx = quad_max(mx) * p.scale_log2;
+        const bool grow = mx > row_max[r] + kRescaleSlack;
+        const float m_new = grow ? mx : row_max[r];
+        m_use[r] = m_new == -INFINITY ? 0.f : m_new;
+        alpha[r] = ptx::fast_exp2(row_max[r] - m_use[r]);
+        any_rescale |= grow;
+        row_max[r] = m_new;
+      }
+      my_exp_turn();
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float sum = 0.f;
+#pragma unroll
+        for (int n = 0; n < kNS; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& x = s[4 * n + 2 * r + e];
+            x = ptx::fast_exp2(fmaf(x, p.scale_log2, -m_use[r]));
+            sum += x;
+          }
+        row_sum[r] = row_sum[r] * alpha[r] + sum;
+      }
+      their_exp_turn();
+      return __any_sync(0xffffffffu, any_rescale);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int n = 0; n < kNS; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
+      mx = quad_max(mx) * p.scale_log2;
+      const bool grow = Tr::kCompensated ? mx > row_max[r] : mx > row_max[r] + kRescaleSlack;
+      const float m_new = grow ? mx : row_max[r];
+      const float m_use = m_new == -INFINITY ? 0.f : m_new;
+      alpha[r] = ptx::fast_exp2(row_max[r] - m_use);
+      any_rescale |= grow;
+      row_max[r] = m_new;
       float sum = 0.f;
 #pragma unroll
       for (int n = 0; n < kNS; ++n)
@@ -1363,28 +1407,6 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       } else {
         row_sum[r] = row_sum[r] * alpha[r] + sum;
       }
-    };
-    bool any_rescale = false;
-    float m_uses[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < kNS; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
-      mx = quad_max(mx) * p.scale_log2;
-      const bool grow = Tr::kCompensated ? mx > row_max[r] : mx > row_max[r] + kRescaleSlack;
-      const float m_new = grow ? mx : row_max[r];
-      m_uses[r] = m_new == -INFINITY ? 0.f : m_new;
-      alpha[r] = ptx::fast_exp2(row_max[r] - m_uses[r]);
-      any_rescale |= grow;
-      row_max[r] = m_new;
-      if constexpr (!kExpTurns) exponentials(r, m_uses[r]);  // row 0's beside row 1's max
-    }
-    if constexpr (kExpTurns) {  // both rows' exponentials in the turn
-      my_exp_turn();
-      exponentials(0, m_uses[0]);
-      exponentials(1, m_uses[1]);
-      their_exp_turn();
     }
     return __any_sync(0xffffffffu, any_rescale);
   };
