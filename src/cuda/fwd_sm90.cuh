@@ -1347,7 +1347,11 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     }
     bool any_rescale = false;
     if constexpr (kExpTurns) {
-      // Both rows' max first, then both rows' exponentials and sums in the turn.
+      // Both rows' max first, then both rows' exponentials and sums in the turn. The loop below
+      // does the same per row, each row's exponentials right after its max (ptxas overlaps row
+      // 0's with row 1's max). It stays as it was, not shared with this one through a helper:
+      // that rescheduled the other instantiations' SASS (45fda7a), which then needed A/Bs of
+      // their own.
       float m_use[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
