@@ -14,7 +14,9 @@
 #                                D 64/128/256, causal and not) for ours, the sm80 kernel and the
 #                                anchors, plotted by bench/plot_sweep.py into sweep.png; its table
 #                                goes into summary.md, its JSON, sweep.md and verify.json into
-#                                logs.tar.gz (the device tool returns at most 8 files)
+#                                logs.tar.gz (the device tool returns at most 8 files); then its
+#                                points up to S2048 timed in turn with the anchors
+#                                (bench/compare_torch.py, sweep-turns.json and .log, ~1 minute)
 #        GPU_CHECK_TESTS=0       skip the correctness steps (ctest, compute-sanitizer, verify)
 #        GPU_CHECK_CTEST=0       skip ctest alone (compute-sanitizer and verify still run)
 #        GPU_CHECK_BENCH=0       skip every timing step (bench, anchors, sparse, sweep)
@@ -228,10 +230,43 @@ if [ "$SWEEP" = 1 ]; then
     if [ -f "$LOG_DIR/sweep-anchors.json" ]; then
       sweep_args+=(--anchors "$LOG_DIR/sweep-anchors.json")
     fi
+    # The sweep's points up to S2048 again, ours, cuDNN and FA2 in turn (bench/compare_torch.py,
+    # 5 rounds, median of each): the steps above time all of ours, then all of the anchors, and
+    # three runs of the same kernels moved single points by up to 0.15
+    # (bench/results/2026-11-23-h200-s21/notes.md). sweep-turns.json goes into logs.tar.gz.
+    if compgen -G "$BUILD/python/gpu_attention*" >/dev/null; then
+      turns=()
+      for d_h in 64,32 128,16 256,8; do
+        for b_s in 32,512 16,1024 8,2048; do
+          for causal in 0 1; do
+            turns+=(--case "float16,${b_s%,*},${d_h#*,},${d_h#*,},${b_s#*,},${b_s#*,},${d_h%,*},$causal")
+          done
+        done
+      done
+      step sweep-turns env PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
+        python3 bench/compare_torch.py --repeats 5 --json "$LOG_DIR/sweep-turns.json" "${turns[@]}"
+    fi
   else
     echo "== sweep-anchors: skipped (torch with CUDA, or triton, not importable)"
   fi
   step sweep-plot python3 bench/plot_sweep.py "${sweep_args[@]}"
+  if [ -f "$LOG_DIR/sweep-turns.json" ]; then  # its table goes after the sweep's in summary.md
+    python3 - "$LOG_DIR/sweep-turns.json" >>"$LOG_DIR/sweep.md" <<'EOF'
+import json, sys
+
+d = json.load(open(sys.argv[1]))
+print(f"\nsweep points up to S2048 timed in turn (bench/compare_torch.py, {d['timer']}, "
+      f"commit {d['commit']}): ratios are times of the same shape (>1: ours faster)\n")
+print("| D | causal | S | B | H | ours ms | cuDNN ms | FA2 ms | ours/cuDNN | ours/FA2 |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+for c in d["cases"]:
+    o, cd, fa = c.get("ours_ms"), c.get("cudnn_ms"), c.get("flash_ms")
+    r = lambda x: f"{x / o:.2f}" if (x and o) else "n/a"
+    ms = lambda x: f"{x:.4f}" if x else "n/a"
+    print(f"| {c['head_dim']} | {'yes' if c['causal'] else 'no'} | {c['seqlen_q']} | "
+          f"{c['batch']} | {c['heads_q']} | {ms(o)} | {ms(cd)} | {ms(fa)} | {r(cd)} | {r(fa)} |")
+EOF
+  fi
 fi
 
 # The joined table: ours vs FA2 vs cuDNN vs the 3-kernel baseline, ratios from times of the
