@@ -129,11 +129,11 @@ struct FwdTraits {
   // tools/mufu_probe.cu (H200) times a warp's exponentials at 8.8 cycles each alone and 16.4
   // beside a second warp's. Serialized, the two runs take the same exp2 time; it pays only where
   // the warp done first has work to go on with: H200, same-run A/Bs (twenty-first session, calls
-  // 3 and 5, 2 and 4 rounds), causal D64 S1024 (the 2-consumer kernel with the hoisted P V wait,
-  // which runs causal calls under 2048 rows) 0.979 / 0.977x the time, S512 0.995 / 0.996x; the
-  // other D64 kernels lost (one-wave late-wait 1.009-1.013x, the 3-consumer sweep 1.00-1.03x) and
-  // so did D128 (1.00-1.06x). So: that instantiation's dense kernel only (the masked one, not
-  // measured, keeps free-running exponentials).
+  // 3, 5 and 8; 2, 4 and 3 rounds), causal D64 S1024 (the 2-consumer kernel with the hoisted P V
+  // wait, which runs causal calls under 2048 rows) 0.979 / 0.977 / 0.975x the time, S512 0.995 /
+  // 0.996 / 0.990x; the other D64 kernels lost (one-wave late-wait 1.009-1.013x, the 3-consumer
+  // sweep 1.00-1.03x) and so did D128 (1.00-1.06x). So: that instantiation's dense kernel only
+  // (the masked one, not measured, keeps free-running exponentials).
   static constexpr bool kExpTurns =
       kConsumers == 2 && kHeadDim == 64 && !kCompensated && !kLateWaitD64_;
   static constexpr int kExpBarrier = 8;  // after the turn (1-2), epilogue (3-4), stage (6-7) ones
