@@ -69,6 +69,20 @@ struct OnDevice {
   DeviceBuffer buf;
 };
 
+// The arguments every attention call here shares: Q, the 8-bit cache and its scales, O.
+AttentionArgs quantized_args(const OnDevice& q, const OnDevice& k, const OnDevice& v,
+                             const OnDevice& k_scale, const OnDevice& v_scale,
+                             const OnDevice& out) {
+  AttentionArgs a;
+  a.q = q.view();
+  a.k = k.view();
+  a.v = v.view();
+  a.out = out.view();
+  a.k_scale = k_scale.view();
+  a.v_scale = v_scale.view();
+  return a;
+}
+
 // Which kernel a case should run (cuda_forward_kernel, what --show-config reports): the 8-bit
 // decode kernel on the cache in place, or a 16-bit kernel on the dequantized copy.
 enum class Runs { in_place, on_copy, unchecked };
@@ -98,14 +112,8 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
   const OnDevice dq(q), dk(kc), dv(vc), dks(ks), dvs(vs), dused(used), dout(out), dlse(lse),
       dtable(pc.table);
 
-  AttentionArgs a;
-  a.q = dq.view();
-  a.k = dk.view();
-  a.v = dv.view();
-  a.out = dout.view();
+  AttentionArgs a = quantized_args(dq, dk, dv, dks, dvs, dout);
   a.lse = dlse.view();
-  a.k_scale = dks.view();
-  a.v_scale = dvs.view();
   if (!c.used.empty()) a.seqused_k = dused.view();
   if (c.page > 0) a.block_table = dtable.view();
   a.causal = c.causal;
@@ -208,13 +216,7 @@ TEST_F(QuantizedKvCuda, VarlenMatchesTheReference) {
     const HostTensor cq = make_cu_seqlens(lq), ck = make_cu_seqlens(lk);
     out.poison();
     const OnDevice dq(q), dk(k), dv(v), dks(ks), dvs(vs), dcq(cq), dck(ck), dout(out);
-    AttentionArgs a;
-    a.q = dq.view();
-    a.k = dk.view();
-    a.v = dv.view();
-    a.out = dout.view();
-    a.k_scale = dks.view();
-    a.v_scale = dvs.view();
+    AttentionArgs a = quantized_args(dq, dk, dv, dks, dvs, dout);
     a.cu_seqlens_q = dcq.view();
     a.cu_seqlens_k = dck.view();
     a.max_seqlen_q = 30;
@@ -301,13 +303,7 @@ TEST_F(QuantizedKvCuda, BadScalesAreNamedAndOutIsUntouched) {
   out.poison();
   const OnDevice dq(q), dk(k), dv(v), dks(ks), dvs(vs), dout(out);
   const std::vector<unsigned char> before = dout.buf.snapshot();
-  AttentionArgs a;
-  a.q = dq.view();
-  a.k = dk.view();
-  a.v = dv.view();
-  a.out = dout.view();
-  a.k_scale = dks.view();
-  a.v_scale = dvs.view();
+  AttentionArgs a = quantized_args(dq, dk, dv, dks, dvs, dout);
   const std::string msg = error_of([&] { attention_forward(a); });
   EXPECT_NE(msg.find("v_scale[1] is 0"), std::string::npos) << msg;
   a.v_scale = vs.view();  // host scales with device tensors
