@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cuda/ptx.cuh"
 #include "cuda/tma.cuh"
 #include "cuda/wgmma.cuh"
 
@@ -92,12 +93,6 @@ struct Result {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-__device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm volatile("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
 // 64 values a thread a pass, two rows of 32 as in a 64 x 128 S tile's accumulator: each value
 // becomes exp2(x * scale - m), added into its row's sum, and feeds the next pass (so no pass
 // can be hoisted); the sums keep it live.
@@ -110,7 +105,7 @@ __device__ float exp_stream(int passes, float seed) {
   for (int it = 0; it < passes; ++it) {
 #pragma unroll
     for (int i = 0; i < 64; ++i) {
-      x[i] = ex2(fmaf(x[i], scale, -m));
+      x[i] = ptx::fast_exp2(fmaf(x[i], scale, -m));
       if ((i >> 1) & 1) {
         sum1 += x[i];
       } else {
@@ -232,8 +227,7 @@ __global__ void __launch_bounds__(256, 1)
     const long long t0 = clock64();
     if (what == kQuadMax) {
       for (int i = 0; i < n; ++i) {
-        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2)) * 0.999f;
+        x = ptx::quad_max(x) * 0.999f;
       }
     } else if (what == kLds) {
       for (int i = 0; i < n; ++i) {
