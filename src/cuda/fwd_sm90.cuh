@@ -171,7 +171,8 @@ struct FwdTraits {
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
   // mbarriers, a schedule word per stage, 2 item slots, the look-ahead record (see Barriers)
   static constexpr int kBarrierBytes =
-      (8 * (4 + 4 * kStages + 4 + 2) + 4 * (kStages + 2 * kItemInts + kLookaheadInts) + 7) / 8 * 8;
+      (8 * (4 + 4 * kStages + 4 + 2) + 4 * (kStages + 2 * kItemInts + kLookaheadInts + 4) + 7) / 8 *
+      8;
   // Q buffers of the persistent kernel: with two, the next item's Q loads while this item runs
   // (with one, its load starts once this item's last S GEMM is done, and O is staged through the
   // last tile's stage: see kEarlyQ in consume()). Two where they fit the 227 KB: head dims 64 and
@@ -376,8 +377,9 @@ struct Barriers {
   std::uint32_t sched;      // stage s: + 4 * s
   std::uint32_t item_slot;  // slot s: + 4 * kItemInts * s
   std::uint32_t lookahead;  // int i: + 4 * i
+  std::uint32_t q_item;     // Q buffer b: + 8 * b, the batch and head of the item whose Q it holds
   static constexpr int bytes(int stages) {
-    return 8 * (4 + 4 * stages + 4 + 2) + 4 * (stages + 2 * kItemInts + kLookaheadInts);
+    return 8 * (4 + 4 * stages + 4 + 2) + 4 * (stages + 2 * kItemInts + kLookaheadInts + 4);
   }
   __device__ Barriers(std::uint32_t base, int stages)
       : q_full(base),
@@ -392,7 +394,8 @@ struct Barriers {
         look_empty(look_full + 8),
         sched(look_empty + 8),
         item_slot(sched + 4 * stages),
-        lookahead(item_slot + 8 * kItemInts) {}
+        lookahead(item_slot + 8 * kItemInts),
+        q_item(lookahead + 4 * kLookaheadInts) {}
   // Q buffer b (0 or 1).
   __device__ std::uint32_t q_full_of(int b) const { return q_full + 8 * b; }
   __device__ std::uint32_t q_empty_of(int b) const { return q_empty + 8 * b; }
@@ -426,19 +429,9 @@ struct RingItem {
   int w, m0, lq, lk, n_tiles, b, h, t_first;
 };
 
-// The ring's u-th item's field k (ints: w, m0, lq, lk, n_tiles, b, h, t_first).
-__device__ __forceinline__ int item_field(const Barriers& bar, int u, int k) {
-  return ld_shared_s32(bar.item_slot + 4 * (kItemInts * (u & 1) + k));
-}
-
-// Gives the ring's u-th slot back to the producer (each consumer thread once).
-__device__ __forceinline__ void release_item(const Barriers& bar, int u) {
-  ptx::mbarrier_arrive(bar.item_empty + 8 * (u & 1));
-}
-
-// The consumers' take of the ring's u-th item (slot u % 2): waits for it and reads it whole; with
-// `release`, hands the slot back to the producer at once (else see release_item).
-__device__ __forceinline__ RingItem take_item(const Barriers& bar, int u, bool release = true) {
+// The consumers' take of the ring's u-th item (slot u % 2): waits for it, reads it whole and hands
+// the slot back to the producer.
+__device__ __forceinline__ RingItem take_item(const Barriers& bar, int u) {
   const int slot = u & 1;
   ptx::mbarrier_wait(bar.item_full + 8 * slot, (u >> 1) & 1);
   const std::uint32_t a = bar.item_slot + 4 * kItemInts * slot;
@@ -451,7 +444,7 @@ __device__ __forceinline__ RingItem take_item(const Barriers& bar, int u, bool r
   x.b = ld_shared_s32(a + 20);
   x.h = ld_shared_s32(a + 24);
   x.t_first = ld_shared_s32(a + 28);
-  if (release) release_item(bar, u);
+  ptx::mbarrier_arrive(bar.item_empty + 8 * slot);
   return x;
 }
 
@@ -804,9 +797,10 @@ __device__ __forceinline__ void count_listed(const LayoutTiles& tiles, int n, in
 // into it. An item of one tile entered through a chain has no step: the one after it is not
 // chained (its Q could not load before that store is read), and neither is an item without
 // key tiles, nor any item of a sliding window (p.banded(): its key band is per item).
-// A chain's consumers hand an item's ring slot back only once its O is stored: the epilogue reads
-// the item's batch and head from the slot, so that they take no registers through the item's
-// tiles.
+// A chain's producer writes each item's batch and head beside its Q buffer (Barriers::q_item),
+// where the consumers' epilogue reads them, so that they take no registers through the item's
+// tiles; and it loads each next item's Q once this item's second tile is on its way, not after
+// its last (the chain needs that Q at this item's last tile).
 template <class Tr, bool kMasked>
 constexpr bool kChains =
     !kMasked && !Tr::kCompensated && Tr::kQBuffers == 2 && !(Tr::kHeadDim == 64 && Tr::kLateWait);
@@ -890,6 +884,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     const int q_row = static_cast<int>(p.row0_q(x.it.b)) + x.m0;
     const int bc = p.is_varlen() ? 0 : x.it.b;
     const std::uint32_t q_full = bar.q_full_of(qb), q_dst = sq + qb * Tr::kQBytes;
+    if constexpr (kChains<Tr, kMasked>) {  // for the consumers' epilogue (released by the arrival)
+      st_shared_s32(bar.q_item + 8 * qb, x.it.b);
+      st_shared_s32(bar.q_item + 8 * qb + 4, x.it.h);
+    }
     ptx::mbarrier_arrive_expect_tx(q_full, Tr::kQBytes);
 #pragma unroll
     for (int s = 0; s < Tr::kSlabs; ++s) {
@@ -948,7 +946,60 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // K/V stage use of the CTA (over all its items) is stage j % kStages's (j / kStages)-th; the
     // i-th Q goes to buffer i % kQBuffers once the consumers are done with the Q that buffer held
     // before.
-    if (kMasked || listed ? tid < 32 : tid == 0) {
+    if (kChains<Tr, kMasked> && !listed) {
+      // A chain's producer thread (see kChains): item u + 1 goes into the ring and its Q loads
+      // once item u's second key tile (its only one, or none) is issued. The consumers give the
+      // Q buffer it loads into back by then or soon after: at item u's first step (a chained
+      // item u) or its first S GEMM, whose loads are all issued here before the wait.
+      if (tid == 0) {
+        int j = 0, q_loads = 0;
+        auto post = [&](int u, int w) {  // item w into slot u % 2, and its Q if it has tiles
+          ItemShape x{};
+          if (w < sched.items) x = shape_of(w);
+          const int slot = u & 1;
+          if (u >= 2) ptx::mbarrier_wait(bar.item_empty + 8 * slot, ((u >> 1) & 1) ^ 1);
+          const std::uint32_t a = bar.item_slot + 4 * kItemInts * slot;
+          st_shared_s32(a, w);
+          st_shared_s32(a + 4, x.m0);
+          st_shared_s32(a + 8, x.lq);
+          st_shared_s32(a + 12, x.lk);
+          st_shared_s32(a + 16, x.n_tiles);
+          st_shared_s32(a + 20, x.it.b);
+          st_shared_s32(a + 24, x.it.h);
+          st_shared_s32(a + 28, x.t_first);
+          ptx::mbarrier_arrive(bar.item_full + 8 * slot);
+          if (x.n_tiles > 0) {  // without a key tile the consumers write zeros without Q
+            const int qb = q_loads % Tr::kQBuffers, q_use = q_loads / Tr::kQBuffers;
+            ++q_loads;
+            if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(qb), (q_use - 1) & 1);
+            if (u > 0 || !early) load_q(qb, x);
+          }
+          return x;
+        };
+        int w = static_cast<int>(blockIdx.x);
+        ItemShape x = post(0, w);
+        for (int u = 0; w < sched.items; ++u) {
+          SM90_TRACE(0, u, 0);
+          const int next = next_item(w);
+          const int k_row0 = static_cast<int>(p.row0_k(x.it.b)) + x.t_first * kBlockN;
+          const int hk = p.kv_head(x.it.h), bc = p.is_varlen() ? 0 : x.it.b;
+          ItemShape nx{};
+          bool posted = false;
+          for (int t = 0; t < x.n_tiles; ++t, ++j) {
+            if (j > 0 || !early)
+              load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + t * kBlockN, hk, bc);
+            if (t == min(1, x.n_tiles - 1)) {
+              nx = post(u + 1, next);
+              posted = true;
+            }
+          }
+          if (!posted) nx = post(u + 1, next);
+          SM90_TRACE(0, u, 3);
+          w = next;
+          x = nx;
+        }
+      }
+    } else if (kMasked || listed ? tid < 32 : tid == 0) {
       const int lane = tid & 31;
       int j = 0, q_loads = 0;
       for (int w = static_cast<int>(blockIdx.x), u = 0;; ++u) {
@@ -1112,17 +1163,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     RingItem x;
     for (bool have = false;;) {  // have: x is the item consume() took after its last one
       SM90_TRACE(1 + cw, u, 15);
-      constexpr bool kChain = kChains<Tr, kMasked>;
-      if (!have) x = take_item(bar, u, !kChain);
+      if (!have) x = take_item(bar, u);
       have = false;
-      if (x.w >= sched.items) {
-        if (kChain) release_item(bar, u);
-        break;
-      }
+      if (x.w >= sched.items) break;
       SM90_TRACE(1 + cw, u, 0);
-      if (x.m0 >= x.lq) {  // varlen: a shorter sequence (uniform over the CTA)
-        if (kChain) release_item(bar, u);
-      } else {
+      if (x.m0 < x.lq) {  // else varlen: a shorter sequence (uniform over the CTA)
         have = consume<Tr, kMasked>(p, maps, sq, sk0, sv0, bar, x, cw, j0, q_uses, u, o_in_flight,
                                     o_free);
         if (have) continue;
@@ -1159,9 +1204,12 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
   // The item (a chain moves these on to the next one, see kChain).
   int m0 = x.m0, n_tiles = x.n_tiles, lq = x.lq, lk = x.lk;
   const int b = x.b, h = x.h;
-  int item_u = u;  // the item's place in the ring
+  // A chain's item: its batch and head from the record of its Q buffer (see kChains).
+  auto q_item_b = [&](int qb) { return ld_shared_s32(bar.q_item + 8 * qb); };
+  auto q_item_h = [&](int qb) { return ld_shared_s32(bar.q_item + 8 * qb + 4); };
   const int t_first = x.t_first;
-  int q_buf = q_uses % Tr::kQBuffers;
+  // The item's Q buffer (a chain moves q_uses on).
+  auto q_buf_of = [&] { return q_uses % Tr::kQBuffers; };
   const int q_phase = (q_uses / Tr::kQBuffers) & 1;
   int trace_u = u;
 
@@ -1178,7 +1226,6 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
   }
 
   const int row_base = cw * 64 + warp * 16 + g;  // this thread's first row inside the block
-  int diag = lk - lq;
   // A window on the dense kernel (see ItemShape): every row of this warpgroup sees every key of
   // [band_lo, band_hi) (a row's first and end key grow with the row: the last row's first key,
   // the first row's end), so only tiles that leave it are masked per element.
@@ -1189,8 +1236,8 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
     band_lo = band.begin;
     band_hi = band.end;
   }
-  // This warpgroup's 64 rows of Q (of the item's buffer q_buf: a chain moves it on).
-  auto q_rows = [&] { return sq0 + q_buf * Tr::kQBytes + cw * 64 * 128; };
+  // This warpgroup's 64 rows of Q (of the item's buffer q_buf_of(): a chain moves it on).
+  auto q_rows = [&] { return sq0 + q_buf_of() * Tr::kQBytes + cw * 64 * 128; };
   // The wgmma descriptors of Q (K-major), of stage 0's K (K-major) and V (MN-major), each step of
   // a GEMM one desc_advance from them.
   const std::uint64_t k_desc = ptx::smem_desc_sw128(sk0, 16, 1024);
@@ -1322,8 +1369,8 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
       const int n0 = (word >> kWordTileShift) * kBlockN;
       const bool window = p.window_left >= 0 || p.window_right >= 0;
       const bool global = p.global_tokens > 0 || p.global_stride > 0;
-      const RowKeys keys[2] = {row_keys(p, m0 + row_base + diag, lk),
-                               row_keys(p, m0 + row_base + 8 + diag, lk)};
+      const RowKeys keys[2] = {row_keys(p, m0 + row_base + (lk - lq), lk),
+                               row_keys(p, m0 + row_base + 8 + (lk - lq), lk)};
 #pragma unroll
       for (int hh = 0; hh < kBlockN / 64; ++hh) {  // keys [n0 + 64 hh, n0 + 64 hh + 64)
         // This thread's first key there; bit x of the masks below: key c0 + x.
@@ -1375,7 +1422,7 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
       if (n0 < band_lo || n0 + kBlockN > band_hi) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          const RowKeys keys = row_keys(p, m0 + row_base + 8 * r + diag, lk);
+          const RowKeys keys = row_keys(p, m0 + row_base + 8 * r + (lk - lq), lk);
           const int lo = keys.lo - (n0 + 2 * t4), hi = keys.hi - (n0 + 2 * t4);
 #pragma unroll
           for (int n = 0; n < kNS; ++n)
@@ -1389,12 +1436,12 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
       // Per warpgroup: its first row's diagonal (with 3 consumers a 192-row item spans 1.5 key
       // tiles of diagonal; the per-block test masked every warpgroup on all of them).
       const bool need_mask =
-          (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + cw * 64 + diag);
+          (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + cw * 64 + (lk - lq));
       if (need_mask) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const int row = m0 + row_base + 8 * r;
-          const int limit = (p.causal ? min(lk, row + diag + 1) : lk) - (n0 + 2 * t4);
+          const int limit = (p.causal ? min(lk, row + (lk - lq) + 1) : lk) - (n0 + 2 * t4);
 #pragma unroll
           for (int n = 0; n < kNS; ++n)
 #pragma unroll
@@ -1662,7 +1709,7 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
   std::uint32_t pa[kBlockN / 16][4];
   // The masked kernel loads every item's Q, with or without tiles (see produce_masked).
   SM90_TRACE(1 + cw, trace_u, 1);
-  if constexpr (kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
+  if constexpr (kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf_of()), q_phase);
   SM90_TRACE(1 + cw, trace_u, 2);
   const int word0 = kMasked ? read_word(0) : 0;
   int used = 0;  // the item's key tiles
@@ -1717,7 +1764,7 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
       used = j + 1;
     }
   } else if (kMasked ? word0 != kEndOfTiles : n_tiles > 0) {
-    if constexpr (!kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
+    if constexpr (!kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf_of()), q_phase);
     SM90_TRACE(1 + cw, trace_u, 10);
     load_q_regs();
     SM90_TRACE(1 + cw, trace_u, 11);
@@ -1733,7 +1780,7 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
     if (!(holds_half && cw == 0 && n_tiles == 1))
       ptx::mbarrier_arrive(bar.k_empty + 8 * (j0 % Tr::kStages));
     if (kEarlyQ && n_tiles == 1) {
-      ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
+      ptx::mbarrier_arrive(bar.q_empty_of(q_buf_of()));
       if (cw == 1) ptx::named_barrier_arrive(kStageBarrier, 256);
     }
     float alpha[2];
@@ -1759,7 +1806,7 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
         ptx::mbarrier_arrive(bar.k_empty + 8 * ((j0 + j + 1) % Tr::kStages));
       if constexpr (kChain) release_o();  // the O store of the item chained before this one
       if (kEarlyQ && j + 2 == n_tiles) {
-        ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
+        ptx::mbarrier_arrive(bar.q_empty_of(q_buf_of()));
         if (cw == 1) ptx::named_barrier_arrive(kStageBarrier, 256);
       }
       const bool rescale = softmax(s, j + 1, alpha, word, off);
@@ -1791,7 +1838,7 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
         for (; last + 1 < n_tiles; ++last) step(last, 0);
         if constexpr (kChain) {
           // This item's last tile: the next item (see kChain).
-          next = take_item(bar, ++u, false);
+          next = take_item(bar, ++u);
           took_next = true;
           // (The producer posts the end, w >= items, with no tiles.)
           if (next.m0 >= next.lq || next.n_tiles == 0 || banded || (chained && n_tiles == 1)) {
@@ -1800,8 +1847,8 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
           const int next_buf = (q_uses + 1) % Tr::kQBuffers;
           ptx::mbarrier_wait(bar.q_full_of(next_buf), ((q_uses + 1) / Tr::kQBuffers) & 1);
           // Its Q (this item's last S GEMM is done: the registers of Q are free).
-          const int done_buf = q_buf;
-          q_buf = next_buf;
+          const int done_buf = q_buf_of();
+          ++q_uses;  // q_buf_of(): next_buf
           load_q_regs();
           my_turn();
           issue_qk(s, n_tiles);  // the CTA's next loaded tile: the next item's first
@@ -1809,15 +1856,13 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
           their_turn();
           // This item's row totals and LSE while the GEMMs run (its O waits for the P V).
           float done_inv[2];
-          row_totals(m0, lq, item_field(bar, item_u, 5), item_field(bar, item_u, 6), row_max,
-                     row_sum, done_inv);
-          const int done_m0 = m0, done_lq = lq, done_u = item_u;
+          row_totals(m0, lq, q_item_b(done_buf), q_item_h(done_buf), row_max, row_sum, done_inv);
+          const int done_m0 = m0, done_lq = lq;
           ptx::wgmma_wait<1>();
           ptx::mbarrier_arrive(bar.k_empty + 8 * ((j0 + n_tiles) % Tr::kStages));
           m0 = next.m0;
           lq = next.lq;
           lk = next.lk;
-          diag = lk - lq;
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             row_max[r] = -INFINITY;
@@ -1829,15 +1874,12 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
           ptx::wgmma_wait<0>();
           ptx::mbarrier_arrive(bar.v_empty + 8 * ((j0 + last) % Tr::kStages));
           pack(s, pa);
-          store_o(done_m0, done_lq, item_field(bar, done_u, 5), item_field(bar, done_u, 6),
-                  done_buf, done_inv, true, 0);
-          release_item(bar, done_u);
+          store_o(done_m0, done_lq, q_item_b(done_buf), q_item_h(done_buf), done_buf, done_inv,
+                  true, 0);
 #pragma unroll
           for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
           j0 += n_tiles;
           n_tiles = next.n_tiles;
-          item_u = u;
-          ++q_uses;
           trace_u = u;
           took_next = false;
           chained = true;
@@ -1871,20 +1913,18 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
   release_o();
   SM90_TRACE(1 + cw, trace_u, 13);
   float inv[2];
-  // A chain's item: its batch and head from its ring slot (see kChains).
-  const int e_b = kChain ? item_field(bar, item_u, 5) : b;
-  const int e_h = kChain ? item_field(bar, item_u, 6) : h;
+  const int e_b = kChain ? q_item_b(q_buf_of()) : b;
+  const int e_h = kChain ? q_item_h(q_buf_of()) : h;
   row_totals(m0, lq, e_b, e_h, row_max, row_sum, inv);
   SM90_TRACE(1 + cw, trace_u, 14);
-  store_o(m0, lq, e_b, e_h, q_buf, inv, staged, (j0 + used - 1) % Tr::kStages);
-  if (kChain) release_item(bar, item_u);
+  store_o(m0, lq, e_b, e_h, q_buf_of(), inv, staged, (j0 + used - 1) % Tr::kStages);
   (void)trace_u;
   j0 += kMasked && used == 0 ? 1 : used;
   if (kMasked || n_tiles > 0) ++q_uses;
   // A chain's consume() always returns the item after its last one (taking it here if the chain
   // did not): the caller's item is then never live across the call.
   if constexpr (kChain) {
-    x = took_next ? next : take_item(bar, ++u, false);
+    x = took_next ? next : take_item(bar, ++u);
     return true;
   } else {
     return false;
