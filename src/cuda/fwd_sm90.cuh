@@ -1705,6 +1705,16 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
     }
   };
   if constexpr (Tr::kQBuffers == 1 && !kEarlyQ) release_o();
+  if constexpr (kChain) {
+    if (n_tiles == 0) {  // no key tile, so no Q and no record of it: the batch and head from x
+      release_o();
+      float inv[2];
+      row_totals(m0, lq, b, h, row_max, row_sum, inv);
+      store_o(m0, lq, b, h, q_buf_of(), inv, false, 0);
+      x = take_item(bar, ++u);
+      return true;
+    }
+  }
   float s[kBlockN / 2];
   std::uint32_t pa[kBlockN / 16][4];
   // The masked kernel loads every item's Q, with or without tiles (see produce_masked).
@@ -1913,7 +1923,7 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
   release_o();
   SM90_TRACE(1 + cw, trace_u, 13);
   float inv[2];
-  const int e_b = kChain ? q_item_b(q_buf_of()) : b;
+  const int e_b = kChain ? q_item_b(q_buf_of()) : b;  // (a chain's item here has tiles)
   const int e_h = kChain ? q_item_h(q_buf_of()) : h;
   row_totals(m0, lq, e_b, e_h, row_max, row_sum, inv);
   SM90_TRACE(1 + cw, trace_u, 14);
