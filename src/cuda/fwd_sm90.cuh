@@ -171,8 +171,7 @@ struct FwdTraits {
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
   // mbarriers, a schedule word per stage, 2 item slots, the look-ahead record (see Barriers)
   static constexpr int kBarrierBytes =
-      (8 * (4 + 4 * kStages + 4 + 2) + 4 * (kStages + 2 * kItemInts + kLookaheadInts + 4) + 7) / 8 *
-      8;
+      (8 * (4 + 4 * kStages + 4 + 2) + 4 * (kStages + 2 * kItemInts + kLookaheadInts) + 7) / 8 * 8;
   // Q buffers of the persistent kernel: with two, the next item's Q loads while this item runs
   // (with one, its load starts once this item's last S GEMM is done, and O is staged through the
   // last tile's stage: see kEarlyQ in consume()). Two where they fit the 227 KB: head dims 64 and
@@ -377,9 +376,8 @@ struct Barriers {
   std::uint32_t sched;      // stage s: + 4 * s
   std::uint32_t item_slot;  // slot s: + 4 * kItemInts * s
   std::uint32_t lookahead;  // int i: + 4 * i
-  std::uint32_t q_item;     // Q buffer b: + 8 * b, the batch and head of the item whose Q it holds
   static constexpr int bytes(int stages) {
-    return 8 * (4 + 4 * stages + 4 + 2) + 4 * (stages + 2 * kItemInts + kLookaheadInts + 4);
+    return 8 * (4 + 4 * stages + 4 + 2) + 4 * (stages + 2 * kItemInts + kLookaheadInts);
   }
   __device__ Barriers(std::uint32_t base, int stages)
       : q_full(base),
@@ -394,8 +392,7 @@ struct Barriers {
         look_empty(look_full + 8),
         sched(look_empty + 8),
         item_slot(sched + 4 * stages),
-        lookahead(item_slot + 8 * kItemInts),
-        q_item(lookahead + 4 * kLookaheadInts) {}
+        lookahead(item_slot + 8 * kItemInts) {}
   // Q buffer b (0 or 1).
   __device__ std::uint32_t q_full_of(int b) const { return q_full + 8 * b; }
   __device__ std::uint32_t q_empty_of(int b) const { return q_empty + 8 * b; }
@@ -421,31 +418,6 @@ __device__ __forceinline__ int ld_shared_s32(std::uint32_t addr) {
   int v;
   asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
   return v;
-}
-
-// A work item as the producer posted it in the item ring (see fwd_kernel): the item (sched.items
-// and past: the end) and the shape the consumers take from it.
-struct RingItem {
-  int w, m0, lq, lk, n_tiles, b, h, t_first;
-};
-
-// The consumers' take of the ring's u-th item (slot u % 2): waits for it, reads it whole and hands
-// the slot back to the producer.
-__device__ __forceinline__ RingItem take_item(const Barriers& bar, int u) {
-  const int slot = u & 1;
-  ptx::mbarrier_wait(bar.item_full + 8 * slot, (u >> 1) & 1);
-  const std::uint32_t a = bar.item_slot + 4 * kItemInts * slot;
-  RingItem x;
-  x.w = ld_shared_s32(a);
-  x.m0 = ld_shared_s32(a + 4);
-  x.lq = ld_shared_s32(a + 8);
-  x.lk = ld_shared_s32(a + 12);
-  x.n_tiles = ld_shared_s32(a + 16);
-  x.b = ld_shared_s32(a + 20);
-  x.h = ld_shared_s32(a + 24);
-  x.t_first = ld_shared_s32(a + 28);
-  ptx::mbarrier_arrive(bar.item_empty + 8 * slot);
-  return x;
 }
 
 GPUATTN_HD int min_int(int a, int b) {
@@ -786,32 +758,15 @@ __device__ __forceinline__ void count_listed(const LayoutTiles& tiles, int n, in
   }
 }
 
-// Chains of items (the dense kernel with two Q buffers, but for the late-wait D64 one, whose
-// calls give a CTA at most one item): at an item's last tile the consumer takes the next item
-// from the ring and, where it has key tiles, issues its first S GEMM together with this item's
-// last P V GEMM (one turn), runs its first softmax while that P V is in flight, and only then
-// stores this item's O. Without the chain, an item's last P V and its first S GEMM each ran
-// alone, with the epilogue between them (about a key tile's time an item: ncu, D128 S512,
-// twenty-first session). The store of O that a chain issues reads this item's Q buffer; the
-// next item's first step gives it back (release_o), before the producer loads the Q after next
-// into it. An item of one tile entered through a chain has no step: the one after it is not
-// chained (its Q could not load before that store is read), and neither is an item without
-// key tiles, nor any item of a sliding window (p.banded(): its key band is per item).
-// A chain's producer writes each item's batch and head beside its Q buffer (Barriers::q_item),
-// where the consumers' epilogue reads them, so that they take no registers through the item's
-// tiles; and it loads each next item's Q once this item's second tile is on its way, not after
-// its last (the chain needs that Q at this item's last tile).
+// Returns the stage uses the item took: its tiles (the masked kernel: 1, the kEndOfTiles stage,
+// when it has none).
 template <class Tr, bool kMasked>
-constexpr bool kChains =
-    !kMasked && !Tr::kCompensated && Tr::kQBuffers == 2 && !(Tr::kHeadDim == 64 && Tr::kLateWait);
-
-// The consumer warpgroup `cw` runs item x, the u-th of the ring (see the definition below).
-template <class Tr, bool kMasked>
-__device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps& maps,
-                                        std::uint32_t sq0, std::uint32_t sk0, std::uint32_t sv0,
-                                        const Barriers& bar, RingItem& x, int cw, int& j0,
-                                        int& q_uses, int& u, bool& o_in_flight,
-                                        std::uint32_t& o_free);
+__device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& maps,
+                                       std::uint32_t sq, std::uint32_t sk0, std::uint32_t sv0,
+                                       const Barriers& bar, int m0, int n_tiles, int t_first,
+                                       int lq, int lk, int b, int h, int cw, int j0, int q_buf,
+                                       int q_phase, bool& o_in_flight, std::uint32_t& o_free,
+                                       int trace_u);
 
 template <class Tr, bool kMasked>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
@@ -884,10 +839,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     const int q_row = static_cast<int>(p.row0_q(x.it.b)) + x.m0;
     const int bc = p.is_varlen() ? 0 : x.it.b;
     const std::uint32_t q_full = bar.q_full_of(qb), q_dst = sq + qb * Tr::kQBytes;
-    if constexpr (kChains<Tr, kMasked>) {  // for the consumers' epilogue (released by the arrival)
-      st_shared_s32(bar.q_item + 8 * qb, x.it.b);
-      st_shared_s32(bar.q_item + 8 * qb + 4, x.it.h);
-    }
     ptx::mbarrier_arrive_expect_tx(q_full, Tr::kQBytes);
 #pragma unroll
     for (int s = 0; s < Tr::kSlabs; ++s) {
@@ -946,60 +897,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // K/V stage use of the CTA (over all its items) is stage j % kStages's (j / kStages)-th; the
     // i-th Q goes to buffer i % kQBuffers once the consumers are done with the Q that buffer held
     // before.
-    if (kChains<Tr, kMasked> && !listed) {
-      // A chain's producer thread (see kChains): item u + 1 goes into the ring and its Q loads
-      // once item u's second key tile (its only one, or none) is issued. The consumers give the
-      // Q buffer it loads into back by then or soon after: at item u's first step (a chained
-      // item u) or its first S GEMM, whose loads are all issued here before the wait.
-      if (tid == 0) {
-        int j = 0, q_loads = 0;
-        auto post = [&](int u, int w) {  // item w into slot u % 2, and its Q if it has tiles
-          ItemShape x{};
-          if (w < sched.items) x = shape_of(w);
-          const int slot = u & 1;
-          if (u >= 2) ptx::mbarrier_wait(bar.item_empty + 8 * slot, ((u >> 1) & 1) ^ 1);
-          const std::uint32_t a = bar.item_slot + 4 * kItemInts * slot;
-          st_shared_s32(a, w);
-          st_shared_s32(a + 4, x.m0);
-          st_shared_s32(a + 8, x.lq);
-          st_shared_s32(a + 12, x.lk);
-          st_shared_s32(a + 16, x.n_tiles);
-          st_shared_s32(a + 20, x.it.b);
-          st_shared_s32(a + 24, x.it.h);
-          st_shared_s32(a + 28, x.t_first);
-          ptx::mbarrier_arrive(bar.item_full + 8 * slot);
-          if (x.n_tiles > 0) {  // without a key tile the consumers write zeros without Q
-            const int qb = q_loads % Tr::kQBuffers, q_use = q_loads / Tr::kQBuffers;
-            ++q_loads;
-            if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(qb), (q_use - 1) & 1);
-            if (u > 0 || !early) load_q(qb, x);
-          }
-          return x;
-        };
-        int w = static_cast<int>(blockIdx.x);
-        ItemShape x = post(0, w);
-        for (int u = 0; w < sched.items; ++u) {
-          SM90_TRACE(0, u, 0);
-          const int next = next_item(w);
-          const int k_row0 = static_cast<int>(p.row0_k(x.it.b)) + x.t_first * kBlockN;
-          const int hk = p.kv_head(x.it.h), bc = p.is_varlen() ? 0 : x.it.b;
-          ItemShape nx{};
-          bool posted = false;
-          for (int t = 0; t < x.n_tiles; ++t, ++j) {
-            if (j > 0 || !early)
-              load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + t * kBlockN, hk, bc);
-            if (t == min(1, x.n_tiles - 1)) {
-              nx = post(u + 1, next);
-              posted = true;
-            }
-          }
-          if (!posted) nx = post(u + 1, next);
-          SM90_TRACE(0, u, 3);
-          w = next;
-          x = nx;
-        }
-      }
-    } else if (kMasked || listed ? tid < 32 : tid == 0) {
+    if (kMasked || listed ? tid < 32 : tid == 0) {
       const int lane = tid & 31;
       int j = 0, q_loads = 0;
       for (int w = static_cast<int>(blockIdx.x), u = 0;; ++u) {
@@ -1151,29 +1049,37 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // The exponentials' turns (Tr::kExpTurns) open and close the same way.
     constexpr bool kExpTurns = Tr::kExpTurns && !kMasked;
     if (kExpTurns && cw == 1) ptx::named_barrier_arrive(Tr::kExpBarrier, 2 * 128);
-    int j0 = 0, q_uses = 0, u = 0;
+    int j0 = 0, q_uses = 0;
     // This thread's TMA store of O may still read its smem; o_free is the mbarrier that gives
     // that smem back to the producer once it has (see consume()).
     bool o_in_flight = false;
     std::uint32_t o_free = 0;
-    // The items from the ring, u-th at a time (consume() may take the ones after x itself: it
-    // then returns true with the next one it took in x, and u its place in the ring). The item
-    // shapes are the producer's (shape_of's divisions stay off the consumers, whose exp2 shares
-    // the MUFU pipe with a division's reciprocal).
-    RingItem x;
-    for (bool have = false;;) {  // have: x is the item consume() took after its last one
+    for (int u = 0;; ++u) {
+      const int slot = u & 1;
       SM90_TRACE(1 + cw, u, 15);
-      if (!have) x = take_item(bar, u);
-      have = false;
-      if (x.w >= sched.items) break;
+      ptx::mbarrier_wait(bar.item_full + 8 * slot, (u >> 1) & 1);
+      // The item and its shape as the producer worked it out (shape_of's divisions stay off the
+      // consumers, whose exp2 shares the MUFU pipe with a division's reciprocal).
+      const std::uint32_t a = bar.item_slot + 4 * kItemInts * slot;
+      const int w = ld_shared_s32(a);
+      ItemShape x;
+      x.m0 = ld_shared_s32(a + 4);
+      x.lq = ld_shared_s32(a + 8);
+      x.lk = ld_shared_s32(a + 12);
+      x.n_tiles = ld_shared_s32(a + 16);
+      x.it.b = ld_shared_s32(a + 20);
+      x.it.h = ld_shared_s32(a + 24);
+      x.t_first = ld_shared_s32(a + 28);
+      ptx::mbarrier_arrive(bar.item_empty + 8 * slot);
+      if (w >= sched.items) break;
       SM90_TRACE(1 + cw, u, 0);
-      if (x.m0 < x.lq) {  // else varlen: a shorter sequence (uniform over the CTA)
-        have = consume<Tr, kMasked>(p, maps, sq, sk0, sv0, bar, x, cw, j0, q_uses, u, o_in_flight,
-                                    o_free);
-        if (have) continue;
-        SM90_TRACE(1 + cw, u, 9);
-      }
-      ++u;
+      if (x.m0 >= x.lq) continue;  // varlen: a shorter sequence (uniform over the CTA)
+      const int qb = q_uses % Tr::kQBuffers;
+      j0 += consume<Tr, kMasked>(p, maps, sq + qb * Tr::kQBytes, sk0, sv0, bar, x.m0, x.n_tiles,
+                                 x.t_first, x.lq, x.lk, x.it.b, x.it.h, cw, j0, qb,
+                                 (q_uses / Tr::kQBuffers) & 1, o_in_flight, o_free, u);
+      SM90_TRACE(1 + cw, u, 9);
+      if (kMasked || x.n_tiles > 0) ++q_uses;
     }
     if (Tr::kPingPong && cw == 0) ptx::named_barrier_sync(1, 2 * 128);
     if (kExpTurns && cw == 0) ptx::named_barrier_sync(Tr::kExpBarrier, 2 * 128);
@@ -1187,11 +1093,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 // The consumer warpgroup `cw`: rows [64 cw, 64 cw + 64) of the block. The dense kernel's key
 // tiles are t_first, t_first + 1, ... (t_first > 0: a sliding window, see ItemShape).
 template <class Tr, bool kMasked>
-__device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps& maps,
-                                        std::uint32_t sq0, std::uint32_t sk0, std::uint32_t sv0,
-                                        const Barriers& bar, RingItem& x, int cw, int& j0,
-                                        int& q_uses, int& u, bool& o_in_flight,
-                                        std::uint32_t& o_free) {
+__device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& maps,
+                                       std::uint32_t sq, std::uint32_t sk0, std::uint32_t sv0,
+                                       const Barriers& bar, int m0, int n_tiles, int t_first,
+                                       int lq, int lk, int b, int h, int cw, int j0, int q_buf,
+                                       int q_phase, bool& o_in_flight, std::uint32_t& o_free,
+                                       int trace_u) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Tr::T;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, D = Tr::kHeadDim;
@@ -1201,17 +1108,6 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
   const int tid = threadIdx.x;
   const int lane = tid & 31, warp = (tid >> 5) & 3;
   const int g = lane >> 2, t4 = lane & 3;
-  // The item (a chain moves these on to the next one, see kChain).
-  int m0 = x.m0, n_tiles = x.n_tiles, lq = x.lq, lk = x.lk;
-  const int b = x.b, h = x.h;
-  // A chain's item: its batch and head from the record of its Q buffer (see kChains).
-  auto q_item_b = [&](int qb) { return ld_shared_s32(bar.q_item + 8 * qb); };
-  auto q_item_h = [&](int qb) { return ld_shared_s32(bar.q_item + 8 * qb + 4); };
-  const int t_first = x.t_first;
-  // The item's Q buffer (a chain moves q_uses on).
-  auto q_buf_of = [&] { return q_uses % Tr::kQBuffers; };
-  const int q_phase = (q_uses / Tr::kQBuffers) & 1;
-  int trace_u = u;
 
   float o[D / 2];
 #pragma unroll
@@ -1226,6 +1122,7 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
   }
 
   const int row_base = cw * 64 + warp * 16 + g;  // this thread's first row inside the block
+  const int diag = lk - lq;
   // A window on the dense kernel (see ItemShape): every row of this warpgroup sees every key of
   // [band_lo, band_hi) (a row's first and end key grow with the row: the last row's first key,
   // the first row's end), so only tiles that leave it are masked per element.
@@ -1236,10 +1133,10 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
     band_lo = band.begin;
     band_hi = band.end;
   }
-  // This warpgroup's 64 rows of Q (of the item's buffer q_buf_of(): a chain moves it on).
-  auto q_rows = [&] { return sq0 + q_buf_of() * Tr::kQBytes + cw * 64 * 128; };
+  const std::uint32_t q_wg = sq + cw * 64 * 128;  // this warpgroup's 64 rows of Q
   // The wgmma descriptors of Q (K-major), of stage 0's K (K-major) and V (MN-major), each step of
   // a GEMM one desc_advance from them.
+  const std::uint64_t q_desc = ptx::smem_desc_sw128(q_wg, 16, 1024);
   const std::uint64_t k_desc = ptx::smem_desc_sw128(sk0, 16, 1024);
   const std::uint64_t v_desc = ptx::smem_desc_sw128(sv0, kBlockN * 128, 1024);
 
@@ -1266,7 +1163,6 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
   // The first thread of each warpgroup keeps its arrival on the last tile's stage half that its
   // O goes through (K for warpgroup 0, V for warpgroup 1) until the TMA store has read it.
   const bool holds_half = kEarlyQ && (tid & 127) == 0;
-  constexpr bool kChain = kChains<Tr, kMasked>;
   constexpr int kStageBarrier = 2 + 2 * Tr::kConsumers;  // after the turn and epilogue barriers
   std::uint32_t qa[kQRegs ? D / 16 : 1][4];
   auto load_q_regs = [&] {
@@ -1277,8 +1173,8 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
       for (int ks = 0; ks < D / 16; ++ks) {
         // this lane's 16-byte chunk: chunk nn % 8 of slab nn / 8
         const int nn = 2 * ks + (mi >> 1);
-        ptx::ldmatrix_x4(qa[ks], q_rows() + (nn >> 3) * (kBlockM * 128) + rs * 128 +
-                                     (((nn & 7) ^ (rs & 7)) << 4));
+        ptx::ldmatrix_x4(
+            qa[ks], q_wg + (nn >> 3) * (kBlockM * 128) + rs * 128 + (((nn & 7) ^ (rs & 7)) << 4));
       }
     }
   };
@@ -1296,8 +1192,7 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
       if constexpr (kQRegs) {
         ptx::wgmma_rs_kmajor<T, kBlockN>(s, qa[ks], b_desc, ks > 0 ? 1 : 0);
       } else {
-        const std::uint64_t a_desc = ptx::desc_advance(ptx::smem_desc_sw128(q_rows(), 16, 1024),
-                                                       (ks >> 2) * kBlockM * 128 + koff);
+        const std::uint64_t a_desc = ptx::desc_advance(q_desc, (ks >> 2) * kBlockM * 128 + koff);
         ptx::wgmma_ss<T, kBlockN>(s, a_desc, b_desc, ks > 0 ? 1 : 0);
       }
     }
@@ -1369,8 +1264,8 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
       const int n0 = (word >> kWordTileShift) * kBlockN;
       const bool window = p.window_left >= 0 || p.window_right >= 0;
       const bool global = p.global_tokens > 0 || p.global_stride > 0;
-      const RowKeys keys[2] = {row_keys(p, m0 + row_base + (lk - lq), lk),
-                               row_keys(p, m0 + row_base + 8 + (lk - lq), lk)};
+      const RowKeys keys[2] = {row_keys(p, m0 + row_base + diag, lk),
+                               row_keys(p, m0 + row_base + 8 + diag, lk)};
 #pragma unroll
       for (int hh = 0; hh < kBlockN / 64; ++hh) {  // keys [n0 + 64 hh, n0 + 64 hh + 64)
         // This thread's first key there; bit x of the masks below: key c0 + x.
@@ -1422,7 +1317,7 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
       if (n0 < band_lo || n0 + kBlockN > band_hi) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          const RowKeys keys = row_keys(p, m0 + row_base + 8 * r + (lk - lq), lk);
+          const RowKeys keys = row_keys(p, m0 + row_base + 8 * r + diag, lk);
           const int lo = keys.lo - (n0 + 2 * t4), hi = keys.hi - (n0 + 2 * t4);
 #pragma unroll
           for (int n = 0; n < kNS; ++n)
@@ -1436,12 +1331,12 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
       // Per warpgroup: its first row's diagonal (with 3 consumers a 192-row item spans 1.5 key
       // tiles of diagonal; the per-block test masked every warpgroup on all of them).
       const bool need_mask =
-          (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + cw * 64 + (lk - lq));
+          (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + cw * 64 + diag);
       if (need_mask) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const int row = m0 + row_base + 8 * r;
-          const int limit = (p.causal ? min(lk, row + (lk - lq) + 1) : lk) - (n0 + 2 * t4);
+          const int limit = (p.causal ? min(lk, row + diag + 1) : lk) - (n0 + 2 * t4);
 #pragma unroll
           for (int n = 0; n < kNS; ++n)
 #pragma unroll
@@ -1570,162 +1465,15 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
       o_in_flight = false;
     }
   };
-  // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE; a row that
-  // saw no key (sum 0) stores 0 and LSE -inf. After tiles, O goes through this warpgroup's rows
-  // of its Q buffer (every GEMM that read them is done; kEarlyQ: a half of the last tile's
-  // stage): stmatrix writes each warp's fragments
-  // there, 16 bytes a lane (128-byte swizzle, as TMA wrote Q: conflict-free). Then, but for varlen
-  // calls, one thread stores the 64 rows with TMA (a box of 64 rows per 64-column slab; rows past
-  // the sequence end lie outside the tensor map and are not written) and the warpgroup goes on:
-  // the thread gives the Q buffer back to the producer once the store has read it, in the next
-  // item (release_o). Varlen calls (a box would spill into the next sequence's rows)
-  // copy the rows out 16 bytes a thread, a row's D * 2 bytes by D / 8 consecutive threads. H200
-  // (scripts/sm90-trace.sh, 6640e35): that copy took 0.7-0.8 us a work item, the 4-byte stores
-  // it replaced more. Without tiles (the Q buffer may then be the next item's, in flight) the
-  // zeros are stored straight from the registers, and so is the compensated consumer's O: its
-  // registers are at the limit (nvcc 13.0: 48 bytes of spill stores at D = 128 already, 60 with
-  // the staging).
-  // The epilogue of item (e_m0, e_lq, e_b, e_h) from Q buffer e_qbuf, in two parts: the row
-  // totals (inv: the reciprocals of the row sums) and the LSE from the row statistics, which a
-  // chain (kChain) takes before the last P V is done, then O's store (e_stage: with kEarlyQ, the
-  // stage of the item's last tile).
-  auto row_totals = [&](int e_m0, int e_lq, int e_b, int e_h, const float(&e_max)[2],
-                        const float(&e_sum)[2], float(&inv)[2]) {
-    // The row totals: both rows' quad sums, then their reciprocals and log2s, each one MUFU
-    // instruction (a row sum is >= 1 when positive: the row's max term is exp2(0)). IEEE 1 / l
-    // and log2f took a 20-FMA polynomial and a slow-path branch a row, rows one after the other:
-    // ~0.26-0.31 us an item in the trace (causal D64 S512, 2026-11-22-h200-pipes call 8). H200,
-    // same-run A/B against them (call 9, 2 rounds): the D64 sweep 0.90-1.05, geometric mean 0.964
-    // at S <= 2048 and 0.982 above; D128 and D256 1.00 within the noise; ptxas: spills D64 10 -> 0,
-    // D128 14 -> 4, D256 68 -> 28 bytes. The compensated kernel keeps them exact.
-    float l[2], lse[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) l[r] = quad_sum(e_sum[r]);
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      if constexpr (Tr::kCompensated) {
-        inv[r] = l[r] > 0.f ? 1.f / l[r] : 0.f;
-        lse[r] = l[r] > 0.f ? (e_max[r] + log2f(l[r])) * 0.69314718055994531f : -INFINITY;
-      } else {
-        inv[r] = l[r] > 0.f ? ptx::fast_rcp(l[r]) : 0.f;
-        lse[r] = l[r] > 0.f ? (e_max[r] + ptx::fast_log2(l[r])) * 0.69314718055994531f : -INFINITY;
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = e_m0 + row_base + 8 * r;
-      if (row < e_lq && p.lse != nullptr && t4 == 0) p.lse[p.lse_offset(e_b, row, e_h)] = lse[r];
-    }
-  };
-  auto store_o = [&](int e_m0, int e_lq, int e_b, int e_h, int e_qbuf, const float(&inv)[2],
-                     bool staged, int e_stage) {
-    if (staged) {
-      // Where O goes: this warpgroup's rows of its Q buffer (slabs kBlockM rows apart), or with
-      // kEarlyQ a half of the last tile's stage (slabs 64 rows apart), once the other warpgroup's
-      // GEMMs that read it are done. o_free_bar: the mbarrier that gives it back to the producer.
-      std::uint32_t o_smem = sq0 + e_qbuf * Tr::kQBytes + cw * 64 * 128,
-                    o_free_bar = bar.q_empty_of(e_qbuf);
-      int o_slab = kBlockM * 128;
-      if constexpr (kEarlyQ) {
-        const int stage = e_stage;
-        o_smem = (cw == 0 ? sk0 : sv0) + stage * Tr::kKVBytes;
-        o_free_bar = (cw == 0 ? bar.k_empty : bar.v_empty) + 8 * stage;
-        o_slab = 64 * 128;
-        ptx::named_barrier_sync(kStageBarrier + cw, 256);
-      }
-      // stmatrix x4 of columns [8 n, 8 n + 16): matrices (rows 0-7, n), (rows 8-15, n),
-      // (rows 0-7, n + 1), (rows 8-15, n + 1) of the warp's 16 rows; lane l addresses row l % 8 of
-      // matrix l / 8.
-      const int mi = lane >> 3;
-      const int rs = warp * 16 + 8 * (mi & 1) + (lane & 7);  // the row inside the warpgroup's 64
-#pragma unroll
-      for (int n = 0; n < kNO; n += 2) {
-        const int nn = n + (mi >> 1);  // this lane's 16-byte chunk: chunk nn % 8 of slab nn / 8
-        const std::uint32_t addr =
-            o_smem + (nn >> 3) * o_slab + rs * 128 + (((nn & 7) ^ (rs & 7)) << 4);
-        ptx::stmatrix_x4(addr, ptx::pack2<T>(o[4 * n] * inv[0], o[4 * n + 1] * inv[0]),
-                         ptx::pack2<T>(o[4 * n + 2] * inv[1], o[4 * n + 3] * inv[1]),
-                         ptx::pack2<T>(o[4 * n + 4] * inv[0], o[4 * n + 5] * inv[0]),
-                         ptx::pack2<T>(o[4 * n + 6] * inv[1], o[4 * n + 7] * inv[1]));
-      }
-      SM90_TRACE(1 + cw, trace_u, 6);
-      if (!p.is_varlen()) {
-        ptx::fence_proxy_async_shared();  // the stmatrix writes, before the TMA store reads them
-        ptx::named_barrier_sync(kEpilogueBarrier + cw, 128);
-        SM90_TRACE(1 + cw, trace_u, 7);
-        if ((tid & 127) == 0) {
-#pragma unroll
-          for (int sl = 0; sl < Tr::kSlabs; ++sl) {
-            ptx::tma_store_4d(&maps.o, o_smem + sl * o_slab, sl * 64, e_h, e_m0 + cw * 64, e_b);
-          }
-          ptx::bulk_commit_group();
-          o_in_flight = true;  // the smem goes back in the next item (release_o)
-          o_free = o_free_bar;
-        } else if (!kEarlyQ) {
-          ptx::mbarrier_arrive(o_free_bar);
-        }
-        SM90_TRACE(1 + cw, trace_u, 8);
-      } else {
-        ptx::named_barrier_sync(kEpilogueBarrier + cw, 128);
-        SM90_TRACE(1 + cw, trace_u, 7);
-        constexpr int kChunks = D / 8;  // 16-byte chunks per row
-        T* const out = static_cast<T*>(p.o);
-#pragma unroll
-        for (int c = tid & 127; c < 64 * kChunks; c += 128) {
-          const int rw = c / kChunks, ch = c % kChunks;
-          const uint4 v = ptx::ld_shared_v4(o_smem + (ch >> 3) * o_slab + rw * 128 +
-                                            (((ch & 7) ^ (rw & 7)) << 4));
-          const int row = e_m0 + cw * 64 + rw;
-          if (row < e_lq) ptx::st_global_v4(out + p.o_offset(e_b, row, e_h) + 8 * ch, v);
-        }
-        SM90_TRACE(1 + cw, trace_u, 8);
-        ptx::fence_proxy_async_shared();
-        if constexpr (kEarlyQ) {
-          // Every thread's reads are done before the one held arrival gives the half back.
-          ptx::named_barrier_sync(kEpilogueBarrier + cw, 128);
-          if (holds_half) ptx::mbarrier_arrive(o_free_bar);
-        } else {
-          ptx::mbarrier_arrive(o_free_bar);
-        }
-      }
-    } else {
-      if (kMasked) ptx::mbarrier_arrive(bar.q_empty_of(e_qbuf));  // Q came; its GEMMs are done
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int row = e_m0 + row_base + 8 * r;
-        if (row < e_lq) {
-          T* out = static_cast<T*>(p.o) + p.o_offset(e_b, row, e_h) + 2 * t4;
-#pragma unroll
-          for (int n = 0; n < kNO; ++n) {
-            *reinterpret_cast<std::uint32_t*>(out + n * 8) =
-                ptx::pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]);
-          }
-        }
-      }
-    }
-  };
   if constexpr (Tr::kQBuffers == 1 && !kEarlyQ) release_o();
-  if constexpr (kChain) {
-    if (n_tiles == 0) {  // no key tile, so no Q and no record of it: the batch and head from x
-      release_o();
-      float inv[2];
-      row_totals(m0, lq, b, h, row_max, row_sum, inv);
-      store_o(m0, lq, b, h, q_buf_of(), inv, false, 0);
-      x = take_item(bar, ++u);
-      return true;
-    }
-  }
   float s[kBlockN / 2];
   std::uint32_t pa[kBlockN / 16][4];
   // The masked kernel loads every item's Q, with or without tiles (see produce_masked).
   SM90_TRACE(1 + cw, trace_u, 1);
-  if constexpr (kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf_of()), q_phase);
+  if constexpr (kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
   SM90_TRACE(1 + cw, trace_u, 2);
   const int word0 = kMasked ? read_word(0) : 0;
   int used = 0;  // the item's key tiles
-  // kChain: the item after this one, when this consume() took it from the ring.
-  RingItem next{};
-  bool took_next = false;
   if constexpr (Tr::kCompensated) {
     // Compensated: tile by tile, S_j = Q K_j^T; the softmax (exact max; O and its Kahan terms
     // rescaled on every increase); then P_j V_j one 64-column slab of O at a time, each into the
@@ -1774,7 +1522,7 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
       used = j + 1;
     }
   } else if (kMasked ? word0 != kEndOfTiles : n_tiles > 0) {
-    if constexpr (!kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf_of()), q_phase);
+    if constexpr (!kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
     SM90_TRACE(1 + cw, trace_u, 10);
     load_q_regs();
     SM90_TRACE(1 + cw, trace_u, 11);
@@ -1790,7 +1538,7 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
     if (!(holds_half && cw == 0 && n_tiles == 1))
       ptx::mbarrier_arrive(bar.k_empty + 8 * (j0 % Tr::kStages));
     if (kEarlyQ && n_tiles == 1) {
-      ptx::mbarrier_arrive(bar.q_empty_of(q_buf_of()));
+      ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
       if (cw == 1) ptx::named_barrier_arrive(kStageBarrier, 256);
     }
     float alpha[2];
@@ -1814,9 +1562,8 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
       SM90_TRACE_TILE(cw, trace_u, j, 3);
       if (!(holds_half && cw == 0 && j + 2 == n_tiles))
         ptx::mbarrier_arrive(bar.k_empty + 8 * ((j0 + j + 1) % Tr::kStages));
-      if constexpr (kChain) release_o();  // the O store of the item chained before this one
       if (kEarlyQ && j + 2 == n_tiles) {
-        ptx::mbarrier_arrive(bar.q_empty_of(q_buf_of()));
+        ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
         if (cw == 1) ptx::named_barrier_arrive(kStageBarrier, 256);
       }
       const bool rescale = softmax(s, j + 1, alpha, word, off);
@@ -1844,60 +1591,7 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
         step(last, word);
       }
     } else {
-      for (bool chained = false;;) {
-        for (; last + 1 < n_tiles; ++last) step(last, 0);
-        if constexpr (kChain) {
-          // This item's last tile: the next item (see kChain).
-          next = take_item(bar, ++u);
-          took_next = true;
-          // (The producer posts the end, w >= items, with no tiles.)
-          if (next.m0 >= next.lq || next.n_tiles == 0 || banded || (chained && n_tiles == 1)) {
-            break;
-          }
-          const int next_buf = (q_uses + 1) % Tr::kQBuffers;
-          ptx::mbarrier_wait(bar.q_full_of(next_buf), ((q_uses + 1) / Tr::kQBuffers) & 1);
-          // Its Q (this item's last S GEMM is done: the registers of Q are free).
-          const int done_buf = q_buf_of();
-          ++q_uses;  // q_buf_of(): next_buf
-          load_q_regs();
-          my_turn();
-          issue_qk(s, n_tiles);  // the CTA's next loaded tile: the next item's first
-          issue_pv(pa, last);
-          their_turn();
-          // This item's row totals and LSE while the GEMMs run (its O waits for the P V).
-          float done_inv[2];
-          row_totals(m0, lq, q_item_b(done_buf), q_item_h(done_buf), row_max, row_sum, done_inv);
-          const int done_m0 = m0, done_lq = lq;
-          ptx::wgmma_wait<1>();
-          ptx::mbarrier_arrive(bar.k_empty + 8 * ((j0 + n_tiles) % Tr::kStages));
-          m0 = next.m0;
-          lq = next.lq;
-          lk = next.lk;
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            row_max[r] = -INFINITY;
-            row_sum[r] = 0.f;
-          }
-          softmax(s, 0, alpha, 0, 0u);  // the next item's O starts at zero: nothing to rescale
-          // The P V wait stays below the softmax (see step).
-          if (row_sum[1] < 0.f) __trap();
-          ptx::wgmma_wait<0>();
-          ptx::mbarrier_arrive(bar.v_empty + 8 * ((j0 + last) % Tr::kStages));
-          pack(s, pa);
-          store_o(done_m0, done_lq, q_item_b(done_buf), q_item_h(done_buf), done_buf, done_inv,
-                  true, 0);
-#pragma unroll
-          for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
-          j0 += n_tiles;
-          n_tiles = next.n_tiles;
-          trace_u = u;
-          took_next = false;
-          chained = true;
-          last = 0;
-        } else {
-          break;
-        }
-      }
+      for (; last + 1 < n_tiles; ++last) step(last, 0);
     }
     my_turn();
     issue_pv(pa, last);
@@ -1917,30 +1611,138 @@ __device__ __forceinline__ bool consume(const FwdParams& p, const QkvTensorMaps&
     ptx::mbarrier_arrive(bar.v_empty + 8 * stage);
   }
 
+  // Epilogue: normalize, store O (rows past the sequence end are skipped) and the LSE; a row that
+  // saw no key (sum 0) stores 0 and LSE -inf. After tiles, O goes through this warpgroup's rows
+  // of its Q buffer (every GEMM that read them is done; kEarlyQ: a half of the last tile's
+  // stage): stmatrix writes each warp's fragments
+  // there, 16 bytes a lane (128-byte swizzle, as TMA wrote Q: conflict-free). Then, but for varlen
+  // calls, one thread stores the 64 rows with TMA (a box of 64 rows per 64-column slab; rows past
+  // the sequence end lie outside the tensor map and are not written) and the warpgroup goes on:
+  // the thread gives the Q buffer back to the producer once the store has read it, in the next
+  // item (release_o). Varlen calls (a box would spill into the next sequence's rows)
+  // copy the rows out 16 bytes a thread, a row's D * 2 bytes by D / 8 consecutive threads. H200
+  // (scripts/sm90-trace.sh, 6640e35): that copy took 0.7-0.8 us a work item, the 4-byte stores
+  // it replaced more. Without tiles (the Q buffer may then be the next item's, in flight) the
+  // zeros are stored straight from the registers, and so is the compensated consumer's O: its
+  // registers are at the limit (nvcc 13.0: 48 bytes of spill stores at D = 128 already, 60 with
+  // the staging).
+  release_o();
+  SM90_TRACE(1 + cw, trace_u, 13);
   const bool staged = Tr::kCompensated || (kMasked && D == 256) ? false
                       : kMasked                                 ? word0 != kEndOfTiles
                                                                 : n_tiles > 0;
-  release_o();
-  SM90_TRACE(1 + cw, trace_u, 13);
-  float inv[2];
-  const int e_b = kChain ? q_item_b(q_buf_of()) : b;  // (a chain's item here has tiles)
-  const int e_h = kChain ? q_item_h(q_buf_of()) : h;
-  row_totals(m0, lq, e_b, e_h, row_max, row_sum, inv);
-  SM90_TRACE(1 + cw, trace_u, 14);
-  store_o(m0, lq, e_b, e_h, q_buf_of(), inv, staged, (j0 + used - 1) % Tr::kStages);
-  (void)trace_u;
-  j0 += kMasked && used == 0 ? 1 : used;
-  if (kMasked || n_tiles > 0) ++q_uses;
-  // A chain's consume() always returns the item after its last one (taking it here if the chain
-  // did not): the caller's item is then never live across the call.
-  if constexpr (kChain) {
-    x = took_next ? next : take_item(bar, ++u);
-    return true;
-  } else {
-    return false;
+  // The row totals: both rows' quad sums, then their reciprocals and log2s, each one MUFU
+  // instruction (a row sum is >= 1 when positive: the row's max term is exp2(0)). IEEE 1 / l
+  // and log2f took a 20-FMA polynomial and a slow-path branch a row, rows one after the other:
+  // ~0.26-0.31 us an item in the trace (causal D64 S512, 2026-11-22-h200-pipes call 8). H200,
+  // same-run A/B against them (call 9, 2 rounds): the D64 sweep 0.90-1.05, geometric mean 0.964
+  // at S <= 2048 and 0.982 above; D128 and D256 1.00 within the noise; ptxas: spills D64 10 -> 0,
+  // D128 14 -> 4, D256 68 -> 28 bytes. The compensated kernel keeps them exact.
+  float l[2], inv[2], lse[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) l[r] = quad_sum(row_sum[r]);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if constexpr (Tr::kCompensated) {
+      inv[r] = l[r] > 0.f ? 1.f / l[r] : 0.f;
+      lse[r] = l[r] > 0.f ? (row_max[r] + log2f(l[r])) * 0.69314718055994531f : -INFINITY;
+    } else {
+      inv[r] = l[r] > 0.f ? ptx::fast_rcp(l[r]) : 0.f;
+      lse[r] = l[r] > 0.f ? (row_max[r] + ptx::fast_log2(l[r])) * 0.69314718055994531f : -INFINITY;
+    }
   }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = m0 + row_base + 8 * r;
+    if (row < lq && p.lse != nullptr && t4 == 0) p.lse[p.lse_offset(b, row, h)] = lse[r];
+  }
+  SM90_TRACE(1 + cw, trace_u, 14);
+  if (staged) {
+    // Where O goes: this warpgroup's rows of its Q buffer (slabs kBlockM rows apart), or with
+    // kEarlyQ a half of the last tile's stage (slabs 64 rows apart), once the other warpgroup's
+    // GEMMs that read it are done. o_free_bar: the mbarrier that gives it back to the producer.
+    std::uint32_t o_smem = q_wg, o_free_bar = bar.q_empty_of(q_buf);
+    int o_slab = kBlockM * 128;
+    if constexpr (kEarlyQ) {
+      const int stage = (j0 + used - 1) % Tr::kStages;
+      o_smem = (cw == 0 ? sk0 : sv0) + stage * Tr::kKVBytes;
+      o_free_bar = (cw == 0 ? bar.k_empty : bar.v_empty) + 8 * stage;
+      o_slab = 64 * 128;
+      ptx::named_barrier_sync(kStageBarrier + cw, 256);
+    }
+    // stmatrix x4 of columns [8 n, 8 n + 16): matrices (rows 0-7, n), (rows 8-15, n),
+    // (rows 0-7, n + 1), (rows 8-15, n + 1) of the warp's 16 rows; lane l addresses row l % 8 of
+    // matrix l / 8.
+    const int mi = lane >> 3;
+    const int rs = warp * 16 + 8 * (mi & 1) + (lane & 7);  // the row inside the warpgroup's 64
+#pragma unroll
+    for (int n = 0; n < kNO; n += 2) {
+      const int nn = n + (mi >> 1);  // this lane's 16-byte chunk: chunk nn % 8 of slab nn / 8
+      const std::uint32_t addr =
+          o_smem + (nn >> 3) * o_slab + rs * 128 + (((nn & 7) ^ (rs & 7)) << 4);
+      ptx::stmatrix_x4(addr, ptx::pack2<T>(o[4 * n] * inv[0], o[4 * n + 1] * inv[0]),
+                       ptx::pack2<T>(o[4 * n + 2] * inv[1], o[4 * n + 3] * inv[1]),
+                       ptx::pack2<T>(o[4 * n + 4] * inv[0], o[4 * n + 5] * inv[0]),
+                       ptx::pack2<T>(o[4 * n + 6] * inv[1], o[4 * n + 7] * inv[1]));
+    }
+    SM90_TRACE(1 + cw, trace_u, 6);
+    if (!p.is_varlen()) {
+      ptx::fence_proxy_async_shared();  // the stmatrix writes, before the TMA store reads them
+      ptx::named_barrier_sync(kEpilogueBarrier + cw, 128);
+      SM90_TRACE(1 + cw, trace_u, 7);
+      if ((tid & 127) == 0) {
+#pragma unroll
+        for (int sl = 0; sl < Tr::kSlabs; ++sl) {
+          ptx::tma_store_4d(&maps.o, o_smem + sl * o_slab, sl * 64, h, m0 + cw * 64, b);
+        }
+        ptx::bulk_commit_group();
+        o_in_flight = true;  // the smem goes back in the next item (release_o)
+        o_free = o_free_bar;
+      } else if (!kEarlyQ) {
+        ptx::mbarrier_arrive(o_free_bar);
+      }
+      SM90_TRACE(1 + cw, trace_u, 8);
+    } else {
+      ptx::named_barrier_sync(kEpilogueBarrier + cw, 128);
+      SM90_TRACE(1 + cw, trace_u, 7);
+      constexpr int kChunks = D / 8;  // 16-byte chunks per row
+      T* const out = static_cast<T*>(p.o);
+#pragma unroll
+      for (int c = tid & 127; c < 64 * kChunks; c += 128) {
+        const int rw = c / kChunks, ch = c % kChunks;
+        const uint4 v = ptx::ld_shared_v4(o_smem + (ch >> 3) * o_slab + rw * 128 +
+                                          (((ch & 7) ^ (rw & 7)) << 4));
+        const int row = m0 + cw * 64 + rw;
+        if (row < lq) ptx::st_global_v4(out + p.o_offset(b, row, h) + 8 * ch, v);
+      }
+      SM90_TRACE(1 + cw, trace_u, 8);
+      ptx::fence_proxy_async_shared();
+      if constexpr (kEarlyQ) {
+        // Every thread's reads are done before the one held arrival gives the half back.
+        ptx::named_barrier_sync(kEpilogueBarrier + cw, 128);
+        if (holds_half) ptx::mbarrier_arrive(o_free_bar);
+      } else {
+        ptx::mbarrier_arrive(o_free_bar);
+      }
+    }
+  } else {
+    if (kMasked) ptx::mbarrier_arrive(bar.q_empty_of(q_buf));  // Q came; its GEMMs are done
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = m0 + row_base + 8 * r;
+      if (row < lq) {
+        T* out = static_cast<T*>(p.o) + p.o_offset(b, row, h) + 2 * t4;
+#pragma unroll
+        for (int n = 0; n < kNO; ++n) {
+          *reinterpret_cast<std::uint32_t*>(out + n * 8) =
+              ptx::pack2<T>(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]);
+        }
+      }
+    }
+  }
+  return kMasked && used == 0 ? 1 : used;
 #else
-  return false;
+  return 0;
 #endif
 }
 

@@ -1011,19 +1011,17 @@ INSTANTIATE_TEST_SUITE_P(
         dense(2, 16, 4, 1500, 1500, 256, bf16).causal().window(200, 0).globals(0, 300)),
     case_name);
 
-// Chains (sm_90a dense kernels at head dims 64 and 128, see kChains in cuda/fwd_sm90.cuh): a
-// persistent consumer issues each next item's first S GEMM with this item's last P V and stores
-// this item's O only after the next item's first softmax. Items of 1, 2 and 3 tiles in every
-// order (causal, dynamic schedule), 1-tile items only (an item of one tile entered through a
-// chain ends the chain), items whose rows see no key between items that do (Sq > Sk causal),
-// Sk > Sq, GQA 16:4, the 2-consumer D64 kernel with the exp turns (causal under 2048 rows) and the
-// 3-consumer one (dense grids that fill the GPU), and varlen batches with length-1 and empty
-// sequences, whose skipped row blocks hand their ring slots back without a chain.
-const std::vector<int> kChainLensQ = {300, 1, 129, 0, 257, 1000, 128, 77};
-const std::vector<int> kChainLensK = {300, 129, 1, 500, 0, 1000, 383, 77};
+// Short work items on persistent CTAs (sm_90a dense kernels at head dims 64 and 128, several
+// items a CTA): items of 1, 2 and 3 key tiles in every order (causal, dynamic schedule), 1-tile
+// items only, items whose rows see no key between items that do (Sq > Sk causal), Sk > Sq, GQA
+// 16:4, the 2-consumer D64 kernel with the exp turns (causal under 2048 rows) and the 3-consumer
+// one (dense grids that fill the GPU), and varlen batches with length-1 and empty sequences. (The
+// twenty-second session's item chains, not landed, were checked on these.)
+const std::vector<int> kShortLensQ = {300, 1, 129, 0, 257, 1000, 128, 77};
+const std::vector<int> kShortLensK = {300, 129, 1, 500, 0, 1000, 383, 77};
 
 INSTANTIATE_TEST_SUITE_P(
-    Chains, AttentionCuda,
+    ShortItems, AttentionCuda,
     ::testing::Values(dense(16, 16, 4, 300, 300, 128, f16).causal(),
                       dense(8, 16, 4, 1000, 100, 128, bf16),
                       dense(8, 16, 4, 1300, 700, 128, f16).causal(),
@@ -1031,10 +1029,10 @@ INSTANTIATE_TEST_SUITE_P(
                       dense(8, 16, 16, 1000, 1000, 64, bf16).causal(),
                       dense(16, 16, 4, 300, 300, 64, f16).causal(),
                       dense(8, 16, 4, 1000, 200, 64, f16), dense(4, 16, 16, 1000, 1000, 64, bf16),
-                      varlen(32, 4, 128, bf16, kChainLensQ, kChainLensK).causal(),
-                      varlen(32, 4, 128, f16, kChainLensQ, kChainLensK),
-                      varlen(32, 8, 64, f16, kChainLensQ, kChainLensK),
-                      varlen(32, 8, 64, bf16, kChainLensQ).causal()),
+                      varlen(32, 4, 128, bf16, kShortLensQ, kShortLensK).causal(),
+                      varlen(32, 4, 128, f16, kShortLensQ, kShortLensK),
+                      varlen(32, 8, 64, f16, kShortLensQ, kShortLensK),
+                      varlen(32, 8, 64, bf16, kShortLensQ).causal()),
     case_name);
 
 // ---- the split-KV decode kernel (decode_16x64)
