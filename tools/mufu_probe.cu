@@ -4,7 +4,8 @@
 // in S = Q K^T with Q in smem). The D64 step of that kernel spends ~1000-1400 cycles in a
 // softmax of 64 MUFU.EX2 a warp, against the 512 cycles that 16 exponentials a clock an SM
 // would allow (bench/results/sm90-kernel-notes.md); this measures what the exponentials alone
-// and each neighbour cost.
+// and each neighbour cost. A last mode runs the stream in half precision (ex2.approx.f16x2 on
+// pairs, HFMA2 before and HADD2 sums after): whether a MUFU.EX2.F16 costs less than a MUFU.EX2.
 //
 // One CTA per SM (all SMs run it; the figures are CTA 0's), 256 threads: warpgroup 0 runs the
 // exponential stream, the softmax's shape (per thread 64 values a pass: x * scale - m, exp2, add
@@ -53,7 +54,8 @@ enum Neighbour : int {
   kBarrier,
   kQuadMax,
   kLds,
-  kRedux
+  kRedux,
+  kExpF16  // warpgroup 0's stream in half precision (the f32 one's 64 values as 32 pairs)
 };
 struct ModeDesc {
   Neighbour what;
@@ -79,6 +81,7 @@ constexpr ModeDesc kModeList[] = {
     {kQuadMax, false, "quad maxes alone"},
     {kLds, false, "dependent shared-memory loads alone"},
     {kRedux, false, "warp max reductions alone"},
+    {kExpF16, true, "half-precision exponentials alone (ex2.approx.f16x2: 2 MUFU.EX2.F16 a pair)"},
 };
 constexpr int kModes = sizeof(kModeList) / sizeof(kModeList[0]);
 constexpr int kSmemBytes = 64 * 1024;
@@ -114,6 +117,35 @@ __device__ float exp_stream(int passes, float seed) {
     }
   }
   return sum0 + sum1;
+}
+#endif
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// exp_stream in half precision: the 64 values a thread as 32 f16x2 pairs, each pass x * scale - m
+// (HFMA2), exp2 of both halves (fast_exp2_h2), and the pair added into one of two f16x2 row sums.
+// The cycles are per exponential (per half), as the f32 stream's.
+__device__ float exp_stream_f16(int passes, float seed) {
+  __half2 x[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    x[i] = __floats2half2_rn(seed * (1.f + 0.02f * i) - 4.f, seed * (1.01f + 0.02f * i) - 4.f);
+  }
+  __half2 sum0 = __float2half2_rn(0.f), sum1 = sum0;
+  const __half2 scale = __float2half2_rn(0.125f), neg_m = __float2half2_rn(-3.f);
+  for (int it = 0; it < passes; ++it) {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      const __half2 arg = __hfma2(x[i], scale, neg_m);
+      const std::uint32_t y = ptx::fast_exp2_h2(*reinterpret_cast<const std::uint32_t*>(&arg));
+      x[i] = *reinterpret_cast<const __half2*>(&y);
+      if (i & 1) {
+        sum1 = __hadd2(sum1, x[i]);
+      } else {
+        sum0 = __hadd2(sum0, x[i]);
+      }
+    }
+  }
+  return __low2float(sum0) + __high2float(sum1);
 }
 #endif
 
@@ -194,14 +226,15 @@ __global__ void __launch_bounds__(256, 1)
   if (wg == 0) {
     if (!beside_exp) return;
     const long long t0 = clock64();
-    const float s = exp_stream(passes, 0.5f + 0.001f * tid);
+    const float s = what == kExpF16 ? exp_stream_f16(passes, 0.5f + 0.001f * tid)
+                                    : exp_stream(passes, 0.5f + 0.001f * tid);
     const long long t1 = clock64();
     if ((tid & 31) == 0) r.cycles[warp] = t1 - t0;
     if (s == 12345.f) r.sink = s;
     return;
   }
   // warpgroup 1
-  if (what == kNone) return;
+  if (what == kNone || what == kExpF16) return;
   if (what == kExp) {
     const float s = exp_stream(passes, 0.25f + 0.001f * tid);
     if (s == 12345.f) r.sink = s;

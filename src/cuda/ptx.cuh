@@ -134,6 +134,14 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
+// exp2 of both halves of an f16x2 (ex2.approx.f16x2). On sm_90 ptxas makes it two MUFU.EX2.F16,
+// one a half (tools/mufu_probe.cu times them against MUFU.EX2 of f32).
+__device__ __forceinline__ std::uint32_t fast_exp2_h2(std::uint32_t x) {
+  std::uint32_t y;
+  asm("ex2.approx.f16x2 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
 // 1 / x and log2(x) in one MUFU instruction each (rcp.approx, lg2.approx: relative error about
 // 2^-23 and absolute about 2^-22), for x a normal positive float.
 __device__ __forceinline__ float fast_rcp(float x) {
