@@ -1308,39 +1308,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   // sum 0 (its exponentials are taken against 0, never -inf - -inf). Standard precision keeps a
   // stale max until the true one exceeds it by kRescaleSlack; compensated precision rescales on
   // every increase (P <= 1) and Kahan-sums the row sum across tiles.
-  //
-  // Dead tails (kDeadTail, the dense kernels' 128-key tiles): where no row of this warpgroup sees a
-  // key of the tile's second 64 (causal: past the warpgroup's last row's diagonal; or past the
-  // sequence end), those 32 exponentials a thread are not taken (each would be exp2(-inf) = +0) and
-  // their P is set to 0; where it sees none of the tile, neither are the first half's. The
-  // results are bit for bit the same. Square causal calls: per 128-row item on 2 consumers,
-  // warpgroup 0's last tile (a quarter of the item's exponentials at 2 tiles, a tenth at S512);
-  // per 192-row item on 3 consumers about 6 halves (warpgroup 0 three, 1 two, 2 one: ~10% of the
-  // exponentials at S2048). Tiles with every half seen run the loop as it was, in its own block.
-  constexpr bool kDeadTail = !kMasked && !Tr::kCompensated && kBlockN == 128;
-  // Row r's exponentials and sum (P of the dead keys set to 0) when keys [live_end, kBlockN) are
-  // dead, live_end <= 64.
-  auto tail_dead_exps = [&](float(&s)[kBlockN / 2], int r, float m, int live_end) {
-    float sum = 0.f;
-    if (live_end > 0) {
-#pragma unroll
-      for (int n = 0; n < kNS / 2; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float& x = s[4 * n + 2 * r + e];
-          x = ptx::fast_exp2(fmaf(x, p.scale_log2, -m));
-          sum += x;
-        }
-    } else {
-#pragma unroll
-      for (int n = 0; n < kNS / 2; ++n) s[4 * n + 2 * r] = s[4 * n + 2 * r + 1] = 0.f;
-    }
-#pragma unroll
-    for (int n = kNS / 2; n < kNS; ++n) s[4 * n + 2 * r] = s[4 * n + 2 * r + 1] = 0.f;
-    return sum;
-  };
   auto softmax = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2], int word, std::uint32_t off) {
-    int live_end = kBlockN;  // keys [live_end, kBlockN) of the tile: dead (see kDeadTail)
     if constexpr (kMasked) {
       mask_tile(s, word, off);
     } else if (banded) {
@@ -1364,8 +1332,6 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       // tiles of diagonal; the per-block test masked every warpgroup on all of them).
       const bool need_mask =
           (n0 + kBlockN > lk) || (p.causal && n0 + kBlockN - 1 > m0 + cw * 64 + diag);
-      // The warpgroup's last row sees the most keys.
-      live_end = (p.causal ? min(lk, m0 + cw * 64 + 64 + diag) : lk) - n0;
       if (need_mask) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
@@ -1401,46 +1367,20 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
         row_max[r] = m_new;
       }
       my_exp_turn();
-      if (kDeadTail && live_end <= kBlockN / 2) {
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          row_sum[r] = row_sum[r] * alpha[r] + tail_dead_exps(s, r, m_use[r], live_end);
-        }
-      } else {
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          float sum = 0.f;
-#pragma unroll
-          for (int n = 0; n < kNS; ++n)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              float& x = s[4 * n + 2 * r + e];
-              x = ptx::fast_exp2(fmaf(x, p.scale_log2, -m_use[r]));
-              sum += x;
-            }
-          row_sum[r] = row_sum[r] * alpha[r] + sum;
-        }
-      }
-      their_exp_turn();
-      return __any_sync(0xffffffffu, any_rescale);
-    }
-    if (kDeadTail && live_end <= kBlockN / 2) {  // the loop below, with the dead keys' P set to 0
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        float mx = -INFINITY;
+        float sum = 0.f;
 #pragma unroll
-        for (int n = 0; n < kNS / 2; ++n) {
-          mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
-        }
-        mx = quad_max(mx) * p.scale_log2;
-        const bool grow = mx > row_max[r] + kRescaleSlack;
-        const float m_new = grow ? mx : row_max[r];
-        const float m_use = m_new == -INFINITY ? 0.f : m_new;
-        alpha[r] = ptx::fast_exp2(row_max[r] - m_use);
-        any_rescale |= grow;
-        row_max[r] = m_new;
-        row_sum[r] = row_sum[r] * alpha[r] + tail_dead_exps(s, r, m_use, live_end);
+        for (int n = 0; n < kNS; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& x = s[4 * n + 2 * r + e];
+            x = ptx::fast_exp2(fmaf(x, p.scale_log2, -m_use[r]));
+            sum += x;
+          }
+        row_sum[r] = row_sum[r] * alpha[r] + sum;
       }
+      their_exp_turn();
       return __any_sync(0xffffffffu, any_rescale);
     }
 #pragma unroll
