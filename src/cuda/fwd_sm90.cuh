@@ -7,7 +7,9 @@
 // shared memory, O += P V with P straight from the S registers (the accumulator layout of S is the
 // register-A layout of the second GEMM). Inside a consumer the next tile's S GEMM runs during this
 // tile's softmax, and the consumers take turns issuing their GEMMs (ping-pong on a ring of named
-// barriers), so one's softmax overlaps another's GEMMs. With more row blocks than SMs the kernel is
+// barriers), so one's softmax overlaps another's GEMMs; at head dims 64 and 128 the leading tiles
+// that every row of a consumer sees whole run a step without the mask code, in a loop of their own
+// (see the dense loop in consume()). With more row blocks than SMs the kernel is
 // persistent (one CTA per SM; the producer passes the work items of core/work_schedule.h to the
 // consumers through a 2-slot ring in shared memory, and loads the next item's Q and K/V while the
 // consumers finish this one), and the consumers store O through their rows of the Q buffer (at
