@@ -1605,7 +1605,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       // call 7): D128 non-causal 0.94-0.97x the time (the sweep's geometric means 0.967 / 0.958
       // at S <= 2048 / above), causal 0.98-1.00x, D64 0.98-1.00x; D256 lost (up to 1.06x at
       // S16384) and keeps the one loop. (Call 6's dead tails, 287 more instructions in the D64
-      // loop that never ran on non-causal calls, had cost 4-10%.)
+      // loop that never ran on non-causal calls, had cost 4-10%.) ncu (call 11): instruction
+      // fetch is part of it, the no-instruction stall 0.131 -> 0.075 warps per issue at D64.
       if constexpr (D <= 128) {
         int n_whole = banded ? 0 : lk / kBlockN;
         if (p.causal) n_whole = min(n_whole, max(0, m0 + cw * 64 + diag + 1) / kBlockN);
