@@ -799,6 +799,20 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // The item after w (see core/work_schedule.h): static for dense non-causal calls, from the
   // counter for the others when the launch passed one, else none (a CTA per item).
   const bool static_schedule = !kMasked && !p.causal && !listed;
+  // The static schedule's w-th item: CTA c takes w = c, c + G, c + 2 G, ... (G = gridDim.x), and
+  // round r = w / G runs items [r G, r G + n) (n = G but in the last round) rotated by r among the
+  // CTAs. G is often a multiple of the row blocks a head has (132 SMs and 3, 6, 11 or 22 blocks of
+  // 192 rows at S512-S4096), so without the rotation each CTA took the same row block of every
+  // head, and the CTAs with the last, partly empty block (see consume()'s warpgroups past the
+  // sequence end) or varlen's short sequences finished early while the others set the time.
+  // H200, same-run A/B (twenty-third session, call 3, 3 rounds): D64 B32 H32 S512 0.965x and B16
+  // H32 S1024 0.963x the time with the rotation and those warpgroups' skip, 1.007x / 1.005x with
+  // the skip alone.
+  auto rotated = [&](int w) {
+    const int g = static_cast<int>(gridDim.x), r = w / g;
+    const int n = min(g, sched.items - r * g);
+    return r * g + (w - r * g + r) % n;
+  };
   auto next_item = [&](int w) {
     if (static_schedule) return w + static_cast<int>(gridDim.x);
     if (item_counter != nullptr) return static_cast<int>(gridDim.x) + atomicAdd(item_counter, 1);
@@ -821,7 +835,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   };
   auto shape_of = [&](int w) {
     ItemShape x;
-    x.it = sched.item(w);
+    x.it = sched.item(static_schedule ? rotated(w) : w);
     x.lq = p.len_q(x.it.b);
     x.lk = p.len_k(x.it.b);
     x.m0 = x.it.m_block * kBlockM;
@@ -1527,6 +1541,43 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       }
       used = j + 1;
     }
+  } else if (!kMasked && !kEarlyQ && n_tiles > 0 && m0 + cw * 64 >= lq) {
+    // Rows all past the sequence end (the last row block's last warpgroups: with 3 consumers a
+    // 192-row block at S512 or S1024 keeps 128 or 64 rows): the warpgroup's part of every barrier
+    // the item's tiles take (its turns, each stage's full wait before its empty arrival, so that
+    // no arrival counts toward an earlier phase), without the GEMMs and exponentials, which left
+    // the other consumers less of the tensor cores and exp2 units. O stays 0, and the epilogue's
+    // store of these rows is clipped by the tensor map as before. (Non-causal calls pay only
+    // with the static schedule's rotation, see fwd_kernel.)
+    ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);  // O is staged through this Q buffer
+    auto full_wait = [&](std::uint32_t full, int t) {
+      ptx::mbarrier_wait(full + 8 * ((j0 + t) % Tr::kStages), ((j0 + t) / Tr::kStages) & 1);
+    };
+    auto empty_arrive = [&](std::uint32_t empty, int t) {
+      ptx::mbarrier_arrive(empty + 8 * ((j0 + t) % Tr::kStages));
+    };
+    my_turn();
+    full_wait(bar.k_full, 0);
+    their_turn();
+    release_o();
+    empty_arrive(bar.k_empty, 0);
+    my_exp_turn();  // and the exponentials' turns (Tr::kExpTurns) of each tile's softmax
+    their_exp_turn();
+    for (int j = 0; j + 1 < n_tiles; ++j) {
+      my_turn();
+      full_wait(bar.k_full, j + 1);
+      full_wait(bar.v_full, j);
+      their_turn();
+      empty_arrive(bar.k_empty, j + 1);
+      my_exp_turn();
+      their_exp_turn();
+      empty_arrive(bar.v_empty, j);
+    }
+    my_turn();
+    full_wait(bar.v_full, n_tiles - 1);
+    their_turn();
+    empty_arrive(bar.v_empty, n_tiles - 1);
+    used = n_tiles;
   } else if (kMasked ? word0 != kEndOfTiles : n_tiles > 0) {
     if constexpr (!kMasked) ptx::mbarrier_wait(bar.q_full_of(q_buf), q_phase);
     SM90_TRACE(1 + cw, trace_u, 10);
