@@ -13,9 +13,27 @@ struct WorkItem {
   int m_block, h, b;
 };
 
+// The dense causal order's last heads (WorkSchedule::tail_heads): about two waves of items on a
+// 132-SM H100 / H200 (kCausalTailItems / row blocks a head), as many heads as kCausalTailKvBytes
+// of K and V (16-bit) hold, from kCausalTailMinBlocks row blocks a head.
+inline constexpr int kCausalTailItems = 264;
+inline constexpr long long kCausalTailKvBytes = 16LL << 20;  // a third of the 50 MB L2
+inline constexpr int kCausalTailMinBlocks = 16;
+
 // The items w = 0 .. items - 1 in the order the CTAs take them. Head by head (batch entry, then
 // head), row blocks fastest, so that the CTAs running at one time share the K and V of a few heads
-// in L2; causal: a head's row blocks last first (longest first). Masked non-causal calls with
+// in L2; causal: a head's row blocks last first (longest first). Dense causal calls with
+// kCausalTailMinBlocks row blocks or more a head end on their last `tail_heads` heads longest
+// first across them (row block m of each, then m - 1, ...): head by head, those heads' longest
+// blocks started when the CTAs were running out of work, and the call ended on them (a
+// list-scheduling simulation of the sweep's causal shapes gave 3-8% of the time at S2048-S8192;
+// H200, same-run A/B, 5 rounds, twenty-third session call 5: D128 S2048 0.940x, S4096 0.977x,
+// S8192 0.929x, D256 S2048 0.952x, S4096 0.970x, D64 S4096 0.968x, S8192 0.939x, B4 H16 S4096
+// D128 fp16 0.950x / bf16 0.975x; the untouched shorter calls 0.999-1.003x).
+// The whole order so (heads in L2-sized groups, longest first across each: twenty-third session,
+// call 4) cost the short calls 3-9% (D64 S512 1.086x, S1024 1.059x, D128 S512 1.036x the time):
+// items of one head running together read its K and V once from HBM, items of many heads at the
+// same row block each read their own. Masked non-causal calls with
 // global tokens put every head's first `heavy` row blocks in front: they hold the global query
 // rows, which see every key (at S 128K: 1024 key tiles against ~33 for a window row), and taken
 // last they were the run's tail (H200, window (2048, 2048) + 128 globals at S 128K: 0.74 -> 0.67x
@@ -35,6 +53,7 @@ struct WorkSchedule {
   int items;  // m_blocks * heads
   int heavy;  // row blocks of every head taken first (masked, non-causal, global tokens)
   bool reverse;
+  int tail_heads;  // dense causal: the last heads, taken longest first across them (0: none)
 
   GPUATTN_HD WorkSchedule(const FwdParams& p, int block_m, bool masked)
       : m_blocks((p.seqlen_q + block_m - 1) / block_m),
@@ -42,7 +61,18 @@ struct WorkSchedule {
         heads(p.hq * p.batch),
         items(m_blocks * heads),
         heavy(0),
-        reverse(p.causal) {
+        reverse(p.causal),
+        tail_heads(0) {
+    if (!masked && p.causal && m_blocks >= kCausalTailMinBlocks) {
+      // Each q head's share of its K/V head's bytes (GQA: group_size() q heads share one).
+      const long long kv_bytes =
+          4LL * (p.seqlen_k > 0 ? p.seqlen_k : 1) * (p.head_dim > 0 ? p.head_dim : 1);
+      const long long fit = kCausalTailKvBytes * (p.hkv > 0 ? p.group_size() : 1) / kv_bytes;
+      long long n = kCausalTailItems / m_blocks;
+      if (n > fit) n = fit;
+      if (n > heads) n = heads;
+      tail_heads = n > 1 ? static_cast<int>(n) : 0;
+    }
     if (masked && !p.causal && p.global_tokens > 0) {
       const int g = (p.global_tokens + block_m - 1) / block_m;
       heavy = g < m_blocks ? g : m_blocks;
@@ -55,6 +85,10 @@ struct WorkSchedule {
     if (w < front) {
       m = w / heads;
       head = w - m * heads;
+    } else if (tail_heads > 0 && w >= (heads - tail_heads) * m_blocks) {
+      const int y = w - (heads - tail_heads) * m_blocks, k = y / tail_heads;
+      m = m_blocks - 1 - k;
+      head = heads - tail_heads + (y - k * tail_heads);
     } else {
       const int per = m_blocks - heavy, y = w - front;
       head = y / per;

@@ -1,6 +1,6 @@
 // The sm_90a kernel's work-item order (core/work_schedule.h): every item exactly once, head by
-// head with row blocks fastest, causal longest first, and a masked call's global row blocks in
-// front.
+// head with row blocks fastest, causal longest first (dense: the last heads longest first across
+// them), and a masked call's global row blocks in front.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -13,11 +13,13 @@
 namespace gpuattn {
 namespace {
 
-FwdParams params(int batch, int hq, int seqlen_q, bool causal, int global_tokens = 0) {
+FwdParams params(int batch, int hq, int seqlen_q, bool causal, int global_tokens = 0,
+                 int head_dim = 128, int hkv = 0) {
   FwdParams p;
   p.batch = batch;
   p.hq = hq;
-  p.hkv = hq;
+  p.hkv = hkv > 0 ? hkv : hq;
+  p.head_dim = head_dim;
   p.seqlen_q = seqlen_q;
   p.seqlen_k = seqlen_q;
   p.causal = causal;
@@ -44,6 +46,8 @@ TEST(WorkSchedule, EveryItemExactlyOnce) {
   for (const Case& c : std::vector<Case>{{1, 1, 1, 0, false, false},
                                          {2, 16, 1500, 0, false, false},
                                          {2, 16, 1500, 0, true, false},
+                                         {3, 5, 8192, 0, true, false},   // 4 heads last
+                                         {1, 7, 32768, 0, true, false},  // no tail
                                          {3, 5, 1000, 0, true, true},
                                          {1, 16, 131072, 128, false, true},
                                          {2, 3, 777, 200, false, true},    // 2 heavy blocks
@@ -81,14 +85,56 @@ TEST(WorkSchedule, DenseGoesHeadByHeadRowBlocksFastest) {
   }
 }
 
-TEST(WorkSchedule, CausalTakesEachHeadsLongestRowBlockFirst) {
-  for (bool masked : {false, true}) {
-    const WorkSchedule s(params(2, 3, 1000, true, /*global_tokens=*/200), 128, masked);
-    EXPECT_EQ(s.heavy, 0) << "causal global rows see only the keys before them";
-    const std::vector<WorkItem> v = order(s);
-    for (int w = 0; w < s.items; ++w) {
-      EXPECT_EQ(v[w].m_block, 7 - w % 8) << w;
-      EXPECT_EQ(v[w].h, (w / 8) % 3) << w;
+TEST(WorkSchedule, MaskedCausalTakesEachHeadsLongestRowBlockFirst) {
+  const WorkSchedule s(params(2, 3, 1000, true, /*global_tokens=*/200), 128, true);
+  EXPECT_EQ(s.heavy, 0) << "causal global rows see only the keys before them";
+  const std::vector<WorkItem> v = order(s);
+  for (int w = 0; w < s.items; ++w) {
+    EXPECT_EQ(v[w].m_block, 7 - w % 8) << w;
+    EXPECT_EQ(v[w].h, (w / 8) % 3) << w;
+  }
+}
+
+// The dense causal order, written out: head by head, each head's row blocks last first, but the
+// last `tail` heads, which go longest first across them (row block m of each, then m - 1, ...).
+std::vector<WorkItem> causal_order(int batch, int hq, int m_blocks, int tail) {
+  std::vector<WorkItem> v;
+  const int heads = batch * hq;
+  for (int head = 0; head < heads - tail; ++head)
+    for (int m = m_blocks - 1; m >= 0; --m) v.push_back({m, head % hq, head / hq});
+  for (int m = m_blocks - 1; m >= 0; --m)
+    for (int head = heads - tail; head < heads; ++head) v.push_back({m, head % hq, head / hq});
+  return v;
+}
+
+TEST(WorkSchedule, DenseCausalEndsOnItsLastHeadsLongestFirst) {
+  struct Case {
+    int batch, hq, hkv, seqlen, head_dim, tail;
+  };
+  for (const Case& c : std::vector<Case>{
+           {2, 3, 3, 1000, 128, 0},      // 8 row blocks a head: head by head
+           {32, 32, 32, 1920, 64, 0},    // 15 row blocks: head by head
+           {8, 32, 32, 2048, 64, 16},    // 16 row blocks: 264 / 16 heads
+           {4, 16, 16, 4096, 128, 8},    // 264 / 32 row blocks; 2 MB of K/V a head, 8 in 16 MB
+           {2, 3, 3, 4096, 128, 6},      // 6 heads: all of them
+           {1, 2, 2, 2048, 128, 2},      // fewer heads than the tail would take: all of them
+           {1, 8, 2, 8192, 256, 4},      // 264 / 64 row blocks (GQA 4: 2 MB a q head, 8 fit)
+           {2, 8, 8, 8192, 256, 2},      // 8 MB a head: 2 fit
+           {1, 32, 32, 32768, 128, 0},   // 16 MB a head: one, no tail
+           {1, 3, 3, 65536, 256, 0}}) {  // more than the budget: none
+    const WorkSchedule s(params(c.batch, c.hq, c.seqlen, true, 0, c.head_dim, c.hkv), 128, false);
+    SCOPED_TRACE("B" + std::to_string(c.batch) + " H" + std::to_string(c.hq) + " Hkv" +
+                 std::to_string(c.hkv) + " S" + std::to_string(c.seqlen) + " D" +
+                 std::to_string(c.head_dim));
+    const int m_blocks = (c.seqlen + 127) / 128;
+    EXPECT_EQ(s.tail_heads, c.tail);
+    const std::vector<WorkItem> want = causal_order(c.batch, c.hq, m_blocks, c.tail);
+    const std::vector<WorkItem> got = order(s);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t w = 0; w < got.size(); ++w) {
+      ASSERT_TRUE(got[w].m_block == want[w].m_block && got[w].h == want[w].h &&
+                  got[w].b == want[w].b)
+          << "item " << w << ": " << str(got[w]) << ", want " << str(want[w]);
     }
   }
 }
