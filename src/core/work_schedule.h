@@ -18,7 +18,7 @@ struct WorkItem {
 // of K and V (16-bit) hold, from kCausalTailMinBlocks row blocks a head.
 inline constexpr int kCausalTailItems = 264;
 inline constexpr long long kCausalTailKvBytes = 16LL << 20;  // a third of the 50 MB L2
-inline constexpr int kCausalTailMinBlocks = 16;
+inline constexpr int kCausalTailMinBlocks = 4;               // fewer: not measured
 
 // The items w = 0 .. items - 1 in the order the CTAs take them. Head by head (batch entry, then
 // head), row blocks fastest, so that the CTAs running at one time share the K and V of a few heads
@@ -26,10 +26,11 @@ inline constexpr int kCausalTailMinBlocks = 16;
 // kCausalTailMinBlocks row blocks or more a head end on their last `tail_heads` heads longest
 // first across them (row block m of each, then m - 1, ...): head by head, those heads' longest
 // blocks started when the CTAs were running out of work, and the call ended on them (a
-// list-scheduling simulation of the sweep's causal shapes gave 3-8% of the time at S2048-S8192;
-// H200, same-run A/B, 5 rounds, twenty-third session call 5: D128 S2048 0.940x, S4096 0.977x,
-// S8192 0.929x, D256 S2048 0.952x, S4096 0.970x, D64 S4096 0.968x, S8192 0.939x, B4 H16 S4096
-// D128 fp16 0.950x / bf16 0.975x; the untouched shorter calls 0.999-1.003x).
+// list-scheduling simulation of the sweep's causal shapes gave 2-8% of the time at S512-S8192;
+// H200, same-run A/Bs, 5 rounds, twenty-third session: from 16 row blocks (call 5) D128 S2048
+// 0.940x, S4096 0.977x, S8192 0.929x, D256 S2048 0.952x, S4096 0.970x, D64 S4096 0.968x, S8192
+// 0.939x, B4 H16 S4096 D128 fp16 0.950x / bf16 0.975x; then from 4 (call 6) S512 / S1024 D64
+// 0.985x / 0.974x, D128 0.971x / 0.969x, D256 0.958x / 0.962x).
 // The whole order so (heads in L2-sized groups, longest first across each: twenty-third session,
 // call 4) cost the short calls 3-9% (D64 S512 1.086x, S1024 1.059x, D128 S512 1.036x the time):
 // items of one head running together read its K and V once from HBM, items of many heads at the

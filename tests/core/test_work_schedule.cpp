@@ -112,8 +112,9 @@ TEST(WorkSchedule, DenseCausalEndsOnItsLastHeadsLongestFirst) {
     int batch, hq, hkv, seqlen, head_dim, tail;
   };
   for (const Case& c : std::vector<Case>{
-           {2, 3, 3, 1000, 128, 0},      // 8 row blocks a head: head by head
-           {32, 32, 32, 1920, 64, 0},    // 15 row blocks: head by head
+           {2, 3, 3, 300, 128, 0},       // 3 row blocks a head: head by head
+           {2, 3, 3, 1000, 128, 6},      // 8 row blocks: 264 / 8 = 33 heads, all 6
+           {32, 32, 32, 1920, 64, 17},   // 15 row blocks: 264 / 15 heads
            {8, 32, 32, 2048, 64, 16},    // 16 row blocks: 264 / 16 heads
            {4, 16, 16, 4096, 128, 8},    // 264 / 32 row blocks; 2 MB of K/V a head, 8 in 16 MB
            {2, 3, 3, 4096, 128, 6},      // 6 heads: all of them
