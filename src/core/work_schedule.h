@@ -42,11 +42,12 @@ inline constexpr int kCausalTailMinBlocks = 4;               // fewer: not measu
 // (row-block-major) kept all heads' K/V live at once and cost block-sparse calls 10%.
 //
 // How the kernel walks them: dense non-causal calls on a static schedule (one CTA per SM; CTA c of
-// G takes items c, c + G, c + 2 G, ...: equal items), causal and masked calls on a dynamic one
-// when there are more items than SMs (CTA c starts with item c, then takes G + an atomic
-// counter's value, fresh for each launch: a CTA takes its next item when it is done with the
-// last). A static snake order lost 20% on causal (511 -> 413 TFLOP/s); with no counter, a CTA per
-// item. Validation keeps ceil(Sq / 64) * Hq * B below 2^30, so every count here fits an int.
+// G takes items c, c + G, c + 2 G, ..., each round rotated among the CTAs: static_item below),
+// causal and masked calls on a dynamic one when there are more items than SMs (CTA c starts with
+// item c, then takes G + an atomic counter's value, fresh for each launch: a CTA takes its next
+// item when it is done with the last). A static snake order lost 20% on causal (511 -> 413
+// TFLOP/s); with no counter, a CTA per item. Validation keeps ceil(Sq / 64) * Hq * B below 2^30, so
+// every count here fits an int.
 struct WorkSchedule {
   int m_blocks;  // row blocks per head (varlen: of the longest sequence)
   int hq;
@@ -99,5 +100,20 @@ struct WorkSchedule {
     return {m, head % hq, head / hq};
   }
 };
+
+// The static schedule's w-th item (dense non-causal calls): CTA c of `grid` takes w = c, c + grid,
+// c + 2 grid, ..., and round r = w / grid runs items [r grid, r grid + n) (n = grid but in the last
+// round) rotated by r among the CTAs. The grid is often a multiple of the row blocks a head has
+// (132 SMs and 3, 6, 11 or 22 blocks of 192 rows at S512-S4096), so without the rotation each CTA
+// took the same row block of every head, and the CTAs with the last, partly empty block (see the
+// kernel's warpgroups past the sequence end) or varlen's short sequences finished early while the
+// others set the time. H200, same-run A/B (twenty-third session, call 3, 3 rounds): D64 B32 H32
+// S512 0.965x and B16 H32 S1024 0.963x the time with the rotation and those warpgroups' skip,
+// 1.007x / 1.005x with the skip alone.
+GPUATTN_HD int static_item(int w, int grid, int items) {
+  const int r = w / grid;
+  const int n = items - r * grid < grid ? items - r * grid : grid;
+  return r * grid + (w - r * grid + r) % n;
+}
 
 }  // namespace gpuattn

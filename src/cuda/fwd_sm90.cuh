@@ -799,20 +799,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // The item after w (see core/work_schedule.h): static for dense non-causal calls, from the
   // counter for the others when the launch passed one, else none (a CTA per item).
   const bool static_schedule = !kMasked && !p.causal && !listed;
-  // The static schedule's w-th item: CTA c takes w = c, c + G, c + 2 G, ... (G = gridDim.x), and
-  // round r = w / G runs items [r G, r G + n) (n = G but in the last round) rotated by r among the
-  // CTAs. G is often a multiple of the row blocks a head has (132 SMs and 3, 6, 11 or 22 blocks of
-  // 192 rows at S512-S4096), so without the rotation each CTA took the same row block of every
-  // head, and the CTAs with the last, partly empty block (see consume()'s warpgroups past the
-  // sequence end) or varlen's short sequences finished early while the others set the time.
-  // H200, same-run A/B (twenty-third session, call 3, 3 rounds): D64 B32 H32 S512 0.965x and B16
-  // H32 S1024 0.963x the time with the rotation and those warpgroups' skip, 1.007x / 1.005x with
-  // the skip alone.
-  auto rotated = [&](int w) {
-    const int g = static_cast<int>(gridDim.x), r = w / g;
-    const int n = min(g, sched.items - r * g);
-    return r * g + (w - r * g + r) % n;
-  };
   auto next_item = [&](int w) {
     if (static_schedule) return w + static_cast<int>(gridDim.x);
     if (item_counter != nullptr) return static_cast<int>(gridDim.x) + atomicAdd(item_counter, 1);
@@ -835,7 +821,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   };
   auto shape_of = [&](int w) {
     ItemShape x;
-    x.it = sched.item(static_schedule ? rotated(w) : w);
+    // (the static schedule's rounds rotated among the CTAs: static_item, core/work_schedule.h)
+    x.it =
+        sched.item(static_schedule ? static_item(w, static_cast<int>(gridDim.x), sched.items) : w);
     x.lq = p.len_q(x.it.b);
     x.lk = p.len_k(x.it.b);
     x.m0 = x.it.m_block * kBlockM;

@@ -161,5 +161,35 @@ TEST(WorkSchedule, MaskedGlobalRowBlocksOfEveryHeadComeFirst) {
   EXPECT_EQ(WorkSchedule(params(2, 3, 1000, false, 5000), 128, true).heavy, 8);
 }
 
+// The static schedule's rounds (static_item): every item once, round r's items in round r, each
+// round rotated by r, and with a grid that is a multiple of the row blocks a head has (132 SMs, 3
+// blocks of 192 rows at S512), every CTA takes every row block in turn.
+TEST(WorkSchedule, StaticRoundsRotateAmongTheCtas) {
+  for (const auto& [items, grid] : std::vector<std::pair<int, int>>{
+           {1, 1}, {5, 132}, {132, 132}, {133, 132}, {3072, 132}, {2048, 132}, {1000, 7}}) {
+    SCOPED_TRACE("items " + std::to_string(items) + " grid " + std::to_string(grid));
+    std::vector<int> seen(items, 0);
+    for (int w = 0; w < items; ++w) {
+      const int it = static_item(w, grid, items);
+      ASSERT_GE(it, 0) << w;
+      ASSERT_LT(it, items) << w;
+      ++seen[it];
+      EXPECT_EQ(it / grid, w / grid) << "item " << it << " left its round, w " << w;
+    }
+    for (int i = 0; i < items; ++i) EXPECT_EQ(seen[i], 1) << "item " << i;
+  }
+  EXPECT_EQ(static_item(0, 132, 3072), 0);  // round 0 as before: CTA c takes item c
+  EXPECT_EQ(static_item(131, 132, 3072), 131);
+  EXPECT_EQ(static_item(132, 132, 3072), 133);  // round 1: CTA 0 takes item 132 + 1
+  EXPECT_EQ(static_item(263, 132, 3072), 132);  // and CTA 131 wraps to the round's first
+  EXPECT_EQ(static_item(2904, 132, 3000), 2904 + 22 % 96);  // the last round: 96 items, r = 22
+  // D64 B32 H32 S512 on 3 consumers: 3 row blocks a head (item % 3), 3072 items on 132 CTAs.
+  for (int c = 0; c < 132; ++c) {
+    std::set<int> blocks;
+    for (int w = c; w < 3072; w += 132) blocks.insert(static_item(w, 132, 3072) % 3);
+    EXPECT_EQ(blocks.size(), 3u) << "CTA " << c;
+  }
+}
+
 }  // namespace
 }  // namespace gpuattn
