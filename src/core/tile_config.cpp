@@ -50,6 +50,7 @@ bool sm90_dense_instantiation(FwdKernel kernel, const FwdParams& p) {
     case FwdKernel::sm90_ws_128x64_d256: return p.dense_or_causal();
     case FwdKernel::sm90_ws_192x128:      // dense and causal calls only (run_fwd checks)
     case FwdKernel::sm90_ws_128x80_d256:  // likewise
+    case FwdKernel::sm90_ws_128x128_s3:   // likewise
       return true;
     case FwdKernel::sm90_ws_128x64_compensated:
     case FwdKernel::decode_16x64:
@@ -74,6 +75,7 @@ KernelChoice kernel_choice_from_env() {
 }
 
 bool sm90_late_pv_wait(FwdKernel kernel, int head_dim, bool causal, bool dense_or_causal) {
+  if (kernel == FwdKernel::sm90_ws_128x128_s3) return true;  // head dim 128
   if (kernel != FwdKernel::sm90_ws_128x128) return false;
   return head_dim == 128 || (head_dim == 64 && !causal && dense_or_causal);
 }
@@ -102,6 +104,10 @@ const TileConfig& select_fwd_config(const FwdShape& s) {
       if (s.head_dim == 256) {
         const bool wide = s.dense_or_causal && s.seqlen_k >= kD256WideTileMinKeys;
         return tile_config(wide ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256);
+      }
+      if (s.head_dim == 128 && s.dense_or_causal && s.seqlen_k <= kD128ThreeStageMaxKeys &&
+          !s.force_128x128) {
+        return tile_config(FwdKernel::sm90_ws_128x128_s3);
       }
       const bool three = s.head_dim == 64 && s.dense_or_causal &&
                          (s.force_192x128 || (!s.force_128x128 && three_consumers_pay(s)));

@@ -12,8 +12,8 @@ namespace gpuattn {
 
 // One compiled tile configuration of a forward kernel family (the sm80_* ones,
 // sm90_ws_128x128 and sm90_ws_128x64_compensated exist for head dims 64 and 128,
-// sm90_ws_128x64_d256 and sm90_ws_128x80_d256 for head dim 256, sm90_ws_192x128 for head dim 64;
-// each for fp16 and bf16).
+// sm90_ws_128x64_d256 and sm90_ws_128x80_d256 for head dim 256, sm90_ws_192x128 for head dim 64,
+// sm90_ws_128x128_s3 for head dim 128; each for fp16 and bf16).
 enum class FwdKernel {
   sm90_ws_128x128,             // sm_90a wgmma kernel, warp-specialized (src/cuda/fwd_sm90.cuh)
   sm90_ws_128x64_d256,         // the same kernel at head dim 256: 64-key tiles
@@ -26,7 +26,9 @@ enum class FwdKernel {
   sm90_ws_128x80_d256,         // its dense/causal instantiation at head dim 256: 80-key tiles
                                // (FwdD256Traits)
   decode_16x64,                // split-KV decode kernel, sm_80 and newer (src/cuda/fwd_decode.cuh)
-  decode_q8_16x64,  // the same over an int8 / FP8 E4M3 cache (src/cuda/fwd_decode_q8.cuh)
+  decode_q8_16x64,     // the same over an int8 / FP8 E4M3 cache (src/cuda/fwd_decode_q8.cuh)
+  sm90_ws_128x128_s3,  // the sm_90a kernel's dense/causal instantiation at head dim 128 for
+                       // short keys: 3 K/V stages, 1 Q buffer (FwdD128ShortTraits)
 };
 
 struct TileConfig {
@@ -41,7 +43,7 @@ struct TileConfig {
 
 // The table, in FwdKernel order. The figures behind each `why` are in
 // bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
-inline constexpr std::array<TileConfig, 10> kFwdTileConfigs = {{
+inline constexpr std::array<TileConfig, 11> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
      "Hopper, standard precision: head dim 128 with every mask, head dim 64 with a window, global "
      "tokens or a block layout, and its dense and causal calls on small grids (the others: "
@@ -184,6 +186,17 @@ inline constexpr std::array<TileConfig, 10> kFwdTileConfigs = {{
      "busy): H200 (2026-11-23, bench/quantized_decode.py), bf16 q GQA 32:8 D128, E4M3 cache "
      "1.47x / 1.59x / 1.48x cuDNN's time on the bf16 cache at B32 L4096 / B8 L32768 / B1 "
      "L131072 (2 CTAs per SM: B8 L32768 175 us against 162)"},
+    {FwdKernel::sm90_ws_128x128_s3, "sm90_ws_128x128_s3", 128, 128, 12, 3,
+     "Hopper, head dim 128, standard precision, dense and causal calls with at most "
+     "kD128ThreeStageMaxKeys (2048) keys: sm90_ws_128x128 with 3 K/V stages instead of 2, which "
+     "leaves room for one Q buffer (Q 32 KB + 3 x (K + V) 64 KB = 224 KB + barriers of 227). As "
+     "at head dim 256, the next item's Q loads once this item's last S GEMM is done and O goes "
+     "out through the last tile's stage. ncu (H200, base clocks, 2026-11-23-h200-s23 call 9): "
+     "at B32 H16 S512 the 2-stage kernel took 182 us against cuDNN's 167, its warps waiting on "
+     "loads (long_scoreboard 1.34 warps per issue against 0.70): short items start on cold K/V "
+     "tiles. Same-run A/B against 2 stages (call 10, 3 rounds): S512 0.924x the time, S1024 "
+     "0.959x, S2048 0.979x, causal S512 0.973x, S1024 0.98-1.005x; from S4096 1.02-1.04x "
+     "(S32k causal 1.027x), hence the key bound"},
 }};
 
 const TileConfig& tile_config(FwdKernel kernel);
@@ -271,6 +284,11 @@ bool three_consumers_pay(const FwdShape& s);
 // 1.045x non-causal: 1024 stays.
 inline constexpr int kD256WideTileMinKeys = 1024;
 
+// Up to how many keys (seqlen_k; varlen: the max) a dense or causal head-dim-128 call on Hopper
+// takes sm90_ws_128x128_s3 (3 K/V stages, 1 Q buffer) rather than sm90_ws_128x128 (2 stages, 2 Q
+// buffers): see its table entry for the A/B.
+inline constexpr int kD128ThreeStageMaxKeys = 2048;
+
 // The forward kernel configuration of one call. The table is keyed by (arch, head dim, causal,
 // sequence bucket); today the rule reads the arch (and whether the sm_90a kernel runs), the head
 // dim, the precision, on sm_80 the grid size (a bucket of seqlen_q * hq * batch) and the device's
@@ -287,6 +305,8 @@ inline constexpr int kD256WideTileMinKeys = 1024;
 //                           kD256WideTileMinKeys keys;
 //   sm90_ws_128x64_d256     the same with fewer keys, or with a window, global tokens or a block
 //                           layout;
+//   sm90_ws_128x128_s3      the same at head dim 128 for dense and causal calls with at most
+//                           kD128ThreeStageMaxKeys keys, unless GPUATTN_KERNEL=sm90_ws_128x128;
 //   sm90_ws_192x128         the same at head dim 64 for dense and causal calls whose grid fills the
 //                           GPU (three_consumers_pay(): 192-row items on 3 consumer warpgroups,
 //                           also taken when GPUATTN_KERNEL=sm90_ws_192x128 forces it, never

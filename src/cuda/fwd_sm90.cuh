@@ -60,7 +60,7 @@ constexpr int kLookaheadInts = 2 + 7 + 32;
 constexpr int kItemInts = 8;
 
 template <typename T_, int kHeadDim_, bool kCompensated_ = false, int kConsumers_ = 2,
-          int kBlockN_ = 0, bool kLateWaitD64_ = false>
+          int kBlockN_ = 0, bool kLateWaitD64_ = false, int kStages_ = 0>
 struct FwdTraits {
   using T = T_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -115,7 +115,13 @@ struct FwdTraits {
   // fp16 B1 H16 S1024 1.025x the time, B4 H32 S4096 0.994x: the loads are not what it waits for.
   // Measured again at eeaf289 (first loads before __syncthreads): 3 and 4 stages 0.995x and
   // 0.991x at B1 H16 S1024, within the noise of the D64 sweep (2026-11-22-h200-d64-free, call 12).
-  static constexpr int kStages = 2;
+  // kStages_ (0: 2) overrides it for one instantiation: 3 for dense and causal calls at head dim
+  // 128 with short keys (FwdD128ShortTraits, tile config sm90_ws_128x128_s3), which then keep one
+  // Q buffer (kQBuffers below).
+  static constexpr int kStages = kStages_ != 0 ? kStages_ : 2;
+  static_assert(kStages_ == 0 || (kStages_ == 3 && kHeadDim_ == 128 && kConsumers_ == 2 &&
+                                  !kCompensated_ && kBlockN_ == 0),
+                "a stage override: 3 at head dim 128, standard precision");
   // Consumers take turns issuing their GEMMs (see consume()): H200, gpuattn bench, fp16 B4 H16
   // S4096 D128 543 -> 588 TFLOP/s non-causal, 487 -> 551 causal; bf16 579 -> 659 / 504 -> 520.
   // The compensated consumer at D = 128 has no registers for the turns: with them ptxas spilled
@@ -231,6 +237,10 @@ using FwdD256Traits = FwdTraits<T, 256, false, 2, 80>;
 // after the softmax (see FwdTraits::kLateWait); the configuration sm90_ws_128x128.
 template <typename T>
 using FwdD64LateWaitTraits = FwdTraits<T, 64, false, 2, 0, true>;
+// The traits of the dense / causal instantiation at head dim 128 for short keys: 3 K/V stages and
+// one Q buffer (see FwdTraits::kStages); the configuration sm90_ws_128x128_s3.
+template <typename T>
+using FwdD128ShortTraits = FwdTraits<T, 128, false, 2, 0, false, 3>;
 
 using ptx::quad_max;
 using ptx::quad_sum;
@@ -1838,7 +1848,8 @@ constexpr FwdKernel kernel_of() {
          : Tr::kConsumers == 3 ? FwdKernel::sm90_ws_192x128
          : Tr::kHeadDim == 256
              ? (Tr::kBlockN == 80 ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256)
-             : FwdKernel::sm90_ws_128x128;
+         : Tr::kStages == 3 ? FwdKernel::sm90_ws_128x128_s3
+                            : FwdKernel::sm90_ws_128x128;
 }
 
 // Dense and causal calls run the kernel without the masked kernel's tile search and schedule
@@ -1885,9 +1896,23 @@ constexpr bool matches_table() {
          c.stages == Tr::kStages;
 }
 
+// The dense and causal calls' own instantiations (sm90_ws_192x128, sm90_ws_128x80_d256,
+// sm90_ws_128x128_s3) run nothing else: a clear error for any other call that names one.
+inline void require_dense_standard(const char* config, const FwdParams& p) {
+  if (p.precision != Precision::standard || !p.dense_or_causal()) {
+    throw Error(ErrorCode::not_supported,
+                std::string("gpuattn: ") + config +
+                    " runs dense and causal calls in standard precision only, not " +
+                    (p.precision != Precision::standard ? to_string(p.precision)
+                     : p.banded()                       ? "a sliding window"
+                                                        : "global tokens or a block layout"));
+  }
+}
+
 // `kernel` is select_fwd_config's pick. sm90_ws_192x128 (head dim 64, dense and causal calls)
 // runs the 3-consumer instantiation, sm90_ws_128x80_d256 (head dim 256, dense and causal, from
-// 1024 keys) the 80-key one; otherwise p.precision picks: standard (2 consumers; the dense
+// 1024 keys) the 80-key one, sm90_ws_128x128_s3 (head dim 128, dense and causal, up to 2048
+// keys) the 3-stage one; otherwise p.precision picks: standard (2 consumers; the dense
 // or the masked instantiation, see launch_fwd), or (head dims 64 and 128) compensated. A
 // compensated call at head dim 256 belongs to the sm_80 path (select_fwd_config never sends it
 // here).
@@ -1899,14 +1924,7 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
     if constexpr (D == 64) {
       static_assert(matches_table<FwdThreeConsumerTraits<T>>(),
                     "FwdTraits and the tile configuration table agree");
-      if (p.precision != Precision::standard || !p.dense_or_causal()) {
-        throw Error(ErrorCode::not_supported,
-                    std::string("gpuattn: sm90_ws_192x128 runs dense and causal calls in "
-                                "standard precision only, not ") +
-                        (p.precision != Precision::standard ? to_string(p.precision)
-                         : p.banded()                       ? "a sliding window"
-                                                            : "global tokens or a block layout"));
-      }
+      require_dense_standard("sm90_ws_192x128", p);
       launch_kernel<FwdThreeConsumerTraits<T>, false>(p, stream);
       return;
     } else {
@@ -1918,20 +1936,26 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
     if constexpr (D == 256) {
       static_assert(matches_table<FwdD256Traits<T>>(),
                     "FwdTraits and the tile configuration table agree");
-      if (p.precision != Precision::standard || !p.dense_or_causal()) {
-        throw Error(ErrorCode::not_supported,
-                    std::string("gpuattn: sm90_ws_128x80_d256 runs dense and causal calls in "
-                                "standard precision only, not ") +
-                        (p.precision != Precision::standard ? to_string(p.precision)
-                         : p.banded()                       ? "a sliding window"
-                                                            : "global tokens or a block layout"));
-      }
+      require_dense_standard("sm90_ws_128x80_d256", p);
       launch_kernel<FwdD256Traits<T>, false>(p, stream);
       return;
     } else {
       throw Error(
           ErrorCode::not_supported,
           "gpuattn: sm90_ws_128x80_d256 exists at head dim 256 only, not " + std::to_string(D));
+    }
+  }
+  if (kernel == FwdKernel::sm90_ws_128x128_s3) {
+    if constexpr (D == 128) {
+      static_assert(matches_table<FwdD128ShortTraits<T>>(),
+                    "FwdTraits and the tile configuration table agree");
+      require_dense_standard("sm90_ws_128x128_s3", p);
+      launch_kernel<FwdD128ShortTraits<T>, false>(p, stream);
+      return;
+    } else {
+      throw Error(
+          ErrorCode::not_supported,
+          "gpuattn: sm90_ws_128x128_s3 exists at head dim 128 only, not " + std::to_string(D));
     }
   }
   if (p.precision == Precision::compensated) {

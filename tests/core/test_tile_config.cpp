@@ -34,7 +34,7 @@ FwdKernel pick(const FwdShape& s) {
 }
 
 TEST(TileConfig, TableIsIndexedByKernelAndExplained) {
-  ASSERT_EQ(kFwdTileConfigs.size(), 10u);
+  ASSERT_EQ(kFwdTileConfigs.size(), 11u);
   for (std::size_t i = 0; i < kFwdTileConfigs.size(); ++i) {
     const TileConfig& c = kFwdTileConfigs[i];
     EXPECT_EQ(static_cast<std::size_t>(c.kernel), i);
@@ -221,8 +221,8 @@ TEST(TileConfig, HopperTakesThreeConsumersForLargeDenseAndCausalGridsAtHeadDim64
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
     s.force_192x128 = true;
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128) << causal;
-    s.head_dim = 128;  // which exists at head dim 64 only
-    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.head_dim = 128;  // which exists at head dim 64 only (65 keys: the 3-stage D128 kernel)
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s3) << causal;
   }
 }
 
@@ -321,8 +321,10 @@ TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
       s.seqlen_q = 4096;
       EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;  // keys, not rows
       for (int d : {64, 128}) {  // the other head dims keep 128-key tiles (one row block:
-        s.head_dim = d;          // 2 consumers at head dim 64 too)
-        EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << d;
+        s.head_dim = d;          // 2 consumers at head dim 64 too; 3 stages at 128, dense)
+        EXPECT_EQ(pick(s),
+                  d == 128 && dense ? FwdKernel::sm90_ws_128x128_s3 : FwdKernel::sm90_ws_128x128)
+            << d;
       }
     }
   }
@@ -538,7 +540,9 @@ const Point kPoints[] = {
     // sm90_ws_192x128 for the other dense and causal ones at D64 (waves of 192-row items x 5 <
     // waves of 128-row items x 4; causal from 2048 rows); 64-key tiles at D256; the compensated
     // wgmma kernel at D64/D128, the sm_80 one at D256.
-    {"H100 132 SMs, D128, fp16, B1 H16 S1024", on(kH100, 128, 1024, 1, 16), "sm90_ws_128x128"},
+    {"H100 132 SMs, D128, fp16, B1 H16 S1024", on(kH100, 128, 1024, 1, 16), "sm90_ws_128x128_s3"},
+    {"H100 132 SMs, D128, fp16, B1 H16 S2049: past kD128ThreeStageMaxKeys",
+     on(kH100, 128, 2049, 1, 16), "sm90_ws_128x128"},
     {"H200 132 SMs, D64, fp16, B1 H16 S1024: 96 x 192 rows, 128 x 128 rows, 1 wave each",
      on(kH200, 64, 1024, 1, 16), "sm90_ws_128x128"},
     {"H200 132 SMs, D64, fp16, B4 H32 S4096: 22 against 32 waves", on(kH200, 64, 4096, 4, 32),
@@ -556,7 +560,7 @@ const Point kPoints[] = {
     {"H100 132 SMs, D64, bf16, causal sliding window, B4 H32 S4096",
      masked(causal(on(kH100, 64, 4096, 4, 32))), "sm90_ws_128x128"},
     {"H100 PCIe 114 SMs, D128, B1 H1 S65 (one row block)", on(kH100Pcie, 128, 65, 1, 1),
-     "sm90_ws_128x128"},
+     "sm90_ws_128x128_s3"},
     {"H100 PCIe 114 SMs, D128, B1 H1 S64: 64 rows, decode", on(kH100Pcie, 128, 64, 1, 1),
      "decode_16x64"},
     {"H200 132 SMs, D256, causal, B1 H1 S1: decode", causal(on(kH200, 256, 1, 1, 1)),
@@ -737,6 +741,8 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                         const FwdKernel km = pick(m);
                         if (k == FwdKernel::sm90_ws_128x80_d256) {  // 64 keys for a mask
                           ASSERT_EQ(km, dense ? k : FwdKernel::sm90_ws_128x64_d256) << where;
+                        } else if (k == FwdKernel::sm90_ws_128x128_s3) {  // 2 stages for a mask
+                          ASSERT_EQ(km, dense ? k : FwdKernel::sm90_ws_128x128) << where;
                         } else if (k != FwdKernel::sm90_ws_192x128) {
                           ASSERT_EQ(km, k) << where << " dense " << dense << " causal " << causal;
                         } else if (km != k) {  // to 2 consumers, for a mask or a short causal call
@@ -758,10 +764,20 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                       EXPECT_EQ(k == FwdKernel::sm90_ws_128x80_d256, seqlen >= kD256WideTileMinKeys)
                           << where;
                     }
+                    if (k == FwdKernel::sm90_ws_128x128_s3) {  // a dense call: keys decide
+                      EXPECT_TRUE(major == 9 && sm90 && d == 128 && prec == Precision::standard &&
+                                  seqlen <= kD128ThreeStageMaxKeys)
+                          << where;
+                    }
+                    if (major == 9 && sm90 && d == 128 && prec == Precision::standard &&
+                        seqlen <= kD128ThreeStageMaxKeys) {
+                      EXPECT_EQ(k, FwdKernel::sm90_ws_128x128_s3) << where;
+                    }
                     const bool is_sm90 =
                         k == FwdKernel::sm90_ws_128x128 || k == FwdKernel::sm90_ws_128x64_d256 ||
                         k == FwdKernel::sm90_ws_128x64_compensated ||
-                        k == FwdKernel::sm90_ws_192x128 || k == FwdKernel::sm90_ws_128x80_d256;
+                        k == FwdKernel::sm90_ws_192x128 || k == FwdKernel::sm90_ws_128x80_d256 ||
+                        k == FwdKernel::sm90_ws_128x128_s3;
                     if (major != 9 || !sm90) EXPECT_FALSE(is_sm90) << where;
                     const bool is_compensated = k == FwdKernel::sm80_64x64_compensated ||
                                                 k == FwdKernel::sm90_ws_128x64_compensated;
