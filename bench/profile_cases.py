@@ -10,7 +10,8 @@ causal-short (fp16 B16 H16 S1024 D128 causal: many short work items), short-d64 
 S1024 D64: one 8-tile work item a CTA, the issue's µs/head shape), dense-d64 (fp16 B4 H32 S4096 D64:
 the head-dim-64 tile at steady state), causal-d64-512 and causal-d256-512 (fp16 B32 H32 / H8 S512
 causal: the sweep's shortest causal items, 1-4 key tiles each), causal-d64-1024 (fp16 B16 H32 S1024
-D64 causal: the sweep's point after it, 1-8 key tiles an item),
+D64 causal: the sweep's point after it, 1-8 key tiles an item), dense-d128-512 / -1024 / -2048,
+causal-d128-512 and dense-d256-512 (the sweep's short non-causal points: 4-16 key tiles an item),
 window-1024 (bf16 B1 H16 S16384 D128, causal window (1023, 0)), blocks-50, blocks-90 (bf16 B1 H16
 S16384 D128, a random per-head 128 x 128 layout with 50% / 90% of the blocks off, diagonal on).
 
@@ -42,6 +43,8 @@ CASES = {
     "dense-d128-512": dict(dtype="float16", b=32, h=16, s=512),
     "dense-d128-1024": dict(dtype="float16", b=16, h=16, s=1024),
     "causal-d128-512": dict(dtype="float16", b=32, h=16, s=512, causal=True),
+    "dense-d128-2048": dict(dtype="float16", b=8, h=16, s=2048),
+    "dense-d256-512": dict(dtype="float16", b=32, h=8, s=512, d=256),
     "window-1024": dict(dtype="bfloat16", b=1, h=16, s=16384, causal=True, window=(1023, 0)),
     "blocks-50": dict(dtype="bfloat16", b=1, h=16, s=16384, sparsity=0.5),
     "blocks-90": dict(dtype="bfloat16", b=1, h=16, s=16384, sparsity=0.9),
