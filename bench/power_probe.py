@@ -2,7 +2,7 @@
 back to back: does a kernel lose clock to the power limit, and more than the anchor does?
 
     PYTHONPATH=<build>/python python3 bench/power_probe.py [--seconds 4] [--rounds 2] \\
-        [--case float16,4,16,4096,128] ...
+        [--case float16,4,16,4096,128[,causal]] ...
 
 Each round runs every case's ours phase and cuDNN phase in turn (alternating, so that both sides
 see the same warm-up and thermal state), each for --seconds of back-to-back calls, while
@@ -21,20 +21,24 @@ import time
 
 
 def parse_case(text):
-    """'dtype,B,H,S,D' -> (dtype, B, H, S, D); a clear error naming the bad part."""
+    """'dtype,B,H,S,D[,causal]' -> (dtype, B, H, S, D, causal); a clear error naming the bad
+    part."""
     parts = text.split(",")
-    if len(parts) != 5:
-        raise argparse.ArgumentTypeError(f"case {text!r} is not dtype,B,H,S,D")
+    if len(parts) not in (5, 6):
+        raise argparse.ArgumentTypeError(f"case {text!r} is not dtype,B,H,S,D[,causal]")
     dtype = parts[0]
     if dtype not in ("float16", "bfloat16"):
         raise argparse.ArgumentTypeError(f"case {text!r}: dtype {dtype!r} is not float16 or bfloat16")
     try:
-        b, h, s, d = (int(x) for x in parts[1:])
+        b, h, s, d = (int(x) for x in parts[1:5])
     except ValueError:
         raise argparse.ArgumentTypeError(f"case {text!r}: B, H, S, D must be integers") from None
     if min(b, h, s) < 1 or d not in (64, 128, 256):
         raise argparse.ArgumentTypeError(f"case {text!r}: B, H, S must be >= 1 and D 64, 128 or 256")
-    return dtype, b, h, s, d
+    causal = parts[5] if len(parts) == 6 else "0"
+    if causal not in ("0", "1"):
+        raise argparse.ArgumentTypeError(f"case {text!r}: causal {causal!r} is not 0 or 1")
+    return dtype, b, h, s, d, causal == "1"
 
 
 def sampler(path):
@@ -83,8 +87,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--case", type=parse_case, action="append",
-                    help="dtype,B,H,S,D (non-causal); default: float16,4,16,4096,128 and "
-                         "float16,1,16,16384,128")
+                    help="dtype,B,H,S,D[,causal] (causal 0 or 1, default 0); default: "
+                         "float16,4,16,4096,128 and float16,1,16,16384,128")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -104,23 +108,24 @@ def main():
     phases = []
     try:
         for rnd in range(args.rounds):
-            for dtype, b, h, s, d in cases:
+            for dtype, b, h, s, d, causal in cases:
                 q, k, v = (torch.randn(b, s, h, d, device=dev, dtype=getattr(torch, dtype))
                            for _ in range(3))
                 qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
-                flops = 4.0 * b * h * s * s * d
+                flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
 
                 def ours():
-                    return ga.flash_attn_func(q, k, v)
+                    return ga.flash_attn_func(q, k, v, causal=causal)
 
                 def cudnn():
                     with torch.no_grad(), sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                        return F.scaled_dot_product_attention(qt, kt, vt)
+                        return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
 
                 for name, fn in (("ours", ours), ("cudnn", cudnn)):
                     t0, t1, calls, ms = run_phase(fn, args.seconds)
-                    phases.append(dict(round=rnd, case=f"{dtype} B{b} H{h} S{s} D{d}", side=name,
-                                       t0=t0, t1=t1, tflops=flops * calls / (ms * 1e-3) / 1e12))
+                    label = f"{dtype} B{b} H{h} S{s} D{d}" + (" causal" if causal else "")
+                    phases.append(dict(round=rnd, case=label, side=name, t0=t0, t1=t1,
+                                       tflops=flops * calls / (ms * 1e-3) / 1e12))
     finally:
         time.sleep(0.3)
         smi.terminate()
