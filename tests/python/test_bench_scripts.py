@@ -519,10 +519,14 @@ import power_probe as pp  # noqa: E402
 
 
 def test_power_probe_parses_cases_and_names_bad_ones():
-    assert pp.parse_case("bfloat16,4,16,4096,128") == ("bfloat16", 4, 16, 4096, 128)
+    assert pp.parse_case("bfloat16,4,16,4096,128") == ("bfloat16", 4, 16, 4096, 128, False)
+    assert pp.parse_case("float16,16,8,1024,256,1") == ("float16", 16, 8, 1024, 256, True)
+    assert pp.parse_case("float16,16,8,1024,256,0") == ("float16", 16, 8, 1024, 256, False)
     for bad, part in [("float32,1,1,1,64", "float32"), ("float16,1,1,1,96", "D 64"),
                       ("float16,0,1,1,64", ">= 1"), ("float16,1,x,1,64", "integers"),
-                      ("float16,1,1,64", "dtype,B,H,S,D")]:
+                      ("float16,1,1,64", r"dtype,B,H,S,D\[,causal\]"),
+                      ("float16,1,1,1,64,2", "causal '2' is not 0 or 1"),
+                      ("float16,1,1,1,64,1,0", "dtype,B,H,S,D")]:
         with pytest.raises(Exception, match=part):
             pp.parse_case(bad)
 
