@@ -366,10 +366,13 @@ for table in sparse_bench long_context; do
     { echo; cat "$LOG_DIR/$table.md"; } >>"$LOG_DIR/summary.md"
   fi
 done
-# The device tool returns at most 8 files from $OUT: keep the dense JSON, the summary and
-# sweep.png loose (at most 7 files), pack the logs into one archive, with the sparse steps' JSON
-# and markdown (whose tables summary.md holds) and, with the sweep, verify.json, the sweep's JSON
-# and sweep.md.
+# The device tool returns at most 8 files from $OUT: keep bench.json, anchors.json,
+# compare_torch.json, the summary and sweep.png loose (with the archive and a caller's
+# console.log, 7 files), pack the logs into one archive, with the sm80 kernel's, the paged decode
+# and GPT-2 JSON, the sparse steps' JSON and markdown (all of whose tables summary.md holds) and,
+# with the sweep, verify.json, the sweep's JSON and sweep.md. (Until the twenty-fourth session
+# the first three of those were loose too, and a timing half's summary.md and sweep.png did not
+# come back.)
 if [ -n "${OUT:-}" ] && compgen -G "$LOG_DIR/*.log" >/dev/null; then
   (
     cd "$LOG_DIR"
@@ -379,7 +382,8 @@ if [ -n "${OUT:-}" ] && compgen -G "$LOG_DIR/*.log" >/dev/null; then
     for log in ./*.log; do
       if [ "$log" != ./console.log ]; then packed+=("$log"); fi
     done
-    for extra in ./sparse_bench.json ./sparse_bench.md ./long_context.json ./long_context.md; do
+    for extra in ./bench-sm80.json ./paged_decode.json ./gpt2.json ./sparse_bench.json \
+      ./sparse_bench.md ./long_context.json ./long_context.md; do
       if [ -f "$extra" ]; then packed+=("$extra"); fi
     done
     if [ "$SWEEP" = 1 ]; then
