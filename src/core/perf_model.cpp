@@ -31,6 +31,9 @@ const std::vector<KernelCost>& default_kernel_costs() {
       // Not fitted: sm90_ws_128x128's D128 costs (the 3-stage kernel measured 0.92-1.0x its
       // time on the short calls it takes).
       {"sm90_ws_128x128_s3", 128, 0.83, 2.70},
+      // Not fitted either: sm90_ws_128x128's D64 costs (the 4-stage kernel measured 0.955-0.971x
+      // its time on causal S512 / S1024).
+      {"sm90_ws_128x128_s4", 64, 0.59, 2.00},
   };
   return costs;
 }

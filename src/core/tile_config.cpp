@@ -51,6 +51,7 @@ bool sm90_dense_instantiation(FwdKernel kernel, const FwdParams& p) {
     case FwdKernel::sm90_ws_192x128:      // dense and causal calls only (run_fwd checks)
     case FwdKernel::sm90_ws_128x80_d256:  // likewise
     case FwdKernel::sm90_ws_128x128_s3:   // likewise
+    case FwdKernel::sm90_ws_128x128_s4:   // causal calls only (run_fwd checks)
       return true;
     case FwdKernel::sm90_ws_128x64_compensated:
     case FwdKernel::decode_16x64:
@@ -78,6 +79,11 @@ bool sm90_late_pv_wait(FwdKernel kernel, int head_dim, bool causal, bool dense_o
   if (kernel == FwdKernel::sm90_ws_128x128_s3) return true;  // head dim 128
   if (kernel != FwdKernel::sm90_ws_128x128) return false;
   return head_dim == 128 || (head_dim == 64 && !causal && dense_or_causal);
+}
+
+bool d64_four_stages(const FwdShape& s) {
+  return s.head_dim == 64 && s.causal && s.dense_or_causal &&
+         s.precision == Precision::standard && !s.force_128x128;
 }
 
 bool three_consumers_pay(const FwdShape& s) {
@@ -111,7 +117,9 @@ const TileConfig& select_fwd_config(const FwdShape& s) {
       }
       const bool three = s.head_dim == 64 && s.dense_or_causal &&
                          (s.force_192x128 || (!s.force_128x128 && three_consumers_pay(s)));
-      return tile_config(three ? FwdKernel::sm90_ws_192x128 : FwdKernel::sm90_ws_128x128);
+      if (three) return tile_config(FwdKernel::sm90_ws_192x128);
+      return tile_config(d64_four_stages(s) ? FwdKernel::sm90_ws_128x128_s4
+                                            : FwdKernel::sm90_ws_128x128);
     }
     if (s.head_dim != 256) return tile_config(FwdKernel::sm90_ws_128x64_compensated);
   }

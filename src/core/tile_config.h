@@ -13,7 +13,8 @@ namespace gpuattn {
 // One compiled tile configuration of a forward kernel family (the sm80_* ones,
 // sm90_ws_128x128 and sm90_ws_128x64_compensated exist for head dims 64 and 128,
 // sm90_ws_128x64_d256 and sm90_ws_128x80_d256 for head dim 256, sm90_ws_192x128 for head dim 64,
-// sm90_ws_128x128_s3 for head dim 128; each for fp16 and bf16).
+// sm90_ws_128x128_s3 for head dim 128, sm90_ws_128x128_s4 for head dim 64; each for fp16 and
+// bf16).
 enum class FwdKernel {
   sm90_ws_128x128,             // sm_90a wgmma kernel, warp-specialized (src/cuda/fwd_sm90.cuh)
   sm90_ws_128x64_d256,         // the same kernel at head dim 256: 64-key tiles
@@ -29,6 +30,8 @@ enum class FwdKernel {
   decode_q8_16x64,     // the same over an int8 / FP8 E4M3 cache (src/cuda/fwd_decode_q8.cuh)
   sm90_ws_128x128_s3,  // the sm_90a kernel's dense/causal instantiation at head dim 128 for
                        // short keys: 3 K/V stages, 1 Q buffer (FwdD128ShortTraits)
+  sm90_ws_128x128_s4,  // its causal instantiation at head dim 64 on 2 consumers: 4 K/V stages
+                       // (FwdD64CausalTraits)
 };
 
 struct TileConfig {
@@ -43,7 +46,7 @@ struct TileConfig {
 
 // The table, in FwdKernel order. The figures behind each `why` are in
 // bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
-inline constexpr std::array<TileConfig, 11> kFwdTileConfigs = {{
+inline constexpr std::array<TileConfig, 12> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
      "Hopper, standard precision: head dim 128 with every mask, head dim 64 with a window, global "
      "tokens or a block layout, and its dense and causal calls on small grids (the others: "
@@ -198,6 +201,16 @@ inline constexpr std::array<TileConfig, 11> kFwdTileConfigs = {{
      "0.959x, S2048 0.979x, causal S512 0.973x, S1024 0.98-1.005x; from S4096 1.02-1.04x "
      "(S32k causal 1.027x), hence the key bound. With 3 stages (2026-11-23-h200-s24 call 4): "
      "168 us against cuDNN's 167, long_scoreboard 0.64"},
+    {FwdKernel::sm90_ws_128x128_s4, "sm90_ws_128x128_s4", 128, 128, 12, 4,
+     "Hopper, head dim 64, standard precision, causal calls (no other mask) that do not take "
+     "sm90_ws_192x128 (under 2048 rows, or small grids): sm90_ws_128x128's causal D64 kernel "
+     "(hoisted P V wait, exponential turns) with 4 K/V stages instead of 2; a D64 stage is 32 "
+     "KB, so 4 fit beside the two Q buffers (32 + 128 KB). Its items hold 1-16 key tiles and "
+     "start on cold K/V: ncu (H200, base clocks, 2026-11-23-h200-s23 call 9) had causal B32 "
+     "H32 S512 waiting on loads 0.61 warps per issue against cuDNN's 0.52. Same-run A/B against "
+     "2 stages (2026-11-23-h200-s24 call 6, 5 rounds): causal S512 0.955x the time, S1024 "
+     "0.971x. Not for dense non-causal calls: 3 and 4 stages measured 0.991-1.025x on the "
+     "one-wave B1 H16 S1024 shape (ninth session)"},
 }};
 
 const TileConfig& tile_config(FwdKernel kernel);
@@ -290,6 +303,11 @@ inline constexpr int kD256WideTileMinKeys = 1024;
 // buffers): see its table entry for the A/B.
 inline constexpr int kD128ThreeStageMaxKeys = 2048;
 
+// Whether a call on Hopper at head dim 64 that the rule gives 2 consumer warpgroups runs
+// sm90_ws_128x128_s4 (4 K/V stages): causal calls with no other mask, standard precision, unless
+// GPUATTN_KERNEL=sm90_ws_128x128. See its table entry for the A/B.
+bool d64_four_stages(const FwdShape& s);
+
 // The forward kernel configuration of one call. The table is keyed by (arch, head dim, causal,
 // sequence bucket); today the rule reads the arch (and whether the sm_90a kernel runs), the head
 // dim, the precision, on sm_80 the grid size (a bucket of seqlen_q * hq * batch) and the device's
@@ -312,6 +330,9 @@ inline constexpr int kD128ThreeStageMaxKeys = 2048;
 //                           GPU (three_consumers_pay(): 192-row items on 3 consumer warpgroups,
 //                           also taken when GPUATTN_KERNEL=sm90_ws_192x128 forces it, never
 //                           when GPUATTN_KERNEL=sm90_ws_128x128);
+//   sm90_ws_128x128_s4      the same at head dim 64 for causal calls (no other mask) that do not
+//                           take sm90_ws_192x128 (d64_four_stages()), unless
+//                           GPUATTN_KERNEL=sm90_ws_128x128;
 //   sm90_ws_128x128         the same at head dims 64 and 128 otherwise, any mask (dense, causal,
 //                           sliding window, global tokens, block-sparse layouts; the kernel picks
 //                           its masked instantiation for global tokens and for block layouts

@@ -115,13 +115,19 @@ struct FwdTraits {
   // fp16 B1 H16 S1024 1.025x the time, B4 H32 S4096 0.994x: the loads are not what it waits for.
   // Measured again at eeaf289 (first loads before __syncthreads): 3 and 4 stages 0.995x and
   // 0.991x at B1 H16 S1024, within the noise of the D64 sweep (2026-11-22-h200-d64-free, call 12).
-  // kStages_ (0: 2) overrides it for one instantiation: 3 for dense and causal calls at head dim
-  // 128 with short keys (FwdD128ShortTraits, tile config sm90_ws_128x128_s3), which then keep one
-  // Q buffer (kQBuffers below).
+  // kStages_ (0: 2) overrides it for two instantiations: 3 for dense and causal calls at head
+  // dim 128 with short keys (FwdD128ShortTraits, tile config sm90_ws_128x128_s3), which then keep
+  // one Q buffer (kQBuffers below); 4 for causal calls at head dim 64 on 2 consumers
+  // (FwdD64CausalTraits, sm90_ws_128x128_s4), whose items of 1-16 key tiles start on cold K/V
+  // (causal S512 0.955x the time, S1024 0.971x; two Q buffers still fit).
   static constexpr int kStages = kStages_ != 0 ? kStages_ : 2;
-  static_assert(kStages_ == 0 || (kStages_ == 3 && kHeadDim_ == 128 && kConsumers_ == 2 &&
-                                  !kCompensated_ && kBlockN_ == 0),
-                "a stage override: 3 at head dim 128, standard precision");
+  static_assert(kStages_ == 0 ||
+                    (kStages_ == 3 && kHeadDim_ == 128 && kConsumers_ == 2 && !kCompensated_ &&
+                     kBlockN_ == 0) ||
+                    (kStages_ == 4 && kHeadDim_ == 64 && kConsumers_ == 2 && !kCompensated_ &&
+                     kBlockN_ == 0 && !kLateWaitD64_),
+                "a stage override: 3 at head dim 128, 4 at head dim 64 (hoisted P V wait), "
+                "standard precision");
   // Consumers take turns issuing their GEMMs (see consume()): H200, gpuattn bench, fp16 B4 H16
   // S4096 D128 543 -> 588 TFLOP/s non-causal, 487 -> 551 causal; bf16 579 -> 659 / 504 -> 520.
   // The compensated consumer at D = 128 has no registers for the turns: with them ptxas spilled
@@ -241,6 +247,10 @@ using FwdD64LateWaitTraits = FwdTraits<T, 64, false, 2, 0, true>;
 // one Q buffer (see FwdTraits::kStages); the configuration sm90_ws_128x128_s3.
 template <typename T>
 using FwdD128ShortTraits = FwdTraits<T, 128, false, 2, 0, false, 3>;
+// The traits of the causal instantiation at head dim 64 on 2 consumers: 4 K/V stages (see
+// FwdTraits::kStages); the configuration sm90_ws_128x128_s4.
+template <typename T>
+using FwdD64CausalTraits = FwdTraits<T, 64, false, 2, 0, false, 4>;
 
 using ptx::quad_max;
 using ptx::quad_sum;
@@ -1849,6 +1859,7 @@ constexpr FwdKernel kernel_of() {
          : Tr::kHeadDim == 256
              ? (Tr::kBlockN == 80 ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256)
          : Tr::kStages == 3 ? FwdKernel::sm90_ws_128x128_s3
+         : Tr::kStages == 4 ? FwdKernel::sm90_ws_128x128_s4
                             : FwdKernel::sm90_ws_128x128;
 }
 
@@ -1897,66 +1908,57 @@ constexpr bool matches_table() {
 }
 
 // The dense and causal calls' own instantiations (sm90_ws_192x128, sm90_ws_128x80_d256,
-// sm90_ws_128x128_s3) run nothing else: a clear error for any other call that names one.
-inline void require_dense_standard(const char* config, const FwdParams& p) {
-  if (p.precision != Precision::standard || !p.dense_or_causal()) {
+// sm90_ws_128x128_s3, sm90_ws_128x128_s4) run nothing else: a clear error for any other call that
+// names one (sm90_ws_128x128_s4: causal calls only).
+inline void require_dense_standard(const char* config, const FwdParams& p, bool causal_only) {
+  if (p.precision != Precision::standard || !p.dense_or_causal() || (causal_only && !p.causal)) {
     throw Error(ErrorCode::not_supported,
-                std::string("gpuattn: ") + config +
-                    " runs dense and causal calls in standard precision only, not " +
+                std::string("gpuattn: ") + config + " runs " +
+                    (causal_only ? "causal" : "dense and causal") +
+                    " calls in standard precision only, not " +
                     (p.precision != Precision::standard ? to_string(p.precision)
                      : p.banded()                       ? "a sliding window"
-                                                        : "global tokens or a block layout"));
+                     : !p.dense_or_causal()             ? "global tokens or a block layout"
+                                                        : "a non-causal call"));
+  }
+}
+
+// Launches the instantiation Tr, the configuration of its own that the dispatch picked for a
+// dense or causal call, where it exists at head dim D (its traits' head dim).
+template <class Tr, int D>
+void launch_own(const FwdParams& p, cudaStream_t stream, bool causal_only = false) {
+  constexpr FwdKernel kKernel = kernel_of<Tr>();
+  const char* name = kFwdTileConfigs[static_cast<int>(kKernel)].name;
+  if constexpr (D == Tr::kHeadDim) {
+    static_assert(matches_table<Tr>(), "FwdTraits and the tile configuration table agree");
+    require_dense_standard(name, p, causal_only);
+    launch_kernel<Tr, false>(p, stream);
+  } else {
+    throw Error(ErrorCode::not_supported, std::string("gpuattn: ") + name +
+                                              " exists at head dim " +
+                                              std::to_string(Tr::kHeadDim) + " only, not " +
+                                              std::to_string(D));
   }
 }
 
 // `kernel` is select_fwd_config's pick. sm90_ws_192x128 (head dim 64, dense and causal calls)
 // runs the 3-consumer instantiation, sm90_ws_128x80_d256 (head dim 256, dense and causal, from
 // 1024 keys) the 80-key one, sm90_ws_128x128_s3 (head dim 128, dense and causal, up to 2048
-// keys) the 3-stage one; otherwise p.precision picks: standard (2 consumers; the dense
-// or the masked instantiation, see launch_fwd), or (head dims 64 and 128) compensated. A
-// compensated call at head dim 256 belongs to the sm_80 path (select_fwd_config never sends it
-// here).
+// keys) the 3-stage one, sm90_ws_128x128_s4 (head dim 64, causal, 2 consumers) the 4-stage one;
+// otherwise p.precision picks: standard (2 consumers; the dense or the masked instantiation, see
+// launch_fwd), or (head dims 64 and 128) compensated. A compensated call at head dim 256 belongs
+// to the sm_80 path (select_fwd_config never sends it here).
 template <typename T, int D>
 void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   static_assert(matches_table<FwdTraits<T, D>>(),
                 "FwdTraits and the tile configuration table agree");
-  if (kernel == FwdKernel::sm90_ws_192x128) {
-    if constexpr (D == 64) {
-      static_assert(matches_table<FwdThreeConsumerTraits<T>>(),
-                    "FwdTraits and the tile configuration table agree");
-      require_dense_standard("sm90_ws_192x128", p);
-      launch_kernel<FwdThreeConsumerTraits<T>, false>(p, stream);
-      return;
-    } else {
-      throw Error(ErrorCode::not_supported,
-                  "gpuattn: sm90_ws_192x128 exists at head dim 64 only, not " + std::to_string(D));
-    }
-  }
-  if (kernel == FwdKernel::sm90_ws_128x80_d256) {
-    if constexpr (D == 256) {
-      static_assert(matches_table<FwdD256Traits<T>>(),
-                    "FwdTraits and the tile configuration table agree");
-      require_dense_standard("sm90_ws_128x80_d256", p);
-      launch_kernel<FwdD256Traits<T>, false>(p, stream);
-      return;
-    } else {
-      throw Error(
-          ErrorCode::not_supported,
-          "gpuattn: sm90_ws_128x80_d256 exists at head dim 256 only, not " + std::to_string(D));
-    }
-  }
-  if (kernel == FwdKernel::sm90_ws_128x128_s3) {
-    if constexpr (D == 128) {
-      static_assert(matches_table<FwdD128ShortTraits<T>>(),
-                    "FwdTraits and the tile configuration table agree");
-      require_dense_standard("sm90_ws_128x128_s3", p);
-      launch_kernel<FwdD128ShortTraits<T>, false>(p, stream);
-      return;
-    } else {
-      throw Error(
-          ErrorCode::not_supported,
-          "gpuattn: sm90_ws_128x128_s3 exists at head dim 128 only, not " + std::to_string(D));
-    }
+  switch (kernel) {
+    case FwdKernel::sm90_ws_192x128: return launch_own<FwdThreeConsumerTraits<T>, D>(p, stream);
+    case FwdKernel::sm90_ws_128x80_d256: return launch_own<FwdD256Traits<T>, D>(p, stream);
+    case FwdKernel::sm90_ws_128x128_s3: return launch_own<FwdD128ShortTraits<T>, D>(p, stream);
+    case FwdKernel::sm90_ws_128x128_s4:
+      return launch_own<FwdD64CausalTraits<T>, D>(p, stream, /*causal_only=*/true);
+    default: break;
   }
   if (p.precision == Precision::compensated) {
     if constexpr (D <= 128) {

@@ -34,7 +34,7 @@ FwdKernel pick(const FwdShape& s) {
 }
 
 TEST(TileConfig, TableIsIndexedByKernelAndExplained) {
-  ASSERT_EQ(kFwdTileConfigs.size(), 11u);
+  ASSERT_EQ(kFwdTileConfigs.size(), 12u);
   for (std::size_t i = 0; i < kFwdTileConfigs.size(); ++i) {
     const TileConfig& c = kFwdTileConfigs[i];
     EXPECT_EQ(static_cast<std::size_t>(c.kernel), i);
@@ -214,11 +214,14 @@ TEST(TileConfig, HopperTakesThreeConsumersForLargeDenseAndCausalGridsAtHeadDim64
     s.precision = Precision::standard;
     s.sm90_kernel_available = false;  // GPUATTN_KERNEL=sm80: 2048 row blocks of 128
     EXPECT_EQ(pick(s), FwdKernel::sm80_128x64) << causal;
-    // One row block: 2 consumers, unless GPUATTN_KERNEL=sm90_ws_192x128 forces 3.
+    // One row block: 2 consumers (4 K/V stages if causal), unless GPUATTN_KERNEL=sm90_ws_192x128
+    // forces 3.
     s = shape(9, true, 132, 65, 1, 1);
     s.head_dim = 64;
     s.causal = causal;
-    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    EXPECT_EQ(pick(s),
+              causal ? FwdKernel::sm90_ws_128x128_s4 : FwdKernel::sm90_ws_128x128)
+        << causal;
     s.force_192x128 = true;
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128) << causal;
     s.head_dim = 128;  // which exists at head dim 64 only (65 keys: the 3-stage D128 kernel)
@@ -272,6 +275,50 @@ TEST_F(KernelEnv, NamesTheChoiceOrTheBadValue) {
   }
 }
 
+TEST(TileConfig, HopperTakesFourStagesForCausalCallsOnTwoConsumersAtHeadDim64) {
+  // B32 H32 S512 causal: under 2048 rows, so 2 consumers; causal and no other mask: 4 stages.
+  FwdShape s = shape(9, true, 132, 512, 32, 32);
+  s.head_dim = 64;
+  s.causal = true;
+  EXPECT_TRUE(d64_four_stages(s));
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s4);
+  s.dense_or_causal = false;  // a causal window, global tokens or a block layout: 2 stages
+  EXPECT_FALSE(d64_four_stages(s));
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
+  s.dense_or_causal = true;
+  s.force_128x128 = true;  // GPUATTN_KERNEL=sm90_ws_128x128: the 2-stage kernel
+  EXPECT_FALSE(d64_four_stages(s));
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
+  s.force_128x128 = false;
+  s.causal = false;  // dense non-causal: 3 consumers here (24 against 32 waves)
+  EXPECT_FALSE(d64_four_stages(s));
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128);
+  s.batch = 1;  // and on a small grid 2 consumers with the late P V wait, 2 stages
+  s.hq = 16;
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
+  s.causal = true;
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s4);
+  s.precision = Precision::compensated;
+  EXPECT_FALSE(d64_four_stages(s));
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated);
+  s.precision = Precision::standard;
+  s.head_dim = 128;  // head dim 128: the 3-stage kernel up to 2048 keys
+  EXPECT_FALSE(d64_four_stages(s));
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s3);
+  s.head_dim = 64;
+  s.seqlen_q = s.seqlen_k = 4096;  // causal from 2048 rows, on a grid that fills the GPU: 3
+  s.batch = 4;
+  s.hq = 32;
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128);
+  s.sm90_kernel_available = false;  // GPUATTN_KERNEL=sm80
+  EXPECT_EQ(pick(s), FwdKernel::sm80_128x64);
+  const TileConfig& c = tile_config(FwdKernel::sm90_ws_128x128_s4);
+  EXPECT_EQ(c.block_m, 128);
+  EXPECT_EQ(c.block_n, 128);
+  EXPECT_EQ(c.warps, 12);
+  EXPECT_EQ(c.stages, 4);
+}
+
 TEST(TileConfig, ThreeConsumersPayByWaves) {
   auto pays = [](int seqlen, int batch, int hq, bool causal, int sms = 132) {
     FwdShape s = shape(9, true, sms, seqlen, batch, hq);
@@ -321,10 +368,12 @@ TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
       s.seqlen_q = 4096;
       EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;  // keys, not rows
       for (int d : {64, 128}) {  // the other head dims keep 128-key tiles (one row block:
-        s.head_dim = d;          // 2 consumers at head dim 64 too; 3 stages at 128, dense)
-        EXPECT_EQ(pick(s),
-                  d == 128 && dense ? FwdKernel::sm90_ws_128x128_s3 : FwdKernel::sm90_ws_128x128)
-            << d;
+        s.head_dim = d;          // 2 consumers at head dim 64 too; 3 stages at 128 and 4 at 64
+                                 // for dense and causal calls, at 64 causal ones only)
+        const FwdKernel own = d == 128 ? FwdKernel::sm90_ws_128x128_s3
+                              : causal ? FwdKernel::sm90_ws_128x128_s4
+                                       : FwdKernel::sm90_ws_128x128;
+        EXPECT_EQ(pick(s), dense ? own : FwdKernel::sm90_ws_128x128) << d;
       }
     }
   }
@@ -549,8 +598,10 @@ const Point kPoints[] = {
      "sm90_ws_192x128"},
     {"H200 132 SMs, D64, fp16, B32 H32 S512: 24 against 32 waves", on(kH200, 64, 512, 32, 32),
      "sm90_ws_192x128"},
-    {"H200 132 SMs, D64, fp16, causal, B32 H32 S512: under 2048 rows",
-     causal(on(kH200, 64, 512, 32, 32)), "sm90_ws_128x128"},
+    {"H200 132 SMs, D64, fp16, causal, B32 H32 S512: under 2048 rows, 4 stages",
+     causal(on(kH200, 64, 512, 32, 32)), "sm90_ws_128x128_s4"},
+    {"H200 132 SMs, D64, fp16, causal, B1 H8 S4096: 2 against 2 waves, 4 stages",
+     causal(on(kH200, 64, 4096, 1, 8)), "sm90_ws_128x128_s4"},
     {"H200 132 SMs, D64, fp16, B1 H16 S2048: 2 against 2 waves", on(kH200, 64, 2048, 1, 16),
      "sm90_ws_128x128"},
     {"H100 PCIe 114 SMs, D64, B1 H16 S2048: 176 / 114 -> 2 against 256 / 114 -> 3 waves",
@@ -739,14 +790,24 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                         m.dense_or_causal = dense;
                         m.causal = causal;
                         const FwdKernel km = pick(m);
-                        if (k == FwdKernel::sm90_ws_128x80_d256) {  // 64 keys for a mask
+                        if (km == FwdKernel::sm90_ws_128x128_s4) {  // causal D64, 2 consumers
+                          EXPECT_TRUE(major == 9 && sm90 && d == 64 &&
+                                      prec == Precision::standard && dense && causal)
+                              << where;
+                        }
+                        if (k == FwdKernel::sm90_ws_128x128 && d == 64) {  // 4 stages if causal
+                          ASSERT_EQ(km, dense && causal ? FwdKernel::sm90_ws_128x128_s4 : k)
+                              << where << " dense " << dense << " causal " << causal;
+                        } else if (k == FwdKernel::sm90_ws_128x80_d256) {  // 64 keys for a mask
                           ASSERT_EQ(km, dense ? k : FwdKernel::sm90_ws_128x64_d256) << where;
                         } else if (k == FwdKernel::sm90_ws_128x128_s3) {  // 2 stages for a mask
                           ASSERT_EQ(km, dense ? k : FwdKernel::sm90_ws_128x128) << where;
                         } else if (k != FwdKernel::sm90_ws_192x128) {
                           ASSERT_EQ(km, k) << where << " dense " << dense << " causal " << causal;
                         } else if (km != k) {  // to 2 consumers, for a mask or a short causal call
-                          ASSERT_EQ(km, FwdKernel::sm90_ws_128x128) << where;
+                          ASSERT_EQ(km, dense ? FwdKernel::sm90_ws_128x128_s4
+                                              : FwdKernel::sm90_ws_128x128)
+                              << where;
                           EXPECT_TRUE(!dense || (causal && seqlen < 2048))
                               << where << " dense " << dense << " causal " << causal;
                         } else {
@@ -777,8 +838,9 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                         k == FwdKernel::sm90_ws_128x128 || k == FwdKernel::sm90_ws_128x64_d256 ||
                         k == FwdKernel::sm90_ws_128x64_compensated ||
                         k == FwdKernel::sm90_ws_192x128 || k == FwdKernel::sm90_ws_128x80_d256 ||
-                        k == FwdKernel::sm90_ws_128x128_s3;
+                        k == FwdKernel::sm90_ws_128x128_s3 || k == FwdKernel::sm90_ws_128x128_s4;
                     if (major != 9 || !sm90) EXPECT_FALSE(is_sm90) << where;
+                    EXPECT_NE(k, FwdKernel::sm90_ws_128x128_s4) << where << ": a dense call";
                     const bool is_compensated = k == FwdKernel::sm80_64x64_compensated ||
                                                 k == FwdKernel::sm90_ws_128x64_compensated;
                     EXPECT_EQ(is_compensated, prec == Precision::compensated) << where;

@@ -645,17 +645,28 @@ class AttentionCuda : public AttentionCudaTest, public ::testing::WithParamInter
 // Under GPUATTN_KERNEL=sm90_ws_192x128 (ctest's sm90_192. copies of the head-dim-64 cases) a dense
 // or causal head-dim-64 call in standard precision must pick the 3-consumer kernel wherever the
 // sm_90a kernel runs, and every other call must not: else those copies would re-run the default
-// kernel and pass for the wrong reason.
+// kernel and pass for the wrong reason. Likewise under GPUATTN_KERNEL=sm90_ws_128x128 (the
+// sm90_2stage. copies of the head-dim-128 and causal head-dim-64 cases) no call may take the 3- or
+// 4-stage instantiations, and under the default dispatch a causal head-dim-64 call that runs on 2
+// consumers must take the 4-stage one (sm90_ws_128x128_s4).
 void expect_forced_kernel(const AttentionArgs& args) {
   const char* env = std::getenv("GPUATTN_KERNEL");
-  if (env == nullptr || std::string(env) != "sm90_ws_192x128") return;
+  const std::string want = env ? env : "auto";
   const FwdParams fp = make_fwd_params(args);
   const FwdKernel k = cuda_forward_kernel(fp);
   const std::string name = tile_config(k).name;
-  if (name.rfind("sm90_", 0) != 0) return;  // no sm_90a kernel on this device
-  const bool eligible =
+  if (name.rfind("sm90_", 0) != 0) return;  // no sm_90a kernel on this device (or a decode call)
+  const bool d64_dense_or_causal =
       fp.head_dim == 64 && fp.precision == Precision::standard && fp.dense_or_causal();
-  EXPECT_EQ(k == FwdKernel::sm90_ws_192x128, eligible) << "picked " << name;
+  if (want == "sm90_ws_192x128") {
+    EXPECT_EQ(k == FwdKernel::sm90_ws_192x128, d64_dense_or_causal) << "picked " << name;
+  } else if (want == "sm90_ws_128x128") {
+    EXPECT_NE(k, FwdKernel::sm90_ws_128x128_s3) << "picked " << name;
+    EXPECT_NE(k, FwdKernel::sm90_ws_128x128_s4) << "picked " << name;
+  } else if (want == "auto" && k != FwdKernel::sm90_ws_192x128) {
+    EXPECT_EQ(k == FwdKernel::sm90_ws_128x128_s4, d64_dense_or_causal && fp.causal)
+        << "picked " << name;
+  }
 }
 
 TEST_P(AttentionCuda, MatchesReference) {

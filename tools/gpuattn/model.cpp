@@ -190,7 +190,8 @@ int run_model(const std::vector<std::string>& args) {
                                                                      {"sm90_ws_192x128", {64}},
                                                                      {"sm90_ws_128x64_d256", {256}},
                                                                      {"sm90_ws_128x80_d256", {256}},
-                                                                     {"sm90_ws_128x128_s3", {128}}};
+                                                                     {"sm90_ws_128x128_s3", {128}},
+                                                                     {"sm90_ws_128x128_s4", {64}}};
     std::vector<std::vector<std::string>> rows;
     for (const std::string& text : shapes) {
       const PerfShape s = parse_shape(text);
