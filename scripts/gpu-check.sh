@@ -9,6 +9,8 @@
 #        GPU_CHECK_QUICK=1       fewer verify cases, the quick bench shapes
 #        GPU_CHECK_SANITIZER=0   skip compute-sanitizer (memcheck, racecheck) on small shapes
 #        GPU_CHECK_CTEST_JOBS=N  parallel ctest processes (default 8)
+#        GPU_CHECK_CTEST_ARGS=".." more ctest arguments, split on spaces (e.g. "-E python.pytest"
+#                                or "-R python.pytest", to split ctest over two device calls)
 #        GPU_CHECK_BUILD_DIR=DIR build directory (default build-gpu)
 #        GPU_CHECK_SWEEP=1       also the FA3-style sweep (fp16, B*S = 16k, H*D = 2048, S 512..16k,
 #                                D 64/128/256, causal and not) for ours, the sm80 kernel and the
@@ -21,11 +23,15 @@
 #        GPU_CHECK_CTEST=0       skip ctest alone (compute-sanitizer and verify still run)
 #        GPU_CHECK_BENCH=0       skip every timing step (bench, anchors, sparse, sweep)
 #                                A full check takes longer than the device tool's 600 s a call:
-#                                the timing half, GPU_CHECK_TESTS=0 GPU_CHECK_SWEEP=1 (~170-400
-#                                s), is one call; the correctness half (H200, 2026-11-22: ctest
-#                                ~380 s, sanitizers ~130 s, verify ~100 s) two:
-#                                GPU_CHECK_BENCH=0 GPU_CHECK_SANITIZER=0 (ctest, verify), then
-#                                GPU_CHECK_BENCH=0 GPU_CHECK_CTEST=0 (sanitizers, verify)
+#                                the timing half, GPU_CHECK_TESTS=0 GPU_CHECK_SWEEP=1
+#                                GPU_CHECK_SPARSE=0 (H200, 2026-11-28: 271 s; the sparse steps
+#                                add 2-3 minutes), is one call; the correctness half (H200,
+#                                2026-11-28: build 43 s, ctest but python.pytest 367 s with -j 8,
+#                                python.pytest 137 s, sanitizers and verify 327 s) two:
+#                                GPU_CHECK_BENCH=0 GPU_CHECK_SANITIZER=0
+#                                GPU_CHECK_CTEST_ARGS="-E python.pytest" (ctest, verify), then
+#                                GPU_CHECK_BENCH=0 GPU_CHECK_CTEST_ARGS="-R python.pytest"
+#                                (pytest, sanitizers, verify)
 #        GPU_CHECK_SPARSE=0      skip the sparse steps (default on, about 2-3 minutes with Flex's
 #                                compilations): bench/sparse_bench.py (sliding window, window +
 #                                global tokens, block-sparse vs compiled FlexAttention) and
@@ -94,7 +100,9 @@ fi
 
 if [ "$TESTS" = 1 ]; then
   if [ "${GPU_CHECK_CTEST:-1}" = 1 ]; then
-    step ctest ctest --test-dir "$BUILD" --output-on-failure -j "${GPU_CHECK_CTEST_JOBS:-8}"
+    read -r -a ctest_args <<<"${GPU_CHECK_CTEST_ARGS:-}"
+    step ctest ctest --test-dir "$BUILD" --output-on-failure -j "${GPU_CHECK_CTEST_JOBS:-8}" \
+      ${ctest_args[@]+"${ctest_args[@]}"}
   else
     echo "== ctest: skipped (GPU_CHECK_CTEST=0)"
   fi
