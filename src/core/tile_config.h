@@ -209,8 +209,9 @@ inline constexpr std::array<TileConfig, 12> kFwdTileConfigs = {{
      "start on cold K/V: ncu (H200, base clocks, 2026-11-23-h200-s23 call 9) had causal B32 "
      "H32 S512 waiting on loads 0.61 warps per issue against cuDNN's 0.52. Same-run A/B against "
      "2 stages (2026-11-23-h200-s24 call 6, 5 rounds): causal S512 0.955x the time, S1024 "
-     "0.971x. Not for dense non-causal calls: 3 and 4 stages measured 0.991-1.025x on the "
-     "one-wave B1 H16 S1024 shape (ninth session)"},
+     "0.971x; in turn with cuDNN (2026-11-28-h200-s25, 11 rounds) causal B32 H32 S512 0.97 -> "
+     "1.01x cuDNN, B16 H32 S1024 1.00 -> 1.03x. Not for dense non-causal calls: 3 and 4 stages "
+     "measured 0.991-1.025x on the one-wave B1 H16 S1024 shape (ninth session)"},
 }};
 
 const TileConfig& tile_config(FwdKernel kernel);
