@@ -355,10 +355,11 @@ const TileConfig& select_fwd_config(const FwdShape& s);
 // Where the softmax of a key tile in sm_90a configuration `kernel` (standard precision) waits for
 // the P V GEMM of the tile before it (FwdTraits::kLateWait in src/cuda/fwd_sm90.cuh): at its end,
 // so that the two overlap (true), or at its start, which hands the V stage back sooner (false).
-// Late on sm90_ws_128x128 at head dim 128 (every call) and at head dim 64 for dense non-causal
-// calls (an instantiation of their own: the one-wave B1 H16 S1024 shape took 0.98x the time; causal
-// calls under 2048 rows, the other head-dim-64 users of that configuration, 1.02-1.04x); never on
-// the other configurations. The CUDA dispatch launches by it, and --show-config prints it.
+// Late on sm90_ws_128x128 and sm90_ws_128x128_s3 at head dim 128 (every call) and on
+// sm90_ws_128x128 at head dim 64 for dense non-causal calls (an instantiation of their own: the
+// one-wave B1 H16 S1024 shape took 0.98x the time; causal calls under 2048 rows, which now run
+// sm90_ws_128x128_s4, 1.02-1.04x); never on the other configurations (sm90_ws_128x128_s4
+// included). The CUDA dispatch launches by it, and --show-config prints it.
 bool sm90_late_pv_wait(FwdKernel kernel, int head_dim, bool causal, bool dense_or_causal);
 
 // Whether the sm_90a configuration `kernel` runs call p on its dense instantiation (no tile search,
