@@ -27,7 +27,8 @@
 #                                GPU_CHECK_SPARSE=0 (H200, 2026-11-28: 271 s; the sparse steps
 #                                add 2-3 minutes), is one call; the correctness half (H200,
 #                                2026-11-28: build 43 s, ctest but python.pytest 367 s with -j 8,
-#                                python.pytest 137 s, sanitizers and verify 327 s) two:
+#                                python.pytest 137 s, sanitizers and verify 327 s before the
+#                                sm90_2stage sanitizer steps were added) two:
 #                                GPU_CHECK_BENCH=0 GPU_CHECK_SANITIZER=0
 #                                GPU_CHECK_CTEST_ARGS="-E python.pytest" (ctest, verify), then
 #                                GPU_CHECK_BENCH=0 GPU_CHECK_CTEST_ARGS="-R python.pytest"
@@ -152,6 +153,15 @@ if [ "$TESTS" = 1 ]; then
     for tool in memcheck racecheck; do
       step "$tool-sm90_192" env GPUATTN_KERNEL=sm90_ws_192x128 compute-sanitizer --tool "$tool" \
         --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$d64" --gtest_brief=1
+    done
+    # The 2-stage 2-consumer kernel on the small causal head-dim-64 shapes, which the default
+    # dispatch gives sm90_ws_128x128_s4 (4 stages) and which run it only when
+    # GPUATTN_KERNEL=sm90_ws_128x128 names it.
+    d64c='AwkwardLengths/*D64*causal*:SeqlenMismatch/*D64*causal*:-*compensated*'
+    for tool in memcheck racecheck; do
+      step "$tool-sm90_2stage" env GPUATTN_KERNEL=sm90_ws_128x128 compute-sanitizer \
+        --tool "$tool" --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" \
+        --gtest_filter="$d64c" --gtest_brief=1
     done
   fi
 

@@ -48,9 +48,10 @@ struct TileConfig {
 // bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
 inline constexpr std::array<TileConfig, 12> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
-     "Hopper, standard precision: head dim 128 with every mask, head dim 64 with a window, global "
-     "tokens or a block layout, and its dense and causal calls on small grids (the others: "
-     "sm90_ws_192x128). 2 consumer warpgroups x 64 rows (wgmma M) + 1 TMA producer warpgroup; "
+     "Hopper, standard precision: head dim 128 with every mask (dense and causal calls only from "
+     "2049 keys: sm90_ws_128x128_s3 below), head dim 64 with a window, global tokens or a block "
+     "layout, and its dense non-causal calls on small grids (larger ones: sm90_ws_192x128; causal "
+     "ones: sm90_ws_128x128_s4, this kernel with 4 K/V stages, or 192x128 from 2048 rows). 2 consumer warpgroups x 64 rows (wgmma M) + 1 TMA producer warpgroup; "
      "128-key tiles keep wgmma N = 128 and S, P, O "
      "(64 + 32 + D/2 regs) fit the consumers' 232 registers (setmaxnreg 40/232 since the "
      "producer works out each item's shape for the ring: 32 spilled 8 bytes, 24/240 40; without "
@@ -202,8 +203,9 @@ inline constexpr std::array<TileConfig, 12> kFwdTileConfigs = {{
      "(S32k causal 1.027x), hence the key bound. With 3 stages (2026-11-23-h200-s24 call 4): "
      "168 us against cuDNN's 167, long_scoreboard 0.64"},
     {FwdKernel::sm90_ws_128x128_s4, "sm90_ws_128x128_s4", 128, 128, 12, 4,
-     "Hopper, head dim 64, standard precision, causal calls (no other mask) that do not take "
-     "sm90_ws_192x128 (under 2048 rows, or small grids): sm90_ws_128x128's causal D64 kernel "
+     "Hopper, head dim 64, standard precision, causal calls (no other mask) of fewer than "
+     "kD64FourStageMaxRows (2048) rows, which never take sm90_ws_192x128: sm90_ws_128x128's "
+     "causal D64 kernel "
      "(hoisted P V wait, exponential turns) with 4 K/V stages instead of 2; a D64 stage is 32 "
      "KB, so 4 fit beside the two Q buffers (32 + 128 KB). Its items hold 1-16 key tiles and "
      "start on cold K/V: ncu (H200, base clocks, 2026-11-23-h200-s23 call 9) had causal B32 "
@@ -250,7 +252,8 @@ struct FwdShape {
   bool dense_or_causal = true;  // no window, global tokens or block layout (on Hopper at head
                                 // dim 64 the rule reads it: sm90_ws_192x128 runs no other mask)
   bool force_192x128 = false;   // GPUATTN_KERNEL=sm90_ws_192x128 (see kernel_choice_from_env)
-  bool force_128x128 = false;   // GPUATTN_KERNEL=sm90_ws_128x128: never sm90_ws_192x128
+  bool force_128x128 = false;   // GPUATTN_KERNEL=sm90_ws_128x128: never sm90_ws_192x128,
+                                // sm90_ws_128x128_s3 or sm90_ws_128x128_s4
   Precision precision = Precision::standard;
   int seqlen_q = 0;  // varlen: the max
   int seqlen_k = 0;  // varlen: the max (head dim 256 on Hopper takes 80-key tiles from 1024 keys)
@@ -268,8 +271,10 @@ struct FwdShape {
 // (e.g. to cross-check the Hopper one); "sm90_ws_192x128", the 3-consumer head-dim-64 kernel for
 // every call it runs (Hopper, head dim 64, dense or causal, standard precision), whatever the
 // grid, so that the GPU tests run it at every size (the rule takes it only for large grids);
-// "sm90_ws_128x128", the 2-consumer kernel where the rule would take sm90_ws_192x128 (large
-// dense or causal head-dim-64 grids), so that the two can be timed on the same shape; other
+// "sm90_ws_128x128", the 2-consumer 2-stage kernel where the rule would take sm90_ws_192x128
+// (large dense or causal head-dim-64 grids), sm90_ws_128x128_s3 (dense and causal head-dim-128
+// calls of up to kD128ThreeStageMaxKeys keys) or sm90_ws_128x128_s4 (short causal head-dim-64
+// calls), so that they can be timed on the same shape and the GPU tests run it there; other
 // calls as "auto", except that every named kernel keeps decode calls off decode_16x64 (so the
 // prefill kernels stay tested, and timed, at decode shapes). Any other value: Error
 // invalid_argument naming it.
@@ -305,8 +310,12 @@ inline constexpr int kD256WideTileMinKeys = 1024;
 inline constexpr int kD128ThreeStageMaxKeys = 2048;
 
 // Whether a call on Hopper at head dim 64 that the rule gives 2 consumer warpgroups runs
-// sm90_ws_128x128_s4 (4 K/V stages): causal calls with no other mask, standard precision, unless
-// GPUATTN_KERNEL=sm90_ws_128x128. See its table entry for the A/B.
+// sm90_ws_128x128_s4 (4 K/V stages): causal calls with no other mask and fewer than
+// kD64FourStageMaxRows rows (seqlen_q; varlen: the max), standard precision, unless
+// GPUATTN_KERNEL=sm90_ws_128x128. See its table entry for the A/B. The row bound keeps it where it
+// was measured (causal S512 and S1024): longer causal calls on 2 consumers (small grids) keep 2
+// stages, as 4 stages were not measured there (on long non-causal calls they were 0.99-1.03x).
+inline constexpr int kD64FourStageMaxRows = 2048;
 bool d64_four_stages(const FwdShape& s);
 
 // The forward kernel configuration of one call. The table is keyed by (arch, head dim, causal,
@@ -331,9 +340,9 @@ bool d64_four_stages(const FwdShape& s);
 //                           GPU (three_consumers_pay(): 192-row items on 3 consumer warpgroups,
 //                           also taken when GPUATTN_KERNEL=sm90_ws_192x128 forces it, never
 //                           when GPUATTN_KERNEL=sm90_ws_128x128);
-//   sm90_ws_128x128_s4      the same at head dim 64 for causal calls (no other mask) that do not
-//                           take sm90_ws_192x128 (d64_four_stages()), unless
-//                           GPUATTN_KERNEL=sm90_ws_128x128;
+//   sm90_ws_128x128_s4      the same at head dim 64 for causal calls (no other mask) of fewer
+//                           than kD64FourStageMaxRows rows, which never take sm90_ws_192x128
+//                           (d64_four_stages()), unless GPUATTN_KERNEL=sm90_ws_128x128;
 //   sm90_ws_128x128         the same at head dims 64 and 128 otherwise, any mask (dense, causal,
 //                           sliding window, global tokens, block-sparse layouts; the kernel picks
 //                           its masked instantiation for global tokens and for block layouts

@@ -306,6 +306,12 @@ TEST(TileConfig, HopperTakesFourStagesForCausalCallsOnTwoConsumersAtHeadDim64) {
   EXPECT_FALSE(d64_four_stages(s));
   EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s3);
   s.head_dim = 64;
+  s.seqlen_q = s.seqlen_k = kD64FourStageMaxRows - 1;  // the last row count it takes
+  EXPECT_TRUE(d64_four_stages(s));
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s4);
+  s.seqlen_q = kD64FourStageMaxRows;  // from 2048 rows on a small grid (B1 H16): 2 stages
+  EXPECT_FALSE(d64_four_stages(s));
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
   s.seqlen_q = s.seqlen_k = 4096;  // causal from 2048 rows, on a grid that fills the GPU: 3
   s.batch = 4;
   s.hq = 32;
@@ -367,12 +373,11 @@ TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
       EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;
       s.seqlen_q = 4096;
       EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;  // keys, not rows
-      for (int d : {64, 128}) {  // the other head dims keep 128-key tiles (one row block:
-        s.head_dim = d;          // 2 consumers at head dim 64 too; 3 stages at 128 and 4 at 64
-                                 // for dense and causal calls, at 64 causal ones only)
-        const FwdKernel own = d == 128 ? FwdKernel::sm90_ws_128x128_s3
-                              : causal ? FwdKernel::sm90_ws_128x128_s4
-                                       : FwdKernel::sm90_ws_128x128;
+      for (int d : {64, 128}) {  // the other head dims keep 128-key tiles (a small grid: 2
+        s.head_dim = d;          // consumers at head dim 64 too; 3 stages at 128 for dense and
+                                 // causal calls; 4096 rows: 2 stages at 64 even when causal)
+        const FwdKernel own =
+            d == 128 ? FwdKernel::sm90_ws_128x128_s3 : FwdKernel::sm90_ws_128x128;
         EXPECT_EQ(pick(s), dense ? own : FwdKernel::sm90_ws_128x128) << d;
       }
     }
@@ -600,8 +605,10 @@ const Point kPoints[] = {
      "sm90_ws_192x128"},
     {"H200 132 SMs, D64, fp16, causal, B32 H32 S512: under 2048 rows, 4 stages",
      causal(on(kH200, 64, 512, 32, 32)), "sm90_ws_128x128_s4"},
-    {"H200 132 SMs, D64, fp16, causal, B1 H8 S4096: 2 against 2 waves, 4 stages",
-     causal(on(kH200, 64, 4096, 1, 8)), "sm90_ws_128x128_s4"},
+    {"H200 132 SMs, D64, fp16, causal, B1 H8 S4096: 2 against 2 waves, 2048+ rows: 2 stages",
+     causal(on(kH200, 64, 4096, 1, 8)), "sm90_ws_128x128"},
+    {"H200 132 SMs, D64, fp16, causal, B1 H8 S2047: 4 stages", causal(on(kH200, 64, 2047, 1, 8)),
+     "sm90_ws_128x128_s4"},
     {"H200 132 SMs, D64, fp16, B1 H16 S2048: 2 against 2 waves", on(kH200, 64, 2048, 1, 16),
      "sm90_ws_128x128"},
     {"H100 PCIe 114 SMs, D64, B1 H16 S2048: 176 / 114 -> 2 against 256 / 114 -> 3 waves",
@@ -792,11 +799,14 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                         const FwdKernel km = pick(m);
                         if (km == FwdKernel::sm90_ws_128x128_s4) {  // causal D64, 2 consumers
                           EXPECT_TRUE(major == 9 && sm90 && d == 64 &&
-                                      prec == Precision::standard && dense && causal)
+                                      prec == Precision::standard && dense && causal &&
+                                      seqlen < kD64FourStageMaxRows)
                               << where;
                         }
                         if (k == FwdKernel::sm90_ws_128x128 && d == 64) {  // 4 stages if causal
-                          ASSERT_EQ(km, dense && causal ? FwdKernel::sm90_ws_128x128_s4 : k)
+                          ASSERT_EQ(km, dense && causal && seqlen < kD64FourStageMaxRows
+                                            ? FwdKernel::sm90_ws_128x128_s4
+                                            : k)
                               << where << " dense " << dense << " causal " << causal;
                         } else if (k == FwdKernel::sm90_ws_128x80_d256) {  // 64 keys for a mask
                           ASSERT_EQ(km, dense ? k : FwdKernel::sm90_ws_128x64_d256) << where;

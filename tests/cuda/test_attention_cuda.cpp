@@ -647,8 +647,8 @@ class AttentionCuda : public AttentionCudaTest, public ::testing::WithParamInter
 // sm_90a kernel runs, and every other call must not: else those copies would re-run the default
 // kernel and pass for the wrong reason. Likewise under GPUATTN_KERNEL=sm90_ws_128x128 (the
 // sm90_2stage. copies of the head-dim-128 and causal head-dim-64 cases) no call may take the 3- or
-// 4-stage instantiations, and under the default dispatch a causal head-dim-64 call that runs on 2
-// consumers must take the 4-stage one (sm90_ws_128x128_s4).
+// 4-stage instantiations, and under the default dispatch a causal head-dim-64 call of fewer than
+// kD64FourStageMaxRows rows must take the 4-stage one (sm90_ws_128x128_s4), and no other call.
 void expect_forced_kernel(const AttentionArgs& args) {
   const char* env = std::getenv("GPUATTN_KERNEL");
   const std::string want = env ? env : "auto";
@@ -664,7 +664,8 @@ void expect_forced_kernel(const AttentionArgs& args) {
     EXPECT_NE(k, FwdKernel::sm90_ws_128x128_s3) << "picked " << name;
     EXPECT_NE(k, FwdKernel::sm90_ws_128x128_s4) << "picked " << name;
   } else if (want == "auto" && k != FwdKernel::sm90_ws_192x128) {
-    EXPECT_EQ(k == FwdKernel::sm90_ws_128x128_s4, d64_dense_or_causal && fp.causal)
+    EXPECT_EQ(k == FwdKernel::sm90_ws_128x128_s4,
+              d64_dense_or_causal && fp.causal && fp.seqlen_q < kD64FourStageMaxRows)
         << "picked " << name;
   }
 }
