@@ -82,9 +82,8 @@ bool sm90_late_pv_wait(FwdKernel kernel, int head_dim, bool causal, bool dense_o
 }
 
 bool d64_four_stages(const FwdShape& s) {
-  return s.head_dim == 64 && s.causal && s.dense_or_causal &&
-         s.seqlen_q < kD64FourStageMaxRows && s.precision == Precision::standard &&
-         !s.force_128x128;
+  return s.head_dim == 64 && s.causal && s.dense_or_causal && s.seqlen_q < kD64FourStageMaxRows &&
+         s.precision == Precision::standard && !s.force_128x128;
 }
 
 bool three_consumers_pay(const FwdShape& s) {

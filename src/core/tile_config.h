@@ -50,8 +50,10 @@ inline constexpr std::array<TileConfig, 12> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
      "Hopper, standard precision: head dim 128 with every mask (dense and causal calls only from "
      "2049 keys: sm90_ws_128x128_s3 below), head dim 64 with a window, global tokens or a block "
-     "layout, and its dense non-causal calls on small grids (larger ones: sm90_ws_192x128; causal "
-     "ones: sm90_ws_128x128_s4, this kernel with 4 K/V stages, or 192x128 from 2048 rows). 2 consumer warpgroups x 64 rows (wgmma M) + 1 TMA producer warpgroup; "
+     "layout, and its dense non-causal calls on small grids (larger ones: sm90_ws_192x128), "
+     "causal ones from 2048 rows on small grids (under: sm90_ws_128x128_s4, this kernel with 4 "
+     "K/V stages; larger grids: sm90_ws_192x128). 2 consumer warpgroups x 64 rows (wgmma M) + 1 "
+     "TMA producer warpgroup; "
      "128-key tiles keep wgmma N = 128 and S, P, O "
      "(64 + 32 + D/2 regs) fit the consumers' 232 registers (setmaxnreg 40/232 since the "
      "producer works out each item's shape for the ring: 32 spilled 8 bytes, 24/240 40; without "
@@ -205,8 +207,8 @@ inline constexpr std::array<TileConfig, 12> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128_s4, "sm90_ws_128x128_s4", 128, 128, 12, 4,
      "Hopper, head dim 64, standard precision, causal calls (no other mask) of fewer than "
      "kD64FourStageMaxRows (2048) rows, which never take sm90_ws_192x128: sm90_ws_128x128's "
-     "causal D64 kernel "
-     "(hoisted P V wait, exponential turns) with 4 K/V stages instead of 2; a D64 stage is 32 "
+     "causal D64 kernel (hoisted P V wait, exponential turns) with 4 K/V stages instead of 2; a "
+     "D64 stage is 32 "
      "KB, so 4 fit beside the two Q buffers (32 + 128 KB). Its items hold 1-16 key tiles and "
      "start on cold K/V: ncu (H200, base clocks, 2026-11-23-h200-s23 call 9) had causal B32 "
      "H32 S512 waiting on loads 0.61 warps per issue against cuDNN's 0.52. Same-run A/B against "

@@ -117,9 +117,9 @@ struct FwdTraits {
   // 0.991x at B1 H16 S1024, within the noise of the D64 sweep (2026-11-22-h200-d64-free, call 12).
   // kStages_ (0: 2) overrides it for two instantiations: 3 for dense and causal calls at head
   // dim 128 with short keys (FwdD128ShortTraits, tile config sm90_ws_128x128_s3), which then keep
-  // one Q buffer (kQBuffers below); 4 for causal calls at head dim 64 on 2 consumers
-  // (FwdD64CausalTraits, sm90_ws_128x128_s4), whose items of 1-16 key tiles start on cold K/V
-  // (causal S512 0.955x the time, S1024 0.971x; two Q buffers still fit).
+  // one Q buffer (kQBuffers below); 4 for causal calls at head dim 64 under 2048 rows
+  // (FwdD64CausalTraits, sm90_ws_128x128_s4, 2 consumers), whose items of 1-16 key tiles start
+  // on cold K/V (causal S512 0.955x the time, S1024 0.971x; two Q buffers still fit).
   static constexpr int kStages = kStages_ != 0 ? kStages_ : 2;
   static_assert(kStages_ == 0 ||
                     (kStages_ == 3 && kHeadDim_ == 128 && kConsumers_ == 2 && !kCompensated_ &&
@@ -1944,7 +1944,7 @@ void launch_own(const FwdParams& p, cudaStream_t stream, bool causal_only = fals
 // `kernel` is select_fwd_config's pick. sm90_ws_192x128 (head dim 64, dense and causal calls)
 // runs the 3-consumer instantiation, sm90_ws_128x80_d256 (head dim 256, dense and causal, from
 // 1024 keys) the 80-key one, sm90_ws_128x128_s3 (head dim 128, dense and causal, up to 2048
-// keys) the 3-stage one, sm90_ws_128x128_s4 (head dim 64, causal, 2 consumers) the 4-stage one;
+// keys) the 3-stage one, sm90_ws_128x128_s4 (head dim 64, causal, under 2048 rows) the 4-stage one;
 // otherwise p.precision picks: standard (2 consumers; the dense or the masked instantiation, see
 // launch_fwd), or (head dims 64 and 128) compensated. A compensated call at head dim 256 belongs
 // to the sm_80 path (select_fwd_config never sends it here).

@@ -219,8 +219,7 @@ TEST(TileConfig, HopperTakesThreeConsumersForLargeDenseAndCausalGridsAtHeadDim64
     s = shape(9, true, 132, 65, 1, 1);
     s.head_dim = 64;
     s.causal = causal;
-    EXPECT_EQ(pick(s),
-              causal ? FwdKernel::sm90_ws_128x128_s4 : FwdKernel::sm90_ws_128x128)
+    EXPECT_EQ(pick(s), causal ? FwdKernel::sm90_ws_128x128_s4 : FwdKernel::sm90_ws_128x128)
         << causal;
     s.force_192x128 = true;
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128) << causal;
@@ -376,8 +375,7 @@ TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
       for (int d : {64, 128}) {  // the other head dims keep 128-key tiles (a small grid: 2
         s.head_dim = d;          // consumers at head dim 64 too; 3 stages at 128 for dense and
                                  // causal calls; 4096 rows: 2 stages at 64 even when causal)
-        const FwdKernel own =
-            d == 128 ? FwdKernel::sm90_ws_128x128_s3 : FwdKernel::sm90_ws_128x128;
+        const FwdKernel own = d == 128 ? FwdKernel::sm90_ws_128x128_s3 : FwdKernel::sm90_ws_128x128;
         EXPECT_EQ(pick(s), dense ? own : FwdKernel::sm90_ws_128x128) << d;
       }
     }

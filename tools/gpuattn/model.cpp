@@ -186,12 +186,10 @@ int run_model(const std::vector<std::string>& args) {
   }
   if (all_configs) {
     // The sm_90a standard-precision configurations and the head dims they run (tile_config.h).
-    static const std::pair<const char*, std::vector<int>> kRuns[] = {{"sm90_ws_128x128", {64, 128}},
-                                                                     {"sm90_ws_192x128", {64}},
-                                                                     {"sm90_ws_128x64_d256", {256}},
-                                                                     {"sm90_ws_128x80_d256", {256}},
-                                                                     {"sm90_ws_128x128_s3", {128}},
-                                                                     {"sm90_ws_128x128_s4", {64}}};
+    static const std::pair<const char*, std::vector<int>> kRuns[] = {
+        {"sm90_ws_128x128", {64, 128}}, {"sm90_ws_192x128", {64}},
+        {"sm90_ws_128x64_d256", {256}}, {"sm90_ws_128x80_d256", {256}},
+        {"sm90_ws_128x128_s3", {128}},  {"sm90_ws_128x128_s4", {64}}};
     std::vector<std::vector<std::string>> rows;
     for (const std::string& text : shapes) {
       const PerfShape s = parse_shape(text);
