@@ -26,9 +26,9 @@
 #                                the timing half, GPU_CHECK_TESTS=0 GPU_CHECK_SWEEP=1
 #                                GPU_CHECK_SPARSE=0 (H200, 2026-11-28: 271 s; the sparse steps
 #                                add 2-3 minutes), is one call; the correctness half (H200,
-#                                2026-11-28: build 43 s, ctest but python.pytest 367 s with -j 8,
-#                                python.pytest 137 s, sanitizers and verify 327 s before the
-#                                sm90_2stage sanitizer steps were added) two:
+#                                2026-11-28 at 9812759: build 30 s, ctest but python.pytest 356 s
+#                                with -j 8, verify 90 s; python.pytest 109 s, sanitizers 192 s,
+#                                verify 86 s) two:
 #                                GPU_CHECK_BENCH=0 GPU_CHECK_SANITIZER=0
 #                                GPU_CHECK_CTEST_ARGS="-E python.pytest" (ctest, verify), then
 #                                GPU_CHECK_BENCH=0 GPU_CHECK_CTEST_ARGS="-R python.pytest"
