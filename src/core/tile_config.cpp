@@ -87,7 +87,7 @@ bool d64_four_stages(const FwdShape& s) {
 }
 
 bool three_consumers_pay(const FwdShape& s) {
-  if (s.causal && s.seqlen_q < 2048) return false;
+  if (s.causal && s.seqlen_q < kThreeConsumersCausalMinRows) return false;
   const long long heads = static_cast<long long>(s.hq) * s.batch;
   const long long sms = std::max(s.num_sms, 1);
   auto waves = [&](int rows) {

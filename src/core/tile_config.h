@@ -295,6 +295,8 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
 // never for causal calls shorter than 2048 rows (the 192-row items waste more of the diagonal:
 // 1.10x the time at S512 and S1024 with 1024 heads; again 1.07-1.10x in 2026-11-22-h200-short-items
 // call 9). B1 H16 S1024 (96 items for 132 SMs, 1.14x the time on 3 consumers) keeps 2.
+// kThreeConsumersCausalMinRows is that causal bound (seqlen_q; varlen: the max).
+inline constexpr int kThreeConsumersCausalMinRows = 2048;
 bool three_consumers_pay(const FwdShape& s);
 
 // From how many keys (seqlen_k; varlen: the max) a dense or causal head-dim-256 call on Hopper
@@ -318,6 +320,9 @@ inline constexpr int kD128ThreeStageMaxKeys = 2048;
 // was measured (causal S512 and S1024): longer causal calls on 2 consumers (small grids) keep 2
 // stages, as 4 stages were not measured there (on long non-causal calls they were 0.99-1.03x).
 inline constexpr int kD64FourStageMaxRows = 2048;
+static_assert(kD64FourStageMaxRows <= kThreeConsumersCausalMinRows,
+              "sm90_ws_128x128_s4's calls are causal calls that three_consumers_pay never gives 3 "
+              "consumers (the table's why and --configs say so)");
 bool d64_four_stages(const FwdShape& s);
 
 // The forward kernel configuration of one call. The table is keyed by (arch, head dim, causal,
