@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 1 (session 26): the second half of the correctness check at HEAD through gpu-check:
+# Device call 2 (session 26): the second half of the correctness check at HEAD through gpu-check:
 # pytest, the sanitizers (with the new sm90_2stage steps), verify.
 set -u
 export GPUATTN_COMMIT=$(cat .commit 2>/dev/null || echo unknown)
