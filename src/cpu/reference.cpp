@@ -12,9 +12,22 @@
 namespace gpuattn {
 namespace {
 
-// An element as a double: the reference multiplies and sums in fp64.
-double load(const void* base, DType t, std::int64_t idx) {
-  return element_to_float(base, t, idx);
+// Elements [off, off + n) of a tensor as doubles: the reference multiplies and sums in fp64. The
+// last dim is contiguous in every layout, so a row of D is n consecutive elements. fp16 goes
+// through a table of its 65536 values (element_to_float's conversion, done once): per element, the
+// conversion's branches were most of the reference's time.
+void load_row(const void* base, DType t, std::int64_t off, int n, double* out) {
+  if (t == DType::f16) {
+    static const std::vector<float> table = [] {
+      std::vector<float> v(1u << 16);
+      for (std::uint32_t h = 0; h < v.size(); ++h) v[h] = f16_to_float(static_cast<std::uint16_t>(h));
+      return v;
+    }();
+    const auto* e = static_cast<const std::uint16_t*>(base) + off;
+    for (int d = 0; d < n; ++d) out[d] = table[e[d]];
+    return;
+  }
+  for (int d = 0; d < n; ++d) out[d] = element_to_float(base, t, off + d);
 }
 
 }  // namespace
@@ -41,6 +54,7 @@ ReferenceResult reference_attention(const AttentionArgs& args,
   std::vector<double> s(static_cast<std::size_t>(p.seqlen_k));
   std::vector<int> keys(static_cast<std::size_t>(p.seqlen_k));  // visible keys of the row
   std::vector<double> acc(static_cast<std::size_t>(D));
+  std::vector<double> qd(static_cast<std::size_t>(D)), kv(static_cast<std::size_t>(D));
   for (std::size_t ri = 0; ri < n; ++ri) {
     const std::int64_t row = r.rows[ri];
     if (row < 0 || row >= p.total_q) {
@@ -72,14 +86,19 @@ ReferenceResult reference_attention(const AttentionArgs& args,
       // A quantized cache's elements stand for x * scale.
       const double ks = p.kv_quantized() ? p.k_scale_of(hk) : 1.0;
       const double vs = p.kv_quantized() ? p.v_scale_of(hk) : 1.0;
-      const std::int64_t qo = p.q_offset(b, i, h);
+      load_row(p.q, p.dtype, p.q_offset(b, i, h), D, qd.data());
       double m = -std::numeric_limits<double>::infinity();
       for (int t = 0; t < nvis; ++t) {
-        const std::int64_t ko = p.k_offset(b, keys[t], hk);
-        double dot = 0;
-        for (int d = 0; d < D; ++d) {
-          dot += load(p.q, p.dtype, qo + d) * load(p.k, p.kv_dtype, ko + d);
+        load_row(p.k, p.kv_dtype, p.k_offset(b, keys[t], hk), D, kv.data());
+        // q . k as 4 partial sums over d mod 4, added at the end: one chain of D dependent adds
+        // made the dot product wait on the adder's latency.
+        double dot4[4] = {0, 0, 0, 0};
+        int d = 0;
+        for (; d + 4 <= D; d += 4) {
+          for (int u = 0; u < 4; ++u) dot4[u] += qd[d + u] * kv[d + u];
         }
+        for (; d < D; ++d) dot4[0] += qd[d] * kv[d];
+        const double dot = (dot4[0] + dot4[1]) + (dot4[2] + dot4[3]);
         s[t] = dot * ks * static_cast<double>(p.scale);
         m = std::max(m, s[t]);
       }
@@ -88,8 +107,8 @@ ReferenceResult reference_attention(const AttentionArgs& args,
       for (int t = 0; t < nvis; ++t) {
         const double e = std::exp(s[t] - m);
         sum += e;
-        const std::int64_t vo = p.v_offset(b, keys[t], hk);
-        for (int d = 0; d < D; ++d) acc[d] += e * vs * load(p.v, p.kv_dtype, vo + d);
+        load_row(p.v, p.kv_dtype, p.v_offset(b, keys[t], hk), D, kv.data());
+        for (int d = 0; d < D; ++d) acc[d] += e * vs * kv[d];
       }
       double* o = &r.out[(ri * p.hq + h) * D];
       for (int d = 0; d < D; ++d) o[d] = acc[d] / sum;
