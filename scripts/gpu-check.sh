@@ -31,13 +31,15 @@
 #                                the timing half, GPU_CHECK_TESTS=0 GPU_CHECK_SWEEP=1
 #                                GPU_CHECK_SPARSE=0 (H200, 2026-11-28: 271 s; the sparse steps
 #                                add 2-3 minutes), is one call; the correctness half (H200,
-#                                2026-11-28 at 9812759: build 30 s, ctest but python.pytest 356 s
-#                                with -j 8, verify 90 s; python.pytest 109 s, sanitizers 192 s,
-#                                verify 86 s) two:
+#                                2026-11-28 at 9812759, a process per GPU case: build 30 s, ctest
+#                                but python.pytest 356 s with -j 8, verify 90 s; python.pytest
+#                                109 s, sanitizers 192 s, verify 86 s) two:
 #                                GPU_CHECK_BENCH=0 GPU_CHECK_SANITIZER=0
 #                                GPU_CHECK_CTEST_ARGS="-E python.pytest" (ctest, verify), then
 #                                GPU_CHECK_BENCH=0 GPU_CHECK_CTEST_ARGS="-R python.pytest"
-#                                (pytest, sanitizers, verify)
+#                                (pytest, sanitizers, verify). With the 16 shards (cf44cde: build
+#                                37 s, ctest but python.pytest 153 s) the whole half, GPU_CHECK_BENCH=0
+#                                alone, should fit one call (~500 s estimated, not yet measured)
 #        GPU_CHECK_SPARSE=0      skip the sparse steps (default on, about 2-3 minutes with Flex's
 #                                compilations): bench/sparse_bench.py (sliding window, window +
 #                                global tokens, block-sparse vs compiled FlexAttention) and
