@@ -37,9 +37,10 @@
 #                                GPU_CHECK_BENCH=0 GPU_CHECK_SANITIZER=0
 #                                GPU_CHECK_CTEST_ARGS="-E python.pytest" (ctest, verify), then
 #                                GPU_CHECK_BENCH=0 GPU_CHECK_CTEST_ARGS="-R python.pytest"
-#                                (pytest, sanitizers, verify). With the 16 shards (cf44cde: build
-#                                37 s, ctest but python.pytest 153 s) the whole half, GPU_CHECK_BENCH=0
-#                                alone, should fit one call (~500 s estimated, not yet measured)
+#                                (pytest, sanitizers, verify). With the 16 shards (cf44cde:
+#                                build 37 s, ctest but python.pytest 153 s) the whole half,
+#                                GPU_CHECK_BENCH=0 alone, should fit one call (~500 s
+#                                estimated, not yet measured)
 #        GPU_CHECK_SPARSE=0      skip the sparse steps (default on, about 2-3 minutes with Flex's
 #                                compilations): bench/sparse_bench.py (sliding window, window +
 #                                global tokens, block-sparse vs compiled FlexAttention) and

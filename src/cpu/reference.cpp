@@ -20,7 +20,9 @@ void load_row(const void* base, DType t, std::int64_t off, int n, double* out) {
   if (t == DType::f16) {
     static const std::vector<float> table = [] {
       std::vector<float> v(1u << 16);
-      for (std::uint32_t h = 0; h < v.size(); ++h) v[h] = f16_to_float(static_cast<std::uint16_t>(h));
+      for (std::uint32_t h = 0; h < v.size(); ++h) {
+        v[h] = f16_to_float(static_cast<std::uint16_t>(h));
+      }
       return v;
     }();
     const auto* e = static_cast<const std::uint16_t*>(base) + off;

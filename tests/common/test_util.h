@@ -99,8 +99,8 @@ struct HostTensor {
   // Fill with NaN so that any element the kernel does not write fails the comparison.
   void poison() {
     if (dtype == DType::f16 || dtype == DType::bf16) {
-      const std::uint16_t nan = dtype == DType::f16 ? float_to_f16(std::nanf(""))
-                                                    : float_to_bf16(std::nanf(""));
+      const std::uint16_t nan =
+          dtype == DType::f16 ? float_to_f16(std::nanf("")) : float_to_bf16(std::nanf(""));
       std::fill_n(static_cast<std::uint16_t*>(data()), numel(), nan);
       return;
     }
