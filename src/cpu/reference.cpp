@@ -1,4 +1,5 @@
-// fp64 reference: the oracle every backend is tested against. Plain loops, no tiling, no tricks.
+// fp64 reference: the oracle every backend is tested against. Plain loops over rows, heads and
+// keys, no tiling: each q, k and v row converted to fp64 once, every product and sum in fp64.
 #include "gpuattn/reference.h"
 
 #include <algorithm>
