@@ -107,15 +107,9 @@ constexpr DType bf16 = DType::bf16;
 
 // ---- small host helpers -------------------------------------------------------------------------
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
   std::uint64_t s = a ^ (b * 0xd1342543de82ef95ull);
-  return splitmix64(s);
+  return next_random(s);
 }
 
 std::uint32_t nan_bits(DType t) {
@@ -176,7 +170,7 @@ void fill_normal(const TensorView& v, std::uint64_t seed, float scale) {
       auto* row = reinterpret_cast<std::uint16_t*>(elem_ptr(v, row_offset(v, o)));
       std::uint64_t r = 0;
       for (std::int64_t i = 0; i < inner; ++i) {
-        if (i % 4 == 0) r = splitmix64(state);
+        if (i % 4 == 0) r = next_random(state);
         row[i] = table[(r >> (16 * (i % 4))) & 0xffffu];
       }
     }
