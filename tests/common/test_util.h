@@ -23,7 +23,7 @@ inline std::uint64_t next_random(std::uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-// A contiguous host tensor owning 64-byte aligned storage.
+// A contiguous host tensor owning its storage; data() is 16-byte aligned.
 struct HostTensor {
   DType dtype = DType::f16;
   std::vector<std::int64_t> shape;
