@@ -8,6 +8,7 @@
 #   env: GPU_CHECK_SKIP_BUILD=1  reuse build-gpu as it is
 #        GPU_CHECK_QUICK=1       fewer verify cases, the quick bench shapes
 #        GPU_CHECK_SANITIZER=0   skip compute-sanitizer (memcheck, racecheck) on small shapes
+#        GPU_CHECK_SANITIZER_JOBS=N  sanitizer steps run at once, in the background (default 4)
 #        GPU_CHECK_CTEST_JOBS=N  parallel ctest processes (default 8)
 #        GPU_CHECK_CTEST_ARGS=".." more ctest arguments, split on spaces (e.g. "-E python.pytest"
 #                                or "-R python.pytest", to split ctest over two device calls)
@@ -38,8 +39,9 @@
 #                                GPU_CHECK_CTEST_ARGS="-E python.pytest" (ctest, verify), then
 #                                GPU_CHECK_BENCH=0 GPU_CHECK_CTEST_ARGS="-R python.pytest"
 #                                (pytest, sanitizers, verify). With the 16 shards (cf44cde:
-#                                build 37 s, ctest but python.pytest 153 s) the whole half,
-#                                GPU_CHECK_BENCH=0 alone, should fit one call (~500 s
+#                                build 37 s, ctest but python.pytest 153 s) and the sanitizer
+#                                steps 4 at once (the longest took 63 s in a row), the whole
+#                                half, GPU_CHECK_BENCH=0 alone, should fit one call (~400 s
 #                                estimated, not yet measured)
 #        GPU_CHECK_SPARSE=0      skip the sparse steps (default on, about 2-3 minutes with Flex's
 #                                compilations): bench/sparse_bench.py (sliding window, window +
@@ -88,6 +90,44 @@ step() {
   fi
 }
 
+# bg_step NAME CMD...: as step, in the background, at most $GPU_CHECK_SANITIZER_JOBS at once; its
+# output goes to $LOG_DIR/NAME.log alone. bg_wait waits for all of them, prints each one's last
+# lines in launch order (a failed one's first 200) and records the failures. The compute-sanitizer steps are each one process
+# whose time is mostly the tool's own (H200, 2026-11-28: 2-63 s each, 192 s in a row).
+bg_names=()
+bg_step() {
+  local name=$1
+  shift
+  while [ "$(jobs -rp | wc -l)" -ge "${GPU_CHECK_SANITIZER_JOBS:-4}" ]; do
+    wait -n || true
+  done
+  echo "== $name (in the background): $* ($(($(date +%s) - start)) s)"
+  rm -f "$LOG_DIR/$name.rc"
+  (
+    set +e
+    "$@" >"$LOG_DIR/$name.log" 2>&1
+    echo $? >"$LOG_DIR/$name.rc"
+  ) &
+  bg_names+=("$name")
+}
+bg_wait() {
+  wait
+  local name rc
+  for name in ${bg_names[@]+"${bg_names[@]}"}; do
+    rc=$(cat "$LOG_DIR/$name.rc" 2>/dev/null || echo "none")
+    rm -f "$LOG_DIR/$name.rc"
+    echo "== $name: exit status $rc"
+    tail -n 3 "$LOG_DIR/$name.log" | sed "s/^/   /"
+    if [ "$rc" != 0 ]; then
+      failed+=("$name")
+      echo "== $name FAILED (log: $LOG_DIR/$name.log; its first 200 lines:)"
+      head -n 200 "$LOG_DIR/$name.log"
+    fi
+  done
+  bg_names=()
+  echo "== background steps done ($(($(date +%s) - start)) s)"
+}
+
 if [ "${GPU_CHECK_SKIP_BUILD:-0}" != 1 ]; then
   step configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON \
@@ -131,36 +171,36 @@ if [ "$TESTS" = 1 ]; then
     small="AwkwardLengths/*:SeqlenMismatch/*S17*:Varlen/*H8_D64*:$masked"
     small+=':GroupedHeads/*H32kv8_S1000_D64'
     for kernel in auto sm80; do
-      step "memcheck-$kernel" env GPUATTN_KERNEL="$kernel" compute-sanitizer --tool memcheck \
+      bg_step "memcheck-$kernel" env GPUATTN_KERNEL="$kernel" compute-sanitizer --tool memcheck \
         --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$small" --gtest_brief=1
-      step "racecheck-$kernel" env GPUATTN_KERNEL="$kernel" compute-sanitizer --tool racecheck \
+      bg_step "racecheck-$kernel" env GPUATTN_KERNEL="$kernel" compute-sanitizer --tool racecheck \
         --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" \
         --gtest_filter="AwkwardLengths/*:$masked" --gtest_brief=1
     done
     # Paged KV (auto): decode reading pages in place at page sizes 1-256, and gathered calls.
     paged='PagedKvCuda.DecodeReadsThePagesInPlace:PagedKvCuda.OtherCallsRunOnAGatheredCopy'
     for tool in memcheck racecheck; do
-      step "$tool-paged" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+      bg_step "$tool-paged" compute-sanitizer --tool "$tool" --error-exitcode 1 \
         "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$paged" --gtest_brief=1
     done
     # The GPT-2 engine's kernels (embedding, layernorm, k/v scatter, sampling) and its calls into
     # the library, through its CUDA suite: memcheck on all of it, racecheck (shared memory: the
     # layernorm and sampling reductions) on the forward and the sampling kernel.
-    step memcheck-gpt2 compute-sanitizer --tool memcheck --error-exitcode 1 \
+    bg_step memcheck-gpt2 compute-sanitizer --tool memcheck --error-exitcode 1 \
       "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter='Gpt2EngineCuda.*' --gtest_brief=1
-    step racecheck-gpt2 compute-sanitizer --tool racecheck --error-exitcode 1 \
+    bg_step racecheck-gpt2 compute-sanitizer --tool racecheck --error-exitcode 1 \
       "$BUILD/tests/gpuattn_cuda_tests" --gtest_brief=1 \
       --gtest_filter='Gpt2EngineCuda.ForwardMatchesTheFp64Reference:Gpt2EngineCuda.Sampling*'
     # The distributed layer's kernels (K/V copies, the log-sum-exp merge) and its stream and event
     # ordering: 2-3 ranks on this one GPU through peer copies, every strategy and layout.
-    step memcheck-dist compute-sanitizer --tool memcheck --error-exitcode 1 \
+    bg_step memcheck-dist compute-sanitizer --tool memcheck --error-exitcode 1 \
       "$BUILD/tests/gpuattn_dist_tests" --gtest_filter='*PeerCopy*' --gtest_brief=1
     # The 3-consumer head-dim-64 kernel, forced onto the small dense and causal head-dim-64 shapes
     # (Sq != Sk too: items without keys); the compensated ones never run it.
     d64='AwkwardLengths/*D64*:Varlen/*H8_D64*:GroupedHeads/*H32kv8_S1000_D64'
     d64+=':SeqlenMismatch/*D64*:-*compensated*'
     for tool in memcheck racecheck; do
-      step "$tool-sm90_192" env GPUATTN_KERNEL=sm90_ws_192x128 compute-sanitizer --tool "$tool" \
+      bg_step "$tool-sm90_192" env GPUATTN_KERNEL=sm90_ws_192x128 compute-sanitizer --tool "$tool" \
         --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$d64" --gtest_brief=1
     done
     # The 2-stage 2-consumer kernel on the small causal head-dim-64 shapes, which the default
@@ -168,10 +208,11 @@ if [ "$TESTS" = 1 ]; then
     # GPUATTN_KERNEL=sm90_ws_128x128 names it.
     d64c='AwkwardLengths/*D64*causal*:SeqlenMismatch/*D64*causal*:-*compensated*'
     for tool in memcheck racecheck; do
-      step "$tool-sm90_2stage" env GPUATTN_KERNEL=sm90_ws_128x128 compute-sanitizer \
+      bg_step "$tool-sm90_2stage" env GPUATTN_KERNEL=sm90_ws_128x128 compute-sanitizer \
         --tool "$tool" --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" \
         --gtest_filter="$d64c" --gtest_brief=1
     done
+    bg_wait
   fi
 
   if [ "${GPU_CHECK_VERIFY:-1}" = 1 ]; then
