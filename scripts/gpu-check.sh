@@ -26,7 +26,9 @@
 #        GPU_CHECK_TEST_SHARDS=N the GPU test suite's variants as N gtest shards each, one ctest
 #                                test and one process a shard (default 16; 0: a ctest test and a
 #                                process per case, as CI registers them: ~1400 CUDA contexts at
-#                                ~0.6-1 s each, tests/CMakeLists.txt)
+#                                ~0.6-1 s each, tests/CMakeLists.txt); it takes effect when
+#                                the script configures (not with GPU_CHECK_SKIP_BUILD=1) and
+#                                stays in $BUILD's CMake cache
 #        GPU_CHECK_BENCH=0       skip every timing step (bench, anchors, sparse, sweep)
 #                                A full check takes longer than the device tool's 600 s a call:
 #                                the timing half, GPU_CHECK_TESTS=0 GPU_CHECK_SWEEP=1
@@ -94,11 +96,18 @@ step() {
 # output goes to $LOG_DIR/NAME.log alone. bg_wait waits for all of them, prints each one's last
 # lines in launch order (a failed one's first 200) and records the failures. The compute-sanitizer steps are each one process
 # whose time is mostly the tool's own (H200, 2026-11-28: 2-63 s each, 192 s in a row).
+san_jobs=${GPU_CHECK_SANITIZER_JOBS:-4}
+if ! [[ $san_jobs =~ ^[1-9][0-9]*$ ]]; then
+  echo "gpu-check: GPU_CHECK_SANITIZER_JOBS must be a whole number of 1 or more, got '$san_jobs'"
+  exit 2
+fi
+# Killed (e.g. at the device tool's time limit): the background steps go too.
+trap 'kill $(jobs -p) 2>/dev/null; exit 130' INT TERM
 bg_names=()
 bg_step() {
   local name=$1
   shift
-  while [ "$(jobs -rp | wc -l)" -ge "${GPU_CHECK_SANITIZER_JOBS:-4}" ]; do
+  while [ "$(jobs -rp | wc -l)" -ge "$san_jobs" ]; do
     wait -n || true
   done
   echo "== $name (in the background): $* ($(($(date +%s) - start)) s)"

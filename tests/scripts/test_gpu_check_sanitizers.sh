@@ -36,9 +36,12 @@ check() {  # check WHAT CONDITION...
   fi
 }
 run() {  # run OUT_DIR [ENV...]: gpu-check's correctness steps but ctest and verify
-  env PATH="$work/bin:$PATH" OUT="$1" GPU_CHECK_BUILD_DIR="$work/build" GPU_CHECK_SKIP_BUILD=1 \
-    GPU_CHECK_CTEST=0 GPU_CHECK_VERIFY=0 GPU_CHECK_BENCH=0 GPU_CHECK_SANITIZER_JOBS=3 "${@:2}" \
-    bash "$repo/scripts/gpu-check.sh" >"$1.console" 2>&1
+  # (none of the caller's GPU_CHECK_* settings: a GPU_CHECK_SANITIZER=0 would skip the steps)
+  local clear=() v
+  for v in $(compgen -e | grep '^GPU_CHECK_'); do clear+=(-u "$v"); done
+  env ${clear[@]+"${clear[@]}"} PATH="$work/bin:$PATH" OUT="$1" GPU_CHECK_BUILD_DIR="$work/build" \
+    GPU_CHECK_SKIP_BUILD=1 GPU_CHECK_CTEST=0 GPU_CHECK_VERIFY=0 GPU_CHECK_BENCH=0 \
+    GPU_CHECK_SANITIZER_JOBS=3 "${@:2}" bash "$repo/scripts/gpu-check.sh" >"$1.console" 2>&1
 }
 
 # All steps pass.
