@@ -23,6 +23,33 @@ inline std::uint64_t next_random(std::uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+// The random fills' table: 65536 samples of N(0, 1) * scale, fresh for every seed. Drawing and
+// converting a sample per element cost ~20 ns; the big GPU cases fill ~1e8 elements.
+inline std::vector<float> normal_table(std::uint64_t seed, float scale) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> table(1u << 16);
+  for (float& t : table) t = dist(rng) * scale;
+  return table;
+}
+// A table's values in the storage bits of a 16-bit dtype (f16 or bf16).
+inline std::vector<std::uint16_t> table_bits16(const std::vector<float>& table, DType dtype) {
+  std::vector<std::uint16_t> bits(table.size());
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    bits[i] = dtype == DType::bf16 ? float_to_bf16(table[i]) : float_to_f16(table[i]);
+  }
+  return bits;
+}
+// store(i, k) for i in [0, n): k a table index, 16 bits of next_random(state) each (4 a draw).
+template <class Store>
+void pick_from_table(std::int64_t n, std::uint64_t& state, Store store) {
+  std::uint64_t r = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (i % 4 == 0) r = next_random(state);
+    store(i, static_cast<std::uint32_t>((r >> (16 * (i % 4))) & 0xffffu));
+  }
+}
+
 // A contiguous host tensor owning its storage; data() is 16-byte aligned.
 struct HostTensor {
   DType dtype = DType::f16;
@@ -68,33 +95,17 @@ struct HostTensor {
       case DType::e4m3: static_cast<std::uint8_t*>(data())[i] = float_to_e4m3(v); break;
     }
   }
-  // Normal(0, 1) * scale, fresh for every seed: 65536 samples drawn for the seed (already in
-  // storage bits for 16-bit dtypes), picked by a fast generator seeded by it. A sample drawn and
-  // converted per element cost ~20 ns; the big GPU cases fill ~1e8 elements.
+  // Normal(0, 1) * scale, fresh for every seed: picked from normal_table(seed, scale).
   void randomize(std::uint64_t seed, float scale = 1.f) {
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<float> dist(0.f, 1.f);
-    std::vector<float> table(1u << 16);
-    for (float& t : table) t = dist(rng) * scale;
+    const std::vector<float> table = normal_table(seed, scale);
     std::uint64_t state = seed ^ 0x6a09e667f3bcc909ull;
-    std::uint64_t r = 0;
-    const std::int64_t n = numel();
     if (dtype == DType::f16 || dtype == DType::bf16) {
-      std::vector<std::uint16_t> bits(table.size());
-      for (std::size_t i = 0; i < table.size(); ++i) {
-        bits[i] = dtype == DType::f16 ? float_to_f16(table[i]) : float_to_bf16(table[i]);
-      }
+      const std::vector<std::uint16_t> bits = table_bits16(table, dtype);
       auto* e = static_cast<std::uint16_t*>(data());
-      for (std::int64_t i = 0; i < n; ++i) {
-        if (i % 4 == 0) r = next_random(state);
-        e[i] = bits[(r >> (16 * (i % 4))) & 0xffffu];
-      }
+      pick_from_table(numel(), state, [&](std::int64_t i, std::uint32_t k) { e[i] = bits[k]; });
       return;
     }
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (i % 4 == 0) r = next_random(state);
-      set(i, table[(r >> (16 * (i % 4))) & 0xffffu]);
-    }
+    pick_from_table(numel(), state, [&](std::int64_t i, std::uint32_t k) { set(i, table[k]); });
   }
   // Fill with NaN so that any element the kernel does not write fails the comparison.
   void poison() {

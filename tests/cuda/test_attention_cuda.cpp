@@ -149,17 +149,10 @@ char* elem_ptr(const TensorView& v, std::int64_t off) {
   return static_cast<char*>(v.data) + off * static_cast<std::int64_t>(element_size(v.dtype));
 }
 
-// Fills the elements of a 16-bit host view with N(0, 1) * scale. A table of 65536 normal samples
-// (fresh for every seed, already in storage bits) indexed by a fast generator keeps this at ~1 ns
-// per element: the seed table has ~4e9 input elements.
+// Fills the elements of a 16-bit host view with N(0, 1) * scale, picked from normal_table (see
+// there) in parallel row chunks: ~1 ns per element; the seed table has ~4e9 input elements.
 void fill_normal(const TensorView& v, std::uint64_t seed, float scale) {
-  std::vector<std::uint16_t> table(1u << 16);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> dist(0.f, 1.f);
-  for (auto& t : table) {
-    const float x = dist(rng) * scale;
-    t = v.dtype == DType::bf16 ? float_to_bf16(x) : float_to_f16(x);
-  }
+  const std::vector<std::uint16_t> table = table_bits16(normal_table(seed, scale), v.dtype);
   const std::int64_t inner = v.shape[v.rank - 1];
   const std::int64_t rows = rows_of(v);
   constexpr std::int64_t kRowsPerChunk = 2048;
@@ -168,11 +161,7 @@ void fill_normal(const TensorView& v, std::uint64_t seed, float scale) {
     const std::int64_t end = std::min(rows, (chunk + 1) * kRowsPerChunk);
     for (std::int64_t o = chunk * kRowsPerChunk; o < end; ++o) {
       auto* row = reinterpret_cast<std::uint16_t*>(elem_ptr(v, row_offset(v, o)));
-      std::uint64_t r = 0;
-      for (std::int64_t i = 0; i < inner; ++i) {
-        if (i % 4 == 0) r = next_random(state);
-        row[i] = table[(r >> (16 * (i % 4))) & 0xffffu];
-      }
+      pick_from_table(inner, state, [&](std::int64_t i, std::uint32_t k) { row[i] = table[k]; });
     }
   });
 }
