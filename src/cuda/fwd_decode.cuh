@@ -246,7 +246,6 @@ __global__ void __launch_bounds__(Tr::kThreads)
   idx /= work.splits;
   const int hk = static_cast<int>(idx % p.hkv);
   const int b = static_cast<int>(idx / p.hkv);
-  const long long unit = (static_cast<long long>(b) * p.hkv + hk) * work.row_blocks + rb;
   const int group = p.hq / p.hkv;
   const int lq = p.len_q(b), lk = p.keys_used(b);
   const int rows = lq * group;  // packed rows of this (b, hk)
@@ -372,20 +371,20 @@ __global__ void __launch_bounds__(Tr::kThreads)
         key += kStep;
         for (slot += kStep; slot >= p.page_size; slot -= p.page_size) ++page;
       }
-      return;
-    }
+    } else {
 #pragma unroll
-    for (int r = tid / kChunks; r < kN; r += kStep) {
-      const int key = t * kN + r;
-      const bool valid = key < lk;
-      const T* ks = kbase;
-      const T* vs = vbase;
-      if (valid) {
-        ks += p.k_offset_unpaged(b, key, hk) + c * 8;
-        vs += p.v_offset_unpaged(b, key, hk) + c * 8;
+      for (int r = tid / kChunks; r < kN; r += kStep) {
+        const int key = t * kN + r;
+        const bool valid = key < lk;
+        const T* ks = kbase;
+        const T* vs = vbase;
+        if (valid) {
+          ks += p.k_offset_unpaged(b, key, hk) + c * 8;
+          vs += p.v_offset_unpaged(b, key, hk) + c * 8;
+        }
+        ptx::cp_async_16(kdst + swz<Tr>(r, c), ks, valid);
+        ptx::cp_async_16(vdst + swz<Tr>(r, c), vs, valid);
       }
-      ptx::cp_async_16(kdst + swz<Tr>(r, c), ks, valid);
-      ptx::cp_async_16(vdst + swz<Tr>(r, c), vs, valid);
     }
   };
   // The ring: tile t0 + i in stage i % kStages; one commit group per tile (the first with Q).
