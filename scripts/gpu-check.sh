@@ -30,21 +30,17 @@
 #                                the script configures (not with GPU_CHECK_SKIP_BUILD=1) and
 #                                stays in $BUILD's CMake cache
 #        GPU_CHECK_BENCH=0       skip every timing step (bench, anchors, sparse, sweep)
-#                                A full check takes longer than the device tool's 600 s a call:
-#                                the timing half, GPU_CHECK_TESTS=0 GPU_CHECK_SWEEP=1
-#                                GPU_CHECK_SPARSE=0 (H200, 2026-11-28: 271 s; the sparse steps
-#                                add 2-3 minutes), is one call; the correctness half (H200,
-#                                2026-11-28 at 9812759, a process per GPU case: build 30 s, ctest
-#                                but python.pytest 356 s with -j 8, verify 90 s; python.pytest
-#                                109 s, sanitizers 192 s, verify 86 s) two:
-#                                GPU_CHECK_BENCH=0 GPU_CHECK_SANITIZER=0
-#                                GPU_CHECK_CTEST_ARGS="-E python.pytest" (ctest, verify), then
-#                                GPU_CHECK_BENCH=0 GPU_CHECK_CTEST_ARGS="-R python.pytest"
-#                                (pytest, sanitizers, verify). With the 16 shards (cf44cde:
-#                                build 37 s, ctest but python.pytest 153 s) and the sanitizer
-#                                steps 4 at once (the longest took 63 s in a row), the whole
-#                                half, GPU_CHECK_BENCH=0 alone, should fit one call (~400 s
-#                                estimated, not yet measured)
+#                                A full check takes longer than the device tool's 600 s a call,
+#                                so it is two calls: the correctness half, GPU_CHECK_BENCH=0
+#                                (H200, 2026-11-28 at 3c5cc5e, a fresh machine: 374 s in all;
+#                                build 34 s, ctest with python.pytest 212 s on the 16 shards, the
+#                                sanitizer steps 4 at once 78 s, verify 50 s), then the timing
+#                                half, GPU_CHECK_TESTS=0 GPU_CHECK_SWEEP=1 GPU_CHECK_SPARSE=0
+#                                (271 s; the sparse steps add 2-3 minutes). With
+#                                GPU_CHECK_TEST_SHARDS=0 the correctness half needs two calls
+#                                (ctest but python.pytest took 356 s alone): split it with
+#                                GPU_CHECK_SANITIZER=0 GPU_CHECK_CTEST_ARGS="-E python.pytest",
+#                                then GPU_CHECK_CTEST_ARGS="-R python.pytest"
 #        GPU_CHECK_SPARSE=0      skip the sparse steps (default on, about 2-3 minutes with Flex's
 #                                compilations): bench/sparse_bench.py (sliding window, window +
 #                                global tokens, block-sparse vs compiled FlexAttention) and
