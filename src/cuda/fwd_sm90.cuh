@@ -1409,35 +1409,35 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
         row_sum[r] = row_sum[r] * alpha[r] + sum;
       }
       their_exp_turn();
-      return __any_sync(0xffffffffu, any_rescale);
-    }
+    } else {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = -INFINITY;
+      for (int r = 0; r < 2; ++r) {
+        float mx = -INFINITY;
 #pragma unroll
-      for (int n = 0; n < kNS; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
-      mx = quad_max(mx) * p.scale_log2;
-      const bool grow = Tr::kCompensated ? mx > row_max[r] : mx > row_max[r] + kRescaleSlack;
-      const float m_new = grow ? mx : row_max[r];
-      const float m_use = m_new == -INFINITY ? 0.f : m_new;
-      alpha[r] = ptx::fast_exp2(row_max[r] - m_use);
-      any_rescale |= grow;
-      row_max[r] = m_new;
-      float sum = 0.f;
+        for (int n = 0; n < kNS; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
+        mx = quad_max(mx) * p.scale_log2;
+        const bool grow = Tr::kCompensated ? mx > row_max[r] : mx > row_max[r] + kRescaleSlack;
+        const float m_new = grow ? mx : row_max[r];
+        const float m_use = m_new == -INFINITY ? 0.f : m_new;
+        alpha[r] = ptx::fast_exp2(row_max[r] - m_use);
+        any_rescale |= grow;
+        row_max[r] = m_new;
+        float sum = 0.f;
 #pragma unroll
-      for (int n = 0; n < kNS; ++n)
+        for (int n = 0; n < kNS; ++n)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float& x = s[4 * n + 2 * r + e];
-          x = ptx::fast_exp2(fmaf(x, p.scale_log2, -m_use));
-          sum += x;
+          for (int e = 0; e < 2; ++e) {
+            float& x = s[4 * n + 2 * r + e];
+            x = ptx::fast_exp2(fmaf(x, p.scale_log2, -m_use));
+            sum += x;
+          }
+        if constexpr (Tr::kCompensated) {
+          row_sum[r] *= alpha[r];
+          sum_c[r] *= alpha[r];
+          kahan_add(row_sum[r], sum_c[r], sum);
+        } else {
+          row_sum[r] = row_sum[r] * alpha[r] + sum;
         }
-      if constexpr (Tr::kCompensated) {
-        row_sum[r] *= alpha[r];
-        sum_c[r] *= alpha[r];
-        kahan_add(row_sum[r], sum_c[r], sum);
-      } else {
-        row_sum[r] = row_sum[r] * alpha[r] + sum;
       }
     }
     return __any_sync(0xffffffffu, any_rescale);
