@@ -1,6 +1,7 @@
 """Helpers shared by the Python benchmark scripts (compare_torch.py, sparse_bench.py,
-long_context.py): the commit a result belongs to, the exit for a missing dependency, the CPU
-smoke-run timer and timing in rounds. Imports nothing beyond the standard library."""
+long_context.py, host_overhead.py): the commit a result belongs to, the exit for a missing
+dependency, the CPU smoke-run timer, timing in rounds and the host time of a call. Imports nothing
+beyond the standard library (host_us imports torch when asked to keep a GPU busy)."""
 import json
 import os
 import subprocess
@@ -48,6 +49,59 @@ def cpu_timer():
         return sorted(times)[1]
 
     return timer, "perf_counter median of 3 (cpu)"
+
+
+def host_us(fn, calls, rounds=1, cuda=False, sleep_cycles=200_000_000, strict=True):
+    """The median over `rounds` of the host microseconds per call of fn() (after one warm-up
+    call). With cuda, a GPU sleep (torch.cuda._sleep of `sleep_cycles` clocks; 200M is ~100 ms at
+    2 GHz) keeps the stream busy while the `calls` are issued, so the launch queue never drains
+    and the calls cost their host time only; afterwards the sleep must still be running. If it is
+    not, strict raises (the times would include GPU waits); otherwise the round stands, since a
+    host that took that long is the finding (compare_torch.py's host check)."""
+    if calls < 1 or rounds < 1:
+        raise ValueError(f"host_us: calls and rounds must be at least 1, got {calls} and {rounds}")
+    torch = None
+    if cuda:
+        import torch
+    fn()  # warm-up: first-call setup (kernel attributes, tensor map encoding paths, caches)
+    if cuda:
+        torch.cuda.synchronize()
+    per_round = []
+    for _ in range(rounds):
+        if cuda:
+            torch.cuda._sleep(sleep_cycles)
+            done = torch.cuda.Event()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+        if cuda:
+            done.record()
+            if done.query() and strict:
+                raise RuntimeError("the GPU sleep ended before the calls were issued: the host "
+                                   "times would include GPU waits; issue fewer calls")
+            torch.cuda.synchronize()
+        per_round.append((t1 - t0) / calls * 1e6)
+    return median(per_round)
+
+
+def host_bound(host_us, flush, ms):
+    """Whether a call whose host time is `host_us` may have had it counted in its do_bench time
+    `ms` (compare_torch.py), do_bench's L2 flush before each call taking `flush` us on the GPU.
+    The host issues the call while the GPU flushes: a host slower than the flush leaves the GPU
+    waiting after the start event, and the call's time grows by the excess. Named when the host
+    outlasted the flush and half of the flush plus the measured call (short of that, the host
+    keeps ahead of the GPU and no wait happens)."""
+    return host_us >= flush and host_us >= 0.5 * (flush + 1e3 * ms)
+
+
+def host_bound_keys(row, flush):
+    """The backends of a case row (`KEY_ms` and `KEY_host_us` set) that host_bound names."""
+    if flush is None:
+        return []
+    return [key for key in ("ours", "cudnn", "flash")
+            if f"{key}_host_us" in row and f"{key}_ms" in row
+            and host_bound(row[f"{key}_host_us"], flush, row[f"{key}_ms"])]
 
 
 def median(values):

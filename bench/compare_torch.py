@@ -106,6 +106,46 @@ def make_timer(warmup, rep, device):
         return timer, "cuda events median"
 
 
+# The host check. do_bench flushes L2 before each call (a memset of 256 MB, ~80 us on an H200) and
+# times the call between two events; the host issues the next call while the GPU flushes. A host
+# that needs longer than the flush to issue the call leaves the GPU idle after the start event, and
+# the call's time includes the host's excess (a slow spell of the host machine did this to 4 cases,
+# ours and cuDNN's alike, in bench/results/2026-11-28-h200-s28, call 2). So after each round the
+# host time of a call is measured as well (bench_common.host_us, the GPU kept busy), and a backend
+# whose host time a call reached the flush's time and half of the flush plus its measured time is
+# named in the case's host_bound list, with a warning.
+HOST_CALLS = 20             # calls a probe issues (~0.5-1.5 ms of host time)
+HOST_SLEEP = 20_000_000     # GPU clocks the probe's sleep lasts (~10 ms at 2 GHz)
+
+
+def flush_us(dev):
+    """The GPU microseconds of do_bench's L2 flush (triton's own buffer and clear when its driver
+    has them; a 256 MiB memset otherwise), median of 20; None on the CPU."""
+    if dev.type != "cuda":
+        return None
+    try:
+        from triton.runtime import driver
+        cache = driver.active.get_empty_cache_for_benchmark()
+
+        def clear():
+            driver.active.clear_cache(cache)
+    except (ImportError, AttributeError):
+        cache = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device=dev)
+
+        def clear():
+            cache.zero_()
+    clear()
+    times = []
+    for _ in range(20):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        clear()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) * 1e3)
+    return bench_common.median(times)
+
+
 def lower_right_mask(sq, sk, device):
     i = torch.arange(sq, device=device)[:, None]
     j = torch.arange(sk, device=device)[None, :]
@@ -137,7 +177,7 @@ def parse_case(text):
     return (dtype, b, hq, hkv, sq, sk, d, bool(causal))
 
 
-def run_case(case, timer, gen, dev, repeats=1):
+def run_case(case, timer, gen, dev, repeats=1, flush=None):
     dtype_name, b, hq, hkv, sq, sk, d, causal = case
     dtype = getattr(torch, dtype_name)
     q = torch.randn(b, sq, hq, d, device=dev, dtype=dtype, generator=gen)
@@ -169,11 +209,20 @@ def run_case(case, timer, gen, dev, repeats=1):
         return ga.flash_attn_func(q, k, v, causal=causal)
 
     measures = {}  # key -> a function that times one round of it (run below, in rounds)
+    host = {}  # key -> the host us a call, one figure a round (the host check above)
+
+    def timed(key, fn):
+        ms = timer(fn)
+        if dev.type == "cuda":
+            host.setdefault(key, []).append(bench_common.host_us(
+                fn, HOST_CALLS, cuda=True, sleep_cycles=HOST_SLEEP, strict=False))
+        return ms
+
     try:
         out = ours()
         sync(dev)
         row["ours_vs_ref"] = rel_diff(out, ref)
-        measures["ours"] = lambda: timer(ours)
+        measures["ours"] = lambda: timed("ours", ours)
     except Exception as e:  # reported in the table, and fails the run
         row["ours_error"] = f"{type(e).__name__}: {e}"
         out = None
@@ -191,9 +240,9 @@ def run_case(case, timer, gen, dev, repeats=1):
                 row[f"ours_vs_{name}"] = rel_diff(out, o)
             del o
 
-        def measure_sdpa(backend=backend):  # the backend's context around the timer, not each call
+        def measure_sdpa(backend=backend, name=name):  # the context around the timer, not a call
             with torch.no_grad(), sdpa_kernel(backend):
-                return timer(lambda: sdpa(qt, kt, vt))
+                return timed(name, lambda: sdpa(qt, kt, vt))
 
         measures[name] = measure_sdpa
     for key, ms in bench_common.time_in_rounds(measures, repeats).items():
@@ -203,6 +252,11 @@ def run_case(case, timer, gen, dev, repeats=1):
     for key in ("ours", "cudnn", "flash"):
         if f"{key}_ms" in row:
             row[f"{key}_tflops"] = row["flops"] / (row[f"{key}_ms"] * 1e-3) / 1e12
+    for key, us in host.items():  # the slowest round's: a slow spell in any round shows
+        row[f"{key}_host_us"] = max(us)
+    bound = bench_common.host_bound_keys(row, flush)
+    if bound:
+        row["host_bound"] = bound
     return row
 
 
@@ -218,7 +272,7 @@ def case_label(r):
     return s + f" D{r['head_dim']}" + (" causal" if r["causal"] else "")
 
 
-def table(rows):
+def table(rows, flush=None):
     def f(v, fmt):
         width = int(fmt.split(".")[0])
         return format(v, fmt) if isinstance(v, (int, float)) else "n/a".rjust(width)
@@ -238,6 +292,9 @@ def table(rows):
         for key in ("ours_error", "cudnn_error", "flash_error"):
             if key in r:
                 lines.append(f"    {key}: {r[key]}")
+        for key in r.get("host_bound", []):
+            lines.append(f"    host-bound: {key}'s host took {r[f'{key}_host_us']:.0f} us a call, "
+                         f"past the L2 flush's {flush:.0f} us: its time may include the host's")
     return "\n".join(lines)
 
 
@@ -281,9 +338,10 @@ def main():
         cases = QUICK_CASES if args.quick else CASES
     if args.case:
         cases = args.case
+    flush = flush_us(dev)
     for case in cases:
         try:
-            rows.append(run_case(case, timer, gen, dev, args.repeats))
+            rows.append(run_case(case, timer, gen, dev, args.repeats, flush))
         except Exception as e:  # a case that could not even be set up (e.g. out of memory)
             traceback.print_exc()
             rows.append({"case": list(case), "setup_error": f"{type(e).__name__}: {e}"})
@@ -316,6 +374,13 @@ def main():
         "layout": "ours [B, S, H, D]; torch SDPA on [B, H, S, D] transposed views of the same memory",
         "rel_diff": "||ours - theirs|| / ||theirs||; fp32 ref = SDPA math backend on upcast inputs",
         "tolerance": args.tol,
+        "flush_us": flush,
+        "host_check": None if flush is None else
+        f"after each round, the host us a call (the mean of {HOST_CALLS} calls issued while the GPU "
+        "sleeps; KEY_host_us keeps the slowest round's); host_bound names a backend whose host "
+        "time reached the L2 flush's GPU time (flush_us) and half of flush_us plus its call: its "
+        "do_bench time may include the host's",
+        "host_bound_cases": sum(1 for r in rows if r.get("host_bound")),
         "ok": not failures,
         "cases": rows,
     }
@@ -326,10 +391,13 @@ def main():
 
     print(f"\n{result['device']}  {result['date']}  commit {result['commit']}  torch "
           f"{result['torch']}  cuDNN {result['cudnn']}  ({result['timer']})")
-    print(table([r for r in rows if "setup_error" not in r]))
+    print(table([r for r in rows if "setup_error" not in r], flush))
     for r in rows:
         if "setup_error" in r:
             print(f"setup error {r['case']}: {r['setup_error']}")
+    if result["host_bound_cases"]:
+        print(f"WARNING: {result['host_bound_cases']} case(s) host-bound (flush {flush:.0f} us): "
+              "their times may include the host's; rerun them on a quiet host")
     if failures:
         print(f"FAIL: {len(failures)} case(s) differ by more than {args.tol} or failed")
         return 1

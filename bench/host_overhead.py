@@ -20,9 +20,7 @@ import cProfile
 import io
 import json
 import pstats
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
@@ -30,32 +28,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import gpu_attention as ga
 from gpu_attention import _C
-
-
-def host_us(fn, calls, rounds, cuda):
-    """Median over rounds of the host microseconds per call of fn(), the GPU kept busy."""
-    fn()  # warm-up: first-call setup (kernel attributes, tensor map encoding paths, caches)
-    if cuda:
-        torch.cuda.synchronize()
-    per_round = []
-    for _ in range(rounds):
-        if cuda:
-            # ~100 ms at 2 GHz: far longer than `calls` issues take, so the launch queue never
-            # drains and the calls cost their host time only.
-            torch.cuda._sleep(200_000_000)
-            done = torch.cuda.Event()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        t1 = time.perf_counter()
-        if cuda:
-            done.record()
-            if done.query():
-                raise RuntimeError("the GPU sleep ended before the calls were issued: the host "
-                                   "times would include GPU waits; lower --calls")
-            torch.cuda.synchronize()
-        per_round.append((t1 - t0) / calls * 1e6)
-    return statistics.median(per_round)
+from bench_common import host_us
 
 
 def main():

@@ -351,67 +351,7 @@ fi
 # The joined table: ours vs FA2 vs cuDNN vs the 3-kernel baseline, ratios from times of the
 # same shape in this run.
 summary() {
-  python3 - "$LOG_DIR" "${failed[*]:-}" <<'EOF'
-import json, os, sys
-
-log_dir, failed = sys.argv[1], sys.argv[2]
-def load(name):
-    path = os.path.join(log_dir, name)
-    return json.load(open(path)) if os.path.exists(path) else None
-
-bench, anchors, verify = load("bench.json"), load("anchors.json"), load("verify.json")
-bench80 = load("bench-sm80.json")
-key = lambda r: (r["dtype"], r["batch"], r["hq"], r["seqlen_q"], r["seqlen_k"], r["head_dim"],
-                 bool(r["causal"]))
-by_shape = {}
-for r in (anchors or {}).get("results", []):
-    by_shape.setdefault(key(r), {})[r["backend"]] = r
-
-def f(x, digits=1):
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-lines = []
-if bench:
-    peak = bench.get("peak_tflops", {})
-    lines.append(f"gpu-check on {bench['device_name']}, {bench['date']}, commit {bench['commit']}; "
-                 f"measured peak f16 {f(peak.get('f16'))} / bf16 {f(peak.get('bf16'))} TFLOP/s "
-                 f"(cuBLASLt 8192^3)")
-    if anchors:
-        lines.append(f"anchors: torch {anchors['torch']}, cuDNN {anchors['cudnn']}, "
-                     f"layout {anchors['layout']}, {anchors['timing']}")
-        lines.append("note: 'ours' is timed by gpuattn bench with do_bench's protocol in C++ "
-                     "(warm-up by time, an L2-flush memset before each call, CUDA events, median);"
-                     " compare_torch.json times ours and the anchors through do_bench itself")
-if verify:
-    lines.append(f"verify: {verify['cases'] - verify['failed']}/{verify['cases']} cases passed")
-lines.append("")
-header = ["shape", "dtype", "causal", "ours TFLOP/s", "ours us/head", "FA2 TFLOP/s",
-          "cuDNN TFLOP/s", "ours/FA2", "ours/cuDNN", "baseline TFLOP/s", "ours/baseline",
-          "sm80 kernel TFLOP/s", "sm80/FA2"]
-sm80_by_shape = {key(r): r for r in (bench80 or {}).get("results", [])}
-rows = []
-for r in (bench or {}).get("results", []):
-    a = by_shape.get(key(r), {})
-    ours = r.get("ours_ms")
-    tf = lambda ms: r["flops"] / (ms * 1e-3) / 1e12 if ms else None
-    ratio = lambda ms: ms / ours if (ms and ours) else None
-    fa, cd = a.get("flash", {}).get("ms"), a.get("cudnn", {}).get("ms")
-    rows.append([r["shape"], r["dtype"], "yes" if r["causal"] else "no", f(tf(ours)),
-                 f(r.get("ours_us_per_head"), 3), f(tf(fa)), f(tf(cd)), f(ratio(fa), 2),
-                 f(ratio(cd), 2), f(tf(r.get("baseline_ms"))), f(r.get("ours_over_baseline"), 2),
-                 f(tf(sm80_by_shape.get(key(r), {}).get("ours_ms"))),
-                 f(fa / sm80_by_shape[key(r)]["ours_ms"] if (fa and sm80_by_shape.get(key(r), {}).get("ours_ms")) else None, 2)])
-lines.append("| " + " | ".join(header) + " |")
-lines.append("|" + "|".join("---" if i < 3 else "---:" for i in range(len(header))) + "|")
-for row in rows:
-    lines.append("| " + " | ".join(row) + " |")
-if failed:
-    lines.append("")
-    lines.append(f"FAILED steps: {failed}")
-text = "\n".join(lines)
-open(os.path.join(log_dir, "summary.md"), "w").write(text + "\n")
-print(text)
-EOF
+  python3 bench/gpu_check_summary.py "$LOG_DIR" "${failed[*]:-}"
 }
 
 echo

@@ -363,6 +363,98 @@ def test_time_in_rounds_takes_the_keys_in_turn():
         bench_common.median([])
 
 
+def test_host_check_names_the_backends_whose_host_outlasts_the_flush():
+    """bench_common.host_bound / host_bound_keys (compare_torch.py's host check), on figures of
+    bench/results/2026-11-28-h200-s28 (flush 81.5 us): a call is named when its host time reaches
+    the flush's and half of the flush plus its measured call."""
+    import bench_common
+
+    flush = 81.5
+    assert not bench_common.host_bound(24.3, flush, 0.0513)   # ours, decode, a quiet host
+    assert not bench_common.host_bound(79.4, flush, 0.0985)   # cuDNN Sq4, a busy host: < flush
+    assert bench_common.host_bound(132.0, flush, 0.1025)      # call 2's decode: 51 us of excess
+    assert not bench_common.host_bound(132.0, flush, 0.5)     # a long call: the host keeps ahead
+    assert bench_common.host_bound(flush, flush, 0.0815)      # both limits reached exactly
+    assert not bench_common.host_bound(flush - 0.1, flush, 0.0)
+    row = {"ours_ms": 0.1025, "ours_host_us": 132.0, "cudnn_ms": 0.076, "cudnn_host_us": 150.0,
+           "flash_ms": 0.081, "flash_host_us": 40.0}
+    assert bench_common.host_bound_keys(row, flush) == ["ours", "cudnn"]
+    assert bench_common.host_bound_keys(row, None) == []     # the CPU: no flush, no check
+    assert bench_common.host_bound_keys({"ours_host_us": 500.0}, flush) == []  # no time: no claim
+
+
+def test_host_us_counts_the_calls_and_rejects_bad_counts():
+    """bench_common.host_us without a GPU: one warm-up call, then `calls` a round, and a positive
+    time a call; calls or rounds under 1 is an error naming both."""
+    import bench_common
+
+    calls = []
+    us = bench_common.host_us(lambda: calls.append(1), 7, rounds=3)
+    assert len(calls) == 1 + 7 * 3
+    assert us > 0
+    with pytest.raises(ValueError, match="got 0 and 2"):
+        bench_common.host_us(lambda: None, 0, rounds=2)
+    with pytest.raises(ValueError, match="got 5 and 0"):
+        bench_common.host_us(lambda: None, 5, rounds=0)
+
+
+def _summary_inputs(log_dir, bound):
+    """A minimal gpu-check log directory: one bench shape, its cuDNN anchor, and compare_torch.json
+    with a decode case that is host-bound for `bound` (a list of backends)."""
+    import json
+
+    shape = {"dtype": "float16", "batch": 1, "seqlen_q": 1024, "seqlen_k": 1024, "head_dim": 64,
+             "causal": False}
+    bench = {"device_name": "NVIDIA H200", "date": "2026-11-28", "commit": "abc",
+             "peak_tflops": {"f16": 751.4, "bf16": 787.9},
+             "results": [dict(shape, hq=16, shape="B1 Hq16 S1024 D64", flops=4294967296.0,
+                              ours_ms=0.018, ours_us_per_head=1.125)]}
+    anchors = {"torch": "2.11", "cudnn": 91900, "layout": "bshd", "timing": "do_bench",
+               "results": [dict(shape, hq=16, backend="cudnn", ms=0.0189)]}
+    case = {"dtype": "bfloat16", "batch": 8, "heads_q": 32, "heads_kv": 8, "seqlen_q": 1,
+            "seqlen_k": 4096, "head_dim": 128, "causal": False}
+    if bound:
+        case["host_bound"] = bound
+    compare = {"flush_us": 81.5, "cases": [case]}
+    for name, d in (("bench.json", bench), ("anchors.json", anchors),
+                    ("compare_torch.json", compare), ("sweep-turns.json", {"cases": []})):
+        (log_dir / name).write_text(json.dumps(d))
+
+
+def test_gpu_check_summary_warns_of_host_bound_cases(tmp_path):
+    """bench/gpu_check_summary.py (scripts/gpu-check.sh's joined table): the ratio of the shape,
+    a warning naming each host-bound case of compare_torch.json and its backends (none when no case
+    is), the failed steps, and a usage error for a missing LOG_DIR."""
+    import subprocess
+
+    script = os.path.join(ROOT, "bench", "gpu_check_summary.py")
+    _summary_inputs(tmp_path, ["ours", "cudnn"])
+    r = subprocess.run([sys.executable, script, str(tmp_path), "anchors"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "summary.md").read_text()
+    assert text.strip() == r.stdout.strip()
+    assert "| B1 Hq16 S1024 D64 | float16 | no | 238.6 | 1.125 | n/a | 227.2 | n/a | 1.05 |" in text
+    assert ("WARNING: compare_torch.json: host-bound (the host's time a call past the L2 flush's "
+            "82 us; the times may include the host's): bfloat16 B8 H32/8 Sq1 Sk4096 D128: "
+            "ours, cudnn") in text
+    assert "sweep-turns.json" not in text
+    assert "FAILED steps: anchors" in text
+
+    _summary_inputs(tmp_path, [])
+    r = subprocess.run([sys.executable, script, str(tmp_path), ""], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "summary.md").read_text()
+    assert "WARNING" not in text and "FAILED" not in text
+
+    r = subprocess.run([sys.executable, script, str(tmp_path / "absent"), ""],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "is not a directory" in r.stderr
+    r = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "got 0 arguments" in r.stderr
+
+
 STUB_CMAKE = r"""#!/usr/bin/env bash
 # cmake -S SRC -B BUILD ...: writes BUILD/tools/gpuattn, whose bench reports SRC/FACTOR ms
 if [ "$1" = --build ]; then exit 0; fi
