@@ -85,23 +85,24 @@ def host_us(fn, calls, rounds=1, cuda=False, sleep_cycles=200_000_000, strict=Tr
     return median(per_round)
 
 
-def host_bound(host_us, flush, ms):
+def host_bound(host_us, flush, ms, loop=0.0):
     """Whether a call whose host time is `host_us` may have had it counted in its do_bench time
-    `ms` (compare_torch.py), do_bench's L2 flush before each call taking `flush` us on the GPU.
-    The host issues the call while the GPU flushes: a host slower than the flush leaves the GPU
-    waiting after the start event, and the call's time grows by the excess. Named when the host
-    outlasted the flush and half of the flush plus the measured call (short of that, the host
-    keeps ahead of the GPU and no wait happens)."""
-    return host_us >= flush and host_us >= 0.5 * (flush + 1e3 * ms)
+    `ms` (compare_torch.py), do_bench's L2 flush before each call taking `flush` us on the GPU and
+    the rest of its iteration `loop` us on the host. The host issues the call while the GPU
+    flushes: a host slower than the flush leaves the GPU waiting after the start event, and the
+    call's time grows by the excess. Named when the host's iteration reached the flush and half
+    of the flush plus the measured call (short of that, the host keeps ahead of the GPU)."""
+    host = host_us + loop
+    return host >= flush and host >= 0.5 * (flush + 1e3 * ms)
 
 
-def host_bound_keys(row, flush):
+def host_bound_keys(row, flush, loop=0.0):
     """The backends of a case row (`KEY_ms` and `KEY_host_us` set) that host_bound names."""
     if flush is None:
         return []
     return [key for key in ("ours", "cudnn", "flash")
             if f"{key}_host_us" in row and f"{key}_ms" in row
-            and host_bound(row[f"{key}_host_us"], flush, row[f"{key}_ms"])]
+            and host_bound(row[f"{key}_host_us"], flush, row[f"{key}_ms"], loop)]
 
 
 def median(values):

@@ -106,23 +106,25 @@ def make_timer(warmup, rep, device):
         return timer, "cuda events median"
 
 
-# The host check. do_bench flushes L2 before each call (a memset of 256 MB, ~80 us on an H200) and
-# times the call between two events; the host issues the next call while the GPU flushes. A host
-# that needs longer than the flush to issue the call leaves the GPU idle after the start event, and
-# the call's time includes the host's excess (a slow spell of the host machine did this to 4 cases,
-# ours and cuDNN's alike, in bench/results/2026-11-28-h200-s28, call 2). So after each round the
-# host time of a call is measured as well (bench_common.host_us, the GPU kept busy), and a backend
-# whose host time a call reached the flush's time and half of the flush plus its measured time is
-# named in the case's host_bound list, with a warning.
-HOST_CALLS = 20             # calls a probe issues (~0.5-1.5 ms of host time)
+# The host check. do_bench flushes L2 before each call (triton's 256 MB memset, ~70 us on an H200)
+# and times the call between two events; the host issues the next call while the GPU flushes. A
+# host that needs longer than the flush to issue the call (plus do_bench's own flush launch and
+# event records) leaves the GPU idle after the start event, and the call's time includes the
+# host's excess: a slow spell of the host machine did this to 4 cases, ours and cuDNN's alike
+# (bench/results/2026-11-28-h200-s28, call 2). So after each round the host time of a call is
+# measured as well (bench_common.host_us, the GPU kept busy), and a backend that
+# bench_common.host_bound names is listed in the case's host_bound, with a warning.
+HOST_CALLS = 50             # calls a probe issues (~1-4 ms of host time)
 HOST_SLEEP = 20_000_000     # GPU clocks the probe's sleep lasts (~10 ms at 2 GHz)
 
 
-def flush_us(dev):
-    """The GPU microseconds of do_bench's L2 flush (triton's own buffer and clear when its driver
-    has them; a 256 MiB memset otherwise), median of 20; None on the CPU."""
+def flush_costs(dev):
+    """(flush_us, loop_us): the GPU microseconds of do_bench's L2 flush (triton's own buffer and
+    clear when its driver has them; a 256 MiB memset otherwise), median of 20, and the host
+    microseconds of the rest of a do_bench iteration (the flush's launch and two event records);
+    (None, None) on the CPU."""
     if dev.type != "cuda":
-        return None
+        return None, None
     try:
         from triton.runtime import driver
         cache = driver.active.get_empty_cache_for_benchmark()
@@ -143,7 +145,16 @@ def flush_us(dev):
         e.record()
         e.synchronize()
         times.append(s.elapsed_time(e) * 1e3)
-    return bench_common.median(times)
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def iteration():
+        clear()
+        s.record()
+        e.record()
+    loop = bench_common.host_us(iteration, HOST_CALLS, rounds=3, cuda=True,
+                                sleep_cycles=HOST_SLEEP, strict=False)
+    torch.cuda.synchronize()
+    return bench_common.median(times), loop
 
 
 def lower_right_mask(sq, sk, device):
@@ -177,7 +188,7 @@ def parse_case(text):
     return (dtype, b, hq, hkv, sq, sk, d, bool(causal))
 
 
-def run_case(case, timer, gen, dev, repeats=1, flush=None):
+def run_case(case, timer, gen, dev, repeats=1, flush=None, loop=0.0):
     dtype_name, b, hq, hkv, sq, sk, d, causal = case
     dtype = getattr(torch, dtype_name)
     q = torch.randn(b, sq, hq, d, device=dev, dtype=dtype, generator=gen)
@@ -252,9 +263,9 @@ def run_case(case, timer, gen, dev, repeats=1, flush=None):
     for key in ("ours", "cudnn", "flash"):
         if f"{key}_ms" in row:
             row[f"{key}_tflops"] = row["flops"] / (row[f"{key}_ms"] * 1e-3) / 1e12
-    for key, us in host.items():  # the slowest round's: a slow spell in any round shows
-        row[f"{key}_host_us"] = max(us)
-    bound = bench_common.host_bound_keys(row, flush)
+    for key, us in host.items():  # the median of the rounds, as for the times
+        row[f"{key}_host_us"] = bench_common.median(us)
+    bound = bench_common.host_bound_keys(row, flush, loop)
     if bound:
         row["host_bound"] = bound
     return row
@@ -272,7 +283,7 @@ def case_label(r):
     return s + f" D{r['head_dim']}" + (" causal" if r["causal"] else "")
 
 
-def table(rows, flush=None):
+def table(rows, flush=None, loop=0.0):
     def f(v, fmt):
         width = int(fmt.split(".")[0])
         return format(v, fmt) if isinstance(v, (int, float)) else "n/a".rjust(width)
@@ -293,8 +304,9 @@ def table(rows, flush=None):
             if key in r:
                 lines.append(f"    {key}: {r[key]}")
         for key in r.get("host_bound", []):
-            lines.append(f"    host-bound: {key}'s host took {r[f'{key}_host_us']:.0f} us a call, "
-                         f"past the L2 flush's {flush:.0f} us: its time may include the host's")
+            lines.append(f"    host-bound: {key}'s host took {r[f'{key}_host_us']:.0f} us a call "
+                         f"(and do_bench's {loop:.0f}), past the L2 flush's {flush:.0f} us: its "
+                         "time may include the host's")
     return "\n".join(lines)
 
 
@@ -338,10 +350,10 @@ def main():
         cases = QUICK_CASES if args.quick else CASES
     if args.case:
         cases = args.case
-    flush = flush_us(dev)
+    flush, loop = flush_costs(dev)
     for case in cases:
         try:
-            rows.append(run_case(case, timer, gen, dev, args.repeats, flush))
+            rows.append(run_case(case, timer, gen, dev, args.repeats, flush, loop))
         except Exception as e:  # a case that could not even be set up (e.g. out of memory)
             traceback.print_exc()
             rows.append({"case": list(case), "setup_error": f"{type(e).__name__}: {e}"})
@@ -375,11 +387,13 @@ def main():
         "rel_diff": "||ours - theirs|| / ||theirs||; fp32 ref = SDPA math backend on upcast inputs",
         "tolerance": args.tol,
         "flush_us": flush,
+        "loop_us": loop,
         "host_check": None if flush is None else
-        f"after each round, the host us a call (the mean of {HOST_CALLS} calls issued while the GPU "
-        "sleeps; KEY_host_us keeps the slowest round's); host_bound names a backend whose host "
-        "time reached the L2 flush's GPU time (flush_us) and half of flush_us plus its call: its "
-        "do_bench time may include the host's",
+        f"after each round, the host us a call (the mean of {HOST_CALLS} calls issued while the "
+        "GPU sleeps; KEY_host_us is the median of the rounds); host_bound names a backend "
+        "whose host time plus loop_us (do_bench's own host time an iteration) reached the L2 "
+        "flush's GPU time (flush_us) and half of flush_us plus its call: its do_bench time may "
+        "include the host's",
         "host_bound_cases": sum(1 for r in rows if r.get("host_bound")),
         "ok": not failures,
         "cases": rows,
@@ -391,7 +405,7 @@ def main():
 
     print(f"\n{result['device']}  {result['date']}  commit {result['commit']}  torch "
           f"{result['torch']}  cuDNN {result['cudnn']}  ({result['timer']})")
-    print(table([r for r in rows if "setup_error" not in r], flush))
+    print(table([r for r in rows if "setup_error" not in r], flush, loop))
     for r in rows:
         if "setup_error" in r:
             print(f"setup error {r['case']}: {r['setup_error']}")

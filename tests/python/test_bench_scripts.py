@@ -381,6 +381,12 @@ def test_host_check_names_the_backends_whose_host_outlasts_the_flush():
     assert bench_common.host_bound_keys(row, flush) == ["ours", "cudnn"]
     assert bench_common.host_bound_keys(row, None) == []     # the CPU: no flush, no check
     assert bench_common.host_bound_keys({"ours_host_us": 500.0}, flush) == []  # no time: no claim
+    # do_bench's own host time an iteration counts: s28 call 5's first case (ours 59 us a call,
+    # flush 71, loop ~12; its rounds 19.7-23.4 us against 17.8 in the runs before)
+    assert not bench_common.host_bound(58.8, 71.0, 0.0207)
+    assert bench_common.host_bound(58.8, 71.0, 0.0207, loop=12.5)
+    assert bench_common.host_bound_keys({"ours_ms": 0.0207, "ours_host_us": 58.8}, 71.0,
+                                        12.5) == ["ours"]
 
 
 def test_host_us_counts_the_calls_and_rejects_bad_counts():
@@ -435,9 +441,9 @@ def test_gpu_check_summary_warns_of_host_bound_cases(tmp_path):
     text = (tmp_path / "summary.md").read_text()
     assert text.strip() == r.stdout.strip()
     assert "| B1 Hq16 S1024 D64 | float16 | no | 238.6 | 1.125 | n/a | 227.2 | n/a | 1.05 |" in text
-    assert ("WARNING: compare_torch.json: host-bound (the host's time a call past the L2 flush's "
-            "82 us; the times may include the host's): bfloat16 B8 H32/8 Sq1 Sk4096 D128: "
-            "ours, cudnn") in text
+    assert ("WARNING: compare_torch.json: host-bound (the host's time a call, with do_bench's, "
+            "past the L2 flush's 82 us; the times may include the host's): bfloat16 B8 H32/8 Sq1 "
+            "Sk4096 D128: ours, cudnn") in text
     assert "sweep-turns.json" not in text
     assert "FAILED steps: anchors" in text
 
