@@ -305,8 +305,8 @@ def table(rows, flush=None, loop=0.0):
                 lines.append(f"    {key}: {r[key]}")
         for key in r.get("host_bound", []):
             lines.append(f"    host-bound: {key}'s host took {r[f'{key}_host_us']:.0f} us a call "
-                         f"(and do_bench's {loop:.0f}), past the L2 flush's {flush:.0f} us: its "
-                         "time may include the host's")
+                         f"(do_bench's {loop:.0f} more) against the L2 flush's {flush:.0f} us: "
+                         "its time may include the host's")
     return "\n".join(lines)
 
 
@@ -391,9 +391,9 @@ def main():
         "host_check": None if flush is None else
         f"after each round, the host us a call (the mean of {HOST_CALLS} calls issued while the "
         "GPU sleeps; KEY_host_us is the median of the rounds); host_bound names a backend "
-        "whose host time plus loop_us (do_bench's own host time an iteration) reached the L2 "
-        "flush's GPU time (flush_us) and half of flush_us plus its call: its do_bench time may "
-        "include the host's",
+        "whose host time came within 20% of the L2 flush's GPU time (flush_us) and, with "
+        "loop_us (do_bench's own host time an iteration), outlasted the flush and its call "
+        "(bench_common.host_bound): its do_bench time may include the host's",
         "host_bound_cases": sum(1 for r in rows if r.get("host_bound")),
         "ok": not failures,
         "cases": rows,

@@ -59,9 +59,9 @@ def main(argv):
                              f"Sq{c['seqlen_q']} Sk{c['seqlen_k']} D{c['head_dim']}"
                              f"{' causal' if c['causal'] else ''}: {', '.join(c['host_bound'])}"
                              for c in bound)
-            lines.append(f"WARNING: {name}: host-bound (the host's time a call, with "
-                         f"do_bench's, past the L2 flush's {d['flush_us']:.0f} us; the times may "
-                         f"include the host's): {what}")
+            lines.append(f"WARNING: {name}: host-bound (the host's time a call near or past "
+                         f"the L2 flush's {d['flush_us']:.0f} us; the times may include the "
+                         f"host's): {what}")
     lines.append("")
     header = ["shape", "dtype", "causal", "ours TFLOP/s", "ours us/head", "FA2 TFLOP/s",
               "cuDNN TFLOP/s", "ours/FA2", "ours/cuDNN", "baseline TFLOP/s", "ours/baseline",
