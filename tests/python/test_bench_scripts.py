@@ -380,9 +380,12 @@ def test_host_check_names_the_backends_whose_host_outlasts_the_flush():
     assert hb(64.0, 80.0, 0.010, 30.0)          # at the limits: 64 = 0.8 x 80, 94 >= 80 + 10
     assert not hb(63.9, 80.0, 0.010, 30.0)
     assert not hb(64.0, 80.0, 0.0141, 30.0)     # 94 < 80 + 14.1
+    assert hb(64.0, 80.0, 0.014, 30.0)          # 94 >= 80 + 14 (exact in binary)
     row = {"ours_ms": 0.1025, "ours_host_us": 132.0, "cudnn_ms": 0.076, "cudnn_host_us": 150.0,
            "flash_ms": 0.081, "flash_host_us": 40.0}
     assert bench_common.host_bound_keys(row, 81.5, 25.8) == ["ours", "cudnn"]
+    row.update(flash_ms=0.02, flash_host_us=90.0, ours_host_us=40.0)
+    assert bench_common.host_bound_keys(row, 81.5, 25.8) == ["cudnn", "flash"]
     assert bench_common.host_bound_keys(row, None, 25.8) == []  # the CPU: no flush, no check
     assert bench_common.host_bound_keys({"ours_host_us": 500.0}, 81.5) == []  # no time: no claim
 
@@ -392,10 +395,19 @@ def test_host_us_counts_the_calls_and_rejects_bad_counts():
     time a call; calls or rounds under 1 is an error naming both."""
     import bench_common
 
+    import time
+
     calls = []
     us = bench_common.host_us(lambda: calls.append(1), 7, rounds=3)
     assert len(calls) == 1 + 7 * 3
     assert us > 0
+    # the median of the rounds: one slow round (5 ms a call) does not set the figure
+    def slow_in_round_2():
+        calls.append(1)
+        if 1 + 4 < len(calls) <= 1 + 2 * 4:
+            time.sleep(0.005)
+    calls.clear()
+    assert bench_common.host_us(slow_in_round_2, 4, rounds=3) < 2500
     with pytest.raises(ValueError, match="got 0 and 2"):
         bench_common.host_us(lambda: None, 0, rounds=2)
     with pytest.raises(ValueError, match="got 5 and 0"):
@@ -420,8 +432,14 @@ def _summary_inputs(log_dir, bound):
     if bound:
         case["host_bound"] = bound
     compare = {"flush_us": 81.5, "cases": [case]}
+    turns = {"flush_us": 70.2, "cases": [
+        dict(shape, heads_q=32, heads_kv=32, batch=32, seqlen_q=512, seqlen_k=512, causal=True,
+             **({"host_bound": ["cudnn"]} if bound else {})),
+        dict(shape, heads_q=32, heads_kv=32, batch=32, seqlen_q=512, seqlen_k=512),
+        dict(shape, heads_q=32, heads_kv=32, batch=16, seqlen_q=1024, seqlen_k=1024,
+             **({"host_bound": ["ours", "flash"]} if bound else {}))]}
     for name, d in (("bench.json", bench), ("anchors.json", anchors),
-                    ("compare_torch.json", compare), ("sweep-turns.json", {"cases": []})):
+                    ("compare_torch.json", compare), ("sweep-turns.json", turns)):
         (log_dir / name).write_text(json.dumps(d))
 
 
@@ -442,7 +460,9 @@ def test_gpu_check_summary_warns_of_host_bound_cases(tmp_path):
     assert ("WARNING: compare_torch.json: host-bound (the host's time a call near or past the L2 "
             "flush's 82 us; the times may include the host's): bfloat16 B8 H32/8 Sq1 Sk4096 D128: "
             "ours, cudnn") in text
-    assert "sweep-turns.json" not in text
+    assert ("WARNING: sweep-turns.json: host-bound (the host's time a call near or past the L2 "
+            "flush's 70 us; the times may include the host's): float16 B32 H32/32 Sq512 Sk512 D64 "
+            "causal: cudnn; float16 B16 H32/32 Sq1024 Sk1024 D64: ours, flash") in text
     assert "FAILED steps: anchors" in text
 
     _summary_inputs(tmp_path, [])
@@ -451,6 +471,14 @@ def test_gpu_check_summary_warns_of_host_bound_cases(tmp_path):
     assert r.returncode == 0, r.stderr
     text = (tmp_path / "summary.md").read_text()
     assert "WARNING" not in text and "FAILED" not in text
+
+    (tmp_path / "sweep-turns.json").write_text('{"cases": [{"host_bound": ["ours"]')  # cut short
+    r = subprocess.run([sys.executable, script, str(tmp_path), ""], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "summary.md").read_text()
+    assert "NOTE: sweep-turns.json unreadable for the host check (JSONDecodeError" in text
+    assert "| B1 Hq16 S1024 D64 | float16 | no |" in text  # the table survives
 
     r = subprocess.run([sys.executable, script, str(tmp_path / "absent"), ""],
                        capture_output=True, text=True, timeout=60)
