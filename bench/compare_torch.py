@@ -5,8 +5,11 @@ For each shape the same inputs go through both: the relative difference ||a - b|
 outputs (against each SDPA backend and against an fp32 SDPA math-backend reference) and the time
 of each (triton.testing.do_bench's median, same run, same GPU; --repeats rounds of ours, cuDNN and
 flash in turn, and the median of each one's rounds: at ~20 us a call a Python call is host-bound
-at times, and one round could come out 1.6-2.8x slow). Prints a table last, writes JSON with
-device, date and commit, and exits 1 when any difference exceeds --tol (default 1e-2).
+at times, and one round could come out 1.6-2.8x slow). After each round it also measures each
+one's host time a call and names, in a case's host_bound and a warning, any whose host could not
+keep ahead of do_bench's L2 flush: such a time may include the host's (the host check below).
+Prints a table last, writes JSON with device, date and commit, and exits 1 when any difference
+exceeds --tol (default 1e-2).
 
     PYTHONPATH=<build>/python python3 bench/compare_torch.py --json out/compare_torch.json
 """
