@@ -116,20 +116,23 @@ int main(int argc, char** argv) {
   using gpuattn::Device;
   using gpuattn::DType;
   using gpuattn::TensorView;
-  gpuattn::AttentionArgs a;
-  a.q = TensorView::contiguous(q, DType::f16, Device::cuda, {1, 1024, 16, 64});
-  a.k = TensorView::contiguous(k, DType::f16, Device::cuda, {1, 1024, 16, 64});
-  a.v = TensorView::contiguous(v, DType::f16, Device::cuda, {1, 1024, 16, 64});
-  a.out = TensorView::contiguous(o, DType::f16, Device::cuda, {1, 1024, 16, 64});
-  a.stream = stream;
+  // One call's arguments: q/out of shape qs, k/v of shape kvs, on `stream`.
+  auto args = [&](DType t, void* qp, void* kp, void* vp, void* op,
+                  std::initializer_list<std::int64_t> qs, std::initializer_list<std::int64_t> kvs) {
+    gpuattn::AttentionArgs r;
+    r.q = TensorView::contiguous(qp, t, Device::cuda, qs);
+    r.k = TensorView::contiguous(kp, t, Device::cuda, kvs);
+    r.v = TensorView::contiguous(vp, t, Device::cuda, kvs);
+    r.out = TensorView::contiguous(op, t, Device::cuda, qs);
+    r.stream = stream;
+    return r;
+  };
+  const gpuattn::AttentionArgs a =
+      args(DType::f16, q, k, v, o, {1, 1024, 16, 64}, {1, 1024, 16, 64});
   gpuattn::AttentionArgs causal = a;
   causal.causal = true;
-  gpuattn::AttentionArgs dec;
-  dec.q = TensorView::contiguous(dq, DType::bf16, Device::cuda, {8, 1, 32, 128});
-  dec.k = TensorView::contiguous(dk, DType::bf16, Device::cuda, {8, 4096, 8, 128});
-  dec.v = TensorView::contiguous(dv, DType::bf16, Device::cuda, {8, 4096, 8, 128});
-  dec.out = TensorView::contiguous(dout, DType::bf16, Device::cuda, {8, 1, 32, 128});
-  dec.stream = stream;
+  const gpuattn::AttentionArgs dec =
+      args(DType::bf16, dq, dk, dv, dout, {8, 1, 32, 128}, {8, 4096, 8, 128});
 
   gpuattn::FwdParams p;
   p.q = q;
