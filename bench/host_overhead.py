@@ -7,7 +7,8 @@ B1 H16 S1024 D64 ours came out at 25 us there against 18 us in `gpuattn bench` (
 protocol). This script measures the host side alone: a long GPU sleep (torch.cuda._sleep) keeps
 the stream busy while N calls are issued, so their wall time is the host's (the script checks that
 the sleep outlasted them). It reports, per backend, the median over --rounds of the host us per
-call; then, for ours, the parts: the Python wrapper, torch.cuda.current_stream, torch.empty and
+call (for ours: flash_attn_func on its fast path and on the general path, and a decode step through
+flash_attn_with_kvcache); then, for ours, the parts: the Python wrapper, torch.cuda.current_stream, torch.empty and
 the native call with prebuilt arguments (_C.attention_forward); and the top of a cProfile of the
 wrapper. With --device cpu (a tiny shape, for the CPU tests) the calls run the CPU backend, so
 the times include the attention itself and there is no sleep.
@@ -47,7 +48,23 @@ def main():
     out = torch.empty_like(q)
     qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))  # SDPA's (B, H, S, D) views
 
-    backends = {"ours flash_attn_func": lambda: ga.flash_attn_func(q, k, v)}
+    # A decode step's call (fp16 B8, one query row, Hq32 over Hkv8 D128, 4096 cached keys, used
+    # lengths as a tensor; check_indices=False keeps the call asynchronous, as in a CUDA graph).
+    db, dk = (8, 4096) if cuda else (2, 16)
+    qd = torch.randn(db, 1, 32, 128, device=args.device, dtype=torch.float16)
+    kc, vc = (torch.randn(db, dk, 8, 128, device=args.device, dtype=torch.float16)
+              for _ in range(2))
+    used = torch.full((db,), dk - 3, dtype=torch.int32, device=args.device)
+
+    backends = {
+        "ours flash_attn_func": lambda: ga.flash_attn_func(q, k, v),
+        # window_size as a list is the same call through the general path (flash_attn_interface's
+        # fast path takes plain torch calls with flash-attn's defaults only)
+        "ours flash_attn_func, general path": lambda: ga.flash_attn_func(q, k, v,
+                                                                         window_size=[-1, -1]),
+        "ours flash_attn_with_kvcache (decode)": lambda: ga.flash_attn_with_kvcache(
+            qd, kc, vc, cache_seqlens=used, check_indices=False),
+    }
     parts = {
         "ours _C.attention_forward (prebuilt args)":
             lambda: _C.attention_forward(q, k, v, out, stream=0),

@@ -138,6 +138,68 @@ def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_ind
                  k_scale=k_scale, v_scale=v_scale, kv_format=kv_format)
 
 
+# ---- the fast path: the common call, with no general checks ------------------------------------
+#
+# flash_attn_func and flash_attn_with_kvcache spend ~10 us of Python on a call before the native
+# one (framework checks, option checks, the mask's reductions, dicts of keyword arguments), as much
+# as the library's own host side and more than a short kernel. A call of torch tensors with
+# flash-attn's defaults passes every one of those checks unchanged, so it goes straight to the
+# library: the tests compare both paths bit for bit, and every error still comes from the
+# library's own validation, with the same message. Anything else (numpy arrays, tensor
+# subclasses, tensors that require grad, a non-contiguous last dimension, a window, options of
+# other types) takes the general path.
+
+_NO_WINDOW = (-1, -1)
+_NUMBER = (int, float)
+
+
+def _plain_options(dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes):
+    """True when the options are ones the general path passes on unchanged: dropout_p and softcap
+    an int or float 0, no ALiBi, causal a bool, softmax_scale None or a float, and no window
+    ((-1, -1) as a tuple of ints)."""
+    return (type(dropout_p) in _NUMBER and dropout_p == 0
+            and type(softcap) in _NUMBER and softcap == 0
+            and alibi_slopes is None
+            and (causal is True or causal is False)
+            and (softmax_scale is None or type(softmax_scale) is float)
+            and (window_size is _NO_WINDOW
+                 or (type(window_size) is tuple and len(window_size) == 2
+                     and type(window_size[0]) is int and type(window_size[1]) is int
+                     and window_size[0] == -1 and window_size[1] == -1)))
+
+
+def _plain_tensors(tensor_type, *xs):
+    """True when every x is exactly a torch.Tensor of rank 4 that needs no grad, with a unit
+    stride in its last dimension (what _prepare passes unchanged)."""
+    for x in xs:
+        if type(x) is not tensor_type or x.ndim != 4 or x.requires_grad or x.stride(-1) != 1:
+            return False
+    return True
+
+
+def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=None,
+                  block_table=None, check_indices=True):
+    """The library's call for plain torch tensors (as _forward makes it): out (and lse)
+    allocated contiguous on q's device, the arrays as DLPack capsules, torch's current stream."""
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    lse = None
+    if want_lse:
+        b, s, h, _ = q.shape
+        lse = torch.empty((b, h, s), dtype=torch.float32, device=q.device)
+    stream = _current_raw_stream(torch, q) if q.is_cuda else 0
+    cap = torch.utils.dlpack.to_dlpack
+    if seqused_k is None and block_table is None:
+        _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
+                             None, None, 0, 0, softmax_scale, causal, stream)
+    else:
+        _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
+                             None, None, 0, 0, softmax_scale, causal, stream,
+                             seqused_k=None if seqused_k is None else cap(seqused_k),
+                             block_table=None if block_table is None else cap(block_table),
+                             check_indices=check_indices)
+    return out, lse
+
+
 def _current_raw_stream(torch, q):
     """The cudaStream_t (an int) of torch's current stream on q's device."""
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what triton calls; private
@@ -345,8 +407,9 @@ def _dense_lengths(q, k):
 # ---- public API (flash-attn 2.x) ----------------------------------------------------------------
 
 
-def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
-                    softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False):
+def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
+                    window_size=_NO_WINDOW, softcap=0.0, alibi_slopes=None, deterministic=False,
+                    return_attn_probs=False):
     """Dense attention. q (batch, seqlen_q, nheads, headdim), k/v (batch, seqlen_k, nheads_k,
     headdim), nheads % nheads_k == 0 (GQA/MQA). softmax_scale defaults to 1/sqrt(headdim); causal is
     bottom-right aligned when seqlen_q != seqlen_k. window_size=(left, right) (-1: unbounded side):
@@ -357,6 +420,12 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     (out, softmax_lse float32 (batch, nheads, seqlen_q), None). `deterministic` is accepted: the
     forward pass is always deterministic.
     """
+    torch = sys.modules.get("torch")
+    if (torch is not None and _plain_tensors(torch.Tensor, q, k, v)
+            and _plain_options(dropout_p, softmax_scale, causal, window_size, softcap,
+                               alibi_slopes)):
+        out, lse = _fast_forward(torch, q, k, v, softmax_scale, causal, return_attn_probs)
+        return (out, lse, None) if return_attn_probs else out
     _check_dropout(dropout_p)
     _check_softcap(softcap)
     _check_alibi(alibi_slopes)
@@ -451,7 +520,7 @@ def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqle
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
                             cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None,
                             block_table=None, softmax_scale=None, causal=False,
-                            window_size=(-1, -1), softcap=0.0, rotary_interleaved=True,
+                            window_size=_NO_WINDOW, softcap=0.0, rotary_interleaved=True,
                             alibi_slopes=None, num_splits=0, return_softmax_lse=False, *,
                             check_indices=True, k_scale=None, v_scale=None):
     """Attention of q (batch, seqlen_q, nheads, headdim) over a KV cache k_cache/v_cache
@@ -485,6 +554,19 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     Returns out, or (out, softmax_lse float32 (batch, nheads, seqlen_q)) with
     return_softmax_lse=True.
     """
+    torch = sys.modules.get("torch")
+    if (torch is not None and k is None and v is None and rotary_cos is None
+            and rotary_sin is None and cache_batch_idx is None and cache_leftpad is None
+            and k_scale is None and v_scale is None
+            and type(num_splits) is int and 0 <= num_splits <= _INT32_MAX
+            and (cache_seqlens is None or type(cache_seqlens) is torch.Tensor)
+            and (block_table is None or type(block_table) is torch.Tensor)
+            and _plain_tensors(torch.Tensor, q, k_cache, v_cache)
+            and _plain_options(0, softmax_scale, causal, window_size, softcap, alibi_slopes)):
+        out, lse = _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
+                                 return_softmax_lse, cache_seqlens, block_table,
+                                 bool(check_indices))
+        return (out, lse) if return_softmax_lse else out
     for name, value in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
                         ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad)):
         if value is not None:

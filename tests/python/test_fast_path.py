@@ -1,0 +1,218 @@
+"""The fast path of flash_attn_func and flash_attn_with_kvcache (flash_attn_interface.py).
+
+A call of plain torch tensors (exactly torch.Tensor, rank 4, no grad, a unit last stride) with
+flash-attn's default options goes straight to the library, skipping the general path's Python
+checks. These tests pin that:
+  - such calls take it (the general path, _forward, is never entered) and give the general path's
+    results bit for bit, on the CPU backend and, where there is one, on CUDA;
+  - every other call (numpy arrays, subclasses, grad, strides, windows, options of other types,
+    appended k/v, an int cache_seqlens, a quantized cache) takes the general path, with the same
+    results;
+  - errors through the fast path are the library's, with the general path's type and message.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import gpu_attention as ga
+from gpu_attention import flash_attn_interface as fi
+from reference import assert_close, causal_rule, make, needs_torch, ref_dense, rng_for, to64, torch
+
+pytestmark = needs_torch
+
+DEVICES = ["cpu"]
+if torch is not None and torch.cuda.is_available() and ga.cuda_available():
+    DEVICES.append("cuda")
+
+
+@pytest.fixture
+def general_calls(monkeypatch):
+    """The number of calls into the general path (_forward) since the test started."""
+    calls = []
+    original = fi._forward
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(fi, "_forward", spy)
+    return calls
+
+
+def tensors(device, dtype, shapes, key):
+    rng = rng_for("fast-path", key, dtype)
+    return [make("torch", dtype, shape, rng).to(device) for shape in shapes]
+
+
+def general(q, k, v, causal, want_lse, softmax_scale=None, **extra):
+    """The general path's result for the same call, through _forward itself."""
+    sq = q.shape[1]
+    sk = k.shape[1]
+    mask = fi._resolve_mask((-1, -1), causal, sq, sk)
+    return fi._forward(q, k, v, softmax_scale=softmax_scale, mask=mask, want_lse=want_lse,
+                       **extra)
+
+
+def same(a, b, what):
+    assert a.shape == b.shape and a.dtype == b.dtype and a.device == b.device, what
+    assert a.is_contiguous(), f"{what}: not contiguous"
+    assert torch.equal(a, b), f"{what}: differs from the general path's"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_plain_dense_calls_take_the_fast_path(general_calls, device, dtype, causal):
+    # awkward sizes: Sq != Sk, neither a multiple of a tile, GQA 4:2
+    q, k, v = tensors(device, dtype, [(2, 77, 4, 64), (2, 50, 2, 64), (2, 50, 2, 64)], causal)
+    out = ga.flash_attn_func(q, k, v, causal=causal)
+    out_l, lse, none = ga.flash_attn_func(q, k, v, causal=causal, return_attn_probs=True)
+    scaled = ga.flash_attn_func(q, k, v, 0.0, 0.3, causal, (-1, -1), 0.0, None, True, False)
+    assert general_calls == [], "a plain call entered the general path"
+    assert none is None
+    want, want_lse = general(q, k, v, causal, True)
+    same(out, want, "out")
+    same(out_l, want, "out with lse")
+    same(lse, want_lse, "lse")
+    same(scaled, general(q, k, v, causal, False, softmax_scale=0.3)[0], "out, softmax_scale 0.3")
+    ref, ref_lse = ref_dense(to64(q), to64(k), to64(v), 1 / 8, causal_rule(causal))
+    tol = 2e-3 if dtype == "float16" else 1.6e-2
+    assert_close(out.cpu(), ref, tol, "out")
+    assert_close(lse.cpu(), ref_lse, 1e-4 if device == "cpu" else 1e-2, "lse")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_views_take_the_fast_path(general_calls, device):
+    """torch SDPA's [B, H, S, D] memory as a transposed view, and packed qkv's views."""
+    (x,) = tensors(device, "float16", [(1, 3, 33, 64)], "views")
+    xt = x.transpose(1, 2)
+    out = ga.flash_attn_func(xt, xt, xt, causal=True)
+    (qkv,) = tensors(device, "float16", [(2, 19, 3, 2, 64)], "qkv")
+    packed = ga.flash_attn_qkvpacked_func(qkv, causal=True)
+    assert general_calls == []
+    same(out, general(xt, xt, xt, True, False)[0], "transposed view")
+    q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+    same(packed, general(q, k, v, True, False)[0], "qkv packed")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("causal", [False, True])
+def test_plain_kvcache_calls_take_the_fast_path(general_calls, device, causal):
+    B, Sk, Hkv, D, page = 3, 40, 2, 64, 16
+    q, kc, vc = tensors(device, "float16", [(B, 2, 4, D), (B, Sk, Hkv, D), (B, Sk, Hkv, D)],
+                        ("kvcache", causal))
+    used = torch.tensor([Sk, 9, 1], dtype=torch.int32, device=device)
+    per_seq = -(-Sk // page)
+    kp, vp = tensors(device, "float16", [(B * per_seq + 2, page, Hkv, D)] * 2, ("pages", causal))
+    table = torch.randperm(B * per_seq + 2)[:B * per_seq].reshape(B, per_seq).to(torch.int32)
+    table = table.to(device)
+    whole = ga.flash_attn_with_kvcache(q, kc, vc, causal=causal)
+    out, lse = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, causal=causal,
+                                          return_softmax_lse=True)
+    paged = ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used, block_table=table,
+                                       causal=causal, num_splits=2)
+    unchecked = ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used, block_table=table,
+                                           causal=causal, check_indices=False)
+    assert general_calls == []
+    same(whole, general(q, kc, vc, causal, False)[0], "whole cache")
+    want, want_lse = general(q, kc, vc, causal, True, seqused_k=used)
+    same(out, want, "cache_seqlens")
+    same(lse, want_lse, "cache_seqlens lse")
+    want_paged = general(q, kp, vp, causal, False, seqused_k=used, block_table=table)[0]
+    same(paged, want_paged, "paged")
+    same(unchecked, want_paged, "paged, check_indices=False")
+    bad = used.clone()
+    bad[1] = Sk + 1
+    with pytest.raises(ValueError, match=rf"seqused_k\[1\] is {Sk + 1}"):
+        ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=bad)
+
+
+def test_other_calls_take_the_general_path(general_calls):
+    q, k, v = tensors("cpu", "float16", [(2, 21, 4, 64), (2, 30, 2, 64), (2, 30, 2, 64)],
+                      "general")
+    want = ga.flash_attn_func(q, k, v, causal=True)
+    assert general_calls == []
+    wide = make("torch", "float16", (2, 30, 2, 128), rng_for("wide"))
+    k_strided = wide[..., ::2]  # last stride 2: the general path copies it
+    variants = {
+        "numpy": lambda: torch.from_numpy(
+            ga.flash_attn_func(q.numpy(), k.numpy(), v.numpy(), causal=True)),
+        "window as a list": lambda: ga.flash_attn_func(q, k, v, causal=True,
+                                                       window_size=[-1, -1]),
+        "causal=1": lambda: ga.flash_attn_func(q, k, v, causal=1),
+        "dropout_p numpy 0": lambda: ga.flash_attn_func(q, k, v, dropout_p=np.float64(0.0),
+                                                        causal=True),
+        "softmax_scale an int": lambda: ga.flash_attn_func(q, k, v, softmax_scale=1,
+                                                           causal=True),
+        "grad off": lambda: _no_grad(lambda: ga.flash_attn_func(
+            q.clone().requires_grad_(), k, v, causal=True)),
+        "a tensor subclass": lambda: ga.flash_attn_func(
+            torch.nn.Parameter(q, requires_grad=False), k, v, causal=True),
+    }
+    for name, call in variants.items():
+        before = len(general_calls)
+        got = call()
+        assert len(general_calls) == before + 1, f"{name}: the general path was not taken"
+        if name == "softmax_scale an int":
+            assert torch.equal(got, ga.flash_attn_func(q, k, v, softmax_scale=1.0, causal=True))
+        else:
+            assert torch.equal(got, want), name
+    before = len(general_calls)
+    strided = ga.flash_attn_func(q, k_strided, v, causal=True)
+    assert len(general_calls) == before + 1, "a strided k took the fast path"
+    assert torch.equal(strided, ga.flash_attn_func(q, k_strided.contiguous(), v, causal=True))
+    before = len(general_calls)
+    windowed = ga.flash_attn_func(q, k, v, window_size=(4, 0))
+    assert len(general_calls) == before + 1
+    ref, _ = ref_dense(to64(q), to64(k), to64(v), 1 / 8,
+                       lambda sq, sk: __import__("reference").visibility(sq, sk, False, (4, 0)))
+    assert_close(windowed, ref, 2e-3, "window (4, 0)")
+
+    # kvcache: appended k/v, an int cache_seqlens
+    kc, vc = tensors("cpu", "float16", [(2, 30, 2, 64)] * 2, "kvcache-general")
+    new_k, new_v = tensors("cpu", "float16", [(2, 3, 2, 64)] * 2, "kvcache-new")
+    used = torch.tensor([20, 5], dtype=torch.int32)
+    before = len(general_calls)
+    appended = ga.flash_attn_with_kvcache(q, kc, vc, k=new_k, v=new_v, cache_seqlens=used,
+                                          causal=True)
+    as_int = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=23, causal=True)
+    assert len(general_calls) == before + 2
+    fast = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used + 3, causal=True)
+    assert len(general_calls) == before + 2
+    assert torch.equal(appended, fast)
+    assert torch.equal(as_int, ga.flash_attn_with_kvcache(
+        q, kc, vc, cache_seqlens=torch.full((2,), 23, dtype=torch.int32), causal=True))
+
+
+def _no_grad(fn):
+    with torch.no_grad():
+        return fn()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fast_path_errors_are_the_general_paths(general_calls, device):
+    """The library validates everything the fast path skips: each bad call raises the general
+    path's exception, message included, and names the offending value."""
+    q, k, v = tensors(device, "float16", [(2, 16, 4, 64), (2, 16, 2, 64), (2, 16, 2, 64)],
+                      "errors")
+    cases = {
+        "k bfloat16": ((q, k.to(torch.bfloat16), v), {}, "dtype"),
+        "3 kv heads": ((q, k[:, :, :1].expand(2, 16, 3, 64), v[:, :, :1].expand(2, 16, 3, 64)),
+                       {}, "3"),
+        "batch 1 keys": ((q, k[:1], v[:1]), {}, "batch|1"),
+        "head dim 48": ((q[..., :48].contiguous(), k[..., :48].contiguous(),
+                         v[..., :48].contiguous()), {}, "48"),
+        "scale nan": ((q, k, v), {"softmax_scale": math.nan}, "softmax_scale"),
+    }
+    for name, (args, kwargs, pattern) in cases.items():
+        before = len(general_calls)
+        with pytest.raises((ValueError, NotImplementedError)) as fast:
+            ga.flash_attn_func(*args, **kwargs)
+        assert len(general_calls) == before, f"{name}: the general path was taken"
+        scale = kwargs.get("softmax_scale")
+        with pytest.raises(type(fast.value)) as slow:
+            general(*args, False, False, softmax_scale=scale)
+        assert str(fast.value) == str(slow.value), name
+        assert __import__("re").search(pattern, str(fast.value)), (name, str(fast.value))
