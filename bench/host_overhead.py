@@ -22,6 +22,7 @@ import io
 import json
 import pstats
 import sys
+from statistics import median
 
 import torch
 import torch.nn.functional as F
@@ -85,12 +86,24 @@ def main():
         backends["torch SDPA cuDNN"] = sdpa(SDPBackend.CUDNN_ATTENTION)
         backends["torch SDPA flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
 
-    results = {name: host_us(fn, args.calls, args.rounds, cuda)
-               for name, fn in list(backends.items()) + list(parts.items())}
+    rows = dict(backends, **parts)
     if cuda:  # without the sdpa_kernel context around each call (compare_torch.py has it)
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            results["torch SDPA cuDNN, context outside the calls"] = host_us(
-                lambda: F.scaled_dot_product_attention(qt, kt, vt), args.calls, args.rounds, cuda)
+        def sdpa_context_outside():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return host_us(lambda: F.scaled_dot_product_attention(qt, kt, vt), args.calls,
+                               1, cuda)
+        rows["torch SDPA cuDNN, context outside the calls"] = sdpa_context_outside
+    # Rounds interleaved, one round of every row in turn: the GPU machine's host speeds up and
+    # slows down within a run (2026-11-28: SDPA's host time 38-74 us across one call's runs), and
+    # rows timed one after another would take that drift for a difference.
+    per_round = {name: [] for name in rows}
+    for _ in range(args.rounds):
+        for name, fn in rows.items():
+            if name == "torch SDPA cuDNN, context outside the calls":
+                per_round[name].append(fn())
+            else:
+                per_round[name].append(host_us(fn, args.calls, 1, cuda))
+    results = {name: median(times) for name, times in per_round.items()}
 
     shape = f"float16 B{b} H{h} S{s} D{d} on {args.device}"
     print(f"host us per call, median of {args.rounds} rounds of {args.calls} calls; {shape}"
@@ -115,7 +128,8 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"shape": shape, "calls": args.calls, "rounds": args.rounds,
-                       "host_us_per_call": results, "torch": torch.__version__}, f, indent=1)
+                       "host_us_per_call": results, "host_us_per_round": per_round,
+                       "torch": torch.__version__}, f, indent=1)
 
 
 if __name__ == "__main__":

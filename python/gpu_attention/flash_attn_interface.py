@@ -421,9 +421,10 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     forward pass is always deterministic.
     """
     torch = sys.modules.get("torch")
-    if (torch is not None and _plain_tensors(torch.Tensor, q, k, v)
+    if (torch is not None
             and _plain_options(dropout_p, softmax_scale, causal, window_size, softcap,
-                               alibi_slopes)):
+                               alibi_slopes)
+            and _plain_tensors(torch.Tensor, q, k, v)):
         out, lse = _fast_forward(torch, q, k, v, softmax_scale, causal, return_attn_probs)
         return (out, lse, None) if return_attn_probs else out
     _check_dropout(dropout_p)
@@ -561,8 +562,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             and type(num_splits) is int and 0 <= num_splits <= _INT32_MAX
             and (cache_seqlens is None or type(cache_seqlens) is torch.Tensor)
             and (block_table is None or type(block_table) is torch.Tensor)
-            and _plain_tensors(torch.Tensor, q, k_cache, v_cache)
-            and _plain_options(0, softmax_scale, causal, window_size, softcap, alibi_slopes)):
+            and _plain_options(0, softmax_scale, causal, window_size, softcap, alibi_slopes)
+            and _plain_tensors(torch.Tensor, q, k_cache, v_cache)):
         out, lse = _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
                                  return_softmax_lse, cache_seqlens, block_table,
                                  bool(check_indices))

@@ -132,7 +132,7 @@ def cu_seqlens(lens):
 
 def to64(x):
     if torch is not None and isinstance(x, torch.Tensor):
-        return x.detach().to(torch.float64).numpy()
+        return x.detach().cpu().to(torch.float64).numpy()
     return np.asarray(x, dtype=np.float64)
 
 
