@@ -5,6 +5,7 @@ The import below is deliberately unguarded: a missing or broken build fails the 
 """
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -527,6 +528,52 @@ def elf_dynamic_symbols(path):
             if name:
                 symbols.append((name, st_info >> 4))
     return symbols
+
+
+def elf_needed(path):
+    """The DT_NEEDED entries (shared libraries loaded with it) of an ELF64 little-endian shared
+    object; None when `path` is no such file."""
+    import struct
+
+    data = open(path, "rb").read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return None
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    needed = []
+    for _, sh_type, _, _, offset, size, link, _, _, _ in sections:
+        if sh_type != 6:  # SHT_DYNAMIC
+            continue
+        strtab = sections[link][4]
+        for pos in range(offset, offset + size, 16):
+            tag, value = struct.unpack_from("<qQ", data, pos)
+            if tag == 0:  # DT_NULL
+                break
+            if tag == 1:  # DT_NEEDED
+                needed.append(data[strtab + value:data.index(b"\0", strtab + value)].decode())
+    return needed
+
+
+def test_extension_does_not_load_nccl():
+    """NCCL is opened when the first NCCL communicator is made, not loaded with the module: loaded
+    first, the CUDA toolkit's older libnccl.so.2 made a later `import torch` (2.15, whose
+    libtorch_cuda.so needs a newer NCCL) fail with an undefined symbol (ncclCommResume)."""
+    needed = elf_needed(ga._C.__file__)
+    if needed is None:
+        pytest.skip("not an ELF64 little-endian extension")
+    assert needed, "no DT_NEEDED entries read: the parser is wrong"
+    assert any(name.startswith("libc.so") or name.startswith("libstdc++") for name in needed), needed
+    assert not [name for name in needed if "nccl" in name], needed
+
+
+@needs_torch
+def test_torch_imports_after_the_module():
+    import subprocess
+
+    r = subprocess.run([sys.executable, "-c", "import gpu_attention, torch; print(torch.__version__)"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
 
 
 def test_extension_exports_only_its_init():
