@@ -257,6 +257,23 @@ TEST(SequenceParallelNcclOneRank, IsThePlainCall) {
   expect_close(run_cuda(p, RankGroup::local_cuda({0}, Transport::nccl)), p.dtype, "");
 }
 
+// A group of one bootstrapped through a file: the file path's NCCL calls (ncclGetUniqueId,
+// ncclCommInitRank) on a machine with one GPU, where the two-process test below skips.
+TEST(SequenceParallelNcclOneRank, ThroughABootstrapFile) {
+  NEED_GPUS(1);
+  const std::string path = "/tmp/gpuattn-dist-bootstrap-one-" + std::to_string(getpid());
+  std::remove(path.c_str());
+  const RankGroup g = RankGroup::nccl_from_file(path, 0, 1, 0, 10.0);
+  std::remove(path.c_str());
+  EXPECT_EQ(g.local_ranks(), std::vector<int>{0});
+  SpProblem p;
+  p.world = 1;
+  p.rows = 300;
+  p.dtype = DType::f16;
+  p.causal = true;
+  expect_close(run_cuda(p, g), p.dtype, "");
+}
+
 // One process per GPU: this test starts two copies of this binary, each running the child test
 // below as one rank of a group bootstrapped through a file.
 TEST(SequenceParallelProcesses, TwoProcessesThroughABootstrapFile) {
