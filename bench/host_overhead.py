@@ -7,11 +7,12 @@ B1 H16 S1024 D64 ours came out at 25 us there against 18 us in `gpuattn bench` (
 protocol). This script measures the host side alone: a long GPU sleep (torch.cuda._sleep) keeps
 the stream busy while N calls are issued, so their wall time is the host's (the script checks that
 the sleep outlasted them). It reports, per backend, the median over --rounds of the host us per
-call (for ours: flash_attn_func on its fast path and on the general path, and a decode step through
-flash_attn_with_kvcache); then, for ours, the parts: the Python wrapper, torch.cuda.current_stream, torch.empty and
-the native call with prebuilt arguments (_C.attention_forward); and the top of a cProfile of the
-wrapper. With --device cpu (a tiny shape, for the CPU tests) the calls run the CPU backend, so
-the times include the attention itself and there is no sleep.
+call (for ours: flash_attn_func on its fast path and on the general path, and a decode step
+through flash_attn_with_kvcache, without and with a new key and value appended); then, for ours,
+the parts: the Python wrapper, torch.cuda.current_stream, torch.empty and the native call with
+prebuilt arguments (_C.attention_forward); and the top of a cProfile of the wrapper. With
+--device cpu (a tiny shape, for the CPU tests) the calls run the CPU backend, so the times include
+the attention itself and there is no sleep.
 
     PYTHONPATH=<build>/python python3 bench/host_overhead.py [--json FILE]
 """
@@ -56,6 +57,7 @@ def main():
     kc, vc = (torch.randn(db, dk, 8, 128, device=args.device, dtype=torch.float16)
               for _ in range(2))
     used = torch.full((db,), dk - 3, dtype=torch.int32, device=args.device)
+    kn, vn = (torch.randn(db, 1, 8, 128, device=args.device, dtype=torch.float16) for _ in range(2))
 
     backends = {
         "ours flash_attn_func": lambda: ga.flash_attn_func(q, k, v),
@@ -65,6 +67,9 @@ def main():
                                                                          window_size=[-1, -1]),
         "ours flash_attn_with_kvcache (decode)": lambda: ga.flash_attn_with_kvcache(
             qd, kc, vc, cache_seqlens=used, check_indices=False),
+        # the step's new key and value written into the cache first (the same row each call)
+        "ours flash_attn_with_kvcache (decode, k/v appended)": lambda: ga.flash_attn_with_kvcache(
+            qd, kc, vc, kn, vn, cache_seqlens=used, check_indices=False),
     }
     parts = {
         "ours _C.attention_forward (prebuilt args)":

@@ -556,17 +556,26 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     return_softmax_lse=True.
     """
     torch = sys.modules.get("torch")
-    if (torch is not None and k is None and v is None and rotary_cos is None
-            and rotary_sin is None and cache_batch_idx is None and cache_leftpad is None
+    if (torch is not None and rotary_cos is None and rotary_sin is None
+            and cache_batch_idx is None and cache_leftpad is None
             and k_scale is None and v_scale is None
             and type(num_splits) is int and 0 <= num_splits <= _INT32_MAX
             and (cache_seqlens is None or type(cache_seqlens) is torch.Tensor)
             and (block_table is None or type(block_table) is torch.Tensor)
             and _plain_options(0, softmax_scale, causal, window_size, softcap, alibi_slopes)
-            and _plain_tensors(torch.Tensor, q, k_cache, v_cache)):
+            and _plain_tensors(torch.Tensor, q, k_cache, v_cache)
+            and ((k is None and v is None)
+                 or (cache_seqlens is not None and _plain_tensors(torch.Tensor, k, v)))):
+        check_indices = bool(check_indices)
+        if k is not None:  # appended first, as _append_kv does, then attended with them
+            cap = torch.utils.dlpack.to_dlpack
+            stream = _current_raw_stream(torch, k_cache) if k_cache.is_cuda else 0
+            _C.append_kv(cap(k_cache), cap(v_cache), cap(k), cap(v), cap(cache_seqlens),
+                         block_table=None if block_table is None else cap(block_table),
+                         check_indices=check_indices, stream=stream)
+            cache_seqlens = (cache_seqlens + k.shape[1]).to(torch.int32)
         out, lse = _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
-                                 return_softmax_lse, cache_seqlens, block_table,
-                                 bool(check_indices))
+                                 return_softmax_lse, cache_seqlens, block_table, check_indices)
         return (out, lse) if return_softmax_lse else out
     for name, value in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
                         ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad)):

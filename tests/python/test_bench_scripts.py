@@ -623,6 +623,7 @@ def test_host_overhead_runs_on_the_cpu(tmp_path):
     got = json.loads(out.read_text())["host_us_per_call"]
     assert set(got) == {"ours flash_attn_func", "ours flash_attn_func, general path",
                         "ours flash_attn_with_kvcache (decode)",
+                        "ours flash_attn_with_kvcache (decode, k/v appended)",
                         "ours _C.attention_forward (prebuilt args)", "torch.empty_like(q)"}
     assert all(us > 0 for us in got.values())
     assert "cProfile of 3 flash_attn_func calls" in r.stdout

@@ -6,7 +6,7 @@ checks. These tests pin that:
   - such calls take it (the general path, _forward, is never entered) and give the general path's
     results bit for bit, on the CPU backend and, where there is one, on CUDA;
   - every other call (numpy arrays, subclasses, grad, strides, windows, options of other types,
-    appended k/v, an int cache_seqlens, a quantized cache) takes the general path, with the same
+    appended k/v that are not plain, an int cache_seqlens) takes the general path, with the same
     results;
   - errors through the fast path are the library's, with the general path's type and message.
 """
@@ -123,6 +123,33 @@ def test_plain_kvcache_calls_take_the_fast_path(general_calls, device, causal):
     want_paged = general(q, kp, vp, causal, False, seqused_k=used, block_table=table)[0]
     same(paged, want_paged, "paged")
     same(unchecked, want_paged, "paged, check_indices=False")
+    # k/v appended: the caches written in place, then attended with cache_seqlens + 3 keys; the
+    # same call through the general path (window_size as a list) on copies of the caches
+    new_k, new_v = tensors(device, "float16", [(B, 3, Hkv, D)] * 2, ("append", causal))
+    room = torch.tensor([Sk - 3, 9, 0], dtype=torch.int32, device=device)
+    caches = [t.clone() for t in (kc, vc, kp, vp)]
+    del general_calls[:]  # the comparisons above ran _forward
+    got = ga.flash_attn_with_kvcache(q, kc, vc, new_k, new_v, cache_seqlens=room, causal=causal)
+    got_paged, got_lse = ga.flash_attn_with_kvcache(
+        q, kp, vp, new_k, new_v, cache_seqlens=room, block_table=table, causal=causal,
+        return_softmax_lse=True)
+    assert general_calls == [], "an append took the general path"
+    want = ga.flash_attn_with_kvcache(q, caches[0], caches[1], new_k, new_v, cache_seqlens=room,
+                                      causal=causal, window_size=[-1, -1])
+    want_paged, want_lse = ga.flash_attn_with_kvcache(
+        q, caches[2], caches[3], new_k, new_v, cache_seqlens=room, block_table=table,
+        causal=causal, window_size=[-1, -1], return_softmax_lse=True)
+    assert len(general_calls) == 2
+    same(got, want, "appended")
+    same(got_paged, want_paged, "appended, paged")
+    same(got_lse, want_lse, "appended, paged lse")
+    for name, mine, theirs in zip(("k_cache", "v_cache", "k pages", "v pages"),
+                                  (kc, vc, kp, vp), caches):
+        assert torch.equal(mine, theirs), f"{name} after the append differs"
+    assert torch.equal(kc[0, Sk - 3:], new_k[0]) and torch.equal(vc[1, 9:12], new_v[1])
+    assert torch.equal(room, torch.tensor([Sk - 3, 9, 0], dtype=torch.int32, device=device))
+    del general_calls[:]
+
     bad = used.clone()
     bad[1] = Sk + 1
     with pytest.raises(ValueError, match=rf"seqused_k\[1\] is {Sk + 1}"):
@@ -170,20 +197,26 @@ def test_other_calls_take_the_general_path(general_calls):
                        lambda sq, sk: __import__("reference").visibility(sq, sk, False, (4, 0)))
     assert_close(windowed, ref, 2e-3, "window (4, 0)")
 
-    # kvcache: appended k/v, an int cache_seqlens
+    # kvcache: appended k/v that are not plain (a strided k), an int cache_seqlens
     kc, vc = tensors("cpu", "float16", [(2, 30, 2, 64)] * 2, "kvcache-general")
     new_k, new_v = tensors("cpu", "float16", [(2, 3, 2, 64)] * 2, "kvcache-new")
+    wide_k = make("torch", "float16", (2, 3, 2, 128), rng_for("wide-k"))
     used = torch.tensor([20, 5], dtype=torch.int32)
     before = len(general_calls)
-    appended = ga.flash_attn_with_kvcache(q, kc, vc, k=new_k, v=new_v, cache_seqlens=used,
-                                          causal=True)
+    appended = ga.flash_attn_with_kvcache(q, kc, vc, k=wide_k[..., ::2], v=new_v,
+                                          cache_seqlens=used, causal=True)
     as_int = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=23, causal=True)
     assert len(general_calls) == before + 2
+    assert torch.equal(kc[0, 20:23], wide_k[0, :, :, ::2])
     fast = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used + 3, causal=True)
     assert len(general_calls) == before + 2
     assert torch.equal(appended, fast)
     assert torch.equal(as_int, ga.flash_attn_with_kvcache(
         q, kc, vc, cache_seqlens=torch.full((2,), 23, dtype=torch.int32), causal=True))
+    with pytest.raises(ValueError, match="k and v are appended together"):
+        ga.flash_attn_with_kvcache(q, kc, vc, k=new_k, cache_seqlens=used)
+    with pytest.raises(ValueError, match="appending k/v needs cache_seqlens"):
+        ga.flash_attn_with_kvcache(q, kc, vc, k=new_k, v=new_v)
 
 
 def _no_grad(fn):

@@ -563,7 +563,7 @@ def test_extension_does_not_load_nccl():
     if needed is None:
         pytest.skip("not an ELF64 little-endian extension")
     assert needed, "no DT_NEEDED entries read: the parser is wrong"
-    assert any(name.startswith("libc.so") or name.startswith("libstdc++") for name in needed), needed
+    assert any(name.startswith(("libc.so", "libstdc++")) for name in needed), needed
     assert not [name for name in needed if "nccl" in name], needed
 
 
@@ -571,8 +571,8 @@ def test_extension_does_not_load_nccl():
 def test_torch_imports_after_the_module():
     import subprocess
 
-    r = subprocess.run([sys.executable, "-c", "import gpu_attention, torch; print(torch.__version__)"],
-                       capture_output=True, text=True, timeout=300)
+    code = "import gpu_attention, torch; print(torch.__version__)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
 
 
