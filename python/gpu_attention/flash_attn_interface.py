@@ -168,11 +168,15 @@ def _plain_options(dropout_p, softmax_scale, causal, window_size, softcap, alibi
                      and window_size[0] == -1 and window_size[1] == -1)))
 
 
-def _plain_tensors(tensor_type, *xs):
-    """True when every x is exactly a torch.Tensor of rank 4 that needs no grad, with a unit
-    stride in its last dimension (what _prepare passes unchanged)."""
+def _plain_tensors(torch, *xs):
+    """True when every x is exactly a torch.Tensor, strided (not sparse, not nested), of rank 4,
+    needing no grad, with a unit stride in its last dimension (what _prepare passes unchanged).
+    The layout is asked before the stride, which sparse and nested tensors do not have: they take
+    the general path and its errors."""
+    tensor_type, strided = torch.Tensor, torch.strided
     for x in xs:
-        if type(x) is not tensor_type or x.ndim != 4 or x.requires_grad or x.stride(-1) != 1:
+        if (type(x) is not tensor_type or x.layout is not strided or x.is_nested or x.ndim != 4
+                or x.requires_grad or x.stride(-1) != 1):
             return False
     return True
 
@@ -180,7 +184,9 @@ def _plain_tensors(tensor_type, *xs):
 def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=None,
                   block_table=None, check_indices=True):
     """The library's call for plain torch tensors (as _forward makes it): out (and lse)
-    allocated contiguous on q's device, the arrays as DLPack capsules, torch's current stream."""
+    allocated contiguous on q's device, the arrays as DLPack capsules, torch's current stream.
+    out comes from torch.empty_like (the general path calls torch.empty with q's shape, dtype and
+    device: the same tensor, 1-2 us slower), which only a torch dispatch mode could tell apart."""
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = None
     if want_lse:
@@ -188,7 +194,7 @@ def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=Non
         lse = torch.empty((b, h, s), dtype=torch.float32, device=q.device)
     stream = _current_raw_stream(torch, q) if q.is_cuda else 0
     cap = torch.utils.dlpack.to_dlpack
-    if seqused_k is None and block_table is None:
+    if seqused_k is None and block_table is None and check_indices:
         _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
                              None, None, 0, 0, softmax_scale, causal, stream)
     else:
@@ -424,7 +430,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     if (torch is not None
             and _plain_options(dropout_p, softmax_scale, causal, window_size, softcap,
                                alibi_slopes)
-            and _plain_tensors(torch.Tensor, q, k, v)):
+            and _plain_tensors(torch, q, k, v)):
         out, lse = _fast_forward(torch, q, k, v, softmax_scale, causal, return_attn_probs)
         return (out, lse, None) if return_attn_probs else out
     _check_dropout(dropout_p)
@@ -563,9 +569,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             and (cache_seqlens is None or type(cache_seqlens) is torch.Tensor)
             and (block_table is None or type(block_table) is torch.Tensor)
             and _plain_options(0, softmax_scale, causal, window_size, softcap, alibi_slopes)
-            and _plain_tensors(torch.Tensor, q, k_cache, v_cache)
+            and _plain_tensors(torch, q, k_cache, v_cache)
             and ((k is None and v is None)
-                 or (cache_seqlens is not None and _plain_tensors(torch.Tensor, k, v)))):
+                 or (cache_seqlens is not None and _plain_tensors(torch, k, v)))):
         check_indices = bool(check_indices)
         if k is not None:  # appended first, as _append_kv does, then attended with them
             cap = torch.utils.dlpack.to_dlpack

@@ -55,10 +55,16 @@ def general(q, k, v, causal, want_lse, softmax_scale=None, **extra):
                        **extra)
 
 
+def bits(t):
+    """The tensor's bits as integers: torch.equal would take -0.0 for +0.0 and fail on NaN."""
+    return t.view({2: torch.int16, 4: torch.int32}[t.element_size()])
+
+
 def same(a, b, what):
     assert a.shape == b.shape and a.dtype == b.dtype and a.device == b.device, what
     assert a.is_contiguous(), f"{what}: not contiguous"
-    assert torch.equal(a, b), f"{what}: differs from the general path's"
+    assert not a.requires_grad, what
+    assert torch.equal(bits(a), bits(b)), f"{what}: differs from the general path's"
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -249,3 +255,182 @@ def test_fast_path_errors_are_the_general_paths(general_calls, device):
             general(*args, False, False, softmax_scale=scale)
         assert str(fast.value) == str(slow.value), name
         assert __import__("re").search(pattern, str(fast.value)), (name, str(fast.value))
+
+
+# ---- the native calls' arguments, fast path against the public general path ---------------------
+
+_FORWARD = ("q", "k", "v", "out", "lse", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q",
+            "max_seqlen_k", "softmax_scale", "causal", "stream", "precision", "backend",
+            "num_threads", "window_left", "window_right", "global_tokens", "global_stride",
+            "block_layout", "block_q", "block_k", "seqused_k", "block_table", "check_indices",
+            "k_scale", "v_scale", "kv_format")
+_FORWARD_DEFAULTS = dict(lse=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0,
+                         max_seqlen_k=0, softmax_scale=None, causal=False, stream=0,
+                         precision="standard", backend="auto", num_threads=0, window_left=-1,
+                         window_right=-1, global_tokens=0, global_stride=0, block_layout=None,
+                         block_q=0, block_k=0, seqused_k=None, block_table=None,
+                         check_indices=True, k_scale=None, v_scale=None, kv_format="")
+_APPEND = ("k_cache", "v_cache", "k_new", "v_new", "cache_seqlens", "block_table",
+           "check_indices", "stream", "backend", "k_scale", "v_scale", "kv_format")
+_APPEND_DEFAULTS = dict(block_table=None, check_indices=True, stream=0, backend="auto",
+                        k_scale=None, v_scale=None, kv_format="")
+
+
+def _normalized(names, defaults, args, kwargs):
+    """Every argument of a native call by name, defaults filled in; arrays as their type's name
+    (the DLPack capsules of the two paths are different objects)."""
+    got = dict(defaults, **dict(zip(names, args)), **kwargs)
+    return {name: (type(value).__name__ if type(value).__name__ in ("PyCapsule", "Tensor")
+                   else value) for name, value in got.items()}
+
+
+class _Recorder:
+    """Stands in for gpu_attention._C: records each native call's arguments, then makes it."""
+
+    def __init__(self, real):
+        self.real, self.calls = real, []
+
+    def attention_forward(self, *args, **kwargs):
+        self.calls.append(("attention_forward",
+                           _normalized(_FORWARD, _FORWARD_DEFAULTS, args, kwargs)))
+        return self.real.attention_forward(*args, **kwargs)
+
+    def append_kv(self, *args, **kwargs):
+        self.calls.append(("append_kv", _normalized(_APPEND, _APPEND_DEFAULTS, args, kwargs)))
+        return self.real.append_kv(*args, **kwargs)
+
+
+def _both_paths(monkeypatch, call):
+    """call() on the fast path, then with the fast path refused (the public general path): each
+    side's result (or exception) and its native calls' arguments."""
+    sides = []
+    for fast in (True, False):
+        recorder = _Recorder(fi._C)
+        with monkeypatch.context() as m:
+            m.setattr(fi, "_C", recorder)
+            if not fast:
+                m.setattr(fi, "_plain_options", lambda *args: False)
+            try:
+                result = call()
+            except Exception as e:  # compared below: same type, same message
+                result = e
+        sides.append((result, recorder.calls))
+    return sides
+
+
+def _assert_same_outcome(sides, what):
+    (fast, fast_calls), (general, general_calls) = sides
+    assert fast_calls == general_calls, f"{what}: native calls differ"
+    if isinstance(general, Exception):
+        assert type(fast) is type(general) and str(fast) == str(general), (what, fast, general)
+        return
+    fast = fast if isinstance(fast, tuple) else (fast,)
+    general = general if isinstance(general, tuple) else (general,)
+    assert len(fast) == len(general), what
+    for i, (a, b) in enumerate(zip(fast, general)):
+        if b is None:
+            assert a is None, what
+        else:
+            same(a, b, f"{what}, result {i}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_native_calls_match_the_general_paths(monkeypatch, device):
+    """Every native call's arguments (stream and check_indices included), result and exception
+    are those of the public general path. On CUDA the calls run on a side stream, so a fast path
+    that did not pass torch's current stream would differ."""
+    B, Sk, Hkv, D, page = 2, 37, 2, 64, 16
+    q, k, v = tensors(device, "bfloat16", [(B, 21, 4, D), (B, Sk, Hkv, D), (B, Sk, Hkv, D)],
+                      "native")
+    qd = q[:, :1].contiguous()
+    used = torch.tensor([Sk - 2, 5], dtype=torch.int32, device=device)
+    pages = tensors(device, "bfloat16", [(2 * B * 3, page, Hkv, D)] * 2, "native-pages")
+    table = torch.arange(2 * B * 3, dtype=torch.int32, device=device)[:B * 3].reshape(B, 3)
+    new_kv = tensors(device, "bfloat16", [(B, 2, Hkv, D)] * 2, "native-new")
+    bad_q = q[..., :32].contiguous()
+    qh = qd.to(torch.float16)
+    int8_kv = [torch.randint(-127, 128, (B, Sk, Hkv, D), dtype=torch.int8, device=device)
+               for _ in range(2)]
+    scales = torch.tensor([0.02, 0.05], dtype=torch.float32, device=device)
+    calls = {
+        "dense": lambda: ga.flash_attn_func(q, k, v),
+        "causal, lse, scale": lambda: ga.flash_attn_func(q, k, v, softmax_scale=0.2,
+                                                         causal=True, return_attn_probs=True),
+        "head dim 32 (an error)": lambda: ga.flash_attn_func(bad_q, k, v),
+        "rank 3 q with lse": lambda: ga.flash_attn_func(q[0], k, v, return_attn_probs=True),
+        "kvcache whole": lambda: ga.flash_attn_with_kvcache(qd, k, v),
+        "kvcache whole, check_indices=False": lambda: ga.flash_attn_with_kvcache(
+            qd, k, v, check_indices=False),
+        "kvcache seqlens, lse": lambda: ga.flash_attn_with_kvcache(
+            qd, k, v, cache_seqlens=used, causal=True, return_softmax_lse=True),
+        "kvcache paged, unchecked": lambda: ga.flash_attn_with_kvcache(
+            qd, pages[0], pages[1], cache_seqlens=used, block_table=table, check_indices=0),
+        "kvcache append": lambda: ga.flash_attn_with_kvcache(
+            qd, k.clone(), v.clone(), new_kv[0], new_kv[1], cache_seqlens=used),
+        "kvcache append to pages, unchecked": lambda: ga.flash_attn_with_kvcache(
+            qd, pages[0].clone(), pages[1].clone(), new_kv[0], new_kv[1], cache_seqlens=used,
+            block_table=table, check_indices=False),
+        "kvcache append past the cache (an error)": lambda: ga.flash_attn_with_kvcache(
+            qd, k.clone(), v.clone(), new_kv[0], new_kv[1], cache_seqlens=used + 1),
+        "kvcache int8 with scales": lambda: ga.flash_attn_with_kvcache(
+            qh, int8_kv[0], int8_kv[1], cache_seqlens=used, k_scale=scales, v_scale=0.03),
+    }
+    stream = torch.cuda.Stream() if device == "cuda" else None
+    for what, call in calls.items():
+        if stream is None:
+            sides = _both_paths(monkeypatch, call)
+        else:
+            with torch.cuda.stream(stream):
+                sides = _both_paths(monkeypatch, call)
+            stream.synchronize()
+            for _, native in sides:
+                assert all(args["stream"] == stream.cuda_stream for _, args in native), what
+        _assert_same_outcome(sides, what)
+
+
+@pytest.mark.parametrize("layout", ["nested", "sparse_csr"])
+def test_nested_and_sparse_tensors_take_the_general_path(monkeypatch, layout):
+    q, k = tensors("cpu", "float16", [(2, 8, 4, 64), (2, 8, 2, 64)], layout)
+    if layout == "nested":
+        odd = torch.nested.nested_tensor([q[0], q[1]])
+    else:
+        odd = q.to_sparse_csr(dense_dim=2)
+    for what, call in {"q": lambda: ga.flash_attn_func(odd, k, k),
+                       "q, v numpy": lambda: ga.flash_attn_func(odd, k, k.numpy()),
+                       "k_cache": lambda: ga.flash_attn_with_kvcache(q, odd, k)}.items():
+        _assert_same_outcome(_both_paths(monkeypatch, call), f"{layout} {what}")
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    (dict(dropout_p=0.5), NotImplementedError),
+    (dict(softcap=30.0), NotImplementedError),
+    (dict(alibi_slopes="slopes"), NotImplementedError),
+    (dict(dropout_p=float("nan")), ValueError),
+    (dict(window_size=(-2, -1)), ValueError),
+])
+def test_unsupported_options_raise_with_torch_tensors(kwargs, error):
+    """The options the fast path leaves to the general path still raise for torch tensors."""
+    q, k = tensors("cpu", "float16", [(1, 8, 2, 64), (1, 8, 2, 64)], "options")
+    if kwargs.get("alibi_slopes") == "slopes":
+        kwargs = dict(alibi_slopes=torch.ones(2))
+    with pytest.raises(error):
+        ga.flash_attn_func(q, k, k, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    (dict(rotary_cos="t"), NotImplementedError),
+    (dict(rotary_sin="t"), NotImplementedError),
+    (dict(cache_batch_idx="t"), NotImplementedError),
+    (dict(cache_leftpad="t"), NotImplementedError),
+    (dict(softcap=30.0), NotImplementedError),
+    (dict(alibi_slopes="t"), NotImplementedError),
+    (dict(num_splits=-1), ValueError),
+    (dict(num_splits=2**31), ValueError),
+])
+def test_unsupported_kvcache_options_raise_with_torch_tensors(kwargs, error):
+    q, kc = tensors("cpu", "float16", [(2, 1, 4, 64), (2, 16, 2, 64)], "kvcache-options")
+    kwargs = {key: (torch.ones(2, dtype=torch.int32) if value == "t" else value)
+              for key, value in kwargs.items()}
+    with pytest.raises(error):
+        ga.flash_attn_with_kvcache(q, kc, kc, cache_seqlens=torch.tensor([3, 4], dtype=torch.int32),
+                                   **kwargs)
