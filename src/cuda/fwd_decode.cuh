@@ -276,6 +276,11 @@ __global__ void __launch_bounds__(Tr::kThreads)
   constexpr int kStep = Tr::kThreads / kChunks, kRowsPerThread = kN / kStep;
   const T* const kbase = static_cast<const T*>(p.k);
   const T* const vbase = static_cast<const T*>(p.v);
+  // Unpaged: the sequence's first row in K and V (varlen: cu_seqlens_k[b]), read once. A tile's
+  // rows are stepped from its first: k_offset_unpaged a row reloaded cu_seqlens_k[b] every tile
+  // (after each __syncthreads) and multiplied 64-bit offsets per row, ~40% of the D256 loop's
+  // instructions.
+  const std::int64_t row0_k = kPaged ? 0 : p.row0_k(b);
   // A paged cache is read in place. Each row's page comes from the block table one step before
   // its tile is issued (fetch_pages into `pages`), so the table's latency is not in the issue;
   // the row's slot in its page is stepped from one division a tile.
@@ -372,18 +377,22 @@ __global__ void __launch_bounds__(Tr::kThreads)
         for (slot += kStep; slot >= p.page_size; slot -= p.page_size) ++page;
       }
     } else {
-#pragma unroll
-      for (int r = tid / kChunks; r < kN; r += kStep) {
-        const int key = t * kN + r;
+      int key = t * kN + tid / kChunks;
+      const T* ks = kbase + b * p.k_batch_stride + (row0_k + key) * p.k_row_stride +
+                    hk * p.k_head_stride + c * 8;
+      const T* vs = vbase + b * p.v_batch_stride + (row0_k + key) * p.v_row_stride +
+                    hk * p.v_head_stride + c * 8;
+      // A fixed count: unrolled whole up to 8 rows; by 4 at head dim 256 (16 rows a thread),
+      // where 16 rows' addresses at once spilled.
+#pragma unroll(kRowsPerThread <= 8 ? kRowsPerThread : 4)
+      for (int u = 0; u < kRowsPerThread; ++u) {
+        const int r = tid / kChunks + u * kStep;
         const bool valid = key < lk;
-        const T* ks = kbase;
-        const T* vs = vbase;
-        if (valid) {
-          ks += p.k_offset_unpaged(b, key, hk) + c * 8;
-          vs += p.v_offset_unpaged(b, key, hk) + c * 8;
-        }
-        ptx::cp_async_16(kdst + swz<Tr>(r, c), ks, valid);
-        ptx::cp_async_16(vdst + swz<Tr>(r, c), vs, valid);
+        ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? ks : kbase, valid);
+        ptx::cp_async_16(vdst + swz<Tr>(r, c), valid ? vs : vbase, valid);
+        key += kStep;
+        ks += kStep * p.k_row_stride;
+        vs += kStep * p.v_row_stride;
       }
     }
   };
@@ -476,12 +485,17 @@ __global__ void __launch_bounds__(Tr::kThreads)
         }
       row_sum[h] = row_sum[h] * alpha[h] + sum;
     }
+    // O rescaled only when a row maximum of the warp moved: alpha == 1 leaves O as it is (the
+    // result is bitwise the same), and past a long sequence's first tiles the maxima seldom move
+    // (at D256 the rescale is 128 FMULs a thread a tile). The vote keeps the branch warp-uniform.
+    if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      o[n][0] *= alpha[0];
-      o[n][1] *= alpha[0];
-      o[n][2] *= alpha[1];
-      o[n][3] *= alpha[1];
+      for (int n = 0; n < D / 8; ++n) {
+        o[n][0] *= alpha[0];
+        o[n][1] *= alpha[0];
+        o[n][2] *= alpha[1];
+        o[n][3] *= alpha[1];
+      }
     }
     // O += P V: P from S's registers (the A fragment of m16n8k16), V by transposing loads
     // (matrices: keys 0-7 / 8-15 x chunks 2c / 2c+1).
