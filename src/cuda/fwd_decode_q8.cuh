@@ -115,6 +115,9 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
   const auto* const kbase = static_cast<const std::uint8_t*>(p.k);
   const auto* const vbase = static_cast<const std::uint8_t*>(p.v);
   const std::int32_t* const table = p.block_table + b * p.block_table_stride;
+  // Unpaged: the sequence's first row (varlen: cu_seqlens_k[b]) read once, rows stepped from the
+  // tile's first (as decode_kernel does: k_offset_unpaged a row reloaded it every tile).
+  const std::int64_t row0_k = kPaged ? 0 : p.row0_k(b);
   int pages[kPaged ? Tr::kRowsPerThread : 1], slots[kPaged ? Tr::kRowsPerThread : 1];
   auto fetch_pages = [&](int t) {
     if constexpr (kPaged) {
@@ -132,26 +135,38 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
     const int c = tid % kC;
     const std::uint32_t kdst = ring + st * 2 * Tr::kTileBytes;
     const std::uint32_t vdst = kdst + Tr::kTileBytes;
+    if constexpr (kPaged) {
 #pragma unroll
-    for (int u = 0; u < Tr::kRowsPerThread; ++u) {
-      const int r = tid / kC + u * kStep;
-      const int key = t * kN + r;
-      const bool valid = key < lk;
-      const std::uint8_t* ks = kbase;
-      const std::uint8_t* vs = vbase;
-      if (valid) {
-        if constexpr (kPaged) {
-          ks += pages[u] * p.k_batch_stride + slots[u] * p.k_row_stride + hk * p.k_head_stride;
-          vs += pages[u] * p.v_batch_stride + slots[u] * p.v_row_stride + hk * p.v_head_stride;
-        } else {
-          ks += p.k_offset_unpaged(b, key, hk);
-          vs += p.v_offset_unpaged(b, key, hk);
+      for (int u = 0; u < Tr::kRowsPerThread; ++u) {
+        const int r = tid / kC + u * kStep;
+        const bool valid = t * kN + r < lk;
+        const std::uint8_t* ks = kbase;
+        const std::uint8_t* vs = vbase;
+        if (valid) {
+          ks += pages[u] * p.k_batch_stride + slots[u] * p.k_row_stride + hk * p.k_head_stride +
+                c * 16;
+          vs += pages[u] * p.v_batch_stride + slots[u] * p.v_row_stride + hk * p.v_head_stride +
+                c * 16;
         }
-        ks += c * 16;
-        vs += c * 16;
+        ptx::cp_async_16(kdst + swz8<D>(r, c), ks, valid);
+        ptx::cp_async_16(vdst + swz8<D>(r, c), vs, valid);
       }
-      ptx::cp_async_16(kdst + swz8<D>(r, c), ks, valid);
-      ptx::cp_async_16(vdst + swz8<D>(r, c), vs, valid);
+    } else {
+      int key = t * kN + tid / kC;
+      const std::uint8_t* ks = kbase + b * p.k_batch_stride + (row0_k + key) * p.k_row_stride +
+                               hk * p.k_head_stride + c * 16;
+      const std::uint8_t* vs = vbase + b * p.v_batch_stride + (row0_k + key) * p.v_row_stride +
+                               hk * p.v_head_stride + c * 16;
+#pragma unroll
+      for (int u = 0; u < Tr::kRowsPerThread; ++u) {
+        const int r = tid / kC + u * kStep;
+        const bool valid = key < lk;
+        ptx::cp_async_16(kdst + swz8<D>(r, c), valid ? ks : kbase, valid);
+        ptx::cp_async_16(vdst + swz8<D>(r, c), valid ? vs : vbase, valid);
+        key += kStep;
+        ks += kStep * p.k_row_stride;
+        vs += kStep * p.v_row_stride;
+      }
     }
   };
 #pragma unroll
@@ -285,12 +300,15 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
         }
       row_sum[h] = row_sum[h] * alpha[h] + sum;
     }
+    // O rescaled only when a row maximum of the warp moved (alpha == 1: bitwise the same).
+    if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      o[n][0] *= alpha[0];
-      o[n][1] *= alpha[0];
-      o[n][2] *= alpha[1];
-      o[n][3] *= alpha[1];
+      for (int n = 0; n < D / 8; ++n) {
+        o[n][0] *= alpha[0];
+        o[n][1] *= alpha[0];
+        o[n][2] *= alpha[1];
+        o[n][3] *= alpha[1];
+      }
     }
     std::uint32_t pa[4];
     pa[0] = ptx::pack2<__half>(sacc[0][0], sacc[0][1]);
