@@ -504,9 +504,10 @@ def test_module_surface():
         assert hasattr(ga, name), name
 
 
-def elf_dynamic_symbols(path):
-    """(name, binding) of every symbol an ELF64 little-endian shared object defines in .dynsym;
-    None when `path` is no such file (macOS, Windows)."""
+def elf_sections(path):
+    """(bytes, section headers) of an ELF64 little-endian file; None when `path` is no such file
+    (macOS, Windows). A header is (name, type, flags, addr, offset, size, link, info, align,
+    entsize)."""
     import struct
 
     data = open(path, "rb").read()
@@ -514,7 +515,23 @@ def elf_dynamic_symbols(path):
         return None
     shoff, = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    return data, [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                  for i in range(shnum)]
+
+
+def _c_string(data, pos):
+    return data[pos:data.index(b"\0", pos)].decode()
+
+
+def elf_dynamic_symbols(path):
+    """(name, binding) of every symbol an ELF64 little-endian shared object defines in .dynsym;
+    None when `path` is no such file."""
+    import struct
+
+    elf = elf_sections(path)
+    if elf is None:
+        return None
+    data, sections = elf
     symbols = []
     for _, sh_type, _, _, offset, size, link, _, _, entsize in sections:
         if sh_type != 11:  # SHT_DYNSYM
@@ -524,7 +541,7 @@ def elf_dynamic_symbols(path):
             st_name, st_info, _, st_shndx, _, _ = struct.unpack_from("<IBBHQQ", data, pos)
             if st_shndx == 0:  # undefined: imported, not exported
                 continue
-            name = data[strtab + st_name:data.index(b"\0", strtab + st_name)].decode()
+            name = _c_string(data, strtab + st_name)
             if name:
                 symbols.append((name, st_info >> 4))
     return symbols
@@ -535,12 +552,10 @@ def elf_needed(path):
     object; None when `path` is no such file."""
     import struct
 
-    data = open(path, "rb").read()
-    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+    elf = elf_sections(path)
+    if elf is None:
         return None
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    data, sections = elf
     needed = []
     for _, sh_type, _, _, offset, size, link, _, _, _ in sections:
         if sh_type != 6:  # SHT_DYNAMIC
@@ -551,7 +566,7 @@ def elf_needed(path):
             if tag == 0:  # DT_NULL
                 break
             if tag == 1:  # DT_NEEDED
-                needed.append(data[strtab + value:data.index(b"\0", strtab + value)].decode())
+                needed.append(_c_string(data, strtab + value))
     return needed
 
 
