@@ -1,7 +1,8 @@
 """Helpers shared by the Python benchmark scripts (compare_torch.py, sparse_bench.py,
-long_context.py, host_overhead.py): the commit a result belongs to, the exit for a missing
-dependency, the CPU smoke-run timer, timing in rounds and the host time of a call. Imports nothing
-beyond the standard library (host_us imports torch when asked to keep a GPU busy)."""
+long_context.py, host_overhead.py, quantized_decode.py): the commit a result belongs to, the exit
+for a missing dependency, the CPU smoke-run timer, timing in rounds, the host time of a call and
+the host check of do_bench timings. Imports nothing beyond the standard library (host_us and
+flush_costs import torch when they need a GPU)."""
 import json
 import os
 import subprocess
@@ -130,3 +131,55 @@ def time_in_rounds(measures, repeats):
         for key, measure in measures.items():
             rounds[key].append(measure())
     return rounds
+
+
+# The host check of do_bench timings (compare_torch.py, quantized_decode.py): a probe of a call's
+# host time issues HOST_CALLS calls while a GPU sleep of HOST_SLEEP clocks keeps the stream busy.
+HOST_CALLS = 50             # calls a probe issues (~1-4 ms of host time)
+HOST_SLEEP = 20_000_000     # GPU clocks the probe's sleep lasts (~10 ms at 2 GHz)
+
+
+def flush_costs(dev):
+    """(flush_us, loop_us): the GPU microseconds of do_bench's L2 flush (triton's own buffer and
+    clear when its driver has them; a 256 MiB memset otherwise), median of 20, and the host
+    microseconds of the rest of a do_bench iteration (the flush's launch and two event records);
+    (None, None) on the CPU."""
+    if dev.type != "cuda":
+        return None, None
+    import torch
+
+    clear = None
+    try:
+        from triton.runtime import driver
+        cache = driver.active.get_empty_cache_for_benchmark()
+        clear_cache = getattr(driver.active, "clear_cache", None)
+        if clear_cache is not None:
+            def clear():
+                clear_cache(cache)
+    except (ImportError, AttributeError):
+        pass
+    if clear is None:  # an older triton: do_bench zeroes its 256 MB buffer itself
+        cache = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device=dev)
+
+        def clear():
+            cache.zero_()
+    clear()
+    times = []
+    for _ in range(20):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(1_000_000)  # the GPU busy past the launch: the events time the memset
+        s.record()
+        clear()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) * 1e3)
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def iteration():
+        clear()
+        s.record()
+        e.record()
+    loop = host_us(iteration, HOST_CALLS, rounds=3, cuda=True,
+                                sleep_cycles=HOST_SLEEP, strict=False)
+    torch.cuda.synchronize()
+    return median(times), loop

@@ -117,52 +117,8 @@ def make_timer(warmup, rep, device):
 # (bench/results/2026-11-28-h200-s28, call 2). So after each round the host time of a call is
 # measured as well (bench_common.host_us, the GPU kept busy), and a backend that
 # bench_common.host_bound names is listed in the case's host_bound, with a warning.
-HOST_CALLS = 50             # calls a probe issues (~1-4 ms of host time)
-HOST_SLEEP = 20_000_000     # GPU clocks the probe's sleep lasts (~10 ms at 2 GHz)
-
-
-def flush_costs(dev):
-    """(flush_us, loop_us): the GPU microseconds of do_bench's L2 flush (triton's own buffer and
-    clear when its driver has them; a 256 MiB memset otherwise), median of 20, and the host
-    microseconds of the rest of a do_bench iteration (the flush's launch and two event records);
-    (None, None) on the CPU."""
-    if dev.type != "cuda":
-        return None, None
-    clear = None
-    try:
-        from triton.runtime import driver
-        cache = driver.active.get_empty_cache_for_benchmark()
-        clear_cache = getattr(driver.active, "clear_cache", None)
-        if clear_cache is not None:
-            def clear():
-                clear_cache(cache)
-    except (ImportError, AttributeError):
-        pass
-    if clear is None:  # an older triton: do_bench zeroes its 256 MB buffer itself
-        cache = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device=dev)
-
-        def clear():
-            cache.zero_()
-    clear()
-    times = []
-    for _ in range(20):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(1_000_000)  # the GPU busy past the launch: the events time the memset
-        s.record()
-        clear()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) * 1e3)
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
-    def iteration():
-        clear()
-        s.record()
-        e.record()
-    loop = bench_common.host_us(iteration, HOST_CALLS, rounds=3, cuda=True,
-                                sleep_cycles=HOST_SLEEP, strict=False)
-    torch.cuda.synchronize()
-    return bench_common.median(times), loop
+# The probe's sizes and the flush's measurement live in bench_common (quantized_decode.py shares
+# them).
 
 
 def lower_right_mask(sq, sk, device):
@@ -234,7 +190,8 @@ def run_case(case, timer, gen, dev, repeats=1, flush=None, loop=0.0):
         ms = timer(fn)
         if dev.type == "cuda":
             host.setdefault(key, []).append(bench_common.host_us(
-                fn, HOST_CALLS, cuda=True, sleep_cycles=HOST_SLEEP, strict=False))
+                fn, bench_common.HOST_CALLS, cuda=True, sleep_cycles=bench_common.HOST_SLEEP,
+                strict=False))
         return ms
 
     try:
@@ -363,7 +320,7 @@ def main():
     flush, loop = None, None
     if timer_name.startswith("triton"):  # the check is do_bench's (the fallback syncs each call)
         try:
-            flush, loop = flush_costs(dev)
+            flush, loop = bench_common.flush_costs(dev)
         except Exception as e:  # the run goes on without the host check
             print(f"compare_torch: no host check ({type(e).__name__}: {e})", file=sys.stderr)
     for case in cases:
@@ -404,8 +361,8 @@ def main():
         "flush_us": flush,
         "loop_us": loop,
         "host_check": None if flush is None else
-        f"after each round, the host us a call (the mean of {HOST_CALLS} calls issued while the "
-        "GPU sleeps; KEY_host_us is the median of the rounds); host_bound names a backend "
+        f"after each round, the host us a call (the mean of {bench_common.HOST_CALLS} calls "
+        "issued while the GPU sleeps; KEY_host_us is the median of the rounds); host_bound names a backend "
         "whose host time came within 20% of the L2 flush's GPU time (flush_us) and, with "
         "loop_us (do_bench's own host time an iteration), outlasted the flush and its call "
         "(bench_common.host_bound): its do_bench time may include the host's",

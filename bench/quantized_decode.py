@@ -9,11 +9,22 @@ call, host side included. TB/s counts the bytes of K/V each call reads (1 byte a
 8-bit caches). "rel err" is ||out - out_bf16_cudnn|| / ||out_bf16_cudnn||: the quantization's
 error, not a kernel's.
 
+Every row of a shape is timed once a round, the rows in turn, for --repeats rounds (the median is
+reported), so that a slow spell of the machine touches every row alike. After each round each
+row's host time a call is measured too (bench_common.host_us, the GPU kept busy): a row whose host
+could not keep ahead of do_bench's L2 flush (bench_common.host_bound, as in compare_torch.py) is
+marked HOST-BOUND and listed in the shape's host_bound, since its time may include the host's (the
+8-bit calls take the general Python path; 2026-11-28, E4M3 at B8 L4096 measured 15 us slower in
+one run with no host check). --device cpu: a smoke run on small shapes (the CPU backend, SDPA's
+math backend as the reference, a perf_counter timer, no host check), for the tests.
+
     PYTHONPATH=build-gpu/python python3 bench/quantized_decode.py [--json out.json] [--quick]
+        [--repeats N] [--device cpu]
 """
 import argparse
 import json
 
+import bench_common
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -29,6 +40,7 @@ CASES = [  # B, Hq, Hkv, L (keys per sequence), D: DESIGN.md's decode rows, bf16
     (8, 32, 8, 4096, 128),
     (16, 16, 16, 2048, 64),
 ]
+SMOKE_CASES = [(2, 4, 2, 40, 64), (1, 2, 2, 33, 128)]  # --device cpu
 
 
 def bench(fn):
@@ -54,67 +66,130 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--quick", action="store_true", help="the first two shapes only")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="rounds, every row of a shape once a round (default 3)")
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                    help="cuda (default), or cpu: a smoke run on small shapes")
     args = ap.parse_args()
+    if args.repeats < 1:
+        ap.error(f"--repeats {args.repeats} must be at least 1")
+    cuda = args.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        ap.error("--device cuda but torch sees no CUDA device (--device cpu for a smoke run)")
+    dev = torch.device(args.device)
+    timer = bench if cuda else bench_common.cpu_timer()[0]
+    flush, loop = None, None
+    if cuda:
+        try:
+            flush, loop = bench_common.flush_costs(dev)
+        except Exception as e:  # the run goes on without the host check
+            print(f"quantized_decode: no host check ({type(e).__name__}: {e})")
     gen = torch.Generator().manual_seed(0)
+    cases = SMOKE_CASES if not cuda else CASES[:2] if args.quick else CASES
     rows = []
-    for b, hq, hkv, length, d in CASES[:2] if args.quick else CASES:
-        q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(b, length, hkv, d, device="cuda", dtype=torch.bfloat16)
-        v = torch.randn(b, length, hkv, d, device="cuda", dtype=torch.bfloat16)
-        used = torch.full((b,), length, device="cuda", dtype=torch.int32)
+    for b, hq, hkv, length, d in cases:
+        q = torch.randn(b, 1, hq, d, device=dev, dtype=torch.bfloat16)
+        k = torch.randn(b, length, hkv, d, device=dev, dtype=torch.bfloat16)
+        v = torch.randn(b, length, hkv, d, device=dev, dtype=torch.bfloat16)
+        used = torch.full((b,), length, device=dev, dtype=torch.int32)
         elems = 2 * b * hkv * length * d
         qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-        times, nbytes, errs = {}, {}, {}
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            times["cudnn bf16"] = bench(
-                lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True))
-            ref = F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True).transpose(1, 2)
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            times["fa2 bf16"] = bench(
-                lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True))
-        times["ours bf16"] = bench(lambda: ga.flash_attn_with_kvcache(
-            q, k, v, cache_seqlens=used, check_indices=False))
-        for n in times:
-            nbytes[n] = 2 * elems
+        calls, nbytes, errs, contexts = {}, {}, {}, {}
+
+        def sdpa():
+            return F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=hq != hkv)
+
+        if cuda:
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                ref = sdpa().transpose(1, 2)
+            for name, backend in (("cudnn bf16", SDPBackend.CUDNN_ATTENTION),
+                                  ("fa2 bf16", SDPBackend.FLASH_ATTENTION)):
+                calls[name], contexts[name] = sdpa, backend
+        else:  # the math backend, in float32, as the reference
+            ref = F.scaled_dot_product_attention(qt.float(), kt.float(), vt.float(),
+                                                 enable_gqa=hq != hkv).transpose(1, 2)
+        calls["ours bf16"] = lambda: ga.flash_attn_with_kvcache(
+            q, k, v, cache_seqlens=used, check_indices=False)
+        for name in calls:
+            nbytes[name] = 2 * elems
+        keep = []  # the 8-bit caches, alive through the rounds
         for kind in ("e4m3", "int8"):
             kq, vq, ks, vs = quantized(k, v, used, kind)
             name = f"ours {kind}"
-            times[name] = bench(lambda: ga.flash_attn_with_kvcache(
+            calls[name] = (lambda kq=kq, vq=vq, ks=ks, vs=vs: ga.flash_attn_with_kvcache(
                 q, kq, vq, cache_seqlens=used, check_indices=False, k_scale=ks, v_scale=vs))
             out = ga.flash_attn_with_kvcache(q, kq, vq, cache_seqlens=used, k_scale=ks,
                                              v_scale=vs)
             errs[name] = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
             nbytes[name] = elems
+            keep += [kq, vq]
             if kind == "e4m3":
                 kp, vp, table = paged_copy(kq.view(torch.uint8), vq.view(torch.uint8), 16, gen)
                 kp, vp = kp.view(torch.float8_e4m3fn), vp.view(torch.float8_e4m3fn)
                 pname = "ours e4m3 page 16"
-                times[pname] = bench(lambda: ga.flash_attn_with_kvcache(
-                    q, kp, vp, cache_seqlens=used, block_table=table, check_indices=False,
-                    k_scale=ks, v_scale=vs))
+                calls[pname] = (lambda kp=kp, vp=vp, table=table, ks=ks, vs=vs:
+                                ga.flash_attn_with_kvcache(
+                                    q, kp, vp, cache_seqlens=used, block_table=table,
+                                    check_indices=False, k_scale=ks, v_scale=vs))
                 out = ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used,
                                                  block_table=table, k_scale=ks, v_scale=vs)
                 errs[pname] = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
                 nbytes[pname] = elems
-                del kp, vp
-            del kq, vq
+                keep += [kp, vp]
+        host = {}
+
+        def measure(name):
+            def run():
+                fn = calls[name]
+                if name in contexts:  # SDPA's backend context around the timer, not each call
+                    with sdpa_kernel(contexts[name]):
+                        return time_one(name, fn)
+                return time_one(name, fn)
+            return run
+
+        def time_one(name, fn):
+            ms = timer(fn)
+            if cuda:
+                host.setdefault(name, []).append(bench_common.host_us(
+                    fn, bench_common.HOST_CALLS, cuda=True,
+                    sleep_cycles=bench_common.HOST_SLEEP, strict=False))
+            return ms
+
+        rounds = bench_common.time_in_rounds({n: measure(n) for n in calls}, args.repeats)
+        times = {n: bench_common.median(ms) for n, ms in rounds.items()}
+        host_us = {n: bench_common.median(us) for n, us in host.items()}
+        bound = [n for n in times if flush is not None and n in host_us
+                 and bench_common.host_bound(host_us[n], flush, times[n], loop)]
+        anchor = times.get("cudnn bf16")
         row = dict(dtype="bfloat16", batch=b, hq=hq, hkv=hkv, seqlen_k=length, head_dim=d,
                    us={n: t * 1e3 for n, t in times.items()},
+                   us_rounds={n: [t * 1e3 for t in ms] for n, ms in rounds.items()},
                    tbs={n: nbytes[n] / (t * 1e-3) / 1e12 for n, t in times.items()},
-                   cudnn_over_this={n: times["cudnn bf16"] / t for n, t in times.items()},
-                   rel_err_vs_cudnn_bf16=errs)
+                   cudnn_over_this={n: anchor / t for n, t in times.items()} if anchor else {},
+                   rel_err_vs_cudnn_bf16=errs, host_us=host_us, host_bound=bound)
         rows.append(row)
         print(f"bf16 B{b} H{hq}/{hkv} L{length} D{d} ({2 * elems / 2**20:.0f} MiB of bf16 K/V):",
               flush=True)
         for n, t in times.items():
             print(f"  {n:18} {t * 1e3:8.1f} us  {nbytes[n] / (t * 1e-3) / 1e12:5.2f} TB/s  "
-                  f"cuDNN/this {times['cudnn bf16'] / t:5.2f}"
-                  + (f"  rel err {errs[n]:.1e}" if n in errs else ""), flush=True)
-        del q, k, v, qt, kt, vt, ref
-        torch.cuda.empty_cache()
+                  + (f"cuDNN/this {anchor / t:5.2f}" if anchor else "")
+                  + (f"  rel err {errs[n]:.1e}" if n in errs else "")
+                  + (f"  host {host_us[n]:.0f} us" if n in host_us else "")
+                  + ("  HOST-BOUND" if n in bound else ""), flush=True)
+        del q, k, v, qt, kt, vt, ref, keep, calls
+        if cuda:
+            torch.cuda.empty_cache()
+    flagged = sum(len(r["host_bound"]) for r in rows)
+    if flagged:
+        print(f"WARNING: {flagged} row(s) host-bound (do_bench's L2 flush {flush:.0f} us of GPU "
+              "time did not cover the host's issue of the call): their times may include the "
+              "host's")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+            json.dump({"device": torch.cuda.get_device_name() if cuda else "cpu",
+                       "commit": bench_common.git_commit(), "repeats": args.repeats,
+                       "flush_us": flush, "loop_us": loop, "host_bound_rows": flagged,
+                       "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -606,6 +606,36 @@ def test_gpu_check_passes_its_ctest_args(tmp_path):
 
 
 @needs_torch
+def test_quantized_decode_runs_on_the_cpu(tmp_path):
+    """bench/quantized_decode.py --device cpu: every row timed in rounds, the 8-bit caches' error
+    that of their quantization, no host check off the GPU, JSON written; a bad --repeats named."""
+    import json
+    import subprocess
+
+    pytest.importorskip("gpu_attention")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "bench"), env.get("PYTHONPATH", "")])
+    script = os.path.join(ROOT, "bench", "quantized_decode.py")
+    out = tmp_path / "qd.json"
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "2", "--json",
+                        str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(out.read_text())
+    assert got["repeats"] == 2 and got["flush_us"] is None and got["host_bound_rows"] == 0
+    assert len(got["rows"]) == 2
+    names = {"ours bf16", "ours e4m3", "ours e4m3 page 16", "ours int8"}
+    for row in got["rows"]:
+        assert set(row["us"]) == names and row["host_bound"] == [] and row["host_us"] == {}
+        assert all(len(rounds) == 2 and min(rounds) > 0 for rounds in row["us_rounds"].values())
+        err = row["rel_err_vs_cudnn_bf16"]
+        assert 1e-3 < err["ours int8"] < 3e-2 and 1e-2 < err["ours e4m3"] < 6e-2, err
+        assert err["ours e4m3 page 16"] == pytest.approx(err["ours e4m3"], rel=1e-3)
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "0"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "--repeats 0" in r.stderr
+
+
+@needs_torch
 def test_host_overhead_runs_on_the_cpu(tmp_path):
     """bench/host_overhead.py --device cpu: every row measured, JSON written (the GPU run keeps the
     stream busy with torch.cuda._sleep; here the calls run the CPU backend)."""
