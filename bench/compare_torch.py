@@ -363,8 +363,9 @@ def main():
         "host_check": None if flush is None else
         f"after each round, the host us a call (the mean of {bench_common.HOST_CALLS} calls "
         "issued while the GPU sleeps; KEY_host_us is the median of the rounds); host_bound "
-        "names a backend whose host time came within 20% of the L2 flush's GPU time (flush_us) and, with "
-        "loop_us (do_bench's own host time an iteration), outlasted the flush and its call "
+        "names a backend whose host time came within 20% of the L2 flush's GPU time "
+        "(flush_us) and, with loop_us (do_bench's own host time an iteration), outlasted the "
+        "flush and its call "
         "(bench_common.host_bound): its do_bench time may include the host's",
         "host_bound_cases": sum(1 for r in rows if r.get("host_bound")),
         "ok": not failures,
