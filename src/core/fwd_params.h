@@ -124,10 +124,19 @@ struct FwdParams {
   // The same for a call without a block table: what the CUDA kernels read by row strides (no
   // paged call reaches them: decode_16x64 reads pages itself, every other kernel a gathered copy).
   GPUATTN_HD std::int64_t k_offset_unpaged(int b, std::int64_t j, int hk) const {
-    return b * k_batch_stride + (row0_k(b) + j) * k_row_stride + hk * k_head_stride;
+    return k_row_offset(b, row0_k(b) + j, hk);
   }
   GPUATTN_HD std::int64_t v_offset_unpaged(int b, std::int64_t j, int hk) const {
-    return b * v_batch_stride + (row0_k(b) + j) * v_row_stride + hk * v_head_stride;
+    return v_row_offset(b, row0_k(b) + j, hk);
+  }
+  // The same with the row counted from the tensor's first (row0_k(b) + j for varlen): for kernels
+  // that read row0_k(b) once, since reading it per row reloaded cu_seqlens_k[b] after every
+  // barrier (the decode kernels).
+  GPUATTN_HD std::int64_t k_row_offset(int b, std::int64_t row, int hk) const {
+    return b * k_batch_stride + row * k_row_stride + hk * k_head_stride;
+  }
+  GPUATTN_HD std::int64_t v_row_offset(int b, std::int64_t row, int hk) const {
+    return b * v_batch_stride + row * v_row_stride + hk * v_head_stride;
   }
   GPUATTN_HD bool is_paged() const { return block_table != nullptr; }
   // The pool page holding key j of sequence b (paged calls only).

@@ -378,10 +378,8 @@ __global__ void __launch_bounds__(Tr::kThreads)
       }
     } else {
       int key = t * kN + tid / kChunks;
-      const T* ks = kbase + b * p.k_batch_stride + (row0_k + key) * p.k_row_stride +
-                    hk * p.k_head_stride + c * 8;
-      const T* vs = vbase + b * p.v_batch_stride + (row0_k + key) * p.v_row_stride +
-                    hk * p.v_head_stride + c * 8;
+      const T* ks = kbase + p.k_row_offset(b, row0_k + key, hk) + c * 8;
+      const T* vs = vbase + p.v_row_offset(b, row0_k + key, hk) + c * 8;
       // A fixed count: unrolled whole up to 8 rows; by 4 at head dim 256 (16 rows a thread),
       // where 16 rows' addresses at once spilled.
 #pragma unroll(kRowsPerThread <= 8 ? kRowsPerThread : 4)

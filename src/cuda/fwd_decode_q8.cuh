@@ -153,10 +153,8 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
       }
     } else {
       int key = t * kN + tid / kC;
-      const std::uint8_t* ks = kbase + b * p.k_batch_stride + (row0_k + key) * p.k_row_stride +
-                               hk * p.k_head_stride + c * 16;
-      const std::uint8_t* vs = vbase + b * p.v_batch_stride + (row0_k + key) * p.v_row_stride +
-                               hk * p.v_head_stride + c * 16;
+      const std::uint8_t* ks = kbase + p.k_row_offset(b, row0_k + key, hk) + c * 16;
+      const std::uint8_t* vs = vbase + p.v_row_offset(b, row0_k + key, hk) + c * 16;
 #pragma unroll
       for (int u = 0; u < Tr::kRowsPerThread; ++u) {
         const int r = tid / kC + u * kStep;
