@@ -23,7 +23,6 @@ import io
 import json
 import pstats
 import sys
-from statistics import median
 
 import torch
 import torch.nn.functional as F
@@ -31,7 +30,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import gpu_attention as ga
 from gpu_attention import _C
-from bench_common import host_us
+from bench_common import host_us, median, time_in_rounds
 
 
 def main():
@@ -91,23 +90,19 @@ def main():
         backends["torch SDPA cuDNN"] = sdpa(SDPBackend.CUDNN_ATTENTION)
         backends["torch SDPA flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
 
-    rows = dict(backends, **parts)
+    # One round of a row: its host us a call over args.calls calls.
+    rounds = {name: (lambda fn=fn: host_us(fn, args.calls, 1, cuda))
+              for name, fn in dict(backends, **parts).items()}
     if cuda:  # without the sdpa_kernel context around each call (compare_torch.py has it)
         def sdpa_context_outside():
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 return host_us(lambda: F.scaled_dot_product_attention(qt, kt, vt), args.calls,
                                1, cuda)
-        rows["torch SDPA cuDNN, context outside the calls"] = sdpa_context_outside
+        rounds["torch SDPA cuDNN, context outside the calls"] = sdpa_context_outside
     # Rounds interleaved, one round of every row in turn: the GPU machine's host speeds up and
     # slows down within a run (2026-11-28: SDPA's host time 38-74 us across one call's runs), and
     # rows timed one after another would take that drift for a difference.
-    per_round = {name: [] for name in rows}
-    for _ in range(args.rounds):
-        for name, fn in rows.items():
-            if name == "torch SDPA cuDNN, context outside the calls":
-                per_round[name].append(fn())
-            else:
-                per_round[name].append(host_us(fn, args.calls, 1, cuda))
+    per_round = time_in_rounds(rounds, args.rounds)
     results = {name: median(times) for name, times in per_round.items()}
 
     shape = f"float16 B{b} H{h} S{s} D{d} on {args.device}"
