@@ -15,7 +15,7 @@ W=$OUT/work; mkdir -p $W
 for t in old diag; do
   rm -rf /tmp/$t && mkdir -p /tmp/$t && tar --exclude=./build-gpu --exclude=./build --exclude=./.git -cf - . | tar -C /tmp/$t -xf -
 done
-patch -R -s -p1 -d /tmp/old < bench/results/2026-11-28-h200-s29/decode-q8-addresses.patch || { echo "patch -R failed"; exit 1; }
+cp $R/fwd_decode_q8.before-s29.cuh /tmp/old/src/cuda/fwd_decode_q8.cuh
 patch -s -p1 -d /tmp/diag < $R/decode-timeline.patch || { echo "diag patch failed"; exit 1; }
 CM="-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON -DGPUATTN_BUILD_TESTS=OFF -DGPUATTN_BUILD_TOOLS=OFF"
 t0=$(date +%s)
