@@ -118,6 +118,19 @@ __device__ __forceinline__ void st_global_v4(void* ptr, uint4 v) {
                : "memory");
 }
 
+// atomicAdd at GPU scope with acquire-release semantics (returns the old value): release orders
+// the writes that happen before it (the CTA's, after a __syncthreads) before the add; acquire
+// makes the writes released by earlier adds visible to what follows it (the CTA's, after a
+// __syncthreads). One instruction in place of a fence, the add and a fence.
+__device__ __forceinline__ int atom_add_acq_rel_gpu(int* ptr, int v) {
+  int old;
+  asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], %2;\n"
+               : "=r"(old)
+               : "l"(ptr), "r"(v)
+               : "memory");
+  return old;
+}
+
 // Max and sum over the 4 lanes of a quad (the lanes that hold one row of an mma accumulator).
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
