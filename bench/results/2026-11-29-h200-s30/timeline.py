@@ -70,8 +70,40 @@ def summary(path):
     print(f"  kernel span (first entry -> last end)   {max(us(r[8]) for r in g):7.2f} us")
 
 
+def summary2(path):
+    """decode-diag3.patch's DIAG2 lines: block, SM, last, splits, %globaltimer at entry, at the
+    merge's start (the tile loop and the warps' merge done), after the count-in, at the end."""
+    rows = []
+    for line in open(path):
+        if line.startswith("DIAG2 "):
+            rows.append([int(x) for x in line.split()[1:]])
+    rows.sort(key=lambda r: r[4])
+    groups, cur = [], []
+    for r in rows:
+        if cur and r[4] - cur[-1][4] > 200_000:
+            groups.append(cur)
+            cur = []
+        cur.append(r)
+    groups.append(cur)
+    g = groups[-1]
+    t0 = min(r[4] for r in g)
+
+    def stats(name, vals):
+        vals = sorted(vals)
+        print(f"  {name:34s} min {vals[0]:7.2f}  med {statistics.median(vals):7.2f}  "
+              f"max {vals[-1]:7.2f} us")
+
+    print(f"{path}: {len(groups)} calls, last: {len(g)} CTAs, splits {g[0][3]}")
+    stats("entry -> merge start", [(r[5] - r[4]) / 1e3 for r in g])
+    stats("merge start -> counted in", [(r[6] - r[5]) / 1e3 for r in g])
+    stats("merge (last CTA of a unit)", [(r[7] - r[6]) / 1e3 for r in g if r[2]])
+    stats("end (from the first entry)", [(r[7] - t0) / 1e3 for r in g])
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "run":
         run(sys.argv[2])
+    elif sys.argv[1] == "summary2":
+        summary2(sys.argv[2])
     else:
         summary(sys.argv[2])
