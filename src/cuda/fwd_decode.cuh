@@ -162,110 +162,83 @@ __device__ __forceinline__ void merge_and_store(const FwdParams& p, const Decode
   // Count in: the CTA's rows are written (the barrier), then one acquire-release add at GPU scope
   // releases them to the CTA that counts in last and, in that CTA, acquires every earlier
   // split's (read after the second barrier). In place of a __threadfence by every thread, the
-  // add and a second fence: ~0.5 us less at the end of every split CTA (H200, s30).
+  // add and a second fence: 0.3-0.4 us less at the end of every split CTA (H200, s30 call 3).
   __shared__ int last;
   __syncthreads();  // (also: every thread is done with the merge area, reused below)
   if (tid == 0) last = ptx::atom_add_acq_rel_gpu(work.counts + unit, 1) == work.splits - 1;
   __syncthreads();
   if (!last) return;
-  // The merge, spread over the CTA, with its loads issued in batches: the merge sits at the end
-  // of the kernel, where each round trip to L2 adds to the call's time (one batch of 8 per
-  // element, one element after another, took 5.7 us at 32 splits; s30 call 1). First every
-  // (row, split) log2-sum-exp in one batch into shared memory, then per row its weights
-  // 2^(lse2_k - max) and their sum, then O: each thread's float4s of O for kU splits at a time.
+  // The merge, spread over the CTA: every (row, split) log2-sum-exp at once into shared memory,
+  // then per row its weights 2^(lse2_k - max) and their sum, then each thread a float4 of O at a
+  // time, summing over the splits with several loads in flight.
   const int splits = work.splits;
   float* const wts = mo;                                        // [valid_rows][splits]
   float* const rsum = mo + Tr::kRows * DecodePlan::kMaxSplits;  // [valid_rows]
   float* const rmax = rsum + Tr::kRows;
   {
+    // At most kRows x kMaxSplits = 8 a thread, issued at once: the indices clamped, not the loads
+    // predicated (predicated, nvcc put such loads into one register and waited on each).
     constexpr int kPer = Tr::kRows * DecodePlan::kMaxSplits / Tr::kThreads;
     const int n = valid_rows * splits;
     float v[kPer];
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
-      const int e = tid + j * Tr::kThreads;
-      v[j] = e < n ? __ldcg(work.lse2 + (unit * splits + e % splits) * Tr::kRows + e / splits)
-                   : 0.f;
+      const int e = min(tid + j * Tr::kThreads, n - 1);
+      v[j] = __ldcg(work.lse2 + (unit * splits + e % splits) * Tr::kRows + e / splits);
     }
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      const int e = tid + j * Tr::kThreads;
-      if (e < n) wts[e] = v[j];
-    }
+    for (int j = 0; j < kPer; ++j)
+      if (tid + j * Tr::kThreads < n) wts[tid + j * Tr::kThreads] = v[j];
   }
   __syncthreads();
-  if (tid < valid_rows) {
-    float m = -INFINITY;
-    for (int k = 0; k < splits; ++k) m = fmaxf(m, wts[tid * splits + k]);
+  // Per row its weights and their sum, a warp a row (rows warp, warp + kWarps, ...), lane l
+  // taking splits l and l + 32, max and sum by shuffles: by one thread a row, looping over the
+  // splits, this was a serial chain of 2 x splits shared-memory loads and exponentials.
+  static_assert(DecodePlan::kMaxSplits <= 64, "two splits a lane");
+  for (int row = tid / 32; row < valid_rows; row += Tr::kWarps) {
+    const int lane = tid % 32;
+    float* const wr = wts + row * splits;
+    const float x0 = lane < splits ? wr[lane] : -INFINITY;
+    const float x1 = lane + 32 < splits ? wr[lane + 32] : -INFINITY;
+    float m = fmaxf(x0, x1);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     const float mu = m == -INFINITY ? 0.f : m;
-    float sum = 0.f;
-    for (int k = 0; k < splits; ++k) {
-      const float w = ptx::fast_exp2(wts[tid * splits + k] - mu);
-      wts[tid * splits + k] = w;
-      sum += w;
+    const float w0 = lane < splits ? ptx::fast_exp2(x0 - mu) : 0.f;
+    const float w1 = lane + 32 < splits ? ptx::fast_exp2(x1 - mu) : 0.f;
+    if (lane < splits) wr[lane] = w0;
+    if (lane + 32 < splits) wr[lane + 32] = w1;
+    float sum = w0 + w1;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) {
+      rsum[row] = sum;
+      rmax[row] = m;
     }
-    rsum[tid] = sum;
-    rmax[tid] = m;
   }
   __syncthreads();
-  // Element e = tid + i * kThreads (i < kPer) is float4 e % kVec of row e / kVec. The loads of kU
-  // splits for all of a thread's elements go out before any is used (16 float4s: 64 registers;
-  // 32 spilled the paged D128 kernel). Indices past the end are clamped, not the loads predicated:
-  // predicated, nvcc put every load into one register quadruple and waited on each before the
-  // next (5.4 us for this merge at 16 splits against 2.0 before; s30 call 3). A clamped split
-  // gets weight 0 (it adds nothing: its rows are finite, normalized O); a clamped element is
-  // never stored.
   constexpr int kVec = D / 4;  // float4s per row
-  constexpr int kPer = Tr::kRows * kVec / Tr::kThreads;
-  constexpr int kU = kPer >= 16 ? 1 : 16 / kPer;
-  static_assert(kPer * Tr::kThreads == Tr::kRows * kVec && kU >= 1, "the merge's elements");
-  const int n = valid_rows * kVec;
-  float4 a[kPer];
-  int ec[kPer];  // element, clamped
-  const float* wrow[kPer];
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    a[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-    ec[i] = min(tid + i * Tr::kThreads, n - 1);
-    wrow[i] = wts + (ec[i] / kVec) * splits;
-  }
-  const float4* const src = reinterpret_cast<const float4*>(work.o + unit * splits * Tr::kRows * D);
-  constexpr int kSplitStep = Tr::kRows * kVec;  // float4s from one split's slot to the next
-  for (int k0 = 0; k0 < splits; k0 += kU) {
-    float4 v[kPer][kU];
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const float4* const sk = src + min(k0 + u, splits - 1) * kSplitStep;
-#pragma unroll
-      for (int i = 0; i < kPer; ++i) v[i][u] = __ldcg(sk + ec[i]);
-    }
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const bool in = k0 + u < splits;
-      const int k = in ? k0 + u : splits - 1;
-#pragma unroll
-      for (int i = 0; i < kPer; ++i) {
-        const float w = in ? wrow[i][k] : 0.f;
-        a[i].x += w * v[i][u].x;
-        a[i].y += w * v[i][u].y;
-        a[i].z += w * v[i][u].z;
-        a[i].w += w * v[i][u].w;
-      }
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    const int e = tid + i * Tr::kThreads;
-    if (e >= n) continue;
+  for (int e = tid; e < valid_rows * kVec; e += Tr::kThreads) {
     const int row = e / kVec, c4 = e % kVec;
+    const float* src = work.o + (unit * splits * Tr::kRows + row) * D + 4 * c4;
+    const float* w = wts + row * splits;
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 8
+    for (int k = 0; k < splits; ++k) {
+      const float4 v = __ldcg(reinterpret_cast<const float4*>(src + k * Tr::kRows * D));
+      a.x += w[k] * v.x;
+      a.y += w[k] * v.y;
+      a.z += w[k] * v.z;
+      a.w += w[k] * v.w;
+    }
     const float sum = rsum[row];
     const float inv_w = sum > 0.f ? 1.f / sum : 0.f;
     const int pr_row = r0 + row;
     T* const out =
         static_cast<T*>(p.o) + p.o_offset(b, pr_row / group, hk * group + pr_row % group) + 4 * c4;
     uint2 v;
-    v.x = ptx::pack2<T>(a[i].x * inv_w, a[i].y * inv_w);
-    v.y = ptx::pack2<T>(a[i].z * inv_w, a[i].w * inv_w);
+    v.x = ptx::pack2<T>(a.x * inv_w, a.y * inv_w);
+    v.y = ptx::pack2<T>(a.z * inv_w, a.w * inv_w);
     *reinterpret_cast<uint2*>(out) = v;
     if (p.lse != nullptr && c4 == 0) {
       const float l2 = sum > 0.f ? rmax[row] + log2f(sum) : -INFINITY;
