@@ -8,7 +8,8 @@ protocol). This script measures the host side alone: a long GPU sleep (torch.cud
 the stream busy while N calls are issued, so their wall time is the host's (the script checks that
 the sleep outlasted them). It reports, per backend, the median over --rounds of the host us per
 call (for ours: flash_attn_func on its fast path and on the general path, and a decode step
-through flash_attn_with_kvcache, without and with a new key and value appended); then, for ours,
+through flash_attn_with_kvcache, without and with a new key and value appended, and over an FP8
+E4M3 cache with tensor scales, the same call and its general path); then, for ours,
 the parts: the Python wrapper, torch.cuda.current_stream, torch.empty and the native call with
 prebuilt arguments (_C.attention_forward); and the top of a cProfile of the wrapper. With
 --device cpu (a tiny shape, for the CPU tests) the calls run the CPU backend, so the times include
@@ -57,6 +58,9 @@ def main():
               for _ in range(2))
     used = torch.full((db,), dk - 3, dtype=torch.int32, device=args.device)
     kn, vn = (torch.randn(db, 1, 8, 128, device=args.device, dtype=torch.float16) for _ in range(2))
+    # the same cache quantized to FP8 E4M3, a scale per KV head (as tensors: the serving call)
+    k8, v8 = (x.to(torch.float8_e4m3fn) for x in (kc, vc))
+    scale = torch.ones(8, dtype=torch.float32, device=args.device)
 
     backends = {
         "ours flash_attn_func": lambda: ga.flash_attn_func(q, k, v),
@@ -69,6 +73,12 @@ def main():
         # the step's new key and value written into the cache first (the same row each call)
         "ours flash_attn_with_kvcache (decode, k/v appended)": lambda: ga.flash_attn_with_kvcache(
             qd, kc, vc, kn, vn, cache_seqlens=used, check_indices=False),
+        "ours flash_attn_with_kvcache (decode, E4M3 cache)": lambda: ga.flash_attn_with_kvcache(
+            qd, k8, v8, cache_seqlens=used, check_indices=False, k_scale=scale, v_scale=scale),
+        "ours flash_attn_with_kvcache (decode, E4M3 cache, general path)":
+            lambda: ga.flash_attn_with_kvcache(qd, k8, v8, cache_seqlens=used, check_indices=False,
+                                               k_scale=scale, v_scale=scale,
+                                               window_size=[-1, -1]),
     }
     parts = {
         "ours _C.attention_forward (prebuilt args)":

@@ -145,9 +145,11 @@ def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_ind
 # as the library's own host side and more than a short kernel. A call of torch tensors with
 # flash-attn's defaults passes every one of those checks unchanged, so it goes straight to the
 # library: the tests compare both paths bit for bit, and every error still comes from the
-# library's own validation, with the same message. Anything else (numpy arrays, tensor
-# subclasses, tensors that require grad, a non-contiguous last dimension, a window, options of
-# other types) takes the general path.
+# library's own validation, with the same message. A quantized cache takes it too when both
+# scales are torch tensors (the serving call: ~40 us of host time a call on the general path
+# against ~17 for a 16-bit cache, bench/results/2026-11-29-h200-s30). Anything else (numpy
+# arrays, tensor subclasses, tensors that require grad, a non-contiguous last dimension, a window,
+# options of other types, scales given as floats) takes the general path.
 
 _NO_WINDOW = (-1, -1)
 _NUMBER = (int, float)
@@ -182,9 +184,12 @@ def _plain_tensors(torch, *xs):
 
 
 def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=None,
-                  block_table=None, check_indices=True):
+                  block_table=None, check_indices=True, k_scale=None, v_scale=None,
+                  kv_format=""):
     """The library's call for plain torch tensors (as _forward makes it): out (and lse)
     allocated contiguous on q's device, the arrays as DLPack capsules, torch's current stream.
+    A quantized cache comes as _kv_cache leaves it (float8 as uint8 bytes, kv_format 'e4m3'),
+    its scales torch tensors.
     out comes from torch.empty_like (the general path calls torch.empty with q's shape, dtype and
     device: the same tensor, 1-2 us slower), which only a torch dispatch mode could tell apart."""
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
@@ -194,15 +199,22 @@ def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=Non
         lse = torch.empty((b, h, s), dtype=torch.float32, device=q.device)
     stream = _current_raw_stream(torch, q) if q.is_cuda else 0
     cap = torch.utils.dlpack.to_dlpack
-    if seqused_k is None and block_table is None and check_indices:
+    if seqused_k is None and block_table is None and check_indices and k_scale is None:
         _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
                              None, None, 0, 0, softmax_scale, causal, stream)
-    else:
+    elif k_scale is None:
         _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
                              None, None, 0, 0, softmax_scale, causal, stream,
                              seqused_k=None if seqused_k is None else cap(seqused_k),
                              block_table=None if block_table is None else cap(block_table),
                              check_indices=check_indices)
+    else:
+        _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
+                             None, None, 0, 0, softmax_scale, causal, stream,
+                             seqused_k=None if seqused_k is None else cap(seqused_k),
+                             block_table=None if block_table is None else cap(block_table),
+                             check_indices=check_indices, k_scale=cap(k_scale),
+                             v_scale=cap(v_scale), kv_format=kv_format)
     return out, lse
 
 
@@ -564,7 +576,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     torch = sys.modules.get("torch")
     if (torch is not None and rotary_cos is None and rotary_sin is None
             and cache_batch_idx is None and cache_leftpad is None
-            and k_scale is None and v_scale is None
+            and ((k_scale is None and v_scale is None)
+                 or (type(k_scale) is torch.Tensor and type(v_scale) is torch.Tensor))
             and type(num_splits) is int and 0 <= num_splits <= _INT32_MAX
             and (cache_seqlens is None or type(cache_seqlens) is torch.Tensor)
             and (block_table is None or type(block_table) is torch.Tensor)
@@ -573,15 +586,26 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             and ((k is None and v is None)
                  or (cache_seqlens is not None and _plain_tensors(torch, k, v)))):
         check_indices = bool(check_indices)
+        kv_format = ""
+        if k_scale is not None:  # a quantized cache (scales as tensors): as _forward passes it
+            k_cache, kv_format = _kv_cache("torch", k_cache)
+            v_cache, _ = _kv_cache("torch", v_cache)
         if k is not None:  # appended first, as _append_kv does, then attended with them
             cap = torch.utils.dlpack.to_dlpack
             stream = _current_raw_stream(torch, k_cache) if k_cache.is_cuda else 0
-            _C.append_kv(cap(k_cache), cap(v_cache), cap(k), cap(v), cap(cache_seqlens),
-                         block_table=None if block_table is None else cap(block_table),
-                         check_indices=check_indices, stream=stream)
+            if k_scale is None:
+                _C.append_kv(cap(k_cache), cap(v_cache), cap(k), cap(v), cap(cache_seqlens),
+                             block_table=None if block_table is None else cap(block_table),
+                             check_indices=check_indices, stream=stream)
+            else:
+                _C.append_kv(cap(k_cache), cap(v_cache), cap(k), cap(v), cap(cache_seqlens),
+                             block_table=None if block_table is None else cap(block_table),
+                             check_indices=check_indices, stream=stream, k_scale=cap(k_scale),
+                             v_scale=cap(v_scale), kv_format=kv_format)
             cache_seqlens = (cache_seqlens + k.shape[1]).to(torch.int32)
         out, lse = _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
-                                 return_softmax_lse, cache_seqlens, block_table, check_indices)
+                                 return_softmax_lse, cache_seqlens, block_table, check_indices,
+                                 k_scale, v_scale, kv_format)
         return (out, lse) if return_softmax_lse else out
     for name, value in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
                         ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad)):

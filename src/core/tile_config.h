@@ -176,7 +176,9 @@ inline constexpr std::array<TileConfig, 12> kFwdTileConfigs = {{
      "and log-sum-exp from a per-launch workspace, in split order (bitwise reproducible). "
      "Memory-bound: the goal is HBM bandwidth on K and V. H200 (compare_torch, 5ce352a): that "
      "shape 51.8 us, 0.95x cuDNN, 1.01x FA2; 0.90-0.99x cuDNN at Sq1 from 134 MB of K/V, 0.80x "
-     "at 8 MB (fixed costs: the counts' memset, the merge); Sq 2-4 causal 3.5-8.7x cuDNN. Ring "
+     "at 8 MB (fixed costs: the counts' memset, the merge; 0.84x once the merge's weights went "
+     "to a warp a row and the count-in to one thread's acquire-release add, 2026-11-29-h200-s30); "
+     "Sq 2-4 causal 3.5-8.7x cuDNN. Ring "
      "stages 4 / 2 / 2 at head dims 64 / 128 / 256 (3 at 128 and 256 measured within 2%, and "
      "would not fit 99 KB at 128); splits for one wave of 2 CTAs per SM (3 per SM: more partials, "
      "1.04x the time)"},

@@ -659,6 +659,8 @@ def test_host_overhead_runs_on_the_cpu(tmp_path):
     assert set(got) == {"ours flash_attn_func", "ours flash_attn_func, general path",
                         "ours flash_attn_with_kvcache (decode)",
                         "ours flash_attn_with_kvcache (decode, k/v appended)",
+                        "ours flash_attn_with_kvcache (decode, E4M3 cache)",
+                        "ours flash_attn_with_kvcache (decode, E4M3 cache, general path)",
                         "ours _C.attention_forward (prebuilt args)", "torch.empty_like(q)"}
     assert all(us > 0 for us in got.values())
     assert "cProfile of 3 flash_attn_func calls" in r.stdout

@@ -162,6 +162,61 @@ def test_plain_kvcache_calls_take_the_fast_path(general_calls, device, causal):
         ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=bad)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["int8", "e4m3"])
+def test_quantized_kvcache_calls_take_the_fast_path(general_calls, device, kind):
+    """A quantized cache with both scales as torch tensors (the serving call) skips the general
+    path, appends included, with its results bit for bit; scales given as floats, or one scale
+    alone, take the general path."""
+    B, Sk, Hkv, D = 2, 45, 2, 128
+    q, new_k, new_v = tensors(device, "bfloat16", [(B, 1, 8, D), (B, 2, Hkv, D), (B, 2, Hkv, D)],
+                              ("quantized", kind))
+    if kind == "int8":
+        kc, vc = [torch.randint(-127, 128, (B, Sk, Hkv, D), dtype=torch.int8, device=device)
+                  for _ in range(2)]
+    else:
+        kc, vc = [(torch.randn(B, Sk, Hkv, D, device=device) * 50).to(torch.float8_e4m3fn)
+                  for _ in range(2)]
+    ks = torch.tensor([0.03, 0.01], dtype=torch.float32, device=device)
+    vs = torch.tensor([0.02, 0.04], dtype=torch.float32, device=device)
+    used = torch.tensor([Sk - 2, 7], dtype=torch.int32, device=device)
+    caches = [kc.clone(), vc.clone()]
+    out, lse = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, k_scale=ks, v_scale=vs,
+                                          return_softmax_lse=True)
+    appended = ga.flash_attn_with_kvcache(q, kc, vc, new_k, new_v, cache_seqlens=used,
+                                          k_scale=ks, v_scale=vs)
+    assert general_calls == [], "a quantized call with tensor scales entered the general path"
+    want, want_lse = ga.flash_attn_with_kvcache(q, caches[0], caches[1], cache_seqlens=used,
+                                                k_scale=ks, v_scale=vs, window_size=[-1, -1],
+                                                return_softmax_lse=True)
+    want_appended = ga.flash_attn_with_kvcache(q, caches[0], caches[1], new_k, new_v,
+                                               cache_seqlens=used, k_scale=ks, v_scale=vs,
+                                               window_size=[-1, -1])
+    assert len(general_calls) == 2
+    same(out, want, "out")
+    same(lse, want_lse, "lse")
+    same(appended, want_appended, "appended")
+    as_bytes = (lambda t: t.view(torch.uint8)) if kind == "e4m3" else (lambda t: t)
+    assert torch.equal(as_bytes(kc), as_bytes(caches[0])), "k_cache after the append"
+    assert torch.equal(as_bytes(vc), as_bytes(caches[1])), "v_cache after the append"
+    # the dequantized cache's attention (fp64): the kernel read the 8-bit cache as it is
+    deq = [c.float() * s.view(1, 1, -1, 1) for c, s in ((kc, ks), (vc, vs))]
+    lens = (used + 2).tolist()
+    for b in range(B):
+        ref, _ = ref_dense(to64(q[b:b + 1]), to64(deq[0][b:b + 1, :lens[b]]),
+                           to64(deq[1][b:b + 1, :lens[b]]), 1 / math.sqrt(D), causal_rule(False))
+        assert_close(appended[b:b + 1].cpu(), ref, 1.6e-2, f"appended, sequence {b}")
+    del general_calls[:]
+    as_float = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, k_scale=0.03,
+                                          v_scale=0.02)
+    one = [torch.full((1,), x, device=device) for x in (0.03, 0.02)]
+    same(as_float, ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, k_scale=one[0],
+                                              v_scale=one[1]), "scales as floats")
+    with pytest.raises(ValueError, match="v_scale is missing"):
+        ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, k_scale=ks, v_scale=None)
+    assert len(general_calls) == 2  # the float scales and the missing one
+
+
 def test_other_calls_take_the_general_path(general_calls):
     q, k, v = tensors("cpu", "float16", [(2, 21, 4, 64), (2, 30, 2, 64), (2, 30, 2, 64)],
                       "general")
@@ -352,6 +407,9 @@ def test_native_calls_match_the_general_paths(monkeypatch, device):
     int8_kv = [torch.randint(-127, 128, (B, Sk, Hkv, D), dtype=torch.int8, device=device)
                for _ in range(2)]
     scales = torch.tensor([0.02, 0.05], dtype=torch.float32, device=device)
+    e4m3_kv = [(torch.randn(B, Sk, Hkv, D, device=device) * 40).to(torch.float8_e4m3fn)
+               for _ in range(2)]
+    e4m3_pages = [(p.float() * 20).to(torch.float8_e4m3fn) for p in pages]
     calls = {
         "dense": lambda: ga.flash_attn_func(q, k, v),
         "causal, lse, scale": lambda: ga.flash_attn_func(q, k, v, softmax_scale=0.2,
@@ -374,6 +432,28 @@ def test_native_calls_match_the_general_paths(monkeypatch, device):
             qd, k.clone(), v.clone(), new_kv[0], new_kv[1], cache_seqlens=used + 1),
         "kvcache int8 with scales": lambda: ga.flash_attn_with_kvcache(
             qh, int8_kv[0], int8_kv[1], cache_seqlens=used, k_scale=scales, v_scale=0.03),
+        "kvcache int8, tensor scales": lambda: ga.flash_attn_with_kvcache(
+            qh, int8_kv[0], int8_kv[1], cache_seqlens=used, k_scale=scales, v_scale=scales.flip(0)),
+        "kvcache e4m3, tensor scales, lse": lambda: ga.flash_attn_with_kvcache(
+            qd, e4m3_kv[0], e4m3_kv[1], cache_seqlens=used, k_scale=scales, v_scale=scales,
+            causal=True, return_softmax_lse=True),
+        "kvcache e4m3 as uint8 bytes": lambda: ga.flash_attn_with_kvcache(
+            qd, e4m3_kv[0].view(torch.uint8), e4m3_kv[1].view(torch.uint8), k_scale=scales,
+            v_scale=scales),
+        "kvcache e4m3 paged, unchecked": lambda: ga.flash_attn_with_kvcache(
+            qd, e4m3_pages[0], e4m3_pages[1], cache_seqlens=used, block_table=table,
+            check_indices=False, k_scale=scales, v_scale=scales),
+        "kvcache int8 append": lambda: ga.flash_attn_with_kvcache(
+            qh, int8_kv[0].clone(), int8_kv[1].clone(), new_kv[0].to(torch.float16),
+            new_kv[1].to(torch.float16), cache_seqlens=used, k_scale=scales, v_scale=scales),
+        "kvcache e4m3 append to pages": lambda: ga.flash_attn_with_kvcache(
+            qd, e4m3_pages[0].clone(), e4m3_pages[1].clone(), new_kv[0], new_kv[1],
+            cache_seqlens=used, block_table=table, k_scale=scales, v_scale=scales),
+        "kvcache int8, 3 scales (an error)": lambda: ga.flash_attn_with_kvcache(
+            qh, int8_kv[0], int8_kv[1], cache_seqlens=used, k_scale=scales.repeat(2)[:3],
+            v_scale=scales),
+        "kvcache int8, float64 scales (an error)": lambda: ga.flash_attn_with_kvcache(
+            qh, int8_kv[0], int8_kv[1], k_scale=scales.double(), v_scale=scales),
     }
     stream = torch.cuda.Stream() if device == "cuda" else None
     for what, call in calls.items():

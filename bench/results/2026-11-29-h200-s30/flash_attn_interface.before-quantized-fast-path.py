@@ -1,0 +1,633 @@
+"""flash-attn 2.x compatible functions over gpuattn::attention_forward.
+
+Same names, signatures, layouts and return values as `flash_attn.flash_attn_interface` (forward
+only). Tensors are (batch, seqlen, nheads, headdim); varlen tensors are (total, nheads, headdim)
+with int32 cu_seqlens. Anything we do not support yet raises NotImplementedError naming the
+argument; nothing is silently ignored. Invalid inputs raise ValueError / TypeError from the
+validation in the C++ library, which leaves the outputs unwritten.
+
+window_size=(left, right) is flash-attn's local attention: query i of a sequence with Sq queries
+and Sk keys sits at key position p = i + Sk - Sq (bottom-right aligned, as causal) and sees key j iff
+p - left <= j <= p + right, where -1 leaves that side unbounded; causal=True sets right = 0.
+Values below -1 raise ValueError. gpu_attention.sparse_attn_func adds global tokens to the window.
+
+Differences from flash-attn that a caller can observe:
+  - forward only: a torch tensor that requires grad (with grad mode on) is refused;
+  - a query row that sees no key (causal with Sq > Sk, a window that misses every key) gets out = 0
+    and lse = -inf (flash-attn writes +inf);
+  - window sides below -1 raise ValueError (flash-attn treats every negative value as -1);
+  - float32 inputs are accepted on the CPU backend (flash-attn: fp16/bf16 only).
+"""
+
+import numbers
+import operator
+import sys
+
+from . import _C
+
+_INT32_MAX = 2**31 - 1
+
+
+# ---- arrays: framework detection, allocation, stream ---------------------------------------------
+
+
+def _framework(x, name):
+    """'torch' or 'numpy'. Neither package is imported here: a tensor of a framework that was never
+    imported cannot exist."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return "torch"
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(x, np.ndarray):
+        return "numpy"
+    raise TypeError(f"{name} must be a torch.Tensor or a numpy.ndarray, got {type(x).__name__}")
+
+
+def _check_same_framework(fw, x, name):
+    other = _framework(x, name)
+    if other != fw:
+        raise TypeError(f"{name} is a {other} array but q is a {fw} array")
+
+
+def _prepare(fw, x, name):
+    """Makes `x` exportable through DLPack, as flash-attn does: a last dimension that is not
+    contiguous is copied (flash-attn's maybe_contiguous); every other layout passes zero-copy and
+    the library checks its strides."""
+    if fw == "torch":
+        if x.requires_grad:
+            if sys.modules["torch"].is_grad_enabled():
+                raise NotImplementedError(
+                    f"{name} requires grad: gpu_attention has no backward pass yet; call it under "
+                    "torch.no_grad() / torch.inference_mode() or pass detached tensors"
+                )
+            x = x.detach()
+        if x.dim() > 0 and x.stride(-1) != 1 and x.shape[-1] > 1:
+            x = x.contiguous()
+        return x
+    if x.ndim > 0 and x.strides[-1] != x.itemsize and x.shape[-1] > 1:
+        x = sys.modules["numpy"].ascontiguousarray(x)
+    return x
+
+
+def _empty(fw, like, shape, float32=False):
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        return torch.empty(shape, dtype=torch.float32 if float32 else like.dtype, device=like.device)
+    np = sys.modules["numpy"]
+    return np.empty(shape, dtype=np.float32 if float32 else like.dtype)
+
+
+def _full_int32(fw, like, n, value):
+    """An int32 array of n copies of `value` on like's device."""
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        return torch.full((n,), value, dtype=torch.int32, device=like.device)
+    np = sys.modules["numpy"]
+    return np.full((n,), value, dtype=np.int32)
+
+
+def _call(fw, q, *args, **kwargs):
+    """Runs the native call; CUDA tensors run on torch's current stream of q's device (the library
+    switches to that device itself).
+
+    Torch tensors cross as DLPack capsules from torch.utils.dlpack.to_dlpack (C, zero-copy):
+    letting nanobind call each tensor's Python-level __dlpack__ cost ~4 us a tensor on an H200 host
+    (torch 2.11), and torch.cuda.current_stream() another 3 us; at fp16 B1 H16 S1024 D64 the call's
+    host side (36 us) outlasted its 18 us kernel (bench/host_overhead.py)."""
+    stream = 0
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        if q.is_cuda:
+            stream = _current_raw_stream(torch, q)
+        to_dlpack = torch.utils.dlpack.to_dlpack
+        args = [to_dlpack(a) if isinstance(a, torch.Tensor) else a for a in args]
+        kwargs = {key: to_dlpack(a) if isinstance(a, torch.Tensor) else a
+                  for key, a in kwargs.items()}
+    _C.attention_forward(*args, stream=stream, **kwargs)
+
+
+def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_indices,
+               k_scale=None, v_scale=None):
+    """k/v appended to the caches in place (the caches are passed as they are: a copy would
+    lose the write; a float8 cache as a uint8 view of the same memory)."""
+    for value, name in ((v_cache, "v_cache"), (k, "k"), (v, "v"), (cache_seqlens, "cache_seqlens"),
+                        (block_table, "block_table")):
+        if value is not None:
+            _check_same_framework(fw, value, name)
+    k = _prepare(fw, k, "k")
+    v = _prepare(fw, v, "v")
+    stream = 0
+    kv_format = ""
+    if k_scale is not None or v_scale is not None:
+        k_cache, kv_format = _kv_cache(fw, k_cache)
+        v_cache, _ = _kv_cache(fw, v_cache)
+        k_scale = _kv_scale(fw, k_scale, k_cache, "k_scale")
+        v_scale = _kv_scale(fw, v_scale, k_cache, "v_scale")
+    args = [k_cache, v_cache, k, v, cache_seqlens]
+    table = block_table
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        if k_cache.is_cuda:
+            stream = _current_raw_stream(torch, k_cache)
+        to_dlpack = torch.utils.dlpack.to_dlpack
+        args = [to_dlpack(a) for a in args]
+        table = to_dlpack(table) if table is not None else None
+        k_scale = to_dlpack(k_scale) if k_scale is not None else None
+        v_scale = to_dlpack(v_scale) if v_scale is not None else None
+    _C.append_kv(*args, block_table=table, check_indices=bool(check_indices), stream=stream,
+                 k_scale=k_scale, v_scale=v_scale, kv_format=kv_format)
+
+
+# ---- the fast path: the common call, with no general checks ------------------------------------
+#
+# flash_attn_func and flash_attn_with_kvcache spend ~10 us of Python on a call before the native
+# one (framework checks, option checks, the mask's reductions, dicts of keyword arguments), as much
+# as the library's own host side and more than a short kernel. A call of torch tensors with
+# flash-attn's defaults passes every one of those checks unchanged, so it goes straight to the
+# library: the tests compare both paths bit for bit, and every error still comes from the
+# library's own validation, with the same message. Anything else (numpy arrays, tensor
+# subclasses, tensors that require grad, a non-contiguous last dimension, a window, options of
+# other types) takes the general path.
+
+_NO_WINDOW = (-1, -1)
+_NUMBER = (int, float)
+
+
+def _plain_options(dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes):
+    """True when the options are ones the general path passes on unchanged: dropout_p and softcap
+    an int or float 0, no ALiBi, causal a bool, softmax_scale None or a float, and no window
+    ((-1, -1) as a tuple of ints)."""
+    return (type(dropout_p) in _NUMBER and dropout_p == 0
+            and type(softcap) in _NUMBER and softcap == 0
+            and alibi_slopes is None
+            and (causal is True or causal is False)
+            and (softmax_scale is None or type(softmax_scale) is float)
+            and (window_size is _NO_WINDOW
+                 or (type(window_size) is tuple and len(window_size) == 2
+                     and type(window_size[0]) is int and type(window_size[1]) is int
+                     and window_size[0] == -1 and window_size[1] == -1)))
+
+
+def _plain_tensors(torch, *xs):
+    """True when every x is exactly a torch.Tensor, strided (not sparse, not nested), of rank 4,
+    needing no grad, with a unit stride in its last dimension (what _prepare passes unchanged).
+    The layout is asked before the stride, which sparse and nested tensors do not have: they take
+    the general path and its errors."""
+    tensor_type, strided = torch.Tensor, torch.strided
+    for x in xs:
+        if (type(x) is not tensor_type or x.layout is not strided or x.is_nested or x.ndim != 4
+                or x.requires_grad or x.stride(-1) != 1):
+            return False
+    return True
+
+
+def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=None,
+                  block_table=None, check_indices=True):
+    """The library's call for plain torch tensors (as _forward makes it): out (and lse)
+    allocated contiguous on q's device, the arrays as DLPack capsules, torch's current stream.
+    out comes from torch.empty_like (the general path calls torch.empty with q's shape, dtype and
+    device: the same tensor, 1-2 us slower), which only a torch dispatch mode could tell apart."""
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    lse = None
+    if want_lse:
+        b, s, h, _ = q.shape
+        lse = torch.empty((b, h, s), dtype=torch.float32, device=q.device)
+    stream = _current_raw_stream(torch, q) if q.is_cuda else 0
+    cap = torch.utils.dlpack.to_dlpack
+    if seqused_k is None and block_table is None and check_indices:
+        _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
+                             None, None, 0, 0, softmax_scale, causal, stream)
+    else:
+        _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
+                             None, None, 0, 0, softmax_scale, causal, stream,
+                             seqused_k=None if seqused_k is None else cap(seqused_k),
+                             block_table=None if block_table is None else cap(block_table),
+                             check_indices=check_indices)
+    return out, lse
+
+
+def _current_raw_stream(torch, q):
+    """The cudaStream_t (an int) of torch's current stream on q's device."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what triton calls; private
+    if raw is not None:
+        return raw(q.get_device())
+    return torch.cuda.current_stream(q.device).cuda_stream
+
+
+# ---- options -----------------------------------------------------------------------------------
+
+
+def _check_dropout(dropout_p):
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, numbers.Real):
+        raise TypeError(f"dropout_p must be a float, got {type(dropout_p).__name__}")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"dropout_p={dropout_p} must be in [0, 1]")
+    if dropout_p != 0.0:
+        raise NotImplementedError(
+            f"dropout_p={dropout_p}: dropout is not supported (gpu_attention is forward-only); "
+            "pass dropout_p=0.0 (as flash-attn users do at inference)"
+        )
+
+
+def _check_softcap(softcap):
+    if isinstance(softcap, bool) or not isinstance(softcap, numbers.Real):
+        raise TypeError(f"softcap must be a float, got {type(softcap).__name__}")
+    if softcap != 0.0:
+        raise NotImplementedError(f"softcap={softcap}: logit soft-capping is not supported yet")
+
+
+def _check_alibi(alibi_slopes):
+    if alibi_slopes is not None:
+        raise NotImplementedError("alibi_slopes: ALiBi biases are not supported yet")
+
+
+def _softmax_scale(softmax_scale):
+    if softmax_scale is None:
+        return None
+    if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, numbers.Real):
+        raise TypeError(f"softmax_scale must be a float or None, got {type(softmax_scale).__name__}")
+    return float(softmax_scale)  # finiteness is checked by the library
+
+
+def _as_int(value, name):
+    """value as a Python int (operator.index: ints and numpy / torch integer scalars); a bool or
+    anything else is a TypeError that names the argument."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+
+
+def _int_arg(value, name, lo=1, hi=_INT32_MAX):
+    value = _as_int(value, name)
+    if not lo <= value <= hi:
+        raise ValueError(f"{name}={value} must be in [{lo}, {hi}]")
+    return value
+
+
+def _window_pair(window_size):
+    """flash-attn's window_size as (left, right) ints, each >= -1 (-1: unbounded on that side)."""
+    try:
+        left, right = window_size
+        if isinstance(left, bool) or isinstance(right, bool):
+            raise TypeError
+        left, right = operator.index(left), operator.index(right)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"window_size must be a pair of ints (left, right), got {window_size!r}"
+        ) from None
+    for side, value in (("left", left), ("right", right)):
+        if value < -1:
+            raise ValueError(
+                f"window_size={(left, right)}: the {side} window {value} is invalid (must be >= 0, "
+                "or -1 for unbounded)"
+            )
+    return left, right
+
+
+def _check_causal(causal):
+    if not isinstance(causal, (bool, int)):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    return bool(causal)
+
+
+def _global_arg(value, name):
+    """global_tokens / global_stride: an int >= 0. Values past any int32 position mean the same as
+    int32's maximum (every position < 2^31), so they are clamped rather than refused."""
+    value = _as_int(value, name)
+    if value < 0:
+        raise ValueError(f"{name}={value} is negative (0 turns it off)")
+    return min(value, _INT32_MAX)
+
+
+def _resolve_mask(window_size, causal, seqlen_q, seqlen_k, global_tokens=0, global_stride=0):
+    """(causal, window_size, globals) -> the library's (causal, MaskSpec fields) as a dict.
+
+    Query i of a sequence of sq queries and sk keys sits at key position p = i + sk - sq and sees
+    key j iff (!causal or j <= p) and (p - left <= j <= p + right, a side of -1 unbounded, or j or
+    p is a global position). flash-attn's causal=True sets right = 0; under the causal limit every
+    right >= -1 means the same, so it becomes -1 (no right limit). A side that reaches past every
+    key of every row is no limit (left >= sk - 1, right >= sq - 1; for varlen the max lengths bound
+    every sequence), and without any window limit global tokens change nothing: such calls run as
+    plain dense / causal attention (the library's fastest kernels), with identical results.
+    `seqlen_q`/`seqlen_k` None (a bad rank, reported by the library) skips these reductions.
+    """
+    causal = _check_causal(causal)
+    left, right = _window_pair(window_size)
+    if causal:
+        right = -1
+    if seqlen_q is not None and seqlen_k is not None:
+        if left >= seqlen_k - 1:
+            left = -1
+        if right >= seqlen_q - 1:
+            right = -1
+    left, right = min(left, _INT32_MAX), min(right, _INT32_MAX)
+    if left < 0 and right < 0:
+        global_tokens = global_stride = 0  # every key is inside the (absent) window
+    elif not causal and left < 0 and right == 0 and global_tokens == 0 and global_stride == 0:
+        causal, right = True, -1  # the window (-1, 0) is causal attention
+    return dict(causal=causal, window_left=left, window_right=right, global_tokens=global_tokens,
+                global_stride=global_stride)
+
+
+# ---- the shared forward --------------------------------------------------------------------
+
+
+def _kv_cache(fw, cache):
+    """A quantized cache as the native module takes it: torch float8_e4m3fn tensors cross as their
+    uint8 bytes with kv_format 'e4m3' (DLPack exports of float8 vary between torch versions), and
+    uint8 arrays are read as E4M3 bytes; int8 and everything else as they are."""
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        f8 = getattr(torch, "float8_e4m3fn", None)
+        if f8 is not None and isinstance(cache, torch.Tensor) and cache.dtype == f8:
+            return cache.view(torch.uint8), "e4m3"
+    if str(getattr(cache, "dtype", "")).split(".")[-1] == "uint8":  # E4M3 bytes (numpy has no f8)
+        return cache, "e4m3"
+    return cache, ""
+
+
+def _kv_scale(fw, scale, like, name):
+    """k_scale / v_scale: an array (float32 [nheads_k] or [1], as the library checks it) or a
+    Python float, made a float32 [1] array on like's device."""
+    if scale is None or not isinstance(scale, (int, float)) or isinstance(scale, bool):
+        if scale is not None:
+            _check_same_framework(fw, scale, name)
+        return scale
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        return torch.full((1,), float(scale), dtype=torch.float32, device=like.device)
+    np = sys.modules["numpy"]
+    return np.full((1,), float(scale), dtype=np.float32)
+
+
+def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0,
+             softmax_scale, mask, want_lse, seqused_k=None, block_table=None,
+             check_indices=True, k_scale=None, v_scale=None):
+    """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
+    (out, lse or None)."""
+    fw = _framework(q, "q")
+    _check_same_framework(fw, k, "k")
+    _check_same_framework(fw, v, "v")
+    if cu_seqlens_q is not None or cu_seqlens_k is not None:
+        _check_same_framework(fw, cu_seqlens_q, "cu_seqlens_q")
+        _check_same_framework(fw, cu_seqlens_k, "cu_seqlens_k")
+    q = _prepare(fw, q, "q")
+    k = _prepare(fw, k, "k")
+    v = _prepare(fw, v, "v")
+    varlen = cu_seqlens_q is not None
+    out = _empty(fw, q, tuple(q.shape))
+    lse = None
+    if want_lse:
+        if varlen and q.ndim == 3:
+            lse = _empty(fw, q, (q.shape[1], q.shape[0]), float32=True)
+        elif not varlen and q.ndim == 4:
+            lse = _empty(fw, q, (q.shape[0], q.shape[2], q.shape[1]), float32=True)
+        # any other rank: the library reports it
+    if seqused_k is not None:
+        _check_same_framework(fw, seqused_k, "cache_seqlens")
+        mask = dict(mask, seqused_k=seqused_k)
+    if block_table is not None:
+        _check_same_framework(fw, block_table, "block_table")
+        mask = dict(mask, block_table=block_table)
+    if not check_indices:
+        mask = dict(mask, check_indices=False)
+    if k_scale is not None or v_scale is not None:
+        k, kv_format = _kv_cache(fw, k)
+        v, _ = _kv_cache(fw, v)
+        mask = dict(mask, k_scale=_kv_scale(fw, k_scale, q, "k_scale"),
+                    v_scale=_kv_scale(fw, v_scale, q, "v_scale"), kv_format=kv_format)
+    _call(fw, q, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+          softmax_scale, **mask)
+    return out, lse
+
+
+def _dense_lengths(q, k):
+    sq = q.shape[1] if q.ndim == 4 else None
+    sk = k.shape[1] if getattr(k, "ndim", 0) == 4 else None
+    return sq, sk
+
+
+# ---- public API (flash-attn 2.x) ----------------------------------------------------------------
+
+
+def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
+                    window_size=_NO_WINDOW, softcap=0.0, alibi_slopes=None, deterministic=False,
+                    return_attn_probs=False):
+    """Dense attention. q (batch, seqlen_q, nheads, headdim), k/v (batch, seqlen_k, nheads_k,
+    headdim), nheads % nheads_k == 0 (GQA/MQA). softmax_scale defaults to 1/sqrt(headdim); causal is
+    bottom-right aligned when seqlen_q != seqlen_k. window_size=(left, right) (-1: unbounded side):
+    query i sees key j iff i + seqlen_k - seqlen_q - left <= j <= i + seqlen_k - seqlen_q + right;
+    with causal=True right is 0. A row that sees no key gets out 0 and lse -inf.
+
+    Returns out (batch, seqlen_q, nheads, headdim), or with return_attn_probs=True
+    (out, softmax_lse float32 (batch, nheads, seqlen_q), None). `deterministic` is accepted: the
+    forward pass is always deterministic.
+    """
+    torch = sys.modules.get("torch")
+    if (torch is not None
+            and _plain_options(dropout_p, softmax_scale, causal, window_size, softcap,
+                               alibi_slopes)
+            and _plain_tensors(torch, q, k, v)):
+        out, lse = _fast_forward(torch, q, k, v, softmax_scale, causal, return_attn_probs)
+        return (out, lse, None) if return_attn_probs else out
+    _check_dropout(dropout_p)
+    _check_softcap(softcap)
+    _check_alibi(alibi_slopes)
+    scale = _softmax_scale(softmax_scale)
+    _framework(q, "q")
+    mask = _resolve_mask(window_size, causal, *_dense_lengths(q, k))
+    out, lse = _forward(q, k, v, softmax_scale=scale, mask=mask, want_lse=return_attn_probs)
+    return (out, lse, None) if return_attn_probs else out
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                           dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
+                           softcap=0.0, alibi_slopes=None, deterministic=False,
+                           return_attn_probs=False, block_table=None):
+    """Variable-length (packed) attention. q (total_q, nheads, headdim), k/v (total_k, nheads_k,
+    headdim); cu_seqlens_q/k int32 (batch + 1,) prefix sums on q's device; max_seqlen_q/k ints
+    bounding every sequence length. causal and window_size as in flash_attn_func, with seqlen_q and
+    seqlen_k the lengths of each sequence.
+
+    Returns out (total_q, nheads, headdim), or with return_attn_probs=True
+    (out, softmax_lse float32 (nheads, total_q), None).
+    """
+    if block_table is not None:
+        raise NotImplementedError("block_table: paged KV is supported in flash_attn_with_kvcache "
+                                  "(dense q), not in varlen calls")
+    _check_dropout(dropout_p)
+    _check_softcap(softcap)
+    _check_alibi(alibi_slopes)
+    scale = _softmax_scale(softmax_scale)
+    if cu_seqlens_q is None or cu_seqlens_k is None:
+        raise ValueError("cu_seqlens_q and cu_seqlens_k are required (int32 arrays of batch + 1)")
+    max_seqlen_q = _int_arg(max_seqlen_q, "max_seqlen_q")
+    max_seqlen_k = _int_arg(max_seqlen_k, "max_seqlen_k")
+    _framework(q, "q")
+    mask = _resolve_mask(window_size, causal, max_seqlen_q, max_seqlen_k)
+    out, lse = _forward(q, k, v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                        max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, softmax_scale=scale,
+                        mask=mask, want_lse=return_attn_probs)
+    return (out, lse, None) if return_attn_probs else out
+
+
+def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=False,
+                              window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                              deterministic=False, return_attn_probs=False):
+    """qkv (batch, seqlen, 3, nheads, headdim): views into it are passed without a copy."""
+    _framework(qkv, "qkv")
+    if qkv.ndim != 5 or qkv.shape[2] != 3:
+        raise ValueError(f"qkv shape {tuple(qkv.shape)} must be (batch, seqlen, 3, nheads, headdim)")
+    return flash_attn_func(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], dropout_p, softmax_scale,
+                           causal, window_size, softcap, alibi_slopes, deterministic,
+                           return_attn_probs)
+
+
+def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=False,
+                             window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                             deterministic=False, return_attn_probs=False):
+    """kv (batch, seqlen_k, 2, nheads_k, headdim)."""
+    _framework(kv, "kv")
+    if kv.ndim != 5 or kv.shape[2] != 2:
+        raise ValueError(f"kv shape {tuple(kv.shape)} must be (batch, seqlen_k, 2, nheads_k, headdim)")
+    return flash_attn_func(q, kv[:, :, 0], kv[:, :, 1], dropout_p, softmax_scale, causal,
+                           window_size, softcap, alibi_slopes, deterministic, return_attn_probs)
+
+
+def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0, softmax_scale=None,
+                                     causal=False, window_size=(-1, -1), softcap=0.0,
+                                     alibi_slopes=None, deterministic=False,
+                                     return_attn_probs=False):
+    """qkv (total, 3, nheads, headdim)."""
+    _framework(qkv, "qkv")
+    if qkv.ndim != 4 or qkv.shape[1] != 3:
+        raise ValueError(f"qkv shape {tuple(qkv.shape)} must be (total, 3, nheads, headdim)")
+    return flash_attn_varlen_func(qkv[:, 0], qkv[:, 1], qkv[:, 2], cu_seqlens, cu_seqlens,
+                                  max_seqlen, max_seqlen, dropout_p, softmax_scale, causal,
+                                  window_size, softcap, alibi_slopes, deterministic,
+                                  return_attn_probs)
+
+
+def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                    dropout_p=0.0, softmax_scale=None, causal=False,
+                                    window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                                    deterministic=False, return_attn_probs=False):
+    """kv (total_k, 2, nheads_k, headdim)."""
+    _framework(kv, "kv")
+    if kv.ndim != 4 or kv.shape[1] != 2:
+        raise ValueError(f"kv shape {tuple(kv.shape)} must be (total_k, 2, nheads_k, headdim)")
+    return flash_attn_varlen_func(q, kv[:, 0], kv[:, 1], cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                  max_seqlen_k, dropout_p, softmax_scale, causal, window_size,
+                                  softcap, alibi_slopes, deterministic, return_attn_probs)
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
+                            cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None,
+                            block_table=None, softmax_scale=None, causal=False,
+                            window_size=_NO_WINDOW, softcap=0.0, rotary_interleaved=True,
+                            alibi_slopes=None, num_splits=0, return_softmax_lse=False, *,
+                            check_indices=True, k_scale=None, v_scale=None):
+    """Attention of q (batch, seqlen_q, nheads, headdim) over a KV cache k_cache/v_cache
+    (batch, seqlen_cache, nheads_k, headdim), or with block_table a paged cache.
+
+    Supported today: the whole cache attended, or with cache_seqlens (int32 (batch,) on q's
+    device, or an int for every sequence) the first cache_seqlens[b] keys of sequence b, causal
+    bottom-right aligned to them. block_table (int32 (batch, max_num_blocks_per_seq) on q's
+    device) makes k_cache/v_cache a page pool (num_blocks, page_block_size, nheads_k, headdim) of
+    any page_block_size: key j of sequence b is row j % page_block_size of page
+    block_table[b, j // page_block_size]; the cache is max_num_blocks_per_seq * page_block_size
+    keys long, and entries past a sequence's used pages are never read. On CUDA cache_seqlens and
+    block_table are checked on a host copy (a stream synchronization); decode calls
+    (seqlen_q x nheads / nheads_k <= 64, no window) run the split-KV decode kernel, reading pages
+    in place; other calls with cache_seqlens run the portable sm_80 kernel, and other paged calls
+    first gather their pages into a contiguous buffer. No rotary embedding, batch index or left
+    padding: those raise NotImplementedError. `num_splits` is a performance hint and accepted as any int >= 0;
+    `rotary_interleaved` only matters with rotary_cos/sin. k/v (batch, seqlen_new, nheads_k,
+    headdim), given together with cache_seqlens, are first written into the cache in place at
+    rows cache_seqlens[b].. (through block_table for a paged cache), and the attention then uses
+    cache_seqlens + seqlen_new keys, as flash-attn does; cache_seqlens itself is not updated.
+    check_indices=False (keyword only, not
+    in flash-attn) skips the host copies on CUDA: the call stays asynchronous and can be captured
+    into a CUDA graph, and cache_seqlens and block_table are trusted as flash-attn trusts them.
+    k_scale/v_scale (keyword only, as vLLM names them; float32 (nheads_k,) or (1,) arrays on q's
+    device, or Python floats) make k_cache/v_cache a quantized cache of int8 or float8_e4m3fn
+    (torch.float8_e4m3fn, or uint8 bytes): element x of kv head h stands for x * k_scale[h]
+    (v_scale for v). Decode calls read the 8-bit cache in place; k/v appended are quantized
+    (x / scale, rounded to nearest even, saturated).
+
+    Returns out, or (out, softmax_lse float32 (batch, nheads, seqlen_q)) with
+    return_softmax_lse=True.
+    """
+    torch = sys.modules.get("torch")
+    if (torch is not None and rotary_cos is None and rotary_sin is None
+            and cache_batch_idx is None and cache_leftpad is None
+            and k_scale is None and v_scale is None
+            and type(num_splits) is int and 0 <= num_splits <= _INT32_MAX
+            and (cache_seqlens is None or type(cache_seqlens) is torch.Tensor)
+            and (block_table is None or type(block_table) is torch.Tensor)
+            and _plain_options(0, softmax_scale, causal, window_size, softcap, alibi_slopes)
+            and _plain_tensors(torch, q, k_cache, v_cache)
+            and ((k is None and v is None)
+                 or (cache_seqlens is not None and _plain_tensors(torch, k, v)))):
+        check_indices = bool(check_indices)
+        if k is not None:  # appended first, as _append_kv does, then attended with them
+            cap = torch.utils.dlpack.to_dlpack
+            stream = _current_raw_stream(torch, k_cache) if k_cache.is_cuda else 0
+            _C.append_kv(cap(k_cache), cap(v_cache), cap(k), cap(v), cap(cache_seqlens),
+                         block_table=None if block_table is None else cap(block_table),
+                         check_indices=check_indices, stream=stream)
+            cache_seqlens = (cache_seqlens + k.shape[1]).to(torch.int32)
+        out, lse = _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
+                                 return_softmax_lse, cache_seqlens, block_table, check_indices)
+        return (out, lse) if return_softmax_lse else out
+    for name, value in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
+                        ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad)):
+        if value is not None:
+            raise NotImplementedError(
+                f"flash_attn_with_kvcache: {name} is not supported yet (the whole cache, its "
+                "first cache_seqlens keys, or a paged cache through block_table, with k/v "
+                "appended; no rotary, batch index or left padding)"
+            )
+    if (k is None) != (v is None):
+        raise ValueError("flash_attn_with_kvcache: k and v are appended together: pass both or "
+                         "neither")
+    if k is not None and cache_seqlens is None:
+        raise ValueError("flash_attn_with_kvcache: appending k/v needs cache_seqlens (where each "
+                         "sequence's new keys go)")
+    _check_softcap(softcap)
+    _check_alibi(alibi_slopes)
+    _int_arg(num_splits, "num_splits", lo=0)
+    scale = _softmax_scale(softmax_scale)
+    _framework(q, "q")
+    seqused = None
+    if cache_seqlens is not None:
+        if isinstance(cache_seqlens, bool) or not isinstance(cache_seqlens, int):
+            seqused = cache_seqlens
+        else:  # one length for every sequence, as flash-attn takes it
+            if getattr(q, "ndim", 0) != 4:
+                raise ValueError(f"q shape {tuple(q.shape)} must be (batch, seqlen_q, nheads, "
+                                 "headdim)")
+            seqused = _full_int32(_framework(q, "q"), q, q.shape[0], cache_seqlens)
+    if k is not None:
+        fw = _framework(q, "q")
+        _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices,
+                   k_scale=k_scale, v_scale=v_scale)
+        n = getattr(k, "shape", (0, 0))[1]
+        if fw == "torch":
+            seqused = (seqused + n).to(sys.modules["torch"].int32)
+        else:
+            seqused = (seqused + n).astype(sys.modules["numpy"].int32)
+    sq, sk = _dense_lengths(q, k_cache)
+    if block_table is not None:  # the logical cache: every page of a table row
+        shape = getattr(block_table, "shape", None)
+        sk = (shape[1] * k_cache.shape[1]
+              if shape is not None and len(shape) == 2 and sk is not None else None)
+    mask = _resolve_mask(window_size, causal, sq, sk)
+    out, lse = _forward(q, k_cache, v_cache, softmax_scale=scale, mask=mask,
+                        want_lse=return_softmax_lse, seqused_k=seqused, block_table=block_table,
+                        check_indices=bool(check_indices), k_scale=k_scale, v_scale=v_scale)
+    return (out, lse) if return_softmax_lse else out
+
