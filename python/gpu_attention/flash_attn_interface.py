@@ -202,19 +202,15 @@ def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=Non
     if seqused_k is None and block_table is None and check_indices and k_scale is None:
         _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
                              None, None, 0, 0, softmax_scale, causal, stream)
-    elif k_scale is None:
-        _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
-                             None, None, 0, 0, softmax_scale, causal, stream,
-                             seqused_k=None if seqused_k is None else cap(seqused_k),
-                             block_table=None if block_table is None else cap(block_table),
-                             check_indices=check_indices)
     else:
         _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
                              None, None, 0, 0, softmax_scale, causal, stream,
                              seqused_k=None if seqused_k is None else cap(seqused_k),
                              block_table=None if block_table is None else cap(block_table),
-                             check_indices=check_indices, k_scale=cap(k_scale),
-                             v_scale=cap(v_scale), kv_format=kv_format)
+                             check_indices=check_indices,
+                             k_scale=None if k_scale is None else cap(k_scale),
+                             v_scale=None if v_scale is None else cap(v_scale),
+                             kv_format=kv_format)
     return out, lse
 
 
@@ -593,15 +589,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         if k is not None:  # appended first, as _append_kv does, then attended with them
             cap = torch.utils.dlpack.to_dlpack
             stream = _current_raw_stream(torch, k_cache) if k_cache.is_cuda else 0
-            if k_scale is None:
-                _C.append_kv(cap(k_cache), cap(v_cache), cap(k), cap(v), cap(cache_seqlens),
-                             block_table=None if block_table is None else cap(block_table),
-                             check_indices=check_indices, stream=stream)
-            else:
-                _C.append_kv(cap(k_cache), cap(v_cache), cap(k), cap(v), cap(cache_seqlens),
-                             block_table=None if block_table is None else cap(block_table),
-                             check_indices=check_indices, stream=stream, k_scale=cap(k_scale),
-                             v_scale=cap(v_scale), kv_format=kv_format)
+            _C.append_kv(cap(k_cache), cap(v_cache), cap(k), cap(v), cap(cache_seqlens),
+                         block_table=None if block_table is None else cap(block_table),
+                         check_indices=check_indices, stream=stream,
+                         k_scale=None if k_scale is None else cap(k_scale),
+                         v_scale=None if v_scale is None else cap(v_scale), kv_format=kv_format)
             cache_seqlens = (cache_seqlens + k.shape[1]).to(torch.int32)
         out, lse = _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
                                  return_softmax_lse, cache_seqlens, block_table, check_indices,
