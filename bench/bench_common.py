@@ -1,7 +1,7 @@
 """Helpers shared by the Python benchmark scripts (compare_torch.py, sparse_bench.py,
-long_context.py, host_overhead.py, quantized_decode.py): the commit a result belongs to, the exit
-for a missing dependency, the CPU smoke-run timer, timing in rounds, the host time of a call and
-the host check of do_bench timings. Imports nothing beyond the standard library (host_us and
+long_context.py, host_overhead.py, quantized_decode.py, paged_decode.py): the commit a result
+belongs to, the exit for a missing dependency, the CPU smoke-run timer, timing in rounds, the host
+time of a call and the host check of do_bench timings. Imports nothing beyond the standard library (host_us and
 flush_costs import torch when they need a GPU)."""
 import json
 import os
@@ -135,6 +135,40 @@ def time_in_rounds(measures, repeats):
         for key, measure in measures.items():
             rounds[key].append(measure())
     return rounds
+
+
+def time_rows(calls, repeats, timer, cuda=False, flush=None, loop=None, contexts=None):
+    """Times every row of `calls` ({name: fn}) once a round with `timer` (ms), the rows in turn,
+    `repeats` rounds (time_in_rounds); with cuda, after each timing, the row's host time a call as
+    well (host_us, the GPU kept busy by a sleep). contexts: {name: a function returning a context
+    manager} entered around that row's timing and probe, not each call (SDPA's backend choice).
+    Returns (times {name: median ms}, rounds {name: [ms a round]}, host {name: median us a call},
+    bound [the names host_bound names; none without a flush])."""
+    contexts = contexts or {}
+    host = {}
+
+    def one(name):
+        fn = calls[name]
+        ms = timer(fn)
+        if cuda:
+            host.setdefault(name, []).append(host_us(fn, HOST_CALLS, cuda=True,
+                                                     sleep_cycles=HOST_SLEEP, strict=False))
+        return ms
+
+    def measure(name):
+        def run():
+            if name in contexts:
+                with contexts[name]():
+                    return one(name)
+            return one(name)
+        return run
+
+    rounds = time_in_rounds({name: measure(name) for name in calls}, repeats)
+    times = {name: median(ms) for name, ms in rounds.items()}
+    host_med = {name: median(us) for name, us in host.items()}
+    bound = [name for name in times if flush is not None and name in host_med
+             and host_bound(host_med[name], flush, times[name], loop or 0.0)]
+    return times, rounds, host_med, bound
 
 
 # The host check of do_bench timings (compare_torch.py, quantized_decode.py): a probe of a call's

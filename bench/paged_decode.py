@@ -7,11 +7,22 @@ no two consecutive pages of a sequence are neighbours in memory. Every call gets
 check_indices=False (no host copy: what a CUDA-graph decode step runs). do_bench (L2 flushed)
 times the whole call, host side included; TB/s counts the K/V bytes the sequences use.
 
+Every row of a shape is timed once a round, the rows in turn, for --repeats rounds (the median is
+reported), and after each timing its host time a call is probed (bench_common.time_rows, as in
+quantized_decode.py): a row whose host could not keep ahead of do_bench's L2 flush
+(bench_common.host_bound) is marked HOST-BOUND and listed in the shape's host_bound, since its time
+may include the host's (the checked rows copy cache_seqlens and the table to the host and
+synchronize, so they are host-bound by design at small shapes). --device cpu: a smoke run on
+small shapes (the CPU backend, SDPA's math backend as the reference, a perf_counter timer, no
+host check), for the tests.
+
     PYTHONPATH=build-gpu/python python3 bench/paged_decode.py [--json out.json] [--quick]
+        [--repeats N] [--device cpu]
 """
 import argparse
 import json
 
+import bench_common
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -27,6 +38,11 @@ CASES = [  # dtype, B, Hq, Hkv, L (keys per sequence), D: DESIGN.md's decode row
     (torch.float16, 16, 16, 16, 2048, 64),
 ]
 PAGES = [16, 64, 256]
+SMOKE_CASES = [(torch.bfloat16, 2, 4, 2, 70, 64), (torch.float16, 1, 2, 2, 33, 128)]  # --device cpu
+
+
+def bench(fn):
+    return do_bench(fn, warmup=25, rep=100)
 
 
 def paged_copy(k, v, page, gen, shuffled=True):
@@ -51,69 +67,100 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--quick", action="store_true", help="the first two shapes only")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="rounds, every row of a shape once a round (default 3)")
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                    help="cuda (default), or cpu: a smoke run on small shapes")
     args = ap.parse_args()
+    if args.repeats < 1:
+        ap.error(f"--repeats {args.repeats} must be at least 1")
+    cuda = args.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        ap.error("--device cuda but torch sees no CUDA device (--device cpu for a smoke run)")
+    dev = torch.device(args.device)
+    timer = bench if cuda else bench_common.cpu_timer()[0]
+    flush, loop = None, None
+    if cuda:
+        try:
+            flush, loop = bench_common.flush_costs(dev)
+        except Exception as e:  # the run goes on without the host check
+            print(f"paged_decode: no host check ({type(e).__name__}: {e})")
     gen = torch.Generator().manual_seed(0)
+    cases = SMOKE_CASES if not cuda else CASES[:2] if args.quick else CASES
     rows = []
-    for dtype, b, hq, hkv, length, d in CASES[:2] if args.quick else CASES:
-        q = torch.randn(b, 1, hq, d, device="cuda", dtype=dtype)
-        k = torch.randn(b, length, hkv, d, device="cuda", dtype=dtype)
-        v = torch.randn(b, length, hkv, d, device="cuda", dtype=dtype)
-        used = torch.full((b,), length, device="cuda", dtype=torch.int32)
+    for dtype, b, hq, hkv, length, d in cases:
+        q = torch.randn(b, 1, hq, d, device=dev, dtype=dtype)
+        k = torch.randn(b, length, hkv, d, device=dev, dtype=dtype)
+        v = torch.randn(b, length, hkv, d, device=dev, dtype=dtype)
+        used = torch.full((b,), length, device=dev, dtype=torch.int32)
         kv_bytes = 2 * b * hkv * length * d * 2
         qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-        times = {}
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            times["cudnn"] = do_bench(
-                lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True),
-                warmup=25, rep=100)
-            ref = F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True).transpose(1, 2)
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            times["fa2"] = do_bench(
-                lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True),
-                warmup=25, rep=100)
-        times["ours dense"] = do_bench(lambda: ga.flash_attn_with_kvcache(q, k, v), warmup=25,
-                                       rep=100)
-        times["ours dense+seqlens"] = do_bench(
-            lambda: ga.flash_attn_with_kvcache(q, k, v, cache_seqlens=used), warmup=25, rep=100)
-        times["ours dense+seqlens u"] = do_bench(
-            lambda: ga.flash_attn_with_kvcache(q, k, v, cache_seqlens=used, check_indices=False),
-            warmup=25, rep=100)
-        diffs = {}
+        calls, contexts, diffs = {}, {}, {}
+
+        def sdpa():
+            return F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=hq != hkv)
+
+        if cuda:
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                ref = sdpa().transpose(1, 2)
+            for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
+                                  ("fa2", SDPBackend.FLASH_ATTENTION)):
+                calls[name], contexts[name] = sdpa, (lambda b=backend: sdpa_kernel(b))
+        else:  # the math backend, in float32, as the reference
+            ref = F.scaled_dot_product_attention(qt.float(), kt.float(), vt.float(),
+                                                 enable_gqa=hq != hkv).transpose(1, 2)
+        calls["ours dense"] = lambda: ga.flash_attn_with_kvcache(q, k, v)
+        calls["ours dense+seqlens"] = lambda: ga.flash_attn_with_kvcache(q, k, v,
+                                                                         cache_seqlens=used)
+        calls["ours dense+seqlens u"] = lambda: ga.flash_attn_with_kvcache(
+            q, k, v, cache_seqlens=used, check_indices=False)
+        keep = []  # the pools, alive through the rounds
         for page in PAGES:
             kp, vp, table = paged_copy(k, v, page, gen)
             name = f"ours page {page}"
-            times[name] = do_bench(
-                lambda: ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used,
-                                                   block_table=table), warmup=25, rep=100)
-            out = ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used, block_table=table)
+            calls[name] = (lambda kp=kp, vp=vp, table=table: ga.flash_attn_with_kvcache(
+                q, kp, vp, cache_seqlens=used, block_table=table))
+            calls[name + " u"] = (lambda kp=kp, vp=vp, table=table: ga.flash_attn_with_kvcache(
+                q, kp, vp, cache_seqlens=used, block_table=table, check_indices=False))
+            out = calls[name]()
             diffs[name] = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
-            times[name + " u"] = do_bench(
-                lambda: ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used,
-                                                   block_table=table, check_indices=False),
-                warmup=25, rep=100)
-            del kp, vp
+            keep += [kp, vp, table]
         # Page 16 with the pages in order: what the scattered pool itself costs.
         kp, vp, table = paged_copy(k, v, 16, gen, shuffled=False)
-        times["ours page 16 in order u"] = do_bench(
-            lambda: ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used, block_table=table,
-                                               check_indices=False), warmup=25, rep=100)
-        del kp, vp
+        calls["ours page 16 in order u"] = lambda: ga.flash_attn_with_kvcache(
+            q, kp, vp, cache_seqlens=used, block_table=table, check_indices=False)
+        keep += [kp, vp, table]
+        times, rounds, host_us, bound = bench_common.time_rows(calls, args.repeats, timer, cuda,
+                                                               flush, loop, contexts)
+        anchor = times.get("cudnn")
         row = dict(dtype=str(dtype).split(".")[-1], batch=b, hq=hq, hkv=hkv, seqlen_k=length,
                    head_dim=d, us={n: t * 1e3 for n, t in times.items()},
+                   us_rounds={n: [t * 1e3 for t in ms] for n, ms in rounds.items()},
                    tbs={n: kv_bytes / (t * 1e-3) / 1e12 for n, t in times.items()},
-                   rel_diff_vs_cudnn=diffs)
+                   rel_diff_vs_cudnn=diffs, host_us=host_us, host_bound=bound)
         rows.append(row)
         print(f"{row['dtype']} B{b} H{hq}/{hkv} L{length} D{d} "
               f"({kv_bytes / 2**20:.0f} MiB of K/V):", flush=True)
         for n, t in times.items():
-            print(f"  {n:20} {t * 1e3:8.1f} us  {kv_bytes / (t * 1e-3) / 1e12:5.2f} TB/s  "
-                  f"cuDNN/this {times['cudnn'] / t:5.2f}"
-                  + (f"  rel diff {diffs[n]:.1e}" if n in diffs else ""), flush=True)
-        del q, k, v, qt, kt, vt, ref
-        torch.cuda.empty_cache()
+            print(f"  {n:24} {t * 1e3:8.1f} us  {kv_bytes / (t * 1e-3) / 1e12:5.2f} TB/s"
+                  + (f"  cuDNN/this {anchor / t:5.2f}" if anchor else "")
+                  + (f"  rel diff {diffs[n]:.1e}" if n in diffs else "")
+                  + (f"  host {host_us[n]:.0f} us" if n in host_us else "")
+                  + ("  HOST-BOUND" if n in bound else ""), flush=True)
+        del q, k, v, qt, kt, vt, ref, keep, calls
+        if cuda:
+            torch.cuda.empty_cache()
+    flagged = sum(len(r["host_bound"]) for r in rows)
+    if flagged:
+        print(f"WARNING: {flagged} row(s) host-bound (do_bench's L2 flush {flush:.0f} us of GPU "
+              "time did not cover the host's issue of the call): their times may include the "
+              "host's")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+            json.dump({"device": torch.cuda.get_device_name() if cuda else "cpu",
+                       "commit": bench_common.git_commit(), "repeats": args.repeats,
+                       "flush_us": flush, "loop_us": loop, "host_bound_rows": flagged,
+                       "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -136,30 +136,9 @@ def main():
                 errs[pname] = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
                 nbytes[pname] = elems
                 keep += [kp, vp]
-        host = {}
-
-        def measure(name):
-            def run():
-                fn = calls[name]
-                if name in contexts:  # SDPA's backend context around the timer, not each call
-                    with sdpa_kernel(contexts[name]):
-                        return time_one(name, fn)
-                return time_one(name, fn)
-            return run
-
-        def time_one(name, fn):
-            ms = timer(fn)
-            if cuda:
-                host.setdefault(name, []).append(bench_common.host_us(
-                    fn, bench_common.HOST_CALLS, cuda=True,
-                    sleep_cycles=bench_common.HOST_SLEEP, strict=False))
-            return ms
-
-        rounds = bench_common.time_in_rounds({n: measure(n) for n in calls}, args.repeats)
-        times = {n: bench_common.median(ms) for n, ms in rounds.items()}
-        host_us = {n: bench_common.median(us) for n, us in host.items()}
-        bound = [n for n in times if flush is not None and n in host_us
-                 and bench_common.host_bound(host_us[n], flush, times[n], loop)]
+        times, rounds, host_us, bound = bench_common.time_rows(
+            calls, args.repeats, timer, cuda, flush, loop,
+            {name: (lambda b=backend: sdpa_kernel(b)) for name, backend in contexts.items()})
         anchor = times.get("cudnn bf16")
         row = dict(dtype="bfloat16", batch=b, hq=hq, hkv=hkv, seqlen_k=length, head_dim=d,
                    us={n: t * 1e3 for n, t in times.items()},

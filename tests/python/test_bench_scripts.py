@@ -641,6 +641,39 @@ def test_quantized_decode_runs_on_the_cpu(tmp_path):
 
 
 @needs_torch
+def test_paged_decode_runs_on_the_cpu(tmp_path):
+    """bench/paged_decode.py --device cpu: every row timed in rounds, the paged calls' results
+    those of the dense cache (shuffled pages, three page sizes), no host check off the GPU, JSON
+    written; a bad --repeats named."""
+    import json
+    import subprocess
+
+    pytest.importorskip("gpu_attention")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "bench"), env.get("PYTHONPATH", "")])
+    script = os.path.join(ROOT, "bench", "paged_decode.py")
+    out = tmp_path / "pd.json"
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "2", "--json",
+                        str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(out.read_text())
+    assert got["repeats"] == 2 and got["flush_us"] is None and got["host_bound_rows"] == 0
+    assert len(got["rows"]) == 2
+    names = {"ours dense", "ours dense+seqlens", "ours dense+seqlens u",
+             "ours page 16 in order u"}
+    names |= {f"ours page {p}{u}" for p in (16, 64, 256) for u in ("", " u")}
+    for row in got["rows"]:
+        assert set(row["us"]) == names and row["host_bound"] == [] and row["host_us"] == {}
+        assert all(len(rounds) == 2 and min(rounds) > 0 for rounds in row["us_rounds"].values())
+        diffs = row["rel_diff_vs_cudnn"]
+        assert set(diffs) == {"ours page 16", "ours page 64", "ours page 256"}
+        assert all(0 < d < 1e-2 for d in diffs.values()), diffs
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "0"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "--repeats 0" in r.stderr
+
+
+@needs_torch
 def test_host_overhead_runs_on_the_cpu(tmp_path):
     """bench/host_overhead.py --device cpu: every row measured, JSON written (the GPU run keeps the
     stream busy with torch.cuda._sleep; here the calls run the CPU backend)."""
