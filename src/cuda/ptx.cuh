@@ -124,7 +124,7 @@ __device__ __forceinline__ void st_global_v4(void* ptr, uint4 v) {
 // __syncthreads). One instruction in place of a fence, the add and a fence.
 __device__ __forceinline__ int atom_add_acq_rel_gpu(int* ptr, int v) {
   int old;
-  asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], %2;\n"
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n"
                : "=r"(old)
                : "l"(ptr), "r"(v)
                : "memory");
