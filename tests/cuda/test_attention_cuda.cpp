@@ -1055,8 +1055,9 @@ TEST_P(DecodeCuda, MatchesReference) {
 
 // Decode shapes: one query row (GQA 32:8 as in compare_torch, MQA 16:1 and 64:1, whose 64 rows
 // take 4 row blocks), a few rows with causal bottom-right alignment (Sq > Sk leaves rows without a
-// key: out 0, lse -inf), a single key, 2^16 keys over many splits, every head dim, varlen
-// batches with empty key and query sequences, large logits, strided views and no lse.
+// key: out 0, lse -inf), a single key, 2^16 keys over many splits (64) and 12000 over 47, every
+// head dim, varlen batches with empty key and query sequences, large logits, strided views and
+// no lse.
 INSTANTIATE_TEST_SUITE_P(
     Decode, DecodeCuda,
     ::testing::Values(dense(8, 32, 8, 1, 4096, 128, bf16), dense(2, 16, 1, 1, 1000, 64, f16),
@@ -1065,6 +1066,9 @@ INSTANTIATE_TEST_SUITE_P(
                       dense(2, 4, 4, 16, 70, 128, bf16).causal(),
                       dense(1, 4, 2, 8, 5, 64, f16).causal(), dense(1, 8, 8, 1, 1, 64, f16),
                       dense(1, 2, 2, 1, 65536, 128, f16), dense(4, 16, 16, 2, 3000, 256, bf16),
+                      // 4 units of 188 key tiles: 47 splits on an H200 (264 slots), between 32
+                      // and 64, so the merge's lanes take a second split where one exists
+                      dense(1, 8, 4, 1, 12000, 64, bf16),
                       dense(2, 32, 4, 1, 2049, 64, bf16).q_times(30),
                       dense(2, 8, 2, 3, 1500, 128, f16).causal().no_lse(),
                       dense(2, 8, 2, 1, 1000, 128, f16).in(Layout::padded),
