@@ -13,9 +13,11 @@ Every row of a shape is timed once a round, the rows in turn, for --repeats roun
 reported), so that a slow spell of the machine touches every row alike. After each round each
 row's host time a call is measured too (bench_common.host_us, the GPU kept busy): a row whose host
 could not keep ahead of do_bench's L2 flush (bench_common.host_bound, as in compare_torch.py) is
-marked HOST-BOUND and listed in the shape's host_bound, since its time may include the host's (the
-8-bit calls take the general Python path; 2026-11-28, E4M3 at B8 L4096 measured 15 us slower in
-one run with no host check). --device cpu: a smoke run on small shapes (the CPU backend, SDPA's
+marked HOST-BOUND and listed in the shape's host_bound, since its time may include the host's
+(2026-11-28, E4M3 at B8 L4096 measured 15 us slower in one run with no host check: its calls then
+took the general Python path, 34-67 us of host time; with tensor scales they now take the fast
+path, 16-29 us; bench/results/2026-11-29-h200-s30). The rows go through bench_common.time_rows,
+as paged_decode.py's do. --device cpu: a smoke run on small shapes (the CPU backend, SDPA's
 math backend as the reference, a perf_counter timer, no host check), for the tests.
 
     PYTHONPATH=build-gpu/python python3 bench/quantized_decode.py [--json out.json] [--quick]
