@@ -331,12 +331,26 @@ _APPEND_DEFAULTS = dict(block_table=None, check_indices=True, stream=0, backend=
                         k_scale=None, v_scale=None, kv_format="")
 
 
+_EXPORTED = {}  # id of a DLPack capsule made during _both_paths -> its tensor's description
+
+
+def _describe(tensor):
+    return (str(tensor.dtype), tuple(tensor.shape), tuple(tensor.stride()), str(tensor.device))
+
+
 def _normalized(names, defaults, args, kwargs):
-    """Every argument of a native call by name, defaults filled in; arrays as their type's name
-    (the DLPack capsules of the two paths are different objects)."""
+    """Every argument of a native call by name, defaults filled in; arrays as their tensor's
+    dtype, shape, strides and device (the DLPack capsules of the two paths are different objects:
+    _both_paths records what each was made from), so a cache passed as float8 on one path and as
+    uint8 bytes on the other differs."""
     got = dict(defaults, **dict(zip(names, args)), **kwargs)
-    return {name: (type(value).__name__ if type(value).__name__ in ("PyCapsule", "Tensor")
-                   else value) for name, value in got.items()}
+
+    def arg(value):
+        kind = type(value).__name__
+        if kind == "PyCapsule":
+            return _EXPORTED.get(id(value), kind)
+        return _describe(value) if kind == "Tensor" else value
+    return {name: arg(value) for name, value in got.items()}
 
 
 class _Recorder:
@@ -359,10 +373,19 @@ def _both_paths(monkeypatch, call):
     """call() on the fast path, then with the fast path refused (the public general path): each
     side's result (or exception) and its native calls' arguments."""
     sides = []
+    _EXPORTED.clear()
+    real_export = torch.utils.dlpack.to_dlpack
+
+    def export(tensor):
+        capsule = real_export(tensor)
+        _EXPORTED[id(capsule)] = _describe(tensor)
+        return capsule
+
     for fast in (True, False):
         recorder = _Recorder(fi._C)
         with monkeypatch.context() as m:
             m.setattr(fi, "_C", recorder)
+            m.setattr(torch.utils.dlpack, "to_dlpack", export)
             if not fast:
                 m.setattr(fi, "_plain_options", lambda *args: False)
             try:
