@@ -143,7 +143,12 @@ def time_rows(calls, repeats, timer, cuda=False, flush=None, loop=None, contexts
     well (host_us, the GPU kept busy by a sleep). contexts: {name: a function returning a context
     manager} entered around that row's timing and probe, not each call (SDPA's backend choice).
     Returns (times {name: median ms}, rounds {name: [ms a round]}, host {name: median us a call},
-    bound [the names host_bound names; none without a flush])."""
+    bound [the names host_bound names; none without a flush]).
+
+    A row whose probe outlasted the sleep (its calls synchronize with the GPU, as a checked paged
+    call does, or its host is that slow) has no host time: host[name] is None and the row is
+    bound, since do_bench's flush cannot hide such a call (2026-11-29-h200-s30, call 7: the
+    checked paged_decode rows' probes had waited out the sleep and read 258-514 us)."""
     contexts = contexts or {}
     host = {}
 
@@ -151,8 +156,11 @@ def time_rows(calls, repeats, timer, cuda=False, flush=None, loop=None, contexts
         fn = calls[name]
         ms = timer(fn)
         if cuda:
-            host.setdefault(name, []).append(host_us(fn, HOST_CALLS, cuda=True,
-                                                     sleep_cycles=HOST_SLEEP, strict=False))
+            try:
+                us = host_us(fn, HOST_CALLS, cuda=True, sleep_cycles=HOST_SLEEP, strict=True)
+            except RuntimeError:  # the sleep ended before the calls were issued
+                us = None
+            host.setdefault(name, []).append(us)
         return ms
 
     def measure(name):
@@ -165,9 +173,10 @@ def time_rows(calls, repeats, timer, cuda=False, flush=None, loop=None, contexts
 
     rounds = time_in_rounds({name: measure(name) for name in calls}, repeats)
     times = {name: median(ms) for name, ms in rounds.items()}
-    host_med = {name: median(us) for name, us in host.items()}
-    bound = [name for name in times if flush is not None and name in host_med
-             and host_bound(host_med[name], flush, times[name], loop or 0.0)]
+    host_med = {name: None if None in us else median(us) for name, us in host.items()}
+    bound = [name for name in times if name in host_med and (
+        host_med[name] is None
+        or (flush is not None and host_bound(host_med[name], flush, times[name], loop or 0.0)))]
     return times, rounds, host_med, bound
 
 

@@ -11,8 +11,9 @@ Every row of a shape is timed once a round, the rows in turn, for --repeats roun
 reported), and after each timing its host time a call is probed (bench_common.time_rows, as in
 quantized_decode.py): a row whose host could not keep ahead of do_bench's L2 flush
 (bench_common.host_bound) is marked HOST-BOUND and listed in the shape's host_bound, since its time
-may include the host's (the checked rows copy cache_seqlens and the table to the host and
-synchronize, so they are host-bound by design at small shapes). --device cpu: a smoke run on
+may include the host's. The checked rows copy cache_seqlens and the table to the host and
+synchronize: their probe drains the GPU ("host: drained the GPU", host_us null) and they are
+always marked. --device cpu: a smoke run on
 small shapes (the CPU backend, SDPA's math backend as the reference, a perf_counter timer, no
 host check), for the tests.
 
@@ -145,7 +146,8 @@ def main():
             print(f"  {n:24} {t * 1e3:8.1f} us  {kv_bytes / (t * 1e-3) / 1e12:5.2f} TB/s"
                   + (f"  cuDNN/this {anchor / t:5.2f}" if anchor else "")
                   + (f"  rel diff {diffs[n]:.1e}" if n in diffs else "")
-                  + (f"  host {host_us[n]:.0f} us" if n in host_us else "")
+                  + (f"  host {host_us[n]:.0f} us" if host_us.get(n) is not None
+                     else "  host: drained the GPU" if n in host_us else "")
                   + ("  HOST-BOUND" if n in bound else ""), flush=True)
         del q, k, v, qt, kt, vt, ref, keep, calls
         if cuda:

@@ -155,7 +155,8 @@ def main():
             print(f"  {n:18} {t * 1e3:8.1f} us  {nbytes[n] / (t * 1e-3) / 1e12:5.2f} TB/s  "
                   + (f"cuDNN/this {anchor / t:5.2f}" if anchor else "")
                   + (f"  rel err {errs[n]:.1e}" if n in errs else "")
-                  + (f"  host {host_us[n]:.0f} us" if n in host_us else "")
+                  + (f"  host {host_us[n]:.0f} us" if host_us.get(n) is not None
+                     else "  host: drained the GPU" if n in host_us else "")
                   + ("  HOST-BOUND" if n in bound else ""), flush=True)
         del q, k, v, qt, kt, vt, ref, keep, calls
         if cuda:

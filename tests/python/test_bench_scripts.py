@@ -395,6 +395,41 @@ def test_host_check_names_the_backends_whose_host_outlasts_the_flush():
     assert bench_common.host_bound_keys({"ours_host_us": 500.0}, 81.5) == []  # no time: no claim
 
 
+def test_time_rows_marks_the_rows_whose_probe_drained_the_gpu(monkeypatch):
+    """bench_common.time_rows: every row timed once a round; on CUDA each row's host probe (strict:
+    a probe that outlasts the GPU's sleep raises), a drained probe making the row's host time None
+    and the row bound, with or without a flush to judge the others by; no probe off the GPU."""
+    import bench_common
+
+    def fake_host_us(fn, calls, rounds=1, cuda=False, sleep_cycles=0, strict=False):
+        assert cuda and strict and calls == bench_common.HOST_CALLS
+        assert sleep_cycles == bench_common.HOST_SLEEP
+        got = fn()
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    monkeypatch.setattr(bench_common, "host_us", fake_host_us)
+    probes = {"quick": 10.0, "sync": RuntimeError("the GPU sleep ended"), "slow": 70.0}
+    calls = {name: (lambda value=value: value) for name, value in probes.items()}
+    order = []
+
+    def timer(fn):
+        order.append(fn)
+        return 0.05  # ms
+
+    times, rounds, host, bound = bench_common.time_rows(calls, 2, timer, cuda=True, flush=60.0,
+                                                        loop=30.0)
+    assert order == [calls["quick"], calls["sync"], calls["slow"]] * 2  # the rows in turn
+    assert times == {"quick": 0.05, "sync": 0.05, "slow": 0.05}
+    assert rounds == {name: [0.05, 0.05] for name in calls}
+    assert host == {"quick": 10.0, "sync": None, "slow": 70.0}
+    assert bound == ["sync", "slow"]  # slow: 70 + 30 >= 60 + 50 - (70 + 15 - 60)
+    assert bench_common.time_rows(calls, 1, timer, cuda=True)[3] == ["sync"]  # no flush known
+    _, _, host, bound = bench_common.time_rows(calls, 1, timer)  # off the GPU: no probe
+    assert host == {} and bound == []
+
+
 def test_host_us_counts_the_calls_and_rejects_bad_counts():
     """bench_common.host_us without a GPU: one warm-up call, then `calls` a round, and a positive
     time a call; calls or rounds under 1 is an error naming both."""
