@@ -180,6 +180,45 @@ def time_rows(calls, repeats, timer, cuda=False, flush=None, loop=None, contexts
     return times, rounds, host_med, bound
 
 
+def row_host_note(name, host, bound):
+    """The end of a row's line in time_rows' terms: its host time a call (or that its probe
+    drained the GPU) and the HOST-BOUND mark; empty for a row without a probe."""
+    note = ""
+    if name in host:
+        note = (f"  host {host[name]:.0f} us" if host[name] is not None
+                else "  host: drained the GPU")
+    return note + ("  HOST-BOUND" if name in bound else "")
+
+
+def finish_rows(rows, flush, loop, repeats, device, json_path):
+    """The end of a script timing rows with time_rows (quantized_decode.py, paged_decode.py):
+    a warning when rows (each with its host_bound list) were marked, and the JSON (the device,
+    commit, repeats, the host check's costs, the marked rows' count, the rows) when asked for.
+    Returns the count of marked rows."""
+    flagged = sum(len(r["host_bound"]) for r in rows)
+    if flagged:
+        cover = (f"do_bench's L2 flush {flush:.0f} us of GPU time" if flush is not None
+                 else "the GPU's work")
+        print(f"WARNING: {flagged} row(s) host-bound ({cover} did not cover the host's issue of "
+              "the call): their times may include the host's")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"device": device, "commit": git_commit(), "repeats": repeats,
+                       "flush_us": flush, "loop_us": loop, "host_bound_rows": flagged,
+                       "rows": rows}, f, indent=1)
+    return flagged
+
+
+def host_check_costs(dev, script):
+    """flush_costs(dev) for a script's host check, or (None, None) with a line saying why the run
+    goes on without one."""
+    try:
+        return flush_costs(dev)
+    except Exception as e:  # the run goes on without the host check
+        print(f"{script}: no host check ({type(e).__name__}: {e})")
+        return None, None
+
+
 # The host check of do_bench timings (compare_torch.py, quantized_decode.py): a probe of a call's
 # host time issues HOST_CALLS calls while a GPU sleep of HOST_SLEEP clocks keeps the stream busy.
 HOST_CALLS = 50             # calls a probe issues (~1-4 ms of host time)

@@ -21,7 +21,6 @@ host check), for the tests.
         [--repeats N] [--device cpu]
 """
 import argparse
-import json
 
 import bench_common
 import torch
@@ -80,12 +79,7 @@ def main():
         ap.error("--device cuda but torch sees no CUDA device (--device cpu for a smoke run)")
     dev = torch.device(args.device)
     timer = bench if cuda else bench_common.cpu_timer()[0]
-    flush, loop = None, None
-    if cuda:
-        try:
-            flush, loop = bench_common.flush_costs(dev)
-        except Exception as e:  # the run goes on without the host check
-            print(f"paged_decode: no host check ({type(e).__name__}: {e})")
+    flush, loop = bench_common.host_check_costs(dev, "paged_decode") if cuda else (None, None)
     gen = torch.Generator().manual_seed(0)
     cases = SMOKE_CASES if not cuda else CASES[:2] if args.quick else CASES
     rows = []
@@ -146,24 +140,12 @@ def main():
             print(f"  {n:24} {t * 1e3:8.1f} us  {kv_bytes / (t * 1e-3) / 1e12:5.2f} TB/s"
                   + (f"  cuDNN/this {anchor / t:5.2f}" if anchor else "")
                   + (f"  rel diff {diffs[n]:.1e}" if n in diffs else "")
-                  + (f"  host {host_us[n]:.0f} us" if host_us.get(n) is not None
-                     else "  host: drained the GPU" if n in host_us else "")
-                  + ("  HOST-BOUND" if n in bound else ""), flush=True)
+                  + bench_common.row_host_note(n, host_us, bound), flush=True)
         del q, k, v, qt, kt, vt, ref, keep, calls
         if cuda:
             torch.cuda.empty_cache()
-    flagged = sum(len(r["host_bound"]) for r in rows)
-    if flagged:
-        print(f"WARNING: {flagged} row(s) host-bound (do_bench's L2 flush {flush:.0f} us of GPU "
-              "time did not cover the host's issue of the call): their times may include the "
-              "host's")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name() if cuda else "cpu",
-                       "commit": bench_common.git_commit(), "repeats": args.repeats,
-                       "flush_us": flush, "loop_us": loop, "host_bound_rows": flagged,
-                       "rows": rows}, f, indent=1)
-
+    bench_common.finish_rows(rows, flush, loop, args.repeats,
+                             torch.cuda.get_device_name() if cuda else "cpu", args.json)
 
 if __name__ == "__main__":
     main()

@@ -430,6 +430,27 @@ def test_time_rows_marks_the_rows_whose_probe_drained_the_gpu(monkeypatch):
     assert host == {} and bound == []
 
 
+def test_finish_rows_warns_and_writes_the_json(tmp_path, capsys):
+    """bench_common.row_host_note and finish_rows: a row's host note; the warning for marked rows
+    (also with no flush measured: a drained probe marks its row regardless); the JSON."""
+    import json
+    import bench_common
+
+    host, bound = {"a": 12.4, "b": None}, ["b"]
+    assert bench_common.row_host_note("a", host, bound) == "  host 12 us"
+    assert bench_common.row_host_note("b", host, bound) == "  host: drained the GPU  HOST-BOUND"
+    assert bench_common.row_host_note("c", host, bound) == ""
+    rows = [{"host_bound": ["b"]}, {"host_bound": []}]
+    out = tmp_path / "r.json"
+    assert bench_common.finish_rows(rows, None, None, 2, "gpu", str(out)) == 1
+    assert "WARNING: 1 row(s) host-bound (the GPU's work did not cover" in capsys.readouterr().out
+    got = json.loads(out.read_text())
+    assert got["device"] == "gpu" and got["repeats"] == 2 and got["host_bound_rows"] == 1
+    assert got["flush_us"] is None and got["rows"] == rows
+    assert bench_common.finish_rows(rows[1:], 60.0, 30.0, 1, "gpu", None) == 0
+    assert capsys.readouterr().out == ""
+
+
 def test_host_us_counts_the_calls_and_rejects_bad_counts():
     """bench_common.host_us without a GPU: one warm-up call, then `calls` a round, and a positive
     time a call; calls or rounds under 1 is an error naming both."""
