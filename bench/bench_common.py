@@ -71,14 +71,17 @@ def host_us(fn, calls, rounds=1, cuda=False, sleep_cycles=200_000_000, strict=Tr
     for _ in range(rounds):
         if cuda:
             torch.cuda._sleep(sleep_cycles)
-            done = torch.cuda.Event()
+            # Recorded right behind the sleep, so it completes when the sleep ends, whatever
+            # the calls queued after it (an event after the calls stays pending while their
+            # last kernel runs, even when a synchronizing call waited the sleep out).
+            slept = torch.cuda.Event()
+            slept.record()
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
         t1 = time.perf_counter()
         if cuda:
-            done.record()
-            if done.query() and strict:
+            if slept.query() and strict:
                 raise RuntimeError("the GPU sleep ended before the calls were issued: the host "
                                    "times would include GPU waits; issue fewer calls")
             torch.cuda.synchronize()

@@ -11,6 +11,7 @@ hide behind a slip in the same place of the checker.
 import math
 import os
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -473,6 +474,59 @@ def test_host_us_counts_the_calls_and_rejects_bad_counts():
         bench_common.host_us(lambda: None, 0, rounds=2)
     with pytest.raises(ValueError, match="got 5 and 0"):
         bench_common.host_us(lambda: None, 5, rounds=0)
+
+
+class _FakeGpu:
+    """A stream for host_us(cuda=True) without a GPU: _sleep queues a sleep; a call queues a
+    kernel, and a synchronizing call first waits the queue out (the sleep ends); an event
+    completes once what was queued before it is done. Kernels queued after the wait are still
+    running when host_us looks, as on the GPU (a checked paged call's last kernel)."""
+
+    def __init__(self):
+        self.sleeping = False
+        self.queued = 0  # kernels queued and not done
+
+    def module(self):
+        gpu = self
+
+        class Event:
+            def record(self):
+                self.behind = (gpu.sleeping, gpu.queued)
+
+            def query(self):
+                sleep_pending, kernels = self.behind
+                return not (sleep_pending and gpu.sleeping) and not (kernels and gpu.queued)
+
+        def _sleep(cycles):
+            gpu.sleeping = True
+
+        def synchronize():
+            gpu.sleeping, gpu.queued = False, 0
+
+        cuda = types.SimpleNamespace(_sleep=_sleep, Event=Event, synchronize=synchronize)
+        return types.SimpleNamespace(cuda=cuda)
+
+    def call(self, synchronizing):
+        if synchronizing:
+            self.sleeping, self.queued = False, 0
+        self.queued += 1
+
+
+def test_host_us_strict_probe_sees_a_synchronizing_call(monkeypatch):
+    """host_us(cuda=True, strict=True) raises when a call waited the GPU's sleep out, though the
+    kernels queued after that wait still run when it looks (2026-11-29-h200-s31 call 2: checking
+    whether everything queued was done missed it, and the checked paged_decode rows read host
+    times of 339-502 us that were the sleep's and their kernels')."""
+    import bench_common
+
+    gpu = _FakeGpu()
+    monkeypatch.setitem(sys.modules, "torch", gpu.module())
+    with pytest.raises(RuntimeError, match="sleep ended before the calls were issued"):
+        bench_common.host_us(lambda: gpu.call(True), 5, cuda=True, strict=True)
+    # a call that does not synchronize leaves the sleep running: a host time
+    assert bench_common.host_us(lambda: gpu.call(False), 5, cuda=True, strict=True) > 0
+    # not strict: the round stands
+    assert bench_common.host_us(lambda: gpu.call(True), 5, cuda=True, strict=False) > 0
 
 
 def _summary_inputs(log_dir, bound):
