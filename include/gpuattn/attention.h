@@ -159,13 +159,17 @@ struct AttentionArgs {
 // seqused_k or block_table values (check_indices).
 // Device memory: none but what the caller passes, except from the library's own stream-ordered
 // memory pool of the device (made on the first such call; it keeps what it has reserved): on
-// Hopper a causal or masked call with more 128-row blocks than SMs takes a 4-byte work counter,
-// and a decode call (at most 64 query rows per KV head) that splits its keys over several CTAs
-// takes a workspace for their partial results, about 16 KB per SM (2.2 MB on 132 SMs), both
-// allocated (the counter and the decode counts zeroed) and freed on `stream`: such calls run on
+// Hopper a causal or masked call with more 128-row blocks than SMs takes a work counter, and a
+// decode call (at most 64 query rows per KV head) that splits its keys over several CTAs takes a
+// count per KV head and row block and a workspace for the splits' partial results, about 16 KB
+// per SM (2.2 MB on 132 SMs), allocated and freed on `stream`. The counters must start at zero,
+// and each call leaves them zeroed: the library keeps an array of them for each stream it is
+// called on (for up to 1024 streams; zeroed once, when made or grown), so a call needs no memset
+// of its own, except while `stream` is capturing a CUDA graph, when the call allocates and zeroes
+// its own counters (a memset node in the graph) and frees them in the graph. Such calls run on
 // concurrent streams, and can be captured into a CUDA graph (after a first call outside the
-// capture) and replayed. A paged call that is not a decode call takes the gather buffer
-// described at block_table.
+// capture) and replayed, also beside direct calls on the stream it was captured from. A paged
+// call that is not a decode call takes the gather buffer described at block_table.
 void attention_forward(const AttentionArgs& args);
 
 // True when this build has the CUDA backend and a CUDA device is visible.

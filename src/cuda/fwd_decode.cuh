@@ -61,8 +61,9 @@ struct DecodeTraits {
                 "tile loads divide evenly over the threads");
 };
 
-// The workspace of a split launch: a zeroed count per unit, then per (unit, split) 16 rows of O
-// (fp32, normalized by the split's own sum) and the rows' log2-sum-exp (-inf: no key seen).
+// The workspace of a split launch: a zeroed count per unit (sm80::LaunchCounters; the CTA that
+// counts in last zeroes it again), and per (unit, split) 16 rows of O (fp32, normalized by the
+// split's own sum) and the rows' log2-sum-exp (-inf: no key seen).
 struct DecodeWork {
   int* counts = nullptr;
   float* o = nullptr;
@@ -168,6 +169,8 @@ __device__ __forceinline__ void merge_and_store(const FwdParams& p, const Decode
   if (tid == 0) last = ptx::atom_add_acq_rel_gpu(work.counts + unit, 1) == work.splits - 1;
   __syncthreads();
   if (!last) return;
+  // Every split has counted in: the count is zeroed for the next launch (sm80::LaunchCounters).
+  if (tid == 0) work.counts[unit] = 0;
   // The merge, spread over the CTA: every (row, split) log2-sum-exp at once into shared memory,
   // then per row its weights 2^(lse2_k - max) and their sum, then each thread a float4 of O at a
   // time, summing over the splits with several loads in flight.
@@ -603,19 +606,19 @@ void launch_decode(const FwdParams& p, cudaStream_t stream) {
   DecodeWork work;
   work.splits = plan.splits;
   work.row_blocks = plan.row_blocks;
+  std::optional<sm80::LaunchCounters> counts;
   std::optional<sm80::LaunchBuffer> buffer;
   if (plan.splits > 1) {
     const long long slots_total = plan.units * plan.splits;
-    const std::size_t counts = static_cast<std::size_t>(plan.units) * sizeof(int);
-    const std::size_t counts_padded = (counts + 255) / 256 * 256;
     const std::size_t o_bytes =
         static_cast<std::size_t>(slots_total) * Tr::kRows * Tr::kHeadDim * sizeof(float);
     const std::size_t lse_bytes = static_cast<std::size_t>(slots_total) * Tr::kRows * sizeof(float);
-    buffer.emplace(stream, counts_padded + o_bytes + lse_bytes, counts);
+    counts.emplace(stream, static_cast<std::size_t>(plan.units));
+    buffer.emplace(stream, o_bytes + lse_bytes, 0);
     char* base = buffer->as<char>();
-    work.counts = reinterpret_cast<int*>(base);
-    work.o = reinterpret_cast<float*>(base + counts_padded);
-    work.lse2 = reinterpret_cast<float*>(base + counts_padded + o_bytes);
+    work.counts = counts->get();
+    work.o = reinterpret_cast<float*>(base);
+    work.lse2 = reinterpret_cast<float*>(base + o_bytes);
   }
   Kernel<<<dim3(static_cast<unsigned>(ctas)), Tr::kThreads, Tr::kSmemBytes, stream>>>(p, work);
   GPUATTN_CUDA_CHECK(cudaGetLastError());

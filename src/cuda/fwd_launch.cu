@@ -4,7 +4,10 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "cuda/cuda_check.h"
 #include "cuda/fwd_sm80.h"
@@ -80,6 +83,53 @@ LaunchBuffer::LaunchBuffer(cudaStream_t stream, std::size_t bytes, std::size_t z
 
 LaunchBuffer::~LaunchBuffer() {
   cudaFreeAsync(ptr_, stream_);  // stream-ordered: after the kernel launched before it
+}
+
+int* stream_counters(cudaStream_t stream, std::size_t count) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  GPUATTN_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return nullptr;
+  unsigned long long id = 0;
+  GPUATTN_CUDA_CHECK(cudaStreamGetId(stream, &id));
+  int device = 0;
+  GPUATTN_CUDA_CHECK(cudaGetDevice(&device));
+  struct Counters {
+    int* ptr = nullptr;
+    std::size_t count = 0;
+  };
+  static std::mutex mutex;
+  static std::map<std::pair<int, unsigned long long>, Counters> kept;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = kept.find({device, id});
+  if (it == kept.end()) {
+    if (kept.size() >= static_cast<std::size_t>(kMaxCounterStreams)) return nullptr;
+    it = kept.emplace(std::make_pair(device, id), Counters{}).first;
+  }
+  Counters& c = it->second;
+  if (c.count < count) {
+    // Room for more than asked, in 256-int steps, so that a few sizes do not each regrow it.
+    const std::size_t grown = (count + 255) / 256 * 256;
+    void* fresh = nullptr;
+    GPUATTN_CUDA_CHECK(
+        cudaMallocFromPoolAsync(&fresh, grown * sizeof(int), launch_pool(), stream));
+    const cudaError_t err = cudaMemsetAsync(fresh, 0, grown * sizeof(int), stream);
+    if (err != cudaSuccess) {
+      cudaFreeAsync(fresh, stream);
+      GPUATTN_CUDA_CHECK(err);
+    }
+    if (c.ptr != nullptr) GPUATTN_CUDA_CHECK(cudaFreeAsync(c.ptr, stream));  // after its users
+    c.ptr = static_cast<int*>(fresh);
+    c.count = grown;
+  }
+  return c.ptr;
+}
+
+LaunchCounters::LaunchCounters(cudaStream_t stream, std::size_t count) {
+  ptr_ = stream_counters(stream, count);
+  if (ptr_ == nullptr) {
+    buffer_.emplace(stream, count * sizeof(int), count * sizeof(int));
+    ptr_ = buffer_->as<int>();
+  }
 }
 
 }  // namespace gpuattn::sm80

@@ -819,9 +819,17 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // The item after w (see core/work_schedule.h): static for dense non-causal calls, from the
   // counter for the others when the launch passed one, else none (a CTA per item).
   const bool static_schedule = !kMasked && !p.causal && !listed;
+  // The counter hands out 0, 1, ..., items - 1: a CTA takes items until it is handed one past the
+  // last (gridDim.x + v >= items), so each of the gridDim.x CTAs takes exactly one value past the
+  // items and there are items values in all. The one handed items - 1 is thus the call's last use
+  // of the counter, and its thread zeroes it for the next launch (sm80::LaunchCounters).
   auto next_item = [&](int w) {
     if (static_schedule) return w + static_cast<int>(gridDim.x);
-    if (item_counter != nullptr) return static_cast<int>(gridDim.x) + atomicAdd(item_counter, 1);
+    if (item_counter != nullptr) {
+      const int v = atomicAdd(item_counter, 1);
+      if (v == sched.items - 1) atomicExch(item_counter, 0);
+      return static_cast<int>(gridDim.x) + v;
+    }
     return sched.items;
   };
   // The rows, lengths and dense / causal key tiles of item w (n_tiles: every tile up to the
@@ -1834,14 +1842,14 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   const QkvTensorMaps maps = make_qkv_tensor_maps(p, Tr::kBlockM, Tr::kBlockN, 64);
   const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
   // See core/work_schedule.h: persistent, one CTA per SM, when there are more items than SMs
-  // (dynamic, from a fresh counter, for masked and causal calls; static for dense non-causal ones),
+  // (dynamic, from a zeroed counter, for masked and causal calls; static for dense non-causal ones),
   // else a CTA per item. (Validation keeps the items below 2^30.)
   const long long items = static_cast<long long>(m_blocks) * p.hq * p.batch;
   const int sms = sm80::num_sms();
   const bool listed = !kMasked && Tr::kListed && p.whole_tile_layout(Tr::kBlockM, Tr::kBlockN);
   const bool dynamic = (kMasked || p.causal || listed) && items > sms;
-  std::optional<sm80::LaunchCounter> counter;
-  if (dynamic) counter.emplace(stream);
+  std::optional<sm80::LaunchCounters> counter;
+  if (dynamic) counter.emplace(stream, 1);
   const dim3 grid(static_cast<unsigned>(std::min<long long>(items, sms)));
   fwd_kernel<Tr, kMasked>
       <<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, maps, dynamic ? counter->get() : nullptr);

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <random>
@@ -1100,10 +1101,10 @@ TEST_F(AttentionCudaTest, SameInputsGiveBitwiseIdenticalOutputs) {
 }
 
 // Calls with more row blocks than SMs run persistently, and causal and masked ones take their work
-// items from a counter allocated and zeroed on the call's stream for that launch (decode calls: the
-// splits' counts and partial results). Captured into a
-// CUDA graph (after a first direct call, which makes the library's memory pool and sets the
-// kernels' attributes) and replayed twice, each replay must get a fresh counter: a stale one would
+// items from a zeroed counter (decode calls: the splits' counts; and their partial results); a
+// call captured into a graph allocates and zeroes its own in the graph. Captured into a CUDA
+// graph (after a first direct call, which makes the library's memory pool and sets the kernels'
+// attributes) and replayed twice, each replay must start from a zeroed counter: a stale one would
 // skip every item and leave the poison in the output. Both replays must equal a direct call bit
 // for bit and match the reference.
 TEST_F(AttentionCudaTest, CapturedInACudaGraphAndReplayed) {
@@ -1138,7 +1139,7 @@ TEST_F(AttentionCudaTest, CapturedInACudaGraphAndReplayed) {
 }
 
 // Two persistent calls in flight at once on two streams, three times over, with no wait in
-// between: each launch's work-item counter is its own (one shared counter would hand items of one
+// between: each stream's work-item counter is its own (one shared counter would hand items of one
 // call to the other's CTAs, which would skip them).
 TEST_F(AttentionCudaTest, ConcurrentStreamsKeepTheirOwnSchedules) {
   Problem causal(dense(2, 16, 4, 2048, 2048, 128, f16).causal(),
@@ -1162,6 +1163,94 @@ TEST_F(AttentionCudaTest, ConcurrentStreamsKeepTheirOwnSchedules) {
   TEST_CUDA_CHECK(cudaGetLastError());
   causal.expect_matches_reference(causal.download(s1.get()));
   window.expect_matches_reference(window.download(s2.get()));
+}
+
+// Outside graph capture, the counters of causal, masked and split decode calls come from an array
+// the library keeps per stream, which every call leaves zeroed (sm80::LaunchCounters); a call
+// captured into a graph gets its own, zeroed in the graph. A graph captured from stream s1 and
+// replayed on s2 while direct calls of the same problems run on s1: had the replay used s1's
+// array, the two would share counts (items skipped or taken twice, a decode unit merged before
+// its splits are in) and leave poison or partial sums in an output. Every output must equal a
+// direct call's bit for bit.
+TEST_F(AttentionCudaTest, GraphReplaysBesideDirectCallsOnTheCaptureStream) {
+  const std::vector<Case> cases = {
+      dense(2, 16, 4, 2048, 2048, 128, f16).causal(),
+      dense(1, 16, 16, 4097, 4097, 64, bf16).causal().window(1024, 0).globals(32, 0),
+      dense(4, 16, 4, 1, 8192, 128, f16)};  // decode: counts and partials
+  std::vector<std::unique_ptr<Problem>> graphed, direct;
+  std::vector<Problem::Outputs> expected;
+  for (const Case& c : cases) {
+    const std::uint64_t seed = seed_of(current_test_name() + "/" + c.name());
+    graphed.push_back(std::make_unique<Problem>(c, seed));
+    direct.push_back(std::make_unique<Problem>(c, seed));
+    expected.push_back(run_once(*direct.back()));  // also: the first call outside any capture
+  }
+  Stream s1, s2;
+  const auto args = [](const Problem& p, cudaStream_t stream) {
+    AttentionArgs a = p.device_args();
+    a.stream = stream;
+    a.backend = Backend::cuda;
+    return a;
+  };
+  cudaGraph_t graph = nullptr;
+  TEST_CUDA_CHECK(cudaStreamBeginCapture(s1.get(), cudaStreamCaptureModeThreadLocal));
+  for (const auto& p : graphed) attention_forward(args(*p, s1.get()));
+  TEST_CUDA_CHECK(cudaStreamEndCapture(s1.get(), &graph));
+  cudaGraphExec_t exec = nullptr;
+  TEST_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      graphed[i]->poison_outputs(s2.get());
+      direct[i]->poison_outputs(s1.get());
+    }
+    TEST_CUDA_CHECK(cudaGraphLaunch(exec, s2.get()));
+    for (const auto& p : direct) attention_forward(args(*p, s1.get()));
+    TEST_CUDA_CHECK(cudaGraphLaunch(exec, s2.get()));  // its counters are zeroed in the graph again
+    for (const auto& p : direct) attention_forward(args(*p, s1.get()));
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      SCOPED_TRACE(cases[i].name());
+      const Problem::Outputs g = graphed[i]->download(s2.get());
+      const Problem::Outputs d = direct[i]->download(s1.get());
+      EXPECT_EQ(std::memcmp(g.out.data(), expected[i].out.data(), g.out.bytes()), 0)
+          << "out of the graph replay differs from the direct call";
+      EXPECT_EQ(std::memcmp(d.out.data(), expected[i].out.data(), d.out.bytes()), 0)
+          << "out of the direct call beside the replay differs from the first direct call";
+    }
+  }
+  TEST_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  TEST_CUDA_CHECK(cudaGraphDestroy(graph));
+}
+
+// Streams destroyed right after their calls were queued, each followed at once by a new stream
+// (CUDA may hand out a destroyed stream's handle again while its work still runs): the counter
+// arrays are kept by cudaStreamGetId, which is never reused, so a new stream's calls never share
+// counters with the calls still running on the old one.
+TEST_F(AttentionCudaTest, NewStreamsDoNotShareCountersOfDestroyedOnes) {
+  const std::vector<Case> cases = {dense(2, 16, 4, 2048, 2048, 128, f16).causal(),
+                                   dense(4, 16, 4, 1, 8192, 128, f16)};
+  constexpr int kStreams = 4;
+  std::vector<std::unique_ptr<Problem>> problems;
+  for (int i = 0; i < kStreams; ++i) {
+    for (const Case& c : cases) {
+      problems.push_back(
+          std::make_unique<Problem>(c, seed_of(current_test_name() + "/" + c.name())));
+    }
+  }
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());  // inputs are in place
+  for (int i = 0; i < kStreams; ++i) {
+    Stream stream;
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+      Problem& p = *problems[i * cases.size() + c];
+      p.poison_outputs(stream.get());
+      AttentionArgs a = p.device_args();
+      a.stream = stream.get();
+      a.backend = Backend::cuda;
+      attention_forward(a);
+    }
+  }  // each stream destroyed with its calls in flight
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  for (const auto& p : problems) p->expect_matches_reference(p->download());
 }
 
 // Poison, kernel and read-back are all ordered on a created non-blocking stream and only that
