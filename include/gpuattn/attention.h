@@ -143,6 +143,18 @@ struct AttentionArgs {
   // CPU backend always checks (no synchronization to save).
   bool check_indices = true;
 
+  // CUDA only, optional: int32 [n], contiguous, on q's device, all zero: the call's counters (the
+  // work-item counter of a persistent causal or masked call on Hopper: 1; the split counts of a
+  // decode call: batch x Hkv x ceil(Sq x Hq / Hkv / 16)), which the call leaves zero again.
+  // Without it they come from an array the library keeps per stream, or, while the stream is
+  // capturing a CUDA graph, from a buffer the graph zeroes before each launch (a memset node); with
+  // it a captured call holds no memset node. The caller owns it and must not let two calls that
+  // may run at the same time share it (calls on one stream, or ordered by events, may; a graph
+  // that holds it must not run beside another user of it). A call that needs more than n counters
+  // is an invalid_argument naming both, before anything is written; counters that are not zero
+  // when its kernel starts stop that kernel with a CUDA error (a trap), not a wrong result.
+  TensorView counters;
+
   std::optional<float> softmax_scale;  // default 1/sqrt(D); must be positive and finite
   bool causal = false;
   MaskSpec mask;  // sliding window, global tokens, block-sparse layout; default: none
@@ -161,12 +173,14 @@ struct AttentionArgs {
 // memory pool of the device (made on the first such call; it keeps what it has reserved): on
 // Hopper a causal or masked call with more 128-row blocks than SMs takes a work counter, and a
 // decode call (at most 64 query rows per KV head) that splits its keys over several CTAs takes a
-// count per KV head and row block and a workspace for the splits' partial results, about 16 KB
-// per SM (2.2 MB on 132 SMs), allocated and freed on `stream`. The counters must start at zero,
+// count per KV head and row block, and a workspace for the splits' partial results (about 16 KB
+// per SM, 2.2 MB on 132 SMs) allocated and freed on `stream`. The counters must start at zero,
 // and each call leaves them zeroed: the library keeps an array of them for each stream it is
-// called on (for up to 1024 streams; zeroed once, when made or grown), so a call needs no memset
-// of its own, except while `stream` is capturing a CUDA graph, when the call allocates and zeroes
-// its own counters (a memset node in the graph) and frees them in the graph. Such calls run on
+// called on (for up to 1024 streams; zeroed once, when made or grown; kept for the life of the
+// process, a destroyed stream's too, a few hundred bytes each), so a call needs no memset of its
+// own, except while `stream` is capturing a CUDA graph, when the call allocates and zeroes its own
+// counters (a memset node in the graph) and frees them in the graph, and except when the caller
+// passes its own (AttentionArgs::counters). Such calls run on
 // concurrent streams, and can be captured into a CUDA graph (after a first call outside the
 // capture) and replayed, also beside direct calls on the stream it was captured from. A paged
 // call that is not a decode call takes the gather buffer described at block_table.

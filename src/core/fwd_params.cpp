@@ -454,6 +454,28 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   p.precision = a.precision;
   p.num_threads = a.num_threads;
   p.check_indices = a.check_indices;
+  if (a.counters.present()) {
+    const TensorView& c = a.counters;
+    if (a.q.device != Device::cuda) {
+      invalid("counters is for CUDA calls (the kernels' work counters); q is on the host");
+    }
+    if (c.data == nullptr) invalid("counters is a null pointer");
+    if (c.dtype != DType::i32) {
+      invalid(std::string("counters has dtype ") + to_string(c.dtype) + ", expected int32");
+    }
+    if (c.rank != 1 || c.shape[0] < 1) {
+      invalid("counters has shape " + shape_str(c) + ", expected [n] with n >= 1");
+    }
+    if (c.stride[0] != 1) {
+      invalid("counters stride is " + std::to_string(c.stride[0]) + ", must be 1");
+    }
+    if (reinterpret_cast<std::uintptr_t>(c.data) % 4 != 0) {
+      invalid("counters pointer is not 4-byte aligned");
+    }
+    check_same_place(c, a.q, "counters");
+    p.counters = static_cast<std::int32_t*>(c.data);
+    p.counters_count = c.shape[0];
+  }
   p.scale = a.softmax_scale ? *a.softmax_scale : static_cast<float>(1.0 / std::sqrt(double(D)));
   p.scale_log2 = static_cast<float>(p.scale * 1.4426950408889634);
 

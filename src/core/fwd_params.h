@@ -80,6 +80,9 @@ struct FwdParams {
   const float* v_scale = nullptr;
   int kv_scale_stride = 0;  // 1: a scale per KV head; 0: one for every head
   DType kv_dtype = DType::f16;
+  // AttentionArgs::counters (nullptr: none): the caller's zeroed int32 counters and their count.
+  std::int32_t* counters = nullptr;
+  std::int64_t counters_count = 0;
 
   GPUATTN_HD bool is_varlen() const { return cu_seqlens_q != nullptr; }
   GPUATTN_HD bool kv_quantized() const { return k_scale != nullptr; }

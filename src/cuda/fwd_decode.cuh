@@ -166,7 +166,13 @@ __device__ __forceinline__ void merge_and_store(const FwdParams& p, const Decode
   // add and a second fence: 0.3-0.4 us less at the end of every split CTA (H200, s30 call 3).
   __shared__ int last;
   __syncthreads();  // (also: every thread is done with the merge area, reused below)
-  if (tid == 0) last = ptx::atom_add_acq_rel_gpu(work.counts + unit, 1) == work.splits - 1;
+  if (tid == 0) {
+    const int before = ptx::atom_add_acq_rel_gpu(work.counts + unit, 1);
+    // A count starts at zero and ends at splits: more means it was not zero at the start, and a
+    // split merged the unit before every split was in. Stop with an error (a trap), not a wrong O.
+    if (before >= work.splits) __trap();
+    last = before == work.splits - 1;
+  }
   __syncthreads();
   if (!last) return;
   // Every split has counted in: the count is zeroed for the next launch (sm80::LaunchCounters).
@@ -613,7 +619,7 @@ void launch_decode(const FwdParams& p, cudaStream_t stream) {
     const std::size_t o_bytes =
         static_cast<std::size_t>(slots_total) * Tr::kRows * Tr::kHeadDim * sizeof(float);
     const std::size_t lse_bytes = static_cast<std::size_t>(slots_total) * Tr::kRows * sizeof(float);
-    counts.emplace(stream, static_cast<std::size_t>(plan.units));
+    counts.emplace(stream, static_cast<std::size_t>(plan.units), p);
     buffer.emplace(stream, o_bytes + lse_bytes, 0);
     char* base = buffer->as<char>();
     work.counts = counts->get();

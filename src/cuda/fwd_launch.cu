@@ -1,6 +1,7 @@
 // Host-side helpers shared by the forward launchers.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -107,8 +108,13 @@ int* stream_counters(cudaStream_t stream, std::size_t count) {
   }
   Counters& c = it->second;
   if (c.count < count) {
-    // Room for more than asked, in 256-int steps, so that a few sizes do not each regrow it.
-    const std::size_t grown = (count + 255) / 256 * 256;
+    // A larger array, zeroed once on the stream. The old one is kept, not freed: another host
+    // thread may have taken its pointer for a launch on this stream that it has not queued yet
+    // (freed on the stream, its memory could go to that launch's decode workspace first). Sizes
+    // at least double, from 256 ints, so few are ever kept: a decode call takes a count per unit
+    // and splits only when its units are at most half its CTA slots (DecodePlan::plan; 2 a SM),
+    // so 256 hold any call on a GPU of up to 256 SMs.
+    const std::size_t grown = std::max<std::size_t>({count, 2 * c.count, 256});
     void* fresh = nullptr;
     GPUATTN_CUDA_CHECK(
         cudaMallocFromPoolAsync(&fresh, grown * sizeof(int), launch_pool(), stream));
@@ -117,14 +123,22 @@ int* stream_counters(cudaStream_t stream, std::size_t count) {
       cudaFreeAsync(fresh, stream);
       GPUATTN_CUDA_CHECK(err);
     }
-    if (c.ptr != nullptr) GPUATTN_CUDA_CHECK(cudaFreeAsync(c.ptr, stream));  // after its users
     c.ptr = static_cast<int*>(fresh);
     c.count = grown;
   }
   return c.ptr;
 }
 
-LaunchCounters::LaunchCounters(cudaStream_t stream, std::size_t count) {
+LaunchCounters::LaunchCounters(cudaStream_t stream, std::size_t count, const FwdParams& p) {
+  if (p.counters != nullptr) {
+    if (static_cast<std::size_t>(p.counters_count) < count) {
+      throw Error(ErrorCode::invalid_argument,
+                  "gpuattn: counters holds " + std::to_string(p.counters_count) +
+                      " int32s; this call needs " + std::to_string(count));
+    }
+    ptr_ = p.counters;
+    return;
+  }
   ptr_ = stream_counters(stream, count);
   if (ptr_ == nullptr) {
     buffer_.emplace(stream, count * sizeof(int), count * sizeof(int));

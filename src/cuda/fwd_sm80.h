@@ -58,10 +58,11 @@ class LaunchBuffer {
 // for the stream (see stream_counters), so the launch needs no memset node: ~1 us less a call on
 // an H200 (bench/results/2026-11-29-h200-s31, call 3: small decode calls 17.5 -> 16.5 us, causal
 // S512 prefill 0.98-0.99x the time); while the stream is capturing, from a LaunchBuffer zeroed
-// for that launch, so that each graph gets its own.
+// for that launch, so that each graph gets its own. A call that passed its own
+// (AttentionArgs::counters, p.counters) uses those: fewer than `count` is an invalid_argument.
 class LaunchCounters {
  public:
-  LaunchCounters(cudaStream_t stream, std::size_t count);
+  LaunchCounters(cudaStream_t stream, std::size_t count, const FwdParams& p);
   LaunchCounters(const LaunchCounters&) = delete;
   LaunchCounters& operator=(const LaunchCounters&) = delete;
   int* get() const { return ptr_; }
@@ -71,9 +72,10 @@ class LaunchCounters {
   int* ptr_ = nullptr;
 };
 
-// The zeroed ints kept for `stream` (at least `count`; grown, and zeroed once, on the stream when
-// a launch needs more), or nullptr while the stream is capturing or when this process has kept
-// arrays for kMaxCounterStreams streams already. Keyed by the device and cudaStreamGetId, which
+// The zeroed ints kept for `stream` (at least `count`; a larger array, zeroed once on the stream,
+// when a launch needs more: the smaller ones stay allocated), or nullptr while the stream is
+// capturing or when this process has kept arrays for kMaxCounterStreams streams already. They stay
+// allocated for the life of the process (a destroyed stream's too: a few hundred bytes each). Keyed by the device and cudaStreamGetId, which
 // CUDA never gives to another stream, so a stream destroyed with work in flight cannot hand its
 // array to a new stream with the same handle. Launches on one stream run one after the other,
 // so the stream's launches each have the array to themselves, provided every kernel leaves its

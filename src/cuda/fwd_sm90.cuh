@@ -822,11 +822,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // The counter hands out 0, 1, ..., items - 1: a CTA takes items until it is handed one past the
   // last (gridDim.x + v >= items), so each of the gridDim.x CTAs takes exactly one value past the
   // items and there are items values in all. The one handed items - 1 is thus the call's last use
-  // of the counter, and its thread zeroes it for the next launch (sm80::LaunchCounters).
+  // of the counter, and its thread zeroes it for the next launch (sm80::LaunchCounters). A value
+  // of items or more means the counter was not zero at the start (items were skipped): the kernel
+  // stops with an error (a trap) rather than leave rows unwritten.
   auto next_item = [&](int w) {
     if (static_schedule) return w + static_cast<int>(gridDim.x);
     if (item_counter != nullptr) {
       const int v = atomicAdd(item_counter, 1);
+      if (v >= sched.items) __trap();
       if (v == sched.items - 1) atomicExch(item_counter, 0);
       return static_cast<int>(gridDim.x) + v;
     }
@@ -1849,7 +1852,7 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   const bool listed = !kMasked && Tr::kListed && p.whole_tile_layout(Tr::kBlockM, Tr::kBlockN);
   const bool dynamic = (kMasked || p.causal || listed) && items > sms;
   std::optional<sm80::LaunchCounters> counter;
-  if (dynamic) counter.emplace(stream, 1);
+  if (dynamic) counter.emplace(stream, 1, p);
   const dim3 grid(static_cast<unsigned>(std::min<long long>(items, sms)));
   fwd_kernel<Tr, kMasked>
       <<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, maps, dynamic ? counter->get() : nullptr);

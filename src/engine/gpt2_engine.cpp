@@ -100,6 +100,12 @@ class Gpt2Engine::Impl {
   std::vector<engine::BackendBuffer> k_pool, v_pool;  // per layer [pool_pages, page_size, H, D]
   engine::BackendBuffer x, ln, qkv, attn, fc, logits, tokens_out, meta;
   std::size_t meta_bytes = 0;
+  // CUDA: the attention calls' counters (AttentionArgs::counters), zeroed once; every call leaves
+  // them zeroed, and the steps run one after the other on the engine's stream, so the decode
+  // steps' graphs hold no memset node. Decode calls need max_seqs x H (one row block a KV head),
+  // a prefill call 1.
+  engine::BackendBuffer counters;
+  std::int64_t counters_count = 0;
   // Host side of a step, kept across steps (no allocation per step): the metadata as it is
   // built, and the backend's host buffers the metadata and the sampled tokens cross through.
   std::vector<std::int32_t> m;
@@ -241,6 +247,12 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
                64) +
       sizeof(engine::SampleRow) * max_seqs;
   meta = buffer(meta_bytes);
+  if (ops->device() == Device::cuda) {
+    counters_count = std::max<std::int64_t>(1, static_cast<std::int64_t>(max_seqs) * cfg.n_head);
+    counters = buffer(static_cast<std::size_t>(counters_count) * sizeof(std::int32_t));
+    const std::vector<std::int32_t> zeros(static_cast<std::size_t>(counters_count), 0);
+    ops->upload(counters.ptr, zeros.data(), zeros.size() * sizeof(std::int32_t));
+  }
   const auto host = [this](std::size_t bytes) {
     return std::unique_ptr<void, std::function<void(void*)>>(
         ops->alloc_host(bytes), [o = ops.get()](void* p) { o->free_host(p); });
@@ -399,6 +411,7 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
         at.block_table = view(i32(o_table), {bd, width}, {width, 1}, DType::i32);
         at.causal = true;
         at.check_indices = check;
+        if (counters_count > 0) at.counters = view(counters.ptr, {counters_count}, {1}, DType::i32);
         at.stream = ops->stream();
         at.num_threads = opts.num_threads;
         attention_forward(at);
@@ -416,6 +429,7 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
         at.max_seqlen_k = max_prefill;
         at.causal = true;
         at.check_indices = check;
+        if (counters_count > 0) at.counters = view(counters.ptr, {counters_count}, {1}, DType::i32);
         at.stream = ops->stream();
         at.num_threads = opts.num_threads;
         attention_forward(at);

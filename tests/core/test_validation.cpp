@@ -110,6 +110,16 @@ TEST(Validation, SupportedHeadDims) {
   }
 }
 
+// AttentionArgs::counters is for CUDA calls: with host tensors it is an error naming it (the
+// device-side checks, dtype, shape and the count a call needs, are in the CUDA suite).
+TEST(Validation, CountersAreForCudaCalls) {
+  const Dense d = standard(15);
+  HostTensor counters(DType::i32, {8});
+  AttentionArgs a = d.args();
+  a.counters = counters.view();
+  expect_invalid(a, {"counters", "CUDA"}, d);
+}
+
 TEST(Validation, UnsupportedDtype) {
   const Dense d = standard(20, DType::i32);
   expect_rejected(d.args(), ErrorCode::not_supported, {"q dtype int32"}, {&d.out, &d.lse});
