@@ -74,12 +74,13 @@ class LaunchCounters {
 
 // The zeroed ints kept for `stream` (at least `count`; a larger array, zeroed once on the stream,
 // when a launch needs more: the smaller ones stay allocated), or nullptr while the stream is
-// capturing or when this process has kept arrays for kMaxCounterStreams streams already. They stay
-// allocated for the life of the process (a destroyed stream's too: a few hundred bytes each). Keyed by the device and cudaStreamGetId, which
-// CUDA never gives to another stream, so a stream destroyed with work in flight cannot hand its
-// array to a new stream with the same handle. Launches on one stream run one after the other,
-// so the stream's launches each have the array to themselves, provided every kernel leaves its
-// ints zeroed; a graph captured from the stream never holds this array (see LaunchCounters).
+// capturing or when this process has kept arrays for kMaxCounterStreams streams already. They
+// stay allocated for the life of the process (a destroyed stream's too: a few hundred bytes
+// each). Keyed by the device and cudaStreamGetId, which CUDA never gives to another stream, so a
+// stream destroyed with work in flight cannot hand its array to a new stream with the same
+// handle. Launches on one stream run one after the other, so the stream's launches each have the
+// array to themselves, provided every kernel leaves its ints zeroed; a graph captured from the
+// stream never holds this array (see LaunchCounters).
 int* stream_counters(cudaStream_t stream, std::size_t count);
 constexpr int kMaxCounterStreams = 1024;
 

@@ -1845,8 +1845,8 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   const QkvTensorMaps maps = make_qkv_tensor_maps(p, Tr::kBlockM, Tr::kBlockN, 64);
   const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
   // See core/work_schedule.h: persistent, one CTA per SM, when there are more items than SMs
-  // (dynamic, from a zeroed counter, for masked and causal calls; static for dense non-causal ones),
-  // else a CTA per item. (Validation keeps the items below 2^30.)
+  // (dynamic, from a zeroed counter, for masked and causal calls; static for dense non-causal
+  // ones), else a CTA per item. (Validation keeps the items below 2^30.)
   const long long items = static_cast<long long>(m_blocks) * p.hq * p.batch;
   const int sms = sm80::num_sms();
   const bool listed = !kMasked && Tr::kListed && p.whole_tile_layout(Tr::kBlockM, Tr::kBlockN);
