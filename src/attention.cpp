@@ -2,6 +2,7 @@
 #include "gpuattn/attention.h"
 
 #include "core/append_kv.h"
+#include "core/decode_split.h"
 #include "core/fwd_params.h"
 #include "cpu/cpu_append_kv.h"
 #include "cpu/cpu_attention.h"
@@ -24,6 +25,21 @@ void attention_forward(const AttentionArgs& args) {
   throw Error(ErrorCode::not_supported,
               "gpuattn::attention_forward: tensors are on cuda but this build has no CUDA backend");
 #endif
+}
+
+std::int64_t attention_counters_needed(const AttentionArgs& args) {
+  AttentionArgs a = args;
+  a.counters = TensorView{};  // the answer sizes them: a host view here is no error
+  const FwdParams p = make_fwd_params(a);
+  if (p.precision == Precision::standard && p.dense_or_causal() &&
+      DecodePlan::eligible(p.seqlen_q, p.group_size())) {
+    // A decode call's split counts: one per KV head and 16-row block of each sequence (slots 0:
+    // the plan's units do not depend on the split count).
+    const DecodePlan d =
+        DecodePlan::plan(p.batch, p.hkv, p.group_size(), p.seqlen_q, p.seqlen_k, 0);
+    return d.units > 1 ? d.units : 1;
+  }
+  return 1;  // a persistent causal or masked call's work counter
 }
 
 void append_kv(const AppendKvArgs& args) {

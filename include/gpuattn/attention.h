@@ -150,9 +150,10 @@ struct AttentionArgs {
   // capturing a CUDA graph, from a buffer the graph zeroes before each launch (a memset node); with
   // it a captured call holds no memset node. The caller owns it and must not let two calls that
   // may run at the same time share it (calls on one stream, or ordered by events, may; a graph
-  // that holds it must not run beside another user of it). A call that needs more than n counters
-  // is an invalid_argument naming both, before anything is written; counters that are not zero
-  // when its kernel starts stop that kernel with a CUDA error (a trap), not a wrong result.
+  // that holds it must not run beside another user of it). attention_counters_needed(args) says
+  // how many a call may take; a call that needs more than n counters is an invalid_argument
+  // naming both, before anything is written. Counters that are not zero when its kernel starts
+  // stop that kernel with a CUDA error (a trap), not a wrong result.
   TensorView counters;
 
   std::optional<float> softmax_scale;  // default 1/sqrt(D); must be positive and finite
@@ -185,6 +186,15 @@ struct AttentionArgs {
 // capture) and replayed, also beside direct calls on the stream it was captured from. A paged
 // call that is not a decode call takes the gather buffer described at block_table.
 void attention_forward(const AttentionArgs& args);
+
+// How many int32 counters a CUDA call with these arguments may take, to size
+// AttentionArgs::counters: batch x Hkv x ceil(Sq x Hq / Hkv / 16) for a call the split-KV decode
+// kernel can run (standard precision, no mask beyond causal, at most 64 query rows per KV head),
+// else 1 (a persistent causal or masked call's work counter); an upper bound (a call that runs on
+// no counting kernel takes none). Validates `args` as attention_forward does (args.counters
+// aside) and throws the same errors; it reads no device memory (of host tensors, the index
+// arrays that attention_forward checks).
+std::int64_t attention_counters_needed(const AttentionArgs& args);
 
 // True when this build has the CUDA backend and a CUDA device is visible.
 bool cuda_available();

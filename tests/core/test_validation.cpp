@@ -120,6 +120,44 @@ TEST(Validation, CountersAreForCudaCalls) {
   expect_invalid(a, {"counters", "CUDA"}, d);
 }
 
+// attention_counters_needed: the split counts of a call the decode kernel can run (one per KV
+// head and 16-row block of packed query rows), else 1; it validates like attention_forward and
+// ignores args.counters (here a host view, which attention_forward rejects).
+TEST(Validation, CountersNeeded) {
+  struct Expect {
+    int B, Sq, Hq, Hkv;
+    std::int64_t needed;
+  };
+  for (const Expect& e : {Expect{4, 1, 16, 4, 4 * 4},      // 4 rows a KV head: 1 block
+                          Expect{3, 8, 32, 4, 3 * 4 * 4},  // 64 rows a KV head: 4 blocks
+                          Expect{2, 5, 4, 4, 2 * 4},       // 5 rows: 1 block
+                          Expect{2, 65, 4, 4, 1},          // 65 rows: a prefill call
+                          Expect{2, 9, 16, 2, 1}}) {       // 72 rows a KV head: a prefill call
+    SCOPED_TRACE("B " + std::to_string(e.B) + " Sq " + std::to_string(e.Sq) + " Hq " +
+                 std::to_string(e.Hq) + " Hkv " + std::to_string(e.Hkv));
+    const Dense d(DType::f16, e.B, e.Sq, 40, e.Hq, e.Hkv, 64, 40);
+    HostTensor counters(DType::i32, {1});
+    AttentionArgs a = d.args();
+    a.counters = counters.view();
+    EXPECT_EQ(attention_counters_needed(a), e.needed);
+    a.precision = Precision::compensated;  // the decode kernel takes standard precision only
+    EXPECT_EQ(attention_counters_needed(a), 1);
+  }
+  // The same error as attention_forward's for a bad call (Hq not a multiple of Hkv).
+  const Dense bad(DType::f16, 2, 1, 40, 4, 3, 64, 41);
+  const auto message = [](auto&& call) {
+    try {
+      call();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string expected = message([&] { attention_forward(bad.args()); });
+  EXPECT_NE(expected, "no error");
+  EXPECT_EQ(message([&] { attention_counters_needed(bad.args()); }), expected);
+}
+
 TEST(Validation, UnsupportedDtype) {
   const Dense d = standard(20, DType::i32);
   expect_rejected(d.args(), ErrorCode::not_supported, {"q dtype int32"}, {&d.out, &d.lse});
