@@ -188,6 +188,11 @@ if [ "$TESTS" = 1 ]; then
       bg_step "$tool-paged" compute-sanitizer --tool "$tool" --error-exitcode 1 \
         "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$paged" --gtest_brief=1
     done
+    # The counters of causal, masked and decode calls (sm80::LaunchCounters): kept per stream,
+    # zeroed in a captured graph, or the caller's; graphs beside direct calls, streams destroyed
+    # with calls in flight.
+    bg_step memcheck-counters compute-sanitizer --tool memcheck --error-exitcode 1 \
+      "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter='AttentionCudaTest.*' --gtest_brief=1
     # The GPT-2 engine's kernels (embedding, layernorm, k/v scatter, sampling) and its calls into
     # the library, through its CUDA suite: memcheck on all of it, racecheck (shared memory: the
     # layernorm and sampling reductions) on the forward and the sampling kernel.
