@@ -193,6 +193,19 @@ def row_host_note(name, host, bound):
     return note + ("  HOST-BOUND" if name in bound else "")
 
 
+def print_row_times(times, nbytes, anchor, checked, checked_label, host, bound, width):
+    """The lines of one shape of time_rows' rows (quantized_decode.py, paged_decode.py): per row
+    its time, the TB/s of nbytes (a count, or {name: count}), cuDNN's time over its own (anchor:
+    cuDNN's ms, or None), `checked_label` and the row's figure when `checked` has one (the
+    difference from the anchor), and row_host_note's end."""
+    for n, t in times.items():
+        b = nbytes[n] if isinstance(nbytes, dict) else nbytes
+        print(f"  {n:{width}} {t * 1e3:8.1f} us  {b / (t * 1e-3) / 1e12:5.2f} TB/s"
+              + (f"  cuDNN/this {anchor / t:5.2f}" if anchor else "")
+              + (f"  {checked_label} {checked[n]:.1e}" if n in checked else "")
+              + row_host_note(n, host, bound), flush=True)
+
+
 def finish_rows(rows, flush, loop, repeats, device, json_path):
     """The end of a script timing rows with time_rows (quantized_decode.py, paged_decode.py):
     a warning when rows (each with its host_bound list) were marked, and the JSON (the device,

@@ -136,11 +136,8 @@ def main():
         rows.append(row)
         print(f"{row['dtype']} B{b} H{hq}/{hkv} L{length} D{d} "
               f"({kv_bytes / 2**20:.0f} MiB of K/V):", flush=True)
-        for n, t in times.items():
-            print(f"  {n:24} {t * 1e3:8.1f} us  {kv_bytes / (t * 1e-3) / 1e12:5.2f} TB/s"
-                  + (f"  cuDNN/this {anchor / t:5.2f}" if anchor else "")
-                  + (f"  rel diff {diffs[n]:.1e}" if n in diffs else "")
-                  + bench_common.row_host_note(n, host_us, bound), flush=True)
+        bench_common.print_row_times(times, kv_bytes, anchor, diffs, "rel diff", host_us, bound,
+                                     24)
         del q, k, v, qt, kt, vt, ref, keep, calls
         if cuda:
             torch.cuda.empty_cache()

@@ -145,11 +145,7 @@ def main():
         rows.append(row)
         print(f"bf16 B{b} H{hq}/{hkv} L{length} D{d} ({2 * elems / 2**20:.0f} MiB of bf16 K/V):",
               flush=True)
-        for n, t in times.items():
-            print(f"  {n:18} {t * 1e3:8.1f} us  {nbytes[n] / (t * 1e-3) / 1e12:5.2f} TB/s  "
-                  + (f"cuDNN/this {anchor / t:5.2f}" if anchor else "")
-                  + (f"  rel err {errs[n]:.1e}" if n in errs else "")
-                  + bench_common.row_host_note(n, host_us, bound), flush=True)
+        bench_common.print_row_times(times, nbytes, anchor, errs, "rel err", host_us, bound, 18)
         del q, k, v, qt, kt, vt, ref, keep, calls
         if cuda:
             torch.cuda.empty_cache()

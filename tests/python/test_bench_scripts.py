@@ -720,23 +720,33 @@ def test_gpu_check_passes_its_ctest_args(tmp_path):
     assert r.returncode != 0  # no build here: the verify step (at least) fails
 
 
-@needs_torch
-def test_quantized_decode_runs_on_the_cpu(tmp_path):
-    """bench/quantized_decode.py --device cpu: every row timed in rounds, the 8-bit caches' error
-    that of their quantization, no host check off the GPU, JSON written; a bad --repeats named."""
+def _decode_bench_on_the_cpu(name, out):
+    """Runs bench/NAME --device cpu --repeats 2 --json OUT and checks what both decode benches
+    share: a clean exit, the JSON's repeats, no flush and no host-bound row off the GPU; and that
+    --repeats 0 is refused, naming it. Returns the JSON."""
     import json
     import subprocess
 
     pytest.importorskip("gpu_attention")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "bench"), env.get("PYTHONPATH", "")])
-    script = os.path.join(ROOT, "bench", "quantized_decode.py")
-    out = tmp_path / "qd.json"
+    script = os.path.join(ROOT, "bench", name)
     r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "2", "--json",
                         str(out)], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     got = json.loads(out.read_text())
     assert got["repeats"] == 2 and got["flush_us"] is None and got["host_bound_rows"] == 0
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "0"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "--repeats 0" in r.stderr
+    return got
+
+
+@needs_torch
+def test_quantized_decode_runs_on_the_cpu(tmp_path):
+    """bench/quantized_decode.py --device cpu: every row timed in rounds, the 8-bit caches' error
+    that of their quantization, no host check off the GPU, JSON written; a bad --repeats named."""
+    got = _decode_bench_on_the_cpu("quantized_decode.py", tmp_path / "qd.json")
     assert len(got["rows"]) == 2
     names = {"ours bf16", "ours e4m3", "ours e4m3 page 16", "ours int8"}
     for row in got["rows"]:
@@ -745,9 +755,6 @@ def test_quantized_decode_runs_on_the_cpu(tmp_path):
         err = row["rel_err_vs_cudnn_bf16"]
         assert 1e-3 < err["ours int8"] < 3e-2 and 1e-2 < err["ours e4m3"] < 6e-2, err
         assert err["ours e4m3 page 16"] == pytest.approx(err["ours e4m3"], rel=1e-3)
-    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "0"], env=env,
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode != 0 and "--repeats 0" in r.stderr
 
 
 @needs_torch
@@ -755,19 +762,7 @@ def test_paged_decode_runs_on_the_cpu(tmp_path):
     """bench/paged_decode.py --device cpu: every row timed in rounds, the paged calls' results
     those of the dense cache (shuffled pages, three page sizes), no host check off the GPU, JSON
     written; a bad --repeats named."""
-    import json
-    import subprocess
-
-    pytest.importorskip("gpu_attention")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "bench"), env.get("PYTHONPATH", "")])
-    script = os.path.join(ROOT, "bench", "paged_decode.py")
-    out = tmp_path / "pd.json"
-    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "2", "--json",
-                        str(out)], env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    got = json.loads(out.read_text())
-    assert got["repeats"] == 2 and got["flush_us"] is None and got["host_bound_rows"] == 0
+    got = _decode_bench_on_the_cpu("paged_decode.py", tmp_path / "pd.json")
     assert len(got["rows"]) == 2
     names = {"ours dense", "ours dense+seqlens", "ours dense+seqlens u",
              "ours page 16 in order u"}
@@ -778,9 +773,6 @@ def test_paged_decode_runs_on_the_cpu(tmp_path):
         diffs = row["rel_diff_vs_cudnn"]
         assert set(diffs) == {"ours page 16", "ours page 64", "ours page 256"}
         assert all(0 < d < 1e-2 for d in diffs.values()), diffs
-    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "0"], env=env,
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode != 0 and "--repeats 0" in r.stderr
 
 
 @needs_torch
