@@ -206,6 +206,34 @@ def print_row_times(times, nbytes, anchor, checked, checked_label, host, bound, 
               + row_host_note(n, host, bound), flush=True)
 
 
+def decode_bench_setup(description, script, gpu_timer):
+    """The command line and setup shared by quantized_decode.py and paged_decode.py: --json,
+    --quick, --repeats (at least 1), --device cuda|cpu (cpu: a smoke run). Returns (args, cuda,
+    device, timer, flush, loop): gpu_timer on CUDA, cpu_timer's on the CPU, and the host check's
+    costs on CUDA (None, None off it)."""
+    import argparse
+
+    import torch
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--quick", action="store_true", help="the first two shapes only")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="rounds, every row of a shape once a round (default 3)")
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                    help="cuda (default), or cpu: a smoke run on small shapes")
+    args = ap.parse_args()
+    if args.repeats < 1:
+        ap.error(f"--repeats {args.repeats} must be at least 1")
+    cuda = args.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        ap.error("--device cuda but torch sees no CUDA device (--device cpu for a smoke run)")
+    dev = torch.device(args.device)
+    timer = gpu_timer if cuda else cpu_timer()[0]
+    flush, loop = host_check_costs(dev, script) if cuda else (None, None)
+    return args, cuda, dev, timer, flush, loop
+
+
 def finish_rows(rows, flush, loop, repeats, device, json_path):
     """The end of a script timing rows with time_rows (quantized_decode.py, paged_decode.py):
     a warning when rows (each with its host_bound list) were marked, and the JSON (the device,

@@ -20,8 +20,6 @@ host check), for the tests.
     PYTHONPATH=build-gpu/python python3 bench/paged_decode.py [--json out.json] [--quick]
         [--repeats N] [--device cpu]
 """
-import argparse
-
 import bench_common
 import torch
 import torch.nn.functional as F
@@ -64,22 +62,8 @@ def paged_copy(k, v, page, gen, shuffled=True):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--quick", action="store_true", help="the first two shapes only")
-    ap.add_argument("--repeats", type=int, default=3,
-                    help="rounds, every row of a shape once a round (default 3)")
-    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
-                    help="cuda (default), or cpu: a smoke run on small shapes")
-    args = ap.parse_args()
-    if args.repeats < 1:
-        ap.error(f"--repeats {args.repeats} must be at least 1")
-    cuda = args.device == "cuda"
-    if cuda and not torch.cuda.is_available():
-        ap.error("--device cuda but torch sees no CUDA device (--device cpu for a smoke run)")
-    dev = torch.device(args.device)
-    timer = bench if cuda else bench_common.cpu_timer()[0]
-    flush, loop = bench_common.host_check_costs(dev, "paged_decode") if cuda else (None, None)
+    args, cuda, dev, timer, flush, loop = bench_common.decode_bench_setup(
+        __doc__.splitlines()[0], "paged_decode", bench)
     gen = torch.Generator().manual_seed(0)
     cases = SMOKE_CASES if not cuda else CASES[:2] if args.quick else CASES
     rows = []
