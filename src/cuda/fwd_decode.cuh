@@ -28,6 +28,7 @@
 #include "core/tile_config.h"
 #include "cuda/cuda_check.h"
 #include "cuda/fwd_sm80.h"
+#include "cuda/pdl.h"
 #include "cuda/ptx.cuh"
 
 namespace gpuattn::decode {
@@ -268,6 +269,9 @@ __global__ void __launch_bounds__(Tr::kThreads)
   const std::uint32_t sq = ptx::smem_addr(smem);
   const std::uint32_t ring = sq + Tr::kQBytes;
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  // Launched with PDL (launch_decode): nothing global is touched before the kernel ahead is done.
+  ptx::griddep_wait();
+  ptx::griddep_launch_dependents();
 
   // Which unit (batch b, KV head hk, row block rb) and split s: row blocks vary fastest, so the
   // CTAs that read the same K/V run side by side.
@@ -626,8 +630,9 @@ void launch_decode(const FwdParams& p, cudaStream_t stream) {
     work.o = reinterpret_cast<float*>(base);
     work.lse2 = reinterpret_cast<float*>(base + o_bytes);
   }
-  Kernel<<<dim3(static_cast<unsigned>(ctas)), Tr::kThreads, Tr::kSmemBytes, stream>>>(p, work);
-  GPUATTN_CUDA_CHECK(cudaGetLastError());
+  // With PDL: in a chain of small kernels (a decode step) the launch overlaps the kernel ahead.
+  GPUATTN_CUDA_CHECK(sm80::launch_pdl(Kernel, dim3(static_cast<unsigned>(ctas)),
+                                      dim3(Tr::kThreads), Tr::kSmemBytes, stream, p, work));
 }
 
 // decode_16x64's calls: standard precision, no mask beyond causal, few rows per KV head.

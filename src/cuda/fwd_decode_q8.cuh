@@ -77,6 +77,9 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
   const std::uint32_t sq = ptx::smem_addr(smem);
   const std::uint32_t ring = sq + Tr::kQBytes;
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  // Launched with PDL (launch_decode): nothing global is touched before the kernel ahead is done.
+  ptx::griddep_wait();
+  ptx::griddep_launch_dependents();
   const int g = lane / 4, c4 = lane % 4;
 
   long long idx = blockIdx.x;

@@ -5,6 +5,8 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -12,6 +14,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/fwd_sm80.h"
+#include "cuda/pdl.h"
 
 namespace gpuattn::sm80 {
 namespace {
@@ -42,6 +45,14 @@ int max_smem_per_block() {
 }
 int compute_capability_major() {
   return cached_attribute<cudaDevAttrComputeCapabilityMajor>();
+}
+
+bool pdl_enabled() {
+  static const bool allowed = [] {
+    const char* v = std::getenv("GPUATTN_PDL");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return allowed && compute_capability_major() >= 9;
 }
 
 cudaMemPool_t launch_pool() {

@@ -10,6 +10,23 @@
 
 namespace gpuattn::ptx {
 
+// Programmatic dependent launch (sm_90+; no-ops when compiled for older GPUs, which launch such
+// kernels plainly). A kernel launched with programmatic stream serialization (pdl.h) may start
+// while the kernel before it in the stream still runs: griddep_wait() blocks until that kernel
+// has completed and its writes are visible, so it comes before the kernel's first global access.
+// griddep_launch_dependents() lets the next such kernel start (up to its own griddep_wait) once
+// every CTA of this one has called it or exited.
+__device__ __forceinline__ void griddep_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void griddep_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }

@@ -1418,6 +1418,88 @@ TEST_F(AttentionCudaTest, RunsOnTheGivenStream) {
   p.expect_matches_reference(r);
 }
 
+// Decode kernels launch with programmatic dependent launch (cuda/pdl.h): on sm_90+ a decode call
+// may be scheduled while the kernel ahead of it in the stream still runs, and every decode CTA
+// lets its dependents start as soon as it starts. Here the second call's keys are the first
+// call's output, poisoned with NaN before it: a decode kernel that touched memory before its
+// griddepcontrol.wait would read rows the first call has not written yet (NaN out).
+TEST_F(AttentionCudaTest, DecodeCallsWaitForTheKernelAhead) {
+  constexpr int B = 16, Hq = 32, Hkv = 8, Sk = 8192, D = 128;  // first call: ~0.1 ms
+  constexpr int Hq2 = 4, Sk2 = B * Hq;                         // second: keys = first's out rows
+  Stream stream;
+  const auto dev = [](const HostTensor& t, const DeviceBuffer& b) {
+    TensorView v = t.view(Device::cuda, b.get());
+    v.device_index = 0;
+    TEST_CUDA_CHECK(cudaGetDevice(&v.device_index));
+    return v;
+  };
+  HostTensor q1(f16, {B, 1, Hq, D}), kv1(f16, {B, Sk, Hkv, D}), x(f16, {B, 1, Hq, D});
+  HostTensor q2(f16, {1, 1, Hq2, D}), v2(f16, {1, Sk2, 1, D}), out2(f16, {1, 1, Hq2, D});
+  q1.randomize(seed_of(current_test_name() + "/q1"));
+  q2.randomize(seed_of(current_test_name() + "/q2"));
+  v2.randomize(seed_of(current_test_name() + "/v2"));
+  x.poison();
+  out2.poison();
+  DeviceBuffer dq1(q1.bytes()), dkv1(kv1.bytes()), dx(x.bytes()), dq2(q2.bytes()),
+      dv2(v2.bytes()), dout2(out2.bytes());
+  dq1.upload(q1.data());
+  dq2.upload(q2.data());
+  dv2.upload(v2.data());
+  // The first call's keys and values: every element 0x3c3c (1.0586 in fp16), set on the device.
+  TEST_CUDA_CHECK(cudaMemset(dkv1.get(), 0x3c, kv1.bytes()));
+  dx.upload(x.data());
+  dout2.upload(out2.data());
+
+  AttentionArgs first;
+  first.q = dev(q1, dq1);
+  first.k = dev(kv1, dkv1);
+  first.v = first.k;
+  first.out = dev(x, dx);
+  first.backend = Backend::cuda;
+  first.stream = stream.get();
+  AttentionArgs second;
+  second.q = dev(q2, dq2);
+  second.k = dev(x, dx);
+  second.k.rank = 4;  // the first call's out [B, 1, Hq, D] read as keys [1, B * Hq, 1, D]
+  second.k.shape = {1, Sk2, 1, D};
+  second.k.stride = {std::int64_t{Sk2} * D, D, D, 1};
+  second.v = dev(v2, dv2);
+  second.out = dev(out2, dout2);
+  second.backend = Backend::cuda;
+  second.stream = stream.get();
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    TEST_CUDA_CHECK(cudaMemcpyAsync(dx.get(), x.data(), x.bytes(), cudaMemcpyHostToDevice,
+                                    stream.get()));  // NaN again
+    attention_forward(first);
+    attention_forward(second);
+    TEST_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    HostTensor got_x(f16, {B, 1, Hq, D}), got(f16, {1, 1, Hq2, D});
+    dx.download(got_x.data());
+    dout2.download(got.data());
+    for (std::int64_t i = 0; i < got_x.numel(); ++i) {
+      ASSERT_TRUE(std::isfinite(got_x.get(i))) << "first call's out element " << i;
+    }
+    AttentionArgs host;
+    host.q = q2.view();
+    host.k = got_x.view();
+    host.k.rank = 4;
+    host.k.shape = second.k.shape;
+    host.k.stride = second.k.stride;
+    host.v = v2.view();
+    host.out = out2.view();
+    const ReferenceResult ref = reference_attention(host);
+    for (int h = 0; h < Hq2; ++h) {
+      for (int d = 0; d < D; ++d) {
+        const double want = ref.out[static_cast<std::size_t>(h) * D + d];
+        const double o = got.get(static_cast<std::int64_t>(h) * D + d);
+        ASSERT_TRUE(std::isfinite(o)) << "second call read unwritten keys: head " << h;
+        ASSERT_LE(std::fabs(o - want), max_abs_tol(f16) * std::max(1.0, std::fabs(want)))
+            << "head " << h << " col " << d;
+      }
+    }
+  }
+}
 // ---- validation of device arguments: a clear gpuattn::Error, outputs untouched -----------------
 
 // Whether `msg` contains `word` delimited by non-identifier characters.

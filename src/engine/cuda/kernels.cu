@@ -1,20 +1,36 @@
 // The GPT-2 engine's kernels: embedding, layernorm and sampling. Element-wise and row-wise work,
-// memory bound; fp32 math on f16 / bf16 storage.
+// memory bound; fp32 math on f16 / bf16 storage. Each is launched with programmatic dependent
+// launch (cuda/pdl.h) and waits for the kernel ahead at its start: a decode step is a chain of
+// ~100 small kernels, and the launch of each overlaps the one before.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <climits>
 #include <string>
+#include <utility>
 
 #include "cuda/half_convert.cuh"
+#include "cuda/pdl.h"
+#include "cuda/ptx.cuh"
 #include "engine/cuda/kernels.h"
 
 namespace gpuattn::engine::cuda {
 namespace {
 
-void check_launch(const char* what) {
-  const cudaError_t e = cudaGetLastError();
+// Launched through launch(): wait for the kernel ahead, then let the next one be scheduled.
+__device__ __forceinline__ void chain_start() {
+  ptx::griddep_wait();
+  ptx::griddep_launch_dependents();
+}
+
+template <typename... Params, typename... Args>
+void launch(const char* what, void (*kernel)(Params...), int grid, int block, void* stream,
+            Args&&... args) {
+  const cudaError_t e = sm80::launch_pdl(kernel, dim3(static_cast<unsigned>(grid)),
+                                         dim3(static_cast<unsigned>(block)), 0,
+                                         static_cast<cudaStream_t>(stream),
+                                         std::forward<Args>(args)...);
   if (e != cudaSuccess) {
     throw Error(ErrorCode::cuda_error, std::string("gpuattn engine: ") + what +
                                            " launch failed: " + cudaGetErrorString(e));
@@ -27,6 +43,7 @@ using cvt::to_f;
 template <typename T>
 __global__ void embed_kernel(const std::int32_t* tokens, const std::int32_t* positions, int C,
                              const T* wte, const T* wpe, T* out) {
+  chain_start();
   const int r = blockIdx.x;
   const T* a = wte + static_cast<std::int64_t>(tokens[r]) * C;
   const T* b = wpe + static_cast<std::int64_t>(positions[r]) * C;
@@ -78,6 +95,7 @@ __global__ void __launch_bounds__(kRowThreads)
     layernorm_kernel(const T* x, const std::int32_t* src_rows, int C, const T* w, const T* b,
                      float eps, T* out) {
   __shared__ float scratch[kRowThreads / 32];
+  chain_start();
   const int r = blockIdx.x;
   const T* xr = x + static_cast<std::int64_t>(src_rows ? src_rows[r] : r) * C;
   const int nvec = C / 8;
@@ -121,6 +139,7 @@ __global__ void __launch_bounds__(kRowThreads)
 __global__ void __launch_bounds__(kRowThreads)
     scatter_kv_kernel(const std::uint16_t* qkv, int C, const std::int32_t* slots,
                       std::uint16_t* k_pool, std::uint16_t* v_pool) {
+  chain_start();
   const int r = blockIdx.x;
   const std::uint16_t* row = qkv + static_cast<std::int64_t>(r) * 3 * C;
   const std::int64_t dst = static_cast<std::int64_t>(slots[r]) * C;
@@ -211,6 +230,7 @@ __global__ void __launch_bounds__(kSampleThreads)
   __shared__ float fscratch[32];
   __shared__ int iscratch[32];
   __shared__ Best bscratch[32];
+  chain_start();
   const SampleRow p = params[blockIdx.x];
   const float* row = logits + static_cast<std::int64_t>(blockIdx.x) * ld;
   auto add_f = [](float a, float b) { return a + b; };
@@ -276,49 +296,44 @@ __global__ void __launch_bounds__(kSampleThreads)
 void embed(DType dt, const std::int32_t* tokens, const std::int32_t* positions, int rows,
            const void* wte, const void* wpe, int C, void* out, void* stream) {
   if (rows == 0) return;
-  auto s = static_cast<cudaStream_t>(stream);
   if (dt == DType::bf16) {
-    embed_kernel<<<rows, 256, 0, s>>>(tokens, positions, C, static_cast<const __nv_bfloat16*>(wte),
-                                      static_cast<const __nv_bfloat16*>(wpe),
-                                      static_cast<__nv_bfloat16*>(out));
+    launch("embed", embed_kernel<__nv_bfloat16>, rows, 256, stream, tokens, positions, C,
+           static_cast<const __nv_bfloat16*>(wte), static_cast<const __nv_bfloat16*>(wpe),
+           static_cast<__nv_bfloat16*>(out));
   } else {
-    embed_kernel<<<rows, 256, 0, s>>>(tokens, positions, C, static_cast<const __half*>(wte),
-                                      static_cast<const __half*>(wpe), static_cast<__half*>(out));
+    launch("embed", embed_kernel<__half>, rows, 256, stream, tokens, positions, C,
+           static_cast<const __half*>(wte), static_cast<const __half*>(wpe),
+           static_cast<__half*>(out));
   }
-  check_launch("embed");
 }
 
 void layernorm(DType dt, const void* x, const std::int32_t* src_rows, int rows, int C,
                const void* w, const void* b, float eps, void* out, void* stream) {
   if (rows == 0) return;
-  auto s = static_cast<cudaStream_t>(stream);
   if (dt == DType::bf16) {
-    layernorm_kernel<<<rows, kRowThreads, 0, s>>>(
-        static_cast<const __nv_bfloat16*>(x), src_rows, C, static_cast<const __nv_bfloat16*>(w),
-        static_cast<const __nv_bfloat16*>(b), eps, static_cast<__nv_bfloat16*>(out));
+    launch("layernorm", layernorm_kernel<__nv_bfloat16>, rows, kRowThreads, stream,
+           static_cast<const __nv_bfloat16*>(x), src_rows, C,
+           static_cast<const __nv_bfloat16*>(w), static_cast<const __nv_bfloat16*>(b), eps,
+           static_cast<__nv_bfloat16*>(out));
   } else {
-    layernorm_kernel<<<rows, kRowThreads, 0, s>>>(
-        static_cast<const __half*>(x), src_rows, C, static_cast<const __half*>(w),
-        static_cast<const __half*>(b), eps, static_cast<__half*>(out));
+    launch("layernorm", layernorm_kernel<__half>, rows, kRowThreads, stream,
+           static_cast<const __half*>(x), src_rows, C, static_cast<const __half*>(w),
+           static_cast<const __half*>(b), eps, static_cast<__half*>(out));
   }
-  check_launch("layernorm");
 }
 
 void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
                 void* v_pool, void* stream) {
   if (rows == 0) return;
-  scatter_kv_kernel<<<rows, kRowThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<const std::uint16_t*>(qkv), C, slots, static_cast<std::uint16_t*>(k_pool),
-      static_cast<std::uint16_t*>(v_pool));
-  check_launch("scatter_kv");
+  launch("scatter_kv", scatter_kv_kernel, rows, kRowThreads, stream,
+         static_cast<const std::uint16_t*>(qkv), C, slots, static_cast<std::uint16_t*>(k_pool),
+         static_cast<std::uint16_t*>(v_pool));
 }
 
 void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
             std::int32_t* tokens, void* stream) {
   if (rows == 0) return;
-  sample_kernel<<<rows, kSampleThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, V, ld,
-                                                                                params, tokens);
-  check_launch("sample");
+  launch("sample", sample_kernel, rows, kSampleThreads, stream, logits, V, ld, params, tokens);
 }
 
 }  // namespace gpuattn::engine::cuda
