@@ -630,7 +630,13 @@ void launch_decode(const FwdParams& p, cudaStream_t stream) {
     work.o = reinterpret_cast<float*>(base);
     work.lse2 = reinterpret_cast<float*>(base + o_bytes);
   }
-  // With PDL: in a chain of small kernels (a decode step) the launch overlaps the kernel ahead.
+  // AttentionArgs::pdl: in a chain of small kernels (a decode step) the launch overlaps the
+  // kernel ahead (the kernel waits for it first thing either way).
+  if (!p.pdl) {
+    Kernel<<<dim3(static_cast<unsigned>(ctas)), Tr::kThreads, Tr::kSmemBytes, stream>>>(p, work);
+    GPUATTN_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   GPUATTN_CUDA_CHECK(sm80::launch_pdl(Kernel, dim3(static_cast<unsigned>(ctas)),
                                       dim3(Tr::kThreads), Tr::kSmemBytes, stream, p, work));
 }

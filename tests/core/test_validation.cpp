@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "core/fwd_params.h"
 #include "gpuattn/attention.h"
 #include "gpuattn/reference.h"
 
@@ -118,6 +119,22 @@ TEST(Validation, CountersAreForCudaCalls) {
   AttentionArgs a = d.args();
   a.counters = counters.view();
   expect_invalid(a, {"counters", "CUDA"}, d);
+}
+
+// AttentionArgs::pdl reaches the kernels' parameters (the decode launch reads it there); the CPU
+// backend ignores it: the same call gives the same bits with it or without.
+TEST(Validation, PdlReachesTheParamsAndLeavesCpuResultsAlone) {
+  Dense d = standard(16);
+  AttentionArgs a = d.args();
+  EXPECT_FALSE(make_fwd_params(a).pdl);
+  a.pdl = true;
+  EXPECT_TRUE(make_fwd_params(a).pdl);
+  d.out.poison();
+  attention_forward(d.args());
+  const HostTensor plain = d.out;
+  d.out.poison();
+  attention_forward(a);
+  ASSERT_EQ(std::memcmp(plain.data(), d.out.data(), plain.bytes()), 0);
 }
 
 // attention_counters_needed: the split counts of a call the decode kernel can run (one per KV

@@ -1418,9 +1418,9 @@ TEST_F(AttentionCudaTest, RunsOnTheGivenStream) {
   p.expect_matches_reference(r);
 }
 
-// Decode kernels launch with programmatic dependent launch (cuda/pdl.h): on sm_90+ a decode call
-// may be scheduled while the kernel ahead of it in the stream still runs, and every decode CTA
-// lets its dependents start as soon as it starts. Here the second call's keys are the first
+// With AttentionArgs::pdl, decode kernels launch with programmatic dependent launch (cuda/pdl.h):
+// on sm_90+ a decode call may be scheduled while the kernel ahead of it in the stream still runs,
+// and every decode CTA lets its dependents start as soon as it starts. Here the second call's keys are the first
 // call's output, poisoned with NaN before it: a decode kernel that touched memory before its
 // griddepcontrol.wait would read rows the first call has not written yet (NaN out).
 TEST_F(AttentionCudaTest, DecodeCallsWaitForTheKernelAhead) {
@@ -1457,6 +1457,7 @@ TEST_F(AttentionCudaTest, DecodeCallsWaitForTheKernelAhead) {
   first.out = dev(x, dx);
   first.backend = Backend::cuda;
   first.stream = stream.get();
+  first.pdl = true;
   AttentionArgs second;
   second.q = dev(q2, dq2);
   second.k = dev(x, dx);
@@ -1467,6 +1468,7 @@ TEST_F(AttentionCudaTest, DecodeCallsWaitForTheKernelAhead) {
   second.out = dev(out2, dout2);
   second.backend = Backend::cuda;
   second.stream = stream.get();
+  second.pdl = true;
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     TEST_CUDA_CHECK(cudaMemcpyAsync(dx.get(), x.data(), x.bytes(), cudaMemcpyHostToDevice,
