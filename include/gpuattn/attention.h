@@ -160,9 +160,9 @@ struct AttentionArgs {
   // with programmatic dependent launch, so that it is scheduled while the kernel ahead of it in
   // the stream still runs and waits for it on the GPU (griddepcontrol.wait) instead of behind a
   // full launch. It pays in chains of small kernels (the GPT-2 engine's decode step: B1 generate
-  // 2,320-2,331 -> 2,374-2,408 tok/s on an H200) and costs a lone call timed behind another
-  // kernel (triton's do_bench, L2 flush ahead of each call: 16.6 -> 21.7-25.0 us at small decode
-  // shapes, not understood), so it is off by default. Other kernels ignore it; so does the
+  // 2,318-2,331 -> 2,348-2,408 tok/s on an H200) and costs a lone call timed behind another
+  // kernel (triton's do_bench, L2 flush ahead of each call: 16.5 -> 21.7-25.0 us, erratic, at
+  // small decode shapes; not understood), so it is off by default. Other kernels ignore it; so does the
   // CPU backend. GPUATTN_PDL=0 turns it off everywhere.
   bool pdl = false;
 
