@@ -185,7 +185,7 @@ def _plain_tensors(torch, *xs):
 
 def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=None,
                   block_table=None, check_indices=True, k_scale=None, v_scale=None,
-                  kv_format=""):
+                  kv_format="", pdl=False):
     """The library's call for plain torch tensors (as _forward makes it): out (and lse)
     allocated contiguous on q's device, the arrays as DLPack capsules, torch's current stream.
     A quantized cache comes as _kv_cache leaves it (float8 as uint8 bytes, kv_format 'e4m3'),
@@ -199,7 +199,8 @@ def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=Non
         lse = torch.empty((b, h, s), dtype=torch.float32, device=q.device)
     stream = _current_raw_stream(torch, q) if q.is_cuda else 0
     cap = torch.utils.dlpack.to_dlpack
-    if seqused_k is None and block_table is None and check_indices and k_scale is None:
+    if (seqused_k is None and block_table is None and check_indices and k_scale is None
+            and not pdl):
         _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
                              None, None, 0, 0, softmax_scale, causal, stream)
     else:
@@ -210,7 +211,7 @@ def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=Non
                              check_indices=check_indices,
                              k_scale=None if k_scale is None else cap(k_scale),
                              v_scale=None if v_scale is None else cap(v_scale),
-                             kv_format=kv_format)
+                             kv_format=kv_format, pdl=pdl)
     return out, lse
 
 
@@ -373,7 +374,7 @@ def _kv_scale(fw, scale, like, name):
 
 def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0,
              softmax_scale, mask, want_lse, seqused_k=None, block_table=None,
-             check_indices=True, k_scale=None, v_scale=None):
+             check_indices=True, k_scale=None, v_scale=None, pdl=False):
     """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
     (out, lse or None)."""
     fw = _framework(q, "q")
@@ -402,6 +403,8 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
         mask = dict(mask, block_table=block_table)
     if not check_indices:
         mask = dict(mask, check_indices=False)
+    if pdl:
+        mask = dict(mask, pdl=True)
     if k_scale is not None or v_scale is not None:
         k, kv_format = _kv_cache(fw, k)
         v, _ = _kv_cache(fw, v)
@@ -537,7 +540,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                             block_table=None, softmax_scale=None, causal=False,
                             window_size=_NO_WINDOW, softcap=0.0, rotary_interleaved=True,
                             alibi_slopes=None, num_splits=0, return_softmax_lse=False, *,
-                            check_indices=True, k_scale=None, v_scale=None):
+                            check_indices=True, k_scale=None, v_scale=None, pdl=False):
     """Attention of q (batch, seqlen_q, nheads, headdim) over a KV cache k_cache/v_cache
     (batch, seqlen_cache, nheads_k, headdim), or with block_table a paged cache.
 
@@ -565,10 +568,16 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     (torch.float8_e4m3fn, or uint8 bytes): element x of kv head h stands for x * k_scale[h]
     (v_scale for v). Decode calls read the 8-bit cache in place; k/v appended are quantized
     (x / scale, rounded to nearest even, saturated).
+    pdl=True (keyword only, not in flash-attn; FlashInfer calls it enable_pdl): on CUDA sm_90+ a
+    decode call's kernel launches with programmatic dependent launch, scheduled while the kernel
+    ahead of it in the stream still runs (AttentionArgs::pdl in the C++ API). It pays in chains
+    of small kernels (a decode step) and can cost a lone call; other calls and the CPU ignore it.
 
     Returns out, or (out, softmax_lse float32 (batch, nheads, seqlen_q)) with
     return_softmax_lse=True.
     """
+    if type(pdl) is not bool:
+        raise TypeError(f"flash_attn_with_kvcache: pdl must be True or False, not {pdl!r}")
     torch = sys.modules.get("torch")
     if (torch is not None and rotary_cos is None and rotary_sin is None
             and cache_batch_idx is None and cache_leftpad is None
@@ -597,7 +606,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             cache_seqlens = (cache_seqlens + k.shape[1]).to(torch.int32)
         out, lse = _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
                                  return_softmax_lse, cache_seqlens, block_table, check_indices,
-                                 k_scale, v_scale, kv_format)
+                                 k_scale, v_scale, kv_format, pdl)
         return (out, lse) if return_softmax_lse else out
     for name, value in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
                         ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad)):
@@ -644,6 +653,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     mask = _resolve_mask(window_size, causal, sq, sk)
     out, lse = _forward(q, k_cache, v_cache, softmax_scale=scale, mask=mask,
                         want_lse=return_softmax_lse, seqused_k=seqused, block_table=block_table,
-                        check_indices=bool(check_indices), k_scale=k_scale, v_scale=v_scale)
+                        check_indices=bool(check_indices), k_scale=k_scale, v_scale=v_scale,
+                        pdl=pdl)
     return (out, lse) if return_softmax_lse else out
 

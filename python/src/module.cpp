@@ -149,7 +149,7 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
                        const std::optional<Input>& seqused_k,
                        const std::optional<Input>& block_table, bool check_indices,
                        const std::optional<Input>& k_scale, const std::optional<Input>& v_scale,
-                       const std::string& kv_format) {
+                       const std::string& kv_format, bool pdl) {
   gpuattn::AttentionArgs args;
   args.q = to_view(q, "q");
   args.k = kv_view(k, "k", kv_format);
@@ -165,6 +165,7 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
   if (seqused_k) args.seqused_k = to_view(*seqused_k, "seqused_k");
   if (block_table) args.block_table = to_view(*block_table, "block_table");
   args.check_indices = check_indices;
+  args.pdl = pdl;
   if (softmax_scale) args.softmax_scale = static_cast<float>(*softmax_scale);
   args.causal = causal;
   args.mask.window_left = window_left;  // validated by the library (>= -1, >= 0 for globals)
@@ -306,6 +307,7 @@ NB_MODULE(_C, m) {
         nb::arg("block_table").noconvert().none() = nb::none(), nb::arg("check_indices") = true,
         nb::arg("k_scale").noconvert().none() = nb::none(),
         nb::arg("v_scale").noconvert().none() = nb::none(), nb::arg("kv_format") = "",
+        nb::arg("pdl") = false,
         "Computes attention into `out` (and `lse` when given) with gpuattn::attention_forward.\n\n"
         "Dense: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out like q, lse float32 [B, Hq, Sq].\n"
         "Varlen (cu_seqlens given): q [total_q, Hq, D], k/v [total_k, Hkv, D], lse [Hq, "
@@ -315,6 +317,8 @@ NB_MODULE(_C, m) {
         "[num_pages, page_size, Hkv, D] (a paged KV cache).\n"
         "check_indices=False (CUDA): cu_seqlens, seqused_k and block_table are trusted, not "
         "checked on a host copy (no stream synchronization; CUDA-graph capturable).\n"
+        "pdl=True (CUDA, sm_90+): a decode call's kernel launches with programmatic dependent "
+        "launch (gpuattn::AttentionArgs::pdl).\n"
         "`stream` is a cudaStream_t as an integer (0: default stream); the CUDA call is "
         "asynchronous on it. window_left/window_right/global_tokens/global_stride are "
         "gpuattn::MaskSpec (-1: unbounded window side; 0: no global tokens / no stride), "

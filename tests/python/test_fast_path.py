@@ -121,6 +121,8 @@ def test_plain_kvcache_calls_take_the_fast_path(general_calls, device, causal):
                                        causal=causal, num_splits=2)
     unchecked = ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used, block_table=table,
                                            causal=causal, check_indices=False)
+    chained = ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used, block_table=table,
+                                         causal=causal, pdl=True)
     assert general_calls == []
     same(whole, general(q, kc, vc, causal, False)[0], "whole cache")
     want, want_lse = general(q, kc, vc, causal, True, seqused_k=used)
@@ -129,6 +131,7 @@ def test_plain_kvcache_calls_take_the_fast_path(general_calls, device, causal):
     want_paged = general(q, kp, vp, causal, False, seqused_k=used, block_table=table)[0]
     same(paged, want_paged, "paged")
     same(unchecked, want_paged, "paged, check_indices=False")
+    same(chained, want_paged, "paged, pdl=True")
     # k/v appended: the caches written in place, then attended with cache_seqlens + 3 keys; the
     # same call through the general path (window_size as a list) on copies of the caches
     new_k, new_v = tensors(device, "float16", [(B, 3, Hkv, D)] * 2, ("append", causal))
@@ -318,13 +321,14 @@ _FORWARD = ("q", "k", "v", "out", "lse", "cu_seqlens_q", "cu_seqlens_k", "max_se
             "max_seqlen_k", "softmax_scale", "causal", "stream", "precision", "backend",
             "num_threads", "window_left", "window_right", "global_tokens", "global_stride",
             "block_layout", "block_q", "block_k", "seqused_k", "block_table", "check_indices",
-            "k_scale", "v_scale", "kv_format")
+            "k_scale", "v_scale", "kv_format", "pdl")
 _FORWARD_DEFAULTS = dict(lse=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0,
                          max_seqlen_k=0, softmax_scale=None, causal=False, stream=0,
                          precision="standard", backend="auto", num_threads=0, window_left=-1,
                          window_right=-1, global_tokens=0, global_stride=0, block_layout=None,
                          block_q=0, block_k=0, seqused_k=None, block_table=None,
-                         check_indices=True, k_scale=None, v_scale=None, kv_format="")
+                         check_indices=True, k_scale=None, v_scale=None, kv_format="",
+                         pdl=False)
 _APPEND = ("k_cache", "v_cache", "k_new", "v_new", "cache_seqlens", "block_table",
            "check_indices", "stream", "backend", "k_scale", "v_scale", "kv_format")
 _APPEND_DEFAULTS = dict(block_table=None, check_indices=True, stream=0, backend="auto",
@@ -446,6 +450,8 @@ def test_native_calls_match_the_general_paths(monkeypatch, device):
             qd, k, v, cache_seqlens=used, causal=True, return_softmax_lse=True),
         "kvcache paged, unchecked": lambda: ga.flash_attn_with_kvcache(
             qd, pages[0], pages[1], cache_seqlens=used, block_table=table, check_indices=0),
+        "kvcache paged, pdl": lambda: ga.flash_attn_with_kvcache(
+            qd, pages[0], pages[1], cache_seqlens=used, block_table=table, pdl=True),
         "kvcache append": lambda: ga.flash_attn_with_kvcache(
             qd, k.clone(), v.clone(), new_kv[0], new_kv[1], cache_seqlens=used),
         "kvcache append to pages, unchecked": lambda: ga.flash_attn_with_kvcache(

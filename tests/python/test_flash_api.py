@@ -281,6 +281,26 @@ def test_kvcache_append_errors():
     assert np.array_equal(kc, before)
 
 
+def test_kvcache_pdl():
+    """pdl (programmatic dependent launch of a CUDA decode kernel) leaves the result alone, here on
+    the CPU, which ignores it; anything but a bool is a TypeError naming it, raised before k/v are
+    appended."""
+    rng = rng_for("kvcache-pdl")
+    q = make("numpy", "float16", (2, 1, 4, 64), rng)
+    kc = make("numpy", "float16", (2, 16, 4, 64), rng)
+    vc = make("numpy", "float16", (2, 16, 4, 64), rng)
+    kn = make("numpy", "float16", (2, 1, 4, 64), rng)
+    used = np.array([3, 15], np.int32)
+    want = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, causal=True)
+    got = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, causal=True, pdl=True)
+    assert np.array_equal(got, want)
+    before = kc.copy()
+    for bad in (1, "yes", None):
+        with pytest.raises(TypeError, match="pdl must be True or False"):
+            ga.flash_attn_with_kvcache(q, kc, vc, k=kn, v=kn, cache_seqlens=used, pdl=bad)
+    assert np.array_equal(kc, before)
+
+
 @pytest.mark.parametrize("arg", ["rotary_cos", "rotary_sin", "cache_batch_idx", "cache_leftpad"])
 def test_kvcache_unsupported_arguments(arg):
     rng = rng_for("kvcache-bad", arg)
