@@ -162,8 +162,8 @@ struct AttentionArgs {
   // full launch. It pays in chains of small kernels (the GPT-2 engine's decode step: B1 generate
   // 2,318-2,331 -> 2,348-2,408 tok/s on an H200) and costs a lone call timed behind another
   // kernel (triton's do_bench, L2 flush ahead of each call: 16.5 -> 21.7-25.0 us, erratic, at
-  // small decode shapes; not understood), so it is off by default. Other kernels ignore it; so does the
-  // CPU backend. GPUATTN_PDL=0 turns it off everywhere.
+  // small decode shapes; not understood), so it is off by default. Other kernels ignore it; so does
+  // the CPU backend. GPUATTN_PDL=0 turns it off everywhere.
   bool pdl = false;
 
   std::optional<float> softmax_scale;  // default 1/sqrt(D); must be positive and finite

@@ -48,6 +48,7 @@ from .sparsity_policy import SparsityChoice, SparsityEstimate, choose_sparsity
 
 __version__ = _C.__version__
 Gpt2Engine = _C.Gpt2Engine
+Gpt2Tokenizer = _C.Gpt2Tokenizer
 RankGroup = _C.RankGroup
 sequence_parallel_attention = _C.sequence_parallel_attention
 shard_rows = _C.shard_rows
@@ -60,6 +61,7 @@ def cuda_available() -> bool:
 
 __all__ = [
     "Gpt2Engine",
+    "Gpt2Tokenizer",
     "RankGroup",
     "SparsityChoice",
     "SparsityEstimate",

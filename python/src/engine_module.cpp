@@ -4,6 +4,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
 #include <memory>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "gpuattn/gpt2.h"
+#include "gpuattn/tokenizer.h"
 
 namespace nb = nanobind;
 
@@ -126,4 +128,36 @@ void bind_engine(nb::module_& m) {
            "The fp32 logits [len(tokens), vocab_size] of one sequence, as a numpy array.")
       .def_prop_ro("config", &PyGpt2Engine::config)
       .def_prop_ro("backend", &PyGpt2Engine::backend);
+
+  nb::class_<gpuattn::Gpt2Tokenizer>(
+      m, "Gpt2Tokenizer",
+      "GPT-2's byte-level BPE (gpuattn::Gpt2Tokenizer) from a directory's vocab.json and "
+      "merges.txt (a Hugging Face GPT-2 checkpoint).")
+      .def(
+          "__init__",
+          [](gpuattn::Gpt2Tokenizer* self, const std::string& path) {
+            new (self) gpuattn::Gpt2Tokenizer(gpuattn::Gpt2Tokenizer::load(path));
+          },
+          nb::arg("path"))
+      .def("encode", &gpuattn::Gpt2Tokenizer::encode, nb::arg("text"),
+           "The token ids of `text` (a str).")
+      .def(
+          "decode",
+          [](const gpuattn::Gpt2Tokenizer& t, const std::vector<std::int32_t>& ids) {
+            const std::string b = t.decode(ids);
+            // A cut inside a character decodes as U+FFFD, as Hugging Face's decode does.
+            return nb::steal<nb::str>(
+                PyUnicode_DecodeUTF8(b.data(), static_cast<Py_ssize_t>(b.size()), "replace"));
+          },
+          nb::arg("ids"), "The text of `ids`; bytes that are no UTF-8 character read U+FFFD.")
+      .def(
+          "decode_bytes",
+          [](const gpuattn::Gpt2Tokenizer& t, const std::vector<std::int32_t>& ids) {
+            const std::string b = t.decode(ids);
+            return nb::bytes(b.data(), b.size());
+          },
+          nb::arg("ids"), "The bytes of `ids`, as they are.")
+      .def_static("pretokenize", &gpuattn::Gpt2Tokenizer::pretokenize, nb::arg("text"),
+                  "GPT-2's pre-tokens of `text` (the split encode starts from).")
+      .def_prop_ro("vocab_size", &gpuattn::Gpt2Tokenizer::vocab_size);
 }

@@ -637,8 +637,8 @@ void launch_decode(const FwdParams& p, cudaStream_t stream) {
     GPUATTN_CUDA_CHECK(cudaGetLastError());
     return;
   }
-  GPUATTN_CUDA_CHECK(sm80::launch_pdl(Kernel, dim3(static_cast<unsigned>(ctas)),
-                                      dim3(Tr::kThreads), Tr::kSmemBytes, stream, p, work));
+  GPUATTN_CUDA_CHECK(sm80::launch_pdl(Kernel, dim3(static_cast<unsigned>(ctas)), dim3(Tr::kThreads),
+                                      Tr::kSmemBytes, stream, p, work));
 }
 
 // decode_16x64's calls: standard precision, no mask beyond causal, few rows per KV head.

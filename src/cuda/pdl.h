@@ -2,8 +2,8 @@
 // the kernel may be scheduled while the previous kernel in its stream is still running, and waits
 // for it in ptx::griddep_wait(). In a chain of small kernels it hides part of a launch's
 // latency: the GPT-2 engine's decode kernel, right behind its k/v scatter, 9-15 us of a 0.43 ms
-// B1 step (H200, bench/results/2026-11-29-h200-s32). Only kernels that call ptx::griddep_wait() before their first global memory access may be
-// launched this way.
+// B1 step (H200, bench/results/2026-11-29-h200-s32). Only kernels that call ptx::griddep_wait()
+// before their first global memory access may be launched this way.
 #pragma once
 
 #include <cuda_runtime.h>

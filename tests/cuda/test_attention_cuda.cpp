@@ -1420,9 +1420,9 @@ TEST_F(AttentionCudaTest, RunsOnTheGivenStream) {
 
 // With AttentionArgs::pdl, decode kernels launch with programmatic dependent launch (cuda/pdl.h):
 // on sm_90+ a decode call may be scheduled while the kernel ahead of it in the stream still runs,
-// and every decode CTA lets its dependents start as soon as it starts. Here the second call's keys are the first
-// call's output, poisoned with NaN before it: a decode kernel that touched memory before its
-// griddepcontrol.wait would read rows the first call has not written yet (NaN out).
+// and every decode CTA lets its dependents start as soon as it starts. Here the second call's keys
+// are the first call's output, poisoned with NaN before it: a decode kernel that touched memory
+// before its griddepcontrol.wait would read rows the first call has not written yet (NaN out).
 TEST_F(AttentionCudaTest, DecodeCallsWaitForTheKernelAhead) {
   constexpr int B = 16, Hq = 32, Hkv = 8, Sk = 8192, D = 128;  // first call: ~0.1 ms
   constexpr int Hq2 = 4, Sk2 = B * Hq;                         // second: keys = first's out rows
@@ -1440,8 +1440,8 @@ TEST_F(AttentionCudaTest, DecodeCallsWaitForTheKernelAhead) {
   v2.randomize(seed_of(current_test_name() + "/v2"));
   x.poison();
   out2.poison();
-  DeviceBuffer dq1(q1.bytes()), dkv1(kv1.bytes()), dx(x.bytes()), dq2(q2.bytes()),
-      dv2(v2.bytes()), dout2(out2.bytes());
+  DeviceBuffer dq1(q1.bytes()), dkv1(kv1.bytes()), dx(x.bytes()), dq2(q2.bytes()), dv2(v2.bytes()),
+      dout2(out2.bytes());
   dq1.upload(q1.data());
   dq2.upload(q2.data());
   dv2.upload(v2.data());

@@ -1,14 +1,19 @@
 // `gpuattn generate`: GPT-2 generation through the engine (continuous batching over the paged KV
 // cache), timed, with the tokens and optionally the first prompt's logits written out.
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <sstream>
 
 #include "common.h"
+#include "engine/json.h"
 #include "gpuattn/gpt2.h"
+#include "gpuattn/tokenizer.h"
 
 namespace gpuattn::tool {
 namespace {
@@ -24,6 +29,11 @@ our attention over a paged KV cache) or on the CPU, batched by the continuous-ba
   --random SIZE       random weights instead: tiny (2 layers, 128 wide), 124m, 355m or 1558m
                       (GPT-2's shapes); --weights-seed S picks them (default 1)
   --prompt IDS        comma-separated token ids (default: --prompt-len random ids)
+  --text TEXT         the prompt as text, through GPT-2's tokenizer (vocab.json and merges.txt
+                      of --tokenizer DIR, else of the --model directory)
+  --tokenizer DIR     a directory with vocab.json and merges.txt; with one (or a --model
+                      directory that holds them) request 0's prompt and tokens are also
+                      printed as text
   --prompt-len N      random prompt length (default 16), ids from --seed
   --batch B           requests, each with its own prompt (default 1)
   --max-new N         tokens to generate per request (default 32)
@@ -55,6 +65,26 @@ std::vector<std::int32_t> parse_ids(const std::string& s) {
   return ids;
 }
 
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// --tokenizer DIR, else the --model directory (or the directory of a --model file) when it holds
+// vocab.json; none otherwise.
+std::optional<Gpt2Tokenizer> find_tokenizer(const Flags& f) {
+  if (f.has("tokenizer")) return Gpt2Tokenizer::load(f.get("tokenizer", ""));
+  if (!f.has("model")) return std::nullopt;
+  std::string dir = f.get("model", "");
+  if (!is_dir(dir)) {
+    const std::size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? "." : dir.substr(0, slash);
+  }
+  struct stat st {};
+  if (::stat((dir + "/vocab.json").c_str(), &st) != 0) return std::nullopt;
+  return Gpt2Tokenizer::load(dir);
+}
+
 // A number in [lo, hi] (`range` words it for the error).
 float get_float(const Flags& f, const std::string& name, float fallback, float lo, float hi,
                 const std::string& range) {
@@ -75,11 +105,12 @@ int run_generate(const std::vector<std::string>& args) {
     std::cout << kHelp;
     return 0;
   }
-  const Flags f("generate", args,
-                {"model", "random", "weights-seed", "prompt", "prompt-len", "batch", "max-new",
-                 "temperature", "top-k", "top-p", "seed", "device", "dtype", "page-size",
-                 "max-batch", "warmup", "save-model", "logits-out", "json"},
-                {});
+  const Flags f(
+      "generate", args,
+      {"model", "random",    "weights-seed", "prompt", "text",       "tokenizer",  "prompt-len",
+       "batch", "max-new",   "temperature",  "top-k",  "top-p",      "seed",       "device",
+       "dtype", "page-size", "max-batch",    "warmup", "save-model", "logits-out", "json"},
+      {});
   if (f.has("model") == f.has("random")) {
     throw UsageError("generate: give exactly one of --model PATH and --random SIZE");
   }
@@ -111,6 +142,15 @@ int run_generate(const std::vector<std::string>& args) {
   }
   if (f.has("save-model")) weights.save(f.get("save-model", ""));
   const Gpt2Config& cfg = weights.config;
+  if (f.has("text") && (f.has("prompt") || f.has("prompt-len"))) {
+    throw UsageError("generate: give one of --text, --prompt and --prompt-len");
+  }
+  const std::optional<Gpt2Tokenizer> tokenizer = find_tokenizer(f);
+  if (f.has("text") && !tokenizer) {
+    throw UsageError(
+        "generate: --text needs a tokenizer: --tokenizer DIR (vocab.json, "
+        "merges.txt), or a --model directory that holds them");
+  }
 
   const std::string device = f.choice("device", "auto", {"auto", "cpu", "cuda"});
   EngineOptions opt;
@@ -129,7 +169,10 @@ int run_generate(const std::vector<std::string>& args) {
   const int prompt_len = f.get_int("prompt-len", 16, 1, cfg.n_positions);
   for (int i = 0; i < batch; ++i) {
     GenerationRequest& r = reqs[i];
-    if (f.has("prompt")) {
+    if (f.has("text")) {
+      r.prompt = tokenizer->encode(f.get("text", ""));
+      if (r.prompt.empty()) throw UsageError("generate: --text is empty");
+    } else if (f.has("prompt")) {
       r.prompt = parse_ids(f.get("prompt", ""));
     } else {
       r.prompt.resize(static_cast<std::size_t>(prompt_len));
@@ -168,6 +211,11 @@ int run_generate(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < std::min<std::size_t>(out[0].size(), 32); ++i)
     std::cout << " " << out[0][i];
   std::cout << (out[0].size() > 32 ? " ...\n" : "\n");
+  if (tokenizer) {  // as a JSON string: control characters escaped, the decoded bytes kept
+    std::vector<std::int32_t> all = reqs[0].prompt;
+    all.insert(all.end(), out[0].begin(), out[0].end());
+    std::cout << "request 0 text: " << engine::json_quote(tokenizer->decode(all)) << "\n";
+  }
   print_table({"batch", "prompt", "new", "steps", "preempted", "seconds", "tok/s", "ms/step"},
               {{std::to_string(batch), std::to_string(reqs[0].prompt.size()),
                 std::to_string(max_new), std::to_string(st.steps), std::to_string(st.preemptions),

@@ -29,10 +29,9 @@ __device__ __forceinline__ void chain_start() {
 template <typename... Params, typename... Args>
 void launch(const char* what, void (*kernel)(Params...), int grid, int block, void* stream,
             Args&&... args) {
-  const cudaError_t e = sm80::launch_pdl(kernel, dim3(static_cast<unsigned>(grid)),
-                                         dim3(static_cast<unsigned>(block)), 0,
-                                         static_cast<cudaStream_t>(stream),
-                                         std::forward<Args>(args)...);
+  const cudaError_t e = sm80::launch_pdl(
+      kernel, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(block)), 0,
+      static_cast<cudaStream_t>(stream), std::forward<Args>(args)...);
   if (e != cudaSuccess) {
     throw Error(ErrorCode::cuda_error, std::string("gpuattn engine: ") + what +
                                            " launch failed: " + cudaGetErrorString(e));
@@ -314,9 +313,8 @@ void layernorm(DType dt, const void* x, const std::int32_t* src_rows, int rows, 
   if (rows == 0) return;
   if (dt == DType::bf16) {
     launch("layernorm", layernorm_kernel<__nv_bfloat16>, rows, kRowThreads, stream,
-           static_cast<const __nv_bfloat16*>(x), src_rows, C,
-           static_cast<const __nv_bfloat16*>(w), static_cast<const __nv_bfloat16*>(b), eps,
-           static_cast<__nv_bfloat16*>(out));
+           static_cast<const __nv_bfloat16*>(x), src_rows, C, static_cast<const __nv_bfloat16*>(w),
+           static_cast<const __nv_bfloat16*>(b), eps, static_cast<__nv_bfloat16*>(out));
   } else {
     launch("layernorm", layernorm_kernel<__half>, rows, kRowThreads, stream,
            static_cast<const __half*>(x), src_rows, C, static_cast<const __half*>(w),

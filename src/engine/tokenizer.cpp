@@ -1,0 +1,357 @@
+// GPT-2's byte-level BPE (include/gpuattn/tokenizer.h): the pre-tokenizer pattern as a scanner
+// over code points, the byte-to-symbol table, and merges by rank.
+#include "gpuattn/tokenizer.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "engine/json.h"
+#include "gpuattn/types.h"
+
+namespace gpuattn {
+namespace {
+
+struct CodeRange {
+  char32_t lo, hi;
+};
+#include "engine/unicode_classes.inc"
+
+template <std::size_t N>
+bool in(const CodeRange (&table)[N], char32_t c) {
+  const CodeRange* end = table + N;
+  const CodeRange* r =
+      std::upper_bound(table, end, c, [](char32_t v, const CodeRange& x) { return v < x.lo; });
+  return r != table && c <= (r - 1)->hi;
+}
+bool is_letter(char32_t c) {
+  return in(kLetters, c);
+}
+bool is_number(char32_t c) {
+  return in(kNumbers, c);
+}
+bool is_space(char32_t c) {
+  return in(kSpaces, c);
+}
+bool is_other(char32_t c) {
+  return !is_space(c) && !is_letter(c) && !is_number(c);
+}
+
+[[noreturn]] void invalid(const std::string& msg) {
+  throw Error(ErrorCode::invalid_argument, "gpuattn tokenizer: " + msg);
+}
+
+std::string hex_byte(unsigned char b) {
+  static const char* digits = "0123456789abcdef";
+  return std::string("0x") + digits[b >> 4] + digits[b & 15];
+}
+
+// The text's code points and the byte offset where each starts (one more entry: the end).
+// Overlong forms, surrogates, values past U+10FFFF and cut sequences are errors.
+void decode_utf8(std::string_view s, std::vector<char32_t>& cps, std::vector<std::size_t>& at) {
+  cps.clear();
+  at.clear();
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    int len = 0;
+    char32_t c = 0, min = 0;
+    if (b0 < 0x80) {
+      len = 1, c = b0;
+    } else if ((b0 & 0xE0) == 0xC0) {
+      len = 2, c = b0 & 0x1F, min = 0x80;
+    } else if ((b0 & 0xF0) == 0xE0) {
+      len = 3, c = b0 & 0x0F, min = 0x800;
+    } else if ((b0 & 0xF8) == 0xF0) {
+      len = 4, c = b0 & 0x07, min = 0x10000;
+    } else {
+      invalid("invalid UTF-8 at byte " + std::to_string(i) + " (" + hex_byte(b0) + ")");
+    }
+    if (i + len > s.size()) {
+      invalid("invalid UTF-8 at byte " + std::to_string(i) + ": a " + std::to_string(len) +
+              "-byte sequence cut by the end of the text");
+    }
+    for (int k = 1; k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if ((b & 0xC0) != 0x80) {
+        invalid("invalid UTF-8 at byte " + std::to_string(i + k) + " (" + hex_byte(b) +
+                "): not a continuation byte");
+      }
+      c = (c << 6) | (b & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) {
+      invalid("invalid UTF-8 at byte " + std::to_string(i) + ": an overlong form, a surrogate or " +
+              "a value past U+10FFFF");
+    }
+    cps.push_back(c);
+    at.push_back(i);
+    i += len;
+  }
+  at.push_back(s.size());
+}
+
+// The pre-tokens of cps as [begin, end) code point spans. At each position the pattern's
+// alternatives are tried in order and the first that matches is taken:
+//   's|'t|'re|'ve|'m|'ll|'d   an apostrophe and one of these suffixes (case as written)
+//   ' ?\p{L}+'                 an optional space, then a run of letters
+//   ' ?\p{N}+'                 an optional space, then a run of numbers
+//   ' ?[^\s\p{L}\p{N}]+'      an optional space, then a run of anything else
+//   '\s+(?!\S)'                whitespace not followed by a non-space: a run that ends the text,
+//                              or a run of two or more but its last (which then starts the next)
+//   '\s+'                      the one whitespace character left
+std::vector<std::pair<std::size_t, std::size_t>> split(const std::vector<char32_t>& cps) {
+  std::vector<std::pair<std::size_t, std::size_t>> spans;
+  const std::size_t n = cps.size();
+  auto run = [&](std::size_t i, bool (*cls)(char32_t)) {
+    while (i < n && cls(cps[i])) ++i;
+    return i;
+  };
+  std::size_t i = 0;
+  while (i < n) {
+    const char32_t c = cps[i];
+    std::size_t end = 0;
+    if (c == U'\'') {
+      const char32_t a = i + 1 < n ? cps[i + 1] : 0, b = i + 2 < n ? cps[i + 2] : 0;
+      if (a == U's' || a == U't' || a == U'm' || a == U'd') {
+        end = i + 2;
+      } else if ((a == U'r' && b == U'e') || (a == U'v' && b == U'e') || (a == U'l' && b == U'l')) {
+        end = i + 3;
+      }
+    }
+    if (end == 0) {
+      // An optional leading space, then a run of one class: the first class that the character
+      // after the space (or this one) belongs to.
+      const std::size_t j = (c == U' ' && i + 1 < n && !is_space(cps[i + 1])) ? i + 1 : i;
+      if (is_letter(cps[j])) {
+        end = run(j, is_letter);
+      } else if (is_number(cps[j])) {
+        end = run(j, is_number);
+      } else if (is_other(cps[j])) {
+        end = run(j, is_other);
+      }
+    }
+    if (end == 0) {  // whitespace (a space before another space lands here too)
+      const std::size_t stop = run(i, is_space);
+      end = (stop == n || stop - i == 1) ? stop : stop - 1;
+    }
+    spans.emplace_back(i, end);
+    i = end;
+  }
+  return spans;
+}
+
+// GPT-2's byte-to-symbol table: the printable Latin-1 bytes ('!'..'~', 0xA1..0xAC, 0xAE..0xFF)
+// stand for themselves, every other byte for U+0100 onward in byte order, so that no symbol is a
+// space or a control character.
+struct ByteSymbols {
+  std::string of[256];                        // UTF-8 of byte b's symbol
+  std::unordered_map<char32_t, int> byte_of;  // symbol code point -> byte
+  ByteSymbols() {
+    char32_t next = 0x100;
+    for (int b = 0; b < 256; ++b) {
+      const bool kept = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+      const char32_t cp = kept ? static_cast<char32_t>(b) : next++;
+      byte_of[cp] = b;
+      if (cp < 0x80) {
+        of[b] = std::string(1, static_cast<char>(cp));
+      } else {  // all below U+0800: two bytes
+        of[b] = {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+      }
+    }
+  }
+};
+const ByteSymbols& byte_symbols() {
+  static const ByteSymbols t;
+  return t;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) invalid(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string shown(std::string_view s) {
+  return engine::json_quote(s);
+}
+
+}  // namespace
+
+struct Gpt2Tokenizer::Impl {
+  std::unordered_map<std::string, std::int32_t> id_of;
+  std::vector<std::string> symbol_of;  // by id; empty where no token has the id
+  std::vector<bool> has_id;
+  std::unordered_map<std::string, int> rank_of;  // "a b" (a merges.txt line) -> rank
+
+  // Merges the symbols of one pre-token: the adjacent pair of lowest rank, every occurrence of
+  // it left to right (an occurrence overlapping one just merged is skipped), until no pair has a
+  // rank.
+  void merge(std::vector<std::string>& word) const {
+    std::string key;
+    while (word.size() > 1) {
+      int best = INT_MAX;
+      std::size_t best_at = 0;
+      for (std::size_t k = 0; k + 1 < word.size(); ++k) {
+        key.assign(word[k]).append(" ").append(word[k + 1]);
+        const auto it = rank_of.find(key);
+        if (it != rank_of.end() && it->second < best) best = it->second, best_at = k;
+      }
+      if (best == INT_MAX) return;
+      const std::string first = word[best_at], second = word[best_at + 1];
+      std::vector<std::string> merged;
+      merged.reserve(word.size());
+      for (std::size_t k = 0; k < word.size();) {
+        if (k + 1 < word.size() && word[k] == first && word[k + 1] == second) {
+          merged.push_back(first + second);
+          k += 2;
+        } else {
+          merged.push_back(word[k]);
+          k += 1;
+        }
+      }
+      word = std::move(merged);
+    }
+  }
+};
+
+Gpt2Tokenizer::Gpt2Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Gpt2Tokenizer::Gpt2Tokenizer(Gpt2Tokenizer&&) noexcept = default;
+Gpt2Tokenizer& Gpt2Tokenizer::operator=(Gpt2Tokenizer&&) noexcept = default;
+Gpt2Tokenizer::~Gpt2Tokenizer() = default;
+
+Gpt2Tokenizer Gpt2Tokenizer::load(const std::string& path) {
+  const std::string vocab = read_file(path + "/vocab.json");  // first: errors name it first
+  const std::string merges = read_file(path + "/merges.txt");
+  return from_strings(vocab, merges, path);
+}
+
+Gpt2Tokenizer Gpt2Tokenizer::from_strings(std::string_view vocab_json, std::string_view merges_txt,
+                                          const std::string& source) {
+  auto impl = std::make_unique<Impl>();
+  const std::string vocab_name = source + "/vocab.json", merges_name = source + "/merges.txt";
+  const engine::Json j = engine::parse_json(vocab_json, vocab_name);
+  if (!j.is_object())
+    invalid(vocab_name + ": expected an object of token -> id, not a " + j.type_name());
+  for (const auto& [symbol, value] : j.as_object()) {
+    if (!value.is_int() || value.as_int() < 0 || value.as_int() > INT32_MAX) {
+      invalid(vocab_name + ": the id of " + shown(symbol) +
+              " must be an integer in [0, 2^31), not " +
+              (value.is_number() ? std::to_string(value.as_number()) : value.type_name()));
+    }
+    const auto id = static_cast<std::int32_t>(value.as_int());
+    if (static_cast<std::size_t>(id) >= impl->symbol_of.size()) {
+      impl->symbol_of.resize(static_cast<std::size_t>(id) + 1);
+      impl->has_id.resize(static_cast<std::size_t>(id) + 1, false);
+    }
+    if (impl->has_id[id]) {
+      invalid(vocab_name + ": id " + std::to_string(id) + " is given to both " +
+              shown(impl->symbol_of[id]) + " and " + shown(symbol));
+    }
+    impl->has_id[id] = true;
+    impl->symbol_of[id] = symbol;
+    impl->id_of.emplace(symbol, id);
+  }
+  const ByteSymbols& bs = byte_symbols();
+  for (int b = 0; b < 256; ++b) {
+    if (impl->id_of.count(bs.of[b]) == 0) {
+      invalid(vocab_name + ": the symbol of byte " + hex_byte(static_cast<unsigned char>(b)) +
+              " (" + shown(bs.of[b]) + ") has no id; every byte needs one");
+    }
+  }
+  // merges.txt: an optional "#version" line, then one "first second" pair a line, by rank.
+  std::size_t pos = 0;
+  int line_no = 0;
+  while (pos < merges_txt.size()) {
+    std::size_t eol = merges_txt.find('\n', pos);
+    if (eol == std::string_view::npos) eol = merges_txt.size();
+    std::string_view line = merges_txt.substr(pos, eol - pos);
+    pos = eol + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
+    const std::size_t sp = line.find(' ');
+    if (sp == 0 || sp == std::string_view::npos || sp + 1 == line.size() ||
+        line.find(' ', sp + 1) != std::string_view::npos) {
+      invalid(merges_name + ": line " + std::to_string(line_no) + " " + shown(line) +
+              " is not two symbols separated by one space");
+    }
+    const int rank = static_cast<int>(impl->rank_of.size());
+    if (!impl->rank_of.emplace(std::string(line), rank).second) {
+      invalid(merges_name + ": line " + std::to_string(line_no) + " " + shown(line) +
+              " repeats an earlier pair");
+    }
+  }
+  return Gpt2Tokenizer(std::move(impl));
+}
+
+std::vector<std::string> Gpt2Tokenizer::pretokenize(std::string_view text) {
+  std::vector<char32_t> cps;
+  std::vector<std::size_t> at;
+  decode_utf8(text, cps, at);
+  std::vector<std::string> out;
+  for (const auto& [b, e] : split(cps)) out.emplace_back(text.substr(at[b], at[e] - at[b]));
+  return out;
+}
+
+std::vector<std::int32_t> Gpt2Tokenizer::encode(std::string_view text) const {
+  std::vector<char32_t> cps;
+  std::vector<std::size_t> at;
+  decode_utf8(text, cps, at);
+  const ByteSymbols& bs = byte_symbols();
+  std::vector<std::int32_t> ids;
+  std::vector<std::string> word;
+  for (const auto& [b, e] : split(cps)) {
+    const std::string_view piece = text.substr(at[b], at[e] - at[b]);
+    word.clear();
+    for (const char ch : piece) word.push_back(bs.of[static_cast<unsigned char>(ch)]);
+    impl_->merge(word);
+    for (const std::string& symbol : word) {
+      const auto it = impl_->id_of.find(symbol);
+      if (it == impl_->id_of.end()) {
+        invalid("the merged symbol " + shown(symbol) + " (of the pre-token " + shown(piece) +
+                ") is not in the vocabulary");
+      }
+      ids.push_back(it->second);
+    }
+  }
+  return ids;
+}
+
+std::string Gpt2Tokenizer::decode(const std::vector<std::int32_t>& ids) const {
+  const ByteSymbols& bs = byte_symbols();
+  std::string out;
+  std::vector<char32_t> cps;
+  std::vector<std::size_t> at;
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    const std::int32_t id = ids[k];
+    if (id < 0 || static_cast<std::size_t>(id) >= impl_->has_id.size() || !impl_->has_id[id]) {
+      invalid("token " + std::to_string(k) + " is id " + std::to_string(id) +
+              ", which is not in the vocabulary (ids 0.." + std::to_string(vocab_size() - 1) + ")");
+    }
+    const std::string& symbol = impl_->symbol_of[id];
+    decode_utf8(symbol, cps, at);
+    for (const char32_t c : cps) {
+      const auto it = bs.byte_of.find(c);
+      if (it == bs.byte_of.end()) {
+        invalid("token id " + std::to_string(id) + " (" + shown(symbol) +
+                ") holds a character that stands for no byte");
+      }
+      out.push_back(static_cast<char>(it->second));
+    }
+  }
+  return out;
+}
+
+int Gpt2Tokenizer::vocab_size() const {
+  return static_cast<int>(impl_->symbol_of.size());
+}
+
+}  // namespace gpuattn

@@ -1,0 +1,261 @@
+// GPT-2's byte-level BPE tokenizer (gpuattn/tokenizer.h): the pre-tokenizer against splits the
+// `regex` module gives for GPT-2's pattern, merges by rank on a small vocabulary, lossless round
+// trips on random text, and every bad input's error.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/expect_error.h"
+#include "gpuattn/tokenizer.h"
+
+namespace gpuattn {
+namespace {
+
+using gpuattn::testing::expect_invalid_argument;
+
+// UTF-8 of code point c.
+std::string utf8(char32_t c) {
+  std::string s;
+  if (c < 0x80) {
+    s += static_cast<char>(c);
+  } else if (c < 0x800) {
+    s += static_cast<char>(0xC0 | (c >> 6));
+    s += static_cast<char>(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    s += static_cast<char>(0xE0 | (c >> 12));
+    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (c & 0x3F));
+  } else {
+    s += static_cast<char>(0xF0 | (c >> 18));
+    s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (c & 0x3F));
+  }
+  return s;
+}
+
+// The symbol GPT-2 gives byte b: printable Latin-1 bytes stand for themselves, the other 68
+// bytes for U+0100 onward in byte order (written here from the rule, not from the library).
+std::string byte_symbol(int b) {
+  auto kept = [](int x) {
+    return (x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || x >= 0xAE;
+  };
+  if (kept(b)) return utf8(static_cast<char32_t>(b));
+  int n = 0;
+  for (int x = 0; x < b; ++x) n += !kept(x);
+  return utf8(static_cast<char32_t>(0x100 + n));
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+// Ids 0..255: the byte symbols in byte order; then one id per merge, in rank order.
+struct SmallVocab {
+  std::vector<std::pair<std::string, std::string>> merges;
+  std::string vocab_json() const {
+    std::string j = "{";
+    int id = 0;
+    for (int b = 0; b < 256; ++b)
+      j += (b ? "," : "") + json_string(byte_symbol(b)) + ":" + std::to_string(id++);
+    for (const auto& [a, b] : merges) j += "," + json_string(a + b) + ":" + std::to_string(id++);
+    return j + "}";
+  }
+  std::string merges_txt() const {
+    std::string m = "#version: 0.2\n";
+    for (const auto& [a, b] : merges) m += a + " " + b + "\n";
+    return m;
+  }
+  Gpt2Tokenizer tokenizer() const {
+    return Gpt2Tokenizer::from_strings(vocab_json(), merges_txt(), "small");
+  }
+};
+
+const std::string kG = byte_symbol(' ');  // "Ġ"
+
+SmallVocab small() {
+  return SmallVocab{{{kG, "t"},         // 256: " t"
+                     {"h", "e"},        // 257: "he"
+                     {kG + "t", "he"},  // 258: " the"
+                     {"a", "a"},        // 259: "aa"
+                     {"aa", "aa"},      // 260: "aaaa"
+                     {"i", "n"},        // 261: "in"
+                     {"in", "g"}}};     // 262: "ing"
+}
+
+// The splits Python's `regex` module gives for GPT-2's pattern on each text (regex.findall).
+TEST(Gpt2Tokenizer, PretokenizesAsGpt2sPattern) {
+  struct Case {
+    std::string text;
+    std::vector<std::string> want;
+  };
+  const std::vector<Case> cases = {
+      {"Hello world", {"Hello", " world"}},
+      {"I'm here, they'll've gone", {"I", "'m", " here", ",", " they", "'ll", "'ve", " gone"}},
+      {"  leading", {" ", " leading"}},
+      {"trailing  ", {"trailing", "  "}},
+      {"a  b", {"a", " ", " b"}},
+      {"a\n\nb", {"a", "\n", "\n", "b"}},
+      {"x \t y", {"x", " \t", " y"}},
+      {"3.14 is 42abc", {"3", ".", "14", " is", " 42", "abc"}},
+      {"na\u00efve caf\u00e9", {"na\u00efve", " caf\u00e9"}},
+      {"e\u0301t\u00e9", {"e", "\u0301", "t\u00e9"}},  // a combining mark is not a letter
+      {"\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8",
+       {"\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8"}},
+      {"emoji \U0001F600\U0001F600 ok", {"emoji", " \U0001F600\U0001F600", " ok"}},
+      {"''s 'S 'x", {"''", "s", " '", "S", " '", "x"}},
+      {"\u00a0nbsp", {"\u00a0", "nbsp"}},
+      {"end \n", {"end", " \n"}},
+      {" ", {" "}},
+      {"\x1c\x1f", {"\x1c\x1f"}},  // not \s in the regex module (they are in Python's re)
+      {"\u2163\u00bd 12\u00b2", {"\u2163\u00bd", " 12\u00b2"}},
+      {"a' b", {"a", "'", " b"}},
+      {"", {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    EXPECT_EQ(Gpt2Tokenizer::pretokenize(c.text), c.want);
+  }
+}
+
+TEST(Gpt2Tokenizer, MergesTheLowestRankedPairFirstEveryOccurrence) {
+  const Gpt2Tokenizer tok = small().tokenizer();
+  EXPECT_EQ(tok.vocab_size(), 263);
+  const int t = 't', h = 'h';  // the printable ASCII bytes are their own ids here
+  // "the": only h-e merges; " the": " t" (rank 0), then h-e, then " t"+"he".
+  EXPECT_EQ(tok.encode("the the"), (std::vector<std::int32_t>{t, 257, 258}));
+  EXPECT_EQ(tok.encode(" th"), (std::vector<std::int32_t>{256, h}));
+  // Every occurrence of the best pair, left to right, without overlap; then the next rank.
+  EXPECT_EQ(tok.encode("aaa"), (std::vector<std::int32_t>{259, 'a'}));
+  EXPECT_EQ(tok.encode("aaaa"), (std::vector<std::int32_t>{260}));
+  EXPECT_EQ(tok.encode("aaaaa"), (std::vector<std::int32_t>{260, 'a'}));
+  EXPECT_EQ(tok.encode("singing"), (std::vector<std::int32_t>{'s', 262, 262}));
+  EXPECT_EQ(tok.decode({'s', 262, 262, 258}), "singing the");
+  EXPECT_TRUE(tok.encode("").empty());
+  EXPECT_EQ(tok.decode({}), "");
+}
+
+// Random text from many scripts and every kind of space: the pre-tokens put back together are
+// the text, and decode(encode(text)) is the text, byte for byte.
+TEST(Gpt2Tokenizer, RoundTripsRandomText) {
+  const Gpt2Tokenizer tok = small().tokenizer();
+  const std::vector<std::pair<char32_t, char32_t>> pools = {
+      {0x20, 0x7E},     {0x9, 0xD},         {0x1C, 0x1F},     {0xA0, 0xFF},
+      {0x300, 0x36F},   {0x391, 0x3C9},     {0x4E00, 0x4E80}, {0x3040, 0x30FF},
+      {0x2000, 0x200A}, {0x1F600, 0x1F64F}, {0x660, 0x669},   {0x2160, 0x2188}};
+  std::mt19937 rng(20261129);
+  for (int trial = 0; trial < 400; ++trial) {
+    std::string text;
+    const int n = static_cast<int>(rng() % 40);
+    for (int i = 0; i < n; ++i) {
+      const auto& [lo, hi] = pools[rng() % pools.size()];
+      text += utf8(lo + static_cast<char32_t>(rng() % (hi - lo + 1)));
+      if (rng() % 5 == 0) text += "aa'sthe ing"[rng() % 11];
+    }
+    SCOPED_TRACE(::testing::PrintToString(text));
+    std::string joined;
+    for (const std::string& piece : Gpt2Tokenizer::pretokenize(text)) {
+      ASSERT_FALSE(piece.empty());
+      joined += piece;
+    }
+    ASSERT_EQ(joined, text);
+    const std::vector<std::int32_t> ids = tok.encode(text);
+    ASSERT_EQ(tok.decode(ids), text);
+  }
+}
+
+TEST(Gpt2Tokenizer, InvalidUtf8NamesTheByte) {
+  const Gpt2Tokenizer tok = small().tokenizer();
+  expect_invalid_argument([&] { tok.encode(std::string("ok\xff")); },
+                          "invalid UTF-8 at byte 2 (0xff)");
+  expect_invalid_argument([&] { tok.encode(std::string("a\xe2\x82")); },
+                          "invalid UTF-8 at byte 1: a 3-byte sequence cut by the end");
+  expect_invalid_argument([&] { tok.encode(std::string("\xc3(")); },
+                          "invalid UTF-8 at byte 1 (0x28): not a continuation byte");
+  expect_invalid_argument([&] { tok.encode(std::string("\xc0\xaf")); }, "an overlong form");
+  expect_invalid_argument([&] { tok.encode(std::string("\xed\xa0\x80")); }, "a surrogate");
+  expect_invalid_argument([&] { Gpt2Tokenizer::pretokenize(std::string("\xf4\x90\x80\x80")); },
+                          "past U+10FFFF");
+}
+
+TEST(Gpt2Tokenizer, DecodeRejectsIdsOutsideTheVocabulary) {
+  const Gpt2Tokenizer tok = small().tokenizer();
+  expect_invalid_argument(
+      [&] {
+        tok.decode({'a', 263});
+      },
+      "token 1 is id 263, which is not in the vocabulary (ids 0..262)");
+  expect_invalid_argument([&] { tok.decode({-1}); }, "token 0 is id -1");
+  // A hole in the ids is not a token either.
+  std::string vocab = small().vocab_json();
+  vocab.back() = ',';
+  vocab += "\"zz\":300}";
+  const Gpt2Tokenizer holes = Gpt2Tokenizer::from_strings(vocab, small().merges_txt(), "holes");
+  EXPECT_EQ(holes.vocab_size(), 301);
+  EXPECT_EQ(holes.decode({300}), "zz");
+  expect_invalid_argument([&] { holes.decode({299}); }, "id 299, which is not in the vocabulary");
+}
+
+TEST(Gpt2Tokenizer, BadFilesNameTheFileAndTheProblem) {
+  const SmallVocab s = small();
+  const std::string merges = s.merges_txt();
+  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings("[1, 2]", merges, "m"); },
+                          "m/vocab.json: expected an object of token -> id, not a array");
+  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings("{\"a\": 1.5}", merges, "m"); },
+                          "m/vocab.json: the id of \"a\" must be an integer in [0, 2^31)");
+  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings("{\"a\": -2}", merges, "m"); },
+                          "must be an integer in [0, 2^31), not -2");
+  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings("{\"a\": 0, \"b\": 0}", merges, "m"); },
+                          "id 0 is given to both \"a\" and \"b\"");
+  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings("{\"a\": 0}", merges, "m"); },
+                          "the symbol of byte 0x00");
+  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings("{\"a\": ", merges, "m"); },
+                          "m/vocab.json: invalid JSON");
+  const std::string vocab = s.vocab_json();
+  expect_invalid_argument(
+      [&] { Gpt2Tokenizer::from_strings(vocab, "#version: 0.2\na b c\n", "m"); },
+      "m/merges.txt: line 2 \"a b c\" is not two symbols separated by one space");
+  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings(vocab, "ab\n", "m"); },
+                          "line 1 \"ab\"");
+  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings(vocab, "a b\nc d\na b\n", "m"); },
+                          "line 3 \"a b\" repeats an earlier pair");
+  // A merge whose result has no id: encoding a text that makes it is an error naming both.
+  const Gpt2Tokenizer odd = Gpt2Tokenizer::from_strings(vocab, "x y\n", "m");
+  expect_invalid_argument(
+      [&] { odd.encode("axyb"); },
+      "the merged symbol \"xy\" (of the pre-token \"axyb\") is not in the vocabulary");
+  // CRLF line ends and a missing last newline are fine.
+  const Gpt2Tokenizer crlf = Gpt2Tokenizer::from_strings(vocab, "#version: 0.2\r\nh e\r\na a", "m");
+  EXPECT_EQ(crlf.encode("the aa"), (std::vector<std::int32_t>{'t', 257, ' ', 259}));
+}
+
+TEST(Gpt2Tokenizer, LoadsADirectory) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("gpuattn-tok-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const SmallVocab s = small();
+  std::ofstream(dir / "vocab.json") << s.vocab_json();
+  expect_invalid_argument([&] { Gpt2Tokenizer::load(dir.string()); },
+                          (dir / "merges.txt").string() + ": cannot open");
+  std::ofstream(dir / "merges.txt") << s.merges_txt();
+  const Gpt2Tokenizer tok = Gpt2Tokenizer::load(dir.string());
+  EXPECT_EQ(tok.encode("aaaa the"), (std::vector<std::int32_t>{260, 258}));
+  std::filesystem::remove_all(dir);
+  expect_invalid_argument([&] { Gpt2Tokenizer::load(dir.string()); },
+                          (dir / "vocab.json").string() + ": cannot open");
+}
+
+}  // namespace
+}  // namespace gpuattn
