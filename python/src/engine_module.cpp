@@ -105,6 +105,15 @@ class PyGpt2Engine {
   std::unique_ptr<gpuattn::Gpt2Engine> engine_;
 };
 
+// A str's UTF-8 (valid while the str lives): a lone surrogate raises Python's
+// UnicodeEncodeError, which names its position.
+std::string_view utf8_of(const nb::str& text) {
+  Py_ssize_t n = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(text.ptr(), &n);
+  if (p == nullptr) throw nb::python_error();
+  return std::string_view(p, static_cast<std::size_t>(n));
+}
+
 }  // namespace
 
 void bind_engine(nb::module_& m) {
@@ -139,8 +148,10 @@ void bind_engine(nb::module_& m) {
             new (self) gpuattn::Gpt2Tokenizer(gpuattn::Gpt2Tokenizer::load(path));
           },
           nb::arg("path"))
-      .def("encode", &gpuattn::Gpt2Tokenizer::encode, nb::arg("text"),
-           "The token ids of `text` (a str).")
+      .def(
+          "encode",
+          [](const gpuattn::Gpt2Tokenizer& t, nb::str text) { return t.encode(utf8_of(text)); },
+          nb::arg("text"), "The token ids of `text` (a str).")
       .def(
           "decode",
           [](const gpuattn::Gpt2Tokenizer& t, const std::vector<std::int32_t>& ids) {
@@ -157,7 +168,9 @@ void bind_engine(nb::module_& m) {
             return nb::bytes(b.data(), b.size());
           },
           nb::arg("ids"), "The bytes of `ids`, as they are.")
-      .def_static("pretokenize", &gpuattn::Gpt2Tokenizer::pretokenize, nb::arg("text"),
-                  "GPT-2's pre-tokens of `text` (the split encode starts from).")
+      .def_static(
+          "pretokenize",
+          [](nb::str text) { return gpuattn::Gpt2Tokenizer::pretokenize(utf8_of(text)); },
+          nb::arg("text"), "GPT-2's pre-tokens of `text` (the split encode starts from).")
       .def_prop_ro("vocab_size", &gpuattn::Gpt2Tokenizer::vocab_size);
 }

@@ -50,9 +50,25 @@ int compute_capability_major() {
 bool pdl_enabled() {
   static const bool allowed = [] {
     const char* v = std::getenv("GPUATTN_PDL");
-    return !(v && std::strcmp(v, "0") == 0);
+    int runtime = 0;
+    return !(v && std::strcmp(v, "0") == 0) && cudaRuntimeGetVersion(&runtime) == cudaSuccess &&
+           runtime >= 12030;
   }();
   return allowed && compute_capability_major() >= 9;
+}
+
+bool kernel_waits_for_pdl(const void* kernel) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, bool> known;
+  int device = 0;
+  GPUATTN_CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(device, kernel);
+  const auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  cudaFuncAttributes attr{};
+  GPUATTN_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  return known[key] = attr.ptxVersion >= 90;
 }
 
 cudaMemPool_t launch_pool() {
@@ -127,8 +143,7 @@ int* stream_counters(cudaStream_t stream, std::size_t count) {
     // so 256 hold any call on a GPU of up to 256 SMs.
     const std::size_t grown = std::max<std::size_t>({count, 2 * c.count, 256});
     void* fresh = nullptr;
-    GPUATTN_CUDA_CHECK(
-        cudaMallocFromPoolAsync(&fresh, grown * sizeof(int), launch_pool(), stream));
+    GPUATTN_CUDA_CHECK(cudaMallocFromPoolAsync(&fresh, grown * sizeof(int), launch_pool(), stream));
     const cudaError_t err = cudaMemsetAsync(fresh, 0, grown * sizeof(int), stream);
     if (err != cudaSuccess) {
       cudaFreeAsync(fresh, stream);

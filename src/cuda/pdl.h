@@ -12,9 +12,15 @@
 
 namespace gpuattn::sm80 {
 
-// Whether launch_pdl asks for PDL: the current device is sm_90+ and GPUATTN_PDL is not "0"
-// (fwd_launch.cu; the variable is read once).
+// Whether launch_pdl asks for PDL at all: the current device is sm_90+, the CUDA runtime is 12.3+
+// (graphs capture PDL launches from then on) and GPUATTN_PDL is not "0" (fwd_launch.cu; read
+// once).
 bool pdl_enabled();
+// Whether `kernel` as it runs on the current device was compiled for sm_90+ (its PTX version), so
+// that its ptx::griddep_wait() is real: a build for 80;90a runs the compute_80 code on a GPU newer
+// than sm_90 (90a code runs on sm_90 only), and that code has no wait. Cached per device and
+// kernel (fwd_launch.cu).
+bool kernel_waits_for_pdl(const void* kernel);
 
 template <typename... Params, typename... Args>
 cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
@@ -28,7 +34,8 @@ cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, std::si
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  cfg.numAttrs =
+      pdl_enabled() && kernel_waits_for_pdl(reinterpret_cast<const void*>(kernel)) ? 1 : 0;
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 

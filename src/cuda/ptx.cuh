@@ -10,12 +10,12 @@
 
 namespace gpuattn::ptx {
 
-// Programmatic dependent launch (sm_90+; no-ops when compiled for older GPUs, which launch such
-// kernels plainly). A kernel launched with programmatic stream serialization (pdl.h) may start
-// while the kernel before it in the stream still runs: griddep_wait() blocks until that kernel
-// has completed and its writes are visible, so it comes before the kernel's first global access.
-// griddep_launch_dependents() lets the next such kernel start (up to its own griddep_wait) once
-// every CTA of this one has called it or exited.
+// Programmatic dependent launch. A kernel launched with programmatic stream serialization
+// (pdl.h) may start while the kernel before it in the stream still runs: griddep_wait() blocks
+// until that kernel has completed and its writes are visible, so it comes before the kernel's
+// first global access. griddep_launch_dependents() lets the next such kernel start (up to its own
+// griddep_wait) once every CTA of this one has called it or exited. Both are no-ops in code
+// compiled for GPUs below sm_90, which pdl.h's launch_pdl launches plainly on any GPU.
 __device__ __forceinline__ void griddep_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -52,46 +53,77 @@ std::string hex_byte(unsigned char b) {
   return std::string("0x") + digits[b >> 4] + digits[b & 15];
 }
 
+std::string hex_cp(char32_t c) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "U+%04X", static_cast<unsigned>(c));
+  return buf;
+}
+
+// The UTF-8 sequence at s[i]: its length and code point, or (0, what is wrong) when it is not
+// valid (a bad lead byte, a missing continuation byte, a cut by the end, an overlong form, a
+// surrogate, a value past U+10FFFF); `bad_at` is then the offending byte's offset.
+struct Utf8Step {
+  int len = 0;
+  char32_t cp = 0;
+  std::size_t bad_at = 0;
+  std::string why;
+};
+Utf8Step utf8_step(std::string_view s, std::size_t i) {
+  Utf8Step r;
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  int len = 0;
+  char32_t c = 0, min = 0;
+  if (b0 < 0x80) {
+    r.len = 1, r.cp = b0;
+    return r;
+  } else if ((b0 & 0xE0) == 0xC0) {
+    len = 2, c = b0 & 0x1F, min = 0x80;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    len = 3, c = b0 & 0x0F, min = 0x800;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    len = 4, c = b0 & 0x07, min = 0x10000;
+  } else {
+    r.bad_at = i;
+    r.why = " (" + hex_byte(b0) + "): not a lead byte";
+    return r;
+  }
+  for (int k = 1; k < len; ++k) {
+    if (i + k >= s.size()) {
+      r.bad_at = i;
+      r.why = " (" + hex_byte(b0) + "): a " + std::to_string(len) +
+              "-byte sequence cut by the end of the text";
+      return r;
+    }
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) {
+      r.bad_at = i + k;
+      r.why = " (" + hex_byte(b) + "): not a continuation byte";
+      return r;
+    }
+    c = (c << 6) | (b & 0x3F);
+  }
+  if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) {
+    r.bad_at = i;
+    r.why = c < min        ? ": an overlong form of " + hex_cp(c)
+            : c > 0x10FFFF ? ": " + hex_cp(c) + " is past U+10FFFF"
+                           : ": " + hex_cp(c) + " is a surrogate";
+    return r;
+  }
+  r.len = len, r.cp = c;
+  return r;
+}
+
 // The text's code points and the byte offset where each starts (one more entry: the end).
-// Overlong forms, surrogates, values past U+10FFFF and cut sequences are errors.
+// Anything that is not valid UTF-8 is an error naming the byte.
 void decode_utf8(std::string_view s, std::vector<char32_t>& cps, std::vector<std::size_t>& at) {
   cps.clear();
   at.clear();
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto b0 = static_cast<unsigned char>(s[i]);
-    int len = 0;
-    char32_t c = 0, min = 0;
-    if (b0 < 0x80) {
-      len = 1, c = b0;
-    } else if ((b0 & 0xE0) == 0xC0) {
-      len = 2, c = b0 & 0x1F, min = 0x80;
-    } else if ((b0 & 0xF0) == 0xE0) {
-      len = 3, c = b0 & 0x0F, min = 0x800;
-    } else if ((b0 & 0xF8) == 0xF0) {
-      len = 4, c = b0 & 0x07, min = 0x10000;
-    } else {
-      invalid("invalid UTF-8 at byte " + std::to_string(i) + " (" + hex_byte(b0) + ")");
-    }
-    if (i + len > s.size()) {
-      invalid("invalid UTF-8 at byte " + std::to_string(i) + ": a " + std::to_string(len) +
-              "-byte sequence cut by the end of the text");
-    }
-    for (int k = 1; k < len; ++k) {
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if ((b & 0xC0) != 0x80) {
-        invalid("invalid UTF-8 at byte " + std::to_string(i + k) + " (" + hex_byte(b) +
-                "): not a continuation byte");
-      }
-      c = (c << 6) | (b & 0x3F);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) {
-      invalid("invalid UTF-8 at byte " + std::to_string(i) + ": an overlong form, a surrogate or " +
-              "a value past U+10FFFF");
-    }
-    cps.push_back(c);
+  for (std::size_t i = 0; i < s.size();) {
+    const Utf8Step st = utf8_step(s, i);
+    if (st.len == 0) invalid("invalid UTF-8 at byte " + std::to_string(st.bad_at) + st.why);
+    cps.push_back(st.cp);
     at.push_back(i);
-    i += len;
+    i += static_cast<std::size_t>(st.len);
   }
   at.push_back(s.size());
 }
@@ -183,9 +215,14 @@ std::string shown(std::string_view s) {
   return engine::json_quote(s);
 }
 
+// GPT-2's one special token: written in the text, it is that token, not its characters (as
+// Hugging Face's GPT-2 tokenizers take it).
+constexpr std::string_view kEndOfText = "<|endoftext|>";
+
 }  // namespace
 
 struct Gpt2Tokenizer::Impl {
+  std::int32_t end_of_text = -1;  // the id of kEndOfText, where the vocabulary has it
   std::unordered_map<std::string, std::int32_t> id_of;
   std::vector<std::string> symbol_of;  // by id; empty where no token has the id
   std::vector<bool> has_id;
@@ -238,13 +275,24 @@ Gpt2Tokenizer Gpt2Tokenizer::from_strings(std::string_view vocab_json, std::stri
   auto impl = std::make_unique<Impl>();
   const std::string vocab_name = source + "/vocab.json", merges_name = source + "/merges.txt";
   const engine::Json j = engine::parse_json(vocab_json, vocab_name);
-  if (!j.is_object())
+  if (!j.is_object()) {
     invalid(vocab_name + ": expected an object of token -> id, not a " + j.type_name());
-  for (const auto& [symbol, value] : j.as_object()) {
-    if (!value.is_int() || value.as_int() < 0 || value.as_int() > INT32_MAX) {
-      invalid(vocab_name + ": the id of " + shown(symbol) +
-              " must be an integer in [0, 2^31), not " +
-              (value.is_number() ? std::to_string(value.as_number()) : value.type_name()));
+  }
+  const engine::Json::Object& entries = j.as_object();
+  // Ids are dense in a BPE vocabulary (GPT-2's: 0..50256); one far past the entries would size the
+  // id table by itself.
+  const std::int64_t id_limit = 2 * static_cast<std::int64_t>(entries.size()) + 1024;
+  for (const auto& [symbol, value] : entries) {
+    if (!value.is_int() || value.as_int() < 0 || value.as_int() >= id_limit) {
+      std::string got = value.type_name();
+      if (value.is_number()) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.17g", value.as_number());
+        got = buf;
+      }
+      invalid(vocab_name + ": the id of " + shown(symbol) + " must be an integer in [0, " +
+              std::to_string(id_limit) + ") (twice the " + std::to_string(entries.size()) +
+              " entries, plus 1024), not " + got);
     }
     const auto id = static_cast<std::int32_t>(value.as_int());
     if (static_cast<std::size_t>(id) >= impl->symbol_of.size()) {
@@ -266,7 +314,12 @@ Gpt2Tokenizer Gpt2Tokenizer::from_strings(std::string_view vocab_json, std::stri
               " (" + shown(bs.of[b]) + ") has no id; every byte needs one");
     }
   }
-  // merges.txt: an optional "#version" line, then one "first second" pair a line, by rank.
+  const auto special = impl->id_of.find(std::string(kEndOfText));
+  if (special != impl->id_of.end()) impl->end_of_text = special->second;
+  // merges.txt: "#version" lines (Hugging Face writes one first), then one "first second" pair a
+  // line, by rank; both symbols and their merge must be in the vocabulary, as Hugging Face's
+  // tokenizers requires. A UTF-8 byte order mark is skipped.
+  if (merges_txt.substr(0, 3) == "\xEF\xBB\xBF") merges_txt.remove_prefix(3);
   std::size_t pos = 0;
   int line_no = 0;
   while (pos < merges_txt.size()) {
@@ -276,17 +329,25 @@ Gpt2Tokenizer Gpt2Tokenizer::from_strings(std::string_view vocab_json, std::stri
     pos = eol + 1;
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
+    if (line.empty() || line.rfind("#version", 0) == 0) continue;
     const std::size_t sp = line.find(' ');
+    const auto where = [&] {
+      return merges_name + ": line " + std::to_string(line_no) + " " + shown(line);
+    };
     if (sp == 0 || sp == std::string_view::npos || sp + 1 == line.size() ||
         line.find(' ', sp + 1) != std::string_view::npos) {
-      invalid(merges_name + ": line " + std::to_string(line_no) + " " + shown(line) +
-              " is not two symbols separated by one space");
+      invalid(where() + " is not two symbols separated by one space");
+    }
+    const std::string first(line.substr(0, sp)), second(line.substr(sp + 1));
+    for (const std::string* part : {&first, &second}) {
+      if (impl->id_of.count(*part) == 0) invalid(where() + ": " + shown(*part) + " has no id");
+    }
+    if (impl->id_of.count(first + second) == 0) {
+      invalid(where() + ": the merge " + shown(first + second) + " has no id");
     }
     const int rank = static_cast<int>(impl->rank_of.size());
     if (!impl->rank_of.emplace(std::string(line), rank).second) {
-      invalid(merges_name + ": line " + std::to_string(line_no) + " " + shown(line) +
-              " repeats an earlier pair");
+      invalid(where() + " repeats an earlier pair");
     }
   }
   return Gpt2Tokenizer(std::move(impl));
@@ -304,25 +365,56 @@ std::vector<std::string> Gpt2Tokenizer::pretokenize(std::string_view text) {
 std::vector<std::int32_t> Gpt2Tokenizer::encode(std::string_view text) const {
   std::vector<char32_t> cps;
   std::vector<std::size_t> at;
-  decode_utf8(text, cps, at);
+  decode_utf8(text, cps, at);  // the whole text first: errors count bytes from its start
   const ByteSymbols& bs = byte_symbols();
   std::vector<std::int32_t> ids;
   std::vector<std::string> word;
-  for (const auto& [b, e] : split(cps)) {
-    const std::string_view piece = text.substr(at[b], at[e] - at[b]);
-    word.clear();
-    for (const char ch : piece) word.push_back(bs.of[static_cast<unsigned char>(ch)]);
-    impl_->merge(word);
-    for (const std::string& symbol : word) {
-      const auto it = impl_->id_of.find(symbol);
-      if (it == impl_->id_of.end()) {
-        invalid("the merged symbol " + shown(symbol) + " (of the pre-token " + shown(piece) +
-                ") is not in the vocabulary");
+  auto plain = [&](std::string_view part) {
+    decode_utf8(part, cps, at);
+    for (const auto& [b, e] : split(cps)) {
+      const std::string_view piece = part.substr(at[b], at[e] - at[b]);
+      word.clear();
+      for (const char ch : piece) word.push_back(bs.of[static_cast<unsigned char>(ch)]);
+      impl_->merge(word);
+      for (const std::string& symbol : word) {
+        const auto it = impl_->id_of.find(symbol);
+        if (it == impl_->id_of.end()) {  // loading checked every byte and merge: a bug if seen
+          invalid("the merged symbol " + shown(symbol) + " (of the pre-token " + shown(piece) +
+                  ") is not in the vocabulary");
+        }
+        ids.push_back(it->second);
       }
-      ids.push_back(it->second);
     }
+  };
+  // Around each <|endoftext|> (where the vocabulary has it) the text is encoded piece by piece.
+  std::size_t from = 0;
+  while (impl_->end_of_text >= 0) {
+    const std::size_t hit = text.find(kEndOfText, from);
+    if (hit == std::string_view::npos) break;
+    plain(text.substr(from, hit - from));
+    ids.push_back(impl_->end_of_text);
+    from = hit + kEndOfText.size();
   }
+  plain(text.substr(from));
   return ids;
+}
+
+std::string Gpt2Tokenizer::decode_text(const std::vector<std::int32_t>& ids) const {
+  const std::string bytes = decode(ids);
+  std::string out;
+  out.reserve(bytes.size());
+  for (std::size_t i = 0; i < bytes.size();) {
+    const Utf8Step st = utf8_step(bytes, i);
+    if (st.len > 0) {
+      out.append(bytes, i, static_cast<std::size_t>(st.len));
+      i += static_cast<std::size_t>(st.len);
+      continue;
+    }
+    out += "\xEF\xBF\xBD";  // U+FFFD for the lead byte and the continuation bytes after it
+    i += 1;
+    while (i < bytes.size() && (static_cast<unsigned char>(bytes[i]) & 0xC0) == 0x80) ++i;
+  }
+  return out;
 }
 
 std::string Gpt2Tokenizer::decode(const std::vector<std::int32_t>& ids) const {

@@ -35,6 +35,7 @@
 #include "cuda/cuda_attention.h"
 #include "cuda/cuda_test_util.h"
 #include "cuda/fwd_sm80.h"
+#include "cuda/pdl.h"
 #include "gpuattn/attention.h"
 #include "gpuattn/reference.h"
 
@@ -1424,6 +1425,10 @@ TEST_F(AttentionCudaTest, RunsOnTheGivenStream) {
 // are the first call's output, poisoned with NaN before it: a decode kernel that touched memory
 // before its griddepcontrol.wait would read rows the first call has not written yet (NaN out).
 TEST_F(AttentionCudaTest, DecodeCallsWaitForTheKernelAhead) {
+  if (!sm80::pdl_enabled()) {
+    GTEST_SKIP() << "PDL is off here: a device below sm_90, a CUDA runtime below 12.3 or "
+                    "GPUATTN_PDL=0";
+  }
   constexpr int B = 16, Hq = 32, Hkv = 8, Sk = 8192, D = 128;  // first call: ~0.1 ms
   constexpr int Hq2 = 4, Sk2 = B * Hq;                         // second: keys = first's out rows
   Stream stream;

@@ -178,16 +178,20 @@ TEST(Gpt2Tokenizer, RoundTripsRandomText) {
 
 TEST(Gpt2Tokenizer, InvalidUtf8NamesTheByte) {
   const Gpt2Tokenizer tok = small().tokenizer();
-  expect_invalid_argument([&] { tok.encode(std::string("ok\xff")); },
-                          "invalid UTF-8 at byte 2 (0xff)");
-  expect_invalid_argument([&] { tok.encode(std::string("a\xe2\x82")); },
-                          "invalid UTF-8 at byte 1: a 3-byte sequence cut by the end");
-  expect_invalid_argument([&] { tok.encode(std::string("\xc3(")); },
-                          "invalid UTF-8 at byte 1 (0x28): not a continuation byte");
-  expect_invalid_argument([&] { tok.encode(std::string("\xc0\xaf")); }, "an overlong form");
-  expect_invalid_argument([&] { tok.encode(std::string("\xed\xa0\x80")); }, "a surrogate");
-  expect_invalid_argument([&] { Gpt2Tokenizer::pretokenize(std::string("\xf4\x90\x80\x80")); },
-                          "past U+10FFFF");
+  const auto bad = [&](const std::string& text, const std::string& words) {
+    SCOPED_TRACE(::testing::PrintToString(text));
+    expect_invalid_argument([&] { tok.encode(text); }, words);
+    expect_invalid_argument([&] { Gpt2Tokenizer::pretokenize(text); }, words);
+  };
+  bad("ok\xff", "invalid UTF-8 at byte 2 (0xff): not a lead byte");
+  bad("a\xe2\x82", "invalid UTF-8 at byte 1 (0xe2): a 3-byte sequence cut by the end of the text");
+  bad("\xe2"
+      "A",
+      "invalid UTF-8 at byte 1 (0x41): not a continuation byte");
+  bad("\xc3(", "invalid UTF-8 at byte 1 (0x28): not a continuation byte");
+  bad("xy\xc0\xaf", "invalid UTF-8 at byte 2: an overlong form of U+002F");
+  bad("\xed\xa0\x80", "invalid UTF-8 at byte 0: U+D800 is a surrogate");
+  bad("\xf4\x90\x80\x80", "invalid UTF-8 at byte 0: U+110000 is past U+10FFFF");
 }
 
 TEST(Gpt2Tokenizer, DecodeRejectsIdsOutsideTheVocabulary) {
@@ -211,34 +215,58 @@ TEST(Gpt2Tokenizer, DecodeRejectsIdsOutsideTheVocabulary) {
 TEST(Gpt2Tokenizer, BadFilesNameTheFileAndTheProblem) {
   const SmallVocab s = small();
   const std::string merges = s.merges_txt();
-  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings("[1, 2]", merges, "m"); },
-                          "m/vocab.json: expected an object of token -> id, not a array");
-  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings("{\"a\": 1.5}", merges, "m"); },
-                          "m/vocab.json: the id of \"a\" must be an integer in [0, 2^31)");
-  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings("{\"a\": -2}", merges, "m"); },
-                          "must be an integer in [0, 2^31), not -2");
-  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings("{\"a\": 0, \"b\": 0}", merges, "m"); },
-                          "id 0 is given to both \"a\" and \"b\"");
-  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings("{\"a\": 0}", merges, "m"); },
-                          "the symbol of byte 0x00");
-  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings("{\"a\": ", merges, "m"); },
-                          "m/vocab.json: invalid JSON");
+  const auto bad = [](const std::string& vocab, const std::string& merges_txt,
+                      const std::string& words) {
+    SCOPED_TRACE(vocab.substr(0, 40) + " | " + merges_txt);
+    expect_invalid_argument([&] { Gpt2Tokenizer::from_strings(vocab, merges_txt, "m"); }, words);
+  };
+  bad("[1, 2]", merges, "m/vocab.json: expected an object of token -> id, not a array");
+  bad("{\"a\": 1.5}", merges,
+      "m/vocab.json: the id of \"a\" must be an integer in [0, 1026) (twice the 1 entries, plus "
+      "1024), not 1.5");
+  bad("{\"a\": -2}", merges,
+      "must be an integer in [0, 1026) (twice the 1 entries, plus 1024), not -2");
+  bad("{\"a\": 5000}", merges, "the id of \"a\" must be an integer in [0, 1026)");
+  bad("{\"a\": \"7\"}", merges,
+      "must be an integer in [0, 1026) (twice the 1 entries, plus 1024), not string");
+  bad("{\"a\": 0, \"b\": 0}", merges, "id 0 is given to both \"a\" and \"b\"");
+  bad("{\"a\": 0}", merges, "the symbol of byte 0x00");
+  bad("{\"a\": ", merges, "m/vocab.json: invalid JSON");
   const std::string vocab = s.vocab_json();
-  expect_invalid_argument(
-      [&] { Gpt2Tokenizer::from_strings(vocab, "#version: 0.2\na b c\n", "m"); },
+  bad(vocab, "#version: 0.2\na b c\n",
       "m/merges.txt: line 2 \"a b c\" is not two symbols separated by one space");
-  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings(vocab, "ab\n", "m"); },
-                          "line 1 \"ab\"");
-  expect_invalid_argument([&] { Gpt2Tokenizer::from_strings(vocab, "a b\nc d\na b\n", "m"); },
-                          "line 3 \"a b\" repeats an earlier pair");
-  // A merge whose result has no id: encoding a text that makes it is an error naming both.
-  const Gpt2Tokenizer odd = Gpt2Tokenizer::from_strings(vocab, "x y\n", "m");
-  expect_invalid_argument(
-      [&] { odd.encode("axyb"); },
-      "the merged symbol \"xy\" (of the pre-token \"axyb\") is not in the vocabulary");
-  // CRLF line ends and a missing last newline are fine.
-  const Gpt2Tokenizer crlf = Gpt2Tokenizer::from_strings(vocab, "#version: 0.2\r\nh e\r\na a", "m");
+  bad(vocab, "ab\n", "m/merges.txt: line 1 \"ab\" is not two symbols");
+  bad(vocab, " b\n", "line 1 \" b\" is not two symbols");
+  bad(vocab, "h e\na a\nh e\n", "m/merges.txt: line 3 \"h e\" repeats an earlier pair");
+  // As Hugging Face's tokenizers: both symbols and their merge must have ids.
+  bad(vocab, "x y\n", "m/merges.txt: line 1 \"x y\": the merge \"xy\" has no id");
+  bad(vocab, "h zz\n", "m/merges.txt: line 1 \"h zz\": \"zz\" has no id");
+  // "#version" lines anywhere, a byte order mark, CRLF line ends and no last newline are fine.
+  const Gpt2Tokenizer crlf = Gpt2Tokenizer::from_strings(
+      vocab, "\xEF\xBB\xBF#version: 0.2\r\nh e\r\n#version: 0.2\r\na a", "m");
   EXPECT_EQ(crlf.encode("the aa"), (std::vector<std::int32_t>{'t', 257, ' ', 259}));
+}
+
+// <|endoftext|>, where the vocabulary has it, is one token wherever the text holds it; decode
+// gives its characters back. decode_text reads a character cut between tokens as U+FFFD.
+TEST(Gpt2Tokenizer, EndOfTextAndCutCharacters) {
+  SmallVocab s = small();
+  std::string vocab = s.vocab_json();
+  vocab.back() = ',';
+  vocab += "\"<|endoftext|>\":263}";
+  const Gpt2Tokenizer tok = Gpt2Tokenizer::from_strings(vocab, s.merges_txt(), "eot");
+  const std::string text = "aa<|endoftext|> the<|endoftext|><|endoftext|>";
+  const std::vector<std::int32_t> ids = tok.encode(text);
+  EXPECT_EQ(ids, (std::vector<std::int32_t>{259, 263, 258, 263, 263}));
+  EXPECT_EQ(tok.decode(ids), text);
+  // Without the token in the vocabulary it is text like any other.
+  // (pre-tokens "<|", "endoftext", "|>": 2 + 9 + 2 byte tokens, no merge applies)
+  EXPECT_EQ(small().tokenizer().encode("<|endoftext|>").size(), 13u);
+  // U+00E9 is bytes 0xC3 0xA9, ids 195 and 169 here.
+  EXPECT_EQ(tok.decode({'a', 195}), "a\xc3");
+  EXPECT_EQ(tok.decode_text({'a', 195}), "a\xEF\xBF\xBD");
+  EXPECT_EQ(tok.decode_text({195, 169, 169, 'x'}), "\xc3\xa9\xEF\xBF\xBDx");
+  EXPECT_EQ(tok.decode_text({0xF0, 0x9F, 'x'}), "\xEF\xBF\xBDx");
 }
 
 TEST(Gpt2Tokenizer, LoadsADirectory) {

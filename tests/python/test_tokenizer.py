@@ -136,6 +136,37 @@ def test_decode_of_a_cut_character(trained):
     assert ours.decode(ids + [0xF0]) == "a\U0001F600\ufffd"
 
 
+def test_end_of_text_is_one_token(trained, tmp_path):
+    """<|endoftext|> in the vocabulary: one token wherever the text holds it, as in Hugging Face's
+    GPT-2 tokenizers (there an added special token; here the same split)."""
+    _, _, size, d = trained
+    vocab = json.loads((d / "vocab.json").read_text(encoding="utf-8"))
+    vocab["<|endoftext|>"] = size
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "merges.txt").write_text((d / "merges.txt").read_text(encoding="utf-8"),
+                                         encoding="utf-8")
+    ours = ga.Gpt2Tokenizer(str(tmp_path))
+    hf = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(tmp_path / "vocab.json"),
+                                                              str(tmp_path / "merges.txt")))
+    hf.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = tokenizers.decoders.ByteLevel()
+    hf.add_special_tokens(["<|endoftext|>"])
+    rng = random.Random(13)
+    for _ in range(200):
+        t = "<|endoftext|>".join(random_text(rng, rng.randint(0, 20)) for _ in range(3))
+        ids = ours.encode(t)
+        assert ids == hf.encode(t).ids, repr(t)
+        assert ids.count(size) >= 2 and ours.decode(ids) == t, repr(t)
+
+
+def test_a_lone_surrogate_is_a_unicode_error(trained):
+    ours, _, _, _ = trained
+    with pytest.raises(UnicodeEncodeError, match="surrogates not allowed"):
+        ours.encode("ab\ud800")
+    with pytest.raises(UnicodeEncodeError):
+        ga.Gpt2Tokenizer.pretokenize("\udfff")
+
+
 def test_errors_name_the_problem(trained, tmp_path):
     ours, _, size, d = trained
     with pytest.raises(ValueError, match=f"token 1 is id {size}, which is not in the vocabulary"):
@@ -146,4 +177,7 @@ def test_errors_name_the_problem(trained, tmp_path):
                                          encoding="utf-8")
     (tmp_path / "merges.txt").write_text("#version: 0.2\na b c\n", encoding="utf-8")
     with pytest.raises(ValueError, match="line 2 \"a b c\" is not two symbols"):
+        ga.Gpt2Tokenizer(str(tmp_path))
+    (tmp_path / "merges.txt").write_text("#version: 0.2\nq \u00f8\u00f8\u00f8\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="has no id"):
         ga.Gpt2Tokenizer(str(tmp_path))

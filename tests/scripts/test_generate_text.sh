@@ -48,6 +48,39 @@ out=$("$gpuattn" generate --model "$dir/model" --device cpu --text 'hello' --max
   fail "generate --model DIR --text failed: $out"
 grep -q '^request 0 text: "hello' <<<"$out" || fail "the model directory's tokenizer: $out"
 
+# A model directory whose tokenizer is incomplete or broken still runs without --text (no text
+# line, a note on stderr for a broken one); with --text the error stops it.
+rm "$dir/model/merges.txt"
+out=$("$gpuattn" generate --model "$dir/model" --device cpu --prompt 5,6 --max-new 2 2>&1) ||
+  fail "a model directory with vocab.json alone failed: $out"
+grep -q '^request 0 text' <<<"$out" && fail "text without merges.txt: $out"
+echo '{' > "$dir/model/merges.txt" && echo 'not json' > "$dir/model/vocab.json"
+out=$("$gpuattn" generate --model "$dir/model" --device cpu --prompt 5,6 --max-new 2 2>&1) ||
+  fail "a broken tokenizer stopped a run without --text: $out"
+grep -q 'no text output: .*vocab.json: invalid JSON' <<<"$out" || fail "no note: $out"
+out=$("$gpuattn" generate --model "$dir/model" --device cpu --text 'hi' --max-new 2 2>&1) &&
+  fail "a broken tokenizer accepted with --text"
+grep -q 'vocab.json: invalid JSON' <<<"$out" || fail "wrong error: $out"
+# A tokenizer smaller than the model's vocabulary: the generated ids past it are not shown, and
+# the run's table still comes.
+mkdir -p "$dir/bytes"
+"$python" - "$dir/bytes" <<'PY' || fail "could not write the byte tokenizer"
+import json, sys
+kept = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or b >= 0xAE]
+sym, n = {}, 0
+for b in range(256):
+    sym[b] = chr(b) if b in kept else chr(0x100 + n)
+    n += b not in kept
+json.dump({sym[b]: b for b in range(256)}, open(sys.argv[1] + "/vocab.json", "w"),
+          ensure_ascii=False)
+open(sys.argv[1] + "/merges.txt", "w").write("#version: 0.2\n")
+PY
+out=$("$gpuattn" generate --random tiny --device cpu --tokenizer "$dir/bytes" --prompt 900 \
+  --max-new 3 2>&1) || fail "a small tokenizer stopped the run: $out"
+grep -q '^request 0 text: not shown: .*id 900, which is not in the vocabulary' <<<"$out" ||
+  fail "ids past the tokenizer: $out"
+grep -q '^batch ' <<<"$out" || fail "no table after the text line: $out"
+
 out=$("$gpuattn" generate --random tiny --device cpu --text 'hi' 2>&1) && fail "no tokenizer accepted"
 grep -q -- "--text needs a tokenizer" <<<"$out" || fail "wrong error: $out"
 out=$("$gpuattn" generate --random tiny --device cpu --tokenizer "$dir/tok" --text 'hi' --prompt 1 2>&1) &&

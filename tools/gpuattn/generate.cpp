@@ -71,7 +71,8 @@ bool is_dir(const std::string& p) {
 }
 
 // --tokenizer DIR, else the --model directory (or the directory of a --model file) when it holds
-// vocab.json; none otherwise.
+// vocab.json and merges.txt. A tokenizer found that way that fails to load is an error only with
+// --text; otherwise the run goes on without text, saying why on stderr.
 std::optional<Gpt2Tokenizer> find_tokenizer(const Flags& f) {
   if (f.has("tokenizer")) return Gpt2Tokenizer::load(f.get("tokenizer", ""));
   if (!f.has("model")) return std::nullopt;
@@ -81,8 +82,17 @@ std::optional<Gpt2Tokenizer> find_tokenizer(const Flags& f) {
     dir = slash == std::string::npos ? "." : dir.substr(0, slash);
   }
   struct stat st {};
-  if (::stat((dir + "/vocab.json").c_str(), &st) != 0) return std::nullopt;
-  return Gpt2Tokenizer::load(dir);
+  if (::stat((dir + "/vocab.json").c_str(), &st) != 0 ||
+      ::stat((dir + "/merges.txt").c_str(), &st) != 0) {
+    return std::nullopt;
+  }
+  try {
+    return Gpt2Tokenizer::load(dir);
+  } catch (const Error& e) {
+    if (f.has("text")) throw;
+    std::cerr << "gpuattn generate: no text output: " << e.what() << "\n";
+    return std::nullopt;
+  }
 }
 
 // A number in [lo, hi] (`range` words it for the error).
@@ -211,10 +221,16 @@ int run_generate(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < std::min<std::size_t>(out[0].size(), 32); ++i)
     std::cout << " " << out[0][i];
   std::cout << (out[0].size() > 32 ? " ...\n" : "\n");
-  if (tokenizer) {  // as a JSON string: control characters escaped, the decoded bytes kept
+  if (tokenizer) {  // as a JSON string (control characters escaped), U+FFFD for cut characters
     std::vector<std::int32_t> all = reqs[0].prompt;
     all.insert(all.end(), out[0].begin(), out[0].end());
-    std::cout << "request 0 text: " << engine::json_quote(tokenizer->decode(all)) << "\n";
+    std::string line;
+    try {
+      line = engine::json_quote(tokenizer->decode_text(all));
+    } catch (const Error& e) {  // an id past the tokenizer's vocabulary (a padded model vocab)
+      line = std::string("not shown: ") + e.what();
+    }
+    std::cout << "request 0 text: " << line << "\n";
   }
   print_table({"batch", "prompt", "new", "steps", "preempted", "seconds", "tok/s", "ms/step"},
               {{std::to_string(batch), std::to_string(reqs[0].prompt.size()),
