@@ -19,4 +19,10 @@ void fwd(const FwdParams& p, cudaStream_t stream) {
                                             std::to_string(p.head_dim));
 }
 
+bool pdl_active() {
+  using Tr = DecodeTraits<__half, 128>;
+  return sm80::pdl_enabled() &&
+         sm80::kernel_waits_for_pdl(reinterpret_cast<const void*>(&decode_kernel<Tr, false>));
+}
+
 }  // namespace gpuattn::decode

@@ -34,6 +34,7 @@
 #include "core/tile_config.h"
 #include "cuda/cuda_attention.h"
 #include "cuda/cuda_test_util.h"
+#include "cuda/fwd_decode.h"
 #include "cuda/fwd_sm80.h"
 #include "cuda/pdl.h"
 #include "gpuattn/attention.h"
@@ -1429,6 +1430,8 @@ TEST_F(AttentionCudaTest, DecodeCallsWaitForTheKernelAhead) {
     GTEST_SKIP() << "PDL is off here: a device below sm_90, a CUDA runtime below 12.3 or "
                     "GPUATTN_PDL=0";
   }
+  // On an sm_90 device this build's sm_90a code runs, which carries the wait: PDL is used.
+  if (sm80::compute_capability_major() == 9) ASSERT_TRUE(decode::pdl_active());
   constexpr int B = 16, Hq = 32, Hkv = 8, Sk = 8192, D = 128;  // first call: ~0.1 ms
   constexpr int Hq2 = 4, Sk2 = B * Hq;                         // second: keys = first's out rows
   Stream stream;
