@@ -15,6 +15,7 @@ T=build-gpu/tests/gpuattn_cuda_tests
 F='AttentionCudaTest.*:Decode/*:PagedKvCuda.*:QuantizedKvCuda.*:SeqUsedKCuda.*:Gpt2EngineCuda.*:AppendKv*'
 timeout 150 $T --gtest_filter="$F" --gtest_brief=1 > $OUT/cuda-tests.log 2>&1; ts "cuda tests rc $?"
 grep -E "^\[  (PASSED|FAILED) |FAILED  " $OUT/cuda-tests.log | tail -5
+grep -A3 "DecodeCallsWaitForTheKernelAhead" $OUT/cuda-tests.log | head -5  # must run, not skip
 (cd tests/python && PYTHONPATH=../../build-gpu/python:.:../../bench timeout 200 python3 -m pytest -q \
   test_fast_path.py test_flash_api.py test_tokenizer.py -k "kvcache or tokeniz or pretokeniz" \
   > $OUT/pytest.log 2>&1); ts "pytest rc $?"; tail -2 $OUT/pytest.log
