@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <queue>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -222,40 +224,78 @@ constexpr std::string_view kEndOfText = "<|endoftext|>";
 }  // namespace
 
 struct Gpt2Tokenizer::Impl {
-  std::int32_t end_of_text = -1;  // the id of kEndOfText, where the vocabulary has it
+  struct Merge {
+    int rank;
+    std::int32_t id;  // of the merged symbol
+  };
+  static std::uint64_t pair_key(std::int32_t a, std::int32_t b) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) |
+           static_cast<std::uint32_t>(b);
+  }
+
+  std::int32_t end_of_text = -1;   // the id of kEndOfText, where the vocabulary has it
+  std::int32_t byte_id[256] = {};  // the id of each byte's symbol
   std::unordered_map<std::string, std::int32_t> id_of;
   std::vector<std::string> symbol_of;  // by id; empty where no token has the id
   std::vector<bool> has_id;
-  std::unordered_map<std::string, int> rank_of;  // "a b" (a merges.txt line) -> rank
+  std::unordered_map<std::uint64_t, Merge> merge_of;  // (first id, second id) -> rank, merge
 
-  // Merges the symbols of one pre-token: the adjacent pair of lowest rank, every occurrence of
-  // it left to right (an occurrence overlapping one just merged is skipped), until no pair has a
-  // rank.
-  void merge(std::vector<std::string>& word) const {
-    std::string key;
-    while (word.size() > 1) {
-      int best = INT_MAX;
-      std::size_t best_at = 0;
-      for (std::size_t k = 0; k + 1 < word.size(); ++k) {
-        key.assign(word[k]).append(" ").append(word[k + 1]);
-        const auto it = rank_of.find(key);
-        if (it != rank_of.end() && it->second < best) best = it->second, best_at = k;
-      }
-      if (best == INT_MAX) return;
-      const std::string first = word[best_at], second = word[best_at + 1];
-      std::vector<std::string> merged;
-      merged.reserve(word.size());
-      for (std::size_t k = 0; k < word.size();) {
-        if (k + 1 < word.size() && word[k] == first && word[k + 1] == second) {
-          merged.push_back(first + second);
-          k += 2;
-        } else {
-          merged.push_back(word[k]);
-          k += 1;
-        }
-      }
-      word = std::move(merged);
+  // Merges the symbols (ids) of one pre-token: the adjacent pair of lowest rank, every
+  // occurrence of it left to right (an occurrence overlapping one just merged is skipped), until
+  // no pair has a rank. A heap of (rank, position) candidates over a linked list: O(n log n) in
+  // the pre-token's length. A rank belongs to one pair, and merging it never makes another
+  // occurrence of it, so the candidates of the lowest rank are taken as one batch, left to right;
+  // the pairs the batch makes join the heap after it, as a new scan would find them.
+  void merge(std::vector<std::int32_t>& word) const {
+    const int n = static_cast<int>(word.size());
+    if (n < 2) return;
+    std::vector<int> prev(static_cast<std::size_t>(n)), next(static_cast<std::size_t>(n));
+    for (int k = 0; k < n; ++k) {
+      prev[k] = k - 1;
+      next[k] = k + 1 < n ? k + 1 : -1;
     }
+    struct Candidate {
+      int rank, pos;
+      std::int32_t left, right, merged;
+      bool operator>(const Candidate& o) const {
+        return rank != o.rank ? rank > o.rank : pos > o.pos;
+      }
+    };
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
+    std::vector<Candidate> made;
+    auto candidate = [&](int k, std::vector<Candidate>* into) {
+      const int m = next[k];
+      if (m < 0) return;
+      const auto it = merge_of.find(pair_key(word[k], word[m]));
+      if (it == merge_of.end()) return;
+      const Candidate c{it->second.rank, k, word[k], word[m], it->second.id};
+      if (into) {
+        into->push_back(c);
+      } else {
+        heap.push(c);
+      }
+    };
+    for (int k = 0; k + 1 < n; ++k) candidate(k, nullptr);
+    while (!heap.empty()) {
+      const int rank = heap.top().rank;
+      made.clear();
+      while (!heap.empty() && heap.top().rank == rank) {
+        const Candidate c = heap.top();
+        heap.pop();
+        const int k = c.pos, m = next[k];
+        if (word[k] != c.left || m < 0 || word[m] != c.right) continue;  // overlapped or stale
+        word[k] = c.merged;
+        word[m] = -1;
+        next[k] = next[m];
+        if (next[m] >= 0) prev[next[m]] = k;
+        if (prev[k] >= 0) candidate(prev[k], &made);
+        candidate(k, &made);
+      }
+      for (const Candidate& c : made) heap.push(c);
+    }
+    int out = 0;
+    for (int k = 0; k >= 0; k = next[k]) word[out++] = word[k];  // position 0 is never merged away
+    word.resize(static_cast<std::size_t>(out));
   }
 };
 
@@ -309,10 +349,12 @@ Gpt2Tokenizer Gpt2Tokenizer::from_strings(std::string_view vocab_json, std::stri
   }
   const ByteSymbols& bs = byte_symbols();
   for (int b = 0; b < 256; ++b) {
-    if (impl->id_of.count(bs.of[b]) == 0) {
+    const auto it = impl->id_of.find(bs.of[b]);
+    if (it == impl->id_of.end()) {
       invalid(vocab_name + ": the symbol of byte " + hex_byte(static_cast<unsigned char>(b)) +
               " (" + shown(bs.of[b]) + ") has no id; every byte needs one");
     }
+    impl->byte_id[b] = it->second;
   }
   const auto special = impl->id_of.find(std::string(kEndOfText));
   if (special != impl->id_of.end()) impl->end_of_text = special->second;
@@ -339,14 +381,19 @@ Gpt2Tokenizer Gpt2Tokenizer::from_strings(std::string_view vocab_json, std::stri
       invalid(where() + " is not two symbols separated by one space");
     }
     const std::string first(line.substr(0, sp)), second(line.substr(sp + 1));
-    for (const std::string* part : {&first, &second}) {
-      if (impl->id_of.count(*part) == 0) invalid(where() + ": " + shown(*part) + " has no id");
+    std::int32_t ids[3];
+    const std::string* names[3] = {&first, &second, nullptr};
+    const std::string both = first + second;
+    names[2] = &both;
+    for (int k = 0; k < 3; ++k) {
+      const auto it = impl->id_of.find(*names[k]);
+      if (it == impl->id_of.end()) {
+        invalid(where() + ": " + (k == 2 ? "the merge " : "") + shown(*names[k]) + " has no id");
+      }
+      ids[k] = it->second;
     }
-    if (impl->id_of.count(first + second) == 0) {
-      invalid(where() + ": the merge " + shown(first + second) + " has no id");
-    }
-    const int rank = static_cast<int>(impl->rank_of.size());
-    if (!impl->rank_of.emplace(std::string(line), rank).second) {
+    const int rank = static_cast<int>(impl->merge_of.size());
+    if (!impl->merge_of.emplace(Impl::pair_key(ids[0], ids[1]), Impl::Merge{rank, ids[2]}).second) {
       invalid(where() + " repeats an earlier pair");
     }
   }
@@ -366,24 +413,17 @@ std::vector<std::int32_t> Gpt2Tokenizer::encode(std::string_view text) const {
   std::vector<char32_t> cps;
   std::vector<std::size_t> at;
   decode_utf8(text, cps, at);  // the whole text first: errors count bytes from its start
-  const ByteSymbols& bs = byte_symbols();
   std::vector<std::int32_t> ids;
-  std::vector<std::string> word;
+  std::vector<std::int32_t> word;
   auto plain = [&](std::string_view part) {
     decode_utf8(part, cps, at);
     for (const auto& [b, e] : split(cps)) {
-      const std::string_view piece = part.substr(at[b], at[e] - at[b]);
       word.clear();
-      for (const char ch : piece) word.push_back(bs.of[static_cast<unsigned char>(ch)]);
-      impl_->merge(word);
-      for (const std::string& symbol : word) {
-        const auto it = impl_->id_of.find(symbol);
-        if (it == impl_->id_of.end()) {  // loading checked every byte and merge: a bug if seen
-          invalid("the merged symbol " + shown(symbol) + " (of the pre-token " + shown(piece) +
-                  ") is not in the vocabulary");
-        }
-        ids.push_back(it->second);
+      for (std::size_t k = at[b]; k < at[e]; ++k) {
+        word.push_back(impl_->byte_id[static_cast<unsigned char>(part[k])]);
       }
+      impl_->merge(word);
+      ids.insert(ids.end(), word.begin(), word.end());
     }
   };
   // Around each <|endoftext|> (where the vocabulary has it) the text is encoded piece by piece.

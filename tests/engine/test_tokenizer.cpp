@@ -176,6 +176,28 @@ TEST(Gpt2Tokenizer, RoundTripsRandomText) {
   }
 }
 
+// A merge can make a pair of lower rank than its own ("ab a" ranked before "a b"). Every
+// occurrence of the lowest-ranked pair is merged in one pass before the pairs that pass made are
+// looked at: "abab" is "ab" "ab", not "aba" "b".
+TEST(Gpt2Tokenizer, OnePassPerRank) {
+  const Gpt2Tokenizer tok = SmallVocab{{{"ab", "a"}, {"a", "b"}}}.tokenizer();  // 256, 257
+  EXPECT_EQ(tok.encode("abab"), (std::vector<std::int32_t>{257, 257}));
+  EXPECT_EQ(tok.encode("aba"), (std::vector<std::int32_t>{256}));
+  EXPECT_EQ(tok.encode("ababa"), (std::vector<std::int32_t>{257, 256}));
+}
+
+// Long pre-tokens (a run of one letter, a run of digits) merge in O(n log n): 200,000 characters
+// each, which a rescan per merge (O(n^2)) would take minutes over.
+TEST(Gpt2Tokenizer, LongPreTokens) {
+  const Gpt2Tokenizer tok = small().tokenizer();
+  const std::string a(200000, 'a'), digits(200000, '7');
+  const std::vector<std::int32_t> ids = tok.encode(a);
+  ASSERT_EQ(ids.size(), 50000u);  // "aaaa" tokens
+  for (const std::int32_t id : ids) ASSERT_EQ(id, 260);
+  EXPECT_EQ(tok.encode(a + "a").back(), 'a');
+  EXPECT_EQ(tok.decode(tok.encode(digits + " " + a)), digits + " " + a);
+}
+
 TEST(Gpt2Tokenizer, InvalidUtf8NamesTheByte) {
   const Gpt2Tokenizer tok = small().tokenizer();
   const auto bad = [&](const std::string& text, const std::string& words) {

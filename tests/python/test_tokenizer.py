@@ -126,6 +126,48 @@ def test_encode_and_decode_match_hugging_face_tokenizers(trained):
     assert merged > 1000  # the trained merges are exercised, not only the byte tokens
 
 
+def reference_encode(vocab, ranks, text):
+    """GPT-2's encoding written plainly: regex pre-tokens; per piece, the adjacent pair of lowest
+    rank merged at every occurrence in one left-to-right pass, until no pair has a rank."""
+    sym = byte_symbols()
+    ids = []
+    for piece in PATTERN.findall(text):
+        word = [sym[b] for b in piece.encode("utf-8")]
+        while len(word) > 1:
+            pairs = [(ranks[p], i) for i, p in enumerate(zip(word, word[1:])) if p in ranks]
+            if not pairs:
+                break
+            a, b = word[min(pairs)[1]], word[min(pairs)[1] + 1]
+            out, i = [], 0
+            while i < len(word):
+                if i + 1 < len(word) and word[i] == a and word[i + 1] == b:
+                    out.append(a + b)
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            word = out
+        ids += [vocab[w] for w in word]
+    return ids
+
+
+def test_merges_in_any_rank_order(trained, tmp_path):
+    """The trained merges shuffled: a merge can now make a pair of lower rank than its own, so the
+    order of merges matters; ours follows the plain algorithm (lowest rank first, one pass)."""
+    _, _, _, d = trained
+    vocab = json.loads((d / "vocab.json").read_text(encoding="utf-8"))
+    lines = (d / "merges.txt").read_text(encoding="utf-8").splitlines()[1:]
+    random.Random(5).shuffle(lines)
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "merges.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ranks = {tuple(line.split(" ")): r for r, line in enumerate(lines)}
+    ours = ga.Gpt2Tokenizer(str(tmp_path))
+    rng = random.Random(17)
+    for _ in range(600):
+        t = random_text(rng, rng.randint(0, 60))
+        assert ours.encode(t) == reference_encode(vocab, ranks, t), repr(t)
+
+
 def test_decode_of_a_cut_character(trained):
     """decode_bytes gives the bytes as they are; decode reads a cut character as U+FFFD (ids
     0..255 are the byte tokens in byte order here: 0xF0 is a 4-byte sequence's lead byte)."""
