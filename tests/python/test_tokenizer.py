@@ -48,6 +48,20 @@ def byte_symbols():
     return table
 
 
+def merge_pair(word, a, b):
+    """word with every occurrence of the adjacent pair (a, b) merged, left to right, without
+    overlap."""
+    out, i = [], 0
+    while i < len(word):
+        if i + 1 < len(word) and word[i] == a and word[i + 1] == b:
+            out.append(a + b)
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
+    return out
+
+
 def train_bpe(texts, merges_wanted):
     """A plain BPE trainer: pre-tokens by GPT-2's pattern, then repeatedly the most frequent
     adjacent pair (ties: the first met) merged into a new symbol."""
@@ -71,15 +85,8 @@ def train_bpe(texts, merges_wanted):
         vocab.setdefault(a + b, len(vocab))
         merged = {}
         for w, c in words.items():
-            out, i = [], 0
-            while i < len(w):
-                if i + 1 < len(w) and w[i] == a and w[i + 1] == b:
-                    out.append(a + b)
-                    i += 2
-                else:
-                    out.append(w[i])
-                    i += 1
-            merged[tuple(out)] = merged.get(tuple(out), 0) + c
+            out = tuple(merge_pair(w, a, b))
+            merged[out] = merged.get(out, 0) + c
         words = merged
     return vocab, merges
 
@@ -137,16 +144,8 @@ def reference_encode(vocab, ranks, text):
             pairs = [(ranks[p], i) for i, p in enumerate(zip(word, word[1:])) if p in ranks]
             if not pairs:
                 break
-            a, b = word[min(pairs)[1]], word[min(pairs)[1] + 1]
-            out, i = [], 0
-            while i < len(word):
-                if i + 1 < len(word) and word[i] == a and word[i + 1] == b:
-                    out.append(a + b)
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            word = out
+            at = min(pairs)[1]
+            word = merge_pair(word, word[at], word[at + 1])
         ids += [vocab[w] for w in word]
     return ids
 
