@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 
+#include "engine/files.h"
 #include "engine/json.h"
 #include "engine/safetensors.h"
 #include "gpuattn/gpt2.h"
@@ -19,22 +20,9 @@ namespace {
   throw Error(ErrorCode::invalid_argument, msg);
 }
 
-bool is_dir(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-bool is_file(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) invalid(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using engine::is_dir;
+using engine::is_file;
+using engine::read_text;
 
 // config.json's integer field `key` (absent: keep `value`).
 void read_int(const engine::Json& j, const char* key, const std::string& path, int& value) {

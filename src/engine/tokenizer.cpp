@@ -3,18 +3,14 @@
 #include "gpuattn/tokenizer.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <climits>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <functional>
 #include <queue>
-#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
+#include "engine/files.h"
 #include "engine/json.h"
 #include "gpuattn/types.h"
 
@@ -205,14 +201,6 @@ const ByteSymbols& byte_symbols() {
   return t;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) invalid(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 std::string shown(std::string_view s) {
   return engine::json_quote(s);
 }
@@ -305,8 +293,8 @@ Gpt2Tokenizer& Gpt2Tokenizer::operator=(Gpt2Tokenizer&&) noexcept = default;
 Gpt2Tokenizer::~Gpt2Tokenizer() = default;
 
 Gpt2Tokenizer Gpt2Tokenizer::load(const std::string& path) {
-  const std::string vocab = read_file(path + "/vocab.json");  // first: errors name it first
-  const std::string merges = read_file(path + "/merges.txt");
+  const std::string vocab = engine::read_text(path + "/vocab.json");  // first: named first
+  const std::string merges = engine::read_text(path + "/merges.txt");
   return from_strings(vocab, merges, path);
 }
 

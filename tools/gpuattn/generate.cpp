@@ -1,7 +1,5 @@
 // `gpuattn generate`: GPT-2 generation through the engine (continuous batching over the paged KV
 // cache), timed, with the tokens and optionally the first prompt's logits written out.
-#include <sys/stat.h>
-
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +9,7 @@
 #include <sstream>
 
 #include "common.h"
+#include "engine/files.h"
 #include "engine/json.h"
 #include "gpuattn/gpt2.h"
 #include "gpuattn/tokenizer.h"
@@ -65,11 +64,6 @@ std::vector<std::int32_t> parse_ids(const std::string& s) {
   return ids;
 }
 
-bool is_dir(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 // --tokenizer DIR, else the --model directory (or the directory of a --model file) when it holds
 // vocab.json and merges.txt. A tokenizer found that way that fails to load is an error only with
 // --text; otherwise the run goes on without text, saying why on stderr.
@@ -77,13 +71,11 @@ std::optional<Gpt2Tokenizer> find_tokenizer(const Flags& f) {
   if (f.has("tokenizer")) return Gpt2Tokenizer::load(f.get("tokenizer", ""));
   if (!f.has("model")) return std::nullopt;
   std::string dir = f.get("model", "");
-  if (!is_dir(dir)) {
+  if (!engine::is_dir(dir)) {
     const std::size_t slash = dir.rfind('/');
     dir = slash == std::string::npos ? "." : dir.substr(0, slash);
   }
-  struct stat st {};
-  if (::stat((dir + "/vocab.json").c_str(), &st) != 0 ||
-      ::stat((dir + "/merges.txt").c_str(), &st) != 0) {
+  if (!engine::is_file(dir + "/vocab.json") || !engine::is_file(dir + "/merges.txt")) {
     return std::nullopt;
   }
   try {
