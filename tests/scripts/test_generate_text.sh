@@ -11,8 +11,9 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-mkdir -p "$dir/tok" "$dir/model"
-"$python" - "$dir/tok" <<'PY' || fail "could not write the tokenizer files"
+mkdir -p "$dir/tok" "$dir/model" "$dir/bytes"
+# tok: the 1000-token tokenizer; bytes: the 256 byte symbols alone, no merges.
+"$python" - "$dir/tok" "$dir/bytes" <<'PY' || fail "could not write the tokenizer files"
 import json, sys
 kept = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or b >= 0xAE]
 sym, n = {}, 0
@@ -22,6 +23,11 @@ for b in range(256):
     else:
         sym[b] = chr(0x100 + n)
         n += 1
+def write(d, vocab, merges):
+    json.dump(vocab, open(d + "/vocab.json", "w"), ensure_ascii=False)
+    open(d + "/merges.txt", "w").write(
+        "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+write(sys.argv[2], {sym[b]: b for b in range(256)}, [])
 vocab = {sym[b]: b for b in range(256)}
 merges = [("h", "e"), ("l", "l"), (sym[32], "t")]
 for a, b in merges:
@@ -30,11 +36,8 @@ i = 0
 while len(vocab) < 1000:  # filler tokens: the tiny model's vocabulary is 1000
     vocab.setdefault("zz" + str(i), len(vocab))
     i += 1
-json.dump(vocab, open(sys.argv[1] + "/vocab.json", "w"), ensure_ascii=False)
-open(sys.argv[1] + "/merges.txt", "w").write(
-    "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+write(sys.argv[1], vocab, merges)
 PY
-
 out=$("$gpuattn" generate --random tiny --device cpu --tokenizer "$dir/tok" --text 'hello there' \
   --max-new 4 --save-model "$dir/model" 2>&1) || fail "generate --text failed: $out"
 grep -q '^request 0 text: "hello there' <<<"$out" || fail "no text line: $out"
@@ -63,18 +66,6 @@ out=$("$gpuattn" generate --model "$dir/model" --device cpu --text 'hi' --max-ne
 grep -q 'vocab.json: invalid JSON' <<<"$out" || fail "wrong error: $out"
 # A tokenizer smaller than the model's vocabulary: the generated ids past it are not shown, and
 # the run's table still comes.
-mkdir -p "$dir/bytes"
-"$python" - "$dir/bytes" <<'PY' || fail "could not write the byte tokenizer"
-import json, sys
-kept = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or b >= 0xAE]
-sym, n = {}, 0
-for b in range(256):
-    sym[b] = chr(b) if b in kept else chr(0x100 + n)
-    n += b not in kept
-json.dump({sym[b]: b for b in range(256)}, open(sys.argv[1] + "/vocab.json", "w"),
-          ensure_ascii=False)
-open(sys.argv[1] + "/merges.txt", "w").write("#version: 0.2\n")
-PY
 out=$("$gpuattn" generate --random tiny --device cpu --tokenizer "$dir/bytes" --prompt 900 \
   --max-new 3 2>&1) || fail "a small tokenizer stopped the run: $out"
 grep -q '^request 0 text: not shown: .*id 900, which is not in the vocabulary' <<<"$out" ||
