@@ -3,7 +3,8 @@
 // for it in ptx::griddep_wait(). In a chain of small kernels it hides part of a launch's
 // latency: the GPT-2 engine's decode kernel, right behind its k/v scatter, 9-15 us of a 0.43 ms
 // B1 step (H200, bench/results/2026-11-29-h200-s32). Only kernels that call ptx::griddep_wait()
-// before their first global memory access may be launched this way.
+// before they touch memory an earlier kernel may write may be launched this way (the engine's
+// skinny linears read their weights, which nothing writes, ahead of the wait).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -394,9 +394,8 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
     ops->embed(mi + o_tokens, mi + o_pos, rows, head.ptr, wpe.ptr, C, x.ptr);
     for (int l = 0; l < cfg.n_layer; ++l) {
       const LayerWeights& L = layers[l];
-      ops->layernorm(x.ptr, nullptr, rows, C, L.ln_1_w.ptr, L.ln_1_b.ptr, cfg.layer_norm_epsilon,
-                     ln.ptr);
-      ops->linear(ln.ptr, L.c_attn_w.ptr, L.c_attn_b.ptr, nullptr, qkv.ptr, rows, C, 3 * C, false);
+      ops->layernorm_linear(x.ptr, rows, C, L.ln_1_w.ptr, L.ln_1_b.ptr, cfg.layer_norm_epsilon,
+                            ln.ptr, L.c_attn_w.ptr, L.c_attn_b.ptr, qkv.ptr, 3 * C, false);
       // Every row's keys and values into the cache (the decodes read theirs back at once).
       ops->scatter_kv(qkv.ptr, rows, C, mi + o_slots, k_pool[l].ptr, v_pool[l].ptr);
       if (bd > 0) {
@@ -436,9 +435,8 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
         attention_forward(at);
       }
       ops->linear(attn.ptr, L.attn_proj_w.ptr, L.attn_proj_b.ptr, x.ptr, x.ptr, rows, C, C, false);
-      ops->layernorm(x.ptr, nullptr, rows, C, L.ln_2_w.ptr, L.ln_2_b.ptr, cfg.layer_norm_epsilon,
-                     ln.ptr);
-      ops->linear(ln.ptr, L.c_fc_w.ptr, L.c_fc_b.ptr, nullptr, fc.ptr, rows, C, 4 * C, true);
+      ops->layernorm_linear(x.ptr, rows, C, L.ln_2_w.ptr, L.ln_2_b.ptr, cfg.layer_norm_epsilon,
+                            ln.ptr, L.c_fc_w.ptr, L.c_fc_b.ptr, fc.ptr, 4 * C, true);
       ops->linear(fc.ptr, L.mlp_proj_w.ptr, L.mlp_proj_b.ptr, x.ptr, x.ptr, rows, 4 * C, C, false);
     }
     ops->layernorm(x.ptr, mi + o_last, out_rows, C, ln_f_w.ptr, ln_f_b.ptr, cfg.layer_norm_epsilon,

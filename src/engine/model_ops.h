@@ -52,6 +52,15 @@ class ModelOps {
   // form) when gelu. residual may alias out. Exactly one of gelu / residual may be set.
   virtual void linear(const void* x, const void* W, const void* bias, const void* residual,
                       void* out, int rows, int K, int N, bool gelu) = 0;
+  // linear(layernorm(x), ...) without a residual: x's rows layer-normed over K features (w, b,
+  // eps) into ln [rows, K], then out[rows, N] = act(ln W + bias). A backend may fuse the two and
+  // leave ln unwritten (CUDA does at up to 8 rows).
+  virtual void layernorm_linear(const void* x, int rows, int K, const void* ln_w, const void* ln_b,
+                                float eps, void* ln, const void* W, const void* bias, void* out,
+                                int N, bool gelu) {
+    layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
+    linear(ln, W, bias, nullptr, out, rows, K, N, gelu);
+  }
   // logits fp32 [rows, V] (row pitch ld >= V) = x[rows, C] wte^T, head from upload_head.
   virtual void lm_head(const void* x, const void* head, float* logits, int rows, int C, int V,
                        int ld) = 0;

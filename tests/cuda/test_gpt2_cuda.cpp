@@ -1,12 +1,15 @@
 // The GPT-2 engine on CUDA: the forward in f16 and bf16 against the fp64 reference, the GEMM
 // epilogue's GELU form, the sampling kernel against the host sampler, and generation (batched,
 // preempted) against the CPU engine's logits.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 
+#include "engine/cuda/skinny.h"
 #include "engine/gpt2_test_util.h"
 #include "engine/model_ops.h"
 #include "engine/sampling.h"
@@ -85,6 +88,184 @@ TEST(Gpt2EngineCuda, GemmEpilogueGeluIsTheTanhForm) {
     }
   }
   for (void* p : {dx, dW, db, dout}) ops->free(p);
+}
+
+// The engine's own linear kernel for a few rows (engine/cuda/skinny.cu), with the layernorm ahead
+// of c_attn and c_fc fused into it. Each call is checked against fp64 on the 16-bit inputs twice:
+// through ModelOps (the engine's choice: the kernel at one row and small W, cuBLASLt and the
+// layernorm kernel otherwise) and through the kernel itself at every row count it takes (1-8).
+// Shapes whose columns end inside a 64-column slice, K from 3 to 6400 (one chunk, and split-K with
+// its partials and counts), each epilogue, the residual aliasing out, outputs poisoned first and
+// every call made three times (the counts must be back at zero after each).
+struct SkinnyCase {
+  int K, N;
+};
+constexpr SkinnyCase kSkinnyCases[] = {{3, 64}, {40, 72}, {768, 2304}, {1000, 1608}, {6400, 200}};
+
+double round16(DType dt, float v) {
+  return dt == DType::bf16 ? bf16_to_float(float_to_bf16(v)) : f16_to_float(float_to_f16(v));
+}
+double read16(DType dt, std::uint16_t h) {
+  return dt == DType::bf16 ? bf16_to_float(h) : f16_to_float(h);
+}
+
+TEST(Gpt2EngineCuda, SkinnyLinearsMatchTheFp64Reference) {
+  SKIP_WITHOUT_GPU();
+  engine::cuda::SkinnyScratch scratch;
+  ASSERT_EQ(cudaDeviceGetAttribute(&scratch.sm_count, cudaDevAttrMultiProcessorCount, 0),
+            cudaSuccess);
+  scratch.partial_floats = std::size_t(4) << 20;
+  scratch.count_slots = 4096;
+  ASSERT_EQ(cudaMalloc(&scratch.partials, scratch.partial_floats * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&scratch.counts, scratch.count_slots * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(scratch.counts, 0, scratch.count_slots * 4), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  bool saw_single = false, saw_split = false;
+  for (const SkinnyCase& c : kSkinnyCases) {
+    for (const int rows : {1, 8}) {
+      const engine::cuda::SkinnyPlan plan =
+          engine::cuda::skinny_plan(rows, c.K, c.N, reinterpret_cast<void*>(256), scratch, false);
+      ASSERT_TRUE(plan.ok) << "K " << c.K << " N " << c.N << " rows " << rows;
+      (plan.splits == 1 ? saw_single : saw_split) = true;
+    }
+  }
+  EXPECT_TRUE(saw_single && saw_split) << "the cases must run both the one-chunk and split-K paths";
+
+  for (const DType dt : {DType::f16, DType::bf16}) {
+    auto ops = engine::make_cuda_ops(dt, 0);
+    const std::uint16_t nan16 = dt == DType::bf16 ? 0x7fc0 : 0x7e00;
+    for (const SkinnyCase& c : kSkinnyCases) {
+      for (const int rows : {1, 2, 3, 5, 8, 9}) {
+        for (const int mode : {0, 1, 2, 3}) {  // bias; bias + GELU; bias + residual; layernorm
+          for (int round = 0; round < 3; ++round) {
+            std::mt19937_64 rng(1000 * c.K + 10 * rows + mode + 7919 * round);
+            std::normal_distribution<float> nd(0.0f, 1.0f);
+            const auto fill = [&](std::size_t n, float scale, float shift) {
+              std::vector<float> v(n);
+              for (float& e : v) e = static_cast<float>(round16(dt, shift + scale * nd(rng)));
+              return v;
+            };
+            const float ws = 1.0f / std::sqrt(static_cast<float>(c.K));
+            const std::size_t xn = static_cast<std::size_t>(rows) * c.K;
+            const std::size_t on = static_cast<std::size_t>(rows) * c.N;
+            std::vector<float> x = fill(xn, 1.0f, 0.3f);
+            std::vector<float> W = fill(static_cast<std::size_t>(c.K) * c.N, ws, 0.0f);
+            std::vector<float> bias = fill(c.N, 0.5f, 0.0f);
+            std::vector<float> res = fill(on, 1.0f, 0.0f);
+            std::vector<float> lw = fill(c.K, 0.2f, 1.0f), lb = fill(c.K, 0.2f, 0.0f);
+            void* dx = ops->upload_weights(x.data(), x.size());
+            void* dW = ops->upload_weights(W.data(), W.size());
+            void* db = ops->upload_weights(bias.data(), bias.size());
+            void* dlw = ops->upload_weights(lw.data(), lw.size());
+            void* dlb = ops->upload_weights(lb.data(), lb.size());
+            void* dln = ops->alloc(xn * 2);
+            void* dout = ops->alloc(on * 2);
+            const float eps = 1e-5f;
+            // The fp64 reference, and how far each output may be from it.
+            std::vector<double> want(on), tol(on), tol_lt(on);
+            for (int r = 0; r < rows; ++r) {
+              std::vector<double> xr(x.begin() + static_cast<std::size_t>(r) * c.K,
+                                     x.begin() + static_cast<std::size_t>(r + 1) * c.K);
+              if (mode == 3) {  // fp64 layernorm, rounded to 16 bits as the GEMM reads it
+                double mean = 0.0, var = 0.0;
+                for (double v : xr) mean += v;
+                mean /= c.K;
+                for (double v : xr) var += (v - mean) * (v - mean);
+                const double rstd = 1.0 / std::sqrt(var / c.K + eps);
+                for (int k = 0; k < c.K; ++k) {
+                  xr[k] = round16(dt, static_cast<float>((xr[k] - mean) * rstd * lw[k] + lb[k]));
+                }
+              }
+              for (int n = 0; n < c.N; ++n) {
+                double acc = 0.0, mag = 0.0;
+                for (int k = 0; k < c.K; ++k) {
+                  acc += xr[k] * W[static_cast<std::size_t>(k) * c.N + n];
+                  mag += std::abs(xr[k] * W[static_cast<std::size_t>(k) * c.N + n]);
+                }
+                double v = acc + bias[n];
+                if (mode == 1) {
+                  v = 0.5 * v *
+                      (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+                }
+                const std::size_t o = static_cast<std::size_t>(r) * c.N + n;
+                if (mode == 2) v += res[o];
+                want[o] = v;
+                // One rounding to 16 bits and fp32 sums; for the layernorm, a last-place
+                // difference of an input now and then.
+                const double ulp = dt == DType::bf16 ? 1.0 / 128 : 1.0 / 1024;
+                tol[o] = ulp * std::abs(v) + 1e-5 * mag + (mode == 3 ? ulp * 0.1 * mag : 0) + 1e-6;
+                // cuBLASLt rounds the product before the residual is added, and its GELU's tanh
+                // is an approximation (0.8% off at -3.75): looser where it runs.
+                tol_lt[o] = 3 * ulp *
+                                (std::abs(v) + std::abs(acc) + std::abs(bias[n]) +
+                                 (mode == 2 ? std::abs(res[o]) : 0.0)) +
+                            1e-5 * mag + (mode == 1 ? 2e-2 * std::abs(v) + 2e-4 : 0) +
+                            (mode == 3 ? ulp * 0.1 * mag : 0) + 1e-6;
+              }
+            }
+            // The unfused path's layernorm kernel takes rows of a multiple of 8, up to 4096.
+            const bool via_ops_ok = !(mode == 3 && (c.K % 8 != 0 || c.K > 4096) &&
+                                      !engine::cuda::skinny_plan(rows, c.K, c.N, dW, scratch).ok);
+            const bool engine_takes_kernel =
+                engine::cuda::skinny_plan(rows, c.K, c.N, dW, scratch).ok;
+            for (const bool forced : {false, true}) {
+              const std::vector<double>& bound = forced || engine_takes_kernel ? tol : tol_lt;
+              if (forced && rows > engine::cuda::kSkinnyMaxRows) continue;
+              if (!forced && !via_ops_ok) continue;
+              std::vector<std::uint16_t> init(on, nan16);
+              if (mode == 2) {
+                for (std::size_t i = 0; i < on; ++i) {
+                  init[i] = dt == DType::bf16 ? float_to_bf16(res[i]) : float_to_f16(res[i]);
+                }
+              }
+              ops->upload(dout, init.data(), on * 2);
+              if (forced) {
+                engine::cuda::SkinnyArgs a;
+                a.x = dx;
+                if (mode == 3) {
+                  a.ln_w = dlw;
+                  a.ln_b = dlb;
+                  a.eps = eps;
+                }
+                a.W = dW;
+                a.bias = db;
+                a.residual = mode == 2 ? dout : nullptr;
+                a.out = dout;
+                a.rows = rows;
+                a.K = c.K;
+                a.N = c.N;
+                a.gelu = mode == 1;
+                const engine::cuda::SkinnyPlan plan =
+                    engine::cuda::skinny_plan(rows, c.K, c.N, dW, scratch, false);
+                ASSERT_TRUE(plan.ok);
+                engine::cuda::skinny_linear(dt, plan, a, scratch, ops->stream());
+              } else if (mode == 3) {
+                ops->layernorm_linear(dx, rows, c.K, dlw, dlb, eps, dln, dW, db, dout, c.N, false);
+              } else {
+                ops->linear(dx, dW, db, mode == 2 ? dout : nullptr, dout, rows, c.K, c.N,
+                            mode == 1);
+              }
+              std::vector<std::uint16_t> got(on);
+              ops->download(got.data(), dout, on * 2);
+              int bad = 0;
+              for (std::size_t o = 0; o < on; ++o) {
+                const double g = read16(dt, got[o]);
+                if (!(std::abs(g - want[o]) <= bound[o]) && ++bad <= 3) {
+                  ADD_FAILURE() << (forced ? "kernel " : "engine path ") << to_string(dt) << " K "
+                                << c.K << " N " << c.N << " rows " << rows << " mode " << mode
+                                << " round " << round << ": out[" << o / c.N << "][" << o % c.N
+                                << "] = " << g << ", fp64 " << want[o] << " (tol " << bound[o] << ")";
+                }
+              }
+            }
+            for (void* p : {dx, dW, db, dlw, dlb, dln, dout}) ops->free(p);
+          }
+        }
+      }
+    }
+  }
+  cudaFree(scratch.partials);
+  cudaFree(scratch.counts);
 }
 
 // The sampling kernel draws what the host sampler draws from the same logits, for every mode.

@@ -1,5 +1,6 @@
 // ModelOps on CUDA: f16 / bf16 weights and activations on one device and a stream of the engine's
-// own; GEMMs through cuBLASLt (gemm.cu), the rest through kernels.cu.
+// own; one-row linears with small weights (GPT-2 124M at B1) through the engine's own fused kernel
+// (skinny.h says where), the other GEMMs through cuBLASLt (gemm.cu), the rest through kernels.cu.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/skinny.h"
 #include "engine/model_ops.h"
 #include "gpuattn/numeric.h"
 
@@ -36,9 +38,19 @@ class CudaOps final : public ModelOps {
     check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     stream_ = s;
     gemm_ = std::make_unique<cuda::Gemm>(dtype_, stream_);
+    check(cudaDeviceGetAttribute(&skinny_.sm_count, cudaDevAttrMultiProcessorCount, device_),
+          "cudaDeviceGetAttribute");
+    skinny_.partial_floats = kSkinnyPartialFloats;
+    skinny_.count_slots = kSkinnyCountSlots;
+    skinny_.partials = static_cast<float*>(alloc(skinny_.partial_floats * sizeof(float)));
+    skinny_.counts = static_cast<std::int32_t*>(alloc(kSkinnyCountSlots * sizeof(std::int32_t)));
+    check(cudaMemsetAsync(skinny_.counts, 0, kSkinnyCountSlots * sizeof(std::int32_t), s),
+          "cudaMemsetAsync of the skinny counts");
   }
   ~CudaOps() override {
     gemm_.reset();
+    cudaFree(skinny_.partials);
+    cudaFree(skinny_.counts);
     if (stream_) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   }
 
@@ -89,7 +101,44 @@ class CudaOps final : public ModelOps {
   }
   void linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
               int rows, int K, int N, bool gelu) override {
-    gemm_->linear(x, W, bias, residual, out, rows, K, N, gelu);
+    const cuda::SkinnyPlan plan = cuda::skinny_plan(rows, K, N, W, skinny_);
+    if (!plan.ok) {
+      gemm_->linear(x, W, bias, residual, out, rows, K, N, gelu);
+      return;
+    }
+    cuda::SkinnyArgs a;
+    a.x = x;
+    a.W = W;
+    a.bias = bias;
+    a.residual = residual;
+    a.out = out;
+    a.rows = rows;
+    a.K = K;
+    a.N = N;
+    a.gelu = gelu;
+    cuda::skinny_linear(dtype_, plan, a, skinny_, stream_);
+  }
+  void layernorm_linear(const void* x, int rows, int K, const void* ln_w, const void* ln_b,
+                        float eps, void* ln, const void* W, const void* bias, void* out, int N,
+                        bool gelu) override {
+    const cuda::SkinnyPlan plan = cuda::skinny_plan(rows, K, N, W, skinny_);
+    if (!plan.ok) {
+      ModelOps::layernorm_linear(x, rows, K, ln_w, ln_b, eps, ln, W, bias, out, N, gelu);
+      return;
+    }
+    cuda::SkinnyArgs a;
+    a.x = x;
+    a.ln_w = ln_w;
+    a.ln_b = ln_b;
+    a.eps = eps;
+    a.W = W;
+    a.bias = bias;
+    a.out = out;
+    a.rows = rows;
+    a.K = K;
+    a.N = N;
+    a.gelu = gelu;
+    cuda::skinny_linear(dtype_, plan, a, skinny_, stream_);
   }
   // wte [V, C] and wte^T [C, V] back to back: the head GEMM reads the first at a few rows and
   // the second above (gemm.cu says why).
@@ -143,10 +192,16 @@ class CudaOps final : public ModelOps {
  private:
   cudaStream_t s() const { return static_cast<cudaStream_t>(stream_); }
 
+  // The skinny kernel's split-K partials (16 MB: 8 rows x 64 splits of 8192 columns) and counts
+  // (a 64-column slice each: up to 262144 columns).
+  static constexpr std::size_t kSkinnyPartialFloats = std::size_t(4) << 20;
+  static constexpr int kSkinnyCountSlots = 4096;
+
   DType dtype_;
   int device_;
   void* stream_ = nullptr;
   std::unique_ptr<cuda::Gemm> gemm_;
+  cuda::SkinnyScratch skinny_;
 };
 
 }  // namespace

@@ -1,0 +1,357 @@
+// The engine's linears at 1-8 rows (decode steps): out[rows, N] = act(x W + bias) (+ residual),
+// x optionally layer-normed on the way in. At these rows a linear is a read of W and little else,
+// and each layernorm ahead of one was a kernel of its own. Fusion is the point here: the layernorm
+// in the prologue, bias, GELU and the residual in the epilogue, and the weights fetched before the
+// kernel ahead has finished. The engine uses it where it measured faster than cuBLASLt (one row,
+// small W: skinny.h); at 4-8 rows and for large W cuBLASLt's kernels stay ahead (2026-11-29).
+//
+// Work: a CTA takes 64 columns (8 threads x 8 columns, one 16-byte load each a row) and a chunk
+// of at most 256 rows of W (32 row lanes x 8 loads a thread, all in flight at once); chunks of the
+// same columns are split-K partners, their fp32 partial sums meet in a workspace and the last CTA
+// of the column slice to finish (an atomic count) adds them in split order (deterministic),
+// applies the epilogue and resets the count for the next call.
+//
+// The weight loads are issued before ptx::griddep_wait(): no kernel writes W, so under
+// programmatic dependent launch they overlap the kernel ahead. Everything that kernel may write
+// (x, the residual, the workspace, the counts) is touched only after the wait.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "cuda/half_convert.cuh"
+#include "cuda/pdl.h"
+#include "cuda/ptx.cuh"
+#include "engine/cuda/skinny.h"
+
+namespace gpuattn::engine::cuda {
+namespace {
+
+using cvt::from_f;
+using cvt::to_f;
+
+constexpr int kThreads = 256;
+constexpr int kCols = 64;                   // columns a CTA
+constexpr int kRowLanes = kThreads / 8;     // 32
+constexpr int kLoads = 8;                   // weight vectors a thread
+constexpr int kChunk = kRowLanes * kLoads;  // rows of W a CTA at most
+constexpr int kWarps = kThreads / 32;
+static_assert(kChunk == kThreads, "a thread fills one row of the chunk");
+
+struct Params {
+  const void* x;
+  const void* ln_w;  // null: no layernorm
+  const void* ln_b;
+  float eps;
+  const void* W;
+  const void* bias;      // may be null
+  const void* residual;  // may be null; may alias out
+  void* out;
+  int rows, K, N, chunk, splits;
+  bool gelu;
+  float* partials;       // [splits][rows][N]
+  std::int32_t* counts;  // one per column slice, zero between calls
+};
+
+__device__ __forceinline__ float gelu_tanh(float v) {
+  const float k = 0.7978845608028654f;  // sqrt(2 / pi)
+  return 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
+}
+
+// Sums v[0..M) over the CTA; every thread gets the totals.
+template <int M>
+__device__ __forceinline__ void cta_sums(float (&v)[M], float (*scratch)[M]) {
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v[m] += __shfl_xor_sync(0xffffffffu, v[m], o);
+  }
+  __syncthreads();  // scratch may still be read by the previous sum
+  if (threadIdx.x % 32 == 0) {
+#pragma unroll
+    for (int m = 0; m < M; ++m) scratch[threadIdx.x / 32][m] = v[m];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    v[m] = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) v[m] += scratch[w][m];
+  }
+}
+
+// M: the rows rounded up to a power of two (rows M-1.. beyond p.rows are zeros).
+template <typename T, int M>
+__global__ void __launch_bounds__(kThreads) skinny_kernel(const __grid_constant__ Params p) {
+  __shared__ float xs[kChunk][M];  // this chunk of x (normed), fp32, rows of M
+  __shared__ float red[kWarps][M][kCols];
+  __shared__ float scratch[kWarps][M];
+  __shared__ int last_s;
+
+  const int tid = threadIdx.x;
+  const int cv = tid % 8, lane_k = tid / 8;
+  const int slice = blockIdx.x, split = blockIdx.y;
+  const int k0 = split * p.chunk;
+  const int count = min(p.K, k0 + p.chunk) - k0;  // >= 1
+  // This thread's 8 columns; past N (the last slice) it loads the last vector and drops it.
+  const int col = min(slice * kCols + cv * 8, p.N - 8);
+  const T* W = static_cast<const T*>(p.W);
+
+  // What no kernel writes first: this thread's weight vectors and its chunk row's layernorm
+  // weights. Volatile asm keeps them ahead of the wait (a plain __ldg was moved below it).
+  uint4 w[kLoads];
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int k = k0 + min(lane_k + i * kRowLanes, count - 1);
+    w[i] = ptx::ld_nc_v4(W + static_cast<std::int64_t>(k) * p.N + col);
+  }
+  const bool ln = p.ln_w != nullptr;
+  // This thread's row of x: k0 + tid, the chunk row it fills xs with (tid < count), and the first
+  // the layernorm's walk over the row gives it (tid < K); any row in [0, K) for the others.
+  const int kx = (k0 + tid) % p.K;
+  float lw = 0.0f, lb = 0.0f;
+  if (ln) {
+    lw = to_f(static_cast<const T*>(p.ln_w)[kx]);
+    lb = to_f(static_cast<const T*>(p.ln_b)[kx]);
+  }
+  ptx::griddep_wait();
+  ptx::griddep_launch_dependents();
+
+  // x[m][kx] for each row (rows past p.rows read row 0 and are zeroed below): one batch of loads.
+  const T* x = static_cast<const T*>(p.x);
+  float xr[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    xr[m] = to_f(x[static_cast<std::int64_t>(m < p.rows ? m : 0) * p.K + kx]);
+  }
+  if (ln) {
+    // Mean, then the variance about it, over the whole of each row: the CTA's threads walk the row
+    // from k0 + tid on (mod K), so a thread's first element is the xr it already has.
+    float s[M], q[M];
+#pragma unroll
+    for (int m = 0; m < M; ++m) s[m] = tid < p.K ? xr[m] : 0.0f;
+#pragma unroll 4
+    for (int t = tid + kThreads; t < p.K; t += kThreads) {
+      const int k = k0 + t < p.K ? k0 + t : k0 + t - p.K;
+#pragma unroll
+      for (int m = 0; m < M; ++m)
+        s[m] += to_f(x[static_cast<std::int64_t>(m < p.rows ? m : 0) * p.K + k]);
+    }
+    cta_sums<M>(s, scratch);
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      s[m] /= static_cast<float>(p.K);
+      q[m] = tid < p.K ? (xr[m] - s[m]) * (xr[m] - s[m]) : 0.0f;
+    }
+#pragma unroll 4
+    for (int t = tid + kThreads; t < p.K; t += kThreads) {
+      const int k = k0 + t < p.K ? k0 + t : k0 + t - p.K;
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+        const float d = to_f(x[static_cast<std::int64_t>(m < p.rows ? m : 0) * p.K + k]) - s[m];
+        q[m] += d * d;
+      }
+    }
+    cta_sums<M>(q, scratch);
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      // Rounded to T, as the layernorm kernel's output the unfused path reads.
+      const float rstd = rsqrtf(q[m] / static_cast<float>(p.K) + p.eps);
+      xr[m] = to_f(from_f<T>((xr[m] - s[m]) * rstd * lw + lb));
+    }
+  }
+  if (tid < kChunk) {
+#pragma unroll
+    for (int m = 0; m < M; ++m) xs[tid][m] = m < p.rows && tid < count ? xr[m] : 0.0f;
+  }
+  __syncthreads();
+
+  float acc[M][8];
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[m][j] = 0.0f;
+  }
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int r = lane_k + i * kRowLanes;
+    if (r < count) {
+      const T* h = reinterpret_cast<const T*>(&w[i]);
+      float wf[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) wf[j] = to_f(h[j]);
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+        const float xv = xs[r][m];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(xv, wf[j], acc[m][j]);
+      }
+    }
+  }
+  // The 4 row lanes of a warp (lane bits 3-4), then the warps through shared memory.
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], 8);
+      acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], 16);
+    }
+  }
+  if (tid % 32 < 8) {
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) red[tid / 32][m][cv * 8 + j] = acc[m][j];
+    }
+  }
+  __syncthreads();
+
+  const T* bias = static_cast<const T*>(p.bias);
+  const T* residual = static_cast<const T*>(p.residual);
+  T* out = static_cast<T*>(p.out);
+  const auto finish = [&](float v, int m, int n) {
+    if (bias != nullptr) v += to_f(bias[n]);
+    if (p.gelu) v = gelu_tanh(v);
+    const std::int64_t o = static_cast<std::int64_t>(m) * p.N + n;
+    if (residual != nullptr) v += to_f(residual[o]);
+    out[o] = from_f<T>(v);
+  };
+  const int n_base = slice * kCols;
+  for (int e = tid; e < p.rows * kCols; e += kThreads) {
+    const int m = e / kCols, c = e % kCols, n = n_base + c;
+    if (n >= p.N) continue;
+    float v = 0.0f;
+#pragma unroll
+    for (int wi = 0; wi < kWarps; ++wi) v += red[wi][m][c];
+    if (p.splits == 1) {
+      finish(v, m, n);
+    } else {
+      p.partials[(static_cast<std::int64_t>(split) * p.rows + m) * p.N + n] = v;
+    }
+  }
+  if (p.splits == 1) return;
+
+  __threadfence();  // the partials, before the count says they are there
+  __syncthreads();
+  if (tid == 0) last_s = atomicAdd(&p.counts[slice], 1) == p.splits - 1;
+  __syncthreads();
+  if (!last_s) return;
+  __threadfence();
+  for (int e = tid; e < p.rows * kCols; e += kThreads) {
+    const int m = e / kCols, c = e % kCols, n = n_base + c;
+    if (n >= p.N) continue;
+    const float* src = p.partials + static_cast<std::int64_t>(m) * p.N + n;
+    const std::int64_t step = static_cast<std::int64_t>(p.rows) * p.N;
+    float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    int s = 0;
+    for (; s + 8 <= p.splits; s += 8) {
+#pragma unroll
+      for (int u = 0; u < 8; ++u) v[u] += __ldcg(src + (s + u) * step);
+    }
+    for (; s < p.splits; ++s) v[0] += __ldcg(src + s * step);
+    finish(((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])), m, n);
+  }
+  if (tid == 0) p.counts[slice] = 0;  // for the next call (which waits for this one's end)
+}
+
+template <typename T>
+void (*kernel_for(int rows))(Params) {
+  if (rows <= 1) return skinny_kernel<T, 1>;
+  if (rows <= 2) return skinny_kernel<T, 2>;
+  if (rows <= 4) return skinny_kernel<T, 4>;
+  return skinny_kernel<T, 8>;
+}
+
+// CTAs of the kernel for `rows` that fit on an SM at once (the f16 and bf16 kernels use the same
+// resources), asked of the runtime once per kernel.
+int ctas_per_sm(int rows) {
+  static int cached[4] = {0, 0, 0, 0};
+  const int slot = rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3;
+  if (cached[slot] == 0) {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_for<__half>(rows), kThreads, 0) !=
+            cudaSuccess ||
+        n < 1) {
+      n = 1;
+    }
+    cached[slot] = n;
+  }
+  return cached[slot];
+}
+
+bool skinny_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("GPUATTN_SKINNY_GEMM");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+}  // namespace
+
+SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratch& s,
+                       bool engine_policy) {
+  SkinnyPlan plan;
+  if (engine_policy && (!skinny_enabled() || rows != 1 ||
+                        static_cast<std::int64_t>(K) * N > kSkinnyPolicyMaxElements)) {
+    return plan;
+  }
+  if (rows < 1 || rows > kSkinnyMaxRows || K < 1 || N < 8 || N % 8 != 0 ||
+      reinterpret_cast<std::uintptr_t>(W) % 16 != 0 || s.partials == nullptr ||
+      s.counts == nullptr) {
+    return plan;
+  }
+  const int slices = (N + kCols - 1) / kCols;
+  if (slices > s.count_slots) return plan;
+  // Twice the SMs' worth of CTAs, or as many as fit at once if fewer (121 registers a thread at 8
+  // rows: 2 CTAs an SM), in chunks of at most kChunk rows, whole row-lane multiples.
+  const int target = std::min(2 * s.sm_count, s.sm_count * ctas_per_sm(rows));
+  const int want = std::max((K + kChunk - 1) / kChunk, std::max(1, target / slices));
+  int chunk = (K + want - 1) / want;
+  chunk = std::min(kChunk, (chunk + kRowLanes - 1) / kRowLanes * kRowLanes);
+  const int splits = (K + chunk - 1) / chunk;
+  if (splits > 1 && static_cast<std::size_t>(splits) * rows * N > s.partial_floats) return plan;
+  plan.ok = true;
+  plan.slices = slices;
+  plan.splits = splits;
+  plan.chunk = chunk;
+  return plan;
+}
+
+void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const SkinnyScratch& s,
+                   void* stream) {
+  Params p;
+  p.x = a.x;
+  p.ln_w = a.ln_w;
+  p.ln_b = a.ln_b;
+  p.eps = a.eps;
+  p.W = a.W;
+  p.bias = a.bias;
+  p.residual = a.residual;
+  p.out = a.out;
+  p.rows = a.rows;
+  p.K = a.K;
+  p.N = a.N;
+  p.chunk = plan.chunk;
+  p.splits = plan.splits;
+  p.gelu = a.gelu;
+  p.partials = s.partials;
+  p.counts = s.counts;
+  void (*kernel)(Params) =
+      dt == DType::bf16 ? kernel_for<__nv_bfloat16>(a.rows) : kernel_for<__half>(a.rows);
+  const cudaError_t e = sm80::launch_pdl(
+      kernel, dim3(static_cast<unsigned>(plan.slices), static_cast<unsigned>(plan.splits)),
+      dim3(kThreads), 0, static_cast<cudaStream_t>(stream), p);
+  if (e != cudaSuccess) {
+    throw Error(
+        ErrorCode::cuda_error,
+        std::string("gpuattn engine: skinny linear launch failed: ") + cudaGetErrorString(e));
+  }
+}
+
+}  // namespace gpuattn::engine::cuda

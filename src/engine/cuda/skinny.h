@@ -1,0 +1,59 @@
+// The engine's linears at 1-8 rows, optionally with the layernorm ahead of them fused
+// (skinny.cu says how and why). Host-callable; pointers are device memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gpuattn/types.h"
+
+namespace gpuattn::engine::cuda {
+
+constexpr int kSkinnyMaxRows = 8;
+
+// Device memory the kernel keeps between calls, one set per stream: fp32 split-K partial sums
+// and a count a 64-column slice, zeroed once (each call leaves them zero).
+struct SkinnyScratch {
+  float* partials = nullptr;
+  std::size_t partial_floats = 0;
+  std::int32_t* counts = nullptr;
+  int count_slots = 0;
+  int sm_count = 1;
+};
+
+// out[rows, N] = act(ln(x)[rows, K] W[K, N] + bias[N]) (+ residual[rows, N]): x, W, out and
+// residual row-major and contiguous; ln is the layernorm with ln_w / ln_b over K features (eps),
+// or none when ln_w is null; bias may be null; residual may alias out; gelu is the tanh form.
+struct SkinnyArgs {
+  const void* x = nullptr;
+  const void* ln_w = nullptr;
+  const void* ln_b = nullptr;
+  float eps = 0.0f;
+  const void* W = nullptr;
+  const void* bias = nullptr;
+  const void* residual = nullptr;
+  void* out = nullptr;
+  int rows = 0, K = 0, N = 0;
+  bool gelu = false;
+};
+
+struct SkinnyPlan {
+  bool ok = false;  // false: the call is not one the kernel takes; use the general path
+  int slices = 0, splits = 0, chunk = 0;
+};
+
+// Where the engine uses the kernel (engine_policy): one row and at most this many weights, with
+// GPUATTN_SKINNY_GEMM not "0" (read once). Measured on an H200 (bench/results/2026-11-29-h200-s33):
+// GPT-2 124M B1, whose linears have 0.6-2.4 M weights, +7% tokens/s (2,415 -> 2,589); at 4 and 8
+// rows the kernel lost 8% and 24% to cuBLASLt, and GPT-2 1.5B B1 (2.6-10.2 M weights) 3%.
+constexpr std::int64_t kSkinnyPolicyMaxElements = 2400000;
+
+// Whether (and how) the kernel takes a call: 1..kSkinnyMaxRows rows, N a multiple of 8, W on 16
+// bytes, the scratch large enough, and, with engine_policy, the policy above.
+SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratch& s,
+                       bool engine_policy = true);
+// Launches the call as planned, on `stream` (a cudaStream_t), with programmatic dependent launch.
+void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const SkinnyScratch& s,
+                   void* stream);
+
+}  // namespace gpuattn::engine::cuda
