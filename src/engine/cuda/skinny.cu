@@ -284,12 +284,19 @@ int ctas_per_sm(int rows) {
   return cached[slot];
 }
 
-bool skinny_enabled() {
-  static const bool on = [] {
+// GPUATTN_SKINNY_GEMM: "0" never, "1" (the default) where the engine's policy says, "all"
+// wherever the kernel can take the call (for measuring it against cuBLASLt). Read once.
+enum class Use { never, policy, all };
+Use skinny_use() {
+  static const Use use = [] {
     const char* v = std::getenv("GPUATTN_SKINNY_GEMM");
-    return v == nullptr || std::strcmp(v, "0") != 0;
+    if (v == nullptr || std::strcmp(v, "1") == 0) return Use::policy;
+    if (std::strcmp(v, "0") == 0) return Use::never;
+    if (std::strcmp(v, "all") == 0) return Use::all;
+    throw Error(ErrorCode::invalid_argument,
+                std::string("GPUATTN_SKINNY_GEMM is \"") + v + "\": expected 0, 1 or all");
   }();
-  return on;
+  return use;
 }
 
 }  // namespace
@@ -297,9 +304,13 @@ bool skinny_enabled() {
 SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratch& s,
                        bool engine_policy) {
   SkinnyPlan plan;
-  if (engine_policy && (!skinny_enabled() || rows != 1 ||
-                        static_cast<std::int64_t>(K) * N > kSkinnyPolicyMaxElements)) {
-    return plan;
+  if (engine_policy) {
+    const Use use = skinny_use();
+    if (use == Use::never) return plan;
+    if (use == Use::policy &&
+        (rows != 1 || static_cast<std::int64_t>(K) * N > kSkinnyPolicyMaxElements)) {
+      return plan;
+    }
   }
   if (rows < 1 || rows > kSkinnyMaxRows || K < 1 || N < 8 || N % 8 != 0 ||
       reinterpret_cast<std::uintptr_t>(W) % 16 != 0 || s.partials == nullptr ||

@@ -42,10 +42,12 @@ struct SkinnyPlan {
   int slices = 0, splits = 0, chunk = 0;
 };
 
-// Where the engine uses the kernel (engine_policy): one row and at most this many weights, with
-// GPUATTN_SKINNY_GEMM not "0" (read once). Measured on an H200 (bench/results/2026-11-29-h200-s33):
-// GPT-2 124M B1, whose linears have 0.6-2.4 M weights, +7% tokens/s (2,415 -> 2,589); at 4 and 8
-// rows the kernel lost 8% and 24% to cuBLASLt, and GPT-2 1.5B B1 (2.6-10.2 M weights) 3%.
+// Where the engine uses the kernel (engine_policy): one row and at most this many weights.
+// GPUATTN_SKINNY_GEMM=0 turns it off, =all takes it wherever it can run (1-8 rows, any W; for
+// measuring), =1 is the default; another value throws invalid_argument. Read once. Measured on an
+// H200 (bench/results/2026-11-29-h200-s33): GPT-2 124M B1, whose linears have 0.6-2.4 M weights,
+// +7% tokens/s (2,415 -> 2,589); at 4 and 8 rows the kernel lost 8% and 24% to cuBLASLt, and
+// GPT-2 1.5B B1 (2.6-10.2 M weights) 3%.
 constexpr std::int64_t kSkinnyPolicyMaxElements = 2400000;
 
 // Whether (and how) the kernel takes a call: 1..kSkinnyMaxRows rows, N a multiple of 8, W on 16
