@@ -101,44 +101,20 @@ class CudaOps final : public ModelOps {
   }
   void linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
               int rows, int K, int N, bool gelu) override {
-    const cuda::SkinnyPlan plan = cuda::skinny_plan(rows, K, N, W, skinny_);
-    if (!plan.ok) {
+    if (!try_skinny(skinny_args(x, W, bias, residual, out, rows, K, N, gelu))) {
       gemm_->linear(x, W, bias, residual, out, rows, K, N, gelu);
-      return;
     }
-    cuda::SkinnyArgs a;
-    a.x = x;
-    a.W = W;
-    a.bias = bias;
-    a.residual = residual;
-    a.out = out;
-    a.rows = rows;
-    a.K = K;
-    a.N = N;
-    a.gelu = gelu;
-    cuda::skinny_linear(dtype_, plan, a, skinny_, stream_);
   }
   void layernorm_linear(const void* x, int rows, int K, const void* ln_w, const void* ln_b,
                         float eps, void* ln, const void* W, const void* bias, void* out, int N,
                         bool gelu) override {
-    const cuda::SkinnyPlan plan = cuda::skinny_plan(rows, K, N, W, skinny_);
-    if (!plan.ok) {
-      ModelOps::layernorm_linear(x, rows, K, ln_w, ln_b, eps, ln, W, bias, out, N, gelu);
-      return;
-    }
-    cuda::SkinnyArgs a;
-    a.x = x;
+    cuda::SkinnyArgs a = skinny_args(x, W, bias, nullptr, out, rows, K, N, gelu);
     a.ln_w = ln_w;
     a.ln_b = ln_b;
     a.eps = eps;
-    a.W = W;
-    a.bias = bias;
-    a.out = out;
-    a.rows = rows;
-    a.K = K;
-    a.N = N;
-    a.gelu = gelu;
-    cuda::skinny_linear(dtype_, plan, a, skinny_, stream_);
+    if (!try_skinny(a)) {
+      ModelOps::layernorm_linear(x, rows, K, ln_w, ln_b, eps, ln, W, bias, out, N, gelu);
+    }
   }
   // wte [V, C] and wte^T [C, V] back to back: the head GEMM reads the first at a few rows and
   // the second above (gemm.cu says why).
@@ -191,6 +167,30 @@ class CudaOps final : public ModelOps {
 
  private:
   cudaStream_t s() const { return static_cast<cudaStream_t>(stream_); }
+
+  static cuda::SkinnyArgs skinny_args(const void* x, const void* W, const void* bias,
+                                      const void* residual, void* out, int rows, int K, int N,
+                                      bool gelu) {
+    cuda::SkinnyArgs a;
+    a.x = x;
+    a.W = W;
+    a.bias = bias;
+    a.residual = residual;
+    a.out = out;
+    a.rows = rows;
+    a.K = K;
+    a.N = N;
+    a.gelu = gelu;
+    return a;
+  }
+  // The engine's own kernel where its policy takes the call (skinny.h); false: take the general
+  // path.
+  bool try_skinny(const cuda::SkinnyArgs& a) {
+    const cuda::SkinnyPlan plan = cuda::skinny_plan(a.rows, a.K, a.N, a.W, skinny_);
+    if (!plan.ok) return false;
+    cuda::skinny_linear(dtype_, plan, a, skinny_, stream_);
+    return true;
+  }
 
   // The skinny kernel's split-K partials (16 MB: 8 rows x 64 splits of 8192 columns) and counts
   // (a 64-column slice each: up to 262144 columns).
