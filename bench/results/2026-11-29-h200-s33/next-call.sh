@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Written at the end of s33 for the next session's first device call (not run yet). The branch
-# wip/skinny-cluster (4faf3e7, never on a GPU): the skinny kernel's chunks of up to 4 passes (the
+# wip/skinny-cluster (921e100, never on a GPU): the skinny kernel's chunks of up to 4 passes (the
 # grid within one wave) and split-K partners reduced in a thread-block cluster through distributed
 # shared memory. Built from `git archive` into /tmp/br:
 #  1. its engine GPU tests (the kernel forced at 1-8 rows: one chunk, cluster and workspace
