@@ -17,8 +17,10 @@ set -u
 cd "$(dirname "$0")/../../.."
 export GPUATTN_COMMIT=$(cat .commit)
 t0=$(date +%s); ts() { echo "[$(($(date +%s)-t0)) s] $*"; }
-rm -rf /tmp/br && mkdir /tmp/br && git archive wip/skinny-cluster | tar x -C /tmp/br
-cd /tmp/br
+# The branch as a patch on main (skinny-cluster.patch = git diff d9d2c67 wip/skinny-cluster), so
+# the call does not depend on the branch's ref travelling with the checkout.
+rm -rf /tmp/br && mkdir /tmp/br && git archive HEAD | tar x -C /tmp/br
+cd /tmp/br && patch -p1 -s < bench/results/2026-11-29-h200-s33/skinny-cluster.patch; ts "patch rc $?"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON > /dev/null
 cmake --build build -j16 --target gpuattn_cli gpuattn_cuda_tests > $OUT/build.log 2>&1; ts "build rc $?"
 T=build/tests/gpuattn_cuda_tests
