@@ -16,16 +16,6 @@ namespace gpuattn::ptx {
 // first global access. griddep_launch_dependents() lets the next such kernel start (up to its own
 // griddep_wait) once every CTA of this one has called it or exited. Both are no-ops in code
 // compiled for GPUs below sm_90, which pdl.h's launch_pdl launches plainly on any GPU.
-// A 16-byte load through the non-coherent (read-only) path, as volatile asm: the compiler keeps
-// it where it is written, ahead of a griddep_wait() (a plain __ldg may be moved below it). For
-// memory no kernel writes while the reader runs.
-__device__ __forceinline__ uint4 ld_nc_v4(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
 __device__ __forceinline__ void griddep_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -35,6 +25,17 @@ __device__ __forceinline__ void griddep_launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
+}
+
+// A 16-byte load through the non-coherent (read-only) path, as volatile asm: the compiler keeps
+// it where it is written, ahead of a griddep_wait() (a plain __ldg may be moved below it). For
+// memory no kernel writes while the reader runs.
+__device__ __forceinline__ uint4 ld_nc_v4(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
 }
 
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {

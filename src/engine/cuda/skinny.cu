@@ -85,7 +85,7 @@ __device__ __forceinline__ void cta_sums(float (&v)[M], float (*scratch)[M]) {
   }
 }
 
-// M: the rows rounded up to a power of two (rows M-1.. beyond p.rows are zeros).
+// M: the rows rounded up to a power of two (rows p.rows..M-1 are zeros).
 template <typename T, int M>
 __global__ void __launch_bounds__(kThreads) skinny_kernel(const __grid_constant__ Params p) {
   __shared__ float xs[kChunk][M];  // this chunk of x (normed), fp32, rows of M
@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const __grid_constant_
       xr[m] = to_f(from_f<T>((xr[m] - s[m]) * rstd * lw + lb));
     }
   }
-  if (tid < kChunk) {
+  if (tid < kChunk) {  // always true (kChunk == kThreads)
 #pragma unroll
     for (int m = 0; m < M; ++m) xs[tid][m] = m < p.rows && tid < count ? xr[m] : 0.0f;
   }
