@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Written at the end of s33 for the next session's first device call (not run yet). The branch
-# wip/skinny-cluster (921e100, never on a GPU): the skinny kernel's chunks of up to 4 passes (the
+# wip/skinny-cluster (d14363f, never on a GPU): the skinny kernel's chunks of up to 4 passes (the
 # grid within one wave) and split-K partners reduced in a thread-block cluster through distributed
 # shared memory. Built from `git archive` into /tmp/br:
 #  1. its engine GPU tests (the kernel forced at 1-8 rows: one chunk, cluster and workspace
@@ -17,7 +17,7 @@ set -u
 cd "$(dirname "$0")/../../.."
 export GPUATTN_COMMIT=$(cat .commit)
 t0=$(date +%s); ts() { echo "[$(($(date +%s)-t0)) s] $*"; }
-# The branch as a patch on main (skinny-cluster.patch = git diff d9d2c67 wip/skinny-cluster), so
+# The branch as a patch on main (skinny-cluster.patch = git diff f57d4af wip/skinny-cluster), so
 # the call does not depend on the branch's ref travelling with the checkout.
 rm -rf /tmp/br && mkdir /tmp/br && git archive HEAD | tar x -C /tmp/br
 cd /tmp/br && patch -p1 -s < bench/results/2026-11-29-h200-s33/skinny-cluster.patch; ts "patch rc $?"
