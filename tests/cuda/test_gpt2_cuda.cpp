@@ -94,9 +94,10 @@ TEST(Gpt2EngineCuda, GemmEpilogueGeluIsTheTanhForm) {
 // of c_attn and c_fc fused into it. Each call is checked against fp64 on the 16-bit inputs twice:
 // through ModelOps (the engine's choice: the kernel at one row and small W, cuBLASLt and the
 // layernorm kernel otherwise) and through the kernel itself at every row count it takes (1-8).
-// Shapes whose columns end inside a 64-column slice, K from 3 to 6400 (one chunk, and split-K with
-// its partials and counts), each epilogue, the residual aliasing out, outputs poisoned first and
-// every call made three times (the counts must be back at zero after each).
+// Shapes whose columns end inside a 64-column slice, K from 3 to 6400 (one chunk; chunks of
+// several passes; split-K reduced in a cluster, and through the workspace with its partials and
+// counts), each epilogue, the residual aliasing out, outputs poisoned first and every call made
+// three times (the counts must be back at zero after each).
 struct SkinnyCase {
   int K, N;
 };
@@ -120,16 +121,20 @@ TEST(Gpt2EngineCuda, SkinnyLinearsMatchTheFp64Reference) {
   ASSERT_EQ(cudaMalloc(&scratch.counts, scratch.count_slots * 4), cudaSuccess);
   ASSERT_EQ(cudaMemset(scratch.counts, 0, scratch.count_slots * 4), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  bool saw_single = false, saw_split = false;
+  bool saw_single = false, saw_cluster = false, saw_global = false;
   for (const SkinnyCase& c : kSkinnyCases) {
     for (const int rows : {1, 8}) {
       const engine::cuda::SkinnyPlan plan =
           engine::cuda::skinny_plan(rows, c.K, c.N, reinterpret_cast<void*>(256), scratch, false);
       ASSERT_TRUE(plan.ok) << "K " << c.K << " N " << c.N << " rows " << rows;
-      (plan.splits == 1 ? saw_single : saw_split) = true;
+      (plan.splits == 1 ? saw_single : plan.cluster ? saw_cluster : saw_global) = true;
     }
   }
-  EXPECT_TRUE(saw_single && saw_split) << "the cases must run both the one-chunk and split-K paths";
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  EXPECT_TRUE(saw_single && saw_global && (saw_cluster || major < 9))
+      << "the cases must run the one-chunk path, split-K through the workspace and, on sm_90+, "
+         "split-K in a cluster";
 
   for (const DType dt : {DType::f16, DType::bf16}) {
     auto ops = engine::make_cuda_ops(dt, 0);
@@ -254,7 +259,8 @@ TEST(Gpt2EngineCuda, SkinnyLinearsMatchTheFp64Reference) {
                   ADD_FAILURE() << (forced ? "kernel " : "engine path ") << to_string(dt) << " K "
                                 << c.K << " N " << c.N << " rows " << rows << " mode " << mode
                                 << " round " << round << ": out[" << o / c.N << "][" << o % c.N
-                                << "] = " << g << ", fp64 " << want[o] << " (tol " << bound[o] << ")";
+                                << "] = " << g << ", fp64 " << want[o] << " (tol " << bound[o]
+                                << ")";
                 }
               }
             }

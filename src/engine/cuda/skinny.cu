@@ -24,6 +24,7 @@
 #include <cstring>
 #include <string>
 
+#include "cuda/fwd_sm80.h"
 #include "cuda/half_convert.cuh"
 #include "cuda/pdl.h"
 #include "cuda/ptx.cuh"
@@ -36,12 +37,18 @@ using cvt::from_f;
 using cvt::to_f;
 
 constexpr int kThreads = 256;
-constexpr int kCols = 64;                   // columns a CTA
-constexpr int kRowLanes = kThreads / 8;     // 32
-constexpr int kLoads = 8;                   // weight vectors a thread
-constexpr int kChunk = kRowLanes * kLoads;  // rows of W a CTA at most
+constexpr int kCols = 64;                  // columns a CTA
+constexpr int kRowLanes = kThreads / 8;    // 32
+constexpr int kLoads = 8;                  // weight vectors a thread
+constexpr int kPass = kRowLanes * kLoads;  // rows of W a pass: one load a vector, all in flight
 constexpr int kWarps = kThreads / 32;
-static_assert(kChunk == kThreads, "a thread fills one row of the chunk");
+constexpr int kMaxCluster = 8;  // split-K partners reduced in a cluster, at most
+static_assert(kPass == kThreads, "a thread fills one row of each pass");
+// Passes a CTA makes at most: the chunk (kPass rows each) staged in shared memory as fp32, 16 KB.
+template <int M>
+__host__ __device__ constexpr int max_passes() {
+  return M <= 4 ? 4 : 2;
+}
 
 struct Params {
   const void* x;
@@ -54,6 +61,7 @@ struct Params {
   void* out;
   int rows, K, N, chunk, splits;
   bool gelu;
+  bool cluster;          // the splits of a slice are one cluster: partials meet in shared memory
   float* partials;       // [splits][rows][N]
   std::int32_t* counts;  // one per column slice, zero between calls
 };
@@ -87,9 +95,14 @@ __device__ __forceinline__ void cta_sums(float (&v)[M], float (*scratch)[M]) {
 
 // M: the rows rounded up to a power of two (rows p.rows..M-1 are zeros).
 template <typename T, int M>
-__global__ void __launch_bounds__(kThreads) skinny_kernel(const __grid_constant__ Params p) {
-  __shared__ float xs[kChunk][M];  // this chunk of x (normed), fp32, rows of M
+__global__ void __launch_bounds__(kThreads, M == 1   ? 4
+                                            : M == 2 ? 3
+                                                     : 2)
+    skinny_kernel(const __grid_constant__ Params p) {
+  constexpr int kPasses = max_passes<M>();
+  __shared__ float xs[kPasses * kPass][M];  // this chunk of x (normed), fp32, rows of M
   __shared__ float red[kWarps][M][kCols];
+  __shared__ float part[M][kCols];  // this CTA's partial sums, read by its cluster's rank 0
   __shared__ float scratch[kWarps][M];
   __shared__ int last_s;
 
@@ -97,46 +110,60 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const __grid_constant_
   const int cv = tid % 8, lane_k = tid / 8;
   const int slice = blockIdx.x, split = blockIdx.y;
   const int k0 = split * p.chunk;
-  const int count = min(p.K, k0 + p.chunk) - k0;  // >= 1
+  const int count = min(p.K, k0 + p.chunk) - k0;   // >= 1
+  const int passes = (count + kPass - 1) / kPass;  // <= kPasses
   // This thread's 8 columns; past N (the last slice) it loads the last vector and drops it.
   const int col = min(slice * kCols + cv * 8, p.N - 8);
   const T* W = static_cast<const T*>(p.W);
-
-  // What no kernel writes first: this thread's weight vectors and its chunk row's layernorm
-  // weights. Volatile asm keeps them ahead of the wait (a plain __ldg was moved below it).
   uint4 w[kLoads];
+  const auto load_pass = [&](int pass) {
 #pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
-    const int k = k0 + min(lane_k + i * kRowLanes, count - 1);
-    w[i] = ptx::ld_nc_v4(W + static_cast<std::int64_t>(k) * p.N + col);
-  }
+    for (int i = 0; i < kLoads; ++i) {
+      const int k = k0 + min(pass * kPass + lane_k + i * kRowLanes, count - 1);
+      w[i] = ptx::ld_nc_v4(W + static_cast<std::int64_t>(k) * p.N + col);
+    }
+  };
+
+  // What no kernel writes first: the first pass's weight vectors and the layernorm weights of this
+  // thread's chunk rows. Volatile asm keeps them ahead of the wait (a plain __ldg was moved below).
+  load_pass(0);
   const bool ln = p.ln_w != nullptr;
-  // This thread's row of x: k0 + tid, the chunk row it fills xs with (tid < count), and the first
-  // the layernorm's walk over the row gives it (tid < K); any row in [0, K) for the others.
-  const int kx = (k0 + tid) % p.K;
-  float lw = 0.0f, lb = 0.0f;
-  if (ln) {
-    lw = to_f(static_cast<const T*>(p.ln_w)[kx]);
-    lb = to_f(static_cast<const T*>(p.ln_b)[kx]);
+  // This thread's rows of x: k0 + tid + f * kPass, the chunk rows it fills xs with (when inside
+  // the chunk), and the first elements the layernorm's walk over the row gives it (when < K); any
+  // row in [0, K) for the others.
+  int kx[kPasses];
+  float lw[kPasses], lb[kPasses];
+#pragma unroll
+  for (int f = 0; f < kPasses; ++f) {
+    kx[f] = (k0 + tid + f * kPass) % p.K;
+    lw[f] = ln ? to_f(static_cast<const T*>(p.ln_w)[kx[f]]) : 0.0f;
+    lb[f] = ln ? to_f(static_cast<const T*>(p.ln_b)[kx[f]]) : 0.0f;
   }
   ptx::griddep_wait();
   ptx::griddep_launch_dependents();
 
-  // x[m][kx] for each row (rows past p.rows read row 0 and are zeroed below): one batch of loads.
+  // x[m][kx[f]] for each row (rows past p.rows read row 0 and are zeroed below): one batch.
   const T* x = static_cast<const T*>(p.x);
-  float xr[M];
+  float xr[kPasses][M];
 #pragma unroll
-  for (int m = 0; m < M; ++m) {
-    xr[m] = to_f(x[static_cast<std::int64_t>(m < p.rows ? m : 0) * p.K + kx]);
+  for (int f = 0; f < kPasses; ++f) {
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      xr[f][m] = to_f(x[static_cast<std::int64_t>(m < p.rows ? m : 0) * p.K + kx[f]]);
+    }
   }
   if (ln) {
     // Mean, then the variance about it, over the whole of each row: the CTA's threads walk the row
-    // from k0 + tid on (mod K), so a thread's first element is the xr it already has.
+    // from k0 + tid on (mod K), so a thread's first kPasses elements are the xr it already has.
     float s[M], q[M];
 #pragma unroll
-    for (int m = 0; m < M; ++m) s[m] = tid < p.K ? xr[m] : 0.0f;
+    for (int m = 0; m < M; ++m) {
+      s[m] = 0.0f;
+#pragma unroll
+      for (int f = 0; f < kPasses; ++f) s[m] += tid + f * kPass < p.K ? xr[f][m] : 0.0f;
+    }
 #pragma unroll 4
-    for (int t = tid + kThreads; t < p.K; t += kThreads) {
+    for (int t = tid + kPasses * kPass; t < p.K; t += kThreads) {
       const int k = k0 + t < p.K ? k0 + t : k0 + t - p.K;
 #pragma unroll
       for (int m = 0; m < M; ++m)
@@ -146,10 +173,15 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const __grid_constant_
 #pragma unroll
     for (int m = 0; m < M; ++m) {
       s[m] /= static_cast<float>(p.K);
-      q[m] = tid < p.K ? (xr[m] - s[m]) * (xr[m] - s[m]) : 0.0f;
+      q[m] = 0.0f;
+#pragma unroll
+      for (int f = 0; f < kPasses; ++f) {
+        const float d = xr[f][m] - s[m];
+        q[m] += tid + f * kPass < p.K ? d * d : 0.0f;
+      }
     }
 #pragma unroll 4
-    for (int t = tid + kThreads; t < p.K; t += kThreads) {
+    for (int t = tid + kPasses * kPass; t < p.K; t += kThreads) {
       const int k = k0 + t < p.K ? k0 + t : k0 + t - p.K;
 #pragma unroll
       for (int m = 0; m < M; ++m) {
@@ -162,12 +194,17 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const __grid_constant_
     for (int m = 0; m < M; ++m) {
       // Rounded to T, as the layernorm kernel's output the unfused path reads.
       const float rstd = rsqrtf(q[m] / static_cast<float>(p.K) + p.eps);
-      xr[m] = to_f(from_f<T>((xr[m] - s[m]) * rstd * lw + lb));
+#pragma unroll
+      for (int f = 0; f < kPasses; ++f) {
+        xr[f][m] = to_f(from_f<T>((xr[f][m] - s[m]) * rstd * lw[f] + lb[f]));
+      }
     }
   }
-  if (tid < kChunk) {  // always true (kChunk == kThreads)
 #pragma unroll
-    for (int m = 0; m < M; ++m) xs[tid][m] = m < p.rows && tid < count ? xr[m] : 0.0f;
+  for (int f = 0; f < kPasses; ++f) {
+    const int r = tid + f * kPass;
+#pragma unroll
+    for (int m = 0; m < M; ++m) xs[r][m] = m < p.rows && r < count ? xr[f][m] : 0.0f;
   }
   __syncthreads();
 
@@ -177,19 +214,22 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const __grid_constant_
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[m][j] = 0.0f;
   }
+  for (int pass = 0; pass < passes; ++pass) {
+    if (pass > 0) load_pass(pass);
 #pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
-    const int r = lane_k + i * kRowLanes;
-    if (r < count) {
-      const T* h = reinterpret_cast<const T*>(&w[i]);
-      float wf[8];
+    for (int i = 0; i < kLoads; ++i) {
+      const int r = pass * kPass + lane_k + i * kRowLanes;
+      if (r < count) {
+        const T* h = reinterpret_cast<const T*>(&w[i]);
+        float wf[8];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) wf[j] = to_f(h[j]);
+        for (int j = 0; j < 8; ++j) wf[j] = to_f(h[j]);
 #pragma unroll
-      for (int m = 0; m < M; ++m) {
-        const float xv = xs[r][m];
+        for (int m = 0; m < M; ++m) {
+          const float xv = xs[r][m];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(xv, wf[j], acc[m][j]);
+          for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(xv, wf[j], acc[m][j]);
+        }
       }
     }
   }
@@ -224,17 +264,35 @@ __global__ void __launch_bounds__(kThreads) skinny_kernel(const __grid_constant_
   const int n_base = slice * kCols;
   for (int e = tid; e < p.rows * kCols; e += kThreads) {
     const int m = e / kCols, c = e % kCols, n = n_base + c;
-    if (n >= p.N) continue;
     float v = 0.0f;
 #pragma unroll
     for (int wi = 0; wi < kWarps; ++wi) v += red[wi][m][c];
     if (p.splits == 1) {
-      finish(v, m, n);
-    } else {
+      if (n < p.N) finish(v, m, n);
+    } else if (p.cluster) {
+      part[m][c] = v;
+    } else if (n < p.N) {
       p.partials[(static_cast<std::int64_t>(split) * p.rows + m) * p.N + n] = v;
     }
   }
   if (p.splits == 1) return;
+
+  if (p.cluster) {
+    // The slice's splits are one cluster (ranks in split order): rank 0 adds the others' partials
+    // from their shared memory, in rank order (deterministic); nobody leaves before it has read.
+    ptx::cluster_sync();
+    if (ptx::cluster_ctarank() == 0) {
+      for (int e = tid; e < p.rows * kCols; e += kThreads) {
+        const int m = e / kCols, c = e % kCols, n = n_base + c;
+        if (n >= p.N) continue;
+        float v = 0.0f;
+        for (int r = 0; r < p.splits; ++r) v += ptx::ld_shared_cluster_f32(&part[m][c], r);
+        finish(v, m, n);
+      }
+    }
+    ptx::cluster_sync();
+    return;
+  }
 
   __threadfence();  // the partials, before the count says they are there
   __syncthreads();
@@ -319,14 +377,22 @@ SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratc
   }
   const int slices = (N + kCols - 1) / kCols;
   if (slices > s.count_slots) return plan;
-  // Twice the SMs' worth of CTAs, or as many as fit at once if fewer (121 registers a thread at 8
-  // rows: 2 CTAs an SM), in chunks of at most kChunk rows, whole row-lane multiples.
-  const int target = std::min(2 * s.sm_count, s.sm_count * ctas_per_sm(rows));
-  const int want = std::max((K + kChunk - 1) / kChunk, std::max(1, target / slices));
+  // As many CTAs as fit at once (one wave: 4 an SM at one row, 2 at 8), each taking a chunk of
+  // whole row-lane multiples in passes of kPass rows; up to kMaxCluster splits a slice reduce in a
+  // cluster (sm_90+), more (K beyond kMaxCluster full chunks) through the global workspace.
+  const int max_chunk = kPass * (rows <= 4 ? max_passes<4>() : max_passes<8>());
+  const int min_splits = (K + max_chunk - 1) / max_chunk;
+  const int target = s.sm_count * ctas_per_sm(rows);
+  int want = std::max(min_splits, std::max(1, target / slices));
+  want = std::min(want, std::max(min_splits, kMaxCluster));
   int chunk = (K + want - 1) / want;
-  chunk = std::min(kChunk, (chunk + kRowLanes - 1) / kRowLanes * kRowLanes);
+  chunk = std::min(max_chunk, (chunk + kRowLanes - 1) / kRowLanes * kRowLanes);
   const int splits = (K + chunk - 1) / chunk;
-  if (splits > 1 && static_cast<std::size_t>(splits) * rows * N > s.partial_floats) return plan;
+  const bool cluster = splits > 1 && splits <= kMaxCluster && sm80::compute_capability_major() >= 9;
+  if (splits > 1 && !cluster && static_cast<std::size_t>(splits) * rows * N > s.partial_floats) {
+    return plan;
+  }
+  plan.cluster = cluster;
   plan.ok = true;
   plan.slices = slices;
   plan.splits = splits;
@@ -353,11 +419,30 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   p.gelu = a.gelu;
   p.partials = s.partials;
   p.counts = s.counts;
+  p.cluster = plan.cluster;
   void (*kernel)(Params) =
       dt == DType::bf16 ? kernel_for<__nv_bfloat16>(a.rows) : kernel_for<__half>(a.rows);
-  const cudaError_t e = sm80::launch_pdl(
-      kernel, dim3(static_cast<unsigned>(plan.slices), static_cast<unsigned>(plan.splits)),
-      dim3(kThreads), 0, static_cast<cudaStream_t>(stream), p);
+  cudaLaunchAttribute attr[2];
+  unsigned n_attr = 0;
+  if (plan.cluster) {
+    attr[n_attr].id = cudaLaunchAttributeClusterDimension;
+    attr[n_attr].val.clusterDim.x = 1;
+    attr[n_attr].val.clusterDim.y = static_cast<unsigned>(plan.splits);
+    attr[n_attr].val.clusterDim.z = 1;
+    ++n_attr;
+  }
+  if (sm80::pdl_enabled() && sm80::kernel_waits_for_pdl(reinterpret_cast<const void*>(kernel))) {
+    attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
+    ++n_attr;
+  }
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(plan.slices), static_cast<unsigned>(plan.splits));
+  cfg.blockDim = dim3(kThreads);
+  cfg.stream = static_cast<cudaStream_t>(stream);
+  cfg.attrs = attr;
+  cfg.numAttrs = n_attr;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, p);
   if (e != cudaSuccess) {
     throw Error(
         ErrorCode::cuda_error,

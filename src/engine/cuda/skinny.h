@@ -40,6 +40,7 @@ struct SkinnyArgs {
 struct SkinnyPlan {
   bool ok = false;  // false: the call is not one the kernel takes; use the general path
   int slices = 0, splits = 0, chunk = 0;
+  bool cluster = false;  // the splits of a 64-column slice reduce in a thread-block cluster
 };
 
 // Where the engine uses the kernel (engine_policy): one row and at most this many weights.
