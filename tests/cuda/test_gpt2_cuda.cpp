@@ -154,6 +154,12 @@ TEST(Gpt2EngineCuda, SkinnyLinearsMatchTheFp64Reference) {
             const std::size_t xn = static_cast<std::size_t>(rows) * c.K;
             const std::size_t on = static_cast<std::size_t>(rows) * c.N;
             std::vector<float> x = fill(xn, 1.0f, 0.3f);
+            // One outlier a row, somewhere in the layernorm's walk: an element counted twice or
+            // not at all moves the row's mean and variance well past the bounds below.
+            for (int r = 0; r < rows; ++r) {
+              x[static_cast<std::size_t>(r) * c.K + (17 * r + 5) % c.K] =
+                  static_cast<float>(round16(dt, 6.0f + r));
+            }
             std::vector<float> W = fill(static_cast<std::size_t>(c.K) * c.N, ws, 0.0f);
             std::vector<float> bias = fill(c.N, 0.5f, 0.0f);
             std::vector<float> res = fill(on, 1.0f, 0.0f);
@@ -269,6 +275,138 @@ TEST(Gpt2EngineCuda, SkinnyLinearsMatchTheFp64Reference) {
         }
       }
     }
+  }
+  cudaFree(scratch.partials);
+  cudaFree(scratch.counts);
+}
+
+// Calls chained on the stream with no host sync between them, each reading the one before's
+// output: under programmatic dependent launch a kernel starts while the one ahead still runs, and
+// must not read its x (or touch the split-K counts and partials) before it ends. Four layers of
+// c_fc-shaped then c_proj-shaped linears at one and at five rows, the layernorm fused into every
+// second call; against fp64 with each output rounded to 16 bits as the kernel stores it.
+TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
+  SKIP_WITHOUT_GPU();
+  engine::cuda::SkinnyScratch scratch;
+  ASSERT_EQ(cudaDeviceGetAttribute(&scratch.sm_count, cudaDevAttrMultiProcessorCount, 0),
+            cudaSuccess);
+  scratch.partial_floats = std::size_t(4) << 20;
+  scratch.count_slots = 4096;
+  ASSERT_EQ(cudaMalloc(&scratch.partials, scratch.partial_floats * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&scratch.counts, scratch.count_slots * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(scratch.counts, 0, scratch.count_slots * 4), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const DType dt = DType::f16;
+  auto ops = engine::make_cuda_ops(dt, 0);
+  constexpr int C = 768, F = 3072, kLayers = 4;
+  for (const int rows : {1, 5}) {
+    std::mt19937_64 rng(77 + rows);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const auto fill = [&](std::size_t n, float scale, float shift) {
+      std::vector<float> v(n);
+      for (float& e : v) e = static_cast<float>(round16(dt, shift + scale * nd(rng)));
+      return v;
+    };
+    std::vector<float> x = fill(static_cast<std::size_t>(rows) * C, 1.0f, 0.0f);
+    std::vector<std::vector<float>> Ws, bs, lws, lbs;
+    std::vector<void*> dev;
+    for (int l = 0; l < kLayers; ++l) {
+      Ws.push_back(fill(static_cast<std::size_t>(C) * F, 1.0f / std::sqrt(float(C)), 0.0f));
+      bs.push_back(fill(F, 0.1f, 0.0f));
+      Ws.push_back(fill(static_cast<std::size_t>(F) * C, 1.0f / std::sqrt(float(F)), 0.0f));
+      bs.push_back(fill(C, 0.1f, 0.0f));
+      lws.push_back(fill(C, 0.1f, 1.0f));
+      lbs.push_back(fill(C, 0.1f, 0.0f));
+    }
+    const auto up = [&](const std::vector<float>& v) {
+      dev.push_back(ops->upload_weights(v.data(), v.size()));
+      return dev.back();
+    };
+    void* dx = up(x);
+    void* dh = ops->alloc(static_cast<std::size_t>(rows) * F * 2);
+    dev.push_back(dh);
+    ops->synchronize();
+    std::vector<engine::cuda::SkinnyArgs> calls;
+    for (int l = 0; l < kLayers; ++l) {
+      engine::cuda::SkinnyArgs a;
+      a.x = dx;
+      a.W = up(Ws[2 * l]);
+      a.bias = up(bs[2 * l]);
+      if (l % 2 == 1) {
+        a.ln_w = up(lws[l]);
+        a.ln_b = up(lbs[l]);
+        a.eps = 1e-5f;
+      }
+      a.out = dh;
+      a.rows = rows;
+      a.K = C;
+      a.N = F;
+      a.gelu = true;
+      engine::cuda::SkinnyArgs b;
+      b.x = dh;
+      b.W = up(Ws[2 * l + 1]);
+      b.bias = up(bs[2 * l + 1]);
+      b.residual = dx;
+      b.out = dx;
+      b.rows = rows;
+      b.K = F;
+      b.N = C;
+      calls.push_back(a);
+      calls.push_back(b);
+    }
+    ops->synchronize();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the uploads; the 8 kernels run back to back
+    for (const engine::cuda::SkinnyArgs& c : calls) {
+      const engine::cuda::SkinnyPlan plan =
+          engine::cuda::skinny_plan(rows, c.K, c.N, c.W, scratch, false);
+      ASSERT_TRUE(plan.ok);
+      engine::cuda::skinny_linear(dt, plan, c, scratch, ops->stream());
+    }
+    // The reference, in fp64 with 16-bit stores.
+    std::vector<double> xr(x.begin(), x.end());
+    for (int l = 0; l < kLayers; ++l) {
+      const bool ln = l % 2 == 1;
+      std::vector<double> h(static_cast<std::size_t>(rows) * F);
+      for (int r = 0; r < rows; ++r) {
+        std::vector<double> in(xr.begin() + static_cast<std::size_t>(r) * C,
+                               xr.begin() + static_cast<std::size_t>(r + 1) * C);
+        if (ln) {
+          double mean = 0.0, var = 0.0;
+          for (double v : in) mean += v;
+          mean /= C;
+          for (double v : in) var += (v - mean) * (v - mean);
+          const double rstd = 1.0 / std::sqrt(var / C + 1e-5);
+          for (int k = 0; k < C; ++k) {
+            in[k] = round16(dt, static_cast<float>((in[k] - mean) * rstd * lws[l][k] + lbs[l][k]));
+          }
+        }
+        for (int n = 0; n < F; ++n) {
+          double v = bs[2 * l][n];
+          for (int k = 0; k < C; ++k) v += in[k] * Ws[2 * l][static_cast<std::size_t>(k) * F + n];
+          v = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+          h[static_cast<std::size_t>(r) * F + n] = round16(dt, static_cast<float>(v));
+        }
+        for (int n = 0; n < C; ++n) {
+          double v = bs[2 * l + 1][n] + xr[static_cast<std::size_t>(r) * C + n];
+          for (int k = 0; k < F; ++k) {
+            v += h[static_cast<std::size_t>(r) * F + k] *
+                 Ws[2 * l + 1][static_cast<std::size_t>(k) * C + n];
+          }
+          xr[static_cast<std::size_t>(r) * C + n] = round16(dt, static_cast<float>(v));
+        }
+      }
+    }
+    std::vector<std::uint16_t> got(static_cast<std::size_t>(rows) * C);
+    ops->download(got.data(), dx, got.size() * 2);
+    double worst = 0.0, scale = 0.0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      worst = std::max(worst, std::abs(read16(dt, got[i]) - xr[i]));
+      scale = std::max(scale, std::abs(xr[i]));
+    }
+    // A kernel reading its x early sees the previous layer's values (or the poison of a half-done
+    // store): errors of the size of the data. Rounding alone, over 8 calls: a few units of f16.
+    EXPECT_LT(worst, 2e-2 * scale) << "rows " << rows << ": worst " << worst << " of " << scale;
+    for (void* p : dev) ops->free(p);
   }
   cudaFree(scratch.partials);
   cudaFree(scratch.counts);

@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -325,21 +326,31 @@ void (*kernel_for(int rows))(Params) {
   return skinny_kernel<T, 8>;
 }
 
-// CTAs of the kernel for `rows` that fit on an SM at once (the f16 and bf16 kernels use the same
-// resources), asked of the runtime once per kernel.
+// CTAs of the kernel for `rows` that fit on an SM of the current device at once (the f16 and bf16
+// kernels use the same resources), asked of the runtime once per device and kernel.
 int ctas_per_sm(int rows) {
-  static int cached[4] = {0, 0, 0, 0};
+  constexpr int kDevices = 64;
+  static std::atomic<int> cached[kDevices][4];
   const int slot = rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3;
-  if (cached[slot] == 0) {
-    int n = 0;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) device = kDevices;
+  int n = device < kDevices ? cached[device][slot].load(std::memory_order_relaxed) : 0;
+  if (n == 0) {
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_for<__half>(rows), kThreads, 0) !=
             cudaSuccess ||
         n < 1) {
       n = 1;
     }
-    cached[slot] = n;
+    if (device < kDevices) cached[device][slot].store(n, std::memory_order_relaxed);
   }
-  return cached[slot];
+  return n;
+}
+
+// Whether the kernel for `rows` as it runs on the current device was compiled for sm_90+ (its PTX
+// version; cached per device and kernel): only that code has the cluster instructions. A build for
+// 80;90a runs the compute_80 code on GPUs past sm_90, which traps in a cluster helper.
+bool kernel_has_clusters(int rows) {
+  return sm80::kernel_waits_for_pdl(reinterpret_cast<const void*>(kernel_for<__half>(rows)));
 }
 
 // GPUATTN_SKINNY_GEMM: "0" never, "1" (the default) where the engine's policy says, "all"
@@ -383,12 +394,13 @@ SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratc
   const int max_chunk = kPass * (rows <= 4 ? max_passes<4>() : max_passes<8>());
   const int min_splits = (K + max_chunk - 1) / max_chunk;
   const int target = s.sm_count * ctas_per_sm(rows);
+  const bool clusters = kernel_has_clusters(rows);
   int want = std::max(min_splits, std::max(1, target / slices));
-  want = std::min(want, std::max(min_splits, kMaxCluster));
+  if (clusters) want = std::min(want, std::max(min_splits, kMaxCluster));
   int chunk = (K + want - 1) / want;
   chunk = std::min(max_chunk, (chunk + kRowLanes - 1) / kRowLanes * kRowLanes);
   const int splits = (K + chunk - 1) / chunk;
-  const bool cluster = splits > 1 && splits <= kMaxCluster && sm80::compute_capability_major() >= 9;
+  const bool cluster = clusters && splits > 1 && splits <= kMaxCluster;
   if (splits > 1 && !cluster && static_cast<std::size_t>(splits) * rows * N > s.partial_floats) {
     return plan;
   }
@@ -420,6 +432,13 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   p.partials = s.partials;
   p.counts = s.counts;
   p.cluster = plan.cluster;
+  const int max_chunk = kPass * (a.rows <= 4 ? max_passes<4>() : max_passes<8>());
+  if (!plan.ok || a.rows < 1 || a.rows > kSkinnyMaxRows || plan.chunk > max_chunk) {
+    throw Error(ErrorCode::invalid_argument,
+                "gpuattn engine: skinny linear of " + std::to_string(a.rows) +
+                    " rows launched with a plan it does not fit (chunk " +
+                    std::to_string(plan.chunk) + ", at most " + std::to_string(max_chunk) + ")");
+  }
   void (*kernel)(Params) =
       dt == DType::bf16 ? kernel_for<__nv_bfloat16>(a.rows) : kernel_for<__half>(a.rows);
   cudaLaunchAttribute attr[2];
