@@ -1,0 +1,288 @@
+// One-row linears (y = x W, fp16, fp32 sums) read a weight matrix once and do little else: how fast
+// can they go, and which access pattern gets there? A probe, not a library kernel: each pattern
+// below reads every weight once, writes fp32 partial sums (reduced and checked on the host), and is
+// timed as a CUDA graph of back-to-back launches cycling through copies of W that together are 8x
+// the L2, so every read comes from HBM (as in a model's decode step).
+//   read   the roofline: W read front to back, 16-byte vectors, 8 in flight a thread
+//   s<C>   W [K, N]: a CTA takes C columns and a chunk of rows (C/8 threads a row segment,
+//          256 / (C/8) rows a load, 8 loads in flight), the engine's skinny kernel's pattern at C=64
+//   t      W^T [N, K]: a warp takes one output column and reads its K weights, contiguous
+// Build: nvcc -O3 -arch=sm_90a -std=c++17 bench/gemv_patterns.cu -o /tmp/gemv_patterns
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <algorithm>
+#include <vector>
+
+#define CK(x)                                                                        \
+  do {                                                                               \
+    cudaError_t e_ = (x);                                                            \
+    if (e_ != cudaSuccess) {                                                         \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                  \
+    }                                                                                \
+  } while (0)
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kLoads = 8;
+
+__device__ __forceinline__ uint4 ld_nc(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ void fma8(float (&acc)[8], const uint4& w, float xv) {
+  const __half* h = reinterpret_cast<const __half*>(&w);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) acc[j] = fmaf(xv, __half2float(h[j]), acc[j]);
+}
+
+// The roofline: the sum of all weights (x = 1), one partial a CTA.
+__global__ void __launch_bounds__(kThreads) read_kernel(const uint4* w, std::int64_t n_vec,
+                                                        float* out) {
+  float acc[8] = {};
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads * kLoads;
+  for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kThreads * kLoads; base < n_vec;
+       base += stride) {
+    uint4 v[kLoads];
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const std::int64_t e = base + i * kThreads + threadIdx.x;
+      v[i] = e < n_vec ? ld_nc(w + e) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) fma8(acc, v[i], 1.0f);
+  }
+  float s = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) s += acc[j];
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  __shared__ float red[kThreads / 32];
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = s;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float t = 0.0f;
+    for (int i = 0; i < kThreads / 32; ++i) t += red[i];
+    out[blockIdx.x] = t;
+  }
+}
+
+// W [K, N]: CTA (slice, split) takes columns slice*C.. and rows split*chunk.. (chunk a multiple of
+// the rows a pass). Partials [splits][N].
+template <int C>
+__global__ void __launch_bounds__(kThreads) slice_kernel(const __half* W, const __half* x, int K,
+                                                         int N, int chunk, float* partials) {
+  constexpr int kSeg = C / 8;                // threads a row segment
+  constexpr int kRowLanes = kThreads / kSeg;  // rows a load
+  constexpr int kPass = kRowLanes * kLoads;
+  const int cv = threadIdx.x % kSeg, lane_k = threadIdx.x / kSeg;
+  const int col = blockIdx.x * C + cv * 8;
+  const int k0 = blockIdx.y * chunk, k1 = min(K, k0 + chunk);
+  float acc[8] = {};
+  if (col < N) {
+    for (int base = k0; base < k1; base += kPass) {
+      uint4 v[kLoads];
+      float xv[kLoads];
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        const int k = base + lane_k + i * kRowLanes;
+        v[i] = k < k1 ? ld_nc(W + static_cast<std::int64_t>(k) * N + col) : make_uint4(0, 0, 0, 0);
+        xv[i] = k < k1 ? __half2float(x[k]) : 0.0f;
+      }
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) fma8(acc, v[i], xv[i]);
+    }
+  }
+  // Sum over the row lanes through shared memory.
+  __shared__ float red[kRowLanes][C];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) red[lane_k][cv * 8 + j] = acc[j];
+  __syncthreads();
+  for (int c = threadIdx.x; c < C; c += kThreads) {
+    float s = 0.0f;
+    for (int r = 0; r < kRowLanes; ++r) s += red[r][c];
+    const int n = blockIdx.x * C + c;
+    if (n < N) partials[static_cast<std::int64_t>(blockIdx.y) * N + n] = s;
+  }
+}
+
+// W^T [N, K]: warp w of the grid takes column n = w % N and k-split w / N (chunk elements, a
+// multiple of 8). Partials [splits][N].
+__global__ void __launch_bounds__(kThreads) t_kernel(const __half* Wt, const __half* x, int K,
+                                                     int N, int chunk, float* partials) {
+  const int warp = blockIdx.x * (kThreads / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int n = warp % N, split = warp / N;
+  const int k0 = split * chunk, k1 = min(K, k0 + chunk);
+  if (k0 >= K) return;
+  const __half* row = Wt + static_cast<std::int64_t>(n) * K;
+  float acc[8] = {};
+  for (int base = k0; base < k1; base += 32 * 8 * kLoads) {
+    uint4 v[kLoads], xv[kLoads];
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int k = base + (i * 32 + lane) * 8;
+      v[i] = k < k1 ? ld_nc(row + k) : make_uint4(0, 0, 0, 0);
+      xv[i] = k < k1 ? *reinterpret_cast<const uint4*>(x + k) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const __half* w = reinterpret_cast<const __half*>(&v[i]);
+      const __half* xh = reinterpret_cast<const __half*>(&xv[i]);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[j] = fmaf(__half2float(xh[j]), __half2float(w[j]), acc[j]);
+    }
+  }
+  float s = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) s += acc[j];
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (lane == 0) partials[static_cast<std::int64_t>(split) * N + n] = s;
+}
+
+struct Shape {
+  const char* name;
+  int K, N;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 160;
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  const int sms = prop.multiProcessorCount;
+  std::printf("# %s, %d SMs, L2 %d MB; us per linear (graph of %d launches), TB/s of W\n",
+              prop.name, sms, prop.l2CacheSize >> 20, reps);
+  const Shape shapes[] = {{"1558m c_attn", 1600, 4800}, {"1558m attn.proj", 1600, 1600},
+                          {"1558m c_fc", 1600, 6400},   {"1558m mlp.proj", 6400, 1600},
+                          {"124m c_attn", 768, 2304},   {"124m c_fc", 768, 3072},
+                          {"124m mlp.proj", 3072, 768}};
+  cudaStream_t st;
+  CK(cudaStreamCreate(&st));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (const Shape& sh : shapes) {
+    const std::int64_t elems = static_cast<std::int64_t>(sh.K) * sh.N;
+    const std::int64_t bytes = elems * 2;
+    const int copies =
+        static_cast<int>(std::max<std::int64_t>(2, 8 * static_cast<std::int64_t>(prop.l2CacheSize) / bytes));
+    std::vector<__half> hw(elems), hwt(elems), hx(sh.K);
+    std::mt19937 rng(1234 + sh.K + sh.N);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto& v : hw) v = __float2half(u(rng));
+    for (auto& v : hx) v = __float2half(u(rng));
+    for (int k = 0; k < sh.K; ++k)
+      for (int n = 0; n < sh.N; ++n) hwt[static_cast<std::int64_t>(n) * sh.K + k] = hw[static_cast<std::int64_t>(k) * sh.N + n];
+    std::vector<double> ref(sh.N, 0.0);
+    for (int k = 0; k < sh.K; ++k)
+      for (int n = 0; n < sh.N; ++n)
+        ref[n] += static_cast<double>(__half2float(hx[k])) * __half2float(hw[static_cast<std::int64_t>(k) * sh.N + n]);
+    __half *dw, *dwt, *dx;
+    CK(cudaMalloc(&dw, bytes * copies));
+    CK(cudaMalloc(&dwt, bytes * copies));
+    CK(cudaMalloc(&dx, sh.K * 2));
+    for (int c = 0; c < copies; ++c) {
+      CK(cudaMemcpy(dw + c * elems, hw.data(), bytes, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(dwt + c * elems, hwt.data(), bytes, cudaMemcpyHostToDevice));
+    }
+    CK(cudaMemcpy(dx, hx.data(), sh.K * 2, cudaMemcpyHostToDevice));
+    float* dpart;
+    const std::int64_t part_cap = static_cast<std::int64_t>(sh.K) * sh.N / 8 + 4096;
+    CK(cudaMalloc(&dpart, part_cap * 4));
+
+    // Launches the variant on copy c; returns the splits of its partials (0: the read roofline).
+    struct Var {
+      std::string name;
+      int kind, C, chunk;  // kind 0 read, 1 slice, 2 t
+    };
+    std::vector<Var> vars;
+    vars.push_back({"read", 0, 0, 0});
+    for (int C : {64, 128, 256, 512}) {
+      const int pass = (kThreads / (C / 8)) * kLoads;
+      for (int passes : {1, 2, 4}) {
+        const int chunk = pass * passes;
+        if (chunk > sh.K * 2 && passes > 1) continue;
+        vars.push_back({"s" + std::to_string(C) + " p" + std::to_string(passes), 1, C, chunk});
+      }
+    }
+    for (int splits : {1, 2, 4}) {
+      const int chunk = ((sh.K + splits - 1) / splits + 7) / 8 * 8;
+      vars.push_back({"t k/" + std::to_string(splits), 2, 0, chunk});
+    }
+    for (const Var& v : vars) {
+      int splits = 0;
+      auto launch = [&](int c) {
+        if (v.kind == 0) {
+          read_kernel<<<sms * 8, kThreads, 0, st>>>(reinterpret_cast<const uint4*>(dw + c * elems),
+                                                    elems / 8, dpart);
+        } else if (v.kind == 1) {
+          splits = (sh.K + v.chunk - 1) / v.chunk;
+          dim3 grid((sh.N + v.C - 1) / v.C, splits);
+          const __half* w = dw + c * elems;
+          if (v.C == 64) slice_kernel<64><<<grid, kThreads, 0, st>>>(w, dx, sh.K, sh.N, v.chunk, dpart);
+          if (v.C == 128) slice_kernel<128><<<grid, kThreads, 0, st>>>(w, dx, sh.K, sh.N, v.chunk, dpart);
+          if (v.C == 256) slice_kernel<256><<<grid, kThreads, 0, st>>>(w, dx, sh.K, sh.N, v.chunk, dpart);
+          if (v.C == 512) slice_kernel<512><<<grid, kThreads, 0, st>>>(w, dx, sh.K, sh.N, v.chunk, dpart);
+        } else {
+          splits = (sh.K + v.chunk - 1) / v.chunk;
+          const int warps = sh.N * splits;
+          t_kernel<<<(warps + 7) / 8, kThreads, 0, st>>>(dwt + c * elems, dx, sh.K, sh.N, v.chunk, dpart);
+        }
+      };
+      if (v.kind == 1 && static_cast<std::int64_t>((sh.K + v.chunk - 1) / v.chunk) * sh.N > part_cap) continue;
+      for (int i = 0; i < copies; ++i) launch(i);
+      CK(cudaStreamSynchronize(st));
+      CK(cudaGetLastError());
+      // Check the partials of the last launch.
+      double err = 0.0;
+      if (v.kind != 0) {
+        std::vector<float> hp(static_cast<std::size_t>(splits) * sh.N);
+        CK(cudaMemcpy(hp.data(), dpart, hp.size() * 4, cudaMemcpyDeviceToHost));
+        for (int n = 0; n < sh.N; ++n) {
+          double s = 0.0;
+          for (int q = 0; q < splits; ++q) s += hp[static_cast<std::size_t>(q) * sh.N + n];
+          err = std::max(err, std::fabs(s - ref[n]));
+        }
+      }
+      cudaGraph_t g;
+      cudaGraphExec_t ge;
+      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+      for (int i = 0; i < reps; ++i) launch(i % copies);
+      CK(cudaStreamEndCapture(st, &g));
+      CK(cudaGraphInstantiate(&ge, g, 0));
+      CK(cudaGraphLaunch(ge, st));
+      float best = 1e30f;
+      for (int t = 0; t < 3; ++t) {
+        CK(cudaEventRecord(e0, st));
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaEventRecord(e1, st));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0.0f;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        best = std::min(best, ms);
+      }
+      const double us = best * 1000.0 / reps;
+      std::printf("%-16s K%5d N%5d %-9s splits %3d  %7.2f us  %5.2f TB/s  max err %.2e\n", sh.name,
+                  sh.K, sh.N, v.name.c_str(), splits, us, bytes / us * 1e-6, err);
+      CK(cudaGraphExecDestroy(ge));
+      CK(cudaGraphDestroy(g));
+    }
+    CK(cudaFree(dw));
+    CK(cudaFree(dwt));
+    CK(cudaFree(dx));
+    CK(cudaFree(dpart));
+  }
+  return 0;
+}
