@@ -21,25 +21,6 @@ __device__ __forceinline__ void griddep_wait() {
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
 }
-// griddep_wait() that cannot start before `dep` is known. ptxas schedules the wait freely
-// against loads through the non-coherent path: SASS (2026-11-29) had it above some or all of the
-// loads written ahead of it, so the loads meant to overlap the kernel before did not. Passing a
-// value computed from those loads (an xor of one word of each) predicates the wait on it, so the
-// loads are issued, and have landed, before the wait. Both predicate values wait.
-__device__ __forceinline__ void griddep_wait_after(std::uint32_t dep) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "{\n"
-      "  .reg .pred p;\n"
-      "  setp.ne.u32 p, %0, 0x5a5a5a5a;\n"
-      "  @p griddepcontrol.wait;\n"
-      "  @!p griddepcontrol.wait;\n"
-      "}\n" ::"r"(dep)
-      : "memory");
-#else
-  (void)dep;
-#endif
-}
 __device__ __forceinline__ void griddep_launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");

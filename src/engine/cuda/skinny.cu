@@ -62,7 +62,6 @@ struct Params {
   void* out;
   int rows, K, N, chunk, splits;
   bool gelu;
-  bool ln_vec;           // the layernorm's one-load form (see the kernel)
   bool cluster;          // the splits of a slice are one cluster: partials meet in shared memory
   float* partials;       // [splits][rows][N]
   std::int32_t* counts;  // one per column slice, zero between calls
@@ -126,155 +125,87 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
     }
   };
 
-  // What no kernel writes first: the first pass's weight vectors. Volatile asm keeps them ahead of
-  // the wait (a plain __ldg was moved below).
+  // What no kernel writes first: the first pass's weight vectors and the layernorm weights of this
+  // thread's chunk rows. Volatile asm keeps them ahead of the wait (a plain __ldg was moved below).
   load_pass(0);
   const bool ln = p.ln_w != nullptr;
-  // The layernorm's one-load form (p.ln_vec: K a multiple of 8, at most 8 kThreads, x and the
-  // layernorm weights on 16 bytes): this thread holds elements [kv, kv + 8) of each row, so the
-  // row's statistics and normalized values come from one 16-byte load a row and no walk. Weight
-  // loads issued all at once queue ahead of anything loaded after the wait (~3 us on an H200 for
-  // a 20 MB matrix, bench/gemv_patterns.cu): each round trip there counts.
-  // The layernorm weights of this thread's elements, ahead of the wait too: loaded after it, they
-  // were scheduled after the first CTA sum (register pressure at one row), a round trip more.
-  const int kv = tid * 8;
-  uint4 lwv = make_uint4(0u, 0u, 0u, 0u), lbv = lwv;
-  if (p.ln_vec && kv < p.K) {
-    lwv = ptx::ld_nc_v4(static_cast<const T*>(p.ln_w) + kv);
-    lbv = ptx::ld_nc_v4(static_cast<const T*>(p.ln_b) + kv);
-  }
-  // The wait after the first pass's weights have landed (ptx.cuh says why).
-  std::uint32_t dep = 0u;
+  // This thread's rows of x: k0 + tid + f * kPass, the chunk rows it fills xs with (when inside
+  // the chunk), and the first elements the layernorm's walk over the row gives it (when < K); any
+  // row in [0, K) for the others.
+  int kx[kPasses];
+  float lw[kPasses], lb[kPasses];
 #pragma unroll
-  for (int i = 0; i < kLoads; ++i) dep ^= w[i].x;
-  ptx::griddep_wait_after(dep);
+  for (int f = 0; f < kPasses; ++f) {
+    kx[f] = (k0 + tid + f * kPass) % p.K;
+    lw[f] = ln ? to_f(static_cast<const T*>(p.ln_w)[kx[f]]) : 0.0f;
+    lb[f] = ln ? to_f(static_cast<const T*>(p.ln_b)[kx[f]]) : 0.0f;
+  }
+  ptx::griddep_wait();
   ptx::griddep_launch_dependents();
 
+  // x[m][kx[f]] for each row (rows past p.rows read row 0 and are zeroed below): one batch.
   const T* x = static_cast<const T*>(p.x);
-  if (p.ln_vec) {
-    uint4 xv[M];
+  float xr[kPasses][M];
+#pragma unroll
+  for (int f = 0; f < kPasses; ++f) {
 #pragma unroll
     for (int m = 0; m < M; ++m) {
-      xv[m] = kv < p.K ? *reinterpret_cast<const uint4*>(
-                             x + static_cast<std::int64_t>(m < p.rows ? m : 0) * p.K + kv)
-                       : make_uint4(0u, 0u, 0u, 0u);
+      xr[f][m] = to_f(x[static_cast<std::int64_t>(m < p.rows ? m : 0) * p.K + kx[f]]);
     }
+  }
+  if (ln) {
+    // Mean, then the variance about it, over the whole of each row: the CTA's threads walk the row
+    // from k0 + tid on (mod K), so a thread's first kPasses elements are the xr it already has.
     float s[M], q[M];
 #pragma unroll
     for (int m = 0; m < M; ++m) {
-      const T* h = reinterpret_cast<const T*>(&xv[m]);
       s[m] = 0.0f;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) s[m] += to_f(h[j]);
+      for (int f = 0; f < kPasses; ++f) s[m] += tid + f * kPass < p.K ? xr[f][m] : 0.0f;
+    }
+#pragma unroll 4
+    for (int t = tid + kPasses * kPass; t < p.K; t += kThreads) {
+      const int k = k0 + t < p.K ? k0 + t : k0 + t - p.K;
+#pragma unroll
+      for (int m = 0; m < M; ++m)
+        s[m] += to_f(x[static_cast<std::int64_t>(m < p.rows ? m : 0) * p.K + k]);
     }
     cta_sums<M>(s, scratch);
 #pragma unroll
     for (int m = 0; m < M; ++m) {
-      const T* h = reinterpret_cast<const T*>(&xv[m]);
       s[m] /= static_cast<float>(p.K);
       q[m] = 0.0f;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const float d = to_f(h[j]) - s[m];
-        q[m] += kv < p.K ? d * d : 0.0f;
+      for (int f = 0; f < kPasses; ++f) {
+        const float d = xr[f][m] - s[m];
+        q[m] += tid + f * kPass < p.K ? d * d : 0.0f;
+      }
+    }
+#pragma unroll 4
+    for (int t = tid + kPasses * kPass; t < p.K; t += kThreads) {
+      const int k = k0 + t < p.K ? k0 + t : k0 + t - p.K;
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+        const float d = to_f(x[static_cast<std::int64_t>(m < p.rows ? m : 0) * p.K + k]) - s[m];
+        q[m] += d * d;
       }
     }
     cta_sums<M>(q, scratch);
-    const T* hw = reinterpret_cast<const T*>(&lwv);
-    const T* hb = reinterpret_cast<const T*>(&lbv);
 #pragma unroll
     for (int m = 0; m < M; ++m) {
-      const T* h = reinterpret_cast<const T*>(&xv[m]);
+      // Rounded to T, as the layernorm kernel's output the unfused path reads.
       const float rstd = rsqrtf(q[m] / static_cast<float>(p.K) + p.eps);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        // This element's row of the chunk, if it is in the chunk; rounded to T, as the layernorm
-        // kernel's output the unfused path reads.
-        const int r = kv + j - k0;
-        if (kv < p.K && r >= 0 && r < count) {
-          xs[r][m] = m < p.rows
-                         ? to_f(from_f<T>((to_f(h[j]) - s[m]) * rstd * to_f(hw[j]) + to_f(hb[j])))
-                         : 0.0f;
-        }
+      for (int f = 0; f < kPasses; ++f) {
+        xr[f][m] = to_f(from_f<T>((xr[f][m] - s[m]) * rstd * lw[f] + lb[f]));
       }
     }
-  } else {
-    // This thread's rows of x: k0 + tid + f * kPass, the chunk rows it fills xs with (when inside
-    // the chunk), and the first elements the layernorm's walk over the row gives it (when < K);
-    // any row in [0, K) for the others. The form for the shapes ln_vec does not take, its loads
-    // after the wait.
-    int kx[kPasses];
-    float lw[kPasses], lb[kPasses];
+  }
 #pragma unroll
-    for (int f = 0; f < kPasses; ++f) {
-      kx[f] = (k0 + tid + f * kPass) % p.K;
-      lw[f] = ln ? to_f(static_cast<const T*>(p.ln_w)[kx[f]]) : 0.0f;
-      lb[f] = ln ? to_f(static_cast<const T*>(p.ln_b)[kx[f]]) : 0.0f;
-    }
-    // x[m][kx[f]] for each row (rows past p.rows read row 0 and are zeroed below): one batch.
-    float xr[kPasses][M];
+  for (int f = 0; f < kPasses; ++f) {
+    const int r = tid + f * kPass;
 #pragma unroll
-    for (int f = 0; f < kPasses; ++f) {
-#pragma unroll
-      for (int m = 0; m < M; ++m) {
-        xr[f][m] = to_f(x[static_cast<std::int64_t>(m < p.rows ? m : 0) * p.K + kx[f]]);
-      }
-    }
-    if (ln) {
-      // Mean, then the variance about it, over the whole of each row: the CTA's threads walk the
-      // row from k0 + tid on (mod K), so a thread's first kPasses elements are the xr it already
-      // has.
-      float s[M], q[M];
-#pragma unroll
-      for (int m = 0; m < M; ++m) {
-        s[m] = 0.0f;
-#pragma unroll
-        for (int f = 0; f < kPasses; ++f) s[m] += tid + f * kPass < p.K ? xr[f][m] : 0.0f;
-      }
-#pragma unroll 4
-      for (int t = tid + kPasses * kPass; t < p.K; t += kThreads) {
-        const int k = k0 + t < p.K ? k0 + t : k0 + t - p.K;
-#pragma unroll
-        for (int m = 0; m < M; ++m)
-          s[m] += to_f(x[static_cast<std::int64_t>(m < p.rows ? m : 0) * p.K + k]);
-      }
-      cta_sums<M>(s, scratch);
-#pragma unroll
-      for (int m = 0; m < M; ++m) {
-        s[m] /= static_cast<float>(p.K);
-        q[m] = 0.0f;
-#pragma unroll
-        for (int f = 0; f < kPasses; ++f) {
-          const float d = xr[f][m] - s[m];
-          q[m] += tid + f * kPass < p.K ? d * d : 0.0f;
-        }
-      }
-#pragma unroll 4
-      for (int t = tid + kPasses * kPass; t < p.K; t += kThreads) {
-        const int k = k0 + t < p.K ? k0 + t : k0 + t - p.K;
-#pragma unroll
-        for (int m = 0; m < M; ++m) {
-          const float d = to_f(x[static_cast<std::int64_t>(m < p.rows ? m : 0) * p.K + k]) - s[m];
-          q[m] += d * d;
-        }
-      }
-      cta_sums<M>(q, scratch);
-#pragma unroll
-      for (int m = 0; m < M; ++m) {
-        // Rounded to T, as the layernorm kernel's output the unfused path reads.
-        const float rstd = rsqrtf(q[m] / static_cast<float>(p.K) + p.eps);
-#pragma unroll
-        for (int f = 0; f < kPasses; ++f) {
-          xr[f][m] = to_f(from_f<T>((xr[f][m] - s[m]) * rstd * lw[f] + lb[f]));
-        }
-      }
-    }
-#pragma unroll
-    for (int f = 0; f < kPasses; ++f) {
-      const int r = tid + f * kPass;
-#pragma unroll
-      for (int m = 0; m < M; ++m) xs[r][m] = m < p.rows && r < count ? xr[f][m] : 0.0f;
-    }
+    for (int m = 0; m < M; ++m) xs[r][m] = m < p.rows && r < count ? xr[f][m] : 0.0f;
   }
   __syncthreads();
 
@@ -501,9 +432,6 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   p.partials = s.partials;
   p.counts = s.counts;
   p.cluster = plan.cluster;
-  const auto on16 = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
-  p.ln_vec = a.ln_w != nullptr && a.K % 8 == 0 && a.K <= 8 * kThreads && on16(a.x) &&
-             on16(a.ln_w) && on16(a.ln_b);
   const int max_chunk = kPass * (a.rows <= 4 ? max_passes<4>() : max_passes<8>());
   if (!plan.ok || a.rows < 1 || a.rows > kSkinnyMaxRows || plan.chunk > max_chunk) {
     throw Error(ErrorCode::invalid_argument,
