@@ -6,14 +6,21 @@
 // small W: skinny.h); at 4-8 rows and for large W cuBLASLt's kernels stay ahead (2026-11-29).
 //
 // Work: a CTA takes 64 columns (8 threads x 8 columns, one 16-byte load each a row) and a chunk
-// of at most 256 rows of W (32 row lanes x 8 loads a thread, all in flight at once); chunks of the
-// same columns are split-K partners, their fp32 partial sums meet in a workspace and the last CTA
-// of the column slice to finish (an atomic count) adds them in split order (deterministic),
-// applies the epilogue and resets the count for the next call.
+// of W's rows in passes of 256 (32 row lanes x 8 loads a thread, all in flight at once; up to 4
+// passes at 1-4 rows, 2 at 5-8, so the grid stays within one wave). Chunks of the same columns are
+// split-K partners. Up to 8 of them run as one thread-block cluster (sm_90+) and rank 0 adds the
+// others' fp32 partial sums from their shared memory, in rank order. More (or no clusters) meet in
+// a workspace, where the last CTA of the column slice to finish (an atomic count) adds them in
+// split order and resets the count for the next call. Both orders are fixed: deterministic.
 //
-// The weight loads are issued before ptx::griddep_wait(): no kernel writes W, so under
-// programmatic dependent launch they overlap the kernel ahead. Everything that kernel may write
-// (x, the residual, the workspace, the counts) is touched only after the wait.
+// The first pass's weight loads are written before ptx::griddep_wait(): no kernel writes W, so
+// under programmatic dependent launch they may overlap the kernel ahead. Everything that kernel
+// may write (x, the residual, the workspace, the counts) is touched only after the wait. ptxas
+// schedules the wait freely against these loads: in the sm_90a SASS (2026-11-29) all 8 are ahead
+// of it at 1-2 rows, 2-7 at 4-8 rows.
+// Measured with bench/gemv_patterns.cu (H200, s34): every further pass a CTA makes costs ~3.5 us
+// (each is a round trip behind the queue the first one built), and the rows of a large W are read
+// fastest in one pass; at 1.5B's sizes the kernel loses to cuBLASLt (skinny.h).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

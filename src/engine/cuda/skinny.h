@@ -46,9 +46,10 @@ struct SkinnyPlan {
 // Where the engine uses the kernel (engine_policy): one row and at most this many weights.
 // GPUATTN_SKINNY_GEMM=0 turns it off, =all takes it wherever it can run (1-8 rows, any W; for
 // measuring), =1 is the default; another value throws invalid_argument. Read once. Measured on an
-// H200 (bench/results/2026-11-29-h200-s33): GPT-2 124M B1, whose linears have 0.6-2.4 M weights,
-// +7% tokens/s (2,415 -> 2,589); at 4 and 8 rows the kernel lost 8% and 24% to cuBLASLt, and
-// GPT-2 1.5B B1 (2.6-10.2 M weights) 3%.
+// H200 (bench/results/2026-11-29-h200-s34, calls 1-2, same runs): GPT-2 124M B1, whose linears
+// have 0.6-2.4 M weights, 2,817-2,878 tokens/s against 2,439-2,440 on cuBLASLt and 2,577-2,582
+// with the kernel before clusters. Everywhere (=all) it lost: 124M B4 -12%, B8 -31%, GPT-2 1.5B
+// B1 (2.6-10.2 M weights) -15%.
 constexpr std::int64_t kSkinnyPolicyMaxElements = 2400000;
 
 // Whether (and how) the kernel takes a call: 1..kSkinnyMaxRows rows, N a multiple of 8, W on 16
