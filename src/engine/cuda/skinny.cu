@@ -18,7 +18,7 @@
 // may write (x, the residual, the workspace, the counts) is touched only after the wait. ptxas
 // schedules the wait freely against these loads: in the sm_90a SASS (2026-11-29) all 8 are ahead
 // of it at 1-2 rows, 2-7 at 4-8 rows.
-// Measured with bench/gemv_patterns.cu (H200, s34): every further pass a CTA makes costs ~3.5 us
+// Measured with tools/gemv_probe.cu (H200, s34): every further pass a CTA makes costs ~3.5 us
 // (each is a round trip behind the queue the first one built), and the rows of a large W are read
 // fastest in one pass; at 1.5B's sizes the kernel loses to cuBLASLt (skinny.h).
 #include <cuda_bf16.h>

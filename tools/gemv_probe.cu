@@ -5,28 +5,30 @@
 // the L2, so every read comes from HBM (as in a model's decode step).
 //   read   the roofline: W read front to back, 16-byte vectors, 8 in flight a thread
 //   s<C>   W [K, N]: a CTA takes C columns and a chunk of rows (C/8 threads a row segment,
-//          256 / (C/8) rows a load, 8 loads in flight), the engine's skinny kernel's pattern at C=64
+//          256 / (C/8) rows a load, 8 loads in flight), the engine's skinny kernel's pattern at
+//          C=64
 //   t      W^T [N, K]: a warp takes one output column and reads its K weights, contiguous
-// Build: nvcc -O3 -arch=sm_90a -std=c++17 bench/gemv_patterns.cu -o /tmp/gemv_patterns
+// Built as gpuattn_gemv_probe (tools/CMakeLists.txt). Session 34 ran it as bench/gemv_patterns.cu,
+// built with nvcc -O3 -arch=sm_90a -std=c++17; its output: bench/results/2026-11-29-h200-s34/.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
-#include <algorithm>
 #include <vector>
 
-#define CK(x)                                                                        \
-  do {                                                                               \
-    cudaError_t e_ = (x);                                                            \
-    if (e_ != cudaSuccess) {                                                         \
+#define CK(x)                                                                         \
+  do {                                                                                \
+    cudaError_t e_ = (x);                                                             \
+    if (e_ != cudaSuccess) {                                                          \
       std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                  \
-    }                                                                                \
+      std::exit(1);                                                                   \
+    }                                                                                 \
   } while (0)
 
 namespace {
@@ -49,8 +51,8 @@ __device__ __forceinline__ void fma8(float (&acc)[8], const uint4& w, float xv) 
 }
 
 // The roofline: the sum of all weights (x = 1), one partial a CTA.
-__global__ void __launch_bounds__(kThreads) read_kernel(const uint4* w, std::int64_t n_vec,
-                                                        float* out) {
+__global__ void __launch_bounds__(kThreads)
+    read_kernel(const uint4* w, std::int64_t n_vec, float* out) {
   float acc[8] = {};
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads * kLoads;
   for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kThreads * kLoads; base < n_vec;
@@ -81,9 +83,9 @@ __global__ void __launch_bounds__(kThreads) read_kernel(const uint4* w, std::int
 // W [K, N]: CTA (slice, split) takes columns slice*C.. and rows split*chunk.. (chunk a multiple of
 // the rows a pass). Partials [splits][N].
 template <int C>
-__global__ void __launch_bounds__(kThreads) slice_kernel(const __half* W, const __half* x, int K,
-                                                         int N, int chunk, float* partials) {
-  constexpr int kSeg = C / 8;                // threads a row segment
+__global__ void __launch_bounds__(kThreads)
+    slice_kernel(const __half* W, const __half* x, int K, int N, int chunk, float* partials) {
+  constexpr int kSeg = C / 8;                 // threads a row segment
   constexpr int kRowLanes = kThreads / kSeg;  // rows a load
   constexpr int kPass = kRowLanes * kLoads;
   const int cv = threadIdx.x % kSeg, lane_k = threadIdx.x / kSeg;
@@ -119,8 +121,8 @@ __global__ void __launch_bounds__(kThreads) slice_kernel(const __half* W, const 
 
 // W^T [N, K]: warp w of the grid takes column n = w % N and k-split w / N (chunk elements, a
 // multiple of 8). Partials [splits][N].
-__global__ void __launch_bounds__(kThreads) t_kernel(const __half* Wt, const __half* x, int K,
-                                                     int N, int chunk, float* partials) {
+__global__ void __launch_bounds__(kThreads)
+    t_kernel(const __half* Wt, const __half* x, int K, int N, int chunk, float* partials) {
   const int warp = blockIdx.x * (kThreads / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
   const int n = warp % N, split = warp / N;
   const int k0 = split * chunk, k1 = min(K, k0 + chunk);
@@ -176,19 +178,21 @@ int main(int argc, char** argv) {
   for (const Shape& sh : shapes) {
     const std::int64_t elems = static_cast<std::int64_t>(sh.K) * sh.N;
     const std::int64_t bytes = elems * 2;
-    const int copies =
-        static_cast<int>(std::max<std::int64_t>(2, 8 * static_cast<std::int64_t>(prop.l2CacheSize) / bytes));
+    const int copies = static_cast<int>(
+        std::max<std::int64_t>(2, 8 * static_cast<std::int64_t>(prop.l2CacheSize) / bytes));
     std::vector<__half> hw(elems), hwt(elems), hx(sh.K);
     std::mt19937 rng(1234 + sh.K + sh.N);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (auto& v : hw) v = __float2half(u(rng));
     for (auto& v : hx) v = __float2half(u(rng));
     for (int k = 0; k < sh.K; ++k)
-      for (int n = 0; n < sh.N; ++n) hwt[static_cast<std::int64_t>(n) * sh.K + k] = hw[static_cast<std::int64_t>(k) * sh.N + n];
+      for (int n = 0; n < sh.N; ++n)
+        hwt[static_cast<std::int64_t>(n) * sh.K + k] = hw[static_cast<std::int64_t>(k) * sh.N + n];
     std::vector<double> ref(sh.N, 0.0);
     for (int k = 0; k < sh.K; ++k)
       for (int n = 0; n < sh.N; ++n)
-        ref[n] += static_cast<double>(__half2float(hx[k])) * __half2float(hw[static_cast<std::int64_t>(k) * sh.N + n]);
+        ref[n] += static_cast<double>(__half2float(hx[k])) *
+                  __half2float(hw[static_cast<std::int64_t>(k) * sh.N + n]);
     __half *dw, *dwt, *dx;
     CK(cudaMalloc(&dw, bytes * copies));
     CK(cudaMalloc(&dwt, bytes * copies));
@@ -231,17 +235,24 @@ int main(int argc, char** argv) {
           splits = (sh.K + v.chunk - 1) / v.chunk;
           dim3 grid((sh.N + v.C - 1) / v.C, splits);
           const __half* w = dw + c * elems;
-          if (v.C == 64) slice_kernel<64><<<grid, kThreads, 0, st>>>(w, dx, sh.K, sh.N, v.chunk, dpart);
-          if (v.C == 128) slice_kernel<128><<<grid, kThreads, 0, st>>>(w, dx, sh.K, sh.N, v.chunk, dpart);
-          if (v.C == 256) slice_kernel<256><<<grid, kThreads, 0, st>>>(w, dx, sh.K, sh.N, v.chunk, dpart);
-          if (v.C == 512) slice_kernel<512><<<grid, kThreads, 0, st>>>(w, dx, sh.K, sh.N, v.chunk, dpart);
+          if (v.C == 64)
+            slice_kernel<64><<<grid, kThreads, 0, st>>>(w, dx, sh.K, sh.N, v.chunk, dpart);
+          if (v.C == 128)
+            slice_kernel<128><<<grid, kThreads, 0, st>>>(w, dx, sh.K, sh.N, v.chunk, dpart);
+          if (v.C == 256)
+            slice_kernel<256><<<grid, kThreads, 0, st>>>(w, dx, sh.K, sh.N, v.chunk, dpart);
+          if (v.C == 512)
+            slice_kernel<512><<<grid, kThreads, 0, st>>>(w, dx, sh.K, sh.N, v.chunk, dpart);
         } else {
           splits = (sh.K + v.chunk - 1) / v.chunk;
           const int warps = sh.N * splits;
-          t_kernel<<<(warps + 7) / 8, kThreads, 0, st>>>(dwt + c * elems, dx, sh.K, sh.N, v.chunk, dpart);
+          t_kernel<<<(warps + 7) / 8, kThreads, 0, st>>>(dwt + c * elems, dx, sh.K, sh.N, v.chunk,
+                                                         dpart);
         }
       };
-      if (v.kind == 1 && static_cast<std::int64_t>((sh.K + v.chunk - 1) / v.chunk) * sh.N > part_cap) continue;
+      if (v.kind == 1 &&
+          static_cast<std::int64_t>((sh.K + v.chunk - 1) / v.chunk) * sh.N > part_cap)
+        continue;
       for (int i = 0; i < copies; ++i) launch(i);
       CK(cudaStreamSynchronize(st));
       CK(cudaGetLastError());
