@@ -30,6 +30,15 @@ struct Gpt2Config {
   void validate() const;
 };
 
+// How the engine stores the four linears of each layer (attn.c_attn, attn.c_proj, mlp.c_fc,
+// mlp.c_proj). dense: in the engine's dtype. int8: weight-only int8 with group-wise scales; each
+// group of kGpt2Q8Group consecutive rows of W [in, out] has one fp32 scale a column, the group's
+// largest |w| / 127, and each weight is stored as the nearest multiple of it (symmetric,
+// -127..127). Activations, embeddings, layernorms, biases and the output head keep their type; the
+// linears compute with the dequantized weights exactly (Gpt2Weights::with_int8_linears gives them).
+enum class LinearWeights { dense, int8 };
+constexpr int kGpt2Q8Group = 64;
+
 // The weights, fp32 on the host, in the Hugging Face GPT-2 layout: the Conv1D weights are
 // [in, out] (y = x W + b); lm_head is tied to wte.
 struct Gpt2Weights {
@@ -62,6 +71,11 @@ struct Gpt2Weights {
   // layernorm bias N(0, 0.1), layernorm weights 1 + N(0, 0.1) (HF's 0 and 1, with noise so that
   // the tests see them).
   static Gpt2Weights random(const Gpt2Config& config, std::uint64_t seed);
+  // A copy whose four linears a layer hold the values an engine with LinearWeights::int8 computes
+  // with (each weight quantized and dequantized): the model that engine runs, for
+  // gpt2_reference_logits. invalid_argument when a linear's rows are not a multiple of
+  // kGpt2Q8Group.
+  Gpt2Weights with_int8_linears() const;
 };
 
 // How each new token is drawn from the logits. temperature 0 is greedy (argmax, ties to the lower
@@ -97,6 +111,9 @@ struct EngineOptions {
   // sequences of n_positions keys, at least one such sequence); the pool only grows.
   int num_pages = 0;
   SchedulerConfig scheduler;
+  // The linears' storage (LinearWeights above). int8 runs on the CPU backend; the CUDA backend
+  // has no int8 linear kernel yet (not_supported).
+  LinearWeights linear_weights = LinearWeights::dense;
   bool cuda_graphs = true;  // CUDA: decode-only steps replay captured graphs
   int num_threads = 0;      // CPU backend threads (0: hardware concurrency)
   int device_index = 0;     // CUDA ordinal

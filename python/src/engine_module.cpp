@@ -26,6 +26,13 @@ gpuattn::Backend engine_backend(const std::string& s) {
                        "backend '" + s + "' is not one of 'auto', 'cpu', 'cuda'");
 }
 
+gpuattn::LinearWeights engine_linear_weights(const std::string& s) {
+  if (s == "dense") return gpuattn::LinearWeights::dense;
+  if (s == "int8") return gpuattn::LinearWeights::int8;
+  throw gpuattn::Error(gpuattn::ErrorCode::invalid_argument,
+                       "linear_weights '" + s + "' is not one of 'dense', 'int8'");
+}
+
 gpuattn::DType engine_dtype(const std::string& s) {
   if (s == "float16" || s == "f16") return gpuattn::DType::f16;
   if (s == "bfloat16" || s == "bf16") return gpuattn::DType::bf16;
@@ -37,8 +44,9 @@ class PyGpt2Engine {
  public:
   PyGpt2Engine(const std::string& path, const std::string& backend, const std::string& dtype,
                int page_size, int num_pages, int max_batch, int max_prefill_tokens,
-               bool cuda_graphs, int num_threads) {
+               bool cuda_graphs, int num_threads, const std::string& linear_weights) {
     gpuattn::EngineOptions o;
+    o.linear_weights = engine_linear_weights(linear_weights);
     o.backend = engine_backend(backend);
     o.dtype = engine_dtype(dtype);
     o.page_size = page_size;
@@ -120,14 +128,16 @@ void bind_engine(nb::module_& m) {
   nb::class_<PyGpt2Engine>(m, "Gpt2Engine",
                            "The GPT-2 engine (gpuattn::Gpt2Engine) over weights on disk.")
       .def(nb::init<const std::string&, const std::string&, const std::string&, int, int, int, int,
-                    bool, int>(),
+                    bool, int, const std::string&>(),
            nb::arg("path"), nb::arg("backend") = "auto", nb::arg("dtype") = "float16",
            nb::arg("page_size") = 16, nb::arg("num_pages") = 0, nb::arg("max_batch") = 64,
            nb::arg("max_prefill_tokens") = 8192, nb::arg("cuda_graphs") = true,
-           nb::arg("num_threads") = 0,
+           nb::arg("num_threads") = 0, nb::arg("linear_weights") = "dense",
            "Loads `path` (model.safetensors, or a directory with it and config.json, Hugging "
            "Face layout) onto `backend` ('auto', 'cpu', 'cuda'); dtype is the CUDA storage type "
-           "('float16', 'bfloat16'; the CPU computes in fp32).")
+           "('float16', 'bfloat16'; the CPU computes in fp32); linear_weights 'int8' stores the "
+           "layers' linears as weight-only int8 with group-wise scales (CPU backend only, for "
+           "now).")
       .def("generate", &PyGpt2Engine::generate, nb::arg("prompts"), nb::arg("max_new_tokens") = 16,
            nb::arg("temperature") = 0.0f, nb::arg("top_k") = 0, nb::arg("top_p") = 1.0f,
            nb::arg("seed") = 0, nb::arg("eos") = -1,

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "engine/model_ops.h"
+#include "engine/q8_weights.h"
+#include "gpuattn/gpt2.h"
 
 namespace gpuattn::engine {
 namespace {
@@ -90,6 +92,44 @@ class CpuOps final : public ModelOps {
           const float xv = xr[k];
           const float* wr = wa + static_cast<std::int64_t>(k) * N + n0;
           for (int n = 0; n < n1 - n0; ++n) acc[n] += xv * wr[n];
+        }
+        float* orow = o + static_cast<std::int64_t>(r) * N;
+        for (int n = n0; n < n1; ++n) {
+          float v = acc[n - n0];
+          if (gelu) v = gelu_tanh(v);
+          if (ra) v += ra[static_cast<std::int64_t>(r) * N + n];
+          orow[n] = v;
+        }
+      }
+    });
+  }
+
+  // As linear, with W int8 [K, N] and a scale a kGpt2Q8Group rows and column: each group's
+  // products summed, then scaled (fp32).
+  void linear_q8(const void* x, const void* Wq, const void* bias, const void* residual, void* out,
+                 int rows, int K, int N, bool gelu) override {
+    const float* xa = static_cast<const float*>(x);
+    const auto* qa = static_cast<const std::int8_t*>(Wq);
+    const auto* sa =
+        reinterpret_cast<const float*>(static_cast<const char*>(Wq) + q8_scales_offset(K, N));
+    const float* ba = static_cast<const float*>(bias);
+    const float* ra = static_cast<const float*>(residual);
+    float* o = static_cast<float*>(out);
+    parallel_columns(N, [&](int n0, int n1) {
+      const std::size_t w = static_cast<std::size_t>(n1 - n0);
+      std::vector<float> acc(w), part(w);
+      for (int r = 0; r < rows; ++r) {
+        std::copy(ba + n0, ba + n1, acc.begin());
+        const float* xr = xa + static_cast<std::int64_t>(r) * K;
+        for (int k0 = 0; k0 < K; k0 += kGpt2Q8Group) {
+          std::fill(part.begin(), part.end(), 0.0f);
+          for (int k = k0; k < k0 + kGpt2Q8Group; ++k) {
+            const float xv = xr[k];
+            const std::int8_t* qr = qa + static_cast<std::int64_t>(k) * N + n0;
+            for (std::size_t n = 0; n < w; ++n) part[n] += xv * static_cast<float>(qr[n]);
+          }
+          const float* sr = sa + static_cast<std::int64_t>(k0 / kGpt2Q8Group) * N + n0;
+          for (std::size_t n = 0; n < w; ++n) acc[n] += part[n] * sr[n];
         }
         float* orow = o + static_cast<std::int64_t>(r) * N;
         for (int n = n0; n < n1; ++n) {

@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "engine/model_ops.h"
+#include "engine/q8_weights.h"
 #include "gpuattn/gpt2.h"
 
 namespace gpuattn {
@@ -88,6 +89,7 @@ class Gpt2Engine::Impl {
   Gpt2Config cfg;
   EngineOptions opts;
   std::unique_ptr<engine::ModelOps> ops;
+  bool q8 = false;    // the linears' weights are int8 (LinearWeights::int8)
   int max_pages = 0;  // block table width: n_positions keys
   int max_rows = 0;   // rows one step may run
   int max_seqs = 0;   // sequences one step may run
@@ -126,6 +128,12 @@ class Gpt2Engine::Impl {
     return engine::BackendBuffer(ops.get(), ops->upload_weights(v.data(), v.size()),
                                  v.size() * element_size(ops->dtype()));
   }
+  // A linear's W [K, N]: in dtype, or int8 with its scales (q8).
+  engine::BackendBuffer linear_weights(const std::vector<float>& v, int K, int N) {
+    if (!q8) return weights(v);
+    return engine::BackendBuffer(ops.get(), ops->upload_q8_weights(v.data(), K, N),
+                                 engine::q8_bytes(K, N));
+  }
   engine::BackendBuffer buffer(std::size_t bytes) {
     return engine::BackendBuffer(ops.get(), ops->alloc(bytes), bytes);
   }
@@ -156,8 +164,18 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
             std::to_string(opts.scheduler.max_batch) + " and " +
             std::to_string(opts.scheduler.max_prefill_tokens));
   }
+  if (opts.linear_weights != LinearWeights::dense && opts.linear_weights != LinearWeights::int8) {
+    invalid("linear_weights is " + std::to_string(static_cast<int>(opts.linear_weights)) +
+            ", must be LinearWeights::dense or int8");
+  }
+  q8 = opts.linear_weights == LinearWeights::int8;
   Backend b = opts.backend;
   if (b == Backend::automatic) b = cuda_available() ? Backend::cuda : Backend::cpu;
+  if (q8 && b == Backend::cuda) {
+    throw Error(ErrorCode::not_supported,
+                "linear_weights int8: the CUDA backend has no int8 linear kernel yet; run it on "
+                "the CPU backend (EngineOptions::backend = Backend::cpu)");
+  }
   if (b == Backend::cuda) {
     if (opts.dtype != DType::f16 && opts.dtype != DType::bf16) {
       invalid(std::string("dtype is ") + to_string(opts.dtype) +
@@ -213,15 +231,15 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
     LayerWeights& d = layers[l];
     d.ln_1_w = weights(L.ln_1_w);
     d.ln_1_b = weights(L.ln_1_b);
-    d.c_attn_w = weights(L.c_attn_w);
+    d.c_attn_w = linear_weights(L.c_attn_w, C, 3 * C);
     d.c_attn_b = weights(L.c_attn_b);
-    d.attn_proj_w = weights(L.attn_proj_w);
+    d.attn_proj_w = linear_weights(L.attn_proj_w, C, C);
     d.attn_proj_b = weights(L.attn_proj_b);
     d.ln_2_w = weights(L.ln_2_w);
     d.ln_2_b = weights(L.ln_2_b);
-    d.c_fc_w = weights(L.c_fc_w);
+    d.c_fc_w = linear_weights(L.c_fc_w, C, 4 * C);
     d.c_fc_b = weights(L.c_fc_b);
-    d.mlp_proj_w = weights(L.mlp_proj_w);
+    d.mlp_proj_w = linear_weights(L.mlp_proj_w, 4 * C, C);
     d.mlp_proj_b = weights(L.mlp_proj_b);
   }
   max_pages = (cfg.n_positions + opts.page_size - 1) / opts.page_size;
@@ -388,14 +406,33 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
   const std::int64_t C3 = 3 * static_cast<std::int64_t>(C);
   const bool check = ops->device() == Device::cpu;  // CUDA: trusted, no host round trip
 
+  // The four linears a layer, with W in dtype or int8 (q8).
+  const auto linear = [&](const void* in, const void* W, const void* bias, const void* residual,
+                          void* out, int K, int N, bool gelu) {
+    if (q8) {
+      ops->linear_q8(in, W, bias, residual, out, rows, K, N, gelu);
+    } else {
+      ops->linear(in, W, bias, residual, out, rows, K, N, gelu);
+    }
+  };
+  const auto ln_linear = [&](const void* in, int K, const void* ln_w, const void* ln_b,
+                             const void* W, const void* bias, void* out, int N, bool gelu) {
+    if (q8) {
+      ops->layernorm_linear_q8(in, rows, K, ln_w, ln_b, cfg.layer_norm_epsilon, ln.ptr, W, bias,
+                               out, N, gelu);
+    } else {
+      ops->layernorm_linear(in, rows, K, ln_w, ln_b, cfg.layer_norm_epsilon, ln.ptr, W, bias, out,
+                            N, gelu);
+    }
+  };
   // Everything from the embedding to the final layernorm, enqueued (or captured) in one go.
   const int out_rows = logits_out ? rows : nseg;
   const auto body = [&] {
     ops->embed(mi + o_tokens, mi + o_pos, rows, head.ptr, wpe.ptr, C, x.ptr);
     for (int l = 0; l < cfg.n_layer; ++l) {
       const LayerWeights& L = layers[l];
-      ops->layernorm_linear(x.ptr, rows, C, L.ln_1_w.ptr, L.ln_1_b.ptr, cfg.layer_norm_epsilon,
-                            ln.ptr, L.c_attn_w.ptr, L.c_attn_b.ptr, qkv.ptr, 3 * C, false);
+      ln_linear(x.ptr, C, L.ln_1_w.ptr, L.ln_1_b.ptr, L.c_attn_w.ptr, L.c_attn_b.ptr, qkv.ptr,
+                3 * C, false);
       // Every row's keys and values into the cache (the decodes read theirs back at once).
       ops->scatter_kv(qkv.ptr, rows, C, mi + o_slots, k_pool[l].ptr, v_pool[l].ptr);
       if (bd > 0) {
@@ -434,10 +471,10 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
         at.num_threads = opts.num_threads;
         attention_forward(at);
       }
-      ops->linear(attn.ptr, L.attn_proj_w.ptr, L.attn_proj_b.ptr, x.ptr, x.ptr, rows, C, C, false);
-      ops->layernorm_linear(x.ptr, rows, C, L.ln_2_w.ptr, L.ln_2_b.ptr, cfg.layer_norm_epsilon,
-                            ln.ptr, L.c_fc_w.ptr, L.c_fc_b.ptr, fc.ptr, 4 * C, true);
-      ops->linear(fc.ptr, L.mlp_proj_w.ptr, L.mlp_proj_b.ptr, x.ptr, x.ptr, rows, 4 * C, C, false);
+      linear(attn.ptr, L.attn_proj_w.ptr, L.attn_proj_b.ptr, x.ptr, x.ptr, C, C, false);
+      ln_linear(x.ptr, C, L.ln_2_w.ptr, L.ln_2_b.ptr, L.c_fc_w.ptr, L.c_fc_b.ptr, fc.ptr, 4 * C,
+                true);
+      linear(fc.ptr, L.mlp_proj_w.ptr, L.mlp_proj_b.ptr, x.ptr, x.ptr, 4 * C, C, false);
     }
     ops->layernorm(x.ptr, mi + o_last, out_rows, C, ln_f_w.ptr, ln_f_b.ptr, cfg.layer_norm_epsilon,
                    ln.ptr);

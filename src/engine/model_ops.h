@@ -61,6 +61,19 @@ class ModelOps {
     layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
     linear(ln, W, bias, nullptr, out, rows, K, N, gelu);
   }
+  // Weight-only int8 linears (LinearWeights::int8, gpt2.h). upload_q8_weights quantizes W [K, N]
+  // (fp32, host) with quantize_q8 into one block of backend memory laid out as q8_weights.h says;
+  // linear_q8 and layernorm_linear_q8 are linear and layernorm_linear with such a W, computing
+  // with the dequantized weights (q * scale). A backend without them throws not_supported.
+  virtual void* upload_q8_weights(const float* W, int K, int N);
+  virtual void linear_q8(const void* x, const void* Wq, const void* bias, const void* residual,
+                         void* out, int rows, int K, int N, bool gelu);
+  virtual void layernorm_linear_q8(const void* x, int rows, int K, const void* ln_w,
+                                   const void* ln_b, float eps, void* ln, const void* Wq,
+                                   const void* bias, void* out, int N, bool gelu) {
+    layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
+    linear_q8(ln, Wq, bias, nullptr, out, rows, K, N, gelu);
+  }
   // logits fp32 [rows, V] (row pitch ld >= V) = x[rows, C] wte^T, head from upload_head.
   virtual void lm_head(const void* x, const void* head, float* logits, int rows, int C, int V,
                        int ld) = 0;
