@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 
+#include "common/expect_error.h"
 #include "engine/cuda/skinny.h"
 #include "engine/gpt2_test_util.h"
 #include "engine/model_ops.h"
@@ -18,6 +19,8 @@
 
 namespace gpuattn {
 namespace {
+
+using testing::expect_invalid_argument;
 
 #define SKIP_WITHOUT_GPU()                                   \
   do {                                                       \
@@ -56,6 +59,25 @@ TEST(Gpt2EngineCuda, ForwardMatchesTheFp64Reference) {
       }
     }
   }
+}
+
+// The layernorm and k/v scatter kernels hold a row in one block's 16-byte vectors: a width they
+// do not cover is an invalid_argument naming it, not a row summed in part.
+TEST(Gpt2EngineCuda, RowKernelsRejectWidthsTheyDoNotCover) {
+  SKIP_WITHOUT_GPU();
+  auto ops = engine::make_cuda_ops(DType::f16, 0);
+  void* buf = ops->alloc(std::size_t(8) << 20);
+  void* small = ops->alloc(4096);
+  for (const int C : {4104, 12, 4}) {
+    expect_invalid_argument([&] { ops->layernorm(buf, nullptr, 2, C, small, small, 1e-5f, buf); },
+                            "layernorm of C = " + std::to_string(C));
+    expect_invalid_argument(
+        [&] { ops->scatter_kv(buf, 1, C, static_cast<const std::int32_t*>(small), buf, buf); },
+        "scatter_kv of C = " + std::to_string(C));
+  }
+  ops->synchronize();
+  ops->free(buf);
+  ops->free(small);
 }
 
 // cuBLASLt's GELU epilogue is the tanh form GPT-2 uses (gelu_new), not the erf form: at x = -3

@@ -308,9 +308,24 @@ void embed(DType dt, const std::int32_t* tokens, const std::int32_t* positions, 
   }
 }
 
+namespace {
+
+// A row of C features in one block's 16-byte vectors: C a multiple of 8, at most 4096 (a larger C
+// would leave the row's tail out of the sums and unwritten).
+void check_row_width(const char* what, int C) {
+  if (C < 8 || C % 8 != 0 || C > 4096) {
+    throw Error(ErrorCode::invalid_argument,
+                std::string("gpuattn engine: ") + what + " of C = " + std::to_string(C) +
+                    " features: C must be a multiple of 8 in [8, 4096]");
+  }
+}
+
+}  // namespace
+
 void layernorm(DType dt, const void* x, const std::int32_t* src_rows, int rows, int C,
                const void* w, const void* b, float eps, void* out, void* stream) {
   if (rows == 0) return;
+  check_row_width("layernorm", C);
   if (dt == DType::bf16) {
     launch("layernorm", layernorm_kernel<__nv_bfloat16>, rows, kRowThreads, stream,
            static_cast<const __nv_bfloat16*>(x), src_rows, C, static_cast<const __nv_bfloat16*>(w),
@@ -325,6 +340,7 @@ void layernorm(DType dt, const void* x, const std::int32_t* src_rows, int rows, 
 void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
                 void* v_pool, void* stream) {
   if (rows == 0) return;
+  check_row_width("scatter_kv", C);
   launch("scatter_kv", scatter_kv_kernel, rows, kRowThreads, stream,
          static_cast<const std::uint16_t*>(qkv), C, slots, static_cast<std::uint16_t*>(k_pool),
          static_cast<std::uint16_t*>(v_pool));
