@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Written at the end of s34 (not run yet): int8 linears on CUDA (branch wip/q8-cuda, as
-# q8-cuda.patch on main's tree). Never on a GPU: run its tests before any timing.
+# q8-cuda.patch, `git diff main wip/q8-cuda` at 7a26208). Never on a GPU: tests before timing.
 #  1. the engine's GPU tests, the two new ones included (Int8LinearsMatchTheFp64Reference: the
 #     int8 kernel at 1-4 rows over one chunk / cluster / workspace, the dequantize-then-cuBLASLt
 #     path at 5 and 9 rows; Int8LinearsMatchTheFp64ReferenceOfTheModelTheyRun: the engine);
@@ -21,6 +21,8 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTUR
 cmake --build build -j16 --target gpuattn_cli gpuattn_cuda_tests > $OUT/build.log 2>&1; ts "build rc $?"
 timeout 180 build/tests/gpuattn_cuda_tests --gtest_filter='Gpt2EngineCuda.*' > $OUT/engine-tests.log 2>&1; ts "engine tests rc $?"
 grep -E "^\[ +(OK|FAILED) |PASSED|FAILED" $OUT/engine-tests.log; grep -A3 "Failure" $OUT/engine-tests.log | head -16
+timeout 240 compute-sanitizer --tool racecheck build/tests/gpuattn_cuda_tests --gtest_filter='Gpt2EngineCuda.Int8LinearsMatchTheFp64Reference' > $OUT/racecheck.log 2>&1
+ts "racecheck rc $?"; grep -E "RACECHECK SUMMARY|PASSED|FAILED" $OUT/racecheck.log | tail -2
 run() {  # label weights args...
   local label=$1 lw=$2; shift 2
   timeout 120 build/tools/gpuattn generate --random "$@" --linear-weights $lw > $OUT/gen.tmp 2>&1
