@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Written at the end of s34 (not run yet): int8 linears on CUDA (branch wip/q8-cuda, as
-# q8-cuda.patch, `git diff main wip/q8-cuda` at 7a26208). Never on a GPU: tests before timing.
+# q8-cuda.patch, `git diff main wip/q8-cuda -- . ":!bench/results"`). Never on a GPU: tests before timing.
 #  1. the engine's GPU tests, the two new ones included (Int8LinearsMatchTheFp64Reference: the
 #     int8 kernel at 1-4 rows over one chunk / cluster / workspace, the dequantize-then-cuBLASLt
 #     path at 5 and 9 rows; Int8LinearsMatchTheFp64ReferenceOfTheModelTheyRun: the engine);
@@ -8,8 +8,8 @@
 #  3. ncu per-kernel durations of one 1.5B B1 int8 step.
 # Expected: the int8 kernel reads half the bytes; 1.5B's linears from 6.4-13 us (cuBLASLt) to
 # ~4-6 us if the one-pass kernel gets near the plain-read figures of tools/gemv_probe.cu for
-# half-size matrices; 1.5B B1 from ~465 toward 650-750 tok/s. B8 (rows > 4) pays a dequantization
-# a linear: slower than dense, by design for now.
+# half-size matrices; 1.5B B1 from ~465 toward 650-750 tok/s. B5-B8 run the kernel twice a
+# linear (the second read from L2 where W fits); above 8 rows W is dequantized for cuBLASLt.
 #   OUT=$OUT bash bench/results/2026-11-29-h200-s34/next-call-q8.sh
 set -u
 cd "$(dirname "$0")/../../.."
