@@ -93,13 +93,7 @@ class CpuOps final : public ModelOps {
           const float* wr = wa + static_cast<std::int64_t>(k) * N + n0;
           for (int n = 0; n < n1 - n0; ++n) acc[n] += xv * wr[n];
         }
-        float* orow = o + static_cast<std::int64_t>(r) * N;
-        for (int n = n0; n < n1; ++n) {
-          float v = acc[n - n0];
-          if (gelu) v = gelu_tanh(v);
-          if (ra) v += ra[static_cast<std::int64_t>(r) * N + n];
-          orow[n] = v;
-        }
+        finish_row(acc.data(), gelu, ra, o, r, N, n0, n1);
       }
     });
   }
@@ -131,13 +125,7 @@ class CpuOps final : public ModelOps {
           const float* sr = sa + static_cast<std::int64_t>(k0 / kGpt2Q8Group) * N + n0;
           for (std::size_t n = 0; n < w; ++n) acc[n] += part[n] * sr[n];
         }
-        float* orow = o + static_cast<std::int64_t>(r) * N;
-        for (int n = n0; n < n1; ++n) {
-          float v = acc[n - n0];
-          if (gelu) v = gelu_tanh(v);
-          if (ra) v += ra[static_cast<std::int64_t>(r) * N + n];
-          orow[n] = v;
-        }
+        finish_row(acc.data(), gelu, ra, o, r, N, n0, n1);
       }
     });
   }
@@ -184,6 +172,18 @@ class CpuOps final : public ModelOps {
   void synchronize() override {}
 
  private:
+  // out[r][n0, n1) = act(acc) (+ residual[r][n0, n1)): the linears' epilogue. residual may alias
+  // out (each element is read before it is written).
+  static void finish_row(const float* acc, bool gelu, const float* residual, float* out, int r,
+                         int N, int n0, int n1) {
+    float* orow = out + static_cast<std::int64_t>(r) * N;
+    for (int n = n0; n < n1; ++n) {
+      float v = acc[n - n0];
+      if (gelu) v = gelu_tanh(v);
+      if (residual) v += residual[static_cast<std::int64_t>(r) * N + n];
+      orow[n] = v;
+    }
+  }
   static float gelu_tanh(float v) {
     const float k = 0.7978845608028654f;  // sqrt(2 / pi)
     return 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));

@@ -132,17 +132,26 @@ double read16(DType dt, std::uint16_t h) {
   return dt == DType::bf16 ? bf16_to_float(h) : f16_to_float(h);
 }
 
+// The skinny kernel's scratch as CudaOps keeps it: 16 MB of partials, 4096 counts zeroed.
+void alloc_skinny_scratch(engine::cuda::SkinnyScratch* scratch) {
+  ASSERT_EQ(cudaDeviceGetAttribute(&scratch->sm_count, cudaDevAttrMultiProcessorCount, 0),
+            cudaSuccess);
+  scratch->partial_floats = std::size_t(4) << 20;
+  scratch->count_slots = 4096;
+  ASSERT_EQ(cudaMalloc(&scratch->partials, scratch->partial_floats * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&scratch->counts, scratch->count_slots * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(scratch->counts, 0, scratch->count_slots * 4), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+void free_skinny_scratch(const engine::cuda::SkinnyScratch& scratch) {
+  cudaFree(scratch.partials);
+  cudaFree(scratch.counts);
+}
+
 TEST(Gpt2EngineCuda, SkinnyLinearsMatchTheFp64Reference) {
   SKIP_WITHOUT_GPU();
   engine::cuda::SkinnyScratch scratch;
-  ASSERT_EQ(cudaDeviceGetAttribute(&scratch.sm_count, cudaDevAttrMultiProcessorCount, 0),
-            cudaSuccess);
-  scratch.partial_floats = std::size_t(4) << 20;
-  scratch.count_slots = 4096;
-  ASSERT_EQ(cudaMalloc(&scratch.partials, scratch.partial_floats * 4), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&scratch.counts, scratch.count_slots * 4), cudaSuccess);
-  ASSERT_EQ(cudaMemset(scratch.counts, 0, scratch.count_slots * 4), cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_NO_FATAL_FAILURE(alloc_skinny_scratch(&scratch));
   bool saw_single = false, saw_cluster = false, saw_global = false;
   for (const SkinnyCase& c : kSkinnyCases) {
     for (const int rows : {1, 8}) {
@@ -298,8 +307,7 @@ TEST(Gpt2EngineCuda, SkinnyLinearsMatchTheFp64Reference) {
       }
     }
   }
-  cudaFree(scratch.partials);
-  cudaFree(scratch.counts);
+  free_skinny_scratch(scratch);
 }
 
 // Calls chained on the stream with no host sync between them, each reading the one before's
@@ -310,14 +318,7 @@ TEST(Gpt2EngineCuda, SkinnyLinearsMatchTheFp64Reference) {
 TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
   SKIP_WITHOUT_GPU();
   engine::cuda::SkinnyScratch scratch;
-  ASSERT_EQ(cudaDeviceGetAttribute(&scratch.sm_count, cudaDevAttrMultiProcessorCount, 0),
-            cudaSuccess);
-  scratch.partial_floats = std::size_t(4) << 20;
-  scratch.count_slots = 4096;
-  ASSERT_EQ(cudaMalloc(&scratch.partials, scratch.partial_floats * 4), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&scratch.counts, scratch.count_slots * 4), cudaSuccess);
-  ASSERT_EQ(cudaMemset(scratch.counts, 0, scratch.count_slots * 4), cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_NO_FATAL_FAILURE(alloc_skinny_scratch(&scratch));
   const DType dt = DType::f16;
   auto ops = engine::make_cuda_ops(dt, 0);
   constexpr int C = 768, F = 3072, kLayers = 4;
@@ -430,8 +431,7 @@ TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
     EXPECT_LT(worst, 2e-2 * scale) << "rows " << rows << ": worst " << worst << " of " << scale;
     for (void* p : dev) ops->free(p);
   }
-  cudaFree(scratch.partials);
-  cudaFree(scratch.counts);
+  free_skinny_scratch(scratch);
 }
 
 // The sampling kernel draws what the host sampler draws from the same logits, for every mode.

@@ -11,6 +11,15 @@
 
 namespace gpuattn {
 
+// The CPU engine as the tests run it: small pages, 2 threads.
+inline EngineOptions cpu_options() {
+  EngineOptions o;
+  o.backend = Backend::cpu;
+  o.page_size = 8;
+  o.num_threads = 2;
+  return o;
+}
+
 // Small but awkward: 2 heads of 64, a vocabulary and context that are not round.
 inline Gpt2Config small_config() {
   Gpt2Config c;

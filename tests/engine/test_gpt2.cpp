@@ -25,14 +25,6 @@ namespace {
 
 using testing::expect_invalid_argument;
 
-EngineOptions cpu_options() {
-  EngineOptions o;
-  o.backend = Backend::cpu;
-  o.page_size = 8;
-  o.num_threads = 2;
-  return o;
-}
-
 std::string temp_dir(const std::string& name) {
   return ::testing::TempDir() + "gpt2_" + name;
 }

@@ -23,9 +23,7 @@ namespace {
 using testing::expect_invalid_argument;
 
 EngineOptions int8_cpu_options() {
-  EngineOptions o;
-  o.backend = Backend::cpu;
-  o.page_size = 8;
+  EngineOptions o = cpu_options();
   o.num_threads = 3;
   o.linear_weights = LinearWeights::int8;
   return o;
