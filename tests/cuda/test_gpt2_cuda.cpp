@@ -13,6 +13,7 @@
 #include "engine/cuda/skinny.h"
 #include "engine/gpt2_test_util.h"
 #include "engine/model_ops.h"
+#include "engine/q8_weights.h"
 #include "engine/sampling.h"
 #include "gpuattn/gpt2.h"
 #include "gpuattn/numeric.h"
@@ -78,6 +79,173 @@ TEST(Gpt2EngineCuda, RowKernelsRejectWidthsTheyDoNotCover) {
   ops->synchronize();
   ops->free(buf);
   ops->free(small);
+}
+
+// Weight-only int8 linears on CUDA: the engine against the fp64 reference of the model it runs
+// (Gpt2Weights::with_int8_linears), prefill (dequantized W through cuBLASLt) and decode steps
+// (the int8 kernel), within ForwardMatchesTheFp64Reference's bounds; and generation against the
+// engine's own forward.
+TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64ReferenceOfTheModelTheyRun) {
+  SKIP_WITHOUT_GPU();
+  for (const DType dt : {DType::f16, DType::bf16}) {
+    for (const bool sharp : {false, true}) {
+      const Gpt2Weights w =
+          sharp ? sharp_weights(small_config(), 41) : Gpt2Weights::random(small_config(), 42);
+      const Gpt2Weights wq = w.with_int8_linears();
+      EngineOptions o = cuda_options(dt);
+      o.linear_weights = LinearWeights::int8;
+      Gpt2Engine e(w, o);
+      for (int n : {1, 13, 80}) {
+        const std::vector<std::int32_t> tokens = random_tokens(n, 101, 50 + n);
+        const double err = rel_error(e.forward_logits(tokens), gpt2_reference_logits(wq, tokens));
+        const double bound = dt == DType::f16 ? (sharp ? 4e-2 : 5e-3) : (sharp ? 0.2 : 3e-2);
+        EXPECT_LT(err, bound) << to_string(dt) << " n " << n << (sharp ? " sharp" : " HF init");
+      }
+      // Decode steps of 1-8 rows: each generated token is within reach of the best logit of the
+      // engine's own forward over the sequence so far.
+      std::vector<GenerationRequest> reqs;
+      for (int b = 0; b < 6; ++b) {
+        GenerationRequest r;
+        r.prompt = random_tokens(3 + 5 * b, 101, 300 + b);
+        r.max_new_tokens = 6;
+        reqs.push_back(r);
+      }
+      const auto out = e.generate(reqs);
+      ASSERT_EQ(out.size(), reqs.size());
+      for (std::size_t i = 0; i < reqs.size(); ++i) {
+        std::vector<std::int32_t> seq = reqs[i].prompt;
+        for (const std::int32_t t : out[i]) {
+          const std::vector<float> logits = e.forward_logits(seq);
+          const float* last = &logits[(seq.size() - 1) * 101];
+          const float best = *std::max_element(last, last + 101);
+          const float spread = best - *std::min_element(last, last + 101);
+          EXPECT_GE(last[t], best - 0.05f * spread) << to_string(dt) << " request " << i;
+          seq.push_back(t);
+        }
+      }
+    }
+  }
+}
+
+// The int8 kernel and the dequantize-then-cuBLASLt path against fp64 on the dequantized weights:
+// one chunk, split-K in a cluster and through the workspace, columns ending inside a slice, every
+// epilogue, the residual aliasing out, outputs poisoned first, each call 3 times.
+TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    int K, N;
+  };
+  const Case cases[] = {{64, 64}, {768, 2304}, {1600, 200}, {6400, 72}};
+  for (const DType dt : {DType::f16, DType::bf16}) {
+    auto ops = engine::make_cuda_ops(dt, 0);
+    const std::uint16_t nan16 = dt == DType::bf16 ? 0x7fc0 : 0x7e00;
+    const double ulp = dt == DType::bf16 ? 1.0 / 128 : 1.0 / 1024;
+    const auto r16 = [&](double v) {
+      return dt == DType::bf16 ? bf16_to_float(float_to_bf16(static_cast<float>(v)))
+                               : f16_to_float(float_to_f16(static_cast<float>(v)));
+    };
+    for (const Case& c : cases) {
+      std::mt19937_64 rng(c.K * 7 + c.N);
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      std::vector<float> W(static_cast<std::size_t>(c.K) * c.N);
+      for (float& v : W) v = nd(rng) / std::sqrt(static_cast<float>(c.K));
+      std::vector<std::int8_t> q(W.size());
+      std::vector<float> s(static_cast<std::size_t>(c.K / kGpt2Q8Group) * c.N);
+      engine::quantize_q8(W.data(), c.K, c.N, q.data(), s.data());
+      void* dW = ops->upload_q8_weights(W.data(), c.K, c.N);
+      for (const int rows : {1, 2, 3, 4, 5, 9}) {
+        for (const int mode : {0, 1, 2, 3}) {  // bias; + GELU; + residual; layernorm ahead
+          const auto fill = [&](std::size_t n, float scale, float shift) {
+            std::vector<float> v(n);
+            for (float& e : v) e = static_cast<float>(r16(shift + scale * nd(rng)));
+            return v;
+          };
+          const std::size_t xn = static_cast<std::size_t>(rows) * c.K;
+          const std::size_t on = static_cast<std::size_t>(rows) * c.N;
+          const std::vector<float> x = fill(xn, 1.0f, 0.3f), bias = fill(c.N, 0.5f, 0.0f);
+          const std::vector<float> res = fill(on, 1.0f, 0.0f);
+          const std::vector<float> lw = fill(c.K, 0.2f, 1.0f), lb = fill(c.K, 0.2f, 0.0f);
+          std::vector<double> want(on), tol(on);
+          const bool kernel = rows <= engine::cuda::kSkinnyMaxRowsQ8;
+          for (int r = 0; r < rows; ++r) {
+            std::vector<double> xr(x.begin() + static_cast<std::ptrdiff_t>(r) * c.K,
+                                   x.begin() + static_cast<std::ptrdiff_t>(r + 1) * c.K);
+            if (mode == 3) {
+              double mean = 0.0, var = 0.0;
+              for (double v : xr) mean += v;
+              mean /= c.K;
+              for (double v : xr) var += (v - mean) * (v - mean);
+              const double rstd = 1.0 / std::sqrt(var / c.K + 1e-5);
+              for (int k = 0; k < c.K; ++k) xr[k] = r16((xr[k] - mean) * rstd * lw[k] + lb[k]);
+            }
+            for (int n = 0; n < c.N; ++n) {
+              double acc = 0.0, mag = 0.0;
+              for (int k = 0; k < c.K; ++k) {
+                const double wv = static_cast<double>(
+                    static_cast<float>(q[static_cast<std::size_t>(k) * c.N + n]) *
+                    s[static_cast<std::size_t>(k / kGpt2Q8Group) * c.N + n]);
+                acc += xr[k] * wv;
+                mag += std::abs(xr[k] * wv);
+              }
+              double v = acc + bias[n];
+              if (mode == 1) {
+                v = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+              }
+              const std::size_t o = static_cast<std::size_t>(r) * c.N + n;
+              if (mode == 2) v += res[o];
+              want[o] = v;
+              // The kernel: one rounding to 16 bits, fp32 sums. The GEMM path also rounds each
+              // dequantized weight to 16 bits and the product before the residual, and its GELU's
+              // tanh is an approximation (GemmEpilogueGeluIsTheTanhForm).
+              tol[o] =
+                  kernel ? ulp * std::abs(v) + 1e-5 * mag + (mode == 3 ? ulp * 0.1 * mag : 0) + 1e-6
+                         : 3 * ulp *
+                                   (std::abs(v) + std::abs(acc) + std::abs(bias[n]) +
+                                    (mode == 2 ? std::abs(res[o]) : 0.0)) +
+                               ulp * mag + (mode == 1 ? 2e-2 * std::abs(v) + 2e-4 : 0) + 1e-6;
+            }
+          }
+          void* dx = ops->upload_weights(x.data(), x.size());
+          void* db = ops->upload_weights(bias.data(), bias.size());
+          void* dlw = ops->upload_weights(lw.data(), lw.size());
+          void* dlb = ops->upload_weights(lb.data(), lb.size());
+          void* dln = ops->alloc(xn * 2);
+          void* dout = ops->alloc(on * 2);
+          for (int round = 0; round < 3; ++round) {
+            std::vector<std::uint16_t> init(on, nan16);
+            if (mode == 2) {
+              for (std::size_t i = 0; i < on; ++i) {
+                init[i] = dt == DType::bf16 ? float_to_bf16(res[i]) : float_to_f16(res[i]);
+              }
+            }
+            ops->upload(dout, init.data(), on * 2);
+            if (mode == 3) {
+              ops->layernorm_linear_q8(dx, rows, c.K, dlw, dlb, 1e-5f, dln, dW, db, dout, c.N,
+                                       false);
+            } else {
+              ops->linear_q8(dx, dW, db, mode == 2 ? dout : nullptr, dout, rows, c.K, c.N,
+                             mode == 1);
+            }
+            std::vector<std::uint16_t> got(on);
+            ops->download(got.data(), dout, on * 2);
+            int bad = 0;
+            for (std::size_t o = 0; o < on; ++o) {
+              const double g = dt == DType::bf16 ? bf16_to_float(got[o]) : f16_to_float(got[o]);
+              if (!(std::abs(g - want[o]) <= tol[o]) && ++bad <= 3) {
+                ADD_FAILURE() << (kernel ? "int8 kernel " : "dequantized GEMM ") << to_string(dt)
+                              << " K " << c.K << " N " << c.N << " rows " << rows << " mode "
+                              << mode << " round " << round << ": out[" << o / c.N << "]["
+                              << o % c.N << "] = " << g << ", fp64 " << want[o] << " (tol "
+                              << tol[o] << ")";
+              }
+            }
+          }
+          for (void* p : {dx, db, dlw, dlb, dln, dout}) ops->free(p);
+        }
+      }
+      ops->free(dW);
+    }
+  }
 }
 
 // cuBLASLt's GELU epilogue is the tanh form GPT-2 uses (gelu_new), not the erf form: at x = -3

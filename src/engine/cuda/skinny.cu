@@ -37,6 +37,8 @@
 #include "cuda/pdl.h"
 #include "cuda/ptx.cuh"
 #include "engine/cuda/skinny.h"
+#include "engine/q8_weights.h"
+#include "gpuattn/gpt2.h"
 
 namespace gpuattn::engine::cuda {
 namespace {
@@ -57,6 +59,26 @@ template <int M>
 __host__ __device__ constexpr int max_passes() {
   return M <= 4 ? 4 : 2;
 }
+// Weight-only int8 W (Q8, LinearWeights::int8): 16 vectors of 8 bytes a thread, so a pass is 512
+// rows (8 groups of kGpt2Q8Group), and one pass a CTA (chunks of at most 512 rows).
+constexpr int kLoadsQ8 = 16;
+constexpr int kPassQ8 = kRowLanes * kLoadsQ8;
+constexpr int kGroup = kGpt2Q8Group;
+constexpr int kGroupsQ8 = kPassQ8 / kGroup;
+static_assert(kGroup == 2 * kRowLanes, "loads 2g and 2g + 1 of a thread are group g's rows");
+
+// 8 int8 weights (two 32-bit words) to float: each byte, biased by 128, into a float's low
+// mantissa bits (2^23 + b) and the bias taken off, exactly; PRMT and FADD, no I2F.
+__device__ __forceinline__ void q8_to_f(const uint2& v, float (&f)[8]) {
+  const std::uint32_t w[2] = {v.x ^ 0x80808080u, v.y ^ 0x80808080u};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      f[4 * h + b] = __uint_as_float(__byte_perm(w[h], 0x4B000000u, 0x7440u + b)) - 8388736.0f;
+    }
+  }
+}
 
 struct Params {
   const void* x;
@@ -64,6 +86,7 @@ struct Params {
   const void* ln_b;
   float eps;
   const void* W;
+  const float* scales;   // Q8: W's scales [K / kGroup, N]
   const void* bias;      // may be null
   const void* residual;  // may be null; may alias out
   void* out;
@@ -101,14 +124,18 @@ __device__ __forceinline__ void cta_sums(float (&v)[M], float (*scratch)[M]) {
   }
 }
 
-// M: the rows rounded up to a power of two (rows p.rows..M-1 are zeros).
-template <typename T, int M>
+// M: the rows rounded up to a power of two (rows p.rows..M-1 are zeros). Q8: W is int8 with
+// scales (p.scales), T the activations' type.
+template <typename T, int M, bool Q8>
 __global__ void __launch_bounds__(kThreads, M == 1   ? 4
                                             : M == 2 ? 3
                                                      : 2)
     skinny_kernel(const __grid_constant__ Params p) {
-  constexpr int kPasses = max_passes<M>();
-  __shared__ float xs[kPasses * kPass][M];  // this chunk of x (normed), fp32, rows of M
+  // xs rows a thread fills (tid + f * kThreads), and the rows of W a pass covers.
+  constexpr int kPasses = Q8 ? kPassQ8 / kThreads : max_passes<M>();
+  constexpr int kRowsPass = Q8 ? kPassQ8 : kPass;
+  __shared__ float xs[kPasses * kPass][M];         // this chunk of x (normed), fp32, rows of M
+  __shared__ float sc[Q8 ? kGroupsQ8 : 1][kCols];  // Q8: the chunk's scales of this slice
   __shared__ float red[kWarps][M][kCols];
   __shared__ float part[M][kCols];  // this CTA's partial sums, read by its cluster's rank 0
   __shared__ float scratch[kWarps][M];
@@ -118,23 +145,45 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   const int cv = tid % 8, lane_k = tid / 8;
   const int slice = blockIdx.x, split = blockIdx.y;
   const int k0 = split * p.chunk;
-  const int count = min(p.K, k0 + p.chunk) - k0;   // >= 1
-  const int passes = (count + kPass - 1) / kPass;  // <= kPasses
+  const int count = min(p.K, k0 + p.chunk) - k0;  // >= 1
+  const int passes = (count + kRowsPass - 1) / kRowsPass;
   // This thread's 8 columns; past N (the last slice) it loads the last vector and drops it.
   const int col = min(slice * kCols + cv * 8, p.N - 8);
   const T* W = static_cast<const T*>(p.W);
   uint4 w[kLoads];
+  uint2 wq[kLoadsQ8];
   const auto load_pass = [&](int pass) {
+    if constexpr (Q8) {
+      const auto* Wq = static_cast<const std::int8_t*>(p.W);
 #pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      const int k = k0 + min(pass * kPass + lane_k + i * kRowLanes, count - 1);
-      w[i] = ptx::ld_nc_v4(W + static_cast<std::int64_t>(k) * p.N + col);
+      for (int i = 0; i < kLoadsQ8; ++i) {
+        const int k = k0 + min(pass * kPassQ8 + lane_k + i * kRowLanes, count - 1);
+        wq[i] = ptx::ld_nc_v2(Wq + static_cast<std::int64_t>(k) * p.N + col);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        const int k = k0 + min(pass * kPass + lane_k + i * kRowLanes, count - 1);
+        w[i] = ptx::ld_nc_v4(W + static_cast<std::int64_t>(k) * p.N + col);
+      }
     }
   };
 
   // What no kernel writes first: the first pass's weight vectors and the layernorm weights of this
   // thread's chunk rows. Volatile asm keeps them ahead of the wait (a plain __ldg was moved below).
   load_pass(0);
+  // Q8: the chunk's scales for this slice (one pass: kGroupsQ8 groups x kCols), 4 a thread of the
+  // first 128; staged in shared memory after the wait.
+  float4 scv = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  const int sg = tid / (kCols / 4), sc4 = tid % (kCols / 4) * 4;
+  if constexpr (Q8) {
+    const int kg = k0 / kGroup + sg, n = slice * kCols + sc4;
+    if (sg < kGroupsQ8 && kg < p.K / kGroup && n < p.N) {
+      const uint4 v = ptx::ld_nc_v4(p.scales + static_cast<std::int64_t>(kg) * p.N + n);
+      scv = make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z),
+                        __uint_as_float(v.w));
+    }
+  }
   const bool ln = p.ln_w != nullptr;
   // This thread's rows of x: k0 + tid + f * kPass, the chunk rows it fills xs with (when inside
   // the chunk), and the first elements the layernorm's walk over the row gives it (when < K); any
@@ -149,6 +198,14 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   }
   ptx::griddep_wait();
   ptx::griddep_launch_dependents();
+  if constexpr (Q8) {
+    if (sg < kGroupsQ8) {
+      sc[sg][sc4] = scv.x;
+      sc[sg][sc4 + 1] = scv.y;
+      sc[sg][sc4 + 2] = scv.z;
+      sc[sg][sc4 + 3] = scv.w;
+    }
+  }
 
   // x[m][kx[f]] for each row (rows past p.rows read row 0 and are zeroed below): one batch.
   const T* x = static_cast<const T*>(p.x);
@@ -222,21 +279,54 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[m][j] = 0.0f;
   }
-  for (int pass = 0; pass < passes; ++pass) {
-    if (pass > 0) load_pass(pass);
+  if constexpr (Q8) {
+    // One pass (passes == 1): group g's rows are loads 2g and 2g + 1; their sums are scaled once.
 #pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      const int r = pass * kPass + lane_k + i * kRowLanes;
-      if (r < count) {
-        const T* h = reinterpret_cast<const T*>(&w[i]);
-        float wf[8];
+    for (int g = 0; g < kGroupsQ8; ++g) {
+      float pa[M][8];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) wf[j] = to_f(h[j]);
+      for (int m = 0; m < M; ++m) {
 #pragma unroll
-        for (int m = 0; m < M; ++m) {
-          const float xv = xs[r][m];
+        for (int j = 0; j < 8; ++j) pa[m][j] = 0.0f;
+      }
 #pragma unroll
-          for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(xv, wf[j], acc[m][j]);
+      for (int h = 0; h < 2; ++h) {
+        const int r = lane_k + (2 * g + h) * kRowLanes;
+        if (r < count) {
+          float wf[8];
+          q8_to_f(wq[2 * g + h], wf);
+#pragma unroll
+          for (int m = 0; m < M; ++m) {
+            const float xv = xs[r][m];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) pa[m][j] = fmaf(xv, wf[j], pa[m][j]);
+          }
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float sv = sc[g][cv * 8 + j];
+#pragma unroll
+        for (int m = 0; m < M; ++m) acc[m][j] = fmaf(pa[m][j], sv, acc[m][j]);
+      }
+    }
+  } else {
+    for (int pass = 0; pass < passes; ++pass) {
+      if (pass > 0) load_pass(pass);
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        const int r = pass * kPass + lane_k + i * kRowLanes;
+        if (r < count) {
+          const T* h = reinterpret_cast<const T*>(&w[i]);
+          float wf[8];
+#pragma unroll
+          for (int j = 0; j < 8; ++j) wf[j] = to_f(h[j]);
+#pragma unroll
+          for (int m = 0; m < M; ++m) {
+            const float xv = xs[r][m];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(xv, wf[j], acc[m][j]);
+          }
         }
       }
     }
@@ -325,25 +415,31 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   if (tid == 0) p.counts[slice] = 0;  // for the next call (which waits for this one's end)
 }
 
-template <typename T>
+// Q8 stops at 4 rows (kSkinnyMaxRowsQ8: 8 rows' sums and group sums do not fit the registers).
+template <typename T, bool Q8 = false>
 void (*kernel_for(int rows))(Params) {
-  if (rows <= 1) return skinny_kernel<T, 1>;
-  if (rows <= 2) return skinny_kernel<T, 2>;
-  if (rows <= 4) return skinny_kernel<T, 4>;
-  return skinny_kernel<T, 8>;
+  if (rows <= 1) return skinny_kernel<T, 1, Q8>;
+  if (rows <= 2) return skinny_kernel<T, 2, Q8>;
+  if constexpr (Q8) {
+    return skinny_kernel<T, 4, true>;
+  } else {
+    if (rows <= 4) return skinny_kernel<T, 4, false>;
+    return skinny_kernel<T, 8, false>;
+  }
 }
 
 // CTAs of the kernel for `rows` that fit on an SM of the current device at once (the f16 and bf16
 // kernels use the same resources), asked of the runtime once per device and kernel.
-int ctas_per_sm(int rows) {
+int ctas_per_sm(int rows, bool q8) {
   constexpr int kDevices = 64;
-  static std::atomic<int> cached[kDevices][4];
-  const int slot = rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3;
+  static std::atomic<int> cached[kDevices][8];
+  const int slot = (rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3) + (q8 ? 4 : 0);
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) device = kDevices;
   int n = device < kDevices ? cached[device][slot].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_for<__half>(rows), kThreads, 0) !=
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &n, q8 ? kernel_for<__half, true>(rows) : kernel_for<__half>(rows), kThreads, 0) !=
             cudaSuccess ||
         n < 1) {
       n = 1;
@@ -375,15 +471,67 @@ Use skinny_use() {
   return use;
 }
 
+// W_out = q * scale, 8 elements a thread-step (N a multiple of 8: a vector never leaves its row).
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    dequant_q8_kernel(const std::int8_t* q, const float* scales, int K, int N, T* out) {
+  const std::int64_t vecs = static_cast<std::int64_t>(K) * N / 8;
+  for (std::int64_t v = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x; v < vecs;
+       v += static_cast<std::int64_t>(gridDim.x) * kThreads) {
+    const std::int64_t e = v * 8;
+    const int k = static_cast<int>(e / N), n = static_cast<int>(e % N);
+    float f[8];
+    q8_to_f(*reinterpret_cast<const uint2*>(q + e), f);
+    const float4* s =
+        reinterpret_cast<const float4*>(scales + static_cast<std::int64_t>(k / kGroup) * N + n);
+    const float4 s0 = s[0], s1 = s[1];
+    const float sv[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+    uint4 o;
+    T* h = reinterpret_cast<T*>(&o);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) h[j] = from_f<T>(f[j] * sv[j]);
+    *reinterpret_cast<uint4*>(out + e) = o;
+  }
+}
+
 }  // namespace
 
+void dequant_q8(DType dt, const void* Wq, int K, int N, void* W_out, void* stream) {
+  if (K < 1 || K % kGroup != 0 || N < 8 || N % 8 != 0) {
+    throw Error(ErrorCode::invalid_argument,
+                "gpuattn engine: int8 weights of " + std::to_string(K) + " x " + std::to_string(N) +
+                    ": K must be a multiple of " + std::to_string(kGroup) + " and N of 8");
+  }
+  const auto* q = static_cast<const std::int8_t*>(Wq);
+  const auto* scales =
+      reinterpret_cast<const float*>(static_cast<const char*>(Wq) + q8_scales_offset(K, N));
+  const std::int64_t vecs = static_cast<std::int64_t>(K) * N / 8;
+  const int blocks =
+      static_cast<int>(std::min<std::int64_t>((vecs + kThreads - 1) / kThreads, 4096));
+  const auto st = static_cast<cudaStream_t>(stream);
+  if (dt == DType::bf16) {
+    dequant_q8_kernel<<<blocks, kThreads, 0, st>>>(q, scales, K, N,
+                                                   static_cast<__nv_bfloat16*>(W_out));
+  } else {
+    dequant_q8_kernel<<<blocks, kThreads, 0, st>>>(q, scales, K, N, static_cast<__half*>(W_out));
+  }
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    throw Error(
+        ErrorCode::cuda_error,
+        std::string("gpuattn engine: int8 dequantization launch failed: ") + cudaGetErrorString(e));
+  }
+}
+
 SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratch& s,
-                       bool engine_policy) {
+                       bool engine_policy, bool q8) {
   SkinnyPlan plan;
+  if (q8 && (K % kGroup != 0 || N % 8 != 0 || rows > kSkinnyMaxRowsQ8)) return plan;
   if (engine_policy) {
     const Use use = skinny_use();
     if (use == Use::never) return plan;
-    if (use == Use::policy &&
+    // int8 W: the kernel at every row count it takes (the alternative dequantizes W first).
+    if (use == Use::policy && !q8 &&
         (rows != 1 || static_cast<std::int64_t>(K) * N > kSkinnyPolicyMaxElements)) {
       return plan;
     }
@@ -398,14 +546,15 @@ SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratc
   // As many CTAs as fit at once (one wave: 4 an SM at one row, 2 at 8), each taking a chunk of
   // whole row-lane multiples in passes of kPass rows; up to kMaxCluster splits a slice reduce in a
   // cluster (sm_90+), more (K beyond kMaxCluster full chunks) through the global workspace.
-  const int max_chunk = kPass * (rows <= 4 ? max_passes<4>() : max_passes<8>());
+  const int max_chunk = q8 ? kPassQ8 : kPass * (rows <= 4 ? max_passes<4>() : max_passes<8>());
   const int min_splits = (K + max_chunk - 1) / max_chunk;
-  const int target = s.sm_count * ctas_per_sm(rows);
+  const int target = s.sm_count * ctas_per_sm(rows, q8);
   const bool clusters = kernel_has_clusters(rows);
   int want = std::max(min_splits, std::max(1, target / slices));
   if (clusters) want = std::min(want, std::max(min_splits, kMaxCluster));
   int chunk = (K + want - 1) / want;
-  chunk = std::min(max_chunk, (chunk + kRowLanes - 1) / kRowLanes * kRowLanes);
+  const int align = q8 ? kGroup : kRowLanes;  // int8: whole groups a chunk
+  chunk = std::min(max_chunk, (chunk + align - 1) / align * align);
   const int splits = (K + chunk - 1) / chunk;
   const bool cluster = clusters && splits > 1 && splits <= kMaxCluster;
   if (splits > 1 && !cluster && static_cast<std::size_t>(splits) * rows * N > s.partial_floats) {
@@ -439,15 +588,21 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   p.partials = s.partials;
   p.counts = s.counts;
   p.cluster = plan.cluster;
-  const int max_chunk = kPass * (a.rows <= 4 ? max_passes<4>() : max_passes<8>());
-  if (!plan.ok || a.rows < 1 || a.rows > kSkinnyMaxRows || plan.chunk > max_chunk) {
+  p.scales = a.q8 ? reinterpret_cast<const float*>(static_cast<const char*>(a.W) +
+                                                   q8_scales_offset(a.K, a.N))
+                  : nullptr;
+  const int max_chunk = a.q8 ? kPassQ8 : kPass * (a.rows <= 4 ? max_passes<4>() : max_passes<8>());
+  if (!plan.ok || a.rows < 1 || a.rows > (a.q8 ? kSkinnyMaxRowsQ8 : kSkinnyMaxRows) ||
+      plan.chunk > max_chunk || (a.q8 && (plan.chunk % kGroup != 0 || a.K % kGroup != 0))) {
     throw Error(ErrorCode::invalid_argument,
                 "gpuattn engine: skinny linear of " + std::to_string(a.rows) +
                     " rows launched with a plan it does not fit (chunk " +
                     std::to_string(plan.chunk) + ", at most " + std::to_string(max_chunk) + ")");
   }
   void (*kernel)(Params) =
-      dt == DType::bf16 ? kernel_for<__nv_bfloat16>(a.rows) : kernel_for<__half>(a.rows);
+      a.q8 ? (dt == DType::bf16 ? kernel_for<__nv_bfloat16, true>(a.rows)
+                                : kernel_for<__half, true>(a.rows))
+           : (dt == DType::bf16 ? kernel_for<__nv_bfloat16>(a.rows) : kernel_for<__half>(a.rows));
   cudaLaunchAttribute attr[2];
   unsigned n_attr = 0;
   if (plan.cluster) {
