@@ -124,16 +124,23 @@ class CudaOps final : public ModelOps {
     std::vector<unsigned char> block(q8_bytes(K, N), 0);
     quantize_q8(W, K, N, reinterpret_cast<std::int8_t*>(block.data()),
                 reinterpret_cast<float*>(block.data() + q8_scales_offset(K, N)));
-    void* p = alloc(block.size());
-    check(cudaMemcpy(p, block.data(), block.size(), cudaMemcpyHostToDevice), "weights upload");
     const std::size_t need = static_cast<std::size_t>(K) * static_cast<std::size_t>(N) * 2;
-    if (need > dequant_bytes_) {
+    if (need > dequant_bytes_) {  // first, so that a failed allocation leaks nothing
       check(cudaStreamSynchronize(s()), "cudaStreamSynchronize");
       cudaFree(dequant_);
       dequant_ = nullptr;
       dequant_bytes_ = 0;
       dequant_ = alloc(need);
       dequant_bytes_ = need;
+    }
+    void* p = alloc(block.size());
+    // On the engine's stream, then waited for: the block is pageable and goes when this returns.
+    const cudaError_t e =
+        cudaMemcpyAsync(p, block.data(), block.size(), cudaMemcpyHostToDevice, s());
+    const cudaError_t e2 = e == cudaSuccess ? cudaStreamSynchronize(s()) : e;
+    if (e2 != cudaSuccess) {
+      cudaFree(p);
+      check(e2, "weights upload");
     }
     return p;
   }

@@ -497,10 +497,13 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void dequant_q8(DType dt, const void* Wq, int K, int N, void* W_out, void* stream) {
-  if (K < 1 || K % kGroup != 0 || N < 8 || N % 8 != 0) {
+  if (K < 1 || K % kGroup != 0 || N < 8 || N % 8 != 0 ||
+      reinterpret_cast<std::uintptr_t>(Wq) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(W_out) % 16 != 0) {
     throw Error(ErrorCode::invalid_argument,
                 "gpuattn engine: int8 weights of " + std::to_string(K) + " x " + std::to_string(N) +
-                    ": K must be a multiple of " + std::to_string(kGroup) + " and N of 8");
+                    ": K must be a multiple of " + std::to_string(kGroup) +
+                    ", N of 8, and both blocks on 16 bytes");
   }
   const auto* q = static_cast<const std::int8_t*>(Wq);
   const auto* scales =
