@@ -148,7 +148,7 @@ class CudaOps final : public ModelOps {
                  int rows, int K, int N, bool gelu) override {
     cuda::SkinnyArgs a = skinny_args(x, Wq, bias, residual, out, rows, K, N, gelu);
     a.q8 = true;
-    if (!try_skinny(a)) {
+    if (!try_skinny_q8(a)) {
       gemm_->linear(x, dequantized(Wq, K, N), bias, residual, out, rows, K, N, gelu);
     }
   }
@@ -160,7 +160,7 @@ class CudaOps final : public ModelOps {
     a.ln_b = ln_b;
     a.eps = eps;
     a.q8 = true;
-    if (!try_skinny(a)) {
+    if (!try_skinny_q8(a)) {
       layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
       gemm_->linear(ln, dequantized(Wq, K, N), bias, nullptr, out, rows, K, N, gelu);
     }
@@ -238,6 +238,31 @@ class CudaOps final : public ModelOps {
     const cuda::SkinnyPlan plan = cuda::skinny_plan(a.rows, a.K, a.N, a.W, skinny_, true, a.q8);
     if (!plan.ok) return false;
     cuda::skinny_linear(dtype_, plan, a, skinny_, stream_);
+    return true;
+  }
+
+  // An int8 linear through the kernel: up to kSkinnyMaxRowsQ8 rows in one launch, up to twice
+  // that in two (rows 0-3, then the rest; the second reads W again, from L2 where it fits), which
+  // reads 2 bytes a weight against the dequantized path's 5 (int8 in, 16 bits out and back).
+  bool try_skinny_q8(const cuda::SkinnyArgs& a) {
+    constexpr int kMax = cuda::kSkinnyMaxRowsQ8;
+    if (a.rows <= kMax) return try_skinny(a);
+    if (a.rows > 2 * kMax) return false;
+    cuda::SkinnyArgs lo = a, hi = a;
+    lo.rows = kMax;
+    hi.rows = a.rows - kMax;
+    const std::size_t es = element_size(dtype_);
+    hi.x = static_cast<const char*>(a.x) + static_cast<std::size_t>(kMax) * a.K * es;
+    hi.out = static_cast<char*>(a.out) + static_cast<std::size_t>(kMax) * a.N * es;
+    if (a.residual != nullptr) {
+      hi.residual =
+          static_cast<const char*>(a.residual) + static_cast<std::size_t>(kMax) * a.N * es;
+    }
+    const cuda::SkinnyPlan p_lo = cuda::skinny_plan(lo.rows, a.K, a.N, a.W, skinny_, true, true);
+    const cuda::SkinnyPlan p_hi = cuda::skinny_plan(hi.rows, a.K, a.N, a.W, skinny_, true, true);
+    if (!p_lo.ok || !p_hi.ok) return false;
+    cuda::skinny_linear(dtype_, p_lo, lo, skinny_, stream_);
+    cuda::skinny_linear(dtype_, p_hi, hi, skinny_, stream_);
     return true;
   }
 
