@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 
 #include "common/expect_error.h"
 #include "engine/cuda/skinny.h"
@@ -518,8 +519,9 @@ TEST(Gpt2EngineCuda, SkinnyLinearsMatchTheFp64Reference) {
 // Calls chained on the stream with no host sync between them, each reading the one before's
 // output: under programmatic dependent launch a kernel starts while the one ahead still runs, and
 // must not read its x (or touch the split-K counts and partials) before it ends. Four layers of
-// c_fc-shaped then c_proj-shaped linears at one and at five rows, the layernorm fused into every
-// second call; against fp64 with each output rounded to 16 bits as the kernel stores it.
+// c_fc-shaped then c_proj-shaped linears, dense at one and five rows and int8 at one and four, the
+// layernorm fused into every second call; against fp64 with each output rounded to 16 bits as the
+// kernel stores it.
 TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
   SKIP_WITHOUT_GPU();
   engine::cuda::SkinnyScratch scratch;
@@ -527,8 +529,11 @@ TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
   const DType dt = DType::f16;
   auto ops = engine::make_cuda_ops(dt, 0);
   constexpr int C = 768, F = 3072, kLayers = 4;
-  for (const int rows : {1, 5}) {
-    std::mt19937_64 rng(77 + rows);
+  // Dense W at 1 and 5 rows; int8 W (the kernel's Q8 form, its scales staged after the wait) at 1
+  // and 4.
+  for (const auto [rows, q8] :
+       {std::pair{1, false}, std::pair{5, false}, std::pair{1, true}, std::pair{4, true}}) {
+    std::mt19937_64 rng(77 + rows + (q8 ? 100 : 0));
     std::normal_distribution<float> nd(0.0f, 1.0f);
     const auto fill = [&](std::size_t n, float scale, float shift) {
       std::vector<float> v(n);
@@ -546,8 +551,31 @@ TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
       lws.push_back(fill(C, 0.1f, 1.0f));
       lbs.push_back(fill(C, 0.1f, 0.0f));
     }
+    // What the int8 kernel multiplies by: each W quantized and dequantized (fp32), for the
+    // reference; the kernel's block comes from the unquantized W, as the engine uploads it.
+    std::vector<std::vector<float>> Wref = Ws;
+    if (q8) {
+      for (std::size_t i = 0; i < Wref.size(); ++i) {
+        const int K = i % 2 == 0 ? C : F, N = i % 2 == 0 ? F : C;
+        std::vector<std::int8_t> q(Wref[i].size());
+        std::vector<float> sc(static_cast<std::size_t>(K / kGpt2Q8Group) * N);
+        engine::quantize_q8(Ws[i].data(), K, N, q.data(), sc.data());
+        for (int k = 0; k < K; ++k) {
+          for (int n = 0; n < N; ++n) {
+            Wref[i][static_cast<std::size_t>(k) * N + n] =
+                static_cast<float>(q[static_cast<std::size_t>(k) * N + n]) *
+                sc[static_cast<std::size_t>(k / kGpt2Q8Group) * N + n];
+          }
+        }
+      }
+    }
     const auto up = [&](const std::vector<float>& v) {
       dev.push_back(ops->upload_weights(v.data(), v.size()));
+      return dev.back();
+    };
+    const auto up_w = [&](const std::vector<float>& v, int K, int N) {
+      dev.push_back(q8 ? ops->upload_q8_weights(v.data(), K, N)
+                       : ops->upload_weights(v.data(), v.size()));
       return dev.back();
     };
     void* dx = up(x);
@@ -558,7 +586,8 @@ TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
     for (int l = 0; l < kLayers; ++l) {
       engine::cuda::SkinnyArgs a;
       a.x = dx;
-      a.W = up(Ws[2 * l]);
+      a.W = up_w(Ws[2 * l], C, F);
+      a.q8 = q8;
       a.bias = up(bs[2 * l]);
       if (l % 2 == 1) {
         a.ln_w = up(lws[l]);
@@ -572,7 +601,8 @@ TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
       a.gelu = true;
       engine::cuda::SkinnyArgs b;
       b.x = dh;
-      b.W = up(Ws[2 * l + 1]);
+      b.W = up_w(Ws[2 * l + 1], F, C);
+      b.q8 = q8;
       b.bias = up(bs[2 * l + 1]);
       b.residual = dx;
       b.out = dx;
@@ -586,7 +616,7 @@ TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the uploads; the 8 kernels run back to back
     for (const engine::cuda::SkinnyArgs& c : calls) {
       const engine::cuda::SkinnyPlan plan =
-          engine::cuda::skinny_plan(rows, c.K, c.N, c.W, scratch, false);
+          engine::cuda::skinny_plan(rows, c.K, c.N, c.W, scratch, false, q8);
       ASSERT_TRUE(plan.ok);
       engine::cuda::skinny_linear(dt, plan, c, scratch, ops->stream());
     }
@@ -610,7 +640,7 @@ TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
         }
         for (int n = 0; n < F; ++n) {
           double v = bs[2 * l][n];
-          for (int k = 0; k < C; ++k) v += in[k] * Ws[2 * l][static_cast<std::size_t>(k) * F + n];
+          for (int k = 0; k < C; ++k) v += in[k] * Wref[2 * l][static_cast<std::size_t>(k) * F + n];
           v = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
           h[static_cast<std::size_t>(r) * F + n] = round16(dt, static_cast<float>(v));
         }
@@ -618,7 +648,7 @@ TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
           double v = bs[2 * l + 1][n] + xr[static_cast<std::size_t>(r) * C + n];
           for (int k = 0; k < F; ++k) {
             v += h[static_cast<std::size_t>(r) * F + k] *
-                 Ws[2 * l + 1][static_cast<std::size_t>(k) * C + n];
+                 Wref[2 * l + 1][static_cast<std::size_t>(k) * C + n];
           }
           xr[static_cast<std::size_t>(r) * C + n] = round16(dt, static_cast<float>(v));
         }
@@ -633,7 +663,8 @@ TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
     }
     // A kernel reading its x early sees the previous layer's values (or the poison of a half-done
     // store): errors of the size of the data. Rounding alone, over 8 calls: a few units of f16.
-    EXPECT_LT(worst, 2e-2 * scale) << "rows " << rows << ": worst " << worst << " of " << scale;
+    EXPECT_LT(worst, 2e-2 * scale)
+        << (q8 ? "int8 " : "") << "rows " << rows << ": worst " << worst << " of " << scale;
     for (void* p : dev) ops->free(p);
   }
   free_skinny_scratch(scratch);
