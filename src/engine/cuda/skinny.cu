@@ -449,6 +449,41 @@ int ctas_per_sm(int rows, bool q8) {
   return n;
 }
 
+// Clusters of `size` CTAs (the splits of a slice, 2..kMaxCluster) of the kernel for `rows` that
+// fit on the current device at once, asked of the runtime once per device, kernel and size. A
+// cluster lives in one GPC, so this is below ctas_per_sm * SMs / size: on an H200 (132 SMs) 75
+// clusters of 7 or 100 of 5 at 4 CTAs an SM do not fit, and the ones left over ran as a second
+// wave (s35: 1.5B's int8 c_attn and c_fc at 15-16 us).
+int max_clusters(int rows, bool q8, int size) {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cached[kDevices][8][kMaxCluster + 1];
+  const int slot = (rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3) + (q8 ? 4 : 0);
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) device = kDevices;
+  int n = device < kDevices ? cached[device][slot][size].load(std::memory_order_relaxed) : 0;
+  if (n == 0) {
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 1;
+    attr.val.clusterDim.y = static_cast<unsigned>(size);
+    attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(1, static_cast<unsigned>(size));
+    cfg.blockDim = dim3(kThreads);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    if (cudaOccupancyMaxActiveClusters(
+            &n, q8 ? kernel_for<__half, true>(rows) : kernel_for<__half>(rows), &cfg) !=
+            cudaSuccess ||
+        n < 1) {
+      (void)cudaGetLastError();
+      n = -1;  // none: the workspace instead
+    }
+    if (device < kDevices) cached[device][slot][size].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
 // Whether the kernel for `rows` as it runs on the current device was compiled for sm_90+ (its PTX
 // version; cached per device and kernel): only that code has the cluster instructions. A build for
 // 80;90a runs the compute_80 code on GPUs past sm_90, which traps in a cluster helper.
@@ -553,13 +588,31 @@ SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratc
   const int min_splits = (K + max_chunk - 1) / max_chunk;
   const int target = s.sm_count * ctas_per_sm(rows, q8);
   const bool clusters = kernel_has_clusters(rows);
-  int want = std::max(min_splits, std::max(1, target / slices));
-  if (clusters) want = std::min(want, std::max(min_splits, kMaxCluster));
-  int chunk = (K + want - 1) / want;
   const int align = q8 ? kGroup : kRowLanes;  // int8: whole groups a chunk
-  chunk = std::min(max_chunk, (chunk + align - 1) / align * align);
-  const int splits = (K + chunk - 1) / chunk;
-  const bool cluster = clusters && splits > 1 && splits <= kMaxCluster;
+  const auto chunk_for = [&](int want) {
+    const int c = (K + want - 1) / want;
+    return std::min(max_chunk, (c + align - 1) / align * align);
+  };
+  int want = std::max(min_splits, std::max(1, target / slices));
+  // With clusters the splits stay within a cluster where the chunks allow (as in s34's
+  // measurements); beyond, as few as the chunk size allows.
+  if (clusters) want = std::min(want, std::max(min_splits, kMaxCluster));
+  int chunk = chunk_for(want);
+  int splits = (K + chunk - 1) / chunk;
+  bool cluster = false;
+  if (clusters && splits > 1) {
+    // The most splits, up to kMaxCluster, whose clusters all fit at once (one wave); none: the
+    // workspace with the splits above.
+    for (int w = std::min(want, kMaxCluster); w >= min_splits && w > 1; --w) {
+      const int c = chunk_for(w), sp = (K + c - 1) / c;
+      if (sp > 1 && sp <= kMaxCluster && slices <= max_clusters(rows, q8, sp)) {
+        chunk = c;
+        splits = sp;
+        cluster = true;
+        break;
+      }
+    }
+  }
   if (splits > 1 && !cluster && static_cast<std::size_t>(splits) * rows * N > s.partial_floats) {
     return plan;
   }
