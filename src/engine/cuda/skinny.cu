@@ -7,9 +7,11 @@
 //
 // Work: a CTA takes 64 columns (8 threads x 8 columns, one 16-byte load each a row) and a chunk
 // of W's rows in passes of 256 (32 row lanes x 8 loads a thread, all in flight at once; up to 4
-// passes at 1-4 rows, 2 at 5-8, so the grid stays within one wave). Chunks of the same columns are
-// split-K partners. Up to 8 of them run as one thread-block cluster (sm_90+) and rank 0 adds the
-// others' fp32 partial sums from their shared memory, in rank order. More (or no clusters) meet in
+// passes at 1-4 rows, 2 at 5-8, so the grid stays within one wave); int8 W is read in 128-column
+// slices (kColsQ8). Chunks of the same columns are split-K partners. Up to 8 of them run as one
+// thread-block cluster (sm_90+), sized so that every cluster of the grid fits at once, and rank 0
+// adds the others' fp32 partial sums from their shared memory, in rank order. More (or no
+// clusters, or none that fit) meet in
 // a workspace, where the last CTA of the column slice to finish (an atomic count) adds them in
 // split order and resets the count for the next call. Both orders are fixed: deterministic.
 //
@@ -59,13 +61,19 @@ template <int M>
 __host__ __device__ constexpr int max_passes() {
   return M <= 4 ? 4 : 2;
 }
-// Weight-only int8 W (Q8, LinearWeights::int8): 16 vectors of 8 bytes a thread, so a pass is 512
-// rows (8 groups of kGpt2Q8Group), and one pass a CTA (chunks of at most 512 rows).
+// Weight-only int8 W (Q8, LinearWeights::int8): 128 columns a CTA (16 threads a 128-byte row
+// segment, 16 row lanes) and 16 vectors of 8 bytes a thread, so a pass is 256 rows (4 groups of
+// kGpt2Q8Group), and one pass a CTA (chunks of at most 256 rows). tools/gemv_probe.cu (s35 call 3,
+// H200): on 1.5B's linears this pattern read in 4.3-6.5 us, 64 columns (64-byte segments, 512-row
+// passes) in 4.7-7.2, 16-byte loads (16 columns a thread) in 4.4-10.2.
+constexpr int kColsQ8 = 128;
+constexpr int kRowLanesQ8 = kThreads / (kColsQ8 / 8);
 constexpr int kLoadsQ8 = 16;
-constexpr int kPassQ8 = kRowLanes * kLoadsQ8;
+constexpr int kPassQ8 = kRowLanesQ8 * kLoadsQ8;
 constexpr int kGroup = kGpt2Q8Group;
 constexpr int kGroupsQ8 = kPassQ8 / kGroup;
-static_assert(kGroup == 2 * kRowLanes, "loads 2g and 2g + 1 of a thread are group g's rows");
+constexpr int kLoadsGroupQ8 = kGroup / kRowLanesQ8;  // loads kLoadsGroupQ8 * g.. are group g's rows
+static_assert(kGroup % kRowLanesQ8 == 0 && kPassQ8 == kThreads, "whole groups a thread, one pass");
 
 // 8 int8 weights (two 32-bit words) to float: each byte, biased by 128, into a float's low
 // mantissa bits (2^23 + b) and the bias taken off, exactly; PRMT and FADD, no I2F.
@@ -134,21 +142,24 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   // xs rows a thread fills (tid + f * kThreads), and the rows of W a pass covers.
   constexpr int kPasses = Q8 ? kPassQ8 / kThreads : max_passes<M>();
   constexpr int kRowsPass = Q8 ? kPassQ8 : kPass;
-  __shared__ float xs[kPasses * kPass][M];         // this chunk of x (normed), fp32, rows of M
-  __shared__ float sc[Q8 ? kGroupsQ8 : 1][kCols];  // Q8: the chunk's scales of this slice
-  __shared__ float red[kWarps][M][kCols];
-  __shared__ float part[M][kCols];  // this CTA's partial sums, read by its cluster's rank 0
+  constexpr int kC = Q8 ? kColsQ8 : kCols;      // columns a CTA
+  constexpr int kSeg = kC / 8;                  // threads a row segment (one vector each)
+  constexpr int kLanes = kThreads / kSeg;       // row lanes
+  __shared__ float xs[kPasses * kPass][M];      // this chunk of x (normed), fp32, rows of M
+  __shared__ float sc[Q8 ? kGroupsQ8 : 1][kC];  // Q8: the chunk's scales of this slice
+  __shared__ float red[kWarps][M][kC];
+  __shared__ float part[M][kC];  // this CTA's partial sums, read by its cluster's rank 0
   __shared__ float scratch[kWarps][M];
   __shared__ int last_s;
 
   const int tid = threadIdx.x;
-  const int cv = tid % 8, lane_k = tid / 8;
+  const int cv = tid % kSeg, lane_k = tid / kSeg;
   const int slice = blockIdx.x, split = blockIdx.y;
   const int k0 = split * p.chunk;
   const int count = min(p.K, k0 + p.chunk) - k0;  // >= 1
   const int passes = (count + kRowsPass - 1) / kRowsPass;
   // This thread's 8 columns; past N (the last slice) it loads the last vector and drops it.
-  const int col = min(slice * kCols + cv * 8, p.N - 8);
+  const int col = min(slice * kC + cv * 8, p.N - 8);
   const T* W = static_cast<const T*>(p.W);
   uint4 w[kLoads];
   uint2 wq[kLoadsQ8];
@@ -157,13 +168,13 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
       const auto* Wq = static_cast<const std::int8_t*>(p.W);
 #pragma unroll
       for (int i = 0; i < kLoadsQ8; ++i) {
-        const int k = k0 + min(pass * kPassQ8 + lane_k + i * kRowLanes, count - 1);
+        const int k = k0 + min(pass * kPassQ8 + lane_k + i * kLanes, count - 1);
         wq[i] = ptx::ld_nc_v2(Wq + static_cast<std::int64_t>(k) * p.N + col);
       }
     } else {
 #pragma unroll
       for (int i = 0; i < kLoads; ++i) {
-        const int k = k0 + min(pass * kPass + lane_k + i * kRowLanes, count - 1);
+        const int k = k0 + min(pass * kPass + lane_k + i * kLanes, count - 1);
         w[i] = ptx::ld_nc_v4(W + static_cast<std::int64_t>(k) * p.N + col);
       }
     }
@@ -172,12 +183,12 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   // What no kernel writes first: the first pass's weight vectors and the layernorm weights of this
   // thread's chunk rows. Volatile asm keeps them ahead of the wait (a plain __ldg was moved below).
   load_pass(0);
-  // Q8: the chunk's scales for this slice (one pass: kGroupsQ8 groups x kCols), 4 a thread of the
-  // first 128; staged in shared memory after the wait.
+  // Q8: the chunk's scales for this slice (one pass: kGroupsQ8 groups x kColsQ8), 4 a thread of
+  // the first 128; staged in shared memory after the wait.
   float4 scv = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  const int sg = tid / (kCols / 4), sc4 = tid % (kCols / 4) * 4;
+  const int sg = tid / (kC / 4), sc4 = tid % (kC / 4) * 4;
   if constexpr (Q8) {
-    const int kg = k0 / kGroup + sg, n = slice * kCols + sc4;
+    const int kg = k0 / kGroup + sg, n = slice * kC + sc4;
     if (sg < kGroupsQ8 && kg < p.K / kGroup && n < p.N) {
       const uint4 v = ptx::ld_nc_v4(p.scales + static_cast<std::int64_t>(kg) * p.N + n);
       scv = make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z),
@@ -280,7 +291,8 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
     for (int j = 0; j < 8; ++j) acc[m][j] = 0.0f;
   }
   if constexpr (Q8) {
-    // One pass (passes == 1): group g's rows are loads 2g and 2g + 1; their sums are scaled once.
+    // One pass (passes == 1): group g's rows are loads kLoadsGroupQ8 * g..; their sums are scaled
+    // once.
 #pragma unroll
     for (int g = 0; g < kGroupsQ8; ++g) {
       float pa[M][8];
@@ -290,11 +302,11 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
         for (int j = 0; j < 8; ++j) pa[m][j] = 0.0f;
       }
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = lane_k + (2 * g + h) * kRowLanes;
+      for (int h = 0; h < kLoadsGroupQ8; ++h) {
+        const int r = lane_k + (kLoadsGroupQ8 * g + h) * kLanes;
         if (r < count) {
           float wf[8];
-          q8_to_f(wq[2 * g + h], wf);
+          q8_to_f(wq[kLoadsGroupQ8 * g + h], wf);
 #pragma unroll
           for (int m = 0; m < M; ++m) {
             const float xv = xs[r][m];
@@ -315,7 +327,7 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
       if (pass > 0) load_pass(pass);
 #pragma unroll
       for (int i = 0; i < kLoads; ++i) {
-        const int r = pass * kPass + lane_k + i * kRowLanes;
+        const int r = pass * kPass + lane_k + i * kLanes;
         if (r < count) {
           const T* h = reinterpret_cast<const T*>(&w[i]);
           float wf[8];
@@ -336,11 +348,11 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   for (int m = 0; m < M; ++m) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], 8);
-      acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], 16);
+#pragma unroll
+      for (int o = kSeg; o < 32; o <<= 1) acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], o);
     }
   }
-  if (tid % 32 < 8) {
+  if (tid % 32 < kSeg) {
 #pragma unroll
     for (int m = 0; m < M; ++m) {
 #pragma unroll
@@ -359,9 +371,9 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
     if (residual != nullptr) v += to_f(residual[o]);
     out[o] = from_f<T>(v);
   };
-  const int n_base = slice * kCols;
-  for (int e = tid; e < p.rows * kCols; e += kThreads) {
-    const int m = e / kCols, c = e % kCols, n = n_base + c;
+  const int n_base = slice * kC;
+  for (int e = tid; e < p.rows * kC; e += kThreads) {
+    const int m = e / kC, c = e % kC, n = n_base + c;
     float v = 0.0f;
 #pragma unroll
     for (int wi = 0; wi < kWarps; ++wi) v += red[wi][m][c];
@@ -380,8 +392,8 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
     // from their shared memory, in rank order (deterministic); nobody leaves before it has read.
     ptx::cluster_sync();
     if (ptx::cluster_ctarank() == 0) {
-      for (int e = tid; e < p.rows * kCols; e += kThreads) {
-        const int m = e / kCols, c = e % kCols, n = n_base + c;
+      for (int e = tid; e < p.rows * kC; e += kThreads) {
+        const int m = e / kC, c = e % kC, n = n_base + c;
         if (n >= p.N) continue;
         float v = 0.0f;
         for (int r = 0; r < p.splits; ++r) v += ptx::ld_shared_cluster_f32(&part[m][c], r);
@@ -398,8 +410,8 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   __syncthreads();
   if (!last_s) return;
   __threadfence();
-  for (int e = tid; e < p.rows * kCols; e += kThreads) {
-    const int m = e / kCols, c = e % kCols, n = n_base + c;
+  for (int e = tid; e < p.rows * kC; e += kThreads) {
+    const int m = e / kC, c = e % kC, n = n_base + c;
     if (n >= p.N) continue;
     const float* src = p.partials + static_cast<std::int64_t>(m) * p.N + n;
     const std::int64_t step = static_cast<std::int64_t>(p.rows) * p.N;
@@ -579,7 +591,8 @@ SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratc
       s.counts == nullptr) {
     return plan;
   }
-  const int slices = (N + kCols - 1) / kCols;
+  const int cols = q8 ? kColsQ8 : kCols;
+  const int slices = (N + cols - 1) / cols;
   if (slices > s.count_slots) return plan;
   // As many CTAs as fit at once (one wave: 4 an SM at one row, 2 at 8), each taking a chunk of
   // whole row-lane multiples in passes of kPass rows; up to kMaxCluster splits a slice reduce in a
