@@ -8,6 +8,10 @@
 //          256 / (C/8) rows a load, 8 loads in flight), the engine's skinny kernel's pattern at
 //          C=64
 //   t      W^T [N, K]: a warp takes one output column and reads its K weights, contiguous
+//   q<C> v<V> l<L>  weight-only int8 W [K, N] with a scale a 64 rows and column (the engine's
+//          LinearWeights::int8): a CTA takes C columns and one pass of rows, V-byte loads, L in
+//          flight a thread; s35 added these to find the layout the int8 kernel should read
+// Usage: gpuattn_gemv_probe [launches a graph, 160] [q8: the int8 variants only].
 // Built as gpuattn_gemv_probe (tools/CMakeLists.txt). Session 34 ran it as bench/gemv_patterns.cu,
 // built with nvcc -O3 -arch=sm_90a -std=c++17; its output: bench/results/2026-11-29-h200-s34/.
 #include <cuda_fp16.h>
@@ -152,6 +156,108 @@ __global__ void __launch_bounds__(kThreads)
   if (lane == 0) partials[static_cast<std::int64_t>(split) * N + n] = s;
 }
 
+__device__ __forceinline__ uint2 ld_nc8(const void* p) {
+  uint2 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];"
+               : "=r"(v.x), "=r"(v.y)
+               : "l"(p));
+  return v;
+}
+
+// 4 int8 weights (a 32-bit word) to floats, exactly: each byte, biased by 128, into a float's low
+// mantissa bits (2^23 + b), the bias taken off.
+__device__ __forceinline__ void q8x4_to_f(std::uint32_t w, float* f) {
+  w ^= 0x80808080u;
+#pragma unroll
+  for (int b = 0; b < 4; ++b) {
+    f[b] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7440u + b)) - 8388736.0f;
+  }
+}
+
+// Weight-only int8 W [K, N] with fp32 scales [K / 64, N] (one a 64 rows and column). A CTA takes C
+// columns and one pass of rows: C / V threads a row segment of V bytes (one load), 256 / (C / V)
+// row lanes, L loads in flight a thread; the scales and x of its rows staged in shared memory; a
+// group's products summed, then scaled once. Partials [splits][N].
+template <int C, int V, int L>
+__global__ void __launch_bounds__(kThreads)
+    q8_kernel(const std::int8_t* W, const float* scales, const __half* x, int K, int N,
+              float* partials) {
+  constexpr int kSeg = C / V, kRowLanes = kThreads / kSeg, kChunk = kRowLanes * L;
+  constexpr int kPerGroup = 64 / kRowLanes;  // loads of a thread in one 64-row group
+  static_assert(64 % kRowLanes == 0 && L % kPerGroup == 0, "whole groups a thread");
+  constexpr int kGroups = L / kPerGroup;
+  constexpr int kWords = V / 4;
+  __shared__ float sc[kGroups][C];
+  __shared__ float xs[kChunk];
+  __shared__ float red[kRowLanes][C];
+  const int cv = threadIdx.x % kSeg, lane_k = threadIdx.x / kSeg;
+  const int col = blockIdx.x * C + cv * V;
+  const int k0 = blockIdx.y * kChunk;
+  std::uint32_t w[L][kWords];
+#pragma unroll
+  for (int i = 0; i < L; ++i) {
+    const int k = k0 + lane_k + i * kRowLanes;
+    const std::int8_t* src = W + static_cast<std::int64_t>(k) * N + col;
+    if constexpr (V == 16) {
+      const uint4 v = col < N && k < K ? ld_nc(src) : make_uint4(0, 0, 0, 0);
+      w[i][0] = v.x, w[i][1] = v.y, w[i][2] = v.z, w[i][3] = v.w;
+    } else {
+      const uint2 v = col < N && k < K ? ld_nc8(src) : make_uint2(0, 0);
+      w[i][0] = v.x, w[i][1] = v.y;
+    }
+  }
+  for (int t = threadIdx.x; t < kGroups * C; t += kThreads) {
+    const int g = t / C, n = blockIdx.x * C + t % C, kg = k0 / 64 + g;
+    sc[g][t % C] = kg < K / 64 && n < N ? scales[static_cast<std::int64_t>(kg) * N + n] : 0.0f;
+  }
+  for (int t = threadIdx.x; t < kChunk; t += kThreads) {
+    xs[t] = k0 + t < K ? __half2float(x[k0 + t]) : 0.0f;
+  }
+  __syncthreads();
+  float acc[V] = {};
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    float pa[V] = {};
+#pragma unroll
+    for (int h = 0; h < kPerGroup; ++h) {
+      const int i = g * kPerGroup + h;
+      const float xv = xs[lane_k + i * kRowLanes];
+      float f[V];
+#pragma unroll
+      for (int q = 0; q < kWords; ++q) q8x4_to_f(w[i][q], f + 4 * q);
+#pragma unroll
+      for (int j = 0; j < V; ++j) pa[j] = fmaf(xv, f[j], pa[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j) acc[j] = fmaf(pa[j], sc[g][cv * V + j], acc[j]);
+  }
+#pragma unroll
+  for (int j = 0; j < V; ++j) red[lane_k][cv * V + j] = acc[j];
+  __syncthreads();
+  for (int c = threadIdx.x; c < C; c += kThreads) {
+    float s = 0.0f;
+    for (int r = 0; r < kRowLanes; ++r) s += red[r][c];
+    const int n = blockIdx.x * C + c;
+    if (n < N) partials[static_cast<std::int64_t>(blockIdx.y) * N + n] = s;
+  }
+}
+
+// The int8 variants: C, V, L and the rows a CTA takes (one pass).
+struct Q8Var {
+  int C, V, L;
+  void (*kernel)(const std::int8_t*, const float*, const __half*, int, int, float*);
+  int chunk() const { return kThreads / (C / V) * L; }
+};
+const Q8Var kQ8Vars[] = {
+    {64, 8, 16, q8_kernel<64, 8, 16>},      // the engine's int8 kernel (s34): 64 B a row segment
+    {128, 8, 16, q8_kernel<128, 8, 16>},    // 128 B segments of 8-byte loads
+    {64, 16, 8, q8_kernel<64, 16, 8>},      // 16-byte loads, 4 threads a 64 B segment
+    {128, 16, 8, q8_kernel<128, 16, 8>},    // 16-byte loads, 128 B segments
+    {128, 16, 16, q8_kernel<128, 16, 16>},  // the same, twice the loads in flight
+    {256, 16, 8, q8_kernel<256, 16, 8>},    // 256 B segments
+    {256, 16, 16, q8_kernel<256, 16, 16>},
+};
+
 struct Shape {
   const char* name;
   int K, N;
@@ -161,6 +267,7 @@ struct Shape {
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 160;
+  const bool q8_only = argc > 2 && std::string(argv[2]) == "q8";  // only the int8 variants
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
@@ -226,6 +333,7 @@ int main(int argc, char** argv) {
       vars.push_back({"t k/" + std::to_string(splits), 2, 0, chunk});
     }
     for (const Var& v : vars) {
+      if (q8_only) break;
       int splits = 0;
       auto launch = [&](int c) {
         if (v.kind == 0) {
@@ -292,6 +400,87 @@ int main(int argc, char** argv) {
     }
     CK(cudaFree(dw));
     CK(cudaFree(dwt));
+
+    // Weight-only int8: random q in [-127, 127] and scales in [1, 2) / 127; the reference sums x q
+    // s.
+    const std::int64_t qbytes = elems, sbytes = elems / 64 * 4;
+    const int qcopies = static_cast<int>(std::max<std::int64_t>(
+        2, 8 * static_cast<std::int64_t>(prop.l2CacheSize) / (qbytes + sbytes)));
+    std::vector<std::int8_t> hq(elems);
+    std::vector<float> hs(elems / 64);
+    std::uniform_int_distribution<int> uq(-127, 127);
+    for (auto& v : hq) v = static_cast<std::int8_t>(uq(rng));
+    for (auto& v : hs) v = (1.5f + 0.5f * u(rng)) / 127.0f;
+    std::vector<double> qref(sh.N, 0.0);
+    for (int k = 0; k < sh.K; ++k)
+      for (int n = 0; n < sh.N; ++n)
+        qref[n] += static_cast<double>(__half2float(hx[k])) *
+                   hq[static_cast<std::int64_t>(k) * sh.N + n] *
+                   hs[static_cast<std::int64_t>(k / 64) * sh.N + n];
+    std::int8_t* dq;
+    float* ds;
+    CK(cudaMalloc(&dq, qbytes * qcopies));
+    CK(cudaMalloc(&ds, sbytes * qcopies));
+    for (int c = 0; c < qcopies; ++c) {
+      CK(cudaMemcpy(dq + c * qbytes, hq.data(), qbytes, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(ds + c * (sbytes / 4), hs.data(), sbytes, cudaMemcpyHostToDevice));
+    }
+    for (int vi = -1; vi < static_cast<int>(sizeof(kQ8Vars) / sizeof(kQ8Vars[0])); ++vi) {
+      int splits = 0;
+      auto launch = [&](int c) {
+        if (vi < 0) {  // the roofline of the int8 bytes
+          read_kernel<<<sms * 8, kThreads, 0, st>>>(reinterpret_cast<const uint4*>(dq + c * qbytes),
+                                                    qbytes / 16, dpart);
+          return;
+        }
+        const Q8Var& v = kQ8Vars[vi];
+        splits = (sh.K + v.chunk() - 1) / v.chunk();
+        const dim3 grid((sh.N + v.C - 1) / v.C, splits);
+        v.kernel<<<grid, kThreads, 0, st>>>(dq + c * qbytes, ds + c * (sbytes / 4), dx, sh.K, sh.N,
+                                            dpart);
+      };
+      for (int i = 0; i < qcopies; ++i) launch(i);
+      CK(cudaStreamSynchronize(st));
+      CK(cudaGetLastError());
+      double err = 0.0;
+      if (vi >= 0) {
+        std::vector<float> hp(static_cast<std::size_t>(splits) * sh.N);
+        CK(cudaMemcpy(hp.data(), dpart, hp.size() * 4, cudaMemcpyDeviceToHost));
+        for (int n = 0; n < sh.N; ++n) {
+          double s = 0.0;
+          for (int q = 0; q < splits; ++q) s += hp[static_cast<std::size_t>(q) * sh.N + n];
+          err = std::max(err, std::fabs(s - qref[n]));
+        }
+      }
+      cudaGraph_t g;
+      cudaGraphExec_t ge;
+      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+      for (int i = 0; i < reps; ++i) launch(i % qcopies);
+      CK(cudaStreamEndCapture(st, &g));
+      CK(cudaGraphInstantiate(&ge, g, 0));
+      CK(cudaGraphLaunch(ge, st));
+      float best = 1e30f;
+      for (int t = 0; t < 3; ++t) {
+        CK(cudaEventRecord(e0, st));
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaEventRecord(e1, st));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0.0f;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        best = std::min(best, ms);
+      }
+      const double us = best * 1000.0 / reps;
+      const std::string name = vi < 0 ? std::string("q8 read")
+                                      : "q" + std::to_string(kQ8Vars[vi].C) + " v" +
+                                            std::to_string(kQ8Vars[vi].V) + " l" +
+                                            std::to_string(kQ8Vars[vi].L);
+      std::printf("%-16s K%5d N%5d %-12s splits %3d  %7.2f us  %5.2f TB/s  max err %.2e\n", sh.name,
+                  sh.K, sh.N, name.c_str(), splits, us, (qbytes + sbytes) / us * 1e-6, err);
+      CK(cudaGraphExecDestroy(ge));
+      CK(cudaGraphDestroy(g));
+    }
+    CK(cudaFree(dq));
+    CK(cudaFree(ds));
     CK(cudaFree(dx));
     CK(cudaFree(dpart));
   }

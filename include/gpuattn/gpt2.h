@@ -111,8 +111,9 @@ struct EngineOptions {
   // sequences of n_positions keys, at least one such sequence); the pool only grows.
   int num_pages = 0;
   SchedulerConfig scheduler;
-  // The linears' storage (LinearWeights above). int8 runs on the CPU backend; the CUDA backend
-  // has no int8 linear kernel yet (not_supported).
+  // The linears' storage (LinearWeights above). CUDA: steps of 1-8 rows run an int8 kernel that
+  // dequantizes as it reads (two launches above 4 rows); larger ones dequantize W into a scratch
+  // buffer for cuBLASLt.
   LinearWeights linear_weights = LinearWeights::dense;
   bool cuda_graphs = true;  // CUDA: decode-only steps replay captured graphs
   int num_threads = 0;      // CPU backend threads (0: hardware concurrency)

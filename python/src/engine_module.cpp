@@ -136,8 +136,7 @@ void bind_engine(nb::module_& m) {
            "Loads `path` (model.safetensors, or a directory with it and config.json, Hugging "
            "Face layout) onto `backend` ('auto', 'cpu', 'cuda'); dtype is the CUDA storage type "
            "('float16', 'bfloat16'; the CPU computes in fp32); linear_weights 'int8' stores the "
-           "layers' linears as weight-only int8 with group-wise scales (CPU backend only, for "
-           "now).")
+           "layers' linears as weight-only int8 with group-wise scales.")
       .def("generate", &PyGpt2Engine::generate, nb::arg("prompts"), nb::arg("max_new_tokens") = 16,
            nb::arg("temperature") = 0.0f, nb::arg("top_k") = 0, nb::arg("top_p") = 1.0f,
            nb::arg("seed") = 0, nb::arg("eos") = -1,

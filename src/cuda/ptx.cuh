@@ -38,6 +38,13 @@ __device__ __forceinline__ uint4 ld_nc_v4(const void* p) {
   return v;
 }
 
+// An 8-byte load through the non-coherent path, as ld_nc_v4.
+__device__ __forceinline__ uint2 ld_nc_v2(const void* p) {
+  uint2 v;
+  asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+
 // Thread-block clusters (sm_90+; code for older GPUs traps, and is never launched in a cluster).
 // cluster_sync(): every thread of every CTA of the cluster; shared-memory writes before it are
 // visible to the cluster's reads after it.

@@ -171,11 +171,6 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
   q8 = opts.linear_weights == LinearWeights::int8;
   Backend b = opts.backend;
   if (b == Backend::automatic) b = cuda_available() ? Backend::cuda : Backend::cpu;
-  if (q8 && b == Backend::cuda) {
-    throw Error(ErrorCode::not_supported,
-                "linear_weights int8: the CUDA backend has no int8 linear kernel yet; run it on "
-                "the CPU backend (EngineOptions::backend = Backend::cpu)");
-  }
   if (b == Backend::cuda) {
     if (opts.dtype != DType::f16 && opts.dtype != DType::bf16) {
       invalid(std::string("dtype is ") + to_string(opts.dtype) +

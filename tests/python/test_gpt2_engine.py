@@ -177,8 +177,6 @@ def test_int8_linears_run_the_quantized_model(model):
         assert np.abs(got - dense).max() / np.abs(dense).max() > 1e-4, n  # it did quantize
     with pytest.raises(ValueError, match="linear_weights 'int4' is not one of"):
         ga.Gpt2Engine(directory, backend="cpu", linear_weights="int4")
-    with pytest.raises(NotImplementedError, match="no int8 linear kernel"):
-        ga.Gpt2Engine(directory, backend="cuda", linear_weights="int8")
 
 
 def test_sampling_is_reproducible_and_seeded(model):

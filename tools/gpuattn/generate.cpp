@@ -41,7 +41,7 @@ our attention over a paged KV cache) or on the CPU, batched by the continuous-ba
   --device cpu|cuda|auto   (default auto)
   --dtype f16|bf16    CUDA storage type (default f16)
   --linear-weights dense|int8   the layers' linears in the storage type (default) or weight-only
-                      int8 with a scale per 64 rows and column (CPU backend only, for now)
+                      int8 with a scale per 64 rows and column
   --page-size N       keys a KV cache page (default 16)
   --max-batch N       the scheduler's batch limit (default: max(64, --batch))
   --warmup N          untimed runs first (default 1 on CUDA, 0 on the CPU)

@@ -11,6 +11,7 @@
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/skinny.h"
 #include "engine/model_ops.h"
+#include "engine/q8_weights.h"
 #include "gpuattn/numeric.h"
 
 namespace gpuattn::engine {
@@ -51,6 +52,7 @@ class CudaOps final : public ModelOps {
     gemm_.reset();
     cudaFree(skinny_.partials);
     cudaFree(skinny_.counts);
+    cudaFree(dequant_);
     if (stream_) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   }
 
@@ -114,6 +116,53 @@ class CudaOps final : public ModelOps {
     a.eps = eps;
     if (!try_skinny(a)) {
       ModelOps::layernorm_linear(x, rows, K, ln_w, ln_b, eps, ln, W, bias, out, N, gelu);
+    }
+  }
+  // Weight-only int8 linears: quantized on the host; the dequantization scratch (the GEMM path's
+  // W, for rows the kernel does not take) grows here, never during a step (a graph capture).
+  void* upload_q8_weights(const float* W, int K, int N) override {
+    std::vector<unsigned char> block(q8_bytes(K, N), 0);
+    quantize_q8(W, K, N, reinterpret_cast<std::int8_t*>(block.data()),
+                reinterpret_cast<float*>(block.data() + q8_scales_offset(K, N)));
+    const std::size_t need = static_cast<std::size_t>(K) * static_cast<std::size_t>(N) * 2;
+    if (need > dequant_bytes_) {  // first, so that a failed allocation leaks nothing
+      check(cudaStreamSynchronize(s()), "cudaStreamSynchronize");
+      cudaFree(dequant_);
+      dequant_ = nullptr;
+      dequant_bytes_ = 0;
+      dequant_ = alloc(need);
+      dequant_bytes_ = need;
+    }
+    void* p = alloc(block.size());
+    // On the engine's stream, then waited for: the block is pageable and goes when this returns.
+    const cudaError_t e =
+        cudaMemcpyAsync(p, block.data(), block.size(), cudaMemcpyHostToDevice, s());
+    const cudaError_t e2 = e == cudaSuccess ? cudaStreamSynchronize(s()) : e;
+    if (e2 != cudaSuccess) {
+      cudaFree(p);
+      check(e2, "weights upload");
+    }
+    return p;
+  }
+  void linear_q8(const void* x, const void* Wq, const void* bias, const void* residual, void* out,
+                 int rows, int K, int N, bool gelu) override {
+    cuda::SkinnyArgs a = skinny_args(x, Wq, bias, residual, out, rows, K, N, gelu);
+    a.q8 = true;
+    if (!try_skinny_q8(a)) {
+      gemm_->linear(x, dequantized(Wq, K, N), bias, residual, out, rows, K, N, gelu);
+    }
+  }
+  void layernorm_linear_q8(const void* x, int rows, int K, const void* ln_w, const void* ln_b,
+                           float eps, void* ln, const void* Wq, const void* bias, void* out, int N,
+                           bool gelu) override {
+    cuda::SkinnyArgs a = skinny_args(x, Wq, bias, nullptr, out, rows, K, N, gelu);
+    a.ln_w = ln_w;
+    a.ln_b = ln_b;
+    a.eps = eps;
+    a.q8 = true;
+    if (!try_skinny_q8(a)) {
+      layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
+      gemm_->linear(ln, dequantized(Wq, K, N), bias, nullptr, out, rows, K, N, gelu);
     }
   }
   // wte [V, C] and wte^T [C, V] back to back: the head GEMM reads the first at a few rows and
@@ -186,9 +235,34 @@ class CudaOps final : public ModelOps {
   // The engine's own kernel where its policy takes the call (skinny.h); false: take the general
   // path.
   bool try_skinny(const cuda::SkinnyArgs& a) {
-    const cuda::SkinnyPlan plan = cuda::skinny_plan(a.rows, a.K, a.N, a.W, skinny_);
+    const cuda::SkinnyPlan plan = cuda::skinny_plan(a.rows, a.K, a.N, a.W, skinny_, true, a.q8);
     if (!plan.ok) return false;
     cuda::skinny_linear(dtype_, plan, a, skinny_, stream_);
+    return true;
+  }
+
+  // An int8 linear through the kernel: up to kSkinnyMaxRowsQ8 rows in one launch, up to twice
+  // that in two (rows 0-3, then the rest; the second reads W again, from L2 where it fits), which
+  // reads 2 bytes a weight against the dequantized path's 5 (int8 in, 16 bits out and back).
+  bool try_skinny_q8(const cuda::SkinnyArgs& a) {
+    constexpr int kMax = cuda::kSkinnyMaxRowsQ8;
+    if (a.rows <= kMax) return try_skinny(a);
+    if (a.rows > 2 * kMax) return false;
+    cuda::SkinnyArgs lo = a, hi = a;
+    lo.rows = kMax;
+    hi.rows = a.rows - kMax;
+    const std::size_t es = element_size(dtype_);
+    hi.x = static_cast<const char*>(a.x) + static_cast<std::size_t>(kMax) * a.K * es;
+    hi.out = static_cast<char*>(a.out) + static_cast<std::size_t>(kMax) * a.N * es;
+    if (a.residual != nullptr) {
+      hi.residual =
+          static_cast<const char*>(a.residual) + static_cast<std::size_t>(kMax) * a.N * es;
+    }
+    const cuda::SkinnyPlan p_lo = cuda::skinny_plan(lo.rows, a.K, a.N, a.W, skinny_, true, true);
+    const cuda::SkinnyPlan p_hi = cuda::skinny_plan(hi.rows, a.K, a.N, a.W, skinny_, true, true);
+    if (!p_lo.ok || !p_hi.ok) return false;
+    cuda::skinny_linear(dtype_, p_lo, lo, skinny_, stream_);
+    cuda::skinny_linear(dtype_, p_hi, hi, skinny_, stream_);
     return true;
   }
 
@@ -202,6 +276,18 @@ class CudaOps final : public ModelOps {
   void* stream_ = nullptr;
   std::unique_ptr<cuda::Gemm> gemm_;
   cuda::SkinnyScratch skinny_;
+  // W of an int8 linear dequantized for the GEMM path (the largest K x N uploaded, dtype).
+  void* dequant_ = nullptr;
+  std::size_t dequant_bytes_ = 0;
+  const void* dequantized(const void* Wq, int K, int N) {
+    if (static_cast<std::size_t>(K) * static_cast<std::size_t>(N) * 2 > dequant_bytes_) {
+      throw Error(ErrorCode::invalid_argument, "gpuattn engine: int8 linear of " +
+                                                   std::to_string(K) + " x " + std::to_string(N) +
+                                                   " was not uploaded by upload_q8_weights");
+    }
+    cuda::dequant_q8(dtype_, Wq, K, N, dequant_, stream_);
+    return dequant_;
+  }
 };
 
 }  // namespace

@@ -7,9 +7,11 @@
 //
 // Work: a CTA takes 64 columns (8 threads x 8 columns, one 16-byte load each a row) and a chunk
 // of W's rows in passes of 256 (32 row lanes x 8 loads a thread, all in flight at once; up to 4
-// passes at 1-4 rows, 2 at 5-8, so the grid stays within one wave). Chunks of the same columns are
-// split-K partners. Up to 8 of them run as one thread-block cluster (sm_90+) and rank 0 adds the
-// others' fp32 partial sums from their shared memory, in rank order. More (or no clusters) meet in
+// passes at 1-4 rows, 2 at 5-8, so the grid stays within one wave); int8 W is read in 128-column
+// slices (kColsQ8). Chunks of the same columns are split-K partners. Up to 8 of them run as one
+// thread-block cluster (sm_90+), sized so that every cluster of the grid fits at once, and rank 0
+// adds the others' fp32 partial sums from their shared memory, in rank order. More (or no
+// clusters, or none that fit) meet in
 // a workspace, where the last CTA of the column slice to finish (an atomic count) adds them in
 // split order and resets the count for the next call. Both orders are fixed: deterministic.
 //
@@ -37,6 +39,8 @@
 #include "cuda/pdl.h"
 #include "cuda/ptx.cuh"
 #include "engine/cuda/skinny.h"
+#include "engine/q8_weights.h"
+#include "gpuattn/gpt2.h"
 
 namespace gpuattn::engine::cuda {
 namespace {
@@ -57,6 +61,32 @@ template <int M>
 __host__ __device__ constexpr int max_passes() {
   return M <= 4 ? 4 : 2;
 }
+// Weight-only int8 W (Q8, LinearWeights::int8): 128 columns a CTA (16 threads a 128-byte row
+// segment, 16 row lanes) and 16 vectors of 8 bytes a thread, so a pass is 256 rows (4 groups of
+// kGpt2Q8Group), and one pass a CTA (chunks of at most 256 rows). tools/gemv_probe.cu (s35 call 3,
+// H200): on 1.5B's linears this pattern read in 4.3-6.5 us, 64 columns (64-byte segments, 512-row
+// passes) in 4.7-7.2, 16-byte loads (16 columns a thread) in 4.4-10.2.
+constexpr int kColsQ8 = 128;
+constexpr int kRowLanesQ8 = kThreads / (kColsQ8 / 8);
+constexpr int kLoadsQ8 = 16;
+constexpr int kPassQ8 = kRowLanesQ8 * kLoadsQ8;
+constexpr int kGroup = kGpt2Q8Group;
+constexpr int kGroupsQ8 = kPassQ8 / kGroup;
+constexpr int kLoadsGroupQ8 = kGroup / kRowLanesQ8;  // loads kLoadsGroupQ8 * g.. are group g's rows
+static_assert(kGroup % kRowLanesQ8 == 0 && kPassQ8 == kThreads, "whole groups a thread, one pass");
+
+// 8 int8 weights (two 32-bit words) to float: each byte, biased by 128, into a float's low
+// mantissa bits (2^23 + b) and the bias taken off, exactly; PRMT and FADD, no I2F.
+__device__ __forceinline__ void q8_to_f(const uint2& v, float (&f)[8]) {
+  const std::uint32_t w[2] = {v.x ^ 0x80808080u, v.y ^ 0x80808080u};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      f[4 * h + b] = __uint_as_float(__byte_perm(w[h], 0x4B000000u, 0x7440u + b)) - 8388736.0f;
+    }
+  }
+}
 
 struct Params {
   const void* x;
@@ -64,6 +94,7 @@ struct Params {
   const void* ln_b;
   float eps;
   const void* W;
+  const float* scales;   // Q8: W's scales [K / kGroup, N]
   const void* bias;      // may be null
   const void* residual;  // may be null; may alias out
   void* out;
@@ -101,40 +132,69 @@ __device__ __forceinline__ void cta_sums(float (&v)[M], float (*scratch)[M]) {
   }
 }
 
-// M: the rows rounded up to a power of two (rows p.rows..M-1 are zeros).
-template <typename T, int M>
+// M: the rows rounded up to a power of two (rows p.rows..M-1 are zeros). Q8: W is int8 with
+// scales (p.scales), T the activations' type.
+template <typename T, int M, bool Q8>
 __global__ void __launch_bounds__(kThreads, M == 1   ? 4
                                             : M == 2 ? 3
                                                      : 2)
     skinny_kernel(const __grid_constant__ Params p) {
-  constexpr int kPasses = max_passes<M>();
-  __shared__ float xs[kPasses * kPass][M];  // this chunk of x (normed), fp32, rows of M
-  __shared__ float red[kWarps][M][kCols];
-  __shared__ float part[M][kCols];  // this CTA's partial sums, read by its cluster's rank 0
+  // xs rows a thread fills (tid + f * kThreads), and the rows of W a pass covers.
+  constexpr int kPasses = Q8 ? kPassQ8 / kThreads : max_passes<M>();
+  constexpr int kRowsPass = Q8 ? kPassQ8 : kPass;
+  constexpr int kC = Q8 ? kColsQ8 : kCols;      // columns a CTA
+  constexpr int kSeg = kC / 8;                  // threads a row segment (one vector each)
+  constexpr int kLanes = kThreads / kSeg;       // row lanes
+  __shared__ float xs[kPasses * kPass][M];      // this chunk of x (normed), fp32, rows of M
+  __shared__ float sc[Q8 ? kGroupsQ8 : 1][kC];  // Q8: the chunk's scales of this slice
+  __shared__ float red[kWarps][M][kC];
+  __shared__ float part[M][kC];  // this CTA's partial sums, read by its cluster's rank 0
   __shared__ float scratch[kWarps][M];
   __shared__ int last_s;
 
   const int tid = threadIdx.x;
-  const int cv = tid % 8, lane_k = tid / 8;
+  const int cv = tid % kSeg, lane_k = tid / kSeg;
   const int slice = blockIdx.x, split = blockIdx.y;
   const int k0 = split * p.chunk;
-  const int count = min(p.K, k0 + p.chunk) - k0;   // >= 1
-  const int passes = (count + kPass - 1) / kPass;  // <= kPasses
+  const int count = min(p.K, k0 + p.chunk) - k0;  // >= 1
+  const int passes = (count + kRowsPass - 1) / kRowsPass;
   // This thread's 8 columns; past N (the last slice) it loads the last vector and drops it.
-  const int col = min(slice * kCols + cv * 8, p.N - 8);
+  const int col = min(slice * kC + cv * 8, p.N - 8);
   const T* W = static_cast<const T*>(p.W);
   uint4 w[kLoads];
+  uint2 wq[kLoadsQ8];
   const auto load_pass = [&](int pass) {
+    if constexpr (Q8) {
+      const auto* Wq = static_cast<const std::int8_t*>(p.W);
 #pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      const int k = k0 + min(pass * kPass + lane_k + i * kRowLanes, count - 1);
-      w[i] = ptx::ld_nc_v4(W + static_cast<std::int64_t>(k) * p.N + col);
+      for (int i = 0; i < kLoadsQ8; ++i) {
+        const int k = k0 + min(pass * kPassQ8 + lane_k + i * kLanes, count - 1);
+        wq[i] = ptx::ld_nc_v2(Wq + static_cast<std::int64_t>(k) * p.N + col);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        const int k = k0 + min(pass * kPass + lane_k + i * kLanes, count - 1);
+        w[i] = ptx::ld_nc_v4(W + static_cast<std::int64_t>(k) * p.N + col);
+      }
     }
   };
 
   // What no kernel writes first: the first pass's weight vectors and the layernorm weights of this
   // thread's chunk rows. Volatile asm keeps them ahead of the wait (a plain __ldg was moved below).
   load_pass(0);
+  // Q8: the chunk's scales for this slice (one pass: kGroupsQ8 groups x kColsQ8), 4 a thread of
+  // the first 128; staged in shared memory after the wait.
+  float4 scv = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  const int sg = tid / (kC / 4), sc4 = tid % (kC / 4) * 4;
+  if constexpr (Q8) {
+    const int kg = k0 / kGroup + sg, n = slice * kC + sc4;
+    if (sg < kGroupsQ8 && kg < p.K / kGroup && n < p.N) {
+      const uint4 v = ptx::ld_nc_v4(p.scales + static_cast<std::int64_t>(kg) * p.N + n);
+      scv = make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z),
+                        __uint_as_float(v.w));
+    }
+  }
   const bool ln = p.ln_w != nullptr;
   // This thread's rows of x: k0 + tid + f * kPass, the chunk rows it fills xs with (when inside
   // the chunk), and the first elements the layernorm's walk over the row gives it (when < K); any
@@ -149,6 +209,14 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   }
   ptx::griddep_wait();
   ptx::griddep_launch_dependents();
+  if constexpr (Q8) {
+    if (sg < kGroupsQ8) {
+      sc[sg][sc4] = scv.x;
+      sc[sg][sc4 + 1] = scv.y;
+      sc[sg][sc4 + 2] = scv.z;
+      sc[sg][sc4 + 3] = scv.w;
+    }
+  }
 
   // x[m][kx[f]] for each row (rows past p.rows read row 0 and are zeroed below): one batch.
   const T* x = static_cast<const T*>(p.x);
@@ -222,21 +290,55 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[m][j] = 0.0f;
   }
-  for (int pass = 0; pass < passes; ++pass) {
-    if (pass > 0) load_pass(pass);
+  if constexpr (Q8) {
+    // One pass (passes == 1): group g's rows are loads kLoadsGroupQ8 * g..; their sums are scaled
+    // once.
 #pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      const int r = pass * kPass + lane_k + i * kRowLanes;
-      if (r < count) {
-        const T* h = reinterpret_cast<const T*>(&w[i]);
-        float wf[8];
+    for (int g = 0; g < kGroupsQ8; ++g) {
+      float pa[M][8];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) wf[j] = to_f(h[j]);
+      for (int m = 0; m < M; ++m) {
 #pragma unroll
-        for (int m = 0; m < M; ++m) {
-          const float xv = xs[r][m];
+        for (int j = 0; j < 8; ++j) pa[m][j] = 0.0f;
+      }
 #pragma unroll
-          for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(xv, wf[j], acc[m][j]);
+      for (int h = 0; h < kLoadsGroupQ8; ++h) {
+        const int r = lane_k + (kLoadsGroupQ8 * g + h) * kLanes;
+        if (r < count) {
+          float wf[8];
+          q8_to_f(wq[kLoadsGroupQ8 * g + h], wf);
+#pragma unroll
+          for (int m = 0; m < M; ++m) {
+            const float xv = xs[r][m];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) pa[m][j] = fmaf(xv, wf[j], pa[m][j]);
+          }
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float sv = sc[g][cv * 8 + j];
+#pragma unroll
+        for (int m = 0; m < M; ++m) acc[m][j] = fmaf(pa[m][j], sv, acc[m][j]);
+      }
+    }
+  } else {
+    for (int pass = 0; pass < passes; ++pass) {
+      if (pass > 0) load_pass(pass);
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        const int r = pass * kPass + lane_k + i * kLanes;
+        if (r < count) {
+          const T* h = reinterpret_cast<const T*>(&w[i]);
+          float wf[8];
+#pragma unroll
+          for (int j = 0; j < 8; ++j) wf[j] = to_f(h[j]);
+#pragma unroll
+          for (int m = 0; m < M; ++m) {
+            const float xv = xs[r][m];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(xv, wf[j], acc[m][j]);
+          }
         }
       }
     }
@@ -246,11 +348,11 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   for (int m = 0; m < M; ++m) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], 8);
-      acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], 16);
+#pragma unroll
+      for (int o = kSeg; o < 32; o <<= 1) acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], o);
     }
   }
-  if (tid % 32 < 8) {
+  if (tid % 32 < kSeg) {
 #pragma unroll
     for (int m = 0; m < M; ++m) {
 #pragma unroll
@@ -269,9 +371,9 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
     if (residual != nullptr) v += to_f(residual[o]);
     out[o] = from_f<T>(v);
   };
-  const int n_base = slice * kCols;
-  for (int e = tid; e < p.rows * kCols; e += kThreads) {
-    const int m = e / kCols, c = e % kCols, n = n_base + c;
+  const int n_base = slice * kC;
+  for (int e = tid; e < p.rows * kC; e += kThreads) {
+    const int m = e / kC, c = e % kC, n = n_base + c;
     float v = 0.0f;
 #pragma unroll
     for (int wi = 0; wi < kWarps; ++wi) v += red[wi][m][c];
@@ -290,8 +392,8 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
     // from their shared memory, in rank order (deterministic); nobody leaves before it has read.
     ptx::cluster_sync();
     if (ptx::cluster_ctarank() == 0) {
-      for (int e = tid; e < p.rows * kCols; e += kThreads) {
-        const int m = e / kCols, c = e % kCols, n = n_base + c;
+      for (int e = tid; e < p.rows * kC; e += kThreads) {
+        const int m = e / kC, c = e % kC, n = n_base + c;
         if (n >= p.N) continue;
         float v = 0.0f;
         for (int r = 0; r < p.splits; ++r) v += ptx::ld_shared_cluster_f32(&part[m][c], r);
@@ -308,8 +410,8 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   __syncthreads();
   if (!last_s) return;
   __threadfence();
-  for (int e = tid; e < p.rows * kCols; e += kThreads) {
-    const int m = e / kCols, c = e % kCols, n = n_base + c;
+  for (int e = tid; e < p.rows * kC; e += kThreads) {
+    const int m = e / kC, c = e % kC, n = n_base + c;
     if (n >= p.N) continue;
     const float* src = p.partials + static_cast<std::int64_t>(m) * p.N + n;
     const std::int64_t step = static_cast<std::int64_t>(p.rows) * p.N;
@@ -325,30 +427,71 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   if (tid == 0) p.counts[slice] = 0;  // for the next call (which waits for this one's end)
 }
 
-template <typename T>
+// Q8 stops at 4 rows (kSkinnyMaxRowsQ8: 8 rows' sums and group sums do not fit the registers).
+template <typename T, bool Q8 = false>
 void (*kernel_for(int rows))(Params) {
-  if (rows <= 1) return skinny_kernel<T, 1>;
-  if (rows <= 2) return skinny_kernel<T, 2>;
-  if (rows <= 4) return skinny_kernel<T, 4>;
-  return skinny_kernel<T, 8>;
+  if (rows <= 1) return skinny_kernel<T, 1, Q8>;
+  if (rows <= 2) return skinny_kernel<T, 2, Q8>;
+  if constexpr (Q8) {
+    return skinny_kernel<T, 4, true>;
+  } else {
+    if (rows <= 4) return skinny_kernel<T, 4, false>;
+    return skinny_kernel<T, 8, false>;
+  }
 }
 
 // CTAs of the kernel for `rows` that fit on an SM of the current device at once (the f16 and bf16
 // kernels use the same resources), asked of the runtime once per device and kernel.
-int ctas_per_sm(int rows) {
+int ctas_per_sm(int rows, bool q8) {
   constexpr int kDevices = 64;
-  static std::atomic<int> cached[kDevices][4];
-  const int slot = rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3;
+  static std::atomic<int> cached[kDevices][8];
+  const int slot = (rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3) + (q8 ? 4 : 0);
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) device = kDevices;
   int n = device < kDevices ? cached[device][slot].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_for<__half>(rows), kThreads, 0) !=
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &n, q8 ? kernel_for<__half, true>(rows) : kernel_for<__half>(rows), kThreads, 0) !=
             cudaSuccess ||
         n < 1) {
       n = 1;
     }
     if (device < kDevices) cached[device][slot].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+// Clusters of `size` CTAs (the splits of a slice, 2..kMaxCluster) of the kernel for `rows` that
+// fit on the current device at once, asked of the runtime once per device, kernel and size. A
+// cluster lives in one GPC, so this is below ctas_per_sm * SMs / size: on an H200 (132 SMs) 75
+// clusters of 7 or 100 of 5 at 4 CTAs an SM do not fit, and the ones left over ran as a second
+// wave (s35: 1.5B's int8 c_attn and c_fc at 15-16 us).
+int max_clusters(int rows, bool q8, int size) {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cached[kDevices][8][kMaxCluster + 1];
+  const int slot = (rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3) + (q8 ? 4 : 0);
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) device = kDevices;
+  int n = device < kDevices ? cached[device][slot][size].load(std::memory_order_relaxed) : 0;
+  if (n == 0) {
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 1;
+    attr.val.clusterDim.y = static_cast<unsigned>(size);
+    attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(1, static_cast<unsigned>(size));
+    cfg.blockDim = dim3(kThreads);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    if (cudaOccupancyMaxActiveClusters(
+            &n, q8 ? kernel_for<__half, true>(rows) : kernel_for<__half>(rows), &cfg) !=
+            cudaSuccess ||
+        n < 1) {
+      (void)cudaGetLastError();
+      n = -1;  // none: the workspace instead
+    }
+    if (device < kDevices) cached[device][slot][size].store(n, std::memory_order_relaxed);
   }
   return n;
 }
@@ -375,15 +518,70 @@ Use skinny_use() {
   return use;
 }
 
+// W_out = q * scale, 8 elements a thread-step (N a multiple of 8: a vector never leaves its row).
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    dequant_q8_kernel(const std::int8_t* q, const float* scales, int K, int N, T* out) {
+  const std::int64_t vecs = static_cast<std::int64_t>(K) * N / 8;
+  for (std::int64_t v = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x; v < vecs;
+       v += static_cast<std::int64_t>(gridDim.x) * kThreads) {
+    const std::int64_t e = v * 8;
+    const int k = static_cast<int>(e / N), n = static_cast<int>(e % N);
+    float f[8];
+    q8_to_f(*reinterpret_cast<const uint2*>(q + e), f);
+    const float4* s =
+        reinterpret_cast<const float4*>(scales + static_cast<std::int64_t>(k / kGroup) * N + n);
+    const float4 s0 = s[0], s1 = s[1];
+    const float sv[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+    uint4 o;
+    T* h = reinterpret_cast<T*>(&o);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) h[j] = from_f<T>(f[j] * sv[j]);
+    *reinterpret_cast<uint4*>(out + e) = o;
+  }
+}
+
 }  // namespace
 
+void dequant_q8(DType dt, const void* Wq, int K, int N, void* W_out, void* stream) {
+  if (K < 1 || K % kGroup != 0 || N < 8 || N % 8 != 0 ||
+      reinterpret_cast<std::uintptr_t>(Wq) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(W_out) % 16 != 0) {
+    throw Error(ErrorCode::invalid_argument,
+                "gpuattn engine: int8 weights of " + std::to_string(K) + " x " + std::to_string(N) +
+                    ": K must be a multiple of " + std::to_string(kGroup) +
+                    ", N of 8, and both blocks on 16 bytes");
+  }
+  const auto* q = static_cast<const std::int8_t*>(Wq);
+  const auto* scales =
+      reinterpret_cast<const float*>(static_cast<const char*>(Wq) + q8_scales_offset(K, N));
+  const std::int64_t vecs = static_cast<std::int64_t>(K) * N / 8;
+  const int blocks =
+      static_cast<int>(std::min<std::int64_t>((vecs + kThreads - 1) / kThreads, 4096));
+  const auto st = static_cast<cudaStream_t>(stream);
+  if (dt == DType::bf16) {
+    dequant_q8_kernel<<<blocks, kThreads, 0, st>>>(q, scales, K, N,
+                                                   static_cast<__nv_bfloat16*>(W_out));
+  } else {
+    dequant_q8_kernel<<<blocks, kThreads, 0, st>>>(q, scales, K, N, static_cast<__half*>(W_out));
+  }
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    throw Error(
+        ErrorCode::cuda_error,
+        std::string("gpuattn engine: int8 dequantization launch failed: ") + cudaGetErrorString(e));
+  }
+}
+
 SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratch& s,
-                       bool engine_policy) {
+                       bool engine_policy, bool q8) {
   SkinnyPlan plan;
+  if (q8 && (K % kGroup != 0 || N % 8 != 0 || rows > kSkinnyMaxRowsQ8)) return plan;
   if (engine_policy) {
     const Use use = skinny_use();
     if (use == Use::never) return plan;
-    if (use == Use::policy &&
+    // int8 W: the kernel at every row count it takes (the alternative dequantizes W first).
+    if (use == Use::policy && !q8 &&
         (rows != 1 || static_cast<std::int64_t>(K) * N > kSkinnyPolicyMaxElements)) {
       return plan;
     }
@@ -393,21 +591,41 @@ SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratc
       s.counts == nullptr) {
     return plan;
   }
-  const int slices = (N + kCols - 1) / kCols;
+  const int cols = q8 ? kColsQ8 : kCols;
+  const int slices = (N + cols - 1) / cols;
   if (slices > s.count_slots) return plan;
   // As many CTAs as fit at once (one wave: 4 an SM at one row, 2 at 8), each taking a chunk of
   // whole row-lane multiples in passes of kPass rows; up to kMaxCluster splits a slice reduce in a
   // cluster (sm_90+), more (K beyond kMaxCluster full chunks) through the global workspace.
-  const int max_chunk = kPass * (rows <= 4 ? max_passes<4>() : max_passes<8>());
+  const int max_chunk = q8 ? kPassQ8 : kPass * (rows <= 4 ? max_passes<4>() : max_passes<8>());
   const int min_splits = (K + max_chunk - 1) / max_chunk;
-  const int target = s.sm_count * ctas_per_sm(rows);
+  const int target = s.sm_count * ctas_per_sm(rows, q8);
   const bool clusters = kernel_has_clusters(rows);
+  const int align = q8 ? kGroup : kRowLanes;  // int8: whole groups a chunk
+  const auto chunk_for = [&](int want) {
+    const int c = (K + want - 1) / want;
+    return std::min(max_chunk, (c + align - 1) / align * align);
+  };
   int want = std::max(min_splits, std::max(1, target / slices));
+  // With clusters the splits stay within a cluster where the chunks allow (as in s34's
+  // measurements); beyond, as few as the chunk size allows.
   if (clusters) want = std::min(want, std::max(min_splits, kMaxCluster));
-  int chunk = (K + want - 1) / want;
-  chunk = std::min(max_chunk, (chunk + kRowLanes - 1) / kRowLanes * kRowLanes);
-  const int splits = (K + chunk - 1) / chunk;
-  const bool cluster = clusters && splits > 1 && splits <= kMaxCluster;
+  int chunk = chunk_for(want);
+  int splits = (K + chunk - 1) / chunk;
+  bool cluster = false;
+  if (clusters && splits > 1) {
+    // The most splits, up to kMaxCluster, whose clusters all fit at once (one wave); none: the
+    // workspace with the splits above.
+    for (int w = std::min(want, kMaxCluster); w >= min_splits && w > 1; --w) {
+      const int c = chunk_for(w), sp = (K + c - 1) / c;
+      if (sp > 1 && sp <= kMaxCluster && slices <= max_clusters(rows, q8, sp)) {
+        chunk = c;
+        splits = sp;
+        cluster = true;
+        break;
+      }
+    }
+  }
   if (splits > 1 && !cluster && static_cast<std::size_t>(splits) * rows * N > s.partial_floats) {
     return plan;
   }
@@ -439,15 +657,21 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   p.partials = s.partials;
   p.counts = s.counts;
   p.cluster = plan.cluster;
-  const int max_chunk = kPass * (a.rows <= 4 ? max_passes<4>() : max_passes<8>());
-  if (!plan.ok || a.rows < 1 || a.rows > kSkinnyMaxRows || plan.chunk > max_chunk) {
+  p.scales = a.q8 ? reinterpret_cast<const float*>(static_cast<const char*>(a.W) +
+                                                   q8_scales_offset(a.K, a.N))
+                  : nullptr;
+  const int max_chunk = a.q8 ? kPassQ8 : kPass * (a.rows <= 4 ? max_passes<4>() : max_passes<8>());
+  if (!plan.ok || a.rows < 1 || a.rows > (a.q8 ? kSkinnyMaxRowsQ8 : kSkinnyMaxRows) ||
+      plan.chunk > max_chunk || (a.q8 && (plan.chunk % kGroup != 0 || a.K % kGroup != 0))) {
     throw Error(ErrorCode::invalid_argument,
                 "gpuattn engine: skinny linear of " + std::to_string(a.rows) +
                     " rows launched with a plan it does not fit (chunk " +
                     std::to_string(plan.chunk) + ", at most " + std::to_string(max_chunk) + ")");
   }
   void (*kernel)(Params) =
-      dt == DType::bf16 ? kernel_for<__nv_bfloat16>(a.rows) : kernel_for<__half>(a.rows);
+      a.q8 ? (dt == DType::bf16 ? kernel_for<__nv_bfloat16, true>(a.rows)
+                                : kernel_for<__half, true>(a.rows))
+           : (dt == DType::bf16 ? kernel_for<__nv_bfloat16>(a.rows) : kernel_for<__half>(a.rows));
   cudaLaunchAttribute attr[2];
   unsigned n_attr = 0;
   if (plan.cluster) {

@@ -10,6 +10,7 @@
 namespace gpuattn::engine::cuda {
 
 constexpr int kSkinnyMaxRows = 8;
+constexpr int kSkinnyMaxRowsQ8 = 4;  // int8 W (SkinnyArgs::q8)
 
 // Device memory the kernel keeps between calls, one set per stream: fp32 split-K partial sums
 // and a count a 64-column slice, zeroed once (each call leaves them zero).
@@ -35,6 +36,9 @@ struct SkinnyArgs {
   void* out = nullptr;
   int rows = 0, K = 0, N = 0;
   bool gelu = false;
+  // W is a weight-only int8 block (q8_weights.h: int8 [K, N], then fp32 scales a 64 rows and
+  // column); K a multiple of 64.
+  bool q8 = false;
 };
 
 struct SkinnyPlan {
@@ -53,9 +57,13 @@ struct SkinnyPlan {
 constexpr std::int64_t kSkinnyPolicyMaxElements = 2400000;
 
 // Whether (and how) the kernel takes a call: 1..kSkinnyMaxRows rows, N a multiple of 8, W on 16
-// bytes, the scratch large enough, and, with engine_policy, the policy above.
+// bytes, the scratch large enough, and, with engine_policy, the policy above. q8 (int8 W): K a
+// multiple of 64, at most kSkinnyMaxRowsQ8 rows; the policy takes every row count it can (not
+// with GPUATTN_SKINNY_GEMM=0).
 SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratch& s,
-                       bool engine_policy = true);
+                       bool engine_policy = true, bool q8 = false);
+// W_out [K, N] (dt) = the dequantized int8 block Wq (q * scale); N a multiple of 8.
+void dequant_q8(DType dt, const void* Wq, int K, int N, void* W_out, void* stream);
 // Launches the call as planned, on `stream` (a cudaStream_t), with programmatic dependent launch.
 void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const SkinnyScratch& s,
                    void* stream);
