@@ -52,8 +52,9 @@ struct SkinnyPlan {
 // measuring), =1 is the default; another value throws invalid_argument. Read once. Measured on an
 // H200 (bench/results/2026-11-29-h200-s34, calls 1-2, same runs): GPT-2 124M B1, whose linears
 // have 0.6-2.4 M weights, 2,817-2,878 tokens/s against 2,439-2,440 on cuBLASLt and 2,577-2,582
-// with the kernel before clusters. Everywhere (=all) it lost: 124M B4 -12%, B8 -31%, GPT-2 1.5B
-// B1 (2.6-10.2 M weights) -15%.
+// with the kernel before clusters. Everywhere (=all) it lost: 124M B4 -12%, B8 -31%; GPT-2 1.5B
+// B1 (2.6-10.2 M weights) -15% in s34, a tie (472 against 469) once the clusters were sized to fit
+// at once (s35 call 2).
 constexpr std::int64_t kSkinnyPolicyMaxElements = 2400000;
 
 // Whether (and how) the kernel takes a call: 1..kSkinnyMaxRows rows, N a multiple of 8, W on 16
