@@ -102,8 +102,8 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64ReferenceOfTheModelTheyRun) {
         const double bound = dt == DType::f16 ? (sharp ? 4e-2 : 5e-3) : (sharp ? 0.2 : 3e-2);
         EXPECT_LT(err, bound) << to_string(dt) << " n " << n << (sharp ? " sharp" : " HF init");
       }
-      // Decode steps of 6 rows down to 1 (requests of 2-12 new tokens): the int8 kernel in one
-      // launch at 1-4 rows and in two at 5-6, in captured graphs. Each generated token is within
+      // Decode steps of 6 rows down to 1 (requests of 2-12 new tokens): the int8 kernel at each
+      // of its row counts (1, 2, 4 and 8), in captured graphs. Each generated token is within
       // reach of the best logit of the engine's own forward over the sequence so far.
       std::vector<GenerationRequest> reqs;
       for (int b = 0; b < 6; ++b) {
@@ -129,8 +129,8 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64ReferenceOfTheModelTheyRun) {
   }
 }
 
-// The int8 kernel (one launch at 1-4 rows, two at 5-8) and the dequantize-then-cuBLASLt path (9
-// rows) against fp64 on the dequantized weights:
+// The int8 kernel (1-8 rows; at 5-8 each weight scaled as it is converted) and the
+// dequantize-then-cuBLASLt path (9 rows) against fp64 on the dequantized weights:
 // one chunk, split-K in a cluster and through the workspace, columns ending inside a slice, every
 // epilogue, the residual aliasing out, outputs poisoned first, each call 3 times.
 TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
@@ -157,9 +157,9 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
       EXPECT_EQ(plan.chunk % kGpt2Q8Group, 0);
       (plan.splits == 1 ? saw_single : plan.cluster ? saw_cluster : saw_global) = true;
     }
-    EXPECT_FALSE(
-        engine::cuda::skinny_plan(5, c.K, c.N, reinterpret_cast<void*>(256), scratch, true, true)
-            .ok);
+    EXPECT_FALSE(engine::cuda::skinny_plan(engine::cuda::kSkinnyMaxRowsQ8 + 1, c.K, c.N,
+                                           reinterpret_cast<void*>(256), scratch, true, true)
+                     .ok);
   }
   int major = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
@@ -201,8 +201,8 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
           const std::vector<float> res = fill(on, 1.0f, 0.0f);
           const std::vector<float> lw = fill(c.K, 0.2f, 1.0f), lb = fill(c.K, 0.2f, 0.0f);
           std::vector<double> want(on), tol(on);
-          // The kernel: one launch at 1-4 rows, two at 5-8 (CudaOps); the GEMM path above.
-          const bool kernel = rows <= 2 * engine::cuda::kSkinnyMaxRowsQ8;
+          // The kernel at 1-8 rows; the GEMM path on dequantized W above.
+          const bool kernel = rows <= engine::cuda::kSkinnyMaxRowsQ8;
           // The GEMM path's layernorm kernel covers rows of at most 4096 features.
           if (!kernel && mode == 3 && c.K > 4096) continue;
           for (int r = 0; r < rows; ++r) {
@@ -519,9 +519,9 @@ TEST(Gpt2EngineCuda, SkinnyLinearsMatchTheFp64Reference) {
 // Calls chained on the stream with no host sync between them, each reading the one before's
 // output: under programmatic dependent launch a kernel starts while the one ahead still runs, and
 // must not read its x (or touch the split-K counts and partials) before it ends. Four layers of
-// c_fc-shaped then c_proj-shaped linears, dense at one and five rows and int8 at one and four, the
-// layernorm fused into every second call; against fp64 with each output rounded to 16 bits as the
-// kernel stores it.
+// c_fc-shaped then c_proj-shaped linears, dense at one and five rows and int8 at one, four and six,
+// the layernorm fused into every second call; against fp64 with each output rounded to 16 bits as
+// the kernel stores it.
 TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
   SKIP_WITHOUT_GPU();
   engine::cuda::SkinnyScratch scratch;
@@ -529,10 +529,10 @@ TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
   const DType dt = DType::f16;
   auto ops = engine::make_cuda_ops(dt, 0);
   constexpr int C = 768, F = 3072, kLayers = 4;
-  // Dense W at 1 and 5 rows; int8 W (the kernel's Q8 form, its scales staged after the wait) at 1
-  // and 4.
-  for (const auto [rows, q8] :
-       {std::pair{1, false}, std::pair{5, false}, std::pair{1, true}, std::pair{4, true}}) {
+  // Dense W at 1 and 5 rows; int8 W (the kernel's Q8 form, its scales staged after the wait) at
+  // 1, 4 and 6.
+  for (const auto [rows, q8] : {std::pair{1, false}, std::pair{5, false}, std::pair{1, true},
+                                std::pair{4, true}, std::pair{6, true}}) {
     std::mt19937_64 rng(77 + rows + (q8 ? 100 : 0));
     std::normal_distribution<float> nd(0.0f, 1.0f);
     const auto fill = [&](std::size_t n, float scale, float shift) {

@@ -89,7 +89,14 @@ class CudaOps final : public ModelOps {
       h[i] = dtype_ == DType::bf16 ? float_to_bf16(src[i]) : float_to_f16(src[i]);
     }
     void* p = alloc(n * 2);
-    check(cudaMemcpy(p, h.data(), n * 2, cudaMemcpyHostToDevice), "weights upload");
+    // On the engine's stream, then waited for. cudaMemcpy from pageable memory (the legacy stream)
+    // may return before its DMA lands, and the engine's non-blocking stream does not wait for it.
+    const cudaError_t e = cudaMemcpyAsync(p, h.data(), n * 2, cudaMemcpyHostToDevice, s());
+    const cudaError_t e2 = e == cudaSuccess ? cudaStreamSynchronize(s()) : e;
+    if (e2 != cudaSuccess) {
+      cudaFree(p);
+      check(e2, "weights upload");
+    }
     return p;
   }
 
@@ -241,30 +248,9 @@ class CudaOps final : public ModelOps {
     return true;
   }
 
-  // An int8 linear through the kernel: up to kSkinnyMaxRowsQ8 rows in one launch, up to twice
-  // that in two (rows 0-3, then the rest; the second reads W again, from L2 where it fits), which
-  // reads 2 bytes a weight against the dequantized path's 5 (int8 in, 16 bits out and back).
-  bool try_skinny_q8(const cuda::SkinnyArgs& a) {
-    constexpr int kMax = cuda::kSkinnyMaxRowsQ8;
-    if (a.rows <= kMax) return try_skinny(a);
-    if (a.rows > 2 * kMax) return false;
-    cuda::SkinnyArgs lo = a, hi = a;
-    lo.rows = kMax;
-    hi.rows = a.rows - kMax;
-    const std::size_t es = element_size(dtype_);
-    hi.x = static_cast<const char*>(a.x) + static_cast<std::size_t>(kMax) * a.K * es;
-    hi.out = static_cast<char*>(a.out) + static_cast<std::size_t>(kMax) * a.N * es;
-    if (a.residual != nullptr) {
-      hi.residual =
-          static_cast<const char*>(a.residual) + static_cast<std::size_t>(kMax) * a.N * es;
-    }
-    const cuda::SkinnyPlan p_lo = cuda::skinny_plan(lo.rows, a.K, a.N, a.W, skinny_, true, true);
-    const cuda::SkinnyPlan p_hi = cuda::skinny_plan(hi.rows, a.K, a.N, a.W, skinny_, true, true);
-    if (!p_lo.ok || !p_hi.ok) return false;
-    cuda::skinny_linear(dtype_, p_lo, lo, skinny_, stream_);
-    cuda::skinny_linear(dtype_, p_hi, hi, skinny_, stream_);
-    return true;
-  }
+  // An int8 linear through the kernel (up to kSkinnyMaxRowsQ8 rows): 1 byte a weight read,
+  // against the dequantized path's 5 (int8 in, 16 bits out and back).
+  bool try_skinny_q8(const cuda::SkinnyArgs& a) { return try_skinny(a); }
 
   // The skinny kernel's split-K partials (16 MB: 8 rows x 64 splits of 8192 columns) and counts
   // (a 64-column slice each: up to 262144 columns).

@@ -290,7 +290,26 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[m][j] = 0.0f;
   }
-  if constexpr (Q8) {
+  if constexpr (Q8 && M > 4) {
+    // 8 rows: the sums of a group and the totals (64 registers each) do not both fit, so each
+    // weight is scaled as it is converted (one more FMUL a weight, against 8 FMAs).
+#pragma unroll
+    for (int i = 0; i < kLoadsQ8; ++i) {
+      const int r = lane_k + i * kLanes;
+      if (r < count) {
+        float wf[8];
+        q8_to_f(wq[i], wf);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) wf[j] *= sc[i / kLoadsGroupQ8][cv * 8 + j];
+#pragma unroll
+        for (int m = 0; m < M; ++m) {
+          const float xv = xs[r][m];
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(xv, wf[j], acc[m][j]);
+        }
+      }
+    }
+  } else if constexpr (Q8) {
     // One pass (passes == 1): group g's rows are loads kLoadsGroupQ8 * g..; their sums are scaled
     // once.
 #pragma unroll
@@ -427,17 +446,12 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   if (tid == 0) p.counts[slice] = 0;  // for the next call (which waits for this one's end)
 }
 
-// Q8 stops at 4 rows (kSkinnyMaxRowsQ8: 8 rows' sums and group sums do not fit the registers).
 template <typename T, bool Q8 = false>
 void (*kernel_for(int rows))(Params) {
   if (rows <= 1) return skinny_kernel<T, 1, Q8>;
   if (rows <= 2) return skinny_kernel<T, 2, Q8>;
-  if constexpr (Q8) {
-    return skinny_kernel<T, 4, true>;
-  } else {
-    if (rows <= 4) return skinny_kernel<T, 4, false>;
-    return skinny_kernel<T, 8, false>;
-  }
+  if (rows <= 4) return skinny_kernel<T, 4, Q8>;
+  return skinny_kernel<T, 8, Q8>;
 }
 
 // CTAs of the kernel for `rows` that fit on an SM of the current device at once (the f16 and bf16

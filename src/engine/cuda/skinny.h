@@ -10,7 +10,7 @@
 namespace gpuattn::engine::cuda {
 
 constexpr int kSkinnyMaxRows = 8;
-constexpr int kSkinnyMaxRowsQ8 = 4;  // int8 W (SkinnyArgs::q8)
+constexpr int kSkinnyMaxRowsQ8 = 8;  // int8 W (SkinnyArgs::q8)
 
 // Device memory the kernel keeps between calls, one set per stream: fp32 split-K partial sums
 // and a count a 64-column slice, zeroed once (each call leaves them zero).
