@@ -11,6 +11,7 @@
 //   q<C> v<V> l<L>  weight-only int8 W [K, N] with a scale a 64 rows and column (the engine's
 //          LinearWeights::int8): a CTA takes C columns and one pass of rows, V-byte loads, L in
 //          flight a thread; s35 added these to find the layout the int8 kernel should read
+//   tc l<L> nt<NT>  the same int8 weights pre-shuffled for mma.m16n8k16 (tc_kernel below)
 // Usage: gpuattn_gemv_probe [launches a graph, 160] [q8: the int8 variants only].
 // Built as gpuattn_gemv_probe (tools/CMakeLists.txt). Session 34 ran it as bench/gemv_patterns.cu,
 // built with nvcc -O3 -arch=sm_90a -std=c++17; its output: bench/results/2026-11-29-h200-s34/.
@@ -258,6 +259,133 @@ const Q8Var kQ8Vars[] = {
     {256, 16, 16, q8_kernel<256, 16, 16>},
 };
 
+// Weight-only int8 on the tensor cores: y^T = W^T x^T as mma.m16n8k16 (f16 in, f32 sums), the
+// A operand a 16-column tile of W^T converted in registers, B the x rows (8; row 0 here), so a
+// weight costs one conversion instruction and an eighth of an mma instead of 3+ instructions.
+// W is stored pre-shuffled (shuffle_tc below): [N / 16][K / 32][32 lanes][16 bytes], each lane's
+// 16 bytes its A fragments of two k-steps in register order, so a warp's load is 512 contiguous
+// bytes. Bytes to f16: (q ^ 0x80) in a half's low mantissa bits (1024 + u, PRMT), minus 1152
+// (HSUB2), exact. Scales [K / 64, N] as before: a group's 4 k-steps summed, then scaled once.
+// A CTA: NT column tiles x (8 / NT) warps along k, each warp 2 L k-steps (L 16-byte loads in
+// flight a thread). Partials [splits][N].
+__device__ __forceinline__ std::uint32_t q8x2_to_h2(std::uint32_t w, std::uint32_t sel) {
+  const std::uint32_t h = __byte_perm(w ^ 0x80808080u, 0x64646464u, sel);
+  std::uint32_t r;
+  asm("sub.f16x2 %0, %1, %2;" : "=r"(r) : "r"(h), "r"(0x64806480u));  // 1152 = 0x6480
+  return r;
+}
+
+__device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4],
+                                          std::uint32_t b0, std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int L, int NT>
+__global__ void __launch_bounds__(kThreads)
+    tc_kernel(const uint4* Wt, const float* scales, const __half* x, int K, int N,
+              float* partials) {
+  constexpr int kWarpsK = 8 / NT, kSteps = 2 * L, kChunk = kWarpsK * kSteps * 16;
+  static_assert(kSteps % 4 == 0, "whole 64-row groups a warp");
+  constexpr int kGroups = kSteps / 4;
+  __shared__ __align__(16) __half xs[kChunk];
+  __shared__ float red[kWarpsK][NT * 16];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int nt_local = warp % NT, wk = warp / NT;
+  const int n_tiles = N / 16, steps = K / 16;
+  const int nt = blockIdx.x * NT + nt_local;
+  const int k0 = blockIdx.y * kChunk;
+  const int step0 = k0 / 16 + wk * kSteps;
+  const bool tile_in = nt < n_tiles;
+  uint4 w[L];
+#pragma unroll
+  for (int i = 0; i < L; ++i) {
+    const int st = step0 + 2 * i;
+    w[i] = tile_in && st < steps
+               ? ld_nc(Wt + (static_cast<std::int64_t>(nt) * (steps / 2) + st / 2) * 32 + lane)
+               : make_uint4(0, 0, 0, 0);
+  }
+  float s_lo[kGroups], s_hi[kGroups];
+#pragma unroll
+  for (int q = 0; q < kGroups; ++q) {
+    const int kg = (step0 + 4 * q) / 4, n = nt * 16 + g;
+    const bool in = tile_in && kg < K / 64;
+    s_lo[q] = in ? scales[static_cast<std::int64_t>(kg) * N + n] : 0.0f;
+    s_hi[q] = in ? scales[static_cast<std::int64_t>(kg) * N + n + 8] : 0.0f;
+  }
+  for (int i = threadIdx.x; i < kChunk; i += kThreads) {
+    xs[i] = k0 + i < K ? x[k0 + i] : __float2half(0.0f);
+  }
+  __syncthreads();
+  float acc[4] = {};
+#pragma unroll
+  for (int q = 0; q < kGroups; ++q) {
+    float pa[4] = {};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int step = 4 * q + j;
+      const uint4& v = w[step / 2];
+      const std::uint32_t w0 = step % 2 ? v.z : v.x, w1 = step % 2 ? v.w : v.y;
+      const std::uint32_t a[4] = {q8x2_to_h2(w0, 0x4140), q8x2_to_h2(w0, 0x4342),
+                                  q8x2_to_h2(w1, 0x4140), q8x2_to_h2(w1, 0x4342)};
+      // B: x row g (only row 0 here) at this k-step's k 2t, 2t+1 and 2t+8, 2t+9.
+      const __half* xk = xs + (wk * kSteps + step) * 16;
+      const std::uint32_t b0 = g == 0 ? *reinterpret_cast<const std::uint32_t*>(xk + 2 * t) : 0u;
+      const std::uint32_t b1 =
+          g == 0 ? *reinterpret_cast<const std::uint32_t*>(xk + 8 + 2 * t) : 0u;
+      mma_16816(pa, a, b0, b1);
+    }
+    acc[0] = fmaf(pa[0], s_lo[q], acc[0]);  // (n g, x row 2t)
+    acc[2] = fmaf(pa[2], s_hi[q], acc[2]);  // (n g + 8, x row 2t)
+  }
+  if (t == 0) {  // x row 0
+    red[wk][nt_local * 16 + g] = acc[0];
+    red[wk][nt_local * 16 + g + 8] = acc[2];
+  }
+  __syncthreads();
+  if (threadIdx.x < NT * 16) {
+    float s = 0.0f;
+    for (int r = 0; r < kWarpsK; ++r) s += red[r][threadIdx.x];
+    const int n = blockIdx.x * NT * 16 + threadIdx.x;
+    if (n < N) partials[static_cast<std::int64_t>(blockIdx.y) * N + n] = s;
+  }
+}
+
+// q [K, N] int8 into tc_kernel's order (K a multiple of 32, N of 16).
+std::vector<std::int8_t> shuffle_tc(const std::vector<std::int8_t>& q, int K, int N) {
+  std::vector<std::int8_t> out(q.size());
+  std::size_t o = 0;
+  for (int nt = 0; nt < N / 16; ++nt) {
+    for (int s2 = 0; s2 < K / 32; ++s2) {
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4;
+        for (int b = 0; b < 16; ++b) {
+          const int step = 2 * s2 + b / 8, reg = (b % 8) / 2, h = b % 2;
+          const int n = nt * 16 + g + (reg % 2) * 8;
+          const int k = step * 16 + 2 * t + h + (reg / 2) * 8;
+          out[o++] = q[static_cast<std::size_t>(k) * N + n];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+struct TcVar {
+  int L, NT;
+  void (*kernel)(const uint4*, const float*, const __half*, int, int, float*);
+  int chunk() const { return 8 / NT * 2 * L * 16; }
+};
+const TcVar kTcVars[] = {
+    {2, 1, tc_kernel<2, 1>}, {4, 1, tc_kernel<4, 1>}, {8, 1, tc_kernel<8, 1>},
+    {2, 2, tc_kernel<2, 2>}, {4, 2, tc_kernel<4, 2>}, {2, 4, tc_kernel<2, 4>},
+    {4, 8, tc_kernel<4, 8>},  // 128 columns (a warp each) x 128 rows
+    {8, 8, tc_kernel<8, 8>},  // 128 columns x 256 rows: the engine's int8 slice and chunk
+};
+
 struct Shape {
   const char* name;
   int K, N;
@@ -474,6 +602,56 @@ int main(int argc, char** argv) {
                                       : "q" + std::to_string(kQ8Vars[vi].C) + " v" +
                                             std::to_string(kQ8Vars[vi].V) + " l" +
                                             std::to_string(kQ8Vars[vi].L);
+      std::printf("%-16s K%5d N%5d %-12s splits %3d  %7.2f us  %5.2f TB/s  max err %.2e\n", sh.name,
+                  sh.K, sh.N, name.c_str(), splits, us, (qbytes + sbytes) / us * 1e-6, err);
+      CK(cudaGraphExecDestroy(ge));
+      CK(cudaGraphDestroy(g));
+    }
+
+    // The same int8 weights pre-shuffled for the tensor-core variants.
+    const std::vector<std::int8_t> hqt = shuffle_tc(hq, sh.K, sh.N);
+    for (int c = 0; c < qcopies; ++c) {
+      CK(cudaMemcpy(dq + c * qbytes, hqt.data(), qbytes, cudaMemcpyHostToDevice));
+    }
+    for (const TcVar& v : kTcVars) {
+      const int splits = (sh.K + v.chunk() - 1) / v.chunk();
+      const dim3 grid((sh.N / 16 + v.NT - 1) / v.NT, splits);
+      auto launch = [&](int c) {
+        v.kernel<<<grid, kThreads, 0, st>>>(reinterpret_cast<const uint4*>(dq + c * qbytes),
+                                            ds + c * (sbytes / 4), dx, sh.K, sh.N, dpart);
+      };
+      for (int i = 0; i < qcopies; ++i) launch(i);
+      CK(cudaStreamSynchronize(st));
+      CK(cudaGetLastError());
+      double err = 0.0;
+      {
+        std::vector<float> hp(static_cast<std::size_t>(splits) * sh.N);
+        CK(cudaMemcpy(hp.data(), dpart, hp.size() * 4, cudaMemcpyDeviceToHost));
+        for (int n = 0; n < sh.N; ++n) {
+          double s = 0.0;
+          for (int q = 0; q < splits; ++q) s += hp[static_cast<std::size_t>(q) * sh.N + n];
+          err = std::max(err, std::fabs(s - qref[n]));
+        }
+      }
+      cudaGraph_t g;
+      cudaGraphExec_t ge;
+      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+      for (int i = 0; i < reps; ++i) launch(i % qcopies);
+      CK(cudaStreamEndCapture(st, &g));
+      CK(cudaGraphInstantiate(&ge, g, 0));
+      CK(cudaGraphLaunch(ge, st));
+      float best = 1e30f;
+      for (int t = 0; t < 3; ++t) {
+        CK(cudaEventRecord(e0, st));
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaEventRecord(e1, st));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0.0f;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        best = std::min(best, ms);
+      }
+      const double us = best * 1000.0 / reps;
+      const std::string name = "tc l" + std::to_string(v.L) + " nt" + std::to_string(v.NT);
       std::printf("%-16s K%5d N%5d %-12s splits %3d  %7.2f us  %5.2f TB/s  max err %.2e\n", sh.name,
                   sh.K, sh.N, name.c_str(), splits, us, (qbytes + sbytes) / us * 1e-6, err);
       CK(cudaGraphExecDestroy(ge));
