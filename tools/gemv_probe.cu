@@ -386,6 +386,46 @@ const TcVar kTcVars[] = {
     {8, 8, tc_kernel<8, 8>},  // 128 columns x 256 rows: the engine's int8 slice and chunk
 };
 
+// us a launch of launch(copy), timed as a CUDA graph of `reps` launches cycling through `copies`
+// copies of W (best of 3 replays, after one untimed).
+template <typename Launch>
+double time_graph(cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1, int reps, int copies,
+                  const Launch& launch) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < reps; ++i) launch(i % copies);
+  CK(cudaStreamEndCapture(st, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  CK(cudaGraphLaunch(ge, st));
+  float best = 1e30f;
+  for (int t = 0; t < 3; ++t) {
+    CK(cudaEventRecord(e0, st));
+    CK(cudaGraphLaunch(ge, st));
+    CK(cudaEventRecord(e1, st));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0.0f;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    best = std::min(best, ms);
+  }
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  return best * 1000.0 / reps;
+}
+
+// The largest |sum over splits of the partials [splits][N] - ref[n]|.
+double partials_error(const float* dpart, int splits, int N, const std::vector<double>& ref) {
+  std::vector<float> hp(static_cast<std::size_t>(splits) * N);
+  CK(cudaMemcpy(hp.data(), dpart, hp.size() * 4, cudaMemcpyDeviceToHost));
+  double err = 0.0;
+  for (int n = 0; n < N; ++n) {
+    double s = 0.0;
+    for (int q = 0; q < splits; ++q) s += hp[static_cast<std::size_t>(q) * N + n];
+    err = std::max(err, std::fabs(s - ref[n]));
+  }
+  return err;
+}
+
 struct Shape {
   const char* name;
   int K, N;
@@ -493,44 +533,16 @@ int main(int argc, char** argv) {
       CK(cudaStreamSynchronize(st));
       CK(cudaGetLastError());
       // Check the partials of the last launch.
-      double err = 0.0;
-      if (v.kind != 0) {
-        std::vector<float> hp(static_cast<std::size_t>(splits) * sh.N);
-        CK(cudaMemcpy(hp.data(), dpart, hp.size() * 4, cudaMemcpyDeviceToHost));
-        for (int n = 0; n < sh.N; ++n) {
-          double s = 0.0;
-          for (int q = 0; q < splits; ++q) s += hp[static_cast<std::size_t>(q) * sh.N + n];
-          err = std::max(err, std::fabs(s - ref[n]));
-        }
-      }
-      cudaGraph_t g;
-      cudaGraphExec_t ge;
-      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-      for (int i = 0; i < reps; ++i) launch(i % copies);
-      CK(cudaStreamEndCapture(st, &g));
-      CK(cudaGraphInstantiate(&ge, g, 0));
-      CK(cudaGraphLaunch(ge, st));
-      float best = 1e30f;
-      for (int t = 0; t < 3; ++t) {
-        CK(cudaEventRecord(e0, st));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
-        float ms = 0.0f;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        best = std::min(best, ms);
-      }
-      const double us = best * 1000.0 / reps;
+      const double err = v.kind != 0 ? partials_error(dpart, splits, sh.N, ref) : 0.0;
+      const double us = time_graph(st, e0, e1, reps, copies, launch);
       std::printf("%-16s K%5d N%5d %-9s splits %3d  %7.2f us  %5.2f TB/s  max err %.2e\n", sh.name,
                   sh.K, sh.N, v.name.c_str(), splits, us, bytes / us * 1e-6, err);
-      CK(cudaGraphExecDestroy(ge));
-      CK(cudaGraphDestroy(g));
     }
     CK(cudaFree(dw));
     CK(cudaFree(dwt));
 
-    // Weight-only int8: random q in [-127, 127] and scales in [1, 2) / 127; the reference sums x q
-    // s.
+    // Weight-only int8: random q in [-127, 127] and scales in [1, 2) / 127; the reference is the
+    // fp64 sum of x q s.
     const std::int64_t qbytes = elems, sbytes = elems / 64 * 4;
     const int qcopies = static_cast<int>(std::max<std::int64_t>(
         2, 8 * static_cast<std::int64_t>(prop.l2CacheSize) / (qbytes + sbytes)));
@@ -570,42 +582,14 @@ int main(int argc, char** argv) {
       for (int i = 0; i < qcopies; ++i) launch(i);
       CK(cudaStreamSynchronize(st));
       CK(cudaGetLastError());
-      double err = 0.0;
-      if (vi >= 0) {
-        std::vector<float> hp(static_cast<std::size_t>(splits) * sh.N);
-        CK(cudaMemcpy(hp.data(), dpart, hp.size() * 4, cudaMemcpyDeviceToHost));
-        for (int n = 0; n < sh.N; ++n) {
-          double s = 0.0;
-          for (int q = 0; q < splits; ++q) s += hp[static_cast<std::size_t>(q) * sh.N + n];
-          err = std::max(err, std::fabs(s - qref[n]));
-        }
-      }
-      cudaGraph_t g;
-      cudaGraphExec_t ge;
-      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-      for (int i = 0; i < reps; ++i) launch(i % qcopies);
-      CK(cudaStreamEndCapture(st, &g));
-      CK(cudaGraphInstantiate(&ge, g, 0));
-      CK(cudaGraphLaunch(ge, st));
-      float best = 1e30f;
-      for (int t = 0; t < 3; ++t) {
-        CK(cudaEventRecord(e0, st));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
-        float ms = 0.0f;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        best = std::min(best, ms);
-      }
-      const double us = best * 1000.0 / reps;
+      const double err = vi >= 0 ? partials_error(dpart, splits, sh.N, qref) : 0.0;
+      const double us = time_graph(st, e0, e1, reps, qcopies, launch);
       const std::string name = vi < 0 ? std::string("q8 read")
                                       : "q" + std::to_string(kQ8Vars[vi].C) + " v" +
                                             std::to_string(kQ8Vars[vi].V) + " l" +
                                             std::to_string(kQ8Vars[vi].L);
       std::printf("%-16s K%5d N%5d %-12s splits %3d  %7.2f us  %5.2f TB/s  max err %.2e\n", sh.name,
                   sh.K, sh.N, name.c_str(), splits, us, (qbytes + sbytes) / us * 1e-6, err);
-      CK(cudaGraphExecDestroy(ge));
-      CK(cudaGraphDestroy(g));
     }
 
     // The same int8 weights pre-shuffled for the tensor-core variants.
@@ -623,39 +607,11 @@ int main(int argc, char** argv) {
       for (int i = 0; i < qcopies; ++i) launch(i);
       CK(cudaStreamSynchronize(st));
       CK(cudaGetLastError());
-      double err = 0.0;
-      {
-        std::vector<float> hp(static_cast<std::size_t>(splits) * sh.N);
-        CK(cudaMemcpy(hp.data(), dpart, hp.size() * 4, cudaMemcpyDeviceToHost));
-        for (int n = 0; n < sh.N; ++n) {
-          double s = 0.0;
-          for (int q = 0; q < splits; ++q) s += hp[static_cast<std::size_t>(q) * sh.N + n];
-          err = std::max(err, std::fabs(s - qref[n]));
-        }
-      }
-      cudaGraph_t g;
-      cudaGraphExec_t ge;
-      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-      for (int i = 0; i < reps; ++i) launch(i % qcopies);
-      CK(cudaStreamEndCapture(st, &g));
-      CK(cudaGraphInstantiate(&ge, g, 0));
-      CK(cudaGraphLaunch(ge, st));
-      float best = 1e30f;
-      for (int t = 0; t < 3; ++t) {
-        CK(cudaEventRecord(e0, st));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
-        float ms = 0.0f;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        best = std::min(best, ms);
-      }
-      const double us = best * 1000.0 / reps;
+      const double err = partials_error(dpart, splits, sh.N, qref);
+      const double us = time_graph(st, e0, e1, reps, qcopies, launch);
       const std::string name = "tc l" + std::to_string(v.L) + " nt" + std::to_string(v.NT);
       std::printf("%-16s K%5d N%5d %-12s splits %3d  %7.2f us  %5.2f TB/s  max err %.2e\n", sh.name,
                   sh.K, sh.N, name.c_str(), splits, us, (qbytes + sbytes) / us * 1e-6, err);
-      CK(cudaGraphExecDestroy(ge));
-      CK(cudaGraphDestroy(g));
     }
     CK(cudaFree(dq));
     CK(cudaFree(ds));

@@ -88,10 +88,15 @@ class CudaOps final : public ModelOps {
     for (std::size_t i = 0; i < n; ++i) {
       h[i] = dtype_ == DType::bf16 ? float_to_bf16(src[i]) : float_to_f16(src[i]);
     }
-    void* p = alloc(n * 2);
-    // On the engine's stream, then waited for. cudaMemcpy from pageable memory (the legacy stream)
-    // may return before its DMA lands, and the engine's non-blocking stream does not wait for it.
-    const cudaError_t e = cudaMemcpyAsync(p, h.data(), n * 2, cudaMemcpyHostToDevice, s());
+    return upload_block(h.data(), n * 2);
+  }
+  // New device memory holding `bytes` of pageable host memory, copied on the engine's stream and
+  // waited for (the host block may go when this returns). cudaMemcpy from pageable memory (the
+  // legacy stream) may return before its DMA lands, and the engine's non-blocking stream does not
+  // wait for it. Nothing is left allocated on failure.
+  void* upload_block(const void* src, std::size_t bytes) {
+    void* p = alloc(bytes);
+    const cudaError_t e = cudaMemcpyAsync(p, src, bytes, cudaMemcpyHostToDevice, s());
     const cudaError_t e2 = e == cudaSuccess ? cudaStreamSynchronize(s()) : e;
     if (e2 != cudaSuccess) {
       cudaFree(p);
@@ -140,16 +145,7 @@ class CudaOps final : public ModelOps {
       dequant_ = alloc(need);
       dequant_bytes_ = need;
     }
-    void* p = alloc(block.size());
-    // On the engine's stream, then waited for: the block is pageable and goes when this returns.
-    const cudaError_t e =
-        cudaMemcpyAsync(p, block.data(), block.size(), cudaMemcpyHostToDevice, s());
-    const cudaError_t e2 = e == cudaSuccess ? cudaStreamSynchronize(s()) : e;
-    if (e2 != cudaSuccess) {
-      cudaFree(p);
-      check(e2, "weights upload");
-    }
-    return p;
+    return upload_block(block.data(), block.size());
   }
   void linear_q8(const void* x, const void* Wq, const void* bias, const void* residual, void* out,
                  int rows, int K, int N, bool gelu) override {
