@@ -13,10 +13,7 @@
 #include <thread>
 
 #include "core/fwd_params.h"
-
-#ifndef GPUATTN_GIT_COMMIT
-#define GPUATTN_GIT_COMMIT "unknown"
-#endif
+#include "gpuattn_commit.h"  // GPUATTN_GIT_COMMIT, written at every build (commit_stamp.cmake)
 
 namespace gpuattn::tool {
 
