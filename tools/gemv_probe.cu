@@ -85,6 +85,19 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The CTA's partial sums of its C columns (from blockIdx.x * C) over its row lanes' rows in red,
+// into partials[blockIdx.y][N] (columns past N dropped).
+template <int RowLanes, int C>
+__device__ void write_partials(const float (&red)[RowLanes][C], int N, float* partials) {
+  __syncthreads();
+  for (int c = threadIdx.x; c < C; c += kThreads) {
+    float s = 0.0f;
+    for (int r = 0; r < RowLanes; ++r) s += red[r][c];
+    const int n = blockIdx.x * C + c;
+    if (n < N) partials[static_cast<std::int64_t>(blockIdx.y) * N + n] = s;
+  }
+}
+
 // W [K, N]: CTA (slice, split) takes columns slice*C.. and rows split*chunk.. (chunk a multiple of
 // the rows a pass). Partials [splits][N].
 template <int C>
@@ -115,13 +128,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float red[kRowLanes][C];
 #pragma unroll
   for (int j = 0; j < 8; ++j) red[lane_k][cv * 8 + j] = acc[j];
-  __syncthreads();
-  for (int c = threadIdx.x; c < C; c += kThreads) {
-    float s = 0.0f;
-    for (int r = 0; r < kRowLanes; ++r) s += red[r][c];
-    const int n = blockIdx.x * C + c;
-    if (n < N) partials[static_cast<std::int64_t>(blockIdx.y) * N + n] = s;
-  }
+  write_partials<kRowLanes, C>(red, N, partials);
 }
 
 // W^T [N, K]: warp w of the grid takes column n = w % N and k-split w / N (chunk elements, a
@@ -234,13 +241,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 #pragma unroll
   for (int j = 0; j < V; ++j) red[lane_k][cv * V + j] = acc[j];
-  __syncthreads();
-  for (int c = threadIdx.x; c < C; c += kThreads) {
-    float s = 0.0f;
-    for (int r = 0; r < kRowLanes; ++r) s += red[r][c];
-    const int n = blockIdx.x * C + c;
-    if (n < N) partials[static_cast<std::int64_t>(blockIdx.y) * N + n] = s;
-  }
+  write_partials<kRowLanes, C>(red, N, partials);
 }
 
 // The int8 variants: C, V, L and the rows a CTA takes (one pass).

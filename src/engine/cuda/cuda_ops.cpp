@@ -122,11 +122,7 @@ class CudaOps final : public ModelOps {
   void layernorm_linear(const void* x, int rows, int K, const void* ln_w, const void* ln_b,
                         float eps, void* ln, const void* W, const void* bias, void* out, int N,
                         bool gelu) override {
-    cuda::SkinnyArgs a = skinny_args(x, W, bias, nullptr, out, rows, K, N, gelu);
-    a.ln_w = ln_w;
-    a.ln_b = ln_b;
-    a.eps = eps;
-    if (!try_skinny(a)) {
+    if (!try_skinny(skinny_ln_args(x, ln_w, ln_b, eps, W, false, bias, out, rows, K, N, gelu))) {
       ModelOps::layernorm_linear(x, rows, K, ln_w, ln_b, eps, ln, W, bias, out, N, gelu);
     }
   }
@@ -151,19 +147,14 @@ class CudaOps final : public ModelOps {
                  int rows, int K, int N, bool gelu) override {
     cuda::SkinnyArgs a = skinny_args(x, Wq, bias, residual, out, rows, K, N, gelu);
     a.q8 = true;
-    if (!try_skinny_q8(a)) {
+    if (!try_skinny(a)) {
       gemm_->linear(x, dequantized(Wq, K, N), bias, residual, out, rows, K, N, gelu);
     }
   }
   void layernorm_linear_q8(const void* x, int rows, int K, const void* ln_w, const void* ln_b,
                            float eps, void* ln, const void* Wq, const void* bias, void* out, int N,
                            bool gelu) override {
-    cuda::SkinnyArgs a = skinny_args(x, Wq, bias, nullptr, out, rows, K, N, gelu);
-    a.ln_w = ln_w;
-    a.ln_b = ln_b;
-    a.eps = eps;
-    a.q8 = true;
-    if (!try_skinny_q8(a)) {
+    if (!try_skinny(skinny_ln_args(x, ln_w, ln_b, eps, Wq, true, bias, out, rows, K, N, gelu))) {
       layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
       gemm_->linear(ln, dequantized(Wq, K, N), bias, nullptr, out, rows, K, N, gelu);
     }
@@ -235,18 +226,26 @@ class CudaOps final : public ModelOps {
     a.gelu = gelu;
     return a;
   }
-  // The engine's own kernel where its policy takes the call (skinny.h); false: take the general
-  // path.
+  // The same with the layernorm ahead fused (ln_w, ln_b, eps), W int8 when q8.
+  static cuda::SkinnyArgs skinny_ln_args(const void* x, const void* ln_w, const void* ln_b,
+                                         float eps, const void* W, bool q8, const void* bias,
+                                         void* out, int rows, int K, int N, bool gelu) {
+    cuda::SkinnyArgs a = skinny_args(x, W, bias, nullptr, out, rows, K, N, gelu);
+    a.ln_w = ln_w;
+    a.ln_b = ln_b;
+    a.eps = eps;
+    a.q8 = q8;
+    return a;
+  }
+  // The engine's own kernel where its policy takes the call (skinny.h; int8 W at up to
+  // kSkinnyMaxRowsQ8 rows, 1 byte a weight read against the dequantized path's 5: int8 in, 16 bits
+  // out and back); false: take the general path.
   bool try_skinny(const cuda::SkinnyArgs& a) {
     const cuda::SkinnyPlan plan = cuda::skinny_plan(a.rows, a.K, a.N, a.W, skinny_, true, a.q8);
     if (!plan.ok) return false;
     cuda::skinny_linear(dtype_, plan, a, skinny_, stream_);
     return true;
   }
-
-  // An int8 linear through the kernel (up to kSkinnyMaxRowsQ8 rows): 1 byte a weight read,
-  // against the dequantized path's 5 (int8 in, 16 bits out and back).
-  bool try_skinny_q8(const cuda::SkinnyArgs& a) { return try_skinny(a); }
 
   // The skinny kernel's split-K partials (16 MB: 8 rows x 64 splits of 8192 columns) and counts
   // (a 64-column slice each: up to 262144 columns).

@@ -454,18 +454,29 @@ void (*kernel_for(int rows))(Params) {
   return skinny_kernel<T, 8, Q8>;
 }
 
+// The per-device caches below: devices past kDevices (or none) are asked every time.
+constexpr int kDevices = 64;
+int current_device() {
+  int device = 0;
+  return cudaGetDevice(&device) == cudaSuccess && device < kDevices ? device : kDevices;
+}
+// The kernel for `rows` (and int8 or not) as the caches key it, and its f16 instance (the bf16
+// one uses the same resources).
+int kernel_slot(int rows, bool q8) {
+  return (rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3) + (q8 ? 4 : 0);
+}
+void (*f16_kernel(int rows, bool q8))(Params) {
+  return q8 ? kernel_for<__half, true>(rows) : kernel_for<__half>(rows);
+}
+
 // CTAs of the kernel for `rows` that fit on an SM of the current device at once (the f16 and bf16
 // kernels use the same resources), asked of the runtime once per device and kernel.
 int ctas_per_sm(int rows, bool q8) {
-  constexpr int kDevices = 64;
   static std::atomic<int> cached[kDevices][8];
-  const int slot = (rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3) + (q8 ? 4 : 0);
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) device = kDevices;
+  const int slot = kernel_slot(rows, q8), device = current_device();
   int n = device < kDevices ? cached[device][slot].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &n, q8 ? kernel_for<__half, true>(rows) : kernel_for<__half>(rows), kThreads, 0) !=
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, f16_kernel(rows, q8), kThreads, 0) !=
             cudaSuccess ||
         n < 1) {
       n = 1;
@@ -481,11 +492,8 @@ int ctas_per_sm(int rows, bool q8) {
 // clusters of 7 or 100 of 5 at 4 CTAs an SM do not fit, and the ones left over ran as a second
 // wave (s35: 1.5B's int8 c_attn and c_fc at 15-16 us).
 int max_clusters(int rows, bool q8, int size) {
-  constexpr int kDevices = 64;
   static std::atomic<int> cached[kDevices][8][kMaxCluster + 1];
-  const int slot = (rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3) + (q8 ? 4 : 0);
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) device = kDevices;
+  const int slot = kernel_slot(rows, q8), device = current_device();
   int n = device < kDevices ? cached[device][slot][size].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
     cudaLaunchAttribute attr;
@@ -498,16 +506,18 @@ int max_clusters(int rows, bool q8, int size) {
     cfg.blockDim = dim3(kThreads);
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    if (cudaOccupancyMaxActiveClusters(
-            &n, q8 ? kernel_for<__half, true>(rows) : kernel_for<__half>(rows), &cfg) !=
-            cudaSuccess ||
-        n < 1) {
+    if (cudaOccupancyMaxActiveClusters(&n, f16_kernel(rows, q8), &cfg) != cudaSuccess || n < 1) {
       (void)cudaGetLastError();
       n = -1;  // none: the workspace instead
     }
     if (device < kDevices) cached[device][slot][size].store(n, std::memory_order_relaxed);
   }
   return n;
+}
+
+// The most rows of W a CTA takes: one 256-row pass (int8), or max_passes of them.
+int max_chunk_rows(int rows, bool q8) {
+  return q8 ? kPassQ8 : kPass * (rows <= 4 ? max_passes<4>() : max_passes<8>());
 }
 
 // Whether the kernel for `rows` as it runs on the current device was compiled for sm_90+ (its PTX
@@ -611,7 +621,7 @@ SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratc
   // As many CTAs as fit at once (one wave: 4 an SM at one row, 2 at 8), each taking a chunk of
   // whole row-lane multiples in passes of kPass rows; up to kMaxCluster splits a slice reduce in a
   // cluster (sm_90+), more (K beyond kMaxCluster full chunks) through the global workspace.
-  const int max_chunk = q8 ? kPassQ8 : kPass * (rows <= 4 ? max_passes<4>() : max_passes<8>());
+  const int max_chunk = max_chunk_rows(rows, q8);
   const int min_splits = (K + max_chunk - 1) / max_chunk;
   const int target = s.sm_count * ctas_per_sm(rows, q8);
   const bool clusters = kernel_has_clusters(rows);
@@ -674,7 +684,7 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   p.scales = a.q8 ? reinterpret_cast<const float*>(static_cast<const char*>(a.W) +
                                                    q8_scales_offset(a.K, a.N))
                   : nullptr;
-  const int max_chunk = a.q8 ? kPassQ8 : kPass * (a.rows <= 4 ? max_passes<4>() : max_passes<8>());
+  const int max_chunk = max_chunk_rows(a.rows, a.q8);
   if (!plan.ok || a.rows < 1 || a.rows > (a.q8 ? kSkinnyMaxRowsQ8 : kSkinnyMaxRows) ||
       plan.chunk > max_chunk || (a.q8 && (plan.chunk % kGroup != 0 || a.K % kGroup != 0))) {
     throw Error(ErrorCode::invalid_argument,
