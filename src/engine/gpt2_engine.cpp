@@ -444,7 +444,9 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
         at.causal = true;
         at.check_indices = check;
         if (counters_count > 0) at.counters = view(counters.ptr, {counters_count}, {1}, DType::i32);
-        at.pdl = true;  // right behind the k/v scatter, a small kernel: +2-3% tok/s at B1 (s32)
+        // Right behind the kernel that wrote the caches (the k/v scatter, or c_attn's one-row
+        // kernel where it wrote them itself): +2-3% tok/s at B1 (s32, behind the scatter).
+        at.pdl = true;
         at.stream = ops->stream();
         at.num_threads = opts.num_threads;
         attention_forward(at);
