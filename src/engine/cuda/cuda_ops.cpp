@@ -164,15 +164,12 @@ class CudaOps final : public ModelOps {
   void attn_input(const void* x, int rows, int C, const void* ln_w, const void* ln_b, float eps,
                   void* ln, const void* W, bool q8, const void* bias, void* qkv,
                   const std::int32_t* slots, void* k_pool, void* v_pool) override {
-    cuda::SkinnyArgs a = skinny_args(x, W, bias, nullptr, qkv, rows, C, 3 * C, false);
-    a.ln_w = ln_w;
-    a.ln_b = ln_b;
-    a.eps = eps;
-    a.q8 = q8;
+    cuda::SkinnyArgs a =
+        skinny_ln_args(x, ln_w, ln_b, eps, W, q8, bias, qkv, rows, C, 3 * C, false);
     a.kv_slots = slots;
     a.k_pool = k_pool;
     a.v_pool = v_pool;
-    if (!(q8 ? try_skinny_q8(a) : try_skinny(a))) {
+    if (!try_skinny(a)) {
       ModelOps::attn_input(x, rows, C, ln_w, ln_b, eps, ln, W, q8, bias, qkv, slots, k_pool,
                            v_pool);
     }
