@@ -426,10 +426,11 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
     ops->embed(mi + o_tokens, mi + o_pos, rows, head.ptr, wpe.ptr, C, x.ptr);
     for (int l = 0; l < cfg.n_layer; ++l) {
       const LayerWeights& L = layers[l];
-      ln_linear(x.ptr, C, L.ln_1_w.ptr, L.ln_1_b.ptr, L.c_attn_w.ptr, L.c_attn_b.ptr, qkv.ptr,
-                3 * C, false);
-      // Every row's keys and values into the cache (the decodes read theirs back at once).
-      ops->scatter_kv(qkv.ptr, rows, C, mi + o_slots, k_pool[l].ptr, v_pool[l].ptr);
+      // qkv, and every row's keys and values into the cache (the decodes read theirs back at
+      // once).
+      ops->attn_input(x.ptr, rows, C, L.ln_1_w.ptr, L.ln_1_b.ptr, cfg.layer_norm_epsilon, ln.ptr,
+                      L.c_attn_w.ptr, q8, L.c_attn_b.ptr, qkv.ptr, mi + o_slots, k_pool[l].ptr,
+                      v_pool[l].ptr);
       if (bd > 0) {
         AttentionArgs at;
         at.q = view(qkv_p, {bd, 1, H, D}, {C3, C3, D, 1}, dt);
@@ -443,7 +444,9 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
         at.causal = true;
         at.check_indices = check;
         if (counters_count > 0) at.counters = view(counters.ptr, {counters_count}, {1}, DType::i32);
-        at.pdl = true;  // right behind the k/v scatter, a small kernel: +2-3% tok/s at B1 (s32)
+        // Right behind the kernel that wrote the caches (the k/v scatter, or c_attn's one-row
+        // kernel where it wrote them itself): +2-3% tok/s at B1 (s32, behind the scatter).
+        at.pdl = true;
         at.stream = ops->stream();
         at.num_threads = opts.num_threads;
         attention_forward(at);

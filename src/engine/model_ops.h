@@ -74,6 +74,20 @@ class ModelOps {
     layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
     linear_q8(ln, Wq, bias, nullptr, out, rows, K, N, gelu);
   }
+  // A layer's attention input: qkv[rows, 3C] = layernorm_linear(x, ...) with W [C, 3C] (int8 as
+  // upload_q8_weights made it when q8), then the keys and values into the caches as scatter_kv.
+  // A backend may write the caches from the linear itself (CUDA does where its one-row kernel
+  // takes the call: one kernel fewer a layer).
+  virtual void attn_input(const void* x, int rows, int C, const void* ln_w, const void* ln_b,
+                          float eps, void* ln, const void* W, bool q8, const void* bias, void* qkv,
+                          const std::int32_t* slots, void* k_pool, void* v_pool) {
+    if (q8) {
+      layernorm_linear_q8(x, rows, C, ln_w, ln_b, eps, ln, W, bias, qkv, 3 * C, false);
+    } else {
+      layernorm_linear(x, rows, C, ln_w, ln_b, eps, ln, W, bias, qkv, 3 * C, false);
+    }
+    scatter_kv(qkv, rows, C, slots, k_pool, v_pool);
+  }
   // logits fp32 [rows, V] (row pitch ld >= V) = x[rows, C] wte^T, head from upload_head.
   virtual void lm_head(const void* x, const void* head, float* logits, int rows, int C, int V,
                        int ld) = 0;

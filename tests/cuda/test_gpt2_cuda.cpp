@@ -516,6 +516,111 @@ TEST(Gpt2EngineCuda, SkinnyLinearsMatchTheFp64Reference) {
   free_skinny_scratch(scratch);
 }
 
+// attn_input against layernorm_linear(_q8) then scatter_kv on the same ops, bit for bit: qkv and
+// both caches, poisoned first, with each row's slot distinct and out of order (a key or value in
+// the wrong slot, or a slot left unwritten, shows). 1-9 rows, dense and int8 W, f16 and bf16: the
+// one-row kernel's epilogue writes the caches where the engine's policy gives it the call (dense
+// at one row for C 64 and 768, int8 at 1-8 rows), the unfused ops elsewhere. The kernel's plan is
+// asked which reduction each call takes: one split, a cluster (sm_90+) and the workspace (int8 at
+// C 2560: more splits than a cluster holds) must all be seen, each finishing rows into the caches.
+TEST(Gpt2EngineCuda, AttnInputScattersAsTheUnfusedOps) {
+  SKIP_WITHOUT_GPU();
+  constexpr int kSlots = 40;            // slot of row r: (7 r + 3) % 40, distinct for r < 40
+  engine::cuda::SkinnyScratch scratch;  // as CudaOps sizes it; the plan reads only that it exists
+  ASSERT_EQ(cudaDeviceGetAttribute(&scratch.sm_count, cudaDevAttrMultiProcessorCount, 0),
+            cudaSuccess);
+  scratch.partial_floats = std::size_t(4) << 20;
+  scratch.count_slots = 4096;
+  scratch.partials = reinterpret_cast<float*>(256);
+  scratch.counts = reinterpret_cast<std::int32_t*>(256);
+  bool saw_single = false, saw_cluster = false, saw_global = false;
+  const std::pair<int, bool> cases[] = {
+      {64, false}, {64, true}, {768, false}, {768, true}, {2560, true}};
+  for (const DType dt : {DType::f16, DType::bf16}) {
+    auto ops = engine::make_cuda_ops(dt, 0);
+    const std::uint16_t nan16 = dt == DType::bf16 ? 0x7fc0 : 0x7e00;
+    for (const auto [C, q8] : cases) {
+      std::mt19937_64 rng(3 * C + (q8 ? 1 : 0) + (dt == DType::bf16 ? 7 : 0));
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      const auto fill = [&](std::size_t n, float scale, float shift) {
+        std::vector<float> v(n);
+        for (float& e : v) e = shift + scale * nd(rng);
+        return v;
+      };
+      const std::vector<float> W =
+          fill(static_cast<std::size_t>(C) * 3 * C, 1.0f / std::sqrt(static_cast<float>(C)), 0.0f);
+      const std::vector<float> bias = fill(3 * C, 0.5f, 0.0f);
+      const std::vector<float> lw = fill(C, 0.2f, 1.0f), lb = fill(C, 0.2f, 0.0f);
+      void* dW =
+          q8 ? ops->upload_q8_weights(W.data(), C, 3 * C) : ops->upload_weights(W.data(), W.size());
+      void* db = ops->upload_weights(bias.data(), bias.size());
+      void* dlw = ops->upload_weights(lw.data(), lw.size());
+      void* dlb = ops->upload_weights(lb.data(), lb.size());
+      const std::size_t pool = static_cast<std::size_t>(kSlots) * C;
+      for (int rows = 1; rows <= 9; ++rows) {
+        const std::vector<float> x = fill(static_cast<std::size_t>(rows) * C, 1.0f, 0.3f);
+        void* dx = ops->upload_weights(x.data(), x.size());
+        std::vector<std::int32_t> slots(rows);
+        for (int r = 0; r < rows; ++r) slots[r] = (7 * r + 3) % kSlots;
+        auto* dslots = static_cast<std::int32_t*>(ops->alloc(rows * sizeof(std::int32_t)));
+        ops->upload(dslots, slots.data(), rows * sizeof(std::int32_t));
+        void* dln = ops->alloc(static_cast<std::size_t>(rows) * C * 2);
+        const std::size_t qn = static_cast<std::size_t>(rows) * 3 * C;
+        std::vector<std::uint16_t> got[2][3];  // [fused][qkv, k cache, v cache]
+        for (int fused = 0; fused < 2; ++fused) {
+          void* dqkv = ops->alloc(qn * 2);
+          void* dk = ops->alloc(pool * 2);
+          void* dv = ops->alloc(pool * 2);
+          const std::vector<std::uint16_t> poison_qkv(qn, nan16), poison_pool(pool, nan16);
+          ops->upload(dqkv, poison_qkv.data(), qn * 2);
+          ops->upload(dk, poison_pool.data(), pool * 2);
+          ops->upload(dv, poison_pool.data(), pool * 2);
+          if (fused) {
+            ops->attn_input(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, q8, db, dqkv, dslots, dk, dv);
+          } else {
+            if (q8) {
+              ops->layernorm_linear_q8(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, db, dqkv, 3 * C,
+                                       false);
+            } else {
+              ops->layernorm_linear(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, db, dqkv, 3 * C, false);
+            }
+            ops->scatter_kv(dqkv, rows, C, dslots, dk, dv);
+          }
+          got[fused][0].resize(qn);
+          got[fused][1].resize(pool);
+          got[fused][2].resize(pool);
+          ops->download(got[fused][0].data(), dqkv, qn * 2);
+          ops->download(got[fused][1].data(), dk, pool * 2);
+          ops->download(got[fused][2].data(), dv, pool * 2);
+          for (void* p : {dqkv, dk, dv}) ops->free(p);
+        }
+        const std::string what = std::string(to_string(dt)) + " C " + std::to_string(C) +
+                                 (q8 ? " int8" : " dense") + " rows " + std::to_string(rows);
+        // Where the engine's policy gives the kernel the call, and which reduction it takes.
+        const engine::cuda::SkinnyPlan plan = engine::cuda::skinny_plan(
+            rows, C, 3 * C, reinterpret_cast<void*>(256), scratch, true, q8);
+        EXPECT_EQ(plan.ok, q8 ? rows <= engine::cuda::kSkinnyMaxRowsQ8 : rows == 1) << what;
+        if (plan.ok) {
+          (plan.splits == 1 ? saw_single : plan.cluster ? saw_cluster : saw_global) = true;
+        }
+        // The unfused caches hold every row's slot and nothing else: the comparison is not idle.
+        const auto poisoned = std::count(got[0][1].begin(), got[0][1].end(), nan16);
+        EXPECT_EQ(poisoned, static_cast<std::ptrdiff_t>(pool - static_cast<std::size_t>(rows) * C))
+            << what;
+        EXPECT_TRUE(got[1][0] == got[0][0]) << what << ": qkv differs";
+        EXPECT_TRUE(got[1][1] == got[0][1]) << what << ": the key cache differs";
+        EXPECT_TRUE(got[1][2] == got[0][2]) << what << ": the value cache differs";
+        for (void* p : {dx, static_cast<void*>(dslots), dln}) ops->free(p);
+      }
+      for (void* p : {dW, db, dlw, dlb}) ops->free(p);
+    }
+  }
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  EXPECT_TRUE(saw_single && saw_global && (saw_cluster || major < 9))
+      << "one split " << saw_single << ", cluster " << saw_cluster << ", workspace " << saw_global;
+}
+
 // Calls chained on the stream with no host sync between them, each reading the one before's
 // output: under programmatic dependent launch a kernel starts while the one ahead still runs, and
 // must not read its x (or touch the split-K counts and partials) before it ends. Four layers of

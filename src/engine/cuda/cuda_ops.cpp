@@ -159,6 +159,21 @@ class CudaOps final : public ModelOps {
       gemm_->linear(ln, dequantized(Wq, K, N), bias, nullptr, out, rows, K, N, gelu);
     }
   }
+  // The keys and values written by the one-row kernel's epilogue where it takes the linear
+  // (scatter_kv's kernel fewer); elsewhere layernorm_linear(_q8) then scatter_kv.
+  void attn_input(const void* x, int rows, int C, const void* ln_w, const void* ln_b, float eps,
+                  void* ln, const void* W, bool q8, const void* bias, void* qkv,
+                  const std::int32_t* slots, void* k_pool, void* v_pool) override {
+    cuda::SkinnyArgs a =
+        skinny_ln_args(x, ln_w, ln_b, eps, W, q8, bias, qkv, rows, C, 3 * C, false);
+    a.kv_slots = slots;
+    a.k_pool = k_pool;
+    a.v_pool = v_pool;
+    if (!try_skinny(a)) {
+      ModelOps::attn_input(x, rows, C, ln_w, ln_b, eps, ln, W, q8, bias, qkv, slots, k_pool,
+                           v_pool);
+    }
+  }
   // wte [V, C] and wte^T [C, V] back to back: the head GEMM reads the first at a few rows and
   // the second above (gemm.cu says why).
   void* upload_head(const float* wte, int V, int C) override {

@@ -103,6 +103,10 @@ struct Params {
   bool cluster;          // the splits of a slice are one cluster: partials meet in shared memory
   float* partials;       // [splits][rows][N]
   std::int32_t* counts;  // one per column slice, zero between calls
+  const std::int32_t* kv_slots;  // non-null: out is qkv, its k and v also into the caches
+  void* k_pool;
+  void* v_pool;
+  int kv_c;  // C = N / 3
 };
 
 __device__ __forceinline__ float gelu_tanh(float v) {
@@ -388,7 +392,13 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
     if (p.gelu) v = gelu_tanh(v);
     const std::int64_t o = static_cast<std::int64_t>(m) * p.N + n;
     if (residual != nullptr) v += to_f(residual[o]);
-    out[o] = from_f<T>(v);
+    const T h = from_f<T>(v);
+    out[o] = h;
+    if (p.kv_slots != nullptr && n >= p.kv_c) {  // a key or a value: into its cache slot too
+      const bool key = n < 2 * p.kv_c;
+      T* pool = static_cast<T*>(key ? p.k_pool : p.v_pool);
+      pool[static_cast<std::int64_t>(p.kv_slots[m]) * p.kv_c + n - (key ? 1 : 2) * p.kv_c] = h;
+    }
   };
   const int n_base = slice * kC;
   for (int e = tid; e < p.rows * kC; e += kThreads) {
@@ -681,6 +691,10 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   p.partials = s.partials;
   p.counts = s.counts;
   p.cluster = plan.cluster;
+  p.kv_slots = a.kv_slots;
+  p.k_pool = a.k_pool;
+  p.v_pool = a.v_pool;
+  p.kv_c = a.N / 3;
   p.scales = a.q8 ? reinterpret_cast<const float*>(static_cast<const char*>(a.W) +
                                                    q8_scales_offset(a.K, a.N))
                   : nullptr;
@@ -691,6 +705,13 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
                 "gpuattn engine: skinny linear of " + std::to_string(a.rows) +
                     " rows launched with a plan it does not fit (chunk " +
                     std::to_string(plan.chunk) + ", at most " + std::to_string(max_chunk) + ")");
+  }
+  if (a.kv_slots != nullptr &&
+      (a.N % 3 != 0 || a.k_pool == nullptr || a.v_pool == nullptr || a.residual != nullptr)) {
+    throw Error(ErrorCode::invalid_argument,
+                "gpuattn engine: skinny linear with the k/v scatter has N " + std::to_string(a.N) +
+                    " (must be 3C), " + (a.k_pool && a.v_pool ? "both" : "not both") +
+                    " caches and " + (a.residual ? "a" : "no") + " residual (must be none)");
   }
   void (*kernel)(Params) =
       a.q8 ? (dt == DType::bf16 ? kernel_for<__nv_bfloat16, true>(a.rows)

@@ -39,6 +39,12 @@ struct SkinnyArgs {
   // W is a weight-only int8 block (q8_weights.h: int8 [K, N], then fp32 scales a 64 rows and
   // column); K a multiple of 64.
   bool q8 = false;
+  // With kv_slots: out is a layer's qkv (N = 3C), and its keys and values also go to the caches as
+  // scatter_kv puts them: columns [C, 2C) of row m to k_pool[kv_slots[m] * C ..], [2C, 3C) to
+  // v_pool. All backend memory.
+  const std::int32_t* kv_slots = nullptr;
+  void* k_pool = nullptr;
+  void* v_pool = nullptr;
 };
 
 struct SkinnyPlan {
