@@ -129,7 +129,7 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64ReferenceOfTheModelTheyRun) {
   }
 }
 
-// The int8 kernel (1-8 rows; at 5-8 each weight scaled as it is converted) and the
+// The int8 kernel (1-8 rows, on the tensor cores, W in shuffle_q8_mma's order) and the
 // dequantize-then-cuBLASLt path (9 rows) against fp64 on the dequantized weights:
 // one chunk, split-K in a cluster and through the workspace, columns ending inside a slice, every
 // epilogue, the residual aliasing out, outputs poisoned first, each call 3 times.
