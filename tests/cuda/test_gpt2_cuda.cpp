@@ -634,8 +634,8 @@ TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
   const DType dt = DType::f16;
   auto ops = engine::make_cuda_ops(dt, 0);
   constexpr int C = 768, F = 3072, kLayers = 4;
-  // Dense W at 1 and 5 rows; int8 W (the kernel's Q8 form, its scales staged after the wait) at
-  // 1, 4 and 6.
+  // Dense W at 1 and 5 rows; int8 W (the kernel's tensor-core form, its scales loaded after the
+  // wait) at 1, 4 and 6.
   for (const auto [rows, q8] : {std::pair{1, false}, std::pair{5, false}, std::pair{1, true},
                                 std::pair{4, true}, std::pair{6, true}}) {
     std::mt19937_64 rng(77 + rows + (q8 ? 100 : 0));

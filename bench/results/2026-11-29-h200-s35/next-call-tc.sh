@@ -45,5 +45,8 @@ for round in 1 2; do
   done
 done 2>&1 | tee $OUT/gen-ab.txt
 run 124m-B4 b int8 124m --batch 4 --prompt-len 16 --max-new 128 | tee -a $OUT/gen-ab.txt
+# 16 rows: every decode linear dequantizes W for cuBLASLt; b's dequant_q8 scatters 2-byte stores
+# from the fragment order (a's wrote 16-byte rows): the cost of the new order above 8 rows.
+for d in a b; do run 124m-B16 $d int8 124m --batch 16 --prompt-len 16 --max-new 128; done | tee -a $OUT/gen-ab.txt
 run 1558m-B1 b dense 1558m --batch 1 --prompt-len 16 --max-new 32 | tee -a $OUT/gen-ab.txt
 rm -f $OUT/gen.tmp; ts "generate A/B done"

@@ -8,12 +8,12 @@
 // Work: a CTA takes 64 columns (8 threads x 8 columns, one 16-byte load each a row) and a chunk
 // of W's rows in passes of 256 (32 row lanes x 8 loads a thread, all in flight at once; up to 4
 // passes at 1-4 rows, 2 at 5-8, so the grid stays within one wave); int8 W goes through the tensor
-// cores in 128-column slices (kColsQ8). Chunks of the same columns are split-K partners. Up to 8 of them run as one
-// thread-block cluster (sm_90+), sized so that every cluster of the grid fits at once, and rank 0
-// adds the others' fp32 partial sums from their shared memory, in rank order. More (or no
-// clusters, or none that fit) meet in
-// a workspace, where the last CTA of the column slice to finish (an atomic count) adds them in
-// split order and resets the count for the next call. Both orders are fixed: deterministic.
+// cores in 128-column slices (kColsQ8). Chunks of the same columns are split-K partners. Up to 8 of
+// them run as one thread-block cluster (sm_90+), sized so that every cluster of the grid fits at
+// once, and rank 0 adds the others' fp32 partial sums from their shared memory, in rank order. More
+// (or no clusters, or none that fit) meet in a workspace, where the last CTA of the column slice to
+// finish (an atomic count) adds them in split order and resets the count for the next call. Both
+// orders are fixed: deterministic.
 //
 // The first pass's weight loads are written before ptx::griddep_wait(): no kernel writes W, so
 // under programmatic dependent launch they may overlap the kernel ahead. Everything that kernel
@@ -75,6 +75,9 @@ constexpr int kPassQ8 = kLoadsQ8 * 32;  // rows: two 16-row k-steps a load
 constexpr int kGroup = kGpt2Q8Group;
 constexpr int kGroupsQ8 = kPassQ8 / kGroup;
 static_assert(kColsQ8 == 16 * kWarps && kPassQ8 == kThreads, "a warp a tile; xs one row a thread");
+// A short last chunk (one group) has kLoadsQ8 - kGroup / 32 loads past the weights, 512 bytes each.
+static_assert(kSkinnyQ8TailBytes >= (kLoadsQ8 - kGroup / 32) * 512,
+              "the upload's tail covers them");
 
 // 8 int8 weights (two 32-bit words) to float: each byte, biased by 128, into a float's low
 // mantissa bits (2^23 + b) and the bias taken off, exactly; PRMT and FADD, no I2F.
