@@ -45,6 +45,13 @@ __device__ __forceinline__ uint2 ld_nc_v2(const void* p) {
   return v;
 }
 
+// A 4-byte float load through the non-coherent path, as ld_nc_v4.
+__device__ __forceinline__ float ld_nc_f32(const float* p) {
+  float v;
+  asm volatile("ld.global.nc.f32 %0, [%1];\n" : "=f"(v) : "l"(p));
+  return v;
+}
+
 // Thread-block clusters (sm_90+; code for older GPUs traps, and is never launched in a cluster).
 // cluster_sync(): every thread of every CTA of the cluster; shared-memory writes before it are
 // visible to the cluster's reads after it.

@@ -59,6 +59,42 @@ std::size_t q8_bytes(int K, int N) {
          static_cast<std::size_t>(K / kGpt2Q8Group) * static_cast<std::size_t>(N) * sizeof(float);
 }
 
+void shuffle_q8_mma(const std::int8_t* q, int K, int N, std::int8_t* out) {
+  if (K <= 0 || K % 32 != 0) {
+    throw Error(ErrorCode::invalid_argument, "int8 linear weights (mma order): K is " +
+                                                 std::to_string(K) +
+                                                 ", must be a positive multiple of 32");
+  }
+  if (N <= 0) {
+    throw Error(ErrorCode::invalid_argument, "int8 linear weights (mma order): N is " +
+                                                 std::to_string(N) + ", must be positive");
+  }
+  const int tiles = (N + 15) / 16;
+  std::size_t o = 0;
+  for (int nt = 0; nt < tiles; ++nt) {
+    for (int s2 = 0; s2 < K / 32; ++s2) {
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4;
+        for (int b = 0; b < 16; ++b) {
+          const int step = 2 * s2 + b / 8, r = (b % 8) / 2;
+          const int n = nt * 16 + g + (r % 2) * 8;
+          const int k = step * 16 + 2 * t + (r / 2) * 8 + b % 2;
+          out[o++] = n < N ? q[static_cast<std::size_t>(k) * N + n] : std::int8_t{0};
+        }
+      }
+    }
+  }
+}
+
+std::size_t q8_mma_scales_offset(int K, int N) {
+  return static_cast<std::size_t>(K) * static_cast<std::size_t>((N + 15) / 16 * 16);
+}
+
+std::size_t q8_mma_bytes(int K, int N) {
+  return q8_mma_scales_offset(K, N) +
+         static_cast<std::size_t>(K / kGpt2Q8Group) * static_cast<std::size_t>(N) * sizeof(float);
+}
+
 void* ModelOps::upload_q8_weights(const float* W, int K, int N) {
   std::vector<unsigned char> block(q8_bytes(K, N), 0);
   quantize_q8(W, K, N, reinterpret_cast<std::int8_t*>(block.data()),

@@ -19,4 +19,16 @@ void quantize_q8(const float* W, int K, int N, std::int8_t* q, float* scales);
 std::size_t q8_scales_offset(int K, int N);
 std::size_t q8_bytes(int K, int N);
 
+// The CUDA backend's order of q, for its tensor-core int8 kernel (engine/cuda/skinny.cu): W^T in
+// 16-column tiles as mma.m16n8k16's A operand (16 columns x 16 rows of W a k-step). Bytes
+// [N16 / 16][K / 32][32 lanes][16]: lane l's 16 bytes are its A fragments of k-steps 2s and 2s + 1,
+// 8 bytes each, in register order: with g = l / 4, t = l % 4 and the tile's columns c, its rows
+// of the step k, register r (0-3) holds columns c0 + g + 8 (r % 2), rows k0 + 2t + 8 (r / 2) and
+// the next row, low byte first. N16 is N rounded up to 16 (columns past N are zeros), so the block
+// is K * N16 bytes, and the scales follow at q8_mma_scales_offset. invalid_argument naming K when
+// it is not a positive multiple of 32 or N when it is not positive.
+void shuffle_q8_mma(const std::int8_t* q, int K, int N, std::int8_t* out);
+std::size_t q8_mma_scales_offset(int K, int N);
+std::size_t q8_mma_bytes(int K, int N);
+
 }  // namespace gpuattn::engine

@@ -129,7 +129,7 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64ReferenceOfTheModelTheyRun) {
   }
 }
 
-// The int8 kernel (1-8 rows; at 5-8 each weight scaled as it is converted) and the
+// The int8 kernel (1-8 rows, on the tensor cores, W in shuffle_q8_mma's order) and the
 // dequantize-then-cuBLASLt path (9 rows) against fp64 on the dequantized weights:
 // one chunk, split-K in a cluster and through the workspace, columns ending inside a slice, every
 // epilogue, the residual aliasing out, outputs poisoned first, each call 3 times.
@@ -634,8 +634,8 @@ TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
   const DType dt = DType::f16;
   auto ops = engine::make_cuda_ops(dt, 0);
   constexpr int C = 768, F = 3072, kLayers = 4;
-  // Dense W at 1 and 5 rows; int8 W (the kernel's Q8 form, its scales staged after the wait) at
-  // 1, 4 and 6.
+  // Dense W at 1 and 5 rows; int8 W (the kernel's tensor-core form, its scales loaded after the
+  // wait) at 1, 4 and 6.
   for (const auto [rows, q8] : {std::pair{1, false}, std::pair{5, false}, std::pair{1, true},
                                 std::pair{4, true}, std::pair{6, true}}) {
     std::mt19937_64 rng(77 + rows + (q8 ? 100 : 0));

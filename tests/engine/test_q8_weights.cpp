@@ -78,6 +78,50 @@ TEST(Gpt2Q8, QuantizerBoundsEveryWeight) {
                           "W[70][3] is not finite");
 }
 
+// The CUDA backend's order of q for mma.m16n8k16 (shuffle_q8_mma), read back as the PTX ISA
+// lays out the A fragment ("Matrix Fragments for mma.m16n8k16 with floating point type"): lane
+// (groupID g = lane / 4, threadID_in_group t = lane % 4) holds a0..a7, a_i at row
+// g + 8 ((i / 2) % 2) and column 2t + i % 2 + 8 (i / 4) of the 16 x 16 A tile, two a register.
+// A is W^T: its row is the column of W in the 16-column tile, its column the row of W in the
+// 16-row k-step. Every byte of the block is checked, the zero padding past N included.
+TEST(Gpt2Q8, MmaOrderIsTheFragmentLayout) {
+  for (const auto [K, N] : {std::pair{32, 16}, std::pair{128, 40}, std::pair{96, 8}}) {
+    std::vector<std::int8_t> q(static_cast<std::size_t>(K) * N);
+    std::mt19937 rng(K * 31 + N);
+    std::uniform_int_distribution<int> u(-127, 127);
+    for (auto& v : q) v = static_cast<std::int8_t>(u(rng));
+    const int tiles = (N + 15) / 16;
+    ASSERT_EQ(engine::q8_mma_scales_offset(K, N), static_cast<std::size_t>(K) * tiles * 16);
+    EXPECT_EQ(engine::q8_mma_bytes(K, N),
+              engine::q8_mma_scales_offset(K, N) + static_cast<std::size_t>(K / 64) * N * 4);
+    std::vector<std::int8_t> out(engine::q8_mma_scales_offset(K, N), std::int8_t{99});
+    engine::shuffle_q8_mma(q.data(), K, N, out.data());
+    int checked = 0;
+    for (int nt = 0; nt < tiles; ++nt) {
+      for (int step = 0; step < K / 16; ++step) {
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = lane / 4, t = lane % 4;
+          for (int i = 0; i < 8; ++i) {
+            const int row = g + 8 * ((i / 2) % 2), col = 2 * t + i % 2 + 8 * (i / 4);
+            const int n = nt * 16 + row, k = step * 16 + col;
+            const std::size_t at =
+                ((static_cast<std::size_t>(nt) * (K / 32) + step / 2) * 32 + lane) * 16 +
+                (step % 2) * 8 + i;
+            const int want = n < N ? q[static_cast<std::size_t>(k) * N + n] : 0;
+            ASSERT_EQ(out[at], want) << "K " << K << " N " << N << " tile " << nt << " step "
+                                     << step << " lane " << lane << " a" << i;
+            ++checked;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(static_cast<std::size_t>(checked), out.size());
+  }
+  std::vector<std::int8_t> q(64 * 16), out(64 * 16);
+  expect_invalid_argument([&] { engine::shuffle_q8_mma(q.data(), 48, 16, out.data()); }, "K is 48");
+  expect_invalid_argument([&] { engine::shuffle_q8_mma(q.data(), 64, 0, out.data()); }, "N is 0");
+}
+
 // The CPU backend's int8 linear against fp64 on the dequantized weights: N not a multiple of
 // anything, 1 and 5 rows, each epilogue (the residual aliasing out), outputs poisoned first.
 TEST(Gpt2Q8, CpuLinearMatchesTheFp64ReferenceOnTheDequantizedWeights) {

@@ -129,9 +129,14 @@ class CudaOps final : public ModelOps {
   // Weight-only int8 linears: quantized on the host; the dequantization scratch (the GEMM path's
   // W, for rows the kernel does not take) grows here, never during a step (a graph capture).
   void* upload_q8_weights(const float* W, int K, int N) override {
-    std::vector<unsigned char> block(q8_bytes(K, N), 0);
-    quantize_q8(W, K, N, reinterpret_cast<std::int8_t*>(block.data()),
-                reinterpret_cast<float*>(block.data() + q8_scales_offset(K, N)));
+    // q in the tensor-core kernel's fragment order (shuffle_q8_mma), then the scales.
+    std::vector<unsigned char> block(q8_mma_bytes(K, N) + cuda::kSkinnyQ8TailBytes, 0);
+    {
+      std::vector<std::int8_t> q(static_cast<std::size_t>(K) * static_cast<std::size_t>(N));
+      quantize_q8(W, K, N, q.data(),
+                  reinterpret_cast<float*>(block.data() + q8_mma_scales_offset(K, N)));
+      shuffle_q8_mma(q.data(), K, N, reinterpret_cast<std::int8_t*>(block.data()));
+    }
     const std::size_t need = static_cast<std::size_t>(K) * static_cast<std::size_t>(N) * 2;
     if (need > dequant_bytes_) {  // first, so that a failed allocation leaks nothing
       check(cudaStreamSynchronize(s()), "cudaStreamSynchronize");

@@ -7,13 +7,13 @@
 //
 // Work: a CTA takes 64 columns (8 threads x 8 columns, one 16-byte load each a row) and a chunk
 // of W's rows in passes of 256 (32 row lanes x 8 loads a thread, all in flight at once; up to 4
-// passes at 1-4 rows, 2 at 5-8, so the grid stays within one wave); int8 W is read in 128-column
-// slices (kColsQ8). Chunks of the same columns are split-K partners. Up to 8 of them run as one
-// thread-block cluster (sm_90+), sized so that every cluster of the grid fits at once, and rank 0
-// adds the others' fp32 partial sums from their shared memory, in rank order. More (or no
-// clusters, or none that fit) meet in
-// a workspace, where the last CTA of the column slice to finish (an atomic count) adds them in
-// split order and resets the count for the next call. Both orders are fixed: deterministic.
+// passes at 1-4 rows, 2 at 5-8, so the grid stays within one wave); int8 W goes through the tensor
+// cores in 128-column slices (kColsQ8). Chunks of the same columns are split-K partners. Up to 8 of
+// them run as one thread-block cluster (sm_90+), sized so that every cluster of the grid fits at
+// once, and rank 0 adds the others' fp32 partial sums from their shared memory, in rank order. More
+// (or no clusters, or none that fit) meet in a workspace, where the last CTA of the column slice to
+// finish (an atomic count) adds them in split order and resets the count for the next call. Both
+// orders are fixed: deterministic.
 //
 // The first pass's weight loads are written before ptx::griddep_wait(): no kernel writes W, so
 // under programmatic dependent launch they may overlap the kernel ahead. Everything that kernel
@@ -61,19 +61,23 @@ template <int M>
 __host__ __device__ constexpr int max_passes() {
   return M <= 4 ? 4 : 2;
 }
-// Weight-only int8 W (Q8, LinearWeights::int8): 128 columns a CTA (16 threads a 128-byte row
-// segment, 16 row lanes) and 16 vectors of 8 bytes a thread, so a pass is 256 rows (4 groups of
-// kGpt2Q8Group), and one pass a CTA (chunks of at most 256 rows). tools/gemv_probe.cu (s35 call 3,
-// H200): on 1.5B's linears this pattern read in 4.3-6.5 us, 64 columns (64-byte segments, 512-row
-// passes) in 4.7-7.2, 16-byte loads (16 columns a thread) in 4.4-10.2.
+// Weight-only int8 W (Q8, LinearWeights::int8) on the tensor cores: y^T = W^T x^T as
+// mma.m16n8k16, W^T's 16-column tiles as the A operand (converted in registers), x's rows (up to
+// 8) as B. W is stored in fragment order (shuffle_q8_mma): a lane's 16-byte load is its A fragments
+// of two k-steps (32 rows). A CTA takes 128 columns, a warp each 16-column tile, and a chunk of at
+// most 256 rows (8 loads a lane in flight, one pass; 4 groups of kGpt2Q8Group, each group's sums
+// scaled once). A weight costs one instruction to convert (f16; 2.5 for bf16) and an eighth of an
+// mma, against 3 + rows for the CUDA-core form it replaces (s35: 1.5B's int8 linears ran 1.3-2.2 us
+// above a plain read of their bytes, tools/gemv_probe.cu).
 constexpr int kColsQ8 = 128;
-constexpr int kRowLanesQ8 = kThreads / (kColsQ8 / 8);
-constexpr int kLoadsQ8 = 16;
-constexpr int kPassQ8 = kRowLanesQ8 * kLoadsQ8;
+constexpr int kLoadsQ8 = 8;
+constexpr int kPassQ8 = kLoadsQ8 * 32;  // rows: two 16-row k-steps a load
 constexpr int kGroup = kGpt2Q8Group;
 constexpr int kGroupsQ8 = kPassQ8 / kGroup;
-constexpr int kLoadsGroupQ8 = kGroup / kRowLanesQ8;  // loads kLoadsGroupQ8 * g.. are group g's rows
-static_assert(kGroup % kRowLanesQ8 == 0 && kPassQ8 == kThreads, "whole groups a thread, one pass");
+static_assert(kColsQ8 == 16 * kWarps && kPassQ8 == kThreads, "a warp a tile; xs one row a thread");
+// A short last chunk (one group) has kLoadsQ8 - kGroup / 32 loads past the weights, 512 bytes each.
+static_assert(kSkinnyQ8TailBytes >= (kLoadsQ8 - kGroup / 32) * 512,
+              "the upload's tail covers them");
 
 // 8 int8 weights (two 32-bit words) to float: each byte, biased by 128, into a float's low
 // mantissa bits (2^23 + b) and the bias taken off, exactly; PRMT and FADD, no I2F.
@@ -88,13 +92,41 @@ __device__ __forceinline__ void q8_to_f(const uint2& v, float (&f)[8]) {
   }
 }
 
+// 4 int8 weights (a 32-bit word, low byte first) as two T pairs for an mma operand: bytes 0-1 in
+// lo, 2-3 in hi, exactly. f16: the biased byte in a half's low mantissa bits (1024 + b, PRMT) and
+// the bias taken off in pairs (1152, HSUB2). bf16 has too few mantissa bits for that: through
+// floats (q8_to_f's trick), then their upper halves paired (exact: |q| <= 128 needs 8 bits).
+template <typename T>
+__device__ __forceinline__ void q8_to_pairs(std::uint32_t w, std::uint32_t& lo, std::uint32_t& hi);
+template <>
+__device__ __forceinline__ void q8_to_pairs<__half>(std::uint32_t w, std::uint32_t& lo,
+                                                    std::uint32_t& hi) {
+  const std::uint32_t u = w ^ 0x80808080u;
+  const std::uint32_t a = __byte_perm(u, 0x64646464u, 0x4140u);
+  const std::uint32_t b = __byte_perm(u, 0x64646464u, 0x4342u);
+  asm("sub.f16x2 %0, %1, %2;" : "=r"(lo) : "r"(a), "r"(0x64806480u));
+  asm("sub.f16x2 %0, %1, %2;" : "=r"(hi) : "r"(b), "r"(0x64806480u));
+}
+template <>
+__device__ __forceinline__ void q8_to_pairs<__nv_bfloat16>(std::uint32_t w, std::uint32_t& lo,
+                                                           std::uint32_t& hi) {
+  const std::uint32_t u = w ^ 0x80808080u;
+  std::uint32_t f[4];
+#pragma unroll
+  for (int b = 0; b < 4; ++b) {
+    f[b] = __float_as_uint(__uint_as_float(__byte_perm(u, 0x4B000000u, 0x7440u + b)) - 8388736.0f);
+  }
+  lo = __byte_perm(f[0], f[1], 0x7632u);
+  hi = __byte_perm(f[2], f[3], 0x7632u);
+}
+
 struct Params {
   const void* x;
   const void* ln_w;  // null: no layernorm
   const void* ln_b;
   float eps;
   const void* W;
-  const float* scales;   // Q8: W's scales [K / kGroup, N]
+  const float* scales;   // Q8: W's scales [K / kGroup, N] (W in shuffle_q8_mma's order)
   const void* bias;      // may be null
   const void* residual;  // may be null; may alias out
   void* out;
@@ -146,12 +178,11 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   // xs rows a thread fills (tid + f * kThreads), and the rows of W a pass covers.
   constexpr int kPasses = Q8 ? kPassQ8 / kThreads : max_passes<M>();
   constexpr int kRowsPass = Q8 ? kPassQ8 : kPass;
-  constexpr int kC = Q8 ? kColsQ8 : kCols;      // columns a CTA
-  constexpr int kSeg = kC / 8;                  // threads a row segment (one vector each)
-  constexpr int kLanes = kThreads / kSeg;       // row lanes
-  __shared__ float xs[kPasses * kPass][M];      // this chunk of x (normed), fp32, rows of M
-  __shared__ float sc[Q8 ? kGroupsQ8 : 1][kC];  // Q8: the chunk's scales of this slice
-  __shared__ float red[kWarps][M][kC];
+  constexpr int kC = Q8 ? kColsQ8 : kCols;  // columns a CTA
+  constexpr int kSeg = kC / 8;              // threads a row segment (one vector each)
+  constexpr int kLanes = kThreads / kSeg;   // row lanes
+  __shared__ float xs[kPasses * kPass][M];  // this chunk of x (normed), fp32, rows of M
+  __shared__ float red[Q8 ? 1 : kWarps][M][kC];
   __shared__ float part[M][kC];  // this CTA's partial sums, read by its cluster's rank 0
   __shared__ float scratch[kWarps][M];
   __shared__ int last_s;
@@ -165,15 +196,22 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   // This thread's 8 columns; past N (the last slice) it loads the last vector and drops it.
   const int col = min(slice * kC + cv * 8, p.N - 8);
   const T* W = static_cast<const T*>(p.W);
-  uint4 w[kLoads];
-  uint2 wq[kLoadsQ8];
+  uint4 w[Q8 ? kLoadsQ8 : kLoads];
+  // Q8: this warp's 16-column tile (past the last, the last: its sums are dropped).
+  const int warp = tid / 32, lane = tid % 32, qg = lane / 4, qt = lane % 4;  // Q8's fragments
+  const int tile = min(slice * (kColsQ8 / 16) + warp, (p.N + 15) / 16 - 1);
   const auto load_pass = [&](int pass) {
     if constexpr (Q8) {
-      const auto* Wq = static_cast<const std::int8_t*>(p.W);
+      // Load i: k-steps 2i and 2i + 1 of the chunk (whole groups: count a multiple of 64). Past a
+      // short chunk they read the next tile's bytes, or past the block's end into the tail the
+      // upload leaves (kSkinnyQ8TailBytes), unused: loads that way all come ahead of the PDL wait
+      // in the sm_90a SASS at 1-4 rows (none of 8 with the address clamped, 3-6 predicated;
+      // 2026-11-29). At 8 rows (128 registers) ptxas leaves 0-1 ahead either way.
+      const auto* Wt = static_cast<const uint4*>(p.W);
+      const std::int64_t base = static_cast<std::int64_t>(tile) * (p.K / 32) + k0 / 32;
 #pragma unroll
       for (int i = 0; i < kLoadsQ8; ++i) {
-        const int k = k0 + min(pass * kPassQ8 + lane_k + i * kLanes, count - 1);
-        wq[i] = ptx::ld_nc_v2(Wq + static_cast<std::int64_t>(k) * p.N + col);
+        w[i] = ptx::ld_nc_v4(Wt + (base + i) * 32 + lane);
       }
     } else {
 #pragma unroll
@@ -187,18 +225,6 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   // What no kernel writes first: the first pass's weight vectors and the layernorm weights of this
   // thread's chunk rows. Volatile asm keeps them ahead of the wait (a plain __ldg was moved below).
   load_pass(0);
-  // Q8: the chunk's scales for this slice (one pass: kGroupsQ8 groups x kColsQ8), 4 a thread of
-  // the first 128; staged in shared memory after the wait.
-  float4 scv = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  const int sg = tid / (kC / 4), sc4 = tid % (kC / 4) * 4;
-  if constexpr (Q8) {
-    const int kg = k0 / kGroup + sg, n = slice * kC + sc4;
-    if (sg < kGroupsQ8 && kg < p.K / kGroup && n < p.N) {
-      const uint4 v = ptx::ld_nc_v4(p.scales + static_cast<std::int64_t>(kg) * p.N + n);
-      scv = make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z),
-                        __uint_as_float(v.w));
-    }
-  }
   const bool ln = p.ln_w != nullptr;
   // This thread's rows of x: k0 + tid + f * kPass, the chunk rows it fills xs with (when inside
   // the chunk), and the first elements the layernorm's walk over the row gives it (when < K); any
@@ -213,12 +239,16 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   }
   ptx::griddep_wait();
   ptx::griddep_launch_dependents();
+  // Q8: the scales of this lane's two columns (tile rows qg and qg + 8) for each group of the
+  // chunk; after the wait, where they let two to three more weight loads come ahead of it.
+  float s_lo[Q8 ? kGroupsQ8 : 1], s_hi[Q8 ? kGroupsQ8 : 1];
   if constexpr (Q8) {
-    if (sg < kGroupsQ8) {
-      sc[sg][sc4] = scv.x;
-      sc[sg][sc4 + 1] = scv.y;
-      sc[sg][sc4 + 2] = scv.z;
-      sc[sg][sc4 + 3] = scv.w;
+#pragma unroll
+    for (int q = 0; q < kGroupsQ8; ++q) {
+      const int kg = min(k0 / kGroup + q, p.K / kGroup - 1), n = tile * 16 + qg;
+      s_lo[q] = n < p.N ? ptx::ld_nc_f32(p.scales + static_cast<std::int64_t>(kg) * p.N + n) : 0.0f;
+      s_hi[q] = n + 8 < p.N ? ptx::ld_nc_f32(p.scales + static_cast<std::int64_t>(kg) * p.N + n + 8)
+                            : 0.0f;
     }
   }
 
@@ -288,64 +318,53 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   }
   __syncthreads();
 
-  float acc[M][8];
+  if constexpr (Q8) {
+    // A k-step: A from this lane's bytes (tile rows qg, qg + 8 x the step's rows 2qt, 2qt + 1,
+    // 2qt + 8, 2qt + 9), B = x row qg (zeros at qg >= M) at those rows, D (fp32) = tile rows qg,
+    // qg + 8 x x rows 2qt, 2qt + 1. A group's 4 steps are summed, then scaled by their columns'
+    // scales.
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-  for (int m = 0; m < M; ++m) {
+    for (int q = 0; q < kGroupsQ8; ++q) {
+      if (q * kGroup < count) {  // whole groups; the same for every lane (mma.sync)
+        float pa[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-    for (int j = 0; j < 8; ++j) acc[m][j] = 0.0f;
-  }
-  if constexpr (Q8 && M > 4) {
-    // 8 rows: the sums of a group and the totals (64 registers each) do not both fit, so each
-    // weight is scaled as it is converted (one more FMUL a weight, against 8 FMAs).
-#pragma unroll
-    for (int i = 0; i < kLoadsQ8; ++i) {
-      const int r = lane_k + i * kLanes;
-      if (r < count) {
-        float wf[8];
-        q8_to_f(wq[i], wf);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) wf[j] *= sc[i / kLoadsGroupQ8][cv * 8 + j];
-#pragma unroll
-        for (int m = 0; m < M; ++m) {
-          const float xv = xs[r][m];
-#pragma unroll
-          for (int j = 0; j < 8; ++j) acc[m][j] = fmaf(xv, wf[j], acc[m][j]);
+        for (int j = 0; j < 4; ++j) {
+          const int step = 4 * q + j;
+          const uint4& v = w[step / 2];
+          std::uint32_t a[4];
+          q8_to_pairs<T>(step % 2 ? v.z : v.x, a[0], a[1]);
+          q8_to_pairs<T>(step % 2 ? v.w : v.y, a[2], a[3]);
+          std::uint32_t b0 = 0u, b1 = 0u;
+          if (qg < M) {
+            const int r = 16 * step + 2 * qt;
+            b0 = ptx::pack2<T>(xs[r][qg % M], xs[r + 1][qg % M]);
+            b1 = ptx::pack2<T>(xs[r + 8][qg % M], xs[r + 9][qg % M]);
+          }
+          ptx::mma_16816<T>(pa, a, b0, b1);
         }
+        acc[0] = fmaf(pa[0], s_lo[q], acc[0]);
+        acc[1] = fmaf(pa[1], s_lo[q], acc[1]);
+        acc[2] = fmaf(pa[2], s_hi[q], acc[2]);
+        acc[3] = fmaf(pa[3], s_hi[q], acc[3]);
       }
     }
-  } else if constexpr (Q8) {
-    // One pass (passes == 1): group g's rows are loads kLoadsGroupQ8 * g..; their sums are scaled
-    // once.
+    // Each warp owns its 16 columns: no sum across warps.
 #pragma unroll
-    for (int g = 0; g < kGroupsQ8; ++g) {
-      float pa[M][8];
-#pragma unroll
-      for (int m = 0; m < M; ++m) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) pa[m][j] = 0.0f;
-      }
-#pragma unroll
-      for (int h = 0; h < kLoadsGroupQ8; ++h) {
-        const int r = lane_k + (kLoadsGroupQ8 * g + h) * kLanes;
-        if (r < count) {
-          float wf[8];
-          q8_to_f(wq[kLoadsGroupQ8 * g + h], wf);
-#pragma unroll
-          for (int m = 0; m < M; ++m) {
-            const float xv = xs[r][m];
-#pragma unroll
-            for (int j = 0; j < 8; ++j) pa[m][j] = fmaf(xv, wf[j], pa[m][j]);
-          }
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const float sv = sc[g][cv * 8 + j];
-#pragma unroll
-        for (int m = 0; m < M; ++m) acc[m][j] = fmaf(pa[m][j], sv, acc[m][j]);
+    for (int h = 0; h < 2; ++h) {
+      const int m = 2 * qt + h;
+      if (m < M) {
+        red[0][m % M][warp * 16 + qg] = acc[h];
+        red[0][m % M][warp * 16 + qg + 8] = acc[2 + h];
       }
     }
   } else {
+    float acc[M][8];
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[m][j] = 0.0f;
+    }
     for (int pass = 0; pass < passes; ++pass) {
       if (pass > 0) load_pass(pass);
 #pragma unroll
@@ -365,21 +384,23 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
         }
       }
     }
-  }
-  // The 4 row lanes of a warp (lane bits 3-4), then the warps through shared memory.
-#pragma unroll
-  for (int m = 0; m < M; ++m) {
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-#pragma unroll
-      for (int o = kSeg; o < 32; o <<= 1) acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], o);
-    }
-  }
-  if (tid % 32 < kSeg) {
+    // The 4 row lanes of a warp (lane bits 3-4), then the warps through shared memory.
 #pragma unroll
     for (int m = 0; m < M; ++m) {
 #pragma unroll
-      for (int j = 0; j < 8; ++j) red[tid / 32][m][cv * 8 + j] = acc[m][j];
+      for (int j = 0; j < 8; ++j) {
+#pragma unroll
+        for (int o = kSeg; o < 32; o <<= 1) {
+          acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], o);
+        }
+      }
+    }
+    if (tid % 32 < kSeg) {
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) red[tid / 32][m][cv * 8 + j] = acc[m][j];
+      }
     }
   }
   __syncthreads();
@@ -405,7 +426,7 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
     const int m = e / kC, c = e % kC, n = n_base + c;
     float v = 0.0f;
 #pragma unroll
-    for (int wi = 0; wi < kWarps; ++wi) v += red[wi][m][c];
+    for (int wi = 0; wi < (Q8 ? 1 : kWarps); ++wi) v += red[wi][m][c];
     if (p.splits == 1) {
       if (n < p.N) finish(v, m, n);
     } else if (p.cluster) {
@@ -552,26 +573,53 @@ Use skinny_use() {
   return use;
 }
 
-// W_out = q * scale, 8 elements a thread-step (N a multiple of 8: a vector never leaves its row).
+// W_out [K, N] = q * scale from W in shuffle_q8_mma's order. A unit is 32 rows x 128 columns:
+// warp w loads tile w's 512 bytes (a lane's 16 bytes are its A fragments of two k-steps), the
+// lanes put the weights in shared memory at their (row, column), and the CTA writes the unit back
+// as 16-byte row segments with the scales applied (coalesced; scattering 2-byte stores from the
+// fragment order ran 124M B16's decode 18% slower, s36 call 1).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     dequant_q8_kernel(const std::int8_t* q, const float* scales, int K, int N, T* out) {
-  const std::int64_t vecs = static_cast<std::int64_t>(K) * N / 8;
-  for (std::int64_t v = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x; v < vecs;
-       v += static_cast<std::int64_t>(gridDim.x) * kThreads) {
-    const std::int64_t e = v * 8;
-    const int k = static_cast<int>(e / N), n = static_cast<int>(e % N);
-    float f[8];
-    q8_to_f(*reinterpret_cast<const uint2*>(q + e), f);
-    const float4* s =
-        reinterpret_cast<const float4*>(scales + static_cast<std::int64_t>(k / kGroup) * N + n);
-    const float4 s0 = s[0], s1 = s[1];
-    const float sv[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
-    uint4 o;
-    T* h = reinterpret_cast<T*>(&o);
+  constexpr int kRows = 32, kCols = 16 * kWarps, kPad = 4;
+  __shared__ float tile[kRows][kCols + kPad];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, qg = lane / 4, qt = lane % 4;
+  const int n_tiles = (N + 15) / 16, col_units = (n_tiles + kWarps - 1) / kWarps;
+  const std::int64_t units = static_cast<std::int64_t>(col_units) * (K / kRows);
+  for (std::int64_t u = blockIdx.x; u < units; u += gridDim.x) {
+    const int s2 = static_cast<int>(u % (K / kRows)), cu = static_cast<int>(u / (K / kRows));
+    const int t = cu * kWarps + warp;
+    if (t < n_tiles) {
+      const uint4 v = *reinterpret_cast<const uint4*>(
+          q + ((static_cast<std::int64_t>(t) * (K / kRows) + s2) * 32 + lane) * 16);
+      float f[16];
+      q8_to_f(make_uint2(v.x, v.y), *reinterpret_cast<float(*)[8]>(f));
+      q8_to_f(make_uint2(v.z, v.w), *reinterpret_cast<float(*)[8]>(f + 8));
 #pragma unroll
-    for (int j = 0; j < 8; ++j) h[j] = from_f<T>(f[j] * sv[j]);
-    *reinterpret_cast<uint4*>(out + e) = o;
+      for (int b = 0; b < 16; ++b) {
+        const int r = (b % 8) / 2;
+        const int k = (b / 8) * 16 + 2 * qt + (r / 2) * 8 + b % 2;
+        tile[k][warp * 16 + qg + (r % 2) * 8] = f[b];
+      }
+    }
+    __syncthreads();
+    constexpr int kSegs = kRows * kCols / 8;
+    for (int e = threadIdx.x; e < kSegs; e += kThreads) {
+      const int k_local = e / (kCols / 8), c = (e % (kCols / 8)) * 8;
+      const int n = cu * kCols + c, k = s2 * kRows + k_local;
+      if (n < N) {  // N % 8 == 0: a segment is all in or all out
+        const float* sc = scales + static_cast<std::int64_t>(k / kGroup) * N + n;
+        const float4 s0 = *reinterpret_cast<const float4*>(sc);
+        const float4 s1 = *reinterpret_cast<const float4*>(sc + 4);
+        const float sv[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+        alignas(16) T o[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) o[j] = from_f<T>(tile[k_local][c + j] * sv[j]);
+        *reinterpret_cast<uint4*>(out + static_cast<std::int64_t>(k) * N + n) =
+            *reinterpret_cast<const uint4*>(o);
+      }
+    }
+    __syncthreads();  // the tile is rewritten by the next unit
   }
 }
 
@@ -588,10 +636,10 @@ void dequant_q8(DType dt, const void* Wq, int K, int N, void* W_out, void* strea
   }
   const auto* q = static_cast<const std::int8_t*>(Wq);
   const auto* scales =
-      reinterpret_cast<const float*>(static_cast<const char*>(Wq) + q8_scales_offset(K, N));
-  const std::int64_t vecs = static_cast<std::int64_t>(K) * N / 8;
-  const int blocks =
-      static_cast<int>(std::min<std::int64_t>((vecs + kThreads - 1) / kThreads, 4096));
+      reinterpret_cast<const float*>(static_cast<const char*>(Wq) + q8_mma_scales_offset(K, N));
+  const std::int64_t units =
+      static_cast<std::int64_t>(((N + 15) / 16 + kWarps - 1) / kWarps) * (K / 32);
+  const int blocks = static_cast<int>(std::min<std::int64_t>(units, 4096));
   const auto st = static_cast<cudaStream_t>(stream);
   if (dt == DType::bf16) {
     dequant_q8_kernel<<<blocks, kThreads, 0, st>>>(q, scales, K, N,
@@ -696,7 +744,7 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   p.v_pool = a.v_pool;
   p.kv_c = a.N / 3;
   p.scales = a.q8 ? reinterpret_cast<const float*>(static_cast<const char*>(a.W) +
-                                                   q8_scales_offset(a.K, a.N))
+                                                   q8_mma_scales_offset(a.K, a.N))
                   : nullptr;
   const int max_chunk = max_chunk_rows(a.rows, a.q8);
   if (!plan.ok || a.rows < 1 || a.rows > (a.q8 ? kSkinnyMaxRowsQ8 : kSkinnyMaxRows) ||
