@@ -1,0 +1,118 @@
+"""tools/trace_summary.py on hand-made traces (tools/kernel_trace.cpp's CSV), on the CPU: names,
+replay splitting, increments that sum to a replay's span under overlap (PDL), host gaps, and the
+errors for a file that is not a trace."""
+
+import os
+import random
+import sys
+
+import pytest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import trace_summary as ts  # noqa: E402
+
+HEADER = ("start_ns,end_ns,device,stream,graph,graph_node,correlation,grid,block,cluster,regs,"
+          "smem_static,smem_dynamic,name\n")
+
+
+def write(tmp_path, kernels, name="t.csv"):
+    """kernels: (start, end, graph, node, grid, name)."""
+    p = tmp_path / name
+    lines = [HEADER]
+    for i, (s, e, g, n, grid, nm) in enumerate(kernels):
+        q = nm.replace('"', '""')
+        lines.append(f'{s},{e},0,13,{g},{n},{i},{grid},256x1x1,1x1x1,64,0,0,"{q}"\n')
+    p.write_text("".join(lines))
+    return str(p)
+
+
+def test_short_names():
+    assert ts.short_name("void gpuattn::engine::cuda::(anonymous namespace)::skinny_kernel"
+                         "<__half, 1, true>(gpuattn::engine::cuda::(anonymous namespace)::Params)"
+                         ) == "skinny_kernel<__half, 1, true>"
+    assert ts.short_name("gemv(float const*, int)") == "gemv"
+    assert ts.short_name("k<f(int)>(int)") == "k<f(int)>"
+    assert ts.short_name("plain") == "plain"
+
+
+def step(t0, graph, pdl_overlap):
+    """One replay: a (1 us), b (2 us) started pdl_overlap ns before a ends, c (3 us) 500 ns
+    after b."""
+    a = (t0, t0 + 1000, graph, 1, "4x1x1", "void ns::a(int)")
+    b = (t0 + 1000 - pdl_overlap, t0 + 3000, graph, 2, "8x2x1", "void ns::b<int>(int)")
+    c = (t0 + 3500, t0 + 6500, graph, 3, "1x1x1", "void ns::c(int)")
+    return [a, b, c]
+
+
+def test_replays_increments_and_gaps(tmp_path):
+    ks = []
+    for r in range(5):  # 10 us of host time between replays
+        ks += step(r * 16500, 7, pdl_overlap=400)
+    rows = ts.read_trace(write(tmp_path, ks))
+    replays = ts.split_replays(rows)
+    assert [len(r) for r in replays] == [3] * 5
+    out = "\n".join(ts.summarize(rows))
+    assert "5 replays: median span 6.50 us, 3 kernels" in out
+    assert "host gap between replays median 10.00 us" in out
+    # busy: 1 + (3000 - 1000) + 3 us = 6 us of the 6.5 us span.
+    assert "busy 6.00 us" in out
+    lines = out.splitlines()
+    c = next(l for l in lines if l.endswith("c [1x1x1]"))
+    b = next(l for l in lines if l.endswith("b<int> [8x2x1]"))
+    a = next(l for l in lines if l.endswith("a [4x1x1]"))
+    # c adds its 3 us and the 0.5 us launch gap ahead of it; b its 2 us past a's end (its 2.4 us
+    # duration includes 0.4 us spent waiting on a); a its own 1 us.
+    assert c.split()[:5] == ["1", "3.00", "3.50", "3.50", "53.8%"]
+    assert b.split()[:5] == ["1", "2.40", "2.00", "2.00", "30.8%"]
+    assert a.split()[:5] == ["1", "1.00", "1.00", "1.00", "15.4%"]
+    # Sorted by time a step, largest first.
+    assert lines.index(c) < lines.index(b) < lines.index(a)
+
+
+def test_increments_sum_to_the_span_on_random_overlap(tmp_path):
+    rng = random.Random(5)
+    ks, t = [], 0
+    for node in range(40):
+        start = t + rng.randint(-800, 800)
+        ks.append((max(start, 0), max(start, 0) + rng.randint(100, 3000), 3, node, "1x1x1",
+                   f"k{node % 7}(int)"))
+        t = ks[-1][0] + rng.randint(0, 2000)
+    rows = ts.read_trace(write(tmp_path, ks))
+    (rep,) = ts.split_replays(rows)
+    span = max(k["end"] for k in rep) - rep[0]["start"]
+    out = ts.summarize(rows, top=100)
+    total = sum(float(l.split()[3]) for l in out[3:])
+    assert abs(total - span / 1e3) < 0.01 * 7 + 1e-9  # 7 keys, each rounded to 0.01 us
+
+
+def test_graph_change_and_skip(tmp_path):
+    ks = step(0, 1, 0) + step(20000, 2, 0) + step(40000, 2, 0)
+    rows = ts.read_trace(write(tmp_path, ks))
+    assert [r[0]["graph"] for r in ts.split_replays(rows)] == [1, 2, 2]
+    assert "2 replays" in "\n".join(ts.summarize(rows, skip_replays=1))
+    assert "only 3 replays" in "\n".join(ts.summarize(rows, skip_replays=3))
+
+
+def test_no_graphs(tmp_path):
+    rows = ts.read_trace(write(tmp_path, step(0, 0, 0)))
+    assert "no kernels ran in CUDA graphs" in "\n".join(ts.summarize(rows))
+    assert "1 replays: median span 6.50 us" in "\n".join(ts.summarize(rows, all_kernels=True))
+
+
+def test_bad_files(tmp_path, capsys):
+    p = tmp_path / "x.csv"
+    p.write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="not a kernel trace"):
+        ts.read_trace(str(p))
+    p.write_text(HEADER + '5,4,0,1,0,0,0,1x1x1,1x1x1,1x1x1,1,0,0,"k"\n')
+    with pytest.raises(ValueError, match="end_ns 4 before start_ns 5"):
+        ts.read_trace(str(p))
+    p.write_text(HEADER + 'x,4,0,1,0,0,0,1x1x1,1x1x1,1x1x1,1,0,0,"k"\n')
+    with pytest.raises(ValueError, match="not integers"):
+        ts.read_trace(str(p))
+    assert ts.main([str(tmp_path / "missing.csv")]) == 1
+    assert "missing.csv" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        ts.main([str(p), "--top", "0"])
+    assert "--top must be >= 1, not 0" in capsys.readouterr().err

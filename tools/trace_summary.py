@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Where a traced program's GPU time goes, from tools/kernel_trace.cpp's CSV.
+
+  python3 tools/trace_summary.py trace.csv [--skip-replays N] [--top N] [--all]
+
+By default it reads the kernels that ran inside CUDA graphs (the engine's decode steps) and splits
+them into replays: a replay ends where a graph node it already ran comes again. For each kernel
+(short name and grid) it gives the calls a replay, the median duration, and the median increment:
+the kernel's end minus the end of the kernel before it in the replay (its own duration for the
+first). Under programmatic dependent launch a kernel starts while its predecessor still runs, so
+its duration includes the wait; the increment is what it adds to the step, and a replay's
+increments sum to its span. Host time between replays is reported apart. --all takes every kernel
+as one sequence instead (no graphs).
+"""
+import argparse
+import csv
+import re
+import statistics
+import sys
+
+
+def short_name(demangled):
+    """`void ns::(anonymous namespace)::k<T, 1>(ns::P)` -> `k<T, 1>`."""
+    s = demangled.strip()
+    if s.endswith(")"):
+        depth = 0
+        for i in range(len(s) - 1, -1, -1):
+            if s[i] == ")":
+                depth += 1
+            elif s[i] == "(":
+                depth -= 1
+                if depth == 0:
+                    s = s[:i]
+                    break
+    if s.startswith("void "):
+        s = s[5:]
+    s = s.replace("(anonymous namespace)::", "")
+    return re.sub(r"\b[A-Za-z_]\w*::", "", s)
+
+
+def read_trace(path):
+    rows = []
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        need = {"start_ns", "end_ns", "stream", "graph", "graph_node", "grid", "name"}
+        missing = need - set(reader.fieldnames or [])
+        if missing:
+            raise ValueError(f"{path}: not a kernel trace (no column {', '.join(sorted(missing))})")
+        for n, r in enumerate(reader, start=2):
+            try:
+                start, end = int(r["start_ns"]), int(r["end_ns"])
+            except ValueError:
+                raise ValueError(f"{path}:{n}: start_ns/end_ns not integers: "
+                                 f"{r['start_ns']!r}, {r['end_ns']!r}") from None
+            if end < start:
+                raise ValueError(f"{path}:{n}: end_ns {end} before start_ns {start}")
+            rows.append({"start": start, "end": end, "stream": r["stream"],
+                         "graph": int(r["graph"]), "node": r["graph_node"],
+                         "key": f"{short_name(r['name'])} [{r['grid']}]"})
+    rows.sort(key=lambda r: r["start"])
+    return rows
+
+
+def split_replays(kernels):
+    """Consecutive graph kernels, cut where a (graph, node) already in the replay comes again or
+    the graph changes."""
+    replays, cur, seen = [], [], set()
+    for k in kernels:
+        node = (k["graph"], k["node"])
+        if cur and (node in seen or k["graph"] != cur[-1]["graph"]):
+            replays.append(cur)
+            cur, seen = [], set()
+        cur.append(k)
+        seen.add(node)
+    if cur:
+        replays.append(cur)
+    return replays
+
+
+def busy_union(kernels):
+    total, end = 0, None
+    for k in sorted(kernels, key=lambda k: k["start"]):
+        if end is None or k["start"] >= end:
+            total += k["end"] - k["start"]
+            end = k["end"]
+        elif k["end"] > end:
+            total += k["end"] - end
+            end = k["end"]
+    return total
+
+
+def summarize(rows, skip_replays=0, top=40, all_kernels=False):
+    """The report's lines."""
+    out = []
+    if not rows:
+        return ["no kernels in the trace"]
+    span = max(r["end"] for r in rows) - rows[0]["start"]
+    out.append(f"{len(rows)} kernels over {span / 1e3:.1f} us; GPU busy {busy_union(rows) / 1e3:.1f} us")
+    if all_kernels:
+        replays = [rows]
+    else:
+        graph = [r for r in rows if r["graph"] != 0]
+        if not graph:
+            return out + ["no kernels ran in CUDA graphs: --all to take them as one sequence"]
+        replays = split_replays(graph)
+        if skip_replays >= len(replays):
+            return out + [f"--skip-replays {skip_replays}: only {len(replays)} replays"]
+        replays = replays[skip_replays:]
+    spans = [max(k["end"] for k in r) - r[0]["start"] for r in replays]
+    gaps = [b[0]["start"] - max(k["end"] for k in a) for a, b in zip(replays, replays[1:])]
+    out.append(f"{len(replays)} replays: median span {statistics.median(spans) / 1e3:.2f} us, "
+               f"{statistics.median(len(r) for r in replays):.0f} kernels; "
+               f"busy {statistics.median(busy_union(r) for r in replays) / 1e3:.2f} us"
+               + (f"; host gap between replays median {statistics.median(gaps) / 1e3:.2f} us"
+                  if gaps else ""))
+    stats = {}
+    for rep in replays:
+        prev_end = None
+        per = {}
+        for k in rep:
+            if prev_end is None:
+                inc, prev_end = k["end"] - k["start"], k["end"]
+            else:
+                inc, prev_end = max(0, k["end"] - prev_end), max(prev_end, k["end"])
+            s = per.setdefault(k["key"], {"n": 0, "dur": [], "inc": []})
+            s["n"] += 1
+            s["dur"].append(k["end"] - k["start"])
+            s["inc"].append(inc)
+        for key, s in per.items():
+            t = stats.setdefault(key, {"n": [], "dur": [], "inc": [], "inc_sum": []})
+            t["n"].append(s["n"])
+            t["dur"] += s["dur"]
+            t["inc"] += s["inc"]
+            t["inc_sum"].append(sum(s["inc"]))
+    step = statistics.median(spans)
+    table = sorted(stats.items(), key=lambda kv: -statistics.median(kv[1]["inc_sum"]))
+    out.append(f"{'calls':>6} {'dur us':>8} {'incr us':>8} {'step us':>8} {'share':>6}  kernel [grid]")
+    for key, t in table[:top]:
+        per_step = statistics.median(t["inc_sum"])
+        out.append(f"{statistics.median(t['n']):>6.0f} {statistics.median(t['dur']) / 1e3:>8.2f} "
+                   f"{statistics.median(t['inc']) / 1e3:>8.2f} {per_step / 1e3:>8.2f} "
+                   f"{100 * per_step / step if step else 0:>5.1f}%  {key}")
+    if len(table) > top:
+        out.append(f"... {len(table) - top} more (--top)")
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("trace", help="the CSV that GPUATTN_TRACE named")
+    ap.add_argument("--skip-replays", type=int, default=0,
+                    help="leave out the first N graph replays (warm-up)")
+    ap.add_argument("--top", type=int, default=40, help="kernels listed (default 40)")
+    ap.add_argument("--all", action="store_true",
+                    help="every kernel as one sequence, not graph replays")
+    a = ap.parse_args(argv)
+    if a.skip_replays < 0:
+        ap.error(f"--skip-replays must be >= 0, not {a.skip_replays}")
+    if a.top < 1:
+        ap.error(f"--top must be >= 1, not {a.top}")
+    try:
+        rows = read_trace(a.trace)
+    except (OSError, ValueError) as e:
+        print(f"trace_summary: {e}", file=sys.stderr)
+        return 1
+    print("\n".join(summarize(rows, a.skip_replays, a.top, a.all)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
