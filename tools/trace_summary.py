@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a traced program's GPU time goes, from tools/kernel_trace.cpp's CSV.
 
-  python3 tools/trace_summary.py trace.csv [--skip-replays N] [--top N] [--all]
+  python3 tools/trace_summary.py trace.csv [--skip-replays N] [--top N] [--all] [--against A.csv]
 
 By default it reads the kernels that ran inside CUDA graphs (the engine's decode steps) and splits
 them into replays: a replay ends where a graph node it already ran comes again. For each kernel
@@ -10,7 +10,8 @@ the kernel's end minus the end of the kernel before it in the replay (its own du
 first). Under programmatic dependent launch a kernel starts while its predecessor still runs, so
 its duration includes the wait; the increment is what it adds to the step, and a replay's
 increments sum to its span. Host time between replays is reported apart. --all takes every kernel
-as one sequence instead (no graphs).
+as one sequence instead (no graphs). --against A.csv puts another trace beside this one: each
+kernel's time a replay in both, largest change first (an A/B of two builds).
 """
 import argparse
 import csv
@@ -89,11 +90,13 @@ def busy_union(kernels):
     return total
 
 
-def summarize(rows, skip_replays=0, top=40, all_kernels=False):
-    """The report's lines."""
+def analyze(rows, skip_replays=0, all_kernels=False):
+    """(lines, result): the trace's header lines, and the replays' figures, or None with a line
+    saying why there are none. result: spans (ns a replay), gaps, busy, kernels (a replay's
+    median count) and stats (key -> calls / dur / inc lists and inc_sum, ns a replay)."""
     out = []
     if not rows:
-        return ["no kernels in the trace"]
+        return ["no kernels in the trace"], None
     span = max(r["end"] for r in rows) - rows[0]["start"]
     out.append(f"{len(rows)} kernels over {span / 1e3:.1f} us; GPU busy {busy_union(rows) / 1e3:.1f} us")
     if all_kernels:
@@ -101,19 +104,16 @@ def summarize(rows, skip_replays=0, top=40, all_kernels=False):
     else:
         graph = [r for r in rows if r["graph"] != 0]
         if not graph:
-            return out + ["no kernels ran in CUDA graphs: --all to take them as one sequence"]
+            return out + ["no kernels ran in CUDA graphs: --all to take them as one sequence"], None
         replays = split_replays(graph)
         if skip_replays >= len(replays):
-            return out + [f"--skip-replays {skip_replays}: only {len(replays)} replays"]
+            return out + [f"--skip-replays {skip_replays}: only {len(replays)} replays"], None
         replays = replays[skip_replays:]
-    spans = [max(k["end"] for k in r) - r[0]["start"] for r in replays]
-    gaps = [b[0]["start"] - max(k["end"] for k in a) for a, b in zip(replays, replays[1:])]
-    out.append(f"{len(replays)} replays: median span {statistics.median(spans) / 1e3:.2f} us, "
-               f"{statistics.median(len(r) for r in replays):.0f} kernels; "
-               f"busy {statistics.median(busy_union(r) for r in replays) / 1e3:.2f} us"
-               + (f"; host gap between replays median {statistics.median(gaps) / 1e3:.2f} us"
-                  if gaps else ""))
-    stats = {}
+    res = {"spans": [max(k["end"] for k in r) - r[0]["start"] for r in replays],
+           "gaps": [b[0]["start"] - max(k["end"] for k in a) for a, b in zip(replays, replays[1:])],
+           "busy": [busy_union(r) for r in replays],
+           "kernels": statistics.median(len(r) for r in replays), "stats": {}}
+    stats = res["stats"]
     for rep in replays:
         prev_end = None
         per = {}
@@ -132,14 +132,55 @@ def summarize(rows, skip_replays=0, top=40, all_kernels=False):
             t["dur"] += s["dur"]
             t["inc"] += s["inc"]
             t["inc_sum"].append(sum(s["inc"]))
-    step = statistics.median(spans)
-    table = sorted(stats.items(), key=lambda kv: -statistics.median(kv[1]["inc_sum"]))
+    med = statistics.median
+    out.append(f"{len(replays)} replays: median span {med(res['spans']) / 1e3:.2f} us, "
+               f"{res['kernels']:.0f} kernels; busy {med(res['busy']) / 1e3:.2f} us"
+               + (f"; host gap between replays median {med(res['gaps']) / 1e3:.2f} us"
+                  if res["gaps"] else ""))
+    return out, res
+
+
+def step_us(t):
+    """A kernel's median time a replay (its increments' sum), us."""
+    return statistics.median(t["inc_sum"]) / 1e3
+
+
+def summarize(rows, skip_replays=0, top=40, all_kernels=False):
+    """The report's lines."""
+    out, res = analyze(rows, skip_replays, all_kernels)
+    if res is None:
+        return out
+    med = statistics.median
+    step = med(res["spans"]) / 1e3
+    table = sorted(res["stats"].items(), key=lambda kv: -step_us(kv[1]))
     out.append(f"{'calls':>6} {'dur us':>8} {'incr us':>8} {'step us':>8} {'share':>6}  kernel [grid]")
     for key, t in table[:top]:
-        per_step = statistics.median(t["inc_sum"])
-        out.append(f"{statistics.median(t['n']):>6.0f} {statistics.median(t['dur']) / 1e3:>8.2f} "
-                   f"{statistics.median(t['inc']) / 1e3:>8.2f} {per_step / 1e3:>8.2f} "
-                   f"{100 * per_step / step if step else 0:>5.1f}%  {key}")
+        out.append(f"{med(t['n']):>6.0f} {med(t['dur']) / 1e3:>8.2f} {med(t['inc']) / 1e3:>8.2f} "
+                   f"{step_us(t):>8.2f} {100 * step_us(t) / step if step else 0:>5.1f}%  {key}")
+    if len(table) > top:
+        out.append(f"... {len(table) - top} more (--top)")
+    return out
+
+
+def compare(rows_a, rows_b, skip_replays=0, top=40, all_kernels=False):
+    """Two traces side by side (a: --against, b: the trace): each kernel's time a replay in both
+    and b - a, largest change first; kernels one trace lacks count 0 there."""
+    out_a, res_a = analyze(rows_a, skip_replays, all_kernels)
+    out_b, res_b = analyze(rows_b, skip_replays, all_kernels)
+    out = ["a: " + line for line in out_a] + ["b: " + line for line in out_b]
+    if res_a is None or res_b is None:
+        return out
+    med = statistics.median
+    sa, sb = med(res_a["spans"]) / 1e3, med(res_b["spans"]) / 1e3
+    out.append(f"step: a {sa:.2f} us, b {sb:.2f} us, b - a {sb - sa:+.2f} us ({100 * (sb - sa) / sa:+.1f}%)"
+               if sa else f"step: a {sa:.2f} us, b {sb:.2f} us")
+    keys = set(res_a["stats"]) | set(res_b["stats"])
+    ta = {k: step_us(res_a["stats"][k]) if k in res_a["stats"] else 0.0 for k in keys}
+    tb = {k: step_us(res_b["stats"][k]) if k in res_b["stats"] else 0.0 for k in keys}
+    table = sorted(keys, key=lambda k: (-abs(tb[k] - ta[k]), k))
+    out.append(f"{'a us':>8} {'b us':>8} {'b - a':>8}  kernel [grid]")
+    for k in table[:top]:
+        out.append(f"{ta[k]:>8.2f} {tb[k]:>8.2f} {tb[k] - ta[k]:>+8.2f}  {k}")
     if len(table) > top:
         out.append(f"... {len(table) - top} more (--top)")
     return out
@@ -153,6 +194,8 @@ def main(argv=None):
     ap.add_argument("--top", type=int, default=40, help="kernels listed (default 40)")
     ap.add_argument("--all", action="store_true",
                     help="every kernel as one sequence, not graph replays")
+    ap.add_argument("--against", metavar="A.csv",
+                    help="another trace (a): both side by side, each kernel's b - a")
     a = ap.parse_args(argv)
     if a.skip_replays < 0:
         ap.error(f"--skip-replays must be >= 0, not {a.skip_replays}")
@@ -160,10 +203,14 @@ def main(argv=None):
         ap.error(f"--top must be >= 1, not {a.top}")
     try:
         rows = read_trace(a.trace)
+        base = read_trace(a.against) if a.against else None
     except (OSError, ValueError) as e:
         print(f"trace_summary: {e}", file=sys.stderr)
         return 1
-    print("\n".join(summarize(rows, a.skip_replays, a.top, a.all)))
+    if base is not None:
+        print("\n".join(compare(base, rows, a.skip_replays, a.top, a.all)))
+    else:
+        print("\n".join(summarize(rows, a.skip_replays, a.top, a.all)))
     return 0
 
 

@@ -116,3 +116,28 @@ def test_bad_files(tmp_path, capsys):
     with pytest.raises(SystemExit):
         ts.main([str(p), "--top", "0"])
     assert "--top must be >= 1, not 0" in capsys.readouterr().err
+
+
+def test_against(tmp_path, capsys):
+    """b: kernel b 1 us shorter and a new kernel d of 0.5 us after c; c unchanged."""
+    ka, kb = [], []
+    for r in range(4):
+        t0 = r * 20000
+        ka += step(t0, 7, pdl_overlap=0)
+        s = step(t0, 7, pdl_overlap=0)
+        b = s[1]
+        s[1] = (b[0], b[1] - 1000) + b[2:]
+        s[2] = (s[2][0] - 1000, s[2][1] - 1000) + s[2][2:]
+        s.append((s[2][1], s[2][1] + 500, 7, 4, "1x1x1", "void ns::d(int)"))
+        kb += s
+    pa, pb = write(tmp_path, ka, "a.csv"), write(tmp_path, kb, "b.csv")
+    out = ts.compare(ts.read_trace(pa), ts.read_trace(pb))
+    assert "step: a 6.50 us, b 6.00 us, b - a -0.50 us (-7.7%)" in out
+    rows = out[out.index(next(l for l in out if l.lstrip().startswith("a us"))) + 1:]
+    assert rows[0].split() == ["2.00", "1.00", "-1.00", "b<int>", "[8x2x1]"]
+    assert rows[1].split() == ["0.00", "0.50", "+0.50", "d", "[1x1x1]"]
+    assert [r.split()[:3] for r in rows[2:]] == [["1.00", "1.00", "+0.00"], ["3.50", "3.50", "+0.00"]]
+    assert ts.main([pb, "--against", pa]) == 0
+    assert "b - a -0.50 us" in capsys.readouterr().out
+    assert ts.main([pb, "--against", str(tmp_path / "none.csv")]) == 1
+    assert "none.csv" in capsys.readouterr().err
