@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Where a traced program's GPU time goes, from tools/kernel_trace.cpp's CSV.
 
-  python3 tools/trace_summary.py trace.csv [--skip-replays N] [--top N] [--all] [--against A.csv]
+  python3 tools/trace_summary.py trace.csv [--skip-replays N] [--top N] [--all] [--by-name]
+                                          [--against A.csv]
 
 By default it reads the kernels that ran inside CUDA graphs (the engine's decode steps) and splits
 them into replays: a replay ends where a graph node it already ran comes again. For each kernel
@@ -11,7 +12,8 @@ first). Under programmatic dependent launch a kernel starts while its predecesso
 its duration includes the wait; the increment is what it adds to the step, and a replay's
 increments sum to its span. Host time between replays is reported apart. --all takes every kernel
 as one sequence instead (no graphs). --against A.csv puts another trace beside this one: each
-kernel's time a replay in both, largest change first (an A/B of two builds).
+kernel's time a replay in both, largest change first (an A/B of two builds). --by-name merges a
+kernel's grids into one row.
 """
 import argparse
 import csv
@@ -39,7 +41,7 @@ def short_name(demangled):
     return re.sub(r"\b[A-Za-z_]\w*::", "", s)
 
 
-def read_trace(path):
+def read_trace(path, by_name=False):
     rows = []
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
@@ -57,7 +59,8 @@ def read_trace(path):
                 raise ValueError(f"{path}:{n}: end_ns {end} before start_ns {start}")
             rows.append({"start": start, "end": end, "stream": r["stream"],
                          "graph": int(r["graph"]), "node": r["graph_node"],
-                         "key": f"{short_name(r['name'])} [{r['grid']}]"})
+                         "key": short_name(r["name"]) if by_name
+                         else f"{short_name(r['name'])} [{r['grid']}]"})
     rows.sort(key=lambda r: r["start"])
     return rows
 
@@ -194,6 +197,9 @@ def main(argv=None):
     ap.add_argument("--top", type=int, default=40, help="kernels listed (default 40)")
     ap.add_argument("--all", action="store_true",
                     help="every kernel as one sequence, not graph replays")
+    ap.add_argument("--by-name", action="store_true",
+                    help="one row a kernel name (grids merged: a kernel whose grid follows the "
+                         "context length)")
     ap.add_argument("--against", metavar="A.csv",
                     help="another trace (a): both side by side, each kernel's b - a")
     a = ap.parse_args(argv)
@@ -202,8 +208,8 @@ def main(argv=None):
     if a.top < 1:
         ap.error(f"--top must be >= 1, not {a.top}")
     try:
-        rows = read_trace(a.trace)
-        base = read_trace(a.against) if a.against else None
+        rows = read_trace(a.trace, a.by_name)
+        base = read_trace(a.against, a.by_name) if a.against else None
     except (OSError, ValueError) as e:
         print(f"trace_summary: {e}", file=sys.stderr)
         return 1

@@ -141,3 +141,15 @@ def test_against(tmp_path, capsys):
     assert "b - a -0.50 us" in capsys.readouterr().out
     assert ts.main([pb, "--against", str(tmp_path / "none.csv")]) == 1
     assert "none.csv" in capsys.readouterr().err
+
+
+def test_by_name_merges_grids(tmp_path):
+    ks = step(0, 5, 0)
+    ks.append((6500, 7500, 5, 9, "2x1x1", "void ns::a(int)"))  # a again, another grid
+    p = write(tmp_path, ks)
+    keys = {r["key"] for r in ts.read_trace(p)}
+    assert keys == {"a [4x1x1]", "a [2x1x1]", "b<int> [8x2x1]", "c [1x1x1]"}
+    rows = ts.read_trace(p, by_name=True)
+    assert {r["key"] for r in rows} == {"a", "b<int>", "c"}
+    a = next(l for l in ts.summarize(rows) if l.endswith("  a"))
+    assert a.split()[:4] == ["2", "1.00", "1.00", "2.00"]  # two calls, 1 us each, 2 us a step
