@@ -42,7 +42,13 @@ def short_name(demangled):
 
 
 def read_trace(path, by_name=False):
-    rows = []
+    return read_trace_counted(path, by_name)[0]
+
+
+def read_trace_counted(path, by_name=False):
+    """(rows in start order, rows left out: start 0 or end before start, which CUPTI reports for
+    kernels it could not time)."""
+    rows, untimed = [], 0
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
         need = {"start_ns", "end_ns", "stream", "graph", "graph_node", "grid", "name"}
@@ -55,14 +61,16 @@ def read_trace(path, by_name=False):
             except ValueError:
                 raise ValueError(f"{path}:{n}: start_ns/end_ns not integers: "
                                  f"{r['start_ns']!r}, {r['end_ns']!r}") from None
-            if end < start:
-                raise ValueError(f"{path}:{n}: end_ns {end} before start_ns {start}")
+            if start == 0 or end < start:
+                untimed += 1
+                continue
             rows.append({"start": start, "end": end, "stream": r["stream"],
+                         "corr": r.get("correlation", ""),
                          "graph": int(r["graph"]), "node": r["graph_node"],
                          "key": short_name(r["name"]) if by_name
                          else f"{short_name(r['name'])} [{r['grid']}]"})
     rows.sort(key=lambda r: r["start"])
-    return rows
+    return rows, untimed
 
 
 def split_replays(kernels):
@@ -115,7 +123,10 @@ def analyze(rows, skip_replays=0, all_kernels=False):
     res = {"spans": [max(k["end"] for k in r) - r[0]["start"] for r in replays],
            "gaps": [b[0]["start"] - max(k["end"] for k in a) for a, b in zip(replays, replays[1:])],
            "busy": [busy_union(r) for r in replays],
-           "kernels": statistics.median(len(r) for r in replays), "stats": {}}
+           "kernels": statistics.median(len(r) for r in replays), "stats": {},
+           # Kernels of one graph launch share its correlation id (CUPTI): 1 here says the replays
+           # are the launches.
+           "launch_ids": statistics.median(len({k["corr"] for k in r}) for r in replays)}
     stats = res["stats"]
     for rep in replays:
         prev_end = None
@@ -137,7 +148,8 @@ def analyze(rows, skip_replays=0, all_kernels=False):
             t["inc_sum"].append(sum(s["inc"]))
     med = statistics.median
     out.append(f"{len(replays)} replays: median span {med(res['spans']) / 1e3:.2f} us, "
-               f"{res['kernels']:.0f} kernels; busy {med(res['busy']) / 1e3:.2f} us"
+               f"{res['kernels']:.0f} kernels, {res['launch_ids']:.0f} launch ids; "
+               f"busy {med(res['busy']) / 1e3:.2f} us"
                + (f"; host gap between replays median {med(res['gaps']) / 1e3:.2f} us"
                   if res["gaps"] else ""))
     return out, res
@@ -208,11 +220,14 @@ def main(argv=None):
     if a.top < 1:
         ap.error(f"--top must be >= 1, not {a.top}")
     try:
-        rows = read_trace(a.trace, a.by_name)
-        base = read_trace(a.against, a.by_name) if a.against else None
+        rows, untimed = read_trace_counted(a.trace, a.by_name)
+        base, untimed_a = read_trace_counted(a.against, a.by_name) if a.against else (None, 0)
     except (OSError, ValueError) as e:
         print(f"trace_summary: {e}", file=sys.stderr)
         return 1
+    for path, n in ((a.trace, untimed), (a.against, untimed_a)):
+        if n:
+            print(f"{path}: {n} kernels without valid times (start 0 or end before start) left out")
     if base is not None:
         print("\n".join(compare(base, rows, a.skip_replays, a.top, a.all)))
     else:

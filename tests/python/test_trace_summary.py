@@ -16,13 +16,14 @@ HEADER = ("start_ns,end_ns,device,stream,graph,graph_node,correlation,grid,block
           "smem_static,smem_dynamic,name\n")
 
 
-def write(tmp_path, kernels, name="t.csv"):
-    """kernels: (start, end, graph, node, grid, name)."""
+def write(tmp_path, kernels, name="t.csv", base=10**9):
+    """kernels: (start, end, graph, node, grid, name), times from `base` (CUPTI's start 0 means
+    "not timed")."""
     p = tmp_path / name
     lines = [HEADER]
     for i, (s, e, g, n, grid, nm) in enumerate(kernels):
         q = nm.replace('"', '""')
-        lines.append(f'{s},{e},0,13,{g},{n},{i},{grid},256x1x1,1x1x1,64,0,0,"{q}"\n')
+        lines.append(f'{base + s},{base + e},0,13,{g},{n},{i},{grid},256x1x1,1x1x1,64,0,0,"{q}"\n')
     p.write_text("".join(lines))
     return str(p)
 
@@ -53,7 +54,7 @@ def test_replays_increments_and_gaps(tmp_path):
     replays = ts.split_replays(rows)
     assert [len(r) for r in replays] == [3] * 5
     out = "\n".join(ts.summarize(rows))
-    assert "5 replays: median span 6.50 us, 3 kernels" in out
+    assert "5 replays: median span 6.50 us, 3 kernels, 3 launch ids" in out
     assert "host gap between replays median 10.00 us" in out
     # busy: 1 + (3000 - 1000) + 3 us = 6 us of the 6.5 us span.
     assert "busy 6.00 us" in out
@@ -105,9 +106,14 @@ def test_bad_files(tmp_path, capsys):
     p.write_text("a,b\n1,2\n")
     with pytest.raises(ValueError, match="not a kernel trace"):
         ts.read_trace(str(p))
-    p.write_text(HEADER + '5,4,0,1,0,0,0,1x1x1,1x1x1,1x1x1,1,0,0,"k"\n')
-    with pytest.raises(ValueError, match="end_ns 4 before start_ns 5"):
-        ts.read_trace(str(p))
+    p.write_text(HEADER + '5,4,0,1,0,0,0,1x1x1,1x1x1,1x1x1,1,0,0,"k"\n'
+                 '0,0,0,1,0,0,0,1x1x1,1x1x1,1x1x1,1,0,0,"k"\n'
+                 '7,9,0,1,0,0,0,1x1x1,1x1x1,1x1x1,1,0,0,"k"\n')
+    rows, untimed = ts.read_trace_counted(str(p))
+    assert ([(r["start"], r["end"]) for r in rows], untimed) == ([(7, 9)], 2)
+    assert ts.main([str(p), "--all"]) == 0
+    assert "2 kernels without valid times (start 0 or end before start) left out" in (
+        capsys.readouterr().out)
     p.write_text(HEADER + 'x,4,0,1,0,0,0,1x1x1,1x1x1,1x1x1,1,0,0,"k"\n')
     with pytest.raises(ValueError, match="not integers"):
         ts.read_trace(str(p))

@@ -17,9 +17,11 @@ cd "$(dirname "$0")/../../.."
 t0=$(date +%s); ts() { echo "[$(($(date +%s)-t0)) s] $*"; }
 rm -rf /tmp/t && mkdir /tmp/t && tar c --exclude='./build*' --exclude=./.git . | tar x -C /tmp/t && cd /tmp/t
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON > $OUT/configure.log 2>&1
-cmake --build build -j16 --target gpuattn_cli gpuattn_kernel_trace > $OUT/build.log 2>&1; ts "build rc $?"
+cmake --build build -j16 --target gpuattn_cli > $OUT/build.log 2>&1; ts "build rc $?"
+cmake --build build -j16 --target gpuattn_kernel_trace >> $OUT/build.log 2>&1; ts "trace library rc $?"
 L=$PWD/build/tools/libgpuattn_kernel_trace.so
-ls -l $L; ldd $L | grep -i cupti
+[ -f $L ] || { echo "no $L (CUPTI not found at configure?)"; grep -i cupti $OUT/configure.log; tail -20 $OUT/build.log; exit 1; }
+ls -l $L; ldd $L | grep -iE 'cupti|not found'
 G=build/tools/gpuattn
 run() {  # label args...: untraced, then traced, then the summary
   local label=$1; shift
