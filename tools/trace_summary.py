@@ -13,7 +13,8 @@ its duration includes the wait; the increment is what it adds to the step, and a
 increments sum to its span. Host time between replays is reported apart. --all takes every kernel
 as one sequence instead (no graphs). --against A.csv puts another trace beside this one: each
 kernel's time a replay in both, largest change first (an A/B of two builds). --by-name merges a
-kernel's grids into one row.
+kernel's grids into one row. --skip-replays N leaves out the first N replays of each graph (a
+graph's first launch uploads it; the engine captures one per batch shape and block-table width).
 """
 import argparse
 import csv
@@ -117,9 +118,21 @@ def analyze(rows, skip_replays=0, all_kernels=False):
         if not graph:
             return out + ["no kernels ran in CUDA graphs: --all to take them as one sequence"], None
         replays = split_replays(graph)
-        if skip_replays >= len(replays):
-            return out + [f"--skip-replays {skip_replays}: only {len(replays)} replays"], None
-        replays = replays[skip_replays:]
+        # The first replays of each graph (exec) left out: a new graph's first launch uploads it,
+        # and the engine captures one per batch shape and block-table width.
+        seen, kept = {}, []
+        for r in replays:
+            g = r[0]["graph"]
+            seen[g] = seen.get(g, 0) + 1
+            if seen[g] > skip_replays:
+                kept.append(r)
+        if not kept:
+            return out + [f"--skip-replays {skip_replays}: no graph has more than that "
+                          f"({len(replays)} replays of {len(seen)} graphs)"], None
+        if len(seen) > 1:
+            out.append(f"{len(seen)} graphs, {len(replays)} replays; the first {skip_replays} of "
+                       f"each left out")
+        replays = kept
     res = {"spans": [max(k["end"] for k in r) - r[0]["start"] for r in replays],
            "gaps": [b[0]["start"] - max(k["end"] for k in a) for a, b in zip(replays, replays[1:])],
            "busy": [busy_union(r) for r in replays],
@@ -205,7 +218,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("trace", help="the CSV that GPUATTN_TRACE named")
     ap.add_argument("--skip-replays", type=int, default=0,
-                    help="leave out the first N graph replays (warm-up)")
+                    help="leave out the first N replays of each graph (warm-up, the upload)")
     ap.add_argument("--top", type=int, default=40, help="kernels listed (default 40)")
     ap.add_argument("--all", action="store_true",
                     help="every kernel as one sequence, not graph replays")

@@ -88,11 +88,15 @@ def test_increments_sum_to_the_span_on_random_overlap(tmp_path):
 
 
 def test_graph_change_and_skip(tmp_path):
-    ks = step(0, 1, 0) + step(20000, 2, 0) + step(40000, 2, 0)
+    ks = step(0, 1, 0) + step(20000, 2, 0) + step(40000, 2, 0) + step(60000, 1, 0)
     rows = ts.read_trace(write(tmp_path, ks))
-    assert [r[0]["graph"] for r in ts.split_replays(rows)] == [1, 2, 2]
-    assert "2 replays" in "\n".join(ts.summarize(rows, skip_replays=1))
-    assert "only 3 replays" in "\n".join(ts.summarize(rows, skip_replays=3))
+    assert [r[0]["graph"] for r in ts.split_replays(rows)] == [1, 2, 2, 1]
+    # The first replay of each graph goes: graph 2's second and graph 1's second stay.
+    out = "\n".join(ts.summarize(rows, skip_replays=1))
+    assert "2 graphs, 4 replays; the first 1 of each left out" in out
+    assert "\n2 replays: median span" in out
+    assert "no graph has more than that (4 replays of 2 graphs)" in (
+        "\n".join(ts.summarize(rows, skip_replays=2)))
 
 
 def test_no_graphs(tmp_path):

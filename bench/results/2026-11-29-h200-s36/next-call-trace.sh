@@ -29,8 +29,8 @@ run() {  # label args...: untraced, then traced, then the summary
   echo "$label untraced rc $? $(tail -1 $OUT/$label.plain.log)"
   CUDA_INJECTION64_PATH=$L GPUATTN_TRACE=$OUT/$label.csv timeout 150 $G generate --random "$@" > $OUT/$label.log 2>&1
   echo "$label traced   rc $? $(grep -v 'kernel trace' $OUT/$label.log | tail -1)"; grep "kernel trace" $OUT/$label.log
-  [ -f $OUT/$label.csv ] && python3 tools/trace_summary.py $OUT/$label.csv --skip-replays 3 --top 30 > $OUT/$label.txt 2>&1
-  [ -f $OUT/$label.csv ] && python3 tools/trace_summary.py $OUT/$label.csv --skip-replays 3 --by-name > $OUT/$label.byname.txt 2>&1
+  [ -f $OUT/$label.csv ] && python3 tools/trace_summary.py $OUT/$label.csv --skip-replays 1 --top 30 > $OUT/$label.txt 2>&1
+  [ -f $OUT/$label.csv ] && python3 tools/trace_summary.py $OUT/$label.csv --skip-replays 1 --by-name > $OUT/$label.byname.txt 2>&1
   head -22 $OUT/$label.txt
 }
 run 124m-B1-dense 124m --batch 1 --prompt-len 16 --max-new 128
