@@ -38,13 +38,6 @@ __device__ __forceinline__ uint4 ld_nc_v4(const void* p) {
   return v;
 }
 
-// An 8-byte load through the non-coherent path, as ld_nc_v4.
-__device__ __forceinline__ uint2 ld_nc_v2(const void* p) {
-  uint2 v;
-  asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(p));
-  return v;
-}
-
 // A 4-byte float load through the non-coherent path, as ld_nc_v4.
 __device__ __forceinline__ float ld_nc_f32(const float* p) {
   float v;
