@@ -183,7 +183,15 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   constexpr int kLanes = kThreads / kSeg;   // row lanes
   __shared__ float xs[kPasses * kPass][M];  // this chunk of x (normed), fp32, rows of M
   __shared__ float red[Q8 ? 1 : kWarps][M][kC];
-  __shared__ float part[M][kC];  // this CTA's partial sums, read by its cluster's rank 0
+  // This CTA's partial sums, read by its cluster's rank 0. Q8: red itself (a thread moves each of
+  // its elements onto itself).
+  __shared__ float part_own[Q8 ? 1 : M][kC];
+  float(*const part)[kC] = Q8 ? red[0] : part_own;
+  // Q8 at 8 rows: the chunk's weights land in shared memory (cp.async) rather than registers.
+  // With registers ptxas issues none of the 8 loads ahead of the PDL wait at 8 rows (it does at
+  // 1-4), so each such kernel fetched its weights only after the kernel ahead had finished.
+  constexpr bool kStage = Q8 && M == 8;
+  __shared__ __align__(16) uint4 stage[kStage ? kLoadsQ8 * kThreads : 1];
   __shared__ float scratch[kWarps][M];
   __shared__ int last_s;
 
@@ -196,7 +204,7 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   // This thread's 8 columns; past N (the last slice) it loads the last vector and drops it.
   const int col = min(slice * kC + cv * 8, p.N - 8);
   const T* W = static_cast<const T*>(p.W);
-  uint4 w[Q8 ? kLoadsQ8 : kLoads];
+  uint4 w[kStage ? 1 : Q8 ? kLoadsQ8 : kLoads];
   // Q8: this warp's 16-column tile (past the last, the last: its sums are dropped).
   const int warp = tid / 32, lane = tid % 32, qg = lane / 4, qt = lane % 4;  // Q8's fragments
   const int tile = min(slice * (kColsQ8 / 16) + warp, (p.N + 15) / 16 - 1);
@@ -206,13 +214,20 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
       // short chunk they read the next tile's bytes, or past the block's end into the tail the
       // upload leaves (kSkinnyQ8TailBytes), unused: loads that way all come ahead of the PDL wait
       // in the sm_90a SASS at 1-4 rows (none of 8 with the address clamped, 3-6 predicated;
-      // 2026-11-29). At 8 rows (128 registers) ptxas leaves 0-1 ahead either way.
+      // 2026-11-29). At 8 rows ptxas left 0-1 of 8 register loads ahead whatever the register
+      // bound; the stage's cp.async (LDGSTS) all 8 (f16 and bf16, 2026-11-29).
       const auto* Wt = static_cast<const uint4*>(p.W);
       const std::int64_t base = static_cast<std::int64_t>(tile) * (p.K / 32) + k0 / 32;
 #pragma unroll
       for (int i = 0; i < kLoadsQ8; ++i) {
-        w[i] = ptx::ld_nc_v4(Wt + (base + i) * 32 + lane);
+        if constexpr (kStage) {
+          ptx::cp_async_16(ptx::smem_addr(&stage[i * kThreads + tid]), Wt + (base + i) * 32 + lane,
+                           true);
+        } else {
+          w[i] = ptx::ld_nc_v4(Wt + (base + i) * 32 + lane);
+        }
       }
+      if constexpr (kStage) ptx::cp_async_commit();
     } else {
 #pragma unroll
       for (int i = 0; i < kLoads; ++i) {
@@ -324,6 +339,8 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
     // qg + 8 x x rows 2qt, 2qt + 1. A group's 4 steps are summed, then scaled by their columns'
     // scales.
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    // The stage: this thread's own copies, so its own wait is all it needs (no barrier).
+    if constexpr (kStage) ptx::cp_async_wait<0>();
 #pragma unroll
     for (int q = 0; q < kGroupsQ8; ++q) {
       if (q * kGroup < count) {  // whole groups; the same for every lane (mma.sync)
@@ -331,7 +348,7 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const int step = 4 * q + j;
-          const uint4& v = w[step / 2];
+          const uint4 v = kStage ? stage[step / 2 * kThreads + tid] : w[kStage ? 0 : step / 2];
           std::uint32_t a[4];
           q8_to_pairs<T>(step % 2 ? v.z : v.x, a[0], a[1]);
           q8_to_pairs<T>(step % 2 ? v.w : v.y, a[2], a[3]);
