@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Written at the end of s36 (not run yet): branch wip/s37-kernels against main, same run. Two
+# changes to src/engine/cuda/skinny.cu, both only built on the host:
+# 1. the int8 kernel at 8 rows stages its weights in shared memory by cp.async: all 8 loads ahead
+#    of the PDL wait in the sm_90a SASS (0-1 of 8 before);
+# 2. dequant_q8 (steps of 9+ rows) in 128 x 128 units, 4 loads a lane in flight.
+# Run from a checkout of wip/s37-kernels after putting main's skinny.cu in an untracked a-src/:
+#   d=bench/results/2026-11-29-h200-s36/a-src; mkdir -p $d/src/engine/cuda
+#   git show main:src/engine/cuda/skinny.cu > $d/src/engine/cuda/skinny.cu
+#   OUT=$OUT bash bench/results/2026-11-29-h200-s36/next-call-s37-kernels.sh
+# Expect: 124M B8 int8 from ~13,600 toward dense's 18,000 (each 8-row linear's weights fetched
+# under the kernel ahead, ~2-3 us a linear: 48 a step); B6 likewise; B16 int8 from ~25,400 back to
+# 27,400 or past it; B1 and 1.5B B1 unchanged (the 1-4-row kernels differ only in part aliasing
+# red). Engine GPU tests (the int8 ones run rows 1-9: 5-8 take the stage, 9 the dequantize;
+# K 64 and 1600 end in a half unit), racecheck of the chained test (int8 at 6 rows), memcheck.
+set -u
+cd "$(dirname "$0")/../../.."
+t0=$(date +%s); ts() { echo "[$(($(date +%s)-t0)) s] $*"; }
+A=bench/results/2026-11-29-h200-s36/a-src
+[ -f $A/src/engine/cuda/skinny.cu ] || { echo "no $A: see the header"; exit 1; }
+for d in a b; do rm -rf /tmp/$d && mkdir /tmp/$d && tar c --exclude='./build*' --exclude=./.git . | tar x -C /tmp/$d; done
+cp -r $A/src /tmp/a/ && rm -rf /tmp/a/$A
+echo "a differs from b in: $(cd /tmp && diff -rq a/src b/src | wc -l) files (want 1)"
+for d in a b; do
+  t=gpuattn_cli; [ $d = b ] && t="gpuattn_cli gpuattn_cuda_tests"
+  (cd /tmp/$d && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON > /dev/null &&
+   cmake --build build -j16 --target $t > $OUT/build-$d.log 2>&1; echo "build $d rc $?") &
+done; wait; ts "builds done"
+T=/tmp/b/build/tests/gpuattn_cuda_tests
+timeout 150 $T --gtest_filter='Gpt2EngineCuda.*' > $OUT/engine-tests.log 2>&1; ts "b engine tests rc $?"
+grep -E "^\[ +(OK|FAILED) |PASSED|FAILED" $OUT/engine-tests.log; grep -A3 "Failure" $OUT/engine-tests.log | head -16
+timeout 90 compute-sanitizer --tool racecheck $T --gtest_filter='Gpt2EngineCuda.SkinnyLinearsChained*' > $OUT/racecheck.log 2>&1
+ts "racecheck rc $?"; grep -E "RACECHECK SUMMARY|PASSED|FAILED" $OUT/racecheck.log | tail -2
+timeout 90 compute-sanitizer --tool memcheck $T --gtest_filter='Gpt2EngineCuda.Int8LinearsMatchTheFp64Reference' > $OUT/memcheck.log 2>&1
+ts "memcheck rc $?"; grep -E "ERROR SUMMARY|PASSED|FAILED" $OUT/memcheck.log | tail -2
+run() {  # label build args...
+  local label=$1 d=$2; shift 2
+  timeout 120 /tmp/$d/build/tools/gpuattn generate --random "$@" --linear-weights int8 > $OUT/gen.tmp 2>&1
+  echo "$label $d int8: rc $? $(tail -1 $OUT/gen.tmp)"
+}
+for round in 1 2; do
+  for d in a b; do
+    run 124m-B8 $d 124m --batch 8 --prompt-len 16 --max-new 128
+    run 124m-B16 $d 124m --batch 16 --prompt-len 16 --max-new 128
+    run 1558m-B1 $d 1558m --batch 1 --prompt-len 16 --max-new 32
+  done
+done 2>&1 | tee $OUT/gen-ab.txt
+for d in a b; do
+  run 124m-B6 $d 124m --batch 6 --prompt-len 16 --max-new 128
+  run 1558m-B8 $d 1558m --batch 8 --prompt-len 16 --max-new 32
+done 2>&1 | tee -a $OUT/gen-ab.txt
+rm -f $OUT/gen.tmp; ts "generate A/B done"
