@@ -130,7 +130,7 @@ class CudaOps final : public ModelOps {
   // W, for rows the kernel does not take) grows here, never during a step (a graph capture).
   void* upload_q8_weights(const float* W, int K, int N) override {
     // q in the tensor-core kernel's fragment order (shuffle_q8_mma), then the scales.
-    std::vector<unsigned char> block(q8_mma_bytes(K, N) + cuda::kSkinnyQ8TailBytes, 0);
+    std::vector<unsigned char> block(q8_mma_bytes(K, N), 0);
     {
       std::vector<std::int8_t> q(static_cast<std::size_t>(K) * static_cast<std::size_t>(N));
       quantize_q8(W, K, N, q.data(),
