@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Written at the end of s36 (not run yet): branch wip/s37-kernels against main, same run. Two
-# changes to src/engine/cuda/skinny.cu, both only built on the host:
-# 1. the int8 kernel at 8 rows stages its weights in shared memory by cp.async: all 8 loads ahead
-#    of the PDL wait in the sm_90a SASS (0-1 of 8 before);
-# 2. dequant_q8 (steps of 9+ rows) in 128 x 128 units, 4 loads a lane in flight.
+# Written at the end of s36 (not run yet): branch wip/s37-kernels against main, same run. Changes
+# to src/engine/cuda/{skinny.cu,skinny.h,cuda_ops.cpp}, only built on the host:
+# 1. the int8 kernel stages its weights in shared memory by cp.async at every row count,
+#    predicated on the chunk: all 8 loads ahead of the PDL wait in the sm_90a SASS at 1-8 rows
+#    (0-1 of 8 at 8 rows before); the upload's 3 KB tail goes;
+# 2. dequant_q8 (steps of 9+ rows) in 128 x 128 units, 4 loads a lane in flight;
+# 3. GPUATTN_SKINNY_Q8_CHUNK=128 (experiment switch): 128-row chunks, twice the CTAs (1.5B's
+#    K 1600 then takes 13 splits: the workspace reduction, not clusters). b128 below.
 # Run from a checkout of wip/s37-kernels after putting main's skinny.cu in an untracked a-src/:
 #   d=bench/results/2026-11-29-h200-s36/a-src; mkdir -p $d/src/engine/cuda
-#   git show main:src/engine/cuda/skinny.cu > $d/src/engine/cuda/skinny.cu
+#   for f in skinny.cu skinny.h cuda_ops.cpp; do git show main:src/engine/cuda/$f > $d/src/engine/cuda/$f; done
 #   OUT=$OUT bash bench/results/2026-11-29-h200-s36/next-call-s37-kernels.sh
 # Expect: 124M B8 int8 from ~13,600 toward dense's 18,000 (each 8-row linear's weights fetched
 # under the kernel ahead, ~2-3 us a linear: 48 a step); B6 likewise; B16 int8 from ~25,400 back to
-# 27,400 or past it; B1 and 1.5B B1 unchanged (the 1-4-row kernels differ only in part aliasing
-# red). Engine GPU tests (the int8 ones run rows 1-9: 5-8 take the stage, 9 the dequantize;
+# 27,400 or past it; B1 and 1.5B B1 within +-2% (the 1-4-row kernels had all loads ahead
+# already); b128 on 1.5B B1 +5-10% if the probe's 12% on the linears survives the workspace. Engine GPU tests (the int8 ones run rows 1-9: 5-8 take the stage, 9 the dequantize;
 # K 64 and 1600 end in a half unit), racecheck of the chained test (int8 at 6 rows), memcheck.
 set -u
 cd "$(dirname "$0")/../../.."
@@ -20,7 +23,7 @@ A=bench/results/2026-11-29-h200-s36/a-src
 [ -f $A/src/engine/cuda/skinny.cu ] || { echo "no $A: see the header"; exit 1; }
 for d in a b; do rm -rf /tmp/$d && mkdir /tmp/$d && tar c --exclude='./build*' --exclude=./.git . | tar x -C /tmp/$d; done
 cp -r $A/src /tmp/a/ && rm -rf /tmp/a/$A
-echo "a differs from b in: $(cd /tmp && diff -rq a/src b/src | wc -l) files (want 1)"
+echo "a differs from b in: $(cd /tmp && diff -rq a/src b/src | wc -l) files (want 3)"
 for d in a b; do
   t=gpuattn_cli; [ $d = b ] && t="gpuattn_cli gpuattn_cuda_tests"
   (cd /tmp/$d && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON > /dev/null &&
@@ -33,20 +36,25 @@ timeout 90 compute-sanitizer --tool racecheck $T --gtest_filter='Gpt2EngineCuda.
 ts "racecheck rc $?"; grep -E "RACECHECK SUMMARY|PASSED|FAILED" $OUT/racecheck.log | tail -2
 timeout 90 compute-sanitizer --tool memcheck $T --gtest_filter='Gpt2EngineCuda.Int8LinearsMatchTheFp64Reference' > $OUT/memcheck.log 2>&1
 ts "memcheck rc $?"; grep -E "ERROR SUMMARY|PASSED|FAILED" $OUT/memcheck.log | tail -2
-run() {  # label build args...
-  local label=$1 d=$2; shift 2
-  timeout 120 /tmp/$d/build/tools/gpuattn generate --random "$@" --linear-weights int8 > $OUT/gen.tmp 2>&1
-  echo "$label $d int8: rc $? $(tail -1 $OUT/gen.tmp)"
+for c in 128 64; do
+  GPUATTN_SKINNY_Q8_CHUNK=$c timeout 90 $T --gtest_filter='Gpt2EngineCuda.Int8*:Gpt2EngineCuda.SkinnyLinearsChained*:Gpt2EngineCuda.AttnInput*' > $OUT/tests-chunk$c.log 2>&1
+  ts "int8 tests at chunk $c rc $?"; grep -E "PASSED|FAILED" $OUT/tests-chunk$c.log | tail -3
+done
+GPUATTN_SKINNY_Q8_CHUNK=100 /tmp/b/build/tools/gpuattn generate --random 124m --max-new 2 --linear-weights int8 2>&1 | tail -1
+run() {  # label build args... (build b128: b with GPUATTN_SKINNY_Q8_CHUNK=128)
+  local label=$1 d=$2 e=; shift 2
+  [ $d = b128 ] && { d=b; e="GPUATTN_SKINNY_Q8_CHUNK=128"; }
+  env $e timeout 120 /tmp/$d/build/tools/gpuattn generate --random "$@" --linear-weights int8 > $OUT/gen.tmp 2>&1
+  echo "$label $d${e:+ (128)} int8: rc $? $(tail -1 $OUT/gen.tmp)"
 }
+# ~21 s a run (s36 call 3): 17 runs fit the 600 s call after the tests.
 for round in 1 2; do
-  for d in a b; do
+  ds="a b b128"; [ $round = 2 ] && ds="a b"
+  for d in $ds; do
     run 124m-B8 $d 124m --batch 8 --prompt-len 16 --max-new 128
-    run 124m-B16 $d 124m --batch 16 --prompt-len 16 --max-new 128
     run 1558m-B1 $d 1558m --batch 1 --prompt-len 16 --max-new 32
   done
+  for d in a b; do run 124m-B16 $d 124m --batch 16 --prompt-len 16 --max-new 128; done
 done 2>&1 | tee $OUT/gen-ab.txt
-for d in a b; do
-  run 124m-B6 $d 124m --batch 6 --prompt-len 16 --max-new 128
-  run 1558m-B8 $d 1558m --batch 8 --prompt-len 16 --max-new 32
-done 2>&1 | tee -a $OUT/gen-ab.txt
+for d in a b b128; do run 124m-B1 $d 124m --batch 1 --prompt-len 16 --max-new 128; done 2>&1 | tee -a $OUT/gen-ab.txt
 rm -f $OUT/gen.tmp; ts "generate A/B done"
