@@ -216,8 +216,9 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
       const std::int64_t base = static_cast<std::int64_t>(tile) * (p.K / 32) + k0 / 32;
 #pragma unroll
       for (int i = 0; i < kLoadsQ8; ++i) {
-        ptx::cp_async_16(ptx::smem_addr(&stage[i * kThreads + tid]), Wt + (base + i) * 32 + lane,
-                         32 * i < count);
+        const bool in = 32 * i < count;  // else a valid address (load 0's), nothing read
+        ptx::cp_async_16(ptx::smem_addr(&stage[i * kThreads + tid]),
+                         Wt + (base + (in ? i : 0)) * 32 + lane, in);
       }
       ptx::cp_async_commit();
     } else {
