@@ -334,6 +334,7 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     // The stage: this thread's own copies, so its own wait is all it needs (no barrier).
     ptx::cp_async_wait<0>();
+    asm volatile("" ::: "memory");  // the stage's reads stay below the wait (no barrier follows)
 #pragma unroll
     for (int q = 0; q < kGroupsQ8; ++q) {
       if (q * kGroup < count) {  // whole groups; the same for every lane (mma.sync)
@@ -556,7 +557,6 @@ int max_clusters(int rows, bool q8, int size) {
   return n;
 }
 
-// The most rows of W a CTA takes: one 256-row pass (int8), or max_passes of them.
 // The int8 kernel's largest chunk: kPassQ8 rows, or fewer through GPUATTN_SKINNY_Q8_CHUNK (an
 // experiment switch: 64, 128, 192 or 256), which gives more and shorter CTAs (s36's probe: 128-row
 // CTAs read 1.5B's linears 12% faster than 256-row ones, unreduced).
@@ -577,6 +577,7 @@ int q8_chunk_rows() {
   return rows;
 }
 
+// The most rows of W a CTA takes: q8_chunk_rows (int8), or max_passes passes of kPass.
 int max_chunk_rows(int rows, bool q8) {
   return q8 ? q8_chunk_rows() : kPass * (rows <= 4 ? max_passes<4>() : max_passes<8>());
 }
