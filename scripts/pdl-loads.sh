@@ -5,8 +5,10 @@
 # then, and ptxas may sink loads below griddepcontrol.wait (ACQBULK) on its own: it left 0-1 of 8
 # ahead in the int8 kernel at 8 rows (bench/results/2026-11-29-h200-s36/notes.md). Per
 # instantiation: 16-byte global loads (LDG.E.128) and global-to-shared copies (LDGSTS) before and
-# after the wait. --check fails unless every int8 instantiation (Q8 = true) has 8 ahead and none
-# after. Needs cuobjdump (the CUDA toolkit's, or the nvidia-cuda-cuobjdump wheel's, on PATH).
+# after the wait, and the L2 prefetches (CCTL.E.PF2) ahead of it. --check fails unless every int8
+# instantiation has its 8 loads ahead and none after, and the dense one-row kernel (the engine's
+# policy at one row) its first pass's 8 ahead. Needs cuobjdump (the CUDA toolkit's, or the
+# nvidia-cuda-cuobjdump wheel's, on PATH).
 #
 #   scripts/pdl-loads.sh [--check] [BUILD_DIR]   (default build; its skinny.cu object)
 set -euo pipefail
@@ -20,8 +22,9 @@ obj=$(find "$BUILD" -name 'skinny.cu.o' | head -1)
 cuobjdump -sass -arch sm_90a "$obj" | awk -v check=$check '
   function flush() {
     if (name == "") return
-    printf "  %-22s %d ahead, %d after the wait\n", name, before, after
+    printf "  %-22s %2d ahead, %2d after the wait; %2d L2 prefetches ahead\n", name, before, after, pf
     if (check && q8 && (before != 8 || after != 0)) bad++
+    if (check && !q8 && rows == 1 && before < 8) bad++
     name = ""
   }
   /Function : / {
@@ -30,12 +33,13 @@ cuobjdump -sass -arch sm_90a "$obj" | awk -v check=$check '
     q8 = $3 ~ /ELb1E/
     match($3, /Li[0-9]+E/); rows = substr($3, RSTART + 2, RLENGTH - 3)
     name = ($3 ~ /bfloat16/ ? "bf16" : "f16") " rows<=" rows (q8 ? " int8" : " dense")
-    seen = 0; before = 0; after = 0; found++; next
+    seen = 0; before = 0; after = 0; pf = 0; found++; next
   }
   /ACQBULK/ { seen = 1 }
+  /CCTL\.E\.PF2/ { if (name != "" && !seen) pf++ }
   /LDG\.E\.128|LDGSTS/ { if (name != "") { if (seen) after++; else before++ } }
   END {
     flush()
     if (!found) { print "pdl-loads: no skinny_kernel in the sm_90a SASS" > "/dev/stderr"; exit 2 }
-    if (bad) { print "pdl-loads: " bad " int8 instantiations without all 8 loads ahead"; exit 1 }
+    if (bad) { print "pdl-loads: " bad " instantiations with loads missing ahead of the wait"; exit 1 }
   }'

@@ -232,6 +232,24 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
 
   // What no kernel writes first: the first pass's weight vectors and the layernorm weights of this
   // thread's chunk rows. Volatile asm keeps them ahead of the wait (a plain __ldg was moved below).
+  if constexpr (!Q8) {
+    // The later passes' weights into L2 ahead of the wait, and at 4-8 rows the first pass's too:
+    // ptxas sinks register loads below the wait on its own (at 4 rows 2-4 of the first pass's 8
+    // stay ahead, scripts/pdl-loads.sh), and those would leave for HBM only once the kernel ahead
+    // had finished. At 1-2 rows all 8 stay ahead, but only with these prefetches ahead of them:
+    // after them, ptxas sank 5-7 of the 8.
+#pragma unroll
+    for (int pass = M <= 2 ? 1 : 0; pass < max_passes<M>(); ++pass) {
+      // A row's slice is 128 bytes, on one or two lines: its first and last vectors' threads.
+      if (pass < passes && (cv == 0 || cv == kSeg - 1)) {
+#pragma unroll
+        for (int i = 0; i < kLoads; ++i) {
+          const int k = k0 + min(pass * kPass + lane_k + i * kLanes, count - 1);
+          ptx::prefetch_l2(W + static_cast<std::int64_t>(k) * p.N + col);
+        }
+      }
+    }
+  }
   load_pass(0);
   const bool ln = p.ln_w != nullptr;
   // This thread's rows of x: k0 + tid + f * kPass, the chunk rows it fills xs with (when inside
