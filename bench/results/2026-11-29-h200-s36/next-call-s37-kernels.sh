@@ -8,8 +8,11 @@
 # 3. GPUATTN_SKINNY_Q8_CHUNK=128 (experiment switch): 128-row chunks, twice the CTAs (1.5B's
 #    K 1600 then takes 13 splits: the workspace reduction, not clusters). b128 below.
 # Run from a checkout of wip/s37-kernels after putting main's skinny.cu in an untracked a-src/:
-#   d=bench/results/2026-11-29-h200-s36/a-src; mkdir -p $d/src/engine/cuda
+#   d=bench/results/2026-11-29-h200-s36/a-src; mkdir -p $d/src/engine/cuda $d/src/cuda
 #   for f in skinny.cu skinny.h cuda_ops.cpp; do git show main:src/engine/cuda/$f > $d/src/engine/cuda/$f; done
+#   git show main:src/cuda/ptx.cuh > $d/src/cuda/ptx.cuh
+# (the branch's dense-kernel prefetch, src/cuda/ptx.cuh's prefetch_l2, is in b too: it does not
+# touch the int8 path; next-call-s37-dense.sh times it.)
 #   OUT=$OUT bash bench/results/2026-11-29-h200-s36/next-call-s37-kernels.sh
 # Expect: 124M B8 int8 from ~13,600 toward dense's 18,000 (each 8-row linear's weights fetched
 # under the kernel ahead, ~2-3 us a linear: 48 a step); B6 likewise; B16 int8 from ~25,400 back to
@@ -23,7 +26,7 @@ A=bench/results/2026-11-29-h200-s36/a-src
 [ -f $A/src/engine/cuda/skinny.cu ] || { echo "no $A: see the header"; exit 1; }
 for d in a b; do rm -rf /tmp/$d && mkdir /tmp/$d && tar c --exclude='./build*' --exclude=./.git . | tar x -C /tmp/$d; done
 cp -r $A/src /tmp/a/ && rm -rf /tmp/a/$A
-echo "a differs from b in: $(cd /tmp && diff -rq a/src b/src | wc -l) files (want 3)"
+echo "a differs from b in: $(cd /tmp && diff -rq a/src b/src | wc -l) files (want 4)"
 for d in a b; do
   t=gpuattn_cli; [ $d = b ] && t="gpuattn_cli gpuattn_cuda_tests"
   (cd /tmp/$d && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON > /dev/null &&
