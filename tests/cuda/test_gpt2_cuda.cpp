@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <utility>
 
 #include "common/expect_error.h"
@@ -181,7 +183,7 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
       std::vector<float> s(static_cast<std::size_t>(c.K / kGpt2Q8Group) * c.N);
       engine::quantize_q8(W.data(), c.K, c.N, q.data(), s.data());
       void* dW = ops->upload_q8_weights(W.data(), c.K, c.N);
-      for (const int rows : {1, 2, 3, 4, 5, 8, 9}) {
+      for (const int rows : {1, 2, 3, 4, 5, 8, 9, 16}) {
         for (const int mode : {0, 1, 2, 3}) {  // bias; + GELU; + residual; layernorm ahead
           const auto fill = [&](std::size_t n, float scale, float shift) {
             std::vector<float> v(n);
@@ -201,8 +203,12 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
           const std::vector<float> res = fill(on, 1.0f, 0.0f);
           const std::vector<float> lw = fill(c.K, 0.2f, 1.0f), lb = fill(c.K, 0.2f, 0.0f);
           std::vector<double> want(on), tol(on);
-          // The kernel at 1-8 rows; the GEMM path on dequantized W above.
-          const bool kernel = rows <= engine::cuda::kSkinnyMaxRowsQ8;
+          // The kernel at 1-8 rows (in two launches at 9-16 with GPUATTN_SKINNY_Q8_TWO_LAUNCHES=1);
+          // the GEMM path on dequantized W above.
+          const char* two = std::getenv("GPUATTN_SKINNY_Q8_TWO_LAUNCHES");
+          const bool kernel = rows <= engine::cuda::kSkinnyMaxRowsQ8 ||
+                              (two != nullptr && std::string(two) == "1" &&
+                               rows <= 2 * engine::cuda::kSkinnyMaxRowsQ8);
           // The GEMM path's layernorm kernel covers rows of at most 4096 features.
           if (!kernel && mode == 3 && c.K > 4096) continue;
           for (int r = 0; r < rows; ++r) {

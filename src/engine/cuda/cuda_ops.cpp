@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -261,9 +262,47 @@ class CudaOps final : public ModelOps {
   // kSkinnyMaxRowsQ8 rows, 1 byte a weight read against the dequantized path's 5: int8 in, 16 bits
   // out and back); false: take the general path.
   bool try_skinny(const cuda::SkinnyArgs& a) {
+    if (a.q8 && a.rows > cuda::kSkinnyMaxRowsQ8 && a.rows <= 2 * cuda::kSkinnyMaxRowsQ8 &&
+        q8_two_launches()) {
+      return try_skinny_halves(a);
+    }
     const cuda::SkinnyPlan plan = cuda::skinny_plan(a.rows, a.K, a.N, a.W, skinny_, true, a.q8);
     if (!plan.ok) return false;
     cuda::skinny_linear(dtype_, plan, a, skinny_, stream_);
+    return true;
+  }
+  // Experiment switch GPUATTN_SKINNY_Q8_TWO_LAUNCHES=1: int8 steps of 9-16 rows as two launches
+  // of the kernel (rows 0-7, then the rest), reading the int8 W twice (2 bytes a weight), instead
+  // of dequantizing W for cuBLASLt (5). Read once; a value other than 0 or 1 throws.
+  static bool q8_two_launches() {
+    static const bool on = [] {
+      const char* v = std::getenv("GPUATTN_SKINNY_Q8_TWO_LAUNCHES");
+      if (v == nullptr || std::string(v) == "0") return false;
+      if (std::string(v) == "1") return true;
+      throw Error(ErrorCode::invalid_argument,
+                  std::string("GPUATTN_SKINNY_Q8_TWO_LAUNCHES is \"") + v + "\": expected 0 or 1");
+    }();
+    return on;
+  }
+  bool try_skinny_halves(const cuda::SkinnyArgs& a) {
+    cuda::SkinnyArgs lo = a, hi = a;
+    lo.rows = cuda::kSkinnyMaxRowsQ8;
+    hi.rows = a.rows - lo.rows;
+    const std::size_t elem = element_size(dtype_);
+    const auto at = [&](const void* p, int row, int width) -> const void* {
+      return p == nullptr
+                 ? nullptr
+                 : static_cast<const char*>(p) + static_cast<std::size_t>(row) * width * elem;
+    };
+    hi.x = at(a.x, lo.rows, a.K);
+    hi.residual = at(a.residual, lo.rows, a.N);
+    hi.out = const_cast<void*>(at(a.out, lo.rows, a.N));
+    if (a.kv_slots != nullptr) hi.kv_slots = a.kv_slots + lo.rows;
+    const cuda::SkinnyPlan p_lo = cuda::skinny_plan(lo.rows, a.K, a.N, a.W, skinny_, true, true);
+    const cuda::SkinnyPlan p_hi = cuda::skinny_plan(hi.rows, a.K, a.N, a.W, skinny_, true, true);
+    if (!p_lo.ok || !p_hi.ok) return false;
+    cuda::skinny_linear(dtype_, p_lo, lo, skinny_, stream_);
+    cuda::skinny_linear(dtype_, p_hi, hi, skinny_, stream_);
     return true;
   }
 
