@@ -4,11 +4,8 @@
 # at 4-8 rows the first pass too (ptxas sinks 11-13 of the 16 register loads below the wait there:
 # scripts/pdl-loads.sh). The kernel takes every 1-8-row linear with GPUATTN_SKINNY_GEMM=all; the
 # policy gives it only 124M's one-row linears (it lost 12% at B4 and 31% at B8 to cuBLASLt, s34).
-# Run from a checkout of wip/s37-kernels with main's files in an untracked a-src/ (as
-# next-call-s37-kernels.sh; the same three files plus src/cuda/ptx.cuh):
-#   d=bench/results/2026-11-29-h200-s36/a-src; mkdir -p $d/src/engine/cuda $d/src/cuda
-#   for f in skinny.cu skinny.h cuda_ops.cpp; do git show main:src/engine/cuda/$f > $d/src/engine/cuda/$f; done
-#   git show main:src/cuda/ptx.cuh > $d/src/cuda/ptx.cuh
+# Run from a checkout of wip/s37-kernels with main's files in the overlay next-call-s37-kernels.sh
+# describes (the same four files; make it once for both calls).
 #   OUT=$OUT bash bench/results/2026-11-29-h200-s36/next-call-s37-dense.sh
 # Expect: 124M B1 dense (policy) unchanged or +1-3% (its chunks are one pass: nothing to
 # prefetch); with =all, B4 and B8 up by the serial weight fetches the prefetch removes (~2-3 us a
@@ -17,23 +14,14 @@
 set -u
 cd "$(dirname "$0")/../../.."
 t0=$(date +%s); ts() { echo "[$(($(date +%s)-t0)) s] $*"; }
-A=bench/results/2026-11-29-h200-s36/a-src
-[ -f $A/src/cuda/ptx.cuh ] || { echo "no $A/src/cuda/ptx.cuh: see the header"; exit 1; }
-for d in a b; do rm -rf /tmp/$d && mkdir /tmp/$d && tar c --exclude='./build*' --exclude=./.git . | tar x -C /tmp/$d; done
-cp -r $A/src /tmp/a/ && rm -rf /tmp/a/$A
-echo "a differs from b in: $(cd /tmp && diff -rq a/src b/src | wc -l) files (want 4)"
-for d in a b; do
-  t=gpuattn_cli; [ $d = b ] && t="gpuattn_cli gpuattn_cuda_tests"
-  (cd /tmp/$d && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON > /dev/null &&
-   cmake --build build -j16 --target $t > $OUT/build-$d.log 2>&1; echo "build $d rc $?") &
-done; wait; ts "builds done"
+source scripts/gen-ab.sh
+ab_build bench/results/2026-11-29-h200-s36/a-src 4 || exit 1; ts "builds done"
 T=/tmp/b/build/tests/gpuattn_cuda_tests
 timeout 120 $T --gtest_filter='Gpt2EngineCuda.Skinny*:Gpt2EngineCuda.Forward*:Gpt2EngineCuda.AttnInput*' > $OUT/tests.log 2>&1; ts "b dense tests rc $?"
 grep -E "^\[ +(OK|FAILED) |PASSED|FAILED" $OUT/tests.log
-run() {  # label build policy args...
+run() {  # label side policy args...
   local label=$1 d=$2 pol=$3; shift 3
-  GPUATTN_SKINNY_GEMM=$pol timeout 120 /tmp/$d/build/tools/gpuattn generate --random "$@" > $OUT/gen.tmp 2>&1
-  echo "$label $d skinny=$pol: rc $? $(tail -1 $OUT/gen.tmp)"
+  AB_ENV="GPUATTN_SKINNY_GEMM=$pol" ab_gen "$label" "$d" "$@"
 }
 for round in 1 2; do
   for d in a b; do
