@@ -622,62 +622,50 @@ Use skinny_use() {
   return use;
 }
 
-// W_out [K, N] = q * scale from W in shuffle_q8_mma's order. A unit is 128 rows x 128 columns:
-// warp w loads tile w's 2 KB (4 loads a lane in flight; a lane's 16 bytes are its A fragments of
-// two k-steps), scales them and puts them in shared memory at their (row, column) as T, and the
-// CTA writes the unit back as 16-byte row segments. Scattering 2-byte stores from the fragment
-// order ran 124M B16's decode 18% slower than the row-order dequantize; a 32-row unit in floats
-// 7% (s36 calls 1 and 3).
+// W_out [K, N] = q * scale from W in shuffle_q8_mma's order. A unit is 32 rows x 128 columns:
+// warp w loads tile w's 512 bytes (a lane's 16 bytes are its A fragments of two k-steps), the
+// lanes put the weights in shared memory at their (row, column), and the CTA writes the unit back
+// as 16-byte row segments with the scales applied (coalesced; scattering 2-byte stores from the
+// fragment order ran 124M B16's decode 18% slower, s36 call 1).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     dequant_q8_kernel(const std::int8_t* q, const float* scales, int K, int N, T* out) {
-  constexpr int kSteps2 = 4, kRows = 32 * kSteps2, kCols = 16 * kWarps, kPad = 8;
-  __shared__ __align__(16) T tile[kRows][kCols + kPad];
+  constexpr int kRows = 32, kCols = 16 * kWarps, kPad = 4;
+  __shared__ float tile[kRows][kCols + kPad];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, qg = lane / 4, qt = lane % 4;
   const int n_tiles = (N + 15) / 16, col_units = (n_tiles + kWarps - 1) / kWarps;
-  const int s2s = K / 32, row_units = (K + kRows - 1) / kRows;
-  const std::int64_t units = static_cast<std::int64_t>(col_units) * row_units;
+  const std::int64_t units = static_cast<std::int64_t>(col_units) * (K / kRows);
   for (std::int64_t u = blockIdx.x; u < units; u += gridDim.x) {
-    const int ru = static_cast<int>(u % row_units), cu = static_cast<int>(u / row_units);
+    const int s2 = static_cast<int>(u % (K / kRows)), cu = static_cast<int>(u / (K / kRows));
     const int t = cu * kWarps + warp;
     if (t < n_tiles) {
-      uint4 v[kSteps2];
+      const uint4 v = *reinterpret_cast<const uint4*>(
+          q + ((static_cast<std::int64_t>(t) * (K / kRows) + s2) * 32 + lane) * 16);
+      float f[16];
+      q8_to_f(make_uint2(v.x, v.y), *reinterpret_cast<float(*)[8]>(f));
+      q8_to_f(make_uint2(v.z, v.w), *reinterpret_cast<float(*)[8]>(f + 8));
 #pragma unroll
-      for (int i = 0; i < kSteps2; ++i) {
-        const int s2 = ru * kSteps2 + i;
-        v[i] = s2 < s2s ? *reinterpret_cast<const uint4*>(
-                              q + ((static_cast<std::int64_t>(t) * s2s + s2) * 32 + lane) * 16)
-                        : make_uint4(0u, 0u, 0u, 0u);
-      }
-      // This lane's columns (tile rows qg, qg + 8); past N (the last tile's upper half) the
-      // weights are the upload's zeros and no scale is read.
-      const int n_lo = t * 16 + qg, n_hi = n_lo + 8;
-#pragma unroll
-      for (int i = 0; i < kSteps2; ++i) {
-        const int k0 = (ru * kSteps2 + i) * 32;
-        if (k0 < K) {
-          const float* sc = scales + static_cast<std::int64_t>(k0 / kGroup) * N;
-          const float s_lo = sc[n_lo], s_hi = n_hi < N ? sc[n_hi] : 0.0f;
-          float f[16];
-          q8_to_f(make_uint2(v[i].x, v[i].y), *reinterpret_cast<float(*)[8]>(f));
-          q8_to_f(make_uint2(v[i].z, v[i].w), *reinterpret_cast<float(*)[8]>(f + 8));
-#pragma unroll
-          for (int b = 0; b < 16; ++b) {
-            const int r = (b % 8) / 2;
-            const int k = i * 32 + (b / 8) * 16 + 2 * qt + (r / 2) * 8 + b % 2;
-            tile[k][warp * 16 + qg + (r % 2) * 8] = from_f<T>(f[b] * (r % 2 ? s_hi : s_lo));
-          }
-        }
+      for (int b = 0; b < 16; ++b) {
+        const int r = (b % 8) / 2;
+        const int k = (b / 8) * 16 + 2 * qt + (r / 2) * 8 + b % 2;
+        tile[k][warp * 16 + qg + (r % 2) * 8] = f[b];
       }
     }
     __syncthreads();
     constexpr int kSegs = kRows * kCols / 8;
     for (int e = threadIdx.x; e < kSegs; e += kThreads) {
       const int k_local = e / (kCols / 8), c = (e % (kCols / 8)) * 8;
-      const int n = cu * kCols + c, k = ru * kRows + k_local;
-      if (n < N && k < K) {  // N % 8 == 0: a segment is all in or all out
+      const int n = cu * kCols + c, k = s2 * kRows + k_local;
+      if (n < N) {  // N % 8 == 0: a segment is all in or all out
+        const float* sc = scales + static_cast<std::int64_t>(k / kGroup) * N + n;
+        const float4 s0 = *reinterpret_cast<const float4*>(sc);
+        const float4 s1 = *reinterpret_cast<const float4*>(sc + 4);
+        const float sv[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+        alignas(16) T o[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) o[j] = from_f<T>(tile[k_local][c + j] * sv[j]);
         *reinterpret_cast<uint4*>(out + static_cast<std::int64_t>(k) * N + n) =
-            *reinterpret_cast<const uint4*>(&tile[k_local][c]);
+            *reinterpret_cast<const uint4*>(o);
       }
     }
     __syncthreads();  // the tile is rewritten by the next unit
@@ -699,7 +687,7 @@ void dequant_q8(DType dt, const void* Wq, int K, int N, void* W_out, void* strea
   const auto* scales =
       reinterpret_cast<const float*>(static_cast<const char*>(Wq) + q8_mma_scales_offset(K, N));
   const std::int64_t units =
-      static_cast<std::int64_t>(((N + 15) / 16 + kWarps - 1) / kWarps) * ((K + 127) / 128);
+      static_cast<std::int64_t>(((N + 15) / 16 + kWarps - 1) / kWarps) * (K / 32);
   const int blocks = static_cast<int>(std::min<std::int64_t>(units, 4096));
   const auto st = static_cast<cudaStream_t>(stream);
   if (dt == DType::bf16) {
