@@ -180,23 +180,26 @@ class CudaOps final : public ModelOps {
                            v_pool);
     }
   }
-  // wte [V, C] and wte^T [C, V] back to back: the head GEMM reads the first at a few rows and
-  // the second above (gemm.cu says why).
+  // wte padded with zero rows to Vp = padded_vocab(V), [Vp, C], then its transpose [C, Vp]:
+  // the head GEMM reads the first at a few rows and the second above, over Vp columns (gemm.cu
+  // says why both, and why padded). The first V rows are wte itself, where embed reads them.
   void* upload_head(const float* wte, int V, int C) override {
-    const std::size_t n = static_cast<std::size_t>(V) * C;
-    std::vector<float> both(2 * n);
-    std::copy(wte, wte + n, both.begin());
+    const std::size_t Vp = static_cast<std::size_t>(padded_vocab(V));
+    const std::size_t n = Vp * C;
+    std::vector<float> both(2 * n, 0.0f);
+    std::copy(wte, wte + static_cast<std::size_t>(V) * C, both.begin());
     for (int v = 0; v < V; ++v) {
       for (int c = 0; c < C; ++c) {
-        both[n + static_cast<std::size_t>(c) * V + v] = wte[static_cast<std::size_t>(v) * C + c];
+        both[n + static_cast<std::size_t>(c) * Vp + v] = wte[static_cast<std::size_t>(v) * C + c];
       }
     }
     return upload_weights(both.data(), both.size());
   }
   void lm_head(const void* x, const void* head, float* logits, int rows, int C, int V,
                int ld) override {
+    const int Vp = padded_vocab(V);
     const auto* e = static_cast<const char*>(head);
-    gemm_->lm_head(x, e, e + static_cast<std::size_t>(V) * C * 2, logits, rows, C, V, ld);
+    gemm_->lm_head(x, e, e + static_cast<std::size_t>(Vp) * C * 2, logits, rows, C, Vp, ld);
   }
   void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
                   void* v_pool) override {
