@@ -45,6 +45,13 @@ __device__ __forceinline__ float ld_nc_f32(const float* p) {
   return v;
 }
 
+// Fetches p's 128-byte line into L2, nothing into registers: memory a kernel reads later, brought
+// in ahead of a griddep_wait() (ptxas may sink plain loads below the wait, having nowhere to put
+// their registers; a prefetch has none).
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+
 // Thread-block clusters (sm_90+; code for older GPUs traps, and is never launched in a cluster).
 // cluster_sync(): every thread of every CTA of the cluster; shared-memory writes before it are
 // visible to the cluster's reads after it.

@@ -96,7 +96,7 @@ class Gpt2Engine::Impl {
 
   engine::BackendBuffer wpe, ln_f_w, ln_f_b;
   engine::BackendBuffer head;  // wte as the output head reads it; it starts with wte [V, C] itself
-  int logits_ld = 0;           // logits row pitch: V rounded up to 4
+  int logits_ld = 0;           // logits row pitch: padded_vocab(V), V rounded up to 64
   std::vector<LayerWeights> layers;
   int pool_pages = 0;
   std::vector<engine::BackendBuffer> k_pool, v_pool;  // per layer [pool_pages, page_size, H, D]
@@ -248,7 +248,9 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
   qkv = buffer(static_cast<std::size_t>(max_rows) * 3 * C * es);
   attn = buffer(static_cast<std::size_t>(max_rows) * C * es);
   fc = buffer(static_cast<std::size_t>(max_rows) * 4 * C * es);
-  logits_ld = (cfg.vocab_size + 3) / 4 * 4;
+  // V rounded up to 64: the CUDA head writes the padded columns too (its GEMM runs over aligned
+  // shapes: gemm.cu); the sampler and the logits download read only the first V of each row.
+  logits_ld = engine::padded_vocab(cfg.vocab_size);
   logits = buffer(static_cast<std::size_t>(max_seqs) * logits_ld * sizeof(float));
   tokens_out = buffer(static_cast<std::size_t>(max_seqs) * sizeof(std::int32_t));
   // Step metadata, one upload: tokens, positions, cache slots and the rows the head reads (every

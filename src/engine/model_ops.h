@@ -14,6 +14,13 @@
 
 namespace gpuattn::engine {
 
+// The vocabulary rounded up to 64: lm_head's logits row pitch is at least this, and a backend may
+// write the columns from V up to it (the CUDA head is padded with zero rows to aligned shapes:
+// gemm.cu says why). Whoever reads logits reads the first V columns of each row.
+inline int padded_vocab(int V) {
+  return (V + 63) / 64 * 64;
+}
+
 class ModelOps {
  public:
   virtual ~ModelOps() = default;
@@ -39,7 +46,7 @@ class ModelOps {
   // n floats from the host into new backend memory of dtype().
   virtual void* upload_weights(const float* src, std::size_t n) = 0;
   // The output head's weights from wte [V, C] on the host, in the layout lm_head reads; the
-  // first V x C elements are wte itself (what embed reads).
+  // first V x C elements are wte itself, row-major (what embed reads).
   virtual void* upload_head(const float* wte, int V, int C) = 0;
 
   // out[r] = wte[tokens[r]] + wpe[positions[r]]; tokens/positions are backend int32 [rows].
@@ -88,7 +95,8 @@ class ModelOps {
     }
     scatter_kv(qkv, rows, C, slots, k_pool, v_pool);
   }
-  // logits fp32 [rows, V] (row pitch ld >= V) = x[rows, C] wte^T, head from upload_head.
+  // logits fp32 [rows, V] (row pitch ld >= padded_vocab(V)) = x[rows, C] wte^T, head from
+  // upload_head. Columns V to padded_vocab(V) may be written (zeros on CUDA); they are no logits.
   virtual void lm_head(const void* x, const void* head, float* logits, int rows, int C, int V,
                        int ld) = 0;
   // The keys and values of every row into the paged caches: row r's k (qkv columns [C, 2C)) and

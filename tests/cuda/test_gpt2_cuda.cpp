@@ -1,13 +1,15 @@
 // The GPT-2 engine on CUDA: the forward in f16 and bf16 against the fp64 reference, the GEMM
-// epilogue's GELU form, the sampling kernel against the host sampler, and generation (batched,
-// preempted) against the CPU engine's logits.
+// epilogue's GELU form, the output head over its padded vocabulary, the sampling kernel against
+// the host sampler, and generation (batched, preempted) against the CPU engine's logits.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <utility>
 
 #include "common/expect_error.h"
@@ -181,7 +183,7 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
       std::vector<float> s(static_cast<std::size_t>(c.K / kGpt2Q8Group) * c.N);
       engine::quantize_q8(W.data(), c.K, c.N, q.data(), s.data());
       void* dW = ops->upload_q8_weights(W.data(), c.K, c.N);
-      for (const int rows : {1, 2, 3, 4, 5, 8, 9}) {
+      for (const int rows : {1, 2, 3, 4, 5, 8, 9, 16}) {
         for (const int mode : {0, 1, 2, 3}) {  // bias; + GELU; + residual; layernorm ahead
           const auto fill = [&](std::size_t n, float scale, float shift) {
             std::vector<float> v(n);
@@ -201,8 +203,12 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
           const std::vector<float> res = fill(on, 1.0f, 0.0f);
           const std::vector<float> lw = fill(c.K, 0.2f, 1.0f), lb = fill(c.K, 0.2f, 0.0f);
           std::vector<double> want(on), tol(on);
-          // The kernel at 1-8 rows; the GEMM path on dequantized W above.
-          const bool kernel = rows <= engine::cuda::kSkinnyMaxRowsQ8;
+          // The kernel at 1-8 rows (in two launches at 9-16 with GPUATTN_SKINNY_Q8_TWO_LAUNCHES=1);
+          // the GEMM path on dequantized W above.
+          const char* two = std::getenv("GPUATTN_SKINNY_Q8_TWO_LAUNCHES");
+          const bool kernel = rows <= engine::cuda::kSkinnyMaxRowsQ8 ||
+                              (two != nullptr && std::string(two) == "1" &&
+                               rows <= 2 * engine::cuda::kSkinnyMaxRowsQ8);
           // The GEMM path's layernorm kernel covers rows of at most 4096 features.
           if (!kernel && mode == 3 && c.K > 4096) continue;
           for (int r = 0; r < rows; ++r) {
@@ -316,6 +322,126 @@ TEST(Gpt2EngineCuda, GemmEpilogueGeluIsTheTanhForm) {
     }
   }
   for (void* p : {dx, dW, db, dout}) ops->free(p);
+}
+
+// The output head (upload_head, lm_head) against fp64 on the 16-bit weights, at vocabularies
+// that are not a multiple of 64 (GPT-2's 50257 among them) and one that is: at 1-8 rows (the
+// GEMV over wte) and above (the GEMM over wte^T), at the engine's pitch padded_vocab(V) and a
+// wider one. The logits are poisoned first: columns below V must hold the logits, the pad up to
+// padded_vocab(V) zeros (the head's zero rows), and anything past it must stay untouched. embed
+// reads the head's first V rows as wte; a pitch below padded_vocab(V) is an invalid_argument.
+TEST(Gpt2EngineCuda, LmHeadMatchesTheFp64Reference) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    int V, C;
+  };
+  const Case cases[] = {{101, 128}, {1000, 768}, {50257, 64}, {128, 64}};
+  const float nan = std::nanf("");
+  for (const DType dt : {DType::f16, DType::bf16}) {
+    auto ops = engine::make_cuda_ops(dt, 0);
+    const auto r16 = [&](float v) {
+      return dt == DType::bf16 ? bf16_to_float(float_to_bf16(v)) : f16_to_float(float_to_f16(v));
+    };
+    for (const Case& c : cases) {
+      const int Vp = engine::padded_vocab(c.V);
+      ASSERT_EQ(Vp % 64, 0);
+      ASSERT_TRUE(Vp >= c.V && Vp < c.V + 64);
+      std::mt19937_64 rng(c.V * 31 + c.C);
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      std::vector<float> wte(static_cast<std::size_t>(c.V) * c.C);
+      for (float& v : wte) v = r16(nd(rng) / std::sqrt(static_cast<float>(c.C)));
+      void* head = ops->upload_head(wte.data(), c.V, c.C);
+
+      // embed: rows of the head's first half, the last token's included, plus wpe.
+      {
+        const std::vector<std::int32_t> tokens = {c.V - 1, 0, c.V / 2}, positions = {2, 0, 1};
+        std::vector<float> wpe(3 * static_cast<std::size_t>(c.C));
+        for (float& v : wpe) v = r16(nd(rng));
+        void* dwpe = ops->upload_weights(wpe.data(), wpe.size());
+        auto* dtok = static_cast<std::int32_t*>(ops->alloc(2 * 3 * sizeof(std::int32_t)));
+        ops->upload(dtok, tokens.data(), 3 * sizeof(std::int32_t));
+        ops->upload(dtok + 3, positions.data(), 3 * sizeof(std::int32_t));
+        void* dout = ops->alloc(3 * static_cast<std::size_t>(c.C) * 2);
+        ops->embed(dtok, dtok + 3, 3, head, dwpe, c.C, dout);
+        std::vector<std::uint16_t> got(3 * static_cast<std::size_t>(c.C));
+        ops->download(got.data(), dout, got.size() * 2);
+        for (int r = 0; r < 3; ++r) {
+          for (int k = 0; k < c.C; ++k) {
+            const float want = r16(wte[static_cast<std::size_t>(tokens[r]) * c.C + k] +
+                                   wpe[static_cast<std::size_t>(positions[r]) * c.C + k]);
+            const std::uint16_t h = got[static_cast<std::size_t>(r) * c.C + k];
+            const float g = dt == DType::bf16 ? bf16_to_float(h) : f16_to_float(h);
+            ASSERT_EQ(g, want) << to_string(dt) << " V " << c.V << " C " << c.C << " embed row "
+                               << r << " (token " << tokens[r] << ") element " << k;
+          }
+        }
+        for (void* p : {dwpe, static_cast<void*>(dtok), dout}) ops->free(p);
+      }
+
+      for (const int rows : {1, 3, 8, 9, 33}) {
+        std::vector<float> x(static_cast<std::size_t>(rows) * c.C);
+        for (float& v : x) v = r16(0.3f + nd(rng));
+        std::vector<double> want(static_cast<std::size_t>(rows) * c.V);
+        std::vector<double> tol(want.size());
+        for (int r = 0; r < rows; ++r) {
+          for (int v = 0; v < c.V; ++v) {
+            double acc = 0.0, mag = 0.0;
+            for (int k = 0; k < c.C; ++k) {
+              const double p = static_cast<double>(x[static_cast<std::size_t>(r) * c.C + k]) *
+                               wte[static_cast<std::size_t>(v) * c.C + k];
+              acc += p;
+              mag += std::abs(p);
+            }
+            want[static_cast<std::size_t>(r) * c.V + v] = acc;
+            // Exact products of 16-bit values, summed in fp32.
+            tol[static_cast<std::size_t>(r) * c.V + v] = 1e-5 * mag + 1e-6;
+          }
+        }
+        void* dx = ops->upload_weights(x.data(), x.size());
+        for (const int ld : {Vp, Vp + 36}) {
+          const std::size_t n = static_cast<std::size_t>(rows) * ld;
+          auto* dl = static_cast<float*>(ops->alloc(n * sizeof(float)));
+          for (int round = 0; round < 2; ++round) {
+            std::vector<float> got(n, nan);
+            ops->upload(dl, got.data(), n * sizeof(float));
+            ops->lm_head(dx, head, dl, rows, c.C, c.V, ld);
+            ops->download(got.data(), dl, n * sizeof(float));
+            int bad = 0;
+            for (int r = 0; r < rows; ++r) {
+              for (int v = 0; v < ld; ++v) {
+                const float g = got[static_cast<std::size_t>(r) * ld + v];
+                const std::size_t o = static_cast<std::size_t>(r) * c.V + v;
+                const bool ok = v < c.V  ? std::abs(g - want[o]) <= tol[o]
+                                : v < Vp ? g == 0.0f
+                                         : std::isnan(g);
+                if (!ok && ++bad <= 3) {
+                  ADD_FAILURE() << to_string(dt) << " V " << c.V << " (Vp " << Vp << ") C " << c.C
+                                << " rows " << rows << " ld " << ld << " round " << round
+                                << ": logits[" << r << "][" << v << "] = " << g
+                                << (v < c.V  ? ", fp64 " + std::to_string(want[o])
+                                    : v < Vp ? ", a pad column: 0 expected"
+                                             : ", past Vp: left as poisoned expected");
+                }
+              }
+            }
+          }
+          ops->free(dl);
+        }
+        if (Vp != c.V) {
+          // The old pitch, V rounded up to 4, is too short for the padded head.
+          const int short_ld = (c.V + 3) / 4 * 4;
+          expect_invalid_argument(
+              [&] { ops->lm_head(dx, head, nullptr, rows, c.C, c.V, short_ld); },
+              "Vp = " + std::to_string(Vp));
+          expect_invalid_argument(
+              [&] { ops->lm_head(dx, head, nullptr, rows, c.C, c.V, short_ld); },
+              "ld is " + std::to_string(short_ld));
+        }
+        ops->free(dx);
+      }
+      ops->free(head);
+    }
+  }
 }
 
 // The engine's own linear kernel for a few rows (engine/cuda/skinny.cu), with the layernorm ahead
@@ -779,7 +905,7 @@ TEST(Gpt2EngineCuda, SkinnyLinearsChainedWithoutASync) {
 TEST(Gpt2EngineCuda, SamplingKernelMatchesTheHostSampler) {
   SKIP_WITHOUT_GPU();
   auto ops = engine::make_cuda_ops(DType::f16, 0);
-  const int V = 50257, ld = 50260, rows = 48;  // the engine's pitch: V rounded up to 4
+  const int V = 50257, ld = engine::padded_vocab(V), rows = 48;  // the engine's pitch
   std::vector<float> logits(static_cast<std::size_t>(rows) * ld);
   std::mt19937_64 rng(5);
   std::normal_distribution<float> nd(0.0f, 3.0f);

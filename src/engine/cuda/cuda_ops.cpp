@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -130,7 +131,7 @@ class CudaOps final : public ModelOps {
   // W, for rows the kernel does not take) grows here, never during a step (a graph capture).
   void* upload_q8_weights(const float* W, int K, int N) override {
     // q in the tensor-core kernel's fragment order (shuffle_q8_mma), then the scales.
-    std::vector<unsigned char> block(q8_mma_bytes(K, N) + cuda::kSkinnyQ8TailBytes, 0);
+    std::vector<unsigned char> block(q8_mma_bytes(K, N), 0);
     {
       std::vector<std::int8_t> q(static_cast<std::size_t>(K) * static_cast<std::size_t>(N));
       quantize_q8(W, K, N, q.data(),
@@ -179,23 +180,26 @@ class CudaOps final : public ModelOps {
                            v_pool);
     }
   }
-  // wte [V, C] and wte^T [C, V] back to back: the head GEMM reads the first at a few rows and
-  // the second above (gemm.cu says why).
+  // wte padded with zero rows to Vp = padded_vocab(V), [Vp, C], then its transpose [C, Vp]:
+  // the head GEMM reads the first at a few rows and the second above, over Vp columns (gemm.cu
+  // says why both, and why padded). The first V rows are wte itself, where embed reads them.
   void* upload_head(const float* wte, int V, int C) override {
-    const std::size_t n = static_cast<std::size_t>(V) * C;
-    std::vector<float> both(2 * n);
-    std::copy(wte, wte + n, both.begin());
+    const std::size_t Vp = static_cast<std::size_t>(padded_vocab(V));
+    const std::size_t n = Vp * C;
+    std::vector<float> both(2 * n, 0.0f);
+    std::copy(wte, wte + static_cast<std::size_t>(V) * C, both.begin());
     for (int v = 0; v < V; ++v) {
       for (int c = 0; c < C; ++c) {
-        both[n + static_cast<std::size_t>(c) * V + v] = wte[static_cast<std::size_t>(v) * C + c];
+        both[n + static_cast<std::size_t>(c) * Vp + v] = wte[static_cast<std::size_t>(v) * C + c];
       }
     }
     return upload_weights(both.data(), both.size());
   }
   void lm_head(const void* x, const void* head, float* logits, int rows, int C, int V,
                int ld) override {
+    const int Vp = padded_vocab(V);
     const auto* e = static_cast<const char*>(head);
-    gemm_->lm_head(x, e, e + static_cast<std::size_t>(V) * C * 2, logits, rows, C, V, ld);
+    gemm_->lm_head(x, e, e + static_cast<std::size_t>(Vp) * C * 2, logits, rows, C, Vp, ld);
   }
   void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
                   void* v_pool) override {
@@ -261,9 +265,47 @@ class CudaOps final : public ModelOps {
   // kSkinnyMaxRowsQ8 rows, 1 byte a weight read against the dequantized path's 5: int8 in, 16 bits
   // out and back); false: take the general path.
   bool try_skinny(const cuda::SkinnyArgs& a) {
+    if (a.q8 && a.rows > cuda::kSkinnyMaxRowsQ8 && a.rows <= 2 * cuda::kSkinnyMaxRowsQ8 &&
+        q8_two_launches()) {
+      return try_skinny_halves(a);
+    }
     const cuda::SkinnyPlan plan = cuda::skinny_plan(a.rows, a.K, a.N, a.W, skinny_, true, a.q8);
     if (!plan.ok) return false;
     cuda::skinny_linear(dtype_, plan, a, skinny_, stream_);
+    return true;
+  }
+  // Experiment switch GPUATTN_SKINNY_Q8_TWO_LAUNCHES=1: int8 steps of 9-16 rows as two launches
+  // of the kernel (rows 0-7, then the rest), reading the int8 W twice (2 bytes a weight), instead
+  // of dequantizing W for cuBLASLt (5). Read once; a value other than 0 or 1 throws.
+  static bool q8_two_launches() {
+    static const bool on = [] {
+      const char* v = std::getenv("GPUATTN_SKINNY_Q8_TWO_LAUNCHES");
+      if (v == nullptr || std::string(v) == "0") return false;
+      if (std::string(v) == "1") return true;
+      throw Error(ErrorCode::invalid_argument,
+                  std::string("GPUATTN_SKINNY_Q8_TWO_LAUNCHES is \"") + v + "\": expected 0 or 1");
+    }();
+    return on;
+  }
+  bool try_skinny_halves(const cuda::SkinnyArgs& a) {
+    cuda::SkinnyArgs lo = a, hi = a;
+    lo.rows = cuda::kSkinnyMaxRowsQ8;
+    hi.rows = a.rows - lo.rows;
+    const std::size_t elem = element_size(dtype_);
+    const auto at = [&](const void* p, int row, int width) -> const void* {
+      return p == nullptr
+                 ? nullptr
+                 : static_cast<const char*>(p) + static_cast<std::size_t>(row) * width * elem;
+    };
+    hi.x = at(a.x, lo.rows, a.K);
+    hi.residual = at(a.residual, lo.rows, a.N);
+    hi.out = const_cast<void*>(at(a.out, lo.rows, a.N));
+    if (a.kv_slots != nullptr) hi.kv_slots = a.kv_slots + lo.rows;
+    const cuda::SkinnyPlan p_lo = cuda::skinny_plan(lo.rows, a.K, a.N, a.W, skinny_, true, true);
+    const cuda::SkinnyPlan p_hi = cuda::skinny_plan(hi.rows, a.K, a.N, a.W, skinny_, true, true);
+    if (!p_lo.ok || !p_hi.ok) return false;
+    cuda::skinny_linear(dtype_, p_lo, lo, skinny_, stream_);
+    cuda::skinny_linear(dtype_, p_hi, hi, skinny_, stream_);
     return true;
   }
 

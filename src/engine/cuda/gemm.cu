@@ -18,10 +18,18 @@ constexpr std::size_t kWorkspace = std::size_t(32) << 20;
 
 enum Kind { kBias = 0, kGeluBias = 1, kBiasResidual = 2, kLmHead = 3, kLmHeadT = 4 };
 
-// The head reads wte [V, C] transposed up to this many rows (a GEMV: cuBLASLt's gemv2T kernel,
+// The head reads wte [Vp, C] transposed up to this many rows (a GEMV: cuBLASLt's gemv2T kernel,
 // 30 us at one row on an H200, against 53 us for its kernel over wte^T), and wte^T above (where
-// the transposed form took an sm_75 WMMA kernel, 64 us at 32 rows).
+// the transposed form took an sm_75 WMMA kernel, 64 us at 32 rows). Measured with the vocabulary
+// unpadded (V = 50257, 2026-11-22); not yet re-measured at Vp.
 constexpr int kHeadTransposedRows = 8;
+
+// Why the head runs over Vp = V padded with zero rows to a multiple of 64 (model_ops.h's
+// padded_vocab), not over V: at GPT-2's odd V = 50257 (m = V, and wte^T's leading dimension V)
+// cuBLASLt picked its old sm_75 "align1" kernels, 111 us at 128 rows and 54 us at 8 rows for the
+// 124M model on an H200 (2026-11-29), where reading the weights alone takes about 16-20 us.
+// Padded, m = Vp and wte^T's leading dimension are multiples of 64 (and so is the engine's logits
+// pitch); at V = 50257 the pad is 47 zero rows more to read.
 
 void check_lt(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) {
@@ -132,12 +140,19 @@ void Gemm::linear(const void* x, const void* W, const void* bias, const void* re
 }
 
 void Gemm::lm_head(const void* x, const void* E, const void* Et, float* logits, int rows, int C,
-                   int V, int ld) {
+                   int Vp, int ld) {
+  if (ld < Vp) {
+    throw Error(ErrorCode::invalid_argument,
+                "gpuattn engine GEMM: lm_head writes Vp = " + std::to_string(Vp) +
+                    " logits columns (the vocabulary padded to a multiple of 64), but the logits "
+                    "row pitch ld is " +
+                    std::to_string(ld) + "; ld must be at least Vp");
+  }
   if (rows == 0) return;
   const float alpha = 1.0f, beta = 0.0f;
   const bool transposed = rows <= kHeadTransposedRows;
   const void* A = transposed ? E : Et;
-  Plan& p = plan(transposed ? kLmHeadT : kLmHead, V, rows, C, ld);
+  Plan& p = plan(transposed ? kLmHeadT : kLmHead, Vp, rows, C, ld);
   check_lt(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &alpha, A, p.a, x, p.b,
                           &beta, logits, p.c, logits, p.c, &p.algo, workspace_, kWorkspace,
                           static_cast<cudaStream_t>(stream_)),

@@ -22,9 +22,10 @@ class Gemm {
   // when gelu. residual may alias out; gelu and residual are not both set.
   void linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
               int rows, int K, int N, bool gelu);
-  // logits fp32 [rows, V] (row pitch ld) = x[rows, C] E[V, C]^T, with E and Et = E^T [C, V]
-  // both given (a few rows read E, more read Et: cuBLASLt's best kernels differ).
-  void lm_head(const void* x, const void* E, const void* Et, float* logits, int rows, int C, int V,
+  // logits fp32 [rows, Vp] (row pitch ld >= Vp, else invalid_argument) = x[rows, C] E[Vp, C]^T,
+  // with E and Et = E^T [C, Vp] both given (a few rows read E, more read Et: cuBLASLt's best
+  // kernels differ). Vp is the vocabulary padded with zero rows to a multiple of 64 (gemm.cu).
+  void lm_head(const void* x, const void* E, const void* Et, float* logits, int rows, int C, int Vp,
                int ld);
 
   struct Plan;

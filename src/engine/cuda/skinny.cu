@@ -75,9 +75,6 @@ constexpr int kPassQ8 = kLoadsQ8 * 32;  // rows: two 16-row k-steps a load
 constexpr int kGroup = kGpt2Q8Group;
 constexpr int kGroupsQ8 = kPassQ8 / kGroup;
 static_assert(kColsQ8 == 16 * kWarps && kPassQ8 == kThreads, "a warp a tile; xs one row a thread");
-// A short last chunk (one group) has kLoadsQ8 - kGroup / 32 loads past the weights, 512 bytes each.
-static_assert(kSkinnyQ8TailBytes >= (kLoadsQ8 - kGroup / 32) * 512,
-              "the upload's tail covers them");
 
 // 8 int8 weights (two 32-bit words) to float: each byte, biased by 128, into a float's low
 // mantissa bits (2^23 + b) and the bias taken off, exactly; PRMT and FADD, no I2F.
@@ -183,7 +180,17 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   constexpr int kLanes = kThreads / kSeg;   // row lanes
   __shared__ float xs[kPasses * kPass][M];  // this chunk of x (normed), fp32, rows of M
   __shared__ float red[Q8 ? 1 : kWarps][M][kC];
-  __shared__ float part[M][kC];  // this CTA's partial sums, read by its cluster's rank 0
+  // This CTA's partial sums, read by its cluster's rank 0. Q8: red itself (a thread moves each of
+  // its elements onto itself).
+  __shared__ float part_own[Q8 ? 1 : M][kC];
+  float(*const part)[kC] = Q8 ? red[0] : part_own;
+  // Q8: the chunk's weights land in shared memory (cp.async), not registers. From registers
+  // ptxas issued none of the 8 loads ahead of the PDL wait at 8 rows (at 1-4 rows all, unless
+  // predicated), so such a kernel fetched its weights only after the kernel ahead had finished;
+  // cp.async can be predicated on the chunk (a short chunk reads no more than its rows) and
+  // leaves the registers free.
+  constexpr bool kStage = Q8;
+  __shared__ __align__(16) uint4 stage[kStage ? kLoadsQ8 * kThreads : 1];
   __shared__ float scratch[kWarps][M];
   __shared__ int last_s;
 
@@ -196,23 +203,24 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   // This thread's 8 columns; past N (the last slice) it loads the last vector and drops it.
   const int col = min(slice * kC + cv * 8, p.N - 8);
   const T* W = static_cast<const T*>(p.W);
-  uint4 w[Q8 ? kLoadsQ8 : kLoads];
+  uint4 w[Q8 ? 1 : kLoads];
   // Q8: this warp's 16-column tile (past the last, the last: its sums are dropped).
   const int warp = tid / 32, lane = tid % 32, qg = lane / 4, qt = lane % 4;  // Q8's fragments
   const int tile = min(slice * (kColsQ8 / 16) + warp, (p.N + 15) / 16 - 1);
   const auto load_pass = [&](int pass) {
     if constexpr (Q8) {
-      // Load i: k-steps 2i and 2i + 1 of the chunk (whole groups: count a multiple of 64). Past a
-      // short chunk they read the next tile's bytes, or past the block's end into the tail the
-      // upload leaves (kSkinnyQ8TailBytes), unused: loads that way all come ahead of the PDL wait
-      // in the sm_90a SASS at 1-4 rows (none of 8 with the address clamped, 3-6 predicated;
-      // 2026-11-29). At 8 rows (128 registers) ptxas leaves 0-1 ahead either way.
+      // Load i: k-steps 2i and 2i + 1 of the chunk (whole groups: count a multiple of 64); past a
+      // short chunk none (zeros, nothing read). In the sm_90a SASS all 8 LDGSTS come ahead of the
+      // PDL wait at every row count (2026-11-29).
       const auto* Wt = static_cast<const uint4*>(p.W);
       const std::int64_t base = static_cast<std::int64_t>(tile) * (p.K / 32) + k0 / 32;
 #pragma unroll
       for (int i = 0; i < kLoadsQ8; ++i) {
-        w[i] = ptx::ld_nc_v4(Wt + (base + i) * 32 + lane);
+        const bool in = 32 * i < count;  // else a valid address (load 0's), nothing read
+        ptx::cp_async_16(ptx::smem_addr(&stage[i * kThreads + tid]),
+                         Wt + (base + (in ? i : 0)) * 32 + lane, in);
       }
+      ptx::cp_async_commit();
     } else {
 #pragma unroll
       for (int i = 0; i < kLoads; ++i) {
@@ -224,6 +232,24 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
 
   // What no kernel writes first: the first pass's weight vectors and the layernorm weights of this
   // thread's chunk rows. Volatile asm keeps them ahead of the wait (a plain __ldg was moved below).
+  if constexpr (!Q8) {
+    // The later passes' weights into L2 ahead of the wait, and at 4-8 rows the first pass's too:
+    // ptxas sinks register loads below the wait on its own (at 4 rows 2-4 of the first pass's 8
+    // stay ahead, scripts/pdl-loads.sh), and those would leave for HBM only once the kernel ahead
+    // had finished. At 1-2 rows all 8 stay ahead, but only with these prefetches ahead of them:
+    // after them, ptxas sank 5-7 of the 8.
+#pragma unroll
+    for (int pass = M <= 2 ? 1 : 0; pass < max_passes<M>(); ++pass) {
+      // A row's slice is 128 bytes, on one or two lines: its first and last vectors' threads.
+      if (pass < passes && (cv == 0 || cv == kSeg - 1)) {
+#pragma unroll
+        for (int i = 0; i < kLoads; ++i) {
+          const int k = k0 + min(pass * kPass + lane_k + i * kLanes, count - 1);
+          ptx::prefetch_l2(W + static_cast<std::int64_t>(k) * p.N + col);
+        }
+      }
+    }
+  }
   load_pass(0);
   const bool ln = p.ln_w != nullptr;
   // This thread's rows of x: k0 + tid + f * kPass, the chunk rows it fills xs with (when inside
@@ -324,6 +350,9 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
     // qg + 8 x x rows 2qt, 2qt + 1. A group's 4 steps are summed, then scaled by their columns'
     // scales.
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    // The stage: this thread's own copies, so its own wait is all it needs (no barrier).
+    ptx::cp_async_wait<0>();
+    asm volatile("" ::: "memory");  // the stage's reads stay below the wait (no barrier follows)
 #pragma unroll
     for (int q = 0; q < kGroupsQ8; ++q) {
       if (q * kGroup < count) {  // whole groups; the same for every lane (mma.sync)
@@ -331,7 +360,7 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const int step = 4 * q + j;
-          const uint4& v = w[step / 2];
+          const uint4 v = stage[step / 2 * kThreads + tid];
           std::uint32_t a[4];
           q8_to_pairs<T>(step % 2 ? v.z : v.x, a[0], a[1]);
           q8_to_pairs<T>(step % 2 ? v.w : v.y, a[2], a[3]);
@@ -546,9 +575,29 @@ int max_clusters(int rows, bool q8, int size) {
   return n;
 }
 
-// The most rows of W a CTA takes: one 256-row pass (int8), or max_passes of them.
+// The int8 kernel's largest chunk: kPassQ8 rows, or fewer through GPUATTN_SKINNY_Q8_CHUNK (an
+// experiment switch: 64, 128, 192 or 256), which gives more and shorter CTAs (s36's probe: 128-row
+// CTAs read 1.5B's linears 12% faster than 256-row ones, unreduced).
+int q8_chunk_rows() {
+  static const int rows = [] {
+    const char* v = std::getenv("GPUATTN_SKINNY_Q8_CHUNK");
+    if (v == nullptr) return kPassQ8;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end == v || *end != '\0' || n < kGroup || n > kPassQ8 || n % kGroup != 0) {
+      throw Error(ErrorCode::invalid_argument,
+                  std::string("GPUATTN_SKINNY_Q8_CHUNK is \"") + v + "\": expected a multiple of " +
+                      std::to_string(kGroup) + " from " + std::to_string(kGroup) + " to " +
+                      std::to_string(kPassQ8));
+    }
+    return static_cast<int>(n);
+  }();
+  return rows;
+}
+
+// The most rows of W a CTA takes: q8_chunk_rows (int8), or max_passes passes of kPass.
 int max_chunk_rows(int rows, bool q8) {
-  return q8 ? kPassQ8 : kPass * (rows <= 4 ? max_passes<4>() : max_passes<8>());
+  return q8 ? q8_chunk_rows() : kPass * (rows <= 4 ? max_passes<4>() : max_passes<8>());
 }
 
 // Whether the kernel for `rows` as it runs on the current device was compiled for sm_90+ (its PTX

@@ -11,9 +11,6 @@ namespace gpuattn::engine::cuda {
 
 constexpr int kSkinnyMaxRows = 8;
 constexpr int kSkinnyMaxRowsQ8 = 8;  // int8 W (SkinnyArgs::q8)
-// Bytes an int8 block's allocation must have past q8_mma_bytes: the kernel's loads of a short last
-// chunk read up to 6 k-step pairs of 512 bytes past the weights, unused (skinny.cu).
-constexpr std::size_t kSkinnyQ8TailBytes = 3072;
 
 // Device memory the kernel keeps between calls, one set per stream: fp32 split-K partial sums
 // and a count a 64-column slice, zeroed once (each call leaves them zero).
