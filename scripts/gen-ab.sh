@@ -8,7 +8,8 @@
 #   ab_overlay REF DIR PATH...   (here) REF's versions of PATHs into DIR (git show; untracked)
 #   ab_build DIR [WANT]          (device) $AB_ROOT/a (default /tmp/a) = this tree + DIR's
 #                                files, $AB_ROOT/b = this tree;
-#                                builds gpuattn_cli in both and gpuattn_cuda_tests in b; WANT: how
+#                                builds gpuattn_cli in both and gpuattn_cuda_tests in b (not with
+#                                AB_NO_TESTS set: a short call that times only); WANT: how
 #                                many files must differ (a guard against a stale overlay)
 #   ab_gen LABEL SIDE ARGS...    (device) one `gpuattn generate --random ARGS` on SIDE (a or b),
 #                                prints "LABEL SIDE [env]: rc N <the tool's last line>"; AB_ENV
@@ -38,7 +39,7 @@ ab_build() {
   echo "a differs from b in: $n files${want:+ (want $want)}"
   [ -z "$want" ] || [ "$n" = "$want" ] || { echo "ab_build: the overlay is stale"; return 1; }
   for d in a b; do
-    t=gpuattn_cli; [ $d = b ] && t="gpuattn_cli gpuattn_cuda_tests"
+    t=gpuattn_cli; [ $d = b ] && [ -z "${AB_NO_TESTS:-}" ] && t="gpuattn_cli gpuattn_cuda_tests"
     (cd "$AB_ROOT/$d" && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
        -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON > /dev/null &&
      cmake --build build -j16 --target $t > "$OUT/build-$d.log" 2>&1
