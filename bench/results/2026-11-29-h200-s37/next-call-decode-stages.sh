@@ -9,7 +9,10 @@
 # (split CTAs, 2 an SM a wave) within +-2%. The core test that pins smem_bytes(64) is edited too.
 # Also the page layout probe: if head-major pages (a head's 16 rows of a page in one 2 KB run)
 # read faster than the engine's token-major ones (128 bytes at a 1,536-byte pitch), DRAM locality
-# is part of the 3.3 TB/s, and the engine's cache layout is the change to make.
+# is part of the 3.3 TB/s, and the engine's cache layout is the change to make (s17's
+# bench/decode_layout_probe.py found bshd and bhsd alike for dense decode: expect no difference).
+# And pages of 64 keys (--page-size 64): with 16, each row of a tile finds its page by an integer
+# division and a table load (the D64 paged kernel's SASS has a MUFU.RCP sequence per division).
 #   OUT=$OUT bash bench/results/2026-11-29-h200-s37/next-call-decode-stages.sh
 set -u
 cd "$(dirname "$0")/../../.."
@@ -34,6 +37,9 @@ ts "layout probe done"
 for round in 1 2 3; do
   for d in a b; do
     timeout 100 /tmp/$d/build/tools/gpuattn generate --random 124m --batch 128 --prompt-len 512 --max-new 128 2>&1 | tail -1 | sed "s/^/B128 $d /"
+    # Pages of 64 keys (one table entry a 64-key tile: the kernel's whole_tiles path, no
+    # division a row) against the engine's default 16.
+    timeout 100 /tmp/$d/build/tools/gpuattn generate --random 124m --batch 128 --prompt-len 512 --max-new 128 --page-size 64 2>&1 | tail -1 | sed "s/^/B128-ps64 $d /"
     [ $round = 1 ] && for bs in 1 8 32; do
       timeout 60 /tmp/$d/build/tools/gpuattn generate --random 124m --batch $bs --prompt-len 512 --max-new 128 2>&1 | tail -1 | sed "s/^/B$bs-p512 $d /"; done
   done
