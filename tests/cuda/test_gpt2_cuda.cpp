@@ -940,6 +940,17 @@ TEST(Gpt2EngineCuda, SamplingKernelMatchesTheHostSampler) {
   }
   EXPECT_EQ(params[8].temperature, 0.0f);
   EXPECT_EQ(got[8], 123);
+  // A pitch the float4 loads cannot take (odd, or below V) is named, nothing launched.
+  for (const int bad : {V, V - 1}) {
+    try {
+      ops->sample(dl, rows, V, bad, dp, dt);
+      ADD_FAILURE() << "pitch " << bad << " taken";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("pitch " + std::to_string(bad)), std::string::npos)
+          << e.what();
+    }
+  }
   ops->free(dl);
   ops->free(dp);
   ops->free(dt);

@@ -348,6 +348,11 @@ void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, voi
 
 void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
             std::int32_t* tokens, void* stream) {
+  if (V < 1 || ld < V || ld % 4 != 0) {  // the float4 loads read rows at pitch ld, up to V
+    throw Error(ErrorCode::invalid_argument,
+                "gpuattn engine: sample of " + std::to_string(V) + " logits a row at pitch " +
+                    std::to_string(ld) + ": the pitch must be at least V and a multiple of 4");
+  }
   if (rows == 0) return;
   launch("sample", sample_kernel, rows, kSampleThreads, stream, logits, V, ld, params, tokens);
 }

@@ -17,7 +17,7 @@ void layernorm(DType dt, const void* x, const std::int32_t* src_rows, int rows, 
 // 16-bit rows: C a multiple of 8 (16-byte vectors), at most 4096.
 void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
                 void* v_pool, void* stream);
-// logits rows of pitch ld, a multiple of 4 (float4 loads).
+// logits rows of pitch ld, a multiple of 4 (float4 loads) and at least V (else invalid_argument).
 void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
             std::int32_t* tokens, void* stream);
 
