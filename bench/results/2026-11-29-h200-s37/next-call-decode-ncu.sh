@@ -9,12 +9,17 @@
 set -u
 cd "$(dirname "$0")/../../.."
 t0=$(date +%s); ts() { echo "[$(($(date +%s)-t0)) s] $*"; }
-rm -rf /tmp/t && mkdir /tmp/t && tar c --exclude='./build*' --exclude=./.git . | tar x -C /tmp/t && cd /tmp/t
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON > /dev/null 2>&1
-cmake --build build -j16 --target gpuattn_cli > $OUT/build.log 2>&1; ts "build rc $?"
-G=build/tools/gpuattn
+# NCU_GPUATTN=path: profile that gpuattn (a build already made in the call) instead of building.
+if [ -n "${NCU_GPUATTN:-}" ]; then
+  G=$NCU_GPUATTN
+else
+  rm -rf /tmp/t && mkdir /tmp/t && tar c --exclude='./build*' --exclude=./.git . | tar x -C /tmp/t && cd /tmp/t
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON > /dev/null 2>&1
+  cmake --build build -j16 --target gpuattn_cli > $OUT/build.log 2>&1; ts "build rc $?"
+  G=build/tools/gpuattn
+fi
 for ps in 16 64; do
-  timeout 200 ncu -f -o /tmp/dec$ps -k regex:decode_kernel --launch-skip 300 --launch-count 1 \
+  timeout 120 ncu -f -o /tmp/dec$ps -k regex:decode_kernel --launch-skip 300 --launch-count 1 \
     --section SourceCounters --section InstructionStats --section WarpStateStats --section SpeedOfLight \
     --section LaunchStats --section Occupancy --import-source yes \
     $G generate --random 124m --batch 128 --prompt-len 512 --max-new 48 --warmup 0 --page-size $ps > $OUT/ncu-$ps.log 2>&1

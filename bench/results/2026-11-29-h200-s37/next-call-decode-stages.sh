@@ -46,36 +46,5 @@ for round in 1 2 3; do
 done 2>&1 | tee $OUT/gen-ab.txt
 # Then next-call-decode-ncu.sh's profile on a's build (main): the executed instructions per SASS
 # line at page sizes 16 and 64 (skip it if the call is near its 600 s).
-for ps in 16 64; do
-  timeout 120 ncu -f -o /tmp/dec$ps -k regex:decode_kernel --launch-skip 300 --launch-count 1 \
-    --section SourceCounters --section InstructionStats --section WarpStateStats --section SpeedOfLight \
-    --section LaunchStats --section Occupancy --import-source yes \
-    /tmp/a/build/tools/gpuattn generate --random 124m --batch 128 --prompt-len 512 --max-new 48 --warmup 0 --page-size $ps > $OUT/ncu-$ps.log 2>&1
-  ts "ncu page size $ps rc $?"
-  ncu --import /tmp/dec$ps.ncu-rep --page details > $OUT/details-$ps.txt 2>&1
-  ncu --import /tmp/dec$ps.ncu-rep --page source --csv --print-source cuda,sass > $OUT/sass-$ps.csv 2>/dev/null ||
-    ncu --import /tmp/dec$ps.ncu-rep --page source --csv --print-source sass > $OUT/sass-$ps.csv
-  grep -E "Duration|DRAM Throughput|Executed Instructions |Issued Warp|Registers Per|Achieved Occupancy" $OUT/details-$ps.txt
-done
-# The CUDA lines with the most executed instructions (the source page's columns vary by ncu
-# version: the script finds them by name).
-python3 - "$OUT" <<'PY'
-import csv, sys, collections
-out = sys.argv[1]
-for ps in (16, 64):
-    rows = list(csv.reader(open(f"{out}/sass-{ps}.csv", errors="replace")))
-    hdr = next((i for i, r in enumerate(rows) if any("Instructions Executed" in c for c in r)), None)
-    if hdr is None:
-        print(ps, "no 'Instructions Executed' column"); continue
-    h = rows[hdr]
-    ie = next(i for i, c in enumerate(h) if "Instructions Executed" in c and "Warp" in c or c == "Instructions Executed")
-    src = next((i for i, c in enumerate(h) if c in ("Source", "# Source")), 1)
-    tot = collections.Counter()
-    for r in rows[hdr + 1:]:
-        try: tot[r[src][:110]] += float(r[ie].replace(",", ""))
-        except (ValueError, IndexError): pass
-    s = sum(tot.values()) or 1
-    print(f"== page size {ps}: {s:.0f} warp instructions executed")
-    for line, n in tot.most_common(25): print(f"{100*n/s:5.1f}%  {line}")
-PY
+NCU_GPUATTN=/tmp/a/build/tools/gpuattn bash bench/results/2026-11-29-h200-s37/next-call-decode-ncu.sh
 ts done
