@@ -506,9 +506,10 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
   // same and ran plainly (so cuBLASLt plans and the library's pool exist before any capture).
   // A (batch, width) that lasts one step, as each of the shrinking batches at the end of a run
   // whose sequences end in waves, runs plainly: capturing and instantiating 112 launches cost
-  // ~1.4 ms, a graph replayed never (7 of them in a 203 ms run of 124M B128; H200, s37 call 1).
-  const auto key = std::make_pair(bd, width);
+  // ~1.4 ms under the tracer, for a graph replayed never (7 of them in a 124M B128 run; H200, s37
+  // calls 1 and 5: +1-5% tok/s without them).
   if (np == 0 && opts.cuda_graphs && ops->supports_graphs()) {
+    const auto key = std::make_pair(bd, width);
     auto it = graphs.find(key);
     if (it == graphs.end() && plain_before == key) {
       ops->begin_capture();
