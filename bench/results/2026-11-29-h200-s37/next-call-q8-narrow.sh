@@ -27,7 +27,7 @@ gen() { local label=$1 env=$2; shift 2
 for round in 1 2 3; do
   for e in GPUATTN_SKINNY_Q8_NARROW=0 GPUATTN_SKINNY_Q8_NARROW=1; do
     gen 1558m-B1-int8 $e 1558m --batch 1 --prompt-len 16 --max-new 32 --linear-weights int8
-    [ $round = 1 ] && gen 124m-B1-int8 $e 124m --batch 1 --prompt-len 16 --max-new 128 --linear-weights int8
+    gen 124m-B1-int8 $e 124m --batch 1 --prompt-len 16 --max-new 128 --linear-weights int8
   done
 done 2>&1 | tee $OUT/gen-ab.txt
 ts "generate A/B done"

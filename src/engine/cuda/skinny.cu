@@ -514,7 +514,9 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
 // wait; its 8 warps take every 8th group of 64 rows and meet in shared memory. No split-K partners,
 // so no cluster and no workspace: s37's trace had each of 1.5B's int8 linears adding ~5 us to a
 // step beyond its bytes at ~4.5 TB/s, and ncu had the 91-CTA attn proj (clusters of 7) active on
-// its SMs for half its 8 us. Shared memory: K x 16 (W) + K / 4 (scales) + 2K (x) bytes.
+// its SMs for half its 8 us. Shared memory: K x 16 (W) + K (scales: 16 floats a 64-row group) +
+// 2K (x) bytes.
+static_assert(kGroup == 64, "q8_narrow_kernel: a group is 4 k-steps, its scales 64 bytes a tile");
 template <typename T>
 __global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(16) unsigned char dyn[];
@@ -846,6 +848,7 @@ void dequant_q8(DType dt, const void* Wq, int K, int N, void* W_out, void* strea
 SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratch& s,
                        bool engine_policy, bool q8) {
   SkinnyPlan plan;
+  const bool narrow = q8_narrow();  // read here: a bad value is an error at the first plan
   if (q8 && (K % kGroup != 0 || N % 8 != 0 || rows > kSkinnyMaxRowsQ8)) return plan;
   if (engine_policy) {
     const Use use = skinny_use();
@@ -862,7 +865,7 @@ SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratc
     return plan;
   }
   // The narrow kernel's static shared memory (red, scratch) is under 1 KB.
-  if (q8 && rows == 1 && q8_narrow() && narrow_smem_bytes(K) + 1024 <= smem_optin()) {
+  if (q8 && rows == 1 && narrow && narrow_smem_bytes(K) + 1024 <= smem_optin()) {
     plan.ok = true;
     plan.narrow = true;
     plan.slices = (N + 15) / 16;
@@ -922,30 +925,35 @@ namespace {
 void launch_narrow(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const Params& p,
                    void* stream) {
   const std::size_t bytes = narrow_smem_bytes(a.K);
-  if (!a.q8 || a.rows != 1 || a.K % kGroup != 0 || a.N % 8 != 0 || plan.slices != (a.N + 15) / 16 ||
-      bytes + 1024 > smem_optin()) {
+  const std::size_t limit = smem_optin() - 1024;  // the static shared memory's margin
+  if (!plan.ok || plan.splits != 1 || plan.cluster || !a.q8 || a.rows != 1 || a.K % kGroup != 0 ||
+      a.N % 8 != 0 || reinterpret_cast<std::uintptr_t>(a.W) % 16 != 0 ||
+      plan.slices != (a.N + 15) / 16 || bytes > limit || (dt != DType::f16 && dt != DType::bf16)) {
     throw Error(ErrorCode::invalid_argument,
                 "gpuattn engine: the narrow int8 kernel launched for " + std::to_string(a.rows) +
-                    " rows, K " + std::to_string(a.K) + ", N " + std::to_string(a.N) +
-                    (a.q8 ? "" : ", dense W") + " and " + std::to_string(plan.slices) +
-                    " tiles: it takes int8 W at one row, K a multiple of 64 whose " +
-                    std::to_string(bytes) + " bytes of shared memory fit, a tile per 16 columns");
+                    " rows, K " + std::to_string(a.K) + ", N " + std::to_string(a.N) + ", " +
+                    to_string(dt) + (a.q8 ? "" : ", dense W") + ", " + std::to_string(plan.slices) +
+                    " tiles and " + std::to_string(plan.splits) +
+                    " splits: it takes an ok plan of one split, int8 W on 16 bytes at one row of "
+                    "f16 or bf16, K a multiple of 64 whose " +
+                    std::to_string(bytes) + " bytes of shared memory are within " +
+                    std::to_string(limit) + ", N a multiple of 8, a tile per 16 columns");
   }
   void (*kernel)(Params) =
       dt == DType::bf16 ? q8_narrow_kernel<__nv_bfloat16> : q8_narrow_kernel<__half>;
-  // The largest K asked for so far, per device and type; raised (a host call, not a stream
-  // operation) when a larger one comes.
-  static std::atomic<std::size_t> allowed[kDevices][2];
+  // The kernel may use the most any plan can ask for, set once per device and type (every
+  // caller sets the same value: concurrent first calls agree).
+  static std::atomic<bool> allowed[kDevices][2];
   const int device = current_device(), ti = dt == DType::bf16 ? 1 : 0;
-  if (device >= kDevices || allowed[device][ti].load(std::memory_order_relaxed) < bytes) {
+  if (device >= kDevices || !allowed[device][ti].load(std::memory_order_acquire)) {
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(bytes));
+                                               static_cast<int>(limit));
     if (e != cudaSuccess) {
       throw Error(ErrorCode::cuda_error,
-                  std::string("gpuattn engine: the narrow int8 kernel's shared memory (") +
-                      std::to_string(bytes) + " bytes): " + cudaGetErrorString(e));
+                  std::string("gpuattn engine: the narrow int8 kernel's shared memory limit (") +
+                      std::to_string(limit) + " bytes): " + cudaGetErrorString(e));
     }
-    if (device < kDevices) allowed[device][ti].store(bytes, std::memory_order_relaxed);
+    if (device < kDevices) allowed[device][ti].store(true, std::memory_order_release);
   }
   cudaLaunchAttribute attr[1];
   unsigned n_attr = 0;
