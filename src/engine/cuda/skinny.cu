@@ -165,6 +165,23 @@ __device__ __forceinline__ void cta_sums(float (&v)[M], float (*scratch)[M]) {
   }
 }
 
+// Element (m, n) of the output from its sum v: bias, GELU, the residual, and with kv_slots a key
+// or a value into its cache slot too.
+template <typename T>
+__device__ __forceinline__ void finish_out(const Params& p, float v, int m, int n) {
+  if (p.bias != nullptr) v += to_f(static_cast<const T*>(p.bias)[n]);
+  if (p.gelu) v = gelu_tanh(v);
+  const std::int64_t o = static_cast<std::int64_t>(m) * p.N + n;
+  if (p.residual != nullptr) v += to_f(static_cast<const T*>(p.residual)[o]);
+  const T h = from_f<T>(v);
+  static_cast<T*>(p.out)[o] = h;
+  if (p.kv_slots != nullptr && n >= p.kv_c) {  // a key or a value: into its cache slot too
+    const bool key = n < 2 * p.kv_c;
+    T* pool = static_cast<T*>(key ? p.k_pool : p.v_pool);
+    pool[static_cast<std::int64_t>(p.kv_slots[m]) * p.kv_c + n - (key ? 1 : 2) * p.kv_c] = h;
+  }
+}
+
 // M: the rows rounded up to a power of two (rows p.rows..M-1 are zeros). Q8: W is int8 with
 // scales (p.scales), T the activations' type.
 template <typename T, int M, bool Q8>
@@ -434,22 +451,7 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   }
   __syncthreads();
 
-  const T* bias = static_cast<const T*>(p.bias);
-  const T* residual = static_cast<const T*>(p.residual);
-  T* out = static_cast<T*>(p.out);
-  const auto finish = [&](float v, int m, int n) {
-    if (bias != nullptr) v += to_f(bias[n]);
-    if (p.gelu) v = gelu_tanh(v);
-    const std::int64_t o = static_cast<std::int64_t>(m) * p.N + n;
-    if (residual != nullptr) v += to_f(residual[o]);
-    const T h = from_f<T>(v);
-    out[o] = h;
-    if (p.kv_slots != nullptr && n >= p.kv_c) {  // a key or a value: into its cache slot too
-      const bool key = n < 2 * p.kv_c;
-      T* pool = static_cast<T*>(key ? p.k_pool : p.v_pool);
-      pool[static_cast<std::int64_t>(p.kv_slots[m]) * p.kv_c + n - (key ? 1 : 2) * p.kv_c] = h;
-    }
-  };
+  const auto finish = [&](float v, int m, int n) { finish_out<T>(p, v, m, n); };
   const int n_base = slice * kC;
   for (int e = tid; e < p.rows * kC; e += kThreads) {
     const int m = e / kC, c = e % kC, n = n_base + c;
@@ -504,6 +506,115 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
     finish(((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])), m, n);
   }
   if (tid == 0) p.counts[slice] = 0;  // for the next call (which waits for this one's end)
+}
+
+// Int8 W at one row, the whole of K a CTA (GPUATTN_SKINNY_Q8_NARROW=1, an experiment switch): a
+// CTA takes one 16-column tile, whose weights shuffle_q8_mma's order keeps in one run of K x 16
+// bytes, and stages all of them and their scales in shared memory by cp.async ahead of the PDL
+// wait; its 8 warps take every 8th group of 64 rows and meet in shared memory. No split-K partners,
+// so no cluster and no workspace: s37's trace had each of 1.5B's int8 linears adding ~5 us to a
+// step beyond its bytes at ~4.5 TB/s, and ncu had the 91-CTA attn proj (clusters of 7) active on
+// its SMs for half its 8 us. Shared memory: K x 16 (W) + K (scales: 16 floats a 64-row group) +
+// 2K (x) bytes.
+static_assert(kGroup == 64, "q8_narrow_kernel: a group is 4 k-steps, its scales 64 bytes a tile");
+template <typename T>
+__global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_constant__ Params p) {
+  extern __shared__ __align__(16) unsigned char dyn[];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, qg = lane / 4, qt = lane % 4;
+  const int tile = blockIdx.x;
+  const int units = p.K / 32, groups = p.K / kGroup;  // 512-byte units: two k-steps of the tile
+  uint4* const stage = reinterpret_cast<uint4*>(dyn);
+  float* const sc = reinterpret_cast<float*>(dyn + static_cast<std::size_t>(units) * 512);
+  T* const xs = reinterpret_cast<T*>(sc + groups * 16);
+  __shared__ float red[kWarps][16];
+  __shared__ float scratch[kWarps][1];
+
+  // What no kernel writes: the tile's weights and their scales (row kg's 16 columns, 4 x 16 bytes;
+  // columns past N zero-filled, N a multiple of 8).
+  const auto* Wt = static_cast<const uint4*>(p.W) + static_cast<std::int64_t>(tile) * units * 32;
+  for (int i = tid; i < units * 32; i += kThreads) {
+    ptx::cp_async_16(ptx::smem_addr(&stage[i]), Wt + i, true);
+  }
+  for (int i = tid; i < groups * 4; i += kThreads) {
+    const int kg = i / 4, n = tile * 16 + 4 * (i % 4);
+    const bool in = n < p.N;
+    ptx::cp_async_16(ptx::smem_addr(&sc[4 * i]),
+                     in ? p.scales + static_cast<std::int64_t>(kg) * p.N + n : p.scales, in);
+  }
+  ptx::cp_async_commit();
+  ptx::griddep_wait();
+  ptx::griddep_launch_dependents();
+
+  // x's row (layer-normed when ln_w) into xs as T: the layernorm's output rounded to T, as the
+  // unfused path reads it.
+  const T* x = static_cast<const T*>(p.x);
+  float sum[1] = {0.0f};
+  for (int k = tid; k < p.K; k += kThreads) {
+    const T v = x[k];
+    xs[k] = v;
+    sum[0] += to_f(v);
+  }
+  if (p.ln_w != nullptr) {
+    cta_sums<1>(sum, scratch);
+    const float mean = sum[0] / static_cast<float>(p.K);
+    float sq[1] = {0.0f};
+    for (int k = tid; k < p.K; k += kThreads) {
+      const float d = to_f(xs[k]) - mean;
+      sq[0] += d * d;
+    }
+    cta_sums<1>(sq, scratch);
+    const float rstd = rsqrtf(sq[0] / static_cast<float>(p.K) + p.eps);
+    const T* lw = static_cast<const T*>(p.ln_w);
+    const T* lb = static_cast<const T*>(p.ln_b);
+    for (int k = tid; k < p.K; k += kThreads) {
+      xs[k] = from_f<T>((to_f(xs[k]) - mean) * rstd * to_f(lw[k]) + to_f(lb[k]));
+    }
+  }
+  ptx::cp_async_wait<0>();
+  __syncthreads();  // the stage (every thread's copies) and xs
+
+  // A k-step as skinny_kernel's: A from this lane's bytes of the unit, B = x at rows 2qt, 2qt + 1,
+  // 2qt + 8, 2qt + 9 in column qg == 0 (the one row), D = tile rows qg, qg + 8 x x row 2qt (+1).
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int g = warp; g < groups; g += kWarps) {
+    float pa[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int step = 4 * g + j;
+      const uint4 v = stage[(step / 2) * 32 + lane];
+      std::uint32_t a[4];
+      q8_to_pairs<T>(step % 2 ? v.z : v.x, a[0], a[1]);
+      q8_to_pairs<T>(step % 2 ? v.w : v.y, a[2], a[3]);
+      std::uint32_t b0 = 0u, b1 = 0u;
+      if (qg == 0) {
+        const int r = 16 * step + 2 * qt;
+        b0 = *reinterpret_cast<const std::uint32_t*>(&xs[r]);
+        b1 = *reinterpret_cast<const std::uint32_t*>(&xs[r + 8]);
+      }
+      ptx::mma_16816<T>(pa, a, b0, b1);
+    }
+    const float s_lo = sc[g * 16 + qg], s_hi = sc[g * 16 + qg + 8];
+    acc[0] = fmaf(pa[0], s_lo, acc[0]);
+    acc[2] = fmaf(pa[2], s_hi, acc[2]);
+  }
+  if (qt == 0) {  // x row 0's sums: columns qg and qg + 8
+    red[warp][qg] = acc[0];
+    red[warp][qg + 8] = acc[2];
+  }
+  __syncthreads();
+  if (tid < 16) {
+    const int n = tile * 16 + tid;
+    float v = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) v += red[w][tid];  // in warp order: deterministic
+    if (n < p.N) finish_out<T>(p, v, 0, n);
+  }
+}
+
+// q8_narrow_kernel's dynamic shared memory for K.
+std::size_t narrow_smem_bytes(int K) {
+  return static_cast<std::size_t>(K) * 16 + static_cast<std::size_t>(K / kGroup) * 64 +
+         static_cast<std::size_t>(K) * 2;
 }
 
 template <typename T, bool Q8 = false>
@@ -607,6 +718,36 @@ bool kernel_has_clusters(int rows) {
   return sm80::kernel_waits_for_pdl(reinterpret_cast<const void*>(kernel_for<__half>(rows)));
 }
 
+// GPUATTN_SKINNY_Q8_NARROW: "1" takes int8 calls of one row through q8_narrow_kernel where its
+// shared memory fits, "0" (the default) does not; another value throws invalid_argument. Read once.
+bool q8_narrow() {
+  static const bool on = [] {
+    const char* v = std::getenv("GPUATTN_SKINNY_Q8_NARROW");
+    if (v == nullptr || std::strcmp(v, "0") == 0) return false;
+    if (std::strcmp(v, "1") == 0) return true;
+    throw Error(ErrorCode::invalid_argument,
+                std::string("GPUATTN_SKINNY_Q8_NARROW is \"") + v + "\": expected 0 or 1");
+  }();
+  return on;
+}
+
+// The shared memory a block may opt into on the current device (cached per device).
+std::size_t smem_optin() {
+  static std::atomic<int> cached[kDevices];
+  const int device = current_device();
+  int n = device < kDevices ? cached[device].load(std::memory_order_relaxed) : 0;
+  if (n == 0) {
+    int d = 0;
+    if (cudaGetDevice(&d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, d) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 48 * 1024;
+    }
+    if (device < kDevices) cached[device].store(n, std::memory_order_relaxed);
+  }
+  return static_cast<std::size_t>(n);
+}
+
 // GPUATTN_SKINNY_GEMM: "0" never, "1" (the default) where the engine's policy says, "all"
 // wherever the kernel can take the call (for measuring it against cuBLASLt). Read once.
 enum class Use { never, policy, all };
@@ -707,6 +848,7 @@ void dequant_q8(DType dt, const void* Wq, int K, int N, void* W_out, void* strea
 SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratch& s,
                        bool engine_policy, bool q8) {
   SkinnyPlan plan;
+  const bool narrow = q8_narrow();  // read here: a bad value is an error at the first plan
   if (q8 && (K % kGroup != 0 || N % 8 != 0 || rows > kSkinnyMaxRowsQ8)) return plan;
   if (engine_policy) {
     const Use use = skinny_use();
@@ -720,6 +862,15 @@ SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratc
   if (rows < 1 || rows > kSkinnyMaxRows || K < 1 || N < 8 || N % 8 != 0 ||
       reinterpret_cast<std::uintptr_t>(W) % 16 != 0 || s.partials == nullptr ||
       s.counts == nullptr) {
+    return plan;
+  }
+  // The narrow kernel's static shared memory (red, scratch) is under 1 KB.
+  if (q8 && rows == 1 && narrow && narrow_smem_bytes(K) + 1024 <= smem_optin()) {
+    plan.ok = true;
+    plan.narrow = true;
+    plan.slices = (N + 15) / 16;
+    plan.splits = 1;
+    plan.chunk = K;
     return plan;
   }
   const int cols = q8 ? kColsQ8 : kCols;
@@ -768,6 +919,66 @@ SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratc
   return plan;
 }
 
+namespace {
+
+// skinny_linear's launch of a narrow plan (p filled in).
+void launch_narrow(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const Params& p,
+                   void* stream) {
+  const std::size_t bytes = narrow_smem_bytes(a.K);
+  const std::size_t limit = smem_optin() - 1024;  // the static shared memory's margin
+  if (!plan.ok || plan.splits != 1 || plan.cluster || !a.q8 || a.rows != 1 || a.K % kGroup != 0 ||
+      a.N % 8 != 0 || reinterpret_cast<std::uintptr_t>(a.W) % 16 != 0 ||
+      plan.slices != (a.N + 15) / 16 || bytes > limit || (dt != DType::f16 && dt != DType::bf16)) {
+    throw Error(ErrorCode::invalid_argument,
+                "gpuattn engine: the narrow int8 kernel launched for " + std::to_string(a.rows) +
+                    " rows, K " + std::to_string(a.K) + ", N " + std::to_string(a.N) + ", " +
+                    to_string(dt) + (a.q8 ? "" : ", dense W") + ", " + std::to_string(plan.slices) +
+                    " tiles and " + std::to_string(plan.splits) +
+                    " splits: it takes an ok plan of one split, int8 W on 16 bytes at one row of "
+                    "f16 or bf16, K a multiple of 64 whose " +
+                    std::to_string(bytes) + " bytes of shared memory are within " +
+                    std::to_string(limit) + ", N a multiple of 8, a tile per 16 columns");
+  }
+  void (*kernel)(Params) =
+      dt == DType::bf16 ? q8_narrow_kernel<__nv_bfloat16> : q8_narrow_kernel<__half>;
+  // The kernel may use the most any plan can ask for, set once per device and type (every
+  // caller sets the same value: concurrent first calls agree).
+  static std::atomic<bool> allowed[kDevices][2];
+  const int device = current_device(), ti = dt == DType::bf16 ? 1 : 0;
+  if (device >= kDevices || !allowed[device][ti].load(std::memory_order_acquire)) {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(limit));
+    if (e != cudaSuccess) {
+      throw Error(ErrorCode::cuda_error,
+                  std::string("gpuattn engine: the narrow int8 kernel's shared memory limit (") +
+                      std::to_string(limit) + " bytes): " + cudaGetErrorString(e));
+    }
+    if (device < kDevices) allowed[device][ti].store(true, std::memory_order_release);
+  }
+  cudaLaunchAttribute attr[1];
+  unsigned n_attr = 0;
+  if (sm80::pdl_enabled() && sm80::kernel_waits_for_pdl(reinterpret_cast<const void*>(kernel))) {
+    attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
+    ++n_attr;
+  }
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(plan.slices));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = bytes;
+  cfg.stream = static_cast<cudaStream_t>(stream);
+  cfg.attrs = attr;
+  cfg.numAttrs = n_attr;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, p);
+  if (e != cudaSuccess) {
+    throw Error(
+        ErrorCode::cuda_error,
+        std::string("gpuattn engine: narrow int8 linear launch failed: ") + cudaGetErrorString(e));
+  }
+}
+
+}  // namespace
+
 void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const SkinnyScratch& s,
                    void* stream) {
   Params p;
@@ -796,8 +1007,9 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
                                                    q8_mma_scales_offset(a.K, a.N))
                   : nullptr;
   const int max_chunk = max_chunk_rows(a.rows, a.q8);
-  if (!plan.ok || a.rows < 1 || a.rows > (a.q8 ? kSkinnyMaxRowsQ8 : kSkinnyMaxRows) ||
-      plan.chunk > max_chunk || (a.q8 && (plan.chunk % kGroup != 0 || a.K % kGroup != 0))) {
+  if (!plan.narrow &&
+      (!plan.ok || a.rows < 1 || a.rows > (a.q8 ? kSkinnyMaxRowsQ8 : kSkinnyMaxRows) ||
+       plan.chunk > max_chunk || (a.q8 && (plan.chunk % kGroup != 0 || a.K % kGroup != 0)))) {
     throw Error(ErrorCode::invalid_argument,
                 "gpuattn engine: skinny linear of " + std::to_string(a.rows) +
                     " rows launched with a plan it does not fit (chunk " +
@@ -809,6 +1021,10 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
                 "gpuattn engine: skinny linear with the k/v scatter has N " + std::to_string(a.N) +
                     " (must be 3C), " + (a.k_pool && a.v_pool ? "both" : "not both") +
                     " caches and " + (a.residual ? "a" : "no") + " residual (must be none)");
+  }
+  if (plan.narrow) {
+    launch_narrow(dt, plan, a, p, stream);
+    return;
   }
   void (*kernel)(Params) =
       a.q8 ? (dt == DType::bf16 ? kernel_for<__nv_bfloat16, true>(a.rows)

@@ -51,6 +51,9 @@ struct SkinnyPlan {
   bool ok = false;  // false: the call is not one the kernel takes; use the general path
   int slices = 0, splits = 0, chunk = 0;
   bool cluster = false;  // the splits of a 64-column slice reduce in a thread-block cluster
+  // int8 at one row with GPUATTN_SKINNY_Q8_NARROW=1 (an experiment switch): a CTA a 16-column
+  // tile over the whole of K (slices tiles, one split), no cluster, no workspace.
+  bool narrow = false;
 };
 
 // Where the engine uses the kernel (engine_policy): one row and at most this many weights.
