@@ -1354,9 +1354,9 @@ TEST_F(AttentionCudaTest, CallerCountersKeepMemsetNodesOutOfGraphs) {
       EXPECT_TRUE(p.output_snapshot() == before) << "out changed by a rejected call";
     };
     if (without == 1 && u.needed > 1) {
-      rejected(counters_view(u.needed - 1, 1, DType::i32),
-               {"counters holds " + std::to_string(u.needed - 1),
-                "needs " + std::to_string(u.needed)});
+      rejected(
+          counters_view(u.needed - 1, 1, DType::i32),
+          {"counters holds " + std::to_string(u.needed - 1), "needs " + std::to_string(u.needed)});
     }
     rejected(counters_view(kCounters, 1, DType::f32), {"counters has dtype float32"});
     rejected(counters_view(kCounters, 2, DType::i32), {"counters stride is 2"});
@@ -1510,6 +1510,119 @@ TEST_F(AttentionCudaTest, DecodeCallsWaitForTheKernelAhead) {
     }
   }
 }
+// With pdl_cache_ready the decode kernel issues the first tiles' older keys before it waits for
+// the kernel ahead, and Q and each sequence's newest key after. Here a paged cache of one-key pages
+// (a pool of ready random rows, then the rows a first decode call writes as its output, poisoned
+// with NaN before it) gives the second call its older keys from the ready rows and its newest key
+// and its query from the first call's output. A kernel that read the newest key or Q before its
+// wait would read NaN. One and three tiles (the newest key in the first tile or the third: the
+// ones issued ahead of the wait at head dim 64), at head dims 64 and 128.
+TEST_F(AttentionCudaTest, DecodeReadsReadyKeysBeforeTheWaitAndTheNewestAfter) {
+  if (!sm80::pdl_enabled()) {
+    GTEST_SKIP() << "PDL is off here: a device below sm_90, a CUDA runtime below 12.3 or "
+                    "GPUATTN_PDL=0";
+  }
+  if (sm80::compute_capability_major() == 9) ASSERT_TRUE(decode::pdl_active());
+  for (const int D : {64, 128}) {
+    for (const int Sk2 : {50, 150}) {
+      SCOPED_TRACE("D " + std::to_string(D) + " keys " + std::to_string(Sk2));
+      constexpr int B = 16, Hq = 32, Hkv = 8, Sk = 8192, R = 512;  // first call: ~0.1 ms
+      const int X = B * Hq;  // the first call's output rows: pool rows [R, R + X)
+      Stream stream;
+      const auto dev = [](const HostTensor& t, void* ptr) {
+        TensorView v = t.view(Device::cuda, ptr);
+        TEST_CUDA_CHECK(cudaGetDevice(&v.device_index));
+        return v;
+      };
+      HostTensor q1(f16, {B, 1, Hq, D}), kv1(f16, {B, Sk, Hkv, D});
+      HostTensor pool(f16, {R + X, 1, 1, D}), out2(f16, {1, 1, 1, D});
+      HostTensor table(DType::i32, {1, Sk2}), used(DType::i32, {1});
+      q1.randomize(seed_of(current_test_name() + "/q1"));
+      pool.randomize(seed_of(current_test_name() + "/pool"));
+      for (std::int64_t i = std::int64_t{R} * D; i < pool.numel(); ++i) {
+        pool.set(i, std::numeric_limits<float>::quiet_NaN());
+      }
+      out2.poison();
+      // Keys 0..Sk2-2 from ready rows (every third), the newest from output row 7; q from row 5.
+      std::vector<std::int32_t> rows(Sk2);
+      for (int j = 0; j + 1 < Sk2; ++j) rows[j] = (3 * j) % R;
+      rows[Sk2 - 1] = R + 7;
+      std::memcpy(table.data(), rows.data(), rows.size() * 4);
+      const std::int32_t n = Sk2;
+      std::memcpy(used.data(), &n, 4);
+      DeviceBuffer dq1(q1.bytes()), dkv1(kv1.bytes()), dpool(pool.bytes()), dout2(out2.bytes()),
+          dtable(table.bytes()), dused(used.bytes());
+      dq1.upload(q1.data());
+      TEST_CUDA_CHECK(cudaMemset(dkv1.get(), 0x3c, kv1.bytes()));  // 1.0586 in fp16
+      dpool.upload(pool.data());
+      dout2.upload(out2.data());
+      dtable.upload(table.data());
+      dused.upload(used.data());
+      auto* x = static_cast<std::uint16_t*>(dpool.get()) + std::int64_t{R} * D;
+
+      AttentionArgs first;
+      first.q = dev(q1, dq1.get());
+      first.k = dev(kv1, dkv1.get());
+      first.v = first.k;
+      first.out = dev(HostTensor(f16, {B, 1, Hq, D}), x);
+      first.backend = Backend::cuda;
+      first.stream = stream.get();
+      first.pdl = true;
+      AttentionArgs second;
+      second.q = dev(HostTensor(f16, {1, 1, 1, D}), x + 5 * D);
+      second.k = dev(pool, dpool.get());
+      second.v = second.k;
+      second.out = dev(out2, dout2.get());
+      second.block_table = dev(table, dtable.get());
+      second.seqused_k = dev(used, dused.get());
+      second.causal = true;
+      second.check_indices = false;
+      second.backend = Backend::cuda;
+      second.stream = stream.get();
+      second.pdl = true;
+      second.pdl_cache_ready = true;
+      for (int round = 0; round < 3; ++round) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        TEST_CUDA_CHECK(
+            cudaMemcpyAsync(x, static_cast<const std::uint16_t*>(pool.data()) + std::int64_t{R} * D,
+                            std::size_t(X) * D * 2, cudaMemcpyHostToDevice,
+                            stream.get()));  // NaN again
+        attention_forward(first);
+        attention_forward(second);
+        TEST_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+        HostTensor got_pool(f16, {R + X, 1, 1, D}), got(f16, {1, 1, 1, D});
+        dpool.download(got_pool.data());
+        dout2.download(got.data());
+        // The reference from what the pool holds now: q = row R + 5, keys and values by the table.
+        HostTensor q2(f16, {1, 1, 1, D}), k2(f16, {1, Sk2, 1, D});
+        for (int d = 0; d < D; ++d) {
+          q2.set(d, got_pool.get(std::int64_t{R + 5} * D + d));
+          for (int j = 0; j < Sk2; ++j) {
+            k2.set(std::int64_t{j} * D + d, got_pool.get(std::int64_t{rows[j]} * D + d));
+          }
+        }
+        for (std::int64_t i = 0; i < k2.numel(); ++i) {
+          ASSERT_TRUE(std::isfinite(k2.get(i))) << "the first call left key element " << i;
+        }
+        AttentionArgs host;
+        host.q = q2.view();
+        host.k = k2.view();
+        host.v = k2.view();
+        host.out = out2.view();
+        host.causal = true;
+        const ReferenceResult ref = reference_attention(host);
+        for (int d = 0; d < D; ++d) {
+          const double want = ref.out[static_cast<std::size_t>(d)];
+          const double o = got.get(d);
+          ASSERT_TRUE(std::isfinite(o)) << "the second call read its newest key or q early";
+          ASSERT_LE(std::fabs(o - want), max_abs_tol(f16) * std::max(1.0, std::fabs(want)))
+              << "col " << d;
+        }
+      }
+    }
+  }
+}
+
 // ---- validation of device arguments: a clear gpuattn::Error, outputs untouched -----------------
 
 // Whether `msg` contains `word` delimited by non-identifier characters.
