@@ -171,8 +171,11 @@ struct AttentionArgs {
   // decode kernel then issues its first key/value tiles (the rest of those keys) and reads the
   // index arrays before it waits for the kernel ahead, so the cache's latency overlaps it; q, and
   // the newest keys, after. The GPT-2 engine's decode steps keep it (their kernel ahead writes
-  // qkv and the step's keys). A broken promise reads stale keys: wrong results, no error. Ignored
-  // without pdl and by every other kernel.
+  // qkv and the step's keys). It also relies on everything ahead of the kernel ahead being done
+  // when the decode kernel starts: true when the kernel ahead lets its dependents start only after
+  // its own griddepcontrol.wait (every kernel of this library and the engine) or not at all. A
+  // broken promise reads stale keys: wrong results, no error. Ignored without pdl and by every
+  // other kernel.
   bool pdl_cache_ready = false;
 
   std::optional<float> softmax_scale;  // default 1/sqrt(D); must be positive and finite

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -293,7 +294,12 @@ __global__ void __launch_bounds__(Tr::kThreads)
   const int lq = p.len_q(b), lk = p.keys_used(b);
   const int rows = lq * group;  // packed rows of this (b, hk)
   const int r0 = rb * Tr::kRows;
-  if (r0 >= rows) return;  // varlen: a shorter sequence (the same for every split of the unit)
+  if (r0 >= rows) {  // varlen: a shorter sequence (the same for every split of the unit)
+    // Early, the wait first all the same: a grid whose CTAs all left without it would let the
+    // kernel after it start before the kernel ahead is done.
+    if (early) ptx::griddep_wait();
+    return;
+  }
 
   const int kend = DecodePlan::key_end(rb, group, lq, lk, p.causal);
   int t0 = 0, t1 = 0;
@@ -450,7 +456,8 @@ __global__ void __launch_bounds__(Tr::kThreads)
       }
     }
   };
-  // The ring: tile t0 + i in stage i % kStages; one commit group per tile (the first with Q).
+  // The ring: tile t0 + i in stage i % kStages; one commit group per tile (the first with Q; early,
+  // the first with Q and every prologue tile, the others empty).
   using Whole = std::integral_constant<bool, false>;
   using Ranged = std::integral_constant<bool, true>;
   if (!early) {
@@ -481,7 +488,7 @@ __global__ void __launch_bounds__(Tr::kThreads)
     for (int i = 0; i < Tr::kStages - 1; ++i) {
       if (t0 + i < t1 && (t0 + i + 1) * kN > fresh) {
         fetch_pages(t0 + i);
-        load_tile(t0 + i, i, Ranged{}, fresh, lk + kN);
+        load_tile(t0 + i, i, Ranged{}, fresh, INT_MAX);
       }
     }
 #pragma unroll
@@ -679,7 +686,8 @@ void launch_decode(const FwdParams& p, cudaStream_t stream) {
     work.lse2 = reinterpret_cast<float*>(base + o_bytes);
   }
   // AttentionArgs::pdl: in a chain of small kernels (a decode step) the launch overlaps the
-  // kernel ahead (the kernel waits for it first thing either way).
+  // kernel ahead (the kernel waits for it before it touches what that kernel may write; with
+  // pdl_early, after issuing the first tiles' older keys).
   if (!p.pdl) {
     Kernel<<<dim3(static_cast<unsigned>(ctas)), Tr::kThreads, Tr::kSmemBytes, stream>>>(p, work);
     GPUATTN_CUDA_CHECK(cudaGetLastError());
