@@ -17,7 +17,7 @@ ab_build bench/results/2026-11-29-h200-s37/a-early 5 || exit 1; ts "builds done"
 T=/tmp/b/build/tests/gpuattn_cuda_tests
 timeout 200 $T --gtest_filter='AttentionCudaTest.Decode*:*DecodeCuda*:*Paged*:Gpt2EngineCuda.*' > $OUT/tests.log 2>&1
 ts "b tests rc $?"; grep -E "^\[ +(FAILED) |PASSED|FAILED|tests ran" $OUT/tests.log | tail -6; grep -A5 "Failure" $OUT/tests.log | head -20
-timeout 120 compute-sanitizer --tool racecheck $T --gtest_filter='AttentionCudaTest.DecodeReadsReadyKeys*' > $OUT/racecheck.log 2>&1
+timeout 90 compute-sanitizer --tool racecheck $T --gtest_filter='AttentionCudaTest.DecodeReadsReadyKeys*' > $OUT/racecheck.log 2>&1
 ts "racecheck rc $?"; grep -E "RACECHECK SUMMARY|PASSED|FAILED" $OUT/racecheck.log | tail -2
 for round in 1 2 3; do
   for d in a b; do
