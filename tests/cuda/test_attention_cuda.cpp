@@ -1524,25 +1524,25 @@ TEST_F(AttentionCudaTest, DecodeReadsReadyKeysBeforeTheWaitAndTheNewestAfter) {
     GTEST_SKIP() << "PDL is off here, or the decode kernel that runs here carries no wait: a "
                     "device below sm_90, a CUDA runtime below 12.3 or GPUATTN_PDL=0";
   }
+  // First call: one split a unit (B x Hkv units fill a wave: no workspace, nothing freed between
+  // the calls), ~200 MB each of K and V at head dim 128: ~0.1 ms on an H200.
+  constexpr int B = 48, Hq = 32, Hkv = 8, Sk = 2048, R = 512;
+  const int X = B * Hq;  // the first call's output rows: pool rows [R, R + X)
+  const auto dev = [](const HostTensor& t, void* ptr) {
+    TensorView v = t.view(Device::cuda, ptr);
+    TEST_CUDA_CHECK(cudaGetDevice(&v.device_index));
+    return v;
+  };
   for (const int D : {64, 128}) {
+    HostTensor q1(f16, {B, 1, Hq, D}), k1(f16, {B, Sk, Hkv, D}), v1(f16, {B, Sk, Hkv, D});
+    q1.randomize(seed_of(current_test_name() + "/q1"));
+    k1.randomize(seed_of(current_test_name() + "/k1"));
+    v1.randomize(seed_of(current_test_name() + "/v1"));
     for (const int Sk2 : {50, 150}) {
       SCOPED_TRACE("D " + std::to_string(D) + " keys " + std::to_string(Sk2));
-      // First call: one split a unit (B x Hkv units fill a wave: no workspace, nothing freed
-      // between the calls), ~0.1-0.2 ms.
-      constexpr int B = 48, Hq = 32, Hkv = 8, Sk = 8192, R = 512;
-      const int X = B * Hq;  // the first call's output rows: pool rows [R, R + X)
       Stream stream;
-      const auto dev = [](const HostTensor& t, void* ptr) {
-        TensorView v = t.view(Device::cuda, ptr);
-        TEST_CUDA_CHECK(cudaGetDevice(&v.device_index));
-        return v;
-      };
-      HostTensor q1(f16, {B, 1, Hq, D}), k1(f16, {B, Sk, Hkv, D}), v1(f16, {B, Sk, Hkv, D});
       HostTensor pool(f16, {R + X, 1, 1, D}), out2(f16, {1, 1, 1, D});
       HostTensor table(DType::i32, {1, Sk2}), control(DType::i32, {1, Sk2}), used(DType::i32, {1});
-      q1.randomize(seed_of(current_test_name() + "/q1"));
-      k1.randomize(seed_of(current_test_name() + "/k1"));
-      v1.randomize(seed_of(current_test_name() + "/v1"));
       pool.randomize(seed_of(current_test_name() + "/pool"));
       for (std::int64_t i = std::int64_t{R} * D; i < pool.numel(); ++i) {
         pool.set(i, std::numeric_limits<float>::quiet_NaN());
