@@ -165,6 +165,18 @@ struct AttentionArgs {
   // small decode shapes; not understood), so it is off by default. Other kernels ignore it; so does
   // the CPU backend. GPUATTN_PDL=0 turns it off everywhere.
   bool pdl = false;
+  // With pdl, a promise about the memory the kernel ahead writes: it writes none of the call's
+  // index arrays (cu_seqlens, seqused_k, block_table) and, of the keys and values, at most each
+  // sequence's last seqlen_q (those appended this step; q and out it may write). The 16-bit
+  // decode kernel then issues its first key/value tiles (the rest of those keys) and reads the
+  // index arrays before it waits for the kernel ahead, so the cache's latency overlaps it; q, and
+  // the newest keys, after. The GPT-2 engine's decode steps keep it (their kernel ahead writes
+  // qkv and the step's keys). It also relies on everything ahead of the kernel ahead being done
+  // when the decode kernel starts: true when the kernel ahead lets its dependents start only after
+  // its own griddepcontrol.wait (every kernel of this library and the engine) or not at all. A
+  // broken promise reads stale keys: wrong results, no error. Ignored without pdl and by every
+  // other kernel.
+  bool pdl_cache_ready = false;
 
   std::optional<float> softmax_scale;  // default 1/sqrt(D); must be positive and finite
   bool causal = false;

@@ -477,6 +477,7 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     p.counters_count = c.shape[0];
   }
   p.pdl = a.pdl;
+  p.pdl_early = a.pdl && a.pdl_cache_ready;
   p.scale = a.softmax_scale ? *a.softmax_scale : static_cast<float>(1.0 / std::sqrt(double(D)));
   p.scale_log2 = static_cast<float>(p.scale * 1.4426950408889634);
 

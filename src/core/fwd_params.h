@@ -83,7 +83,8 @@ struct FwdParams {
   // AttentionArgs::counters (nullptr: none): the caller's zeroed int32 counters and their count.
   std::int32_t* counters = nullptr;
   std::int64_t counters_count = 0;
-  bool pdl = false;  // AttentionArgs::pdl (the decode kernels' launch)
+  bool pdl = false;        // AttentionArgs::pdl (the decode kernels' launch)
+  bool pdl_early = false;  // pdl and AttentionArgs::pdl_cache_ready
 
   GPUATTN_HD bool is_varlen() const { return cu_seqlens_q != nullptr; }
   GPUATTN_HD bool kv_quantized() const { return k_scale != nullptr; }

@@ -19,9 +19,11 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "core/decode_split.h"
 #include "core/fwd_params.h"
@@ -269,9 +271,15 @@ __global__ void __launch_bounds__(Tr::kThreads)
   const std::uint32_t sq = ptx::smem_addr(smem);
   const std::uint32_t ring = sq + Tr::kQBytes;
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
-  // Launched with PDL (launch_decode): nothing global is touched before the kernel ahead is done.
-  ptx::griddep_wait();
-  ptx::griddep_launch_dependents();
+  // Launched with PDL (launch_decode): nothing global is touched before the kernel ahead is done,
+  // unless the call promised (FwdParams::pdl_early, AttentionArgs::pdl_cache_ready) that it wrote
+  // none of the index arrays and none of the keys but each sequence's newest lq: then the first
+  // tiles' older keys are issued first and the wait comes after them (below).
+  const bool early = p.pdl_early;
+  if (!early) {
+    ptx::griddep_wait();
+    ptx::griddep_launch_dependents();
+  }
 
   // Which unit (batch b, KV head hk, row block rb) and split s: row blocks vary fastest, so the
   // CTAs that read the same K/V run side by side.
@@ -286,7 +294,12 @@ __global__ void __launch_bounds__(Tr::kThreads)
   const int lq = p.len_q(b), lk = p.keys_used(b);
   const int rows = lq * group;  // packed rows of this (b, hk)
   const int r0 = rb * Tr::kRows;
-  if (r0 >= rows) return;  // varlen: a shorter sequence (the same for every split of the unit)
+  if (r0 >= rows) {  // varlen: a shorter sequence (the same for every split of the unit)
+    // Early, the wait first all the same: a grid whose CTAs all left without it would let the
+    // kernel after it start before the kernel ahead is done.
+    if (early) ptx::griddep_wait();
+    return;
+  }
 
   const int kend = DecodePlan::key_end(rb, group, lq, lk, p.causal);
   int t0 = 0, t1 = 0;
@@ -294,7 +307,7 @@ __global__ void __launch_bounds__(Tr::kThreads)
 
   // Q: packed row r0 + r is query row (r0 + r) / group of head hk * group + (r0 + r) % group;
   // rows past the sequence are zero-filled (their results are never stored).
-  {
+  const auto load_q = [&] {
     constexpr int kPerThread = Tr::kRows * kChunks / Tr::kThreads;
 #pragma unroll
     for (int u = 0; u < kPerThread; ++u) {
@@ -306,7 +319,8 @@ __global__ void __launch_bounds__(Tr::kThreads)
       if (valid) src += p.q_offset(b, pr / group, hk * group + pr % group) + c * 8;
       ptx::cp_async_16(sq + swz<Tr>(r, c), src, valid);
     }
-  }
+  };
+  if (!early) load_q();
   // K/V tile t into stage st: thread tid takes chunk tid % kChunks of rows tid / kChunks + k *
   // (threads / kChunks); keys past the sequence are zero-filled (finite V under P = 0).
   constexpr int kStep = Tr::kThreads / kChunks, kRowsPerThread = kN / kStep;
@@ -352,7 +366,11 @@ __global__ void __launch_bounds__(Tr::kThreads)
       for (slot += kStep; slot >= p.page_size; slot -= p.page_size) ++page;  // into later pages
     }
   };
-  auto load_tile = [&](int t, int st) {
+  // Ranged: only the rows of keys in [lo, hi) (the early start's two halves of a tile); the others
+  // are left to the other half.
+  auto load_tile = [&](int t, int st, auto ranged, int lo, int hi) {
+    constexpr bool kRanged = decltype(ranged)::value;
+    const auto in = [&](int key) { return !kRanged || (key >= lo && key < hi); };
     const int c = tid % kChunks;
     const std::uint32_t kdst = ring + st * 2 * Tr::kTileBytes;
     const std::uint32_t vdst = kdst + Tr::kTileBytes;
@@ -367,8 +385,10 @@ __global__ void __launch_bounds__(Tr::kThreads)
 #pragma unroll
         for (int r = tid / kChunks; r < kN; r += kStep) {
           const bool valid = t * kN + r < lk;
-          ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? ks : kbase, valid);
-          ptx::cp_async_16(vdst + swz<Tr>(r, c), valid ? vs : vbase, valid);
+          if (in(t * kN + r)) {
+            ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? ks : kbase, valid);
+            ptx::cp_async_16(vdst + swz<Tr>(r, c), valid ? vs : vbase, valid);
+          }
           ks += kStep * p.k_row_stride;
           vs += kStep * p.v_row_stride;
         }
@@ -387,8 +407,10 @@ __global__ void __launch_bounds__(Tr::kThreads)
           const int r = tid / kChunks + u * kStep;
           const bool valid = key < lk;
           const int off = pages[kEarlyPages ? u : 0] * page_stride + slot * row_stride + col;
-          ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? kbase + off : kbase, valid);
-          ptx::cp_async_16(vdst + swz<Tr>(r, c), valid ? vbase + off : vbase, valid);
+          if (in(key)) {
+            ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? kbase + off : kbase, valid);
+            ptx::cp_async_16(vdst + swz<Tr>(r, c), valid ? vbase + off : vbase, valid);
+          }
           key += kStep;
           for (slot += kStep; slot >= p.page_size; slot -= p.page_size) ++page;
         }
@@ -407,8 +429,10 @@ __global__ void __launch_bounds__(Tr::kThreads)
           ks += pg * p.k_batch_stride + slot * p.k_row_stride + kcol;
           vs += pg * p.v_batch_stride + slot * p.v_row_stride + vcol;
         }
-        ptx::cp_async_16(kdst + swz<Tr>(r, c), ks, valid);
-        ptx::cp_async_16(vdst + swz<Tr>(r, c), vs, valid);
+        if (in(key)) {
+          ptx::cp_async_16(kdst + swz<Tr>(r, c), ks, valid);
+          ptx::cp_async_16(vdst + swz<Tr>(r, c), vs, valid);
+        }
         key += kStep;
         for (slot += kStep; slot >= p.page_size; slot -= p.page_size) ++page;
       }
@@ -422,22 +446,53 @@ __global__ void __launch_bounds__(Tr::kThreads)
       for (int u = 0; u < kRowsPerThread; ++u) {
         const int r = tid / kChunks + u * kStep;
         const bool valid = key < lk;
-        ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? ks : kbase, valid);
-        ptx::cp_async_16(vdst + swz<Tr>(r, c), valid ? vs : vbase, valid);
+        if (in(key)) {
+          ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? ks : kbase, valid);
+          ptx::cp_async_16(vdst + swz<Tr>(r, c), valid ? vs : vbase, valid);
+        }
         key += kStep;
         ks += kStep * p.k_row_stride;
         vs += kStep * p.v_row_stride;
       }
     }
   };
-  // The ring: tile t0 + i in stage i % kStages; one commit group per tile (the first with Q).
+  // The ring: tile t0 + i in stage i % kStages; one commit group per tile (the first with Q; early,
+  // the first with Q and every prologue tile, the others empty).
+  using Whole = std::integral_constant<bool, false>;
+  using Ranged = std::integral_constant<bool, true>;
+  if (!early) {
 #pragma unroll
-  for (int i = 0; i < Tr::kStages - 1; ++i) {
-    if (t0 + i < t1) {
-      fetch_pages(t0 + i);
-      load_tile(t0 + i, i);
+    for (int i = 0; i < Tr::kStages - 1; ++i) {
+      if (t0 + i < t1) {
+        fetch_pages(t0 + i);
+        load_tile(t0 + i, i, Whole{}, 0, 0);
+      }
+      ptx::cp_async_commit();
     }
-    ptx::cp_async_commit();
+  } else {
+    // The first tiles' keys before the newest lq, then the wait, then Q and the newest keys (rows
+    // past lk zero-filled as ever): all in the first commit group, the others empty, so the ring
+    // still counts one group a tile (its first wait waits for all of them).
+    const int fresh = max(0, lk - lq);
+#pragma unroll
+    for (int i = 0; i < Tr::kStages - 1; ++i) {
+      if (t0 + i < t1) {
+        fetch_pages(t0 + i);
+        load_tile(t0 + i, i, Ranged{}, 0, fresh);
+      }
+    }
+    ptx::griddep_wait();
+    ptx::griddep_launch_dependents();
+    load_q();
+#pragma unroll
+    for (int i = 0; i < Tr::kStages - 1; ++i) {
+      if (t0 + i < t1 && (t0 + i + 1) * kN > fresh) {
+        fetch_pages(t0 + i);
+        load_tile(t0 + i, i, Ranged{}, fresh, INT_MAX);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < Tr::kStages - 1; ++i) ptx::cp_async_commit();
   }
   fetch_pages(t0 + Tr::kStages - 1);
 
@@ -463,7 +518,7 @@ __global__ void __launch_bounds__(Tr::kThreads)
     // Issue tile t + kStages - 1 into the stage tile t - 1 used (every warp is past it: the
     // barrier at the end of the previous step), then wait for tile t (and on the first, Q).
     if (t + Tr::kStages - 1 < t1) {
-      load_tile(t + Tr::kStages - 1, (i + Tr::kStages - 1) % Tr::kStages);
+      load_tile(t + Tr::kStages - 1, (i + Tr::kStages - 1) % Tr::kStages, Whole{}, 0, 0);
       fetch_pages(t + Tr::kStages);  // lands while tile t is computed
     }
     ptx::cp_async_commit();
@@ -631,7 +686,8 @@ void launch_decode(const FwdParams& p, cudaStream_t stream) {
     work.lse2 = reinterpret_cast<float*>(base + o_bytes);
   }
   // AttentionArgs::pdl: in a chain of small kernels (a decode step) the launch overlaps the
-  // kernel ahead (the kernel waits for it first thing either way).
+  // kernel ahead (the kernel waits for it before it touches what that kernel may write; with
+  // pdl_early, after issuing the first tiles' older keys).
   if (!p.pdl) {
     Kernel<<<dim3(static_cast<unsigned>(ctas)), Tr::kThreads, Tr::kSmemBytes, stream>>>(p, work);
     GPUATTN_CUDA_CHECK(cudaGetLastError());

@@ -450,6 +450,9 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
         // Right behind the kernel that wrote the caches (the k/v scatter, or c_attn's one-row
         // kernel where it wrote them itself): +2-3% tok/s at B1 (s32, behind the scatter).
         at.pdl = true;
+        // The kernel ahead wrote qkv and the step's keys and values (each decode's newest) and
+        // nothing else the call reads: the kernel issues the older keys before it waits for it.
+        at.pdl_cache_ready = true;
         at.stream = ops->stream();
         at.num_threads = opts.num_threads;
         attention_forward(at);

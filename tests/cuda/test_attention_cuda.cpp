@@ -1510,6 +1510,149 @@ TEST_F(AttentionCudaTest, DecodeCallsWaitForTheKernelAhead) {
     }
   }
 }
+// With pdl_cache_ready the decode kernel issues the first tiles' older keys before it waits for
+// the kernel ahead, and Q and each sequence's newest key after. Here a paged cache of one-key pages
+// (a pool of ready random rows, then the rows a first decode call writes as its output, poisoned
+// with NaN before it) gives the second call its older keys from the ready rows and its newest key
+// and its query from the first call's output. A kernel that read the newest key or Q before its
+// wait would read NaN. One and three tiles (the newest key in the first tile or the third: the
+// ones issued ahead of the wait at head dim 64), at head dims 64 and 128. The control: the same
+// call with an older key from the first call's output must read NaN in some round, or the calls
+// never overlapped and the test proved nothing.
+TEST_F(AttentionCudaTest, DecodeReadsReadyKeysBeforeTheWaitAndTheNewestAfter) {
+  if (!sm80::pdl_enabled() || !decode::pdl_active()) {
+    GTEST_SKIP() << "PDL is off here, or the decode kernel that runs here carries no wait: a "
+                    "device below sm_90, a CUDA runtime below 12.3 or GPUATTN_PDL=0";
+  }
+  // First call: one split a unit (B x Hkv units fill a wave: no workspace, nothing freed between
+  // the calls), ~200 MB each of K and V at head dim 128: ~0.1 ms on an H200.
+  constexpr int B = 48, Hq = 32, Hkv = 8, Sk = 2048, R = 512;
+  const int X = B * Hq;  // the first call's output rows: pool rows [R, R + X)
+  const auto dev = [](const HostTensor& t, void* ptr) {
+    TensorView v = t.view(Device::cuda, ptr);
+    TEST_CUDA_CHECK(cudaGetDevice(&v.device_index));
+    return v;
+  };
+  for (const int D : {64, 128}) {
+    HostTensor q1(f16, {B, 1, Hq, D}), k1(f16, {B, Sk, Hkv, D}), v1(f16, {B, Sk, Hkv, D});
+    q1.randomize(seed_of(current_test_name() + "/q1"));
+    k1.randomize(seed_of(current_test_name() + "/k1"));
+    v1.randomize(seed_of(current_test_name() + "/v1"));
+    for (const int Sk2 : {50, 150}) {
+      SCOPED_TRACE("D " + std::to_string(D) + " keys " + std::to_string(Sk2));
+      Stream stream;
+      HostTensor pool(f16, {R + X, 1, 1, D}), out2(f16, {1, 1, 1, D});
+      HostTensor table(DType::i32, {1, Sk2}), control(DType::i32, {1, Sk2}), used(DType::i32, {1});
+      pool.randomize(seed_of(current_test_name() + "/pool"));
+      for (std::int64_t i = std::int64_t{R} * D; i < pool.numel(); ++i) {
+        pool.set(i, std::numeric_limits<float>::quiet_NaN());
+      }
+      // Keys 0..Sk2-2 from ready rows (every third), the newest from output row 7; q from row 5.
+      // The control's key 0 is output row 9.
+      std::vector<std::int32_t> rows(Sk2);
+      for (int j = 0; j + 1 < Sk2; ++j) rows[j] = (3 * j) % R;
+      rows[Sk2 - 1] = R + 7;
+      std::memcpy(table.data(), rows.data(), rows.size() * 4);
+      std::memcpy(control.data(), rows.data(), rows.size() * 4);
+      static_cast<std::int32_t*>(control.data())[0] = R + 9;
+      const std::int32_t n = Sk2;
+      std::memcpy(used.data(), &n, 4);
+      DeviceBuffer dq1(q1.bytes()), dk1(k1.bytes()), dv1(v1.bytes()), dpool(pool.bytes()),
+          dout2(out2.bytes()), dtable(table.bytes()), dcontrol(control.bytes()),
+          dused(used.bytes());
+      dq1.upload(q1.data());
+      dk1.upload(k1.data());
+      dv1.upload(v1.data());
+      dpool.upload(pool.data());
+      dtable.upload(table.data());
+      dcontrol.upload(control.data());
+      dused.upload(used.data());
+      auto* x = static_cast<std::uint16_t*>(dpool.get()) + std::int64_t{R} * D;
+      const auto* poison = static_cast<const std::uint16_t*>(pool.data()) + std::int64_t{R} * D;
+      HostTensor nan_out(f16, {1, 1, 1, D});
+      nan_out.poison();
+
+      AttentionArgs first;
+      first.q = dev(q1, dq1.get());
+      first.k = dev(k1, dk1.get());
+      first.v = dev(v1, dv1.get());
+      first.out = dev(HostTensor(f16, {B, 1, Hq, D}), x);
+      first.backend = Backend::cuda;
+      first.stream = stream.get();
+      first.pdl = true;
+      AttentionArgs second;
+      second.q = dev(HostTensor(f16, {1, 1, 1, D}), x + 5 * D);
+      second.k = dev(pool, dpool.get());
+      second.v = second.k;
+      second.out = dev(out2, dout2.get());
+      second.block_table = dev(table, dtable.get());
+      second.seqused_k = dev(used, dused.get());
+      second.causal = true;
+      second.check_indices = false;
+      second.backend = Backend::cuda;
+      second.stream = stream.get();
+      second.pdl = true;
+      second.pdl_cache_ready = true;
+      AttentionArgs broken = second;  // the promise broken: key 0 is the first call's too
+      broken.block_table = dev(control, dcontrol.get());
+      // Both calls, the first's output and the second's poisoned first; the second's output back.
+      const auto run = [&](const AttentionArgs& call, HostTensor& got, HostTensor& got_pool) {
+        TEST_CUDA_CHECK(cudaMemcpyAsync(x, poison, std::size_t(X) * D * 2, cudaMemcpyHostToDevice,
+                                        stream.get()));
+        TEST_CUDA_CHECK(cudaMemcpyAsync(dout2.get(), nan_out.data(), nan_out.bytes(),
+                                        cudaMemcpyHostToDevice, stream.get()));
+        attention_forward(first);
+        attention_forward(call);
+        TEST_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+        dpool.download(got_pool.data());
+        dout2.download(got.data());
+      };
+      int overlapped = 0;
+      for (int round = 0; round < 3; ++round) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        HostTensor got_pool(f16, {R + X, 1, 1, D}), got(f16, {1, 1, 1, D});
+        run(second, got, got_pool);
+        // The reference from what the pool holds now: q = row R + 5, keys and values by the table.
+        HostTensor q2(f16, {1, 1, 1, D}), k2(f16, {1, Sk2, 1, D});
+        for (int d = 0; d < D; ++d) {
+          q2.set(d, got_pool.get(std::int64_t{R + 5} * D + d));
+          for (int j = 0; j < Sk2; ++j) {
+            k2.set(std::int64_t{j} * D + d, got_pool.get(std::int64_t{rows[j]} * D + d));
+          }
+        }
+        for (std::int64_t i = 0; i < k2.numel(); ++i) {
+          ASSERT_TRUE(std::isfinite(k2.get(i))) << "the first call left key element " << i;
+        }
+        AttentionArgs host;
+        host.q = q2.view();
+        host.k = k2.view();
+        host.v = k2.view();
+        host.out = out2.view();
+        host.causal = true;
+        const ReferenceResult ref = reference_attention(host);
+        for (int d = 0; d < D; ++d) {
+          const double want = ref.out[static_cast<std::size_t>(d)];
+          const double o = got.get(d);
+          ASSERT_TRUE(std::isfinite(o)) << "the second call read its newest key or q early";
+          ASSERT_LE(std::fabs(o - want), max_abs_tol(f16) * std::max(1.0, std::fabs(want)))
+              << "col " << d;
+        }
+        HostTensor got_broken(f16, {1, 1, 1, D}), pool_broken(f16, {R + X, 1, 1, D});
+        run(broken, got_broken, pool_broken);
+        for (int d = 0; d < D; ++d) {
+          if (!std::isfinite(got_broken.get(d))) {
+            ++overlapped;
+            break;
+          }
+        }
+      }
+      EXPECT_GT(overlapped, 0)
+          << "the control never read its early key before the first call "
+             "wrote it: the calls did not overlap, and the test proved nothing";
+    }
+  }
+}
+
 // ---- validation of device arguments: a clear gpuattn::Error, outputs untouched -----------------
 
 // Whether `msg` contains `word` delimited by non-identifier characters.
