@@ -11,6 +11,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -31,6 +32,19 @@ namespace {
 
 std::size_t align_up(std::size_t x, std::size_t a) {
   return (x + a - 1) / a * a;
+}
+
+// Experiment switch GPUATTN_DECODE_EARLY: "1" (the default) lets the decode kernel issue its older
+// keys before its PDL wait (AttentionArgs::pdl_cache_ready), "0" does not (to measure it). Read
+// once; another value throws.
+bool decode_early() {
+  static const bool on = [] {
+    const char* v = std::getenv("GPUATTN_DECODE_EARLY");
+    if (v == nullptr || std::strcmp(v, "1") == 0) return true;
+    if (std::strcmp(v, "0") == 0) return false;
+    invalid(std::string("GPUATTN_DECODE_EARLY is \"") + v + "\": expected 0 or 1");
+  }();
+  return on;
 }
 
 }  // namespace
@@ -452,7 +466,7 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
         at.pdl = true;
         // The kernel ahead wrote qkv and the step's keys and values (each decode's newest) and
         // nothing else the call reads: the kernel issues the older keys before it waits for it.
-        at.pdl_cache_ready = true;
+        at.pdl_cache_ready = decode_early();
         at.stream = ops->stream();
         at.num_threads = opts.num_threads;
         attention_forward(at);

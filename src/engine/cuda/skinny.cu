@@ -508,7 +508,7 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   if (tid == 0) p.counts[slice] = 0;  // for the next call (which waits for this one's end)
 }
 
-// Int8 W at one row, the whole of K a CTA (GPUATTN_SKINNY_Q8_NARROW=1, an experiment switch): a
+// Int8 W at one row, the whole of K a CTA (the default; GPUATTN_SKINNY_Q8_NARROW=0 turns it off): a
 // CTA takes one 16-column tile, whose weights shuffle_q8_mma's order keeps in one run of K x 16
 // bytes, and stages all of them and their scales in shared memory by cp.async ahead of the PDL
 // wait; its 8 warps take every 8th group of 64 rows and meet in shared memory. No split-K partners,
@@ -718,13 +718,13 @@ bool kernel_has_clusters(int rows) {
   return sm80::kernel_waits_for_pdl(reinterpret_cast<const void*>(kernel_for<__half>(rows)));
 }
 
-// GPUATTN_SKINNY_Q8_NARROW: "1" takes int8 calls of one row through q8_narrow_kernel where its
-// shared memory fits, "0" (the default) does not; another value throws invalid_argument. Read once.
+// GPUATTN_SKINNY_Q8_NARROW: "1" (the default) takes int8 calls of one row through q8_narrow_kernel
+// where its shared memory fits, "0" does not; another value throws invalid_argument. Read once.
 bool q8_narrow() {
   static const bool on = [] {
     const char* v = std::getenv("GPUATTN_SKINNY_Q8_NARROW");
-    if (v == nullptr || std::strcmp(v, "0") == 0) return false;
-    if (std::strcmp(v, "1") == 0) return true;
+    if (v == nullptr || std::strcmp(v, "1") == 0) return true;
+    if (std::strcmp(v, "0") == 0) return false;
     throw Error(ErrorCode::invalid_argument,
                 std::string("GPUATTN_SKINNY_Q8_NARROW is \"") + v + "\": expected 0 or 1");
   }();

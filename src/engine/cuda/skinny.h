@@ -51,7 +51,7 @@ struct SkinnyPlan {
   bool ok = false;  // false: the call is not one the kernel takes; use the general path
   int slices = 0, splits = 0, chunk = 0;
   bool cluster = false;  // the splits of a 64-column slice reduce in a thread-block cluster
-  // int8 at one row with GPUATTN_SKINNY_Q8_NARROW=1 (an experiment switch): a CTA a 16-column
+  // int8 at one row (unless GPUATTN_SKINNY_Q8_NARROW=0): a CTA a 16-column
   // tile over the whole of K (slices tiles, one split), no cluster, no workspace.
   bool narrow = false;
 };
