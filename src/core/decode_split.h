@@ -28,10 +28,14 @@ struct DecodePlan {
 
   // K/V stages of the cp.async ring: enough loads in flight per SM for HBM bandwidth as stages x
   // resident CTAs allow, within 99 KB per block (sm_86, sm_89, sm_120) at head dims 64 and 128.
-  static constexpr int stages(int head_dim) { return head_dim == 64 ? 4 : 2; }
+  // 3 at head dim 64, not 4: 51 KB lets 4 CTAs share an H200 SM where 68 KB let 3 (shared memory
+  // was the limit), and the kernel there is latency-bound (s37 ncu at 124M B128: 0.5 issued a
+  // scheduler-cycle) more than short of loads in flight: 124M B128 prompt 512 +4.9% (81.5-81.8K ->
+  // 85.3-85.9K tok/s; s38 call 3), B32 and B8 within noise.
+  static constexpr int stages(int head_dim) { return head_dim == 64 ? 3 : 2; }
   // Dynamic shared memory per CTA (DecodeTraits::kSmemBytes of src/cuda/fwd_decode.cuh, which
   // static_asserts that the two agree): Q (16 rows) and the stages of K and V (64 rows each), 2 *
-  // head_dim bytes a row; the warps' merge at the end reuses the stages. 66 KB at head dim 64,
+  // head_dim bytes a row; the warps' merge at the end reuses the stages. 50 KB at head dim 64,
   // 68 KB at 128, 136 KB at 256.
   static constexpr int smem_bytes(int head_dim) {
     return (kRows + 2 * stages(head_dim) * kBlockN) * 2 * head_dim;

@@ -181,8 +181,10 @@ inline constexpr std::array<TileConfig, 12> kFwdTileConfigs = {{
      "the counts kept per stream and left zeroed by the merging CTA, no memset node: 17.5 -> "
      "16.5 us at the small shapes, 2026-11-29-h200-s31); "
      "Sq 2-4 causal 3.5-8.7x cuDNN. Ring "
-     "stages 4 / 2 / 2 at head dims 64 / 128 / 256 (3 at 128 and 256 measured within 2%, and "
-     "would not fit 99 KB at 128); splits for one wave of 2 CTAs per SM (3 per SM: more partials, "
+     "stages 3 / 2 / 2 at head dims 64 / 128 / 256 (3 at 128 and 256 measured within 2%, and "
+     "would not fit 99 KB at 128; 3 at 64, not 4: 51 KB a CTA, 4 CTAs an H200 SM where 68 KB "
+     "let 3, GPT-2 124M B128 prompt 512 +4.9%, 2026-11-29-h200-s38); splits for one wave of 2 "
+     "CTAs per SM (3 per SM: more partials, "
      "1.04x the time)"},
     {FwdKernel::decode_q8_16x64, "decode_q8_16x64", 16, 64, 4, 4,
      "decode_16x64's calls over a quantized KV cache (k/v int8 or FP8 E4M3, float32 scales per KV "
