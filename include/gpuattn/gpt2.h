@@ -71,6 +71,13 @@ struct Gpt2Weights {
   // layernorm bias N(0, 0.1), layernorm weights 1 + N(0, 0.1) (HF's 0 and 1, with noise so that
   // the tests see them).
   static Gpt2Weights random(const Gpt2Config& config, std::uint64_t seed);
+  // The same distributions as random(), drawn on `threads` threads (0: every core) by a
+  // counter-based generator: each tensor's blocks of 65,536 values have their own stream, so the
+  // values depend on `seed` alone, not on the thread count, but differ from random()'s. For
+  // benchmarking large models: random() draws GPT-2 1.5B's 1.56 billion values one at a time
+  // (~56 s on the 2-core CPU machine). invalid_argument for a negative thread count.
+  static Gpt2Weights random_parallel(const Gpt2Config& config, std::uint64_t seed,
+                                     int threads = 0);
   // A copy whose four linears a layer hold the values an engine with LinearWeights::int8 computes
   // with (each weight quantized and dequantized): the model that engine runs, for
   // gpt2_reference_logits. invalid_argument when a linear's rows are not a multiple of

@@ -1,12 +1,15 @@
 // Gpt2Config checks and Gpt2Weights from / to safetensors in the Hugging Face GPT-2 layout.
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "engine/files.h"
 #include "engine/json.h"
@@ -242,6 +245,109 @@ Gpt2Weights Gpt2Weights::random(const Gpt2Config& config, std::uint64_t seed) {
   }
   w.ln_f_w = around(C, 1.0f);
   w.ln_f_b = around(C, 0.0f);
+  return w;
+}
+
+namespace {
+
+// splitmix64's step: the generator of random_parallel's streams (and the mix of their seeds).
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// One tensor of random_parallel: n values of N(center, sd) into data, from stream `stream`.
+struct NormalFill {
+  float* data;
+  std::int64_t n;
+  float center, sd;
+  std::uint64_t stream;
+};
+
+constexpr std::int64_t kFillBlock = 65536;  // values a block
+
+// Block `block` of f: its own splitmix64 stream, started from a hash of (seed, f.stream, block);
+// normal pairs by Marsaglia's polar method on 24-bit uniforms in (-1, 1) (one log and one square
+// root a pair, no trigonometry; 21% of the pairs drawn are rejected).
+void fill_block(const NormalFill& f, std::uint64_t seed, std::int64_t block) {
+  std::uint64_t s0 = seed ^ (f.stream * 0xd1b54a32d192ed03ULL);
+  std::uint64_t s1 = splitmix64(s0) ^ (static_cast<std::uint64_t>(block) * 0x8cb92ba72f3d8dd7ULL);
+  std::uint64_t state = splitmix64(s1);
+  const std::int64_t begin = block * kFillBlock, end = std::min(f.n, begin + kFillBlock);
+  constexpr float kUnit = 1.0f / 8388608.0f;  // 2^-23: 24 bits to [-1, 1)
+  for (std::int64_t i = begin; i < end;) {
+    const std::uint64_t r = splitmix64(state);
+    const float u = static_cast<float>(static_cast<std::int32_t>(r >> 40) - 8388608) * kUnit;
+    const float v =
+        static_cast<float>(static_cast<std::int32_t>((r >> 16) & 0xffffff) - 8388608) * kUnit;
+    const float q = u * u + v * v;
+    if (q >= 1.0f || q == 0.0f) continue;
+    const float m = f.sd * std::sqrt(-2.0f * std::log(q) / q);
+    f.data[i++] = f.center + u * m;
+    if (i < end) f.data[i++] = f.center + v * m;
+  }
+}
+
+}  // namespace
+
+Gpt2Weights Gpt2Weights::random_parallel(const Gpt2Config& config, std::uint64_t seed,
+                                         int threads) {
+  config.validate();
+  if (threads < 0) {
+    invalid("gpuattn::Gpt2Weights::random_parallel: threads is " + std::to_string(threads) +
+            ", must be 0 (every core) or positive");
+  }
+  Gpt2Weights w;
+  w.config = config;
+  const std::int64_t C = config.n_embd;
+  std::vector<NormalFill> fills;
+  const auto add = [&](std::vector<float>& v, std::int64_t n, float center, float sd) {
+    v.resize(static_cast<std::size_t>(n));
+    fills.push_back({v.data(), n, center, sd, static_cast<std::uint64_t>(fills.size())});
+  };
+  constexpr float kInit = 0.02f, kNoise = 0.1f;  // random()'s
+  add(w.wte, config.vocab_size * C, 0.0f, kInit);
+  add(w.wpe, config.n_positions * C, 0.0f, kInit);
+  w.layers.resize(static_cast<std::size_t>(config.n_layer));
+  for (Layer& L : w.layers) {
+    add(L.ln_1_w, C, 1.0f, kNoise);
+    add(L.ln_1_b, C, 0.0f, kNoise);
+    add(L.c_attn_w, C * 3 * C, 0.0f, kInit);
+    add(L.c_attn_b, 3 * C, 0.0f, kNoise);
+    add(L.attn_proj_w, C * C, 0.0f, kInit);
+    add(L.attn_proj_b, C, 0.0f, kNoise);
+    add(L.ln_2_w, C, 1.0f, kNoise);
+    add(L.ln_2_b, C, 0.0f, kNoise);
+    add(L.c_fc_w, C * 4 * C, 0.0f, kInit);
+    add(L.c_fc_b, 4 * C, 0.0f, kNoise);
+    add(L.mlp_proj_w, 4 * C * C, 0.0f, kInit);
+    add(L.mlp_proj_b, C, 0.0f, kNoise);
+  }
+  add(w.ln_f_w, C, 1.0f, kNoise);
+  add(w.ln_f_b, C, 0.0f, kNoise);
+
+  // Every (tensor, block) pair, handed out in order through one counter.
+  std::vector<std::pair<std::size_t, std::int64_t>> blocks;
+  for (std::size_t t = 0; t < fills.size(); ++t) {
+    for (std::int64_t b = 0; b * kFillBlock < fills[t].n; ++b) blocks.emplace_back(t, b);
+  }
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < blocks.size();) {
+      fill_block(fills[blocks[i].first], seed, blocks[i].second);
+    }
+  };
+  const int n = threads > 0 ? threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  const int extra = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(n) - 1,
+                                                           blocks.size()));
+  pool.reserve(static_cast<std::size_t>(extra));
+  for (int i = 0; i < extra; ++i) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
   return w;
 }
 

@@ -45,6 +45,72 @@ TEST(Gpt2Config, RejectsWhatNoKernelRuns) {
   expect_invalid_argument([&] { c.validate(); }, "layer_norm_epsilon");
 }
 
+// random_parallel: the values depend on the seed alone (not the thread count, nor the order the
+// blocks are drawn in), tensors and blocks draw from different streams, the distributions are
+// random()'s, and the shapes are random()'s.
+TEST(Gpt2Weights, RandomParallelIsDeterministicAndDistributedAsRandom) {
+  Gpt2Config c = small_config();
+  c.vocab_size = 1100;  // wte: 140,800 values, three blocks of 65,536 (the last one partial)
+  const Gpt2Weights one = Gpt2Weights::random_parallel(c, 5, 1);
+  const Gpt2Weights many = Gpt2Weights::random_parallel(c, 5, 3);
+  const Gpt2Weights all = Gpt2Weights::random_parallel(c, 5);
+  const Gpt2Weights ref = Gpt2Weights::random(c, 5);
+  const auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+  };
+  const auto tensors = [](const Gpt2Weights& w) {
+    std::vector<const std::vector<float>*> t = {&w.wte, &w.wpe, &w.ln_f_w, &w.ln_f_b};
+    for (const Gpt2Weights::Layer& L : w.layers) {
+      for (const auto* v : {&L.ln_1_w, &L.ln_1_b, &L.c_attn_w, &L.c_attn_b, &L.attn_proj_w,
+                            &L.attn_proj_b, &L.ln_2_w, &L.ln_2_b, &L.c_fc_w, &L.c_fc_b,
+                            &L.mlp_proj_w, &L.mlp_proj_b}) {
+        t.push_back(v);
+      }
+    }
+    return t;
+  };
+  const auto t1 = tensors(one), tm = tensors(many), ta = tensors(all), tr = tensors(ref);
+  ASSERT_EQ(t1.size(), tr.size());
+  for (std::size_t i = 0; i < t1.size(); ++i) {
+    EXPECT_TRUE(same(*t1[i], *tm[i])) << "tensor " << i << ": 1 thread against 3";
+    EXPECT_TRUE(same(*t1[i], *ta[i])) << "tensor " << i << ": 1 thread against every core";
+    EXPECT_EQ(t1[i]->size(), tr[i]->size()) << "tensor " << i;
+    for (float x : *t1[i]) ASSERT_TRUE(std::isfinite(x)) << "tensor " << i;
+  }
+  EXPECT_FALSE(same(one.wte, Gpt2Weights::random_parallel(c, 6, 2).wte)) << "seeds 5 and 6";
+  // Streams: two layers' c_attn_w, and wte's blocks, are not copies of each other.
+  EXPECT_FALSE(same(one.layers[0].c_attn_w, one.layers[1].c_attn_w));
+  EXPECT_NE(std::memcmp(one.wte.data(), one.wte.data() + 65536, 4096), 0);
+  // Moments against random()'s N(0, 0.02) and 1 + N(0, 0.1), within ~5 standard errors.
+  const auto moments = [](const std::vector<float>& v, double& mean, double& sd) {
+    double s = 0.0, s2 = 0.0;
+    for (float x : v) s += x;
+    mean = s / static_cast<double>(v.size());
+    for (float x : v) s2 += (x - mean) * (x - mean);
+    sd = std::sqrt(s2 / static_cast<double>(v.size()));
+  };
+  double mean = 0.0, sd = 0.0;
+  moments(one.wte, mean, sd);  // 140,800 values
+  EXPECT_NEAR(mean, 0.0, 5 * 0.02 / std::sqrt(140800.0));
+  EXPECT_NEAR(sd, 0.02, 0.02 * 5 / std::sqrt(2 * 140800.0));
+  std::vector<float> ln;
+  for (const Gpt2Weights::Layer& L : one.layers) {
+    ln.insert(ln.end(), L.ln_1_w.begin(), L.ln_1_w.end());
+    ln.insert(ln.end(), L.ln_2_w.begin(), L.ln_2_w.end());
+  }
+  moments(ln, mean, sd);  // 512 values
+  EXPECT_NEAR(mean, 1.0, 5 * 0.1 / std::sqrt(512.0));
+  EXPECT_NEAR(sd, 0.1, 0.1 * 5 / std::sqrt(2 * 512.0));
+  // The tails: a normal puts 4.55% beyond two standard deviations.
+  const auto beyond = std::count_if(one.wte.begin(), one.wte.end(),
+                                    [](float x) { return std::abs(x) > 0.04f; });
+  EXPECT_NEAR(static_cast<double>(beyond) / 140800.0, 0.0455, 0.003);
+  expect_invalid_argument([&] { (void)Gpt2Weights::random_parallel(c, 5, -2); },
+                          "threads is -2");
+  c.n_head = 3;
+  expect_invalid_argument([&] { (void)Gpt2Weights::random_parallel(c, 5); }, "n_head = 3");
+}
+
 TEST(Gpt2Weights, SaveLoadRoundTripWithConfig) {
   const Gpt2Weights w = Gpt2Weights::random(small_config(), 1);
   const std::string dir = temp_dir("roundtrip");

@@ -26,7 +26,8 @@ our attention over a paged KV cache) or on the CPU, batched by the continuous-ba
   --model PATH        a model.safetensors file, or a directory holding it and config.json
                       (Hugging Face GPT-2 layout, as save_pretrained writes it)
   --random SIZE       random weights instead: tiny (2 layers, 128 wide), 124m, 355m or 1558m
-                      (GPT-2's shapes); --weights-seed S picks them (default 1)
+                      (GPT-2's shapes), drawn on every core; --weights-seed S picks them
+                      (default 1)
   --prompt IDS        comma-separated token ids (default: --prompt-len random ids)
   --text TEXT         the prompt as text, through GPT-2's tokenizer (vocab.json and merges.txt
                       of --tokenizer DIR, else of the --model directory)
@@ -142,7 +143,7 @@ int run_generate(const std::vector<std::string>& args) {
       c.n_head = 25;
       c.n_embd = 1600;
     }
-    weights = Gpt2Weights::random(c, f.get_u64("weights-seed", 1));
+    weights = Gpt2Weights::random_parallel(c, f.get_u64("weights-seed", 1));
     model_name = "random " + size;
   }
   if (f.has("save-model")) weights.save(f.get("save-model", ""));

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds device binaries on this (CPU) machine for sm_90a and packs them for the device tool's
+# `carry`, so that a device call spends its minutes running rather than building (a build there
+# takes ~2.5 of them; s38's calls ran binaries built here). The binaries link cudart and
+# cuBLASLt dynamically and need glibc 2.34 (checked below); static libstdc++ is not used, as
+# it pulls in glibc 2.36 symbols.
+#   scripts/carry-build.sh NAME [TARGET...]   default targets: gpuattn_cli gpuattn_cuda_tests
+# makes build-carry-NAME/ (reused: a second run rebuilds only what changed) and carry/NAME.tar.xz
+# (the stripped executables under NAME/; all of carry/ must stay under the 64 MiB carry limit).
+# On the device (run with carry ["carry"]):
+#   mkdir -p /tmp/NAME && tar xJf carry/NAME.tar.xz -C /tmp/NAME --strip-components 1
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 1 ] || { echo "usage: scripts/carry-build.sh NAME [TARGET...]" >&2; exit 2; }
+name=$1
+shift
+[[ $name =~ ^[A-Za-z0-9_-]+$ ]] || { echo "carry-build: NAME \"$name\": letters, digits, _ and - only" >&2; exit 2; }
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(gpuattn_cli gpuattn_cuda_tests)
+export PATH=/usr/local/cuda/bin:$PATH
+dir=build-carry-$name
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+  -DGPUATTN_CUDA=ON > /dev/null
+ninja -C "$dir" "${targets[@]}"
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir "$stage/$name"
+for t in "${targets[@]}"; do
+  exe=$t
+  [ "$t" = gpuattn_cli ] && exe=gpuattn  # the CLI target's executable
+  f=$(find "$dir/tools" "$dir/tests" "$dir/bench" -maxdepth 1 -type f -name "$exe" 2>/dev/null | head -1)
+  [ -n "$f" ] || { echo "carry-build: no executable $exe in $dir (target $t)" >&2; exit 1; }
+  cp "$f" "$stage/$name/"
+done
+strip "$stage/$name"/*
+need=$(objdump -T "$stage/$name"/* | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
+case $need in
+  GLIBC_2.3[5-9] | GLIBC_2.[4-9]*) echo "carry-build: the binaries need $need (binaries needing 2.34 ran there in s38; newer ones were not tried)" >&2; exit 1 ;;
+esac
+mkdir -p carry
+tar cJf "carry/$name.tar.xz" -C "$stage" "$name"
+ls -la carry/
+total=$(du -cb carry/* | tail -1 | cut -f1)
+[ "$total" -le $((64 * 1024 * 1024)) ] || echo "carry-build: carry/ holds $total bytes, over the 64 MiB limit" >&2
