@@ -11,7 +11,6 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -19,6 +18,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/env_switch.h"
 #include "engine/model_ops.h"
 #include "engine/q8_weights.h"
 #include "gpuattn/gpt2.h"
@@ -38,12 +38,7 @@ std::size_t align_up(std::size_t x, std::size_t a) {
 // keys before its PDL wait (AttentionArgs::pdl_cache_ready), "0" does not (to measure it). Read
 // once; another value throws.
 bool decode_early() {
-  static const bool on = [] {
-    const char* v = std::getenv("GPUATTN_DECODE_EARLY");
-    if (v == nullptr || std::strcmp(v, "1") == 0) return true;
-    if (std::strcmp(v, "0") == 0) return false;
-    invalid(std::string("GPUATTN_DECODE_EARLY is \"") + v + "\": expected 0 or 1");
-  }();
+  static const bool on = env_flag("GPUATTN_DECODE_EARLY", true);
   return on;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env_switch.h"
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/skinny.h"
@@ -278,13 +279,7 @@ class CudaOps final : public ModelOps {
   // of the kernel (rows 0-7, then the rest), reading the int8 W twice (2 bytes a weight), instead
   // of dequantizing W for cuBLASLt (5). Read once; a value other than 0 or 1 throws.
   static bool q8_two_launches() {
-    static const bool on = [] {
-      const char* v = std::getenv("GPUATTN_SKINNY_Q8_TWO_LAUNCHES");
-      if (v == nullptr || std::string(v) == "0") return false;
-      if (std::string(v) == "1") return true;
-      throw Error(ErrorCode::invalid_argument,
-                  std::string("GPUATTN_SKINNY_Q8_TWO_LAUNCHES is \"") + v + "\": expected 0 or 1");
-    }();
+    static const bool on = env_flag("GPUATTN_SKINNY_Q8_TWO_LAUNCHES", false);
     return on;
   }
   bool try_skinny_halves(const cuda::SkinnyArgs& a) {

@@ -28,12 +28,14 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "core/env_switch.h"
 #include "cuda/fwd_sm80.h"
 #include "cuda/half_convert.cuh"
 #include "cuda/pdl.h"
@@ -721,13 +723,7 @@ bool kernel_has_clusters(int rows) {
 // GPUATTN_SKINNY_Q8_NARROW: "1" (the default) takes int8 calls of one row through q8_narrow_kernel
 // where its shared memory fits, "0" does not; another value throws invalid_argument. Read once.
 bool q8_narrow() {
-  static const bool on = [] {
-    const char* v = std::getenv("GPUATTN_SKINNY_Q8_NARROW");
-    if (v == nullptr || std::strcmp(v, "1") == 0) return true;
-    if (std::strcmp(v, "0") == 0) return false;
-    throw Error(ErrorCode::invalid_argument,
-                std::string("GPUATTN_SKINNY_Q8_NARROW is \"") + v + "\": expected 0 or 1");
-  }();
+  static const bool on = env_flag("GPUATTN_SKINNY_Q8_NARROW", true);
   return on;
 }
 
@@ -752,14 +748,8 @@ std::size_t smem_optin() {
 // wherever the kernel can take the call (for measuring it against cuBLASLt). Read once.
 enum class Use { never, policy, all };
 Use skinny_use() {
-  static const Use use = [] {
-    const char* v = std::getenv("GPUATTN_SKINNY_GEMM");
-    if (v == nullptr || std::strcmp(v, "1") == 0) return Use::policy;
-    if (std::strcmp(v, "0") == 0) return Use::never;
-    if (std::strcmp(v, "all") == 0) return Use::all;
-    throw Error(ErrorCode::invalid_argument,
-                std::string("GPUATTN_SKINNY_GEMM is \"") + v + "\": expected 0, 1 or all");
-  }();
+  static const Use use = std::array{Use::policy, Use::never,
+                                    Use::all}[env_choice("GPUATTN_SKINNY_GEMM", {"1", "0", "all"})];
   return use;
 }
 
