@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/model_ops.h"
@@ -11,6 +12,31 @@
 
 namespace gpuattn {
 namespace engine {
+
+namespace {
+
+// f(begin, end) over [0, n) split into contiguous ranges on up to 16 threads (one below 2^20
+// elements of work, `elements`): the quantizer's results do not depend on the split.
+template <typename F>
+void parallel_ranges(int n, std::int64_t elements, const F& f) {
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int parts = elements < (std::int64_t{1} << 20) ? 1 : std::min({hw, n, 16});
+  if (parts <= 1) {
+    f(0, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(parts - 1));
+  const auto bound = [&](int i) {
+    return static_cast<int>(static_cast<std::int64_t>(n) * i / parts);
+  };
+  for (int i = 1; i < parts; ++i)
+    pool.emplace_back([&f, a = bound(i), b = bound(i + 1)] { f(a, b); });
+  f(0, bound(1));
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace
 
 void quantize_q8(const float* W, int K, int N, std::int8_t* q, float* scales) {
   if (K <= 0 || K % kGpt2Q8Group != 0) {
@@ -22,30 +48,44 @@ void quantize_q8(const float* W, int K, int N, std::int8_t* q, float* scales) {
     throw Error(ErrorCode::invalid_argument, "int8 linear weights: N (columns of W) is " +
                                                  std::to_string(N) + ", must be positive");
   }
-  std::vector<float> amax(static_cast<std::size_t>(N));
-  for (int g = 0; g < K / kGpt2Q8Group; ++g) {
-    std::fill(amax.begin(), amax.end(), 0.0f);
-    const int k0 = g * kGpt2Q8Group;
-    for (int k = k0; k < k0 + kGpt2Q8Group; ++k) {
-      const float* row = W + static_cast<std::int64_t>(k) * N;
-      for (int n = 0; n < N; ++n) {
-        if (!std::isfinite(row[n])) {
-          throw Error(ErrorCode::invalid_argument, "int8 linear weights: W[" + std::to_string(k) +
-                                                       "][" + std::to_string(n) +
-                                                       "] is not finite");
+  // Groups of 64 rows over threads; each range notes its first non-finite weight (in row-major
+  // order), and the first of all is named, as one thread going through W in order would.
+  const int groups = K / kGpt2Q8Group;
+  std::vector<std::int64_t> bad(static_cast<std::size_t>(groups), -1);
+  parallel_ranges(groups, static_cast<std::int64_t>(K) * N, [&](int g0, int g1) {
+    std::vector<float> amax(static_cast<std::size_t>(N));
+    for (int g = g0; g < g1; ++g) {
+      std::fill(amax.begin(), amax.end(), 0.0f);
+      const int k0 = g * kGpt2Q8Group;
+      for (int k = k0; k < k0 + kGpt2Q8Group; ++k) {
+        const float* row = W + static_cast<std::int64_t>(k) * N;
+        for (int n = 0; n < N; ++n) {
+          if (!std::isfinite(row[n])) {
+            bad[static_cast<std::size_t>(g)] = static_cast<std::int64_t>(k) * N + n;
+            return;
+          }
+          amax[n] = std::max(amax[n], std::abs(row[n]));
         }
-        amax[n] = std::max(amax[n], std::abs(row[n]));
+      }
+      float* s = scales + static_cast<std::int64_t>(g) * N;
+      for (int n = 0; n < N; ++n) s[n] = amax[n] / 127.0f;
+      for (int k = k0; k < k0 + kGpt2Q8Group; ++k) {
+        const float* row = W + static_cast<std::int64_t>(k) * N;
+        std::int8_t* qr = q + static_cast<std::int64_t>(k) * N;
+        for (int n = 0; n < N; ++n) {
+          // lround's rounding (half away from zero), exact in double for |x| <= 127.5.
+          const float x = s[n] > 0.0f ? row[n] / s[n] : 0.0f;
+          const long v = static_cast<long>(static_cast<double>(x) + std::copysign(0.5, x));
+          qr[n] = static_cast<std::int8_t>(std::min(127L, std::max(-127L, v)));
+        }
       }
     }
-    float* s = scales + static_cast<std::int64_t>(g) * N;
-    for (int n = 0; n < N; ++n) s[n] = amax[n] / 127.0f;
-    for (int k = k0; k < k0 + kGpt2Q8Group; ++k) {
-      const float* row = W + static_cast<std::int64_t>(k) * N;
-      std::int8_t* qr = q + static_cast<std::int64_t>(k) * N;
-      for (int n = 0; n < N; ++n) {
-        const long v = s[n] > 0.0f ? std::lround(row[n] / s[n]) : 0L;
-        qr[n] = static_cast<std::int8_t>(std::min(127L, std::max(-127L, v)));
-      }
+  });
+  for (const std::int64_t i : bad) {
+    if (i >= 0) {
+      throw Error(ErrorCode::invalid_argument, "int8 linear weights: W[" + std::to_string(i / N) +
+                                                   "][" + std::to_string(i % N) +
+                                                   "] is not finite");
     }
   }
 }
@@ -70,20 +110,23 @@ void shuffle_q8_mma(const std::int8_t* q, int K, int N, std::int8_t* out) {
                                                  std::to_string(N) + ", must be positive");
   }
   const int tiles = (N + 15) / 16;
-  std::size_t o = 0;
-  for (int nt = 0; nt < tiles; ++nt) {
-    for (int s2 = 0; s2 < K / 32; ++s2) {
-      for (int lane = 0; lane < 32; ++lane) {
-        const int g = lane / 4, t = lane % 4;
-        for (int b = 0; b < 16; ++b) {
-          const int step = 2 * s2 + b / 8, r = (b % 8) / 2;
-          const int n = nt * 16 + g + (r % 2) * 8;
-          const int k = step * 16 + 2 * t + (r / 2) * 8 + b % 2;
-          out[o++] = n < N ? q[static_cast<std::size_t>(k) * N + n] : std::int8_t{0};
+  // Tile nt's K x 16 bytes start at nt * K * 16: tiles over threads.
+  parallel_ranges(tiles, static_cast<std::int64_t>(K) * N, [&](int t0, int t1) {
+    for (int nt = t0; nt < t1; ++nt) {
+      std::size_t o = static_cast<std::size_t>(nt) * static_cast<std::size_t>(K) * 16;
+      for (int s2 = 0; s2 < K / 32; ++s2) {
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = lane / 4, t = lane % 4;
+          for (int b = 0; b < 16; ++b) {
+            const int step = 2 * s2 + b / 8, r = (b % 8) / 2;
+            const int n = nt * 16 + g + (r % 2) * 8;
+            const int k = step * 16 + 2 * t + (r / 2) * 8 + b % 2;
+            out[o++] = n < N ? q[static_cast<std::size_t>(k) * N + n] : std::int8_t{0};
+          }
         }
       }
     }
-  }
+  });
 }
 
 std::size_t q8_mma_scales_offset(int K, int N) {

@@ -78,6 +78,65 @@ TEST(Gpt2Q8, QuantizerBoundsEveryWeight) {
                           "W[70][3] is not finite");
 }
 
+// Past 2^20 weights the quantizer and the fragment order run on several threads (where there are
+// cores): every weight must still follow the one-thread rule (q = lround(W / s) within +-127, s =
+// the group's absmax / 127, ties away from zero), every byte land where the fragment order puts
+// it, and of two non-finite weights in different threads' ranges the first in row-major order is
+// the one named.
+TEST(Gpt2Q8, LargeMatricesFollowTheRuleOnEveryThread) {
+  const int K = 1024, N = 1100;  // 1,126,400 weights, 16 groups, 69 tiles (the last partial)
+  std::vector<float> W = normal(static_cast<std::size_t>(K) * N, 0.05f, 9);
+  // Column 7, group 3: absmax 127 / 128 makes s = 1 / 128 exactly, and W = +-2.5 / 128 ties.
+  W[static_cast<std::size_t>(192) * N + 7] = 127.0f / 128.0f;
+  W[static_cast<std::size_t>(193) * N + 7] = 2.5f / 128.0f;
+  W[static_cast<std::size_t>(194) * N + 7] = -2.5f / 128.0f;
+  for (int k = 195; k < 256; ++k) W[static_cast<std::size_t>(k) * N + 7] = 0.001f;
+  std::vector<std::int8_t> q(W.size(), 99);
+  std::vector<float> s(static_cast<std::size_t>(K / kGpt2Q8Group) * N, -1.0f);
+  engine::quantize_q8(W.data(), K, N, q.data(), s.data());
+  EXPECT_EQ(s[3 * N + 7], 1.0f / 128.0f);
+  EXPECT_EQ(q[static_cast<std::size_t>(193) * N + 7], 3);
+  EXPECT_EQ(q[static_cast<std::size_t>(194) * N + 7], -3);
+  for (int g = 0; g < K / kGpt2Q8Group; ++g) {
+    for (int n = 0; n < N; ++n) {
+      float amax = 0.0f;
+      for (int k = g * kGpt2Q8Group; k < (g + 1) * kGpt2Q8Group; ++k) {
+        amax = std::max(amax, std::abs(W[static_cast<std::size_t>(k) * N + n]));
+      }
+      const float sc = amax / 127.0f;
+      ASSERT_EQ(s[static_cast<std::size_t>(g) * N + n], sc) << "group " << g << " column " << n;
+      for (int k = g * kGpt2Q8Group; k < (g + 1) * kGpt2Q8Group; ++k) {
+        const std::size_t i = static_cast<std::size_t>(k) * N + n;
+        const long want = sc > 0.0f ? std::lround(W[i] / sc) : 0L;
+        ASSERT_EQ(q[i], std::min(127L, std::max(-127L, want))) << "W[" << k << "][" << n << "]";
+      }
+    }
+  }
+  std::vector<std::int8_t> out(engine::q8_mma_scales_offset(K, N), std::int8_t{99});
+  engine::shuffle_q8_mma(q.data(), K, N, out.data());
+  for (int nt = 0; nt < (N + 15) / 16; ++nt) {
+    for (int step = 0; step < K / 16; ++step) {
+      for (int lane = 0; lane < 32; ++lane) {
+        for (int i = 0; i < 8; ++i) {
+          const int n = nt * 16 + lane / 4 + 8 * ((i / 2) % 2);
+          const int k = step * 16 + 2 * (lane % 4) + i % 2 + 8 * (i / 4);
+          const std::size_t at =
+              ((static_cast<std::size_t>(nt) * (K / 32) + step / 2) * 32 + lane) * 16 +
+              (step % 2) * 8 + i;
+          ASSERT_EQ(out[at], n < N ? q[static_cast<std::size_t>(k) * N + n] : 0)
+              << "tile " << nt << " step " << step << " lane " << lane << " a" << i;
+        }
+      }
+    }
+  }
+  // Groups 6 and 9: the two halves' ranges on two threads, different ones on more.
+  W[static_cast<std::size_t>(600) * N + 5] = std::numeric_limits<float>::infinity();
+  W[static_cast<std::size_t>(400) * N + 1000] = std::numeric_limits<float>::quiet_NaN();
+  W[static_cast<std::size_t>(400) * N + 1001] = std::numeric_limits<float>::quiet_NaN();
+  expect_invalid_argument([&] { engine::quantize_q8(W.data(), K, N, q.data(), s.data()); },
+                          "W[400][1000] is not finite");
+}
+
 // The CUDA backend's order of q for mma.m16n8k16 (shuffle_q8_mma), read back as the PTX ISA
 // lays out the A fragment ("Matrix Fragments for mma.m16n8k16 with floating point type"): lane
 // (groupID g = lane / 4, threadID_in_group t = lane % 4) holds a0..a7, a_i at row
