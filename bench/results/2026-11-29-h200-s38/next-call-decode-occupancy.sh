@@ -3,9 +3,12 @@
 # here in s38 by carry-build.sh (run with carry ["carry"]; if carry/ is gone, rebuild them as
 # notes.md says, or skip step 1):
 #   dec-base: main (decode kernel 3 stages at head dim 64, 112 registers paged: 4 CTAs an SM by
-#             registers and shared memory alike), with libgpuattn_kernel_trace.so;
-#   dec-s2m5: 2 stages at head dim 64 and __launch_bounds__(128, 5) there (34 KB, <= 102 regs);
-#   dec-s2m6: 2 stages and __launch_bounds__(128, 6) (<= 85 regs; may spill).
+#             registers and shared memory alike), with libgpuattn_kernel_trace.so and
+#             gpuattn_boundary_probe;
+#   dec-s2m5: 2 stages at head dim 64 and __launch_bounds__(128, 5) there (34 KB; ptxas: 96
+#             registers, no stack);
+#   dec-s2m6: 2 stages and __launch_bounds__(128, 6) (80 registers; the paged kernel 32 bytes of
+#             stack: it spills).
 # Why: 4 CTAs an SM (s38 call 3: 3 stages) gave 124M B128 +4.9% over 3 CTAs with 4 stages, so
 # more resident warps may go on paying. Expect B128 +3-8% for s2m5 if it does not spill, less or
 # negative for s2m6 if it does; B1/B32 within +-2%.
@@ -22,6 +25,10 @@ for v in $V; do
 done
 /tmp/dec-base/gpuattn --help > /dev/null || { echo "the carried gpuattn does not start here"; exit 1; }
 ts start
+# First: what a step boundary costs (tools/boundary_probe.cu; ~30 s): S dependent memory-bound
+# steps as a kernel chain (plain, PDL) and as one persistent kernel with flag barriers. If the
+# persistent row is several us a step below kernels+pdl, a decode megakernel is 1.5B B1's lever.
+timeout 120 /tmp/dec-base/gpuattn_boundary_probe 192 20 2>&1 | tee $OUT/boundary.txt; ts "boundary rc $?"
 gen() { local label=$1 v=$2; shift 2
   timeout 60 /tmp/$v/gpuattn generate --random "$@" > $OUT/gen.tmp 2>&1; echo "$label $v: rc $? $(tail -1 $OUT/gen.tmp)"; }
 for round in 1 2; do
