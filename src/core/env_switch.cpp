@@ -24,7 +24,7 @@ int env_choice(const char* name, std::initializer_list<const char*> choices) {
 }
 
 bool env_flag(const char* name, bool unset) {
-  return unset ? env_choice(name, {"1", "0"}) == 0 : env_choice(name, {"0", "1"}) == 1;
+  return std::getenv(name) == nullptr ? unset : env_choice(name, {"0", "1"}) == 1;
 }
 
 }  // namespace gpuattn

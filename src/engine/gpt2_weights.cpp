@@ -339,13 +339,19 @@ Gpt2Weights Gpt2Weights::random_parallel(const Gpt2Config& config, std::uint64_t
       fill_block(fills[blocks[i].first], seed, blocks[i].second);
     }
   };
-  const int n = threads > 0 ? threads
-                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int n =
+      threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // The blocks go to whichever thread asks next, so a thread that cannot be started (a system
+  // limit) only leaves more of them to the others: the values are the same.
   std::vector<std::thread> pool;
-  const int extra = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(n) - 1,
-                                                           blocks.size()));
-  pool.reserve(static_cast<std::size_t>(extra));
-  for (int i = 0; i < extra; ++i) pool.emplace_back(work);
+  const std::size_t extra = std::min<std::size_t>(static_cast<std::size_t>(n) - 1, blocks.size());
+  for (std::size_t i = 0; i < extra; ++i) {
+    try {
+      pool.emplace_back(work);
+    } catch (...) {
+      break;
+    }
+  }
   work();
   for (std::thread& t : pool) t.join();
   return w;

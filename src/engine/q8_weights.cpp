@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,15 +26,32 @@ void parallel_ranges(int n, std::int64_t elements, const F& f) {
     f(0, n);
     return;
   }
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<std::size_t>(parts - 1));
   const auto bound = [&](int i) {
     return static_cast<int>(static_cast<std::int64_t>(n) * i / parts);
   };
-  for (int i = 1; i < parts; ++i)
-    pool.emplace_back([&f, a = bound(i), b = bound(i + 1)] { f(a, b); });
-  f(0, bound(1));
+  // Each range's exception is kept and the first rethrown once every thread is joined; a range
+  // whose thread cannot be started runs here.
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(parts));
+  const auto run = [&](int i) {
+    try {
+      f(bound(i), bound(i + 1));
+    } catch (...) {
+      errors[static_cast<std::size_t>(i)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 1; i < parts; ++i) {
+    try {
+      pool.emplace_back(run, i);
+    } catch (...) {
+      run(i);
+    }
+  }
+  run(0);
   for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
 }
 
 }  // namespace

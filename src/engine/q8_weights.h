@@ -11,7 +11,9 @@ namespace gpuattn::engine {
 // scale = the group-column's largest |w| / 127 (0 for an all-zero group), q = w / scale rounded
 // to nearest (ties away from zero), so |q| <= 127 and |q * scale - w| <= scale / 2.
 // invalid_argument naming K when it is not a positive multiple of kGpt2Q8Group, or N when it is
-// not positive; a non-finite weight is an invalid_argument naming its row and column.
+// not positive; a non-finite weight is an invalid_argument naming its row and column (the first
+// in row-major order), and q and scales are then left partly written. Past 2^20 weights the
+// groups are spread over up to 16 threads, with the same results.
 void quantize_q8(const float* W, int K, int N, std::int8_t* q, float* scales);
 
 // One block of backend memory a linear: q [K, N] first, then the scales from this byte offset

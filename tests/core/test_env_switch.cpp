@@ -29,12 +29,15 @@ TEST(EnvSwitch, ChoicesFlagsAndBadValues) {
   EXPECT_TRUE(env_flag(kVar, true));
   EXPECT_TRUE(env_flag(kVar, false));
   ::setenv(kVar, "yes", 1);
-  expect_invalid_argument([] { (void)env_choice(kVar, {"1", "0", "all"}); },
-                          "GPUATTN_TEST_ENV_SWITCH is \"yes\": expected 1, 0 or all");
+  expect_invalid_argument(
+      [] {
+        (void)env_choice(kVar, {"1", "0", "all"});
+      },
+      "GPUATTN_TEST_ENV_SWITCH is \"yes\": expected 1, 0 or all");
   expect_invalid_argument([] { (void)env_flag(kVar, false); },
                           "GPUATTN_TEST_ENV_SWITCH is \"yes\": expected 0 or 1");
   ::setenv(kVar, "", 1);
-  expect_invalid_argument([] { (void)env_flag(kVar, true); }, "is \"\": expected 1 or 0");
+  expect_invalid_argument([] { (void)env_flag(kVar, true); }, "is \"\": expected 0 or 1");
   ::unsetenv(kVar);
 }
 

@@ -61,9 +61,9 @@ TEST(Gpt2Weights, RandomParallelIsDeterministicAndDistributedAsRandom) {
   const auto tensors = [](const Gpt2Weights& w) {
     std::vector<const std::vector<float>*> t = {&w.wte, &w.wpe, &w.ln_f_w, &w.ln_f_b};
     for (const Gpt2Weights::Layer& L : w.layers) {
-      for (const auto* v : {&L.ln_1_w, &L.ln_1_b, &L.c_attn_w, &L.c_attn_b, &L.attn_proj_w,
-                            &L.attn_proj_b, &L.ln_2_w, &L.ln_2_b, &L.c_fc_w, &L.c_fc_b,
-                            &L.mlp_proj_w, &L.mlp_proj_b}) {
+      for (const auto* v :
+           {&L.ln_1_w, &L.ln_1_b, &L.c_attn_w, &L.c_attn_b, &L.attn_proj_w, &L.attn_proj_b,
+            &L.ln_2_w, &L.ln_2_b, &L.c_fc_w, &L.c_fc_b, &L.mlp_proj_w, &L.mlp_proj_b}) {
         t.push_back(v);
       }
     }
@@ -101,12 +101,23 @@ TEST(Gpt2Weights, RandomParallelIsDeterministicAndDistributedAsRandom) {
   moments(ln, mean, sd);  // 512 values
   EXPECT_NEAR(mean, 1.0, 5 * 0.1 / std::sqrt(512.0));
   EXPECT_NEAR(sd, 0.1, 0.1 * 5 / std::sqrt(2 * 512.0));
+  std::vector<float> biases;  // N(0, 0.1): 3C + C + 4C + C a layer
+  for (const Gpt2Weights::Layer& L : one.layers) {
+    for (const auto* v : {&L.c_attn_b, &L.attn_proj_b, &L.c_fc_b, &L.mlp_proj_b}) {
+      biases.insert(biases.end(), v->begin(), v->end());
+    }
+  }
+  moments(biases, mean, sd);  // 2,304 values
+  EXPECT_NEAR(mean, 0.0, 5 * 0.1 / std::sqrt(2304.0));
+  EXPECT_NEAR(sd, 0.1, 0.1 * 5 / std::sqrt(2 * 2304.0));
+  moments(one.layers[1].c_fc_w, mean, sd);  // 65,536 values of N(0, 0.02)
+  EXPECT_NEAR(mean, 0.0, 5 * 0.02 / std::sqrt(65536.0));
+  EXPECT_NEAR(sd, 0.02, 0.02 * 5 / std::sqrt(2 * 65536.0));
   // The tails: a normal puts 4.55% beyond two standard deviations.
-  const auto beyond = std::count_if(one.wte.begin(), one.wte.end(),
-                                    [](float x) { return std::abs(x) > 0.04f; });
+  const auto beyond =
+      std::count_if(one.wte.begin(), one.wte.end(), [](float x) { return std::abs(x) > 0.04f; });
   EXPECT_NEAR(static_cast<double>(beyond) / 140800.0, 0.0455, 0.003);
-  expect_invalid_argument([&] { (void)Gpt2Weights::random_parallel(c, 5, -2); },
-                          "threads is -2");
+  expect_invalid_argument([&] { (void)Gpt2Weights::random_parallel(c, 5, -2); }, "threads is -2");
   c.n_head = 3;
   expect_invalid_argument([&] { (void)Gpt2Weights::random_parallel(c, 5); }, "n_head = 3");
 }

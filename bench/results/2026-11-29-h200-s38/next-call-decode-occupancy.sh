@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Written in s38 (not run yet), for main at cc13c87 with the binaries carry/dec-*.tar.xz built
-# here in s38 by carry-build.sh (run with carry ["carry"]; if carry/ is gone, rebuild them as
-# notes.md says, or skip step 1):
+# Written in s38 (not run yet), with the binaries carry/dec-*.tar.xz built here in s38 from main
+# at c59e876-9ac53fe (no kernel or engine change between them); run with carry ["carry"]. If
+# carry/ is gone, rebuild them with scripts/carry-build.sh: `dec-base gpuattn_cli
+# gpuattn_kernel_trace gpuattn_boundary_probe`; then for each variant edit
+# src/core/decode_split.h (stages(64): 3 -> 2) and decode_kernel's launch bounds in
+# src/cuda/fwd_decode.cuh (`__launch_bounds__(Tr::kThreads, Tr::kHeadDim == 64 ? 5 : 1)`, or 6),
+# run `scripts/carry-build.sh dec-s2m5 gpuattn_cli` (dec-s2m6), and restore the two files:
 #   dec-base: main (decode kernel 3 stages at head dim 64, 112 registers paged: 4 CTAs an SM by
 #             registers and shared memory alike), with libgpuattn_kernel_trace.so and
 #             gpuattn_boundary_probe;
@@ -28,7 +32,7 @@ ts start
 # First: what a step boundary costs (tools/boundary_probe.cu; ~30 s): S dependent memory-bound
 # steps as a kernel chain (plain, PDL) and as one persistent kernel with flag barriers. If the
 # persistent row is several us a step below kernels+pdl, a decode megakernel is 1.5B B1's lever.
-timeout 120 /tmp/dec-base/gpuattn_boundary_probe 192 20 2>&1 | tee $OUT/boundary.txt; ts "boundary rc $?"
+timeout 120 /tmp/dec-base/gpuattn_boundary_probe 192 20 2>&1 | tee $OUT/boundary.txt; ts "boundary rc ${PIPESTATUS[0]}"
 gen() { local label=$1 v=$2; shift 2
   timeout 60 /tmp/$v/gpuattn generate --random "$@" > $OUT/gen.tmp 2>&1; echo "$label $v: rc $? $(tail -1 $OUT/gen.tmp)"; }
 for round in 1 2; do
