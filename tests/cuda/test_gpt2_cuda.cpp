@@ -165,8 +165,7 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
       // whichever kernel runs).
       const char* narrow = std::getenv("GPUATTN_SKINNY_Q8_NARROW");
       const bool fits = 19LL * c.K + 1024 <= optin;
-      EXPECT_EQ(plan.narrow,
-                rows == 1 && fits && (narrow == nullptr || std::string(narrow) != "0"))
+      EXPECT_EQ(plan.narrow, rows == 1 && fits && (narrow == nullptr || std::string(narrow) != "0"))
           << "K " << c.K << " N " << c.N << " rows " << rows << " opt-in " << optin;
       EXPECT_EQ(plan.chunk % kGpt2Q8Group, 0);
       (plan.splits == 1 ? saw_single : plan.cluster ? saw_cluster : saw_global) = true;
