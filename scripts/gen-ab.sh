@@ -11,6 +11,9 @@
 #                                builds gpuattn_cli in both and gpuattn_cuda_tests in b (not with
 #                                AB_NO_TESTS set: a short call that times only); WANT: how
 #                                many files must differ (a guard against a stale overlay)
+#   ab_carry NAME...             (device) instead of building: unpacks carry/NAME.tar.xz (made
+#                                here by scripts/carry-build.sh; the run carries "carry") into
+#                                $AB_ROOT/NAME/build/tools, so that NAME is a SIDE for ab_gen
 #   ab_gen LABEL SIDE ARGS...    (device) one `gpuattn generate --random ARGS` on SIDE (a or b),
 #                                prints "LABEL SIDE [env]: rc N <the tool's last line>"; AB_ENV
 #                                ("VAR=value ...") goes into that run's environment
@@ -46,6 +49,18 @@ ab_build() {
      echo "build $d rc $?") &
   done
   wait
+}
+
+ab_carry() {
+  local name
+  for name in "$@"; do
+    [ -f "carry/$name.tar.xz" ] || {
+      echo "ab_carry: no carry/$name.tar.xz (scripts/carry-build.sh $name, and carry [\"carry\"])"
+      return 1
+    }
+    rm -rf "${AB_ROOT:?}/$name" && mkdir -p "$AB_ROOT/$name/build/tools" &&
+      tar xJf "carry/$name.tar.xz" -C "$AB_ROOT/$name/build/tools" --strip-components 1 || return 1
+  done
 }
 
 ab_gen() {

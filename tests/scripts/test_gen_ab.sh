@@ -38,4 +38,15 @@ echo "$line"
 [ "$line" = "lbl b (FLAG=1): rc 0 tree two flag 1 args generate --random 124m" ]
 if ab_build .ov 2 > "$T/stale.txt"; then echo "a stale overlay was taken"; exit 1; fi
 grep -q "the overlay is stale" "$T/stale.txt"
+# ab_carry: a packed side (as scripts/carry-build.sh packs it) runs as a built one.
+mkdir -p "$T/pack/cside" carry
+printf '#!/usr/bin/env bash\necho "carried args $*"\n' > "$T/pack/cside/gpuattn"
+chmod +x "$T/pack/cside/gpuattn"
+tar cJf carry/cside.tar.xz -C "$T/pack" cside
+ab_carry cside
+line=$(ab_gen lbl cside 124m)
+echo "$line"
+[ "$line" = "lbl cside: rc 0 carried args generate --random 124m" ]
+if ab_carry nothere > "$T/none.txt"; then echo "a missing carry was taken"; exit 1; fi
+grep -q "no carry/nothere.tar.xz" "$T/none.txt"
 echo ok
