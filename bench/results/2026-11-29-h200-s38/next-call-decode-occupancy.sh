@@ -21,7 +21,7 @@
 # (s37's next-call-decode-ncu.sh, never run).
 #   OUT=$OUT bash bench/results/2026-11-29-h200-s38/next-call-decode-occupancy.sh 2>&1 | tee $OUT/log.txt
 set -u
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../.." || exit 1
 t0=$(date +%s); ts() { echo "[$(($(date +%s)-t0)) s] $*"; }
 V="dec-base dec-s2m5 dec-s2m6"
 for v in $V; do
