@@ -911,6 +911,38 @@ SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratc
 
 namespace {
 
+// kernel(p) over `grid` on `stream`, with PDL where the kernel waits for it and a cluster of
+// cluster_y CTAs along y when cluster_y > 0; `what` names the call in the error.
+void launch(void (*kernel)(Params), dim3 grid, std::size_t smem_bytes, int cluster_y,
+            const Params& p, void* stream, const char* what) {
+  cudaLaunchAttribute attr[2];
+  unsigned n_attr = 0;
+  if (cluster_y > 0) {
+    attr[n_attr].id = cudaLaunchAttributeClusterDimension;
+    attr[n_attr].val.clusterDim.x = 1;
+    attr[n_attr].val.clusterDim.y = static_cast<unsigned>(cluster_y);
+    attr[n_attr].val.clusterDim.z = 1;
+    ++n_attr;
+  }
+  if (sm80::pdl_enabled() && sm80::kernel_waits_for_pdl(reinterpret_cast<const void*>(kernel))) {
+    attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
+    ++n_attr;
+  }
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem_bytes;
+  cfg.stream = static_cast<cudaStream_t>(stream);
+  cfg.attrs = attr;
+  cfg.numAttrs = n_attr;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, p);
+  if (e != cudaSuccess) {
+    throw Error(ErrorCode::cuda_error, std::string("gpuattn engine: ") + what +
+                                           " launch failed: " + cudaGetErrorString(e));
+  }
+}
+
 // skinny_linear's launch of a narrow plan (p filled in).
 void launch_narrow(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const Params& p,
                    void* stream) {
@@ -945,26 +977,8 @@ void launch_narrow(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
     }
     if (device < kDevices) allowed[device][ti].store(true, std::memory_order_release);
   }
-  cudaLaunchAttribute attr[1];
-  unsigned n_attr = 0;
-  if (sm80::pdl_enabled() && sm80::kernel_waits_for_pdl(reinterpret_cast<const void*>(kernel))) {
-    attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
-    ++n_attr;
-  }
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(plan.slices));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = bytes;
-  cfg.stream = static_cast<cudaStream_t>(stream);
-  cfg.attrs = attr;
-  cfg.numAttrs = n_attr;
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, p);
-  if (e != cudaSuccess) {
-    throw Error(
-        ErrorCode::cuda_error,
-        std::string("gpuattn engine: narrow int8 linear launch failed: ") + cudaGetErrorString(e));
-  }
+  launch(kernel, dim3(static_cast<unsigned>(plan.slices)), bytes, 0, p, stream,
+         "narrow int8 linear");
 }
 
 }  // namespace
@@ -1020,32 +1034,8 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
       a.q8 ? (dt == DType::bf16 ? kernel_for<__nv_bfloat16, true>(a.rows)
                                 : kernel_for<__half, true>(a.rows))
            : (dt == DType::bf16 ? kernel_for<__nv_bfloat16>(a.rows) : kernel_for<__half>(a.rows));
-  cudaLaunchAttribute attr[2];
-  unsigned n_attr = 0;
-  if (plan.cluster) {
-    attr[n_attr].id = cudaLaunchAttributeClusterDimension;
-    attr[n_attr].val.clusterDim.x = 1;
-    attr[n_attr].val.clusterDim.y = static_cast<unsigned>(plan.splits);
-    attr[n_attr].val.clusterDim.z = 1;
-    ++n_attr;
-  }
-  if (sm80::pdl_enabled() && sm80::kernel_waits_for_pdl(reinterpret_cast<const void*>(kernel))) {
-    attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
-    ++n_attr;
-  }
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(plan.slices), static_cast<unsigned>(plan.splits));
-  cfg.blockDim = dim3(kThreads);
-  cfg.stream = static_cast<cudaStream_t>(stream);
-  cfg.attrs = attr;
-  cfg.numAttrs = n_attr;
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, p);
-  if (e != cudaSuccess) {
-    throw Error(
-        ErrorCode::cuda_error,
-        std::string("gpuattn engine: skinny linear launch failed: ") + cudaGetErrorString(e));
-  }
+  launch(kernel, dim3(static_cast<unsigned>(plan.slices), static_cast<unsigned>(plan.splits)), 0,
+         plan.cluster ? plan.splits : 0, p, stream, "skinny linear");
 }
 
 }  // namespace gpuattn::engine::cuda
