@@ -7,6 +7,8 @@
 #   scripts/carry-build.sh NAME [TARGET...]   default targets: gpuattn_cli gpuattn_cuda_tests
 # makes build-carry-NAME/ (reused: a second run rebuilds only what changed) and carry/NAME.tar.xz
 # (the stripped executables under NAME/; all of carry/ must stay under the 64 MiB carry limit).
+# CARRY_BUILD_DIR=DIR builds in DIR instead (an sm_90a build of this tree already made: only what
+# changed is rebuilt).
 # On the device (run with carry ["carry"]):
 #   mkdir -p /tmp/NAME && tar xJf carry/NAME.tar.xz -C /tmp/NAME --strip-components 1
 set -euo pipefail
@@ -18,7 +20,7 @@ shift
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(gpuattn_cli gpuattn_cuda_tests)
 export PATH=/usr/local/cuda/bin:$PATH
-dir=build-carry-$name
+dir=${CARRY_BUILD_DIR:-build-carry-$name}
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
   -DGPUATTN_CUDA=ON > /dev/null
 ninja -C "$dir" "${targets[@]}"

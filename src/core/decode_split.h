@@ -32,13 +32,29 @@ struct DecodePlan {
   // was the limit), and the kernel there is latency-bound (s37 ncu at 124M B128: 0.5 issued a
   // scheduler-cycle) more than short of loads in flight: 124M B128 prompt 512 +4.9% (81.5-81.8K ->
   // 85.3-85.9K tok/s; s38 call 3), B32 and B8 within noise.
-  static constexpr int stages(int head_dim) { return head_dim == 64 ? 3 : 2; }
+  //
+  // `lean` (head dim 64 only, see lean()): 2 stages and 5 CTAs an SM (34 KB, 96 registers).
+  static constexpr int stages(int head_dim, bool lean = false) {
+    return lean ? 2 : head_dim == 64 ? 3 : 2;
+  }
   // Dynamic shared memory per CTA (DecodeTraits::kSmemBytes of src/cuda/fwd_decode.cuh, which
   // static_asserts that the two agree): Q (16 rows) and the stages of K and V (64 rows each), 2 *
-  // head_dim bytes a row; the warps' merge at the end reuses the stages. 50 KB at head dim 64,
-  // 68 KB at 128, 136 KB at 256.
-  static constexpr int smem_bytes(int head_dim) {
-    return (kRows + 2 * stages(head_dim) * kBlockN) * 2 * head_dim;
+  // head_dim bytes a row; the warps' merge at the end reuses the stages. 50 KB at head dim 64
+  // (34 KB lean), 68 KB at 128, 136 KB at 256.
+  static constexpr int smem_bytes(int head_dim, bool lean = false) {
+    return (kRows + 2 * stages(head_dim, lean) * kBlockN) * 2 * head_dim;
+  }
+
+  // Whether a head-dim-64 call of `ctas` CTAs takes the lean kernel (2 stages, 5 CTAs an SM) rather
+  // than the 3-stage one: when the grid fits in one wave of the 3-stage kernel (`one_wave`: SMs x
+  // its resident CTAs an SM), where neither more stages nor more resident CTAs are the limit. H200,
+  // s39 call 1 (both kernels alternated in one call, two rounds, tok/s of `gpuattn generate`):
+  // GPT-2 124M B1 (12 CTAs) 3,103 / 3,135 -> 3,249 / 3,222; B32 prompt 512 (384 CTAs) 43,930 /
+  // 43,292 -> 47,096 / 46,923; B128 (1,536 CTAs, ~3 waves) 84,819 / 85,873 -> 83,376 / 83,822 (3
+  // stages stay there). `force`: 0 never, 1 always (the GPUATTN_DECODE_LEAN switch), -1 by the
+  // rule.
+  static constexpr bool lean(int head_dim, long long ctas, long long one_wave, int force = -1) {
+    return head_dim == 64 && (force >= 0 ? force == 1 : ctas <= one_wave);
   }
 
   int row_blocks = 1;   // ceil(seqlen_q * group / kRows)

@@ -1,3 +1,4 @@
+#include "core/env_switch.h"
 #include "cuda/fwd_decode.cuh"
 #include "cuda/fwd_decode.h"
 
@@ -17,6 +18,14 @@ void fwd(const FwdParams& p, cudaStream_t stream) {
   throw Error(ErrorCode::not_supported, std::string("gpuattn: no decode kernel for dtype ") +
                                             to_string(p.dtype) + " head dim " +
                                             std::to_string(p.head_dim));
+}
+
+int lean_force() {
+  static const int force = [] {
+    const int c = env_choice("GPUATTN_DECODE_LEAN", {"auto", "0", "1"});
+    return c == 0 ? -1 : c - 1;
+  }();
+  return force;
 }
 
 bool pdl_active() {

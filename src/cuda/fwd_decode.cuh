@@ -35,15 +35,19 @@
 
 namespace gpuattn::decode {
 
-template <typename T_, int kHeadDim_>
+// kLean: DecodePlan::lean's kernel (head dim 64): 2 stages, launch bounds for 5 CTAs an SM.
+template <typename T_, int kHeadDim_, bool kLean_ = false>
 struct DecodeTraits {
   using T = T_;
   static constexpr int kHeadDim = kHeadDim_;
+  static constexpr bool kLean = kLean_;
+  static_assert(!kLean || kHeadDim == 64, "the lean kernel is head dim 64's");
+  static constexpr int kMinCtas = 5;  // decode_kernel_lean's __launch_bounds__: CTAs an SM
   static constexpr int kRows = DecodePlan::kRows;
   static constexpr int kBlockN = DecodePlan::kBlockN;
   static constexpr int kWarps = 4;
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kStages = DecodePlan::stages(kHeadDim);
+  static constexpr int kStages = DecodePlan::stages(kHeadDim, kLean);
   static constexpr int kMaxCtasPerSm = 2;       // resident CTAs a wave counts (launch_decode)
   static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
   static constexpr int kRowBytes = kHeadDim * 2;
@@ -55,7 +59,7 @@ struct DecodeTraits {
   static constexpr int kMergeBytes = kWarps * kRows * (kOPitch + 2) * 4;
   static constexpr int kRingBytes = 2 * kStages * kTileBytes;
   static constexpr int kSmemBytes = kQBytes + (kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes);
-  static_assert(kSmemBytes == DecodePlan::smem_bytes(kHeadDim), "DecodePlan::smem_bytes");
+  static_assert(kSmemBytes == DecodePlan::smem_bytes(kHeadDim, kLean), "DecodePlan::smem_bytes");
   static_assert(kMergeBytes >= (kRows * DecodePlan::kMaxSplits + 2 * kRows) * 4,
                 "the split merge's weights fit the merge area");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head dims 64, 128, 256");
@@ -261,10 +265,9 @@ __device__ __forceinline__ void merge_and_store(const FwdParams& p, const Decode
 }
 
 // kPaged: K/V are a page pool read through p.block_table (a separate instantiation, so the
-// dense kernel carries none of it).
+// dense kernel carries none of it). The body of decode_kernel and decode_kernel_lean below.
 template <class Tr, bool kPaged>
-__global__ void __launch_bounds__(Tr::kThreads)
-    decode_kernel(const __grid_constant__ FwdParams p, const DecodeWork work) {
+__device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork& work) {
   using T = typename Tr::T;
   constexpr int D = Tr::kHeadDim, kN = Tr::kBlockN, kChunks = Tr::kChunks;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -627,6 +630,23 @@ __global__ void __launch_bounds__(Tr::kThreads)
   merge_and_store<Tr, T>(p, work, smem + Tr::kQBytes, b, hk, s, r0, rows, 1.f);
 }
 
+// The kernels: the same body, the lean one (DecodeTraits::kLean) with launch bounds for its 5 CTAs
+// an SM. Two kernels rather than one with Tr::kMinCtas in its bounds: a minimum of 1 CTA an SM is
+// not the same as none to ptxas (it gave the head-dim-128 kernels 171-172 registers instead of
+// 164-168, 2 CTAs an SM instead of 3).
+template <class Tr, bool kPaged>
+__global__ void __launch_bounds__(Tr::kThreads)
+    decode_kernel(const __grid_constant__ FwdParams p, const DecodeWork work) {
+  static_assert(!Tr::kLean, "decode_kernel_lean takes the lean traits");
+  decode_body<Tr, kPaged>(p, work);
+}
+template <class Tr, bool kPaged>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinCtas)
+    decode_kernel_lean(const __grid_constant__ FwdParams p, const DecodeWork work) {
+  static_assert(Tr::kLean, "decode_kernel takes the 3-stage traits");
+  decode_body<Tr, kPaged>(p, work);
+}
+
 // Resident CTAs per SM of Kernel (a decode kernel of traits Tr) on the current device (cached per
 // device).
 template <class Tr, auto Kernel>
@@ -710,16 +730,42 @@ inline void check_decode_call(const FwdParams& p) {
   }
 }
 
+// GPUATTN_DECODE_LEAN: unset or "auto" picks by DecodePlan::lean's rule, "0" never, "1" always
+// (head dim 64). Read once.
+int lean_force();
+
+template <class Tr, bool kPaged>
+void launch_decode_kernel(const FwdParams& p, cudaStream_t stream) {
+  if constexpr (Tr::kLean) {
+    launch_decode<Tr, decode_kernel_lean<Tr, kPaged>>(p, stream);
+  } else {
+    launch_decode<Tr, decode_kernel<Tr, kPaged>>(p, stream);
+  }
+}
+
 template <typename T, int D>
 void run_decode(const FwdParams& p, cudaStream_t stream) {
   using Tr = DecodeTraits<T, D>;
   static_assert(Tr::kRows == 16 && Tr::kBlockN == 64, "the table's decode_16x64");
   check_decode_call(p);
-  if (p.is_paged()) {
-    launch_decode<Tr, decode_kernel<Tr, true>>(p, stream);
-  } else {
-    launch_decode<Tr, decode_kernel<Tr, false>>(p, stream);
+  const bool paged = p.is_paged();
+  if constexpr (D == 64) {
+    // The grid the 3-stage kernel would run (launch_decode plans the lean one's alike: both count
+    // kMaxCtasPerSm CTAs an SM) against its one wave.
+    using TrLean = DecodeTraits<T, D, true>;
+    const int resident = paged ? ctas_per_sm<Tr, decode_kernel<Tr, true>>()
+                               : ctas_per_sm<Tr, decode_kernel<Tr, false>>();
+    const long long sms = sm80::num_sms();
+    const long long slots = sms * std::min(resident, Tr::kMaxCtasPerSm);
+    const DecodePlan plan =
+        DecodePlan::plan(p.batch, p.hkv, p.hq / p.hkv, p.seqlen_q, p.seqlen_k, slots);
+    if (DecodePlan::lean(D, plan.units * plan.splits, sms * resident, lean_force())) {
+      return paged ? launch_decode_kernel<TrLean, true>(p, stream)
+                   : launch_decode_kernel<TrLean, false>(p, stream);
+    }
   }
+  return paged ? launch_decode_kernel<Tr, true>(p, stream)
+               : launch_decode_kernel<Tr, false>(p, stream);
 }
 
 }  // namespace gpuattn::decode

@@ -86,5 +86,25 @@ TEST(DecodePlan, CausalKeyEndOfARowBlock) {
   EXPECT_EQ(DecodePlan::key_end(0, 1, 1, 0, true), 0);
 }
 
+// The lean kernel (2 stages, 5 CTAs an SM) takes head-dim-64 grids that fit one wave of the 3-stage
+// kernel, and only those; the switch forces it either way at head dim 64 and nowhere else.
+TEST(DecodePlan, LeanKernelTakesOneWaveGridsAtHeadDim64) {
+  constexpr long long kWave = 132 * 4;            // an H200 with the 3-stage kernel's 4 CTAs an SM
+  EXPECT_TRUE(DecodePlan::lean(64, 12, kWave));   // GPT-2 124M B1
+  EXPECT_TRUE(DecodePlan::lean(64, 384, kWave));  // B32
+  EXPECT_TRUE(DecodePlan::lean(64, kWave, kWave));  // exactly one wave
+  EXPECT_FALSE(DecodePlan::lean(64, kWave + 1, kWave));
+  EXPECT_FALSE(DecodePlan::lean(64, 1536, kWave));  // B128: ~3 waves
+  EXPECT_FALSE(DecodePlan::lean(128, 12, kWave));
+  EXPECT_FALSE(DecodePlan::lean(256, 12, kWave));
+  EXPECT_TRUE(DecodePlan::lean(64, 1536, kWave, 1));
+  EXPECT_FALSE(DecodePlan::lean(64, 12, kWave, 0));
+  EXPECT_FALSE(DecodePlan::lean(128, 12, kWave, 1));
+  EXPECT_EQ(DecodePlan::stages(64, true), 2);
+  EXPECT_EQ(DecodePlan::stages(64), 3);
+  EXPECT_EQ(DecodePlan::smem_bytes(64, true), (16 + 2 * 2 * 64) * 2 * 64);  // 34 KB
+  EXPECT_LT(DecodePlan::smem_bytes(64, true) * 5, 228 * 1024);  // 5 fit an SM's shared memory
+}
+
 }  // namespace
 }  // namespace gpuattn

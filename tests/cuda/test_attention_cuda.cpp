@@ -1064,22 +1064,25 @@ TEST_P(DecodeCuda, MatchesReference) {
 // no lse.
 INSTANTIATE_TEST_SUITE_P(
     Decode, DecodeCuda,
-    ::testing::Values(dense(8, 32, 8, 1, 4096, 128, bf16), dense(2, 16, 1, 1, 1000, 64, f16),
-                      dense(2, 64, 1, 1, 4097, 128, bf16).causal(),
-                      dense(3, 8, 2, 4, 777, 256, f16).causal(),
-                      dense(2, 4, 4, 16, 70, 128, bf16).causal(),
-                      dense(1, 4, 2, 8, 5, 64, f16).causal(), dense(1, 8, 8, 1, 1, 64, f16),
-                      dense(1, 2, 2, 1, 65536, 128, f16), dense(4, 16, 16, 2, 3000, 256, bf16),
-                      // 4 units of 188 key tiles: 47 splits on an H200 (264 slots), between 32
-                      // and 64, so the merge's lanes take a second split where one exists
-                      dense(1, 8, 4, 1, 12000, 64, bf16),
-                      dense(2, 32, 4, 1, 2049, 64, bf16).q_times(30),
-                      dense(2, 8, 2, 3, 1500, 128, f16).causal().no_lse(),
-                      dense(2, 8, 2, 1, 1000, 128, f16).in(Layout::padded),
-                      dense(2, 4, 4, 16, 16, 64, bf16).causal().in(Layout::packed_qkv),
-                      varlen(8, 2, 128, f16, {1, 1, 1, 1}, {1, 4097, 0, 300}),
-                      varlen(16, 4, 64, bf16, {3, 0, 1}, {100, 50, 2000}).causal(),
-                      varlen(8, 8, 256, f16, {2, 1}, {513, 17}).causal().q_times(30)),
+    ::testing::Values(
+        dense(8, 32, 8, 1, 4096, 128, bf16), dense(2, 16, 1, 1, 1000, 64, f16),
+        dense(2, 64, 1, 1, 4097, 128, bf16).causal(), dense(3, 8, 2, 4, 777, 256, f16).causal(),
+        dense(2, 4, 4, 16, 70, 128, bf16).causal(), dense(1, 4, 2, 8, 5, 64, f16).causal(),
+        dense(1, 8, 8, 1, 1, 64, f16), dense(1, 2, 2, 1, 65536, 128, f16),
+        dense(4, 16, 16, 2, 3000, 256, bf16),
+        // 4 units of 188 key tiles: 47 splits on an H200 (264 slots), between 32
+        // and 64, so the merge's lanes take a second split where one exists
+        dense(1, 8, 4, 1, 12000, 64, bf16), dense(2, 32, 4, 1, 2049, 64, bf16).q_times(30),
+        dense(2, 8, 2, 3, 1500, 128, f16).causal().no_lse(),
+        dense(2, 8, 2, 1, 1000, 128, f16).in(Layout::padded),
+        dense(2, 4, 4, 16, 16, 64, bf16).causal().in(Layout::packed_qkv),
+        varlen(8, 2, 128, f16, {1, 1, 1, 1}, {1, 4097, 0, 300}),
+        varlen(16, 4, 64, bf16, {3, 0, 1}, {100, 50, 2000}).causal(),
+        varlen(8, 8, 256, f16, {2, 1}, {513, 17}).causal().q_times(30),
+        // head dim 64 past one wave of the 3-stage kernel (576 and 640 units: more
+        // than an H200's 528 slots), which the dispatch gives these and not the
+        // smaller ones above (those take the lean kernel: DecodePlan::lean)
+        dense(48, 12, 12, 1, 700, 64, f16), dense(40, 16, 16, 2, 333, 64, bf16).causal()),
     case_name);
 
 // ---- determinism and streams --------------------------------------------------------------------
@@ -1354,9 +1357,9 @@ TEST_F(AttentionCudaTest, CallerCountersKeepMemsetNodesOutOfGraphs) {
       EXPECT_TRUE(p.output_snapshot() == before) << "out changed by a rejected call";
     };
     if (without == 1 && u.needed > 1) {
-      rejected(counters_view(u.needed - 1, 1, DType::i32),
-               {"counters holds " + std::to_string(u.needed - 1),
-                "needs " + std::to_string(u.needed)});
+      rejected(
+          counters_view(u.needed - 1, 1, DType::i32),
+          {"counters holds " + std::to_string(u.needed - 1), "needs " + std::to_string(u.needed)});
     }
     rejected(counters_view(kCounters, 1, DType::f32), {"counters has dtype float32"});
     rejected(counters_view(kCounters, 2, DType::i32), {"counters stride is 2"});

@@ -137,8 +137,14 @@ struct Params {
   const std::int32_t* kv_slots;  // non-null: out is qkv, its k and v also into the caches
   void* k_pool;
   void* v_pool;
-  int kv_c;  // C = N / 3
+  int kv_c;    // C = N / 3
+  int staged;  // q8_narrow_kernel: kStaged* bits, what launch_narrow found aligned and room for
 };
+
+// Params::staged (set by launch_narrow): the layernorm weights and the bias are staged by cp.async
+// ahead of the PDL wait (16-byte aligned, and for the layernorm 4K bytes of shared memory to
+// spare), and x is read 16 bytes a thread (aligned).
+constexpr int kStagedLn = 1, kStagedBias = 2, kVecX = 4;
 
 __device__ __forceinline__ float gelu_tanh(float v) {
   const float k = 0.7978845608028654f;  // sqrt(2 / pi)
@@ -168,13 +174,15 @@ __device__ __forceinline__ void cta_sums(float (&v)[M], float (*scratch)[M]) {
 }
 
 // Element (m, n) of the output from its sum v: bias, GELU, the residual, and with kv_slots a key
-// or a value into its cache slot too.
+// or a value into its cache slot too; the bias and residual values given (read only where p has
+// them), finish_out reads them itself.
 template <typename T>
-__device__ __forceinline__ void finish_out(const Params& p, float v, int m, int n) {
-  if (p.bias != nullptr) v += to_f(static_cast<const T*>(p.bias)[n]);
+__device__ __forceinline__ void finish_with(const Params& p, float v, int m, int n, float bias,
+                                            float residual) {
+  if (p.bias != nullptr) v += bias;  // (not + 0: a -0 sum stays -0, as without a bias)
   if (p.gelu) v = gelu_tanh(v);
   const std::int64_t o = static_cast<std::int64_t>(m) * p.N + n;
-  if (p.residual != nullptr) v += to_f(static_cast<const T*>(p.residual)[o]);
+  if (p.residual != nullptr) v += residual;
   const T h = from_f<T>(v);
   static_cast<T*>(p.out)[o] = h;
   if (p.kv_slots != nullptr && n >= p.kv_c) {  // a key or a value: into its cache slot too
@@ -182,6 +190,13 @@ __device__ __forceinline__ void finish_out(const Params& p, float v, int m, int 
     T* pool = static_cast<T*>(key ? p.k_pool : p.v_pool);
     pool[static_cast<std::int64_t>(p.kv_slots[m]) * p.kv_c + n - (key ? 1 : 2) * p.kv_c] = h;
   }
+}
+
+template <typename T>
+__device__ __forceinline__ void finish_out(const Params& p, float v, int m, int n) {
+  const std::int64_t o = static_cast<std::int64_t>(m) * p.N + n;
+  finish_with<T>(p, v, m, n, p.bias != nullptr ? to_f(static_cast<const T*>(p.bias)[n]) : 0.0f,
+                 p.residual != nullptr ? to_f(static_cast<const T*>(p.residual)[o]) : 0.0f);
 }
 
 // M: the rows rounded up to a power of two (rows p.rows..M-1 are zeros). Q8: W is int8 with
@@ -517,7 +532,7 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
 // so no cluster and no workspace: s37's trace had each of 1.5B's int8 linears adding ~5 us to a
 // step beyond its bytes at ~4.5 TB/s, and ncu had the 91-CTA attn proj (clusters of 7) active on
 // its SMs for half its 8 us. Shared memory: K x 16 (W) + K (scales: 16 floats a 64-row group) +
-// 2K (x) bytes.
+// 2K (x) bytes, and 4K (ln_w, ln_b) with the layernorm where they fit.
 static_assert(kGroup == 64, "q8_narrow_kernel: a group is 4 k-steps, its scales 64 bytes a tile");
 template <typename T>
 __global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_constant__ Params p) {
@@ -530,9 +545,31 @@ __global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_consta
   T* const xs = reinterpret_cast<T*>(sc + groups * 16);
   __shared__ float red[kWarps][16];
   __shared__ float scratch[kWarps][1];
+  __shared__ __align__(16) T bias_s[16];  // with p.staged & kStagedBias
 
-  // What no kernel writes: the tile's weights and their scales (row kg's 16 columns, 4 x 16 bytes;
-  // columns past N zero-filled, N a multiple of 8).
+  // What no kernel writes, all staged ahead of the wait so that no read of weights is left on the
+  // chain after it: the tile's weights and their scales (row kg's 16 columns, 4 x 16 bytes; columns
+  // past N zero-filled, N a multiple of 8), its 16 biases and, with the layernorm, its weight and
+  // bias over K (s38's trace: each int8 linear ~4 us beyond its bytes; a bias or layernorm weight
+  // read after the wait is a trip to HBM, the step's weights having cycled the L2).
+  // Group 0: the layernorm weights and the biases (needed first); group 1: W and its scales.
+  const bool ln = p.ln_w != nullptr;
+  T* const lws = xs + p.K;  // with p.staged & kStagedLn: ln_w, then ln_b, K each
+  T* const lbs = lws + p.K;
+  if (ln && (p.staged & kStagedLn) != 0) {
+    const auto* lw = static_cast<const uint4*>(p.ln_w);
+    const auto* lb = static_cast<const uint4*>(p.ln_b);
+    for (int i = tid; i < p.K / 8; i += kThreads) {
+      ptx::cp_async_16(ptx::smem_addr(lws + 8 * i), lw + i, true);
+      ptx::cp_async_16(ptx::smem_addr(lbs + 8 * i), lb + i, true);
+    }
+  }
+  if ((p.staged & kStagedBias) != 0 && tid < 2) {
+    const int n = tile * 16 + 8 * tid;
+    const T* b = static_cast<const T*>(p.bias);
+    ptx::cp_async_16(ptx::smem_addr(&bias_s[8 * tid]), n < p.N ? b + n : b, n < p.N);
+  }
+  ptx::cp_async_commit();
   const auto* Wt = static_cast<const uint4*>(p.W) + static_cast<std::int64_t>(tile) * units * 32;
   for (int i = tid; i < units * 32; i += kThreads) {
     ptx::cp_async_16(ptx::smem_addr(&stage[i]), Wt + i, true);
@@ -547,16 +584,34 @@ __global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_consta
   ptx::griddep_wait();
   ptx::griddep_launch_dependents();
 
+  // The residual (an activation: read after the wait) asked for now, used at the end.
+  const int out_n = tile * 16 + tid;
+  float res = 0.0f;
+  if (tid < 16 && p.residual != nullptr && out_n < p.N) {
+    res = to_f(static_cast<const T*>(p.residual)[out_n]);
+  }
+
   // x's row (layer-normed when ln_w) into xs as T: the layernorm's output rounded to T, as the
   // unfused path reads it.
   const T* x = static_cast<const T*>(p.x);
   float sum[1] = {0.0f};
-  for (int k = tid; k < p.K; k += kThreads) {
-    const T v = x[k];
-    xs[k] = v;
-    sum[0] += to_f(v);
+  if ((p.staged & kVecX) != 0) {  // one 16-byte load a thread up to K 2048: one L2 trip
+#pragma unroll 4
+    for (int i = tid; i < p.K / 8; i += kThreads) {
+      const uint4 v = reinterpret_cast<const uint4*>(x)[i];
+      *reinterpret_cast<uint4*>(xs + 8 * i) = v;
+      const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) sum[0] += to_f(e[j]);
+    }
+  } else {
+    for (int k = tid; k < p.K; k += kThreads) {
+      const T v = x[k];
+      xs[k] = v;
+      sum[0] += to_f(v);
+    }
   }
-  if (p.ln_w != nullptr) {
+  if (ln) {
     cta_sums<1>(sum, scratch);
     const float mean = sum[0] / static_cast<float>(p.K);
     float sq[1] = {0.0f};
@@ -564,12 +619,19 @@ __global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_consta
       const float d = to_f(xs[k]) - mean;
       sq[0] += d * d;
     }
+    ptx::cp_async_wait<1>();  // group 0, every thread's: visible to all after cta_sums's barrier
     cta_sums<1>(sq, scratch);
     const float rstd = rsqrtf(sq[0] / static_cast<float>(p.K) + p.eps);
-    const T* lw = static_cast<const T*>(p.ln_w);
-    const T* lb = static_cast<const T*>(p.ln_b);
-    for (int k = tid; k < p.K; k += kThreads) {
-      xs[k] = from_f<T>((to_f(xs[k]) - mean) * rstd * to_f(lw[k]) + to_f(lb[k]));
+    if ((p.staged & kStagedLn) != 0) {
+      for (int k = tid; k < p.K; k += kThreads) {
+        xs[k] = from_f<T>((to_f(xs[k]) - mean) * rstd * to_f(lws[k]) + to_f(lbs[k]));
+      }
+    } else {
+      const T* lw = static_cast<const T*>(p.ln_w);
+      const T* lb = static_cast<const T*>(p.ln_b);
+      for (int k = tid; k < p.K; k += kThreads) {
+        xs[k] = from_f<T>((to_f(xs[k]) - mean) * rstd * to_f(lw[k]) + to_f(lb[k]));
+      }
     }
   }
   ptx::cp_async_wait<0>();
@@ -609,11 +671,17 @@ __global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_consta
     float v = 0.0f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) v += red[w][tid];  // in warp order: deterministic
-    if (n < p.N) finish_out<T>(p, v, 0, n);
+    if (n < p.N) {
+      const float b = p.bias == nullptr               ? 0.0f
+                      : (p.staged & kStagedBias) != 0 ? to_f(bias_s[tid])
+                                                      : to_f(static_cast<const T*>(p.bias)[n]);
+      finish_with<T>(p, v, 0, n, b, res);
+    }
   }
 }
 
-// q8_narrow_kernel's dynamic shared memory for K.
+// q8_narrow_kernel's dynamic shared memory for K, without the layernorm weights' 4K bytes (which
+// launch_narrow adds where they fit, else the kernel reads them after the wait).
 std::size_t narrow_smem_bytes(int K) {
   return static_cast<std::size_t>(K) * 16 + static_cast<std::size_t>(K / kGroup) * 64 +
          static_cast<std::size_t>(K) * 2;
@@ -961,6 +1029,17 @@ void launch_narrow(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
                     std::to_string(bytes) + " bytes of shared memory are within " +
                     std::to_string(limit) + ", N a multiple of 8, a tile per 16 columns");
   }
+  const auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
+  Params pn = p;
+  pn.staged = 0;
+  std::size_t launch_bytes = bytes;
+  if (a.ln_w != nullptr && aligned(a.ln_w) && aligned(a.ln_b) &&
+      bytes + static_cast<std::size_t>(a.K) * 4 <= limit) {
+    pn.staged |= kStagedLn;
+    launch_bytes += static_cast<std::size_t>(a.K) * 4;
+  }
+  if (a.bias != nullptr && aligned(a.bias)) pn.staged |= kStagedBias;
+  if (aligned(a.x)) pn.staged |= kVecX;
   void (*kernel)(Params) =
       dt == DType::bf16 ? q8_narrow_kernel<__nv_bfloat16> : q8_narrow_kernel<__half>;
   // The kernel may use the most any plan can ask for, set once per device and type (every
@@ -977,7 +1056,7 @@ void launch_narrow(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
     }
     if (device < kDevices) allowed[device][ti].store(true, std::memory_order_release);
   }
-  launch(kernel, dim3(static_cast<unsigned>(plan.slices)), bytes, 0, p, stream,
+  launch(kernel, dim3(static_cast<unsigned>(plan.slices)), launch_bytes, 0, pn, stream,
          "narrow int8 linear");
 }
 
@@ -1007,6 +1086,7 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   p.k_pool = a.k_pool;
   p.v_pool = a.v_pool;
   p.kv_c = a.N / 3;
+  p.staged = 0;
   p.scales = a.q8 ? reinterpret_cast<const float*>(static_cast<const char*>(a.W) +
                                                    q8_mma_scales_offset(a.K, a.N))
                   : nullptr;
