@@ -657,6 +657,7 @@ int ctas_per_sm() {
   const bool cacheable = device >= 0 && device < static_cast<int>(cache.size());
   int n = cacheable ? cache[device].load(std::memory_order_relaxed) : 0;
   if (n == 0) {
+    sm80::prefer_max_shared(reinterpret_cast<const void*>(Kernel));
     GPUATTN_CUDA_CHECK(
         cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
     GPUATTN_CUDA_CHECK(

@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "core/env_switch.h"
 #include "cuda/cuda_check.h"
 #include "cuda/fwd_sm80.h"
 #include "cuda/pdl.h"
@@ -69,6 +70,21 @@ bool kernel_waits_for_pdl(const void* kernel) {
   cudaFuncAttributes attr{};
   GPUATTN_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
   return known[key] = attr.ptxVersion >= 90;
+}
+
+void prefer_max_shared(const void* kernel) {
+  static const bool on = env_flag("GPUATTN_CARVEOUT_MAX", true);
+  if (!on) return;
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, bool> done;
+  int device = 0;
+  GPUATTN_CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  bool& set = done[std::make_pair(device, kernel)];
+  if (set) return;
+  GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                          cudaSharedmemCarveoutMaxShared));
+  set = true;
 }
 
 cudaMemPool_t launch_pool() {
