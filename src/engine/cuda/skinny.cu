@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "core/env_switch.h"
 #include "cuda/fwd_sm80.h"
@@ -141,10 +142,23 @@ struct Params {
   int staged;  // q8_narrow_kernel: kStaged* bits, what launch_narrow found aligned and room for
 };
 
-// Params::staged (set by launch_narrow): the layernorm weights and the bias are staged by cp.async
-// ahead of the PDL wait (16-byte aligned, and for the layernorm 4K bytes of shared memory to
-// spare), and x is read 16 bytes a thread (aligned).
-constexpr int kStagedLn = 1, kStagedBias = 2, kVecX = 4;
+// Params::staged (set by launch_narrow), each where its pointers are 16-byte aligned: the layernorm
+// weights are loaded ahead of the PDL wait into registers, 8 a thread (K up to 8 x kThreads); the
+// bias is staged by cp.async ahead of the wait; x is read 16 bytes a thread.
+constexpr int kLnRegs = 1, kStagedBias = 2, kVecX = 4;
+
+// Element j (0-7, known at compile time once unrolled) of the 8 T packed in v, as a float: from
+// the registers, where indexing the uint4 through a T pointer put it on the stack (bf16).
+template <typename T>
+__device__ __forceinline__ float packed_f(const uint4& v, int j) {
+  const std::uint32_t w = j < 2 ? v.x : j < 4 ? v.y : j < 6 ? v.z : v.w;
+  const auto bits = static_cast<unsigned short>(j % 2 != 0 ? w >> 16 : w & 0xffffu);
+  if constexpr (std::is_same_v<T, __half>) {
+    return __half2float(__ushort_as_half(bits));
+  } else {
+    return __bfloat162float(__ushort_as_bfloat16(bits));
+  }
+}
 
 __device__ __forceinline__ float gelu_tanh(float v) {
   const float k = 0.7978845608028654f;  // sqrt(2 / pi)
@@ -532,7 +546,7 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
 // so no cluster and no workspace: s37's trace had each of 1.5B's int8 linears adding ~5 us to a
 // step beyond its bytes at ~4.5 TB/s, and ncu had the 91-CTA attn proj (clusters of 7) active on
 // its SMs for half its 8 us. Shared memory: K x 16 (W) + K (scales: 16 floats a 64-row group) +
-// 2K (x) bytes, and 4K (ln_w, ln_b) with the layernorm where they fit.
+// 2K (x) bytes.
 static_assert(kGroup == 64, "q8_narrow_kernel: a group is 4 k-steps, its scales 64 bytes a tile");
 template <typename T>
 __global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_constant__ Params p) {
@@ -547,22 +561,21 @@ __global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_consta
   __shared__ float scratch[kWarps][1];
   __shared__ __align__(16) T bias_s[16];  // with p.staged & kStagedBias
 
-  // What no kernel writes, all staged ahead of the wait so that no read of weights is left on the
+  // What no kernel writes, all read ahead of the wait so that no read of weights is left on the
   // chain after it: the tile's weights and their scales (row kg's 16 columns, 4 x 16 bytes; columns
-  // past N zero-filled, N a multiple of 8), its 16 biases and, with the layernorm, its weight and
-  // bias over K (s38's trace: each int8 linear ~4 us beyond its bytes; a bias or layernorm weight
-  // read after the wait is a trip to HBM, the step's weights having cycled the L2).
-  // Group 0: the layernorm weights and the biases (needed first); group 1: W and its scales.
+  // past N zero-filled, N a multiple of 8), its 16 biases and, with the layernorm, the 8 weights
+  // and biases of this thread's elements (s38's trace: each int8 linear ~4 us beyond its bytes; a
+  // bias or layernorm weight read after the wait is a trip to HBM, the step's weights having
+  // cycled the L2). The layernorm's in registers, not shared memory: with 4K bytes more a CTA, 3
+  // of 1.5B's c_fc CTAs and the next kernel's 122 KB one no longer fit an SM together.
+  // Group 0: the biases; group 1: W and its scales.
   const bool ln = p.ln_w != nullptr;
-  T* const lws = xs + p.K;  // with p.staged & kStagedLn: ln_w, then ln_b, K each
-  T* const lbs = lws + p.K;
-  if (ln && (p.staged & kStagedLn) != 0) {
-    const auto* lw = static_cast<const uint4*>(p.ln_w);
-    const auto* lb = static_cast<const uint4*>(p.ln_b);
-    for (int i = tid; i < p.K / 8; i += kThreads) {
-      ptx::cp_async_16(ptx::smem_addr(lws + 8 * i), lw + i, true);
-      ptx::cp_async_16(ptx::smem_addr(lbs + 8 * i), lb + i, true);
-    }
+  const bool ln_regs = ln && (p.staged & kLnRegs) != 0;
+  // ln_w and ln_b at 8 * tid (volatile loads: ptxas keeps them ahead of the wait).
+  uint4 lwv = make_uint4(0u, 0u, 0u, 0u), lbv = lwv;
+  if (ln_regs && tid < p.K / 8) {
+    lwv = ptx::ld_nc_v4(static_cast<const uint4*>(p.ln_w) + tid);
+    lbv = ptx::ld_nc_v4(static_cast<const uint4*>(p.ln_b) + tid);
   }
   if ((p.staged & kStagedBias) != 0 && tid < 2) {
     const int n = tile * 16 + 8 * tid;
@@ -600,9 +613,8 @@ __global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_consta
     for (int i = tid; i < p.K / 8; i += kThreads) {
       const uint4 v = reinterpret_cast<const uint4*>(x)[i];
       *reinterpret_cast<uint4*>(xs + 8 * i) = v;
-      const T* e = reinterpret_cast<const T*>(&v);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) sum[0] += to_f(e[j]);
+      for (int j = 0; j < 8; ++j) sum[0] += packed_f<T>(v, j);
     }
   } else {
     for (int k = tid; k < p.K; k += kThreads) {
@@ -619,12 +631,15 @@ __global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_consta
       const float d = to_f(xs[k]) - mean;
       sq[0] += d * d;
     }
-    ptx::cp_async_wait<1>();  // group 0, every thread's: visible to all after cta_sums's barrier
-    cta_sums<1>(sq, scratch);
+    cta_sums<1>(sq, scratch);  // (its barriers: every thread's xs is written)
     const float rstd = rsqrtf(sq[0] / static_cast<float>(p.K) + p.eps);
-    if ((p.staged & kStagedLn) != 0) {
-      for (int k = tid; k < p.K; k += kThreads) {
-        xs[k] = from_f<T>((to_f(xs[k]) - mean) * rstd * to_f(lws[k]) + to_f(lbs[k]));
+    if (ln_regs) {  // this thread's 8 elements
+      if (tid < p.K / 8) {
+        T* e = xs + 8 * tid;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          e[j] = from_f<T>((to_f(e[j]) - mean) * rstd * packed_f<T>(lwv, j) + packed_f<T>(lbv, j));
+        }
       }
     } else {
       const T* lw = static_cast<const T*>(p.ln_w);
@@ -680,8 +695,7 @@ __global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_consta
   }
 }
 
-// q8_narrow_kernel's dynamic shared memory for K, without the layernorm weights' 4K bytes (which
-// launch_narrow adds where they fit, else the kernel reads them after the wait).
+// q8_narrow_kernel's dynamic shared memory for K.
 std::size_t narrow_smem_bytes(int K) {
   return static_cast<std::size_t>(K) * 16 + static_cast<std::size_t>(K / kGroup) * 64 +
          static_cast<std::size_t>(K) * 2;
@@ -1032,11 +1046,8 @@ void launch_narrow(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   const auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
   Params pn = p;
   pn.staged = 0;
-  std::size_t launch_bytes = bytes;
-  if (a.ln_w != nullptr && aligned(a.ln_w) && aligned(a.ln_b) &&
-      bytes + static_cast<std::size_t>(a.K) * 4 <= limit) {
-    pn.staged |= kStagedLn;
-    launch_bytes += static_cast<std::size_t>(a.K) * 4;
+  if (a.ln_w != nullptr && aligned(a.ln_w) && aligned(a.ln_b) && a.K <= 8 * kThreads) {
+    pn.staged |= kLnRegs;
   }
   if (a.bias != nullptr && aligned(a.bias)) pn.staged |= kStagedBias;
   if (aligned(a.x)) pn.staged |= kVecX;
@@ -1059,7 +1070,7 @@ void launch_narrow(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   // The largest L1 / shared-memory carveout (pdl.h says why): s39 call 4 (H200, 1.5B B1 int8)
   // c_fc's increment 9.06 -> 6.02 us and c_attn's 8.86 -> 6.82; 689 -> 758-759 tok/s.
   sm80::prefer_max_shared(reinterpret_cast<const void*>(kernel));
-  launch(kernel, dim3(static_cast<unsigned>(plan.slices)), launch_bytes, 0, pn, stream,
+  launch(kernel, dim3(static_cast<unsigned>(plan.slices)), bytes, 0, pn, stream,
          "narrow int8 linear");
 }
 
