@@ -751,8 +751,7 @@ void run_decode(const FwdParams& p, cudaStream_t stream) {
   check_decode_call(p);
   const bool paged = p.is_paged();
   if constexpr (D == 64) {
-    // The grid the 3-stage kernel would run (launch_decode plans the lean one's alike: both count
-    // kMaxCtasPerSm CTAs an SM) against its one wave.
+    // The grid the 3-stage kernel would run against its one wave.
     using TrLean = DecodeTraits<T, D, true>;
     const int resident = paged ? ctas_per_sm<Tr, decode_kernel<Tr, true>>()
                                : ctas_per_sm<Tr, decode_kernel<Tr, false>>();
@@ -760,7 +759,11 @@ void run_decode(const FwdParams& p, cudaStream_t stream) {
     const long long slots = sms * std::min(resident, Tr::kMaxCtasPerSm);
     const DecodePlan plan =
         DecodePlan::plan(p.batch, p.hkv, p.hq / p.hkv, p.seqlen_q, p.seqlen_k, slots);
-    if (DecodePlan::lean(D, plan.units * plan.splits, sms * resident, lean_force())) {
+    // Only where the 3-stage kernel keeps kMaxCtasPerSm CTAs an SM, as the lean one does: with
+    // fewer (one, at ~100 KB of shared memory an SM) the two would plan different splits.
+    const int force = lean_force();
+    if ((force == 1 || resident >= Tr::kMaxCtasPerSm) &&
+        DecodePlan::lean(D, plan.units * plan.splits, sms * resident, force)) {
       return paged ? launch_decode_kernel<TrLean, true>(p, stream)
                    : launch_decode_kernel<TrLean, false>(p, stream);
     }

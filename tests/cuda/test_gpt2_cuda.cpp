@@ -266,7 +266,29 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
           void* dlb = ops->upload_weights(lb.data(), lb.size());
           void* dln = ops->alloc(xn * 2);
           void* dout = ops->alloc(on * 2);
+          // The same x, bias and layernorm weights one element past a 16-byte boundary, for the
+          // kernel's last round: the paths for operands it cannot read 16 bytes at a time (the
+          // one-row kernel's scalar x, its biases and layernorm weights read after the wait).
+          std::vector<void*> bases;
+          const auto up_odd = [&](const std::vector<float>& v) {
+            std::vector<std::uint16_t> bits(v.size() + 1, 0);
+            for (std::size_t i = 0; i < v.size(); ++i) {
+              bits[i + 1] = dt == DType::bf16 ? float_to_bf16(v[i]) : float_to_f16(v[i]);
+            }
+            bases.push_back(ops->alloc(bits.size() * 2));
+            ops->upload(bases.back(), bits.data(), bits.size() * 2);
+            return static_cast<void*>(static_cast<char*>(bases.back()) + 2);
+          };
+          void* const ox = up_odd(x);
+          void* const ob = up_odd(bias);
+          void* const olw = up_odd(lw);
+          void* const olb = up_odd(lb);
           for (int round = 0; round < 3; ++round) {
+            const bool odd = kernel && round == 2;
+            void* const ux = odd ? ox : dx;
+            void* const ub = odd ? ob : db;
+            void* const ulw = odd ? olw : dlw;
+            void* const ulb = odd ? olb : dlb;
             std::vector<std::uint16_t> init(on, nan16);
             if (mode == 2) {
               for (std::size_t i = 0; i < on; ++i) {
@@ -275,10 +297,10 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
             }
             ops->upload(dout, init.data(), on * 2);
             if (mode == 3) {
-              ops->layernorm_linear_q8(dx, rows, c.K, dlw, dlb, 1e-5f, dln, dW, db, dout, c.N,
+              ops->layernorm_linear_q8(ux, rows, c.K, ulw, ulb, 1e-5f, dln, dW, ub, dout, c.N,
                                        false);
             } else {
-              ops->linear_q8(dx, dW, db, mode == 2 ? dout : nullptr, dout, rows, c.K, c.N,
+              ops->linear_q8(ux, dW, ub, mode == 2 ? dout : nullptr, dout, rows, c.K, c.N,
                              mode == 1);
             }
             std::vector<std::uint16_t> got(on);
@@ -287,15 +309,16 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
             for (std::size_t o = 0; o < on; ++o) {
               const double g = dt == DType::bf16 ? bf16_to_float(got[o]) : f16_to_float(got[o]);
               if (!(std::abs(g - want[o]) <= tol[o]) && ++bad <= 3) {
-                ADD_FAILURE() << (kernel ? "int8 kernel " : "dequantized GEMM ") << to_string(dt)
-                              << " K " << c.K << " N " << c.N << " rows " << rows << " mode "
-                              << mode << " round " << round << ": out[" << o / c.N << "]["
-                              << o % c.N << "] = " << g << ", fp64 " << want[o] << " (tol "
-                              << tol[o] << ")";
+                ADD_FAILURE() << (kernel ? "int8 kernel " : "dequantized GEMM ")
+                              << (odd ? "(operands off 16 bytes) " : "") << to_string(dt) << " K "
+                              << c.K << " N " << c.N << " rows " << rows << " mode " << mode
+                              << " round " << round << ": out[" << o / c.N << "][" << o % c.N
+                              << "] = " << g << ", fp64 " << want[o] << " (tol " << tol[o] << ")";
               }
             }
           }
           for (void* p : {dx, db, dlw, dlb, dln, dout}) ops->free(p);
+          for (void* p : bases) ops->free(p);
         }
       }
       ops->free(dW);

@@ -1065,11 +1065,11 @@ void launch_narrow(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
                   std::string("gpuattn engine: the narrow int8 kernel's shared memory limit (") +
                       std::to_string(limit) + " bytes): " + cudaGetErrorString(e));
     }
+    // The largest L1 / shared-memory carveout (pdl.h says why): s39 call 4 (H200, 1.5B B1
+    // int8) c_fc's increment 9.06 -> 6.02 us and c_attn's 8.86 -> 6.82; 689 -> 758-759 tok/s.
+    sm80::prefer_max_shared(reinterpret_cast<const void*>(kernel));
     if (device < kDevices) allowed[device][ti].store(true, std::memory_order_release);
   }
-  // The largest L1 / shared-memory carveout (pdl.h says why): s39 call 4 (H200, 1.5B B1 int8)
-  // c_fc's increment 9.06 -> 6.02 us and c_attn's 8.86 -> 6.82; 689 -> 758-759 tok/s.
-  sm80::prefer_max_shared(reinterpret_cast<const void*>(kernel));
   launch(kernel, dim3(static_cast<unsigned>(plan.slices)), bytes, 0, pn, stream,
          "narrow int8 linear");
 }
@@ -1131,7 +1131,15 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   // The int8 kernels stage W in shared memory: the largest carveout, as the narrow kernel's. The
   // dense ones read W into registers and keep the default (s39 call 4: the largest carveout for
   // them too cost 124M B1, dense, 5%).
-  if (a.q8) sm80::prefer_max_shared(reinterpret_cast<const void*>(kernel));
+  if (a.q8) {
+    static std::atomic<bool> asked[kDevices][8][2];  // per device, kernel_slot and type
+    const int device = current_device(), slot = kernel_slot(a.rows, true);
+    const int ti = dt == DType::bf16 ? 1 : 0;
+    if (device >= kDevices || !asked[device][slot][ti].load(std::memory_order_acquire)) {
+      sm80::prefer_max_shared(reinterpret_cast<const void*>(kernel));
+      if (device < kDevices) asked[device][slot][ti].store(true, std::memory_order_release);
+    }
+  }
   launch(kernel, dim3(static_cast<unsigned>(plan.slices), static_cast<unsigned>(plan.splits)), 0,
          plan.cluster ? plan.splits : 0, p, stream, "skinny linear");
 }
