@@ -50,16 +50,12 @@ namespace engine {
 struct BackendBuffer {
   ModelOps* ops = nullptr;
   void* ptr = nullptr;
-  std::size_t bytes = 0;
   BackendBuffer() = default;
-  BackendBuffer(ModelOps* o, void* p, std::size_t b) : ops(o), ptr(p), bytes(b) {}
-  BackendBuffer(BackendBuffer&& o) noexcept : ops(o.ops), ptr(o.ptr), bytes(o.bytes) {
-    o.ptr = nullptr;
-  }
+  BackendBuffer(ModelOps* o, void* p) : ops(o), ptr(p) {}
+  BackendBuffer(BackendBuffer&& o) noexcept : ops(o.ops), ptr(o.ptr) { o.ptr = nullptr; }
   BackendBuffer& operator=(BackendBuffer&& o) noexcept {
     std::swap(ops, o.ops);
     std::swap(ptr, o.ptr);
-    std::swap(bytes, o.bytes);
     return *this;
   }
   ~BackendBuffer() {
@@ -135,17 +131,15 @@ class Gpt2Engine::Impl {
 
  private:
   engine::BackendBuffer weights(const std::vector<float>& v) {
-    return engine::BackendBuffer(ops.get(), ops->upload_weights(v.data(), v.size()),
-                                 v.size() * element_size(ops->dtype()));
+    return engine::BackendBuffer(ops.get(), ops->upload_weights(v.data(), v.size()));
   }
   // A linear's W [K, N]: in dtype, or int8 with its scales (q8).
   engine::BackendBuffer linear_weights(const std::vector<float>& v, int K, int N) {
     if (!q8) return weights(v);
-    return engine::BackendBuffer(ops.get(), ops->upload_q8_weights(v.data(), K, N),
-                                 engine::q8_bytes(K, N));
+    return engine::BackendBuffer(ops.get(), ops->upload_q8_weights(v.data(), K, N));
   }
   engine::BackendBuffer buffer(std::size_t bytes) {
-    return engine::BackendBuffer(ops.get(), ops->alloc(bytes), bytes);
+    return engine::BackendBuffer(ops.get(), ops->alloc(bytes));
   }
   TensorView view(void* data, std::initializer_list<std::int64_t> shape,
                   std::initializer_list<std::int64_t> stride, DType dt) const {
@@ -225,8 +219,7 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
     check(L.mlp_proj_b, C, h + "mlp.c_proj.bias");
   }
   head =
-      engine::BackendBuffer(ops.get(), ops->upload_head(w.wte.data(), cfg.vocab_size, cfg.n_embd),
-                            w.wte.size() * element_size(ops->dtype()));
+      engine::BackendBuffer(ops.get(), ops->upload_head(w.wte.data(), cfg.vocab_size, cfg.n_embd));
   wpe = weights(w.wpe);
   ln_f_w = weights(w.ln_f_w);
   ln_f_b = weights(w.ln_f_b);
