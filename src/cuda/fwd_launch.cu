@@ -75,16 +75,8 @@ bool kernel_waits_for_pdl(const void* kernel) {
 void prefer_max_shared(const void* kernel) {
   static const bool on = env_flag("GPUATTN_CARVEOUT_MAX", true);
   if (!on) return;
-  static std::mutex mutex;
-  static std::map<std::pair<int, const void*>, bool> done;
-  int device = 0;
-  GPUATTN_CUDA_CHECK(cudaGetDevice(&device));
-  std::lock_guard<std::mutex> lock(mutex);
-  bool& set = done[std::make_pair(device, kernel)];
-  if (set) return;
   GPUATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                           cudaSharedmemCarveoutMaxShared));
-  set = true;
 }
 
 cudaMemPool_t launch_pool() {

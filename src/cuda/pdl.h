@@ -23,16 +23,17 @@ bool pdl_enabled();
 // kernel (fwd_launch.cu).
 bool kernel_waits_for_pdl(const void* kernel);
 
-// Asks for the largest shared-memory carveout for `kernel` (cudaFuncAttributePreferredSharedMemory-
-// Carveout), once per device and kernel, unless GPUATTN_CARVEOUT_MAX is "0" (read once; another
-// value than 0 or 1 throws). For the kernels of a PDL chain that stage their loads in shared
-// memory: the driver picks an SM's L1 / shared split per launch from the kernel's own needs, and a
-// CTA starts beside the kernel ahead's only where the split suits both. H200, s39 calls 4-5
-// (bench/results/2026-11-29-h200-s39), asked for the engine's int8 linears and every split-KV
-// decode kernel (launch_decode; the 8-bit-cache ones too, whose speed was not measured with it):
-// 1.5B B1 int8 687-692 -> 767-769 tok/s, 124M B1 int8 3,843-3,873 -> 4,305-4,355; 124M B1 dense,
-// B8 int8 and B32 within noise. Asked for the dense one-row linear too, 124M B1 lost 5%. Callers
-// ask once per kernel: each call takes a lock.
+// Asks for the largest shared-memory carveout for `kernel` on the current device
+// (cudaFuncAttributePreferredSharedMemoryCarveout), unless GPUATTN_CARVEOUT_MAX is "0" (read once;
+// another value than 0 or 1 throws). Callers ask once per device and kernel, where they set the
+// kernel's other attributes (launch_narrow, skinny_linear, the decode launcher's ctas_per_sm). For
+// the kernels of a PDL chain that stage their loads in shared memory: the driver picks an SM's L1 /
+// shared split per launch from the kernel's own needs, and a CTA starts beside the kernel ahead's
+// only where the split suits both. H200, s39 calls 4-5 (bench/results/2026-11-29-h200-s39), asked
+// for the engine's int8 linears and every split-KV decode kernel (launch_decode; the 8-bit-cache
+// ones too, whose speed was not measured with it): 1.5B B1 int8 687-692 -> 767-769 tok/s, 124M B1
+// int8 3,843-3,873 -> 4,305-4,355; 124M B1 dense, B8 int8 and B32 within noise. Asked for the dense
+// one-row linear too, 124M B1 lost 5%.
 void prefer_max_shared(const void* kernel);
 
 template <typename... Params, typename... Args>

@@ -139,7 +139,7 @@ struct Params {
   void* k_pool;
   void* v_pool;
   int kv_c;    // C = N / 3
-  int staged;  // q8_narrow_kernel: kStaged* bits, what launch_narrow found aligned and room for
+  int staged;  // q8_narrow_kernel: the bits below, what launch_narrow found aligned
 };
 
 // Params::staged (set by launch_narrow), each where its pointers are 16-byte aligned: the layernorm
