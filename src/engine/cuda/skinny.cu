@@ -139,12 +139,13 @@ struct Params {
   void* k_pool;
   void* v_pool;
   int kv_c;    // C = N / 3
-  int staged;  // q8_narrow_kernel: the bits below, what launch_narrow found aligned
+  int staged;  // the bits below, what the launch found aligned
 };
 
-// Params::staged (set by launch_narrow), each where its pointers are 16-byte aligned: the layernorm
-// weights are loaded ahead of the PDL wait into registers, 8 a thread (K up to 8 x kThreads); the
-// bias is staged by cp.async ahead of the wait; x is read 16 bytes a thread.
+// Params::staged, each where its pointers are 16-byte aligned: the layernorm weights are loaded
+// ahead of the PDL wait into registers, 8 a thread (K up to 8 x kThreads); the bias is staged by
+// cp.async ahead of the wait (skinny_kernel too, with N a multiple of 8); x is read 16 bytes a
+// thread. q8_narrow_kernel takes all three, skinny_kernel the bias only.
 constexpr int kLnRegs = 1, kStagedBias = 2, kVecX = 4;
 
 // Element j (0-7, known at compile time once unrolled) of the 8 T packed in v, as a float: from
@@ -241,6 +242,7 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   __shared__ __align__(16) uint4 stage[kStage ? kLoadsQ8 * kThreads : 1];
   __shared__ float scratch[kWarps][M];
   __shared__ int last_s;
+  __shared__ __align__(16) T bias_s[kC];  // with p.staged & kStagedBias
 
   const int tid = threadIdx.x;
   const int cv = tid % kSeg, lane_k = tid / kSeg;
@@ -298,6 +300,16 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
       }
     }
   }
+  // The slice's biases (past N zero-filled, N a multiple of 8) by cp.async, in a group committed
+  // ahead of Q8's stage: the epilogue read them from HBM after the wait (the narrow kernel's
+  // s39 change). Every CTA stages them; only those that finish read them.
+  const bool staged_bias = (p.staged & kStagedBias) != 0;
+  if (staged_bias && tid < kC / 8) {
+    const int n = slice * kC + 8 * tid;
+    const T* b = static_cast<const T*>(p.bias);
+    ptx::cp_async_16(ptx::smem_addr(&bias_s[8 * tid]), n < p.N ? b + n : b, n < p.N);
+  }
+  if (staged_bias) ptx::cp_async_commit();
   load_pass(0);
   const bool ln = p.ln_w != nullptr;
   // This thread's rows of x: k0 + tid + f * kPass, the chunk rows it fills xs with (when inside
@@ -480,9 +492,20 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
       }
     }
   }
-  __syncthreads();
+  if constexpr (!Q8) {
+    if (staged_bias) ptx::cp_async_wait<0>();  // (Q8 waited for its stage, committed later)
+  }
+  __syncthreads();  // red, and bias_s for every thread
 
-  const auto finish = [&](float v, int m, int n) { finish_out<T>(p, v, m, n); };
+  const auto finish = [&](float v, int m, int n) {
+    if (staged_bias) {
+      const std::int64_t o = static_cast<std::int64_t>(m) * p.N + n;
+      finish_with<T>(p, v, m, n, to_f(bias_s[n - slice * kC]),
+                     p.residual != nullptr ? to_f(static_cast<const T*>(p.residual)[o]) : 0.0f);
+    } else {
+      finish_out<T>(p, v, m, n);
+    }
+  };
   const int n_base = slice * kC;
   for (int e = tid; e < p.rows * kC; e += kThreads) {
     const int m = e / kC, c = e % kC, n = n_base + c;
@@ -1124,6 +1147,11 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
     launch_narrow(dt, plan, a, p, stream);
     return;
   }
+  Params ps = p;
+  ps.staged = 0;
+  if (a.bias != nullptr && reinterpret_cast<std::uintptr_t>(a.bias) % 16 == 0 && a.N % 8 == 0) {
+    ps.staged |= kStagedBias;
+  }
   void (*kernel)(Params) =
       a.q8 ? (dt == DType::bf16 ? kernel_for<__nv_bfloat16, true>(a.rows)
                                 : kernel_for<__half, true>(a.rows))
@@ -1141,7 +1169,7 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
     }
   }
   launch(kernel, dim3(static_cast<unsigned>(plan.slices), static_cast<unsigned>(plan.splits)), 0,
-         plan.cluster ? plan.splits : 0, p, stream, "skinny linear");
+         plan.cluster ? plan.splits : 0, ps, stream, "skinny linear");
 }
 
 }  // namespace gpuattn::engine::cuda
