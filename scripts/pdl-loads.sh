@@ -6,8 +6,9 @@
 # ahead in the int8 kernel at 8 rows (bench/results/2026-11-29-h200-s36/notes.md). Per
 # instantiation: 16-byte global loads (LDG.E.128) and global-to-shared copies (LDGSTS) before and
 # after the wait, and the L2 prefetches (CCTL.E.PF2) ahead of it. --check fails unless every int8
-# instantiation has its 8 loads ahead and none after, and the dense one-row kernel (the engine's
-# policy at one row) its first pass's 8 ahead. Needs cuobjdump (the CUDA toolkit's, or the
+# instantiation has its 8 loads (and its biases' copy) ahead and none after, and the dense one-row
+# kernel (the engine's policy at one row) its first pass's 8 ahead (its LDGs only: its biases'
+# LDGSTS is not counted). Needs cuobjdump (the CUDA toolkit's, or the
 # nvidia-cuda-cuobjdump wheel's, on PATH).
 #
 #   scripts/pdl-loads.sh [--check] [BUILD_DIR]   (default build; its skinny.cu object)
@@ -23,7 +24,7 @@ cuobjdump -sass -arch sm_90a "$obj" | awk -v check=$check '
   function flush() {
     if (name == "") return
     printf "  %-22s %2d ahead, %2d after the wait; %2d L2 prefetches ahead\n", name, before, after, pf
-    if (check && q8 && (before != 8 || after != 0)) bad++
+    if (check && q8 && (before < 8 || after != 0)) bad++
     if (check && !q8 && rows == 1 && before < 8) bad++
     name = ""
   }
@@ -37,7 +38,10 @@ cuobjdump -sass -arch sm_90a "$obj" | awk -v check=$check '
   }
   /ACQBULK/ { seen = 1 }
   /CCTL\.E\.PF2/ { if (name != "" && !seen) pf++ }
-  /LDG\.E\.128|LDGSTS/ { if (name != "") { if (seen) after++; else before++ } }
+  # The dense kernels count their LDGs only: the staged bias copy (LDGSTS) is no weight load.
+  /LDG\.E\.128|LDGSTS/ {
+    if (name != "" && (q8 || $0 ~ /LDG\.E\.128/)) { if (seen) after++; else before++ }
+  }
   END {
     flush()
     if (!found) { print "pdl-loads: no skinny_kernel in the sm_90a SASS" > "/dev/stderr"; exit 2 }

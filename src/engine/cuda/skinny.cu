@@ -300,16 +300,6 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
       }
     }
   }
-  // The slice's biases (past N zero-filled, N a multiple of 8) by cp.async, in a group committed
-  // ahead of Q8's stage: the epilogue read them from HBM after the wait (the narrow kernel's
-  // s39 change). Every CTA stages them; only those that finish read them.
-  const bool staged_bias = (p.staged & kStagedBias) != 0;
-  if (staged_bias && tid < kC / 8) {
-    const int n = slice * kC + 8 * tid;
-    const T* b = static_cast<const T*>(p.bias);
-    ptx::cp_async_16(ptx::smem_addr(&bias_s[8 * tid]), n < p.N ? b + n : b, n < p.N);
-  }
-  if (staged_bias) ptx::cp_async_commit();
   load_pass(0);
   const bool ln = p.ln_w != nullptr;
   // This thread's rows of x: k0 + tid + f * kPass, the chunk rows it fills xs with (when inside
@@ -323,6 +313,18 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
     lw[f] = ln ? to_f(static_cast<const T*>(p.ln_w)[kx[f]]) : 0.0f;
     lb[f] = ln ? to_f(static_cast<const T*>(p.ln_b)[kx[f]]) : 0.0f;
   }
+  // The slice's biases (past N zero-filled, N a multiple of 8) by cp.async, a group of their own
+  // after Q8's stage (its wait<0> covers both): the epilogue read them from HBM after the wait (the
+  // narrow kernel's s39 change). Every CTA stages them; only those that finish read them. Here,
+  // last: issued ahead of load_pass(0), they made ptxas sink 4-5 of the dense kernel's 8 weight
+  // loads below the wait at one row (scripts/pdl-loads.sh).
+  const bool staged_bias = (p.staged & kStagedBias) != 0;
+  if (staged_bias && tid < kC / 8) {
+    const int n = slice * kC + 8 * tid;
+    const T* b = static_cast<const T*>(p.bias);
+    ptx::cp_async_16(ptx::smem_addr(&bias_s[8 * tid]), n < p.N ? b + n : b, n < p.N);
+  }
+  if (staged_bias) ptx::cp_async_commit();
   ptx::griddep_wait();
   ptx::griddep_launch_dependents();
   // Q8: the scales of this lane's two columns (tile rows qg and qg + 8) for each group of the
@@ -493,7 +495,7 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
     }
   }
   if constexpr (!Q8) {
-    if (staged_bias) ptx::cp_async_wait<0>();  // (Q8 waited for its stage, committed later)
+    if (staged_bias) ptx::cp_async_wait<0>();  // (Q8's wait for its stage covers the biases)
   }
   __syncthreads();  // red, and bias_s for every thread
 
