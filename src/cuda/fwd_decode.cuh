@@ -324,9 +324,14 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
     }
   };
   if (!early) load_q();
-  // K/V tile t into stage st: thread tid takes chunk tid % kChunks of rows tid / kChunks + k *
-  // (threads / kChunks); keys past the sequence are zero-filled (finite V under P = 0).
-  constexpr int kStep = Tr::kThreads / kChunks, kRowsPerThread = kN / kStep;
+  // K/V tile t into stage st. Each warp loads the 16 rows it reads (its keys of the tile, for S and
+  // for P V), so a tile needs no CTA barrier, only the warp's own: lane l takes chunk l % kChunks
+  // of rows row0 + u * kStep. Keys past the sequence are zero-filled (finite V under P = 0).
+  static_assert(kChunks <= 32 && 32 % kChunks == 0, "a row's chunks within a warp");
+  constexpr int kWarpRows = kN / Tr::kWarps;  // 16
+  constexpr int kStep = 32 / kChunks, kRowsPerThread = kWarpRows / kStep;
+  static_assert(kRowsPerThread * kStep == kWarpRows, "a warp's rows divide over its lanes");
+  const int row0 = kWarpRows * warp + lane / kChunks;
   const T* const kbase = static_cast<const T*>(p.k);
   const T* const vbase = static_cast<const T*>(p.v);
   // Unpaged: the sequence's first row in K and V (varlen: cu_seqlens_k[b]), read once. A tile's
@@ -342,9 +347,14 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
   constexpr bool kEarlyPages = kRowsPerThread <= 8;
   const std::int32_t* const table = p.block_table + b * p.block_table_stride;
   std::int32_t pages[kEarlyPages ? kRowsPerThread : 1];
-  // Pages of a multiple of kN keys hold whole tiles: one table entry a tile, rows addressed as in
-  // a dense cache.
-  const bool whole_tiles = kPaged && p.page_size % kN == 0;
+  // Pages of a multiple of a warp's 16 keys (the engine's 16 included) hold each warp's rows of a
+  // tile whole: one table entry a warp and tile, rows addressed as in a dense cache. (Past the
+  // sequence, no entry: page 0's address, nothing read.)
+  const bool whole_warps = kPaged && p.page_size % kWarpRows == 0;
+  const auto warp_page = [&](int t) {
+    const int key = t * kN + kWarpRows * warp;
+    return key < lk ? __ldg(table + key / p.page_size) : 0;
+  };
   // K and V laid out alike with every offset of the pool under 2^31 (its largest offset, so that
   // a strided view of any layout counts; num_pages x the page stride for a contiguous pool): one
   // 32-bit offset a row for both.
@@ -356,11 +366,11 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
                           (1LL << 31) - 1;
   auto fetch_pages = [&](int t) {
     if (!kEarlyPages || !kPaged || t >= t1) return;
-    if (whole_tiles) {
-      pages[0] = __ldg(table + t * kN / p.page_size);
+    if (whole_warps) {
+      pages[0] = warp_page(t);
       return;
     }
-    int key = t * kN + tid / kChunks;
+    int key = t * kN + row0;
     int page = key / p.page_size, slot = key - page * p.page_size;
 #pragma unroll
     for (int u = 0; u < kRowsPerThread; ++u) {
@@ -374,19 +384,19 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
   auto load_tile = [&](int t, int st, auto ranged, int lo, int hi) {
     constexpr bool kRanged = decltype(ranged)::value;
     const auto in = [&](int key) { return !kRanged || (key >= lo && key < hi); };
-    const int c = tid % kChunks;
+    const int c = lane % kChunks;
     const std::uint32_t kdst = ring + st * 2 * Tr::kTileBytes;
     const std::uint32_t vdst = kdst + Tr::kTileBytes;
     if constexpr (kPaged) {
-      if (whole_tiles) {
-        const std::int64_t pg = kEarlyPages ? pages[0] : __ldg(table + t * kN / p.page_size);
-        const std::int64_t row = (t * kN) % p.page_size + tid / kChunks;
+      if (whole_warps) {
+        const std::int64_t pg = kEarlyPages ? pages[0] : warp_page(t);
+        const std::int64_t row = (t * kN + kWarpRows * warp) % p.page_size + lane / kChunks;
         const T* ks =
             kbase + pg * p.k_batch_stride + row * p.k_row_stride + hk * p.k_head_stride + c * 8;
         const T* vs =
             vbase + pg * p.v_batch_stride + row * p.v_row_stride + hk * p.v_head_stride + c * 8;
 #pragma unroll
-        for (int r = tid / kChunks; r < kN; r += kStep) {
+        for (int r = row0; r < row0 + kWarpRows; r += kStep) {
           const bool valid = t * kN + r < lk;
           if (in(t * kN + r)) {
             ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? ks : kbase, valid);
@@ -397,7 +407,7 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
         }
         return;
       }
-      int key = t * kN + tid / kChunks;
+      int key = t * kN + row0;
       int page = key / p.page_size, slot = key - page * p.page_size;
       if (kEarlyPages && narrow) {
         // K and V laid out alike in a pool of under 2^31 elements: one 32-bit offset a row,
@@ -407,7 +417,7 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
         const int row_stride = static_cast<int>(p.k_row_stride);
 #pragma unroll
         for (int u = 0; u < kRowsPerThread; ++u) {
-          const int r = tid / kChunks + u * kStep;
+          const int r = row0 + u * kStep;
           const bool valid = key < lk;
           const int off = pages[kEarlyPages ? u : 0] * page_stride + slot * row_stride + col;
           if (in(key)) {
@@ -423,7 +433,7 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
       // Rolled at head dim 256: unrolled, its addresses spilled the kernel's registers.
 #pragma unroll(kEarlyPages ? kRowsPerThread : 1)
       for (int u = 0; u < kRowsPerThread; ++u) {
-        const int r = tid / kChunks + u * kStep;
+        const int r = row0 + u * kStep;
         const bool valid = key < lk;
         const T* ks = kbase;
         const T* vs = vbase;
@@ -440,14 +450,14 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
         for (slot += kStep; slot >= p.page_size; slot -= p.page_size) ++page;
       }
     } else {
-      int key = t * kN + tid / kChunks;
+      int key = t * kN + row0;
       const T* ks = kbase + p.k_row_offset(b, row0_k + key, hk) + c * 8;
       const T* vs = vbase + p.v_row_offset(b, row0_k + key, hk) + c * 8;
       // A fixed count: unrolled whole up to 8 rows; by 4 at head dim 256 (16 rows a thread),
       // where 16 rows' addresses at once spilled.
 #pragma unroll(kRowsPerThread <= 8 ? kRowsPerThread : 4)
       for (int u = 0; u < kRowsPerThread; ++u) {
-        const int r = tid / kChunks + u * kStep;
+        const int r = row0 + u * kStep;
         const bool valid = key < lk;
         if (in(key)) {
           ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? ks : kbase, valid);
@@ -518,15 +528,21 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
 
   for (int t = t0; t < t1; ++t) {
     const int i = t - t0;
-    // Issue tile t + kStages - 1 into the stage tile t - 1 used (every warp is past it: the
-    // barrier at the end of the previous step), then wait for tile t (and on the first, Q).
+    // Issue this warp's rows of tile t + kStages - 1 into the stage tile t - 1 used (the warp is
+    // past it: the __syncwarp at the end of the previous step), then wait for tile t. Its rows
+    // are this warp's own copies: the warp's barrier suffices, except on the first tile, whose
+    // group holds Q too, copied by every thread and read by every warp.
     if (t + Tr::kStages - 1 < t1) {
       load_tile(t + Tr::kStages - 1, (i + Tr::kStages - 1) % Tr::kStages, Whole{}, 0, 0);
       fetch_pages(t + Tr::kStages);  // lands while tile t is computed
     }
     ptx::cp_async_commit();
     ptx::cp_async_wait<Tr::kStages - 1>();
-    __syncthreads();
+    if (i == 0) {
+      __syncthreads();
+    } else {
+      __syncwarp();
+    }
     if (i == 0) {
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
@@ -604,9 +620,10 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
       ptx::mma_16816<T>(o[2 * c], pa, vb[0], vb[1]);
       ptx::mma_16816<T>(o[2 * c + 1], pa, vb[2], vb[3]);
     }
-    __syncthreads();  // every warp is done with this stage before it is loaded again
+    __syncwarp();  // the warp's lanes are done with its rows of this stage before they reload them
   }
   ptx::cp_async_wait<0>();  // no copy may land in the ring once it holds the merge
+  __syncthreads();          // nor any warp still read its rows there
 
   // The 4 warps' rows merged through shared memory: m and the quad's sum per row, O.
   float* const mo = reinterpret_cast<float*>(smem + Tr::kQBytes);
