@@ -350,10 +350,15 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
   // Pages of a multiple of a warp's 16 keys (the engine's 16 included) hold each warp's rows of a
   // tile whole: one table entry a warp and tile, rows addressed as in a dense cache. (Past the
   // sequence, no entry: page 0's address, nothing read.)
+  // The page and the slot in it of the warp's first row of tile t: a shift for pages of a power of
+  // two (the division's ~25 instructions a tile were a large part of the loop's at 124M B128).
   const bool whole_warps = kPaged && p.page_size % kWarpRows == 0;
-  const auto warp_page = [&](int t) {
+  const int ps_log2 = kPaged && __popc(p.page_size) == 1 ? __ffs(p.page_size) - 1 : -1;
+  const auto warp_page = [&](int t, int& slot) {
     const int key = t * kN + kWarpRows * warp;
-    return key < lk ? __ldg(table + key / p.page_size) : 0;
+    const int q = ps_log2 >= 0 ? key >> ps_log2 : key / p.page_size;
+    slot = key - q * p.page_size;
+    return key < lk ? __ldg(table + q) : 0;
   };
   // K and V laid out alike with every offset of the pool under 2^31 (its largest offset, so that
   // a strided view of any layout counts; num_pages x the page stride for a contiguous pool): one
@@ -366,8 +371,9 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
                           (1LL << 31) - 1;
   auto fetch_pages = [&](int t) {
     if (!kEarlyPages || !kPaged || t >= t1) return;
-    if (whole_warps) {
-      pages[0] = warp_page(t);
+    if (whole_warps) {  // pages[1]: the slot
+      static_assert(!kEarlyPages || kRowsPerThread >= 2, "a page and a slot");
+      pages[0] = warp_page(t, pages[kRowsPerThread > 1 ? 1 : 0]);
       return;
     }
     int key = t * kN + row0;
@@ -389,8 +395,10 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
     const std::uint32_t vdst = kdst + Tr::kTileBytes;
     if constexpr (kPaged) {
       if (whole_warps) {
-        const std::int64_t pg = kEarlyPages ? pages[0] : warp_page(t);
-        const std::int64_t row = (t * kN + kWarpRows * warp) % p.page_size + lane / kChunks;
+        int slot = 0;
+        const std::int64_t pg = kEarlyPages ? pages[0] : warp_page(t, slot);
+        if constexpr (kEarlyPages) slot = pages[kRowsPerThread > 1 ? 1 : 0];
+        const std::int64_t row = slot + lane / kChunks;
         const T* ks =
             kbase + pg * p.k_batch_stride + row * p.k_row_stride + hk * p.k_head_stride + c * 8;
         const T* vs =
