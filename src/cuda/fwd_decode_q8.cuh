@@ -47,8 +47,12 @@ struct Q8Traits {
   // The dispatch checks DecodePlan::smem_bytes against the device's limit for both decode kernels
   // (decode_takes in cuda_attention.cpp, select_fwd_config).
   static_assert(kSmemBytes == DecodePlan::smem_bytes(kHeadDim), "DecodePlan::smem_bytes");
-  static constexpr int kStep = kThreads / kChunks;  // rows between a thread's rows of a tile
-  static constexpr int kRowsPerThread = kBlockN / kStep;
+  // A warp loads the 16 rows of a tile it reads (decode_kernel does the same): kStep rows between a
+  // lane's rows, kRowsPerThread of them.
+  static constexpr int kWarpRows = kBlockN / kWarps;
+  static constexpr int kStep = 32 / kChunks;
+  static constexpr int kRowsPerThread = kWarpRows / kStep;
+  static_assert(kRowsPerThread * kStep == kWarpRows, "a warp's rows divide over its lanes");
   static_assert(kMergeBytes >= (kRows * DecodePlan::kMaxSplits + 2 * kRows) * 4,
                 "the split merge's weights fit the merge area");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head dims 64, 128, 256");
@@ -112,9 +116,13 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
       ptx::cp_async_16(sq + (r * D + c * 8) * 2, src, valid);
     }
   }
-  // The 8-bit tile t into stage st: thread tid takes chunk tid % kC of rows tid / kC + u * kStep.
-  // A paged cache's pages (and slots) for a tile are read from the table one step before the tile
-  // is issued (fetch_pages), so the table's latency is not in the issue.
+  // The 8-bit tile t into stage st: lane l of warp w takes chunk l % kC of rows row0 + u * kStep,
+  // row0 = 16 w + l / kC, the rows the warp reads (so a tile needs only the warp's barrier). A
+  // paged cache's pages (and slots) for a tile are read from the table one step before the tile
+  // is issued (fetch_pages), so the table's latency is not in the issue; a page of a power of two
+  // is found by a shift.
+  const int row0 = Tr::kWarpRows * warp + lane / kC;
+  const int ps_log2 = kPaged && __popc(p.page_size) == 1 ? __ffs(p.page_size) - 1 : -1;
   const auto* const kbase = static_cast<const std::uint8_t*>(p.k);
   const auto* const vbase = static_cast<const std::uint8_t*>(p.v);
   const std::int32_t* const table = p.block_table + b * p.block_table_stride;
@@ -127,21 +135,21 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
       if (t >= t1) return;
 #pragma unroll
       for (int u = 0; u < Tr::kRowsPerThread; ++u) {
-        const int key = t * kN + tid / kC + u * kStep;
-        const int page = key / p.page_size;
+        const int key = t * kN + row0 + u * kStep;
+        const int page = ps_log2 >= 0 ? key >> ps_log2 : key / p.page_size;
         pages[u] = key < lk ? __ldg(table + page) : 0;
         slots[u] = key - page * p.page_size;
       }
     }
   };
   auto load_tile = [&](int t, int st) {
-    const int c = tid % kC;
+    const int c = lane % kC;
     const std::uint32_t kdst = ring + st * 2 * Tr::kTileBytes;
     const std::uint32_t vdst = kdst + Tr::kTileBytes;
     if constexpr (kPaged) {
 #pragma unroll
       for (int u = 0; u < Tr::kRowsPerThread; ++u) {
-        const int r = tid / kC + u * kStep;
+        const int r = row0 + u * kStep;
         const bool valid = t * kN + r < lk;
         const std::uint8_t* ks = kbase;
         const std::uint8_t* vs = vbase;
@@ -155,12 +163,12 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
         ptx::cp_async_16(vdst + swz8<D>(r, c), vs, valid);
       }
     } else {
-      int key = t * kN + tid / kC;
+      int key = t * kN + row0;
       const std::uint8_t* ks = kbase + p.k_row_offset(b, row0_k + key, hk) + c * 16;
       const std::uint8_t* vs = vbase + p.v_row_offset(b, row0_k + key, hk) + c * 16;
 #pragma unroll
       for (int u = 0; u < Tr::kRowsPerThread; ++u) {
-        const int r = tid / kC + u * kStep;
+        const int r = row0 + u * kStep;
         const bool valid = key < lk;
         ptx::cp_async_16(kdst + swz8<D>(r, c), valid ? ks : kbase, valid);
         ptx::cp_async_16(vdst + swz8<D>(r, c), valid ? vs : vbase, valid);
@@ -206,7 +214,12 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
     }
     ptx::cp_async_commit();
     ptx::cp_async_wait<Tr::kStages - 1>();
-    __syncthreads();
+    // The tile's rows are the warp's own copies; the first tile's group holds Q too (every warp's).
+    if (i == 0) {
+      __syncthreads();
+    } else {
+      __syncwarp();
+    }
     if (i == 0) {
       // bf16 q to fp16: 8 threads a row, each D / 8 elements; the row's largest magnitude sets its
       // power of two.
@@ -366,9 +379,10 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
         }
       }
     }
-    __syncthreads();
+    __syncwarp();  // the warp's lanes are done with its rows of this stage before they reload them
   }
   ptx::cp_async_wait<0>();
+  __syncthreads();  // no warp still reads its rows of the ring, which the merge takes next
 
   // The warps' rows to the merge area, output block j's columns back to dims 2c4 D / 8 + j and
   // (2c4 + 1) D / 8 + j.
