@@ -6,7 +6,10 @@
 //     each K/V tile is read once per group;
 //   - each sequence's key tiles are split over enough CTAs to fill the GPU; each CTA streams its
 //     share through a cp.async ring of 64-key tiles, its 4 warps taking 16 keys of each tile
-//     with their own online softmax, merged through shared memory at the end;
+//     with their own online softmax, merged through shared memory at the end. Each warp loads
+//     the 16 keys it reads, so a tile costs the warp's barrier only, not the CTA's (H200, s40:
+//     the kernel alone 0.83-0.98x the time, most at long sequences; bench/results/
+//     2026-11-29-h200-s40);
 //   - the CTAs of a unit leave normalized O and the log2-sum-exp of their rows in a workspace;
 //     the one that counts in last merges them in split order.
 // Standard precision, dense and causal (bottom-right aligned) calls, varlen, GQA/MQA, LSE, and
