@@ -130,9 +130,20 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
   // tile's first (as decode_kernel does: k_offset_unpaged a row reloaded it every tile).
   const std::int64_t row0_k = kPaged ? 0 : p.row0_k(b);
   int pages[kPaged ? Tr::kRowsPerThread : 1], slots[kPaged ? Tr::kRowsPerThread : 1];
+  // Pages of a multiple of 16 keys (the warp's rows of a tile) hold those rows whole: one table
+  // entry a warp and tile (pages[0], and slots[0] the lane's first row's slot), the rows stepped
+  // from it as in a dense cache. (Past the sequence, no entry: page 0's address, nothing read.)
+  const bool whole_warps = kPaged && p.page_size % Tr::kWarpRows == 0;
   auto fetch_pages = [&](int t) {
     if constexpr (kPaged) {
       if (t >= t1) return;
+      if (whole_warps) {
+        const int key = t * kN + Tr::kWarpRows * warp;
+        const int page = ps_log2 >= 0 ? key >> ps_log2 : key / p.page_size;
+        pages[0] = key < lk ? __ldg(table + page) : 0;
+        slots[0] = key - page * p.page_size + lane / kC;
+        return;
+      }
 #pragma unroll
       for (int u = 0; u < Tr::kRowsPerThread; ++u) {
         const int key = t * kN + row0 + u * kStep;
@@ -147,6 +158,24 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
     const std::uint32_t kdst = ring + st * 2 * Tr::kTileBytes;
     const std::uint32_t vdst = kdst + Tr::kTileBytes;
     if constexpr (kPaged) {
+      if (whole_warps) {
+        const std::uint8_t* ks = kbase + static_cast<std::int64_t>(pages[0]) * p.k_batch_stride +
+                                 static_cast<std::int64_t>(slots[0]) * p.k_row_stride +
+                                 hk * p.k_head_stride + c * 16;
+        const std::uint8_t* vs = vbase + static_cast<std::int64_t>(pages[0]) * p.v_batch_stride +
+                                 static_cast<std::int64_t>(slots[0]) * p.v_row_stride +
+                                 hk * p.v_head_stride + c * 16;
+#pragma unroll
+        for (int u = 0; u < Tr::kRowsPerThread; ++u) {
+          const int r = row0 + u * kStep;
+          const bool valid = t * kN + r < lk;
+          ptx::cp_async_16(kdst + swz8<D>(r, c), valid ? ks : kbase, valid);
+          ptx::cp_async_16(vdst + swz8<D>(r, c), valid ? vs : vbase, valid);
+          ks += kStep * p.k_row_stride;
+          vs += kStep * p.v_row_stride;
+        }
+        return;
+      }
 #pragma unroll
       for (int u = 0; u < Tr::kRowsPerThread; ++u) {
         const int r = row0 + u * kStep;

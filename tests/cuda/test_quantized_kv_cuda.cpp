@@ -179,6 +179,8 @@ TEST_F(QuantizedKvCuda, DecodeReadsTheEightBitCacheInPlace) {
       {f16, i8, 3, 8, 2, 1, 1000, 128, true, {999, 0, 64}, 64},
       {f16, e4m3, 2, 4, 2, 1, 90, 64, false, {90, 37}, 1},
       {bf16, i8, 2, 4, 4, 1, 1024, 256, false, {}, 256},
+      // 48: whole warps' rows a page (a multiple of 16) found by a division, not a shift.
+      {f16, e4m3, 2, 8, 4, 1, 700, 64, false, {700, 21}, 48},
   };
   for (const QCase& c : cases) expect_matches_reference(c, true, Runs::in_place);
 }
