@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # s40 call 9: the 8-bit cache's decode kernel with one block-table entry a warp and tile where pages
 # hold whole warps' rows (a multiple of 16 keys), rows stepped from it, against call 7's kernel
-# (call9-old-fwd_decode_q8.cuh, as at 5dcb1b6); both built here, bench/quantized_decode.py each.
+# (the tree without call9-q8.patch, as at 5dcb1b6); both built here, bench/quantized_decode.py each.
 # Expected: e4m3 pages of 16 toward the dense rows (call 7: 98.9 against 83.5 us at B32 L4096,
 # 40.1 against 33.7 at D64): 5-15% faster paged, dense unchanged.
+# (As run, the old kernel was a copy of the file; the copy is now this patch, the change as
+# committed in 372eccc: run at 372eccc, it gives the same old file.)
 #   OUT=$OUT bash bench/results/2026-11-29-h200-s40/call9.sh 2>&1 | tee $OUT/log.txt
 set -u
 cd "$(dirname "$0")/../../.." || exit 1
@@ -11,7 +13,7 @@ t0=$(date +%s); ts() { echo "[$(($(date +%s)-t0)) s] $*"; }
 R=$PWD
 cfg() { cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DGPUATTN_CUDA=ON; }
 mkdir -p /tmp/old && tar cf - --exclude=./build-gpu --exclude=./carry . | tar xf - -C /tmp/old
-cp bench/results/2026-11-29-h200-s40/call9-old-fwd_decode_q8.cuh /tmp/old/src/cuda/fwd_decode_q8.cuh
+(cd /tmp/old && patch -s -R -p1 < bench/results/2026-11-29-h200-s40/call9-q8.patch)
 { cfg . build-gpu && cmake --build build-gpu -j16 --target gpuattn_cuda_tests _C; } > $OUT/build.log 2>&1
 ts "build new rc $?"
 T=build-gpu/tests/gpuattn_cuda_tests
