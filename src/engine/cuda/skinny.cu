@@ -759,6 +759,7 @@ __device__ __forceinline__ std::uint32_t q4_pair<__nv_bfloat16>(std::uint32_t w)
 constexpr int kQ4Pad = 8;
 constexpr std::size_t kQ4StaticSmem = 6 * 1024;  // red, scratch, bias_s below (~4.4 KB)
 static_assert(kGroup == 64, "q4_kernel: a group is 4 k-steps, a lane's 16 bytes");
+static_assert(kWarps >= kSkinnyMaxRowsQ4, "q4_kernel: a warp a row's layernorm statistics");
 template <typename T>
 __global__ void __launch_bounds__(kThreads) q4_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(16) unsigned char dyn[];
@@ -770,7 +771,7 @@ __global__ void __launch_bounds__(kThreads) q4_kernel(const __grid_constant__ Pa
   T* const xs = reinterpret_cast<T*>(sc + groups * 16);
   constexpr int kM = kSkinnyMaxRowsQ4;
   __shared__ float red[kWarps][kM][16];
-  __shared__ float scratch[kWarps][kM];
+  __shared__ float stat[kM][2];           // with the layernorm: row m's mean and 1 / std
   __shared__ __align__(16) T bias_s[16];  // with p.staged & kStagedBias
 
   // Ahead of the wait (nothing of it is written by a kernel): the biases (group 0), W and its
@@ -809,63 +810,63 @@ __global__ void __launch_bounds__(kThreads) q4_kernel(const __grid_constant__ Pa
     res = to_f(static_cast<const T*>(p.residual)[static_cast<std::int64_t>(out_m) * p.N + out_n]);
   }
 
-  // x's rows into xs, their sums.
+  // x's rows into xs; with the layernorm, warp m takes row m's statistics (two passes over xs) and
+  // every thread then normalizes its elements of each row. Loops over the rows stay rolled: the
+  // kernel is one of a step's ~200 launches, each fetching its code cold.
   const T* x = static_cast<const T*>(p.x);
-  float sum[kM];
-#pragma unroll
-  for (int m = 0; m < kM; ++m) {
-    sum[m] = 0.0f;
-    if (m >= rows) continue;
-    const T* xr = x + static_cast<std::int64_t>(m) * K;
-    T* xm = xs + m * xld;
-    if ((p.staged & kVecX) != 0) {
-      for (int i = tid; i < K / 8; i += kThreads) {
-        const uint4 v = reinterpret_cast<const uint4*>(xr)[i];
-        *reinterpret_cast<uint4*>(xm + 8 * i) = v;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) sum[m] += packed_f<T>(v, j);
-      }
-    } else {
-      for (int k = tid; k < K; k += kThreads) {
-        const T v = xr[k];
-        xm[k] = v;
-        sum[m] += to_f(v);
-      }
+  if ((p.staged & kVecX) != 0) {  // 16 bytes a load
+    const int vecs = K / 8;
+    for (int i = tid; i < rows * vecs; i += kThreads) {
+      const int m = i / vecs, j = i - m * vecs;
+      *reinterpret_cast<uint4*>(xs + m * xld + 8 * j) =
+          reinterpret_cast<const uint4*>(x + static_cast<std::int64_t>(m) * K)[j];
+    }
+  } else {
+    for (int i = tid; i < rows * K; i += kThreads) {
+      const int m = i / K;
+      xs[m * xld + i - m * K] = x[i];
     }
   }
   if (ln) {
-    cta_sums<kM>(sum, scratch);  // (its barriers: every thread's xs is written)
-    float mean[kM], sq[kM];
+    __syncthreads();  // xs
+    if (warp < rows) {
+      const T* xm = xs + warp * xld;
+      float sum = 0.0f;
+      for (int k = lane; k < K; k += 32) sum += to_f(xm[k]);
 #pragma unroll
-    for (int m = 0; m < kM; ++m) {
-      mean[m] = sum[m] / static_cast<float>(K);
-      sq[m] = 0.0f;
-      if (m >= rows) continue;
-      for (int k = tid; k < K; k += kThreads) {
-        const float d = to_f(xs[m * xld + k]) - mean[m];
-        sq[m] += d * d;
+      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      const float mean = sum / static_cast<float>(K);
+      float sq = 0.0f;
+      for (int k = lane; k < K; k += 32) {
+        const float d = to_f(xm[k]) - mean;
+        sq += d * d;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+      if (lane == 0) {
+        stat[warp][0] = mean;
+        stat[warp][1] = rsqrtf(sq / static_cast<float>(K) + p.eps);
       }
     }
-    cta_sums<kM>(sq, scratch);  // (every thread's reads of xs done)
-#pragma unroll
-    for (int m = 0; m < kM; ++m) {
-      if (m >= rows) continue;
-      const float rstd = rsqrtf(sq[m] / static_cast<float>(K) + p.eps);
+    __syncthreads();  // stat
+#pragma unroll 1
+    for (int m = 0; m < rows; ++m) {
+      const float mean = stat[m][0], rstd = stat[m][1];
       T* xm = xs + m * xld;
-      if (ln_regs) {
+      if (ln_regs) {  // this thread's 8 elements
         if (tid < K / 8) {
           T* e = xm + 8 * tid;
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
-            e[j] = from_f<T>((to_f(e[j]) - mean[m]) * rstd * packed_f<T>(lwv, j) +
-                             packed_f<T>(lbv, j));
+            e[j] =
+                from_f<T>((to_f(e[j]) - mean) * rstd * packed_f<T>(lwv, j) + packed_f<T>(lbv, j));
           }
         }
       } else {
         const T* lw = static_cast<const T*>(p.ln_w);
         const T* lb = static_cast<const T*>(p.ln_b);
         for (int k = tid; k < K; k += kThreads) {
-          xm[k] = from_f<T>((to_f(xm[k]) - mean[m]) * rstd * to_f(lw[k]) + to_f(lb[k]));
+          xm[k] = from_f<T>((to_f(xm[k]) - mean) * rstd * to_f(lw[k]) + to_f(lb[k]));
         }
       }
     }
