@@ -726,26 +726,44 @@ std::size_t narrow_smem_bytes(int K) {
          static_cast<std::size_t>(K) * 2;
 }
 
-// Register r's two int4 values of a k-step's word (shuffle_q4_mma: nibbles r and r + 4, stored as
-// q + 8) as a T pair for an mma operand, exactly: `w` is the word shifted right by 4r, and each
-// nibble goes into the low mantissa bits of a 16-bit float whose last place there is 1 (f16:
-// 1024 + n from 0x6400; bf16: 128 + n from 0x4300), the bias (1032; 136) then taken off in pairs.
-// One LOP3 and one HFMA2 a pair (and the shift).
+// A k-step's word of int4 values (shuffle_q4_mma: register r's two values in nibbles r and r + 4,
+// stored as q + 8) as mma's 4 A registers of T pairs, exactly. Each nibble goes into the mantissa
+// of a 16-bit float whose last place there is 1 (f16: 1024 + n from 0x6400; bf16: 128 + n from
+// 0x4300) by one LOP3 ((w & mask) | magic), and the bias comes off in pairs. f16 takes the odd
+// registers' nibbles where they lie, 4 bits up (1024 + 16n), and scales them back in the same
+// HFMA2 (v / 16 - 72 = n - 8): one shift a word. bf16's 7 mantissa bits cannot hold 16n: there
+// every register is shifted down.
+__device__ __forceinline__ std::uint32_t lop3_and_or(std::uint32_t w, std::uint32_t magic) {
+  std::uint32_t v;  // (w & 0x000F000F) | magic, the constant in a register: one LOP3
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(v) : "r"(w), "n"(0x000F000F), "r"(magic));
+  return v;
+}
 template <typename T>
-__device__ __forceinline__ std::uint32_t q4_pair(std::uint32_t w);
+__device__ __forceinline__ void q4_regs(std::uint32_t w, std::uint32_t (&a)[4]);
 template <>
-__device__ __forceinline__ std::uint32_t q4_pair<__half>(std::uint32_t w) {
-  const std::uint32_t v = (w & 0x000F000Fu) | 0x64006400u;
-  std::uint32_t out;
-  asm("sub.f16x2 %0, %1, %2;" : "=r"(out) : "r"(v), "r"(0x64086408u));
-  return out;
+__device__ __forceinline__ void q4_regs<__half>(std::uint32_t w, std::uint32_t (&a)[4]) {
+  const std::uint32_t w8 = w >> 8;
+  std::uint32_t v[4];
+  v[0] = lop3_and_or(w, 0x64006400u);
+  v[2] = lop3_and_or(w8, 0x64006400u);
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(v[1]) : "r"(w), "n"(0x00F000F0), "r"(0x64006400u));
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(v[3]) : "r"(w8), "n"(0x00F000F0), "r"(0x64006400u));
+#pragma unroll
+  for (int r = 0; r < 4; r += 2) {
+    asm("sub.f16x2 %0, %1, %2;" : "=r"(a[r]) : "r"(v[r]), "r"(0x64086408u));  // - 1032
+    asm("fma.rn.f16x2 %0, %1, %2, %3;"                                        // / 16 - 72
+        : "=r"(a[r + 1])
+        : "r"(v[r + 1]), "r"(0x2C002C00u), "r"(0xD480D480u));
+  }
 }
 template <>
-__device__ __forceinline__ std::uint32_t q4_pair<__nv_bfloat16>(std::uint32_t w) {
-  const std::uint32_t v = (w & 0x000F000Fu) | 0x43004300u;
-  std::uint32_t out;  // v * 1 - 136, exact (sub.bf16x2 needs sm_90)
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out) : "r"(v), "r"(0x3F803F80u), "r"(0xC308C308u));
-  return out;
+__device__ __forceinline__ void q4_regs<__nv_bfloat16>(std::uint32_t w, std::uint32_t (&a)[4]) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const std::uint32_t v = lop3_and_or(w >> (4 * r), 0x43004300u);
+    // v * 1 - 136 (sub.bf16x2 needs sm_90)
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(a[r]) : "r"(v), "r"(0x3F803F80u), "r"(0xC308C308u));
+  }
 }
 
 // Int4 W (LinearWeights::int4) at 1-8 rows: q8_narrow_kernel's form, a CTA a 16-column tile over
@@ -887,8 +905,7 @@ __global__ void __launch_bounds__(kThreads) q4_kernel(const __grid_constant__ Pa
     for (int j = 0; j < 4; ++j) {
       const std::uint32_t w = j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
       std::uint32_t a[4];
-#pragma unroll
-      for (int r = 0; r < 4; ++r) a[r] = q4_pair<T>(w >> (4 * r));
+      q4_regs<T>(w, a);
       std::uint32_t b0 = 0u, b1 = 0u;
       if (has_row) {
         const int k = 16 * (4 * g + j);
