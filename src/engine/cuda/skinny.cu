@@ -789,7 +789,8 @@ __global__ void __launch_bounds__(kThreads) q4_kernel(const __grid_constant__ Pa
   T* const xs = reinterpret_cast<T*>(sc + groups * 16);
   constexpr int kM = kSkinnyMaxRowsQ4;
   __shared__ float red[kWarps][kM][16];
-  __shared__ float stat[kM][2];           // with the layernorm: row m's mean and 1 / std
+  __shared__ float stat[kM][2];          // with the layernorm at 2-8 rows: row m's mean and 1 / std
+  __shared__ float scratch1[kWarps][1];  // at one row: the CTA's sums
   __shared__ __align__(16) T bias_s[16];  // with p.staged & kStagedBias
 
   // Ahead of the wait (nothing of it is written by a kernel): the biases (group 0), W and its
@@ -828,24 +829,46 @@ __global__ void __launch_bounds__(kThreads) q4_kernel(const __grid_constant__ Pa
     res = to_f(static_cast<const T*>(p.residual)[static_cast<std::int64_t>(out_m) * p.N + out_n]);
   }
 
-  // x's rows into xs; with the layernorm, warp m takes row m's statistics (two passes over xs) and
-  // every thread then normalizes its elements of each row. Loops over the rows stay rolled: the
-  // kernel is one of a step's ~200 launches, each fetching its code cold.
+  // x's rows into xs. With the layernorm, one row's statistics are the CTA's (row 0's sum taken as
+  // it loads, then two CTA sums: q8_narrow_kernel's way), several rows' are a warp's each (warp m,
+  // two passes over row m in xs), and every thread then normalizes its elements of each row. Loops
+  // over the rows stay rolled: unrolled for 8 rows the kernel had 7,000 instructions (1,750 now)
+  // and ran 124M B1 at 0.70x int8's rate (s41 calls 1-2), each of a step's launches fetching its
+  // code cold.
   const T* x = static_cast<const T*>(p.x);
+  float first = 0.0f;             // this thread's part of row 0's sum
   if ((p.staged & kVecX) != 0) {  // 16 bytes a load
     const int vecs = K / 8;
     for (int i = tid; i < rows * vecs; i += kThreads) {
       const int m = i / vecs, j = i - m * vecs;
-      *reinterpret_cast<uint4*>(xs + m * xld + 8 * j) =
-          reinterpret_cast<const uint4*>(x + static_cast<std::int64_t>(m) * K)[j];
+      const uint4 v = reinterpret_cast<const uint4*>(x + static_cast<std::int64_t>(m) * K)[j];
+      *reinterpret_cast<uint4*>(xs + m * xld + 8 * j) = v;
+      if (m == 0) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) first += packed_f<T>(v, e);
+      }
     }
   } else {
     for (int i = tid; i < rows * K; i += kThreads) {
       const int m = i / K;
-      xs[m * xld + i - m * K] = x[i];
+      const T v = x[i];
+      xs[m * xld + i - m * K] = v;
+      if (m == 0) first += to_f(v);
     }
   }
-  if (ln) {
+  float mean0 = 0.0f, rstd0 = 0.0f;  // one row's statistics
+  if (ln && rows == 1) {
+    float s1[1] = {first};
+    cta_sums<1>(s1, scratch1);  // (its barriers: every thread's xs is written)
+    mean0 = s1[0] / static_cast<float>(K);
+    float sq[1] = {0.0f};
+    for (int k = tid; k < K; k += kThreads) {
+      const float d = to_f(xs[k]) - mean0;
+      sq[0] += d * d;
+    }
+    cta_sums<1>(sq, scratch1);  // (every thread's reads of xs done)
+    rstd0 = rsqrtf(sq[0] / static_cast<float>(K) + p.eps);
+  } else if (ln) {
     __syncthreads();  // xs
     if (warp < rows) {
       const T* xm = xs + warp * xld;
@@ -867,9 +890,11 @@ __global__ void __launch_bounds__(kThreads) q4_kernel(const __grid_constant__ Pa
       }
     }
     __syncthreads();  // stat
+  }
+  if (ln) {
 #pragma unroll 1
     for (int m = 0; m < rows; ++m) {
-      const float mean = stat[m][0], rstd = stat[m][1];
+      const float mean = rows == 1 ? mean0 : stat[m][0], rstd = rows == 1 ? rstd0 : stat[m][1];
       T* xm = xs + m * xld;
       if (ln_regs) {  // this thread's 8 elements
         if (tid < K / 8) {
