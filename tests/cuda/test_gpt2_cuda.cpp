@@ -136,8 +136,9 @@ TEST(Gpt2EngineCuda, QuantizedLinearsMatchTheFp64ReferenceOfTheModelTheyRun) {
 }
 
 // The int8 kernel (bits 8: 1-8 rows, on the tensor cores, W in shuffle_q8_mma's order) or the
-// int4 one (bits 4: q4_kernel, shuffle_q4_mma's order) and the dequantize-then-cuBLASLt path (9
-// and 16 rows) against fp64 on the dequantized weights: for int8 one chunk, split-K in a cluster
+// int4 one (bits 4: q4_kernel, shuffle_q4_mma's order; at 9-32 rows once per 8 rows) and the
+// dequantize-then-cuBLASLt path (int8 above 8 rows, int4 at 33) against fp64 on the dequantized
+// weights: for int8 one chunk, split-K in a cluster
 // and through the workspace; columns ending inside a tile or slice, every epilogue, the residual
 // aliasing out, outputs poisoned first, each call 3 times (the last with x, the bias and the
 // layernorm weights off 16 bytes).
@@ -214,7 +215,7 @@ void quantized_linears_match_fp64(int bits) {
       }
       void* dW = q4 ? ops->upload_q4_weights(W.data(), c.K, c.N)
                     : ops->upload_q8_weights(W.data(), c.K, c.N);
-      for (const int rows : {1, 2, 3, 4, 5, 8, 9, 16}) {
+      for (const int rows : {1, 2, 3, 4, 5, 8, 9, 16, 33}) {
         for (const int mode : {0, 1, 2, 3}) {  // bias; + GELU; + residual; layernorm ahead
           const auto fill = [&](std::size_t n, float scale, float shift) {
             std::vector<float> v(n);
@@ -237,10 +238,16 @@ void quantized_linears_match_fp64(int bits) {
           // The kernel at 1-8 rows (in two launches at 9-16 with GPUATTN_SKINNY_Q8_TWO_LAUNCHES=1);
           // the GEMM path on dequantized W above.
           const char* two = std::getenv("GPUATTN_SKINNY_Q8_TWO_LAUNCHES");
+          // Int4 above 8 rows: the kernel over 8 rows at a time up to 32 rows (CudaOps'
+          // chunks), unless GPUATTN_SKINNY_Q4_CHUNKS=0.
+          const char* chunks = std::getenv("GPUATTN_SKINNY_Q4_CHUNKS");
+          const bool chunked = chunks == nullptr || std::string(chunks) != "0";
           const bool kernel =
-              q4 ? engine::cuda::skinny_plan(rows, c.K, c.N, reinterpret_cast<void*>(256), scratch,
-                                             true, false, true)
-                       .ok
+              q4 ? (rows <= engine::cuda::kSkinnyMaxRowsQ4 || (chunked && rows <= 32)) &&
+                       engine::cuda::skinny_plan(std::min(rows, engine::cuda::kSkinnyMaxRowsQ4),
+                                                 c.K, c.N, reinterpret_cast<void*>(256), scratch,
+                                                 true, false, true)
+                           .ok
                  : rows <= engine::cuda::kSkinnyMaxRowsQ8 ||
                        (two != nullptr && std::string(two) == "1" &&
                         rows <= 2 * engine::cuda::kSkinnyMaxRowsQ8);

@@ -289,11 +289,15 @@ class CudaOps final : public ModelOps {
   }
   // The engine's own kernel where its policy takes the call (skinny.h; int8 W at up to
   // kSkinnyMaxRowsQ8 rows, 1 byte a weight read against the dequantized path's 5: int8 in, 16 bits
-  // out and back); false: take the general path.
+  // out and back); false: take the general path. Int4 W at 9 to kQ4ChunkedMaxRows rows: the int4
+  // kernel once per 8 rows (0.56 bytes a weight each time, against the dequantized path's 4.6).
   bool try_skinny(const cuda::SkinnyArgs& a) {
     if (a.q8 && a.rows > cuda::kSkinnyMaxRowsQ8 && a.rows <= 2 * cuda::kSkinnyMaxRowsQ8 &&
         q8_two_launches()) {
-      return try_skinny_halves(a);
+      return try_skinny_chunks(a, cuda::kSkinnyMaxRowsQ8);
+    }
+    if (a.q4 && a.rows > cuda::kSkinnyMaxRowsQ4 && a.rows <= kQ4ChunkedMaxRows && q4_chunks()) {
+      return try_skinny_chunks(a, cuda::kSkinnyMaxRowsQ4);
     }
     const cuda::SkinnyPlan plan =
         cuda::skinny_plan(a.rows, a.K, a.N, a.W, skinny_, true, a.q8, a.q4);
@@ -308,25 +312,37 @@ class CudaOps final : public ModelOps {
     static const bool on = env_flag("GPUATTN_SKINNY_Q8_TWO_LAUNCHES", false);
     return on;
   }
-  bool try_skinny_halves(const cuda::SkinnyArgs& a) {
-    cuda::SkinnyArgs lo = a, hi = a;
-    lo.rows = cuda::kSkinnyMaxRowsQ8;
-    hi.rows = a.rows - lo.rows;
+  // Int4 calls of 9 to kQ4ChunkedMaxRows rows as launches of the int4 kernel over 8 rows each
+  // (GPUATTN_SKINNY_Q4_CHUNKS, default 1; 0 dequantizes W for cuBLASLt there). Read once; a value
+  // other than 0 or 1 throws.
+  static constexpr int kQ4ChunkedMaxRows = 32;
+  static bool q4_chunks() {
+    static const bool on = env_flag("GPUATTN_SKINNY_Q4_CHUNKS", true);
+    return on;
+  }
+  // The call as launches over `chunk` rows each (the last takes the rest); false, launching
+  // nothing, where the kernel's plan takes any of them not.
+  bool try_skinny_chunks(const cuda::SkinnyArgs& a, int chunk) {
     const std::size_t elem = element_size(dtype_);
     const auto at = [&](const void* p, int row, int width) -> const void* {
       return p == nullptr
                  ? nullptr
                  : static_cast<const char*>(p) + static_cast<std::size_t>(row) * width * elem;
     };
-    hi.x = at(a.x, lo.rows, a.K);
-    hi.residual = at(a.residual, lo.rows, a.N);
-    hi.out = const_cast<void*>(at(a.out, lo.rows, a.N));
-    if (a.kv_slots != nullptr) hi.kv_slots = a.kv_slots + lo.rows;
-    const cuda::SkinnyPlan p_lo = cuda::skinny_plan(lo.rows, a.K, a.N, a.W, skinny_, true, true);
-    const cuda::SkinnyPlan p_hi = cuda::skinny_plan(hi.rows, a.K, a.N, a.W, skinny_, true, true);
-    if (!p_lo.ok || !p_hi.ok) return false;
-    cuda::skinny_linear(dtype_, p_lo, lo, skinny_, stream_);
-    cuda::skinny_linear(dtype_, p_hi, hi, skinny_, stream_);
+    std::vector<std::pair<cuda::SkinnyArgs, cuda::SkinnyPlan>> parts;
+    for (int r0 = 0; r0 < a.rows; r0 += chunk) {
+      cuda::SkinnyArgs c = a;
+      c.rows = std::min(chunk, a.rows - r0);
+      c.x = at(a.x, r0, a.K);
+      c.residual = at(a.residual, r0, a.N);
+      c.out = const_cast<void*>(at(a.out, r0, a.N));
+      if (a.kv_slots != nullptr) c.kv_slots = a.kv_slots + r0;
+      const cuda::SkinnyPlan plan =
+          cuda::skinny_plan(c.rows, c.K, c.N, c.W, skinny_, true, c.q8, c.q4);
+      if (!plan.ok) return false;
+      parts.emplace_back(c, plan);
+    }
+    for (const auto& [c, plan] : parts) cuda::skinny_linear(dtype_, plan, c, skinny_, stream_);
     return true;
   }
 
