@@ -136,7 +136,7 @@ TEST(Gpt2EngineCuda, QuantizedLinearsMatchTheFp64ReferenceOfTheModelTheyRun) {
 }
 
 // The int8 kernel (bits 8: 1-8 rows, on the tensor cores, W in shuffle_q8_mma's order) or the
-// int4 one (bits 4: q4_kernel, shuffle_q4_mma's order; at 9-32 rows once per 8 rows) and the
+// int4 one (bits 4: q4_kernel, shuffle_q4_mma's order; at 9-16 rows once per 8 rows) and the
 // dequantize-then-cuBLASLt path (int8 above 8 rows, int4 at 33) against fp64 on the dequantized
 // weights: for int8 one chunk, split-K in a cluster
 // and through the workspace; columns ending inside a tile or slice, every epilogue, the residual
@@ -238,12 +238,12 @@ void quantized_linears_match_fp64(int bits) {
           // The kernel at 1-8 rows (in two launches at 9-16 with GPUATTN_SKINNY_Q8_TWO_LAUNCHES=1);
           // the GEMM path on dequantized W above.
           const char* two = std::getenv("GPUATTN_SKINNY_Q8_TWO_LAUNCHES");
-          // Int4 above 8 rows: the kernel over 8 rows at a time up to 32 rows (CudaOps'
+          // Int4 above 8 rows: the kernel over 8 rows at a time up to 16 rows (CudaOps'
           // chunks), unless GPUATTN_SKINNY_Q4_CHUNKS=0.
           const char* chunks = std::getenv("GPUATTN_SKINNY_Q4_CHUNKS");
           const bool chunked = chunks == nullptr || std::string(chunks) != "0";
           const bool kernel =
-              q4 ? (rows <= engine::cuda::kSkinnyMaxRowsQ4 || (chunked && rows <= 32)) &&
+              q4 ? (rows <= engine::cuda::kSkinnyMaxRowsQ4 || (chunked && rows <= 16)) &&
                        engine::cuda::skinny_plan(std::min(rows, engine::cuda::kSkinnyMaxRowsQ4),
                                                  c.K, c.N, reinterpret_cast<void*>(256), scratch,
                                                  true, false, true)

@@ -312,10 +312,11 @@ class CudaOps final : public ModelOps {
     static const bool on = env_flag("GPUATTN_SKINNY_Q8_TWO_LAUNCHES", false);
     return on;
   }
-  // Int4 calls of 9 to kQ4ChunkedMaxRows rows as launches of the int4 kernel over 8 rows each
+  // Int4 calls of 9 to kQ4ChunkedMaxRows rows as two launches of the int4 kernel
   // (GPUATTN_SKINNY_Q4_CHUNKS, default 1; 0 dequantizes W for cuBLASLt there). Read once; a value
-  // other than 0 or 1 throws.
-  static constexpr int kQ4ChunkedMaxRows = 32;
+  // other than 0 or 1 throws. H200, same runs (s41 call 5): 124M B16 int4 30.2K tok/s against
+  // 26.8-27.0K dequantized; at B32, as four launches, 32.8-33.5K against 49.9-51.2K: so 16 rows.
+  static constexpr int kQ4ChunkedMaxRows = 16;
   static bool q4_chunks() {
     static const bool on = env_flag("GPUATTN_SKINNY_Q4_CHUNKS", true);
     return on;
