@@ -34,9 +34,11 @@ struct Gpt2Config {
 // mlp.c_proj). dense: in the engine's dtype. int8: weight-only int8 with group-wise scales; each
 // group of kGpt2Q8Group consecutive rows of W [in, out] has one fp32 scale a column, the group's
 // largest |w| / 127, and each weight is stored as the nearest multiple of it (symmetric,
-// -127..127). Activations, embeddings, layernorms, biases and the output head keep their type; the
-// linears compute with the dequantized weights exactly (Gpt2Weights::with_int8_linears gives them).
-enum class LinearWeights { dense, int8 };
+// -127..127). int4: the same groups and scales with 7 for 127 (-7..7, stored two a byte on CUDA;
+// 4.5 bits a weight with the scales). Activations, embeddings, layernorms, biases and the output
+// head keep their type; the linears compute with the dequantized weights exactly
+// (Gpt2Weights::with_int8_linears / with_int4_linears give them).
+enum class LinearWeights { dense, int8, int4 };
 constexpr int kGpt2Q8Group = 64;
 
 // The weights, fp32 on the host, in the Hugging Face GPT-2 layout: the Conv1D weights are
@@ -76,13 +78,14 @@ struct Gpt2Weights {
   // values depend on `seed` alone, not on the thread count, but differ from random()'s. For
   // benchmarking large models: random() draws GPT-2 1.5B's 1.56 billion values one at a time
   // (~56 s on the 2-core CPU machine). invalid_argument for a negative thread count.
-  static Gpt2Weights random_parallel(const Gpt2Config& config, std::uint64_t seed,
-                                     int threads = 0);
+  static Gpt2Weights random_parallel(const Gpt2Config& config, std::uint64_t seed, int threads = 0);
   // A copy whose four linears a layer hold the values an engine with LinearWeights::int8 computes
   // with (each weight quantized and dequantized): the model that engine runs, for
   // gpt2_reference_logits. invalid_argument when a linear's rows are not a multiple of
   // kGpt2Q8Group.
   Gpt2Weights with_int8_linears() const;
+  // The same for LinearWeights::int4.
+  Gpt2Weights with_int4_linears() const;
 };
 
 // How each new token is drawn from the logits. temperature 0 is greedy (argmax, ties to the lower
@@ -118,9 +121,9 @@ struct EngineOptions {
   // sequences of n_positions keys, at least one such sequence); the pool only grows.
   int num_pages = 0;
   SchedulerConfig scheduler;
-  // The linears' storage (LinearWeights above). CUDA: steps of 1-8 rows run an int8 kernel that
-  // dequantizes as it reads; larger ones dequantize W into a scratch buffer for cuBLASLt. On an
-  // H200 int8 is faster than dense at one row only (GPT-2 1.5B B1 +17%; README).
+  // The linears' storage (LinearWeights above). CUDA: steps of 1-8 rows run an int8 (int4) kernel
+  // that dequantizes as it reads; larger ones dequantize W into a scratch buffer for cuBLASLt. On
+  // an H200 int8 is faster than dense at one row only (GPT-2 1.5B B1 +17%; README).
   LinearWeights linear_weights = LinearWeights::dense;
   bool cuda_graphs = true;  // CUDA: decode-only steps replay captured graphs
   int num_threads = 0;      // CPU backend threads (0: hardware concurrency)

@@ -29,8 +29,9 @@ gpuattn::Backend engine_backend(const std::string& s) {
 gpuattn::LinearWeights engine_linear_weights(const std::string& s) {
   if (s == "dense") return gpuattn::LinearWeights::dense;
   if (s == "int8") return gpuattn::LinearWeights::int8;
+  if (s == "int4") return gpuattn::LinearWeights::int4;
   throw gpuattn::Error(gpuattn::ErrorCode::invalid_argument,
-                       "linear_weights '" + s + "' is not one of 'dense', 'int8'");
+                       "linear_weights '" + s + "' is not one of 'dense', 'int8', 'int4'");
 }
 
 gpuattn::DType engine_dtype(const std::string& s) {
@@ -135,8 +136,9 @@ void bind_engine(nb::module_& m) {
            nb::arg("num_threads") = 0, nb::arg("linear_weights") = "dense",
            "Loads `path` (model.safetensors, or a directory with it and config.json, Hugging "
            "Face layout) onto `backend` ('auto', 'cpu', 'cuda'); dtype is the CUDA storage type "
-           "('float16', 'bfloat16'; the CPU computes in fp32); linear_weights 'int8' stores the "
-           "layers' linears as weight-only int8 with group-wise scales.")
+           "('float16', 'bfloat16'; the CPU computes in fp32); linear_weights 'int8' or 'int4' "
+           "stores the "
+           "layers' linears as weight-only int8 or int4 with group-wise scales.")
       .def("generate", &PyGpt2Engine::generate, nb::arg("prompts"), nb::arg("max_new_tokens") = 16,
            nb::arg("temperature") = 0.0f, nb::arg("top_k") = 0, nb::arg("top_p") = 1.0f,
            nb::arg("seed") = 0, nb::arg("eos") = -1,

@@ -94,10 +94,10 @@ class Gpt2Engine::Impl {
   Gpt2Config cfg;
   EngineOptions opts;
   std::unique_ptr<engine::ModelOps> ops;
-  bool q8 = false;    // the linears' weights are int8 (LinearWeights::int8)
-  int max_pages = 0;  // block table width: n_positions keys
-  int max_rows = 0;   // rows one step may run
-  int max_seqs = 0;   // sequences one step may run
+  LinearWeights lw = LinearWeights::dense;  // how the linears' weights are stored
+  int max_pages = 0;                        // block table width: n_positions keys
+  int max_rows = 0;                         // rows one step may run
+  int max_seqs = 0;                         // sequences one step may run
 
   engine::BackendBuffer wpe, ln_f_w, ln_f_b;
   engine::BackendBuffer head;  // wte as the output head reads it; it starts with wte [V, C] itself
@@ -133,10 +133,15 @@ class Gpt2Engine::Impl {
   engine::BackendBuffer weights(const std::vector<float>& v) {
     return engine::BackendBuffer(ops.get(), ops->upload_weights(v.data(), v.size()));
   }
-  // A linear's W [K, N]: in dtype, or int8 with its scales (q8).
+  // A linear's W [K, N]: in dtype, or int8 / int4 with its scales (lw).
   engine::BackendBuffer linear_weights(const std::vector<float>& v, int K, int N) {
-    if (!q8) return weights(v);
-    return engine::BackendBuffer(ops.get(), ops->upload_q8_weights(v.data(), K, N));
+    switch (lw) {
+      case LinearWeights::int8:
+        return engine::BackendBuffer(ops.get(), ops->upload_q8_weights(v.data(), K, N));
+      case LinearWeights::int4:
+        return engine::BackendBuffer(ops.get(), ops->upload_q4_weights(v.data(), K, N));
+      default: return weights(v);
+    }
   }
   engine::BackendBuffer buffer(std::size_t bytes) {
     return engine::BackendBuffer(ops.get(), ops->alloc(bytes));
@@ -168,11 +173,12 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
             std::to_string(opts.scheduler.max_batch) + " and " +
             std::to_string(opts.scheduler.max_prefill_tokens));
   }
-  if (opts.linear_weights != LinearWeights::dense && opts.linear_weights != LinearWeights::int8) {
+  if (opts.linear_weights != LinearWeights::dense && opts.linear_weights != LinearWeights::int8 &&
+      opts.linear_weights != LinearWeights::int4) {
     invalid("linear_weights is " + std::to_string(static_cast<int>(opts.linear_weights)) +
-            ", must be LinearWeights::dense or int8");
+            ", must be LinearWeights::dense, int8 or int4");
   }
-  q8 = opts.linear_weights == LinearWeights::int8;
+  lw = opts.linear_weights;
   Backend b = opts.backend;
   if (b == Backend::automatic) b = cuda_available() ? Backend::cuda : Backend::cpu;
   if (b == Backend::cuda) {
@@ -406,19 +412,24 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
   const std::int64_t C3 = 3 * static_cast<std::int64_t>(C);
   const bool check = ops->device() == Device::cpu;  // CUDA: trusted, no host round trip
 
-  // The four linears a layer, with W in dtype or int8 (q8).
+  // The four linears a layer, with W in dtype, int8 or int4 (lw).
   const auto linear = [&](const void* in, const void* W, const void* bias, const void* residual,
                           void* out, int K, int N, bool gelu) {
-    if (q8) {
+    if (lw == LinearWeights::int8) {
       ops->linear_q8(in, W, bias, residual, out, rows, K, N, gelu);
+    } else if (lw == LinearWeights::int4) {
+      ops->linear_q4(in, W, bias, residual, out, rows, K, N, gelu);
     } else {
       ops->linear(in, W, bias, residual, out, rows, K, N, gelu);
     }
   };
   const auto ln_linear = [&](const void* in, int K, const void* ln_w, const void* ln_b,
                              const void* W, const void* bias, void* out, int N, bool gelu) {
-    if (q8) {
+    if (lw == LinearWeights::int8) {
       ops->layernorm_linear_q8(in, rows, K, ln_w, ln_b, cfg.layer_norm_epsilon, ln.ptr, W, bias,
+                               out, N, gelu);
+    } else if (lw == LinearWeights::int4) {
+      ops->layernorm_linear_q4(in, rows, K, ln_w, ln_b, cfg.layer_norm_epsilon, ln.ptr, W, bias,
                                out, N, gelu);
     } else {
       ops->layernorm_linear(in, rows, K, ln_w, ln_b, cfg.layer_norm_epsilon, ln.ptr, W, bias, out,
@@ -434,7 +445,7 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
       // qkv, and every row's keys and values into the cache (the decodes read theirs back at
       // once).
       ops->attn_input(x.ptr, rows, C, L.ln_1_w.ptr, L.ln_1_b.ptr, cfg.layer_norm_epsilon, ln.ptr,
-                      L.c_attn_w.ptr, q8, L.c_attn_b.ptr, qkv.ptr, mi + o_slots, k_pool[l].ptr,
+                      L.c_attn_w.ptr, lw, L.c_attn_b.ptr, qkv.ptr, mi + o_slots, k_pool[l].ptr,
                       v_pool[l].ptr);
       if (bd > 0) {
         AttentionArgs at;

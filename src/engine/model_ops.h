@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "engine/sampling.h"
+#include "gpuattn/gpt2.h"
 #include "gpuattn/types.h"
 
 namespace gpuattn::engine {
@@ -81,17 +82,37 @@ class ModelOps {
     layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
     linear_q8(ln, Wq, bias, nullptr, out, rows, K, N, gelu);
   }
-  // A layer's attention input: qkv[rows, 3C] = layernorm_linear(x, ...) with W [C, 3C] (int8 as
-  // upload_q8_weights made it when q8), then the keys and values into the caches as scatter_kv.
-  // A backend may write the caches from the linear itself (CUDA does where its one-row kernel
-  // takes the call: one kernel fewer a layer).
+  // Weight-only int4 linears (LinearWeights::int4): upload_q4_weights quantizes W with
+  // quantize_q4. By default it stores q a byte a value in q8_bytes' layout, which linear_q8 reads
+  // as it is: linear_q4 and layernorm_linear_q4 default to the int8 forms (the CPU backend). The
+  // CUDA backend stores shuffle_q4_mma's layout (4.5 bits a weight) and runs its own kernel.
+  virtual void* upload_q4_weights(const float* W, int K, int N);
+  virtual void linear_q4(const void* x, const void* Wq, const void* bias, const void* residual,
+                         void* out, int rows, int K, int N, bool gelu) {
+    linear_q8(x, Wq, bias, residual, out, rows, K, N, gelu);
+  }
+  virtual void layernorm_linear_q4(const void* x, int rows, int K, const void* ln_w,
+                                   const void* ln_b, float eps, void* ln, const void* Wq,
+                                   const void* bias, void* out, int N, bool gelu) {
+    layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
+    linear_q4(ln, Wq, bias, nullptr, out, rows, K, N, gelu);
+  }
+  // A layer's attention input: qkv[rows, 3C] = layernorm_linear(x, ...) with W [C, 3C] (stored as
+  // `weights` says: dense, or int8 / int4 as upload_q8_weights / upload_q4_weights made it), then
+  // the keys and values into the caches as scatter_kv. A backend may write the caches from the
+  // linear itself (CUDA does where its one-row kernel takes the call: one kernel fewer a layer).
   virtual void attn_input(const void* x, int rows, int C, const void* ln_w, const void* ln_b,
-                          float eps, void* ln, const void* W, bool q8, const void* bias, void* qkv,
-                          const std::int32_t* slots, void* k_pool, void* v_pool) {
-    if (q8) {
-      layernorm_linear_q8(x, rows, C, ln_w, ln_b, eps, ln, W, bias, qkv, 3 * C, false);
-    } else {
-      layernorm_linear(x, rows, C, ln_w, ln_b, eps, ln, W, bias, qkv, 3 * C, false);
+                          float eps, void* ln, const void* W, LinearWeights weights,
+                          const void* bias, void* qkv, const std::int32_t* slots, void* k_pool,
+                          void* v_pool) {
+    switch (weights) {
+      case LinearWeights::int8:
+        layernorm_linear_q8(x, rows, C, ln_w, ln_b, eps, ln, W, bias, qkv, 3 * C, false);
+        break;
+      case LinearWeights::int4:
+        layernorm_linear_q4(x, rows, C, ln_w, ln_b, eps, ln, W, bias, qkv, 3 * C, false);
+        break;
+      default: layernorm_linear(x, rows, C, ln_w, ln_b, eps, ln, W, bias, qkv, 3 * C, false); break;
     }
     scatter_kv(qkv, rows, C, slots, k_pool, v_pool);
   }

@@ -1,4 +1,5 @@
-// Weight-only int8 linears: the quantizer (q8_weights.h) and Gpt2Weights::with_int8_linears.
+// Weight-only int8 and int4 linears: the quantizers and layouts (q8_weights.h) and
+// Gpt2Weights::with_int8_linears / with_int4_linears.
 #include "engine/q8_weights.h"
 
 #include <algorithm>
@@ -54,16 +55,17 @@ void parallel_ranges(int n, std::int64_t elements, const F& f) {
   }
 }
 
-}  // namespace
-
-void quantize_q8(const float* W, int K, int N, std::int8_t* q, float* scales) {
+// quantize_q8 and quantize_q4: q in [-qmax, qmax]; `what` names the format in the errors.
+void quantize_groups(const float* W, int K, int N, int qmax, const char* what, std::int8_t* q,
+                     float* scales) {
   if (K <= 0 || K % kGpt2Q8Group != 0) {
     throw Error(ErrorCode::invalid_argument,
-                "int8 linear weights: K (rows of W) is " + std::to_string(K) +
+                std::string(what) + " linear weights: K (rows of W) is " + std::to_string(K) +
                     ", must be a positive multiple of " + std::to_string(kGpt2Q8Group));
   }
   if (N <= 0) {
-    throw Error(ErrorCode::invalid_argument, "int8 linear weights: N (columns of W) is " +
+    throw Error(ErrorCode::invalid_argument, std::string(what) +
+                                                 " linear weights: N (columns of W) is " +
                                                  std::to_string(N) + ", must be positive");
   }
   // Groups of 64 rows over threads; each range notes its first non-finite weight (in row-major
@@ -86,26 +88,37 @@ void quantize_q8(const float* W, int K, int N, std::int8_t* q, float* scales) {
         }
       }
       float* s = scales + static_cast<std::int64_t>(g) * N;
-      for (int n = 0; n < N; ++n) s[n] = amax[n] / 127.0f;
+      const float fmax = static_cast<float>(qmax);
+      for (int n = 0; n < N; ++n) s[n] = amax[n] / fmax;
       for (int k = k0; k < k0 + kGpt2Q8Group; ++k) {
         const float* row = W + static_cast<std::int64_t>(k) * N;
         std::int8_t* qr = q + static_cast<std::int64_t>(k) * N;
         for (int n = 0; n < N; ++n) {
-          // lround's rounding (half away from zero), exact in double for |x| <= 127.5.
+          // lround's rounding (half away from zero), exact in double for |x| <= qmax + 0.5.
           const float x = s[n] > 0.0f ? row[n] / s[n] : 0.0f;
           const long v = static_cast<long>(static_cast<double>(x) + std::copysign(0.5, x));
-          qr[n] = static_cast<std::int8_t>(std::min(127L, std::max(-127L, v)));
+          qr[n] = static_cast<std::int8_t>(std::min<long>(qmax, std::max<long>(-qmax, v)));
         }
       }
     }
   });
   for (const std::int64_t i : bad) {
     if (i >= 0) {
-      throw Error(ErrorCode::invalid_argument, "int8 linear weights: W[" + std::to_string(i / N) +
-                                                   "][" + std::to_string(i % N) +
-                                                   "] is not finite");
+      throw Error(ErrorCode::invalid_argument, std::string(what) + " linear weights: W[" +
+                                                   std::to_string(i / N) + "][" +
+                                                   std::to_string(i % N) + "] is not finite");
     }
   }
+}
+
+}  // namespace
+
+void quantize_q8(const float* W, int K, int N, std::int8_t* q, float* scales) {
+  quantize_groups(W, K, N, 127, "int8", q, scales);
+}
+
+void quantize_q4(const float* W, int K, int N, std::int8_t* q, float* scales) {
+  quantize_groups(W, K, N, 7, "int4", q, scales);
 }
 
 std::size_t q8_scales_offset(int K, int N) {
@@ -156,9 +169,85 @@ std::size_t q8_mma_bytes(int K, int N) {
          static_cast<std::size_t>(K / kGpt2Q8Group) * static_cast<std::size_t>(N) * sizeof(float);
 }
 
+void shuffle_q4_mma(const std::int8_t* q, int K, int N, std::uint8_t* out) {
+  if (K <= 0 || K % kGpt2Q8Group != 0) {
+    throw Error(ErrorCode::invalid_argument,
+                "int4 linear weights (mma order): K is " + std::to_string(K) +
+                    ", must be a positive multiple of " + std::to_string(kGpt2Q8Group));
+  }
+  if (N <= 0) {
+    throw Error(ErrorCode::invalid_argument, "int4 linear weights (mma order): N is " +
+                                                 std::to_string(N) + ", must be positive");
+  }
+  const int tiles = (N + 15) / 16, groups = K / kGpt2Q8Group;
+  // Tile nt's K x 8 bytes start at nt * K * 8: tiles over threads, each noting its first value
+  // out of range (row-major order), the first of all named.
+  std::vector<std::int64_t> bad(static_cast<std::size_t>(tiles), -1);
+  parallel_ranges(tiles, static_cast<std::int64_t>(K) * N, [&](int t0, int t1) {
+    for (int nt = t0; nt < t1; ++nt) {
+      std::uint8_t* o = out + static_cast<std::size_t>(nt) * static_cast<std::size_t>(K) * 8;
+      std::int64_t first = -1;
+      for (int g = 0; g < groups; ++g) {
+        for (int lane = 0; lane < 32; ++lane) {
+          const int qg = lane / 4, t = lane % 4;
+          for (int j = 0; j < 4; ++j) {  // k-step 4g + j: one 32-bit word, low byte first
+            std::uint32_t word = 0;
+            for (int nib = 0; nib < 8; ++nib) {
+              const int r = nib % 4, e = nib / 4;
+              const int n = nt * 16 + qg + (r % 2) * 8;
+              const int k = (4 * g + j) * 16 + 2 * t + (r / 2) * 8 + e;
+              int v = 0;
+              if (n < N) {
+                v = q[static_cast<std::size_t>(k) * N + n];
+                if (v < -7 || v > 7) {
+                  const std::int64_t i = static_cast<std::int64_t>(k) * N + n;
+                  if (first < 0 || i < first) first = i;
+                  v = 0;
+                }
+              }
+              word |= static_cast<std::uint32_t>(v + 8) << (4 * nib);
+            }
+            for (int b = 0; b < 4; ++b) *o++ = static_cast<std::uint8_t>(word >> (8 * b));
+          }
+        }
+      }
+      bad[static_cast<std::size_t>(nt)] = first;
+    }
+  });
+  std::int64_t first = -1;
+  for (const std::int64_t i : bad) {
+    if (i >= 0 && (first < 0 || i < first)) first = i;
+  }
+  if (first >= 0) {
+    throw Error(ErrorCode::invalid_argument, "int4 linear weights (mma order): q[" +
+                                                 std::to_string(first / N) + "][" +
+                                                 std::to_string(first % N) + "] is " +
+                                                 std::to_string(q[first]) + ", outside [-7, 7]");
+  }
+}
+
+std::size_t q4_mma_scales_offset(int K, int N) {
+  return static_cast<std::size_t>(K) * static_cast<std::size_t>((N + 15) / 16 * 16) / 2;
+}
+
+std::size_t q4_mma_bytes(int K, int N) {
+  return q4_mma_scales_offset(K, N) +
+         static_cast<std::size_t>(K / kGpt2Q8Group) * static_cast<std::size_t>(N) * sizeof(float);
+}
+
 void* ModelOps::upload_q8_weights(const float* W, int K, int N) {
   std::vector<unsigned char> block(q8_bytes(K, N), 0);
   quantize_q8(W, K, N, reinterpret_cast<std::int8_t*>(block.data()),
+              reinterpret_cast<float*>(block.data() + q8_scales_offset(K, N)));
+  void* p = alloc(block.size());
+  upload(p, block.data(), block.size());
+  return p;
+}
+
+void* ModelOps::upload_q4_weights(const float* W, int K, int N) {
+  // A byte a value, in q8_bytes' layout: linear_q8's reading of it computes the int4 model.
+  std::vector<unsigned char> block(q8_bytes(K, N), 0);
+  quantize_q4(W, K, N, reinterpret_cast<std::int8_t*>(block.data()),
               reinterpret_cast<float*>(block.data() + q8_scales_offset(K, N)));
   void* p = alloc(block.size());
   upload(p, block.data(), block.size());
@@ -175,8 +264,9 @@ void ModelOps::linear_q8(const void*, const void*, const void*, const void*, voi
 
 namespace {
 
-// W [K, N] replaced by its dequantized int8 values, q * scale (fp32), as the engine computes.
-void round_trip(std::vector<float>& W, int K, int N, const std::string& name) {
+// W [K, N] replaced by its dequantized int8 (bits 8) or int4 (4) values, q * scale (fp32), as the
+// engine computes.
+void round_trip(std::vector<float>& W, int K, int N, int bits, const std::string& name) {
   if (W.size() != static_cast<std::size_t>(K) * static_cast<std::size_t>(N)) {
     throw Error(ErrorCode::invalid_argument, "weights " + name + " has " +
                                                  std::to_string(W.size()) +
@@ -185,7 +275,11 @@ void round_trip(std::vector<float>& W, int K, int N, const std::string& name) {
   }
   std::vector<std::int8_t> q(W.size());
   std::vector<float> s(static_cast<std::size_t>(K / kGpt2Q8Group) * static_cast<std::size_t>(N));
-  engine::quantize_q8(W.data(), K, N, q.data(), s.data());
+  if (bits == 4) {
+    engine::quantize_q4(W.data(), K, N, q.data(), s.data());
+  } else {
+    engine::quantize_q8(W.data(), K, N, q.data(), s.data());
+  }
   for (int k = 0; k < K; ++k) {
     for (int n = 0; n < N; ++n) {
       const std::size_t i = static_cast<std::size_t>(k) * N + n;
@@ -194,20 +288,28 @@ void round_trip(std::vector<float>& W, int K, int N, const std::string& name) {
   }
 }
 
+Gpt2Weights quantized_linears(const Gpt2Weights& from, int bits) {
+  Gpt2Weights w = from;
+  const int C = w.config.n_embd;
+  for (std::size_t l = 0; l < w.layers.size(); ++l) {
+    Gpt2Weights::Layer& L = w.layers[l];
+    const std::string h = "h." + std::to_string(l) + ".";
+    round_trip(L.c_attn_w, C, 3 * C, bits, h + "attn.c_attn.weight");
+    round_trip(L.attn_proj_w, C, C, bits, h + "attn.c_proj.weight");
+    round_trip(L.c_fc_w, C, 4 * C, bits, h + "mlp.c_fc.weight");
+    round_trip(L.mlp_proj_w, 4 * C, C, bits, h + "mlp.c_proj.weight");
+  }
+  return w;
+}
+
 }  // namespace
 
 Gpt2Weights Gpt2Weights::with_int8_linears() const {
-  Gpt2Weights w = *this;
-  const int C = config.n_embd;
-  for (std::size_t l = 0; l < w.layers.size(); ++l) {
-    Layer& L = w.layers[l];
-    const std::string h = "h." + std::to_string(l) + ".";
-    round_trip(L.c_attn_w, C, 3 * C, h + "attn.c_attn.weight");
-    round_trip(L.attn_proj_w, C, C, h + "attn.c_proj.weight");
-    round_trip(L.c_fc_w, C, 4 * C, h + "mlp.c_fc.weight");
-    round_trip(L.mlp_proj_w, 4 * C, C, h + "mlp.c_proj.weight");
-  }
-  return w;
+  return quantized_linears(*this, 8);
+}
+
+Gpt2Weights Gpt2Weights::with_int4_linears() const {
+  return quantized_linears(*this, 4);
 }
 
 }  // namespace gpuattn

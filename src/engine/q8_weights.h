@@ -1,5 +1,5 @@
-// Weight-only int8 linears (LinearWeights::int8, gpt2.h): the quantizer and the layout a backend
-// stores them in.
+// Weight-only int8 and int4 linears (LinearWeights::int8 / int4, gpt2.h): the quantizers and the
+// layouts a backend stores them in.
 #pragma once
 
 #include <cstddef>
@@ -32,5 +32,24 @@ std::size_t q8_bytes(int K, int N);
 void shuffle_q8_mma(const std::int8_t* q, int K, int N, std::int8_t* out);
 std::size_t q8_mma_scales_offset(int K, int N);
 std::size_t q8_mma_bytes(int K, int N);
+
+// Int4 (LinearWeights::int4): as quantize_q8 with 7 for 127: scale = the group-column's largest
+// |w| / 7, q = w / scale rounded to nearest (ties away from zero), |q| <= 7, one byte a value (the
+// CPU backend stores q so, in q8_bytes' layout). The same errors, naming int4.
+void quantize_q4(const float* W, int K, int N, std::int8_t* q, float* scales);
+
+// The CUDA backend's order of int4 q (values in [-7, 7]), for its tensor-core kernel: W^T in
+// 16-column tiles as mma.m16n8k16's A operand, as shuffle_q8_mma's, two values a byte. Bytes
+// [N16 / 16][K / 64][32 lanes][16]: lane l's 16 bytes are its A fragments of the 4 k-steps of a
+// 64-row group (one scale), a 32-bit word a k-step. In k-step j's word, the register r (0-3) of
+// shuffle_q8_mma's order holds its low-row value in nibble r (bits 4r..4r+3) and its high-row value
+// in nibble r + 4, each stored as q + 8 (1-15): so (word >> 4r) & 0x000F000F puts register r's two
+// values in the low bits of two 16-bit halves. Columns past N are q = 0 (nibble 8). The block is
+// K * N16 / 2 bytes, the scales ([K / 64, N] fp32) following at q4_mma_scales_offset.
+// invalid_argument naming K when it is not a positive multiple of 64, N when it is not positive,
+// or the first value outside [-7, 7] (its row and column).
+void shuffle_q4_mma(const std::int8_t* q, int K, int N, std::uint8_t* out);
+std::size_t q4_mma_scales_offset(int K, int N);
+std::size_t q4_mma_bytes(int K, int N);
 
 }  // namespace gpuattn::engine

@@ -84,59 +84,67 @@ TEST(Gpt2EngineCuda, RowKernelsRejectWidthsTheyDoNotCover) {
   ops->free(small);
 }
 
-// Weight-only int8 linears on CUDA: the engine against the fp64 reference of the model it runs
-// (Gpt2Weights::with_int8_linears), prefill (dequantized W through cuBLASLt) and decode steps
-// (the int8 kernel), within ForwardMatchesTheFp64Reference's bounds; and generation against the
-// engine's own forward.
-TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64ReferenceOfTheModelTheyRun) {
+// Weight-only int8 and int4 linears on CUDA: the engine against the fp64 reference of the model
+// it runs (Gpt2Weights::with_int8_linears / with_int4_linears), prefill (dequantized W through
+// cuBLASLt) and decode steps (the int8 / int4 kernel), within ForwardMatchesTheFp64Reference's
+// bounds; and generation against the engine's own forward.
+TEST(Gpt2EngineCuda, QuantizedLinearsMatchTheFp64ReferenceOfTheModelTheyRun) {
   SKIP_WITHOUT_GPU();
-  for (const DType dt : {DType::f16, DType::bf16}) {
-    for (const bool sharp : {false, true}) {
-      const Gpt2Weights w =
-          sharp ? sharp_weights(small_config(), 41) : Gpt2Weights::random(small_config(), 42);
-      const Gpt2Weights wq = w.with_int8_linears();
-      EngineOptions o = cuda_options(dt);
-      o.linear_weights = LinearWeights::int8;
-      Gpt2Engine e(w, o);
-      for (int n : {1, 13, 80}) {
-        const std::vector<std::int32_t> tokens = random_tokens(n, 101, 50 + n);
-        const double err = rel_error(e.forward_logits(tokens), gpt2_reference_logits(wq, tokens));
-        const double bound = dt == DType::f16 ? (sharp ? 4e-2 : 5e-3) : (sharp ? 0.2 : 3e-2);
-        EXPECT_LT(err, bound) << to_string(dt) << " n " << n << (sharp ? " sharp" : " HF init");
-      }
-      // Decode steps of 6 rows down to 1 (requests of 2-12 new tokens): the int8 kernel at each
-      // of its row counts (1, 2, 4 and 8), in captured graphs. Each generated token is within
-      // reach of the best logit of the engine's own forward over the sequence so far.
-      std::vector<GenerationRequest> reqs;
-      for (int b = 0; b < 6; ++b) {
-        GenerationRequest r;
-        r.prompt = random_tokens(3 + 5 * b, 101, 300 + b);
-        r.max_new_tokens = 2 + 2 * b;
-        reqs.push_back(r);
-      }
-      const auto out = e.generate(reqs);
-      ASSERT_EQ(out.size(), reqs.size());
-      for (std::size_t i = 0; i < reqs.size(); ++i) {
-        std::vector<std::int32_t> seq = reqs[i].prompt;
-        for (const std::int32_t t : out[i]) {
-          const std::vector<float> logits = e.forward_logits(seq);
-          const float* last = &logits[(seq.size() - 1) * 101];
-          const float best = *std::max_element(last, last + 101);
-          const float spread = best - *std::min_element(last, last + 101);
-          EXPECT_GE(last[t], best - 0.05f * spread) << to_string(dt) << " request " << i;
-          seq.push_back(t);
+  for (const LinearWeights lw : {LinearWeights::int8, LinearWeights::int4})
+    for (const DType dt : {DType::f16, DType::bf16}) {
+      for (const bool sharp : {false, true}) {
+        const Gpt2Weights w =
+            sharp ? sharp_weights(small_config(), 41) : Gpt2Weights::random(small_config(), 42);
+        const Gpt2Weights wq =
+            lw == LinearWeights::int4 ? w.with_int4_linears() : w.with_int8_linears();
+        const char* kind = lw == LinearWeights::int4 ? "int4 " : "int8 ";
+        EngineOptions o = cuda_options(dt);
+        o.linear_weights = lw;
+        Gpt2Engine e(w, o);
+        for (int n : {1, 13, 80}) {
+          const std::vector<std::int32_t> tokens = random_tokens(n, 101, 50 + n);
+          const double err = rel_error(e.forward_logits(tokens), gpt2_reference_logits(wq, tokens));
+          const double bound = dt == DType::f16 ? (sharp ? 4e-2 : 5e-3) : (sharp ? 0.2 : 3e-2);
+          EXPECT_LT(err, bound) << kind << to_string(dt) << " n " << n
+                                << (sharp ? " sharp" : " HF init");
+        }
+        // Decode steps of 6 rows down to 1 (requests of 2-12 new tokens): the int8 kernel at each
+        // of its row counts (1, 2, 4 and 8), in captured graphs. Each generated token is within
+        // reach of the best logit of the engine's own forward over the sequence so far.
+        std::vector<GenerationRequest> reqs;
+        for (int b = 0; b < 6; ++b) {
+          GenerationRequest r;
+          r.prompt = random_tokens(3 + 5 * b, 101, 300 + b);
+          r.max_new_tokens = 2 + 2 * b;
+          reqs.push_back(r);
+        }
+        const auto out = e.generate(reqs);
+        ASSERT_EQ(out.size(), reqs.size());
+        for (std::size_t i = 0; i < reqs.size(); ++i) {
+          std::vector<std::int32_t> seq = reqs[i].prompt;
+          for (const std::int32_t t : out[i]) {
+            const std::vector<float> logits = e.forward_logits(seq);
+            const float* last = &logits[(seq.size() - 1) * 101];
+            const float best = *std::max_element(last, last + 101);
+            const float spread = best - *std::min_element(last, last + 101);
+            EXPECT_GE(last[t], best - 0.05f * spread) << kind << to_string(dt) << " request " << i;
+            seq.push_back(t);
+          }
         }
       }
     }
-  }
 }
 
-// The int8 kernel (1-8 rows, on the tensor cores, W in shuffle_q8_mma's order) and the
-// dequantize-then-cuBLASLt path (9 rows) against fp64 on the dequantized weights:
-// one chunk, split-K in a cluster and through the workspace, columns ending inside a slice, every
-// epilogue, the residual aliasing out, outputs poisoned first, each call 3 times.
-TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
-  SKIP_WITHOUT_GPU();
+// The int8 kernel (bits 8: 1-8 rows, on the tensor cores, W in shuffle_q8_mma's order) or the
+// int4 one (bits 4: q4_kernel, shuffle_q4_mma's order; at 9-16 rows once per 8 rows) and the
+// dequantize-then-cuBLASLt path (int8 above 8 rows, int4 at 33) against fp64 on the dequantized
+// weights: for int8 one chunk, split-K in a cluster
+// and through the workspace; columns ending inside a tile or slice, every epilogue, the residual
+// aliasing out, outputs poisoned first, each call 3 times (the last with x, the bias and the
+// layernorm weights off 16 bytes).
+void quantized_linears_match_fp64(int bits) {
+  const bool q4 = bits == 4;
+  const char* name = q4 ? "int4 kernel " : "int8 kernel ";
   struct Case {
     int K, N;
   };
@@ -157,7 +165,15 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
   for (const Case& c : cases) {
     for (int rows = 1; rows <= engine::cuda::kSkinnyMaxRowsQ8; ++rows) {
       const engine::cuda::SkinnyPlan plan = engine::cuda::skinny_plan(
-          rows, c.K, c.N, reinterpret_cast<void*>(256), scratch, true, true);
+          rows, c.K, c.N, reinterpret_cast<void*>(256), scratch, true, !q4, q4);
+      if (q4) {
+        // W (8 bytes a row of K), scales (1), x (2 a row, rows + 8 apart) and 6 KB of its own.
+        const bool fits = 9LL * c.K + 2LL * rows * (c.K + 8) + 6 * 1024 <= optin;
+        EXPECT_EQ(plan.ok, fits) << "K " << c.K << " N " << c.N << " rows " << rows;
+        EXPECT_EQ(plan.q4, fits);
+        EXPECT_EQ(plan.splits, fits ? 1 : 0);
+        continue;
+      }
       ASSERT_TRUE(plan.ok) << "K " << c.K << " N " << c.N << " rows " << rows;
       // One row takes the narrow kernel unless GPUATTN_SKINNY_Q8_NARROW=0 or its shared memory
       // (19 bytes a row of K, and 1 KB of its own) is over the device's opt-in limit: K 6400 on
@@ -171,12 +187,12 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
       (plan.splits == 1 ? saw_single : plan.cluster ? saw_cluster : saw_global) = true;
     }
     EXPECT_FALSE(engine::cuda::skinny_plan(engine::cuda::kSkinnyMaxRowsQ8 + 1, c.K, c.N,
-                                           reinterpret_cast<void*>(256), scratch, true, true)
+                                           reinterpret_cast<void*>(256), scratch, true, !q4, q4)
                      .ok);
   }
   int major = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
-  EXPECT_TRUE(saw_single && saw_global && (saw_cluster || major < 9));
+  if (!q4) EXPECT_TRUE(saw_single && saw_global && (saw_cluster || major < 9));
   for (const DType dt : {DType::f16, DType::bf16}) {
     auto ops = engine::make_cuda_ops(dt, 0);
     const std::uint16_t nan16 = dt == DType::bf16 ? 0x7fc0 : 0x7e00;
@@ -192,9 +208,14 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
       for (float& v : W) v = nd(rng) / std::sqrt(static_cast<float>(c.K));
       std::vector<std::int8_t> q(W.size());
       std::vector<float> s(static_cast<std::size_t>(c.K / kGpt2Q8Group) * c.N);
-      engine::quantize_q8(W.data(), c.K, c.N, q.data(), s.data());
-      void* dW = ops->upload_q8_weights(W.data(), c.K, c.N);
-      for (const int rows : {1, 2, 3, 4, 5, 8, 9, 16}) {
+      if (q4) {
+        engine::quantize_q4(W.data(), c.K, c.N, q.data(), s.data());
+      } else {
+        engine::quantize_q8(W.data(), c.K, c.N, q.data(), s.data());
+      }
+      void* dW = q4 ? ops->upload_q4_weights(W.data(), c.K, c.N)
+                    : ops->upload_q8_weights(W.data(), c.K, c.N);
+      for (const int rows : {1, 2, 3, 4, 5, 8, 9, 16, 33}) {
         for (const int mode : {0, 1, 2, 3}) {  // bias; + GELU; + residual; layernorm ahead
           const auto fill = [&](std::size_t n, float scale, float shift) {
             std::vector<float> v(n);
@@ -217,9 +238,19 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
           // The kernel at 1-8 rows (in two launches at 9-16 with GPUATTN_SKINNY_Q8_TWO_LAUNCHES=1);
           // the GEMM path on dequantized W above.
           const char* two = std::getenv("GPUATTN_SKINNY_Q8_TWO_LAUNCHES");
-          const bool kernel = rows <= engine::cuda::kSkinnyMaxRowsQ8 ||
-                              (two != nullptr && std::string(two) == "1" &&
-                               rows <= 2 * engine::cuda::kSkinnyMaxRowsQ8);
+          // Int4 above 8 rows: the kernel over 8 rows at a time up to 16 rows (CudaOps'
+          // chunks), unless GPUATTN_SKINNY_Q4_CHUNKS=0.
+          const char* chunks = std::getenv("GPUATTN_SKINNY_Q4_CHUNKS");
+          const bool chunked = chunks == nullptr || std::string(chunks) != "0";
+          const bool kernel =
+              q4 ? (rows <= engine::cuda::kSkinnyMaxRowsQ4 || (chunked && rows <= 16)) &&
+                       engine::cuda::skinny_plan(std::min(rows, engine::cuda::kSkinnyMaxRowsQ4),
+                                                 c.K, c.N, reinterpret_cast<void*>(256), scratch,
+                                                 true, false, true)
+                           .ok
+                 : rows <= engine::cuda::kSkinnyMaxRowsQ8 ||
+                       (two != nullptr && std::string(two) == "1" &&
+                        rows <= 2 * engine::cuda::kSkinnyMaxRowsQ8);
           // The GEMM path's layernorm kernel covers rows of at most 4096 features.
           if (!kernel && mode == 3 && c.K > 4096) continue;
           for (int r = 0; r < rows; ++r) {
@@ -296,9 +327,15 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
               }
             }
             ops->upload(dout, init.data(), on * 2);
-            if (mode == 3) {
+            if (mode == 3 && q4) {
+              ops->layernorm_linear_q4(ux, rows, c.K, ulw, ulb, 1e-5f, dln, dW, ub, dout, c.N,
+                                       false);
+            } else if (mode == 3) {
               ops->layernorm_linear_q8(ux, rows, c.K, ulw, ulb, 1e-5f, dln, dW, ub, dout, c.N,
                                        false);
+            } else if (q4) {
+              ops->linear_q4(ux, dW, ub, mode == 2 ? dout : nullptr, dout, rows, c.K, c.N,
+                             mode == 1);
             } else {
               ops->linear_q8(ux, dW, ub, mode == 2 ? dout : nullptr, dout, rows, c.K, c.N,
                              mode == 1);
@@ -309,7 +346,7 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
             for (std::size_t o = 0; o < on; ++o) {
               const double g = dt == DType::bf16 ? bf16_to_float(got[o]) : f16_to_float(got[o]);
               if (!(std::abs(g - want[o]) <= tol[o]) && ++bad <= 3) {
-                ADD_FAILURE() << (kernel ? "int8 kernel " : "dequantized GEMM ")
+                ADD_FAILURE() << (kernel ? name : "dequantized GEMM ")
                               << (odd ? "(operands off 16 bytes) " : "") << to_string(dt) << " K "
                               << c.K << " N " << c.N << " rows " << rows << " mode " << mode
                               << " round " << round << ": out[" << o / c.N << "][" << o % c.N
@@ -324,6 +361,16 @@ TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
       ops->free(dW);
     }
   }
+}
+
+TEST(Gpt2EngineCuda, Int8LinearsMatchTheFp64Reference) {
+  SKIP_WITHOUT_GPU();
+  quantized_linears_match_fp64(8);
+}
+
+TEST(Gpt2EngineCuda, Int4LinearsMatchTheFp64Reference) {
+  SKIP_WITHOUT_GPU();
+  quantized_linears_match_fp64(4);
 }
 
 // cuBLASLt's GELU epilogue is the tanh form GPT-2 uses (gelu_new), not the erf form: at x = -3
@@ -687,11 +734,12 @@ TEST(Gpt2EngineCuda, SkinnyLinearsMatchTheFp64Reference) {
 
 // attn_input against layernorm_linear(_q8) then scatter_kv on the same ops, bit for bit: qkv and
 // both caches, poisoned first, with each row's slot distinct and out of order (a key or value in
-// the wrong slot, or a slot left unwritten, shows). 1-9 rows, dense and int8 W, f16 and bf16: the
-// one-row kernel's epilogue writes the caches where the engine's policy gives it the call (dense
-// at one row for C 64 and 768, int8 at 1-8 rows), the unfused ops elsewhere. The kernel's plan is
-// asked which reduction each call takes: one split, a cluster (sm_90+) and the workspace (int8 at
-// C 2560: more splits than a cluster holds) must all be seen, each finishing rows into the caches.
+// the wrong slot, or a slot left unwritten, shows). 1-9 rows, dense, int8 and int4 W, f16 and
+// bf16: the one-row kernel's epilogue writes the caches where the engine's policy gives it the
+// call (dense at one row for C 64 and 768, int8 and int4 at 1-8 rows), the unfused ops elsewhere.
+// The kernel's plan is asked which reduction each call takes: one split, a cluster (sm_90+) and the
+// workspace (int8 at C 2560: more splits than a cluster holds) must all be seen, each finishing
+// rows into the caches.
 TEST(Gpt2EngineCuda, AttnInputScattersAsTheUnfusedOps) {
   SKIP_WITHOUT_GPU();
   constexpr int kSlots = 40;            // slot of row r: (7 r + 3) % 40, distinct for r < 40
@@ -703,13 +751,16 @@ TEST(Gpt2EngineCuda, AttnInputScattersAsTheUnfusedOps) {
   scratch.partials = reinterpret_cast<float*>(256);
   scratch.counts = reinterpret_cast<std::int32_t*>(256);
   bool saw_single = false, saw_cluster = false, saw_global = false;
-  const std::pair<int, bool> cases[] = {
-      {64, false}, {64, true}, {768, false}, {768, true}, {2560, true}};
+  const std::pair<int, LinearWeights> cases[] = {
+      {64, LinearWeights::dense},  {64, LinearWeights::int8},  {64, LinearWeights::int4},
+      {768, LinearWeights::dense}, {768, LinearWeights::int8}, {768, LinearWeights::int4},
+      {2560, LinearWeights::int8}, {2560, LinearWeights::int4}};
   for (const DType dt : {DType::f16, DType::bf16}) {
     auto ops = engine::make_cuda_ops(dt, 0);
     const std::uint16_t nan16 = dt == DType::bf16 ? 0x7fc0 : 0x7e00;
-    for (const auto [C, q8] : cases) {
-      std::mt19937_64 rng(3 * C + (q8 ? 1 : 0) + (dt == DType::bf16 ? 7 : 0));
+    for (const auto [C, lw] : cases) {
+      const bool q8 = lw == LinearWeights::int8, q4 = lw == LinearWeights::int4;
+      std::mt19937_64 rng(3 * C + static_cast<int>(lw) + (dt == DType::bf16 ? 7 : 0));
       std::normal_distribution<float> nd(0.0f, 1.0f);
       const auto fill = [&](std::size_t n, float scale, float shift) {
         std::vector<float> v(n);
@@ -719,12 +770,13 @@ TEST(Gpt2EngineCuda, AttnInputScattersAsTheUnfusedOps) {
       const std::vector<float> W =
           fill(static_cast<std::size_t>(C) * 3 * C, 1.0f / std::sqrt(static_cast<float>(C)), 0.0f);
       const std::vector<float> bias = fill(3 * C, 0.5f, 0.0f);
-      const std::vector<float> lw = fill(C, 0.2f, 1.0f), lb = fill(C, 0.2f, 0.0f);
-      void* dW =
-          q8 ? ops->upload_q8_weights(W.data(), C, 3 * C) : ops->upload_weights(W.data(), W.size());
+      const std::vector<float> lnw = fill(C, 0.2f, 1.0f), lnb = fill(C, 0.2f, 0.0f);
+      void* dW = q8   ? ops->upload_q8_weights(W.data(), C, 3 * C)
+                 : q4 ? ops->upload_q4_weights(W.data(), C, 3 * C)
+                      : ops->upload_weights(W.data(), W.size());
       void* db = ops->upload_weights(bias.data(), bias.size());
-      void* dlw = ops->upload_weights(lw.data(), lw.size());
-      void* dlb = ops->upload_weights(lb.data(), lb.size());
+      void* dlw = ops->upload_weights(lnw.data(), lnw.size());
+      void* dlb = ops->upload_weights(lnb.data(), lnb.size());
       const std::size_t pool = static_cast<std::size_t>(kSlots) * C;
       for (int rows = 1; rows <= 9; ++rows) {
         const std::vector<float> x = fill(static_cast<std::size_t>(rows) * C, 1.0f, 0.3f);
@@ -745,10 +797,13 @@ TEST(Gpt2EngineCuda, AttnInputScattersAsTheUnfusedOps) {
           ops->upload(dk, poison_pool.data(), pool * 2);
           ops->upload(dv, poison_pool.data(), pool * 2);
           if (fused) {
-            ops->attn_input(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, q8, db, dqkv, dslots, dk, dv);
+            ops->attn_input(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, lw, db, dqkv, dslots, dk, dv);
           } else {
             if (q8) {
               ops->layernorm_linear_q8(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, db, dqkv, 3 * C,
+                                       false);
+            } else if (q4) {
+              ops->layernorm_linear_q4(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, db, dqkv, 3 * C,
                                        false);
             } else {
               ops->layernorm_linear(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, db, dqkv, 3 * C, false);
@@ -764,12 +819,19 @@ TEST(Gpt2EngineCuda, AttnInputScattersAsTheUnfusedOps) {
           for (void* p : {dqkv, dk, dv}) ops->free(p);
         }
         const std::string what = std::string(to_string(dt)) + " C " + std::to_string(C) +
-                                 (q8 ? " int8" : " dense") + " rows " + std::to_string(rows);
+                                 (q8   ? " int8"
+                                  : q4 ? " int4"
+                                       : " dense") +
+                                 " rows " + std::to_string(rows);
         // Where the engine's policy gives the kernel the call, and which reduction it takes.
         const engine::cuda::SkinnyPlan plan = engine::cuda::skinny_plan(
-            rows, C, 3 * C, reinterpret_cast<void*>(256), scratch, true, q8);
-        EXPECT_EQ(plan.ok, q8 ? rows <= engine::cuda::kSkinnyMaxRowsQ8 : rows == 1) << what;
-        if (plan.ok) {
+            rows, C, 3 * C, reinterpret_cast<void*>(256), scratch, true, q8, q4);
+        EXPECT_EQ(plan.ok, q8   ? rows <= engine::cuda::kSkinnyMaxRowsQ8
+                           : q4 ? rows <= engine::cuda::kSkinnyMaxRowsQ4
+                                : rows == 1)
+            << what;
+        EXPECT_EQ(plan.q4, q4 && plan.ok) << what;
+        if (plan.ok && !q4) {
           (plan.splits == 1 ? saw_single : plan.cluster ? saw_cluster : saw_global) = true;
         }
         // The unfused caches hold every row's slot and nothing else: the comparison is not idle.

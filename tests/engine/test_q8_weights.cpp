@@ -1,6 +1,7 @@
-// Weight-only int8 linears (LinearWeights::int8): the quantizer's bounds, the CPU backend's int8
-// linear against fp64 on the dequantized weights, and the engine on int8 linears against the fp64
-// reference of the model it runs (Gpt2Weights::with_int8_linears).
+// Weight-only int8 and int4 linears (LinearWeights::int8 / int4): the quantizers' bounds, the CUDA
+// fragment orders, the CPU backend's int8 linear against fp64 on the dequantized weights, and the
+// engine on int8 / int4 linears against the fp64 reference of the model it runs
+// (Gpt2Weights::with_int8_linears / with_int4_linears).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,10 +23,10 @@ namespace {
 
 using testing::expect_invalid_argument;
 
-EngineOptions int8_cpu_options() {
+EngineOptions int8_cpu_options(LinearWeights lw = LinearWeights::int8) {
   EngineOptions o = cpu_options();
   o.num_threads = 3;
-  o.linear_weights = LinearWeights::int8;
+  o.linear_weights = lw;
   return o;
 }
 
@@ -181,6 +182,106 @@ TEST(Gpt2Q8, MmaOrderIsTheFragmentLayout) {
   expect_invalid_argument([&] { engine::shuffle_q8_mma(q.data(), 64, 0, out.data()); }, "N is 0");
 }
 
+// quantize_q4: the int8 rule with 7 for 127 (q = lround(W / s) within +-7, s = the group-column's
+// absmax / 7), a zero group all zeros, the outlier at +-7, and the same errors naming int4.
+TEST(Gpt2Q4, QuantizerBoundsEveryWeight) {
+  const int K = 192, N = 37;
+  std::vector<float> W = normal(static_cast<std::size_t>(K) * N, 0.05f, 11);
+  for (int k = 64; k < 128; ++k) W[static_cast<std::size_t>(k) * N + 5] = 0.0f;  // a zero group
+  W[static_cast<std::size_t>(130) * N + 9] = 3.0f;                               // an outlier
+  W[static_cast<std::size_t>(131) * N + 9] = -3.0f;                              // its negative
+  std::vector<std::int8_t> q(W.size(), 99);
+  std::vector<float> s(static_cast<std::size_t>(K / kGpt2Q8Group) * N, -1.0f);
+  engine::quantize_q4(W.data(), K, N, q.data(), s.data());
+  int used[15] = {};
+  for (int g = 0; g < K / kGpt2Q8Group; ++g) {
+    for (int n = 0; n < N; ++n) {
+      float amax = 0.0f;
+      for (int k = g * kGpt2Q8Group; k < (g + 1) * kGpt2Q8Group; ++k) {
+        amax = std::max(amax, std::abs(W[static_cast<std::size_t>(k) * N + n]));
+      }
+      const float sc = s[static_cast<std::size_t>(g) * N + n];
+      ASSERT_EQ(sc, amax / 7.0f) << "group " << g << " column " << n;
+      for (int k = g * kGpt2Q8Group; k < (g + 1) * kGpt2Q8Group; ++k) {
+        const std::size_t i = static_cast<std::size_t>(k) * N + n;
+        ASSERT_LE(std::abs(static_cast<int>(q[i])), 7);
+        ASSERT_LE(std::abs(static_cast<double>(q[i]) * sc - W[i]), 0.5 * sc * (1 + 1e-5) + 1e-12)
+            << "W[" << k << "][" << n << "]";
+        ++used[q[i] + 7];
+      }
+    }
+  }
+  for (int v = 0; v < 15; ++v) EXPECT_GT(used[v], 0) << "no weight quantized to " << v - 7;
+  EXPECT_EQ(s[1 * N + 5], 0.0f);
+  for (int k = 64; k < 128; ++k) EXPECT_EQ(q[static_cast<std::size_t>(k) * N + 5], 0);
+  EXPECT_EQ(q[static_cast<std::size_t>(130) * N + 9], 7);
+  EXPECT_EQ(q[static_cast<std::size_t>(131) * N + 9], -7);
+
+  expect_invalid_argument([&] { engine::quantize_q4(W.data(), 100, N, q.data(), s.data()); },
+                          "int4 linear weights: K (rows of W) is 100");
+  expect_invalid_argument([&] { engine::quantize_q4(W.data(), K, -3, q.data(), s.data()); },
+                          "int4 linear weights: N (columns of W) is -3");
+  W[static_cast<std::size_t>(150) * N + 36] = -std::numeric_limits<float>::infinity();
+  expect_invalid_argument([&] { engine::quantize_q4(W.data(), K, N, q.data(), s.data()); },
+                          "int4 linear weights: W[150][36] is not finite");
+}
+
+// shuffle_q4_mma: every value of W^T's 16-column tiles at the nibble its A fragment reads (lane
+// l = 4g + t, k-step j of group gi in the lane's word j, register r's low-row value in nibble r and
+// its high-row value in nibble r + 4, stored + 8), columns past N as 0 (nibble 8); several
+// threads past 2^20 values; values outside [-7, 7] named.
+TEST(Gpt2Q4, MmaOrderIsTheFragmentLayout) {
+  for (const auto [K, N] :
+       {std::pair{64, 16}, std::pair{192, 40}, std::pair{128, 8}, std::pair{1024, 1032}}) {
+    std::vector<std::int8_t> q(static_cast<std::size_t>(K) * N);
+    std::mt19937 rng(K * 17 + N);
+    std::uniform_int_distribution<int> u(-7, 7);
+    for (auto& v : q) v = static_cast<std::int8_t>(u(rng));
+    const int tiles = (N + 15) / 16;
+    ASSERT_EQ(engine::q4_mma_scales_offset(K, N), static_cast<std::size_t>(K) * tiles * 8);
+    EXPECT_EQ(engine::q4_mma_bytes(K, N),
+              engine::q4_mma_scales_offset(K, N) + static_cast<std::size_t>(K / 64) * N * 4);
+    std::vector<std::uint8_t> out(engine::q4_mma_scales_offset(K, N), std::uint8_t{0x99});
+    engine::shuffle_q4_mma(q.data(), K, N, out.data());
+    std::size_t checked = 0;
+    for (int nt = 0; nt < tiles; ++nt) {
+      for (int gi = 0; gi < K / 64; ++gi) {
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = lane / 4, t = lane % 4;
+          for (int j = 0; j < 4; ++j) {
+            const std::size_t word =
+                ((static_cast<std::size_t>(nt) * (K / 64) + gi) * 32 + lane) * 16 + 4 * j;
+            for (int r = 0; r < 4; ++r) {
+              for (int e = 0; e < 2; ++e) {
+                // mma.m16n8k16's A register r: rows (W's columns) g + 8 (r % 2), columns (W's
+                // rows) 2t + 8 (r / 2) and the next.
+                const int n = nt * 16 + g + 8 * (r % 2);
+                const int k = (4 * gi + j) * 16 + 2 * t + 8 * (r / 2) + e;
+                const int nib = r + 4 * e;
+                const int got = (out[word + nib / 2] >> (4 * (nib % 2))) & 15;
+                const int want = n < N ? q[static_cast<std::size_t>(k) * N + n] : 0;
+                ASSERT_EQ(got - 8, want)
+                    << "K " << K << " N " << N << " tile " << nt << " group " << gi << " lane "
+                    << lane << " step " << j << " a" << r << "." << e;
+                ++checked;
+              }
+            }
+          }
+        }
+      }
+    }
+    EXPECT_EQ(checked, 2 * out.size());
+  }
+  std::vector<std::int8_t> q(128 * 16, 1);
+  std::vector<std::uint8_t> out(128 * 8);
+  expect_invalid_argument([&] { engine::shuffle_q4_mma(q.data(), 96, 16, out.data()); }, "K is 96");
+  expect_invalid_argument([&] { engine::shuffle_q4_mma(q.data(), 64, 0, out.data()); }, "N is 0");
+  q[70 * 16 + 3] = 8;
+  q[100 * 16 + 1] = -9;
+  expect_invalid_argument([&] { engine::shuffle_q4_mma(q.data(), 128, 16, out.data()); },
+                          "q[70][3] is 8, outside [-7, 7]");
+}
+
 // The CPU backend's int8 linear against fp64 on the dequantized weights: N not a multiple of
 // anything, 1 and 5 rows, each epilogue (the residual aliasing out), outputs poisoned first.
 TEST(Gpt2Q8, CpuLinearMatchesTheFp64ReferenceOnTheDequantizedWeights) {
@@ -300,6 +401,47 @@ TEST(Gpt2EngineCpu, Int8LinearsGenerateAsTheirOwnForward) {
       seq.push_back(out[i][t]);
     }
   }
+}
+
+// The engine on int4 linears (the CPU stores them a byte a value and runs the int8 linear on them):
+// the model they run to fp32 accuracy, not the dense one, and generation as its own forward.
+TEST(Gpt2EngineCpu, Int4LinearsMatchTheFp64ReferenceOfTheModelTheyRun) {
+  const Gpt2Weights w = sharp_weights(small_config(), 25);
+  const Gpt2Weights wq = w.with_int4_linears();
+  Gpt2Engine e(w, int8_cpu_options(LinearWeights::int4));
+  for (int n : {1, 9, 80}) {
+    const std::vector<std::int32_t> tokens = random_tokens(n, 101, 60 + n);
+    const std::vector<float> logits = e.forward_logits(tokens);
+    EXPECT_LT(rel_error(logits, gpt2_reference_logits(wq, tokens)), 2e-5) << "n = " << n;
+    EXPECT_GT(rel_error(logits, gpt2_reference_logits(w, tokens)), 1e-3) << "n = " << n;
+    // Not the int8 model either.
+    EXPECT_GT(rel_error(logits, gpt2_reference_logits(w.with_int8_linears(), tokens)), 1e-3)
+        << "n = " << n;
+  }
+  std::vector<GenerationRequest> reqs;
+  for (int len : {1, 7}) {
+    GenerationRequest r;
+    r.prompt = random_tokens(len, 101, 220 + len);
+    r.max_new_tokens = 6;
+    reqs.push_back(r);
+  }
+  const auto out = e.generate(reqs);
+  ASSERT_EQ(out.size(), reqs.size());
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_EQ(out[i].size(), 6u);
+    std::vector<std::int32_t> seq = reqs[i].prompt;
+    for (std::size_t t = 0; t < out[i].size(); ++t) {
+      const std::vector<float> logits = e.forward_logits(seq);
+      const float* last = &logits[(seq.size() - 1) * 101];
+      const float best = *std::max_element(last, last + 101);
+      EXPECT_GE(last[out[i][t]], best - 1e-4f * std::max(1.0f, std::abs(best)))
+          << "request " << i << " token " << t;
+      seq.push_back(out[i][t]);
+    }
+  }
+  Gpt2Weights bad = w;
+  bad.layers[0].attn_proj_w.pop_back();
+  expect_invalid_argument([&] { bad.with_int4_linears(); }, "h.0.attn.c_proj.weight has");
 }
 
 TEST(Gpt2EngineCpu, Int8LinearsOptionsAreChecked) {

@@ -41,8 +41,8 @@ our attention over a paged KV cache) or on the CPU, batched by the continuous-ba
   --top-k K, --top-p P, --seed S     sampling (defaults 0, 1, 0)
   --device cpu|cuda|auto   (default auto)
   --dtype f16|bf16    CUDA storage type (default f16)
-  --linear-weights dense|int8   the layers' linears in the storage type (default) or weight-only
-                      int8 with a scale per 64 rows and column
+  --linear-weights dense|int8|int4   the layers' linears in the storage type (default) or
+                      weight-only int8 / int4 with a scale per 64 rows and column
   --page-size N       keys a KV cache page (default 16)
   --max-batch N       the scheduler's batch limit (default: max(64, --batch))
   --warmup N          untimed runs first (default 1 on CUDA, 0 on the CPU)
@@ -164,9 +164,10 @@ int run_generate(const std::vector<std::string>& args) {
                 : device == "cuda" ? Backend::cuda
                                    : Backend::automatic;
   opt.dtype = f.choice("dtype", "f16", {"f16", "bf16"}) == "bf16" ? DType::bf16 : DType::f16;
-  opt.linear_weights = f.choice("linear-weights", "dense", {"dense", "int8"}) == "int8"
-                           ? LinearWeights::int8
-                           : LinearWeights::dense;
+  const std::string linear_weights = f.choice("linear-weights", "dense", {"dense", "int8", "int4"});
+  opt.linear_weights = linear_weights == "int8"   ? LinearWeights::int8
+                       : linear_weights == "int4" ? LinearWeights::int4
+                                                  : LinearWeights::dense;
   opt.page_size = f.get_int("page-size", 16, 1, 1 << 20);
   const int batch = f.get_int("batch", 1, 1, 1 << 20);
   opt.scheduler.max_batch = f.get_int("max-batch", std::max(64, batch), 1, 1 << 20);
@@ -213,7 +214,9 @@ int run_generate(const std::vector<std::string>& args) {
   for (const auto& o : out) generated += static_cast<std::int64_t>(o.size());
   const double tok_s = generated / st.seconds;
   const std::string dev = on_cuda ? std::string("cuda ") + to_string(opt.dtype) : "cpu fp32";
-  const char* linears = opt.linear_weights == LinearWeights::int8 ? "int8" : "dense";
+  const char* linears = opt.linear_weights == LinearWeights::int8   ? "int8"
+                        : opt.linear_weights == LinearWeights::int4 ? "int4"
+                                                                    : "dense";
   std::cout << "gpuattn generate: " << model_name << " (" << cfg.n_layer << " layers, "
             << cfg.n_embd << " wide, vocab " << cfg.vocab_size << "), " << dev << ", " << linears
             << " linears, commit " << git_commit() << ", " << iso_date_utc() << "\n";

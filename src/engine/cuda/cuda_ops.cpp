@@ -124,12 +124,13 @@ class CudaOps final : public ModelOps {
   void layernorm_linear(const void* x, int rows, int K, const void* ln_w, const void* ln_b,
                         float eps, void* ln, const void* W, const void* bias, void* out, int N,
                         bool gelu) override {
-    if (!try_skinny(skinny_ln_args(x, ln_w, ln_b, eps, W, false, bias, out, rows, K, N, gelu))) {
+    if (!try_skinny(skinny_ln_args(x, ln_w, ln_b, eps, W, LinearWeights::dense, bias, out, rows, K,
+                                   N, gelu))) {
       ModelOps::layernorm_linear(x, rows, K, ln_w, ln_b, eps, ln, W, bias, out, N, gelu);
     }
   }
-  // Weight-only int8 linears: quantized on the host; the dequantization scratch (the GEMM path's
-  // W, for rows the kernel does not take) grows here, never during a step (a graph capture).
+  // Weight-only int8 and int4 linears: quantized on the host; the dequantization scratch (the GEMM
+  // path's W, for rows the kernels do not take) grows here, never during a step (a graph capture).
   void* upload_q8_weights(const float* W, int K, int N) override {
     // q in the tensor-core kernel's fragment order (shuffle_q8_mma), then the scales.
     std::vector<unsigned char> block(q8_mma_bytes(K, N), 0);
@@ -139,15 +140,19 @@ class CudaOps final : public ModelOps {
                   reinterpret_cast<float*>(block.data() + q8_mma_scales_offset(K, N)));
       shuffle_q8_mma(q.data(), K, N, reinterpret_cast<std::int8_t*>(block.data()));
     }
-    const std::size_t need = static_cast<std::size_t>(K) * static_cast<std::size_t>(N) * 2;
-    if (need > dequant_bytes_) {  // first, so that a failed allocation leaks nothing
-      check(cudaStreamSynchronize(s()), "cudaStreamSynchronize");
-      cudaFree(dequant_);
-      dequant_ = nullptr;
-      dequant_bytes_ = 0;
-      dequant_ = alloc(need);
-      dequant_bytes_ = need;
+    reserve_dequant(K, N);
+    return upload_block(block.data(), block.size());
+  }
+  // Int4: the nibbles in the int4 kernel's fragment order (shuffle_q4_mma), then the scales.
+  void* upload_q4_weights(const float* W, int K, int N) override {
+    std::vector<unsigned char> block(q4_mma_bytes(K, N), 0);
+    {
+      std::vector<std::int8_t> q(static_cast<std::size_t>(K) * static_cast<std::size_t>(N));
+      quantize_q4(W, K, N, q.data(),
+                  reinterpret_cast<float*>(block.data() + q4_mma_scales_offset(K, N)));
+      shuffle_q4_mma(q.data(), K, N, block.data());
     }
+    reserve_dequant(K, N);
     return upload_block(block.data(), block.size());
   }
   void linear_q8(const void* x, const void* Wq, const void* bias, const void* residual, void* out,
@@ -155,29 +160,47 @@ class CudaOps final : public ModelOps {
     cuda::SkinnyArgs a = skinny_args(x, Wq, bias, residual, out, rows, K, N, gelu);
     a.q8 = true;
     if (!try_skinny(a)) {
-      gemm_->linear(x, dequantized(Wq, K, N), bias, residual, out, rows, K, N, gelu);
+      gemm_->linear(x, dequantized(Wq, K, N, 8), bias, residual, out, rows, K, N, gelu);
     }
   }
   void layernorm_linear_q8(const void* x, int rows, int K, const void* ln_w, const void* ln_b,
                            float eps, void* ln, const void* Wq, const void* bias, void* out, int N,
                            bool gelu) override {
-    if (!try_skinny(skinny_ln_args(x, ln_w, ln_b, eps, Wq, true, bias, out, rows, K, N, gelu))) {
+    if (!try_skinny(skinny_ln_args(x, ln_w, ln_b, eps, Wq, LinearWeights::int8, bias, out, rows, K,
+                                   N, gelu))) {
       layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
-      gemm_->linear(ln, dequantized(Wq, K, N), bias, nullptr, out, rows, K, N, gelu);
+      gemm_->linear(ln, dequantized(Wq, K, N, 8), bias, nullptr, out, rows, K, N, gelu);
+    }
+  }
+  void linear_q4(const void* x, const void* Wq, const void* bias, const void* residual, void* out,
+                 int rows, int K, int N, bool gelu) override {
+    cuda::SkinnyArgs a = skinny_args(x, Wq, bias, residual, out, rows, K, N, gelu);
+    a.q4 = true;
+    if (!try_skinny(a)) {
+      gemm_->linear(x, dequantized(Wq, K, N, 4), bias, residual, out, rows, K, N, gelu);
+    }
+  }
+  void layernorm_linear_q4(const void* x, int rows, int K, const void* ln_w, const void* ln_b,
+                           float eps, void* ln, const void* Wq, const void* bias, void* out, int N,
+                           bool gelu) override {
+    if (!try_skinny(skinny_ln_args(x, ln_w, ln_b, eps, Wq, LinearWeights::int4, bias, out, rows, K,
+                                   N, gelu))) {
+      layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
+      gemm_->linear(ln, dequantized(Wq, K, N, 4), bias, nullptr, out, rows, K, N, gelu);
     }
   }
   // The keys and values written by the one-row kernel's epilogue where it takes the linear
-  // (scatter_kv's kernel fewer); elsewhere layernorm_linear(_q8) then scatter_kv.
+  // (scatter_kv's kernel fewer); elsewhere layernorm_linear(_q8, _q4) then scatter_kv.
   void attn_input(const void* x, int rows, int C, const void* ln_w, const void* ln_b, float eps,
-                  void* ln, const void* W, bool q8, const void* bias, void* qkv,
+                  void* ln, const void* W, LinearWeights weights, const void* bias, void* qkv,
                   const std::int32_t* slots, void* k_pool, void* v_pool) override {
     cuda::SkinnyArgs a =
-        skinny_ln_args(x, ln_w, ln_b, eps, W, q8, bias, qkv, rows, C, 3 * C, false);
+        skinny_ln_args(x, ln_w, ln_b, eps, W, weights, bias, qkv, rows, C, 3 * C, false);
     a.kv_slots = slots;
     a.k_pool = k_pool;
     a.v_pool = v_pool;
     if (!try_skinny(a)) {
-      ModelOps::attn_input(x, rows, C, ln_w, ln_b, eps, ln, W, q8, bias, qkv, slots, k_pool,
+      ModelOps::attn_input(x, rows, C, ln_w, ln_b, eps, ln, W, weights, bias, qkv, slots, k_pool,
                            v_pool);
     }
   }
@@ -251,26 +274,33 @@ class CudaOps final : public ModelOps {
     a.gelu = gelu;
     return a;
   }
-  // The same with the layernorm ahead fused (ln_w, ln_b, eps), W int8 when q8.
+  // The same with the layernorm ahead fused (ln_w, ln_b, eps), W stored as `weights` says.
   static cuda::SkinnyArgs skinny_ln_args(const void* x, const void* ln_w, const void* ln_b,
-                                         float eps, const void* W, bool q8, const void* bias,
-                                         void* out, int rows, int K, int N, bool gelu) {
+                                         float eps, const void* W, LinearWeights weights,
+                                         const void* bias, void* out, int rows, int K, int N,
+                                         bool gelu) {
     cuda::SkinnyArgs a = skinny_args(x, W, bias, nullptr, out, rows, K, N, gelu);
     a.ln_w = ln_w;
     a.ln_b = ln_b;
     a.eps = eps;
-    a.q8 = q8;
+    a.q8 = weights == LinearWeights::int8;
+    a.q4 = weights == LinearWeights::int4;
     return a;
   }
   // The engine's own kernel where its policy takes the call (skinny.h; int8 W at up to
   // kSkinnyMaxRowsQ8 rows, 1 byte a weight read against the dequantized path's 5: int8 in, 16 bits
-  // out and back); false: take the general path.
+  // out and back); false: take the general path. Int4 W at 9 to kQ4ChunkedMaxRows rows: the int4
+  // kernel once per 8 rows (0.56 bytes a weight each time, against the dequantized path's 4.6).
   bool try_skinny(const cuda::SkinnyArgs& a) {
     if (a.q8 && a.rows > cuda::kSkinnyMaxRowsQ8 && a.rows <= 2 * cuda::kSkinnyMaxRowsQ8 &&
         q8_two_launches()) {
-      return try_skinny_halves(a);
+      return try_skinny_chunks(a, cuda::kSkinnyMaxRowsQ8);
     }
-    const cuda::SkinnyPlan plan = cuda::skinny_plan(a.rows, a.K, a.N, a.W, skinny_, true, a.q8);
+    if (a.q4 && a.rows > cuda::kSkinnyMaxRowsQ4 && a.rows <= kQ4ChunkedMaxRows && q4_chunks()) {
+      return try_skinny_chunks(a, cuda::kSkinnyMaxRowsQ4);
+    }
+    const cuda::SkinnyPlan plan =
+        cuda::skinny_plan(a.rows, a.K, a.N, a.W, skinny_, true, a.q8, a.q4);
     if (!plan.ok) return false;
     cuda::skinny_linear(dtype_, plan, a, skinny_, stream_);
     return true;
@@ -282,25 +312,38 @@ class CudaOps final : public ModelOps {
     static const bool on = env_flag("GPUATTN_SKINNY_Q8_TWO_LAUNCHES", false);
     return on;
   }
-  bool try_skinny_halves(const cuda::SkinnyArgs& a) {
-    cuda::SkinnyArgs lo = a, hi = a;
-    lo.rows = cuda::kSkinnyMaxRowsQ8;
-    hi.rows = a.rows - lo.rows;
+  // Int4 calls of 9 to kQ4ChunkedMaxRows rows as two launches of the int4 kernel
+  // (GPUATTN_SKINNY_Q4_CHUNKS, default 1; 0 dequantizes W for cuBLASLt there). Read once; a value
+  // other than 0 or 1 throws. H200, same runs (s41 call 5): 124M B16 int4 30.2K tok/s against
+  // 26.8-27.0K dequantized; at B32, as four launches, 32.8-33.5K against 49.9-51.2K: so 16 rows.
+  static constexpr int kQ4ChunkedMaxRows = 16;
+  static bool q4_chunks() {
+    static const bool on = env_flag("GPUATTN_SKINNY_Q4_CHUNKS", true);
+    return on;
+  }
+  // The call as launches over `chunk` rows each (the last takes the rest); false, launching
+  // nothing, where the kernel's plan takes any of them not.
+  bool try_skinny_chunks(const cuda::SkinnyArgs& a, int chunk) {
     const std::size_t elem = element_size(dtype_);
     const auto at = [&](const void* p, int row, int width) -> const void* {
       return p == nullptr
                  ? nullptr
                  : static_cast<const char*>(p) + static_cast<std::size_t>(row) * width * elem;
     };
-    hi.x = at(a.x, lo.rows, a.K);
-    hi.residual = at(a.residual, lo.rows, a.N);
-    hi.out = const_cast<void*>(at(a.out, lo.rows, a.N));
-    if (a.kv_slots != nullptr) hi.kv_slots = a.kv_slots + lo.rows;
-    const cuda::SkinnyPlan p_lo = cuda::skinny_plan(lo.rows, a.K, a.N, a.W, skinny_, true, true);
-    const cuda::SkinnyPlan p_hi = cuda::skinny_plan(hi.rows, a.K, a.N, a.W, skinny_, true, true);
-    if (!p_lo.ok || !p_hi.ok) return false;
-    cuda::skinny_linear(dtype_, p_lo, lo, skinny_, stream_);
-    cuda::skinny_linear(dtype_, p_hi, hi, skinny_, stream_);
+    std::vector<std::pair<cuda::SkinnyArgs, cuda::SkinnyPlan>> parts;
+    for (int r0 = 0; r0 < a.rows; r0 += chunk) {
+      cuda::SkinnyArgs c = a;
+      c.rows = std::min(chunk, a.rows - r0);
+      c.x = at(a.x, r0, a.K);
+      c.residual = at(a.residual, r0, a.N);
+      c.out = const_cast<void*>(at(a.out, r0, a.N));
+      if (a.kv_slots != nullptr) c.kv_slots = a.kv_slots + r0;
+      const cuda::SkinnyPlan plan =
+          cuda::skinny_plan(c.rows, c.K, c.N, c.W, skinny_, true, c.q8, c.q4);
+      if (!plan.ok) return false;
+      parts.emplace_back(c, plan);
+    }
+    for (const auto& [c, plan] : parts) cuda::skinny_linear(dtype_, plan, c, skinny_, stream_);
     return true;
   }
 
@@ -314,17 +357,35 @@ class CudaOps final : public ModelOps {
   void* stream_ = nullptr;
   std::unique_ptr<cuda::Gemm> gemm_;
   cuda::SkinnyScratch skinny_;
-  // W of an int8 linear dequantized for the GEMM path (the largest K x N uploaded, dtype).
+  // W of an int8 or int4 linear dequantized for the GEMM path (the largest K x N uploaded, dtype).
   void* dequant_ = nullptr;
   std::size_t dequant_bytes_ = 0;
-  const void* dequantized(const void* Wq, int K, int N) {
+  // W of an int8 (bits 8) or int4 (4) block, dequantized into dequant_ for the GEMM path.
+  const void* dequantized(const void* Wq, int K, int N, int bits) {
     if (static_cast<std::size_t>(K) * static_cast<std::size_t>(N) * 2 > dequant_bytes_) {
-      throw Error(ErrorCode::invalid_argument, "gpuattn engine: int8 linear of " +
-                                                   std::to_string(K) + " x " + std::to_string(N) +
-                                                   " was not uploaded by upload_q8_weights");
+      throw Error(ErrorCode::invalid_argument,
+                  "gpuattn engine: int" + std::to_string(bits) + " linear of " + std::to_string(K) +
+                      " x " + std::to_string(N) + " was not uploaded by " +
+                      (bits == 4 ? "upload_q4_weights" : "upload_q8_weights"));
     }
-    cuda::dequant_q8(dtype_, Wq, K, N, dequant_, stream_);
+    if (bits == 4) {
+      cuda::dequant_q4(dtype_, Wq, K, N, dequant_, stream_);
+    } else {
+      cuda::dequant_q8(dtype_, Wq, K, N, dequant_, stream_);
+    }
     return dequant_;
+  }
+  // The dequantization scratch grown to K x N (at upload, never during a step: a graph capture).
+  void reserve_dequant(int K, int N) {
+    const std::size_t need = static_cast<std::size_t>(K) * static_cast<std::size_t>(N) * 2;
+    if (need > dequant_bytes_) {  // first, so that a failed allocation leaks nothing
+      check(cudaStreamSynchronize(s()), "cudaStreamSynchronize");
+      cudaFree(dequant_);
+      dequant_ = nullptr;
+      dequant_bytes_ = 0;
+      dequant_ = alloc(need);
+      dequant_bytes_ = need;
+    }
   }
 };
 

@@ -726,6 +726,251 @@ std::size_t narrow_smem_bytes(int K) {
          static_cast<std::size_t>(K) * 2;
 }
 
+// A k-step's word of int4 values (shuffle_q4_mma: register r's two values in nibbles r and r + 4,
+// stored as q + 8) as mma's 4 A registers of T pairs, exactly. Each nibble goes into the mantissa
+// of a 16-bit float whose last place there is 1 (f16: 1024 + n from 0x6400; bf16: 128 + n from
+// 0x4300) by one LOP3 ((w & mask) | magic), and the bias comes off in pairs. f16 takes the odd
+// registers' nibbles where they lie, 4 bits up (1024 + 16n), and scales them back in the same
+// HFMA2 (v / 16 - 72 = n - 8): one shift a word. bf16's 7 mantissa bits cannot hold 16n: there
+// every register is shifted down.
+__device__ __forceinline__ std::uint32_t lop3_and_or(std::uint32_t w, std::uint32_t magic) {
+  std::uint32_t v;  // (w & 0x000F000F) | magic, the constant in a register: one LOP3
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(v) : "r"(w), "n"(0x000F000F), "r"(magic));
+  return v;
+}
+template <typename T>
+__device__ __forceinline__ void q4_regs(std::uint32_t w, std::uint32_t (&a)[4]);
+template <>
+__device__ __forceinline__ void q4_regs<__half>(std::uint32_t w, std::uint32_t (&a)[4]) {
+  const std::uint32_t w8 = w >> 8;
+  std::uint32_t v[4];
+  v[0] = lop3_and_or(w, 0x64006400u);
+  v[2] = lop3_and_or(w8, 0x64006400u);
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(v[1]) : "r"(w), "n"(0x00F000F0), "r"(0x64006400u));
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(v[3]) : "r"(w8), "n"(0x00F000F0), "r"(0x64006400u));
+#pragma unroll
+  for (int r = 0; r < 4; r += 2) {
+    asm("sub.f16x2 %0, %1, %2;" : "=r"(a[r]) : "r"(v[r]), "r"(0x64086408u));  // - 1032
+    asm("fma.rn.f16x2 %0, %1, %2, %3;"                                        // / 16 - 72
+        : "=r"(a[r + 1])
+        : "r"(v[r + 1]), "r"(0x2C002C00u), "r"(0xD480D480u));
+  }
+}
+template <>
+__device__ __forceinline__ void q4_regs<__nv_bfloat16>(std::uint32_t w, std::uint32_t (&a)[4]) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const std::uint32_t v = lop3_and_or(w >> (4 * r), 0x43004300u);
+    // v * 1 - 136 (sub.bf16x2 needs sm_90)
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(a[r]) : "r"(v), "r"(0x3F803F80u), "r"(0xC308C308u));
+  }
+}
+
+// Int4 W (LinearWeights::int4) at 1-8 rows: q8_narrow_kernel's form, a CTA a 16-column tile over
+// the whole of K, whose weights (shuffle_q4_mma: K x 8 bytes) and scales it stages in shared memory
+// by cp.async ahead of the PDL wait, with the tile's biases and (K <= 2048) the layernorm's weights
+// in registers. x's rows (layer-normed when ln_w) go to shared memory as T, each row kQ4Pad
+// elements apart so that the 8 rows' B fragments fall in different banks; the 8 warps take every
+// 8th 64-row group (a lane's 16 bytes: its A fragments of the group's 4 k-steps, one scale) and
+// meet in shared memory in warp order (deterministic). x's rows are mma's N (8): one kernel for
+// every row count. Shared memory: q4_smem_bytes.
+constexpr int kQ4Pad = 8;
+constexpr std::size_t kQ4StaticSmem = 6 * 1024;  // red, scratch, bias_s below (~4.4 KB)
+static_assert(kGroup == 64, "q4_kernel: a group is 4 k-steps, a lane's 16 bytes");
+static_assert(kWarps >= kSkinnyMaxRowsQ4, "q4_kernel: a warp a row's layernorm statistics");
+template <typename T>
+__global__ void __launch_bounds__(kThreads) q4_kernel(const __grid_constant__ Params p) {
+  extern __shared__ __align__(16) unsigned char dyn[];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, qg = lane / 4, qt = lane % 4;
+  const int tile = blockIdx.x, rows = p.rows, K = p.K;
+  const int groups = K / kGroup, xld = K + kQ4Pad;
+  uint4* const stage = reinterpret_cast<uint4*>(dyn);
+  float* const sc = reinterpret_cast<float*>(dyn + static_cast<std::size_t>(groups) * 512);
+  T* const xs = reinterpret_cast<T*>(sc + groups * 16);
+  constexpr int kM = kSkinnyMaxRowsQ4;
+  __shared__ float red[kWarps][kM][16];
+  __shared__ float stat[kM][2];          // with the layernorm at 2-8 rows: row m's mean and 1 / std
+  __shared__ float scratch1[kWarps][1];  // at one row: the CTA's sums
+  __shared__ __align__(16) T bias_s[16];  // with p.staged & kStagedBias
+
+  // Ahead of the wait (nothing of it is written by a kernel): the biases (group 0), W and its
+  // scales (group 1), the layernorm's weights for this thread's 8 elements.
+  const bool ln = p.ln_w != nullptr;
+  const bool ln_regs = ln && (p.staged & kLnRegs) != 0;
+  uint4 lwv = make_uint4(0u, 0u, 0u, 0u), lbv = lwv;
+  if (ln_regs && tid < K / 8) {
+    lwv = ptx::ld_nc_v4(static_cast<const uint4*>(p.ln_w) + tid);
+    lbv = ptx::ld_nc_v4(static_cast<const uint4*>(p.ln_b) + tid);
+  }
+  if ((p.staged & kStagedBias) != 0 && tid < 2) {
+    const int n = tile * 16 + 8 * tid;
+    const T* b = static_cast<const T*>(p.bias);
+    ptx::cp_async_16(ptx::smem_addr(&bias_s[8 * tid]), n < p.N ? b + n : b, n < p.N);
+  }
+  ptx::cp_async_commit();
+  const auto* Wt = static_cast<const uint4*>(p.W) + static_cast<std::int64_t>(tile) * groups * 32;
+  for (int i = tid; i < groups * 32; i += kThreads) {
+    ptx::cp_async_16(ptx::smem_addr(&stage[i]), Wt + i, true);
+  }
+  for (int i = tid; i < groups * 4; i += kThreads) {
+    const int kg = i / 4, n = tile * 16 + 4 * (i % 4);
+    const bool in = n < p.N;
+    ptx::cp_async_16(ptx::smem_addr(&sc[4 * i]),
+                     in ? p.scales + static_cast<std::int64_t>(kg) * p.N + n : p.scales, in);
+  }
+  ptx::cp_async_commit();
+  ptx::griddep_wait();
+  ptx::griddep_launch_dependents();
+
+  // Thread tid finishes element (out_m, out_n) when out_m < rows; its residual asked for now.
+  const int out_m = tid / 16, out_c = tid % 16, out_n = tile * 16 + out_c;
+  float res = 0.0f;
+  if (out_m < rows && p.residual != nullptr && out_n < p.N) {
+    res = to_f(static_cast<const T*>(p.residual)[static_cast<std::int64_t>(out_m) * p.N + out_n]);
+  }
+
+  // x's rows into xs. With the layernorm, one row's statistics are the CTA's (row 0's sum taken as
+  // it loads, then two CTA sums: q8_narrow_kernel's way), several rows' are a warp's each (warp m,
+  // two passes over row m in xs), and every thread then normalizes its elements of each row. Loops
+  // over the rows stay rolled: unrolled for 8 rows the kernel had 7,000 instructions (1,750 now)
+  // and ran 124M B1 at 0.70x int8's rate (s41 calls 1-2), each of a step's launches fetching its
+  // code cold.
+  const T* x = static_cast<const T*>(p.x);
+  float first = 0.0f;             // this thread's part of row 0's sum
+  if ((p.staged & kVecX) != 0) {  // 16 bytes a load
+    const int vecs = K / 8;
+    for (int i = tid; i < rows * vecs; i += kThreads) {
+      const int m = i / vecs, j = i - m * vecs;
+      const uint4 v = reinterpret_cast<const uint4*>(x + static_cast<std::int64_t>(m) * K)[j];
+      *reinterpret_cast<uint4*>(xs + m * xld + 8 * j) = v;
+      if (m == 0) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) first += packed_f<T>(v, e);
+      }
+    }
+  } else {
+    for (int i = tid; i < rows * K; i += kThreads) {
+      const int m = i / K;
+      const T v = x[i];
+      xs[m * xld + i - m * K] = v;
+      if (m == 0) first += to_f(v);
+    }
+  }
+  float mean0 = 0.0f, rstd0 = 0.0f;  // one row's statistics
+  if (ln && rows == 1) {
+    float s1[1] = {first};
+    cta_sums<1>(s1, scratch1);  // (its barriers: every thread's xs is written)
+    mean0 = s1[0] / static_cast<float>(K);
+    float sq[1] = {0.0f};
+    for (int k = tid; k < K; k += kThreads) {
+      const float d = to_f(xs[k]) - mean0;
+      sq[0] += d * d;
+    }
+    cta_sums<1>(sq, scratch1);  // (every thread's reads of xs done)
+    rstd0 = rsqrtf(sq[0] / static_cast<float>(K) + p.eps);
+  } else if (ln) {
+    __syncthreads();  // xs
+    if (warp < rows) {
+      const T* xm = xs + warp * xld;
+      float sum = 0.0f;
+      for (int k = lane; k < K; k += 32) sum += to_f(xm[k]);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      const float mean = sum / static_cast<float>(K);
+      float sq = 0.0f;
+      for (int k = lane; k < K; k += 32) {
+        const float d = to_f(xm[k]) - mean;
+        sq += d * d;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+      if (lane == 0) {
+        stat[warp][0] = mean;
+        stat[warp][1] = rsqrtf(sq / static_cast<float>(K) + p.eps);
+      }
+    }
+    __syncthreads();  // stat
+  }
+  if (ln) {
+#pragma unroll 1
+    for (int m = 0; m < rows; ++m) {
+      const float mean = rows == 1 ? mean0 : stat[m][0], rstd = rows == 1 ? rstd0 : stat[m][1];
+      T* xm = xs + m * xld;
+      if (ln_regs) {  // this thread's 8 elements
+        if (tid < K / 8) {
+          T* e = xm + 8 * tid;
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            e[j] =
+                from_f<T>((to_f(e[j]) - mean) * rstd * packed_f<T>(lwv, j) + packed_f<T>(lbv, j));
+          }
+        }
+      } else {
+        const T* lw = static_cast<const T*>(p.ln_w);
+        const T* lb = static_cast<const T*>(p.ln_b);
+        for (int k = tid; k < K; k += kThreads) {
+          xm[k] = from_f<T>((to_f(xm[k]) - mean) * rstd * to_f(lw[k]) + to_f(lb[k]));
+        }
+      }
+    }
+  }
+  ptx::cp_async_wait<0>();
+  __syncthreads();  // the stage (every thread's copies) and xs
+
+  // A k-step: A = the tile's 16 columns x 16 rows of W from this lane's word, B = x's rows (mma's
+  // N: lane qg reads row qg, zero past rows) at k 2qt, 2qt + 1 and 2qt + 8, 2qt + 9; D = tile
+  // columns qg (acc 0-1) and qg + 8 (2-3) x rows 2qt (0, 2) and 2qt + 1 (1, 3).
+  const bool has_row = qg < rows;
+  const T* xb = xs + (has_row ? qg : 0) * xld + 2 * qt;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int g = warp; g < groups; g += kWarps) {
+    const uint4 v = stage[g * 32 + lane];
+    float pa[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const std::uint32_t w = j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
+      std::uint32_t a[4];
+      q4_regs<T>(w, a);
+      std::uint32_t b0 = 0u, b1 = 0u;
+      if (has_row) {
+        const int k = 16 * (4 * g + j);
+        b0 = *reinterpret_cast<const std::uint32_t*>(xb + k);
+        b1 = *reinterpret_cast<const std::uint32_t*>(xb + k + 8);
+      }
+      ptx::mma_16816<T>(pa, a, b0, b1);
+    }
+    const float s_lo = sc[g * 16 + qg], s_hi = sc[g * 16 + qg + 8];
+    acc[0] = fmaf(pa[0], s_lo, acc[0]);
+    acc[1] = fmaf(pa[1], s_lo, acc[1]);
+    acc[2] = fmaf(pa[2], s_hi, acc[2]);
+    acc[3] = fmaf(pa[3], s_hi, acc[3]);
+  }
+  if (2 * qt < rows) {
+    red[warp][2 * qt][qg] = acc[0];
+    red[warp][2 * qt][qg + 8] = acc[2];
+  }
+  if (2 * qt + 1 < rows) {
+    red[warp][2 * qt + 1][qg] = acc[1];
+    red[warp][2 * qt + 1][qg + 8] = acc[3];
+  }
+  __syncthreads();
+  if (out_m < rows && out_n < p.N) {
+    float v = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) v += red[w][out_m][out_c];  // in warp order
+    const float b = p.bias == nullptr               ? 0.0f
+                    : (p.staged & kStagedBias) != 0 ? to_f(bias_s[out_c])
+                                                    : to_f(static_cast<const T*>(p.bias)[out_n]);
+    finish_with<T>(p, v, out_m, out_n, b, res);
+  }
+}
+
+// q4_kernel's dynamic shared memory for K and rows.
+std::size_t q4_smem_bytes(int K, int rows) {
+  return static_cast<std::size_t>(K) * 8 + static_cast<std::size_t>(K / kGroup) * 64 +
+         static_cast<std::size_t>(rows) * static_cast<std::size_t>(K + kQ4Pad) * 2;
+}
+
 template <typename T, bool Q8 = false>
 void (*kernel_for(int rows))(Params) {
   if (rows <= 1) return skinny_kernel<T, 1, Q8>;
@@ -910,6 +1155,57 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// W_out [K, N] = q * scale from int4 W in shuffle_q4_mma's order. A unit is a 64-row group x 128
+// columns: warp w loads tile w's 512 bytes (a lane's 16 bytes: its A fragments of the group's 4
+// k-steps), the lanes put the values in shared memory at their (row, column), and the CTA writes
+// the unit back as 16-byte row segments with the group's scales applied (as dequant_q8_kernel).
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    dequant_q4_kernel(const uint4* q, const float* scales, int K, int N, T* out) {
+  constexpr int kRows = kGroup, kCols = 16 * kWarps, kPad = 4;
+  __shared__ float tile[kRows][kCols + kPad];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, qg = lane / 4, qt = lane % 4;
+  const int n_tiles = (N + 15) / 16, col_units = (n_tiles + kWarps - 1) / kWarps;
+  const int groups = K / kGroup;
+  const std::int64_t units = static_cast<std::int64_t>(col_units) * groups;
+  for (std::int64_t u = blockIdx.x; u < units; u += gridDim.x) {
+    const int g = static_cast<int>(u % groups), cu = static_cast<int>(u / groups);
+    const int t = cu * kWarps + warp;
+    if (t < n_tiles) {
+      const uint4 v = q[(static_cast<std::int64_t>(t) * groups + g) * 32 + lane];
+      const std::uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+#pragma unroll
+        for (int nib = 0; nib < 8; ++nib) {
+          const int r = nib % 4, e = nib / 4;
+          const int k = 16 * j + 2 * qt + (r / 2) * 8 + e;
+          tile[k][warp * 16 + qg + (r % 2) * 8] =
+              static_cast<float>(static_cast<int>((words[j] >> (4 * nib)) & 15u) - 8);
+        }
+      }
+    }
+    __syncthreads();
+    constexpr int kSegs = kRows * kCols / 8;
+    for (int e = threadIdx.x; e < kSegs; e += kThreads) {
+      const int k_local = e / (kCols / 8), c = (e % (kCols / 8)) * 8;
+      const int n = cu * kCols + c, k = g * kRows + k_local;
+      if (n < N) {  // N % 8 == 0: a segment is all in or all out
+        const float* sc = scales + static_cast<std::int64_t>(g) * N + n;
+        const float4 s0 = *reinterpret_cast<const float4*>(sc);
+        const float4 s1 = *reinterpret_cast<const float4*>(sc + 4);
+        const float sv[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+        alignas(16) T o[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) o[j] = from_f<T>(tile[k_local][c + j] * sv[j]);
+        *reinterpret_cast<uint4*>(out + static_cast<std::int64_t>(k) * N + n) =
+            *reinterpret_cast<const uint4*>(o);
+      }
+    }
+    __syncthreads();  // the tile is rewritten by the next unit
+  }
+}
+
 }  // namespace
 
 void dequant_q8(DType dt, const void* Wq, int K, int N, void* W_out, void* stream) {
@@ -942,10 +1238,54 @@ void dequant_q8(DType dt, const void* Wq, int K, int N, void* W_out, void* strea
   }
 }
 
+void dequant_q4(DType dt, const void* Wq, int K, int N, void* W_out, void* stream) {
+  if (K < 1 || K % kGroup != 0 || N < 8 || N % 8 != 0 ||
+      reinterpret_cast<std::uintptr_t>(Wq) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(W_out) % 16 != 0) {
+    throw Error(ErrorCode::invalid_argument,
+                "gpuattn engine: int4 weights of " + std::to_string(K) + " x " + std::to_string(N) +
+                    ": K must be a multiple of " + std::to_string(kGroup) +
+                    ", N of 8, and both blocks on 16 bytes");
+  }
+  const auto* q = static_cast<const uint4*>(Wq);
+  const auto* scales =
+      reinterpret_cast<const float*>(static_cast<const char*>(Wq) + q4_mma_scales_offset(K, N));
+  const std::int64_t units =
+      static_cast<std::int64_t>(((N + 15) / 16 + kWarps - 1) / kWarps) * (K / kGroup);
+  const int blocks = static_cast<int>(std::min<std::int64_t>(units, 4096));
+  const auto st = static_cast<cudaStream_t>(stream);
+  if (dt == DType::bf16) {
+    dequant_q4_kernel<<<blocks, kThreads, 0, st>>>(q, scales, K, N,
+                                                   static_cast<__nv_bfloat16*>(W_out));
+  } else {
+    dequant_q4_kernel<<<blocks, kThreads, 0, st>>>(q, scales, K, N, static_cast<__half*>(W_out));
+  }
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    throw Error(
+        ErrorCode::cuda_error,
+        std::string("gpuattn engine: int4 dequantization launch failed: ") + cudaGetErrorString(e));
+  }
+}
+
 SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratch& s,
-                       bool engine_policy, bool q8) {
+                       bool engine_policy, bool q8, bool q4) {
   SkinnyPlan plan;
   const bool narrow = q8_narrow();  // read here: a bad value is an error at the first plan
+  if (q4) {  // q4_kernel at every row count it takes (the alternative dequantizes W first)
+    if (q8 || rows < 1 || rows > kSkinnyMaxRowsQ4 || K < kGroup || K % kGroup != 0 || N < 8 ||
+        N % 8 != 0 || reinterpret_cast<std::uintptr_t>(W) % 16 != 0 ||
+        (engine_policy && skinny_use() == Use::never) ||
+        q4_smem_bytes(K, rows) + kQ4StaticSmem > smem_optin()) {
+      return plan;
+    }
+    plan.ok = true;
+    plan.q4 = true;
+    plan.slices = (N + 15) / 16;
+    plan.splits = 1;
+    plan.chunk = K;
+    return plan;
+  }
   if (q8 && (K % kGroup != 0 || N % 8 != 0 || rows > kSkinnyMaxRowsQ8)) return plan;
   if (engine_policy) {
     const Use use = skinny_use();
@@ -1099,6 +1439,52 @@ void launch_narrow(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
          "narrow int8 linear");
 }
 
+// skinny_linear's launch of a q4 plan (p filled in).
+void launch_q4(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const Params& p,
+               void* stream) {
+  const std::size_t bytes = q4_smem_bytes(a.K, a.rows);
+  const std::size_t limit = smem_optin() - kQ4StaticSmem;
+  if (!plan.ok || !plan.q4 || plan.splits != 1 || plan.cluster || !a.q4 || a.q8 || a.rows < 1 ||
+      a.rows > kSkinnyMaxRowsQ4 || a.K < kGroup || a.K % kGroup != 0 || a.N < 8 || a.N % 8 != 0 ||
+      reinterpret_cast<std::uintptr_t>(a.W) % 16 != 0 || plan.slices != (a.N + 15) / 16 ||
+      bytes > limit || (dt != DType::f16 && dt != DType::bf16)) {
+    throw Error(ErrorCode::invalid_argument,
+                "gpuattn engine: the int4 kernel launched for " + std::to_string(a.rows) +
+                    " rows, K " + std::to_string(a.K) + ", N " + std::to_string(a.N) + ", " +
+                    to_string(dt) + (a.q4 && !a.q8 ? "" : ", W not int4") + ", " +
+                    std::to_string(plan.slices) + " tiles and " + std::to_string(plan.splits) +
+                    " splits: it takes an ok int4 plan of one split, int4 W on 16 bytes at 1-" +
+                    std::to_string(kSkinnyMaxRowsQ4) +
+                    " rows of f16 or bf16, K a multiple of 64 whose " + std::to_string(bytes) +
+                    " bytes of shared memory are within " + std::to_string(limit) +
+                    ", N a multiple of 8, a tile per 16 columns");
+  }
+  const auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
+  Params pq = p;
+  pq.staged = 0;
+  if (a.ln_w != nullptr && aligned(a.ln_w) && aligned(a.ln_b) && a.K <= 8 * kThreads) {
+    pq.staged |= kLnRegs;
+  }
+  if (a.bias != nullptr && aligned(a.bias)) pq.staged |= kStagedBias;
+  if (aligned(a.x)) pq.staged |= kVecX;
+  void (*kernel)(Params) = dt == DType::bf16 ? q4_kernel<__nv_bfloat16> : q4_kernel<__half>;
+  // The most any plan can ask for, set once per device and type (concurrent first calls agree).
+  static std::atomic<bool> allowed[kDevices][2];
+  const int device = current_device(), ti = dt == DType::bf16 ? 1 : 0;
+  if (device >= kDevices || !allowed[device][ti].load(std::memory_order_acquire)) {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(limit));
+    if (e != cudaSuccess) {
+      throw Error(ErrorCode::cuda_error,
+                  std::string("gpuattn engine: the int4 kernel's shared memory limit (") +
+                      std::to_string(limit) + " bytes): " + cudaGetErrorString(e));
+    }
+    sm80::prefer_max_shared(reinterpret_cast<const void*>(kernel));  // as the narrow kernel
+    if (device < kDevices) allowed[device][ti].store(true, std::memory_order_release);
+  }
+  launch(kernel, dim3(static_cast<unsigned>(plan.slices)), bytes, 0, pq, stream, "int4 linear");
+}
+
 }  // namespace
 
 void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const SkinnyScratch& s,
@@ -1126,11 +1512,13 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   p.v_pool = a.v_pool;
   p.kv_c = a.N / 3;
   p.staged = 0;
-  p.scales = a.q8 ? reinterpret_cast<const float*>(static_cast<const char*>(a.W) +
+  p.scales = a.q8   ? reinterpret_cast<const float*>(static_cast<const char*>(a.W) +
                                                    q8_mma_scales_offset(a.K, a.N))
-                  : nullptr;
+             : a.q4 ? reinterpret_cast<const float*>(static_cast<const char*>(a.W) +
+                                                     q4_mma_scales_offset(a.K, a.N))
+                    : nullptr;
   const int max_chunk = max_chunk_rows(a.rows, a.q8);
-  if (!plan.narrow &&
+  if (!plan.narrow && !plan.q4 && !a.q4 &&
       (!plan.ok || a.rows < 1 || a.rows > (a.q8 ? kSkinnyMaxRowsQ8 : kSkinnyMaxRows) ||
        plan.chunk > max_chunk || (a.q8 && (plan.chunk % kGroup != 0 || a.K % kGroup != 0)))) {
     throw Error(ErrorCode::invalid_argument,
@@ -1144,6 +1532,10 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
                 "gpuattn engine: skinny linear with the k/v scatter has N " + std::to_string(a.N) +
                     " (must be 3C), " + (a.k_pool && a.v_pool ? "both" : "not both") +
                     " caches and " + (a.residual ? "a" : "no") + " residual (must be none)");
+  }
+  if (plan.q4 || a.q4) {
+    launch_q4(dt, plan, a, p, stream);
+    return;
   }
   if (plan.narrow) {
     launch_narrow(dt, plan, a, p, stream);

@@ -11,6 +11,7 @@ namespace gpuattn::engine::cuda {
 
 constexpr int kSkinnyMaxRows = 8;
 constexpr int kSkinnyMaxRowsQ8 = 8;  // int8 W (SkinnyArgs::q8)
+constexpr int kSkinnyMaxRowsQ4 = 8;  // int4 W (SkinnyArgs::q4)
 
 // Device memory the kernel keeps between calls, one set per stream: fp32 split-K partial sums
 // and a count a 64-column slice, zeroed once (each call leaves them zero).
@@ -39,6 +40,9 @@ struct SkinnyArgs {
   // W is a weight-only int8 block (q8_weights.h: int8 [K, N], then fp32 scales a 64 rows and
   // column); K a multiple of 64.
   bool q8 = false;
+  // W is a weight-only int4 block (q8_weights.h: shuffle_q4_mma's nibbles, then fp32 scales a 64
+  // rows and column); K a multiple of 64. Not with q8.
+  bool q4 = false;
   // With kv_slots: out is a layer's qkv (N = 3C), and its keys and values also go to the caches as
   // scatter_kv puts them: columns [C, 2C) of row m to k_pool[kv_slots[m] * C ..], [2C, 3C) to
   // v_pool. All backend memory.
@@ -54,6 +58,9 @@ struct SkinnyPlan {
   // int8 at one row (unless GPUATTN_SKINNY_Q8_NARROW=0): a CTA a 16-column
   // tile over the whole of K (slices tiles, one split), no cluster, no workspace.
   bool narrow = false;
+  // int4 (q4): q4_kernel, a CTA a 16-column tile over the whole of K at 1-8 rows (slices tiles,
+  // one split), no cluster, no workspace.
+  bool q4 = false;
 };
 
 // Where the engine uses the kernel (engine_policy): one row and at most this many weights.
@@ -69,11 +76,14 @@ constexpr std::int64_t kSkinnyPolicyMaxElements = 2400000;
 // Whether (and how) the kernel takes a call: 1..kSkinnyMaxRows rows, N a multiple of 8, W on 16
 // bytes, the scratch large enough, and, with engine_policy, the policy above. q8 (int8 W): K a
 // multiple of 64, at most kSkinnyMaxRowsQ8 rows; the policy takes every row count it can (not
-// with GPUATTN_SKINNY_GEMM=0).
+// with GPUATTN_SKINNY_GEMM=0). q4 (int4 W): the same, at most kSkinnyMaxRowsQ4 rows, where the
+// CTA's shared memory (W, scales and x: about K x (8.25 + 2 rows) bytes) fits the device.
 SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratch& s,
-                       bool engine_policy = true, bool q8 = false);
+                       bool engine_policy = true, bool q8 = false, bool q4 = false);
 // W_out [K, N] (dt) = the dequantized int8 block Wq (q * scale); N a multiple of 8.
 void dequant_q8(DType dt, const void* Wq, int K, int N, void* W_out, void* stream);
+// The same for an int4 block (shuffle_q4_mma's order); K a multiple of 64, N of 8.
+void dequant_q4(DType dt, const void* Wq, int K, int N, void* W_out, void* stream);
 // Launches the call as planned, on `stream` (a cudaStream_t), with programmatic dependent launch.
 void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const SkinnyScratch& s,
                    void* stream);
