@@ -89,6 +89,20 @@ __device__ __forceinline__ std::uint32_t swz(int r, int c) {
   return static_cast<std::uint32_t>(r * Tr::kRowBytes + ((c ^ (r & 7)) << 4));
 }
 
+// A paged cache's page shift: log2 of the page size where it is a power of two, else -1.
+__device__ __forceinline__ int page_shift(int page_size) {
+  return __popc(page_size) == 1 ? __ffs(page_size) - 1 : -1;
+}
+
+// The table index of `key`'s page, and its slot in the page: a shift where `shift` >= 0 (a
+// division's ~25 instructions a tile were a large part of the decode loop's at GPT-2 124M B128,
+// s40). Shared by decode_kernel and the 8-bit cache's kernel (fwd_decode_q8.cuh).
+__device__ __forceinline__ int page_of(int key, int page_size, int shift, int& slot) {
+  const int q = shift >= 0 ? key >> shift : key / page_size;
+  slot = key - q * page_size;
+  return q;
+}
+
 // The end of a decode CTA, once each warp has left its 16 rows of O (unnormalized, fp32, pitch
 // Tr::kOPitch), its row maxima and its quad sums in the merge area `merge` (the K/V ring's memory,
 // now free): the 4 warps' rows merged, scaled by out_scale (a quantized cache's v_scale, else 1),
@@ -351,16 +365,15 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
   const std::int32_t* const table = p.block_table + b * p.block_table_stride;
   std::int32_t pages[kEarlyPages ? kRowsPerThread : 1];
   // Pages of a multiple of a warp's 16 keys (the engine's 16 included) hold each warp's rows of a
-  // tile whole: one table entry a warp and tile, rows addressed as in a dense cache. (Past the
-  // sequence, no entry: page 0's address, nothing read.)
-  // The page and the slot in it of the warp's first row of tile t: a shift for pages of a power of
-  // two (the division's ~25 instructions a tile were a large part of the loop's at 124M B128).
+  // tile whole: one table entry a warp and tile (warp_page: the page of the warp's first row of
+  // tile t, and its slot; fetch_pages leaves them in pages[0] and warp_slot), rows addressed as in
+  // a dense cache. (Past the sequence, no entry: page 0's address, nothing read.)
   const bool whole_warps = kPaged && p.page_size % kWarpRows == 0;
-  const int ps_log2 = kPaged && __popc(p.page_size) == 1 ? __ffs(p.page_size) - 1 : -1;
+  const int ps_log2 = kPaged ? page_shift(p.page_size) : -1;
+  int warp_slot = 0;
   const auto warp_page = [&](int t, int& slot) {
     const int key = t * kN + kWarpRows * warp;
-    const int q = ps_log2 >= 0 ? key >> ps_log2 : key / p.page_size;
-    slot = key - q * p.page_size;
+    const int q = page_of(key, p.page_size, ps_log2, slot);
     return key < lk ? __ldg(table + q) : 0;
   };
   // K and V laid out alike with every offset of the pool under 2^31 (its largest offset, so that
@@ -374,9 +387,8 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
                           (1LL << 31) - 1;
   auto fetch_pages = [&](int t) {
     if (!kEarlyPages || !kPaged || t >= t1) return;
-    if (whole_warps) {  // pages[1]: the slot
-      static_assert(!kEarlyPages || kRowsPerThread >= 2, "a page and a slot");
-      pages[0] = warp_page(t, pages[kRowsPerThread > 1 ? 1 : 0]);
+    if (whole_warps) {
+      pages[0] = warp_page(t, warp_slot);
       return;
     }
     int key = t * kN + row0;
@@ -398,9 +410,8 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
     const std::uint32_t vdst = kdst + Tr::kTileBytes;
     if constexpr (kPaged) {
       if (whole_warps) {
-        int slot = 0;
+        int slot = warp_slot;
         const std::int64_t pg = kEarlyPages ? pages[0] : warp_page(t, slot);
-        if constexpr (kEarlyPages) slot = pages[kRowsPerThread > 1 ? 1 : 0];
         const std::int64_t row = slot + lane / kChunks;
         const T* ks =
             kbase + pg * p.k_batch_stride + row * p.k_row_stride + hk * p.k_head_stride + c * 8;

@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
   // is issued (fetch_pages), so the table's latency is not in the issue; a page of a power of two
   // is found by a shift.
   const int row0 = Tr::kWarpRows * warp + lane / kC;
-  const int ps_log2 = kPaged && __popc(p.page_size) == 1 ? __ffs(p.page_size) - 1 : -1;
+  const int ps_log2 = kPaged ? page_shift(p.page_size) : -1;
   const auto* const kbase = static_cast<const std::uint8_t*>(p.k);
   const auto* const vbase = static_cast<const std::uint8_t*>(p.v);
   const std::int32_t* const table = p.block_table + b * p.block_table_stride;
@@ -139,17 +139,16 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
       if (t >= t1) return;
       if (whole_warps) {
         const int key = t * kN + Tr::kWarpRows * warp;
-        const int page = ps_log2 >= 0 ? key >> ps_log2 : key / p.page_size;
+        const int page = page_of(key, p.page_size, ps_log2, slots[0]);
         pages[0] = key < lk ? __ldg(table + page) : 0;
-        slots[0] = key - page * p.page_size + lane / kC;
+        slots[0] += lane / kC;
         return;
       }
 #pragma unroll
       for (int u = 0; u < Tr::kRowsPerThread; ++u) {
         const int key = t * kN + row0 + u * kStep;
-        const int page = ps_log2 >= 0 ? key >> ps_log2 : key / p.page_size;
+        const int page = page_of(key, p.page_size, ps_log2, slots[u]);
         pages[u] = key < lk ? __ldg(table + page) : 0;
-        slots[u] = key - page * p.page_size;
       }
     }
   };

@@ -190,7 +190,7 @@ __device__ __forceinline__ void cta_sums(float (&v)[M], float (*scratch)[M]) {
 
 // Element (m, n) of the output from its sum v: bias, GELU, the residual, and with kv_slots a key
 // or a value into its cache slot too; the bias and residual values given (read only where p has
-// them), finish_out reads them itself.
+// them), finish_out reads the residual itself.
 template <typename T>
 __device__ __forceinline__ void finish_with(const Params& p, float v, int m, int n, float bias,
                                             float residual) {
@@ -207,10 +207,20 @@ __device__ __forceinline__ void finish_with(const Params& p, float v, int m, int
   }
 }
 
+// Column n's bias (0 without one): element i of its shared-memory copy where `staged`, else from
+// p.bias.
 template <typename T>
-__device__ __forceinline__ void finish_out(const Params& p, float v, int m, int n) {
+__device__ __forceinline__ float bias_of(const Params& p, int n, bool staged, const T* bias_s,
+                                         int i) {
+  return p.bias == nullptr ? 0.0f
+         : staged          ? to_f(bias_s[i])
+                           : to_f(static_cast<const T*>(p.bias)[n]);
+}
+
+template <typename T>
+__device__ __forceinline__ void finish_out(const Params& p, float v, int m, int n, float bias) {
   const std::int64_t o = static_cast<std::int64_t>(m) * p.N + n;
-  finish_with<T>(p, v, m, n, p.bias != nullptr ? to_f(static_cast<const T*>(p.bias)[n]) : 0.0f,
+  finish_with<T>(p, v, m, n, bias,
                  p.residual != nullptr ? to_f(static_cast<const T*>(p.residual)[o]) : 0.0f);
 }
 
@@ -500,13 +510,7 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   __syncthreads();  // red, and bias_s for every thread
 
   const auto finish = [&](float v, int m, int n) {
-    if (staged_bias) {
-      const std::int64_t o = static_cast<std::int64_t>(m) * p.N + n;
-      finish_with<T>(p, v, m, n, to_f(bias_s[n - slice * kC]),
-                     p.residual != nullptr ? to_f(static_cast<const T*>(p.residual)[o]) : 0.0f);
-    } else {
-      finish_out<T>(p, v, m, n);
-    }
+    finish_out<T>(p, v, m, n, bias_of<T>(p, n, staged_bias, bias_s, n - slice * kC));
   };
   const int n_base = slice * kC;
   for (int e = tid; e < p.rows * kC; e += kThreads) {
@@ -712,10 +716,7 @@ __global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_consta
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) v += red[w][tid];  // in warp order: deterministic
     if (n < p.N) {
-      const float b = p.bias == nullptr               ? 0.0f
-                      : (p.staged & kStagedBias) != 0 ? to_f(bias_s[tid])
-                                                      : to_f(static_cast<const T*>(p.bias)[n]);
-      finish_with<T>(p, v, 0, n, b, res);
+      finish_with<T>(p, v, 0, n, bias_of<T>(p, n, (p.staged & kStagedBias) != 0, bias_s, tid), res);
     }
   }
 }
@@ -958,10 +959,8 @@ __global__ void __launch_bounds__(kThreads) q4_kernel(const __grid_constant__ Pa
     float v = 0.0f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) v += red[w][out_m][out_c];  // in warp order
-    const float b = p.bias == nullptr               ? 0.0f
-                    : (p.staged & kStagedBias) != 0 ? to_f(bias_s[out_c])
-                                                    : to_f(static_cast<const T*>(p.bias)[out_n]);
-    finish_with<T>(p, v, out_m, out_n, b, res);
+    finish_with<T>(p, v, out_m, out_n,
+                   bias_of<T>(p, out_n, (p.staged & kStagedBias) != 0, bias_s, out_c), res);
   }
 }
 
