@@ -147,26 +147,27 @@ def test_greedy_generation_follows_the_reference(model, backend):
     assert exact >= 36, (backend, exact)
 
 
-def int8_linears(w):
-    """The weights with each layer's four linears quantized as linear_weights='int8' says: per
-    64 rows and column a float32 scale max|w| / 127, each weight the nearest multiple (ties away
-    from zero), written here independently of the engine."""
+def quantized_linears(w, qmax):
+    """The weights with each layer's four linears quantized as linear_weights='int8' (qmax 127)
+    or 'int4' (qmax 7) says: per 64 rows and column a float32 scale max|w| / qmax, each weight the
+    nearest multiple (ties away from zero), written here independently of the engine."""
     out = dict(w)
     for name, a in w.items():
         if name.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight")):
             k, n = a.shape
             g = a.reshape(k // 64, 64, n)
-            scale = (np.abs(g).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
+            scale = (np.abs(g).max(axis=1, keepdims=True) / np.float32(qmax)).astype(np.float32)
             ratio = np.divide(g, scale, out=np.zeros_like(g), where=scale > 0)
-            q = np.clip(np.sign(ratio) * np.floor(np.abs(ratio) + 0.5), -127, 127)
+            q = np.clip(np.sign(ratio) * np.floor(np.abs(ratio) + 0.5), -qmax, qmax)
             out[name] = (q.astype(np.float32) * scale).reshape(k, n)
     return out
 
 
-def test_int8_linears_run_the_quantized_model(model):
+@pytest.mark.parametrize("kind,qmax", [("int8", 127), ("int4", 7)])
+def test_quantized_linears_run_the_quantized_model(model, kind, qmax):
     directory, w = model
-    engine = ga.Gpt2Engine(directory, backend="cpu", linear_weights="int8")
-    wq = int8_linears(w)
+    engine = ga.Gpt2Engine(directory, backend="cpu", linear_weights=kind)
+    wq = quantized_linears(w, qmax)
     rng = np.random.default_rng(5)
     for n in (1, 9, 70):
         tokens = rng.integers(0, 97, n).tolist()
@@ -175,8 +176,8 @@ def test_int8_linears_run_the_quantized_model(model):
         assert np.abs(got - ref).max() / np.abs(ref).max() < 2e-5, n
         dense = reference_logits(w, tokens)
         assert np.abs(got - dense).max() / np.abs(dense).max() > 1e-4, n  # it did quantize
-    with pytest.raises(ValueError, match="linear_weights 'int4' is not one of"):
-        ga.Gpt2Engine(directory, backend="cpu", linear_weights="int4")
+    with pytest.raises(ValueError, match="linear_weights 'int2' is not one of"):
+        ga.Gpt2Engine(directory, backend="cpu", linear_weights="int2")
 
 
 def test_sampling_is_reproducible_and_seeded(model):
