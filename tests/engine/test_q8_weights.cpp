@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
@@ -377,20 +378,21 @@ TEST(Gpt2EngineCpu, Int8LinearsMatchTheFp64ReferenceOfTheModelTheyRun) {
   EXPECT_LT(off, 1e-2);
 }
 
-TEST(Gpt2EngineCpu, Int8LinearsGenerateAsTheirOwnForward) {
-  const Gpt2Weights w = sharp_weights(small_config(), 22);
-  Gpt2Engine e(w, int8_cpu_options());
+// Greedy generation of `lens`-token prompts (seeds seed + len), `n_new` tokens each: every token
+// is the best logit (within fp32 noise) of the engine's own forward over the sequence so far.
+void expect_generates_as_own_forward(Gpt2Engine& e, std::initializer_list<int> lens, int n_new,
+                                     int seed) {
   std::vector<GenerationRequest> reqs;
-  for (int len : {1, 6, 19}) {
+  for (int len : lens) {
     GenerationRequest r;
-    r.prompt = random_tokens(len, 101, 200 + len);
-    r.max_new_tokens = 9;
+    r.prompt = random_tokens(len, 101, seed + len);
+    r.max_new_tokens = n_new;
     reqs.push_back(r);
   }
   const auto out = e.generate(reqs);
   ASSERT_EQ(out.size(), reqs.size());
   for (std::size_t i = 0; i < reqs.size(); ++i) {
-    ASSERT_EQ(out[i].size(), 9u);
+    ASSERT_EQ(out[i].size(), static_cast<std::size_t>(n_new));
     std::vector<std::int32_t> seq = reqs[i].prompt;
     for (std::size_t t = 0; t < out[i].size(); ++t) {
       const std::vector<float> logits = e.forward_logits(seq);
@@ -401,6 +403,12 @@ TEST(Gpt2EngineCpu, Int8LinearsGenerateAsTheirOwnForward) {
       seq.push_back(out[i][t]);
     }
   }
+}
+
+TEST(Gpt2EngineCpu, Int8LinearsGenerateAsTheirOwnForward) {
+  const Gpt2Weights w = sharp_weights(small_config(), 22);
+  Gpt2Engine e(w, int8_cpu_options());
+  expect_generates_as_own_forward(e, {1, 6, 19}, 9, 200);
 }
 
 // The engine on int4 linears (the CPU stores them a byte a value and runs the int8 linear on them):
@@ -418,27 +426,7 @@ TEST(Gpt2EngineCpu, Int4LinearsMatchTheFp64ReferenceOfTheModelTheyRun) {
     EXPECT_GT(rel_error(logits, gpt2_reference_logits(w.with_int8_linears(), tokens)), 1e-3)
         << "n = " << n;
   }
-  std::vector<GenerationRequest> reqs;
-  for (int len : {1, 7}) {
-    GenerationRequest r;
-    r.prompt = random_tokens(len, 101, 220 + len);
-    r.max_new_tokens = 6;
-    reqs.push_back(r);
-  }
-  const auto out = e.generate(reqs);
-  ASSERT_EQ(out.size(), reqs.size());
-  for (std::size_t i = 0; i < reqs.size(); ++i) {
-    ASSERT_EQ(out[i].size(), 6u);
-    std::vector<std::int32_t> seq = reqs[i].prompt;
-    for (std::size_t t = 0; t < out[i].size(); ++t) {
-      const std::vector<float> logits = e.forward_logits(seq);
-      const float* last = &logits[(seq.size() - 1) * 101];
-      const float best = *std::max_element(last, last + 101);
-      EXPECT_GE(last[out[i][t]], best - 1e-4f * std::max(1.0f, std::abs(best)))
-          << "request " << i << " token " << t;
-      seq.push_back(out[i][t]);
-    }
-  }
+  expect_generates_as_own_forward(e, {1, 7}, 6, 220);
   Gpt2Weights bad = w;
   bad.layers[0].attn_proj_w.pop_back();
   expect_invalid_argument([&] { bad.with_int4_linears(); }, "h.0.attn.c_proj.weight has");

@@ -568,6 +568,39 @@ __global__ void __launch_bounds__(kThreads, M == 1   ? 4
   if (tid == 0) p.counts[slice] = 0;  // for the next call (which waits for this one's end)
 }
 
+// The prologue of a 16-column tile kernel (q8_narrow_kernel, q4_kernel) after its layernorm
+// weights' loads: what no kernel writes, all asked for ahead of the PDL wait so that no read of
+// weights is left on the chain after it (s38's trace: each int8 linear ~4 us beyond its bytes; a
+// bias or layernorm weight read after the wait is a trip to HBM, the step's weights having cycled
+// the L2). Group 0: the tile's 16 biases (with kStagedBias; columns past N zero-filled, N a
+// multiple of 8); group 1: its `vecs` 16-byte vectors of W (one run in the fragment order) and its
+// scales (row group kg's 16 columns, 4 x 16 bytes). Then the wait and the trigger. (The layernorm
+// weights stay in the kernels: loaded here and returned, ptxas kept them on the stack.)
+template <typename T>
+__device__ __forceinline__ void stage_tile(const Params& p, int tile, int vecs, uint4* stage,
+                                           float* sc, T* bias_s) {
+  const int tid = threadIdx.x;
+  if ((p.staged & kStagedBias) != 0 && tid < 2) {
+    const int n = tile * 16 + 8 * tid;
+    const T* b = static_cast<const T*>(p.bias);
+    ptx::cp_async_16(ptx::smem_addr(&bias_s[8 * tid]), n < p.N ? b + n : b, n < p.N);
+  }
+  ptx::cp_async_commit();
+  const auto* Wt = static_cast<const uint4*>(p.W) + static_cast<std::int64_t>(tile) * vecs;
+  for (int i = tid; i < vecs; i += kThreads) {
+    ptx::cp_async_16(ptx::smem_addr(&stage[i]), Wt + i, true);
+  }
+  for (int i = tid; i < p.K / kGroup * 4; i += kThreads) {
+    const int kg = i / 4, n = tile * 16 + 4 * (i % 4);
+    const bool in = n < p.N;
+    ptx::cp_async_16(ptx::smem_addr(&sc[4 * i]),
+                     in ? p.scales + static_cast<std::int64_t>(kg) * p.N + n : p.scales, in);
+  }
+  ptx::cp_async_commit();
+  ptx::griddep_wait();
+  ptx::griddep_launch_dependents();
+}
+
 // Int8 W at one row, the whole of K a CTA (the default; GPUATTN_SKINNY_Q8_NARROW=0 turns it off): a
 // CTA takes one 16-column tile, whose weights shuffle_q8_mma's order keeps in one run of K x 16
 // bytes, and stages all of them and their scales in shared memory by cp.async ahead of the PDL
@@ -590,14 +623,9 @@ __global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_consta
   __shared__ float scratch[kWarps][1];
   __shared__ __align__(16) T bias_s[16];  // with p.staged & kStagedBias
 
-  // What no kernel writes, all read ahead of the wait so that no read of weights is left on the
-  // chain after it: the tile's weights and their scales (row kg's 16 columns, 4 x 16 bytes; columns
-  // past N zero-filled, N a multiple of 8), its 16 biases and, with the layernorm, the 8 weights
-  // and biases of this thread's elements (s38's trace: each int8 linear ~4 us beyond its bytes; a
-  // bias or layernorm weight read after the wait is a trip to HBM, the step's weights having
-  // cycled the L2). The layernorm's in registers, not shared memory: with 4K bytes more a CTA, 3
-  // of 1.5B's c_fc CTAs and the next kernel's 122 KB one no longer fit an SM together.
-  // Group 0: the biases; group 1: W and its scales.
+  // Everything ahead of the wait (stage_tile). The layernorm's weights go to registers, not
+  // shared memory: with 4K bytes more a CTA, 3 of 1.5B's c_fc CTAs and the next kernel's 122 KB
+  // one no longer fit an SM together.
   const bool ln = p.ln_w != nullptr;
   const bool ln_regs = ln && (p.staged & kLnRegs) != 0;
   // ln_w and ln_b at 8 * tid (volatile loads: ptxas keeps them ahead of the wait).
@@ -606,25 +634,7 @@ __global__ void __launch_bounds__(kThreads) q8_narrow_kernel(const __grid_consta
     lwv = ptx::ld_nc_v4(static_cast<const uint4*>(p.ln_w) + tid);
     lbv = ptx::ld_nc_v4(static_cast<const uint4*>(p.ln_b) + tid);
   }
-  if ((p.staged & kStagedBias) != 0 && tid < 2) {
-    const int n = tile * 16 + 8 * tid;
-    const T* b = static_cast<const T*>(p.bias);
-    ptx::cp_async_16(ptx::smem_addr(&bias_s[8 * tid]), n < p.N ? b + n : b, n < p.N);
-  }
-  ptx::cp_async_commit();
-  const auto* Wt = static_cast<const uint4*>(p.W) + static_cast<std::int64_t>(tile) * units * 32;
-  for (int i = tid; i < units * 32; i += kThreads) {
-    ptx::cp_async_16(ptx::smem_addr(&stage[i]), Wt + i, true);
-  }
-  for (int i = tid; i < groups * 4; i += kThreads) {
-    const int kg = i / 4, n = tile * 16 + 4 * (i % 4);
-    const bool in = n < p.N;
-    ptx::cp_async_16(ptx::smem_addr(&sc[4 * i]),
-                     in ? p.scales + static_cast<std::int64_t>(kg) * p.N + n : p.scales, in);
-  }
-  ptx::cp_async_commit();
-  ptx::griddep_wait();
-  ptx::griddep_launch_dependents();
+  stage_tile<T>(p, tile, units * 32, stage, sc, bias_s);
 
   // The residual (an activation: read after the wait) asked for now, used at the end.
   const int out_n = tile * 16 + tid;
@@ -794,34 +804,14 @@ __global__ void __launch_bounds__(kThreads) q4_kernel(const __grid_constant__ Pa
   __shared__ float scratch1[kWarps][1];  // at one row: the CTA's sums
   __shared__ __align__(16) T bias_s[16];  // with p.staged & kStagedBias
 
-  // Ahead of the wait (nothing of it is written by a kernel): the biases (group 0), W and its
-  // scales (group 1), the layernorm's weights for this thread's 8 elements.
   const bool ln = p.ln_w != nullptr;
   const bool ln_regs = ln && (p.staged & kLnRegs) != 0;
-  uint4 lwv = make_uint4(0u, 0u, 0u, 0u), lbv = lwv;
+  uint4 lwv = make_uint4(0u, 0u, 0u, 0u), lbv = lwv;  // this thread's 8 (volatile loads)
   if (ln_regs && tid < K / 8) {
     lwv = ptx::ld_nc_v4(static_cast<const uint4*>(p.ln_w) + tid);
     lbv = ptx::ld_nc_v4(static_cast<const uint4*>(p.ln_b) + tid);
   }
-  if ((p.staged & kStagedBias) != 0 && tid < 2) {
-    const int n = tile * 16 + 8 * tid;
-    const T* b = static_cast<const T*>(p.bias);
-    ptx::cp_async_16(ptx::smem_addr(&bias_s[8 * tid]), n < p.N ? b + n : b, n < p.N);
-  }
-  ptx::cp_async_commit();
-  const auto* Wt = static_cast<const uint4*>(p.W) + static_cast<std::int64_t>(tile) * groups * 32;
-  for (int i = tid; i < groups * 32; i += kThreads) {
-    ptx::cp_async_16(ptx::smem_addr(&stage[i]), Wt + i, true);
-  }
-  for (int i = tid; i < groups * 4; i += kThreads) {
-    const int kg = i / 4, n = tile * 16 + 4 * (i % 4);
-    const bool in = n < p.N;
-    ptx::cp_async_16(ptx::smem_addr(&sc[4 * i]),
-                     in ? p.scales + static_cast<std::int64_t>(kg) * p.N + n : p.scales, in);
-  }
-  ptx::cp_async_commit();
-  ptx::griddep_wait();
-  ptx::griddep_launch_dependents();
+  stage_tile<T>(p, tile, groups * 32, stage, sc, bias_s);
 
   // Thread tid finishes element (out_m, out_n) when out_m < rows; its residual asked for now.
   const int out_m = tid / 16, out_c = tid % 16, out_n = tile * 16 + out_c;
