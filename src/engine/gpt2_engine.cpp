@@ -436,7 +436,7 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
                             N, gelu);
     }
   };
-  // Everything from the embedding to the last layer, enqueued (or captured) in one go.
+  // Everything from the embedding to the final layernorm, enqueued (or captured) in one go.
   const int out_rows = logits_out ? rows : nseg;
   const auto body = [&] {
     ops->embed(mi + o_tokens, mi + o_pos, rows, head.ptr, wpe.ptr, C, x.ptr);
@@ -493,11 +493,11 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
                 true);
       linear(fc.ptr, L.mlp_proj_w.ptr, L.mlp_proj_b.ptr, x.ptr, x.ptr, 4 * C, C, false);
     }
+    ops->layernorm(x.ptr, mi + o_last, out_rows, C, ln_f_w.ptr, ln_f_b.ptr, cfg.layer_norm_epsilon,
+                   ln.ptr);
   };
   if (logits_out) {
     body();
-    ops->layernorm(x.ptr, mi + o_last, out_rows, C, ln_f_w.ptr, ln_f_b.ptr, cfg.layer_norm_epsilon,
-                   ln.ptr);
     engine::BackendBuffer all = buffer(static_cast<std::size_t>(rows) * logits_ld * sizeof(float));
     ops->lm_head(ln.ptr, head.ptr, static_cast<float*>(all.ptr), rows, C, V, logits_ld);
     std::vector<float> pitched(static_cast<std::size_t>(rows) * logits_ld);
@@ -513,9 +513,7 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
       reinterpret_cast<const engine::SampleRow*>(static_cast<const char*>(meta.ptr) + o_sample);
   const auto step = [&] {
     body();
-    ops->layernorm_lm_head(x.ptr, mi + o_last, nseg, C, ln_f_w.ptr, ln_f_b.ptr,
-                           cfg.layer_norm_epsilon, ln.ptr, head.ptr,
-                           static_cast<float*>(logits.ptr), V, logits_ld);
+    ops->lm_head(ln.ptr, head.ptr, static_cast<float*>(logits.ptr), nseg, C, V, logits_ld);
     ops->sample(static_cast<const float*>(logits.ptr), nseg, V, logits_ld, rows_dev,
                 static_cast<std::int32_t*>(tokens_out.ptr));
   };

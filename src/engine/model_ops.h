@@ -120,16 +120,6 @@ class ModelOps {
   // upload_head. Columns V to padded_vocab(V) may be written (zeros on CUDA); they are no logits.
   virtual void lm_head(const void* x, const void* head, float* logits, int rows, int C, int V,
                        int ld) = 0;
-  // lm_head(layernorm(x[src_rows[r]])) for rows r: the final layernorm (w, b, eps over C
-  // features, into ln [rows, C]) and the head in one call. A backend may fuse the two and leave ln
-  // unwritten (CUDA does at one row: one kernel reads wte once, GPUATTN_HEAD_KERNEL=0 turns it
-  // off).
-  virtual void layernorm_lm_head(const void* x, const std::int32_t* src_rows, int rows, int C,
-                                 const void* w, const void* b, float eps, void* ln,
-                                 const void* head, float* logits, int V, int ld) {
-    layernorm(x, src_rows, rows, C, w, b, eps, ln);
-    lm_head(ln, head, logits, rows, C, V, ld);
-  }
   // The keys and values of every row into the paged caches: row r's k (qkv columns [C, 2C)) and
   // v ([2C, 3C)) go to slot slots[r] (page * page_size + row in page) of k_pool / v_pool
   // ([slots, C] each). The caches and slots are backend memory.

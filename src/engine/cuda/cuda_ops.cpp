@@ -225,24 +225,6 @@ class CudaOps final : public ModelOps {
     const auto* e = static_cast<const char*>(head);
     gemm_->lm_head(x, e, e + static_cast<std::size_t>(Vp) * C * 2, logits, rows, C, Vp, ld);
   }
-  // At one row, the final layernorm and the head in one kernel of ours (kernels.h) where it takes
-  // the call; elsewhere the layernorm kernel and cuBLASLt.
-  void layernorm_lm_head(const void* x, const std::int32_t* src_rows, int rows, int C,
-                         const void* w, const void* b, float eps, void* ln, const void* head,
-                         float* logits, int V, int ld) override {
-    if (rows == 1 && head_kernel() && ld >= padded_vocab(V) &&
-        cuda::layernorm_head_row(dtype_, x, src_rows, C, w, b, eps, head, padded_vocab(V), logits,
-                                 2 * skinny_.sm_count, stream_)) {
-      return;
-    }
-    ModelOps::layernorm_lm_head(x, src_rows, rows, C, w, b, eps, ln, head, logits, V, ld);
-  }
-  // GPUATTN_HEAD_KERNEL: 1 (the default) takes one-row heads through layernorm_head_row, 0 keeps
-  // them on the layernorm kernel and cuBLASLt. Read once; another value throws.
-  static bool head_kernel() {
-    static const bool on = env_flag("GPUATTN_HEAD_KERNEL", true);
-    return on;
-  }
   void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
                   void* v_pool) override {
     cuda::scatter_kv(qkv, rows, C, slots, k_pool, v_pool, stream_);

@@ -9,7 +9,6 @@
 #include <cuda_runtime.h>
 
 #include <climits>
-#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -293,104 +292,6 @@ __global__ void __launch_bounds__(kSampleThreads)
   if (threadIdx.x == 0) tokens[blockIdx.x] = best.index;
 }
 
-// The output head at one row with the final layernorm ahead of it fused (layernorm_head_row):
-// logits[v] = ln(x[src_rows[0]]) . wte[v] for every v < Vp, fp32 sums. A GEMV that reads wte once
-// (161 MB at GPT-2 1.5B): cuBLASLt's kernel for it read 124M's 77 MB at ~3 TB/s (ncu, s41 call
-// 2), behind a layernorm kernel of its own. Each warp takes wte rows gw, gw + (warps in the
-// grid), ...: lane l reads the row's 16-byte chunks l, l + 32, ... (coalesced), the next row's
-// loads issued before this row's sums are reduced, and the first row's before the PDL wait (no
-// kernel writes wte). The layernorm (the unfused kernel's: mean, then the variance about it,
-// output rounded to T) goes through shared memory into each lane's registers, its chunks' 8
-// values a chunk. Two CTAs an SM keep ~50 KB of rows in flight an SM.
-constexpr int kHeadThreads = 256;
-constexpr int kHeadChunks = 8;  // 16-byte chunks of a row a lane holds: C up to 8 x 8 x 32 = 2048
-constexpr int kHeadMaxC = kHeadChunks * 8 * 32;
-
-template <typename T>
-__global__ void __launch_bounds__(kHeadThreads, 2)
-    head_row_kernel(const T* x, const std::int32_t* src_rows, int C, const T* lw, const T* lb,
-                    float eps, const T* E, int Vp, float* logits) {
-  __shared__ float scratch[kHeadThreads / 32];
-  __shared__ __align__(16) T xs[kHeadMaxC];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int nvec = C / 8;
-  const int nw = gridDim.x * (kHeadThreads / 32);
-  int v = blockIdx.x * (kHeadThreads / 32) + warp;
-  uint4 w[kHeadChunks];
-  const auto load_row = [&](int row) {
-#pragma unroll
-    for (int j = 0; j < kHeadChunks; ++j) {
-      const int c = lane + 32 * j;
-      if (row < Vp && c < nvec) {
-        w[j] = ptx::ld_nc_v4(
-            reinterpret_cast<const uint4*>(E + static_cast<std::int64_t>(row) * C) + c);
-      }
-    }
-  };
-  load_row(v);
-  chain_start();
-
-  // The layernorm of the row: thread t holds vector t (C <= 8 x kHeadThreads).
-  const T* xr = x + static_cast<std::int64_t>(src_rows != nullptr ? src_rows[0] : 0) * C;
-  float e[8];
-  float s = 0.0f;
-  const bool mine = static_cast<int>(threadIdx.x) < nvec;
-  if (mine) {
-    load8(xr + threadIdx.x * 8, e);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) s += e[j];
-  }
-  const auto cta_sum = [&](float t) {
-    t = warp_sum(t);
-    __syncthreads();  // scratch may still be read by the previous sum
-    if (lane == 0) scratch[warp] = t;
-    __syncthreads();
-    float u = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kHeadThreads / 32; ++i) u += scratch[i];
-    return u;
-  };
-  const float mean = cta_sum(s) / static_cast<float>(C);
-  float q = 0.0f;
-  if (mine) {
-#pragma unroll
-    for (int j = 0; j < 8; ++j) q += (e[j] - mean) * (e[j] - mean);
-  }
-  const float rstd = rsqrtf(cta_sum(q) / static_cast<float>(C) + eps);
-  if (mine) {
-    float g[8], bb[8], y[8];
-    load8(lw + threadIdx.x * 8, g);
-    load8(lb + threadIdx.x * 8, bb);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) y[j] = (e[j] - mean) * rstd * g[j] + bb[j];
-    store8(xs + threadIdx.x * 8, y);
-  }
-  __syncthreads();
-  float xf[kHeadChunks][8];
-#pragma unroll
-  for (int j = 0; j < kHeadChunks; ++j) {
-    const int c = lane + 32 * j;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) xf[j][k] = 0.0f;
-    if (c < nvec) load8(xs + c * 8, xf[j]);
-  }
-
-  for (; v < Vp; v += nw) {
-    float acc = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kHeadChunks; ++j) {
-      if (lane + 32 * j < nvec) {
-        const T* h = reinterpret_cast<const T*>(&w[j]);
-#pragma unroll
-        for (int k = 0; k < 8; ++k) acc = fmaf(to_f(h[k]), xf[j][k], acc);
-      }
-    }
-    load_row(v + nw);  // the next row in flight while this one's sum is reduced and stored
-    acc = warp_sum(acc);
-    if (lane == 0) logits[v] = acc;
-  }
-}
-
 }  // namespace
 
 void embed(DType dt, const std::int32_t* tokens, const std::int32_t* positions, int rows,
@@ -443,27 +344,6 @@ void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, voi
   launch("scatter_kv", scatter_kv_kernel, rows, kRowThreads, stream,
          static_cast<const std::uint16_t*>(qkv), C, slots, static_cast<std::uint16_t*>(k_pool),
          static_cast<std::uint16_t*>(v_pool));
-}
-
-bool layernorm_head_row(DType dt, const void* x, const std::int32_t* src_rows, int C,
-                        const void* ln_w, const void* ln_b, float eps, const void* E, int Vp,
-                        float* logits, int ctas, void* stream) {
-  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  if ((dt != DType::f16 && dt != DType::bf16) || C < 8 || C % 8 != 0 || C > kHeadMaxC || Vp < 1 ||
-      ctas < 1 || !aligned(x) || !aligned(ln_w) || !aligned(ln_b) || !aligned(E)) {
-    return false;
-  }
-  if (dt == DType::bf16) {
-    launch("output head", head_row_kernel<__nv_bfloat16>, ctas, kHeadThreads, stream,
-           static_cast<const __nv_bfloat16*>(x), src_rows, C,
-           static_cast<const __nv_bfloat16*>(ln_w), static_cast<const __nv_bfloat16*>(ln_b), eps,
-           static_cast<const __nv_bfloat16*>(E), Vp, logits);
-  } else {
-    launch("output head", head_row_kernel<__half>, ctas, kHeadThreads, stream,
-           static_cast<const __half*>(x), src_rows, C, static_cast<const __half*>(ln_w),
-           static_cast<const __half*>(ln_b), eps, static_cast<const __half*>(E), Vp, logits);
-  }
-  return true;
 }
 
 void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,

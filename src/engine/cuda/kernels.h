@@ -17,13 +17,6 @@ void layernorm(DType dt, const void* x, const std::int32_t* src_rows, int rows, 
 // 16-bit rows: C a multiple of 8 (16-byte vectors), at most 4096.
 void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
                 void* v_pool, void* stream);
-// logits[0, Vp) = layernorm(x[src_rows[0]]) (ln_w, ln_b, eps over C features, rounded to dt) times
-// E^T (E: the head's [Vp, C], rows of 16 bytes), fp32 sums, in one kernel over `ctas` CTAs (2 an
-// SM fill the GPU). false, launching nothing, where it does not take the call: dt not f16 / bf16,
-// C not a multiple of 8 or above 2048, or a pointer off 16 bytes.
-bool layernorm_head_row(DType dt, const void* x, const std::int32_t* src_rows, int C,
-                        const void* ln_w, const void* ln_b, float eps, const void* E, int Vp,
-                        float* logits, int ctas, void* stream);
 // logits rows of pitch ld, a multiple of 4 (float4 loads) and at least V (else invalid_argument).
 void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
             std::int32_t* tokens, void* stream);
