@@ -15,6 +15,19 @@
 namespace gpuattn {
 namespace engine {
 
+void check_quantized_shape(int K, int N, const char* what) {
+  if (K <= 0 || K % kGpt2Q8Group != 0) {
+    throw Error(ErrorCode::invalid_argument,
+                std::string(what) + " linear weights: K (rows of W) is " + std::to_string(K) +
+                    ", must be a positive multiple of " + std::to_string(kGpt2Q8Group));
+  }
+  if (N <= 0) {
+    throw Error(ErrorCode::invalid_argument, std::string(what) +
+                                                 " linear weights: N (columns of W) is " +
+                                                 std::to_string(N) + ", must be positive");
+  }
+}
+
 namespace {
 
 // f(begin, end) over [0, n) split into contiguous ranges on up to 16 threads (one below 2^20
@@ -58,16 +71,7 @@ void parallel_ranges(int n, std::int64_t elements, const F& f) {
 // quantize_q8 and quantize_q4: q in [-qmax, qmax]; `what` names the format in the errors.
 void quantize_groups(const float* W, int K, int N, int qmax, const char* what, std::int8_t* q,
                      float* scales) {
-  if (K <= 0 || K % kGpt2Q8Group != 0) {
-    throw Error(ErrorCode::invalid_argument,
-                std::string(what) + " linear weights: K (rows of W) is " + std::to_string(K) +
-                    ", must be a positive multiple of " + std::to_string(kGpt2Q8Group));
-  }
-  if (N <= 0) {
-    throw Error(ErrorCode::invalid_argument, std::string(what) +
-                                                 " linear weights: N (columns of W) is " +
-                                                 std::to_string(N) + ", must be positive");
-  }
+  check_quantized_shape(K, N, what);
   // Groups of 64 rows over threads; each range notes its first non-finite weight (in row-major
   // order), and the first of all is named, as one thread going through W in order would.
   const int groups = K / kGpt2Q8Group;
@@ -236,6 +240,7 @@ std::size_t q4_mma_bytes(int K, int N) {
 }
 
 void* ModelOps::upload_q8_weights(const float* W, int K, int N) {
+  check_quantized_shape(K, N, "int8");  // before any size is computed from K and N
   std::vector<unsigned char> block(q8_bytes(K, N), 0);
   quantize_q8(W, K, N, reinterpret_cast<std::int8_t*>(block.data()),
               reinterpret_cast<float*>(block.data() + q8_scales_offset(K, N)));
@@ -245,6 +250,7 @@ void* ModelOps::upload_q8_weights(const float* W, int K, int N) {
 }
 
 void* ModelOps::upload_q4_weights(const float* W, int K, int N) {
+  check_quantized_shape(K, N, "int4");  // before any size is computed from K and N
   // A byte a value, in q8_bytes' layout: linear_q8's reading of it computes the int4 model.
   std::vector<unsigned char> block(q8_bytes(K, N), 0);
   quantize_q4(W, K, N, reinterpret_cast<std::int8_t*>(block.data()),
@@ -256,8 +262,9 @@ void* ModelOps::upload_q4_weights(const float* W, int K, int N) {
 
 void ModelOps::linear_q8(const void*, const void*, const void*, const void*, void*, int, int, int,
                          bool) {
-  throw Error(ErrorCode::not_supported, std::string("gpuattn engine: the ") + to_string(device()) +
-                                            " backend has no int8 linears (LinearWeights::int8)");
+  throw Error(ErrorCode::not_supported,
+              std::string("gpuattn engine: the ") + to_string(device()) +
+                  " backend has no quantized linears (LinearWeights::int8 or int4)");
 }
 
 }  // namespace engine

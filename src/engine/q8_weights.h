@@ -16,6 +16,11 @@ namespace gpuattn::engine {
 // groups are spread over up to 16 threads, with the same results.
 void quantize_q8(const float* W, int K, int N, std::int8_t* q, float* scales);
 
+// The shape checks quantize_q8 / quantize_q4 make, alone (for callers that size buffers from K
+// and N first): invalid_argument naming K when it is not a positive multiple of kGpt2Q8Group, or N
+// when it is not positive; `what` ("int8", "int4") starts the message.
+void check_quantized_shape(int K, int N, const char* what);
+
 // One block of backend memory a linear: q [K, N] first, then the scales from this byte offset
 // (q's size rounded up to 16 bytes).
 std::size_t q8_scales_offset(int K, int N);

@@ -440,6 +440,13 @@ TEST(Gpt2EngineCpu, Int8LinearsOptionsAreChecked) {
   Gpt2Weights bad = w;
   bad.layers[1].c_fc_w.pop_back();
   expect_invalid_argument([&] { bad.with_int8_linears(); }, "h.1.mlp.c_fc.weight has");
+  // The uploads check K and N before they size anything from them.
+  auto ops = engine::make_cpu_ops(1);
+  const std::vector<float> W(64 * 8, 0.5f);
+  expect_invalid_argument([&] { ops->upload_q4_weights(W.data(), -64, 8); },
+                          "int4 linear weights: K (rows of W) is -64");
+  expect_invalid_argument([&] { ops->upload_q8_weights(W.data(), 64, -8); },
+                          "int8 linear weights: N (columns of W) is -8");
 }
 
 }  // namespace

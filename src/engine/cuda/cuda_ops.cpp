@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -132,6 +133,7 @@ class CudaOps final : public ModelOps {
   // Weight-only int8 and int4 linears: quantized on the host; the dequantization scratch (the GEMM
   // path's W, for rows the kernels do not take) grows here, never during a step (a graph capture).
   void* upload_q8_weights(const float* W, int K, int N) override {
+    check_quantized_shape(K, N, "int8");  // before any size is computed from K and N
     // q in the tensor-core kernel's fragment order (shuffle_q8_mma), then the scales.
     std::vector<unsigned char> block(q8_mma_bytes(K, N), 0);
     {
@@ -145,6 +147,7 @@ class CudaOps final : public ModelOps {
   }
   // Int4: the nibbles in the int4 kernel's fragment order (shuffle_q4_mma), then the scales.
   void* upload_q4_weights(const float* W, int K, int N) override {
+    check_quantized_shape(K, N, "int4");  // before any size is computed from K and N
     std::vector<unsigned char> block(q4_mma_bytes(K, N), 0);
     {
       std::vector<std::int8_t> q(static_cast<std::size_t>(K) * static_cast<std::size_t>(N));
@@ -321,16 +324,21 @@ class CudaOps final : public ModelOps {
     static const bool on = env_flag("GPUATTN_SKINNY_Q4_CHUNKS", true);
     return on;
   }
-  // The call as launches over `chunk` rows each (the last takes the rest); false, launching
-  // nothing, where the kernel's plan takes any of them not.
+  // The call as launches over `chunk` rows each (the last takes the rest; at most two: both
+  // callers split at most 2 x chunk rows); false, launching nothing, where the kernel's plan takes
+  // any of them not.
+  static_assert(kQ4ChunkedMaxRows <= 2 * cuda::kSkinnyMaxRowsQ4, "int4 chunks: two launches");
   bool try_skinny_chunks(const cuda::SkinnyArgs& a, int chunk) {
+    constexpr int kMaxParts = 2;
+    if (chunk < 1 || a.rows > kMaxParts * chunk) return false;
     const std::size_t elem = element_size(dtype_);
     const auto at = [&](const void* p, int row, int width) -> const void* {
       return p == nullptr
                  ? nullptr
                  : static_cast<const char*>(p) + static_cast<std::size_t>(row) * width * elem;
     };
-    std::vector<std::pair<cuda::SkinnyArgs, cuda::SkinnyPlan>> parts;
+    std::array<std::pair<cuda::SkinnyArgs, cuda::SkinnyPlan>, kMaxParts> parts;
+    int n = 0;
     for (int r0 = 0; r0 < a.rows; r0 += chunk) {
       cuda::SkinnyArgs c = a;
       c.rows = std::min(chunk, a.rows - r0);
@@ -341,9 +349,12 @@ class CudaOps final : public ModelOps {
       const cuda::SkinnyPlan plan =
           cuda::skinny_plan(c.rows, c.K, c.N, c.W, skinny_, true, c.q8, c.q4);
       if (!plan.ok) return false;
-      parts.emplace_back(c, plan);
+      parts[static_cast<std::size_t>(n++)] = {c, plan};
     }
-    for (const auto& [c, plan] : parts) cuda::skinny_linear(dtype_, plan, c, skinny_, stream_);
+    for (int i = 0; i < n; ++i) {
+      cuda::skinny_linear(dtype_, parts[static_cast<std::size_t>(i)].second,
+                          parts[static_cast<std::size_t>(i)].first, skinny_, stream_);
+    }
     return true;
   }
 

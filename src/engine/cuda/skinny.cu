@@ -1440,9 +1440,11 @@ void launch_q4(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const Para
     throw Error(ErrorCode::invalid_argument,
                 "gpuattn engine: the int4 kernel launched for " + std::to_string(a.rows) +
                     " rows, K " + std::to_string(a.K) + ", N " + std::to_string(a.N) + ", " +
-                    to_string(dt) + (a.q4 && !a.q8 ? "" : ", W not int4") + ", " +
+                    to_string(dt) + (a.q4 && !a.q8 ? "" : ", W not int4") + ", W at " +
+                    std::to_string(reinterpret_cast<std::uintptr_t>(a.W) % 16) + " mod 16, " +
                     std::to_string(plan.slices) + " tiles and " + std::to_string(plan.splits) +
-                    " splits: it takes an ok int4 plan of one split, int4 W on 16 bytes at 1-" +
+                    " splits" + (plan.cluster ? " in a cluster" : "") +
+                    ": it takes an ok int4 plan of one split, int4 W on 16 bytes at 1-" +
                     std::to_string(kSkinnyMaxRowsQ4) +
                     " rows of f16 or bf16, K a multiple of 64 whose " + std::to_string(bytes) +
                     " bytes of shared memory are within " + std::to_string(limit) +
@@ -1514,6 +1516,12 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
                 "gpuattn engine: skinny linear of " + std::to_string(a.rows) +
                     " rows launched with a plan it does not fit (chunk " +
                     std::to_string(plan.chunk) + ", at most " + std::to_string(max_chunk) + ")");
+  }
+  if ((a.ln_w == nullptr) != (a.ln_b == nullptr)) {
+    throw Error(ErrorCode::invalid_argument,
+                std::string("gpuattn engine: skinny linear with the layernorm's ") +
+                    (a.ln_w ? "weights but no biases" : "biases but no weights") +
+                    ": both or neither");
   }
   if (a.kv_slots != nullptr &&
       (a.N % 3 != 0 || a.k_pool == nullptr || a.v_pool == nullptr || a.residual != nullptr)) {
