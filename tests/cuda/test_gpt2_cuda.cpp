@@ -381,6 +381,33 @@ TEST(Gpt2EngineCuda, Int4LinearsMatchTheFp64Reference) {
   quantized_linears_match_fp64(4);
 }
 
+// A skinny call with only one of the layernorm's two pointers is rejected before anything is
+// launched (the kernels would read the other from address 0). No GPU needed: it throws first.
+TEST(Gpt2EngineCuda, SkinnyLinearRejectsHalfALayernorm) {
+  engine::cuda::SkinnyScratch scratch;
+  engine::cuda::SkinnyPlan plan;
+  plan.ok = true;
+  plan.q4 = true;
+  plan.slices = 1;
+  plan.splits = 1;
+  plan.chunk = 64;
+  engine::cuda::SkinnyArgs a;
+  a.q4 = true;
+  a.rows = 1;
+  a.K = 64;
+  a.N = 16;
+  a.x = a.W = a.out = reinterpret_cast<void*>(256);
+  a.ln_w = reinterpret_cast<void*>(512);
+  expect_invalid_argument(
+      [&] { engine::cuda::skinny_linear(DType::f16, plan, a, scratch, nullptr); },
+      "weights but no biases");
+  a.ln_b = a.ln_w;
+  a.ln_w = nullptr;
+  expect_invalid_argument(
+      [&] { engine::cuda::skinny_linear(DType::f16, plan, a, scratch, nullptr); },
+      "biases but no weights");
+}
+
 // cuBLASLt's GELU epilogue is the tanh form GPT-2 uses (gelu_new), not the erf form: at x = -3
 // they differ by 10% (-0.00364 against -0.00405) and at -3.75 by 50%. The epilogue's own tanh is
 // an approximation (0.8% off at x = -3.75, measured), hence the 2% bound.
