@@ -39,15 +39,29 @@ std::vector<float> normal(std::size_t n, float scale, std::uint64_t seed) {
   return v;
 }
 
-TEST(Gpt2Q8, QuantizerBoundsEveryWeight) {
-  const int K = 192, N = 37;
-  std::vector<float> W = normal(static_cast<std::size_t>(K) * N, 0.05f, 1);
+// The quantizer of `bits` (8: quantize_q8, limit 127; 4: quantize_q4, limit 7) on a 192 x 37 W
+// with a zero group and a +-3 outlier pair: every scale the group-column's absmax / limit, every
+// q within the limit and half a scale of its weight, every level used (int4), the zero group all
+// zeros, the outliers at +-limit; and its errors, naming the format, the bad K or N, and the first
+// non-finite weight.
+void expect_quantizer_bounds(int bits) {
+  const int K = 192, N = 37, qmax = bits == 4 ? 7 : 127;
+  const std::string what = bits == 4 ? "int4" : "int8";
+  const auto quantize = [&](const float* W, int k, int n, std::int8_t* q, float* sc) {
+    if (bits == 4) {
+      engine::quantize_q4(W, k, n, q, sc);
+    } else {
+      engine::quantize_q8(W, k, n, q, sc);
+    }
+  };
+  std::vector<float> W = normal(static_cast<std::size_t>(K) * N, 0.05f, bits == 4 ? 11 : 1);
   for (int k = 64; k < 128; ++k) W[static_cast<std::size_t>(k) * N + 5] = 0.0f;  // a zero group
   W[static_cast<std::size_t>(130) * N + 9] = 3.0f;                               // an outlier
   W[static_cast<std::size_t>(131) * N + 9] = -3.0f;                              // its negative
   std::vector<std::int8_t> q(W.size(), 99);
   std::vector<float> s(static_cast<std::size_t>(K / kGpt2Q8Group) * N, -1.0f);
-  engine::quantize_q8(W.data(), K, N, q.data(), s.data());
+  quantize(W.data(), K, N, q.data(), s.data());
+  std::vector<int> used(2 * qmax + 1, 0);
   for (int g = 0; g < K / kGpt2Q8Group; ++g) {
     for (int n = 0; n < N; ++n) {
       float amax = 0.0f;
@@ -55,29 +69,38 @@ TEST(Gpt2Q8, QuantizerBoundsEveryWeight) {
         amax = std::max(amax, std::abs(W[static_cast<std::size_t>(k) * N + n]));
       }
       const float sc = s[static_cast<std::size_t>(g) * N + n];
-      ASSERT_EQ(sc, amax / 127.0f) << "group " << g << " column " << n;
+      ASSERT_EQ(sc, amax / static_cast<float>(qmax)) << what << " group " << g << " column " << n;
       for (int k = g * kGpt2Q8Group; k < (g + 1) * kGpt2Q8Group; ++k) {
         const std::size_t i = static_cast<std::size_t>(k) * N + n;
-        ASSERT_LE(std::abs(static_cast<int>(q[i])), 127);
+        ASSERT_LE(std::abs(static_cast<int>(q[i])), qmax);
         ASSERT_LE(std::abs(static_cast<double>(q[i]) * sc - W[i]), 0.5 * sc * (1 + 1e-5) + 1e-12)
-            << "W[" << k << "][" << n << "]";
+            << what << " W[" << k << "][" << n << "]";
+        ++used[static_cast<std::size_t>(q[i] + qmax)];
       }
     }
   }
+  if (bits == 4) {
+    for (int v = 0; v <= 2 * qmax; ++v) EXPECT_GT(used[v], 0) << "no weight quantized to " << v - 7;
+  }
   EXPECT_EQ(s[1 * N + 5], 0.0f);  // the zero group: scale 0, every q 0
   for (int k = 64; k < 128; ++k) EXPECT_EQ(q[static_cast<std::size_t>(k) * N + 5], 0);
-  EXPECT_EQ(q[static_cast<std::size_t>(130) * N + 9], 127);  // the outlier is the group's max
-  EXPECT_EQ(q[static_cast<std::size_t>(131) * N + 9], -127);
+  EXPECT_EQ(q[static_cast<std::size_t>(130) * N + 9], qmax);  // the outlier is the group's max
+  EXPECT_EQ(q[static_cast<std::size_t>(131) * N + 9], -qmax);
 
-  expect_invalid_argument([&] { engine::quantize_q8(W.data(), 100, N, q.data(), s.data()); },
-                          "K (rows of W) is 100");
-  expect_invalid_argument([&] { engine::quantize_q8(W.data(), 0, N, q.data(), s.data()); },
-                          "K (rows of W) is 0");
-  expect_invalid_argument([&] { engine::quantize_q8(W.data(), K, 0, q.data(), s.data()); },
-                          "N (columns of W) is 0");
+  expect_invalid_argument([&] { quantize(W.data(), 100, N, q.data(), s.data()); },
+                          what + " linear weights: K (rows of W) is 100");
+  expect_invalid_argument([&] { quantize(W.data(), 0, N, q.data(), s.data()); },
+                          what + " linear weights: K (rows of W) is 0");
+  expect_invalid_argument([&] { quantize(W.data(), K, -3, q.data(), s.data()); },
+                          what + " linear weights: N (columns of W) is -3");
+  W[static_cast<std::size_t>(150) * N + 36] = -std::numeric_limits<float>::infinity();
   W[static_cast<std::size_t>(70) * N + 3] = std::numeric_limits<float>::quiet_NaN();
-  expect_invalid_argument([&] { engine::quantize_q8(W.data(), K, N, q.data(), s.data()); },
-                          "W[70][3] is not finite");
+  expect_invalid_argument([&] { quantize(W.data(), K, N, q.data(), s.data()); },
+                          what + " linear weights: W[70][3] is not finite");
+}
+
+TEST(Gpt2Q8, QuantizerBoundsEveryWeight) {
+  expect_quantizer_bounds(8);
 }
 
 // Past 2^20 weights the quantizer and the fragment order run on several threads (where there are
@@ -183,48 +206,8 @@ TEST(Gpt2Q8, MmaOrderIsTheFragmentLayout) {
   expect_invalid_argument([&] { engine::shuffle_q8_mma(q.data(), 64, 0, out.data()); }, "N is 0");
 }
 
-// quantize_q4: the int8 rule with 7 for 127 (q = lround(W / s) within +-7, s = the group-column's
-// absmax / 7), a zero group all zeros, the outlier at +-7, and the same errors naming int4.
 TEST(Gpt2Q4, QuantizerBoundsEveryWeight) {
-  const int K = 192, N = 37;
-  std::vector<float> W = normal(static_cast<std::size_t>(K) * N, 0.05f, 11);
-  for (int k = 64; k < 128; ++k) W[static_cast<std::size_t>(k) * N + 5] = 0.0f;  // a zero group
-  W[static_cast<std::size_t>(130) * N + 9] = 3.0f;                               // an outlier
-  W[static_cast<std::size_t>(131) * N + 9] = -3.0f;                              // its negative
-  std::vector<std::int8_t> q(W.size(), 99);
-  std::vector<float> s(static_cast<std::size_t>(K / kGpt2Q8Group) * N, -1.0f);
-  engine::quantize_q4(W.data(), K, N, q.data(), s.data());
-  int used[15] = {};
-  for (int g = 0; g < K / kGpt2Q8Group; ++g) {
-    for (int n = 0; n < N; ++n) {
-      float amax = 0.0f;
-      for (int k = g * kGpt2Q8Group; k < (g + 1) * kGpt2Q8Group; ++k) {
-        amax = std::max(amax, std::abs(W[static_cast<std::size_t>(k) * N + n]));
-      }
-      const float sc = s[static_cast<std::size_t>(g) * N + n];
-      ASSERT_EQ(sc, amax / 7.0f) << "group " << g << " column " << n;
-      for (int k = g * kGpt2Q8Group; k < (g + 1) * kGpt2Q8Group; ++k) {
-        const std::size_t i = static_cast<std::size_t>(k) * N + n;
-        ASSERT_LE(std::abs(static_cast<int>(q[i])), 7);
-        ASSERT_LE(std::abs(static_cast<double>(q[i]) * sc - W[i]), 0.5 * sc * (1 + 1e-5) + 1e-12)
-            << "W[" << k << "][" << n << "]";
-        ++used[q[i] + 7];
-      }
-    }
-  }
-  for (int v = 0; v < 15; ++v) EXPECT_GT(used[v], 0) << "no weight quantized to " << v - 7;
-  EXPECT_EQ(s[1 * N + 5], 0.0f);
-  for (int k = 64; k < 128; ++k) EXPECT_EQ(q[static_cast<std::size_t>(k) * N + 5], 0);
-  EXPECT_EQ(q[static_cast<std::size_t>(130) * N + 9], 7);
-  EXPECT_EQ(q[static_cast<std::size_t>(131) * N + 9], -7);
-
-  expect_invalid_argument([&] { engine::quantize_q4(W.data(), 100, N, q.data(), s.data()); },
-                          "int4 linear weights: K (rows of W) is 100");
-  expect_invalid_argument([&] { engine::quantize_q4(W.data(), K, -3, q.data(), s.data()); },
-                          "int4 linear weights: N (columns of W) is -3");
-  W[static_cast<std::size_t>(150) * N + 36] = -std::numeric_limits<float>::infinity();
-  expect_invalid_argument([&] { engine::quantize_q4(W.data(), K, N, q.data(), s.data()); },
-                          "int4 linear weights: W[150][36] is not finite");
+  expect_quantizer_bounds(4);
 }
 
 // shuffle_q4_mma: every value of W^T's 16-column tiles at the nibble its A fragment reads (lane
