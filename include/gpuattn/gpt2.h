@@ -34,7 +34,7 @@ struct Gpt2Config {
 // mlp.c_proj). dense: in the engine's dtype. int8: weight-only int8 with group-wise scales; each
 // group of kGpt2Q8Group consecutive rows of W [in, out] has one fp32 scale a column, the group's
 // largest |w| / 127, and each weight is stored as the nearest multiple of it (symmetric,
-// -127..127). int4: the same groups and scales with 7 for 127 (-7..7, stored two a byte on CUDA;
+// -127..127). int4: the same groups and scales with 7 for 127 (-7..7, stored two a byte;
 // 4.5 bits a weight with the scales). Activations, embeddings, layernorms, biases and the output
 // head keep their type; the linears compute with the dequantized weights exactly
 // (Gpt2Weights::with_int8_linears / with_int4_linears give them).

@@ -82,15 +82,13 @@ class ModelOps {
     layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
     linear_q8(ln, Wq, bias, nullptr, out, rows, K, N, gelu);
   }
-  // Weight-only int4 linears (LinearWeights::int4): upload_q4_weights quantizes W with
-  // quantize_q4. By default it stores q a byte a value in q8_bytes' layout, which linear_q8 reads
-  // as it is: linear_q4 and layernorm_linear_q4 default to the int8 forms (the CPU backend). The
-  // CUDA backend stores shuffle_q4_mma's layout (4.5 bits a weight) and runs its own kernel.
+  // Weight-only int4 linears (LinearWeights::int4), as the int8 ones: upload_q4_weights quantizes
+  // W with quantize_q4, by default into q4_bytes' layout (two values a byte along W's rows: the
+  // CPU backend's); the CUDA backend stores shuffle_q4_mma's. Both take 4.5 bits a weight with the
+  // scales. A backend without linear_q4 throws not_supported.
   virtual void* upload_q4_weights(const float* W, int K, int N);
   virtual void linear_q4(const void* x, const void* Wq, const void* bias, const void* residual,
-                         void* out, int rows, int K, int N, bool gelu) {
-    linear_q8(x, Wq, bias, residual, out, rows, K, N, gelu);
-  }
+                         void* out, int rows, int K, int N, bool gelu);
   virtual void layernorm_linear_q4(const void* x, int rows, int K, const void* ln_w,
                                    const void* ln_b, float eps, void* ln, const void* Wq,
                                    const void* bias, void* out, int N, bool gelu) {

@@ -249,22 +249,62 @@ void* ModelOps::upload_q8_weights(const float* W, int K, int N) {
   return p;
 }
 
+void pack_q4_rows(const std::int8_t* q, int K, int N, std::uint8_t* out) {
+  if (K <= 0 || K % 2 != 0 || N <= 0) {
+    throw Error(ErrorCode::invalid_argument, "int4 linear weights (rows packed): K is " +
+                                                 std::to_string(K) + " and N " + std::to_string(N) +
+                                                 ": K must be positive and even, N positive");
+  }
+  for (int k = 0; k < K; ++k) {
+    const std::int8_t* qr = q + static_cast<std::size_t>(k) * N;
+    for (int n = 0; n < N; ++n) {
+      if (qr[n] < -7 || qr[n] > 7) {
+        throw Error(ErrorCode::invalid_argument,
+                    "int4 linear weights (rows packed): q[" + std::to_string(k) + "][" +
+                        std::to_string(n) + "] is " + std::to_string(qr[n]) + ", outside [-7, 7]");
+      }
+    }
+  }
+  for (int j = 0; j < K / 2; ++j) {
+    const std::int8_t* lo = q + static_cast<std::size_t>(2 * j) * N;
+    const std::int8_t* hi = lo + N;
+    std::uint8_t* o = out + static_cast<std::size_t>(j) * N;
+    for (int n = 0; n < N; ++n) o[n] = static_cast<std::uint8_t>((lo[n] + 8) | ((hi[n] + 8) << 4));
+  }
+}
+
+std::size_t q4_scales_offset(int K, int N) {
+  return (static_cast<std::size_t>(K) / 2 * static_cast<std::size_t>(N) + 15) / 16 * 16;
+}
+
+std::size_t q4_bytes(int K, int N) {
+  return q4_scales_offset(K, N) +
+         static_cast<std::size_t>(K / kGpt2Q8Group) * static_cast<std::size_t>(N) * sizeof(float);
+}
+
 void* ModelOps::upload_q4_weights(const float* W, int K, int N) {
   check_quantized_shape(K, N, "int4");  // before any size is computed from K and N
-  // A byte a value, in q8_bytes' layout: linear_q8's reading of it computes the int4 model.
-  std::vector<unsigned char> block(q8_bytes(K, N), 0);
-  quantize_q4(W, K, N, reinterpret_cast<std::int8_t*>(block.data()),
-              reinterpret_cast<float*>(block.data() + q8_scales_offset(K, N)));
+  std::vector<unsigned char> block(q4_bytes(K, N), 0);
+  {
+    std::vector<std::int8_t> q(static_cast<std::size_t>(K) * static_cast<std::size_t>(N));
+    quantize_q4(W, K, N, q.data(), reinterpret_cast<float*>(block.data() + q4_scales_offset(K, N)));
+    pack_q4_rows(q.data(), K, N, block.data());
+  }
   void* p = alloc(block.size());
   upload(p, block.data(), block.size());
   return p;
 }
 
+void ModelOps::linear_q4(const void*, const void*, const void*, const void*, void*, int, int, int,
+                         bool) {
+  throw Error(ErrorCode::not_supported, std::string("gpuattn engine: the ") + to_string(device()) +
+                                            " backend has no int4 linears (LinearWeights::int4)");
+}
+
 void ModelOps::linear_q8(const void*, const void*, const void*, const void*, void*, int, int, int,
                          bool) {
-  throw Error(ErrorCode::not_supported,
-              std::string("gpuattn engine: the ") + to_string(device()) +
-                  " backend has no quantized linears (LinearWeights::int8 or int4)");
+  throw Error(ErrorCode::not_supported, std::string("gpuattn engine: the ") + to_string(device()) +
+                                            " backend has no int8 linears (LinearWeights::int8)");
 }
 
 }  // namespace engine

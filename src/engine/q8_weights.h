@@ -39,9 +39,18 @@ std::size_t q8_mma_scales_offset(int K, int N);
 std::size_t q8_mma_bytes(int K, int N);
 
 // Int4 (LinearWeights::int4): as quantize_q8 with 7 for 127: scale = the group-column's largest
-// |w| / 7, q = w / scale rounded to nearest (ties away from zero), |q| <= 7, one byte a value (the
-// CPU backend stores q so, in q8_bytes' layout). The same errors, naming int4.
+// |w| / 7, q = w / scale rounded to nearest (ties away from zero), |q| <= 7, one byte a value.
+// The same errors, naming int4.
 void quantize_q4(const float* W, int K, int N, std::int8_t* q, float* scales);
+
+// The CPU backend's int4 block (ModelOps::upload_q4_weights): q + 8 two values a byte, rows 2j
+// (low nibble) and 2j + 1 of a column in byte j * N + n, [K / 2, N] bytes, then the scales
+// [K / 64, N] fp32 from q4_scales_offset (16 bytes aligned). pack_q4_rows writes the first part:
+// invalid_argument naming K when it is not a positive even number, N when it is not positive, or
+// the first value outside [-7, 7] (row and column).
+void pack_q4_rows(const std::int8_t* q, int K, int N, std::uint8_t* out);
+std::size_t q4_scales_offset(int K, int N);
+std::size_t q4_bytes(int K, int N);
 
 // The CUDA backend's order of int4 q (values in [-7, 7]), for its tensor-core kernel: W^T in
 // 16-column tiles as mma.m16n8k16's A operand, as shuffle_q8_mma's, two values a byte. Bytes

@@ -266,9 +266,10 @@ TEST(Gpt2Q4, MmaOrderIsTheFragmentLayout) {
                           "q[70][3] is 8, outside [-7, 7]");
 }
 
-// The CPU backend's int8 linear against fp64 on the dequantized weights: N not a multiple of
-// anything, 1 and 5 rows, each epilogue (the residual aliasing out), outputs poisoned first.
-TEST(Gpt2Q8, CpuLinearMatchesTheFp64ReferenceOnTheDequantizedWeights) {
+// The CPU backend's int8 (bits 8) or int4 (4: two values a byte, N odd too) linear against fp64
+// on the dequantized weights: N not a multiple of anything, 1 and 5 rows, each epilogue (the
+// residual aliasing out), outputs poisoned first.
+void expect_cpu_linear_matches_fp64(int bits) {
   auto ops = engine::make_cpu_ops(3);
   for (const int K : {64, 320}) {
     for (const int N : {1, 3, 77}) {
@@ -282,9 +283,14 @@ TEST(Gpt2Q8, CpuLinearMatchesTheFp64ReferenceOnTheDequantizedWeights) {
           const std::vector<float> lw = normal(K, 0.2f, seed + 4), lb = normal(K, 0.2f, seed + 5);
           std::vector<std::int8_t> q(W.size());
           std::vector<float> s(static_cast<std::size_t>(K / kGpt2Q8Group) * N);
-          engine::quantize_q8(W.data(), K, N, q.data(), s.data());
+          if (bits == 4) {
+            engine::quantize_q4(W.data(), K, N, q.data(), s.data());
+          } else {
+            engine::quantize_q8(W.data(), K, N, q.data(), s.data());
+          }
 
-          void* dW = ops->upload_q8_weights(W.data(), K, N);
+          void* dW = bits == 4 ? ops->upload_q4_weights(W.data(), K, N)
+                               : ops->upload_q8_weights(W.data(), K, N);
           void* dx = ops->upload_weights(x.data(), x.size());
           void* db = ops->upload_weights(bias.data(), bias.size());
           void* dlw = ops->upload_weights(lw.data(), lw.size());
@@ -294,8 +300,12 @@ TEST(Gpt2Q8, CpuLinearMatchesTheFp64ReferenceOnTheDequantizedWeights) {
                                   std::numeric_limits<float>::quiet_NaN());
           if (mode == 2) init = res;
           void* dout = ops->upload_weights(init.data(), init.size());
-          if (mode == 3) {
+          if (mode == 3 && bits == 4) {
+            ops->layernorm_linear_q4(dx, rows, K, dlw, dlb, 1e-5f, dln, dW, db, dout, N, false);
+          } else if (mode == 3) {
             ops->layernorm_linear_q8(dx, rows, K, dlw, dlb, 1e-5f, dln, dW, db, dout, N, false);
+          } else if (bits == 4) {
+            ops->linear_q4(dx, dW, db, mode == 2 ? dout : nullptr, dout, rows, K, N, mode == 1);
           } else {
             ops->linear_q8(dx, dW, db, mode == 2 ? dout : nullptr, dout, rows, K, N, mode == 1);
           }
@@ -328,8 +338,8 @@ TEST(Gpt2Q8, CpuLinearMatchesTheFp64ReferenceOnTheDequantizedWeights) {
               const std::size_t o = static_cast<std::size_t>(r) * N + n;
               if (mode == 2) acc += res[o];
               EXPECT_NEAR(got[o], acc, 1e-5 * (mag + std::abs(acc)) + 1e-6)
-                  << "K " << K << " N " << N << " rows " << rows << " mode " << mode << " out[" << r
-                  << "][" << n << "]";
+                  << "int" << bits << " K " << K << " N " << N << " rows " << rows << " mode "
+                  << mode << " out[" << r << "][" << n << "]";
             }
           }
           for (void* p : {dW, dx, db, dlw, dlb, dln, dout}) ops->free(p);
@@ -337,6 +347,47 @@ TEST(Gpt2Q8, CpuLinearMatchesTheFp64ReferenceOnTheDequantizedWeights) {
       }
     }
   }
+}
+
+TEST(Gpt2Q8, CpuLinearMatchesTheFp64ReferenceOnTheDequantizedWeights) {
+  expect_cpu_linear_matches_fp64(8);
+}
+
+TEST(Gpt2Q4, CpuLinearMatchesTheFp64ReferenceOnTheDequantizedWeights) {
+  expect_cpu_linear_matches_fp64(4);
+}
+
+// pack_q4_rows: rows 2j (low nibble) and 2j + 1 of column n in byte j * N + n, stored + 8; the
+// block's sizes; an odd K and values outside [-7, 7] named.
+TEST(Gpt2Q4, CpuRowsPackTwoValuesAByte) {
+  for (const auto [K, N] : {std::pair{64, 16}, std::pair{128, 37}, std::pair{64, 1}}) {
+    std::vector<std::int8_t> q(static_cast<std::size_t>(K) * N);
+    std::mt19937 rng(K + N);
+    std::uniform_int_distribution<int> u(-7, 7);
+    for (auto& v : q) v = static_cast<std::int8_t>(u(rng));
+    EXPECT_EQ(engine::q4_scales_offset(K, N), (static_cast<std::size_t>(K) / 2 * N + 15) / 16 * 16);
+    EXPECT_EQ(engine::q4_bytes(K, N),
+              engine::q4_scales_offset(K, N) + static_cast<std::size_t>(K / 64) * N * 4);
+    std::vector<std::uint8_t> out(static_cast<std::size_t>(K) / 2 * N, 0x11);
+    engine::pack_q4_rows(q.data(), K, N, out.data());
+    for (int k = 0; k < K; ++k) {
+      for (int n = 0; n < N; ++n) {
+        const int got = (out[static_cast<std::size_t>(k / 2) * N + n] >> (4 * (k % 2))) & 15;
+        ASSERT_EQ(got - 8, q[static_cast<std::size_t>(k) * N + n])
+            << "K " << K << " N " << N << " q[" << k << "][" << n << "]";
+      }
+    }
+  }
+  std::vector<std::int8_t> q(64 * 5, 3);
+  std::vector<std::uint8_t> out(32 * 5);
+  q[9 * 5 + 4] = -8;
+  q[30 * 5 + 1] = 8;
+  expect_invalid_argument([&] { engine::pack_q4_rows(q.data(), 64, 5, out.data()); },
+                          "q[9][4] is -8, outside [-7, 7]");
+  expect_invalid_argument([&] { engine::pack_q4_rows(q.data(), 63, 5, out.data()); },
+                          "K is 63 and N 5");
+  expect_invalid_argument([&] { engine::pack_q4_rows(q.data(), 64, 0, out.data()); },
+                          "K is 64 and N 0");
 }
 
 TEST(Gpt2EngineCpu, Int8LinearsMatchTheFp64ReferenceOfTheModelTheyRun) {
