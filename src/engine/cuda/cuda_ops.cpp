@@ -160,37 +160,23 @@ class CudaOps final : public ModelOps {
   }
   void linear_q8(const void* x, const void* Wq, const void* bias, const void* residual, void* out,
                  int rows, int K, int N, bool gelu) override {
-    cuda::SkinnyArgs a = skinny_args(x, Wq, bias, residual, out, rows, K, N, gelu);
-    a.q8 = true;
-    if (!try_skinny(a)) {
-      gemm_->linear(x, dequantized(Wq, K, N, 8), bias, residual, out, rows, K, N, gelu);
-    }
+    linear_quantized(LinearWeights::int8, x, Wq, bias, residual, out, rows, K, N, gelu);
   }
   void layernorm_linear_q8(const void* x, int rows, int K, const void* ln_w, const void* ln_b,
                            float eps, void* ln, const void* Wq, const void* bias, void* out, int N,
                            bool gelu) override {
-    if (!try_skinny(skinny_ln_args(x, ln_w, ln_b, eps, Wq, LinearWeights::int8, bias, out, rows, K,
-                                   N, gelu))) {
-      layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
-      gemm_->linear(ln, dequantized(Wq, K, N, 8), bias, nullptr, out, rows, K, N, gelu);
-    }
+    layernorm_linear_quantized(LinearWeights::int8, x, rows, K, ln_w, ln_b, eps, ln, Wq, bias, out,
+                               N, gelu);
   }
   void linear_q4(const void* x, const void* Wq, const void* bias, const void* residual, void* out,
                  int rows, int K, int N, bool gelu) override {
-    cuda::SkinnyArgs a = skinny_args(x, Wq, bias, residual, out, rows, K, N, gelu);
-    a.q4 = true;
-    if (!try_skinny(a)) {
-      gemm_->linear(x, dequantized(Wq, K, N, 4), bias, residual, out, rows, K, N, gelu);
-    }
+    linear_quantized(LinearWeights::int4, x, Wq, bias, residual, out, rows, K, N, gelu);
   }
   void layernorm_linear_q4(const void* x, int rows, int K, const void* ln_w, const void* ln_b,
                            float eps, void* ln, const void* Wq, const void* bias, void* out, int N,
                            bool gelu) override {
-    if (!try_skinny(skinny_ln_args(x, ln_w, ln_b, eps, Wq, LinearWeights::int4, bias, out, rows, K,
-                                   N, gelu))) {
-      layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
-      gemm_->linear(ln, dequantized(Wq, K, N, 4), bias, nullptr, out, rows, K, N, gelu);
-    }
+    layernorm_linear_quantized(LinearWeights::int4, x, rows, K, ln_w, ln_b, eps, ln, Wq, bias, out,
+                               N, gelu);
   }
   // The keys and values written by the one-row kernel's epilogue where it takes the linear
   // (scatter_kv's kernel fewer); elsewhere layernorm_linear(_q8, _q4) then scatter_kv.
@@ -261,6 +247,26 @@ class CudaOps final : public ModelOps {
 
  private:
   cudaStream_t s() const { return static_cast<cudaStream_t>(stream_); }
+
+  // linear_q8 / linear_q4 and their layernorm forms (lw: int8 or int4): the engine's kernel
+  // where it takes the call, else W dequantized for cuBLASLt.
+  void linear_quantized(LinearWeights lw, const void* x, const void* Wq, const void* bias,
+                        const void* residual, void* out, int rows, int K, int N, bool gelu) {
+    cuda::SkinnyArgs a = skinny_args(x, Wq, bias, residual, out, rows, K, N, gelu);
+    a.q8 = lw == LinearWeights::int8;
+    a.q4 = lw == LinearWeights::int4;
+    if (!try_skinny(a)) {
+      gemm_->linear(x, dequantized(Wq, K, N, lw), bias, residual, out, rows, K, N, gelu);
+    }
+  }
+  void layernorm_linear_quantized(LinearWeights lw, const void* x, int rows, int K,
+                                  const void* ln_w, const void* ln_b, float eps, void* ln,
+                                  const void* Wq, const void* bias, void* out, int N, bool gelu) {
+    if (!try_skinny(skinny_ln_args(x, ln_w, ln_b, eps, Wq, lw, bias, out, rows, K, N, gelu))) {
+      layernorm(x, nullptr, rows, K, ln_w, ln_b, eps, ln);
+      gemm_->linear(ln, dequantized(Wq, K, N, lw), bias, nullptr, out, rows, K, N, gelu);
+    }
+  }
 
   static cuda::SkinnyArgs skinny_args(const void* x, const void* W, const void* bias,
                                       const void* residual, void* out, int rows, int K, int N,
@@ -371,15 +377,16 @@ class CudaOps final : public ModelOps {
   // W of an int8 or int4 linear dequantized for the GEMM path (the largest K x N uploaded, dtype).
   void* dequant_ = nullptr;
   std::size_t dequant_bytes_ = 0;
-  // W of an int8 (bits 8) or int4 (4) block, dequantized into dequant_ for the GEMM path.
-  const void* dequantized(const void* Wq, int K, int N, int bits) {
+  // W of an int8 or int4 block (lw), dequantized into dequant_ for the GEMM path.
+  const void* dequantized(const void* Wq, int K, int N, LinearWeights lw) {
+    const bool q4 = lw == LinearWeights::int4;
     if (static_cast<std::size_t>(K) * static_cast<std::size_t>(N) * 2 > dequant_bytes_) {
       throw Error(ErrorCode::invalid_argument,
-                  "gpuattn engine: int" + std::to_string(bits) + " linear of " + std::to_string(K) +
-                      " x " + std::to_string(N) + " was not uploaded by " +
-                      (bits == 4 ? "upload_q4_weights" : "upload_q8_weights"));
+                  std::string("gpuattn engine: ") + (q4 ? "int4" : "int8") + " linear of " +
+                      std::to_string(K) + " x " + std::to_string(N) + " was not uploaded by " +
+                      (q4 ? "upload_q4_weights" : "upload_q8_weights"));
     }
-    if (bits == 4) {
+    if (q4) {
       cuda::dequant_q4(dtype_, Wq, K, N, dequant_, stream_);
     } else {
       cuda::dequant_q8(dtype_, Wq, K, N, dequant_, stream_);

@@ -1197,64 +1197,60 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void dequant_q8(DType dt, const void* Wq, int K, int N, void* W_out, void* stream) {
+namespace {
+
+// dequant_q8 (bits 8) and dequant_q4 (4): the arguments checked, the kernel launched over at most
+// 4096 CTAs of units (int8: 32 rows x 128 columns; int4: a 64-row group x 128 columns).
+void launch_dequant(int bits, DType dt, const void* Wq, int K, int N, void* W_out, void* stream) {
+  const char* what = bits == 4 ? "int4" : "int8";
   if (K < 1 || K % kGroup != 0 || N < 8 || N % 8 != 0 ||
       reinterpret_cast<std::uintptr_t>(Wq) % 16 != 0 ||
       reinterpret_cast<std::uintptr_t>(W_out) % 16 != 0) {
     throw Error(ErrorCode::invalid_argument,
-                "gpuattn engine: int8 weights of " + std::to_string(K) + " x " + std::to_string(N) +
-                    ": K must be a multiple of " + std::to_string(kGroup) +
-                    ", N of 8, and both blocks on 16 bytes");
+                std::string("gpuattn engine: ") + what + " weights of " + std::to_string(K) +
+                    " x " + std::to_string(N) + ": K must be a multiple of " +
+                    std::to_string(kGroup) + ", N of 8, and both blocks on 16 bytes");
   }
-  const auto* q = static_cast<const std::int8_t*>(Wq);
-  const auto* scales =
-      reinterpret_cast<const float*>(static_cast<const char*>(Wq) + q8_mma_scales_offset(K, N));
-  const std::int64_t units =
-      static_cast<std::int64_t>(((N + 15) / 16 + kWarps - 1) / kWarps) * (K / 32);
+  const auto* base = static_cast<const char*>(Wq);
+  const auto* scales = reinterpret_cast<const float*>(
+      base + (bits == 4 ? q4_mma_scales_offset(K, N) : q8_mma_scales_offset(K, N)));
+  const std::int64_t units = static_cast<std::int64_t>(((N + 15) / 16 + kWarps - 1) / kWarps) *
+                             (K / (bits == 4 ? kGroup : 32));
   const int blocks = static_cast<int>(std::min<std::int64_t>(units, 4096));
   const auto st = static_cast<cudaStream_t>(stream);
+  const auto* q8 = reinterpret_cast<const std::int8_t*>(base);
+  const auto* q4 = reinterpret_cast<const uint4*>(base);
   if (dt == DType::bf16) {
-    dequant_q8_kernel<<<blocks, kThreads, 0, st>>>(q, scales, K, N,
-                                                   static_cast<__nv_bfloat16*>(W_out));
+    auto* out = static_cast<__nv_bfloat16*>(W_out);
+    if (bits == 4) {
+      dequant_q4_kernel<<<blocks, kThreads, 0, st>>>(q4, scales, K, N, out);
+    } else {
+      dequant_q8_kernel<<<blocks, kThreads, 0, st>>>(q8, scales, K, N, out);
+    }
   } else {
-    dequant_q8_kernel<<<blocks, kThreads, 0, st>>>(q, scales, K, N, static_cast<__half*>(W_out));
+    auto* out = static_cast<__half*>(W_out);
+    if (bits == 4) {
+      dequant_q4_kernel<<<blocks, kThreads, 0, st>>>(q4, scales, K, N, out);
+    } else {
+      dequant_q8_kernel<<<blocks, kThreads, 0, st>>>(q8, scales, K, N, out);
+    }
   }
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) {
-    throw Error(
-        ErrorCode::cuda_error,
-        std::string("gpuattn engine: int8 dequantization launch failed: ") + cudaGetErrorString(e));
+    throw Error(ErrorCode::cuda_error,
+                std::string("gpuattn engine: ") + what +
+                    " dequantization launch failed: " + cudaGetErrorString(e));
   }
 }
 
+}  // namespace
+
+void dequant_q8(DType dt, const void* Wq, int K, int N, void* W_out, void* stream) {
+  launch_dequant(8, dt, Wq, K, N, W_out, stream);
+}
+
 void dequant_q4(DType dt, const void* Wq, int K, int N, void* W_out, void* stream) {
-  if (K < 1 || K % kGroup != 0 || N < 8 || N % 8 != 0 ||
-      reinterpret_cast<std::uintptr_t>(Wq) % 16 != 0 ||
-      reinterpret_cast<std::uintptr_t>(W_out) % 16 != 0) {
-    throw Error(ErrorCode::invalid_argument,
-                "gpuattn engine: int4 weights of " + std::to_string(K) + " x " + std::to_string(N) +
-                    ": K must be a multiple of " + std::to_string(kGroup) +
-                    ", N of 8, and both blocks on 16 bytes");
-  }
-  const auto* q = static_cast<const uint4*>(Wq);
-  const auto* scales =
-      reinterpret_cast<const float*>(static_cast<const char*>(Wq) + q4_mma_scales_offset(K, N));
-  const std::int64_t units =
-      static_cast<std::int64_t>(((N + 15) / 16 + kWarps - 1) / kWarps) * (K / kGroup);
-  const int blocks = static_cast<int>(std::min<std::int64_t>(units, 4096));
-  const auto st = static_cast<cudaStream_t>(stream);
-  if (dt == DType::bf16) {
-    dequant_q4_kernel<<<blocks, kThreads, 0, st>>>(q, scales, K, N,
-                                                   static_cast<__nv_bfloat16*>(W_out));
-  } else {
-    dequant_q4_kernel<<<blocks, kThreads, 0, st>>>(q, scales, K, N, static_cast<__half*>(W_out));
-  }
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) {
-    throw Error(
-        ErrorCode::cuda_error,
-        std::string("gpuattn engine: int4 dequantization launch failed: ") + cudaGetErrorString(e));
-  }
+  launch_dequant(4, dt, Wq, K, N, W_out, stream);
 }
 
 SkinnyPlan skinny_plan(int rows, int K, int N, const void* W, const SkinnyScratch& s,
