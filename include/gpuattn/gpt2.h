@@ -35,9 +35,10 @@ struct Gpt2Config {
 // group of kGpt2Q8Group consecutive rows of W [in, out] has one fp32 scale a column, the group's
 // largest |w| / 127, and each weight is stored as the nearest multiple of it (symmetric,
 // -127..127). int4: the same groups and scales with 7 for 127 (-7..7, stored two a byte;
-// 4.5 bits a weight with the scales). Activations, embeddings, layernorms, biases and the output
-// head keep their type; the linears compute with the dequantized weights exactly
-// (Gpt2Weights::with_int8_linears / with_int4_linears give them).
+// 4.5 bits a weight with the scales). Activations, embeddings, layernorms, biases and (unless
+// EngineOptions::head_weights says otherwise) the output head keep their type; the linears compute
+// with the dequantized weights exactly (Gpt2Weights::with_int8_linears / with_int4_linears give
+// them).
 enum class LinearWeights { dense, int8, int4 };
 constexpr int kGpt2Q8Group = 64;
 
@@ -86,6 +87,13 @@ struct Gpt2Weights {
   Gpt2Weights with_int8_linears() const;
   // The same for LinearWeights::int4.
   Gpt2Weights with_int4_linears() const;
+  // A copy whose wte (the embedding and the output head tied to it) holds the values an engine
+  // with EngineOptions::head_weights = `head` computes with: each token's row quantized in groups
+  // of kGpt2Q8Group features (one scale each, as a linear's groups of rows: the head is the linear
+  // x wte^T) and dequantized. dense: an unchanged copy. Composes with with_int8_linears /
+  // with_int4_linears. invalid_argument when n_embd is not a multiple of kGpt2Q8Group, or for a
+  // non-finite value of wte (naming its token and feature).
+  Gpt2Weights with_quantized_head(LinearWeights head) const;
 };
 
 // How each new token is drawn from the logits. temperature 0 is greedy (argmax, ties to the lower
@@ -125,6 +133,13 @@ struct EngineOptions {
   // that dequantizes as it reads; larger ones dequantize W into a scratch buffer for cuBLASLt. On
   // an H200 int8 is faster than dense at one row only (GPT-2 1.5B B1 +17%; README).
   LinearWeights linear_weights = LinearWeights::dense;
+  // The output head's storage: dense (the default), or int8 / int4 as the linears' (groups of 64
+  // features of each token's row of wte, whatever linear_weights is). The head is tied to the
+  // embedding, so both read the dequantized values (Gpt2Weights::with_quantized_head). CUDA: steps
+  // of up to 8 rows (int4: 16) read the quantized head in the linears' kernel, fp32 logits out;
+  // larger steps use cuBLASLt over the dequantized head. GPT-2 124M's head is 11% of a B1 decode
+  // step on an H200 (README has the figures).
+  LinearWeights head_weights = LinearWeights::dense;
   bool cuda_graphs = true;  // CUDA: decode-only steps replay captured graphs
   int num_threads = 0;      // CPU backend threads (0: hardware concurrency)
   int device_index = 0;     // CUDA ordinal

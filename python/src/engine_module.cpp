@@ -26,12 +26,13 @@ gpuattn::Backend engine_backend(const std::string& s) {
                        "backend '" + s + "' is not one of 'auto', 'cpu', 'cuda'");
 }
 
-gpuattn::LinearWeights engine_linear_weights(const std::string& s) {
+// `what` names the argument (linear_weights, head_weights) in the error.
+gpuattn::LinearWeights engine_linear_weights(const std::string& s, const char* what) {
   if (s == "dense") return gpuattn::LinearWeights::dense;
   if (s == "int8") return gpuattn::LinearWeights::int8;
   if (s == "int4") return gpuattn::LinearWeights::int4;
   throw gpuattn::Error(gpuattn::ErrorCode::invalid_argument,
-                       "linear_weights '" + s + "' is not one of 'dense', 'int8', 'int4'");
+                       std::string(what) + " '" + s + "' is not one of 'dense', 'int8', 'int4'");
 }
 
 gpuattn::DType engine_dtype(const std::string& s) {
@@ -45,9 +46,11 @@ class PyGpt2Engine {
  public:
   PyGpt2Engine(const std::string& path, const std::string& backend, const std::string& dtype,
                int page_size, int num_pages, int max_batch, int max_prefill_tokens,
-               bool cuda_graphs, int num_threads, const std::string& linear_weights) {
+               bool cuda_graphs, int num_threads, const std::string& linear_weights,
+               const std::string& head_weights) {
     gpuattn::EngineOptions o;
-    o.linear_weights = engine_linear_weights(linear_weights);
+    o.linear_weights = engine_linear_weights(linear_weights, "linear_weights");
+    o.head_weights = engine_linear_weights(head_weights, "head_weights");
     o.backend = engine_backend(backend);
     o.dtype = engine_dtype(dtype);
     o.page_size = page_size;
@@ -129,16 +132,18 @@ void bind_engine(nb::module_& m) {
   nb::class_<PyGpt2Engine>(m, "Gpt2Engine",
                            "The GPT-2 engine (gpuattn::Gpt2Engine) over weights on disk.")
       .def(nb::init<const std::string&, const std::string&, const std::string&, int, int, int, int,
-                    bool, int, const std::string&>(),
+                    bool, int, const std::string&, const std::string&>(),
            nb::arg("path"), nb::arg("backend") = "auto", nb::arg("dtype") = "float16",
            nb::arg("page_size") = 16, nb::arg("num_pages") = 0, nb::arg("max_batch") = 64,
            nb::arg("max_prefill_tokens") = 8192, nb::arg("cuda_graphs") = true,
            nb::arg("num_threads") = 0, nb::arg("linear_weights") = "dense",
+           nb::arg("head_weights") = "dense",
            "Loads `path` (model.safetensors, or a directory with it and config.json, Hugging "
            "Face layout) onto `backend` ('auto', 'cpu', 'cuda'); dtype is the CUDA storage type "
            "('float16', 'bfloat16'; the CPU computes in fp32); linear_weights 'int8' or 'int4' "
            "stores the "
-           "layers' linears as weight-only int8 or int4 with group-wise scales.")
+           "layers' linears as weight-only int8 or int4 with group-wise scales; head_weights "
+           "'int8' or 'int4' the output head (tied to the embedding) likewise.")
       .def("generate", &PyGpt2Engine::generate, nb::arg("prompts"), nb::arg("max_new_tokens") = 16,
            nb::arg("temperature") = 0.0f, nb::arg("top_k") = 0, nb::arg("top_p") = 1.0f,
            nb::arg("seed") = 0, nb::arg("eos") = -1,

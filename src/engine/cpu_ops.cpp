@@ -174,7 +174,8 @@ class CpuOps final : public ModelOps {
  private:
   // out[r][n0, n1) = act(acc) (+ residual[r][n0, n1)): the linears' epilogue. residual may alias
   // out (each element is read before it is written).
-  // The quantized linears' loop: out = act(x W + bias) (+ residual) with W's scales (fp32
+  // The quantized linears' loop: out = act(x W + bias) (+ residual; bias may be null: 0, as for
+  // the quantized head's logits) with W's scales (fp32
   // [K / kGpt2Q8Group, N], from `scales`) applied to each group's sums; row(k, n0, n1, xk, part)
   // adds W's rows k..k + Step - 1, columns [n0, n1), times xk[0..Step) to part.
   template <int Step, typename Row>
@@ -189,7 +190,11 @@ class CpuOps final : public ModelOps {
       const std::size_t w = static_cast<std::size_t>(n1 - n0);
       std::vector<float> acc(w), part(w);
       for (int r = 0; r < rows; ++r) {
-        std::copy(ba + n0, ba + n1, acc.begin());
+        if (ba != nullptr) {
+          std::copy(ba + n0, ba + n1, acc.begin());
+        } else {
+          std::fill(acc.begin(), acc.end(), 0.0f);
+        }
         const float* xr = xa + static_cast<std::int64_t>(r) * K;
         for (int k0 = 0; k0 < K; k0 += kGpt2Q8Group) {
           std::fill(part.begin(), part.end(), 0.0f);

@@ -95,13 +95,16 @@ class Gpt2Engine::Impl {
   EngineOptions opts;
   std::unique_ptr<engine::ModelOps> ops;
   LinearWeights lw = LinearWeights::dense;  // how the linears' weights are stored
+  LinearWeights hw = LinearWeights::dense;  // how the output head is stored
   int max_pages = 0;                        // block table width: n_positions keys
   int max_rows = 0;                         // rows one step may run
   int max_seqs = 0;                         // sequences one step may run
 
   engine::BackendBuffer wpe, ln_f_w, ln_f_b;
-  engine::BackendBuffer head;  // wte as the output head reads it; it starts with wte [V, C] itself
-  int logits_ld = 0;           // logits row pitch: padded_vocab(V), V rounded up to 64
+  // wte as the output head reads it; it starts with wte [V, C] itself (with hw int8 / int4: the
+  // dequantized values, which the embedding reads too, and head_q the quantized head).
+  engine::BackendBuffer head, head_q;
+  int logits_ld = 0;  // logits row pitch: padded_vocab(V), V rounded up to 64
   std::vector<LayerWeights> layers;
   int pool_pages = 0;
   std::vector<engine::BackendBuffer> k_pool, v_pool;  // per layer [pool_pages, page_size, H, D]
@@ -143,6 +146,15 @@ class Gpt2Engine::Impl {
       default: return weights(v);
     }
   }
+  // logits [rows, logits_ld] = the output head of ln's first rows, stored as hw says.
+  void head_logits(float* out, int rows) {
+    const int C = cfg.n_embd, V = cfg.vocab_size;
+    if (hw == LinearWeights::dense) {
+      ops->lm_head(ln.ptr, head.ptr, out, rows, C, V, logits_ld);
+    } else {
+      ops->lm_head_quantized(ln.ptr, head.ptr, head_q.ptr, hw, out, rows, C, V, logits_ld);
+    }
+  }
   engine::BackendBuffer buffer(std::size_t bytes) {
     return engine::BackendBuffer(ops.get(), ops->alloc(bytes));
   }
@@ -179,6 +191,12 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
             ", must be LinearWeights::dense, int8 or int4");
   }
   lw = opts.linear_weights;
+  if (opts.head_weights != LinearWeights::dense && opts.head_weights != LinearWeights::int8 &&
+      opts.head_weights != LinearWeights::int4) {
+    invalid("head_weights is " + std::to_string(static_cast<int>(opts.head_weights)) +
+            ", must be LinearWeights::dense, int8 or int4");
+  }
+  hw = opts.head_weights;
   Backend b = opts.backend;
   if (b == Backend::automatic) b = cuda_available() ? Backend::cuda : Backend::cpu;
   if (b == Backend::cuda) {
@@ -224,8 +242,17 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
     check(L.mlp_proj_w, 4 * C * C, h + "mlp.c_proj.weight");
     check(L.mlp_proj_b, C, h + "mlp.c_proj.bias");
   }
-  head =
-      engine::BackendBuffer(ops.get(), ops->upload_head(w.wte.data(), cfg.vocab_size, cfg.n_embd));
+  if (hw == LinearWeights::dense) {
+    head = engine::BackendBuffer(ops.get(),
+                                 ops->upload_head(w.wte.data(), cfg.vocab_size, cfg.n_embd));
+  } else {  // the embedding and the head both read the dequantized values (tied)
+    head_q = engine::BackendBuffer(
+        ops.get(), ops->upload_quantized_head(w.wte.data(), cfg.vocab_size, cfg.n_embd, hw));
+    std::vector<float> wte = w.wte;
+    engine::round_trip_head(wte, cfg.vocab_size, cfg.n_embd, hw);
+    head =
+        engine::BackendBuffer(ops.get(), ops->upload_head(wte.data(), cfg.vocab_size, cfg.n_embd));
+  }
   wpe = weights(w.wpe);
   ln_f_w = weights(w.ln_f_w);
   ln_f_b = weights(w.ln_f_b);
@@ -499,7 +526,7 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
   if (logits_out) {
     body();
     engine::BackendBuffer all = buffer(static_cast<std::size_t>(rows) * logits_ld * sizeof(float));
-    ops->lm_head(ln.ptr, head.ptr, static_cast<float*>(all.ptr), rows, C, V, logits_ld);
+    head_logits(static_cast<float*>(all.ptr), rows);
     std::vector<float> pitched(static_cast<std::size_t>(rows) * logits_ld);
     ops->download(pitched.data(), all.ptr, pitched.size() * sizeof(float));
     logits_out->resize(static_cast<std::size_t>(rows) * V);
@@ -513,7 +540,7 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
       reinterpret_cast<const engine::SampleRow*>(static_cast<const char*>(meta.ptr) + o_sample);
   const auto step = [&] {
     body();
-    ops->lm_head(ln.ptr, head.ptr, static_cast<float*>(logits.ptr), nseg, C, V, logits_ld);
+    head_logits(static_cast<float*>(logits.ptr), nseg);
     ops->sample(static_cast<const float*>(logits.ptr), nseg, V, logits_ld, rows_dev,
                 static_cast<std::int32_t*>(tokens_out.ptr));
   };

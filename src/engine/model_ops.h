@@ -118,6 +118,17 @@ class ModelOps {
   // upload_head. Columns V to padded_vocab(V) may be written (zeros on CUDA); they are no logits.
   virtual void lm_head(const void* x, const void* head, float* logits, int rows, int C, int V,
                        int ld) = 0;
+  // The output head stored as int8 / int4 (EngineOptions::head_weights; w is one of those):
+  // upload_quantized_head stores head_linear(wte) [C, padded_vocab(V)] (q8_weights.h) as
+  // upload_q8_weights / upload_q4_weights would, and lm_head_quantized computes lm_head's logits
+  // (row pitch ld = padded_vocab(V); the padded columns come out 0) from it: those of wte's
+  // dequantized values, which upload_head was given (`head`). By default it is the backend's
+  // linear_q8 / linear_q4 into the logits, which needs fp32 activations (the CPU backend's) and
+  // ld == padded_vocab(V): otherwise invalid_argument. The CUDA backend runs its int8 / int4
+  // kernel with fp32 output where that takes the call, and lm_head over `head` elsewhere.
+  virtual void* upload_quantized_head(const float* wte, int V, int C, LinearWeights w);
+  virtual void lm_head_quantized(const void* x, const void* head, const void* head_q,
+                                 LinearWeights w, float* logits, int rows, int C, int V, int ld);
   // The keys and values of every row into the paged caches: row r's k (qkv columns [C, 2C)) and
   // v ([2C, 3C)) go to slot slots[r] (page * page_size + row in page) of k_pool / v_pool
   // ([slots, C] each). The caches and slots are backend memory.

@@ -1,5 +1,6 @@
-// Weight-only int8 and int4 linears: the quantizers and layouts (q8_weights.h) and
-// Gpt2Weights::with_int8_linears / with_int4_linears.
+// Weight-only int8 and int4 linears: the quantizers and layouts (q8_weights.h),
+// Gpt2Weights::with_int8_linears / with_int4_linears, and the quantized output head
+// (head_linear, round_trip_head, Gpt2Weights::with_quantized_head).
 #include "engine/q8_weights.h"
 
 #include <algorithm>
@@ -307,6 +308,36 @@ void ModelOps::linear_q8(const void*, const void*, const void*, const void*, voi
                                             " backend has no int8 linears (LinearWeights::int8)");
 }
 
+void* ModelOps::upload_quantized_head(const float* wte, int V, int C, LinearWeights w) {
+  if (w != LinearWeights::int8 && w != LinearWeights::int4) {
+    throw Error(ErrorCode::invalid_argument,
+                "gpuattn engine: upload_quantized_head with LinearWeights " +
+                    std::to_string(static_cast<int>(w)) + ": int8 or int4");
+  }
+  const std::vector<float> W = head_linear(wte, V, C);
+  const int Vp = padded_vocab(V);
+  return w == LinearWeights::int4 ? upload_q4_weights(W.data(), C, Vp)
+                                  : upload_q8_weights(W.data(), C, Vp);
+}
+
+void ModelOps::lm_head_quantized(const void* x, const void* /*head*/, const void* head_q,
+                                 LinearWeights w, float* logits, int rows, int C, int V, int ld) {
+  const int Vp = padded_vocab(V);
+  if (dtype() != DType::f32 || ld != Vp || (w != LinearWeights::int8 && w != LinearWeights::int4)) {
+    throw Error(ErrorCode::invalid_argument,
+                std::string("gpuattn engine: the quantized output head on ") + to_string(device()) +
+                    " in " + to_string(dtype()) + " with logits pitch " + std::to_string(ld) +
+                    " and LinearWeights " + std::to_string(static_cast<int>(w)) +
+                    ": the default takes fp32 activations, a pitch of padded_vocab(V) = " +
+                    std::to_string(Vp) + ", int8 or int4");
+  }
+  if (w == LinearWeights::int4) {
+    linear_q4(x, head_q, nullptr, nullptr, logits, rows, C, Vp, false);
+  } else {
+    linear_q8(x, head_q, nullptr, nullptr, logits, rows, C, Vp, false);
+  }
+}
+
 }  // namespace engine
 
 namespace {
@@ -350,6 +381,56 @@ Gpt2Weights quantized_linears(const Gpt2Weights& from, int bits) {
 }
 
 }  // namespace
+
+namespace engine {
+
+std::vector<float> head_linear(const float* wte, int V, int C) {
+  if (V <= 0 || C <= 0) {
+    throw Error(ErrorCode::invalid_argument, "the output head: V is " + std::to_string(V) +
+                                                 " and C " + std::to_string(C) +
+                                                 ", both must be positive");
+  }
+  const std::size_t Vp = static_cast<std::size_t>(padded_vocab(V));
+  std::vector<float> W(static_cast<std::size_t>(C) * Vp, 0.0f);
+  for (int v = 0; v < V; ++v) {
+    const float* row = wte + static_cast<std::size_t>(v) * C;
+    for (int c = 0; c < C; ++c) {
+      if (!std::isfinite(row[c])) {
+        throw Error(ErrorCode::invalid_argument,
+                    "the output head: wte[" + std::to_string(v) + "][" + std::to_string(c) +
+                        "] (token " + std::to_string(v) + ", feature " + std::to_string(c) +
+                        ") is " + std::to_string(row[c]) + ", not finite");
+      }
+      W[static_cast<std::size_t>(c) * Vp + v] = row[c];
+    }
+  }
+  return W;
+}
+
+void round_trip_head(std::vector<float>& wte, int V, int C, LinearWeights w) {
+  if (w == LinearWeights::dense) return;
+  if (wte.size() != static_cast<std::size_t>(V) * static_cast<std::size_t>(C)) {
+    throw Error(ErrorCode::invalid_argument, "the output head: wte has " +
+                                                 std::to_string(wte.size()) + " values, V x C is " +
+                                                 std::to_string(static_cast<std::int64_t>(V) * C));
+  }
+  std::vector<float> W = head_linear(wte.data(), V, C);
+  const int Vp = padded_vocab(V);
+  round_trip(W, C, Vp, w == LinearWeights::int4 ? 4 : 8, "wte (the output head, transposed)");
+  for (int v = 0; v < V; ++v) {
+    for (int c = 0; c < C; ++c) {
+      wte[static_cast<std::size_t>(v) * C + c] = W[static_cast<std::size_t>(c) * Vp + v];
+    }
+  }
+}
+
+}  // namespace engine
+
+Gpt2Weights Gpt2Weights::with_quantized_head(LinearWeights head) const {
+  Gpt2Weights w = *this;
+  engine::round_trip_head(w.wte, w.config.vocab_size, w.config.n_embd, head);
+  return w;
+}
 
 Gpt2Weights Gpt2Weights::with_int8_linears() const {
   return quantized_linears(*this, 8);

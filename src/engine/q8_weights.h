@@ -4,6 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
+
+#include "gpuattn/gpt2.h"
 
 namespace gpuattn::engine {
 
@@ -65,5 +68,16 @@ std::size_t q4_bytes(int K, int N);
 void shuffle_q4_mma(const std::int8_t* q, int K, int N, std::uint8_t* out);
 std::size_t q4_mma_scales_offset(int K, int N);
 std::size_t q4_mma_bytes(int K, int N);
+
+// The output head as a linear's W (EngineOptions::head_weights): wte [V, C] transposed into
+// [C, Vp], Vp = padded_vocab(V) (model_ops.h) with zero columns past V, so that the logits are
+// x W, and a linear's groups of 64 rows are 64 features of a token's row. invalid_argument naming
+// the token and feature of the first non-finite value of wte (row-major order), or V or C where
+// it is not positive.
+std::vector<float> head_linear(const float* wte, int V, int C);
+// wte [V, C] replaced by the values a head stored as `w` computes with (int8 / int4: head_linear's
+// W quantized, dequantized and transposed back; dense: unchanged). The errors of head_linear, and
+// of the quantizer (C not a multiple of 64).
+void round_trip_head(std::vector<float>& wte, int V, int C, LinearWeights w);
 
 }  // namespace gpuattn::engine

@@ -382,7 +382,8 @@ TEST(Gpt2EngineCuda, Int4LinearsMatchTheFp64Reference) {
 }
 
 // A skinny call with only one of the layernorm's two pointers is rejected before anything is
-// launched (the kernels would read the other from address 0). No GPU needed: it throws first.
+// launched (the kernels would read the other from address 0), and so is fp32 output with an
+// epilogue it does not take. No GPU needed: it throws first.
 TEST(Gpt2EngineCuda, SkinnyLinearRejectsHalfALayernorm) {
   engine::cuda::SkinnyScratch scratch;
   engine::cuda::SkinnyPlan plan;
@@ -406,6 +407,19 @@ TEST(Gpt2EngineCuda, SkinnyLinearRejectsHalfALayernorm) {
   expect_invalid_argument(
       [&] { engine::cuda::skinny_linear(DType::f16, plan, a, scratch, nullptr); },
       "biases but no weights");
+  // fp32 output (the head's logits) takes no bias, GELU, residual or scatter, and a pitch >= N.
+  a.ln_b = nullptr;
+  a.f32_out = true;
+  a.ld = 16;
+  a.bias = a.W;
+  expect_invalid_argument(
+      [&] { engine::cuda::skinny_linear(DType::f16, plan, a, scratch, nullptr); },
+      "fp32 output (the head's logits) and a bias, row pitch 16");
+  a.bias = nullptr;
+  a.ld = 8;
+  expect_invalid_argument(
+      [&] { engine::cuda::skinny_linear(DType::f16, plan, a, scratch, nullptr); },
+      "row pitch 8 for N 16: it takes none of the four and a pitch of at least N");
 }
 
 // cuBLASLt's GELU epilogue is the tanh form GPT-2 uses (gelu_new), not the erf form: at x = -3
@@ -558,6 +572,143 @@ TEST(Gpt2EngineCuda, LmHeadMatchesTheFp64Reference) {
       ops->free(head);
     }
   }
+}
+
+// The output head stored as int8 / int4 (EngineOptions::head_weights): lm_head_quantized against
+// fp64 on the dequantized wte (round_trip_head). The int8 / int4 kernel with fp32 logits out at the
+// rows it takes (int8 1-8, int4 1-16: two launches above 8), cuBLASLt over the dequantized head
+// upload_head holds above; vocabularies ending inside a 16-column tile and inside the padding,
+// the pad columns exactly 0, a pitch past Vp left as poisoned, each call twice.
+TEST(Gpt2EngineCuda, QuantizedLmHeadMatchesTheFp64Reference) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    int V, C;
+  };
+  const Case cases[] = {{101, 128}, {1000, 768}, {50257, 64}};
+  const float nan = std::nanf("");
+  for (const DType dt : {DType::f16, DType::bf16}) {
+    auto ops = engine::make_cuda_ops(dt, 0);
+    const double ulp = dt == DType::bf16 ? 1.0 / 128 : 1.0 / 1024;
+    const auto r16 = [&](float v) {
+      return dt == DType::bf16 ? bf16_to_float(float_to_bf16(v)) : f16_to_float(float_to_f16(v));
+    };
+    for (const LinearWeights lw : {LinearWeights::int8, LinearWeights::int4}) {
+      const bool q4 = lw == LinearWeights::int4;
+      for (const Case& c : cases) {
+        const int Vp = engine::padded_vocab(c.V);
+        std::mt19937_64 rng(c.V * 37 + c.C + (q4 ? 1 : 0));
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        std::vector<float> wte(static_cast<std::size_t>(c.V) * c.C);
+        for (float& v : wte) v = nd(rng) / std::sqrt(static_cast<float>(c.C));
+        void* head_q = ops->upload_quantized_head(wte.data(), c.V, c.C, lw);
+        std::vector<float> deq = wte;
+        engine::round_trip_head(deq, c.V, c.C, lw);
+        void* head = ops->upload_head(deq.data(), c.V, c.C);
+        for (const int rows : {1, 3, 8, 9, 16, 17}) {
+          const bool kernel = rows <= (q4 ? 16 : 8);
+          std::vector<float> x(static_cast<std::size_t>(rows) * c.C);
+          for (float& v : x) v = r16(0.3f + nd(rng));
+          std::vector<double> want(static_cast<std::size_t>(rows) * c.V);
+          std::vector<double> tol(want.size());
+          for (int r = 0; r < rows; ++r) {
+            for (int v = 0; v < c.V; ++v) {
+              double acc = 0.0, mag = 0.0;
+              for (int k = 0; k < c.C; ++k) {
+                const double p = static_cast<double>(x[static_cast<std::size_t>(r) * c.C + k]) *
+                                 deq[static_cast<std::size_t>(v) * c.C + k];
+                acc += p;
+                mag += std::abs(p);
+              }
+              want[static_cast<std::size_t>(r) * c.V + v] = acc;
+              // The kernel: exact products of 16-bit x and the integer levels, fp32 sums and
+              // scales. cuBLASLt: the dequantized weights rounded to 16 bits too.
+              tol[static_cast<std::size_t>(r) * c.V + v] = (kernel ? 1e-5 : ulp) * mag + 1e-6;
+            }
+          }
+          void* dx = ops->upload_weights(x.data(), x.size());
+          for (const int ld : {Vp, Vp + 36}) {
+            const std::size_t n = static_cast<std::size_t>(rows) * ld;
+            auto* dl = static_cast<float*>(ops->alloc(n * sizeof(float)));
+            for (int round = 0; round < 2; ++round) {
+              std::vector<float> got(n, nan);
+              ops->upload(dl, got.data(), n * sizeof(float));
+              ops->lm_head_quantized(dx, head, head_q, lw, dl, rows, c.C, c.V, ld);
+              ops->download(got.data(), dl, n * sizeof(float));
+              int bad = 0;
+              for (int r = 0; r < rows; ++r) {
+                for (int v = 0; v < ld; ++v) {
+                  const float g = got[static_cast<std::size_t>(r) * ld + v];
+                  const std::size_t o = static_cast<std::size_t>(r) * c.V + v;
+                  const bool ok = v < c.V  ? std::abs(g - want[o]) <= tol[o]
+                                  : v < Vp ? g == 0.0f
+                                           : std::isnan(g);
+                  if (!ok && ++bad <= 3) {
+                    ADD_FAILURE() << (q4 ? "int4 " : "int8 ") << to_string(dt) << " V " << c.V
+                                  << " (Vp " << Vp << ") C " << c.C << " rows " << rows << " ld "
+                                  << ld << " round " << round << ": logits[" << r << "][" << v
+                                  << "] = " << g
+                                  << (v < c.V  ? ", fp64 " + std::to_string(want[o])
+                                      : v < Vp ? ", a pad column: 0 expected"
+                                               : ", past Vp: left as poisoned expected");
+                  }
+                }
+              }
+            }
+            ops->free(dl);
+          }
+          ops->free(dx);
+        }
+        ops->free(head);
+        ops->free(head_q);
+      }
+    }
+  }
+}
+
+// The engine with a quantized head, alone and with int4 linears: forward (the kernel at one row,
+// two launches or cuBLASLt over the dequantized head above) against the fp64 reference of
+// with_quantized_head, and decode steps of 1-6 rows in graphs against its own forward.
+TEST(Gpt2EngineCuda, QuantizedHeadMatchesTheFp64ReferenceOfTheModelItRuns) {
+  SKIP_WITHOUT_GPU();
+  for (const LinearWeights hw : {LinearWeights::int8, LinearWeights::int4})
+    for (const LinearWeights lw : {LinearWeights::dense, LinearWeights::int4})
+      for (const DType dt : {DType::f16, DType::bf16}) {
+        const Gpt2Weights w = Gpt2Weights::random(small_config(), 43);
+        Gpt2Weights wq = w.with_quantized_head(hw);
+        if (lw == LinearWeights::int4) wq = wq.with_int4_linears();
+        const std::string kind = std::string(hw == LinearWeights::int4 ? "int4" : "int8") +
+                                 " head, " + (lw == LinearWeights::int4 ? "int4" : "dense") +
+                                 " linears, " + to_string(dt);
+        EngineOptions o = cuda_options(dt);
+        o.linear_weights = lw;
+        o.head_weights = hw;
+        Gpt2Engine e(w, o);
+        for (int n : {1, 13, 80}) {
+          const std::vector<std::int32_t> tokens = random_tokens(n, 101, 90 + n);
+          const double err = rel_error(e.forward_logits(tokens), gpt2_reference_logits(wq, tokens));
+          EXPECT_LT(err, dt == DType::f16 ? 5e-3 : 3e-2) << kind << " n " << n;
+        }
+        std::vector<GenerationRequest> reqs;
+        for (int b = 0; b < 6; ++b) {
+          GenerationRequest r;
+          r.prompt = random_tokens(3 + 5 * b, 101, 500 + b);
+          r.max_new_tokens = 2 + 2 * b;
+          reqs.push_back(r);
+        }
+        const auto out = e.generate(reqs);
+        ASSERT_EQ(out.size(), reqs.size());
+        for (std::size_t i = 0; i < reqs.size(); ++i) {
+          std::vector<std::int32_t> seq = reqs[i].prompt;
+          for (const std::int32_t t : out[i]) {
+            const std::vector<float> logits = e.forward_logits(seq);
+            const float* last = &logits[(seq.size() - 1) * 101];
+            const float best = *std::max_element(last, last + 101);
+            const float spread = best - *std::min_element(last, last + 101);
+            EXPECT_GE(last[t], best - 0.05f * spread) << kind << ", request " << i;
+            seq.push_back(t);
+          }
+        }
+      }
 }
 
 // The engine's own linear kernel for a few rows (engine/cuda/skinny.cu), with the layernorm ahead

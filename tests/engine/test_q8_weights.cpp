@@ -1,7 +1,8 @@
 // Weight-only int8 and int4 linears (LinearWeights::int8 / int4): the quantizers' bounds, the CUDA
 // fragment orders, the CPU backend's int8 linear against fp64 on the dequantized weights, and the
 // engine on int8 / int4 linears against the fp64 reference of the model it runs
-// (Gpt2Weights::with_int8_linears / with_int4_linears).
+// (Gpt2Weights::with_int8_linears / with_int4_linears), and the quantized output head
+// (EngineOptions::head_weights, Gpt2Weights::with_quantized_head).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -481,6 +482,109 @@ TEST(Gpt2EngineCpu, Int8LinearsOptionsAreChecked) {
                           "int4 linear weights: K (rows of W) is -64");
   expect_invalid_argument([&] { ops->upload_q8_weights(W.data(), 64, -8); },
                           "int8 linear weights: N (columns of W) is -8");
+}
+
+// head_linear: wte transposed into [C, padded_vocab(V)] with zero columns past V; round_trip_head:
+// each token's row in groups of 64 features, one scale each (absmax / limit), so a row's values
+// move by at most half its group's scale, and quantizing head_linear of the result gives it back.
+TEST(Gpt2QuantizedHead, HeadLinearAndRoundTripFollowTheGroups) {
+  const int V = 77, C = 128, Vp = engine::padded_vocab(V);
+  ASSERT_EQ(Vp, 128);
+  std::vector<float> wte = normal(static_cast<std::size_t>(V) * C, 0.05f, 5);
+  wte[3 * C + 70] = 2.0f;  // an outlier: token 3's second group has scale 2 / limit
+  const std::vector<float> W = engine::head_linear(wte.data(), V, C);
+  ASSERT_EQ(W.size(), static_cast<std::size_t>(C) * Vp);
+  for (int c = 0; c < C; ++c) {
+    for (int v = 0; v < Vp; ++v) {
+      const float want = v < V ? wte[static_cast<std::size_t>(v) * C + c] : 0.0f;
+      ASSERT_EQ(W[static_cast<std::size_t>(c) * Vp + v], want) << "c " << c << " v " << v;
+    }
+  }
+  for (const LinearWeights lw : {LinearWeights::int8, LinearWeights::int4}) {
+    const float limit = lw == LinearWeights::int4 ? 7.0f : 127.0f;
+    std::vector<float> q = wte;
+    engine::round_trip_head(q, V, C, lw);
+    int moved = 0;
+    for (int v = 0; v < V; ++v) {
+      for (int g = 0; g < C / 64; ++g) {
+        float amax = 0.0f;
+        for (int c = 64 * g; c < 64 * g + 64; ++c) {
+          amax = std::max(amax, std::abs(wte[static_cast<std::size_t>(v) * C + c]));
+        }
+        const float scale = amax / limit;
+        for (int c = 64 * g; c < 64 * g + 64; ++c) {
+          const std::size_t i = static_cast<std::size_t>(v) * C + c;
+          ASSERT_LE(std::abs(q[i] - wte[i]), 0.5f * scale * (1 + 1e-5f) + 1e-12f)
+              << "token " << v << " feature " << c;
+          const float level = q[i] / scale;
+          ASSERT_NEAR(level, std::round(level), 1e-3f) << "token " << v << " feature " << c;
+          moved += q[i] != wte[i];
+        }
+      }
+    }
+    EXPECT_GT(moved, V * C / 2);
+    EXPECT_EQ(q[3 * C + 70], 2.0f);  // the outlier is its group's +limit exactly
+    // Quantizing again changes nothing, and dense changes nothing.
+    std::vector<float> again = q;
+    engine::round_trip_head(again, V, C, lw);
+    for (std::size_t i = 0; i < q.size(); ++i) ASSERT_NEAR(again[i], q[i], 1e-6f * 2.0f) << i;
+    std::vector<float> same = wte;
+    engine::round_trip_head(same, V, C, LinearWeights::dense);
+    EXPECT_EQ(same, wte);
+  }
+  std::vector<float> bad = wte;
+  bad[5 * C + 9] = std::numeric_limits<float>::infinity();
+  expect_invalid_argument([&] { engine::head_linear(bad.data(), V, C); },
+                          "wte[5][9] (token 5, feature 9) is inf");
+  expect_invalid_argument([&] { engine::round_trip_head(bad, V, C, LinearWeights::int4); },
+                          "token 5, feature 9");
+  expect_invalid_argument([&] { engine::head_linear(wte.data(), 0, C); }, "V is 0");
+  std::vector<float> odd(static_cast<std::size_t>(V) * 96, 0.1f);
+  expect_invalid_argument([&] { engine::round_trip_head(odd, V, 96, LinearWeights::int8); },
+                          "K (rows of W) is 96");
+  expect_invalid_argument([&] { engine::round_trip_head(odd, V, C, LinearWeights::int8); },
+                          "wte has 7392 values, V x C is 9856");
+}
+
+// The engine with its output head (and so the tied embedding) quantized: the model
+// with_quantized_head describes, alone and with int4 linears, to fp32 accuracy; not the dense
+// model; generation as its own forward; and the option checked.
+TEST(Gpt2EngineCpu, QuantizedHeadMatchesTheFp64ReferenceOfTheModelItRuns) {
+  const Gpt2Weights w = sharp_weights(small_config(), 27);
+  for (const LinearWeights hw : {LinearWeights::int8, LinearWeights::int4}) {
+    for (const LinearWeights lw : {LinearWeights::dense, LinearWeights::int4}) {
+      const char* kind = hw == LinearWeights::int4 ? "int4 head, " : "int8 head, ";
+      Gpt2Weights wq = w.with_quantized_head(hw);
+      if (lw == LinearWeights::int4) wq = wq.with_int4_linears();
+      EngineOptions o = int8_cpu_options(lw);
+      o.head_weights = hw;
+      Gpt2Engine e(w, o);
+      for (int n : {1, 9, 80}) {
+        const std::vector<std::int32_t> tokens = random_tokens(n, 101, 70 + n);
+        const std::vector<float> logits = e.forward_logits(tokens);
+        EXPECT_LT(rel_error(logits, gpt2_reference_logits(wq, tokens)), 2e-5)
+            << kind << (lw == LinearWeights::int4 ? "int4" : "dense") << " linears, n = " << n;
+        Gpt2Weights linears_only = lw == LinearWeights::int4 ? w.with_int4_linears() : w;
+        EXPECT_GT(rel_error(logits, gpt2_reference_logits(linears_only, tokens)), 1e-4)
+            << kind << "n = " << n;
+      }
+      expect_generates_as_own_forward(e, {1, 5}, 5, 240);
+    }
+  }
+  EngineOptions o = int8_cpu_options(LinearWeights::dense);
+  o.head_weights = static_cast<LinearWeights>(9);
+  expect_invalid_argument([&] { Gpt2Engine e(w, o); }, "head_weights is 9");
+  // Dense: a copy, the same model.
+  const Gpt2Weights same = w.with_quantized_head(LinearWeights::dense);
+  EXPECT_EQ(same.wte, w.wte);
+  // The default lm_head_quantized needs fp32 activations and the padded pitch.
+  auto ops = engine::make_cpu_ops(1);
+  expect_invalid_argument(
+      [&] {
+        ops->lm_head_quantized(nullptr, nullptr, nullptr, LinearWeights::int4, nullptr, 1, 64, 101,
+                               101);
+      },
+      "a pitch of padded_vocab(V) = 128");
 }
 
 }  // namespace

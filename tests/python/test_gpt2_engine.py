@@ -180,6 +180,38 @@ def test_quantized_linears_run_the_quantized_model(model, kind, qmax):
         ga.Gpt2Engine(directory, backend="cpu", linear_weights="int2")
 
 
+def quantized_head(w, qmax):
+    """The weights with wte (the embedding and the tied head) quantized as head_weights='int8'
+    (qmax 127) or 'int4' (qmax 7) says: per 64 features of each token's row a float32 scale
+    max|w| / qmax, each value the nearest multiple (ties away from zero)."""
+    out = dict(w)
+    a = w["wte.weight"]
+    v, c = a.shape
+    g = a.reshape(v, c // 64, 64)
+    scale = (np.abs(g).max(axis=2, keepdims=True) / np.float32(qmax)).astype(np.float32)
+    ratio = np.divide(g, scale, out=np.zeros_like(g), where=scale > 0)
+    q = np.clip(np.sign(ratio) * np.floor(np.abs(ratio) + 0.5), -qmax, qmax)
+    out["wte.weight"] = (q.astype(np.float32) * scale).reshape(v, c)
+    return out
+
+
+@pytest.mark.parametrize("kind,qmax", [("int8", 127), ("int4", 7)])
+def test_quantized_head_runs_the_quantized_model(model, kind, qmax):
+    directory, w = model
+    engine = ga.Gpt2Engine(directory, backend="cpu", head_weights=kind, linear_weights="int4")
+    wq = quantized_head(quantized_linears(w, 7), qmax)
+    rng = np.random.default_rng(6)
+    for n in (1, 9, 70):
+        tokens = rng.integers(0, 97, n).tolist()
+        got = engine.forward_logits(tokens)
+        ref = reference_logits(wq, tokens)
+        assert np.abs(got - ref).max() / np.abs(ref).max() < 2e-5, n
+        linears_only = reference_logits(quantized_linears(w, 7), tokens)
+        assert np.abs(got - linears_only).max() / np.abs(linears_only).max() > 1e-4, n
+    with pytest.raises(ValueError, match="head_weights 'fp8' is not one of"):
+        ga.Gpt2Engine(directory, backend="cpu", head_weights="fp8")
+
+
 def test_sampling_is_reproducible_and_seeded(model):
     directory, _ = model
     engine = ga.Gpt2Engine(directory, backend="cpu")

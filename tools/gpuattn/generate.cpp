@@ -43,6 +43,8 @@ our attention over a paged KV cache) or on the CPU, batched by the continuous-ba
   --dtype f16|bf16    CUDA storage type (default f16)
   --linear-weights dense|int8|int4   the layers' linears in the storage type (default) or
                       weight-only int8 / int4 with a scale per 64 rows and column
+  --head-weights dense|int8|int4     the output head (tied to the embedding) likewise, a scale
+                      per 64 features of each token's row (default dense)
   --page-size N       keys a KV cache page (default 16)
   --max-batch N       the scheduler's batch limit (default: max(64, --batch))
   --warmup N          untimed runs first (default 1 on CUDA, 0 on the CPU)
@@ -112,10 +114,10 @@ int run_generate(const std::vector<std::string>& args) {
   }
   const Flags f(
       "generate", args,
-      {"model",      "random",     "weights-seed", "prompt",        "text",      "tokenizer",
-       "prompt-len", "batch",      "max-new",      "temperature",   "top-k",     "top-p",
-       "seed",       "device",     "dtype",        "page-size",     "max-batch", "warmup",
-       "save-model", "logits-out", "json",         "linear-weights"},
+      {"model",      "random",     "weights-seed", "prompt",         "text",        "tokenizer",
+       "prompt-len", "batch",      "max-new",      "temperature",    "top-k",       "top-p",
+       "seed",       "device",     "dtype",        "page-size",      "max-batch",   "warmup",
+       "save-model", "logits-out", "json",         "linear-weights", "head-weights"},
       {});
   if (f.has("model") == f.has("random")) {
     throw UsageError("generate: give exactly one of --model PATH and --random SIZE");
@@ -164,10 +166,14 @@ int run_generate(const std::vector<std::string>& args) {
                 : device == "cuda" ? Backend::cuda
                                    : Backend::automatic;
   opt.dtype = f.choice("dtype", "f16", {"f16", "bf16"}) == "bf16" ? DType::bf16 : DType::f16;
-  const std::string linear_weights = f.choice("linear-weights", "dense", {"dense", "int8", "int4"});
-  opt.linear_weights = linear_weights == "int8"   ? LinearWeights::int8
-                       : linear_weights == "int4" ? LinearWeights::int4
-                                                  : LinearWeights::dense;
+  const auto storage = [&](const char* flag) {
+    const std::string v = f.choice(flag, "dense", {"dense", "int8", "int4"});
+    return v == "int8"   ? LinearWeights::int8
+           : v == "int4" ? LinearWeights::int4
+                         : LinearWeights::dense;
+  };
+  opt.linear_weights = storage("linear-weights");
+  opt.head_weights = storage("head-weights");
   opt.page_size = f.get_int("page-size", 16, 1, 1 << 20);
   const int batch = f.get_int("batch", 1, 1, 1 << 20);
   opt.scheduler.max_batch = f.get_int("max-batch", std::max(64, batch), 1, 1 << 20);
@@ -214,12 +220,15 @@ int run_generate(const std::vector<std::string>& args) {
   for (const auto& o : out) generated += static_cast<std::int64_t>(o.size());
   const double tok_s = generated / st.seconds;
   const std::string dev = on_cuda ? std::string("cuda ") + to_string(opt.dtype) : "cpu fp32";
-  const char* linears = opt.linear_weights == LinearWeights::int8   ? "int8"
-                        : opt.linear_weights == LinearWeights::int4 ? "int4"
-                                                                    : "dense";
+  const auto storage_name = [](LinearWeights w) {
+    return w == LinearWeights::int8 ? "int8" : w == LinearWeights::int4 ? "int4" : "dense";
+  };
+  const char* linears = storage_name(opt.linear_weights);
+  const char* head_storage = storage_name(opt.head_weights);
   std::cout << "gpuattn generate: " << model_name << " (" << cfg.n_layer << " layers, "
             << cfg.n_embd << " wide, vocab " << cfg.vocab_size << "), " << dev << ", " << linears
-            << " linears, commit " << git_commit() << ", " << iso_date_utc() << "\n";
+            << " linears, " << head_storage << " head, commit " << git_commit() << ", "
+            << iso_date_utc() << "\n";
   std::cout << "request 0 generated:";
   for (std::size_t i = 0; i < std::min<std::size_t>(out[0].size(), 32); ++i)
     std::cout << " " << out[0][i];
@@ -252,6 +261,7 @@ int run_generate(const std::vector<std::string>& args) {
     j.add("model", model_name)
         .add("device", dev)
         .add("linear_weights", linears)
+        .add("head_weights", head_storage)
         .add("commit", git_commit())
         .add("date", iso_date_utc())
         .add("batch", batch)

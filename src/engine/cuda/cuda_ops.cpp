@@ -133,30 +133,35 @@ class CudaOps final : public ModelOps {
   // Weight-only int8 and int4 linears: quantized on the host; the dequantization scratch (the GEMM
   // path's W, for rows the kernels do not take) grows here, never during a step (a graph capture).
   void* upload_q8_weights(const float* W, int K, int N) override {
-    check_quantized_shape(K, N, "int8");  // before any size is computed from K and N
-    // q in the tensor-core kernel's fragment order (shuffle_q8_mma), then the scales.
-    std::vector<unsigned char> block(q8_mma_bytes(K, N), 0);
-    {
-      std::vector<std::int8_t> q(static_cast<std::size_t>(K) * static_cast<std::size_t>(N));
-      quantize_q8(W, K, N, q.data(),
-                  reinterpret_cast<float*>(block.data() + q8_mma_scales_offset(K, N)));
-      shuffle_q8_mma(q.data(), K, N, reinterpret_cast<std::int8_t*>(block.data()));
-    }
+    void* p = upload_quantized(W, K, N, LinearWeights::int8);
     reserve_dequant(K, N);
-    return upload_block(block.data(), block.size());
+    return p;
   }
-  // Int4: the nibbles in the int4 kernel's fragment order (shuffle_q4_mma), then the scales.
   void* upload_q4_weights(const float* W, int K, int N) override {
-    check_quantized_shape(K, N, "int4");  // before any size is computed from K and N
-    std::vector<unsigned char> block(q4_mma_bytes(K, N), 0);
-    {
-      std::vector<std::int8_t> q(static_cast<std::size_t>(K) * static_cast<std::size_t>(N));
-      quantize_q4(W, K, N, q.data(),
-                  reinterpret_cast<float*>(block.data() + q4_mma_scales_offset(K, N)));
-      shuffle_q4_mma(q.data(), K, N, block.data());
-    }
+    void* p = upload_quantized(W, K, N, LinearWeights::int4);
     reserve_dequant(K, N);
-    return upload_block(block.data(), block.size());
+    return p;
+  }
+  // The quantized head needs no dequantization scratch: above the kernels' rows lm_head_quantized
+  // reads the dequantized head upload_head holds.
+  void* upload_quantized_head(const float* wte, int V, int C, LinearWeights w) override {
+    if (w != LinearWeights::int8 && w != LinearWeights::int4) {
+      return ModelOps::upload_quantized_head(wte, V, C, w);  // (its error)
+    }
+    const std::vector<float> W = head_linear(wte, V, C);
+    return upload_quantized(W.data(), C, padded_vocab(V), w);
+  }
+  // The int8 / int4 kernel (fp32 logits out) at the rows it takes (int4 up to 16, int8 up to 8),
+  // else cuBLASLt over the dequantized head.
+  void lm_head_quantized(const void* x, const void* head, const void* head_q, LinearWeights w,
+                         float* logits, int rows, int C, int V, int ld) override {
+    cuda::SkinnyArgs a =
+        skinny_args(x, head_q, nullptr, nullptr, logits, rows, C, padded_vocab(V), false);
+    a.q8 = w == LinearWeights::int8;
+    a.q4 = w == LinearWeights::int4;
+    a.f32_out = true;
+    a.ld = ld;
+    if ((!a.q8 && !a.q4) || !try_skinny(a)) lm_head(x, head, logits, rows, C, V, ld);
   }
   void linear_q8(const void* x, const void* Wq, const void* bias, const void* residual, void* out,
                  int rows, int K, int N, bool gelu) override {
@@ -350,7 +355,10 @@ class CudaOps final : public ModelOps {
       c.rows = std::min(chunk, a.rows - r0);
       c.x = at(a.x, r0, a.K);
       c.residual = at(a.residual, r0, a.N);
-      c.out = const_cast<void*>(at(a.out, r0, a.N));
+      c.out =
+          a.f32_out
+              ? static_cast<void*>(static_cast<float*>(a.out) + static_cast<std::size_t>(r0) * a.ld)
+              : const_cast<void*>(at(a.out, r0, a.N));
       if (a.kv_slots != nullptr) c.kv_slots = a.kv_slots + r0;
       const cuda::SkinnyPlan plan =
           cuda::skinny_plan(c.rows, c.K, c.N, c.W, skinny_, true, c.q8, c.q4);
@@ -368,6 +376,25 @@ class CudaOps final : public ModelOps {
   // (a 64-column slice each: up to 262144 columns).
   static constexpr std::size_t kSkinnyPartialFloats = std::size_t(4) << 20;
   static constexpr int kSkinnyCountSlots = 4096;
+
+  // W [K, N] quantized (lw: int8 or int4) in the kernels' fragment order (shuffle_q8_mma /
+  // shuffle_q4_mma), then the scales, as one block of device memory.
+  void* upload_quantized(const float* W, int K, int N, LinearWeights lw) {
+    const bool q4 = lw == LinearWeights::int4;
+    check_quantized_shape(K, N, q4 ? "int4" : "int8");  // before any size is computed from K, N
+    std::vector<unsigned char> block(q4 ? q4_mma_bytes(K, N) : q8_mma_bytes(K, N), 0);
+    std::vector<std::int8_t> q(static_cast<std::size_t>(K) * static_cast<std::size_t>(N));
+    if (q4) {
+      quantize_q4(W, K, N, q.data(),
+                  reinterpret_cast<float*>(block.data() + q4_mma_scales_offset(K, N)));
+      shuffle_q4_mma(q.data(), K, N, block.data());
+    } else {
+      quantize_q8(W, K, N, q.data(),
+                  reinterpret_cast<float*>(block.data() + q8_mma_scales_offset(K, N)));
+      shuffle_q8_mma(q.data(), K, N, reinterpret_cast<std::int8_t*>(block.data()));
+    }
+    return upload_block(block.data(), block.size());
+  }
 
   DType dtype_;
   int device_;

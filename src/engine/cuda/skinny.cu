@@ -138,8 +138,10 @@ struct Params {
   const std::int32_t* kv_slots;  // non-null: out is qkv, its k and v also into the caches
   void* k_pool;
   void* v_pool;
-  int kv_c;    // C = N / 3
-  int staged;  // the bits below, what the launch found aligned
+  int kv_c;      // C = N / 3
+  int staged;    // the bits below, what the launch found aligned
+  bool f32_out;  // out is fp32 with row pitch ld (no bias, GELU, residual or scatter)
+  int ld;
 };
 
 // Params::staged, each where its pointers are 16-byte aligned: the layernorm weights are loaded
@@ -194,6 +196,10 @@ __device__ __forceinline__ void cta_sums(float (&v)[M], float (*scratch)[M]) {
 template <typename T>
 __device__ __forceinline__ void finish_with(const Params& p, float v, int m, int n, float bias,
                                             float residual) {
+  if (p.f32_out) {  // the output head's logits
+    static_cast<float*>(p.out)[static_cast<std::int64_t>(m) * p.ld + n] = v;
+    return;
+  }
   if (p.bias != nullptr) v += bias;  // (not + 0: a -0 sum stays -0, as without a bias)
   if (p.gelu) v = gelu_tanh(v);
   const std::int64_t o = static_cast<std::int64_t>(m) * p.N + n;
@@ -1499,6 +1505,8 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   p.v_pool = a.v_pool;
   p.kv_c = a.N / 3;
   p.staged = 0;
+  p.f32_out = a.f32_out;
+  p.ld = a.f32_out ? a.ld : a.N;
   p.scales = a.q8   ? reinterpret_cast<const float*>(static_cast<const char*>(a.W) +
                                                    q8_mma_scales_offset(a.K, a.N))
              : a.q4 ? reinterpret_cast<const float*>(static_cast<const char*>(a.W) +
@@ -1525,6 +1533,16 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
                 "gpuattn engine: skinny linear with the k/v scatter has N " + std::to_string(a.N) +
                     " (must be 3C), " + (a.k_pool && a.v_pool ? "both" : "not both") +
                     " caches and " + (a.residual ? "a" : "no") + " residual (must be none)");
+  }
+  if (a.f32_out && (a.bias != nullptr || a.residual != nullptr || a.gelu || a.kv_slots != nullptr ||
+                    a.ld < a.N)) {
+    throw Error(ErrorCode::invalid_argument,
+                std::string("gpuattn engine: skinny linear with fp32 output (the head's logits) "
+                            "and ") +
+                    (a.bias ? "a bias, " : "") + (a.residual ? "a residual, " : "") +
+                    (a.gelu ? "GELU, " : "") + (a.kv_slots ? "the k/v scatter, " : "") +
+                    "row pitch " + std::to_string(a.ld) + " for N " + std::to_string(a.N) +
+                    ": it takes none of the four and a pitch of at least N");
   }
   if (plan.q4 || a.q4) {
     launch_q4(dt, plan, a, p, stream);

@@ -49,6 +49,10 @@ struct SkinnyArgs {
   const std::int32_t* kv_slots = nullptr;
   void* k_pool = nullptr;
   void* v_pool = nullptr;
+  // out is fp32 [rows, ld] (ld >= N) instead of rows of N in the activations' type: the output
+  // head's logits. Not with a bias, GELU, a residual or the k/v scatter.
+  bool f32_out = false;
+  int ld = 0;
 };
 
 struct SkinnyPlan {
