@@ -577,14 +577,17 @@ TEST(Gpt2EngineCuda, LmHeadMatchesTheFp64Reference) {
 // The output head stored as int8 / int4 (EngineOptions::head_weights): lm_head_quantized against
 // fp64 on the dequantized wte (round_trip_head). The int8 / int4 kernel with fp32 logits out at the
 // rows it takes (int8 1-8, int4 1-16: two launches above 8), cuBLASLt over the dequantized head
-// upload_head holds above; vocabularies ending inside a 16-column tile and inside the padding,
+// upload_head holds above; vocabularies ending inside a 16-column tile
+// and inside the padding,
 // the pad columns exactly 0, a pitch past Vp left as poisoned, each call twice.
 TEST(Gpt2EngineCuda, QuantizedLmHeadMatchesTheFp64Reference) {
   SKIP_WITHOUT_GPU();
   struct Case {
     int V, C;
   };
-  const Case cases[] = {{101, 128}, {1000, 768}, {50257, 64}};
+  // 1050: 68 tiles (an odd multiple of 4 tiles: CTAs of 8 tiles, as s42's head-tiles.patch had,
+  // end inside it).
+  const Case cases[] = {{101, 128}, {1050, 128}, {1000, 768}, {50257, 64}};
   const float nan = std::nanf("");
   for (const DType dt : {DType::f16, DType::bf16}) {
     auto ops = engine::make_cuda_ops(dt, 0);
