@@ -1205,6 +1205,10 @@ TEST(Gpt2EngineCuda, SamplingKernelMatchesTheHostSampler) {
   std::normal_distribution<float> nd(0.0f, 3.0f);
   for (float& v : logits) v = nd(rng);
   logits[8 * ld + 123] = logits[8 * ld + 456] = 40.0f;
+  // Greedy rows run over 8 blocks (kernels.h): a tie across two of them (the lower id), and the
+  // best in the last block's logits.
+  logits[12 * ld + 100] = logits[12 * ld + 40000] = 45.0f;
+  logits[16 * ld + V - 2] = 45.0f;
   for (int r = 0; r < rows; ++r) {  // the pad past V is never a token
     for (int i = V; i < ld; ++i) logits[static_cast<std::size_t>(r) * ld + i] = 1e30f;
   }  // a tie for greedy: the lower id
@@ -1223,17 +1227,42 @@ TEST(Gpt2EngineCuda, SamplingKernelMatchesTheHostSampler) {
   auto* dt = static_cast<std::int32_t*>(ops->alloc(rows * 4));
   ops->upload(dl, logits.data(), logits.size() * 4);
   ops->upload(dp, params.data(), rows * sizeof(engine::SampleRow));
-  ops->sample(dl, rows, V, ld, dp, dt);
-  std::vector<std::int32_t> got(rows);
-  ops->download(got.data(), dt, rows * 4);
-  for (int r = 0; r < rows; ++r) {
-    EXPECT_EQ(got[r],
-              engine::sample_row_host(&logits[static_cast<std::size_t>(r) * ld], V, params[r]))
-        << "row " << r << " temperature " << params[r].temperature << " top_k " << params[r].top_k
-        << " top_p " << params[r].top_p;
+  // Four calls: each must leave the split rows' counts at zero for the next; the second with
+  // the rows' greedy maxima moved; the last two over 13 rows, whose greedy rows take 8 blocks
+  // each (48 rows take 2 on an H200: a block an SM at most).
+  for (int call = 0; call < 4; ++call) {
+    if (call == 1) {
+      for (int r = 0; r < rows; r += 4) logits[static_cast<std::size_t>(r) * ld + 7 * r + 11] = 60;
+      ops->upload(dl, logits.data(), logits.size() * 4);
+    }
+    const int n = call < 2 ? rows : 13;
+    std::vector<std::int32_t> got(rows, -7);
+    ops->upload(dt, got.data(), rows * 4);
+    ops->sample(dl, n, V, ld, dp, dt);
+    ops->download(got.data(), dt, rows * 4);
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(got[r],
+                engine::sample_row_host(&logits[static_cast<std::size_t>(r) * ld], V, params[r]))
+          << "call " << call << " row " << r << " temperature " << params[r].temperature
+          << " top_k " << params[r].top_k << " top_p " << params[r].top_p;
+    }
+    EXPECT_EQ(params[8].temperature, 0.0f);
+    EXPECT_EQ(got[8], call == 0 ? 123 : 67);
+    EXPECT_EQ(got[12], call == 0 ? 100 : 95);
+    if (n > 16) EXPECT_EQ(got[16], call == 0 ? V - 2 : 123);
+    for (int r = n; r < rows; ++r) EXPECT_EQ(got[r], -7) << "row " << r << " of " << n;
   }
-  EXPECT_EQ(params[8].temperature, 0.0f);
-  EXPECT_EQ(got[8], 123);
+  // A small vocabulary: one block a row.
+  {
+    const int v = 101, vld = engine::padded_vocab(v);
+    std::vector<float> small(static_cast<std::size_t>(rows) * vld, -1.0f);
+    for (int r = 0; r < rows; ++r) small[static_cast<std::size_t>(r) * vld + (r * 13) % v] = 2;
+    ops->upload(dl, small.data(), small.size() * 4);
+    std::vector<std::int32_t> got(rows);
+    ops->sample(dl, rows, v, vld, dp, dt);
+    ops->download(got.data(), dt, rows * 4);
+    for (int r = 0; r < rows; r += 4) EXPECT_EQ(got[r], (r * 13) % v) << "V 101, row " << r;
+  }
   // A pitch the float4 loads cannot take (odd, or below V) is named, nothing launched.
   for (const int bad : {V, V - 1}) {
     try {

@@ -50,12 +50,20 @@ class CudaOps final : public ModelOps {
     skinny_.counts = static_cast<std::int32_t*>(alloc(kSkinnyCountSlots * sizeof(std::int32_t)));
     check(cudaMemsetAsync(skinny_.counts, 0, kSkinnyCountSlots * sizeof(std::int32_t), s),
           "cudaMemsetAsync of the skinny counts");
+    sample_.rows = kSampleScratchRows;
+    sample_.sm_count = skinny_.sm_count;
+    sample_.partial = alloc(static_cast<std::size_t>(kSampleScratchRows) * cuda::kSampleSplits * 8);
+    sample_.counts = static_cast<int*>(alloc(kSampleScratchRows * sizeof(int)));
+    check(cudaMemsetAsync(sample_.counts, 0, kSampleScratchRows * sizeof(int), s),
+          "cudaMemsetAsync of the sampler's counts");
   }
   ~CudaOps() override {
     gemm_.reset();
     cudaFree(skinny_.partials);
     cudaFree(skinny_.counts);
     cudaFree(dequant_);
+    cudaFree(sample_.partial);
+    cudaFree(sample_.counts);
     if (stream_) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   }
 
@@ -225,7 +233,7 @@ class CudaOps final : public ModelOps {
   }
   void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
               std::int32_t* tokens) override {
-    cuda::sample(logits, rows, V, ld, params, tokens, stream_);
+    cuda::sample(logits, rows, V, ld, params, tokens, sample_, stream_);
   }
   void synchronize() override { check(cudaStreamSynchronize(s()), "cudaStreamSynchronize"); }
 
@@ -395,6 +403,11 @@ class CudaOps final : public ModelOps {
     }
     return upload_block(block.data(), block.size());
   }
+
+  // The sampler's split greedy rows (kernels.h): partial bests and counts for up to this many
+  // rows a call (256 KB and 16 KB; more rows take one block a row).
+  static constexpr int kSampleScratchRows = 4096;
+  cuda::SampleScratch sample_;
 
   DType dtype_;
   int device_;
