@@ -40,6 +40,14 @@ struct Gpt2Config {
 // with the dequantized weights exactly (Gpt2Weights::with_int8_linears / with_int4_linears give
 // them).
 enum class LinearWeights { dense, int8, int4 };
+
+// How the engine stores its KV cache. model: in the activations' type (dtype on CUDA, fp32 on the
+// CPU). e4m3: FP8 E4M3 with unit scales, half a 16-bit cache's bytes: each key and value x is
+// stored as e4m3(x), rounded to nearest even and saturated to +-448 (a relative step of 2^-3;
+// magnitudes up to 2^-10 become 0). Prompts attend to their own keys and values unquantized
+// (straight from the GEMM); decode steps read the 8-bit cache in place, their own newest key and
+// value included.
+enum class KvCache { model, e4m3 };
 constexpr int kGpt2Q8Group = 64;
 
 // The weights, fp32 on the host, in the Hugging Face GPT-2 layout: the Conv1D weights are
@@ -140,9 +148,10 @@ struct EngineOptions {
   // larger steps use cuBLASLt over the dequantized head. GPT-2 124M's head is 11% of a B1 decode
   // step on an H200 (README has the figures).
   LinearWeights head_weights = LinearWeights::dense;
-  bool cuda_graphs = true;  // CUDA: decode-only steps replay captured graphs
-  int num_threads = 0;      // CPU backend threads (0: hardware concurrency)
-  int device_index = 0;     // CUDA ordinal
+  KvCache kv_cache = KvCache::model;  // the cache's storage (KvCache above)
+  bool cuda_graphs = true;            // CUDA: decode-only steps replay captured graphs
+  int num_threads = 0;                // CPU backend threads (0: hardware concurrency)
+  int device_index = 0;               // CUDA ordinal
 };
 
 struct GenerationStats {
@@ -183,8 +192,12 @@ class Gpt2Engine {
 };
 
 // The fp64 reference forward of one sequence (no cache, plain loops), logits [len, vocab_size]:
-// the oracle the engine's tests compare against. Slow; for small models.
+// the oracle the engine's tests compare against. Slow; for small models. With kv e4m3 the rows
+// from `prompt` on attend to keys and values rounded to E4M3, as the decode steps of an engine
+// with KvCache::e4m3 do (generating tokens[prompt..] after a prompt of `prompt` tokens); the rows
+// before it attend to exact ones, as a prompt does to itself.
 std::vector<double> gpt2_reference_logits(const Gpt2Weights& weights,
-                                          const std::vector<std::int32_t>& tokens);
+                                          const std::vector<std::int32_t>& tokens,
+                                          KvCache kv = KvCache::model, int prompt = 0);
 
 }  // namespace gpuattn

@@ -47,8 +47,13 @@ class PyGpt2Engine {
   PyGpt2Engine(const std::string& path, const std::string& backend, const std::string& dtype,
                int page_size, int num_pages, int max_batch, int max_prefill_tokens,
                bool cuda_graphs, int num_threads, const std::string& linear_weights,
-               const std::string& head_weights) {
+               const std::string& head_weights, const std::string& kv_cache) {
     gpuattn::EngineOptions o;
+    if (kv_cache != "model" && kv_cache != "e4m3") {
+      throw gpuattn::Error(gpuattn::ErrorCode::invalid_argument,
+                           "kv_cache '" + kv_cache + "' is not one of 'model', 'e4m3'");
+    }
+    o.kv_cache = kv_cache == "e4m3" ? gpuattn::KvCache::e4m3 : gpuattn::KvCache::model;
     o.linear_weights = engine_linear_weights(linear_weights, "linear_weights");
     o.head_weights = engine_linear_weights(head_weights, "head_weights");
     o.backend = engine_backend(backend);
@@ -132,18 +137,19 @@ void bind_engine(nb::module_& m) {
   nb::class_<PyGpt2Engine>(m, "Gpt2Engine",
                            "The GPT-2 engine (gpuattn::Gpt2Engine) over weights on disk.")
       .def(nb::init<const std::string&, const std::string&, const std::string&, int, int, int, int,
-                    bool, int, const std::string&, const std::string&>(),
+                    bool, int, const std::string&, const std::string&, const std::string&>(),
            nb::arg("path"), nb::arg("backend") = "auto", nb::arg("dtype") = "float16",
            nb::arg("page_size") = 16, nb::arg("num_pages") = 0, nb::arg("max_batch") = 64,
            nb::arg("max_prefill_tokens") = 8192, nb::arg("cuda_graphs") = true,
            nb::arg("num_threads") = 0, nb::arg("linear_weights") = "dense",
-           nb::arg("head_weights") = "dense",
+           nb::arg("head_weights") = "dense", nb::arg("kv_cache") = "model",
            "Loads `path` (model.safetensors, or a directory with it and config.json, Hugging "
            "Face layout) onto `backend` ('auto', 'cpu', 'cuda'); dtype is the CUDA storage type "
            "('float16', 'bfloat16'; the CPU computes in fp32); linear_weights 'int8' or 'int4' "
            "stores the "
            "layers' linears as weight-only int8 or int4 with group-wise scales; head_weights "
-           "'int8' or 'int4' the output head (tied to the embedding) likewise.")
+           "'int8' or 'int4' the output head (tied to the embedding) likewise; kv_cache 'e4m3' "
+           "stores the KV cache as FP8 E4M3 (unit scales).")
       .def("generate", &PyGpt2Engine::generate, nb::arg("prompts"), nb::arg("max_new_tokens") = 16,
            nb::arg("temperature") = 0.0f, nb::arg("top_k") = 0, nb::arg("top_p") = 1.0f,
            nb::arg("seed") = 0, nb::arg("eos") = -1,

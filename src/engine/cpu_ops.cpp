@@ -4,12 +4,14 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/model_ops.h"
 #include "engine/q8_weights.h"
 #include "gpuattn/gpt2.h"
+#include "gpuattn/numeric.h"
 
 namespace gpuattn::engine {
 namespace {
@@ -152,11 +154,25 @@ class CpuOps final : public ModelOps {
   }
 
   void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
-                  void* v_pool) override {
+                  void* v_pool, DType pool) override {
+    if (pool != DType::f32 && pool != DType::e4m3) {
+      throw Error(ErrorCode::invalid_argument, std::string("gpuattn engine: scatter_kv into a ") +
+                                                   to_string(pool) +
+                                                   " cache on the CPU: float32 or float8_e4m3fn");
+    }
     const float* src = static_cast<const float*>(qkv);
     for (int r = 0; r < rows; ++r) {
       const float* row = src + static_cast<std::int64_t>(r) * 3 * C;
       const std::int64_t dst = static_cast<std::int64_t>(slots[r]) * C;
+      if (pool == DType::e4m3) {
+        auto* k = static_cast<std::uint8_t*>(k_pool) + dst;
+        auto* v = static_cast<std::uint8_t*>(v_pool) + dst;
+        for (int c = 0; c < C; ++c) {
+          k[c] = float_to_e4m3(row[C + c]);
+          v[c] = float_to_e4m3(row[2 * C + c]);
+        }
+        continue;
+      }
       std::memcpy(static_cast<float*>(k_pool) + dst, row + C, sizeof(float) * C);
       std::memcpy(static_cast<float*>(v_pool) + dst, row + 2 * C, sizeof(float) * C);
     }

@@ -96,6 +96,7 @@ class Gpt2Engine::Impl {
   std::unique_ptr<engine::ModelOps> ops;
   LinearWeights lw = LinearWeights::dense;  // how the linears' weights are stored
   LinearWeights hw = LinearWeights::dense;  // how the output head is stored
+  DType kv_dtype = DType::f16;              // the KV cache's elements: ops->dtype() or e4m3
   int max_pages = 0;                        // block table width: n_positions keys
   int max_rows = 0;                         // rows one step may run
   int max_seqs = 0;                         // sequences one step may run
@@ -108,6 +109,7 @@ class Gpt2Engine::Impl {
   std::vector<LayerWeights> layers;
   int pool_pages = 0;
   std::vector<engine::BackendBuffer> k_pool, v_pool;  // per layer [pool_pages, page_size, H, D]
+  engine::BackendBuffer kv_scale;  // KvCache::e4m3: the cache's scale, one float 1.0 (all heads)
   engine::BackendBuffer x, ln, qkv, attn, fc, logits, tokens_out, meta;
   std::size_t meta_bytes = 0;
   // CUDA: the attention calls' counters (AttentionArgs::counters), zeroed once; every call leaves
@@ -197,6 +199,10 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
             ", must be LinearWeights::dense, int8 or int4");
   }
   hw = opts.head_weights;
+  if (opts.kv_cache != KvCache::model && opts.kv_cache != KvCache::e4m3) {
+    invalid("kv_cache is " + std::to_string(static_cast<int>(opts.kv_cache)) +
+            ", must be KvCache::model or e4m3");
+  }
   Backend b = opts.backend;
   if (b == Backend::automatic) b = cuda_available() ? Backend::cuda : Backend::cpu;
   if (b == Backend::cuda) {
@@ -211,6 +217,7 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
   } else {
     ops = engine::make_cpu_ops(opts.num_threads);
   }
+  kv_dtype = opts.kv_cache == KvCache::e4m3 ? DType::e4m3 : ops->dtype();
   const std::int64_t C = cfg.n_embd;
   const auto check = [&](const std::vector<float>& v, std::int64_t n, const std::string& name) {
     if (static_cast<std::int64_t>(v.size()) != n) {
@@ -308,6 +315,11 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
     return std::unique_ptr<void, std::function<void(void*)>>(
         ops->alloc_host(bytes), [o = ops.get()](void* p) { o->free_host(p); });
   };
+  if (kv_dtype == DType::e4m3) {
+    const float one = 1.0f;
+    kv_scale = buffer(sizeof(float));
+    ops->upload(kv_scale.ptr, &one, sizeof(float));
+  }
   staging = host(meta_bytes);
   tokens_host = host(static_cast<std::size_t>(max_seqs) * sizeof(std::int32_t));
   m.reserve(meta_bytes / 4);
@@ -325,8 +337,8 @@ void Gpt2Engine::Impl::ensure_pool(int num_pages) {
   drop_graphs();  // they hold the old pool's addresses
   k_pool.clear();
   v_pool.clear();
-  const std::size_t bytes = static_cast<std::size_t>(num_pages) * opts.page_size * cfg.n_embd *
-                            element_size(ops->dtype());
+  const std::size_t bytes =
+      static_cast<std::size_t>(num_pages) * opts.page_size * cfg.n_embd * element_size(kv_dtype);
   for (int l = 0; l < cfg.n_layer; ++l) {
     k_pool.push_back(buffer(bytes));
     v_pool.push_back(buffer(bytes));
@@ -335,7 +347,7 @@ void Gpt2Engine::Impl::ensure_pool(int num_pages) {
 }
 
 void Gpt2Engine::Impl::apply_copies(const std::vector<PageCopy>& copies) {
-  const std::size_t row = static_cast<std::size_t>(cfg.n_embd) * element_size(ops->dtype());
+  const std::size_t row = static_cast<std::size_t>(cfg.n_embd) * element_size(kv_dtype);
   const std::size_t page = row * opts.page_size;
   for (const PageCopy& c : copies) {
     for (int l = 0; l < cfg.n_layer; ++l) {
@@ -473,14 +485,18 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
       // once).
       ops->attn_input(x.ptr, rows, C, L.ln_1_w.ptr, L.ln_1_b.ptr, cfg.layer_norm_epsilon, ln.ptr,
                       L.c_attn_w.ptr, lw, L.c_attn_b.ptr, qkv.ptr, mi + o_slots, k_pool[l].ptr,
-                      v_pool[l].ptr);
+                      v_pool[l].ptr, kv_dtype);
       if (bd > 0) {
         AttentionArgs at;
         at.q = view(qkv_p, {bd, 1, H, D}, {C3, C3, D, 1}, dt);
         at.k = view(k_pool[l].ptr, {pool_pages, ps, H, D},
-                    {static_cast<std::int64_t>(ps) * C, C, D, 1}, dt);
+                    {static_cast<std::int64_t>(ps) * C, C, D, 1}, kv_dtype);
         at.v = view(v_pool[l].ptr, {pool_pages, ps, H, D},
-                    {static_cast<std::int64_t>(ps) * C, C, D, 1}, dt);
+                    {static_cast<std::int64_t>(ps) * C, C, D, 1}, kv_dtype);
+        if (kv_dtype == DType::e4m3) {  // unit scales: one for every head
+          at.k_scale = view(kv_scale.ptr, {1}, {1}, DType::f32);
+          at.v_scale = at.k_scale;
+        }
         at.out = view(attn_p, {bd, 1, H, D}, {C, C, D, 1}, dt);
         at.seqused_k = view(i32(o_used), {bd}, {1}, DType::i32);
         at.block_table = view(i32(o_table), {bd, width}, {width, 1}, DType::i32);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "gpuattn/gpt2.h"
+#include "gpuattn/numeric.h"
 
 namespace gpuattn {
 namespace {
@@ -44,7 +45,8 @@ Mat linear(const Mat& x, int T, int K, int N, const std::vector<float>& W,
 }  // namespace
 
 std::vector<double> gpt2_reference_logits(const Gpt2Weights& w,
-                                          const std::vector<std::int32_t>& tokens) {
+                                          const std::vector<std::int32_t>& tokens, KvCache kv,
+                                          int prompt) {
   const Gpt2Config& cfg = w.config;
   cfg.validate();
   const int T = static_cast<int>(tokens.size()), C = cfg.n_embd, H = cfg.n_head, D = cfg.head_dim(),
@@ -72,14 +74,25 @@ std::vector<double> gpt2_reference_logits(const Gpt2Weights& w,
   for (const Gpt2Weights::Layer& L : w.layers) {
     const Mat qkv =
         linear(layernorm(x, T, C, L.ln_1_w, L.ln_1_b, eps), T, C, 3 * C, L.c_attn_w, L.c_attn_b);
+    Mat cached;  // the keys and values as an 8-bit cache holds them (kv e4m3)
+    if (kv == KvCache::e4m3) {
+      cached = qkv;
+      for (int t = 0; t < T; ++t) {
+        for (int c = C; c < 3 * C; ++c) {
+          double& e = cached[static_cast<std::size_t>(t) * 3 * C + c];
+          e = e4m3_to_float(float_to_e4m3(static_cast<float>(e)));
+        }
+      }
+    }
     Mat att(static_cast<std::size_t>(T) * C, 0.0);
     std::vector<double> p(static_cast<std::size_t>(T));
     for (int h = 0; h < H; ++h) {
       for (int i = 0; i < T; ++i) {
         const double* q = &qkv[static_cast<std::size_t>(i) * 3 * C + h * D];
+        const Mat& kvs = kv == KvCache::e4m3 && i >= prompt ? cached : qkv;
         double mx = -INFINITY;
         for (int j = 0; j <= i; ++j) {
-          const double* k = &qkv[static_cast<std::size_t>(j) * 3 * C + C + h * D];
+          const double* k = &kvs[static_cast<std::size_t>(j) * 3 * C + C + h * D];
           double s = 0.0;
           for (int d = 0; d < D; ++d) s += q[d] * k[d];
           p[j] = s * scale;
@@ -89,7 +102,7 @@ std::vector<double> gpt2_reference_logits(const Gpt2Weights& w,
         for (int j = 0; j <= i; ++j) den += (p[j] = std::exp(p[j] - mx));
         double* o = &att[static_cast<std::size_t>(i) * C + h * D];
         for (int j = 0; j <= i; ++j) {
-          const double* v = &qkv[static_cast<std::size_t>(j) * 3 * C + 2 * C + h * D];
+          const double* v = &kvs[static_cast<std::size_t>(j) * 3 * C + 2 * C + h * D];
           for (int d = 0; d < D; ++d) o[d] += p[j] / den * v[d];
         }
       }

@@ -97,12 +97,13 @@ class ModelOps {
   }
   // A layer's attention input: qkv[rows, 3C] = layernorm_linear(x, ...) with W [C, 3C] (stored as
   // `weights` says: dense, or int8 / int4 as upload_q8_weights / upload_q4_weights made it), then
-  // the keys and values into the caches as scatter_kv. A backend may write the caches from the
-  // linear itself (CUDA does where its one-row kernel takes the call: one kernel fewer a layer).
+  // the keys and values into the caches (of `pool` elements) as scatter_kv. A backend may write
+  // the caches from the linear itself (CUDA does where its one-row kernel takes the call and the
+  // caches hold dtype(): one kernel fewer a layer).
   virtual void attn_input(const void* x, int rows, int C, const void* ln_w, const void* ln_b,
                           float eps, void* ln, const void* W, LinearWeights weights,
                           const void* bias, void* qkv, const std::int32_t* slots, void* k_pool,
-                          void* v_pool) {
+                          void* v_pool, DType pool) {
     switch (weights) {
       case LinearWeights::int8:
         layernorm_linear_q8(x, rows, C, ln_w, ln_b, eps, ln, W, bias, qkv, 3 * C, false);
@@ -112,7 +113,7 @@ class ModelOps {
         break;
       default: layernorm_linear(x, rows, C, ln_w, ln_b, eps, ln, W, bias, qkv, 3 * C, false); break;
     }
-    scatter_kv(qkv, rows, C, slots, k_pool, v_pool);
+    scatter_kv(qkv, rows, C, slots, k_pool, v_pool, pool);
   }
   // logits fp32 [rows, V] (row pitch ld >= padded_vocab(V)) = x[rows, C] wte^T, head from
   // upload_head. Columns V to padded_vocab(V) may be written (zeros on CUDA); they are no logits.
@@ -131,9 +132,12 @@ class ModelOps {
                                  LinearWeights w, float* logits, int rows, int C, int V, int ld);
   // The keys and values of every row into the paged caches: row r's k (qkv columns [C, 2C)) and
   // v ([2C, 3C)) go to slot slots[r] (page * page_size + row in page) of k_pool / v_pool
-  // ([slots, C] each). The caches and slots are backend memory.
+  // ([slots, C] each). The caches and slots are backend memory. The caches hold `pool` elements:
+  // dtype() (a copy), or DType::e4m3 (KvCache::e4m3: each value rounded to nearest even,
+  // saturated to +-448, as numeric.h's float_to_e4m3 from its fp32 value); any other is
+  // invalid_argument.
   virtual void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
-                          void* v_pool) = 0;
+                          void* v_pool, DType pool) = 0;
   // tokens[r] = the token SampleRow r draws from logits row r (fp32, row pitch ld); rows and
   // tokens are backend memory. Every row is drawn on the backend, whatever its top_k / top_p.
   virtual void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,

@@ -76,7 +76,9 @@ TEST(Gpt2EngineCuda, RowKernelsRejectWidthsTheyDoNotCover) {
     expect_invalid_argument([&] { ops->layernorm(buf, nullptr, 2, C, small, small, 1e-5f, buf); },
                             "layernorm of C = " + std::to_string(C));
     expect_invalid_argument(
-        [&] { ops->scatter_kv(buf, 1, C, static_cast<const std::int32_t*>(small), buf, buf); },
+        [&] {
+          ops->scatter_kv(buf, 1, C, static_cast<const std::int32_t*>(small), buf, buf, DType::f16);
+        },
         "scatter_kv of C = " + std::to_string(C));
   }
   ops->synchronize();
@@ -714,6 +716,52 @@ TEST(Gpt2EngineCuda, QuantizedHeadMatchesTheFp64ReferenceOfTheModelItRuns) {
       }
 }
 
+// The engine with an FP8 E4M3 KV cache (KvCache::e4m3), f16 and bf16, dense and int4 linears: the
+// prompt's logits are the model's (prompts attend unquantized), and each token of 6 requests'
+// decode steps (1-6 rows, in graphs; the decode kernel reading the 8-bit cache in place) is
+// within reach of the best logit of the fp64 reference whose decode rows read rounded keys and
+// values (ForwardMatchesTheFp64Reference's bounds: 16-bit rounding of a near tie).
+TEST(Gpt2EngineCuda, E4m3KvCacheFollowsTheReferenceOfTheCacheItKeeps) {
+  SKIP_WITHOUT_GPU();
+  for (const LinearWeights lw : {LinearWeights::dense, LinearWeights::int4})
+    for (const DType dt : {DType::f16, DType::bf16}) {
+      const Gpt2Weights w = Gpt2Weights::random(small_config(), 52);
+      const Gpt2Weights wq = lw == LinearWeights::int4 ? w.with_int4_linears() : w;
+      const std::string kind = std::string(to_string(dt)) +
+                               (lw == LinearWeights::int4 ? ", int4 linears" : ", dense linears");
+      EngineOptions o = cuda_options(dt);
+      o.linear_weights = lw;
+      o.kv_cache = KvCache::e4m3;
+      Gpt2Engine e(w, o);
+      const std::vector<std::int32_t> tokens = random_tokens(40, 101, 91);
+      EXPECT_LT(rel_error(e.forward_logits(tokens), gpt2_reference_logits(wq, tokens)),
+                dt == DType::f16 ? 5e-3 : 3e-2)
+          << kind;
+      std::vector<GenerationRequest> reqs;
+      for (int b = 0; b < 6; ++b) {
+        GenerationRequest r;
+        r.prompt = random_tokens(3 + 5 * b, 101, 600 + b);
+        r.max_new_tokens = 2 + 2 * b;
+        reqs.push_back(r);
+      }
+      const auto out = e.generate(reqs);
+      ASSERT_EQ(out.size(), reqs.size());
+      for (std::size_t i = 0; i < reqs.size(); ++i) {
+        const int prompt = static_cast<int>(reqs[i].prompt.size());
+        std::vector<std::int32_t> seq = reqs[i].prompt;
+        seq.insert(seq.end(), out[i].begin(), out[i].end() - 1);
+        const std::vector<double> ref = gpt2_reference_logits(wq, seq, KvCache::e4m3, prompt);
+        for (std::size_t t = 0; t < out[i].size(); ++t) {
+          const double* l = &ref[(prompt - 1 + t) * 101];
+          const double best = *std::max_element(l, l + 101);
+          const double spread = best - *std::min_element(l, l + 101);
+          EXPECT_GE(l[out[i][t]], best - 0.05 * spread)
+              << kind << ", request " << i << " token " << t;
+        }
+      }
+    }
+}
+
 // The engine's own linear kernel for a few rows (engine/cuda/skinny.cu), with the layernorm ahead
 // of c_attn and c_fc fused into it. Each call is checked against fp64 on the 16-bit inputs twice:
 // through ModelOps (the engine's choice: the kernel at one row and small W, cuBLASLt and the
@@ -986,7 +1034,8 @@ TEST(Gpt2EngineCuda, AttnInputScattersAsTheUnfusedOps) {
           ops->upload(dk, poison_pool.data(), pool * 2);
           ops->upload(dv, poison_pool.data(), pool * 2);
           if (fused) {
-            ops->attn_input(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, lw, db, dqkv, dslots, dk, dv);
+            ops->attn_input(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, lw, db, dqkv, dslots, dk, dv,
+                            dt);
           } else {
             if (q8) {
               ops->layernorm_linear_q8(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, db, dqkv, 3 * C,
@@ -997,7 +1046,7 @@ TEST(Gpt2EngineCuda, AttnInputScattersAsTheUnfusedOps) {
             } else {
               ops->layernorm_linear(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, db, dqkv, 3 * C, false);
             }
-            ops->scatter_kv(dqkv, rows, C, dslots, dk, dv);
+            ops->scatter_kv(dqkv, rows, C, dslots, dk, dv, dt);
           }
           got[fused][0].resize(qn);
           got[fused][1].resize(pool);
@@ -1039,6 +1088,117 @@ TEST(Gpt2EngineCuda, AttnInputScattersAsTheUnfusedOps) {
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
   EXPECT_TRUE(saw_single && saw_global && (saw_cluster || major < 9))
       << "one split " << saw_single << ", cluster " << saw_cluster << ", workspace " << saw_global;
+}
+
+// An FP8 E4M3 cache (KvCache::e4m3): scatter_kv rounds each 16-bit key and value as numeric.h's
+// float_to_e4m3 does, bit for bit (ties, saturation past 448, subnormals, NaN), into each row's
+// slot and nothing else (the pools poisoned first); attn_input with such a cache leaves the
+// one-row kernel's 16-bit epilogue alone and matches layernorm_linear then the scatter; a pool
+// type it cannot write is named.
+TEST(Gpt2EngineCuda, E4m3CacheScatterRoundsAsTheHost) {
+  SKIP_WITHOUT_GPU();
+  constexpr int kSlots = 24;
+  for (const DType dt : {DType::f16, DType::bf16}) {
+    auto ops = engine::make_cuda_ops(dt, 0);
+    const auto bits16 = [&](float v) {
+      return dt == DType::bf16 ? float_to_bf16(v) : float_to_f16(v);
+    };
+    const auto value16 = [&](std::uint16_t h) {
+      return dt == DType::bf16 ? bf16_to_float(h) : f16_to_float(h);
+    };
+    for (const int C : {64, 768}) {
+      std::mt19937_64 rng(C + (dt == DType::bf16 ? 1 : 0));
+      std::normal_distribution<float> nd(0.0f, 4.0f);
+      const std::size_t pool = static_cast<std::size_t>(kSlots) * C;
+      for (const int rows : {1, 5, 9}) {
+        std::vector<std::uint16_t> qkv(static_cast<std::size_t>(rows) * 3 * C);
+        for (std::size_t i = 0; i < qkv.size(); ++i) {
+          const float special[] = {
+              500.0f, -1000.0f, 0.0009765625f, 0.0029296875f,  // 2^-10, 3*2^-10
+              0.001f, 1.0625f,  -1.1875f,      std::nanf(""), -0.0f, 448.0f};
+          qkv[i] = bits16(i % 7 == 3 ? special[(i / 7) % 10] : nd(rng) * (i % 5 == 0 ? 0.01f : 1));
+        }
+        std::vector<std::int32_t> slots(rows);
+        for (int r = 0; r < rows; ++r) slots[r] = (5 * r + 2) % kSlots;
+        void* dqkv = ops->alloc(qkv.size() * 2);
+        ops->upload(dqkv, qkv.data(), qkv.size() * 2);
+        auto* dslots = static_cast<std::int32_t*>(ops->alloc(rows * 4));
+        ops->upload(dslots, slots.data(), rows * 4);
+        void* dk = ops->alloc(pool);
+        void* dv = ops->alloc(pool);
+        const std::vector<std::uint8_t> poison(pool, 0xA5);
+        ops->upload(dk, poison.data(), pool);
+        ops->upload(dv, poison.data(), pool);
+        ops->scatter_kv(dqkv, rows, C, dslots, dk, dv, DType::e4m3);
+        std::vector<std::uint8_t> gk(pool), gv(pool);
+        ops->download(gk.data(), dk, pool);
+        ops->download(gv.data(), dv, pool);
+        std::vector<std::uint8_t> wk = poison, wv = poison;
+        for (int r = 0; r < rows; ++r) {
+          for (int c = 0; c < C; ++c) {
+            const std::size_t src = static_cast<std::size_t>(r) * 3 * C + c;
+            const std::size_t dst = static_cast<std::size_t>(slots[r]) * C + c;
+            wk[dst] = float_to_e4m3(value16(qkv[src + C]));
+            wv[dst] = float_to_e4m3(value16(qkv[src + 2 * C]));
+          }
+        }
+        int bad = 0;
+        for (std::size_t i = 0; i < pool; ++i) {
+          if ((gk[i] != wk[i] || gv[i] != wv[i]) && ++bad <= 3) {
+            ADD_FAILURE() << to_string(dt) << " C " << C << " rows " << rows << " slot " << i / C
+                          << " element " << i % C << ": k " << int(gk[i]) << " (host " << int(wk[i])
+                          << "), v " << int(gv[i]) << " (host " << int(wv[i]) << ")";
+          }
+        }
+        expect_invalid_argument([&] { ops->scatter_kv(dqkv, rows, C, dslots, dk, dv, DType::i8); },
+                                "rows into a int8 cache");
+        for (void* p : {dqkv, static_cast<void*>(dslots), dk, dv}) ops->free(p);
+      }
+      // attn_input into an e4m3 cache at one row (where the 16-bit cache takes the fused kernel)
+      // equals the unfused layernorm_linear and scatter, bit for bit.
+      std::normal_distribution<float> wd(0.0f, 1.0f / std::sqrt(static_cast<float>(C)));
+      std::vector<float> W(static_cast<std::size_t>(C) * 3 * C), bias(3 * C), lnw(C, 1.0f),
+          lnb(C, 0.1f), x(C);
+      for (float& v : W) v = wd(rng);
+      for (float& v : bias) v = 0.3f * nd(rng);
+      for (float& v : x) v = nd(rng);
+      void* dW = ops->upload_weights(W.data(), W.size());
+      void* db = ops->upload_weights(bias.data(), bias.size());
+      void* dlw = ops->upload_weights(lnw.data(), lnw.size());
+      void* dlb = ops->upload_weights(lnb.data(), lnb.size());
+      void* dx = ops->upload_weights(x.data(), x.size());
+      const std::int32_t slot = 3;
+      auto* dslot = static_cast<std::int32_t*>(ops->alloc(4));
+      ops->upload(dslot, &slot, 4);
+      void* dln = ops->alloc(static_cast<std::size_t>(C) * 2);
+      std::vector<std::uint8_t> caches[2][2];
+      for (int fused = 0; fused < 2; ++fused) {
+        void* dqkv = ops->alloc(static_cast<std::size_t>(3) * C * 2);
+        void* dk = ops->alloc(pool);
+        void* dv = ops->alloc(pool);
+        const std::vector<std::uint8_t> poison(pool, 0x7F);  // NaN: finite values never are
+        ops->upload(dk, poison.data(), pool);
+        ops->upload(dv, poison.data(), pool);
+        if (fused) {
+          ops->attn_input(dx, 1, C, dlw, dlb, 1e-5f, dln, dW, LinearWeights::dense, db, dqkv, dslot,
+                          dk, dv, DType::e4m3);
+        } else {
+          ops->layernorm_linear(dx, 1, C, dlw, dlb, 1e-5f, dln, dW, db, dqkv, 3 * C, false);
+          ops->scatter_kv(dqkv, 1, C, dslot, dk, dv, DType::e4m3);
+        }
+        for (int kv = 0; kv < 2; ++kv) {
+          caches[fused][kv].resize(pool);
+          ops->download(caches[fused][kv].data(), kv ? dv : dk, pool);
+        }
+        for (void* p : {dqkv, dk, dv}) ops->free(p);
+      }
+      EXPECT_TRUE(caches[1][0] == caches[0][0]) << to_string(dt) << " C " << C << ": key cache";
+      EXPECT_TRUE(caches[1][1] == caches[0][1]) << to_string(dt) << " C " << C << ": value cache";
+      EXPECT_EQ(std::count(caches[1][0].begin(), caches[1][0].end(), std::uint8_t{0x7F}),
+                static_cast<std::ptrdiff_t>(pool - C));
+      for (void* p : {dW, db, dlw, dlb, dx, static_cast<void*>(dslot), dln}) ops->free(p);
+    }
+  }
 }
 
 // Calls chained on the stream with no host sync between them, each reading the one before's

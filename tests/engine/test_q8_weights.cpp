@@ -1,8 +1,9 @@
 // Weight-only int8 and int4 linears (LinearWeights::int8 / int4): the quantizers' bounds, the CUDA
 // fragment orders, the CPU backend's int8 linear against fp64 on the dequantized weights, and the
 // engine on int8 / int4 linears against the fp64 reference of the model it runs
-// (Gpt2Weights::with_int8_linears / with_int4_linears), and the quantized output head
-// (EngineOptions::head_weights, Gpt2Weights::with_quantized_head).
+// (Gpt2Weights::with_int8_linears / with_int4_linears), the quantized output head
+// (EngineOptions::head_weights, Gpt2Weights::with_quantized_head) and the FP8 E4M3 KV cache
+// (EngineOptions::kv_cache).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "engine/model_ops.h"
 #include "engine/q8_weights.h"
 #include "gpuattn/gpt2.h"
+#include "gpuattn/numeric.h"
 
 namespace gpuattn {
 namespace {
@@ -585,6 +587,86 @@ TEST(Gpt2EngineCpu, QuantizedHeadMatchesTheFp64ReferenceOfTheModelItRuns) {
                                101);
       },
       "a pitch of padded_vocab(V) = 128");
+}
+
+// The KV cache as FP8 E4M3 (KvCache::e4m3) on the CPU: scatter_kv rounds as float_to_e4m3 into
+// each row's slot and nothing else; the prompt's logits are the model's (a prompt attends to
+// itself unquantized); each generated token is the argmax (within fp32 noise) of the fp64
+// reference whose decode rows read rounded keys and values, and that reference is not the exact
+// model's (the sharp test weights: its best token differs at least once).
+TEST(Gpt2EngineCpu, E4m3KvCacheFollowsTheReferenceOfTheCacheItKeeps) {
+  auto ops = engine::make_cpu_ops(1);
+  const int C = 64, kSlots = 8;
+  const std::vector<std::int32_t> slots = {5, 0, 2};
+  std::vector<float> qkv = normal(3 * 3 * C, 3.0f, 11);
+  qkv[C + 1] = 500.0f;                 // saturates to 448
+  qkv[2 * C + 2] = -0.0009765625f;     // 2^-10: a tie, to 0
+  qkv[3 * C + C + 3] = 0.0029296875f;  // 3 * 2^-10: a tie, to 2^-8
+  qkv[6 * C + 2 * C + 4] = std::nanf("");
+  std::vector<std::uint8_t> k(static_cast<std::size_t>(kSlots) * C, 0xA5), v = k;
+  ops->scatter_kv(qkv.data(), 3, C, slots.data(), k.data(), v.data(), DType::e4m3);
+  std::vector<std::uint8_t> wk(k.size(), 0xA5), wv = wk;
+  for (int r = 0; r < 3; ++r) {
+    for (int c = 0; c < C; ++c) {
+      wk[static_cast<std::size_t>(slots[r]) * C + c] = float_to_e4m3(qkv[(3 * r + 1) * C + c]);
+      wv[static_cast<std::size_t>(slots[r]) * C + c] = float_to_e4m3(qkv[(3 * r + 2) * C + c]);
+    }
+  }
+  EXPECT_EQ(k, wk);
+  EXPECT_EQ(v, wv);
+  EXPECT_EQ(k[static_cast<std::size_t>(5) * C + 1], 0x7e);  // 448
+  EXPECT_EQ(v[static_cast<std::size_t>(5) * C + 2], 0x80);  // -0
+  EXPECT_EQ(k[0 * C + 3], 0x02);                            // 2^-8
+  EXPECT_EQ(v[static_cast<std::size_t>(2) * C + 4], 0x7f);  // NaN
+  expect_invalid_argument(
+      [&] { ops->scatter_kv(qkv.data(), 3, C, slots.data(), k.data(), v.data(), DType::f16); },
+      "into a float16 cache on the CPU: float32 or float8_e4m3fn");
+
+  const Gpt2Weights w = sharp_weights(small_config(), 51);
+  EngineOptions o = cpu_options();
+  o.num_threads = 3;
+  o.kv_cache = KvCache::e4m3;
+  Gpt2Engine e(w, o);
+  const std::vector<std::int32_t> tokens = random_tokens(20, 101, 71);
+  EXPECT_LT(rel_error(e.forward_logits(tokens), gpt2_reference_logits(w, tokens)), 2e-5);
+  std::vector<GenerationRequest> reqs;
+  for (const int len : {1, 6, 13, 4, 9}) {
+    GenerationRequest r;
+    r.prompt = random_tokens(len, 101, 80 + len);
+    r.max_new_tokens = 7;
+    reqs.push_back(r);
+  }
+  const auto out = e.generate(reqs);
+  ASSERT_EQ(out.size(), reqs.size());
+  double moved = 0.0;  // how far the rounded cache moves the decode rows' logits, at most
+  int flips = 0;       // tokens where the rounded cache's best is not the exact model's
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_EQ(out[i].size(), 7u);
+    const int prompt = static_cast<int>(reqs[i].prompt.size());
+    std::vector<std::int32_t> seq = reqs[i].prompt;
+    seq.insert(seq.end(), out[i].begin(), out[i].end() - 1);  // every token a step produced from
+    const std::vector<double> ref = gpt2_reference_logits(w, seq, KvCache::e4m3, prompt);
+    const std::vector<double> exact = gpt2_reference_logits(w, seq);
+    for (std::size_t t = 0; t < out[i].size(); ++t) {
+      const std::size_t row = (prompt - 1 + t) * 101;
+      const double* l = &ref[row];
+      const double best = *std::max_element(l, l + 101);
+      EXPECT_GE(l[out[i][t]], best - 1e-4 * std::max(1.0, std::abs(best)))
+          << "request " << i << " token " << t;
+      const double* ex = &exact[row];
+      flips += std::max_element(ex, ex + 101) - ex != std::max_element(l, l + 101) - l;
+      if (t > 0) {
+        const std::vector<float> a(l, l + 101);
+        moved = std::max(moved, rel_error(a, std::vector<double>(&exact[row], &exact[row] + 101)));
+      }
+    }
+  }
+  // The decode rows read a rounded cache: not the exact model, and the tokens follow the cache's
+  // reference where the two disagree (at least once with these seeds: the check is not idle).
+  EXPECT_GT(moved, 1e-3);
+  EXPECT_GE(flips, 1);
+  o.kv_cache = static_cast<KvCache>(4);
+  expect_invalid_argument([&] { Gpt2Engine bad(w, o); }, "kv_cache is 4");
 }
 
 }  // namespace

@@ -212,6 +212,23 @@ def test_quantized_head_runs_the_quantized_model(model, kind, qmax):
         ga.Gpt2Engine(directory, backend="cpu", head_weights="fp8")
 
 
+def test_e4m3_kv_cache_option(model):
+    """kv_cache='e4m3': a prompt attends to itself unquantized, so forward logits are the
+    model's; decode steps read the 8-bit cache (the C++ tests check them against the fp64
+    reference of that cache); a bad value is named."""
+    directory, w = model
+    engine = ga.Gpt2Engine(directory, backend="cpu", kv_cache="e4m3")
+    tokens = np.random.default_rng(8).integers(0, 97, 12).tolist()
+    ref = reference_logits(w, tokens)
+    got = engine.forward_logits(tokens)
+    assert np.abs(got - ref).max() / np.abs(ref).max() < 2e-5
+    out = engine.generate([tokens[:5], tokens[:9]], max_new_tokens=4)
+    assert [len(o) for o in out] == [4, 4]
+    assert all(0 <= t < 97 for o in out for t in o)
+    with pytest.raises(ValueError, match="kv_cache 'int8' is not one of 'model', 'e4m3'"):
+        ga.Gpt2Engine(directory, backend="cpu", kv_cache="int8")
+
+
 def test_sampling_is_reproducible_and_seeded(model):
     directory, _ = model
     engine = ga.Gpt2Engine(directory, backend="cpu")

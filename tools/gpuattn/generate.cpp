@@ -45,6 +45,8 @@ our attention over a paged KV cache) or on the CPU, batched by the continuous-ba
                       weight-only int8 / int4 with a scale per 64 rows and column
   --head-weights dense|int8|int4     the output head (tied to the embedding) likewise, a scale
                       per 64 features of each token's row (default dense)
+  --kv-cache model|e4m3   the KV cache in the activations' type (default) or FP8 E4M3 (unit
+                      scales; decode steps read it in place)
   --page-size N       keys a KV cache page (default 16)
   --max-batch N       the scheduler's batch limit (default: max(64, --batch))
   --warmup N          untimed runs first (default 1 on CUDA, 0 on the CPU)
@@ -114,10 +116,10 @@ int run_generate(const std::vector<std::string>& args) {
   }
   const Flags f(
       "generate", args,
-      {"model",      "random",     "weights-seed", "prompt",         "text",        "tokenizer",
-       "prompt-len", "batch",      "max-new",      "temperature",    "top-k",       "top-p",
-       "seed",       "device",     "dtype",        "page-size",      "max-batch",   "warmup",
-       "save-model", "logits-out", "json",         "linear-weights", "head-weights"},
+      {"model",      "random",     "weights-seed", "prompt",         "text",         "tokenizer",
+       "prompt-len", "batch",      "max-new",      "temperature",    "top-k",        "top-p",
+       "seed",       "device",     "dtype",        "page-size",      "max-batch",    "warmup",
+       "save-model", "logits-out", "json",         "linear-weights", "head-weights", "kv-cache"},
       {});
   if (f.has("model") == f.has("random")) {
     throw UsageError("generate: give exactly one of --model PATH and --random SIZE");
@@ -174,6 +176,8 @@ int run_generate(const std::vector<std::string>& args) {
   };
   opt.linear_weights = storage("linear-weights");
   opt.head_weights = storage("head-weights");
+  opt.kv_cache =
+      f.choice("kv-cache", "model", {"model", "e4m3"}) == "e4m3" ? KvCache::e4m3 : KvCache::model;
   opt.page_size = f.get_int("page-size", 16, 1, 1 << 20);
   const int batch = f.get_int("batch", 1, 1, 1 << 20);
   opt.scheduler.max_batch = f.get_int("max-batch", std::max(64, batch), 1, 1 << 20);
@@ -227,8 +231,9 @@ int run_generate(const std::vector<std::string>& args) {
   const char* head_storage = storage_name(opt.head_weights);
   std::cout << "gpuattn generate: " << model_name << " (" << cfg.n_layer << " layers, "
             << cfg.n_embd << " wide, vocab " << cfg.vocab_size << "), " << dev << ", " << linears
-            << " linears, " << head_storage << " head, commit " << git_commit() << ", "
-            << iso_date_utc() << "\n";
+            << " linears, " << head_storage << " head, "
+            << (opt.kv_cache == KvCache::e4m3 ? "e4m3" : "model-type") << " KV cache, commit "
+            << git_commit() << ", " << iso_date_utc() << "\n";
   std::cout << "request 0 generated:";
   for (std::size_t i = 0; i < std::min<std::size_t>(out[0].size(), 32); ++i)
     std::cout << " " << out[0][i];
@@ -262,6 +267,7 @@ int run_generate(const std::vector<std::string>& args) {
         .add("device", dev)
         .add("linear_weights", linears)
         .add("head_weights", head_storage)
+        .add("kv_cache", opt.kv_cache == KvCache::e4m3 ? "e4m3" : "model")
         .add("commit", git_commit())
         .add("date", iso_date_utc())
         .add("batch", batch)

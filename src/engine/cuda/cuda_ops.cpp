@@ -191,19 +191,21 @@ class CudaOps final : public ModelOps {
     layernorm_linear_quantized(LinearWeights::int4, x, rows, K, ln_w, ln_b, eps, ln, Wq, bias, out,
                                N, gelu);
   }
-  // The keys and values written by the one-row kernel's epilogue where it takes the linear
-  // (scatter_kv's kernel fewer); elsewhere layernorm_linear(_q8, _q4) then scatter_kv.
+  // The keys and values written by the one-row kernel's epilogue where it takes the linear and
+  // the caches hold dtype() (scatter_kv's kernel fewer); elsewhere layernorm_linear(_q8, _q4)
+  // then scatter_kv.
   void attn_input(const void* x, int rows, int C, const void* ln_w, const void* ln_b, float eps,
                   void* ln, const void* W, LinearWeights weights, const void* bias, void* qkv,
-                  const std::int32_t* slots, void* k_pool, void* v_pool) override {
+                  const std::int32_t* slots, void* k_pool, void* v_pool, DType pool) override {
     cuda::SkinnyArgs a =
         skinny_ln_args(x, ln_w, ln_b, eps, W, weights, bias, qkv, rows, C, 3 * C, false);
     a.kv_slots = slots;
     a.k_pool = k_pool;
     a.v_pool = v_pool;
-    if (!try_skinny(a)) {
+    // The kernel's epilogue writes 16-bit caches only; an e4m3 cache takes the quantizing scatter.
+    if (pool != dtype_ || !try_skinny(a)) {
       ModelOps::attn_input(x, rows, C, ln_w, ln_b, eps, ln, W, weights, bias, qkv, slots, k_pool,
-                           v_pool);
+                           v_pool, pool);
     }
   }
   // wte padded with zero rows to Vp = padded_vocab(V), [Vp, C], then its transpose [C, Vp]:
@@ -228,8 +230,8 @@ class CudaOps final : public ModelOps {
     gemm_->lm_head(x, e, e + static_cast<std::size_t>(Vp) * C * 2, logits, rows, C, Vp, ld);
   }
   void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
-                  void* v_pool) override {
-    cuda::scatter_kv(qkv, rows, C, slots, k_pool, v_pool, stream_);
+                  void* v_pool, DType pool) override {
+    cuda::scatter_kv(dtype_, qkv, rows, C, slots, k_pool, v_pool, pool, stream_);
   }
   void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
               std::int32_t* tokens) override {

@@ -6,6 +6,7 @@
 // cuBLASLt kernel, which is launched plainly).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -150,6 +151,38 @@ __global__ void __launch_bounds__(kRowThreads)
         *reinterpret_cast<const uint4*>(row + C + vi * 8);
     *reinterpret_cast<uint4*>(v_pool + dst + vi * 8) =
         *reinterpret_cast<const uint4*>(row + 2 * C + vi * 8);
+  }
+}
+
+// The same into an FP8 E4M3 cache (KvCache::e4m3): each value rounded to nearest even from its
+// fp32 value and saturated to +-448 (cvt.rn.satfinite, numeric.h's float_to_e4m3), 8 bytes a
+// thread a vector.
+__device__ inline uint2 e4m3x8(const float (&f)[8]) {
+  std::uint32_t w[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const std::uint32_t lo =
+        __nv_cvt_float2_to_fp8x2(make_float2(f[4 * h], f[4 * h + 1]), __NV_SATFINITE, __NV_E4M3);
+    const std::uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(f[4 * h + 2], f[4 * h + 3]),
+                                                      __NV_SATFINITE, __NV_E4M3);
+    w[h] = lo | hi << 16;
+  }
+  return make_uint2(w[0], w[1]);
+}
+template <typename T>
+__global__ void __launch_bounds__(kRowThreads)
+    scatter_kv_e4m3_kernel(const T* qkv, int C, const std::int32_t* slots, std::uint8_t* k_pool,
+                           std::uint8_t* v_pool) {
+  chain_start();
+  const int r = blockIdx.x;
+  const T* row = qkv + static_cast<std::int64_t>(r) * 3 * C;
+  const std::int64_t dst = static_cast<std::int64_t>(slots[r]) * C;
+  for (int vi = threadIdx.x; vi < C / 8; vi += kRowThreads) {
+    float k[8], v[8];
+    load8(row + C + vi * 8, k);
+    load8(row + 2 * C + vi * 8, v);
+    *reinterpret_cast<uint2*>(k_pool + dst + vi * 8) = e4m3x8(k);
+    *reinterpret_cast<uint2*>(v_pool + dst + vi * 8) = e4m3x8(v);
   }
 }
 
@@ -382,13 +415,28 @@ void layernorm(DType dt, const void* x, const std::int32_t* src_rows, int rows, 
   }
 }
 
-void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
-                void* v_pool, void* stream) {
+void scatter_kv(DType dt, const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
+                void* v_pool, DType pool, void* stream) {
+  if (pool != dt && pool != DType::e4m3) {
+    throw Error(ErrorCode::invalid_argument, std::string("gpuattn engine: scatter_kv of ") +
+                                                 to_string(dt) + " rows into a " + to_string(pool) +
+                                                 " cache: " + to_string(dt) + " or float8_e4m3fn");
+  }
   if (rows == 0) return;
   check_row_width("scatter_kv", C);
-  launch("scatter_kv", scatter_kv_kernel, rows, kRowThreads, stream,
-         static_cast<const std::uint16_t*>(qkv), C, slots, static_cast<std::uint16_t*>(k_pool),
-         static_cast<std::uint16_t*>(v_pool));
+  auto* k8 = static_cast<std::uint8_t*>(k_pool);
+  auto* v8 = static_cast<std::uint8_t*>(v_pool);
+  if (pool == DType::e4m3 && dt == DType::bf16) {
+    launch("scatter_kv", scatter_kv_e4m3_kernel<__nv_bfloat16>, rows, kRowThreads, stream,
+           static_cast<const __nv_bfloat16*>(qkv), C, slots, k8, v8);
+  } else if (pool == DType::e4m3) {
+    launch("scatter_kv", scatter_kv_e4m3_kernel<__half>, rows, kRowThreads, stream,
+           static_cast<const __half*>(qkv), C, slots, k8, v8);
+  } else {
+    launch("scatter_kv", scatter_kv_kernel, rows, kRowThreads, stream,
+           static_cast<const std::uint16_t*>(qkv), C, slots, static_cast<std::uint16_t*>(k_pool),
+           static_cast<std::uint16_t*>(v_pool));
+  }
 }
 
 void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,

@@ -14,9 +14,10 @@ void embed(DType dt, const std::int32_t* tokens, const std::int32_t* positions, 
 // C a multiple of 8, at most 4096.
 void layernorm(DType dt, const void* x, const std::int32_t* src_rows, int rows, int C,
                const void* w, const void* b, float eps, void* out, void* stream);
-// 16-bit rows: C a multiple of 8 (16-byte vectors), at most 4096.
-void scatter_kv(const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
-                void* v_pool, void* stream);
+// 16-bit rows (dt): C a multiple of 8 (16-byte vectors), at most 4096; the caches hold dt (a
+// copy) or e4m3 (pool: ModelOps::scatter_kv's rounding); another pool is invalid_argument.
+void scatter_kv(DType dt, const void* qkv, int rows, int C, const std::int32_t* slots, void* k_pool,
+                void* v_pool, DType pool, void* stream);
 // A greedy row's argmax over up to kSampleSplits blocks: each puts its best in `partial` (8 bytes
 // a row and split) and counts itself in `counts` (an int a row, zero between calls: each call
 // leaves them zero), for up to `rows` rows. Null, or more rows: one block a row. The splits stay
