@@ -98,8 +98,8 @@ class ModelOps {
   // A layer's attention input: qkv[rows, 3C] = layernorm_linear(x, ...) with W [C, 3C] (stored as
   // `weights` says: dense, or int8 / int4 as upload_q8_weights / upload_q4_weights made it), then
   // the keys and values into the caches (of `pool` elements) as scatter_kv. A backend may write
-  // the caches from the linear itself (CUDA does where its one-row kernel takes the call and the
-  // caches hold dtype(): one kernel fewer a layer).
+  // the caches from the linear itself (CUDA does where its one-row kernel takes the call: one
+  // kernel fewer a layer).
   virtual void attn_input(const void* x, int rows, int C, const void* ln_w, const void* ln_b,
                           float eps, void* ln, const void* W, LinearWeights weights,
                           const void* bias, void* qkv, const std::int32_t* slots, void* k_pool,

@@ -1092,9 +1092,9 @@ TEST(Gpt2EngineCuda, AttnInputScattersAsTheUnfusedOps) {
 
 // An FP8 E4M3 cache (KvCache::e4m3): scatter_kv rounds each 16-bit key and value as numeric.h's
 // float_to_e4m3 does, bit for bit (ties, saturation past 448, subnormals, NaN), into each row's
-// slot and nothing else (the pools poisoned first); attn_input with such a cache leaves the
-// one-row kernel's 16-bit epilogue alone and matches layernorm_linear then the scatter; a pool
-// type it cannot write is named.
+// slot and nothing else (the pools poisoned first); attn_input with such a cache (the one-row
+// kernel's epilogue writing it, dense, int8 and int4 W) matches layernorm_linear then the scatter
+// bit for bit; a pool type it cannot write is named.
 TEST(Gpt2EngineCuda, E4m3CacheScatterRoundsAsTheHost) {
   SKIP_WITHOUT_GPU();
   constexpr int kSlots = 24;
@@ -1154,49 +1154,71 @@ TEST(Gpt2EngineCuda, E4m3CacheScatterRoundsAsTheHost) {
                                 "rows into a int8 cache");
         for (void* p : {dqkv, static_cast<void*>(dslots), dk, dv}) ops->free(p);
       }
-      // attn_input into an e4m3 cache at one row (where the 16-bit cache takes the fused kernel)
-      // equals the unfused layernorm_linear and scatter, bit for bit.
+      // attn_input into an e4m3 cache (the kernels' epilogue where they take the call: dense at
+      // one row, int8 and int4 at 1-8) equals the unfused layernorm_linear and scatter, bit for
+      // bit, at 1 and 3 rows.
       std::normal_distribution<float> wd(0.0f, 1.0f / std::sqrt(static_cast<float>(C)));
       std::vector<float> W(static_cast<std::size_t>(C) * 3 * C), bias(3 * C), lnw(C, 1.0f),
-          lnb(C, 0.1f), x(C);
+          lnb(C, 0.1f), x(3 * static_cast<std::size_t>(C));
       for (float& v : W) v = wd(rng);
       for (float& v : bias) v = 0.3f * nd(rng);
       for (float& v : x) v = nd(rng);
-      void* dW = ops->upload_weights(W.data(), W.size());
       void* db = ops->upload_weights(bias.data(), bias.size());
       void* dlw = ops->upload_weights(lnw.data(), lnw.size());
       void* dlb = ops->upload_weights(lnb.data(), lnb.size());
       void* dx = ops->upload_weights(x.data(), x.size());
-      const std::int32_t slot = 3;
-      auto* dslot = static_cast<std::int32_t*>(ops->alloc(4));
-      ops->upload(dslot, &slot, 4);
-      void* dln = ops->alloc(static_cast<std::size_t>(C) * 2);
-      std::vector<std::uint8_t> caches[2][2];
-      for (int fused = 0; fused < 2; ++fused) {
-        void* dqkv = ops->alloc(static_cast<std::size_t>(3) * C * 2);
-        void* dk = ops->alloc(pool);
-        void* dv = ops->alloc(pool);
-        const std::vector<std::uint8_t> poison(pool, 0x7F);  // NaN: finite values never are
-        ops->upload(dk, poison.data(), pool);
-        ops->upload(dv, poison.data(), pool);
-        if (fused) {
-          ops->attn_input(dx, 1, C, dlw, dlb, 1e-5f, dln, dW, LinearWeights::dense, db, dqkv, dslot,
-                          dk, dv, DType::e4m3);
-        } else {
-          ops->layernorm_linear(dx, 1, C, dlw, dlb, 1e-5f, dln, dW, db, dqkv, 3 * C, false);
-          ops->scatter_kv(dqkv, 1, C, dslot, dk, dv, DType::e4m3);
+      const std::int32_t slots[3] = {3, 0, 7};
+      auto* dslot = static_cast<std::int32_t*>(ops->alloc(sizeof(slots)));
+      ops->upload(dslot, slots, sizeof(slots));
+      void* dln = ops->alloc(static_cast<std::size_t>(3) * C * 2);
+      for (const LinearWeights lw :
+           {LinearWeights::dense, LinearWeights::int8, LinearWeights::int4}) {
+        void* dW = lw == LinearWeights::int8   ? ops->upload_q8_weights(W.data(), C, 3 * C)
+                   : lw == LinearWeights::int4 ? ops->upload_q4_weights(W.data(), C, 3 * C)
+                                               : ops->upload_weights(W.data(), W.size());
+        for (const int rows : {1, 3}) {
+          std::vector<std::uint8_t> caches[2][2];
+          for (int fused = 0; fused < 2; ++fused) {
+            void* dqkv = ops->alloc(static_cast<std::size_t>(rows) * 3 * C * 2);
+            void* dk = ops->alloc(pool);
+            void* dv = ops->alloc(pool);
+            const std::vector<std::uint8_t> poison(pool, 0x7F);  // NaN: finite values never are
+            ops->upload(dk, poison.data(), pool);
+            ops->upload(dv, poison.data(), pool);
+            if (fused) {
+              ops->attn_input(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, lw, db, dqkv, dslot, dk, dv,
+                              DType::e4m3);
+            } else {
+              if (lw == LinearWeights::int8) {
+                ops->layernorm_linear_q8(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, db, dqkv, 3 * C,
+                                         false);
+              } else if (lw == LinearWeights::int4) {
+                ops->layernorm_linear_q4(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, db, dqkv, 3 * C,
+                                         false);
+              } else {
+                ops->layernorm_linear(dx, rows, C, dlw, dlb, 1e-5f, dln, dW, db, dqkv, 3 * C,
+                                      false);
+              }
+              ops->scatter_kv(dqkv, rows, C, dslot, dk, dv, DType::e4m3);
+            }
+            for (int kv = 0; kv < 2; ++kv) {
+              caches[fused][kv].resize(pool);
+              ops->download(caches[fused][kv].data(), kv ? dv : dk, pool);
+            }
+            for (void* p : {dqkv, dk, dv}) ops->free(p);
+          }
+          const std::string what = std::string(to_string(dt)) + " C " + std::to_string(C) +
+                                   " LinearWeights " + std::to_string(static_cast<int>(lw)) +
+                                   " rows " + std::to_string(rows);
+          EXPECT_TRUE(caches[1][0] == caches[0][0]) << what << ": key cache";
+          EXPECT_TRUE(caches[1][1] == caches[0][1]) << what << ": value cache";
+          EXPECT_EQ(std::count(caches[1][0].begin(), caches[1][0].end(), std::uint8_t{0x7F}),
+                    static_cast<std::ptrdiff_t>(pool - static_cast<std::size_t>(rows) * C))
+              << what;
         }
-        for (int kv = 0; kv < 2; ++kv) {
-          caches[fused][kv].resize(pool);
-          ops->download(caches[fused][kv].data(), kv ? dv : dk, pool);
-        }
-        for (void* p : {dqkv, dk, dv}) ops->free(p);
+        ops->free(dW);
       }
-      EXPECT_TRUE(caches[1][0] == caches[0][0]) << to_string(dt) << " C " << C << ": key cache";
-      EXPECT_TRUE(caches[1][1] == caches[0][1]) << to_string(dt) << " C " << C << ": value cache";
-      EXPECT_EQ(std::count(caches[1][0].begin(), caches[1][0].end(), std::uint8_t{0x7F}),
-                static_cast<std::ptrdiff_t>(pool - C));
-      for (void* p : {dW, db, dlw, dlb, dx, static_cast<void*>(dslot), dln}) ops->free(p);
+      for (void* p : {db, dlw, dlb, dx, static_cast<void*>(dslot), dln}) ops->free(p);
     }
   }
 }

@@ -191,9 +191,9 @@ class CudaOps final : public ModelOps {
     layernorm_linear_quantized(LinearWeights::int4, x, rows, K, ln_w, ln_b, eps, ln, Wq, bias, out,
                                N, gelu);
   }
-  // The keys and values written by the one-row kernel's epilogue where it takes the linear and
-  // the caches hold dtype() (scatter_kv's kernel fewer); elsewhere layernorm_linear(_q8, _q4)
-  // then scatter_kv.
+  // The keys and values written by the one-row kernel's epilogue where it takes the linear (16-bit
+  // or e4m3 caches; scatter_kv's kernel fewer); elsewhere layernorm_linear(_q8, _q4) then
+  // scatter_kv (which names a pool type it cannot write).
   void attn_input(const void* x, int rows, int C, const void* ln_w, const void* ln_b, float eps,
                   void* ln, const void* W, LinearWeights weights, const void* bias, void* qkv,
                   const std::int32_t* slots, void* k_pool, void* v_pool, DType pool) override {
@@ -202,8 +202,8 @@ class CudaOps final : public ModelOps {
     a.kv_slots = slots;
     a.k_pool = k_pool;
     a.v_pool = v_pool;
-    // The kernel's epilogue writes 16-bit caches only; an e4m3 cache takes the quantizing scatter.
-    if (pool != dtype_ || !try_skinny(a)) {
+    a.kv_e4m3 = pool == DType::e4m3;
+    if ((pool != dtype_ && pool != DType::e4m3) || !try_skinny(a)) {
       ModelOps::attn_input(x, rows, C, ln_w, ln_b, eps, ln, W, weights, bias, qkv, slots, k_pool,
                            v_pool, pool);
     }

@@ -25,6 +25,7 @@
 // fastest in one pass; at 1.5B's sizes the kernel loses to cuBLASLt (skinny.h).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -142,6 +143,7 @@ struct Params {
   int staged;    // the bits below, what the launch found aligned
   bool f32_out;  // out is fp32 with row pitch ld (no bias, GELU, residual or scatter)
   int ld;
+  bool kv_e4m3;  // with kv_slots: the caches hold FP8 E4M3 (KvCache::e4m3)
 };
 
 // Params::staged, each where its pointers are 16-byte aligned: the layernorm weights are loaded
@@ -208,8 +210,14 @@ __device__ __forceinline__ void finish_with(const Params& p, float v, int m, int
   static_cast<T*>(p.out)[o] = h;
   if (p.kv_slots != nullptr && n >= p.kv_c) {  // a key or a value: into its cache slot too
     const bool key = n < 2 * p.kv_c;
-    T* pool = static_cast<T*>(key ? p.k_pool : p.v_pool);
-    pool[static_cast<std::int64_t>(p.kv_slots[m]) * p.kv_c + n - (key ? 1 : 2) * p.kv_c] = h;
+    const std::int64_t slot =
+        static_cast<std::int64_t>(p.kv_slots[m]) * p.kv_c + n - (key ? 1 : 2) * p.kv_c;
+    if (p.kv_e4m3) {  // the 16-bit value rounded as the quantizing scatter rounds it
+      static_cast<__nv_fp8_storage_t*>(key ? p.k_pool : p.v_pool)[slot] =
+          __nv_cvt_float_to_fp8(to_f(h), __NV_SATFINITE, __NV_E4M3);
+    } else {
+      static_cast<T*>(key ? p.k_pool : p.v_pool)[slot] = h;
+    }
   }
 }
 
@@ -1506,6 +1514,7 @@ void skinny_linear(DType dt, const SkinnyPlan& plan, const SkinnyArgs& a, const 
   p.kv_c = a.N / 3;
   p.staged = 0;
   p.f32_out = a.f32_out;
+  p.kv_e4m3 = a.kv_e4m3;
   p.ld = a.f32_out ? a.ld : a.N;
   p.scales = a.q8   ? reinterpret_cast<const float*>(static_cast<const char*>(a.W) +
                                                    q8_mma_scales_offset(a.K, a.N))

@@ -49,6 +49,9 @@ struct SkinnyArgs {
   const std::int32_t* kv_slots = nullptr;
   void* k_pool = nullptr;
   void* v_pool = nullptr;
+  // The caches hold FP8 E4M3 (KvCache::e4m3): each key and value is written as scatter_kv's
+  // quantizing form writes it (its 16-bit value rounded to nearest even, saturated).
+  bool kv_e4m3 = false;
   // out is fp32 [rows, ld] (ld >= N) instead of rows of N in the activations' type: the output
   // head's logits. Not with a bias, GELU, a residual or the k/v scatter.
   bool f32_out = false;
