@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <utility>
@@ -456,6 +457,62 @@ TEST(Gpt2EngineCuda, GemmEpilogueGeluIsTheTanhForm) {
   for (void* p : {dx, dW, db, dout}) ops->free(p);
 }
 
+// The output head's logits of `rows` rows of x (16-bit values) against fp64 on the head's values
+// `wte` [V, C], each within rel_tol of the row's sum of |products| (+ 1e-6): `call(dx, dl, ld)`
+// writes them at pitch ld, Vp and Vp + 36, twice each. The pad columns V..Vp must come out 0 and
+// the ones past Vp keep their poison (NaN). `what` starts each failure.
+void expect_head_logits(engine::ModelOps& ops, const std::vector<float>& x, int rows,
+                        const std::vector<float>& wte, int V, int C, double rel_tol,
+                        const std::function<void(const void*, float*, int)>& call,
+                        const std::string& what) {
+  const int Vp = engine::padded_vocab(V);
+  std::vector<double> want(static_cast<std::size_t>(rows) * V), tol(want.size());
+  for (int r = 0; r < rows; ++r) {
+    for (int v = 0; v < V; ++v) {
+      double acc = 0.0, mag = 0.0;
+      for (int k = 0; k < C; ++k) {
+        const double p = static_cast<double>(x[static_cast<std::size_t>(r) * C + k]) *
+                         wte[static_cast<std::size_t>(v) * C + k];
+        acc += p;
+        mag += std::abs(p);
+      }
+      want[static_cast<std::size_t>(r) * V + v] = acc;
+      tol[static_cast<std::size_t>(r) * V + v] = rel_tol * mag + 1e-6;
+    }
+  }
+  void* dx = ops.upload_weights(x.data(), x.size());
+  for (const int ld : {Vp, Vp + 36}) {
+    const std::size_t n = static_cast<std::size_t>(rows) * ld;
+    auto* dl = static_cast<float*>(ops.alloc(n * sizeof(float)));
+    for (int round = 0; round < 2; ++round) {
+      std::vector<float> got(n, std::nanf(""));
+      ops.upload(dl, got.data(), n * sizeof(float));
+      call(dx, dl, ld);
+      ops.download(got.data(), dl, n * sizeof(float));
+      int bad = 0;
+      for (int r = 0; r < rows; ++r) {
+        for (int v = 0; v < ld; ++v) {
+          const float g = got[static_cast<std::size_t>(r) * ld + v];
+          const std::size_t o = static_cast<std::size_t>(r) * V + v;
+          const bool ok = v < V    ? std::abs(g - want[o]) <= tol[o]
+                          : v < Vp ? g == 0.0f
+                                   : std::isnan(g);
+          if (!ok && ++bad <= 3) {
+            ADD_FAILURE() << what << " V " << V << " (Vp " << Vp << ") C " << C << " rows " << rows
+                          << " ld " << ld << " round " << round << ": logits[" << r << "][" << v
+                          << "] = " << g
+                          << (v < V    ? ", fp64 " + std::to_string(want[o])
+                              : v < Vp ? ", a pad column: 0 expected"
+                                       : ", past Vp: left as poisoned expected");
+          }
+        }
+      }
+    }
+    ops.free(dl);
+  }
+  ops.free(dx);
+}
+
 // The output head (upload_head, lm_head) against fp64 on the 16-bit weights, at vocabularies
 // that are not a multiple of 64 (GPT-2's 50257 among them) and one that is: at 1-8 rows (the
 // GEMV over wte) and above (the GEMM over wte^T), at the engine's pitch padded_vocab(V) and a
@@ -468,7 +525,6 @@ TEST(Gpt2EngineCuda, LmHeadMatchesTheFp64Reference) {
     int V, C;
   };
   const Case cases[] = {{101, 128}, {1000, 768}, {50257, 64}, {128, 64}};
-  const float nan = std::nanf("");
   for (const DType dt : {DType::f16, DType::bf16}) {
     auto ops = engine::make_cuda_ops(dt, 0);
     const auto r16 = [&](float v) {
@@ -513,52 +569,14 @@ TEST(Gpt2EngineCuda, LmHeadMatchesTheFp64Reference) {
       for (const int rows : {1, 3, 8, 9, 33}) {
         std::vector<float> x(static_cast<std::size_t>(rows) * c.C);
         for (float& v : x) v = r16(0.3f + nd(rng));
-        std::vector<double> want(static_cast<std::size_t>(rows) * c.V);
-        std::vector<double> tol(want.size());
-        for (int r = 0; r < rows; ++r) {
-          for (int v = 0; v < c.V; ++v) {
-            double acc = 0.0, mag = 0.0;
-            for (int k = 0; k < c.C; ++k) {
-              const double p = static_cast<double>(x[static_cast<std::size_t>(r) * c.C + k]) *
-                               wte[static_cast<std::size_t>(v) * c.C + k];
-              acc += p;
-              mag += std::abs(p);
-            }
-            want[static_cast<std::size_t>(r) * c.V + v] = acc;
-            // Exact products of 16-bit values, summed in fp32.
-            tol[static_cast<std::size_t>(r) * c.V + v] = 1e-5 * mag + 1e-6;
-          }
-        }
+        // Exact products of 16-bit values, summed in fp32.
+        expect_head_logits(
+            *ops, x, rows, wte, c.V, c.C, 1e-5,
+            [&](const void* dx, float* dl, int ld) {
+              ops->lm_head(dx, head, dl, rows, c.C, c.V, ld);
+            },
+            to_string(dt));
         void* dx = ops->upload_weights(x.data(), x.size());
-        for (const int ld : {Vp, Vp + 36}) {
-          const std::size_t n = static_cast<std::size_t>(rows) * ld;
-          auto* dl = static_cast<float*>(ops->alloc(n * sizeof(float)));
-          for (int round = 0; round < 2; ++round) {
-            std::vector<float> got(n, nan);
-            ops->upload(dl, got.data(), n * sizeof(float));
-            ops->lm_head(dx, head, dl, rows, c.C, c.V, ld);
-            ops->download(got.data(), dl, n * sizeof(float));
-            int bad = 0;
-            for (int r = 0; r < rows; ++r) {
-              for (int v = 0; v < ld; ++v) {
-                const float g = got[static_cast<std::size_t>(r) * ld + v];
-                const std::size_t o = static_cast<std::size_t>(r) * c.V + v;
-                const bool ok = v < c.V  ? std::abs(g - want[o]) <= tol[o]
-                                : v < Vp ? g == 0.0f
-                                         : std::isnan(g);
-                if (!ok && ++bad <= 3) {
-                  ADD_FAILURE() << to_string(dt) << " V " << c.V << " (Vp " << Vp << ") C " << c.C
-                                << " rows " << rows << " ld " << ld << " round " << round
-                                << ": logits[" << r << "][" << v << "] = " << g
-                                << (v < c.V  ? ", fp64 " + std::to_string(want[o])
-                                    : v < Vp ? ", a pad column: 0 expected"
-                                             : ", past Vp: left as poisoned expected");
-                }
-              }
-            }
-          }
-          ops->free(dl);
-        }
         if (Vp != c.V) {
           // The old pitch, V rounded up to 4, is too short for the padded head.
           const int short_ld = (c.V + 3) / 4 * 4;
@@ -590,7 +608,6 @@ TEST(Gpt2EngineCuda, QuantizedLmHeadMatchesTheFp64Reference) {
   // 1050: 68 tiles (an odd multiple of 4 tiles: CTAs of 8 tiles, as s42's head-tiles.patch had,
   // end inside it).
   const Case cases[] = {{101, 128}, {1050, 128}, {1000, 768}, {50257, 64}};
-  const float nan = std::nanf("");
   for (const DType dt : {DType::f16, DType::bf16}) {
     auto ops = engine::make_cuda_ops(dt, 0);
     const double ulp = dt == DType::bf16 ? 1.0 / 128 : 1.0 / 1024;
@@ -610,58 +627,17 @@ TEST(Gpt2EngineCuda, QuantizedLmHeadMatchesTheFp64Reference) {
         engine::round_trip_head(deq, c.V, c.C, lw);
         void* head = ops->upload_head(deq.data(), c.V, c.C);
         for (const int rows : {1, 3, 8, 9, 16, 17}) {
-          const bool kernel = rows <= (q4 ? 16 : 8);
           std::vector<float> x(static_cast<std::size_t>(rows) * c.C);
           for (float& v : x) v = r16(0.3f + nd(rng));
-          std::vector<double> want(static_cast<std::size_t>(rows) * c.V);
-          std::vector<double> tol(want.size());
-          for (int r = 0; r < rows; ++r) {
-            for (int v = 0; v < c.V; ++v) {
-              double acc = 0.0, mag = 0.0;
-              for (int k = 0; k < c.C; ++k) {
-                const double p = static_cast<double>(x[static_cast<std::size_t>(r) * c.C + k]) *
-                                 deq[static_cast<std::size_t>(v) * c.C + k];
-                acc += p;
-                mag += std::abs(p);
-              }
-              want[static_cast<std::size_t>(r) * c.V + v] = acc;
-              // The kernel: exact products of 16-bit x and the integer levels, fp32 sums and
-              // scales. cuBLASLt: the dequantized weights rounded to 16 bits too.
-              tol[static_cast<std::size_t>(r) * c.V + v] = (kernel ? 1e-5 : ulp) * mag + 1e-6;
-            }
-          }
-          void* dx = ops->upload_weights(x.data(), x.size());
-          for (const int ld : {Vp, Vp + 36}) {
-            const std::size_t n = static_cast<std::size_t>(rows) * ld;
-            auto* dl = static_cast<float*>(ops->alloc(n * sizeof(float)));
-            for (int round = 0; round < 2; ++round) {
-              std::vector<float> got(n, nan);
-              ops->upload(dl, got.data(), n * sizeof(float));
-              ops->lm_head_quantized(dx, head, head_q, lw, dl, rows, c.C, c.V, ld);
-              ops->download(got.data(), dl, n * sizeof(float));
-              int bad = 0;
-              for (int r = 0; r < rows; ++r) {
-                for (int v = 0; v < ld; ++v) {
-                  const float g = got[static_cast<std::size_t>(r) * ld + v];
-                  const std::size_t o = static_cast<std::size_t>(r) * c.V + v;
-                  const bool ok = v < c.V  ? std::abs(g - want[o]) <= tol[o]
-                                  : v < Vp ? g == 0.0f
-                                           : std::isnan(g);
-                  if (!ok && ++bad <= 3) {
-                    ADD_FAILURE() << (q4 ? "int4 " : "int8 ") << to_string(dt) << " V " << c.V
-                                  << " (Vp " << Vp << ") C " << c.C << " rows " << rows << " ld "
-                                  << ld << " round " << round << ": logits[" << r << "][" << v
-                                  << "] = " << g
-                                  << (v < c.V  ? ", fp64 " + std::to_string(want[o])
-                                      : v < Vp ? ", a pad column: 0 expected"
-                                               : ", past Vp: left as poisoned expected");
-                  }
-                }
-              }
-            }
-            ops->free(dl);
-          }
-          ops->free(dx);
+          // The kernel: exact products of 16-bit x and the integer levels, fp32 sums and scales.
+          // cuBLASLt: the dequantized weights rounded to 16 bits too.
+          const bool kernel = rows <= (q4 ? 16 : 8);
+          expect_head_logits(
+              *ops, x, rows, deq, c.V, c.C, kernel ? 1e-5 : ulp,
+              [&](const void* dx, float* dl, int ld) {
+                ops->lm_head_quantized(dx, head, head_q, lw, dl, rows, c.C, c.V, ld);
+              },
+              std::string(q4 ? "int4 " : "int8 ") + to_string(dt));
         }
         ops->free(head);
         ops->free(head_q);

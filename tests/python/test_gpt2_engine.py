@@ -147,19 +147,23 @@ def test_greedy_generation_follows_the_reference(model, backend):
     assert exact >= 36, (backend, exact)
 
 
+def round_trip_groups(g, qmax, axis):
+    """g's groups along `axis` quantized and dequantized: a float32 scale max|g| / qmax each, each
+    value the nearest multiple (ties away from zero), written here independently of the engine."""
+    scale = (np.abs(g).max(axis=axis, keepdims=True) / np.float32(qmax)).astype(np.float32)
+    ratio = np.divide(g, scale, out=np.zeros_like(g), where=scale > 0)
+    q = np.clip(np.sign(ratio) * np.floor(np.abs(ratio) + 0.5), -qmax, qmax)
+    return q.astype(np.float32) * scale
+
+
 def quantized_linears(w, qmax):
     """The weights with each layer's four linears quantized as linear_weights='int8' (qmax 127)
-    or 'int4' (qmax 7) says: per 64 rows and column a float32 scale max|w| / qmax, each weight the
-    nearest multiple (ties away from zero), written here independently of the engine."""
+    or 'int4' (qmax 7) says: per 64 rows and column one scale."""
     out = dict(w)
     for name, a in w.items():
         if name.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight")):
             k, n = a.shape
-            g = a.reshape(k // 64, 64, n)
-            scale = (np.abs(g).max(axis=1, keepdims=True) / np.float32(qmax)).astype(np.float32)
-            ratio = np.divide(g, scale, out=np.zeros_like(g), where=scale > 0)
-            q = np.clip(np.sign(ratio) * np.floor(np.abs(ratio) + 0.5), -qmax, qmax)
-            out[name] = (q.astype(np.float32) * scale).reshape(k, n)
+            out[name] = round_trip_groups(a.reshape(k // 64, 64, n), qmax, 1).reshape(k, n)
     return out
 
 
@@ -182,16 +186,11 @@ def test_quantized_linears_run_the_quantized_model(model, kind, qmax):
 
 def quantized_head(w, qmax):
     """The weights with wte (the embedding and the tied head) quantized as head_weights='int8'
-    (qmax 127) or 'int4' (qmax 7) says: per 64 features of each token's row a float32 scale
-    max|w| / qmax, each value the nearest multiple (ties away from zero)."""
+    (qmax 127) or 'int4' (qmax 7) says: per 64 features of each token's row one scale."""
     out = dict(w)
-    a = w["wte.weight"]
-    v, c = a.shape
-    g = a.reshape(v, c // 64, 64)
-    scale = (np.abs(g).max(axis=2, keepdims=True) / np.float32(qmax)).astype(np.float32)
-    ratio = np.divide(g, scale, out=np.zeros_like(g), where=scale > 0)
-    q = np.clip(np.sign(ratio) * np.floor(np.abs(ratio) + 0.5), -qmax, qmax)
-    out["wte.weight"] = (q.astype(np.float32) * scale).reshape(v, c)
+    v, c = w["wte.weight"].shape
+    g = w["wte.weight"].reshape(v, c // 64, 64)
+    out["wte.weight"] = round_trip_groups(g, qmax, 2).reshape(v, c)
     return out
 
 
