@@ -46,7 +46,9 @@ enum class LinearWeights { dense, int8, int4 };
 // stored as e4m3(x), rounded to nearest even and saturated to +-448 (a relative step of 2^-3;
 // magnitudes up to 2^-10 become 0). Prompts attend to their own keys and values unquantized
 // (straight from the GEMM); decode steps read the 8-bit cache in place, their own newest key and
-// value included.
+// value included. A request preempted and recomputed (the scheduler's recompute: one prefill of
+// its prompt and the tokens it has so far) attends to all of those unquantized in that prefill,
+// so its later tokens can differ from an uninterrupted run's, as they cannot with model.
 enum class KvCache { model, e4m3 };
 constexpr int kGpt2Q8Group = 64;
 
@@ -146,7 +148,9 @@ struct EngineOptions {
   // embedding, so both read the dequantized values (Gpt2Weights::with_quantized_head). CUDA: steps
   // of up to 8 rows (int4: 16) read the quantized head in the linears' kernel, fp32 logits out;
   // larger steps use cuBLASLt over the dequantized head. GPT-2 124M's head is 11% of a B1 decode
-  // step on an H200 (README has the figures).
+  // step on an H200 (README has the figures). It is for speed, not memory: the dequantized head
+  // stays beside the quantized one (the embedding and the larger steps read it), 0.56 (int4) or
+  // 1.06 (int8) bytes a value more with the scales.
   LinearWeights head_weights = LinearWeights::dense;
   KvCache kv_cache = KvCache::model;  // the cache's storage (KvCache above)
   bool cuda_graphs = true;            // CUDA: decode-only steps replay captured graphs
@@ -176,7 +180,12 @@ class Gpt2Engine {
 
   // The logits, fp32 [tokens.size(), vocab_size] row-major, of one sequence run through the model
   // in one pass (a prefill through the same paged cache; the cache is left empty afterwards).
-  std::vector<float> forward_logits(const std::vector<std::int32_t>& tokens);
+  // With prompt in [1, tokens.size()): the first `prompt` tokens run as one prefill and each
+  // later one as a decode step through the KV cache, as generate() runs a request with that
+  // prompt that produced those tokens (the decode rows' logits are what it sampled from; one row
+  // a step, no graphs). prompt 0 or tokens.size(): one pass. Another prompt is an
+  // invalid_argument naming it.
+  std::vector<float> forward_logits(const std::vector<std::int32_t>& tokens, int prompt = 0);
 
   // Runs every request to completion through the scheduler (continuous batching: prefills of
   // similar length grouped, decodes of all running requests batched, preemption by recompute when

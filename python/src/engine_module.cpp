@@ -86,12 +86,12 @@ class PyGpt2Engine {
     return engine_->generate(reqs);
   }
 
-  nb::ndarray<nb::numpy, float, nb::ndim<2>> forward_logits(
-      const std::vector<std::int32_t>& tokens) {
+  nb::ndarray<nb::numpy, float, nb::ndim<2>> forward_logits(const std::vector<std::int32_t>& tokens,
+                                                            int prompt) {
     auto* logits = new std::vector<float>();
     try {
       nb::gil_scoped_release release;
-      *logits = engine_->forward_logits(tokens);
+      *logits = engine_->forward_logits(tokens, prompt);
     } catch (...) {
       delete logits;
       throw;
@@ -156,7 +156,10 @@ void bind_engine(nb::module_& m) {
            "Generates for every prompt (a list of token-id lists) through the continuous-batching "
            "scheduler; returns the new tokens of each. temperature 0 is greedy.")
       .def("forward_logits", &PyGpt2Engine::forward_logits, nb::arg("tokens"),
-           "The fp32 logits [len(tokens), vocab_size] of one sequence, as a numpy array.")
+           nb::arg("prompt") = 0,
+           "The fp32 logits [len(tokens), vocab_size] of one sequence, as a numpy array. With "
+           "prompt (1 to len(tokens)), the tokens after the first `prompt` run as decode steps "
+           "through the KV cache, as generate() runs them.")
       .def_prop_ro("config", &PyGpt2Engine::config)
       .def_prop_ro("backend", &PyGpt2Engine::backend);
 

@@ -83,8 +83,8 @@ class Gpt2Engine::Impl {
   Impl(const Gpt2Weights& w, const EngineOptions& o);
 
   // Runs decodes (n == 1, start = keys already cached) then prefills (start == 0) through the
-  // model; returns one token per segment. With logits_out (one prefill segment only), fills it
-  // with every row's logits instead of sampling.
+  // model; returns one token per segment. With logits_out (one prefill segment, or one decode),
+  // fills it with every row's logits instead of sampling.
   std::vector<std::int32_t> run_step(const std::vector<Segment>& decodes,
                                      const std::vector<Segment>& prefills,
                                      std::vector<float>* logits_out = nullptr);
@@ -377,7 +377,9 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
             " sequences exceeds the step buffers (" + std::to_string(max_rows) + ", " +
             std::to_string(max_seqs) + ")");
   }
-  if (logits_out && (np != 1 || bd != 0)) invalid("logits of one prefill only");
+  if (logits_out && !(np == 1 && bd == 0) && !(np == 0 && bd == 1)) {
+    invalid("logits of one prefill or one decode only");
+  }
   // The decodes' block table is as wide as the next power of two of pages the longest of them
   // holds: the decode kernel then splits about the keys in use (at most twice them), and a graph
   // serves every step of the same (batch, width).
@@ -608,13 +610,18 @@ Backend Gpt2Engine::backend() const {
   return impl_->ops->device() == Device::cuda ? Backend::cuda : Backend::cpu;
 }
 
-std::vector<float> Gpt2Engine::forward_logits(const std::vector<std::int32_t>& tokens) {
+std::vector<float> Gpt2Engine::forward_logits(const std::vector<std::int32_t>& tokens, int prompt) {
   Impl& e = *impl_;
   const int n = static_cast<int>(tokens.size());
   if (n <= 0 || n > e.cfg.n_positions) {
     invalid("forward_logits takes 1 to n_positions = " + std::to_string(e.cfg.n_positions) +
             " tokens, not " + std::to_string(n));
   }
+  if (prompt < 0 || prompt > n) {
+    invalid("forward_logits: prompt is " + std::to_string(prompt) + ", must be 0 to " +
+            std::to_string(n) + " (the tokens)");
+  }
+  if (prompt == 0) prompt = n;
   for (int i = 0; i < n; ++i) {
     if (tokens[i] < 0 || tokens[i] >= e.cfg.vocab_size) {
       invalid("token " + std::to_string(i) + " is " + std::to_string(tokens[i]) +
@@ -625,13 +632,24 @@ std::vector<float> Gpt2Engine::forward_logits(const std::vector<std::int32_t>& t
                     e.opts.page_size);
   e.ensure_pool(kv.num_pages());
   const KvCacheManager::SeqId seq = kv.add_sequence();
-  kv.append(seq, n);
+  kv.append(seq, prompt);
   Impl::Segment s;
   s.tokens = tokens.data();
-  s.n = n;
+  s.n = prompt;
   s.pages = kv.pages(seq);
   std::vector<float> out;
   e.run_step({}, {s}, &out);
+  for (int i = prompt; i < n; ++i) {  // decode steps: token i at position i, keys 0..i cached
+    kv.append(seq, 1);
+    Impl::Segment d;
+    d.tokens = tokens.data() + i;
+    d.n = 1;
+    d.start = i;
+    d.pages = kv.pages(seq);
+    std::vector<float> row;
+    e.run_step({d}, {}, &row);
+    out.insert(out.end(), row.begin(), row.end());
+  }
   return out;
 }
 

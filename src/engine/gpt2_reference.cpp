@@ -56,6 +56,16 @@ std::vector<double> gpt2_reference_logits(const Gpt2Weights& w,
                 "gpuattn::gpt2_reference_logits: " + std::to_string(T) +
                     " tokens, must be 1 to n_positions = " + std::to_string(cfg.n_positions));
   }
+  if (kv != KvCache::model && kv != KvCache::e4m3) {
+    throw Error(ErrorCode::invalid_argument, "gpuattn::gpt2_reference_logits: kv is " +
+                                                 std::to_string(static_cast<int>(kv)) +
+                                                 ", must be KvCache::model or e4m3");
+  }
+  if (prompt < 0 || prompt > T) {
+    throw Error(ErrorCode::invalid_argument, "gpuattn::gpt2_reference_logits: prompt is " +
+                                                 std::to_string(prompt) + ", must be 0 to " +
+                                                 std::to_string(T) + " (the tokens)");
+  }
   Mat x(static_cast<std::size_t>(T) * C);
   for (int t = 0; t < T; ++t) {
     if (tokens[t] < 0 || tokens[t] >= V) {

@@ -693,10 +693,11 @@ TEST(Gpt2EngineCuda, QuantizedHeadMatchesTheFp64ReferenceOfTheModelItRuns) {
 }
 
 // The engine with an FP8 E4M3 KV cache (KvCache::e4m3), f16 and bf16, dense and int4 linears: the
-// prompt's logits are the model's (prompts attend unquantized), and each token of 6 requests'
-// decode steps (1-6 rows, in graphs; the decode kernel reading the 8-bit cache in place) is
-// within reach of the best logit of the fp64 reference whose decode rows read rounded keys and
-// values (ForwardMatchesTheFp64Reference's bounds: 16-bit rounding of a near tie).
+// prompt's logits are the model's (prompts attend unquantized); decode rows' logits (one a step)
+// against the fp64 reference whose decode rows read rounded keys and values; and each token of 6
+// requests' decode steps (1-6 rows, in graphs; the decode kernel reading the 8-bit cache in place)
+// within reach of that reference's best logit (ForwardMatchesTheFp64Reference's bounds: 16-bit
+// rounding of a near tie).
 TEST(Gpt2EngineCuda, E4m3KvCacheFollowsTheReferenceOfTheCacheItKeeps) {
   SKIP_WITHOUT_GPU();
   for (const LinearWeights lw : {LinearWeights::dense, LinearWeights::int4})
@@ -719,6 +720,28 @@ TEST(Gpt2EngineCuda, E4m3KvCacheFollowsTheReferenceOfTheCacheItKeeps) {
         r.prompt = random_tokens(3 + 5 * b, 101, 600 + b);
         r.max_new_tokens = 2 + 2 * b;
         reqs.push_back(r);
+      }
+      // The decode rows' logits themselves (forward_logits with a prompt), on the sharp test
+      // weights, where the rounded cache moves them by 8-10% of the largest: at f16 the bound
+      // tells the e4m3 reference from the exact model's; the 16-bit cache's decode rows follow
+      // the exact model.
+      {
+        const Gpt2Weights ws = sharp_weights(small_config(), 52);
+        const Gpt2Weights wsq = lw == LinearWeights::int4 ? ws.with_int4_linears() : ws;
+        const std::vector<std::int32_t> seq = random_tokens(24, 101, 73);
+        const double bound = dt == DType::f16 ? 4e-2 : 0.2;
+        Gpt2Engine es(ws, o);
+        const std::vector<double> ref = gpt2_reference_logits(wsq, seq, KvCache::e4m3, 7);
+        const std::vector<double> exact = gpt2_reference_logits(wsq, seq);
+        EXPECT_LT(rel_error(es.forward_logits(seq, 7), ref), bound) << kind << ", decode rows";
+        if (dt == DType::f16) {
+          EXPECT_GT(rel_error(std::vector<float>(ref.begin(), ref.end()), exact), 1.5 * bound);
+        }
+        EngineOptions om = o;
+        om.kv_cache = KvCache::model;
+        Gpt2Engine em(ws, om);
+        EXPECT_LT(rel_error(em.forward_logits(seq, 7), exact), bound)
+            << kind << ", decode rows on a 16-bit cache";
       }
       const auto out = e.generate(reqs);
       ASSERT_EQ(out.size(), reqs.size());
@@ -1387,10 +1410,21 @@ TEST(Gpt2EngineCuda, SamplingKernelMatchesTheHostSampler) {
   ops->upload(dp, params.data(), rows * sizeof(engine::SampleRow));
   // Four calls: each must leave the split rows' counts at zero for the next; the second with
   // the rows' greedy maxima moved; the last two over 13 rows, whose greedy rows take 8 blocks
-  // each (48 rows take 2 on an H200: a block an SM at most).
+  // each on a GPU of 104 SMs or more (48 rows take 2 on an H200: a block an SM at most), with
+  // their maxima in later blocks (a tie across two, one in the last).
   for (int call = 0; call < 4; ++call) {
     if (call == 1) {
       for (int r = 0; r < rows; r += 4) logits[static_cast<std::size_t>(r) * ld + 7 * r + 11] = 60;
+      ops->upload(dl, logits.data(), logits.size() * 4);
+    }
+    if (call == 2) {  // the 13 rows' greedy maxima in later blocks: one in the last, a tie across
+      const auto at = [&](int r, int i) -> float& {
+        return logits[static_cast<std::size_t>(r) * ld + i];
+      };
+      at(0, 45000) = 70;
+      at(4, 20000) = at(4, 44000) = 70;
+      at(8, V - 5) = 70;
+      at(12, 31000) = 70;
       ops->upload(dl, logits.data(), logits.size() * 4);
     }
     const int n = call < 2 ? rows : 13;
@@ -1405,8 +1439,12 @@ TEST(Gpt2EngineCuda, SamplingKernelMatchesTheHostSampler) {
           << " top_k " << params[r].top_k << " top_p " << params[r].top_p;
     }
     EXPECT_EQ(params[8].temperature, 0.0f);
-    EXPECT_EQ(got[8], call == 0 ? 123 : 67);
-    EXPECT_EQ(got[12], call == 0 ? 100 : 95);
+    EXPECT_EQ(got[8], call == 0 ? 123 : call == 1 ? 67 : V - 5);
+    EXPECT_EQ(got[12], call == 0 ? 100 : call == 1 ? 95 : 31000);
+    if (call >= 2) {
+      EXPECT_EQ(got[0], 45000);
+      EXPECT_EQ(got[4], 20000);
+    }
     if (n > 16) EXPECT_EQ(got[16], call == 0 ? V - 2 : 123);
     for (int r = n; r < rows; ++r) EXPECT_EQ(got[r], -7) << "row " << r << " of " << n;
   }

@@ -665,8 +665,26 @@ TEST(Gpt2EngineCpu, E4m3KvCacheFollowsTheReferenceOfTheCacheItKeeps) {
   // reference where the two disagree (at least once with these seeds: the check is not idle).
   EXPECT_GT(moved, 1e-3);
   EXPECT_GE(flips, 1);
+  // The decode rows' logits themselves (forward_logits with a prompt: the tokens after it as
+  // decode steps through the cache), against the e4m3 reference and the 16-bit one; and with a
+  // model-type cache, the decode steps compute the exact model.
+  const std::vector<std::int32_t> seq = random_tokens(24, 101, 72);
+  const std::vector<float> dec = e.forward_logits(seq, 7);
+  const double err = rel_error(dec, gpt2_reference_logits(w, seq, KvCache::e4m3, 7));
+  const double off = rel_error(dec, gpt2_reference_logits(w, seq));
+  EXPECT_LT(err, 2e-5);
+  EXPECT_GT(off, 0.05);
+  EngineOptions om = o;
+  om.kv_cache = KvCache::model;
+  Gpt2Engine em(w, om);
+  EXPECT_LT(rel_error(em.forward_logits(seq, 7), gpt2_reference_logits(w, seq)), 2e-5);
+  expect_invalid_argument([&] { e.forward_logits(seq, 25); }, "prompt is 25, must be 0 to 24");
   o.kv_cache = static_cast<KvCache>(4);
   expect_invalid_argument([&] { Gpt2Engine bad(w, o); }, "kv_cache is 4");
+  expect_invalid_argument([&] { gpt2_reference_logits(w, tokens, KvCache::e4m3, 21); },
+                          "prompt is 21, must be 0 to 20");
+  expect_invalid_argument([&] { gpt2_reference_logits(w, tokens, KvCache::e4m3, -1); },
+                          "prompt is -1");
 }
 
 }  // namespace

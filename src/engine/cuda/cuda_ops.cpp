@@ -38,6 +38,19 @@ class CudaOps final : public ModelOps {
                       ", this machine has " + std::to_string(count) + " CUDA devices");
     }
     check(cudaSetDevice(device_), "cudaSetDevice");
+    try {
+      acquire();
+    } catch (...) {  // the destructor does not run for a constructor that throws
+      release();
+      throw;
+    }
+  }
+  ~CudaOps() override { release(); }
+
+ private:
+  // The stream, the GEMM plans and the kernels' scratch, in the constructor; release() frees
+  // whatever of them exists.
+  void acquire() {
     cudaStream_t s = nullptr;
     check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     stream_ = s;
@@ -57,7 +70,7 @@ class CudaOps final : public ModelOps {
     check(cudaMemsetAsync(sample_.counts, 0, kSampleScratchRows * sizeof(int), s),
           "cudaMemsetAsync of the sampler's counts");
   }
-  ~CudaOps() override {
+  void release() {
     gemm_.reset();
     cudaFree(skinny_.partials);
     cudaFree(skinny_.counts);
@@ -67,6 +80,7 @@ class CudaOps final : public ModelOps {
     if (stream_) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   }
 
+ public:
   Device device() const override { return Device::cuda; }
   int device_index() const override { return device_; }
   DType dtype() const override { return dtype_; }
@@ -141,14 +155,14 @@ class CudaOps final : public ModelOps {
   // Weight-only int8 and int4 linears: quantized on the host; the dequantization scratch (the GEMM
   // path's W, for rows the kernels do not take) grows here, never during a step (a graph capture).
   void* upload_q8_weights(const float* W, int K, int N) override {
-    void* p = upload_quantized(W, K, N, LinearWeights::int8);
-    reserve_dequant(K, N);
-    return p;
+    check_quantized_shape(K, N, "int8");  // before any size is computed from K and N
+    reserve_dequant(K, N);  // first: a failed allocation leaves no uploaded block behind
+    return upload_quantized(W, K, N, LinearWeights::int8);
   }
   void* upload_q4_weights(const float* W, int K, int N) override {
-    void* p = upload_quantized(W, K, N, LinearWeights::int4);
+    check_quantized_shape(K, N, "int4");
     reserve_dequant(K, N);
-    return p;
+    return upload_quantized(W, K, N, LinearWeights::int4);
   }
   // The quantized head needs no dequantization scratch: above the kernels' rows lm_head_quantized
   // reads the dequantized head upload_head holds.
@@ -163,13 +177,18 @@ class CudaOps final : public ModelOps {
   // else cuBLASLt over the dequantized head.
   void lm_head_quantized(const void* x, const void* head, const void* head_q, LinearWeights w,
                          float* logits, int rows, int C, int V, int ld) override {
+    if (w != LinearWeights::int8 && w != LinearWeights::int4) {
+      throw Error(ErrorCode::invalid_argument,
+                  "gpuattn engine: the quantized output head with LinearWeights " +
+                      std::to_string(static_cast<int>(w)) + ": int8 or int4");
+    }
     cuda::SkinnyArgs a =
         skinny_args(x, head_q, nullptr, nullptr, logits, rows, C, padded_vocab(V), false);
     a.q8 = w == LinearWeights::int8;
     a.q4 = w == LinearWeights::int4;
     a.f32_out = true;
     a.ld = ld;
-    if ((!a.q8 && !a.q4) || !try_skinny(a)) lm_head(x, head, logits, rows, C, V, ld);
+    if (!try_skinny(a)) lm_head(x, head, logits, rows, C, V, ld);
   }
   void linear_q8(const void* x, const void* Wq, const void* bias, const void* residual, void* out,
                  int rows, int K, int N, bool gelu) override {
@@ -197,13 +216,18 @@ class CudaOps final : public ModelOps {
   void attn_input(const void* x, int rows, int C, const void* ln_w, const void* ln_b, float eps,
                   void* ln, const void* W, LinearWeights weights, const void* bias, void* qkv,
                   const std::int32_t* slots, void* k_pool, void* v_pool, DType pool) override {
+    if (pool != dtype_ && pool != DType::e4m3) {  // before anything is launched
+      throw Error(ErrorCode::invalid_argument,
+                  std::string("gpuattn engine: attn_input into a ") + to_string(pool) +
+                      " cache: " + to_string(dtype_) + " or float8_e4m3fn");
+    }
     cuda::SkinnyArgs a =
         skinny_ln_args(x, ln_w, ln_b, eps, W, weights, bias, qkv, rows, C, 3 * C, false);
     a.kv_slots = slots;
     a.k_pool = k_pool;
     a.v_pool = v_pool;
     a.kv_e4m3 = pool == DType::e4m3;
-    if ((pool != dtype_ && pool != DType::e4m3) || !try_skinny(a)) {
+    if (!try_skinny(a)) {
       ModelOps::attn_input(x, rows, C, ln_w, ln_b, eps, ln, W, weights, bias, qkv, slots, k_pool,
                            v_pool, pool);
     }
