@@ -87,6 +87,26 @@ TEST(Gpt2EngineCuda, RowKernelsRejectWidthsTheyDoNotCover) {
   ops->free(small);
 }
 
+// Each token generate() produced for reqs (out) is within reach of the best logit of the engine's
+// own forward over the sequence so far (vocabulary 101): within 5% of the logits' spread, the
+// 16-bit rounding of a near tie.
+void expect_near_own_forward(Gpt2Engine& e, const std::vector<GenerationRequest>& reqs,
+                             const std::vector<std::vector<std::int32_t>>& out,
+                             const std::string& what) {
+  ASSERT_EQ(out.size(), reqs.size());
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    std::vector<std::int32_t> seq = reqs[i].prompt;
+    for (const std::int32_t t : out[i]) {
+      const std::vector<float> logits = e.forward_logits(seq);
+      const float* last = &logits[(seq.size() - 1) * 101];
+      const float best = *std::max_element(last, last + 101);
+      const float spread = best - *std::min_element(last, last + 101);
+      EXPECT_GE(last[t], best - 0.05f * spread) << what << ", request " << i;
+      seq.push_back(t);
+    }
+  }
+}
+
 // Weight-only int8 and int4 linears on CUDA: the engine against the fp64 reference of the model
 // it runs (Gpt2Weights::with_int8_linears / with_int4_linears), prefill (dequantized W through
 // cuBLASLt) and decode steps (the int8 / int4 kernel), within ForwardMatchesTheFp64Reference's
@@ -127,20 +147,9 @@ TEST(Gpt2EngineCuda, QuantizedLinearsMatchTheFp64ReferenceOfTheModelTheyRun) {
             r.max_new_tokens = n_req == 6 ? 2 + 2 * b : 4 + b;
             reqs.push_back(r);
           }
-          const auto out = e.generate(reqs);
-          ASSERT_EQ(out.size(), reqs.size());
-          for (std::size_t i = 0; i < reqs.size(); ++i) {
-            std::vector<std::int32_t> seq = reqs[i].prompt;
-            for (const std::int32_t t : out[i]) {
-              const std::vector<float> logits = e.forward_logits(seq);
-              const float* last = &logits[(seq.size() - 1) * 101];
-              const float best = *std::max_element(last, last + 101);
-              const float spread = best - *std::min_element(last, last + 101);
-              EXPECT_GE(last[t], best - 0.05f * spread)
-                  << kind << to_string(dt) << " " << n_req << " requests, request " << i;
-              seq.push_back(t);
-            }
-          }
+          expect_near_own_forward(
+              e, reqs, e.generate(reqs),
+              kind + std::string(to_string(dt)) + " " + std::to_string(n_req) + " requests");
         }
       }
     }
@@ -676,19 +685,7 @@ TEST(Gpt2EngineCuda, QuantizedHeadMatchesTheFp64ReferenceOfTheModelItRuns) {
           r.max_new_tokens = 2 + 2 * b;
           reqs.push_back(r);
         }
-        const auto out = e.generate(reqs);
-        ASSERT_EQ(out.size(), reqs.size());
-        for (std::size_t i = 0; i < reqs.size(); ++i) {
-          std::vector<std::int32_t> seq = reqs[i].prompt;
-          for (const std::int32_t t : out[i]) {
-            const std::vector<float> logits = e.forward_logits(seq);
-            const float* last = &logits[(seq.size() - 1) * 101];
-            const float best = *std::max_element(last, last + 101);
-            const float spread = best - *std::min_element(last, last + 101);
-            EXPECT_GE(last[t], best - 0.05f * spread) << kind << ", request " << i;
-            seq.push_back(t);
-          }
-        }
+        expect_near_own_forward(e, reqs, e.generate(reqs), kind);
       }
 }
 
