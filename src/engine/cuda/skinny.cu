@@ -1108,6 +1108,32 @@ Use skinny_use() {
   return use;
 }
 
+// A dequantization unit's write-back (dequant_q8_kernel, dequant_q4_kernel): rows k0 .. k0 +
+// kRows - 1 and columns n0 .. n0 + kCols - 1 of W_out from the CTA's tile of q values, as 16-byte
+// row segments of T (coalesced) with the scales of row group kg (every row of a unit is in one
+// group: kRows divides kGroup) applied. N % 8 == 0: a segment is all in or all out.
+template <int kCols, typename T, int kRows, int kStride>
+__device__ __forceinline__ void write_unit(const float (&tile)[kRows][kStride], const float* scales,
+                                           int N, int n0, int k0, int kg, T* out) {
+  static_assert(kGroup % kRows == 0, "a unit's rows share one group's scales");
+  constexpr int kSegs = kRows * kCols / 8;
+  for (int e = threadIdx.x; e < kSegs; e += kThreads) {
+    const int k_local = e / (kCols / 8), c = (e % (kCols / 8)) * 8;
+    const int n = n0 + c, k = k0 + k_local;
+    if (n < N) {
+      const float* sc = scales + static_cast<std::int64_t>(kg) * N + n;
+      const float4 s0 = *reinterpret_cast<const float4*>(sc);
+      const float4 s1 = *reinterpret_cast<const float4*>(sc + 4);
+      const float sv[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+      alignas(16) T o[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) o[j] = from_f<T>(tile[k_local][c + j] * sv[j]);
+      *reinterpret_cast<uint4*>(out + static_cast<std::int64_t>(k) * N + n) =
+          *reinterpret_cast<const uint4*>(o);
+    }
+  }
+}
+
 // W_out [K, N] = q * scale from W in shuffle_q8_mma's order. A unit is 32 rows x 128 columns:
 // warp w loads tile w's 512 bytes (a lane's 16 bytes are its A fragments of two k-steps), the
 // lanes put the weights in shared memory at their (row, column), and the CTA writes the unit back
@@ -1138,22 +1164,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     __syncthreads();
-    constexpr int kSegs = kRows * kCols / 8;
-    for (int e = threadIdx.x; e < kSegs; e += kThreads) {
-      const int k_local = e / (kCols / 8), c = (e % (kCols / 8)) * 8;
-      const int n = cu * kCols + c, k = s2 * kRows + k_local;
-      if (n < N) {  // N % 8 == 0: a segment is all in or all out
-        const float* sc = scales + static_cast<std::int64_t>(k / kGroup) * N + n;
-        const float4 s0 = *reinterpret_cast<const float4*>(sc);
-        const float4 s1 = *reinterpret_cast<const float4*>(sc + 4);
-        const float sv[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
-        alignas(16) T o[8];
-#pragma unroll
-        for (int j = 0; j < 8; ++j) o[j] = from_f<T>(tile[k_local][c + j] * sv[j]);
-        *reinterpret_cast<uint4*>(out + static_cast<std::int64_t>(k) * N + n) =
-            *reinterpret_cast<const uint4*>(o);
-      }
-    }
+    write_unit<kCols>(tile, scales, N, cu * kCols, s2 * kRows, s2 * kRows / kGroup, out);
     __syncthreads();  // the tile is rewritten by the next unit
   }
 }
@@ -1189,22 +1200,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     __syncthreads();
-    constexpr int kSegs = kRows * kCols / 8;
-    for (int e = threadIdx.x; e < kSegs; e += kThreads) {
-      const int k_local = e / (kCols / 8), c = (e % (kCols / 8)) * 8;
-      const int n = cu * kCols + c, k = g * kRows + k_local;
-      if (n < N) {  // N % 8 == 0: a segment is all in or all out
-        const float* sc = scales + static_cast<std::int64_t>(g) * N + n;
-        const float4 s0 = *reinterpret_cast<const float4*>(sc);
-        const float4 s1 = *reinterpret_cast<const float4*>(sc + 4);
-        const float sv[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
-        alignas(16) T o[8];
-#pragma unroll
-        for (int j = 0; j < 8; ++j) o[j] = from_f<T>(tile[k_local][c + j] * sv[j]);
-        *reinterpret_cast<uint4*>(out + static_cast<std::int64_t>(k) * N + n) =
-            *reinterpret_cast<const uint4*>(o);
-      }
-    }
+    write_unit<kCols>(tile, scales, N, cu * kCols, g * kRows, g, out);
     __syncthreads();  // the tile is rewritten by the next unit
   }
 }
