@@ -187,18 +187,15 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
             std::to_string(opts.scheduler.max_batch) + " and " +
             std::to_string(opts.scheduler.max_prefill_tokens));
   }
-  if (opts.linear_weights != LinearWeights::dense && opts.linear_weights != LinearWeights::int8 &&
-      opts.linear_weights != LinearWeights::int4) {
-    invalid("linear_weights is " + std::to_string(static_cast<int>(opts.linear_weights)) +
-            ", must be LinearWeights::dense, int8 or int4");
-  }
-  lw = opts.linear_weights;
-  if (opts.head_weights != LinearWeights::dense && opts.head_weights != LinearWeights::int8 &&
-      opts.head_weights != LinearWeights::int4) {
-    invalid("head_weights is " + std::to_string(static_cast<int>(opts.head_weights)) +
-            ", must be LinearWeights::dense, int8 or int4");
-  }
-  hw = opts.head_weights;
+  const auto storage = [](LinearWeights w, const char* name) {
+    if (w != LinearWeights::dense && w != LinearWeights::int8 && w != LinearWeights::int4) {
+      invalid(std::string(name) + " is " + std::to_string(static_cast<int>(w)) +
+              ", must be LinearWeights::dense, int8 or int4");
+    }
+    return w;
+  };
+  lw = storage(opts.linear_weights, "linear_weights");
+  hw = storage(opts.head_weights, "head_weights");
   if (opts.kv_cache != KvCache::model && opts.kv_cache != KvCache::e4m3) {
     invalid("kv_cache is " + std::to_string(static_cast<int>(opts.kv_cache)) +
             ", must be KvCache::model or e4m3");
@@ -456,26 +453,12 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
   // The four linears a layer, with W in dtype, int8 or int4 (lw).
   const auto linear = [&](const void* in, const void* W, const void* bias, const void* residual,
                           void* out, int K, int N, bool gelu) {
-    if (lw == LinearWeights::int8) {
-      ops->linear_q8(in, W, bias, residual, out, rows, K, N, gelu);
-    } else if (lw == LinearWeights::int4) {
-      ops->linear_q4(in, W, bias, residual, out, rows, K, N, gelu);
-    } else {
-      ops->linear(in, W, bias, residual, out, rows, K, N, gelu);
-    }
+    ops->linear_as(lw, in, W, bias, residual, out, rows, K, N, gelu);
   };
   const auto ln_linear = [&](const void* in, int K, const void* ln_w, const void* ln_b,
                              const void* W, const void* bias, void* out, int N, bool gelu) {
-    if (lw == LinearWeights::int8) {
-      ops->layernorm_linear_q8(in, rows, K, ln_w, ln_b, cfg.layer_norm_epsilon, ln.ptr, W, bias,
-                               out, N, gelu);
-    } else if (lw == LinearWeights::int4) {
-      ops->layernorm_linear_q4(in, rows, K, ln_w, ln_b, cfg.layer_norm_epsilon, ln.ptr, W, bias,
-                               out, N, gelu);
-    } else {
-      ops->layernorm_linear(in, rows, K, ln_w, ln_b, cfg.layer_norm_epsilon, ln.ptr, W, bias, out,
-                            N, gelu);
-    }
+    ops->layernorm_linear_as(lw, in, rows, K, ln_w, ln_b, cfg.layer_norm_epsilon, ln.ptr, W, bias,
+                             out, N, gelu);
   };
   // Everything from the embedding to the final layernorm, enqueued (or captured) in one go.
   const int out_rows = logits_out ? rows : nseg;

@@ -104,16 +104,31 @@ class ModelOps {
                           float eps, void* ln, const void* W, LinearWeights weights,
                           const void* bias, void* qkv, const std::int32_t* slots, void* k_pool,
                           void* v_pool, DType pool) {
+    layernorm_linear_as(weights, x, rows, C, ln_w, ln_b, eps, ln, W, bias, qkv, 3 * C, false);
+    scatter_kv(qkv, rows, C, slots, k_pool, v_pool, pool);
+  }
+  // linear / layernorm_linear with W stored as `weights` says (dense, int8, int4): the _q8 / _q4
+  // form for a quantized W.
+  void linear_as(LinearWeights weights, const void* x, const void* W, const void* bias,
+                 const void* residual, void* out, int rows, int K, int N, bool gelu) {
+    switch (weights) {
+      case LinearWeights::int8: linear_q8(x, W, bias, residual, out, rows, K, N, gelu); break;
+      case LinearWeights::int4: linear_q4(x, W, bias, residual, out, rows, K, N, gelu); break;
+      default: linear(x, W, bias, residual, out, rows, K, N, gelu); break;
+    }
+  }
+  void layernorm_linear_as(LinearWeights weights, const void* x, int rows, int K, const void* ln_w,
+                           const void* ln_b, float eps, void* ln, const void* W, const void* bias,
+                           void* out, int N, bool gelu) {
     switch (weights) {
       case LinearWeights::int8:
-        layernorm_linear_q8(x, rows, C, ln_w, ln_b, eps, ln, W, bias, qkv, 3 * C, false);
+        layernorm_linear_q8(x, rows, K, ln_w, ln_b, eps, ln, W, bias, out, N, gelu);
         break;
       case LinearWeights::int4:
-        layernorm_linear_q4(x, rows, C, ln_w, ln_b, eps, ln, W, bias, qkv, 3 * C, false);
+        layernorm_linear_q4(x, rows, K, ln_w, ln_b, eps, ln, W, bias, out, N, gelu);
         break;
-      default: layernorm_linear(x, rows, C, ln_w, ln_b, eps, ln, W, bias, qkv, 3 * C, false); break;
+      default: layernorm_linear(x, rows, K, ln_w, ln_b, eps, ln, W, bias, out, N, gelu); break;
     }
-    scatter_kv(qkv, rows, C, slots, k_pool, v_pool, pool);
   }
   // logits fp32 [rows, V] (row pitch ld >= padded_vocab(V)) = x[rows, C] wte^T, head from
   // upload_head. Columns V to padded_vocab(V) may be written (zeros on CUDA); they are no logits.

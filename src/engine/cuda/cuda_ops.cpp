@@ -155,14 +155,10 @@ class CudaOps final : public ModelOps {
   // Weight-only int8 and int4 linears: quantized on the host; the dequantization scratch (the GEMM
   // path's W, for rows the kernels do not take) grows here, never during a step (a graph capture).
   void* upload_q8_weights(const float* W, int K, int N) override {
-    check_quantized_shape(K, N, "int8");  // before any size is computed from K and N
-    reserve_dequant(K, N);  // first: a failed allocation leaves no uploaded block behind
-    return upload_quantized(W, K, N, LinearWeights::int8);
+    return upload_quantized(W, K, N, LinearWeights::int8, true);
   }
   void* upload_q4_weights(const float* W, int K, int N) override {
-    check_quantized_shape(K, N, "int4");
-    reserve_dequant(K, N);
-    return upload_quantized(W, K, N, LinearWeights::int4);
+    return upload_quantized(W, K, N, LinearWeights::int4, true);
   }
   // The quantized head needs no dequantization scratch: above the kernels' rows lm_head_quantized
   // reads the dequantized head upload_head holds.
@@ -171,7 +167,7 @@ class CudaOps final : public ModelOps {
       return ModelOps::upload_quantized_head(wte, V, C, w);  // (its error)
     }
     const std::vector<float> W = head_linear(wte, V, C);
-    return upload_quantized(W.data(), C, padded_vocab(V), w);
+    return upload_quantized(W.data(), C, padded_vocab(V), w, false);
   }
   // The int8 / int4 kernel (fp32 logits out) at the rows it takes (int4 up to 16, int8 up to 8),
   // else cuBLASLt over the dequantized head.
@@ -412,10 +408,13 @@ class CudaOps final : public ModelOps {
   static constexpr int kSkinnyCountSlots = 4096;
 
   // W [K, N] quantized (lw: int8 or int4) in the kernels' fragment order (shuffle_q8_mma /
-  // shuffle_q4_mma), then the scales, as one block of device memory.
-  void* upload_quantized(const float* W, int K, int N, LinearWeights lw) {
+  // shuffle_q4_mma), then the scales, as one block of device memory; with gemm_path the
+  // dequantization scratch first grown to K x N (so that a failed allocation leaves no uploaded
+  // block behind).
+  void* upload_quantized(const float* W, int K, int N, LinearWeights lw, bool gemm_path) {
     const bool q4 = lw == LinearWeights::int4;
     check_quantized_shape(K, N, q4 ? "int4" : "int8");  // before any size is computed from K, N
+    if (gemm_path) reserve_dequant(K, N);
     std::vector<unsigned char> block(q4 ? q4_mma_bytes(K, N) : q8_mma_bytes(K, N), 0);
     std::vector<std::int8_t> q(static_cast<std::size_t>(K) * static_cast<std::size_t>(N));
     if (q4) {
