@@ -22,6 +22,11 @@ SS_SHAPES = [64, 80, 128]  # S = Q K^T: 64/128 keys a tile, 80 at head dim 256
 RS_SHAPES = [64, 128, 256]  # O += P V: the head dim
 # A from registers with B K-major (wgmma_rs_kmajor): S = Q K^T with Q held in registers.
 RS_KMAJOR_SHAPES = [128]
+# FP8 E4M3 (k32 a step; 8-bit operands are K-major only, so no transpose immediates): the FP8
+# kernel's S = Q K^T (SS, N = 128 keys) and O += P V (P from registers, V^T K-major, N = head dim).
+FP8_TYPES = [("__nv_fp8_e4m3", "e4m3")]
+FP8_SS_SHAPES = [128]
+FP8_RS_KMAJOR_SHAPES = [128]
 
 
 def operand_list(first, count, per_line):
@@ -38,22 +43,25 @@ def accumulators(n_regs):
     return "      : " + ",\n        ".join(lines)
 
 
-def specialization(ctype, ptype, n, rs, b_kmajor=False):
+def specialization(ctype, ptype, n, rs, b_kmajor=False, k=16):
     regs = n // 2
     name = ("wgmma_rs_kmajor" if b_kmajor else "wgmma_rs") if rs else "wgmma_ss"
     a_param = "const std::uint32_t (&a)[4]" if rs else "std::uint64_t a_desc"
     head = f"__device__ __forceinline__ void {name}<{ctype}, {n}>(float (&d)[{regs}], {a_param},"
     indent = " " * (head.index("(") + 1)
     out = ["template <>", head, f"{indent}std::uint64_t b_desc, int scale_d) {{", "  asm volatile("]
+    eight_bit = k == 32  # no transpose immediates
     if rs:
         a_ops = f"{{%{regs}, %{regs + 1}, %{regs + 2}, %{regs + 3}}}"
         b_op, scale_op = regs + 4, regs + 5
-        tail = f"}}, {a_ops}, %{b_op}, p, 1, 1, {0 if b_kmajor else 1};\\n}}\\n"
+        trans = "" if eight_bit else f", {0 if b_kmajor else 1}"
+        tail = f"}}, {a_ops}, %{b_op}, p, 1, 1{trans};\\n}}\\n"
     else:
         b_op, scale_op = regs + 1, regs + 2
-        tail = f"}}, %{regs}, %{b_op}, p, 1, 1, 0, 0;\\n}}\\n"
+        trans = "" if eight_bit else ", 0, 0"
+        tail = f"}}, %{regs}, %{b_op}, p, 1, 1{trans};\\n}}\\n"
     out.append(f'      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale_op}, 0;\\n"')
-    out.append(f'      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptype}.{ptype} {{"')
+    out.append(f'      "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ptype}.{ptype} {{"')
     lines = operand_list(0, regs, 16)
     for i, line in enumerate(lines):
         last = i == len(lines) - 1
@@ -76,6 +84,11 @@ def generated_block():
             parts.append(specialization(ctype, ptype, n, rs=True))
         for n in RS_KMAJOR_SHAPES:
             parts.append(specialization(ctype, ptype, n, rs=True, b_kmajor=True))
+    for ctype, ptype in FP8_TYPES:
+        for n in FP8_SS_SHAPES:
+            parts.append(specialization(ctype, ptype, n, rs=False, k=32))
+        for n in FP8_RS_KMAJOR_SHAPES:
+            parts.append(specialization(ctype, ptype, n, rs=True, b_kmajor=True, k=32))
     return BEGIN + BEGIN_REST + "\n".join(parts) + "\n" + END
 
 

@@ -85,8 +85,8 @@ struct MaskSpec {
 // j <= i + Sk - Sq. A query row that sees no key gets out = 0 and lse = -inf. `mask` adds a
 // sliding window, global tokens and a block-sparse layout (see MaskSpec).
 // q/k/v/out share a dtype: f16 or bf16 (either backend) or f32 (CPU backend only), except that k/v
-// may be an 8-bit quantized cache (k_scale below); D is 64, 128 or 256 (any other is
-// ErrorCode::not_supported).
+// may be an 8-bit quantized cache (k_scale below) and q may be FP8 E4M3 beside an E4M3 cache
+// (q_scale below); D is 64, 128 or 256 (any other is ErrorCode::not_supported).
 struct AttentionArgs {
   TensorView q, k, v, out;
   TensorView lse;  // optional
@@ -133,6 +133,21 @@ struct AttentionArgs {
   // set (a stream synchronization), and trusted otherwise.
   TensorView k_scale;
   TensorView v_scale;
+  // Optional: FP8 attention. q is then of dtype e4m3 too, beside an E4M3 cache (k/v e4m3 with
+  // k_scale / v_scale, as above), and q_scale is float32 [Hq] (one scale a query head) or [1], on
+  // q's device, each positive and finite: element x of query head h stands for x * q_scale[h].
+  // out is f16 or bf16 (f32 too on the CPU backend) and is the dtype the call computes in. Every
+  // layout, mask and precision works, on both backends. On Hopper (sm_90a), dense and causal
+  // calls at head dim 128 without seqused_k, a block table or varlen, in standard precision and
+  // not decode calls (those take the split-KV decode kernel, as below), run the FP8 kernel: S = Q K^T and O = P V on
+  // E4M3 operands with fp32 accumulation, P rounded to E4M3 (its values lie in [0, 1]; the row
+  // sums are taken before the rounding), the scales applied to the scores and the output, never per
+  // element; it first writes V transposed (keys contiguous) into a buffer from the library's pool,
+  // as wgmma's 8-bit B operand must be K-major (1 byte an element of V, freed on `stream`). Every
+  // other CUDA call first dequantizes q into a buffer of out's dtype (B x Sq x Hq x D elements),
+  // and runs as an 8-bit cache's call does. Scales are checked on a host copy when
+  // check_indices is set, as k_scale's are.
+  TensorView q_scale;
 
   // CUDA only: whether cu_seqlens_q/k, seqused_k and block_table values are checked on a host
   // copy before any kernel runs (a stream synchronization; every bad value is then an

@@ -149,9 +149,12 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
                        const std::optional<Input>& seqused_k,
                        const std::optional<Input>& block_table, bool check_indices,
                        const std::optional<Input>& k_scale, const std::optional<Input>& v_scale,
-                       const std::string& kv_format, bool pdl) {
+                       const std::string& kv_format, bool pdl,
+                       const std::optional<Input>& q_scale) {
   gpuattn::AttentionArgs args;
-  args.q = to_view(q, "q");
+  // FP8 attention: with q_scale, q is read as k/v are (kv_format).
+  args.q = q_scale ? kv_view(q, "q", kv_format) : to_view(q, "q");
+  if (q_scale) args.q_scale = to_view(*q_scale, "q_scale");
   args.k = kv_view(k, "k", kv_format);
   args.v = kv_view(v, "v", kv_format);
   if (k_scale) args.k_scale = to_view(*k_scale, "k_scale");
@@ -307,7 +310,7 @@ NB_MODULE(_C, m) {
         nb::arg("block_table").noconvert().none() = nb::none(), nb::arg("check_indices") = true,
         nb::arg("k_scale").noconvert().none() = nb::none(),
         nb::arg("v_scale").noconvert().none() = nb::none(), nb::arg("kv_format") = "",
-        nb::arg("pdl") = false,
+        nb::arg("pdl") = false, nb::arg("q_scale").noconvert().none() = nb::none(),
         "Computes attention into `out` (and `lse` when given) with gpuattn::attention_forward.\n\n"
         "Dense: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out like q, lse float32 [B, Hq, Sq].\n"
         "Varlen (cu_seqlens given): q [total_q, Hq, D], k/v [total_k, Hkv, D], lse [Hq, "
@@ -328,6 +331,9 @@ NB_MODULE(_C, m) {
         "k_scale/v_scale (float32 [Hkv] or [1] on q's device) make k/v a quantized cache of "
         "int8 or float8_e4m3fn (uint8 bytes with kv_format='e4m3'): element x of kv head h is "
         "x * k_scale[h]. "
+        "q_scale (float32 [Hq] or [1] on q's device) makes the call FP8 attention: q, k and v of "
+        "float8_e4m3fn (uint8 bytes with kv_format='e4m3') with q_scale, k_scale and v_scale, "
+        "out float16 or bfloat16 (float32 on the CPU). "
         "Raises ValueError (invalid input), NotImplementedError (not "
         "supported) or RuntimeError (CUDA error); out/lse are untouched on error.");
 

@@ -239,6 +239,47 @@ void check_kv_scales(const float* k_scale, const float* v_scale, int n, const ch
   }
 }
 
+void check_q_scales(const float* q_scale, int n, const char* fn) {
+  for (int i = 0; i < n; ++i) {
+    if (!(std::isfinite(q_scale[i]) && q_scale[i] > 0.f)) {
+      throw Error(ErrorCode::invalid_argument, std::string(fn) + ": q_scale[" + std::to_string(i) +
+                                                   "] is " + std::to_string(q_scale[i]) +
+                                                   ", must be positive and finite");
+    }
+  }
+}
+
+int check_q_scale_view(const TensorView& t, int hq, const TensorView& q) {
+  auto bad = [](const std::string& msg) {
+    throw Error(ErrorCode::invalid_argument, "gpuattn::attention_forward: " + msg);
+  };
+  if (t.data == nullptr) bad("q_scale is a null pointer");
+  if (t.dtype != DType::f32) {
+    bad(std::string("q_scale has dtype ") + to_string(t.dtype) + ", expected float32");
+  }
+  if (t.rank != 1 || (t.shape[0] != hq && t.shape[0] != 1)) {
+    bad("q_scale has shape " + shape_str(t) + ", expected [Hq = " + std::to_string(hq) +
+        "] or [1]");
+  }
+  if (t.stride[0] < 0 || t.stride[0] > INT32_MAX) {
+    bad("q_scale has stride " + std::to_string(t.stride[0]) + ", must be in [0, 2^31)");
+  }
+  if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0) bad("q_scale pointer is not 4-byte aligned");
+  if (t.device != q.device || (t.device == Device::cuda && t.device_index != q.device_index)) {
+    bad("q_scale is on " + std::string(to_string(t.device)) + ":" +
+        std::to_string(t.device_index) + " but q is on " + to_string(q.device) + ":" +
+        std::to_string(q.device_index));
+  }
+  const int stride = t.shape[0] == 1 ? 0 : static_cast<int>(t.stride[0]);
+  if (q.device == Device::cpu) {
+    const int n = t.shape[0] == 1 ? 1 : hq;
+    std::vector<float> qs(n);
+    for (int i = 0; i < n; ++i) qs[i] = static_cast<const float*>(t.data)[i * stride];
+    check_q_scales(qs.data(), n, "gpuattn::attention_forward");
+  }
+  return stride;
+}
+
 int check_kv_scale_views(const TensorView& k_scale, const TensorView& v_scale, DType kv, int hkv,
                          const TensorView& ref, const char* ref_name, const char* fn) {
   auto bad = [fn](const std::string& msg) {
@@ -335,14 +376,36 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   check_view(a.v, "v", rank, klayout);
   check_view(a.out, "out", rank, qlayout);
 
-  // dtypes
-  if (a.q.dtype != DType::f16 && a.q.dtype != DType::bf16 && a.q.dtype != DType::f32) {
-    fail(ErrorCode::not_supported, std::string("q dtype ") + to_string(a.q.dtype) +
-                                       " is not supported (float16, bfloat16, float32 on CPU)");
-  }
-  if (a.out.dtype != a.q.dtype) {
+  // dtypes. FP8 attention: q e4m3 (with q_scale) beside an e4m3 cache; out's dtype is then the
+  // one the call computes in.
+  const bool q_fp8 = a.q.dtype == DType::e4m3;
+  const DType compute = q_fp8 ? a.out.dtype : a.q.dtype;
+  if (q_fp8) {
+    if (compute != DType::f16 && compute != DType::bf16 && compute != DType::f32) {
+      fail(ErrorCode::not_supported,
+           std::string("out dtype ") + to_string(a.out.dtype) +
+               " is not supported with float8_e4m3fn q (float16, bfloat16, float32 on CPU)");
+    }
+    if (a.k.dtype != DType::e4m3) {
+      invalid(std::string("q dtype float8_e4m3fn needs k/v of float8_e4m3fn (with k_scale / "
+                          "v_scale); k dtype is ") +
+              to_string(a.k.dtype));
+    }
+    if (!a.q_scale.present()) {
+      invalid("q dtype is float8_e4m3fn but q_scale is missing (float32 [Hq] or [1])");
+    }
+  } else if (a.q.dtype != DType::f16 && a.q.dtype != DType::bf16 && a.q.dtype != DType::f32) {
+    fail(ErrorCode::not_supported,
+         std::string("q dtype ") + to_string(a.q.dtype) +
+             " is not supported (float16, bfloat16, float32 on CPU, or float8_e4m3fn with "
+             "q_scale)");
+  } else if (a.out.dtype != a.q.dtype) {
     invalid(std::string("out dtype ") + to_string(a.out.dtype) + " differs from q dtype " +
             to_string(a.q.dtype));
+  }
+  if (!q_fp8 && a.q_scale.present()) {
+    invalid(std::string("q_scale is given but q dtype is ") + to_string(a.q.dtype) +
+            " (q_scale is for float8_e4m3fn q)");
   }
   // k/v: q's dtype, or both an 8-bit quantized cache (k_scale / v_scale, checked below).
   const bool quantized = is_quantized_kv(a.k.dtype);
@@ -367,7 +430,7 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   if (a.backend == Backend::cuda && a.q.device != Device::cuda) {
     invalid("backend cuda was requested but the tensors are on the host (cpu)");
   }
-  if (a.q.device == Device::cuda && a.q.dtype == DType::f32) {
+  if (a.q.device == Device::cuda && compute == DType::f32) {
     fail(ErrorCode::not_supported, "dtype float32 is supported on the CPU backend only");
   }
 
@@ -430,6 +493,10 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
                            "gpuattn::attention_forward");
 
   FwdParams p;
+  if (q_fp8) {
+    p.q_scale_stride = check_q_scale_view(a.q_scale, static_cast<int>(hq), a.q);
+    p.q_scale = static_cast<const float*>(a.q_scale.data);
+  }
   if (quantized) {
     p.k_scale = static_cast<const float*>(a.k_scale.data);
     p.v_scale = static_cast<const float*>(a.v_scale.data);
@@ -443,7 +510,7 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   p.hq = static_cast<int>(hq);
   p.hkv = static_cast<int>(hkv);
   p.head_dim = static_cast<int>(D);
-  p.dtype = a.q.dtype;
+  p.dtype = compute;
   p.device = a.q.device;
   p.device_index = a.q.device_index;
   p.causal = a.causal;

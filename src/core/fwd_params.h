@@ -85,9 +85,16 @@ struct FwdParams {
   std::int64_t counters_count = 0;
   bool pdl = false;        // AttentionArgs::pdl (the decode kernels' launch)
   bool pdl_early = false;  // pdl and AttentionArgs::pdl_cache_ready
+  // FP8 attention (AttentionArgs::q_scale; nullptr: none): q holds e4m3 and element x of query
+  // head h stands for x * q_scale[h * q_scale_stride]; k/v are then an e4m3 cache and `dtype` is
+  // out's (the dtype the call computes in). Last, so that no other kernel's parameters move.
+  const float* q_scale = nullptr;
+  int q_scale_stride = 0;  // 1: a scale per query head; 0: one for every head
 
   GPUATTN_HD bool is_varlen() const { return cu_seqlens_q != nullptr; }
   GPUATTN_HD bool kv_quantized() const { return k_scale != nullptr; }
+  GPUATTN_HD bool q_quantized() const { return q_scale != nullptr; }
+  GPUATTN_HD float q_scale_of(int h) const { return q_scale[h * q_scale_stride]; }
   GPUATTN_HD float k_scale_of(int hk) const { return k_scale[hk * kv_scale_stride]; }
   GPUATTN_HD float v_scale_of(int hk) const { return v_scale[hk * kv_scale_stride]; }
   GPUATTN_HD int group_size() const { return hq / hkv; }
@@ -287,6 +294,13 @@ FwdParams make_fwd_params(const AttentionArgs& args);
 // Checks host copies of a quantized call's scales (`n` entries each, packed): every one positive
 // and finite. `fn` names the entry point in the message.
 void check_kv_scales(const float* k_scale, const float* v_scale, int n, const char* fn);
+
+// Checks host copies of an FP8 call's q_scale (`n` entries, packed): every one positive and finite.
+void check_q_scales(const float* q_scale, int n, const char* fn);
+
+// Validates AttentionArgs::q_scale of an FP8 call: float32 [hq] or [1], 4-byte aligned, on q's
+// device; on the host its values too. Returns its stride (1 a head, 0 for one scale).
+int check_q_scale_view(const TensorView& q_scale, int hq, const TensorView& q);
 
 // Validates the scale tensors of a quantized cache of `kv` dtype (AttentionArgs and AppendKvArgs
 // k_scale / v_scale): both present for an i8/e4m3 cache, both absent otherwise; float32 [hkv] or

@@ -169,10 +169,15 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
   const float kscale = p.kv_quantized() ? p.k_scale_of(hk) : 1.f;
   const float vscale = p.kv_quantized() ? p.v_scale_of(hk) : 1.f;
 
-  // Q block -> fp32, rows beyond `rows` zero so the padded GEMM rows stay finite.
+  // Q block -> fp32, rows beyond `rows` zero so the padded GEMM rows stay finite. An FP8 call's q
+  // is E4M3 bytes, element x standing for x * q_scale[h].
   for (int r = 0; r < mpad; ++r) {
     float* qr = &w.q[r * D];
-    if (r < rows) {
+    if (r < rows && p.q_quantized()) {
+      const auto* src = static_cast<const std::uint8_t*>(p.q) + p.q_offset(b, it.i0 + r, h);
+      const float qs = p.q_scale_of(h) * p.scale_log2;
+      for (int d = 0; d < D; ++d) qr[d] = E4M3::load(src[d]) * qs;
+    } else if (r < rows) {
       const T* src = q + p.q_offset(b, it.i0 + r, h);
       for (int d = 0; d < D; ++d) qr[d] = E::load(src[d]) * p.scale_log2;
     } else {

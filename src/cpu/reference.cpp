@@ -89,7 +89,9 @@ ReferenceResult reference_attention(const AttentionArgs& args,
       // A quantized cache's elements stand for x * scale.
       const double ks = p.kv_quantized() ? p.k_scale_of(hk) : 1.0;
       const double vs = p.kv_quantized() ? p.v_scale_of(hk) : 1.0;
-      load_row(p.q, p.dtype, p.q_offset(b, i, h), D, qd.data());
+      load_row(p.q, p.q_quantized() ? DType::e4m3 : p.dtype, p.q_offset(b, i, h), D, qd.data());
+      // An FP8 call's q element x stands for x * q_scale[h].
+      const double qs = p.q_quantized() ? p.q_scale_of(h) : 1.0;
       double m = -std::numeric_limits<double>::infinity();
       for (int t = 0; t < nvis; ++t) {
         load_row(p.k, p.kv_dtype, p.k_offset(b, keys[t], hk), D, kv.data());
@@ -102,7 +104,7 @@ ReferenceResult reference_attention(const AttentionArgs& args,
         }
         for (; d < D; ++d) dot4[0] += qd[d] * kv[d];
         const double dot = (dot4[0] + dot4[1]) + (dot4[2] + dot4[3]);
-        s[t] = dot * ks * static_cast<double>(p.scale);
+        s[t] = dot * qs * ks * static_cast<double>(p.scale);
         m = std::max(m, s[t]);
       }
       double sum = 0;

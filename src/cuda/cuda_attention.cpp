@@ -301,6 +301,62 @@ int cuda_device_count() {
   return n;
 }
 
+namespace {
+
+// The checked call after its pointers, lengths and scales: paged, quantized or plain.
+void forward_checked(const FwdParams& p, cudaStream_t stream);
+
+// An FP8 call's q_scale checked on a host copy: every value positive and finite.
+void check_q_scale_values(const FwdParams& p, cudaStream_t stream) {
+  const int n = p.q_scale_stride == 0 ? 1 : p.hq;
+  std::vector<float> host(n);
+  const std::size_t pitch = sizeof(float) * std::max(p.q_scale_stride, 1);
+  GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(host.data(), sizeof(float), p.q_scale, pitch, sizeof(float),
+                                       n, cudaMemcpyDeviceToHost, stream));
+  GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  check_q_scales(host.data(), n, "gpuattn::attention_forward");
+}
+
+// Whether the FP8 kernel (sm90::fwd_fp8_hdim128) runs FP8 call p: head dim 128, out f16 or bf16,
+// dense or causal in standard precision, no varlen, seqused_k or block table, not a decode call
+// (those read the 8-bit cache in place in the split-KV decode kernel), on a device that runs its
+// sm_90a code, unless GPUATTN_KERNEL=sm80 asks for the portable path.
+bool fp8_kernel_takes(const FwdParams& p) {
+  return p.q_quantized() && p.kv_dtype == DType::e4m3 && p.head_dim == 128 &&
+         (p.dtype == DType::f16 || p.dtype == DType::bf16) && !p.is_varlen() && !p.is_paged() &&
+         p.seqused_k == nullptr && p.precision == Precision::standard && p.dense_or_causal() &&
+         !decode_takes(p) && kernel_choice_from_env() != KernelChoice::sm80 &&
+         sm80::compute_capability_major() == 9 && sm90::fp8_usable();
+}
+
+// An FP8 call (p.q_quantized()): the FP8 kernel where it takes the call, else q dequantized into a
+// pool buffer of out's dtype ([total_q, Hq, D]) and the call run as an 8-bit cache's.
+void fp8_forward(const FwdParams& p, cudaStream_t stream) {
+  check_device_pointer(p.q_scale, p.device_index, "q_scale");
+  if (p.check_indices) check_q_scale_values(p, stream);
+  if (fp8_kernel_takes(p)) return sm90::fwd_fp8_hdim128(p, stream);
+  const std::int64_t row = static_cast<std::int64_t>(p.hq) * p.head_dim;
+  sm80::LaunchBuffer buffer(stream, static_cast<std::size_t>(p.total_q * row) * element_size(p.dtype),
+                            0);
+  paged::dequantize_q(p, buffer.as<void>(), stream);
+  FwdParams dp = p;
+  dp.q = buffer.as<void>();
+  dp.q_scale = nullptr;
+  dp.q_scale_stride = 0;
+  dp.q_row_stride = row;
+  dp.q_head_stride = p.head_dim;
+  dp.q_batch_stride = p.is_varlen() ? 0 : p.seqlen_q * row;
+  forward_checked(dp, stream);
+}
+
+}  // namespace
+
+bool cuda_fp8_kernel_takes(const FwdParams& p) {
+  check_device_index(p.device_index, "tensors");
+  DeviceGuard guard(p.device_index);
+  return fp8_kernel_takes(p);
+}
+
 void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   check_device_index(p.device_index, "tensors");
   DeviceGuard guard(p.device_index);
@@ -338,6 +394,13 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
       check_scales(p.k_scale, p.v_scale, p.kv_scale_stride, p.hkv, stream,
                    "gpuattn::attention_forward");
   }
+  if (p.q_quantized()) return fp8_forward(p, stream);
+  forward_checked(p, stream);
+}
+
+namespace {
+
+void forward_checked(const FwdParams& p, cudaStream_t stream) {
   if (p.is_paged()) return paged_forward(p, stream);
   if (p.kv_quantized()) return quantized_forward(p, stream);
 
@@ -367,6 +430,8 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   }
   launch_forward(p, stream);
 }
+
+}  // namespace
 
 void cuda_append_kv(const AppendParams& p, void* stream_ptr) {
   const char* const fn = "append_kv";

@@ -22,4 +22,8 @@ void cuda_append_kv(const AppendParams& p, void* stream);
 // p's device, GPUATTN_KERNEL applied), so that tests can check which kernel a call ran.
 FwdKernel cuda_forward_kernel(const FwdParams& p);
 
+// Whether FP8 call p (p.q_quantized()) runs the FP8 kernel on p's device; when not, it runs on a
+// dequantized copy of q through the kernel cuda_forward_kernel names.
+bool cuda_fp8_kernel_takes(const FwdParams& p);
+
 }  // namespace gpuattn

@@ -62,6 +62,26 @@ __global__ void gather_kernel(const __grid_constant__ FwdParams p, uint4* __rest
   }
 }
 
+// An FP8 call's q (E4M3, element x of head h standing for x * q_scale[h]) dequantized into q_out,
+// dense [total_q, Hq, D] of T: one 16-byte output chunk a thread and step.
+template <typename T>
+__global__ void dequantize_q_kernel(const __grid_constant__ FwdParams p, uint4* __restrict__ q_out) {
+  const int chunks = p.head_dim / 8;
+  const std::int64_t per_row = static_cast<std::int64_t>(p.hq) * chunks;
+  const std::int64_t total = p.total_q * per_row;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += step) {
+    const int c = static_cast<int>(i % chunks);
+    const int h = static_cast<int>((i / chunks) % p.hq);
+    const std::int64_t row = i / per_row;  // the packed row (varlen), or b * Sq + j
+    const int b = p.is_varlen() ? 0 : static_cast<int>(row / p.seqlen_q);
+    const std::int64_t j = p.is_varlen() ? row : row % p.seqlen_q;
+    // Varlen: row0_q(0) is 0, so q_offset(0, row, h) is the packed row's.
+    q_out[i] = Dequant8<false, T>::load(p.q, p.q_offset(b, j, h) + c * 8, p.q_scale_of(h));
+  }
+}
+
 // 8 new elements (16 bytes of T) as they are, or quantized to 8 bytes of an 8-bit cache: x / scale
 // rounded to nearest even and saturated (E4M3: +-448, NaN stays NaN; int8: [-127, 127], NaN 0).
 template <typename T>
@@ -167,6 +187,19 @@ void gather(const FwdParams& p, void* k_out, void* v_out, int rows, cudaStream_t
   } else {
     bf16 ? gather_kernel<Dequant8<false, __nv_bfloat16>><<<grid, 256, 0, stream>>>(p, k, v, rows)
          : gather_kernel<Dequant8<false, __half>><<<grid, 256, 0, stream>>>(p, k, v, rows);
+  }
+  GPUATTN_CUDA_CHECK(cudaGetLastError());
+}
+
+void dequantize_q(const FwdParams& p, void* q_out, cudaStream_t stream) {
+  const std::int64_t chunks = p.total_q * p.hq * (p.head_dim / 8);
+  if (chunks == 0) return;
+  const unsigned grid = grid_for(chunks);
+  auto* const q = static_cast<uint4*>(q_out);
+  if (p.dtype == DType::bf16) {
+    dequantize_q_kernel<__nv_bfloat16><<<grid, 256, 0, stream>>>(p, q);
+  } else {
+    dequantize_q_kernel<__half><<<grid, 256, 0, stream>>>(p, q);
   }
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }

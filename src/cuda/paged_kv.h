@@ -17,6 +17,10 @@ namespace gpuattn::paged {
 // with batch 1, no cu_seqlens and seqlen_k = rows = total_k: its packed rows as they are.)
 void gather(const FwdParams& p, void* k_out, void* v_out, int rows, cudaStream_t stream);
 
+// An FP8 call's q (p.q_scale) dequantized into q_out, dense [total_q, Hq, D] of p's dtype (f16 or
+// bf16): element x of head h becomes x * q_scale[h], rounded once.
+void dequantize_q(const FwdParams& p, void* q_out, cudaStream_t stream);
+
 // gpuattn::append_kv on the device: row i of every sequence b of p.k_new / p.v_new into cache slot
 // cache_seqlens[b] + i (through the block table for a paged cache). The indices must have been
 // checked (or be trusted).

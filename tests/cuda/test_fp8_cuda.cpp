@@ -1,0 +1,250 @@
+// FP8 attention on CUDA (q, k and v of E4M3 with their scales, out f16 / bf16) against the fp64
+// reference of the same call (which reads x * scale), on fresh random inputs with outputs poisoned
+// first. On Hopper the FP8 kernel runs dense and causal calls at head dim 128 (awkward lengths,
+// Sq != Sk in both directions, GQA / MQA, one scale or a scale a head); every other call (head
+// dims 64 and 256, varlen, decode, windows, seqused_k, a paged cache) runs on a dequantized copy
+// of q, as do all calls under GPUATTN_KERNEL=sm80 and on other GPUs.
+//
+// The FP8 kernel rounds P to E4M3 before P V (3 mantissa bits: a relative error of up to 2^-4,
+// uniform, about 0.036 RMS; values under 2^-6 lose more). On diffuse rows of random inputs, where
+// every out element is a sum of many such products, that is about 0.04 of the row's own norm:
+// the per-row bound is ||out - ref|| <= 0.1 ||ref|| (+ 1e-3 sqrt(D) for rows near zero), and the
+// whole call's relative L2 error must stay under 0.06. A wrong key order or scale, a missing tile
+// or a mask off by one key in a short row moves a row by far more (~1 for a permuted V). LSE is
+// computed before the rounding: within 1e-3, as every kernel's.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/expect_error.h"
+#include "common/test_util.h"
+#include "core/fwd_params.h"
+#include "cuda/cuda_attention.h"
+#include "cuda/cuda_test_util.h"
+#include "gpuattn/attention.h"
+#include "gpuattn/reference.h"
+
+namespace gpuattn::testing {
+namespace {
+
+struct F8Case {
+  DType out;
+  int B, Hq, Hkv, Sq, Sk, D;
+  bool causal = false;
+  bool per_head = true;
+  bool varlen = false;
+  MaskSpec mask = {};
+
+  std::string name() const {
+    return std::string("fp8_") + to_string(out) + "_B" + std::to_string(B) + "_H" +
+           std::to_string(Hq) + "kv" + std::to_string(Hkv) + "_Sq" + std::to_string(Sq) + "_Sk" +
+           std::to_string(Sk) + "_D" + std::to_string(D) + (causal ? "_causal" : "") +
+           (per_head ? "" : "_one_scale") + (varlen ? "_varlen" : "") +
+           (mask.window_left >= 0 ? "_window" : "");
+  }
+};
+
+struct OnDevice {
+  explicit OnDevice(const HostTensor& h) : host(&h), buf(h.storage.empty() ? 0 : h.bytes()) {
+    buf.upload(h.data());
+  }
+  TensorView view() const { return host->view(Device::cuda, buf.get()); }
+  const HostTensor* host;
+  DeviceBuffer buf;
+};
+
+// Values about N(0, 1) / scale stored as E4M3 (scales about 1/16, different per head).
+void fill_e4m3(HostTensor& t, HostTensor& scale, std::uint64_t seed, float base) {
+  t.randomize(seed, 16.f);
+  for (std::int64_t h = 0; h < scale.numel(); ++h) {
+    scale.set(h, (base + 0.2f * static_cast<float>(h % 4)) / 16.f);
+  }
+}
+
+enum class Path { fp8_kernel, dequantized };
+
+struct Errors {
+  double worst_row = 0;  // max over (row, head) of ||out - ref|| / (||ref|| + 1e-3 sqrt(D))
+  double global = 0;     // ||out - ref|| / ||ref|| over the call
+};
+
+Errors run_case(const F8Case& c, Path path) {
+  SCOPED_TRACE(c.name());
+  // Varlen: B sequences of Sq - 37 b query rows and Sk - 11 b keys (at least 1), packed.
+  std::vector<int> cu_q{0}, cu_k{0};
+  for (int b = 0; b < c.B; ++b) {
+    cu_q.push_back(cu_q.back() + (c.varlen ? std::max(1, c.Sq - 37 * b) : c.Sq));
+    cu_k.push_back(cu_k.back() + (c.varlen ? std::max(1, c.Sk - 11 * b) : c.Sk));
+  }
+  const std::int64_t tq = cu_q.back(), tk = cu_k.back();
+  auto shape = [&](std::int64_t total, int s, int h) {
+    return c.varlen ? std::vector<std::int64_t>{total, h, c.D}
+                    : std::vector<std::int64_t>{c.B, s, h, c.D};
+  };
+  HostTensor q(DType::e4m3, shape(tq, c.Sq, c.Hq)), k(DType::e4m3, shape(tk, c.Sk, c.Hkv)),
+      v(DType::e4m3, shape(tk, c.Sk, c.Hkv)), out(c.out, shape(tq, c.Sq, c.Hq)),
+      lse(DType::f32, c.varlen ? std::vector<std::int64_t>{c.Hq, tq}
+                               : std::vector<std::int64_t>{c.B, c.Hq, c.Sq}),
+      qs(DType::f32, {c.per_head ? c.Hq : 1}), ks(DType::f32, {c.per_head ? c.Hkv : 1}),
+      vs(DType::f32, {c.per_head ? c.Hkv : 1});
+  const HostTensor cuq = int32s(cu_q), cuk = int32s(cu_k);
+  const std::uint64_t seed = seed_of(c.name());
+  fill_e4m3(q, qs, seed, 0.9f);
+  fill_e4m3(k, ks, seed + 1, 0.7f);
+  fill_e4m3(v, vs, seed + 2, 1.1f);
+  out.poison();
+  lse.poison();
+  const OnDevice dq(q), dk(k), dv(v), dout(out), dlse(lse), dqs(qs), dks(ks), dvs(vs), dcuq(cuq),
+      dcuk(cuk);
+
+  auto args = [&](bool device) {
+    AttentionArgs a;
+    a.q = device ? dq.view() : q.view();
+    a.k = device ? dk.view() : k.view();
+    a.v = device ? dv.view() : v.view();
+    a.out = device ? dout.view() : out.view();
+    a.lse = device ? dlse.view() : lse.view();
+    a.q_scale = device ? dqs.view() : qs.view();
+    a.k_scale = device ? dks.view() : ks.view();
+    a.v_scale = device ? dvs.view() : vs.view();
+    if (c.varlen) {
+      a.cu_seqlens_q = device ? dcuq.view() : cuq.view();
+      a.cu_seqlens_k = device ? dcuk.view() : cuk.view();
+      a.max_seqlen_q = c.Sq;
+      a.max_seqlen_k = c.Sk;
+    }
+    a.causal = c.causal;
+    a.mask = c.mask;
+    return a;
+  };
+  const AttentionArgs a = args(true);
+  EXPECT_EQ(cuda_fp8_kernel_takes(make_fwd_params(a)), path == Path::fp8_kernel);
+  attention_forward(a);
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  dout.buf.download(out.data());
+  dlse.buf.download(lse.data());
+
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(tq));
+  for (std::size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<std::int64_t>(r);
+  const ReferenceResult ref = parallel_reference(args(false), rows);
+  std::vector<float> l(static_cast<std::size_t>(lse.numel()));
+  for (std::size_t i = 0; i < l.size(); ++i) l[i] = lse.get(static_cast<std::int64_t>(i));
+  const Comparison cmp = compare(ref, out, c.Hq, c.D, &l, [&](std::int64_t row, int hh) {
+    if (c.varlen) return hh * tq + row;
+    return (row / c.Sq * c.Hq + hh) * c.Sq + row % c.Sq;
+  });
+  EXPECT_EQ(cmp.nonfinite, 0) << "elements of out left unwritten or not finite";
+  // The dequantized path rounds x * q_scale[h] to out's dtype (relative 2^-9 in bf16), which moves
+  // the scores, so LSE, by ~1e-3 of their size on these inputs (2.3e-3 measured, H200): 8e-3 there.
+  EXPECT_LE(cmp.lse_rel, path == Path::dequantized && c.out == DType::bf16 ? 8e-3 : 1e-3);
+
+  Errors e;
+  double err2 = 0, ref2 = 0;
+  for (std::size_t ri = 0; ri < ref.rows.size(); ++ri) {
+    for (int h = 0; h < c.Hq; ++h) {
+      double de = 0, dr = 0;
+      for (int d = 0; d < c.D; ++d) {
+        const double o = out.get((ref.rows[ri] * c.Hq + h) * c.D + d);
+        const double r = ref.out[(ri * c.Hq + h) * c.D + d];
+        de += (o - r) * (o - r);
+        dr += r * r;
+      }
+      err2 += de;
+      ref2 += dr;
+      e.worst_row = std::max(e.worst_row, std::sqrt(de) / (std::sqrt(dr) + 1e-3 * std::sqrt(c.D)));
+    }
+  }
+  e.global = std::sqrt(err2 / std::max(ref2, 1e-30));
+  if (path == Path::fp8_kernel) {
+    EXPECT_LE(e.worst_row, 0.1);
+    EXPECT_LE(e.global, 0.06);
+  } else {
+    // q dequantized into out's dtype (rounded once), then a 16-bit kernel: its own bound.
+    expect_out_within_max_abs(ref, out, c.Hq, c.D, 2 * max_abs_tol(c.out), c.B, c.Sq,
+                              c.varlen ? static_cast<const std::int32_t*>(cuq.data()) : nullptr);
+  }
+  std::printf("[ fp8      ] %-48s worst row %.4f  call %.4f  lse %.2e\n", c.name().c_str(),
+              e.worst_row, e.global, cmp.lse_rel);
+  return e;
+}
+
+class Fp8AttentionCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  }
+  // The FP8 kernel runs where the device runs sm_90a code (Hopper) and GPUATTN_KERNEL allows it.
+  static Path kernel_path() {
+    HostTensor q(DType::e4m3, {1, 128, 1, 128});
+    AttentionArgs a;
+    a.q = a.k = a.v = q.view(Device::cuda, reinterpret_cast<void*>(256));
+    HostTensor out(DType::f16, {1, 128, 1, 128}), s(DType::f32, {1});
+    a.out = out.view(Device::cuda, reinterpret_cast<void*>(256));
+    a.q_scale = a.k_scale = a.v_scale = s.view(Device::cuda, reinterpret_cast<void*>(256));
+    return cuda_fp8_kernel_takes(make_fwd_params(a)) ? Path::fp8_kernel : Path::dequantized;
+  }
+};
+
+TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
+  const Path path = kernel_path();
+  const DType f16 = DType::f16, bf16 = DType::bf16;
+  const std::vector<F8Case> cases = {
+      {f16, 1, 4, 4, 128, 128, 128},
+      {bf16, 2, 8, 2, 200, 333, 128, true},         // GQA 4, awkward lengths
+      {f16, 2, 4, 1, 333, 200, 128, true},          // MQA, Sq > Sk: early rows see no key
+      {bf16, 1, 2, 2, 1000, 1000, 128, false, false},  // one scale for every head
+      {f16, 1, 2, 2, 1000, 1000, 128, true},
+      {bf16, 3, 4, 2, 77, 4100, 128},               // 33 key tiles, a ragged last one
+      {f16, 1, 4, 2, 300, 31, 128, true},           // one short key tile
+      {bf16, 2, 16, 16, 129, 129, 128, true},
+  };
+  for (const F8Case& c : cases) run_case(c, path);
+}
+
+TEST_F(Fp8AttentionCuda, OtherCallsRunOnADequantizedQ) {
+  const DType f16 = DType::f16, bf16 = DType::bf16;
+  const std::vector<F8Case> cases = {
+      {f16, 2, 4, 2, 150, 260, 64, true},                                 // head dim 64
+      {bf16, 1, 4, 4, 100, 90, 256},                                      // head dim 256
+      {bf16, 3, 8, 2, 150, 300, 128, true, true, true},                   // varlen
+      {f16, 2, 8, 2, 3, 900, 128, true},                                  // decode
+      {bf16, 1, 4, 2, 300, 300, 128, false, true, false, make_mask(50, 0)},  // a window
+  };
+  for (const F8Case& c : cases) run_case(c, Path::dequantized);
+}
+
+TEST_F(Fp8AttentionCuda, BadScaleIsNamedAndOutUntouched) {
+  HostTensor q(DType::e4m3, {1, 130, 2, 128}), k(DType::e4m3, {1, 140, 2, 128}),
+      v(DType::e4m3, {1, 140, 2, 128}), out(DType::bf16, {1, 130, 2, 128}),
+      qs(DType::f32, {2}), ks(DType::f32, {1}), vs(DType::f32, {1});
+  q.randomize(1, 16.f);
+  k.randomize(2, 16.f);
+  v.randomize(3, 16.f);
+  qs.set(0, 0.0625f);
+  qs.set(1, -1.f);
+  ks.set(0, 0.0625f);
+  vs.set(0, 0.0625f);
+  out.poison();
+  const OnDevice dq(q), dk(k), dv(v), dout(out), dqs(qs), dks(ks), dvs(vs);
+  AttentionArgs a;
+  a.q = dq.view();
+  a.k = dk.view();
+  a.v = dv.view();
+  a.out = dout.view();
+  a.q_scale = dqs.view();
+  a.k_scale = dks.view();
+  a.v_scale = dvs.view();
+  expect_invalid_argument([&] { attention_forward(a); }, "q_scale[1] is -1");
+  HostTensor back(DType::bf16, {1, 130, 2, 128});
+  dout.buf.download(back.data());
+  for (std::int64_t i = 0; i < back.numel(); ++i) {
+    ASSERT_TRUE(std::isnan(back.get(i))) << "out element " << i << " was written";
+  }
+}
+
+}  // namespace
+}  // namespace gpuattn::testing
