@@ -11,16 +11,25 @@ and Sk keys sits at key position p = i + Sk - Sq (bottom-right aligned, as causa
 p - left <= j <= p + right, where -1 leaves that side unbounded; causal=True sets right = 0.
 Values below -1 raise ValueError. gpu_attention.sparse_attn_func adds global tokens to the window.
 
+FP8 attention takes FlashAttention-3's keywords: flash_attn_func and flash_attn_varlen_func with q,
+k and v of float8_e4m3fn (numpy: uint8 E4M3 bytes) and q_descale, k_descale, v_descale (element x
+of head h stands for x * descale[h]) compute in out_dtype (torch.bfloat16 by default, as
+FlashAttention-3). flash_attn_with_kvcache reads an int8 / float8_e4m3fn KV cache beside a 16-bit q
+(k_scale, v_scale).
+
 Differences from flash-attn that a caller can observe:
   - forward only: a torch tensor that requires grad (with grad mode on) is refused;
   - a query row that sees no key (causal with Sq > Sk, a window that misses every key) gets out = 0
     and lse = -inf (flash-attn writes +inf);
   - window sides below -1 raise ValueError (flash-attn treats every negative value as -1);
-  - float32 inputs are accepted on the CPU backend (flash-attn: fp16/bf16 only).
+  - float32 inputs are accepted on the CPU backend (flash-attn: fp16/bf16 only);
+  - FP8 descales are per head, float32 (nheads,) for q and (nheads_k,) for k and v, or (1,), or
+    Python floats (FlashAttention-3: (batch, nheads_k) each); out_dtype is ours.
 """
 
 import numbers
 import operator
+import re
 import sys
 
 from . import _C
@@ -69,12 +78,15 @@ def _prepare(fw, x, name):
     return x
 
 
-def _empty(fw, like, shape, float32=False):
+def _empty(fw, like, shape, float32=False, dtype=None):
+    """An uninitialized array on like's device, of float32, else `dtype`, else like's dtype."""
+    if dtype is None:
+        dtype = like.dtype
     if fw == "torch":
         torch = sys.modules["torch"]
-        return torch.empty(shape, dtype=torch.float32 if float32 else like.dtype, device=like.device)
+        return torch.empty(shape, dtype=torch.float32 if float32 else dtype, device=like.device)
     np = sys.modules["numpy"]
-    return np.empty(shape, dtype=np.float32 if float32 else like.dtype)
+    return np.empty(shape, dtype=np.float32 if float32 else dtype)
 
 
 def _full_int32(fw, like, n, value):
@@ -372,11 +384,82 @@ def _kv_scale(fw, scale, like, name):
     return np.full((1,), float(scale), dtype=np.float32)
 
 
+def _is_fp8(fw, x):
+    """x holds FP8 E4M3: a torch float8_e4m3fn tensor, or a numpy uint8 array (E4M3 bytes: numpy
+    has no float8). A torch uint8 tensor is not: it stays a q the library refuses."""
+    if fw == "torch":
+        return x.dtype == getattr(sys.modules["torch"], "float8_e4m3fn", None)
+    return x.dtype == sys.modules["numpy"].uint8
+
+
+def _fp8_out_dtype(fw, out_dtype):
+    """out's dtype in FP8 attention, the one the call computes in: FlashAttention-3's bfloat16 by
+    default for torch, float32 for numpy (which has no bfloat16; the CPU backend computes in it)."""
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        allowed = (torch.float16, torch.bfloat16, torch.float32)
+        if out_dtype is None:
+            return torch.bfloat16
+        if not isinstance(out_dtype, torch.dtype) or out_dtype not in allowed:
+            raise ValueError(f"out_dtype={out_dtype!r} must be torch.float16, torch.bfloat16 or "
+                             "torch.float32 (the CPU backend only)")
+        return out_dtype
+    np = sys.modules["numpy"]
+    if out_dtype is None:
+        return np.dtype(np.float32)
+    try:
+        dtype = np.dtype(out_dtype)
+    except TypeError:
+        dtype = None
+    if dtype not in (np.float16, np.float32):
+        raise ValueError(f"out_dtype={out_dtype!r} must be numpy.float16 or numpy.float32 (numpy "
+                         "has no bfloat16)")
+    return dtype
+
+
+def _fp8_options(q, k, v, q_descale, k_descale, v_descale, out_dtype):
+    """FP8 attention's keyword arguments for _forward (q_scale, k_scale, v_scale, out_dtype), or {}
+    for a call whose q is not FP8 (_is_fp8), which takes neither descales nor out_dtype."""
+    fw = _framework(q, "q")
+    descales = {"q_descale": q_descale, "k_descale": k_descale, "v_descale": v_descale}
+    if not _is_fp8(fw, q):
+        given = [name for name, value in dict(descales, out_dtype=out_dtype).items()
+                 if value is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} given but q dtype is {q.dtype}: descales and "
+                             "out_dtype are for FP8 attention (q, k and v of float8_e4m3fn, or "
+                             "numpy uint8 E4M3 bytes)")
+        return {}
+    missing = [name for name, value in descales.items() if value is None]
+    if missing:
+        raise ValueError(f"q dtype is {q.dtype} (FP8 attention) but {', '.join(missing)} "
+                         f"{'is' if len(missing) == 1 else 'are'} missing: q_descale float32 "
+                         "(nheads,) or (1,), k_descale and v_descale float32 (nheads_k,) or (1,), "
+                         "or Python floats")
+    for x, name in ((k, "k"), (v, "v")):
+        _check_same_framework(fw, x, name)
+        if not _is_fp8(fw, x):
+            raise ValueError(f"{name} dtype is {x.dtype} but q is FP8 ({q.dtype}): FP8 attention "
+                             "takes q, k and v all FP8 E4M3")
+    return dict(q_scale=_kv_scale(fw, q_descale, q, "q_descale"),
+                k_scale=_kv_scale(fw, k_descale, q, "k_descale"),
+                v_scale=_kv_scale(fw, v_descale, q, "v_descale"),
+                out_dtype=_fp8_out_dtype(fw, out_dtype))
+
+
+def _descale_names(error):
+    """The library's error of an FP8 call, with its scales named as the caller passed them (the
+    library's q_scale / k_scale / v_scale are flash_attn_func's q/k/v_descale)."""
+    return type(error)(re.sub(r"\b([qkv])_scale\b", r"\1_descale", str(error)))
+
+
 def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0,
              softmax_scale, mask, want_lse, seqused_k=None, block_table=None,
-             check_indices=True, k_scale=None, v_scale=None, pdl=False):
+             check_indices=True, k_scale=None, v_scale=None, pdl=False, q_scale=None,
+             out_dtype=None):
     """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
-    (out, lse or None)."""
+    (out, lse or None). FP8 attention (q_scale; _fp8_options makes its arguments) allocates out
+    of `out_dtype`."""
     fw = _framework(q, "q")
     _check_same_framework(fw, k, "k")
     _check_same_framework(fw, v, "v")
@@ -387,7 +470,7 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
     k = _prepare(fw, k, "k")
     v = _prepare(fw, v, "v")
     varlen = cu_seqlens_q is not None
-    out = _empty(fw, q, tuple(q.shape))
+    out = _empty(fw, q, tuple(q.shape), dtype=out_dtype)
     lse = None
     if want_lse:
         if varlen and q.ndim == 3:
@@ -410,8 +493,16 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
         v, _ = _kv_cache(fw, v)
         mask = dict(mask, k_scale=_kv_scale(fw, k_scale, q, "k_scale"),
                     v_scale=_kv_scale(fw, v_scale, q, "v_scale"), kv_format=kv_format)
-    _call(fw, q, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-          softmax_scale, **mask)
+    if q_scale is not None:  # FP8 attention: q crosses as the cache does, in the same kv_format
+        q, _ = _kv_cache(fw, q)
+        mask = dict(mask, q_scale=q_scale)
+    try:
+        _call(fw, q, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+              softmax_scale, **mask)
+    except (ValueError, NotImplementedError) as e:
+        if q_scale is None:
+            raise
+        raise _descale_names(e) from None
     return out, lse
 
 
@@ -426,12 +517,22 @@ def _dense_lengths(q, k):
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                     window_size=_NO_WINDOW, softcap=0.0, alibi_slopes=None, deterministic=False,
-                    return_attn_probs=False):
+                    return_attn_probs=False, *, q_descale=None, k_descale=None, v_descale=None,
+                    out_dtype=None):
     """Dense attention. q (batch, seqlen_q, nheads, headdim), k/v (batch, seqlen_k, nheads_k,
     headdim), nheads % nheads_k == 0 (GQA/MQA). softmax_scale defaults to 1/sqrt(headdim); causal is
     bottom-right aligned when seqlen_q != seqlen_k. window_size=(left, right) (-1: unbounded side):
     query i sees key j iff i + seqlen_k - seqlen_q - left <= j <= i + seqlen_k - seqlen_q + right;
     with causal=True right is 0. A row that sees no key gets out 0 and lse -inf.
+
+    FP8 attention (keyword only, as FlashAttention-3 names it): q, k and v of torch.float8_e4m3fn
+    (numpy: uint8 arrays of E4M3 bytes) with q_descale float32 (nheads,) or (1,) and
+    k_descale / v_descale float32 (nheads_k,) or (1,), arrays on q's device or Python floats (one
+    for every head), all three required: element x of query head h stands for x * q_descale[h]
+    (of kv head h for k and v). out is allocated of out_dtype, the dtype the call computes in:
+    torch.bfloat16 (the default, as FlashAttention-3), torch.float16, or float32 on the CPU backend;
+    for numpy float32 (the default; numpy has no bfloat16) or float16. Descales or out_dtype with a
+    q that is not FP8 raise ValueError, as does FP8 q beside k or v that are not.
 
     Returns out (batch, seqlen_q, nheads, headdim), or with return_attn_probs=True
     (out, softmax_lse float32 (batch, nheads, seqlen_q), None). `deterministic` is accepted: the
@@ -439,9 +540,12 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     """
     torch = sys.modules.get("torch")
     if (torch is not None
+            and q_descale is None and k_descale is None and v_descale is None
+            and out_dtype is None
             and _plain_options(dropout_p, softmax_scale, causal, window_size, softcap,
                                alibi_slopes)
-            and _plain_tensors(torch, q, k, v)):
+            and _plain_tensors(torch, q, k, v)
+            and q.dtype is not getattr(torch, "float8_e4m3fn", None)):  # FP8 q: _fp8_options
         out, lse = _fast_forward(torch, q, k, v, softmax_scale, causal, return_attn_probs)
         return (out, lse, None) if return_attn_probs else out
     _check_dropout(dropout_p)
@@ -449,19 +553,23 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     _check_alibi(alibi_slopes)
     scale = _softmax_scale(softmax_scale)
     _framework(q, "q")
+    fp8 = _fp8_options(q, k, v, q_descale, k_descale, v_descale, out_dtype)
     mask = _resolve_mask(window_size, causal, *_dense_lengths(q, k))
-    out, lse = _forward(q, k, v, softmax_scale=scale, mask=mask, want_lse=return_attn_probs)
+    out, lse = _forward(q, k, v, softmax_scale=scale, mask=mask, want_lse=return_attn_probs,
+                        **fp8)
     return (out, lse, None) if return_attn_probs else out
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                            dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
                            softcap=0.0, alibi_slopes=None, deterministic=False,
-                           return_attn_probs=False, block_table=None):
+                           return_attn_probs=False, block_table=None, *, q_descale=None,
+                           k_descale=None, v_descale=None, out_dtype=None):
     """Variable-length (packed) attention. q (total_q, nheads, headdim), k/v (total_k, nheads_k,
     headdim); cu_seqlens_q/k int32 (batch + 1,) prefix sums on q's device; max_seqlen_q/k ints
     bounding every sequence length. causal and window_size as in flash_attn_func, with seqlen_q and
-    seqlen_k the lengths of each sequence.
+    seqlen_k the lengths of each sequence; so are FP8 attention's q_descale, k_descale, v_descale
+    and out_dtype (keyword only).
 
     Returns out (total_q, nheads, headdim), or with return_attn_probs=True
     (out, softmax_lse float32 (nheads, total_q), None).
@@ -478,10 +586,11 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     max_seqlen_q = _int_arg(max_seqlen_q, "max_seqlen_q")
     max_seqlen_k = _int_arg(max_seqlen_k, "max_seqlen_k")
     _framework(q, "q")
+    fp8 = _fp8_options(q, k, v, q_descale, k_descale, v_descale, out_dtype)
     mask = _resolve_mask(window_size, causal, max_seqlen_q, max_seqlen_k)
     out, lse = _forward(q, k, v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
                         max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, softmax_scale=scale,
-                        mask=mask, want_lse=return_attn_probs)
+                        mask=mask, want_lse=return_attn_probs, **fp8)
     return (out, lse, None) if return_attn_probs else out
 
 

@@ -125,6 +125,30 @@ def qkv(fw, dtype, b, sq, sk, hq, hkv, d, rng):
             make(fw, dtype, (b, sk, hkv, d), rng))
 
 
+def e4m3_decode(b):
+    """FP8 E4M3 (fn) bytes -> float64, the format's definition (0x7f/0xff NaN)."""
+    b = np.asarray(b).astype(np.int64)
+    sign = np.where(b & 0x80, -1.0, 1.0)
+    e, m = (b >> 3) & 0xF, b & 7
+    val = np.where(e == 0, m * 2.0 ** -9, (1 + m / 8.0) * 2.0 ** (e - 7))
+    return np.where((b & 0x7F) == 0x7F, np.nan, sign * val)
+
+
+_E4M3_FINITE = np.array([b for b in range(256) if b & 0x7F != 0x7F], dtype=np.uint8)
+_E4M3_ORDER = np.argsort(e4m3_decode(_E4M3_FINITE), kind="stable")
+_E4M3_SORTED = e4m3_decode(_E4M3_FINITE)[_E4M3_ORDER]
+
+
+def e4m3_bytes(x):
+    """The E4M3 byte nearest to each float of x (uint8, same shape; saturated at +-448). Ties may
+    go either way: the tests decode whatever bytes this gives."""
+    x = np.clip(np.asarray(x, dtype=np.float64), -448.0, 448.0)
+    hi = np.clip(np.searchsorted(_E4M3_SORTED, x), 1, len(_E4M3_SORTED) - 1)
+    lo = hi - 1
+    nearer = np.where(x - _E4M3_SORTED[lo] <= _E4M3_SORTED[hi] - x, lo, hi)
+    return _E4M3_FINITE[_E4M3_ORDER[nearer]]
+
+
 def cu_seqlens(lens):
     """int32 numpy [len(lens) + 1]: 0 and the running sums."""
     return np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)

@@ -18,7 +18,8 @@ import pytest
 
 import gpu_attention as ga
 from gpu_attention import flash_attn_interface as fi
-from reference import assert_close, causal_rule, make, needs_torch, ref_dense, rng_for, to64, torch
+from reference import (assert_close, causal_rule, e4m3_bytes, make, needs_torch, ref_dense,
+                       rng_for, to64, torch)
 
 pytestmark = needs_torch
 
@@ -281,6 +282,30 @@ def test_other_calls_take_the_general_path(general_calls):
         ga.flash_attn_with_kvcache(q, kc, vc, k=new_k, cache_seqlens=used)
     with pytest.raises(ValueError, match="appending k/v needs cache_seqlens"):
         ga.flash_attn_with_kvcache(q, kc, vc, k=new_k, v=new_v)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fp8_calls_take_the_general_path(general_calls, device):
+    """FP8 attention (q_descale, k_descale, v_descale) runs on the general path, with the numpy
+    call's bits on the CPU; a float8 q without descales gets the general path's error, which names
+    them, not the fast path's."""
+    rng = rng_for("fast-path-fp8")
+    qb, kb, vb = (e4m3_bytes(rng.standard_normal(shape) * 8)
+                  for shape in [(2, 21, 4, 64), (2, 30, 2, 64), (2, 30, 2, 64)])
+    q, k, v = (torch.from_numpy(x).view(torch.float8_e4m3fn).to(device) for x in (qb, kb, vb))
+    scales = dict(q_descale=torch.tensor([0.1, 0.2, 0.3, 0.4]),
+                  k_descale=torch.tensor([0.05, 0.02]), v_descale=torch.tensor([0.03, 0.2]))
+    on_device = {name: s.to(device) for name, s in scales.items()}
+    out = ga.flash_attn_func(q, k, v, causal=True, **on_device)
+    assert len(general_calls) == 1
+    assert out.dtype == torch.bfloat16 and out.device == q.device
+    if device == "cpu":  # float32 out: the CPU backend's
+        wide = ga.flash_attn_func(q, k, v, causal=True, out_dtype=torch.float32, **on_device)
+        want = ga.flash_attn_func(qb, kb, vb, causal=True,
+                                  **{name: s.numpy() for name, s in scales.items()})
+        assert np.array_equal(wide.numpy(), want)
+    with pytest.raises(ValueError, match="q_descale, k_descale, v_descale are missing"):
+        ga.flash_attn_func(q, k, v, causal=True)
 
 
 def _no_grad(fn):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import gpu_attention as ga
-from reference import (assert_close, causal_rule, cu_seqlens, int32, make, needs_torch, ref_dense,
-                       ref_varlen, rng_for, to64, torch)
+from reference import (assert_close, causal_rule, cu_seqlens, e4m3_decode, int32, make,
+                       needs_torch, ref_dense, ref_varlen, rng_for, to64, torch)
 
 # ---- frameworks --------------------------------------------------------------------------------
 
@@ -756,15 +756,6 @@ def test_torch_cuda_quantized_kvcache(fmt):
         assert torch.equal(rest, orig), f"k rows of sequence {i} other than the appended ones"
 
 
-def _e4m3_decode(b):
-    """FP8 E4M3 (fn) bytes -> float64, the format's definition (0x7f/0xff NaN)."""
-    b = b.astype(np.int64)
-    sign = np.where(b & 0x80, -1.0, 1.0)
-    e, m = (b >> 3) & 0xF, b & 7
-    val = np.where(e == 0, m * 2.0 ** -9, (1 + m / 8.0) * 2.0 ** (e - 7))
-    return np.where((b & 0x7F) == 0x7F, np.nan, sign * val)
-
-
 @pytest.mark.parametrize("fmt", ["int8", "e4m3"])
 def test_kvcache_quantized_cache_with_per_head_scales(fmt):
     """k_scale/v_scale: an int8 cache, or E4M3 bytes (uint8 in numpy), read as x * scale[head];
@@ -779,7 +770,7 @@ def test_kvcache_quantized_cache_with_per_head_scales(fmt):
         kc = rng.integers(0, 0x7F, (2, 40, 2, 64)).astype(np.uint8)  # finite, both signs below
         kc |= (rng.integers(0, 2, kc.shape) << 7).astype(np.uint8)
         vc = rng.integers(0, 0x7F, (2, 40, 2, 64)).astype(np.uint8)
-        decode = _e4m3_decode
+        decode = e4m3_decode
     ks = np.array([0.02, 0.05], dtype=np.float32)
     vs = np.array([0.03, 0.01], dtype=np.float32)
     used = np.array([40, 13], dtype=np.int32)
