@@ -108,7 +108,6 @@ __device__ __forceinline__ std::uint32_t e4m3x2(float lo, float hi) {
 __device__ __forceinline__ std::uint32_t e4m3x4(float a, float b, float c, float d) {
   return e4m3x2(a, b) | (e4m3x2(c, d) << 16);
 }
-#endif
 
 // Work item i of a call with `nblk` row blocks a (batch, head): its row block, head and batch.
 // Causal calls take every head's last row block first (the longest), then the next; dense calls
@@ -137,6 +136,8 @@ __device__ __forceinline__ int tiles_of(const FwdParams& p, int mb) {
   const int kend = p.causal ? max(0, min(lk, last_row + lk - lq + 1)) : lk;
   return (kend + kBlockN - 1) / kBlockN;
 }
+
+#endif
 
 // Persistent: CTA c runs items c, c + gridDim.x, ... The producer streams each item's Q into one
 // of two buffers and its K / V^T tiles through the ring without a break between items, so the
