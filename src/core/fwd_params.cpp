@@ -264,11 +264,11 @@ int check_q_scale_view(const TensorView& t, int hq, const TensorView& q) {
   if (t.stride[0] < 0 || t.stride[0] > INT32_MAX) {
     bad("q_scale has stride " + std::to_string(t.stride[0]) + ", must be in [0, 2^31)");
   }
-  if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0) bad("q_scale pointer is not 4-byte aligned");
+  if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0)
+    bad("q_scale pointer is not 4-byte aligned");
   if (t.device != q.device || (t.device == Device::cuda && t.device_index != q.device_index)) {
-    bad("q_scale is on " + std::string(to_string(t.device)) + ":" +
-        std::to_string(t.device_index) + " but q is on " + to_string(q.device) + ":" +
-        std::to_string(q.device_index));
+    bad("q_scale is on " + std::string(to_string(t.device)) + ":" + std::to_string(t.device_index) +
+        " but q is on " + to_string(q.device) + ":" + std::to_string(q.device_index));
   }
   const int stride = t.shape[0] == 1 ? 0 : static_cast<int>(t.stride[0]);
   if (q.device == Device::cpu) {
@@ -431,7 +431,10 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     invalid("backend cuda was requested but the tensors are on the host (cpu)");
   }
   if (a.q.device == Device::cuda && compute == DType::f32) {
-    fail(ErrorCode::not_supported, "dtype float32 is supported on the CPU backend only");
+    fail(ErrorCode::not_supported,
+         q_fp8 ? "out dtype float32 is supported on the CPU backend only (FP8 attention on CUDA "
+                 "computes in float16 or bfloat16)"
+               : "dtype float32 is supported on the CPU backend only");
   }
 
   // shapes

@@ -89,7 +89,7 @@ struct FwdParams {
   // head h stands for x * q_scale[h * q_scale_stride]; k/v are then an e4m3 cache and `dtype` is
   // out's (the dtype the call computes in). Last, so that no other kernel's parameters move.
   const float* q_scale = nullptr;
-  int q_scale_stride = 0;  // 1: a scale per query head; 0: one for every head
+  int q_scale_stride = 0;  // q_scale's stride in floats (a scale a head); 0: one for every head
 
   GPUATTN_HD bool is_varlen() const { return cu_seqlens_q != nullptr; }
   GPUATTN_HD bool kv_quantized() const { return k_scale != nullptr; }
@@ -282,6 +282,25 @@ GPUATTN_HD KeyRange common_keys(const FwdParams& p, int first, int last, int lq,
   return {row_keys(p, last + lk - lq, lk).lo, row_keys(p, first + lk - lq, lk).hi};
 }
 
+// Whether the sm_90a kernels' TMA tensor maps can describe q, k, v and out (dense or varlen,
+// not paged): every stride that steps over more than one index positive and under 2^40 bytes (a
+// map takes a size-1 dimension's stride as free, and none can be zero or negative). A broadcast
+// view (stride 0 over heads or batches of size > 1, e.g. expanded K/V heads) or a negative stride
+// runs the kernels that address by offsets instead.
+GPUATTN_HD bool strides_fit_tma(const FwdParams& p) {
+  const bool varlen = p.is_varlen();
+  const std::int64_t rows_q = varlen ? p.total_q : p.seqlen_q;
+  const std::int64_t rows_k = varlen ? p.total_k : p.seqlen_k;
+  const std::int64_t batch = varlen ? 1 : p.batch;
+  const auto ok = [](std::int64_t stride, std::int64_t size) {
+    return size <= 1 || (stride > 0 && stride < (std::int64_t{1} << 39));  // 2-byte elements
+  };
+  return ok(p.q_head_stride, p.hq) && ok(p.q_row_stride, rows_q) && ok(p.q_batch_stride, batch) &&
+         ok(p.o_head_stride, p.hq) && ok(p.o_row_stride, rows_q) && ok(p.o_batch_stride, batch) &&
+         ok(p.k_head_stride, p.hkv) && ok(p.k_row_stride, rows_k) && ok(p.k_batch_stride, batch) &&
+         ok(p.v_head_stride, p.hkv) && ok(p.v_row_stride, rows_k) && ok(p.v_batch_stride, batch);
+}
+
 // A __grid_constant__ kernel parameter: raw pointers and plain values only.
 static_assert(std::is_trivially_copyable_v<FwdParams>, "FwdParams is copied to the GPU as bytes");
 
@@ -299,7 +318,8 @@ void check_kv_scales(const float* k_scale, const float* v_scale, int n, const ch
 void check_q_scales(const float* q_scale, int n, const char* fn);
 
 // Validates AttentionArgs::q_scale of an FP8 call: float32 [hq] or [1], 4-byte aligned, on q's
-// device; on the host its values too. Returns its stride (1 a head, 0 for one scale).
+// device; on the host its values too. Returns its stride (the view's, for a scale a head; 0 for
+// one scale).
 int check_q_scale_view(const TensorView& q_scale, int hq, const TensorView& q);
 
 // Validates the scale tensors of a quantized cache of `kv` dtype (AttentionArgs and AppendKvArgs

@@ -125,8 +125,8 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
     return FwdKernel::decode_16x64;
   }
   const KernelChoice choice = kernel_choice_from_env();
-  const bool sm90_available =
-      choice != KernelChoice::sm80 && p.seqused_k == nullptr && sm90::usable(p.dtype, p.head_dim);
+  const bool sm90_available = choice != KernelChoice::sm80 && p.seqused_k == nullptr &&
+                              strides_fit_tma(p) && sm90::usable(p.dtype, p.head_dim);
   FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
                              sm80::max_smem_per_block());
   shape.decode_allowed = choice == KernelChoice::automatic && p.seqused_k == nullptr;
@@ -318,14 +318,15 @@ void check_q_scale_values(const FwdParams& p, cudaStream_t stream) {
 }
 
 // Whether the FP8 kernel (sm90::fwd_fp8_hdim128) runs FP8 call p: head dim 128, out f16 or bf16,
-// dense or causal in standard precision, no varlen, seqused_k or block table, not a decode call
+// dense or causal in standard precision, no varlen, seqused_k or block table, strides its tensor
+// maps can describe (strides_fit_tma: no broadcast heads or batches), not a decode call
 // (those read the 8-bit cache in place in the split-KV decode kernel), on a device that runs its
 // sm_90a code, unless GPUATTN_KERNEL=sm80 asks for the portable path.
 bool fp8_kernel_takes(const FwdParams& p) {
   return p.q_quantized() && p.kv_dtype == DType::e4m3 && p.head_dim == 128 &&
          (p.dtype == DType::f16 || p.dtype == DType::bf16) && !p.is_varlen() && !p.is_paged() &&
          p.seqused_k == nullptr && p.precision == Precision::standard && p.dense_or_causal() &&
-         !decode_takes(p) && kernel_choice_from_env() != KernelChoice::sm80 &&
+         strides_fit_tma(p) && !decode_takes(p) && kernel_choice_from_env() != KernelChoice::sm80 &&
          sm80::compute_capability_major() == 9 && sm90::fp8_usable();
 }
 
@@ -336,8 +337,8 @@ void fp8_forward(const FwdParams& p, cudaStream_t stream) {
   if (p.check_indices) check_q_scale_values(p, stream);
   if (fp8_kernel_takes(p)) return sm90::fwd_fp8_hdim128(p, stream);
   const std::int64_t row = static_cast<std::int64_t>(p.hq) * p.head_dim;
-  sm80::LaunchBuffer buffer(stream, static_cast<std::size_t>(p.total_q * row) * element_size(p.dtype),
-                            0);
+  sm80::LaunchBuffer buffer(stream,
+                            static_cast<std::size_t>(p.total_q * row) * element_size(p.dtype), 0);
   paged::dequantize_q(p, buffer.as<void>(), stream);
   FwdParams dp = p;
   dp.q = buffer.as<void>();

@@ -13,9 +13,10 @@
 // holds each 32-key chunk's keys in the order the fragment takes them from the accumulator
 // (fp8_key_of), so that P packs from the thread's own registers and P V sums the same products.
 //
-// Per CTA: 128 query rows of one (batch, head); a producer warpgroup whose one thread issues the
-// TMA loads of Q and of a 2-stage ring of K and V^T tiles of 128 keys (full / empty mbarriers),
-// and two consumer warpgroups of 64 rows. Inside a consumer the next tile's S GEMM and this
+// Work items of 128 query rows of one (batch, head), run by a persistent grid (one CTA an SM);
+// per CTA a producer warpgroup whose one thread issues the TMA loads of each item's Q (into two
+// buffers) and of a 2-stage ring of K and V^T tiles of 128 keys (full / empty mbarriers), and two
+// consumer warpgroups of 64 rows. Inside a consumer the next tile's S GEMM and this
 // tile's P V run while the softmax of the next tile is computed (the intra-warpgroup overlap of
 // the 16-bit kernel). Causal grids run their longest row blocks first. The scales fold into the
 // softmax's exponent scale (q_scale * k_scale) and into the output's normalization (v_scale).
@@ -66,9 +67,9 @@ __host__ __device__ constexpr int fp8_key_of(int pos) {
 // V [B, Sk, Hkv, 128] (p's strides) -> vt [B, Hkv, 128, sk_pad], the keys of every 32-key chunk
 // in fp8_key_of's order, zero past Sk. One 32-key chunk of one (batch, KV head) a block: 32 rows
 // of 128 bytes into shared memory, then 128 rows of 32 bytes out.
-__global__ void __launch_bounds__(256) transpose_v_kernel(const __grid_constant__ FwdParams p,
-                                                          std::uint8_t* __restrict__ vt,
-                                                          int sk_pad) {
+__global__ void __launch_bounds__(256)
+    transpose_v_kernel(const __grid_constant__ FwdParams p, std::uint8_t* __restrict__ vt,
+                       int sk_pad) {
   __shared__ alignas(16) std::uint8_t tile[32][kD + 16];
   const int c0 = blockIdx.x * 32, hk = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x;
@@ -186,7 +187,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int hk = p.kv_head(it.h), qb = n & 1;
         if (n >= 2) ptx::mbarrier_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);
         ptx::mbarrier_arrive_expect_tx(q_full(qb), kTileBytes);
-        ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h, it.mb * kBlockM, it.b);
+        ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h, it.mb * kBlockM,
+                         it.b);
         const int n_tiles = tiles_of(p, it.mb);
         for (int t = 0; t < n_tiles; ++t, ++ring) {
           const int s = ring % kStages;
@@ -219,7 +221,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int n_tiles = tiles_of(p, it.mb);
     const int row0 = m0 + c * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
     const float sl2 = p.scale_log2 * p.q_scale_of(h) * p.k_scale_of(hk);
-    const std::uint64_t q_desc = ptx::smem_desc_sw128(sq0 + qb * kTileBytes + c * 64 * 128, 16, 1024);
+    const std::uint64_t q_desc =
+        ptx::smem_desc_sw128(sq0 + qb * kTileBytes + c * 64 * 128, 16, 1024);
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
 #pragma unroll
     for (int e = 0; e < 64; ++e) o[e] = 0.f;
@@ -366,9 +369,9 @@ CUtensorMap rows_map(const char* name, const void* base, int heads, int rows, in
   const std::uint64_t dims[4] = {static_cast<std::uint64_t>(kD), static_cast<std::uint64_t>(heads),
                                  static_cast<std::uint64_t>(rows),
                                  static_cast<std::uint64_t>(batch)};
-  const std::uint64_t strides[3] = {
-      or_else(head_stride, kD), or_else(row_stride, std::int64_t{kD} * heads),
-      or_else(batch_stride, std::int64_t{kD} * heads * rows)};
+  const std::uint64_t strides[3] = {or_else(head_stride, kD),
+                                    or_else(row_stride, std::int64_t{kD} * heads),
+                                    or_else(batch_stride, std::int64_t{kD} * heads * rows)};
   const std::uint32_t box[4] = {kD, 1, 128, 1};
   return make_tensor_map_4d(name, base, CU_TENSOR_MAP_DATA_TYPE_UINT8, dims, strides, box);
 }
@@ -378,10 +381,7 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
   const int sk_pad = (p.seqlen_k + kBlockN - 1) / kBlockN * kBlockN;
   const std::size_t vt_bytes = static_cast<std::size_t>(p.batch) * p.hkv * kD * sk_pad;
   sm80::LaunchBuffer vt(stream, vt_bytes, 0);
-  transpose_v_kernel<<<dim3(sk_pad / 32, p.hkv, p.batch), 256, 0, stream>>>(
-      p, vt.as<std::uint8_t>(), sk_pad);
-  GPUATTN_CUDA_CHECK(cudaGetLastError());
-
+  // Every map before any launch: a map the driver rejects leaves nothing written.
   Fp8Maps maps;
   maps.q = rows_map("q", p.q, p.hq, p.seqlen_q, p.batch, p.q_head_stride, p.q_row_stride,
                     p.q_batch_stride);
@@ -396,14 +396,18 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
   maps.vt = make_tensor_map_4d("v (transposed)", vt.as<std::uint8_t>(),
                                CU_TENSOR_MAP_DATA_TYPE_UINT8, dims, strides, box);
 
+  transpose_v_kernel<<<dim3(sk_pad / 32, p.hkv, p.batch), 256, 0, stream>>>(
+      p, vt.as<std::uint8_t>(), sk_pad);
+  GPUATTN_CUDA_CHECK(cudaGetLastError());
+
   const auto kernel = fp8_fwd_kernel<TO>;
   GPUATTN_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   const int nblk = (p.seqlen_q + kBlockM - 1) / kBlockM;
   const long long items = static_cast<long long>(nblk) * p.hq * p.batch;
   if (items > INT32_MAX) {
-    throw Error(ErrorCode::not_supported, "gpuattn: FP8 call of " + std::to_string(items) +
-                                              " row blocks (over 2^31 - 1)");
+    throw Error(ErrorCode::not_supported,
+                "gpuattn: FP8 call of " + std::to_string(items) + " row blocks (over 2^31 - 1)");
   }
   const int grid = static_cast<int>(std::min<long long>(items, sm80::num_sms()));
   kernel<<<grid, kThreads, kSmemBytes, stream>>>(p, maps, nblk, static_cast<int>(items));

@@ -65,7 +65,8 @@ __global__ void gather_kernel(const __grid_constant__ FwdParams p, uint4* __rest
 // An FP8 call's q (E4M3, element x of head h standing for x * q_scale[h]) dequantized into q_out,
 // dense [total_q, Hq, D] of T: one 16-byte output chunk a thread and step.
 template <typename T>
-__global__ void dequantize_q_kernel(const __grid_constant__ FwdParams p, uint4* __restrict__ q_out) {
+__global__ void dequantize_q_kernel(const __grid_constant__ FwdParams p,
+                                    uint4* __restrict__ q_out) {
   const int chunks = p.head_dim / 8;
   const std::int64_t per_row = static_cast<std::int64_t>(p.hq) * chunks;
   const std::int64_t total = p.total_q * per_row;

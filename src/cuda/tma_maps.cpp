@@ -70,10 +70,10 @@ CUtensorMap make_tensor_map_4d(const char* name, const void* base, CUtensorMapDa
   const cuuint32_t bx[4] = {box[0], box[1], box[2], box[3]};
   const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
   CUtensorMap map;
-  const CUresult r = encoder()(&map, type, 4, const_cast<void*>(base), d, st, bx, elem_strides,
-                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r =
+      encoder()(&map, type, 4, const_cast<void*>(base), d, st, bx, elem_strides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     throw Error(ErrorCode::cuda_error, std::string("gpuattn: cuTensorMapEncodeTiled failed for ") +
                                            name + " (CUresult " + std::to_string(r) + ")");

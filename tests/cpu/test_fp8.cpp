@@ -13,6 +13,7 @@
 #include "common/expect_error.h"
 #include "common/test_util.h"
 #include "gpuattn/attention.h"
+#include "gpuattn/numeric.h"
 #include "gpuattn/reference.h"
 
 namespace gpuattn::testing {
@@ -38,15 +39,25 @@ struct Fp8CpuCase {
   bool per_head = true;
   MaskSpec mask = {};
   int page = 0;
+  bool strided_scale = false;  // q_scale a view of every other float of [2 Hq] (NaN between)
 };
 
 void expect_matches_reference(const Fp8CpuCase& c) {
   SCOPED_TRACE(c.name);
-  HostTensor q = e4m3_tensor({c.B, c.Sq, c.Hq, c.D}, 1), k = e4m3_tensor({c.B, c.Sk, c.Hkv, c.D}, 2),
+  HostTensor q = e4m3_tensor({c.B, c.Sq, c.Hq, c.D}, 1),
+             k = e4m3_tensor({c.B, c.Sk, c.Hkv, c.D}, 2),
              v = e4m3_tensor({c.B, c.Sk, c.Hkv, c.D}, 3);
   HostTensor out(c.out, {c.B, c.Sq, c.Hq, c.D}), lse(DType::f32, {c.B, c.Hq, c.Sq});
   HostTensor qs = scales(c.per_head ? c.Hq : 1, 0.8f), ks = scales(c.per_head ? c.Hkv : 1, 0.6f),
              vs = scales(c.per_head ? c.Hkv : 1, 1.2f);
+  if (c.strided_scale) {
+    const HostTensor packed = scales(c.Hq, 0.8f);
+    qs = HostTensor(DType::f32, {2 * c.Hq});
+    for (int h = 0; h < c.Hq; ++h) {
+      qs.set(2 * h, packed.get(h));
+      qs.set(2 * h + 1, std::nanf(""));
+    }
+  }
   AttentionArgs a = tensor_args(q, k, v, out, &lse);
   PagedCache pc;
   if (c.page > 0) {
@@ -56,6 +67,10 @@ void expect_matches_reference(const Fp8CpuCase& c) {
     a.block_table = pc.table.view();
   }
   a.q_scale = qs.view();
+  if (c.strided_scale) {
+    a.q_scale.shape[0] = c.Hq;
+    a.q_scale.stride[0] = 2;
+  }
   a.k_scale = ks.view();
   a.v_scale = vs.view();
   a.causal = c.causal;
@@ -73,17 +88,41 @@ void expect_matches_reference(const Fp8CpuCase& c) {
   EXPECT_EQ(cmp.nonfinite, 0);
   EXPECT_LT(cmp.rel_err, c.out == DType::bf16 ? 1e-2 : c.out == DType::f16 ? 2e-3 : 1e-5);
   EXPECT_LT(cmp.lse_rel, 1e-4);
-  // q's scale matters: the same call with q read at scale 1 is far off.
+  // The reference reads q as x * q_scale[h]: the same call with q dequantized here by hand (an f32
+  // q, so out f32) has the same reference. And the scale matters: read at 1 it is far off.
+  HostTensor qd(DType::f32, {c.B, c.Sq, c.Hq, c.D}), out32(DType::f32, {c.B, c.Sq, c.Hq, c.D});
+  for (std::int64_t i = 0; i < q.numel(); ++i) {
+    const int h = static_cast<int>((i / c.D) % c.Hq);
+    const float scale = c.per_head ? qs.get(c.strided_scale ? 2 * h : h) : qs.get(0);
+    qd.set(i, e4m3_to_float(static_cast<const std::uint8_t*>(q.data())[i]) * scale);
+  }
+  AttentionArgs by_hand = a;
+  by_hand.q = qd.view();
+  by_hand.out = out32.view();
+  by_hand.lse = {};
+  by_hand.q_scale = {};
+  const ReferenceResult want = reference_attention(by_hand);
+  double diff = 0, scale_diff = 0;
+  for (std::size_t i = 0; i < want.out.size(); ++i) {
+    diff =
+        std::max(diff, std::fabs(want.out[i] - ref.out[i]) / std::max(1.0, std::fabs(want.out[i])));
+  }
+  EXPECT_LT(diff, 1e-6);
   HostTensor ones(DType::f32, {qs.numel()});
   for (std::int64_t h = 0; h < ones.numel(); ++h) ones.set(h, 1.f);
   AttentionArgs unscaled = a;
   unscaled.q_scale = ones.view();
-  const ReferenceResult wrong = reference_attention(unscaled);
-  double diff = 0;
-  for (std::size_t i = 0; i < wrong.lse.size(); ++i) {
-    if (std::isfinite(ref.lse[i])) diff = std::max(diff, std::fabs(wrong.lse[i] - ref.lse[i]));
+  if (c.strided_scale) {
+    unscaled.q_scale.shape[0] = c.Hq;
+    unscaled.q_scale.stride[0] = 2;
   }
-  EXPECT_GT(diff, 1.0);
+  const ReferenceResult wrong = reference_attention(unscaled);
+  for (std::size_t i = 0; i < wrong.lse.size(); ++i) {
+    if (std::isfinite(ref.lse[i])) {
+      scale_diff = std::max(scale_diff, std::fabs(wrong.lse[i] - ref.lse[i]));
+    }
+  }
+  EXPECT_GT(scale_diff, 1.0);
 }
 
 TEST(Fp8Cpu, EveryLayoutAndMaskMatchesTheReference) {
@@ -96,6 +135,7 @@ TEST(Fp8Cpu, EveryLayoutAndMaskMatchesTheReference) {
       {"bf16_window", bf16, 1, 4, 2, 90, 90, 64, false, true, make_mask(7, 2, 1)},
       {"f16_paged", f16, 2, 4, 2, 9, 50, 128, true, true, {}, 16},
       {"f32_decode", f32, 3, 8, 2, 1, 200, 64, true},
+      {"bf16_strided_q_scale", bf16, 2, 4, 2, 40, 50, 128, true, true, {}, 0, true},
   };
   for (const Fp8CpuCase& c : cases) expect_matches_reference(c);
 }
@@ -132,8 +172,8 @@ TEST(Fp8Cpu, VarlenMatchesTheReference) {
 // A valid FP8 call on the CPU, for the error tests to break one field of.
 struct Fp8Call {
   HostTensor q = e4m3_tensor({1, 8, 2, 64}, 1), k = e4m3_tensor({1, 8, 2, 64}, 2),
-             v = e4m3_tensor({1, 8, 2, 64}, 3), out{DType::f16, {1, 8, 2, 64}},
-             qs = scales(2, 1.f), ks = scales(1, 1.f), vs = scales(1, 1.f);
+             v = e4m3_tensor({1, 8, 2, 64}, 3), out{DType::f16, {1, 8, 2, 64}}, qs = scales(2, 1.f),
+             ks = scales(1, 1.f), vs = scales(1, 1.f);
   AttentionArgs args() {
     AttentionArgs a = tensor_args(q, k, v, out);
     a.q_scale = qs.view();

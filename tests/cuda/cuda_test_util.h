@@ -85,6 +85,17 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// A host tensor's device copy for one call: uploaded when made, freed with it. A default-made
+// tensor (no storage: e.g. the page table of a contiguous cache) gets no device memory.
+struct OnDevice {
+  explicit OnDevice(const HostTensor& h) : host(&h), buf(h.storage.empty() ? 0 : h.bytes()) {
+    buf.upload(h.data());
+  }
+  TensorView view() const { return host->view(Device::cuda, buf.get()); }
+  const HostTensor* host;
+  DeviceBuffer buf;
+};
+
 // Page-locked host memory, so that copies on a stream are truly asynchronous.
 class PinnedBuffer {
  public:

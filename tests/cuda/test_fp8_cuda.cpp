@@ -23,6 +23,7 @@
 #include "common/expect_error.h"
 #include "common/test_util.h"
 #include "core/fwd_params.h"
+#include "core/tile_config.h"
 #include "cuda/cuda_attention.h"
 #include "cuda/cuda_test_util.h"
 #include "gpuattn/attention.h"
@@ -46,15 +47,6 @@ struct F8Case {
            (per_head ? "" : "_one_scale") + (varlen ? "_varlen" : "") +
            (mask.window_left >= 0 ? "_window" : "");
   }
-};
-
-struct OnDevice {
-  explicit OnDevice(const HostTensor& h) : host(&h), buf(h.storage.empty() ? 0 : h.bytes()) {
-    buf.upload(h.data());
-  }
-  TensorView view() const { return host->view(Device::cuda, buf.get()); }
-  const HostTensor* host;
-  DeviceBuffer buf;
 };
 
 // Values about N(0, 1) / scale stored as E4M3 (scales about 1/16, different per head).
@@ -194,13 +186,18 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
   const DType f16 = DType::f16, bf16 = DType::bf16;
   const std::vector<F8Case> cases = {
       {f16, 1, 4, 4, 128, 128, 128},
-      {bf16, 2, 8, 2, 200, 333, 128, true},         // GQA 4, awkward lengths
-      {f16, 2, 4, 1, 333, 200, 128, true},          // MQA, Sq > Sk: early rows see no key
+      {bf16, 2, 8, 2, 200, 333, 128, true},            // GQA 4, awkward lengths
+      {f16, 2, 4, 1, 333, 200, 128, true},             // MQA, Sq > Sk: early rows see no key
       {bf16, 1, 2, 2, 1000, 1000, 128, false, false},  // one scale for every head
       {f16, 1, 2, 2, 1000, 1000, 128, true},
-      {bf16, 3, 4, 2, 77, 4100, 128},               // 33 key tiles, a ragged last one
-      {f16, 1, 4, 2, 300, 31, 128, true},           // one short key tile
+      {bf16, 3, 4, 2, 77, 4100, 128},      // 33 key tiles, a ragged last one
+      {f16, 1, 4, 2, 300, 31, 128, true},  // one short key tile
       {bf16, 2, 16, 16, 129, 129, 128, true},
+      // More items than SMs (132 on an H200): CTAs run several, the ring and the two Q buffers
+      // carried across items; Sq > Sk mixes items of no key tile among the others.
+      {bf16, 2, 32, 8, 600, 600, 128, true},  // 320 items
+      {f16, 8, 16, 16, 700, 200, 128, true},  // 768 items, rows 0-499 see no key
+      {bf16, 2, 64, 8, 300, 900, 128},        // 384 items, GQA 8
   };
   for (const F8Case& c : cases) run_case(c, path);
 }
@@ -208,10 +205,10 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
 TEST_F(Fp8AttentionCuda, OtherCallsRunOnADequantizedQ) {
   const DType f16 = DType::f16, bf16 = DType::bf16;
   const std::vector<F8Case> cases = {
-      {f16, 2, 4, 2, 150, 260, 64, true},                                 // head dim 64
-      {bf16, 1, 4, 4, 100, 90, 256},                                      // head dim 256
-      {bf16, 3, 8, 2, 150, 300, 128, true, true, true},                   // varlen
-      {f16, 2, 8, 2, 3, 900, 128, true},                                  // decode
+      {f16, 2, 4, 2, 150, 260, 64, true},                                    // head dim 64
+      {bf16, 1, 4, 4, 100, 90, 256},                                         // head dim 256
+      {bf16, 3, 8, 2, 150, 300, 128, true, true, true},                      // varlen
+      {f16, 2, 8, 2, 3, 900, 128, true},                                     // decode
       {bf16, 1, 4, 2, 300, 300, 128, false, true, false, make_mask(50, 0)},  // a window
   };
   for (const F8Case& c : cases) run_case(c, Path::dequantized);
@@ -219,8 +216,8 @@ TEST_F(Fp8AttentionCuda, OtherCallsRunOnADequantizedQ) {
 
 TEST_F(Fp8AttentionCuda, BadScaleIsNamedAndOutUntouched) {
   HostTensor q(DType::e4m3, {1, 130, 2, 128}), k(DType::e4m3, {1, 140, 2, 128}),
-      v(DType::e4m3, {1, 140, 2, 128}), out(DType::bf16, {1, 130, 2, 128}),
-      qs(DType::f32, {2}), ks(DType::f32, {1}), vs(DType::f32, {1});
+      v(DType::e4m3, {1, 140, 2, 128}), out(DType::bf16, {1, 130, 2, 128}), qs(DType::f32, {2}),
+      ks(DType::f32, {1}), vs(DType::f32, {1});
   q.randomize(1, 16.f);
   k.randomize(2, 16.f);
   v.randomize(3, 16.f);
@@ -243,6 +240,82 @@ TEST_F(Fp8AttentionCuda, BadScaleIsNamedAndOutUntouched) {
   dout.buf.download(back.data());
   for (std::int64_t i = 0; i < back.numel(); ++i) {
     ASSERT_TRUE(std::isnan(back.get(i))) << "out element " << i << " was written";
+  }
+}
+
+// K and V broadcast over their heads (stride 0: one stored head read as Hkv) or over the batch
+// (one stored sequence read by every batch entry): no TMA map describes a zero stride, so an FP8
+// call runs on the dequantized path and a 16-bit one on the sm_80 kernel, each matching the
+// reference that reads the same views. (Before strides_fit_tma the 16-bit sm_90a kernel read
+// such K/V at packed strides: wrong keys, past the buffer for the batch.)
+void expect_broadcast_kv_matches(bool fp8, bool over_batch) {
+  SCOPED_TRACE(std::string(fp8 ? "fp8" : "f16") + (over_batch ? " over the batch" : " over heads"));
+  const int B = 2, Hq = 8, Hkv = 4, Sq = 200, Sk = 300, D = 128;
+  const DType t = fp8 ? DType::e4m3 : DType::f16;
+  const std::vector<std::int64_t> stored = over_batch ? std::vector<std::int64_t>{1, Sk, Hkv, D}
+                                                      : std::vector<std::int64_t>{B, Sk, 1, D};
+  HostTensor q(t, {B, Sq, Hq, D}), k(t, stored), v(t, stored), out(DType::f16, {B, Sq, Hq, D}),
+      lse(DType::f32, {B, Hq, Sq}), qs(DType::f32, {1}), ks(DType::f32, {1}), vs(DType::f32, {1});
+  const std::uint64_t seed = seed_of(std::string("broadcast") + (fp8 ? "8" : "16"));
+  q.randomize(seed, fp8 ? 16.f : 1.f);
+  k.randomize(seed + 1, fp8 ? 16.f : 1.f);
+  v.randomize(seed + 2, fp8 ? 16.f : 1.f);
+  qs.set(0, 1.f / 16);
+  ks.set(0, 1.f / 16);
+  vs.set(0, 1.f / 16);
+  out.poison();
+  lse.poison();
+  const OnDevice dq(q), dk(k), dv(v), dout(out), dlse(lse), dqs(qs), dks(ks), dvs(vs);
+  const auto broadcast = [&](TensorView x) {
+    const int dim = over_batch ? 0 : 2;
+    x.shape[dim] = over_batch ? B : Hkv;
+    x.stride[dim] = 0;
+    return x;
+  };
+  auto args = [&](bool device) {
+    AttentionArgs a;
+    a.q = device ? dq.view() : q.view();
+    a.k = broadcast(device ? dk.view() : k.view());
+    a.v = broadcast(device ? dv.view() : v.view());
+    a.out = device ? dout.view() : out.view();
+    a.lse = device ? dlse.view() : lse.view();
+    if (fp8) {
+      a.q_scale = device ? dqs.view() : qs.view();
+      a.k_scale = device ? dks.view() : ks.view();
+      a.v_scale = device ? dvs.view() : vs.view();
+    }
+    a.causal = true;
+    return a;
+  };
+  const AttentionArgs a = args(true);
+  const FwdParams p = make_fwd_params(a);
+  EXPECT_FALSE(strides_fit_tma(p));
+  if (fp8) {
+    EXPECT_FALSE(cuda_fp8_kernel_takes(p));
+  } else {
+    const std::string kernel = tile_config(cuda_forward_kernel(p)).name;
+    EXPECT_EQ(kernel.rfind("sm90", 0), std::string::npos) << kernel;
+  }
+  attention_forward(a);
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  dout.buf.download(out.data());
+  dlse.buf.download(lse.data());
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(B) * Sq);
+  for (std::size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<std::int64_t>(r);
+  const ReferenceResult ref = parallel_reference(args(false), rows);
+  std::vector<float> l(static_cast<std::size_t>(lse.numel()));
+  for (std::size_t i = 0; i < l.size(); ++i) l[i] = lse.get(static_cast<std::int64_t>(i));
+  const Comparison cmp = compare(ref, out, Hq, D, &l, [&](std::int64_t row, int hh) {
+    return (row / Sq * Hq + hh) * Sq + row % Sq;
+  });
+  EXPECT_EQ(cmp.nonfinite, 0);
+  EXPECT_LE(cmp.lse_rel, 1e-3);
+  expect_out_within_max_abs(ref, out, Hq, D, 2 * max_abs_tol(DType::f16), B, Sq, nullptr);
+}
+
+TEST_F(Fp8AttentionCuda, BroadcastKvRunsWithoutTensorMaps) {
+  for (bool fp8 : {true, false}) {
+    for (bool over_batch : {false, true}) expect_broadcast_kv_matches(fp8, over_batch);
   }
 }
 

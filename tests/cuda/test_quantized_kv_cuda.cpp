@@ -58,17 +58,6 @@ void fill_cache(HostTensor& k, HostTensor& v, HostTensor& ks, HostTensor& vs, st
   }
 }
 
-// A host tensor's device copy for one call: uploaded when made, freed with it. A default-made
-// tensor (no storage: e.g. the page table of a contiguous cache) gets no device memory.
-struct OnDevice {
-  explicit OnDevice(const HostTensor& h) : host(&h), buf(h.storage.empty() ? 0 : h.bytes()) {
-    buf.upload(h.data());
-  }
-  TensorView view() const { return host->view(Device::cuda, buf.get()); }
-  const HostTensor* host;
-  DeviceBuffer buf;
-};
-
 // The arguments every attention call here shares: Q, the 8-bit cache and its scales, O.
 AttentionArgs quantized_args(const OnDevice& q, const OnDevice& k, const OnDevice& v,
                              const OnDevice& k_scale, const OnDevice& v_scale,
