@@ -426,9 +426,10 @@ bool fp8_usable() {
 }
 
 void fwd_fp8_hdim128(const FwdParams& p, cudaStream_t stream) {
-  if (p.head_dim != kD || !p.q_quantized() || p.kv_dtype != DType::e4m3) {
+  if (p.head_dim != kD || !p.q_quantized() || p.kv_dtype != DType::e4m3 || !strides_fit_tma(p)) {
     throw Error(ErrorCode::not_supported,
-                "gpuattn: internal error: the FP8 kernel takes E4M3 q/k/v at head dim 128");
+                "gpuattn: internal error: the FP8 kernel takes E4M3 q/k/v at head dim 128, with "
+                "strides its tensor maps describe");
   }
   if (p.dtype == DType::bf16) return launch_fp8<__nv_bfloat16>(p, stream);
   return launch_fp8<__half>(p, stream);

@@ -82,6 +82,10 @@ CUtensorMap make_tensor_map_4d(const char* name, const void* base, CUtensorMapDa
 }
 
 QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv, int rows_o) {
+  if (!strides_fit_tma(p)) {  // the dispatch keeps such calls off the TMA kernels
+    throw Error(ErrorCode::not_supported,
+                "gpuattn: internal error: a zero or negative stride reached a TMA kernel");
+  }
   const bool varlen = p.is_varlen();
   const int batch = varlen ? 1 : p.batch;
   const std::int64_t rows_q_total = varlen ? p.total_q : p.seqlen_q;

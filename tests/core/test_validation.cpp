@@ -121,6 +121,56 @@ TEST(Validation, CountersAreForCudaCalls) {
   expect_invalid(a, {"counters", "CUDA"}, d);
 }
 
+// strides_fit_tma: contiguous, sliced and size-1-broadcast views fit the TMA kernels' maps; a zero
+// stride over more than one head, row or batch, or a negative stride, does not (those calls run
+// the kernels that address by offsets), and the CPU backend gives the same answer for a broadcast
+// view as for the same values stored out.
+TEST(Validation, BroadcastAndNegativeStridesDoNotFitTensorMaps) {
+  Dense d = standard(17);
+  AttentionArgs a = d.args();
+  EXPECT_TRUE(strides_fit_tma(make_fwd_params(a)));
+  // A size-1 dimension's stride is free (Python passes 0 there).
+  HostTensor q1(DType::f16, {1, 6, 1, 64}), o1(DType::f16, {1, 6, 1, 64}),
+      k1(DType::f16, {1, 10, 1, 64});
+  AttentionArgs one = tensor_args(q1, k1, k1, o1);
+  one.q.stride[0] = one.q.stride[2] = one.out.stride[0] = one.out.stride[2] = 0;
+  one.k.stride[2] = one.v.stride[2] = 0;
+  EXPECT_TRUE(strides_fit_tma(make_fwd_params(one)));
+  for (int dim : {0, 1, 2}) {
+    AttentionArgs b = d.args();
+    b.k.stride[dim] = 0;
+    EXPECT_FALSE(strides_fit_tma(make_fwd_params(b))) << "k stride " << dim << " zero";
+    AttentionArgs q0 = d.args();
+    q0.q.stride[dim] = 0;
+    EXPECT_FALSE(strides_fit_tma(make_fwd_params(q0))) << "q stride " << dim << " zero";
+  }
+  // K/V heads broadcast from one stored head equal the same head stored Hkv times.
+  HostTensor ks(DType::f16, {2, 10, 1, 64}), vs(DType::f16, {2, 10, 1, 64});
+  ks.randomize(5);
+  vs.randomize(6);
+  HostTensor kf(DType::f16, {2, 10, 2, 64}), vf(DType::f16, {2, 10, 2, 64});
+  for (std::int64_t i = 0; i < kf.numel(); ++i) {
+    const std::int64_t d64 = i % 64, row = i / 128;  // [b * 10 + j] of [.., 2 heads, 64]
+    kf.set(i, ks.get(row * 64 + d64));
+    vf.set(i, vs.get(row * 64 + d64));
+  }
+  AttentionArgs bc = d.args();
+  bc.k = ks.view();
+  bc.v = vs.view();
+  bc.k.shape[2] = bc.v.shape[2] = 2;
+  bc.k.stride[2] = bc.v.stride[2] = 0;
+  EXPECT_FALSE(strides_fit_tma(make_fwd_params(bc)));
+  d.out.poison();
+  attention_forward(bc);
+  const HostTensor broadcast_out = d.out;
+  AttentionArgs full = d.args();
+  full.k = kf.view();
+  full.v = vf.view();
+  d.out.poison();
+  attention_forward(full);
+  EXPECT_EQ(std::memcmp(broadcast_out.data(), d.out.data(), d.out.bytes()), 0);
+}
+
 // AttentionArgs::pdl reaches the kernels' parameters (the decode launch reads it there); the CPU
 // backend ignores it: the same call gives the same bits with it or without.
 TEST(Validation, PdlReachesTheParamsAndLeavesCpuResultsAlone) {
