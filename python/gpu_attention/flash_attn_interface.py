@@ -15,7 +15,8 @@ FP8 attention takes FlashAttention-3's keywords: flash_attn_func and flash_attn_
 k and v of float8_e4m3fn (numpy: uint8 E4M3 bytes) and q_descale, k_descale, v_descale (element x
 of head h stands for x * descale[h]) compute in out_dtype (torch.bfloat16 by default, as
 FlashAttention-3). flash_attn_with_kvcache reads an int8 / float8_e4m3fn KV cache beside a 16-bit q
-(k_scale, v_scale).
+(k_scale, v_scale), and an E4M3 cache beside an FP8 q with q_descale (FP8 decode; there
+FlashAttention-3's k_descale / v_descale are other names for k_scale / v_scale).
 
 Differences from flash-attn that a caller can observe:
   - forward only: a torch tensor that requires grad (with grad mode on) is refused;
@@ -447,19 +448,67 @@ def _fp8_options(q, k, v, q_descale, k_descale, v_descale, out_dtype):
                 out_dtype=_fp8_out_dtype(fw, out_dtype))
 
 
-def _descale_names(error):
+def _kvcache_scale(fw, scale, descale, letter):
+    """flash_attn_with_kvcache's k_scale (v_scale for letter 'v'), given as vLLM names it or as
+    FlashAttention-3 does, k_descale: (the scale, whether it came as the descale). Both given is a
+    ValueError; the framework check names the descale as passed."""
+    if descale is None:
+        return scale, False
+    if scale is not None:
+        raise ValueError(f"flash_attn_with_kvcache: {letter}_scale and {letter}_descale are one "
+                         "argument (vLLM's and FlashAttention-3's names for it): pass one")
+    if not isinstance(descale, (int, float)) or isinstance(descale, bool):
+        _check_same_framework(fw, descale, f"{letter}_descale")
+    return descale, True
+
+
+def _kvcache_fp8_options(fw, q, k_cache, v_cache, q_descale, k_scale, v_scale, out_dtype):
+    """FP8 decode's keyword arguments for _forward (q_scale, out_dtype), or {} for a q that is not
+    FP8 (_is_fp8), which takes neither q_descale nor out_dtype. An FP8 q reads an E4M3 cache with
+    its k_scale and v_scale (checked further by the library)."""
+    if not _is_fp8(fw, q):
+        given = [name for name, value in (("q_descale", q_descale), ("out_dtype", out_dtype))
+                 if value is not None]
+        if given:
+            raise ValueError(f"flash_attn_with_kvcache: {', '.join(given)} given but q dtype is "
+                             f"{q.dtype}: q_descale and out_dtype are for FP8 attention (q of "
+                             "float8_e4m3fn, or numpy uint8 E4M3 bytes, beside an E4M3 cache)")
+        return {}
+    if q_descale is None:
+        raise ValueError(f"flash_attn_with_kvcache: q dtype is {q.dtype} (FP8 attention) but "
+                         "q_descale is missing: float32 (nheads,) or (1,), or a Python float")
+    for x, name in ((k_cache, "k_cache"), (v_cache, "v_cache")):
+        _check_same_framework(fw, x, name)
+        if not _is_fp8(fw, x):
+            raise ValueError(f"flash_attn_with_kvcache: {name} dtype is {x.dtype} but q is FP8 "
+                             f"({q.dtype}): FP8 attention reads an E4M3 cache (float8_e4m3fn, or "
+                             "numpy uint8 E4M3 bytes) with k_scale and v_scale")
+    missing = [f"{x}_scale (or {x}_descale)" for x, value in (("k", k_scale), ("v", v_scale))
+               if value is None]
+    if missing:
+        raise ValueError(f"flash_attn_with_kvcache: q dtype is {q.dtype} (FP8 attention) but "
+                         f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                         "missing: the E4M3 cache's scales, float32 (nheads_k,) or (1,), or "
+                         "Python floats")
+    return dict(q_scale=_kv_scale(fw, q_descale, q, "q_descale"),
+                out_dtype=_fp8_out_dtype(fw, out_dtype))
+
+
+def _descale_names(error, letters="qkv"):
     """The library's error of an FP8 call, with its scales named as the caller passed them (the
-    library's q_scale / k_scale / v_scale are flash_attn_func's q/k/v_descale)."""
-    return type(error)(re.sub(r"\b([qkv])_scale\b", r"\1_descale", str(error)))
+    library's q_scale / k_scale / v_scale are flash_attn_func's q/k/v_descale): `letters` says
+    which of q, k and v the caller gave as descales."""
+    return type(error)(re.sub(rf"\b([{letters}])_scale\b", r"\1_descale", str(error)))
 
 
 def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0,
              softmax_scale, mask, want_lse, seqused_k=None, block_table=None,
              check_indices=True, k_scale=None, v_scale=None, pdl=False, q_scale=None,
-             out_dtype=None):
+             out_dtype=None, descaled=None):
     """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
     (out, lse or None). FP8 attention (q_scale; _fp8_options makes its arguments) allocates out
-    of `out_dtype`."""
+    of `out_dtype`. The library's errors name the scales `descaled` lists (letters of q, k, v;
+    None: all three in an FP8 call, none otherwise) X_descale, as the caller passed them."""
     fw = _framework(q, "q")
     _check_same_framework(fw, k, "k")
     _check_same_framework(fw, v, "v")
@@ -500,9 +549,11 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
         _call(fw, q, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
               softmax_scale, **mask)
     except (ValueError, NotImplementedError) as e:
-        if q_scale is None:
+        if descaled is None:
+            descaled = "qkv" if q_scale is not None else ""
+        if not descaled:
             raise
-        raise _descale_names(e) from None
+        raise _descale_names(e, descaled) from None
     return out, lse
 
 
@@ -649,7 +700,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                             block_table=None, softmax_scale=None, causal=False,
                             window_size=_NO_WINDOW, softcap=0.0, rotary_interleaved=True,
                             alibi_slopes=None, num_splits=0, return_softmax_lse=False, *,
-                            check_indices=True, k_scale=None, v_scale=None, pdl=False):
+                            check_indices=True, k_scale=None, v_scale=None, pdl=False,
+                            q_descale=None, k_descale=None, v_descale=None, out_dtype=None):
     """Attention of q (batch, seqlen_q, nheads, headdim) over a KV cache k_cache/v_cache
     (batch, seqlen_cache, nheads_k, headdim), or with block_table a paged cache.
 
@@ -677,6 +729,17 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     (torch.float8_e4m3fn, or uint8 bytes): element x of kv head h stands for x * k_scale[h]
     (v_scale for v). Decode calls read the 8-bit cache in place; k/v appended are quantized
     (x / scale, rounded to nearest even, saturated).
+    FP8 decode (keyword only, FlashAttention-3's names): q of torch.float8_e4m3fn (numpy: uint8
+    E4M3 bytes) with q_descale (float32 (nheads,) or (1,) on q's device, or a Python float:
+    element x of query head h stands for x * q_descale[h]) attends to an E4M3 cache (dense or
+    paged) with its k_scale / v_scale; k_descale / v_descale are FlashAttention-3's names for
+    k_scale / v_scale (one of each pair, in any call). out is allocated of out_dtype, the dtype the
+    call computes in, as in flash_attn_func (torch.bfloat16 by default; numpy float32). k/v
+    appended are 16-bit rows, quantized into the cache as above. q_descale or out_dtype with a q
+    that is not FP8, an FP8 q without q_descale, beside a cache that is not E4M3 or without the
+    cache's scales, and both names of one scale raise ValueError naming the argument before k/v
+    are appended; q_descale's shape and values are checked by the attention, after the append,
+    as q's own are.
     pdl=True (keyword only, not in flash-attn; FlashInfer calls it enable_pdl): on CUDA sm_90+ a
     decode call's kernel launches with programmatic dependent launch, scheduled while the kernel
     ahead of it in the stream still runs (AttentionArgs::pdl in the C++ API). It pays in chains
@@ -690,6 +753,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     torch = sys.modules.get("torch")
     if (torch is not None and rotary_cos is None and rotary_sin is None
             and cache_batch_idx is None and cache_leftpad is None
+            and q_descale is None and k_descale is None and v_descale is None
+            and out_dtype is None
             and ((k_scale is None and v_scale is None)
                  or (type(k_scale) is torch.Tensor and type(v_scale) is torch.Tensor))
             and type(num_splits) is int and 0 <= num_splits <= _INT32_MAX
@@ -697,6 +762,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             and (block_table is None or type(block_table) is torch.Tensor)
             and _plain_options(0, softmax_scale, causal, window_size, softcap, alibi_slopes)
             and _plain_tensors(torch, q, k_cache, v_cache)
+            and q.dtype is not getattr(torch, "float8_e4m3fn", None)  # FP8 q: the general path
             and ((k is None and v is None)
                  or (cache_seqlens is not None and _plain_tensors(torch, k, v)))):
         check_indices = bool(check_indices)
@@ -735,7 +801,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     _check_alibi(alibi_slopes)
     _int_arg(num_splits, "num_splits", lo=0)
     scale = _softmax_scale(softmax_scale)
-    _framework(q, "q")
+    fw = _framework(q, "q")
+    k_scale, k_descaled = _kvcache_scale(fw, k_scale, k_descale, "k")
+    v_scale, v_descaled = _kvcache_scale(fw, v_scale, v_descale, "v")
+    descaled = "k" * k_descaled + "v" * v_descaled  # the scales the caller named descales
+    fp8 = _kvcache_fp8_options(fw, q, k_cache, v_cache, q_descale, k_scale, v_scale, out_dtype)
     seqused = None
     if cache_seqlens is not None:
         if isinstance(cache_seqlens, bool) or not isinstance(cache_seqlens, int):
@@ -746,9 +816,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                                  "headdim)")
             seqused = _full_int32(_framework(q, "q"), q, q.shape[0], cache_seqlens)
     if k is not None:
-        fw = _framework(q, "q")
-        _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices,
-                   k_scale=k_scale, v_scale=v_scale)
+        try:
+            _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices,
+                       k_scale=k_scale, v_scale=v_scale)
+        except (ValueError, NotImplementedError) as e:
+            if not descaled:
+                raise
+            raise _descale_names(e, descaled) from None
         n = getattr(k, "shape", (0, 0))[1]
         if fw == "torch":
             seqused = (seqused + n).to(sys.modules["torch"].int32)
@@ -763,6 +837,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     out, lse = _forward(q, k_cache, v_cache, softmax_scale=scale, mask=mask,
                         want_lse=return_softmax_lse, seqused_k=seqused, block_table=block_table,
                         check_indices=bool(check_indices), k_scale=k_scale, v_scale=v_scale,
-                        pdl=pdl)
+                        pdl=pdl, descaled=descaled + "q" * bool(fp8), **fp8)
     return (out, lse) if return_softmax_lse else out
 

@@ -286,9 +286,9 @@ def test_other_calls_take_the_general_path(general_calls):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_fp8_calls_take_the_general_path(general_calls, device):
-    """FP8 attention (q_descale, k_descale, v_descale) runs on the general path, with the numpy
-    call's bits on the CPU; a float8 q without descales gets the general path's error, which names
-    them, not the fast path's."""
+    """FP8 attention (q_descale, k_descale, v_descale) and FP8 decode (flash_attn_with_kvcache
+    with q_descale) run on the general path, with the numpy call's bits on the CPU; a float8 q
+    without descales gets the general path's error, which names them, not the fast path's."""
     rng = rng_for("fast-path-fp8")
     qb, kb, vb = (e4m3_bytes(rng.standard_normal(shape) * 8)
                   for shape in [(2, 21, 4, 64), (2, 30, 2, 64), (2, 30, 2, 64)])
@@ -306,6 +306,26 @@ def test_fp8_calls_take_the_general_path(general_calls, device):
         assert np.array_equal(wide.numpy(), want)
     with pytest.raises(ValueError, match="q_descale, k_descale, v_descale are missing"):
         ga.flash_attn_func(q, k, v, causal=True)
+    # FP8 decode (flash_attn_with_kvcache with an FP8 q) too, with the numpy call's bits
+    del general_calls[:]
+    used = torch.tensor([30, 9], dtype=torch.int32, device=device)
+    kv_scales = dict(k_scale=on_device["k_descale"], v_scale=on_device["v_descale"])
+    decode = ga.flash_attn_with_kvcache(q[:, :1], k, v, cache_seqlens=used, causal=True,
+                                        q_descale=on_device["q_descale"], **kv_scales)
+    assert len(general_calls) == 1
+    assert decode.dtype == torch.bfloat16 and decode.device == q.device
+    if device == "cpu":
+        wide = ga.flash_attn_with_kvcache(q[:, :1], k, v, cache_seqlens=used, causal=True,
+                                          q_descale=on_device["q_descale"],
+                                          out_dtype=torch.float32, **kv_scales)
+        want = ga.flash_attn_with_kvcache(np.ascontiguousarray(qb[:, :1]), kb, vb,
+                                          cache_seqlens=used.numpy(), causal=True,
+                                          q_descale=scales["q_descale"].numpy(),
+                                          k_scale=scales["k_descale"].numpy(),
+                                          v_scale=scales["v_descale"].numpy())
+        assert np.array_equal(wide.numpy(), want)
+    with pytest.raises(ValueError, match="q_descale is missing"):  # not the fast path's error
+        ga.flash_attn_with_kvcache(q[:, :1], k, v, cache_seqlens=used, **kv_scales)
 
 
 def _no_grad(fn):

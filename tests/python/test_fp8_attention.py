@@ -1,6 +1,8 @@
 """FP8 attention through flash_attn_func and flash_attn_varlen_func (FlashAttention-3's q_descale,
-k_descale, v_descale and out_dtype) against the float64 reference on the dequantized values
-(x * descale), on the CPU backend and, with torch and a CUDA device, on the GPU.
+k_descale, v_descale and out_dtype), and FP8 decode through flash_attn_with_kvcache (an FP8 q with
+q_descale over an E4M3 cache with k_scale / v_scale, dense or paged, new rows appended or not),
+against the float64 reference on the dequantized values (x * descale), on the CPU backend and,
+with torch and a CUDA device, on the GPU.
 
 q, k and v are E4M3: torch.float8_e4m3fn tensors, or numpy uint8 arrays of E4M3 bytes. Inputs are
 random values about N(0, 1) times a spread that differs per head, quantized per head with the
@@ -13,7 +15,7 @@ import numpy as np
 import pytest
 
 import gpu_attention as ga
-from reference import (assert_close, causal_rule, cu_seqlens, e4m3_bytes, e4m3_decode, int32,
+from reference import (assert_close, causal_rule, cu_seqlens, e4m3_bytes, e4m3_decode, int32, make,
                        needs_torch, ref_dense, ref_varlen, rng_for, to64, torch, visibility)
 
 # (framework, out_dtype name (None: the default, numpy float32 / torch bfloat16), tolerance on out,
@@ -180,6 +182,201 @@ def test_fp8_varlen_matches_reference(fw, out_name, tol, lse_tol, d, causal):
     assert_close(lse, want_lse, lse_tol, "lse")
 
 
+# ---- decode: flash_attn_with_kvcache -------------------------------------------------------------
+
+
+def as_bytes(x):
+    """An E4M3 array's bytes as numpy uint8 (a host copy of a torch tensor)."""
+    return x if isinstance(x, np.ndarray) else x.view(torch.uint8).cpu().numpy()
+
+
+class Cache:
+    """An E4M3 KV cache: k and v are Fp8 operands of the logical cache (B, Sk, Hkv, D); kx and vx
+    what the call takes: those, or with `page` a pool of page-key pages in a random order with two
+    spare pages of other bytes, read through `table` (int32 (B, Sk / page))."""
+
+    def __init__(self, fw, shape, rng, page=None, one_scale=False, device="cpu"):
+        self.k, self.v = (Fp8(fw, shape, rng, one_scale, device) for _ in range(2))
+        self.page, self.table = page, None
+        self.kx, self.vx = self.k.x, self.v.x
+        if page is None:
+            return
+        b, sk, hkv, d = shape
+        per_seq = sk // page
+        order = rng.permutation(b * per_seq + 2)
+        table = order[:b * per_seq].reshape(b, per_seq).astype(np.int32)
+        pools = []
+        for op in (self.k, self.v):
+            pool = e4m3_bytes(rng.standard_normal((len(order), page, hkv, d)) * 100)
+            pool[table] = op.bytes.reshape(b, per_seq, page, hkv, d)
+            pools.append(pool if fw == "numpy" else
+                         torch.from_numpy(pool).view(torch.float8_e4m3fn).to(device))
+        self.kx, self.vx = pools
+        self.table = int32(fw, table)
+        if fw == "torch":
+            self.table = self.table.to(device)
+
+    def logical(self, x):
+        """The bytes of kx or vx as the logical cache (B, Sk, Hkv, D), read now."""
+        raw = as_bytes(x)
+        if self.page is None:
+            return raw
+        table = self.table if isinstance(self.table, np.ndarray) else self.table.cpu().numpy()
+        return raw[table].reshape(table.shape[0], -1, *raw.shape[2:])
+
+    def dequantized(self, which):
+        """float64 of the logical cache as it holds now (x * scale[head])."""
+        op, x = (self.k, self.kx) if which == "k" else (self.v, self.vx)
+        return e4m3_decode(self.logical(x)) * op.scale.astype(np.float64)[:, None]
+
+    def scales(self, q, one_scale=False):
+        """The call's q_descale, k_scale and v_scale: per-head arrays, or Python floats."""
+        if one_scale:
+            return dict(q_descale=float(q.scale[0]), k_scale=float(self.k.scale[0]),
+                        v_scale=float(self.v.scale[0]))
+        return dict(q_descale=q.descale(), k_scale=self.k.descale(), v_scale=self.v.descale())
+
+
+def ref_decode(qd, kd, vd, used, causal):
+    """The float64 reference of each sequence b of q over the first used[b] (>= 1) keys of the
+    logical cache kd / vd, all dequantized: (out, lse) stacked over the batch."""
+    scale = 1 / math.sqrt(qd.shape[-1])
+    outs, lses = zip(*(ref_dense(qd[b:b + 1], kd[b:b + 1, :n], vd[b:b + 1, :n], scale,
+                                 causal_rule(causal))
+                       for b, n in enumerate(used)))
+    return np.concatenate(outs), np.concatenate(lses)
+
+
+def ref_of(q, cache, used, causal):
+    return ref_decode(q.dequantized, cache.dequantized("k"), cache.dequantized("v"), used, causal)
+
+
+@pytest.mark.parametrize("fw,out_name,tol,lse_tol", CASES)
+@pytest.mark.parametrize("page", [None, 3, 16], ids=["dense", "page3", "page16"])
+@pytest.mark.parametrize("sq", [1, 4], ids=["sq1", "sq4"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("one_scale", [False, True], ids=["per-head", "one-scale"])
+def test_fp8_kvcache_matches_reference(fw, out_name, tol, lse_tol, page, sq, causal, one_scale):
+    """FP8 decode (GQA 4:1) over each sequence's first cache_seqlens keys, causal bottom-right
+    aligned to them (with Sq 4 over 2 keys the first two rows see none: out 0, lse -inf)."""
+    b, sk, hq, hkv, d = 3, 48, 8, 2, 64
+    rng = rng_for("fp8-kvcache", fw, page, sq, causal, one_scale)
+    q = Fp8(fw, (b, sq, hq, d), rng, one_scale)
+    cache = Cache(fw, (b, sk, hkv, d), rng, page, one_scale)
+    used = [sk, 9, 2]
+    out, lse = ga.flash_attn_with_kvcache(
+        q.x, cache.kx, cache.vx, cache_seqlens=int32(fw, used), block_table=cache.table,
+        causal=causal, return_softmax_lse=True, out_dtype=out_dtype_of(fw, out_name),
+        **cache.scales(q, one_scale))
+    assert type(out) is type(q.x) and tuple(out.shape) == (b, sq, hq, d)
+    assert out.dtype == expected_dtype(fw, out_name)
+    assert lse.dtype == expected_dtype(fw, "float32") and tuple(lse.shape) == (b, hq, sq)
+    want_out, want_lse = ref_of(q, cache, used, causal)
+    assert_close(out, want_out, tol, "out")
+    assert_close(lse, want_lse, lse_tol, "lse")
+
+
+@pytest.mark.parametrize("fw", ["numpy", pytest.param("torch", marks=needs_torch)])
+@pytest.mark.parametrize("page", [None, 1, 16], ids=["dense", "page1", "page16"])
+@pytest.mark.parametrize("sn", [1, 3], ids=["new1", "new3"])
+def test_fp8_kvcache_appends_new_rows(fw, page, sn):
+    """k/v (16-bit rows) appended in the FP8 call: each lands at rows cache_seqlens[b].. as a
+    nearest E4M3 value of x / scale[head] (saturated), every other byte of the cache (and
+    cache_seqlens) stays, and the call attends to cache_seqlens + sn keys of the updated cache."""
+    b, sk, hq, hkv, d = 3, 48, 6, 2, 128
+    rng = rng_for("fp8-kvcache-append", fw, page, sn)
+    q = Fp8(fw, (b, sn, hq, d), rng)
+    cache = Cache(fw, (b, sk, hkv, d), rng, page)
+    new_dtype = "float16" if fw == "numpy" else "bfloat16"
+    new_k, new_v = (make(fw, new_dtype, (b, sn, hkv, d), rng) for _ in range(2))
+    used = int32(fw, [0, 20, sk - sn])
+    before = [cache.logical(x).copy() for x in (cache.kx, cache.vx)]
+    out = ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx, k=new_k, v=new_v,
+                                     cache_seqlens=used, block_table=cache.table, causal=True,
+                                     **cache.scales(q))
+    assert np.array_equal(to64(used), [0, 20, sk - sn])  # cache_seqlens is not updated
+    for old, x, new, op, what in ((before[0], cache.kx, new_k, cache.k, "k"),
+                                  (before[1], cache.vx, new_v, cache.v, "v")):
+        now = cache.logical(x)
+        exact = np.clip(to64(new) / op.scale.astype(np.float64)[:, None], -448, 448)
+        nearest = np.abs(e4m3_decode(e4m3_bytes(exact)) - exact)
+        for i, at in enumerate([0, 20, sk - sn]):
+            got = now[i, at:at + sn]
+            assert np.all(np.abs(e4m3_decode(got) - exact[i]) <= nearest[i]), \
+                f"{what} rows appended at {at} of sequence {i}"
+            rest = np.ones(sk, bool)
+            rest[at:at + sn] = False
+            assert np.array_equal(now[i, rest], old[i, rest]), f"{what}: other rows of {i}"
+    want, _ = ref_of(q, cache, [sn, 20 + sn, sk], True)
+    assert_close(out, want, 2e-5 if fw == "numpy" else 1.6e-2, "out")
+
+
+def test_fp8_kvcache_each_descale_matters():
+    """Each scale is read, per head: the call with one changed (doubled, or head 0's alone
+    quadrupled) is the reference of the changed scales, far from the right answer, and head 0's
+    change leaves the query heads that do not read that head bit for bit. k_descale / v_descale
+    (FlashAttention-3's names) are k_scale / v_scale; one scale as a float, a (1,) array or
+    repeated per head gives the same bits; the whole cache is flash_attn_func's FP8 attention and
+    a paged cache the dense one, bit for bit."""
+    b, sk, hq, hkv, d = 2, 48, 4, 2, 64
+    rng = rng_for("fp8-kvcache-matters")
+    q = Fp8("numpy", (b, 2, hq, d), rng)
+    cache = Cache("numpy", (b, sk, hkv, d), rng)
+    used = [sk, 17]
+    lens = int32("numpy", used)
+    scales = cache.scales(q)
+    right, _ = ref_of(q, cache, used, True)
+    base = ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx, cache_seqlens=lens, causal=True,
+                                      **scales)
+    for name, op, reached in (("q_descale", q, 1), ("k_scale", cache.k, hq // hkv),
+                              ("v_scale", cache.v, hq // hkv)):
+        head0 = np.ones_like(op.scale)
+        head0[0] = 4
+        for how, wrong in (("doubled", op.scale * 2), ("head 0 x4", op.scale * head0)):
+            got = ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx, cache_seqlens=lens,
+                                             causal=True, **dict(scales, **{name: wrong}))
+            ratio = (wrong / op.scale).astype(np.float64)[:, None]
+            seen = [x.dequantized * (ratio if x is op else 1) for x in (q, cache.k, cache.v)]
+            want, _ = ref_decode(*seen, used, True)
+            assert_close(got, want, 2e-5, f"{name} {how}")
+            err = np.max(np.abs(to64(got) - right)[:, :, :reached])
+            assert err > 0.05 * np.max(np.abs(right)), f"{name} {how} changed nothing ({err:.3g})"
+            if how == "head 0 x4":
+                assert np.array_equal(got[:, :, reached:], base[:, :, reached:]), name
+
+    vllm = ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx, cache_seqlens=lens, **scales)
+    fa3 = ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx, cache_seqlens=lens,
+                                     q_descale=scales["q_descale"], k_descale=scales["k_scale"],
+                                     v_descale=scales["v_scale"])
+    assert np.array_equal(vllm, fa3)
+    one = dict(q_descale=0.01, k_scale=0.02, v_scale=0.03)
+    as_float = ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx, cache_seqlens=lens, **one)
+    as_array = ga.flash_attn_with_kvcache(
+        q.x, cache.kx, cache.vx, cache_seqlens=lens,
+        **{n: np.array([s], np.float32) for n, s in one.items()})
+    per_head = ga.flash_attn_with_kvcache(
+        q.x, cache.kx, cache.vx, cache_seqlens=lens, q_descale=np.full(hq, 0.01, np.float32),
+        k_descale=np.full(hkv, 0.02, np.float32), v_descale=np.full(hkv, 0.03, np.float32))
+    assert np.array_equal(as_float, as_array) and np.array_equal(as_float, per_head)
+
+    whole, lse = ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx, causal=True,
+                                            return_softmax_lse=True, **scales)
+    want, want_lse, _ = ga.flash_attn_func(q.x, cache.kx, cache.vx, causal=True,
+                                           return_attn_probs=True, q_descale=q.scale,
+                                           k_descale=cache.k.scale, v_descale=cache.v.scale)
+    assert np.array_equal(whole, want) and np.array_equal(lse, want_lse)
+    per_seq = sk // 16  # the same cache in pages of 16 keys
+    table = rng.permutation(b * per_seq).reshape(b, per_seq).astype(np.int32)
+    pools = [np.empty((b * per_seq, 16, hkv, d), np.uint8) for _ in range(2)]
+    for pool, op in zip(pools, (cache.k, cache.v)):
+        pool[table] = op.bytes.reshape(b, per_seq, 16, hkv, d)
+    got = ga.flash_attn_with_kvcache(q.x, *pools, cache_seqlens=lens, block_table=table,
+                                     causal=True, **scales)
+    assert np.array_equal(got, ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx,
+                                                          cache_seqlens=lens, causal=True,
+                                                          **scales))
+
+
 # ---- errors --------------------------------------------------------------------------------------
 
 
@@ -236,6 +433,103 @@ def test_16bit_calls_are_unchanged():
     assert np.array_equal(out, ga.flash_attn_func(q, k, v))
 
 
+def test_fp8_kvcache_errors_name_the_argument():
+    """Bad FP8 decode calls raise ValueError naming the argument, as passed (q_descale, k_scale or
+    k_descale). Every one but the library's checks of q_descale (made by the attention call, as
+    q's own) comes before any row is appended: the caches stay untouched."""
+    b, sk, hq, hkv, d = 2, 32, 4, 2, 64
+    rng = rng_for("fp8-kvcache-errors")
+    q = Fp8("numpy", (b, 1, hq, d), rng)
+    for page in (None, 16):
+        cache = Cache("numpy", (b, sk, hkv, d), rng, page)
+        kx, vx = cache.kx, cache.vx
+        kept = kx.copy(), vx.copy()
+        new = make("numpy", "float16", (b, 1, hkv, d), rng)
+        scales = cache.scales(q)
+        q16 = q.dequantized.astype(np.float16)
+        k16 = cache.k.dequantized.astype(np.float16)
+
+        def call(qx, kc=kx, vc=vx, **kwargs):
+            """The call with the new rows appended at rows 5 and 9."""
+            return ga.flash_attn_with_kvcache(qx, kc, vc, k=new, v=new,
+                                              cache_seqlens=np.array([5, 9], np.int32),
+                                              block_table=cache.table, **kwargs)
+
+        # the FP8 options with a 16-bit q (beside the same cache as a 16-bit q reads it)
+        with pytest.raises(ValueError, match="q_descale given but q dtype is float16"):
+            call(q16, **scales)
+        with pytest.raises(ValueError, match="q_descale, out_dtype given but q dtype is float16"):
+            call(q16, out_dtype=np.float32, **scales)
+        with pytest.raises(ValueError, match="out_dtype given but q dtype is float16: q_descale "
+                                             "and out_dtype are for FP8 attention"):
+            call(q16, out_dtype=np.float16, k_scale=0.1, v_scale=0.1)
+        # FP8 q: q_descale, the E4M3 cache and its scales are required
+        with pytest.raises(ValueError, match="q dtype is uint8 .FP8 attention. but q_descale is "
+                                             "missing"):
+            call(q.x, k_scale=scales["k_scale"], v_scale=scales["v_scale"])
+        with pytest.raises(ValueError, match=r"but k_scale \(or k_descale\) and v_scale \(or "
+                                             r"v_descale\) are missing"):
+            call(q.x, q_descale=scales["q_descale"])
+        with pytest.raises(ValueError, match=r"but v_scale \(or v_descale\) is missing"):
+            call(q.x, q_descale=scales["q_descale"], k_descale=scales["k_scale"])
+        if page is None:
+            with pytest.raises(ValueError, match="k_cache dtype is float16 but q is FP8 .uint8.: "
+                                                 "FP8 attention reads an E4M3 cache"):
+                call(q.x, k16, k16, **scales)
+            with pytest.raises(ValueError, match="v_cache dtype is int8 but q is FP8"):
+                call(q.x, kx, vx.view(np.int8), **scales)
+        # k_scale and k_descale are one argument
+        for x in "kv":
+            with pytest.raises(ValueError, match=f"{x}_scale and {x}_descale are one argument"):
+                call(q.x, **dict(scales, **{f"{x}_descale": scales[f"{x}_scale"]}))
+        # out_dtype, and scales the library refuses, named as passed
+        for bad in (np.float64, np.int32, "bfloat16"):
+            with pytest.raises(ValueError, match="out_dtype="):
+                call(q.x, out_dtype=bad, **scales)
+        negative = np.array([1, -1], np.float32)
+        with pytest.raises(ValueError, match=r"k_scale\[1\] is -1"):
+            call(q.x, **dict(scales, k_scale=negative))
+        with pytest.raises(ValueError, match=r"k_descale\[1\] is -1"):
+            call(q.x, q_descale=scales["q_descale"], k_descale=negative,
+                 v_scale=scales["v_scale"])
+        with pytest.raises(ValueError, match="v_descale has dtype float64"):
+            call(q.x, q_descale=scales["q_descale"], k_scale=scales["k_scale"],
+                 v_descale=cache.v.scale.astype(np.float64))
+        with pytest.raises(TypeError, match="k_descale must be a torch.Tensor or a numpy"):
+            call(q.x, q_descale=scales["q_descale"], k_descale=[0.5] * hkv,
+                 v_scale=scales["v_scale"])
+        assert np.array_equal(kx, kept[0]) and np.array_equal(vx, kept[1]), page
+        # q_descale is checked by the attention call, after an append (as q itself is): here none
+        with pytest.raises(ValueError, match=r"q_descale has shape \[3\]"):
+            ga.flash_attn_with_kvcache(q.x, kx, vx, block_table=cache.table,
+                                       **dict(scales, q_descale=np.ones(3, np.float32)))
+        with pytest.raises(ValueError, match=r"q_descale\[2\] is -1"):
+            ga.flash_attn_with_kvcache(
+                q.x, kx, vx, block_table=cache.table,
+                **dict(scales, q_descale=np.array([1, 1, -1, 1], np.float32)))
+    # k_descale for a 16-bit cache: the library's error, named as passed
+    k16 = make("numpy", "float16", (b, sk, hkv, d), rng)
+    with pytest.raises(ValueError, match="k_descale is given but the cache dtype is float16"):
+        ga.flash_attn_with_kvcache(q.dequantized.astype(np.float16), k16, k16, k_descale=0.1,
+                                   v_descale=0.1)
+
+
+def test_16bit_kvcache_calls_are_unchanged():
+    """The FP8 keywords left at None change nothing in a 16-bit or 8-bit cache's call; k_descale
+    / v_descale name k_scale / v_scale there too."""
+    rng = rng_for("fp8-kvcache-16bit")
+    q = make("numpy", "float16", (2, 1, 4, 64), rng)
+    kc, vc = (make("numpy", "float16", (2, 20, 2, 64), rng) for _ in range(2))
+    out = ga.flash_attn_with_kvcache(q, kc, vc, q_descale=None, k_descale=None, v_descale=None,
+                                     out_dtype=None)
+    assert out.dtype == np.float16
+    assert np.array_equal(out, ga.flash_attn_with_kvcache(q, kc, vc))
+    kb, vb = (e4m3_bytes(to64(x) * 40) for x in (kc, vc))
+    want = ga.flash_attn_with_kvcache(q, kb, vb, k_scale=0.025, v_scale=0.025)
+    assert np.array_equal(want, ga.flash_attn_with_kvcache(q, kb, vb, k_descale=0.025,
+                                                           v_descale=0.025))
+
+
 @needs_torch
 def test_fp8_torch_errors():
     q, k, v = operands("torch", "torch-errors", (1, 37, 4, 64), (1, 70, 2, 64))
@@ -252,6 +546,40 @@ def test_fp8_torch_errors():
         ga.flash_attn_func(q.x, k.x, v.x, out_dtype=np.float32, **scales)
     with pytest.raises(TypeError, match="v_descale is a numpy array but q is a torch"):
         ga.flash_attn_func(q.x, k.x, v.x, **dict(scales, v_descale=v.scale))
+
+
+@needs_torch
+def test_fp8_kvcache_torch_errors():
+    q = Fp8("torch", (2, 1, 4, 64), rng_for("fp8-kvcache-torch-errors"))
+    cache = Cache("torch", (2, 32, 2, 64), rng_for("fp8-kvcache-torch-errors", "cache"))
+    scales = cache.scales(q)
+    kb = torch.from_numpy(cache.k.dequantized).to(torch.bfloat16)
+    qb = torch.from_numpy(q.dequantized).to(torch.bfloat16)
+    with pytest.raises(ValueError, match="q dtype is torch.float8_e4m3fn .FP8 attention. but "
+                                         "q_descale is missing"):
+        ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx, k_scale=scales["k_scale"],
+                                   v_scale=scales["v_scale"])
+    with pytest.raises(ValueError, match="k_cache dtype is torch.bfloat16 but q is FP8"):
+        ga.flash_attn_with_kvcache(q.x, kb, kb, **scales)
+    int8 = torch.zeros(2, 32, 2, 64, dtype=torch.int8)
+    with pytest.raises(ValueError, match="k_cache dtype is torch.int8 but q is FP8"):
+        ga.flash_attn_with_kvcache(q.x, int8, int8, **scales)
+    with pytest.raises(ValueError, match="q_descale given but q dtype is torch.bfloat16"):
+        ga.flash_attn_with_kvcache(qb, cache.kx, cache.vx, **scales)
+    with pytest.raises(ValueError, match="out_dtype="):
+        ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx, out_dtype=np.float32, **scales)
+    with pytest.raises(TypeError, match="q_descale is a numpy array but q is a torch"):
+        ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx, **dict(scales, q_descale=q.scale))
+    with pytest.raises(TypeError, match="v_descale is a numpy array but q is a torch"):
+        ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx, q_descale=scales["q_descale"],
+                                   k_scale=scales["k_scale"], v_descale=cache.v.scale)
+    # float32 out on the CPU: the numpy call's bits
+    got = ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx, causal=True,
+                                     out_dtype=torch.float32, **scales)
+    want = ga.flash_attn_with_kvcache(q.bytes, cache.k.bytes, cache.v.bytes, causal=True,
+                                      q_descale=q.scale, k_scale=cache.k.scale,
+                                      v_scale=cache.v.scale)
+    assert np.array_equal(got.numpy(), want)
 
 
 # ---- CUDA ----------------------------------------------------------------------------------------
@@ -309,3 +637,42 @@ def test_torch_cuda_fp8_varlen_matches_reference():
                          1 / math.sqrt(128), causal_rule(True))
     assert rel_l2(out.cpu(), want) < 0.06
     assert_close(out.cpu(), want, 4e-3, "out")  # varlen runs on a dequantized q: 16-bit accuracy
+
+
+@needs_torch
+@pytest.mark.skipif(not CUDA, reason="needs torch, a CUDA build and a CUDA device")
+@pytest.mark.parametrize("page", [None, 16], ids=["dense", "page16"])
+@pytest.mark.parametrize("sq", [1, 4], ids=["sq1", "sq4"])
+def test_torch_cuda_fp8_kvcache_matches_reference(page, sq):
+    """FP8 decode on the GPU (q dequantized into out_dtype, then the decode kernel over the E4M3
+    cache in place), with 16-bit rows appended in the call: out is held to a relative L2 error,
+    and a doubled v_scale doubles it."""
+    b, sk, hq, hkv, d = 3, 320, 8, 2, 128
+    rng = rng_for("fp8-kvcache-cuda", page, sq)
+    q = Fp8("torch", (b, sq, hq, d), rng, device="cuda")
+    cache = Cache("torch", (b, sk, hkv, d), rng, page, device="cuda")
+    used = [sk, 1, 177]
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        out = ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx,
+                                         cache_seqlens=int32("torch", used).cuda(),
+                                         block_table=cache.table, causal=True,
+                                         **cache.scales(q))
+        doubled = ga.flash_attn_with_kvcache(
+            q.x, cache.kx, cache.vx, cache_seqlens=int32("torch", used).cuda(),
+            block_table=cache.table, causal=True, out_dtype=torch.float16,
+            **dict(cache.scales(q), v_scale=cache.v.descale(cache.v.scale * 2)))
+    stream.synchronize()
+    assert out.is_cuda and out.dtype == torch.bfloat16 and doubled.dtype == torch.float16
+    want, _ = ref_of(q, cache, used, True)
+    assert rel_l2(out.cpu(), want) < 0.06
+    assert rel_l2(doubled.cpu(), 2 * want) < 0.06
+    new_k, new_v = (make("torch", "bfloat16", (b, sq, hkv, d), rng).cuda() for _ in range(2))
+    at = [0, 20, sk - sq]
+    appended = ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx, k=new_k, v=new_v,
+                                          cache_seqlens=int32("torch", at).cuda(),
+                                          block_table=cache.table, causal=True,
+                                          **cache.scales(q))
+    torch.cuda.synchronize()
+    want, _ = ref_of(q, cache, [n + sq for n in at], True)  # over the cache as appended
+    assert rel_l2(appended.cpu(), want) < 0.06
