@@ -32,6 +32,9 @@ enum class FwdKernel {
                        // short keys: 3 K/V stages, 1 Q buffer (FwdD128ShortTraits)
   sm90_ws_128x128_s4,  // its causal instantiation at head dim 64 on 2 consumers: 4 K/V stages
                        // (FwdD64CausalTraits)
+  sm90_fp8_128x128,    // the FP8 E4M3 kernel (AttentionArgs::q_scale) at head dim 128
+                       // (src/cuda/fwd_sm90_fp8.cu); picked by the FP8 dispatch, not by
+                       // select_fwd_config
 };
 
 struct TileConfig {
@@ -46,7 +49,7 @@ struct TileConfig {
 
 // The table, in FwdKernel order. The figures behind each `why` are in
 // bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
-inline constexpr std::array<TileConfig, 12> kFwdTileConfigs = {{
+inline constexpr std::array<TileConfig, 13> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
      "Hopper, standard precision: head dim 128 with every mask (dense and causal calls only from "
      "2049 keys: sm90_ws_128x128_s3 below), head dim 64 with a window, global tokens or a block "
@@ -222,6 +225,16 @@ inline constexpr std::array<TileConfig, 12> kFwdTileConfigs = {{
      "0.971x; in turn with cuDNN (2026-11-28-h200-s25, 11 rounds) causal B32 H32 S512 0.97 -> "
      "1.01x cuDNN, B16 H32 S1024 1.00 -> 1.03x. Not for dense non-causal calls: 3 and 4 stages "
      "measured 0.991-1.025x on the one-wave B1 H16 S1024 shape (ninth session)"},
+    {FwdKernel::sm90_fp8_128x128, "sm90_fp8_128x128", 128, 128, 12, 2,
+     "Hopper, FP8 attention (E4M3 q, k, v; AttentionArgs::q_scale), head dim 128, dense and "
+     "causal calls without varlen, seqused_k, a block table or broadcast strides, not decode "
+     "calls (cuda_fp8_kernel_takes; every other FP8 call runs on a dequantized q). QGMMA "
+     "m64n128k32 for both GEMMs, V^T written first into a pool buffer (8-bit operands are K-major "
+     "only); persistent, 2 Q buffers, 2 consumer warpgroups x 64 rows with the intra-warpgroup "
+     "overlap, 128-key tiles (S 64 + O 64 + P 16 registers). 2 stages: 3 measured the same; "
+     "ping-pong between the consumers lost 7-8% (H200, 2026-11-29-h200-s43 calls 5-7). H200: "
+     "731 TFLOP/s at B4 H16 S4096 (1.18x cuDNN bf16 on the same values), 805 at S16384; short "
+     "sequences behind (S512 348, 0.67x)"},
 }};
 
 const TileConfig& tile_config(FwdKernel kernel);

@@ -286,12 +286,6 @@ void quantized_forward(const FwdParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-FwdKernel cuda_forward_kernel(const FwdParams& p) {
-  check_device_index(p.device_index, "tensors");
-  DeviceGuard guard(p.device_index);
-  return pick_forward_kernel(p);
-}
-
 int cuda_device_count() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -351,6 +345,13 @@ void fp8_forward(const FwdParams& p, cudaStream_t stream) {
 }
 
 }  // namespace
+
+FwdKernel cuda_forward_kernel(const FwdParams& p) {
+  check_device_index(p.device_index, "tensors");
+  DeviceGuard guard(p.device_index);
+  if (p.q_quantized() && fp8_kernel_takes(p)) return FwdKernel::sm90_fp8_128x128;
+  return pick_forward_kernel(p);
+}
 
 bool cuda_fp8_kernel_takes(const FwdParams& p) {
   check_device_index(p.device_index, "tensors");

@@ -33,6 +33,7 @@
 #include <string>
 
 #include "core/fwd_params.h"
+#include "core/tile_config.h"
 #include "cuda/cuda_check.h"
 #include "cuda/fwd_sm80.h"
 #include "cuda/fwd_sm90.h"
@@ -52,6 +53,14 @@ constexpr int kThreads = 384;  // producer warpgroup + 2 consumers
 constexpr int kTileBytes = 128 * 128;
 constexpr int kBarrierBytes = 8 * (4 + 4 * kStages);
 constexpr int kSmemBytes = 1024 + kTileBytes * (2 + 2 * kStages) + kBarrierBytes;
+
+static_assert(kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].block_m == kBlockM &&
+                  kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].block_n ==
+                      kBlockN &&
+                  kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].warps ==
+                      kThreads / 32 &&
+                  kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].stages == kStages,
+              "core/tile_config.h's sm90_fp8_128x128 entry describes this kernel");
 
 struct Fp8Maps {
   CUtensorMap q, k, vt;

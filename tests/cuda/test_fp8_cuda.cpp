@@ -115,6 +115,8 @@ Errors run_case(const F8Case& c, Path path) {
   };
   const AttentionArgs a = args(true);
   EXPECT_EQ(cuda_fp8_kernel_takes(make_fwd_params(a)), path == Path::fp8_kernel);
+  EXPECT_EQ(cuda_forward_kernel(make_fwd_params(a)) == FwdKernel::sm90_fp8_128x128,
+            path == Path::fp8_kernel);
   attention_forward(a);
   TEST_CUDA_CHECK(cudaDeviceSynchronize());
   dout.buf.download(out.data());
