@@ -387,10 +387,16 @@ CUtensorMap rows_map(const char* name, const void* base, int heads, int rows, in
 
 template <typename TO>
 void launch_fp8(const FwdParams& p, cudaStream_t stream) {
+  const int nblk = (p.seqlen_q + kBlockM - 1) / kBlockM;
+  const long long items = static_cast<long long>(nblk) * p.hq * p.batch;
+  if (items > INT32_MAX) {
+    throw Error(ErrorCode::not_supported,
+                "gpuattn: FP8 call of " + std::to_string(items) + " row blocks (over 2^31 - 1)");
+  }
   const int sk_pad = (p.seqlen_k + kBlockN - 1) / kBlockN * kBlockN;
   const std::size_t vt_bytes = static_cast<std::size_t>(p.batch) * p.hkv * kD * sk_pad;
   sm80::LaunchBuffer vt(stream, vt_bytes, 0);
-  // Every map before any launch: a map the driver rejects leaves nothing written.
+  // Every map and setting before any launch: one the driver rejects leaves nothing written.
   Fp8Maps maps;
   maps.q = rows_map("q", p.q, p.hq, p.seqlen_q, p.batch, p.q_head_stride, p.q_row_stride,
                     p.q_batch_stride);
@@ -405,19 +411,13 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
   maps.vt = make_tensor_map_4d("v (transposed)", vt.as<std::uint8_t>(),
                                CU_TENSOR_MAP_DATA_TYPE_UINT8, dims, strides, box);
 
+  const auto kernel = fp8_fwd_kernel<TO>;
+  static PerDeviceFlags smem_set;  // per instantiation (TO)
+  set_max_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmemBytes, smem_set);
+
   transpose_v_kernel<<<dim3(sk_pad / 32, p.hkv, p.batch), 256, 0, stream>>>(
       p, vt.as<std::uint8_t>(), sk_pad);
   GPUATTN_CUDA_CHECK(cudaGetLastError());
-
-  const auto kernel = fp8_fwd_kernel<TO>;
-  GPUATTN_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  const int nblk = (p.seqlen_q + kBlockM - 1) / kBlockM;
-  const long long items = static_cast<long long>(nblk) * p.hq * p.batch;
-  if (items > INT32_MAX) {
-    throw Error(ErrorCode::not_supported,
-                "gpuattn: FP8 call of " + std::to_string(items) + " row blocks (over 2^31 - 1)");
-  }
   const int grid = static_cast<int>(std::min<long long>(items, sm80::num_sms()));
   kernel<<<grid, kThreads, kSmemBytes, stream>>>(p, maps, nblk, static_cast<int>(items));
   GPUATTN_CUDA_CHECK(cudaGetLastError());
