@@ -227,26 +227,28 @@ void check_cu_seqlens(const std::int32_t* cu, int batch, std::int64_t total, int
   }
 }
 
-void check_kv_scales(const float* k_scale, const float* v_scale, int n, const char* fn) {
-  for (auto [scales, name] : {std::pair{k_scale, "k_scale"}, std::pair{v_scale, "v_scale"}}) {
-    for (int i = 0; i < n; ++i) {
-      if (!(std::isfinite(scales[i]) && scales[i] > 0.f)) {
-        throw Error(ErrorCode::invalid_argument,
-                    std::string(fn) + ": " + name + "[" + std::to_string(i) + "] is " +
-                        std::to_string(scales[i]) + ", must be positive and finite");
-      }
+namespace {
+
+// Every one of `n` scales named `name` positive and finite.
+void check_scale_values(const float* scales, int n, const char* name, const char* fn) {
+  for (int i = 0; i < n; ++i) {
+    if (!(std::isfinite(scales[i]) && scales[i] > 0.f)) {
+      throw Error(ErrorCode::invalid_argument,
+                  std::string(fn) + ": " + name + "[" + std::to_string(i) + "] is " +
+                      std::to_string(scales[i]) + ", must be positive and finite");
     }
   }
 }
 
+}  // namespace
+
+void check_kv_scales(const float* k_scale, const float* v_scale, int n, const char* fn) {
+  check_scale_values(k_scale, n, "k_scale", fn);
+  check_scale_values(v_scale, n, "v_scale", fn);
+}
+
 void check_q_scales(const float* q_scale, int n, const char* fn) {
-  for (int i = 0; i < n; ++i) {
-    if (!(std::isfinite(q_scale[i]) && q_scale[i] > 0.f)) {
-      throw Error(ErrorCode::invalid_argument, std::string(fn) + ": q_scale[" + std::to_string(i) +
-                                                   "] is " + std::to_string(q_scale[i]) +
-                                                   ", must be positive and finite");
-    }
-  }
+  check_scale_values(q_scale, n, "q_scale", fn);
 }
 
 int check_q_scale_view(const TensorView& t, int hq, const TensorView& q) {

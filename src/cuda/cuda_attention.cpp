@@ -83,19 +83,30 @@ bool is_sm90(FwdKernel kernel) {
   return std::string_view(tile_config(kernel).name).substr(0, 5) == "sm90_";
 }
 
-// A quantized cache's scales checked on a host copy (`n` of them at `stride`, or one when the
-// stride is 0): positive and finite. Synchronizes `stream`.
-void check_scales(const float* k_scale, const float* v_scale, int stride, int n,
-                  cudaStream_t stream, const char* fn) {
+// Queues a host copy of `n` scales at `stride` floats (one when the stride is 0) into `host`;
+// returns how many. The caller synchronizes `stream` before reading them.
+int copy_scales(std::vector<float>& host, const float* scales, int stride, int n,
+                cudaStream_t stream) {
   const int count = stride == 0 ? 1 : n;
+  host.resize(static_cast<std::size_t>(count));
   const std::size_t pitch = sizeof(float) * std::max(stride, 1);
-  std::vector<float> host(2 * static_cast<std::size_t>(count));
-  GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(host.data(), sizeof(float), k_scale, pitch, sizeof(float),
+  GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(host.data(), sizeof(float), scales, pitch, sizeof(float),
                                        count, cudaMemcpyDeviceToHost, stream));
-  GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(host.data() + count, sizeof(float), v_scale, pitch,
-                                       sizeof(float), count, cudaMemcpyDeviceToHost, stream));
+  return count;
+}
+
+// A quantized cache's scales (and an FP8 call's q_scale, when given: `hq` of them at
+// `q_stride`) checked on a host copy, positive and finite, after one synchronization of `stream`.
+void check_scales(const float* k_scale, const float* v_scale, int stride, int n,
+                  cudaStream_t stream, const char* fn, const float* q_scale = nullptr,
+                  int q_stride = 0, int hq = 0) {
+  std::vector<float> ks, vs, qs;
+  const int count = copy_scales(ks, k_scale, stride, n, stream);
+  copy_scales(vs, v_scale, stride, n, stream);
+  const int q_count = q_scale != nullptr ? copy_scales(qs, q_scale, q_stride, hq, stream) : 0;
   GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-  check_kv_scales(host.data(), host.data() + count, count, fn);
+  check_kv_scales(ks.data(), vs.data(), count, fn);
+  if (q_scale != nullptr) check_q_scales(qs.data(), q_count, fn);
 }
 
 // Whether decode_16x64 (decode_q8_16x64 on a quantized cache) can run call p at all (DecodePlan's
@@ -300,17 +311,6 @@ namespace {
 // The checked call after its pointers, lengths and scales: paged, quantized or plain.
 void forward_checked(const FwdParams& p, cudaStream_t stream);
 
-// An FP8 call's q_scale checked on a host copy: every value positive and finite.
-void check_q_scale_values(const FwdParams& p, cudaStream_t stream) {
-  const int n = p.q_scale_stride == 0 ? 1 : p.hq;
-  std::vector<float> host(n);
-  const std::size_t pitch = sizeof(float) * std::max(p.q_scale_stride, 1);
-  GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(host.data(), sizeof(float), p.q_scale, pitch, sizeof(float),
-                                       n, cudaMemcpyDeviceToHost, stream));
-  GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-  check_q_scales(host.data(), n, "gpuattn::attention_forward");
-}
-
 // Whether the FP8 kernel (sm90::fwd_fp8_hdim128) runs FP8 call p: head dim 128, out f16 or bf16,
 // dense or causal in standard precision, no varlen, seqused_k or block table, strides its tensor
 // maps can describe (strides_fit_tma: no broadcast heads or batches), not a decode call
@@ -326,9 +326,8 @@ bool fp8_kernel_takes(const FwdParams& p) {
 
 // An FP8 call (p.q_quantized()): the FP8 kernel where it takes the call, else q dequantized into a
 // pool buffer of out's dtype ([total_q, Hq, D]) and the call run as an 8-bit cache's.
+// Its scales were checked with the cache's (cuda_attention_forward).
 void fp8_forward(const FwdParams& p, cudaStream_t stream) {
-  check_device_pointer(p.q_scale, p.device_index, "q_scale");
-  if (p.check_indices) check_q_scale_values(p, stream);
   if (fp8_kernel_takes(p)) return sm90::fwd_fp8_hdim128(p, stream);
   const std::int64_t row = static_cast<std::int64_t>(p.hq) * p.head_dim;
   sm80::LaunchBuffer buffer(stream,
@@ -392,9 +391,13 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   if (p.kv_quantized()) {
     check_device_pointer(p.k_scale, p.device_index, "k_scale");
     check_device_pointer(p.v_scale, p.device_index, "v_scale");
-    if (p.check_indices)
+    // An FP8 call (q_scale: always beside an 8-bit cache) has its q_scale checked in the same
+    // host copy, behind one synchronization.
+    if (p.q_quantized()) check_device_pointer(p.q_scale, p.device_index, "q_scale");
+    if (p.check_indices) {
       check_scales(p.k_scale, p.v_scale, p.kv_scale_stride, p.hkv, stream,
-                   "gpuattn::attention_forward");
+                   "gpuattn::attention_forward", p.q_scale, p.q_scale_stride, p.hq);
+    }
   }
   if (p.q_quantized()) return fp8_forward(p, stream);
   forward_checked(p, stream);

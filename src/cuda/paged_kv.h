@@ -1,6 +1,7 @@
 // Copies between KV caches and contiguous K/V: a paged cache (FwdParams::block_table) gathered into
 // a contiguous one, for the CUDA calls whose kernels read K/V by row strides (every call but
-// decode_16x64's, which reads pages in place), and new keys and values appended to a cache.
+// decode_16x64's, which reads pages in place), and new keys and values appended to a cache; and
+// an FP8 call's q dequantized (its 8-bit conversions are the cache's).
 #pragma once
 
 #include <cuda_runtime.h>

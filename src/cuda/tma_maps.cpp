@@ -35,28 +35,20 @@ PFN_cuTensorMapEncodeTiled_v12000 encoder() {
 CUtensorMap encode(const char* name, const void* base, DType dtype, int head_dim, int heads,
                    std::int64_t rows, int batch, std::int64_t head_stride, std::int64_t row_stride,
                    std::int64_t batch_stride, int box_rows) {
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(heads),
-                              static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(batch)};
+  const std::uint64_t dims[4] = {
+      static_cast<std::uint64_t>(head_dim), static_cast<std::uint64_t>(heads),
+      static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(batch)};
   // Strides of dims 1..3 in bytes; a size-1 dim still needs a valid (16-byte multiple) stride.
   auto bytes = [](std::int64_t s, std::int64_t fallback) {
-    return static_cast<cuuint64_t>((s > 0 ? s : fallback) * 2);
+    return static_cast<std::uint64_t>((s > 0 ? s : fallback) * 2);
   };
-  const cuuint64_t strides[3] = {bytes(head_stride, head_dim), bytes(row_stride, head_dim),
-                                 bytes(batch_stride, rows * head_dim * heads)};
-  const cuuint32_t box[4] = {64, 1, static_cast<cuuint32_t>(box_rows), 1};
-  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
-  CUtensorMap map;
-  const CUresult r = encoder()(
-      &map,
-      dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
-      const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    throw Error(ErrorCode::cuda_error, std::string("gpuattn: cuTensorMapEncodeTiled failed for ") +
-                                           name + " (CUresult " + std::to_string(r) + ")");
-  }
-  return map;
+  const std::uint64_t strides[3] = {bytes(head_stride, head_dim), bytes(row_stride, head_dim),
+                                    bytes(batch_stride, rows * head_dim * heads)};
+  const std::uint32_t box[4] = {64, 1, static_cast<std::uint32_t>(box_rows), 1};
+  return make_tensor_map_4d(
+      name, base,
+      dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+      dims, strides, box);
 }
 
 }  // namespace
