@@ -142,9 +142,9 @@ struct AttentionArgs {
   // no broadcast (zero) stride, and not decode calls (those read the cache in place, as above),
   // run the FP8 kernel: S = Q K^T and O = P V on E4M3 operands with fp32 accumulation, P rounded
   // to E4M3 (its values lie in [0, 1]; the row sums are taken before the rounding), the scales
-  // applied to the scores and the output, never per element; it first writes V transposed (keys
-  // contiguous) into a buffer from the library's pool, as wgmma's 8-bit B operand must be K-major
-  // (1 byte an element of V, freed on `stream`). Every other CUDA call, and every call under
+  // applied to the scores and the output, never per element; it transposes V tile by tile in
+  // shared memory (wgmma's 8-bit B operand must be K-major) and takes no buffer. Every other CUDA
+  // call, and every call under
   // GPUATTN_KERNEL=sm80, first dequantizes q into a pool buffer of out's dtype (total_q x Hq x D
   // elements: x * q_scale[h] rounded once) and runs as an 8-bit cache's call does (decode calls
   // on the cache in place, the others on a dequantized copy of K and V as well). Scales are

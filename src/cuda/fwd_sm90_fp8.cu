@@ -6,20 +6,22 @@
 // memory operands K-major only:
 //   - S = Q K^T: Q and K as they are (rows of 128 bytes, one 128-byte swizzle row each);
 //   - O += P V: P from the S registers, rounded to E4M3 (its values lie in [0, 1]; the row sums
-//     are taken before the rounding), and V^T, whose rows must run along the keys. A first kernel
-//     writes V^T (transpose_v_kernel) into a pool buffer, 1 byte an element.
+//     are taken before the rounding), and V^T, whose rows must run along the keys. V tiles come
+//     in by TMA as they are, and three warps of the producer warpgroup write each one transposed
+//     into the V^T ring in shared memory (transpose_tile), which the consumers read.
 // The 8-bit A fragment (row lane / 4, bytes at columns 4 (lane % 4) + 0..3, and + 16) is not the
 // accumulator's (columns 8j + 2 (lane % 4) + 0..1): rather than shuffle P between lanes, V^T
 // holds each 32-key chunk's keys in the order the fragment takes them from the accumulator
 // (fp8_key_of), so that P packs from the thread's own registers and P V sums the same products.
 //
 // Work items of 128 query rows of one (batch, head), run by a persistent grid (one CTA an SM);
-// per CTA a producer warpgroup whose one thread issues the TMA loads of each item's Q (into two
-// buffers) and of a 2-stage ring of K and V^T tiles of 128 keys (full / empty mbarriers), and two
-// consumer warpgroups of 64 rows. Inside a consumer the next tile's S GEMM and this
-// tile's P V run while the softmax of the next tile is computed (the intra-warpgroup overlap of
-// the 16-bit kernel). Causal grids run their longest row blocks first. The scales fold into the
-// softmax's exponent scale (q_scale * k_scale) and into the output's normalization (v_scale).
+// per CTA a producer warpgroup, whose first thread issues the TMA loads of each item's Q (into two
+// buffers) and of 2-stage rings of K and V tiles of 128 keys (full / empty mbarriers) and whose
+// other three warps transpose V into a 3-stage V^T ring, and two consumer warpgroups of 64 rows.
+// Inside a consumer the next tile's S GEMM and this tile's P V run while the softmax of the next
+// tile is computed (the intra-warpgroup overlap of the 16-bit kernel). Causal grids run their
+// longest row blocks first. The scales fold into the softmax's exponent scale (q_scale * k_scale)
+// and into the output's normalization (v_scale).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -45,14 +47,27 @@
 namespace gpuattn::sm90 {
 namespace {
 
-constexpr int kD = 128;        // head dim: one 128-byte swizzle row a Q, K or V^T row
-constexpr int kBlockM = 128;   // query rows a CTA (2 consumer warpgroups of 64)
-constexpr int kBlockN = 128;   // keys a tile
-constexpr int kStages = 2;     // K / V^T ring
+constexpr int kD = 128;       // head dim: one 128-byte swizzle row a Q, K or V^T row
+constexpr int kBlockM = 128;  // query rows a CTA (2 consumer warpgroups of 64)
+constexpr int kBlockN = 128;  // keys a tile
+constexpr int kStages = 2;    // K and V rings
+// V^T ring: a stage is written only once the consumers' P V has left it, and read a tile later;
+// the third stage gives the transposing warps a tile's time more (H200, 2026-11-30-h200-s44
+// call 6: S16384 dense 756 -> 784 TFLOP/s, S512 461 -> 480; unrolling their loop: no change).
+constexpr int kVtStages = 3;
 constexpr int kThreads = 384;  // producer warpgroup + 2 consumers
 constexpr int kTileBytes = 128 * 128;
-constexpr int kBarrierBytes = 8 * (4 + 4 * kStages);
-constexpr int kSmemBytes = 1024 + kTileBytes * (2 + 2 * kStages) + kBarrierBytes;
+constexpr int kTransposeThreads = 96;  // warps 1-3 of the producer warpgroup
+constexpr int kBarrierBytes = 8 * (4 + 4 * kStages + 2 * kVtStages);
+constexpr int kSmemBytes = 1024 + kTileBytes * (2 + 2 * kStages + kVtStages) + kBarrierBytes;
+// setmaxnreg: the producer warpgroup's transposing warps need more than a TMA thread's 24 (ptxas
+// spilled 28 bytes there); the consumers hold S, O (64 each) and P (16) through the overlap, with
+// no spill at 232. The CTA holds 168 x 384 = 64512.
+constexpr int kProducerRegs = 40;
+constexpr int kConsumerRegs = 232;
+static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 168 * kThreads,
+              "setmaxnreg moves registers between the warpgroups; it adds none");
+static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
 
 static_assert(kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].block_m == kBlockM &&
                   kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].block_n ==
@@ -63,7 +78,7 @@ static_assert(kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].blo
               "core/tile_config.h's sm90_fp8_128x128 entry describes this kernel");
 
 struct Fp8Maps {
-  CUtensorMap q, k, vt;
+  CUtensorMap q, k, v;
 };
 
 // The key that position `pos` of a 32-key chunk of V^T holds: the key whose P value the 8-bit A
@@ -71,41 +86,6 @@ struct Fp8Maps {
 // the accumulator's columns 2t + (i & 1) + 8 (i >> 1) and 16 + the same).
 __host__ __device__ constexpr int fp8_key_of(int pos) {
   return (pos & 16) + 2 * ((pos & 15) >> 2) + (pos & 1) + 8 * ((pos >> 1) & 1);
-}
-
-// V [B, Sk, Hkv, 128] (p's strides) -> vt [B, Hkv, 128, sk_pad], the keys of every 32-key chunk
-// in fp8_key_of's order, zero past Sk. One 32-key chunk of one (batch, KV head) a block: 32 rows
-// of 128 bytes into shared memory, then 128 rows of 32 bytes out.
-__global__ void __launch_bounds__(256)
-    transpose_v_kernel(const __grid_constant__ FwdParams p, std::uint8_t* __restrict__ vt,
-                       int sk_pad) {
-  __shared__ alignas(16) std::uint8_t tile[32][kD + 16];
-  const int c0 = blockIdx.x * 32, hk = blockIdx.y, b = blockIdx.z;
-  const int tid = threadIdx.x;
-  {
-    const int r = tid / 8, col = (tid % 8) * 16;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (c0 + r < p.seqlen_k) {
-      v = *reinterpret_cast<const uint4*>(static_cast<const std::uint8_t*>(p.v) +
-                                          p.v_offset_unpaged(b, c0 + r, hk) + col);
-    }
-    *reinterpret_cast<uint4*>(&tile[r][col]) = v;
-  }
-  __syncthreads();
-  const int d = tid / 2, half = tid % 2;
-  std::uint32_t w[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    std::uint32_t x = 0;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      x |= static_cast<std::uint32_t>(tile[fp8_key_of(half * 16 + 4 * i + k)][d]) << (8 * k);
-    }
-    w[i] = x;
-  }
-  std::uint8_t* dst =
-      vt + ((static_cast<std::int64_t>(b) * p.hkv + hk) * kD + d) * sk_pad + c0 + half * 16;
-  *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -117,6 +97,46 @@ __device__ __forceinline__ std::uint32_t e4m3x2(float lo, float hi) {
 }
 __device__ __forceinline__ std::uint32_t e4m3x4(float a, float b, float c, float d) {
   return e4m3x2(a, b) | (e4m3x2(c, d) << 16);
+}
+
+// V tile -> V^T tile in shared memory, by warp `w` (0-2) of the three transposing warps. The V
+// tile (by TMA: row = key, 128 bytes of head dim, the 128-byte swizzle: 16-byte chunk c of row r
+// at c ^ (r % 8)) becomes the V^T tile the P V GEMM reads (row = head-dim element d, 128 bytes of
+// keys, the same swizzle), each 16-key group's keys in fp8_key_of's order: its 4-byte word a
+// holds keys 2a, 2a + 1, 2a + 8, 2a + 9. A warp step moves one 16-key group g x 32 elements d:
+//   - ldmatrix.trans of 4 matrices of 8 keys x 16 bytes (keys 16g + 0..7 and + 8..15, at two
+//     16-element chunks): lane l gets, per matrix, keys 2 (l % 4) and + 1 at elements 2 (l / 4)
+//     and + 1 (4 bytes). Keys 2a, 2a + 1 of the first matrix beside 2a + 8, 2a + 9 of the second
+//     are one V^T word (a = l % 4): a byte permute takes it for each of the two elements;
+//   - stmatrix of those words: 4 matrices of 8 rows d x 16 bytes (group g's 16 positions), lane l
+//     the row l / 4's word a. Each matrix takes rows 2r + e (r = 0..7) with e = (r >= 4), or its
+//     complement, so its 8 rows cover all 8 swizzle positions (d % 8): no bank conflicts, as none
+//     on the load side (8 consecutive keys).
+constexpr bool words_are_key_pairs() {
+  for (int pos = 0; pos < 32; ++pos) {
+    const int a = (pos & 15) / 4, k = pos % 4;
+    if (fp8_key_of(pos) != (pos & 16) + 2 * a + (k & 1) + 8 * (k >> 1)) return false;
+  }
+  return true;
+}
+static_assert(words_are_key_pairs(), "transpose_tile writes fp8_key_of's order");
+__device__ __forceinline__ void transpose_tile(std::uint32_t src, std::uint32_t dst, int w,
+                                               int lane) {
+  const int j = lane >> 3, r = lane & 7;  // the matrix and row this lane addresses
+  // Element 2 (l / 4) + e's word from the two keys pairs: e = 0 takes bytes 0 and 2 of each.
+  const std::uint32_t sel_mix0 = lane >= 16 ? 0x7531u : 0x6420u;
+  const std::uint32_t sel_mix1 = lane >= 16 ? 0x6420u : 0x7531u;
+  const int e = (r >= 4) ^ (j & 1);
+  for (int step = w; step < 32; step += 3) {
+    const int g = step & 7, c = 2 * (step >> 3) + (j >> 1);  // key group, this lane's chunk
+    const int key = 16 * g + 8 * (j & 1) + r;
+    std::uint32_t v[4];  // A (keys 0-7) and B (8-15) at chunk 2 (step / 8), then at the next
+    ptx::ldmatrix_x4_trans(v, src + key * 128 + (((c ^ key) & 7) << 4));
+    const int d = 16 * c + 2 * r + e;
+    ptx::stmatrix_x4(dst + d * 128 + (((g ^ d) & 7) << 4), __byte_perm(v[0], v[1], sel_mix0),
+                     __byte_perm(v[0], v[1], sel_mix1), __byte_perm(v[2], v[3], sel_mix0),
+                     __byte_perm(v[2], v[3], sel_mix1));
+  }
 }
 
 // Work item i of a call with `nblk` row blocks a (batch, head): its row block, head and batch.
@@ -161,14 +181,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   const std::uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;
   const std::uint32_t sq0 = base;  // 2 Q buffers
   const std::uint32_t sk0 = sq0 + 2 * kTileBytes;
-  const std::uint32_t sv0 = sk0 + kStages * kTileBytes;
-  const std::uint32_t bars = sv0 + kStages * kTileBytes;
+  const std::uint32_t sv0 = sk0 + kStages * kTileBytes;    // V^T ring
+  const std::uint32_t sr0 = sv0 + kVtStages * kTileBytes;  // V ring (as loaded)
+  const std::uint32_t bars = sr0 + kStages * kTileBytes;
   const auto q_full = [&](int i) { return bars + 8 * i; };
   const auto q_empty = [&](int i) { return bars + 8 * (2 + i); };
   const auto k_full = [&](int s) { return bars + 32 + 8 * s; };
-  const auto v_full = [&](int s) { return bars + 32 + 8 * (kStages + s); };
-  const auto k_empty = [&](int s) { return bars + 32 + 8 * (2 * kStages + s); };
-  const auto v_empty = [&](int s) { return bars + 32 + 8 * (3 * kStages + s); };
+  const auto k_empty = [&](int s) { return bars + 32 + 8 * (kStages + s); };
+  const auto r_full = [&](int s) { return bars + 32 + 8 * (2 * kStages + s); };
+  const auto r_empty = [&](int s) { return bars + 32 + 8 * (3 * kStages + s); };
+  const auto v_full = [&](int s) { return bars + 32 + 8 * (4 * kStages + s); };
+  const auto v_empty = [&](int s) { return bars + 32 + 8 * (4 * kStages + kVtStages + s); };
   const int lq = p.seqlen_q, lk = p.seqlen_k;
   const int tid = threadIdx.x;
 
@@ -179,8 +202,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     for (int s = 0; s < kStages; ++s) {
       ptx::mbarrier_init(k_full(s), 1);
-      ptx::mbarrier_init(v_full(s), 1);
       ptx::mbarrier_init(k_empty(s), 256);
+      ptx::mbarrier_init(r_full(s), 1);
+      ptx::mbarrier_init(r_empty(s), kTransposeThreads);
+    }
+    for (int s = 0; s < kVtStages; ++s) {
+      ptx::mbarrier_init(v_full(s), kTransposeThreads);
       ptx::mbarrier_init(v_empty(s), 256);
     }
     ptx::fence_mbarrier_init();
@@ -188,7 +215,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
 
   if (tid < 128) {
-    ptx::setmaxnreg_dec<24>();
+    ptx::setmaxnreg_dec<kProducerRegs>();
     if (tid == 0) {
       int ring = 0, n = 0;
       for (int i = blockIdx.x; i < n_items; i += gridDim.x, ++n) {
@@ -205,15 +232,32 @@ __global__ void __launch_bounds__(kThreads, 1)
           if (ring >= kStages) ptx::mbarrier_wait(k_empty(s), parity);
           ptx::mbarrier_arrive_expect_tx(k_full(s), kTileBytes);
           ptx::tma_load_4d(sk0 + s * kTileBytes, &maps.k, k_full(s), 0, hk, t * kBlockN, it.b);
-          if (ring >= kStages) ptx::mbarrier_wait(v_empty(s), parity);
-          ptx::mbarrier_arrive_expect_tx(v_full(s), kTileBytes);
-          ptx::tma_load_4d(sv0 + s * kTileBytes, &maps.vt, v_full(s), t * kBlockN, 0, hk, it.b);
+          if (ring >= kStages) ptx::mbarrier_wait(r_empty(s), parity);
+          ptx::mbarrier_arrive_expect_tx(r_full(s), kTileBytes);
+          ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v, r_full(s), 0, hk, t * kBlockN, it.b);
+        }
+      }
+    } else if (tid >= 32) {
+      // V tiles in the order they were loaded: V^T into the ring's stage once the consumers have
+      // left it, the V stage freed for the next load, then the V^T stage posted (its stores
+      // fenced for the async proxy, which wgmma reads through).
+      int ring = 0;
+      for (int i = blockIdx.x; i < n_items; i += gridDim.x) {
+        const int n_tiles = tiles_of(p, item_of(p, i, nblk).mb);
+        for (int t = 0; t < n_tiles; ++t, ++ring) {
+          const int s = ring % kStages, sv = ring % kVtStages;
+          ptx::mbarrier_wait(r_full(s), (ring / kStages) & 1);
+          if (ring >= kVtStages) ptx::mbarrier_wait(v_empty(sv), ((ring / kVtStages) & 1) ^ 1);
+          transpose_tile(sr0 + s * kTileBytes, sv0 + sv * kTileBytes, tid / 32 - 1, tid % 32);
+          ptx::fence_proxy_async_shared();
+          ptx::mbarrier_arrive(r_empty(s));
+          ptx::mbarrier_arrive(v_full(sv));
         }
       }
     }
     return;
   }
-  ptx::setmaxnreg_inc<240>();
+  ptx::setmaxnreg_inc<kConsumerRegs>();
 
   const int c = tid / 128 - 1;  // consumer warpgroup
   const int warp = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
@@ -318,10 +362,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         pack_p();
       }
       for (int t = 1; t < n_tiles; ++t) {
-        const int st = (ring + t) % kStages, sp = (ring + t - 1) % kStages;
+        const int st = (ring + t) % kStages, sp = (ring + t - 1) % kVtStages;
         ptx::mbarrier_wait(k_full(st), ((ring + t) / kStages) & 1);
         gemm_s(st);
-        ptx::mbarrier_wait(v_full(sp), ((ring + t - 1) / kStages) & 1);
+        ptx::mbarrier_wait(v_full(sp), ((ring + t - 1) / kVtStages) & 1);
         gemm_pv(sp);
         ptx::wgmma_wait<1>();
         ptx::mbarrier_arrive(k_empty(st));
@@ -338,8 +382,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         pack_p();
       }
-      const int sl = (ring + n_tiles - 1) % kStages;
-      ptx::mbarrier_wait(v_full(sl), ((ring + n_tiles - 1) / kStages) & 1);
+      const int sl = (ring + n_tiles - 1) % kVtStages;
+      ptx::mbarrier_wait(v_full(sl), ((ring + n_tiles - 1) / kVtStages) & 1);
       gemm_pv(sl);
       ptx::wgmma_wait<0>();
       ptx::mbarrier_arrive(v_empty(sl));
@@ -393,31 +437,19 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
     throw Error(ErrorCode::not_supported,
                 "gpuattn: FP8 call of " + std::to_string(items) + " row blocks (over 2^31 - 1)");
   }
-  const int sk_pad = (p.seqlen_k + kBlockN - 1) / kBlockN * kBlockN;
-  const std::size_t vt_bytes = static_cast<std::size_t>(p.batch) * p.hkv * kD * sk_pad;
-  sm80::LaunchBuffer vt(stream, vt_bytes, 0);
-  // Every map and setting before any launch: one the driver rejects leaves nothing written.
+  // Every map and setting before the launch: one the driver rejects leaves nothing written.
   Fp8Maps maps;
   maps.q = rows_map("q", p.q, p.hq, p.seqlen_q, p.batch, p.q_head_stride, p.q_row_stride,
                     p.q_batch_stride);
   maps.k = rows_map("k", p.k, p.hkv, p.seqlen_k, p.batch, p.k_head_stride, p.k_row_stride,
                     p.k_batch_stride);
-  const std::uint64_t dims[4] = {static_cast<std::uint64_t>(sk_pad), kD,
-                                 static_cast<std::uint64_t>(p.hkv),
-                                 static_cast<std::uint64_t>(p.batch)};
-  const std::uint64_t row = static_cast<std::uint64_t>(sk_pad);
-  const std::uint64_t strides[3] = {row, row * kD, row * kD * p.hkv};
-  const std::uint32_t box[4] = {kBlockN, kD, 1, 1};
-  maps.vt = make_tensor_map_4d("v (transposed)", vt.as<std::uint8_t>(),
-                               CU_TENSOR_MAP_DATA_TYPE_UINT8, dims, strides, box);
+  maps.v = rows_map("v", p.v, p.hkv, p.seqlen_k, p.batch, p.v_head_stride, p.v_row_stride,
+                    p.v_batch_stride);
 
   const auto kernel = fp8_fwd_kernel<TO>;
   static PerDeviceFlags smem_set;  // per instantiation (TO)
   set_max_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmemBytes, smem_set);
 
-  transpose_v_kernel<<<dim3(sk_pad / 32, p.hkv, p.batch), 256, 0, stream>>>(
-      p, vt.as<std::uint8_t>(), sk_pad);
-  GPUATTN_CUDA_CHECK(cudaGetLastError());
   const int grid = static_cast<int>(std::min<long long>(items, sm80::num_sms()));
   kernel<<<grid, kThreads, kSmemBytes, stream>>>(p, maps, nblk, static_cast<int>(items));
   GPUATTN_CUDA_CHECK(cudaGetLastError());

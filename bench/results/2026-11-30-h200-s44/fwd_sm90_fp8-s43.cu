@@ -1,0 +1,447 @@
+// FP8 E4M3 attention forward for Hopper (sm_90a): q, k and v of E4M3 with a scale per head (or
+// one per tensor), out f16 or bf16, head dim 128, dense and causal (bottom-right aligned), GQA,
+// Sq != Sk, LSE.
+//
+// Both GEMMs run on wgmma's 8-bit path (m64n128k32, fp32 accumulation), which takes its shared-
+// memory operands K-major only:
+//   - S = Q K^T: Q and K as they are (rows of 128 bytes, one 128-byte swizzle row each);
+//   - O += P V: P from the S registers, rounded to E4M3 (its values lie in [0, 1]; the row sums
+//     are taken before the rounding), and V^T, whose rows must run along the keys. A first kernel
+//     writes V^T (transpose_v_kernel) into a pool buffer, 1 byte an element.
+// The 8-bit A fragment (row lane / 4, bytes at columns 4 (lane % 4) + 0..3, and + 16) is not the
+// accumulator's (columns 8j + 2 (lane % 4) + 0..1): rather than shuffle P between lanes, V^T
+// holds each 32-key chunk's keys in the order the fragment takes them from the accumulator
+// (fp8_key_of), so that P packs from the thread's own registers and P V sums the same products.
+//
+// Work items of 128 query rows of one (batch, head), run by a persistent grid (one CTA an SM);
+// per CTA a producer warpgroup whose one thread issues the TMA loads of each item's Q (into two
+// buffers) and of a 2-stage ring of K and V^T tiles of 128 keys (full / empty mbarriers), and two
+// consumer warpgroups of 64 rows. Inside a consumer the next tile's S GEMM and this
+// tile's P V run while the softmax of the next tile is computed (the intra-warpgroup overlap of
+// the 16-bit kernel). Causal grids run their longest row blocks first. The scales fold into the
+// softmax's exponent scale (q_scale * k_scale) and into the output's normalization (v_scale).
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "core/fwd_params.h"
+#include "core/tile_config.h"
+#include "cuda/cuda_check.h"
+#include "cuda/fwd_sm80.h"
+#include "cuda/fwd_sm90.h"
+#include "cuda/ptx.cuh"
+#include "cuda/tma.cuh"
+#include "cuda/tma_maps.h"
+#include "cuda/wgmma.cuh"
+
+namespace gpuattn::sm90 {
+namespace {
+
+constexpr int kD = 128;        // head dim: one 128-byte swizzle row a Q, K or V^T row
+constexpr int kBlockM = 128;   // query rows a CTA (2 consumer warpgroups of 64)
+constexpr int kBlockN = 128;   // keys a tile
+constexpr int kStages = 2;     // K / V^T ring
+constexpr int kThreads = 384;  // producer warpgroup + 2 consumers
+constexpr int kTileBytes = 128 * 128;
+constexpr int kBarrierBytes = 8 * (4 + 4 * kStages);
+constexpr int kSmemBytes = 1024 + kTileBytes * (2 + 2 * kStages) + kBarrierBytes;
+
+static_assert(kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].block_m == kBlockM &&
+                  kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].block_n ==
+                      kBlockN &&
+                  kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].warps ==
+                      kThreads / 32 &&
+                  kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].stages == kStages,
+              "core/tile_config.h's sm90_fp8_128x128 entry describes this kernel");
+
+struct Fp8Maps {
+  CUtensorMap q, k, vt;
+};
+
+// The key that position `pos` of a 32-key chunk of V^T holds: the key whose P value the 8-bit A
+// fragment carries at that position (positions 4t + i and 16 + 4t + i of lane t of a quad hold
+// the accumulator's columns 2t + (i & 1) + 8 (i >> 1) and 16 + the same).
+__host__ __device__ constexpr int fp8_key_of(int pos) {
+  return (pos & 16) + 2 * ((pos & 15) >> 2) + (pos & 1) + 8 * ((pos >> 1) & 1);
+}
+
+// V [B, Sk, Hkv, 128] (p's strides) -> vt [B, Hkv, 128, sk_pad], the keys of every 32-key chunk
+// in fp8_key_of's order, zero past Sk. One 32-key chunk of one (batch, KV head) a block: 32 rows
+// of 128 bytes into shared memory, then 128 rows of 32 bytes out.
+__global__ void __launch_bounds__(256)
+    transpose_v_kernel(const __grid_constant__ FwdParams p, std::uint8_t* __restrict__ vt,
+                       int sk_pad) {
+  __shared__ alignas(16) std::uint8_t tile[32][kD + 16];
+  const int c0 = blockIdx.x * 32, hk = blockIdx.y, b = blockIdx.z;
+  const int tid = threadIdx.x;
+  {
+    const int r = tid / 8, col = (tid % 8) * 16;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (c0 + r < p.seqlen_k) {
+      v = *reinterpret_cast<const uint4*>(static_cast<const std::uint8_t*>(p.v) +
+                                          p.v_offset_unpaged(b, c0 + r, hk) + col);
+    }
+    *reinterpret_cast<uint4*>(&tile[r][col]) = v;
+  }
+  __syncthreads();
+  const int d = tid / 2, half = tid % 2;
+  std::uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    std::uint32_t x = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      x |= static_cast<std::uint32_t>(tile[fp8_key_of(half * 16 + 4 * i + k)][d]) << (8 * k);
+    }
+    w[i] = x;
+  }
+  std::uint8_t* dst =
+      vt + ((static_cast<std::int64_t>(b) * p.hkv + hk) * kD + d) * sk_pad + c0 + half * 16;
+  *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Two floats as E4M3 bytes, lo in the low byte (round to nearest even, saturated).
+__device__ __forceinline__ std::uint32_t e4m3x2(float lo, float hi) {
+  std::uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ std::uint32_t e4m3x4(float a, float b, float c, float d) {
+  return e4m3x2(a, b) | (e4m3x2(c, d) << 16);
+}
+
+// Work item i of a call with `nblk` row blocks a (batch, head): its row block, head and batch.
+// Causal calls take every head's last row block first (the longest), then the next; dense calls
+// take one head's row blocks one after another, so that CTAs running at once share its K and V.
+struct Item {
+  int mb, h, b;
+};
+__device__ __forceinline__ Item item_of(const FwdParams& p, int i, int nblk) {
+  Item it;
+  if (p.causal) {
+    const int bh = i % (p.hq * p.batch);
+    it.mb = nblk - 1 - i / (p.hq * p.batch);
+    it.h = bh % p.hq;
+    it.b = bh / p.hq;
+  } else {
+    it.mb = i % nblk;
+    it.h = (i / nblk) % p.hq;
+    it.b = i / nblk / p.hq;
+  }
+  return it;
+}
+// Key tiles row block mb sees (causal: up to its last row's diagonal).
+__device__ __forceinline__ int tiles_of(const FwdParams& p, int mb) {
+  const int lq = p.seqlen_q, lk = p.seqlen_k;
+  const int last_row = min((mb + 1) * kBlockM, lq) - 1;
+  const int kend = p.causal ? max(0, min(lk, last_row + lk - lq + 1)) : lk;
+  return (kend + kBlockN - 1) / kBlockN;
+}
+
+#endif
+
+// Persistent: CTA c runs items c, c + gridDim.x, ... The producer streams each item's Q into one
+// of two buffers and its K / V^T tiles through the ring without a break between items, so the
+// next item's loads run under this item's last tiles and epilogue.
+template <typename TO>
+__global__ void __launch_bounds__(kThreads, 1)
+    fp8_fwd_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fp8Maps maps,
+                   int nblk, int n_items) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ unsigned char smem_raw[];
+  const std::uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;
+  const std::uint32_t sq0 = base;  // 2 Q buffers
+  const std::uint32_t sk0 = sq0 + 2 * kTileBytes;
+  const std::uint32_t sv0 = sk0 + kStages * kTileBytes;
+  const std::uint32_t bars = sv0 + kStages * kTileBytes;
+  const auto q_full = [&](int i) { return bars + 8 * i; };
+  const auto q_empty = [&](int i) { return bars + 8 * (2 + i); };
+  const auto k_full = [&](int s) { return bars + 32 + 8 * s; };
+  const auto v_full = [&](int s) { return bars + 32 + 8 * (kStages + s); };
+  const auto k_empty = [&](int s) { return bars + 32 + 8 * (2 * kStages + s); };
+  const auto v_empty = [&](int s) { return bars + 32 + 8 * (3 * kStages + s); };
+  const int lq = p.seqlen_q, lk = p.seqlen_k;
+  const int tid = threadIdx.x;
+
+  if (tid == 0) {
+    for (int i = 0; i < 2; ++i) {
+      ptx::mbarrier_init(q_full(i), 1);
+      ptx::mbarrier_init(q_empty(i), 256);
+    }
+    for (int s = 0; s < kStages; ++s) {
+      ptx::mbarrier_init(k_full(s), 1);
+      ptx::mbarrier_init(v_full(s), 1);
+      ptx::mbarrier_init(k_empty(s), 256);
+      ptx::mbarrier_init(v_empty(s), 256);
+    }
+    ptx::fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  if (tid < 128) {
+    ptx::setmaxnreg_dec<24>();
+    if (tid == 0) {
+      int ring = 0, n = 0;
+      for (int i = blockIdx.x; i < n_items; i += gridDim.x, ++n) {
+        const Item it = item_of(p, i, nblk);
+        const int hk = p.kv_head(it.h), qb = n & 1;
+        if (n >= 2) ptx::mbarrier_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);
+        ptx::mbarrier_arrive_expect_tx(q_full(qb), kTileBytes);
+        ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h, it.mb * kBlockM,
+                         it.b);
+        const int n_tiles = tiles_of(p, it.mb);
+        for (int t = 0; t < n_tiles; ++t, ++ring) {
+          const int s = ring % kStages;
+          const std::uint32_t parity = ((ring / kStages) & 1) ^ 1;
+          if (ring >= kStages) ptx::mbarrier_wait(k_empty(s), parity);
+          ptx::mbarrier_arrive_expect_tx(k_full(s), kTileBytes);
+          ptx::tma_load_4d(sk0 + s * kTileBytes, &maps.k, k_full(s), 0, hk, t * kBlockN, it.b);
+          if (ring >= kStages) ptx::mbarrier_wait(v_empty(s), parity);
+          ptx::mbarrier_arrive_expect_tx(v_full(s), kTileBytes);
+          ptx::tma_load_4d(sv0 + s * kTileBytes, &maps.vt, v_full(s), t * kBlockN, 0, hk, it.b);
+        }
+      }
+    }
+    return;
+  }
+  ptx::setmaxnreg_inc<240>();
+
+  const int c = tid / 128 - 1;  // consumer warpgroup
+  const int warp = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
+  const std::uint64_t k_desc = ptx::smem_desc_sw128(sk0, 16, 1024);
+  const std::uint64_t v_desc = ptx::smem_desc_sw128(sv0, 16, 1024);
+
+  float o[64];
+  float s[64];
+  std::uint32_t pf[16];
+  int ring = 0, n = 0;
+  for (int i = blockIdx.x; i < n_items; i += gridDim.x, ++n) {
+    const Item it = item_of(p, i, nblk);
+    const int h = it.h, b = it.b, hk = p.kv_head(h), m0 = it.mb * kBlockM, qb = n & 1;
+    const int n_tiles = tiles_of(p, it.mb);
+    const int row0 = m0 + c * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
+    const float sl2 = p.scale_log2 * p.q_scale_of(h) * p.k_scale_of(hk);
+    const std::uint64_t q_desc =
+        ptx::smem_desc_sw128(sq0 + qb * kTileBytes + c * 64 * 128, 16, 1024);
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
+#pragma unroll
+    for (int e = 0; e < 64; ++e) o[e] = 0.f;
+
+    const auto gemm_s = [&](int st) {
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        ptx::wgmma_ss<__nv_fp8_e4m3, 128>(s, ptx::desc_advance(q_desc, 32 * kk),
+                                          ptx::desc_advance(k_desc, st * kTileBytes + 32 * kk),
+                                          kk > 0 ? 1 : 0);
+      }
+      ptx::wgmma_commit();
+    };
+    const auto gemm_pv = [&](int st) {
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const std::uint32_t a[4] = {pf[4 * kk], pf[4 * kk + 1], pf[4 * kk + 2], pf[4 * kk + 3]};
+        ptx::wgmma_rs_kmajor<__nv_fp8_e4m3, 128>(
+            o, a, ptx::desc_advance(v_desc, st * kTileBytes + 32 * kk), 1);
+      }
+      ptx::wgmma_commit();
+    };
+    // Tile t's scores -> exponentials (in s), the rows' running max and sums, and alpha, the
+    // factor that moves O from the old max to the new one.
+    const auto softmax = [&](int t) {
+      const int k0 = t * kBlockN;
+      if (k0 + kBlockN > lk || (p.causal && k0 + kBlockN - 1 > m0 + c * 64 + lk - lq)) {
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = k0 + 8 * j + 2 * t4 + (e & 1);
+            const int row = row0 + 8 * (e >> 1);
+            if (key >= lk || (p.causal && key > row + lk - lq)) s[4 * j + e] = -INFINITY;
+          }
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < 16; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+        mx = ptx::quad_max(mx);
+        const float m_new = fmaxf(m[r], mx * sl2);
+        const float m_use = m_new == -INFINITY ? 0.f : m_new;
+        alpha[r] = ptx::fast_exp2(m[r] - m_use);
+        m[r] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float x = ptx::fast_exp2(fmaf(s[4 * j + 2 * r + e], sl2, -m_use));
+            s[4 * j + 2 * r + e] = x;
+            sum += x;
+          }
+        }
+        l[r] = l[r] * alpha[r] + sum;
+      }
+    };
+    const auto pack_p = [&]() {
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const float* a = s + 16 * kk;  // n8 blocks 4kk .. 4kk + 3
+        pf[4 * kk + 0] = e4m3x4(a[0], a[1], a[4], a[5]);
+        pf[4 * kk + 1] = e4m3x4(a[2], a[3], a[6], a[7]);
+        pf[4 * kk + 2] = e4m3x4(a[8], a[9], a[12], a[13]);
+        pf[4 * kk + 3] = e4m3x4(a[10], a[11], a[14], a[15]);
+      }
+    };
+
+    ptx::mbarrier_wait(q_full(qb), (n >> 1) & 1);
+    if (n_tiles > 0) {
+      {
+        const int st = ring % kStages;
+        ptx::mbarrier_wait(k_full(st), (ring / kStages) & 1);
+        gemm_s(st);
+        ptx::wgmma_wait<0>();
+        ptx::mbarrier_arrive(k_empty(st));
+        if (n_tiles == 1) ptx::mbarrier_arrive(q_empty(qb));
+        softmax(0);
+        pack_p();
+      }
+      for (int t = 1; t < n_tiles; ++t) {
+        const int st = (ring + t) % kStages, sp = (ring + t - 1) % kStages;
+        ptx::mbarrier_wait(k_full(st), ((ring + t) / kStages) & 1);
+        gemm_s(st);
+        ptx::mbarrier_wait(v_full(sp), ((ring + t - 1) / kStages) & 1);
+        gemm_pv(sp);
+        ptx::wgmma_wait<1>();
+        ptx::mbarrier_arrive(k_empty(st));
+        if (t == n_tiles - 1) ptx::mbarrier_arrive(q_empty(qb));  // the last S GEMM has read Q
+        softmax(t);
+        ptx::wgmma_wait<0>();
+        ptx::mbarrier_arrive(v_empty(sp));
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+          o[4 * j + 0] *= alpha[0];
+          o[4 * j + 1] *= alpha[0];
+          o[4 * j + 2] *= alpha[1];
+          o[4 * j + 3] *= alpha[1];
+        }
+        pack_p();
+      }
+      const int sl = (ring + n_tiles - 1) % kStages;
+      ptx::mbarrier_wait(v_full(sl), ((ring + n_tiles - 1) / kStages) & 1);
+      gemm_pv(sl);
+      ptx::wgmma_wait<0>();
+      ptx::mbarrier_arrive(v_empty(sl));
+      ring += n_tiles;
+    } else {
+      ptx::mbarrier_arrive(q_empty(qb));
+    }
+
+    const float vs = p.v_scale_of(hk);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = row0 + 8 * r;
+      const float sum = ptx::quad_sum(l[r]);
+      if (row >= lq) continue;
+      const float inv = sum > 0.f ? vs / sum : 0.f;
+      auto* out = reinterpret_cast<std::uint32_t*>(static_cast<TO*>(p.o) + p.o_offset(b, row, h));
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        out[4 * j + t4] = ptx::pack2<TO>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+      }
+      if (p.lse != nullptr && t4 == 0) {
+        p.lse[p.lse_offset(b, row, h)] =
+            sum > 0.f ? (m[r] + log2f(sum)) * 0.69314718055994531f : -INFINITY;
+      }
+    }
+  }
+#endif
+}
+
+CUtensorMap rows_map(const char* name, const void* base, int heads, int rows, int batch,
+                     std::int64_t head_stride, std::int64_t row_stride, std::int64_t batch_stride) {
+  // A size-1 dimension still needs a valid stride (a multiple of 16 bytes).
+  const auto or_else = [](std::int64_t s, std::int64_t fallback) {
+    return static_cast<std::uint64_t>(s > 0 ? s : fallback);
+  };
+  const std::uint64_t dims[4] = {static_cast<std::uint64_t>(kD), static_cast<std::uint64_t>(heads),
+                                 static_cast<std::uint64_t>(rows),
+                                 static_cast<std::uint64_t>(batch)};
+  const std::uint64_t strides[3] = {or_else(head_stride, kD),
+                                    or_else(row_stride, std::int64_t{kD} * heads),
+                                    or_else(batch_stride, std::int64_t{kD} * heads * rows)};
+  const std::uint32_t box[4] = {kD, 1, 128, 1};
+  return make_tensor_map_4d(name, base, CU_TENSOR_MAP_DATA_TYPE_UINT8, dims, strides, box);
+}
+
+template <typename TO>
+void launch_fp8(const FwdParams& p, cudaStream_t stream) {
+  const int nblk = (p.seqlen_q + kBlockM - 1) / kBlockM;
+  const long long items = static_cast<long long>(nblk) * p.hq * p.batch;
+  if (items > INT32_MAX) {
+    throw Error(ErrorCode::not_supported,
+                "gpuattn: FP8 call of " + std::to_string(items) + " row blocks (over 2^31 - 1)");
+  }
+  const int sk_pad = (p.seqlen_k + kBlockN - 1) / kBlockN * kBlockN;
+  const std::size_t vt_bytes = static_cast<std::size_t>(p.batch) * p.hkv * kD * sk_pad;
+  sm80::LaunchBuffer vt(stream, vt_bytes, 0);
+  // Every map and setting before any launch: one the driver rejects leaves nothing written.
+  Fp8Maps maps;
+  maps.q = rows_map("q", p.q, p.hq, p.seqlen_q, p.batch, p.q_head_stride, p.q_row_stride,
+                    p.q_batch_stride);
+  maps.k = rows_map("k", p.k, p.hkv, p.seqlen_k, p.batch, p.k_head_stride, p.k_row_stride,
+                    p.k_batch_stride);
+  const std::uint64_t dims[4] = {static_cast<std::uint64_t>(sk_pad), kD,
+                                 static_cast<std::uint64_t>(p.hkv),
+                                 static_cast<std::uint64_t>(p.batch)};
+  const std::uint64_t row = static_cast<std::uint64_t>(sk_pad);
+  const std::uint64_t strides[3] = {row, row * kD, row * kD * p.hkv};
+  const std::uint32_t box[4] = {kBlockN, kD, 1, 1};
+  maps.vt = make_tensor_map_4d("v (transposed)", vt.as<std::uint8_t>(),
+                               CU_TENSOR_MAP_DATA_TYPE_UINT8, dims, strides, box);
+
+  const auto kernel = fp8_fwd_kernel<TO>;
+  static PerDeviceFlags smem_set;  // per instantiation (TO)
+  set_max_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmemBytes, smem_set);
+
+  transpose_v_kernel<<<dim3(sk_pad / 32, p.hkv, p.batch), 256, 0, stream>>>(
+      p, vt.as<std::uint8_t>(), sk_pad);
+  GPUATTN_CUDA_CHECK(cudaGetLastError());
+  const int grid = static_cast<int>(std::min<long long>(items, sm80::num_sms()));
+  kernel<<<grid, kThreads, kSmemBytes, stream>>>(p, maps, nblk, static_cast<int>(items));
+  GPUATTN_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+bool fp8_usable() {
+  cudaFuncAttributes attr{};
+  if (cudaFuncGetAttributes(&attr, fp8_fwd_kernel<__half>) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return attr.binaryVersion == 90;
+}
+
+void fwd_fp8_hdim128(const FwdParams& p, cudaStream_t stream) {
+  if (p.head_dim != kD || !p.q_quantized() || p.kv_dtype != DType::e4m3 || !strides_fit_tma(p)) {
+    throw Error(ErrorCode::not_supported,
+                "gpuattn: internal error: the FP8 kernel takes E4M3 q/k/v at head dim 128, with "
+                "strides its tensor maps describe");
+  }
+  if (p.dtype == DType::bf16) return launch_fp8<__nv_bfloat16>(p, stream);
+  return launch_fp8<__half>(p, stream);
+}
+
+}  // namespace gpuattn::sm90

@@ -1,0 +1,144 @@
+// The GPU time of FP8 attention calls through the C++ API (E4M3 q, k and v, a scale per head, out
+// bf16, head dim 128) at bench/fp8_attention.py's shapes, timed as that script's do_bench is:
+// each call between two events after a 256 MB memset that flushes L2, the median of REPS calls.
+// Without building the Python module (a minute of a GPU machine's time a build), this compares
+// builds of the FP8 kernel side by side. check_indices is off, as in the script's FP8 row: the
+// call trusts its scales rather than synchronizing to check them.
+//
+//   gpuattn_fp8_probe [REPS]      (default 50)
+//
+// One line a shape: "B4 H16 S4096 dense  us 703.2  TFLOP/s 781.8".
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <vector>
+
+#include "gpuattn/attention.h"
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "fp8_probe: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+// E4M3 bytes of values in about [-4, 4] (never NaN), from a fixed xorshift stream.
+__global__ void fill_e4m3(__nv_fp8_e4m3* x, long long n, unsigned seed) {
+  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < n; i += 256ll * gridDim.x) {
+    unsigned s = static_cast<unsigned>(i) * 2654435761u ^ seed;
+    s ^= s << 13;
+    s ^= s >> 17;
+    s ^= s << 5;
+    x[i] = __nv_fp8_e4m3((static_cast<float>(s & 0xffff) / 65535.f - 0.5f) * 8.f);
+  }
+}
+
+struct Shape {
+  int b, h, s;
+  bool causal;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 50;
+  if (argc > 2) {
+    std::fprintf(stderr, "usage: %s [REPS]\n", argv[0]);
+    return 2;
+  }
+  if (argc == 2) {
+    char* end = nullptr;
+    const long n = std::strtol(argv[1], &end, 10);
+    if (end == argv[1] || *end != '\0' || n < 1 || n > 10000) {
+      std::fprintf(stderr, "fp8_probe: REPS must be a whole number in [1, 10000], got '%s'\n",
+                   argv[1]);
+      return 2;
+    }
+    reps = static_cast<int>(n);
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "fp8_probe: no CUDA device\n");
+    return 1;
+  }
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  constexpr int D = 128;
+  constexpr std::size_t kFlushBytes = 256u << 20;
+  void* flush = nullptr;
+  check(cudaMalloc(&flush, kFlushBytes), "cudaMalloc");
+  float* scales = nullptr;
+  check(cudaMalloc(&scales, 32 * sizeof(float)), "cudaMalloc");
+  const std::vector<float> host_scales(32, 0.05f);
+  check(cudaMemcpy(scales, host_scales.data(), 32 * sizeof(float), cudaMemcpyHostToDevice),
+        "cudaMemcpy");
+  cudaEvent_t t0, t1;
+  check(cudaEventCreate(&t0), "cudaEventCreate");
+  check(cudaEventCreate(&t1), "cudaEventCreate");
+
+  std::vector<Shape> shapes = {
+      {4, 16, 4096, false}, {4, 16, 4096, true}, {1, 32, 32768, true}, {16, 16, 1024, true}};
+  for (const bool causal : {false, true}) {
+    for (const int s : {512, 1024, 2048, 4096, 8192, 16384})
+      shapes.push_back({16384 / s, 16, s, causal});
+  }
+  for (const Shape& sh : shapes) {
+    const long long n = 1ll * sh.b * sh.s * sh.h * D;
+    __nv_fp8_e4m3 *q, *k, *v;
+    void* o;
+    check(cudaMalloc(&q, n), "cudaMalloc");
+    check(cudaMalloc(&k, n), "cudaMalloc");
+    check(cudaMalloc(&v, n), "cudaMalloc");
+    check(cudaMalloc(&o, 2 * n), "cudaMalloc");
+    fill_e4m3<<<1024, 256, 0, stream>>>(q, n, 1u);
+    fill_e4m3<<<1024, 256, 0, stream>>>(k, n, 2u);
+    fill_e4m3<<<1024, 256, 0, stream>>>(v, n, 3u);
+    check(cudaGetLastError(), "fill");
+    using gpuattn::Device;
+    using gpuattn::DType;
+    using gpuattn::TensorView;
+    gpuattn::AttentionArgs a;
+    a.q = TensorView::contiguous(q, DType::e4m3, Device::cuda, {sh.b, sh.s, sh.h, D});
+    a.k = TensorView::contiguous(k, DType::e4m3, Device::cuda, {sh.b, sh.s, sh.h, D});
+    a.v = TensorView::contiguous(v, DType::e4m3, Device::cuda, {sh.b, sh.s, sh.h, D});
+    a.out = TensorView::contiguous(o, DType::bf16, Device::cuda, {sh.b, sh.s, sh.h, D});
+    a.q_scale = TensorView::contiguous(scales, DType::f32, Device::cuda, {sh.h});
+    a.k_scale = TensorView::contiguous(scales, DType::f32, Device::cuda, {sh.h});
+    a.v_scale = TensorView::contiguous(scales, DType::f32, Device::cuda, {sh.h});
+    a.causal = sh.causal;
+    a.check_indices = false;
+    a.stream = stream;
+    try {
+      for (int i = 0; i < 3; ++i) gpuattn::attention_forward(a);  // warm-up
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fp8_probe: %s\n", e.what());
+      return 1;
+    }
+    std::vector<float> ms(static_cast<std::size_t>(reps));
+    for (float& t : ms) {
+      check(cudaMemsetAsync(flush, 0, kFlushBytes, stream), "flush");
+      check(cudaEventRecord(t0, stream), "cudaEventRecord");
+      gpuattn::attention_forward(a);
+      check(cudaEventRecord(t1, stream), "cudaEventRecord");
+      check(cudaEventSynchronize(t1), "cudaEventSynchronize");
+      check(cudaEventElapsedTime(&t, t0, t1), "cudaEventElapsedTime");
+    }
+    std::sort(ms.begin(), ms.end());
+    const double us = 1e3 * ms[ms.size() / 2];
+    const double flop =
+        4.0 * sh.b * sh.h * sh.s * static_cast<double>(sh.s) * D * (sh.causal ? 0.5 : 1.0);
+    std::printf("B%d H%d S%d %s  us %.1f  TFLOP/s %.1f\n", sh.b, sh.h, sh.s,
+                sh.causal ? "causal" : "dense ", us, flop / us / 1e6);
+    std::fflush(stdout);
+    for (void* ptr : {static_cast<void*>(q), static_cast<void*>(k), static_cast<void*>(v), o}) {
+      check(cudaFree(ptr), "cudaFree");
+    }
+  }
+  return 0;
+}
