@@ -569,7 +569,7 @@ def _dense_lengths(q, k):
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                     window_size=_NO_WINDOW, softcap=0.0, alibi_slopes=None, deterministic=False,
                     return_attn_probs=False, *, q_descale=None, k_descale=None, v_descale=None,
-                    out_dtype=None):
+                    out_dtype=None, check_indices=True):
     """Dense attention. q (batch, seqlen_q, nheads, headdim), k/v (batch, seqlen_k, nheads_k,
     headdim), nheads % nheads_k == 0 (GQA/MQA). softmax_scale defaults to 1/sqrt(headdim); causal is
     bottom-right aligned when seqlen_q != seqlen_k. window_size=(left, right) (-1: unbounded side):
@@ -583,7 +583,11 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     (of kv head h for k and v). out is allocated of out_dtype, the dtype the call computes in:
     torch.bfloat16 (the default, as FlashAttention-3), torch.float16, or float32 on the CPU backend;
     for numpy float32 (the default; numpy has no bfloat16) or float16. Descales or out_dtype with a
-    q that is not FP8 raise ValueError, as does FP8 q beside k or v that are not.
+    q that is not FP8 raise ValueError, as does FP8 q beside k or v that are not. On CUDA the
+    descale values are checked on a host copy (a stream synchronization, then ValueError for one
+    that is not positive and finite); check_indices=False (keyword only, ours, as in
+    flash_attn_with_kvcache) trusts them instead, as FlashAttention-3 does: the call stays
+    asynchronous and can be captured into a CUDA graph. The CPU backend always checks.
 
     Returns out (batch, seqlen_q, nheads, headdim), or with return_attn_probs=True
     (out, softmax_lse float32 (batch, nheads, seqlen_q), None). `deterministic` is accepted: the
@@ -607,7 +611,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     fp8 = _fp8_options(q, k, v, q_descale, k_descale, v_descale, out_dtype)
     mask = _resolve_mask(window_size, causal, *_dense_lengths(q, k))
     out, lse = _forward(q, k, v, softmax_scale=scale, mask=mask, want_lse=return_attn_probs,
-                        **fp8)
+                        check_indices=bool(check_indices), **fp8)
     return (out, lse, None) if return_attn_probs else out
 
 
@@ -615,12 +619,15 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                            dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
                            softcap=0.0, alibi_slopes=None, deterministic=False,
                            return_attn_probs=False, block_table=None, *, q_descale=None,
-                           k_descale=None, v_descale=None, out_dtype=None):
+                           k_descale=None, v_descale=None, out_dtype=None, check_indices=True):
     """Variable-length (packed) attention. q (total_q, nheads, headdim), k/v (total_k, nheads_k,
     headdim); cu_seqlens_q/k int32 (batch + 1,) prefix sums on q's device; max_seqlen_q/k ints
     bounding every sequence length. causal and window_size as in flash_attn_func, with seqlen_q and
     seqlen_k the lengths of each sequence; so are FP8 attention's q_descale, k_descale, v_descale
-    and out_dtype (keyword only).
+    and out_dtype (keyword only). On CUDA cu_seqlens_q/k (and FP8 descales) are checked on a host
+    copy, a stream synchronization; check_indices=False (keyword only, ours) trusts them instead,
+    as flash-attn does (a value out of range then reads or writes out of bounds), and the call
+    stays asynchronous and can be captured into a CUDA graph. The CPU backend always checks.
 
     Returns out (total_q, nheads, headdim), or with return_attn_probs=True
     (out, softmax_lse float32 (nheads, total_q), None).
@@ -641,7 +648,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     mask = _resolve_mask(window_size, causal, max_seqlen_q, max_seqlen_k)
     out, lse = _forward(q, k, v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
                         max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, softmax_scale=scale,
-                        mask=mask, want_lse=return_attn_probs, **fp8)
+                        mask=mask, want_lse=return_attn_probs, check_indices=bool(check_indices),
+                        **fp8)
     return (out, lse, None) if return_attn_probs else out
 
 

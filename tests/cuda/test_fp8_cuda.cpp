@@ -200,6 +200,8 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
       {bf16, 2, 32, 8, 600, 600, 128, true},  // 320 items
       {f16, 8, 16, 16, 700, 200, 128, true},  // 768 items, rows 0-499 see no key
       {bf16, 2, 64, 8, 300, 900, 128},        // 384 items, GQA 8
+      {bf16, 1, 16, 2, 520, 700, 128},        // GQA 8, a ragged last row block and key tile
+      {f16, 1, 32, 4, 1100, 900, 128, true},  // 288 items, Sq > Sk
   };
   for (const F8Case& c : cases) run_case(c, path);
 }

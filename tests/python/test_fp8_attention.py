@@ -117,6 +117,30 @@ def test_fp8_dense_matches_reference(fw, out_name, tol, lse_tol, shape, causal, 
     assert_close(lse, want_lse, lse_tol, "lse")
 
 
+def test_fp8_check_indices_is_accepted_on_the_cpu():
+    """check_indices=False (ours) is accepted by flash_attn_func and flash_attn_varlen_func; the CPU
+    backend checks every value anyway, so a bad descale is still named and the results are the
+    same bits."""
+    b, sq, sk, hq, hkv, d = 2, 37, 70, 4, 2, 128
+    q, k, v = operands("numpy", "check-indices", (b, sq, hq, d), (b, sk, hkv, d))
+    checked = ga.flash_attn_func(q.x, k.x, v.x, causal=True, **descales(q, k, v))
+    trusted = ga.flash_attn_func(q.x, k.x, v.x, causal=True, check_indices=False,
+                                 **descales(q, k, v))
+    assert np.array_equal(checked, trusted)
+    with pytest.raises(ValueError, match="q_descale"):
+        ga.flash_attn_func(q.x, k.x, v.x, check_indices=False,
+                           **dict(descales(q, k, v), q_descale=np.full(hq, -1.0, np.float32)))
+    lens_q, lens_k = [1, 36], [9, 61]
+    cu_q, cu_k = cu_seqlens(lens_q), cu_seqlens(lens_k)
+    flat = [x.x.reshape(-1, *x.x.shape[2:]) for x in (q, k, v)]
+    args = (flat[0][:cu_q[-1]], flat[1][:cu_k[-1]], flat[2][:cu_k[-1]], int32("numpy", cu_q),
+            int32("numpy", cu_k), max(lens_q), max(lens_k))
+    checked = ga.flash_attn_varlen_func(*args, causal=True, **descales(q, k, v))
+    trusted = ga.flash_attn_varlen_func(*args, causal=True, check_indices=False,
+                                        **descales(q, k, v))
+    assert np.array_equal(checked, trusted)
+
+
 def test_fp8_each_descale_matters():
     """Each descale is read, per head: the call with one of them changed (doubled, or its heads
     reversed) is the reference of the changed scales, far from the right answer. One scale as a
@@ -618,6 +642,11 @@ def test_torch_cuda_fp8_matches_reference(shape, causal):
     want_one, _ = ref_dense(unit[0] * 0.01, unit[1] * 0.02, unit[2] * 0.03, 1 / math.sqrt(d),
                             causal_rule(causal))
     assert rel_l2(one.cpu(), want_one) < 0.06
+    # Trusted descales: the same kernels without the host copy, the same bits.
+    trusted = ga.flash_attn_func(q.x, k.x, v.x, causal=causal, check_indices=False,
+                                 **descales(q, k, v))
+    torch.cuda.synchronize()
+    assert torch.equal(trusted, out)
     with pytest.raises(NotImplementedError, match="float32"):
         ga.flash_attn_func(q.x, k.x, v.x, out_dtype=torch.float32, **descales(q, k, v))
 
@@ -637,6 +666,39 @@ def test_torch_cuda_fp8_varlen_matches_reference():
                          1 / math.sqrt(128), causal_rule(True))
     assert rel_l2(out.cpu(), want) < 0.06
     assert_close(out.cpu(), want, 4e-3, "out")  # varlen runs on a dequantized q: 16-bit accuracy
+    trusted = ga.flash_attn_varlen_func(q.x, k.x, v.x, int32("torch", cu_q).cuda(),
+                                        int32("torch", cu_k).cuda(), max(lens_q), max(lens_k),
+                                        causal=True, out_dtype=torch.float16, check_indices=False,
+                                        **descales(q, k, v))
+    torch.cuda.synchronize()
+    assert torch.equal(trusted, out)
+
+
+@needs_torch
+@pytest.mark.skipif(not CUDA, reason="needs torch, a CUDA build and a CUDA device")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_torch_cuda_fp8_call_is_captured_into_a_graph(causal):
+    """With check_indices=False an FP8 call makes no host copy, so it can be captured into a CUDA
+    graph: a replay over new values in the same tensors gives the eager call's bits."""
+    b, sq, sk, hq, hkv, d = 2, 300, 300, 8, 2, 128
+    q, k, v = operands("torch", ("graph", causal), (b, sq, hq, d), (b, sk, hkv, d), device="cuda")
+    kw = dict(descales(q, k, v), causal=causal, check_indices=False)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        ga.flash_attn_func(q.x, k.x, v.x, **kw)  # first-call setup outside the capture
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        out = ga.flash_attn_func(q.x, k.x, v.x, **kw)
+    q2, k2, v2 = operands("torch", ("graph-new", causal), (b, sq, hq, d), (b, sk, hkv, d),
+                          device="cuda")
+    for dst, src in ((q.x, q2.x), (k.x, k2.x), (v.x, v2.x)):
+        dst.view(torch.uint8).copy_(src.view(torch.uint8))
+    graph.replay()
+    torch.cuda.synchronize()
+    eager = ga.flash_attn_func(q2.x, k2.x, v2.x, **dict(descales(q, k, v), causal=causal))
+    torch.cuda.synchronize()
+    assert torch.equal(out, eager)
 
 
 @needs_torch
