@@ -1,13 +1,16 @@
 // The GPU time of FP8 attention calls through the C++ API (E4M3 q, k and v, a scale per head, out
-// bf16, head dim 128) at bench/fp8_attention.py's shapes, timed as that script's do_bench is:
-// each call between two events after a 256 MB memset that flushes L2, the median of REPS calls.
-// Without building the Python module (a minute of a GPU machine's time a build), this compares
-// builds of the FP8 kernel side by side. check_indices is off, as in the script's FP8 row: the
-// call trusts its scales rather than synchronizing to check them.
+// bf16, head dim 128) at bench/fp8_attention.py's shapes: each call between two events after a
+// 256 MB memset that flushes L2, the median of REPS calls. Unlike do_bench, which queues its calls,
+// it waits for each call before the next, so a call's host side (launch, tensor maps) shows in
+// its time: its figures are for comparing builds of the FP8 kernel side by side (no Python module
+// to build, a minute of a GPU machine's time), not for quoting against do_bench's. check_indices
+// is off, as in the script's FP8 row: the call trusts its scales rather than synchronizing to
+// check them. Builds compared in one run should take turns in balanced order (A B B A): the same
+// kernel measured 2-6% apart in two binaries run one after the other (2026-11-30-h200-s44).
 //
 //   gpuattn_fp8_probe [REPS]      (default 50)
 //
-// One line a shape: "B4 H16 S4096 dense  us 703.2  TFLOP/s 781.8".
+// One line a shape: "B4 H16 S4096 dense   us 703.2  TFLOP/s 781.8".
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
@@ -85,8 +88,9 @@ int main(int argc, char** argv) {
   std::vector<Shape> shapes = {
       {4, 16, 4096, false}, {4, 16, 4096, true}, {1, 32, 32768, true}, {16, 16, 1024, true}};
   for (const bool causal : {false, true}) {
-    for (const int s : {512, 1024, 2048, 4096, 8192, 16384})
+    for (const int s : {512, 1024, 2048, 4096, 8192, 16384}) {
       shapes.push_back({16384 / s, 16, s, causal});
+    }
   }
   for (const Shape& sh : shapes) {
     const long long n = 1ll * sh.b * sh.s * sh.h * D;
@@ -114,20 +118,20 @@ int main(int argc, char** argv) {
     a.causal = sh.causal;
     a.check_indices = false;
     a.stream = stream;
+    std::vector<float> ms(static_cast<std::size_t>(reps));
     try {
       for (int i = 0; i < 3; ++i) gpuattn::attention_forward(a);  // warm-up
+      for (float& t : ms) {
+        check(cudaMemsetAsync(flush, 0, kFlushBytes, stream), "flush");
+        check(cudaEventRecord(t0, stream), "cudaEventRecord");
+        gpuattn::attention_forward(a);
+        check(cudaEventRecord(t1, stream), "cudaEventRecord");
+        check(cudaEventSynchronize(t1), "cudaEventSynchronize");
+        check(cudaEventElapsedTime(&t, t0, t1), "cudaEventElapsedTime");
+      }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "fp8_probe: %s\n", e.what());
       return 1;
-    }
-    std::vector<float> ms(static_cast<std::size_t>(reps));
-    for (float& t : ms) {
-      check(cudaMemsetAsync(flush, 0, kFlushBytes, stream), "flush");
-      check(cudaEventRecord(t0, stream), "cudaEventRecord");
-      gpuattn::attention_forward(a);
-      check(cudaEventRecord(t1, stream), "cudaEventRecord");
-      check(cudaEventSynchronize(t1), "cudaEventSynchronize");
-      check(cudaEventElapsedTime(&t, t0, t1), "cudaEventElapsedTime");
     }
     std::sort(ms.begin(), ms.end());
     const double us = 1e3 * ms[ms.size() / 2];

@@ -144,11 +144,11 @@ struct AttentionArgs {
   // to E4M3 (its values lie in [0, 1]; the row sums are taken before the rounding), the scales
   // applied to the scores and the output, never per element; it transposes V tile by tile in
   // shared memory (wgmma's 8-bit B operand must be K-major) and takes no buffer. Every other CUDA
-  // call, and every call under
-  // GPUATTN_KERNEL=sm80, first dequantizes q into a pool buffer of out's dtype (total_q x Hq x D
-  // elements: x * q_scale[h] rounded once) and runs as an 8-bit cache's call does (decode calls
-  // on the cache in place, the others on a dequantized copy of K and V as well). Scales are
-  // checked on a host copy when check_indices is set, as k_scale's are.
+  // call, and every call under GPUATTN_KERNEL=sm80, first dequantizes q into a pool buffer of
+  // out's dtype (total_q x Hq x D elements: x * q_scale[h] rounded once) and runs as an 8-bit
+  // cache's call does (decode calls on the cache in place, the others on a dequantized copy of K
+  // and V as well). Scales are checked on a host copy when check_indices is set, as k_scale's
+  // are.
   TensorView q_scale;
 
   // CUDA only: whether cu_seqlens_q/k, seqused_k and block_table values are checked on a host

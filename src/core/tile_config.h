@@ -231,10 +231,11 @@ inline constexpr std::array<TileConfig, 13> kFwdTileConfigs = {{
      "calls (cuda_fp8_kernel_takes; every other FP8 call runs on a dequantized q). QGMMA "
      "m64n128k32 for both GEMMs; 8-bit operands are K-major only, so 3 producer warps transpose "
      "each V tile into a 3-stage V^T ring in shared memory (ldmatrix.trans, stmatrix), which "
-     "against s43's V^T pass before the kernel measured +12-27% at S <= 1024, +4% at S2048 and "
-     "-2-6% from S4096 (H200, 2026-11-30-h200-s44 call 6); persistent, 2 Q buffers, 2 consumer "
-     "warpgroups x 64 rows with the intra-warpgroup overlap, 128-key tiles (S 64 + O 64 + P 16 "
-     "registers). 2 K/V stages: 3 measured the same; ping-pong between the consumers lost 7-8% "
+     "against s43's V^T pass before the kernel measured +12-27% at S <= 1024, +5-7% at S2048, "
+     "-2-6% at dense S >= 4096 and -3% to +1% at causal S >= 4096 (H200, 2026-11-30-h200-s44 "
+     "call 6); persistent, 2 Q buffers, 2 consumer warpgroups x 64 rows with the "
+     "intra-warpgroup overlap, 128-key tiles (S 64 + O 64 + P 16 registers). 2 K/V stages (3 "
+     "measured the same on s43's K / V^T ring); ping-pong between the consumers lost 7-8% "
      "(2026-11-29-h200-s43 calls 5-7)"},
 }};
 

@@ -53,16 +53,16 @@ constexpr int kBlockN = 128;  // keys a tile
 constexpr int kStages = 2;    // K and V rings
 // V^T ring: a stage is written only once the consumers' P V has left it, and read a tile later;
 // the third stage gives the transposing warps a tile's time more (H200, 2026-11-30-h200-s44
-// call 6: S16384 dense 756 -> 784 TFLOP/s, S512 461 -> 480; unrolling their loop: no change).
+// call 6, gpuattn_fp8_probe: S16384 dense 756 -> 784 TFLOP/s, S512 461 -> 480; unrolling their
+// loop by 2: no change at 3 stages, 1-5% slower at 2).
 constexpr int kVtStages = 3;
 constexpr int kThreads = 384;  // producer warpgroup + 2 consumers
 constexpr int kTileBytes = 128 * 128;
-constexpr int kTransposeThreads = 96;  // warps 1-3 of the producer warpgroup
 constexpr int kBarrierBytes = 8 * (4 + 4 * kStages + 2 * kVtStages);
 constexpr int kSmemBytes = 1024 + kTileBytes * (2 + 2 * kStages + kVtStages) + kBarrierBytes;
-// setmaxnreg: the producer warpgroup's transposing warps need more than a TMA thread's 24 (ptxas
-// spilled 28 bytes there); the consumers hold S, O (64 each) and P (16) through the overlap, with
-// no spill at 232. The CTA holds 168 x 384 = 64512.
+// setmaxnreg: the producer warpgroup's transposing warps need more than a TMA thread's 24 (ptxas,
+// nvcc 13.0, spilled there; 32 would do, 40 is what ran); the consumers hold S, O (64 each) and P
+// (16) through the overlap, with no spill at 232. The CTA holds 168 x 384 = 64512.
 constexpr int kProducerRegs = 40;
 constexpr int kConsumerRegs = 232;
 static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 168 * kThreads,
@@ -87,8 +87,20 @@ struct Fp8Maps {
 __host__ __device__ constexpr int fp8_key_of(int pos) {
   return (pos & 16) + 2 * ((pos & 15) >> 2) + (pos & 1) + 8 * ((pos >> 1) & 1);
 }
+// transpose_tile writes 4-byte words of V^T: word a of a 16-key group holds keys 2a, 2a + 1,
+// 2a + 8, 2a + 9, which is fp8_key_of's order.
+constexpr bool words_are_key_pairs() {
+  for (int pos = 0; pos < 32; ++pos) {
+    const int a = (pos & 15) / 4, k = pos % 4;
+    if (fp8_key_of(pos) != (pos & 16) + 2 * a + (k & 1) + 8 * (k >> 1)) return false;
+  }
+  return true;
+}
+static_assert(words_are_key_pairs(), "transpose_tile writes fp8_key_of's order");
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+constexpr int kTransposeThreads = 96;  // warps 1-3 of the producer warpgroup
+
 // Two floats as E4M3 bytes, lo in the low byte (round to nearest even, saturated).
 __device__ __forceinline__ std::uint32_t e4m3x2(float lo, float hi) {
   std::uint16_t r;
@@ -107,32 +119,26 @@ __device__ __forceinline__ std::uint32_t e4m3x4(float a, float b, float c, float
 //   - ldmatrix.trans of 4 matrices of 8 keys x 16 bytes (keys 16g + 0..7 and + 8..15, at two
 //     16-element chunks): lane l gets, per matrix, keys 2 (l % 4) and + 1 at elements 2 (l / 4)
 //     and + 1 (4 bytes). Keys 2a, 2a + 1 of the first matrix beside 2a + 8, 2a + 9 of the second
-//     are one V^T word (a = l % 4): a byte permute takes it for each of the two elements;
+//     are one V^T word (a = l % 4): a byte permute takes it for each of the two elements (bytes
+//     0 and 2 of each register for the even element, 1 and 3 for the odd);
 //   - stmatrix of those words: 4 matrices of 8 rows d x 16 bytes (group g's 16 positions), lane l
 //     the row l / 4's word a. Each matrix takes rows 2r + e (r = 0..7) with e = (r >= 4), or its
 //     complement, so its 8 rows cover all 8 swizzle positions (d % 8): no bank conflicts, as none
-//     on the load side (8 consecutive keys).
-constexpr bool words_are_key_pairs() {
-  for (int pos = 0; pos < 32; ++pos) {
-    const int a = (pos & 15) / 4, k = pos % 4;
-    if (fp8_key_of(pos) != (pos & 16) + 2 * a + (k & 1) + 8 * (k >> 1)) return false;
-  }
-  return true;
-}
-static_assert(words_are_key_pairs(), "transpose_tile writes fp8_key_of's order");
+//     on the load side (8 consecutive keys). A lane of row r >= 4 (lane >= 16) so gives the odd
+//     element's word to matrices 0 and 2 and the even one's to 1 and 3: its selectors swap.
 __device__ __forceinline__ void transpose_tile(std::uint32_t src, std::uint32_t dst, int w,
                                                int lane) {
   const int j = lane >> 3, r = lane & 7;  // the matrix and row this lane addresses
-  // Element 2 (l / 4) + e's word from the two keys pairs: e = 0 takes bytes 0 and 2 of each.
+  // The words this lane stores into matrices 0 and 2 (sel_mix0) and 1 and 3 (sel_mix1).
   const std::uint32_t sel_mix0 = lane >= 16 ? 0x7531u : 0x6420u;
   const std::uint32_t sel_mix1 = lane >= 16 ? 0x6420u : 0x7531u;
-  const int e = (r >= 4) ^ (j & 1);
+  const int odd = (r >= 4) ^ (j & 1);  // whether the row this lane addresses is an odd element
   for (int step = w; step < 32; step += 3) {
     const int g = step & 7, c = 2 * (step >> 3) + (j >> 1);  // key group, this lane's chunk
     const int key = 16 * g + 8 * (j & 1) + r;
     std::uint32_t v[4];  // A (keys 0-7) and B (8-15) at chunk 2 (step / 8), then at the next
     ptx::ldmatrix_x4_trans(v, src + key * 128 + (((c ^ key) & 7) << 4));
-    const int d = 16 * c + 2 * r + e;
+    const int d = 16 * c + 2 * r + odd;
     ptx::stmatrix_x4(dst + d * 128 + (((g ^ d) & 7) << 4), __byte_perm(v[0], v[1], sel_mix0),
                      __byte_perm(v[0], v[1], sel_mix1), __byte_perm(v[2], v[3], sel_mix0),
                      __byte_perm(v[2], v[3], sel_mix1));
@@ -169,9 +175,10 @@ __device__ __forceinline__ int tiles_of(const FwdParams& p, int mb) {
 
 #endif
 
-// Persistent: CTA c runs items c, c + gridDim.x, ... The producer streams each item's Q into one
-// of two buffers and its K / V^T tiles through the ring without a break between items, so the
-// next item's loads run under this item's last tiles and epilogue.
+// Persistent: CTA c runs items c, c + gridDim.x, ... The TMA thread streams each item's Q into one
+// of two buffers and its K and V tiles through their rings (V^T through its own, by the
+// transposing warps) without a break between items, so the next item's loads run under this
+// item's last tiles and epilogue.
 template <typename TO>
 __global__ void __launch_bounds__(kThreads, 1)
     fp8_fwd_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fp8Maps maps,

@@ -624,6 +624,7 @@ def test_torch_cuda_fp8_matches_reference(shape, causal):
     q, k, v = operands("torch", ("cuda", shape, causal), (b, sq, hq, d), (b, sk, hkv, d),
                        device="cuda")
     stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())  # the operands' copies to the GPU
     with torch.cuda.stream(stream):
         out, lse, _ = ga.flash_attn_func(q.x, k.x, v.x, causal=causal, return_attn_probs=True,
                                          **descales(q, k, v))
@@ -642,11 +643,17 @@ def test_torch_cuda_fp8_matches_reference(shape, causal):
     want_one, _ = ref_dense(unit[0] * 0.01, unit[1] * 0.02, unit[2] * 0.03, 1 / math.sqrt(d),
                             causal_rule(causal))
     assert rel_l2(one.cpu(), want_one) < 0.06
-    # Trusted descales: the same kernels without the host copy, the same bits.
+    # Trusted descales: the same kernels without the host copy, the same bits; a bad value is
+    # then not seen (no error), where the checked call names it.
     trusted = ga.flash_attn_func(q.x, k.x, v.x, causal=causal, check_indices=False,
                                  **descales(q, k, v))
     torch.cuda.synchronize()
     assert torch.equal(trusted, out)
+    bad = dict(descales(q, k, v), q_descale=q.descale(-q.scale))
+    ga.flash_attn_func(q.x, k.x, v.x, causal=causal, check_indices=False, **bad)
+    torch.cuda.synchronize()
+    with pytest.raises(ValueError, match="q_descale"):
+        ga.flash_attn_func(q.x, k.x, v.x, causal=causal, **bad)
     with pytest.raises(NotImplementedError, match="float32"):
         ga.flash_attn_func(q.x, k.x, v.x, out_dtype=torch.float32, **descales(q, k, v))
 
@@ -672,6 +679,13 @@ def test_torch_cuda_fp8_varlen_matches_reference():
                                         **descales(q, k, v))
     torch.cuda.synchronize()
     assert torch.equal(trusted, out)
+    bad = dict(descales(q, k, v), v_descale=v.descale(-v.scale))
+    args = (q.x, k.x, v.x, int32("torch", cu_q).cuda(), int32("torch", cu_k).cuda(), max(lens_q),
+            max(lens_k))
+    ga.flash_attn_varlen_func(*args, check_indices=False, **bad)
+    torch.cuda.synchronize()
+    with pytest.raises(ValueError, match="v_descale"):
+        ga.flash_attn_varlen_func(*args, **bad)
 
 
 @needs_torch
@@ -684,6 +698,7 @@ def test_torch_cuda_fp8_call_is_captured_into_a_graph(causal):
     q, k, v = operands("torch", ("graph", causal), (b, sq, hq, d), (b, sk, hkv, d), device="cuda")
     kw = dict(descales(q, k, v), causal=causal, check_indices=False)
     stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())  # the operands' copies to the GPU
     with torch.cuda.stream(stream):
         ga.flash_attn_func(q.x, k.x, v.x, **kw)  # first-call setup outside the capture
     stream.synchronize()
@@ -715,6 +730,7 @@ def test_torch_cuda_fp8_kvcache_matches_reference(page, sq):
     cache = Cache("torch", (b, sk, hkv, d), rng, page, device="cuda")
     used = [sk, 1, 177]
     stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())  # the operands' copies to the GPU
     with torch.cuda.stream(stream):
         out = ga.flash_attn_with_kvcache(q.x, cache.kx, cache.vx,
                                          cache_seqlens=int32("torch", used).cuda(),
