@@ -3,6 +3,8 @@
 # racecheck of its kernel cases (carried tests), an A/B of the FP8 row against s43's kernel (two
 # Python modules built here: /tmp/old has fwd_sm90_fp8-s43.cu in place), then the full
 # bench/fp8_attention.py on the new kernel.
+# fwd_sm90_fp8-s43.cu was s43's kernel as committed (git show 12857df:src/cuda/fwd_sm90_fp8.cu);
+# it is no longer kept in this folder.
 set -u
 cd "$(dirname "$0")/../../.." || exit 1
 R=bench/results/2026-11-30-h200-s44
