@@ -5,8 +5,9 @@
 // its time: its figures are for comparing builds of the FP8 kernel side by side (no Python module
 // to build, a minute of a GPU machine's time), not for quoting against do_bench's. check_indices
 // is off, as in the script's FP8 row: the call trusts its scales rather than synchronizing to
-// check them. Builds compared in one run should take turns in balanced order (A B B A): the same
-// kernel measured 2-6% apart in two binaries run one after the other (2026-11-30-h200-s44).
+// check them. Builds compared in one run should take turns in balanced order (A B B A,
+// bench/ab_probe.py): the same kernel measured 2-6% apart in two binaries run one after the other
+// (2026-11-30-h200-s44).
 //
 //   gpuattn_fp8_probe [REPS]      (default 50)
 //
