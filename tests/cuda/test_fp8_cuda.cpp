@@ -39,13 +39,20 @@ struct F8Case {
   bool per_head = true;
   bool varlen = false;
   MaskSpec mask = {};
+  bool packed_kv = false;  // dense: k and v interleaved in one [B, Sk, 2, Hkv, D] buffer
+
+  F8Case packed() const {
+    F8Case c = *this;
+    c.packed_kv = true;
+    return c;
+  }
 
   std::string name() const {
     return std::string("fp8_") + to_string(out) + "_B" + std::to_string(B) + "_H" +
            std::to_string(Hq) + "kv" + std::to_string(Hkv) + "_Sq" + std::to_string(Sq) + "_Sk" +
            std::to_string(Sk) + "_D" + std::to_string(D) + (causal ? "_causal" : "") +
            (per_head ? "" : "_one_scale") + (varlen ? "_varlen" : "") +
-           (mask.window_left >= 0 ? "_window" : "");
+           (mask.window_left >= 0 ? "_window" : "") + (packed_kv ? "_packed_kv" : "");
   }
 };
 
@@ -84,20 +91,32 @@ Errors run_case(const F8Case& c, Path path) {
       qs(DType::f32, {c.per_head ? c.Hq : 1}), ks(DType::f32, {c.per_head ? c.Hkv : 1}),
       vs(DType::f32, {c.per_head ? c.Hkv : 1});
   const HostTensor cuq = int32s(cu_q), cuk = int32s(cu_k);
+  // Packed: k and v strided views into one buffer (row stride 2 Hkv D, v at offset Hkv D).
+  HostTensor kv(DType::e4m3, c.packed_kv ? std::vector<std::int64_t>{c.B, c.Sk, 2, c.Hkv, c.D}
+                                         : std::vector<std::int64_t>{1});
   const std::uint64_t seed = seed_of(c.name());
   fill_e4m3(q, qs, seed, 0.9f);
   fill_e4m3(k, ks, seed + 1, 0.7f);
   fill_e4m3(v, vs, seed + 2, 1.1f);
+  if (c.packed_kv) fill_e4m3(kv, ks, seed + 3, 0.7f);
   out.poison();
   lse.poison();
   const OnDevice dq(q), dk(k), dv(v), dout(out), dlse(lse), dqs(qs), dks(ks), dvs(vs), dcuq(cuq),
-      dcuk(cuk);
+      dcuk(cuk), dkv(kv);
+  const auto packed_view = [&](bool device, int which) {
+    TensorView t = device ? dkv.view() : kv.view();
+    t.rank = 4;
+    t.shape = {c.B, c.Sk, c.Hkv, c.D};
+    t.stride = {std::int64_t{c.Sk} * 2 * c.Hkv * c.D, std::int64_t{2} * c.Hkv * c.D, c.D, 1};
+    t.data = static_cast<std::uint8_t*>(t.data) + std::int64_t{which} * c.Hkv * c.D;
+    return t;
+  };
 
   auto args = [&](bool device) {
     AttentionArgs a;
     a.q = device ? dq.view() : q.view();
-    a.k = device ? dk.view() : k.view();
-    a.v = device ? dv.view() : v.view();
+    a.k = c.packed_kv ? packed_view(device, 0) : device ? dk.view() : k.view();
+    a.v = c.packed_kv ? packed_view(device, 1) : device ? dv.view() : v.view();
     a.out = device ? dout.view() : out.view();
     a.lse = device ? dlse.view() : lse.view();
     a.q_scale = device ? dqs.view() : qs.view();
@@ -202,6 +221,9 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
       {f16, 8, 16, 16, 700, 200, 128, true},  // 768 items, rows 0-499 see no key
       {bf16, 2, 64, 8, 300, 900, 128},        // 384 items, GQA 8
       {f16, 1, 32, 4, 1100, 900, 128, true},  // 288 items, Sq > Sk
+      // K and V as strided views into one buffer: the tensor maps' row strides (2 Hkv D bytes).
+      F8Case{bf16, 2, 8, 2, 300, 500, 128, true}.packed(),
+      F8Case{f16, 1, 4, 4, 200, 130, 128}.packed(),
   };
   for (const F8Case& c : cases) run_case(c, path);
 }

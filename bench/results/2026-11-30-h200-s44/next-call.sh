@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # For the next session's first device call: the two FP8 kernel cases added in d7599da
 # (bf16 B1 H16/2 520 x 700; f16 B1 H32/4 1100 x 900 causal, 288 items) have run only on the
-# hybrid's pass path (calls 8-9), not on main's kernel (in-kernel V transposes everywhere). The FP8
+# hybrid's pass path (calls 8-9), not on main's kernel (in-kernel V transposes everywhere), and the
+# two packed-K/V cases (strided V through the V tensor map, new in this kernel) not at all. The FP8
 # suite, then memcheck and racecheck of its kernel cases, then gpuattn_fp8_probe twice (a record
 # of main's kernel), then the Python module built there and test_fp8_attention.py on CUDA (the
 # negative-descale checks with check_indices=False were added after call 8). Build here first:
@@ -15,7 +16,7 @@ mkdir -p /tmp/$v && tar xJf carry/$v.tar.xz -C /tmp/$v --strip-components 1 || {
 T=/tmp/$v/gpuattn_cuda_tests
 timeout 150 $T --gtest_filter='Fp8*' > $OUT/fp8.txt 2>&1
 echo "fp8 rc $? $(grep -E '^\[  (PASSED|FAILED)' $OUT/fp8.txt | tr '\n' ' ')"
-grep -E "Sq520|Sq1100|Failure" -A3 $OUT/fp8.txt | head -30
+grep -E "Sq520|Sq1100|packed|Failure" -A3 $OUT/fp8.txt | head -30
 SAN=$(ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 for tool in memcheck racecheck; do
   timeout 200 $SAN --tool $tool --error-exitcode 9 $T --gtest_filter='Fp8AttentionCuda.KernelMatches*' > $OUT/$tool.txt 2>&1
