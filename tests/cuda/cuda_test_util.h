@@ -96,6 +96,21 @@ struct OnDevice {
   DeviceBuffer buf;
 };
 
+// The arguments of an attention call over an 8-bit cache on the device: Q, K and V (the cache),
+// the cache's scales, O (an FP8 call adds q_scale).
+inline AttentionArgs quantized_args(const OnDevice& q, const OnDevice& k, const OnDevice& v,
+                                    const OnDevice& k_scale, const OnDevice& v_scale,
+                                    const OnDevice& out) {
+  AttentionArgs a;
+  a.q = q.view();
+  a.k = k.view();
+  a.v = v.view();
+  a.out = out.view();
+  a.k_scale = k_scale.view();
+  a.v_scale = v_scale.view();
+  return a;
+}
+
 // Page-locked host memory, so that copies on a stream are truly asynchronous.
 class PinnedBuffer {
  public:

@@ -253,14 +253,8 @@ TEST_F(Fp8AttentionCuda, BadScaleIsNamedAndOutUntouched) {
   vs.set(0, 0.0625f);
   out.poison();
   const OnDevice dq(q), dk(k), dv(v), dout(out), dqs(qs), dks(ks), dvs(vs);
-  AttentionArgs a;
-  a.q = dq.view();
-  a.k = dk.view();
-  a.v = dv.view();
-  a.out = dout.view();
+  AttentionArgs a = quantized_args(dq, dk, dv, dks, dvs, dout);
   a.q_scale = dqs.view();
-  a.k_scale = dks.view();
-  a.v_scale = dvs.view();
   expect_invalid_argument([&] { attention_forward(a); }, "q_scale[1] is -1");
   HostTensor back(DType::bf16, {1, 130, 2, 128});
   dout.buf.download(back.data());

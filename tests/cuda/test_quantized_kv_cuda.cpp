@@ -58,20 +58,6 @@ void fill_cache(HostTensor& k, HostTensor& v, HostTensor& ks, HostTensor& vs, st
   }
 }
 
-// The arguments every attention call here shares: Q, the 8-bit cache and its scales, O.
-AttentionArgs quantized_args(const OnDevice& q, const OnDevice& k, const OnDevice& v,
-                             const OnDevice& k_scale, const OnDevice& v_scale,
-                             const OnDevice& out) {
-  AttentionArgs a;
-  a.q = q.view();
-  a.k = k.view();
-  a.v = v.view();
-  a.out = out.view();
-  a.k_scale = k_scale.view();
-  a.v_scale = v_scale.view();
-  return a;
-}
-
 // Which kernel a case should run (cuda_forward_kernel, what --show-config reports): the 8-bit
 // decode kernel on the cache in place, or a 16-bit kernel on the dequantized copy.
 enum class Runs { in_place, on_copy, unchecked };
