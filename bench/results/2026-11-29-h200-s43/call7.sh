@@ -2,6 +2,8 @@
 # Session 43, call 7: the FP8 kernel's epilogue through shared memory alone (stmatrix, 16-byte row
 # stores; the rescale where call 4 had it), against call 4's kernel (fwd_sm90_fp8-call4.cu):
 # the FP8 suite, then both Python modules built here and bench/fp8_attention.py alternated.
+# fwd_sm90_fp8-call4.cu was call 4's kernel, src/cuda/fwd_sm90_fp8.cu at 767daf4 (git show
+# 767daf4:src/cuda/fwd_sm90_fp8.cu); it is no longer kept in this folder.
 set -u
 cd "$(dirname "$0")/../../.." || exit 1
 R=bench/results/2026-11-29-h200-s43
