@@ -39,6 +39,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "core/fwd_params.h"
 #include "core/tile_config.h"
@@ -183,9 +184,11 @@ struct FwdTraits {
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
-  // mbarriers, a schedule word per stage, 2 item slots, the look-ahead record (see Barriers)
+  // mbarriers, a schedule word per stage, 2 item slots, the look-ahead record, the varlen
+  // sequence end (see Barriers)
   static constexpr int kBarrierBytes =
-      (8 * (4 + 4 * kStages + 4 + 2) + 4 * (kStages + 2 * kItemInts + kLookaheadInts) + 7) / 8 * 8;
+      (8 * (4 + 4 * kStages + 4 + 2) + 4 * (kStages + 2 * kItemInts + kLookaheadInts + 1) + 7) / 8 *
+      8;
   // Q buffers of the persistent kernel: with two, the next item's Q loads while this item runs
   // (with one, its load starts once this item's last S GEMM is done, and O is staged through the
   // last tile's stage: see kEarlyQ in consume()). Two where they fit the 227 KB: head dims 64 and
@@ -398,8 +401,9 @@ struct Barriers {
   std::uint32_t sched;      // stage s: + 4 * s
   std::uint32_t item_slot;  // slot s: + 4 * kItemInts * s
   std::uint32_t lookahead;  // int i: + 4 * i
+  std::uint32_t seq_end;    // varlen: the row past the producer's item's last key (see load_kv)
   static constexpr int bytes(int stages) {
-    return 8 * (4 + 4 * stages + 4 + 2) + 4 * (stages + 2 * kItemInts + kLookaheadInts);
+    return 8 * (4 + 4 * stages + 4 + 2) + 4 * (stages + 2 * kItemInts + kLookaheadInts + 1);
   }
   __device__ Barriers(std::uint32_t base, int stages)
       : q_full(base),
@@ -414,7 +418,8 @@ struct Barriers {
         look_empty(look_full + 8),
         sched(look_empty + 8),
         item_slot(sched + 4 * stages),
-        lookahead(item_slot + 8 * kItemInts) {}
+        lookahead(item_slot + 8 * kItemInts),
+        seq_end(lookahead + 4 * kLookaheadInts) {}
   // Q buffer b (0 or 1).
   __device__ std::uint32_t q_full_of(int b) const { return q_full + 8 * b; }
   __device__ std::uint32_t q_empty_of(int b) const { return q_empty + 8 * b; }
@@ -656,10 +661,22 @@ struct TileSearch {
 // CTA's j-th loaded tile once the consumers have released that stage's previous use. The masked
 // kernel stores the stage's schedule word `word` before the K "full" arrival (whose release
 // makes it visible to the consumers that wait for that phase).
-template <class Tr, bool kMasked>
-__device__ __forceinline__ void load_kv(const QkvTensorMaps& maps, std::uint32_t sk0,
-                                        std::uint32_t sv0, const Barriers& bar, int j, int row,
-                                        int hk, int bc, int word = 0) {
+//
+// Varlen: a tile that runs past its sequence's end (bar.seq_end, stored by the same thread for
+// the item, see set_seq_end) takes its V through maps.v_tail, which reads the sequence's rows and
+// zeros in place of the next sequence's. Masked scores give those keys P = 0, but 0 x NaN (an Inf
+// or NaN in the next sequence's V) would be NaN in P V. K's rows there need nothing: their scores
+// are overwritten with -inf. kVarlen false leaves the branch out (the dense kernel's copy of the
+// producer loop for other calls, see fwd_kernel). The end comes from shared memory rather than an
+// argument, one value fewer live through the producer's loops (32 registers at head dim 64 with 3
+// consumers): with it as an argument and one copy of the loop, ptxas spilled in the masked and
+// head-dim-256 kernels, and a prologue value of the D64 3-consumer kernel that its consumers
+// reload; its one-wave call (B1 H16 S1024) ran 4% slower (H200, bench/results/2026-11-30-h200-s45,
+// call 3; call 4: as before, within 0.5%).
+template <class Tr, bool kMasked, bool kVarlen>
+__device__ __forceinline__ void load_kv(const FwdParams& p, const QkvTensorMaps& maps,
+                                        std::uint32_t sk0, std::uint32_t sv0, const Barriers& bar,
+                                        int j, int row, int hk, int bc, int word = 0) {
   const int stage = j % Tr::kStages;
   const std::uint32_t use = j / Tr::kStages;
   SM90_TRACE_TILE(3, 0, j, 0);
@@ -675,12 +692,30 @@ __device__ __forceinline__ void load_kv(const QkvTensorMaps& maps, std::uint32_t
   if (j >= Tr::kStages) ptx::mbarrier_wait(bar.v_empty + 8 * stage, (use & 1) ^ 1);
   SM90_TRACE_TILE(3, 0, j, 2);
   ptx::mbarrier_arrive_expect_tx(bar.v_full + 8 * stage, Tr::kKVBytes);
+  if (kVarlen && p.is_varlen()) {
+    const int end = ld_shared_s32(bar.seq_end);
+    if (end - row < Tr::kBlockN) {  // box at (c, hk, kBlockN - r, end): r rows, then zeros
+#pragma unroll
+      for (int s = 0; s < Tr::kSlabs; ++s) {
+        ptx::tma_load_4d(sv0 + stage * Tr::kKVBytes + s * Tr::kBlockN * 128, &maps.v_tail,
+                         bar.v_full + 8 * stage, s * 64, hk, Tr::kBlockN - (end - row), end);
+      }
+      SM90_TRACE_TILE(3, 0, j, 3);
+      return;
+    }
+  }
 #pragma unroll
   for (int s = 0; s < Tr::kSlabs; ++s) {
     ptx::tma_load_4d(sv0 + stage * Tr::kKVBytes + s * Tr::kBlockN * 128, &maps.v,
                      bar.v_full + 8 * stage, s * 64, hk, row, bc);
   }
   SM90_TRACE_TILE(3, 0, j, 3);
+}
+
+// Varlen: the producer thread's record of its item's key end for load_kv (sequence b, lk keys).
+__device__ __forceinline__ void set_seq_end(const FwdParams& p, const Barriers& bar, int b,
+                                            int lk) {
+  if (p.is_varlen()) st_shared_s32(bar.seq_end, static_cast<int>(p.row0_k(b)) + lk);
 }
 
 // The masked kernel's producer for one work item: warp 0 of the producer warpgroup. Lane 0 loads
@@ -723,6 +758,7 @@ __device__ __forceinline__ void produce_masked(
   TileSearch<Tr> search(p, h, m0, lq, lk);
   search.cand = cand;
   const int k_row0 = static_cast<int>(p.row0_k(b));
+  if (lane == 0) set_seq_end(p, bar, b, lk);
   const int j_first = j;
   // The batch at t and its visible tiles not loaded yet (none: the searcher found none at all).
   unsigned todo = __ballot_sync(0xffffffffu, word >= 0);
@@ -732,8 +768,8 @@ __device__ __forceinline__ void produce_masked(
     todo &= todo - 1;
     if (todo == 0) search.advance(t, word, todo);  // before this tile's loads wait for a stage
     if (lane == 0) {
-      load_kv<Tr, true>(maps, sk0, sv0, bar, j, k_row0 + (w >> kWordTileShift) * kBlockN, hk, bc,
-                        todo != 0 ? w : w | kLastTile);
+      load_kv<Tr, true, true>(p, maps, sk0, sv0, bar, j, k_row0 + (w >> kWordTileShift) * kBlockN,
+                              hk, bc, todo != 0 ? w : w | kLastTile);
       if (j == j_first) SM90_TRACE(0, trace_u, 2);
       if (todo == 0) SM90_TRACE(0, trace_u, 3);
     }
@@ -911,12 +947,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     ptx::fence_mbarrier_init();
     if (!kMasked && !listed && static_cast<int>(blockIdx.x) < sched.items) {
       const ItemShape x = shape_of(static_cast<int>(blockIdx.x));
-      if (x.n_tiles > 0) {
+      // Not a tile that ends past its varlen sequence: the early load has no tail map branch
+      // (kVarlen false keeps the prologue's code as it was); the loop loads that tile.
+      if (x.n_tiles > 0 && (!p.is_varlen() || (x.t_first + 1) * kBlockN <= x.lk)) {
         early = true;
         load_q(0, x);
-        load_kv<Tr, false>(maps, sk0, sv0, bar, 0,
-                           static_cast<int>(p.row0_k(x.it.b)) + x.t_first * kBlockN,
-                           p.kv_head(x.it.h), p.is_varlen() ? 0 : x.it.b);
+        load_kv<Tr, false, false>(p, maps, sk0, sv0, bar, 0,
+                                  static_cast<int>(p.row0_k(x.it.b)) + x.t_first * kBlockN,
+                                  p.kv_head(x.it.h), p.is_varlen() ? 0 : x.it.b);
       }
     }
   }
@@ -933,98 +971,114 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // i-th Q goes to buffer i % kQBuffers once the consumers are done with the Q that buffer held
     // before.
     if (kMasked || listed ? tid < 32 : tid == 0) {
-      const int lane = tid & 31;
-      int j = 0, q_loads = 0;
-      for (int w = static_cast<int>(blockIdx.x), u = 0;; ++u) {
-        int next = 0;
-        // The masked kernel: item u and its first batch of tiles from the searcher's record (read
-        // whole before the record is handed back).
-        TileCandidates<kBlockN> cand;
-        int first_t = 0, first_word = -1;
-        if constexpr (kMasked) {
-          ptx::mbarrier_wait(bar.look_full, u & 1);
-          w = ld_shared_s32(bar.lookahead);
-          first_t = ld_shared_s32(bar.lookahead + 4);
-          cand.first = ld_shared_s32(bar.lookahead + 8);
-          cand.end = ld_shared_s32(bar.lookahead + 12);
-          cand.prefix = ld_shared_s32(bar.lookahead + 16);
-          cand.band_begin = ld_shared_s32(bar.lookahead + 20);
-          cand.band_end = ld_shared_s32(bar.lookahead + 24);
-          cand.causal_end = ld_shared_s32(bar.lookahead + 28);
-          cand.stride = ld_shared_s32(bar.lookahead + 32);
-          first_word = ld_shared_s32(bar.lookahead + 36 + 4 * (tid & 31));
-          if (w < sched.items) ptx::mbarrier_arrive(bar.look_empty);
-        }
-        ItemShape x{};
-        if (w < sched.items) x = shape_of(w);
-        int listed_last = -1;  // a listed item's last on tile
-        if (listed && x.n_tiles > 0) {
-          int count = 0;
-          count_listed(LayoutTiles(p, x.it.h, x.m0, kBlockN), x.n_tiles, count, listed_last);
-          x.n_tiles = count;
-          if (count > 0) x.lk -= (listed_last - (count - 1)) * kBlockN;  // for the consumers
-        }
-        if (tid == 0) {
-          const int slot = u & 1;
-          if (u >= 2) ptx::mbarrier_wait(bar.item_empty + 8 * slot, ((u >> 1) & 1) ^ 1);
-          const std::uint32_t a = bar.item_slot + 4 * kItemInts * slot;
-          st_shared_s32(a, w);
-          st_shared_s32(a + 4, x.m0);
-          st_shared_s32(a + 8, x.lq);
-          st_shared_s32(a + 12, x.lk);
-          st_shared_s32(a + 16, x.n_tiles);
-          st_shared_s32(a + 20, x.it.b);
-          st_shared_s32(a + 24, x.it.h);
-          st_shared_s32(a + 28, x.t_first);
-          ptx::mbarrier_arrive(bar.item_full + 8 * slot);
-          if (!kMasked && w < sched.items) next = next_item(w);
-        }
-        if (w >= sched.items) break;
-        SM90_TRACE(0, u, 0);
-        const int qb = q_loads % Tr::kQBuffers, q_use = q_loads / Tr::kQBuffers;
-        const int hk = p.kv_head(x.it.h);
-        if constexpr (kMasked) {
-          if (x.m0 < x.lq) {
-            produce_masked<Tr>(p, maps, sq, sk0, sv0, bar, x.m0, x.lq, x.lk, x.it.b, x.it.h, hk, j,
-                               qb, q_use, cand, first_t, first_word, u);
-            ++q_loads;
+      // Two copies of the loop in the dense kernel, one for varlen calls (the V tail map, see
+      // load_kv) and one for the others, so that the dense calls' producer is the code it was
+      // before varlen's tiles took their sequence ends into account: in one copy, their branch
+      // made ptxas spill a value of the prologue that the consumers reload (B1 H16 S1024 D64:
+      // 4% slower, H200, s45 call 3). The masked kernel keeps one copy (load_kv tests
+      // is_varlen per tile): two spilled ~110 more instructions' worth there.
+      auto produce = [&](auto varlen) {
+        constexpr bool kVarlen = decltype(varlen)::value;
+        [[maybe_unused]] const int lane = tid & 31;  // the masked and listed producers' warp
+        int j = 0, q_loads = 0;
+        for (int w = static_cast<int>(blockIdx.x), u = 0;; ++u) {
+          int next = 0;
+          // The masked kernel: item u and its first batch of tiles from the searcher's record (read
+          // whole before the record is handed back).
+          TileCandidates<kBlockN> cand;
+          [[maybe_unused]] int first_t = 0, first_word = -1;
+          if constexpr (kMasked) {
+            ptx::mbarrier_wait(bar.look_full, u & 1);
+            w = ld_shared_s32(bar.lookahead);
+            first_t = ld_shared_s32(bar.lookahead + 4);
+            cand.first = ld_shared_s32(bar.lookahead + 8);
+            cand.end = ld_shared_s32(bar.lookahead + 12);
+            cand.prefix = ld_shared_s32(bar.lookahead + 16);
+            cand.band_begin = ld_shared_s32(bar.lookahead + 20);
+            cand.band_end = ld_shared_s32(bar.lookahead + 24);
+            cand.causal_end = ld_shared_s32(bar.lookahead + 28);
+            cand.stride = ld_shared_s32(bar.lookahead + 32);
+            first_word = ld_shared_s32(bar.lookahead + 36 + 4 * (tid & 31));
+            if (w < sched.items) ptx::mbarrier_arrive(bar.look_empty);
           }
-        } else {
-          if (x.n_tiles > 0) {  // without a key tile the consumers write zeros without Q
-            const int k_row0 = static_cast<int>(p.row0_k(x.it.b));
-            const int bc = p.is_varlen() ? 0 : x.it.b;
-            ++q_loads;
-            if (lane == 0) {
-              if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(qb), (q_use - 1) & 1);
-              if (u > 0 || !early) load_q(qb, x);
+          ItemShape x{};
+          if (w < sched.items) x = shape_of(w);
+          if (kVarlen && !kMasked && w < sched.items) set_seq_end(p, bar, x.it.b, x.lk);
+          int listed_last = -1;  // a listed item's last on tile
+          if (listed && x.n_tiles > 0) {
+            int count = 0;
+            count_listed(LayoutTiles(p, x.it.h, x.m0, kBlockN), x.n_tiles, count, listed_last);
+            x.n_tiles = count;
+            if (count > 0) x.lk -= (listed_last - (count - 1)) * kBlockN;  // for the consumers
+          }
+          if (tid == 0) {
+            const int slot = u & 1;
+            if (u >= 2) ptx::mbarrier_wait(bar.item_empty + 8 * slot, ((u >> 1) & 1) ^ 1);
+            const std::uint32_t a = bar.item_slot + 4 * kItemInts * slot;
+            st_shared_s32(a, w);
+            st_shared_s32(a + 4, x.m0);
+            st_shared_s32(a + 8, x.lq);
+            st_shared_s32(a + 12, x.lk);
+            st_shared_s32(a + 16, x.n_tiles);
+            st_shared_s32(a + 20, x.it.b);
+            st_shared_s32(a + 24, x.it.h);
+            st_shared_s32(a + 28, x.t_first);
+            ptx::mbarrier_arrive(bar.item_full + 8 * slot);
+            if (!kMasked && w < sched.items) next = next_item(w);
+          }
+          if (w >= sched.items) break;
+          SM90_TRACE(0, u, 0);
+          const int qb = q_loads % Tr::kQBuffers, q_use = q_loads / Tr::kQBuffers;
+          const int hk = p.kv_head(x.it.h);
+          if constexpr (kMasked) {
+            if (x.m0 < x.lq) {
+              produce_masked<Tr>(p, maps, sq, sk0, sv0, bar, x.m0, x.lq, x.lk, x.it.b, x.it.h, hk,
+                                 j, qb, q_use, cand, first_t, first_word, u);
+              ++q_loads;
             }
-            if (listed) {  // the on tiles, 32 a ballot (lane 0 loads, the others read ahead)
-              const LayoutTiles tiles(p, x.it.h, x.m0, kBlockN);
-              for (int t0 = 0; t0 <= listed_last; t0 += 32) {
-                unsigned bits =
-                    __ballot_sync(0xffffffffu, t0 + lane <= listed_last && tiles.on(t0 + lane));
-                while (bits != 0) {
-                  const int t = t0 + __ffs(static_cast<int>(bits)) - 1;
-                  bits &= bits - 1;
-                  if (lane == 0)
-                    load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + t * kBlockN, hk, bc);
-                  ++j;
+          } else {
+            if (x.n_tiles > 0) {  // without a key tile the consumers write zeros without Q
+              const int k_row0 = static_cast<int>(p.row0_k(x.it.b));
+              const int bc = p.is_varlen() ? 0 : x.it.b;
+              ++q_loads;
+              if (lane == 0) {
+                if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(qb), (q_use - 1) & 1);
+                if (u > 0 || !early) load_q(qb, x);
+              }
+              if (listed) {  // the on tiles, 32 a ballot (lane 0 loads, the others read ahead)
+                const LayoutTiles tiles(p, x.it.h, x.m0, kBlockN);
+                for (int t0 = 0; t0 <= listed_last; t0 += 32) {
+                  unsigned bits =
+                      __ballot_sync(0xffffffffu, t0 + lane <= listed_last && tiles.on(t0 + lane));
+                  while (bits != 0) {
+                    const int t = t0 + __ffs(static_cast<int>(bits)) - 1;
+                    bits &= bits - 1;
+                    if (lane == 0)
+                      load_kv<Tr, false, kVarlen>(p, maps, sk0, sv0, bar, j, k_row0 + t * kBlockN,
+                                                  hk, bc);
+                    ++j;
+                  }
+                }
+              } else {
+                for (int t = 0; t < x.n_tiles; ++t, ++j) {
+                  if (j > 0 || !early) {
+                    load_kv<Tr, false, kVarlen>(p, maps, sk0, sv0, bar, j,
+                                                k_row0 + (x.t_first + t) * kBlockN, hk, bc);
+                  }
+                  if (t == 0) SM90_TRACE(0, u, 2);
                 }
               }
-            } else {
-              for (int t = 0; t < x.n_tiles; ++t, ++j) {
-                if (j > 0 || !early) {
-                  load_kv<Tr, false>(maps, sk0, sv0, bar, j, k_row0 + (x.t_first + t) * kBlockN, hk,
-                                     bc);
-                }
-                if (t == 0) SM90_TRACE(0, u, 2);
-              }
+              SM90_TRACE(0, u, 3);
             }
-            SM90_TRACE(0, u, 3);
+            if (listed) next = __shfl_sync(0xffffffffu, next, 0);
+            w = next;
           }
-          if (listed) next = __shfl_sync(0xffffffffu, next, 0);
-          w = next;
         }
+      };
+      if (kMasked || p.is_varlen()) {
+        produce(std::true_type{});
+      } else {
+        produce(std::false_type{});
       }
     } else if constexpr (kMasked) {
       if (tid < 64) {
@@ -1945,8 +1999,7 @@ void launch_own(const FwdParams& p, cudaStream_t stream, bool causal_only = fals
     require_dense_standard(name, p, causal_only);
     launch_kernel<Tr, false>(p, stream);
   } else {
-    throw Error(ErrorCode::not_supported, std::string("gpuattn: ") + name +
-                                              " exists at head dim " +
+    throw Error(ErrorCode::not_supported, std::string("gpuattn: ") + name + " exists at head dim " +
                                               std::to_string(Tr::kHeadDim) + " only, not " +
                                               std::to_string(D));
   }

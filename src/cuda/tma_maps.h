@@ -10,7 +10,15 @@
 namespace gpuattn {
 
 struct QkvTensorMaps {
-  CUtensorMap q, k, v, o;
+  CUtensorMap q, k, v;
+  union {
+    CUtensorMap o;  // dense: out (the kernel stores O through it)
+    // Varlen (out stored by the threads): V's rows once more, through a map whose tiles end at a
+    // sequence's end, zeros past it. Dims (head dim, head, rows_kv, total_k + 1) over
+    // v - rows_kv rows, the last two dims one row apart each: the box at (c, h, rows_kv - r, end)
+    // holds rows end - r .. end - 1, then zeros (dim 2 ends after r of its rows).
+    CUtensorMap v_tail;
+  };
 };
 
 // Describes q, k, v and out as 4-D tensors (head dim, head, row, batch) with their strides

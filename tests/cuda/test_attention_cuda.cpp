@@ -65,6 +65,10 @@ enum class Layout : std::uint8_t {
 
 struct Case : CaseBase<Case> {
   Layout layout = Layout::contiguous;
+  // Varlen: this sequence (of no query rows) has K and V rows all NaN. No query attends them, but
+  // a kernel whose last key tile of the sequence before runs past its end reads them there: masked
+  // scores alone leave P = 0 times NaN in P V.
+  int nan_kv_seq = -1;
 
   // The visibility rule of the case, as the kernels and the reference apply it.
   MaskPolicy policy() const {
@@ -82,6 +86,11 @@ struct Case : CaseBase<Case> {
     c.layout = l;
     return c;
   }
+  Case nan_kv(int seq) const {
+    Case c = *this;
+    c.nan_kv_seq = seq;
+    return c;
+  }
 
   // A readable, unique test name: f16_B2_H32kv8_Sq100_Sk1000_D128_causal_w256_0_g16_compensated
   // _qx30 ...
@@ -89,6 +98,7 @@ struct Case : CaseBase<Case> {
     std::string s = shape_name() + mask_name();
     if (layout == Layout::padded) s += "_padded";
     if (layout == Layout::packed_qkv) s += "_packed_qkv";
+    if (nan_kv_seq >= 0) s += "_nan_kv" + std::to_string(nan_kv_seq);
     return s;
   }
 };
@@ -265,6 +275,20 @@ class Problem {
     fill_normal(host_view(q_), mix(seed_, 1), c_.q_scale);
     fill_normal(host_view(k_), mix(seed_, 2), 1.f);
     fill_normal(host_view(v_), mix(seed_, 3), 1.f);
+    if (c_.nan_kv_seq >= 0) {
+      const auto s = static_cast<std::size_t>(c_.nan_kv_seq);
+      if (!vl || s >= c_.lens_q.size() || c_.lens_q[s] != 0) {
+        throw std::logic_error("nan_kv needs a varlen sequence of no query rows");
+      }
+      const auto* cu = static_cast<const std::int32_t*>(cu_k_.data());
+      for (const Operand* op : {&k_, &v_}) {
+        const TensorView v = host_view(*op);  // [total_k, Hkv, D]
+        for (std::int64_t o = std::int64_t{cu[s]} * c_.Hkv; o < std::int64_t{cu[s + 1]} * c_.Hkv;
+             ++o) {
+          fill_bits(elem_ptr(v, row_offset(v, o)), c_.dtype, c_.D, nan_bits(c_.dtype));
+        }
+      }
+    }
     for (const Operand* op : {&q_, &k_, &v_}) {
       Alloc& a = allocs_[op->alloc];
       if (a.dev.bytes() > 0) continue;  // packed_qkv: one buffer for all three
@@ -734,6 +758,26 @@ INSTANTIATE_TEST_SUITE_P(
                       varlen(8, 2, 128, bf16, kLens, {17, 1, 2048, 513}).causal().compensated(),
                       varlen(8, 8, 128, f16, {1, 0, 513, 300}, {17, 300, 0, 2048}),
                       varlen(16, 16, 128, bf16, kLens).no_lse()),
+    case_name);
+
+// A query-less sequence of NaN keys and values right after sequences whose last key tile runs into
+// it (140, 5 and 1100 keys: partial tiles of every kernel's key tile), causal or not, at every
+// head dim, and with query lengths of the decode kernel: masked scores alone would leave P = 0
+// times NaN in P V. The sm_90a kernels read V's last tile of a sequence through a map that ends
+// there (zeros past it); the others never read past a sequence's keys.
+INSTANTIATE_TEST_SUITE_P(
+    VarlenNeighbours, AttentionCuda,
+    ::testing::Values(
+        varlen(8, 2, 128, bf16, {200, 0, 150}, {140, 100, 130}).nan_kv(1),
+        varlen(4, 4, 128, f16, {130, 0, 300, 64}, {5, 200, 260, 0}).causal().nan_kv(1),
+        varlen(8, 8, 64, f16, {200, 0, 150}, {140, 100, 130}).nan_kv(1),
+        varlen(8, 2, 64, bf16, {300, 0, 70}, {1100, 90, 70}).causal().nan_kv(1),
+        varlen(4, 4, 256, bf16, {200, 0, 150}, {140, 100, 130}).nan_kv(1),
+        varlen(4, 2, 256, f16, {64, 0, 1}, {1100, 300, 1}).causal().nan_kv(1),
+        varlen(8, 2, 128, f16, {200, 0, 150}, {140, 100, 130}).compensated().nan_kv(1),
+        // query lengths the decode kernel takes
+        varlen(8, 2, 128, f16, {1, 0, 2}, {140, 100, 130}).nan_kv(1),
+        varlen(16, 4, 64, bf16, {3, 0, 1}, {1100, 90, 70}).causal().nan_kv(1)),
     case_name);
 
 // q scaled by 30: logits with a standard deviation of 30, softmax close to one-hot.
