@@ -70,6 +70,7 @@ struct BlockCase : CaseBase<BlockCase> {
   Fill fill = Fill::random;
   std::vector<std::uint8_t> blocks;
   LayoutStorage storage = LayoutStorage::contiguous;
+  int nan_kv_seq = -1;  // varlen: this sequence (of no query rows) has K and V rows all NaN
 
   BlockCase() { D = 64; }
 
@@ -86,6 +87,11 @@ struct BlockCase : CaseBase<BlockCase> {
   BlockCase shared() const {
     BlockCase c = *this;
     c.per_head = false;
+    return c;
+  }
+  BlockCase nan_kv(int seq) const {
+    BlockCase c = *this;
+    c.nan_kv_seq = seq;
     return c;
   }
   BlockCase sparsity(double s) const {  // fraction of the blocks off
@@ -119,6 +125,7 @@ struct BlockCase : CaseBase<BlockCase> {
     }
     if (storage == LayoutStorage::transposed) s += "_transposed";
     if (storage == LayoutStorage::broadcast) s += "_broadcast";
+    if (nan_kv_seq >= 0) s += "_nan_kv" + std::to_string(nan_kv_seq);
     return s + mask_name();
   }
 };
@@ -176,6 +183,20 @@ class BlockProblem {
     q_.randomize(seed ^ 0x1111, c_.q_scale);
     k_.randomize(seed ^ 0x2222);
     v_.randomize(seed ^ 0x3333);
+    if (c_.nan_kv_seq >= 0) {
+      // No query attends these rows; a key tile that runs past the sequence before reads them.
+      const auto s = static_cast<std::size_t>(c_.nan_kv_seq);
+      if (!c_.varlen() || s >= c_.lens_q.size() || c_.lens_q[s] != 0) {
+        throw std::logic_error("nan_kv needs a varlen sequence of no query rows");
+      }
+      const auto* cu = static_cast<const std::int32_t*>(cu_k_.data());
+      const std::int64_t row = std::int64_t{c_.Hkv} * c_.D;
+      const auto nan = static_cast<std::uint16_t>(c_.dtype == DType::f16 ? 0x7e00u : 0x7fc0u);
+      std::fill(static_cast<std::uint16_t*>(k_.data()) + cu[s] * row,
+                static_cast<std::uint16_t*>(k_.data()) + cu[s + 1] * row, nan);
+      std::fill(static_cast<std::uint16_t*>(v_.data()) + cu[s] * row,
+                static_cast<std::uint16_t*>(v_.data()) + cu[s + 1] * row, nan);
+    }
     out_.poison();
     lse_.poison();
     make_layout(seed ^ 0x4444);
@@ -630,7 +651,11 @@ INSTANTIATE_TEST_SUITE_P(
             .blocks_of(64, 16)
             .window(64, 64)
             .globals(0, 256)
-            .compensated()),
+            .compensated(),
+        // A query-less sequence of NaN K / V after sequences whose last key tile runs into it:
+        // whole-tile blocks (the dense kernel's listed tiles) and 16 x 16 ones (the masked kernel).
+        varlen(8, 2, 128, bf16, {200, 0, 150}, {140, 100, 130}).blocks_of(128, 128).nan_kv(1),
+        varlen(8, 2, 64, f16, {200, 0, 150}, {140, 100, 130}).blocks_of(16, 16).causal().nan_kv(1)),
     case_name);
 
 // ---- grids of many row blocks -------------------------------------------------------------------
