@@ -53,9 +53,20 @@ std::vector<Case> sweep_shapes(const std::vector<int>& seqlens, int tokens, int 
   return v;
 }
 
+// Serving prefill: one packed (varlen) batch of 16 prompts of mixed lengths, 1 to 4096 keys
+// (22,600 tokens), as a continuous-batching scheduler hands them to one call.
+const std::vector<int> kPrefillLens = {3000, 17,   1500, 800,  4096, 1,    2222, 640,
+                                       129,  3333, 513,  2048, 77,   1024, 2900, 300};
+
 std::vector<Case> cuda_shapes(const std::string& set) {
   if (set == "sweep") return sweep_shapes({512, 1024, 2048, 4096, 8192, 16384}, 16384, 2048);
   const DType h = DType::f16, bf = DType::bf16;
+  if (set == "varlen") {
+    const std::vector<int>& l = kPrefillLens;
+    return {varlen_case(l, l, 32, 8, 128, h, true), varlen_case(l, l, 32, 8, 128, bf, true),
+            varlen_case(l, l, 32, 8, 128, h, false), varlen_case(l, l, 32, 8, 64, h, true),
+            varlen_case(l, l, 16, 16, 256, bf, true)};
+  }
   std::vector<Case> v = {
       dense_case(1, 16, 16, 1024, 1024, 64, h, false),  // seed report 001's shape
       dense_case(4, 16, 16, 4096, 4096, 128, h, false),
@@ -83,6 +94,11 @@ std::vector<Case> cuda_shapes(const std::string& set) {
 std::vector<Case> cpu_shapes(const std::string& set) {
   // The sweep scaled down for the CPU backend (B*S = 512, H*D = 256): checks the plumbing only.
   if (set == "sweep") return sweep_shapes({128, 256, 512}, 512, 256);
+  if (set == "varlen") {  // the plumbing of a packed batch: lengths 1 to 300
+    const std::vector<int> l = {300, 17, 1, 129};
+    return {varlen_case(l, l, 4, 2, 64, DType::f16, true),
+            varlen_case(l, l, 4, 4, 128, DType::bf16, false)};
+  }
   const bool quick = set == "quick";
   std::vector<Case> v = {dense_case(1, 4, 4, 256, 256, 64, DType::f16, false),
                          dense_case(1, 4, 4, 256, 256, 64, DType::f16, true),
@@ -130,6 +146,13 @@ void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, std
   r.buffer_sets =
       static_cast<int>(std::clamp<std::size_t>((2 * l2_bytes + set_bytes - 1) / set_bytes, 1, 32));
   std::vector<DeviceSet> sets(static_cast<std::size_t>(r.buffer_sets));
+  cuda::Buffer cu_q, cu_k;  // varlen: every set's cu_seqlens (read only)
+  if (c.varlen()) {
+    cu_q = cuda::Buffer(hp.cu_q.bytes());
+    cu_k = cuda::Buffer(hp.cu_k.bytes());
+    cuda::upload(cu_q.get(), hp.cu_q.data(), hp.cu_q.bytes());
+    cuda::upload(cu_k.get(), hp.cu_k.data(), hp.cu_k.bytes());
+  }
   for (auto& s : sets) {
     s.q = cuda::Buffer(hp.q.bytes());
     s.k = cuda::Buffer(hp.k.bytes());
@@ -139,7 +162,7 @@ void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, std
     cuda::upload(s.k.get(), hp.k.data(), hp.k.bytes());
     cuda::upload(s.v.get(), hp.v.data(), hp.v.bytes());
     s.args = make_args(c, Device::cuda, s.q.get(), s.k.get(), s.v.get(), s.out.get(), nullptr,
-                       nullptr, nullptr);
+                       cu_q.get(), cu_k.get());
   }
   const auto n = sets.size();
   try {
@@ -152,6 +175,10 @@ void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, std
 
   if (!with_baseline) {
     r.base_note = "skipped (sweep)";
+    return;
+  }
+  if (c.varlen()) {  // the 3-kernel baseline takes dense batches only
+    r.base_note = "n/a: varlen";
     return;
   }
   const std::size_t ws_bytes = cuda::baseline_workspace_bytes(sets[0].args);
@@ -315,7 +342,7 @@ bool matches_only(const Case& c, const std::string& words) {
 
 void print_help() {
   std::cout <<
-      R"(usage: gpuattn bench [--device cpu|cuda|auto] [--shapes default|seed|quick|sweep]
+      R"(usage: gpuattn bench [--device cpu|cuda|auto] [--shapes default|seed|quick|sweep|varlen]
                     [--json FILE] [--warmup MS] [--rep MS] [--only WORDS]
                     [--precision standard|compensated] [--show-config]
 
@@ -334,7 +361,10 @@ would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
             table, causal and not; quick: the first three; sweep: the FA3 figure's grid, fp16,
             B*S = 16k tokens, H*D = 2048, S 512..16384, D 64, 128 and 256, causal and not
             (36 shapes, no baseline, warm-up 10 ms by default; on cpu a scaled-down grid,
-            B*S = 512, H*D = 256, S 128..512); bench/plot_sweep.py plots it
+            B*S = 512, H*D = 256, S 128..512); bench/plot_sweep.py plots it; varlen: serving
+            prefill, one packed batch of 16 prompts of 1 to 4096 tokens (22,600 in all),
+            GQA 32:8 D128 causal f16 / bf16 and not, D64, and 16 heads of D256 (no baseline;
+            on cpu 4 prompts of 1 to 300 tokens); TFLOP/s counts each prompt's own keys
   --json    also write the results (device, date, commit, peak) as JSON to FILE; each
             result names the tile configuration the dispatch picked ("config")
   --warmup  milliseconds of warm-up calls before timing (default 25 on cuda, 10 for sweep,
@@ -365,7 +395,7 @@ int run_bench(const std::vector<std::string>& args) {
                     {"show-config"});
   const std::string device = flags.choice("device", "auto", {"auto", "cpu", "cuda"});
   const std::string shapes =
-      flags.choice("shapes", "default", {"default", "seed", "quick", "sweep"});
+      flags.choice("shapes", "default", {"default", "seed", "quick", "sweep", "varlen"});
   const std::string json = flags.get("json", "");
   const Precision precision =
       flags.choice("precision", "standard", {"standard", "compensated"}) == "compensated"
