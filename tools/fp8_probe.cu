@@ -11,11 +11,14 @@
 //
 //   gpuattn_fp8_probe [REPS]      (default 50)
 //
-// One line a shape: "B4 H16 S4096 dense   us 703.2  TFLOP/s 781.8".
+// One line a shape: "B4 H16 S4096 dense   us 703.2  TFLOP/s 781.8". The last shape is varlen:
+// gpuattn bench --shapes varlen's 16 prompts of 1 to 4096 tokens in one packed causal call (main
+// in s45 ran varlen FP8 calls on a dequantized copy of q, branch wip/fp8-varlen on the kernel).
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -46,6 +49,7 @@ __global__ void fill_e4m3(__nv_fp8_e4m3* x, long long n, unsigned seed) {
 struct Shape {
   int b, h, s;
   bool causal;
+  std::vector<int> lens = {};  // varlen: the sequences' lengths (q and k alike), b of them
 };
 
 }  // namespace
@@ -93,8 +97,15 @@ int main(int argc, char** argv) {
       shapes.push_back({16384 / s, 16, s, causal});
     }
   }
+  const std::vector<int> prefill = {3000, 17,   1500, 800,  4096, 1,    2222, 640,
+                                    129,  3333, 513,  2048, 77,   1024, 2900, 300};
+  shapes.push_back({16, 16, 4096, true, prefill});
   for (const Shape& sh : shapes) {
-    const long long n = 1ll * sh.b * sh.s * sh.h * D;
+    const bool varlen = !sh.lens.empty();
+    std::vector<int> cu = {0};
+    for (const int l : sh.lens) cu.push_back(cu.back() + l);
+    const long long rows = varlen ? cu.back() : 1ll * sh.b * sh.s;
+    const long long n = rows * sh.h * D;
     __nv_fp8_e4m3 *q, *k, *v;
     void* o;
     check(cudaMalloc(&q, n), "cudaMalloc");
@@ -109,10 +120,25 @@ int main(int argc, char** argv) {
     using gpuattn::DType;
     using gpuattn::TensorView;
     gpuattn::AttentionArgs a;
-    a.q = TensorView::contiguous(q, DType::e4m3, Device::cuda, {sh.b, sh.s, sh.h, D});
-    a.k = TensorView::contiguous(k, DType::e4m3, Device::cuda, {sh.b, sh.s, sh.h, D});
-    a.v = TensorView::contiguous(v, DType::e4m3, Device::cuda, {sh.b, sh.s, sh.h, D});
-    a.out = TensorView::contiguous(o, DType::bf16, Device::cuda, {sh.b, sh.s, sh.h, D});
+    int* dcu = nullptr;
+    if (varlen) {
+      a.q = TensorView::contiguous(q, DType::e4m3, Device::cuda, {rows, sh.h, D});
+      a.k = TensorView::contiguous(k, DType::e4m3, Device::cuda, {rows, sh.h, D});
+      a.v = TensorView::contiguous(v, DType::e4m3, Device::cuda, {rows, sh.h, D});
+      a.out = TensorView::contiguous(o, DType::bf16, Device::cuda, {rows, sh.h, D});
+      check(cudaMalloc(&dcu, cu.size() * sizeof(int)), "cudaMalloc");
+      check(cudaMemcpy(dcu, cu.data(), cu.size() * sizeof(int), cudaMemcpyHostToDevice),
+            "cudaMemcpy");
+      const auto entries = static_cast<std::int64_t>(cu.size());
+      a.cu_seqlens_q = TensorView::contiguous(dcu, DType::i32, Device::cuda, {entries});
+      a.cu_seqlens_k = a.cu_seqlens_q;
+      a.max_seqlen_q = a.max_seqlen_k = *std::max_element(sh.lens.begin(), sh.lens.end());
+    } else {
+      a.q = TensorView::contiguous(q, DType::e4m3, Device::cuda, {sh.b, sh.s, sh.h, D});
+      a.k = TensorView::contiguous(k, DType::e4m3, Device::cuda, {sh.b, sh.s, sh.h, D});
+      a.v = TensorView::contiguous(v, DType::e4m3, Device::cuda, {sh.b, sh.s, sh.h, D});
+      a.out = TensorView::contiguous(o, DType::bf16, Device::cuda, {sh.b, sh.s, sh.h, D});
+    }
     a.q_scale = TensorView::contiguous(scales, DType::f32, Device::cuda, {sh.h});
     a.k_scale = TensorView::contiguous(scales, DType::f32, Device::cuda, {sh.h});
     a.v_scale = TensorView::contiguous(scales, DType::f32, Device::cuda, {sh.h});
@@ -136,12 +162,22 @@ int main(int argc, char** argv) {
     }
     std::sort(ms.begin(), ms.end());
     const double us = 1e3 * ms[ms.size() / 2];
-    const double flop =
-        4.0 * sh.b * sh.h * sh.s * static_cast<double>(sh.s) * D * (sh.causal ? 0.5 : 1.0);
-    std::printf("B%d H%d S%d %s  us %.1f  TFLOP/s %.1f\n", sh.b, sh.h, sh.s,
-                sh.causal ? "causal" : "dense ", us, flop / us / 1e6);
+    // Causal: the visible (row, key) pairs, s (s + 1) / 2 a sequence (s^2 / 2 for the dense
+    // shapes, as bench/fp8_attention.py counts them).
+    double pairs = 0;
+    for (const int l : sh.lens) pairs += 0.5 * l * (l + 1.0);
+    if (!varlen) pairs = sh.b * static_cast<double>(sh.s) * sh.s * (sh.causal ? 0.5 : 1.0);
+    const double flop = 4.0 * sh.h * D * pairs;
+    if (varlen) {
+      std::printf("varlen16 H%d max%d causal  us %.1f  TFLOP/s %.1f\n", sh.h, sh.s, us,
+                  flop / us / 1e6);
+    } else {
+      std::printf("B%d H%d S%d %s  us %.1f  TFLOP/s %.1f\n", sh.b, sh.h, sh.s,
+                  sh.causal ? "causal" : "dense ", us, flop / us / 1e6);
+    }
     std::fflush(stdout);
-    for (void* ptr : {static_cast<void*>(q), static_cast<void*>(k), static_cast<void*>(v), o}) {
+    for (void* ptr : {static_cast<void*>(q), static_cast<void*>(k), static_cast<void*>(v), o,
+                      static_cast<void*>(dcu)}) {
       check(cudaFree(ptr), "cudaFree");
     }
   }
