@@ -91,23 +91,14 @@ QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv, 
   m.v = encode("v", p.v, p.dtype, p.head_dim, p.hkv, rows_k_total, batch, p.v_head_stride,
                p.v_row_stride, p.v_batch_stride, rows_kv);
   if (varlen) {  // out is stored by the kernel's threads: its map's place holds V's tail map
-    // The rows' byte stride, as encode takes it (a single row: any multiple of 16).
-    const auto row_bytes = static_cast<std::int64_t>(
-        (p.v_row_stride > 0 ? p.v_row_stride : std::int64_t{p.head_dim}) * 2);
-    const std::uint64_t dims[4] = {
-        static_cast<std::uint64_t>(p.head_dim), static_cast<std::uint64_t>(p.hkv),
-        static_cast<std::uint64_t>(rows_kv), static_cast<std::uint64_t>(p.total_k) + 1};
-    const std::uint64_t strides[3] = {
-        static_cast<std::uint64_t>((p.v_head_stride > 0 ? p.v_head_stride : p.head_dim) * 2),
-        static_cast<std::uint64_t>(row_bytes), static_cast<std::uint64_t>(row_bytes)};
-    const std::uint32_t box[4] = {64, 1, static_cast<std::uint32_t>(rows_kv), 1};
-    // Never read below v: the box's in-bounds rows are end - r .. end - 1.
-    const auto* base = reinterpret_cast<const void*>(
-        reinterpret_cast<std::uintptr_t>(p.v) - static_cast<std::uintptr_t>(rows_kv * row_bytes));
-    m.v_tail = make_tensor_map_4d(
-        "v (sequence ends)", base,
-        p.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-        dims, strides, box);
+    // rows_kv rows in dim 2 and the sequence end in dim 3, both a row apart (encode's size-1
+    // fallback as for v), over v - rows_kv rows: never read below v, the box's in-bounds rows are
+    // end - r .. end - 1.
+    const std::int64_t rs = p.v_row_stride > 0 ? p.v_row_stride : p.head_dim;
+    const auto* base = reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p.v) -
+                                                     static_cast<std::uintptr_t>(rows_kv * rs * 2));
+    m.v_tail = encode("v (sequence ends)", base, p.dtype, p.head_dim, p.hkv, rows_kv,
+                      static_cast<int>(p.total_k) + 1, p.v_head_stride, rs, rs, rows_kv);
   } else {
     m.o = encode("out", p.o, p.dtype, p.head_dim, p.hq, rows_q_total, batch, p.o_head_stride,
                  p.o_row_stride, p.o_batch_stride, rows_o);
