@@ -1,6 +1,6 @@
 // FP8 E4M3 attention forward for Hopper (sm_90a): q, k and v of E4M3 with a scale per head (or
 // one per tensor), out f16 or bf16, head dim 128, dense and causal (bottom-right aligned), GQA,
-// Sq != Sk, LSE.
+// Sq != Sk, varlen, LSE.
 //
 // Both GEMMs run on wgmma's 8-bit path (m64n128k32, fp32 accumulation), which takes its shared-
 // memory operands K-major only:
@@ -14,7 +14,9 @@
 // holds each 32-key chunk's keys in the order the fragment takes them from the accumulator
 // (fp8_key_of), so that P packs from the thread's own registers and P V sums the same products.
 //
-// Work items of 128 query rows of one (batch, head), run by a persistent grid (one CTA an SM);
+// Work items of 128 query rows of one (batch, head), run by a persistent grid (one CTA an SM); a
+// varlen call has max_seqlen_q's row blocks for every sequence, those past its end empty, and its
+// tensor maps span all sequences' rows (rows from cu_seqlens, one batch entry);
 // per CTA a producer warpgroup, whose first thread issues the TMA loads of each item's Q (into two
 // buffers) and of 2-stage rings of K and V tiles of 128 keys (full / empty mbarriers) and whose
 // other three warps transpose V into a 3-stage V^T ring, and two consumer warpgroups of 64 rows.
@@ -126,8 +128,10 @@ __device__ __forceinline__ std::uint32_t e4m3x4(float a, float b, float c, float
 //     complement, so its 8 rows cover all 8 swizzle positions (d % 8): no bank conflicts, as none
 //     on the load side (8 consecutive keys). A lane of row r >= 4 (lane >= 16) so gives the odd
 //     element's word to matrices 0 and 2 and the even one's to 1 and 3: its selectors swap.
+// Keys at or past `keys` (a tile's last, partial one) are written as zeros: in a varlen call they
+// are the next sequence's rows, which P's zeros would not cancel if they held NaN.
 __device__ __forceinline__ void transpose_tile(std::uint32_t src, std::uint32_t dst, int w,
-                                               int lane) {
+                                               int lane, int keys) {
   const int j = lane >> 3, r = lane & 7;  // the matrix and row this lane addresses
   // The words this lane stores into matrices 0 and 2 (sel_mix0) and 1 and 3 (sel_mix1).
   const std::uint32_t sel_mix0 = lane >= 16 ? 0x7531u : 0x6420u;
@@ -138,6 +142,13 @@ __device__ __forceinline__ void transpose_tile(std::uint32_t src, std::uint32_t 
     const int key = 16 * g + 8 * (j & 1) + r;
     std::uint32_t v[4];  // A (keys 0-7) and B (8-15) at chunk 2 (step / 8), then at the next
     ptx::ldmatrix_x4_trans(v, src + key * 128 + (((c ^ key) & 7) << 4));
+    if (keys < kBlockN) {
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {  // register m: keys k0 (low half) and k0 + 1 of matrix m
+        const int k0 = 16 * g + 8 * (m & 1) + 2 * (lane & 3);
+        v[m] &= (k0 < keys ? 0x0000ffffu : 0u) | (k0 + 1 < keys ? 0xffff0000u : 0u);
+      }
+    }
     const int d = 16 * c + 2 * r + odd;
     ptx::stmatrix_x4(dst + d * 128 + (((g ^ d) & 7) << 4), __byte_perm(v[0], v[1], sel_mix0),
                      __byte_perm(v[0], v[1], sel_mix1), __byte_perm(v[2], v[3], sel_mix0),
@@ -165,10 +176,13 @@ __device__ __forceinline__ Item item_of(const FwdParams& p, int i, int nblk) {
   }
   return it;
 }
-// Key tiles row block mb sees (causal: up to its last row's diagonal).
-__device__ __forceinline__ int tiles_of(const FwdParams& p, int mb) {
-  const int lq = p.seqlen_q, lk = p.seqlen_k;
-  const int last_row = min((mb + 1) * kBlockM, lq) - 1;
+// Key tiles item it sees: none for a row block past its sequence's rows (varlen: the grid has
+// max_seqlen_q's row blocks for every sequence), else its sequence's keys (causal: up to its last
+// row's diagonal).
+__device__ __forceinline__ int tiles_of(const FwdParams& p, const Item& it) {
+  const int lq = p.len_q(it.b), lk = p.len_k(it.b);
+  if (it.mb * kBlockM >= lq) return 0;
+  const int last_row = min((it.mb + 1) * kBlockM, lq) - 1;
   const int kend = p.causal ? max(0, min(lk, last_row + lk - lq + 1)) : lk;
   return (kend + kBlockN - 1) / kBlockN;
 }
@@ -199,8 +213,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto r_empty = [&](int s) { return bars + 32 + 8 * (3 * kStages + s); };
   const auto v_full = [&](int s) { return bars + 32 + 8 * (4 * kStages + s); };
   const auto v_empty = [&](int s) { return bars + 32 + 8 * (4 * kStages + kVtStages + s); };
-  const int lq = p.seqlen_q, lk = p.seqlen_k;
   const int tid = threadIdx.x;
+  const bool varlen = p.is_varlen();
 
   if (tid == 0) {
     for (int i = 0; i < 2; ++i) {
@@ -228,20 +242,23 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int i = blockIdx.x; i < n_items; i += gridDim.x, ++n) {
         const Item it = item_of(p, i, nblk);
         const int hk = p.kv_head(it.h), qb = n & 1;
+        // Tensor-map coordinates: varlen rows from cu_seqlens in a batch of one.
+        const int bc = varlen ? 0 : it.b;
+        const int rq = static_cast<int>(p.row0_q(it.b)), rk = static_cast<int>(p.row0_k(it.b));
         if (n >= 2) ptx::mbarrier_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);
         ptx::mbarrier_arrive_expect_tx(q_full(qb), kTileBytes);
-        ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h, it.mb * kBlockM,
-                         it.b);
-        const int n_tiles = tiles_of(p, it.mb);
+        ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h, rq + it.mb * kBlockM,
+                         bc);
+        const int n_tiles = tiles_of(p, it);
         for (int t = 0; t < n_tiles; ++t, ++ring) {
           const int s = ring % kStages;
           const std::uint32_t parity = ((ring / kStages) & 1) ^ 1;
           if (ring >= kStages) ptx::mbarrier_wait(k_empty(s), parity);
           ptx::mbarrier_arrive_expect_tx(k_full(s), kTileBytes);
-          ptx::tma_load_4d(sk0 + s * kTileBytes, &maps.k, k_full(s), 0, hk, t * kBlockN, it.b);
+          ptx::tma_load_4d(sk0 + s * kTileBytes, &maps.k, k_full(s), 0, hk, rk + t * kBlockN, bc);
           if (ring >= kStages) ptx::mbarrier_wait(r_empty(s), parity);
           ptx::mbarrier_arrive_expect_tx(r_full(s), kTileBytes);
-          ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v, r_full(s), 0, hk, t * kBlockN, it.b);
+          ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v, r_full(s), 0, hk, rk + t * kBlockN, bc);
         }
       }
     } else if (tid >= 32) {
@@ -250,12 +267,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       // fenced for the async proxy, which wgmma reads through).
       int ring = 0;
       for (int i = blockIdx.x; i < n_items; i += gridDim.x) {
-        const int n_tiles = tiles_of(p, item_of(p, i, nblk).mb);
+        const Item it = item_of(p, i, nblk);
+        const int n_tiles = tiles_of(p, it), lk = p.len_k(it.b);
         for (int t = 0; t < n_tiles; ++t, ++ring) {
           const int s = ring % kStages, sv = ring % kVtStages;
           ptx::mbarrier_wait(r_full(s), (ring / kStages) & 1);
           if (ring >= kVtStages) ptx::mbarrier_wait(v_empty(sv), ((ring / kVtStages) & 1) ^ 1);
-          transpose_tile(sr0 + s * kTileBytes, sv0 + sv * kTileBytes, tid / 32 - 1, tid % 32);
+          transpose_tile(sr0 + s * kTileBytes, sv0 + sv * kTileBytes, tid / 32 - 1, tid % 32,
+                         lk - t * kBlockN);
           ptx::fence_proxy_async_shared();
           ptx::mbarrier_arrive(r_empty(s));
           ptx::mbarrier_arrive(v_full(sv));
@@ -278,7 +297,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = blockIdx.x; i < n_items; i += gridDim.x, ++n) {
     const Item it = item_of(p, i, nblk);
     const int h = it.h, b = it.b, hk = p.kv_head(h), m0 = it.mb * kBlockM, qb = n & 1;
-    const int n_tiles = tiles_of(p, it.mb);
+    const int n_tiles = tiles_of(p, it), lq = p.len_q(b), lk = p.len_k(b);
     const int row0 = m0 + c * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
     const float sl2 = p.scale_log2 * p.q_scale_of(h) * p.k_scale_of(hk);
     const std::uint64_t q_desc =
@@ -446,12 +465,17 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
   }
   // Every map and setting before the launch: one the driver rejects leaves nothing written.
   Fp8Maps maps;
-  maps.q = rows_map("q", p.q, p.hq, p.seqlen_q, p.batch, p.q_head_stride, p.q_row_stride,
-                    p.q_batch_stride);
-  maps.k = rows_map("k", p.k, p.hkv, p.seqlen_k, p.batch, p.k_head_stride, p.k_row_stride,
-                    p.k_batch_stride);
-  maps.v = rows_map("v", p.v, p.hkv, p.seqlen_k, p.batch, p.v_head_stride, p.v_row_stride,
-                    p.v_batch_stride);
+  // Varlen: every sequence's rows in one batch entry (the kernel adds cu_seqlens' first rows).
+  const bool varlen = p.is_varlen();
+  const int batch = varlen ? 1 : p.batch;
+  const int rows_q = static_cast<int>(varlen ? p.total_q : p.seqlen_q);
+  const int rows_k = static_cast<int>(varlen ? p.total_k : p.seqlen_k);
+  maps.q =
+      rows_map("q", p.q, p.hq, rows_q, batch, p.q_head_stride, p.q_row_stride, p.q_batch_stride);
+  maps.k =
+      rows_map("k", p.k, p.hkv, rows_k, batch, p.k_head_stride, p.k_row_stride, p.k_batch_stride);
+  maps.v =
+      rows_map("v", p.v, p.hkv, rows_k, batch, p.v_head_stride, p.v_row_stride, p.v_batch_stride);
 
   const auto kernel = fp8_fwd_kernel<TO>;
   static PerDeviceFlags smem_set;  // per instantiation (TO)

@@ -1,9 +1,10 @@
 // FP8 attention on CUDA (q, k and v of E4M3 with their scales, out f16 / bf16) against the fp64
 // reference of the same call (which reads x * scale), on fresh random inputs with outputs poisoned
-// first. On Hopper the FP8 kernel runs dense and causal calls at head dim 128 (awkward lengths,
-// Sq != Sk in both directions, GQA / MQA, one scale or a scale a head); every other call (head
-// dims 64 and 256, varlen, decode, windows, seqused_k, a paged cache) runs on a dequantized copy
-// of q, as do all calls under GPUATTN_KERNEL=sm80 and on other GPUs.
+// first. On Hopper the FP8 kernel runs dense and causal calls at head dim 128, varlen or not
+// (awkward lengths, Sq != Sk in both directions, GQA / MQA, one scale or a scale a head, K / V as
+// strided views); every other call (head dims 64 and 256, decode, windows, seqused_k, a paged
+// cache) runs on a dequantized copy of q, as do all calls under GPUATTN_KERNEL=sm80 and on other
+// GPUs.
 //
 // The FP8 kernel rounds P to E4M3 before P V (3 mantissa bits: a relative error of up to 2^-4,
 // uniform, about 0.036 RMS; values under 2^-6 lose more). On diffuse rows of random inputs, where
@@ -224,6 +225,12 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
       // K and V as strided views into one buffer: the tensor maps' row strides (2 Hkv D bytes).
       F8Case{bf16, 2, 8, 2, 300, 500, 128, true}.packed(),
       F8Case{f16, 1, 4, 4, 200, 130, 128}.packed(),
+      // Varlen (sequence b: Sq - 37 b query rows, Sk - 11 b keys, at least 1): row blocks past a
+      // sequence's end run empty, K / V tiles end inside the next sequence's rows.
+      {bf16, 3, 8, 2, 300, 500, 128, true, true, true},  // GQA 4
+      {f16, 4, 4, 4, 150, 140, 128, false, true, true},
+      {bf16, 5, 4, 2, 40, 45, 128, true, true, true},    // query lengths 40, 3, 1, 1, 1
+      {f16, 6, 16, 4, 700, 650, 128, true, true, true},  // 576 items
   };
   for (const F8Case& c : cases) run_case(c, path);
 }
@@ -233,7 +240,7 @@ TEST_F(Fp8AttentionCuda, OtherCallsRunOnADequantizedQ) {
   const std::vector<F8Case> cases = {
       {f16, 2, 4, 2, 150, 260, 64, true},                                    // head dim 64
       {bf16, 1, 4, 4, 100, 90, 256},                                         // head dim 256
-      {bf16, 3, 8, 2, 150, 300, 128, true, true, true},                      // varlen
+      {bf16, 3, 8, 2, 150, 300, 64, true, true, true},                       // varlen, D64
       {f16, 2, 8, 2, 3, 900, 128, true},                                     // decode
       {bf16, 1, 4, 2, 300, 300, 128, false, true, false, make_mask(50, 0)},  // a window
   };

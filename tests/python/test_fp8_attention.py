@@ -671,8 +671,7 @@ def test_torch_cuda_fp8_varlen_matches_reference():
     assert out.is_cuda and out.dtype == torch.float16
     want, _ = ref_varlen(q.dequantized, k.dequantized, v.dequantized, cu_q, cu_k,
                          1 / math.sqrt(128), causal_rule(True))
-    assert rel_l2(out.cpu(), want) < 0.06
-    assert_close(out.cpu(), want, 4e-3, "out")  # varlen runs on a dequantized q: 16-bit accuracy
+    assert rel_l2(out.cpu(), want) < 0.06  # the FP8 kernel on Hopper (P rounded to E4M3)
     trusted = ga.flash_attn_varlen_func(q.x, k.x, v.x, int32("torch", cu_q).cuda(),
                                         int32("torch", cu_k).cuda(), max(lens_q), max(lens_k),
                                         causal=True, out_dtype=torch.float16, check_indices=False,
