@@ -22,8 +22,9 @@
 // other three warps transpose V into a 3-stage V^T ring, and two consumer warpgroups of 64 rows.
 // Inside a consumer the next tile's S GEMM and this tile's P V run while the softmax of the next
 // tile is computed (the intra-warpgroup overlap of the 16-bit kernel). Causal grids run their
-// longest row blocks first. The scales fold into the softmax's exponent scale (q_scale * k_scale)
-// and into the output's normalization (v_scale).
+// last row blocks first, the longest of a dense call (in a varlen call the shorter sequences'
+// last ones are empty: no Q load, no tile). The scales fold into the softmax's exponent scale
+// (q_scale * k_scale) and into the output's normalization (v_scale).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -245,11 +246,15 @@ __global__ void __launch_bounds__(kThreads, 1)
         // Tensor-map coordinates: varlen rows from cu_seqlens in a batch of one.
         const int bc = varlen ? 0 : it.b;
         const int rq = static_cast<int>(p.row0_q(it.b)), rk = static_cast<int>(p.row0_k(it.b));
-        if (n >= 2) ptx::mbarrier_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);
-        ptx::mbarrier_arrive_expect_tx(q_full(qb), kTileBytes);
-        ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h, rq + it.mb * kBlockM,
-                         bc);
         const int n_tiles = tiles_of(p, it);
+        if (n >= 2) ptx::mbarrier_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);
+        if (n_tiles > 0) {
+          ptx::mbarrier_arrive_expect_tx(q_full(qb), kTileBytes);
+          ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h,
+                           rq + it.mb * kBlockM, bc);
+        } else {  // no GEMM reads this item's Q (varlen: often a row block past the sequence)
+          ptx::mbarrier_arrive(q_full(qb));
+        }
         for (int t = 0; t < n_tiles; ++t, ++ring) {
           const int s = ring % kStages;
           const std::uint32_t parity = ((ring / kStages) & 1) ^ 1;

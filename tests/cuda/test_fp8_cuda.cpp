@@ -40,11 +40,20 @@ struct F8Case {
   bool per_head = true;
   bool varlen = false;
   MaskSpec mask = {};
-  bool packed_kv = false;  // dense: k and v interleaved in one [B, Sk, 2, Hkv, D] buffer
+  bool packed_kv = false;           // dense: k and v interleaved in one [B, Sk, 2, Hkv, D] buffer
+  std::vector<int> lens_q, lens_k;  // varlen: these lengths (0 allowed) in place of the rule's
+  int nan_seq = -1;                 // varlen: this sequence's K and V rows all NaN (0x7F)
 
   F8Case packed() const {
     F8Case c = *this;
     c.packed_kv = true;
+    return c;
+  }
+  F8Case lens(std::vector<int> q, std::vector<int> k, int nan = -1) const {
+    F8Case c = *this;
+    c.lens_q = std::move(q);
+    c.lens_k = std::move(k);
+    c.nan_seq = nan;
     return c;
   }
 
@@ -53,7 +62,8 @@ struct F8Case {
            std::to_string(Hq) + "kv" + std::to_string(Hkv) + "_Sq" + std::to_string(Sq) + "_Sk" +
            std::to_string(Sk) + "_D" + std::to_string(D) + (causal ? "_causal" : "") +
            (per_head ? "" : "_one_scale") + (varlen ? "_varlen" : "") +
-           (mask.window_left >= 0 ? "_window" : "") + (packed_kv ? "_packed_kv" : "");
+           (mask.window_left >= 0 ? "_window" : "") + (packed_kv ? "_packed_kv" : "") +
+           (lens_q.empty() ? "" : "_lens") + (nan_seq >= 0 ? "_nan" + std::to_string(nan_seq) : "");
   }
 };
 
@@ -74,11 +84,17 @@ struct Errors {
 
 Errors run_case(const F8Case& c, Path path) {
   SCOPED_TRACE(c.name());
-  // Varlen: B sequences of Sq - 37 b query rows and Sk - 11 b keys (at least 1), packed.
+  // Varlen: B sequences of Sq - 37 b query rows and Sk - 11 b keys (at least 1), packed, or the
+  // case's own lengths.
   std::vector<int> cu_q{0}, cu_k{0};
   for (int b = 0; b < c.B; ++b) {
-    cu_q.push_back(cu_q.back() + (c.varlen ? std::max(1, c.Sq - 37 * b) : c.Sq));
-    cu_k.push_back(cu_k.back() + (c.varlen ? std::max(1, c.Sk - 11 * b) : c.Sk));
+    const bool own = !c.lens_q.empty();
+    cu_q.push_back(cu_q.back() + (own        ? c.lens_q[b]
+                                  : c.varlen ? std::max(1, c.Sq - 37 * b)
+                                             : c.Sq));
+    cu_k.push_back(cu_k.back() + (own        ? c.lens_k[b]
+                                  : c.varlen ? std::max(1, c.Sk - 11 * b)
+                                             : c.Sk));
   }
   const std::int64_t tq = cu_q.back(), tk = cu_k.back();
   auto shape = [&](std::int64_t total, int s, int h) {
@@ -100,6 +116,17 @@ Errors run_case(const F8Case& c, Path path) {
   fill_e4m3(k, ks, seed + 1, 0.7f);
   fill_e4m3(v, vs, seed + 2, 1.1f);
   if (c.packed_kv) fill_e4m3(kv, ks, seed + 3, 0.7f);
+  if (c.nan_seq >= 0) {
+    // A sequence no query row attends (its length 0): its K / V rows all NaN. The kernel reads
+    // them as the tail of the previous sequence's last key tile; masked scores and zeroed V keep
+    // them out, as the reference never reads them.
+    const std::int64_t row = std::int64_t{c.Hkv} * c.D;
+    auto* kb = static_cast<std::uint8_t*>(k.data());
+    auto* vb = static_cast<std::uint8_t*>(v.data());
+    for (std::int64_t i = cu_k[c.nan_seq] * row; i < cu_k[c.nan_seq + 1] * row; ++i) {
+      kb[i] = vb[i] = 0x7f;
+    }
+  }
   out.poison();
   lse.poison();
   const OnDevice dq(q), dk(k), dv(v), dout(out), dlse(lse), dqs(qs), dks(ks), dvs(vs), dcuq(cuq),
@@ -231,6 +258,12 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
       {f16, 4, 4, 4, 150, 140, 128, false, true, true},
       {bf16, 5, 4, 2, 40, 45, 128, true, true, true},    // query lengths 40, 3, 1, 1, 1
       {f16, 6, 16, 4, 700, 650, 128, true, true, true},  // 576 items
+      // A query-less sequence of NaN keys and values after one whose last key tile reaches into
+      // it; lengths 0, len_q > len_k, a 5-key tile, a sequence of no keys (out 0, LSE -inf).
+      F8Case{bf16, 3, 8, 2, 200, 140, 128, false, true, true}.lens({200, 0, 150}, {140, 100, 130},
+                                                                   1),
+      F8Case{f16, 4, 4, 4, 300, 260, 128, true, true, true}.lens({130, 0, 300, 64},
+                                                                 {5, 200, 260, 0}, 1),
   };
   for (const F8Case& c : cases) run_case(c, path);
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Branch wip/fp8-varlen (not on main): varlen FP8 calls on the FP8 kernel (s44's main runs them on
 # a dequantized q). Nothing of it has run on a GPU. Checks, in one call (~4 min):
-#   - the FP8 suite: four varlen kernel cases, the D64 varlen case on the dequantized path, and
+#   - the FP8 suite: six varlen kernel cases (two with a query-less sequence of NaN K / V rows
+#     inside the previous sequence's last key tile: the transpose's zeroing and the score mask),
+#     the D64 varlen case on the dequantized path, and
 #     every dense case (the transposer now zeroes keys past the sequence in a partial last tile);
 #   - memcheck and racecheck of the kernel cases;
 #   - the Python FP8 tests on CUDA (the varlen test now on the kernel: rel L2 < 0.06 only);
@@ -23,7 +25,7 @@ B=/tmp/build-py
   cmake --build $B --target _C -j12 >> /tmp/build.txt 2>&1 ) & pb=$!
 timeout 200 $T --gtest_filter='Fp8*' > $OUT/fp8.txt 2>&1
 echo "fp8 rc $? $(grep -E '^\[  (PASSED|FAILED)' $OUT/fp8.txt | tr '\n' ' ')"
-grep -E "varlen|Failure" -A3 $OUT/fp8.txt | head -40
+grep -E "varlen|lens|Failure" -A3 $OUT/fp8.txt | head -40
 SAN=$(ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 for tool in memcheck racecheck; do
   timeout 240 $SAN --tool $tool --error-exitcode 9 $T --gtest_filter='Fp8AttentionCuda.KernelMatches*' > $OUT/$tool.txt 2>&1
