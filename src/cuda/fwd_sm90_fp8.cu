@@ -82,6 +82,13 @@ static_assert(kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].blo
 
 struct Fp8Maps {
   CUtensorMap q, k, v;
+  // Varlen: V's rows through a map whose tiles end at a sequence's end, zeros past it (as
+  // QkvTensorMaps::v_tail of the 16-bit kernel): dims (head dim, head, 128, total_k + 1) over
+  // v - 128 rows, the last two one row apart; the box at (0, h, 128 - r, end) holds rows
+  // end - r .. end - 1, then zeros. A sequence's partial last tile loads through it: the rows past
+  // the sequence are the next sequence's, and P = 0 does not cancel a NaN there. A copy of v
+  // otherwise.
+  CUtensorMap v_tail;
 };
 
 // The key that position `pos` of a 32-key chunk of V^T holds: the key whose P value the 8-bit A
@@ -129,10 +136,8 @@ __device__ __forceinline__ std::uint32_t e4m3x4(float a, float b, float c, float
 //     complement, so its 8 rows cover all 8 swizzle positions (d % 8): no bank conflicts, as none
 //     on the load side (8 consecutive keys). A lane of row r >= 4 (lane >= 16) so gives the odd
 //     element's word to matrices 0 and 2 and the even one's to 1 and 3: its selectors swap.
-// Keys at or past `keys` (a tile's last, partial one) are written as zeros: in a varlen call they
-// are the next sequence's rows, which P's zeros would not cancel if they held NaN.
 __device__ __forceinline__ void transpose_tile(std::uint32_t src, std::uint32_t dst, int w,
-                                               int lane, int keys) {
+                                               int lane) {
   const int j = lane >> 3, r = lane & 7;  // the matrix and row this lane addresses
   // The words this lane stores into matrices 0 and 2 (sel_mix0) and 1 and 3 (sel_mix1).
   const std::uint32_t sel_mix0 = lane >= 16 ? 0x7531u : 0x6420u;
@@ -143,13 +148,6 @@ __device__ __forceinline__ void transpose_tile(std::uint32_t src, std::uint32_t 
     const int key = 16 * g + 8 * (j & 1) + r;
     std::uint32_t v[4];  // A (keys 0-7) and B (8-15) at chunk 2 (step / 8), then at the next
     ptx::ldmatrix_x4_trans(v, src + key * 128 + (((c ^ key) & 7) << 4));
-    if (keys < kBlockN) {
-#pragma unroll
-      for (int m = 0; m < 4; ++m) {  // register m: keys k0 (low half) and k0 + 1 of matrix m
-        const int k0 = 16 * g + 8 * (m & 1) + 2 * (lane & 3);
-        v[m] &= (k0 < keys ? 0x0000ffffu : 0u) | (k0 + 1 < keys ? 0xffff0000u : 0u);
-      }
-    }
     const int d = 16 * c + 2 * r + odd;
     ptx::stmatrix_x4(dst + d * 128 + (((g ^ d) & 7) << 4), __byte_perm(v[0], v[1], sel_mix0),
                      __byte_perm(v[0], v[1], sel_mix1), __byte_perm(v[2], v[3], sel_mix0),
@@ -246,7 +244,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         // Tensor-map coordinates: varlen rows from cu_seqlens in a batch of one.
         const int bc = varlen ? 0 : it.b;
         const int rq = static_cast<int>(p.row0_q(it.b)), rk = static_cast<int>(p.row0_k(it.b));
-        const int n_tiles = tiles_of(p, it);
+        const int n_tiles = tiles_of(p, it), lk = p.len_k(it.b);
         if (n >= 2) ptx::mbarrier_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);
         if (n_tiles > 0) {
           ptx::mbarrier_arrive_expect_tx(q_full(qb), kTileBytes);
@@ -263,7 +261,13 @@ __global__ void __launch_bounds__(kThreads, 1)
           ptx::tma_load_4d(sk0 + s * kTileBytes, &maps.k, k_full(s), 0, hk, rk + t * kBlockN, bc);
           if (ring >= kStages) ptx::mbarrier_wait(r_empty(s), parity);
           ptx::mbarrier_arrive_expect_tx(r_full(s), kTileBytes);
-          ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v, r_full(s), 0, hk, rk + t * kBlockN, bc);
+          const int in_seq = lk - t * kBlockN;  // the tile's keys in its sequence
+          if (varlen && in_seq < kBlockN) {
+            ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v_tail, r_full(s), 0, hk, kBlockN - in_seq,
+                             rk + lk);
+          } else {
+            ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v, r_full(s), 0, hk, rk + t * kBlockN, bc);
+          }
         }
       }
     } else if (tid >= 32) {
@@ -273,13 +277,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       int ring = 0;
       for (int i = blockIdx.x; i < n_items; i += gridDim.x) {
         const Item it = item_of(p, i, nblk);
-        const int n_tiles = tiles_of(p, it), lk = p.len_k(it.b);
+        const int n_tiles = tiles_of(p, it);
         for (int t = 0; t < n_tiles; ++t, ++ring) {
           const int s = ring % kStages, sv = ring % kVtStages;
           ptx::mbarrier_wait(r_full(s), (ring / kStages) & 1);
           if (ring >= kVtStages) ptx::mbarrier_wait(v_empty(sv), ((ring / kVtStages) & 1) ^ 1);
-          transpose_tile(sr0 + s * kTileBytes, sv0 + sv * kTileBytes, tid / 32 - 1, tid % 32,
-                         lk - t * kBlockN);
+          transpose_tile(sr0 + s * kTileBytes, sv0 + sv * kTileBytes, tid / 32 - 1, tid % 32);
           ptx::fence_proxy_async_shared();
           ptx::mbarrier_arrive(r_empty(s));
           ptx::mbarrier_arrive(v_full(sv));
@@ -481,6 +484,22 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
       rows_map("k", p.k, p.hkv, rows_k, batch, p.k_head_stride, p.k_row_stride, p.k_batch_stride);
   maps.v =
       rows_map("v", p.v, p.hkv, rows_k, batch, p.v_head_stride, p.v_row_stride, p.v_batch_stride);
+  maps.v_tail = maps.v;
+  if (varlen) {
+    const std::int64_t row_bytes = p.v_row_stride > 0 ? p.v_row_stride : std::int64_t{kD} * p.hkv;
+    const std::uint64_t dims[4] = {static_cast<std::uint64_t>(kD),
+                                   static_cast<std::uint64_t>(p.hkv), std::uint64_t{kBlockN},
+                                   static_cast<std::uint64_t>(rows_k) + 1};
+    const std::uint64_t strides[3] = {
+        static_cast<std::uint64_t>(p.v_head_stride > 0 ? p.v_head_stride : kD),
+        static_cast<std::uint64_t>(row_bytes), static_cast<std::uint64_t>(row_bytes)};
+    const std::uint32_t box[4] = {kD, 1, kBlockN, 1};
+    // Never read below v: the box's in-bounds rows are end - r .. end - 1.
+    const auto* base = reinterpret_cast<const void*>(
+        reinterpret_cast<std::uintptr_t>(p.v) - static_cast<std::uintptr_t>(kBlockN * row_bytes));
+    maps.v_tail = make_tensor_map_4d("v (sequence ends)", base, CU_TENSOR_MAP_DATA_TYPE_UINT8, dims,
+                                     strides, box);
+  }
 
   const auto kernel = fp8_fwd_kernel<TO>;
   static PerDeviceFlags smem_set;  // per instantiation (TO)

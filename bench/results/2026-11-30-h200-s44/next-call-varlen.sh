@@ -4,7 +4,8 @@
 #   - the FP8 suite: six varlen kernel cases (two with a query-less sequence of NaN K / V rows
 #     inside the previous sequence's last key tile: the transpose's zeroing and the score mask),
 #     the D64 varlen case on the dequantized path, and
-#     every dense case (the transposer now zeroes keys past the sequence in a partial last tile);
+#     every dense case (s45: a sequence's partial last V tile loads through a tail map, zeros past
+#     the sequence; s44's transposer zeroing cost dense calls 3-10%, s45 call 6);
 #   - memcheck and racecheck of the kernel cases;
 #   - the Python FP8 tests on CUDA (the varlen test now on the kernel: rel L2 < 0.06 only);
 #   - dense speed against main's kernel in balanced order (bench/ab_probe.py), needs a probe
@@ -31,7 +32,7 @@ for tool in memcheck racecheck; do
   timeout 240 $SAN --tool $tool --error-exitcode 9 $T --gtest_filter='Fp8AttentionCuda.KernelMatches*' > $OUT/$tool.txt 2>&1
   echo "$tool rc $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/$tool.txt | tail -1)"
 done
-[ -x carry/main-probe ] && timeout 200 python3 bench/ab_probe.py --rounds 2 carry/main-probe /tmp/$v/gpuattn_fp8_probe -- 30
+[ -x carry/main-probe ] && timeout 200 python3 bench/ab_probe.py --rounds ${ROUNDS:-2} carry/main-probe /tmp/$v/gpuattn_fp8_probe -- 30
 wait $pb || { echo build failed; tail -30 /tmp/build.txt; exit 1; }
 PYTHONPATH=$B/python timeout 150 python3 -m pytest -q tests/python/test_fp8_attention.py -rs > $OUT/pytest.txt 2>&1
 echo "pytest rc $?"; tail -3 $OUT/pytest.txt
