@@ -175,15 +175,24 @@ __device__ __forceinline__ Item item_of(const FwdParams& p, int i, int nblk) {
   }
   return it;
 }
-// Key tiles item it sees: none for a row block past its sequence's rows (varlen: the grid has
-// max_seqlen_q's row blocks for every sequence), else its sequence's keys (causal: up to its last
+// Key tiles a row block mb of lq rows over lk keys sees: none past its sequence's rows (varlen: the
+// grid has max_seqlen_q's row blocks for every sequence), else its keys (causal: up to its last
 // row's diagonal).
-__device__ __forceinline__ int tiles_of(const FwdParams& p, const Item& it) {
-  const int lq = p.len_q(it.b), lk = p.len_k(it.b);
-  if (it.mb * kBlockM >= lq) return 0;
-  const int last_row = min((it.mb + 1) * kBlockM, lq) - 1;
+__device__ __forceinline__ int tiles_of(const FwdParams& p, int mb, int lq, int lk) {
+  if (mb * kBlockM >= lq) return 0;
+  const int last_row = min((mb + 1) * kBlockM, lq) - 1;
   const int kend = p.causal ? max(0, min(lk, last_row + lk - lq + 1)) : lk;
   return (kend + kBlockN - 1) / kBlockN;
+}
+// A sequence's query rows and keys: sequence b's (kVarlen), or the call's, as launch constants
+// (per item from cu_seqlens in every call, dense calls ran 3-10% slower: s45 calls 6 and 7).
+template <bool kVarlen>
+__device__ __forceinline__ int len_q_of(const FwdParams& p, int b) {
+  return kVarlen ? p.len_q(b) : p.seqlen_q;
+}
+template <bool kVarlen>
+__device__ __forceinline__ int len_k_of(const FwdParams& p, int b) {
+  return kVarlen ? p.len_k(b) : p.seqlen_k;
 }
 
 #endif
@@ -192,7 +201,7 @@ __device__ __forceinline__ int tiles_of(const FwdParams& p, const Item& it) {
 // of two buffers and its K and V tiles through their rings (V^T through its own, by the
 // transposing warps) without a break between items, so the next item's loads run under this
 // item's last tiles and epilogue.
-template <typename TO>
+template <typename TO, bool kVarlen>
 __global__ void __launch_bounds__(kThreads, 1)
     fp8_fwd_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fp8Maps maps,
                    int nblk, int n_items) {
@@ -213,7 +222,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto v_full = [&](int s) { return bars + 32 + 8 * (4 * kStages + s); };
   const auto v_empty = [&](int s) { return bars + 32 + 8 * (4 * kStages + kVtStages + s); };
   const int tid = threadIdx.x;
-  const bool varlen = p.is_varlen();
 
   if (tid == 0) {
     for (int i = 0; i < 2; ++i) {
@@ -242,9 +250,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         const Item it = item_of(p, i, nblk);
         const int hk = p.kv_head(it.h), qb = n & 1;
         // Tensor-map coordinates: varlen rows from cu_seqlens in a batch of one.
-        const int bc = varlen ? 0 : it.b;
-        const int rq = static_cast<int>(p.row0_q(it.b)), rk = static_cast<int>(p.row0_k(it.b));
-        const int n_tiles = tiles_of(p, it), lk = p.len_k(it.b);
+        const int bc = kVarlen ? 0 : it.b;
+        const int rq = kVarlen ? static_cast<int>(p.row0_q(it.b)) : 0;
+        const int rk = kVarlen ? static_cast<int>(p.row0_k(it.b)) : 0;
+        const int lk = len_k_of<kVarlen>(p, it.b);
+        const int n_tiles = tiles_of(p, it.mb, len_q_of<kVarlen>(p, it.b), lk);
         if (n >= 2) ptx::mbarrier_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);
         if (n_tiles > 0) {
           ptx::mbarrier_arrive_expect_tx(q_full(qb), kTileBytes);
@@ -262,7 +272,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           if (ring >= kStages) ptx::mbarrier_wait(r_empty(s), parity);
           ptx::mbarrier_arrive_expect_tx(r_full(s), kTileBytes);
           const int in_seq = lk - t * kBlockN;  // the tile's keys in its sequence
-          if (varlen && in_seq < kBlockN) {
+          if (kVarlen && in_seq < kBlockN) {
             ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v_tail, r_full(s), 0, hk, kBlockN - in_seq,
                              rk + lk);
           } else {
@@ -277,7 +287,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       int ring = 0;
       for (int i = blockIdx.x; i < n_items; i += gridDim.x) {
         const Item it = item_of(p, i, nblk);
-        const int n_tiles = tiles_of(p, it);
+        const int n_tiles =
+            tiles_of(p, it.mb, len_q_of<kVarlen>(p, it.b), len_k_of<kVarlen>(p, it.b));
         for (int t = 0; t < n_tiles; ++t, ++ring) {
           const int s = ring % kStages, sv = ring % kVtStages;
           ptx::mbarrier_wait(r_full(s), (ring / kStages) & 1);
@@ -305,7 +316,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = blockIdx.x; i < n_items; i += gridDim.x, ++n) {
     const Item it = item_of(p, i, nblk);
     const int h = it.h, b = it.b, hk = p.kv_head(h), m0 = it.mb * kBlockM, qb = n & 1;
-    const int n_tiles = tiles_of(p, it), lq = p.len_q(b), lk = p.len_k(b);
+    const int lq = len_q_of<kVarlen>(p, b), lk = len_k_of<kVarlen>(p, b);
+    const int n_tiles = tiles_of(p, it.mb, lq, lk);
     const int row0 = m0 + c * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
     const float sl2 = p.scale_log2 * p.q_scale_of(h) * p.k_scale_of(hk);
     const std::uint64_t q_desc =
@@ -501,9 +513,9 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
                                      strides, box);
   }
 
-  const auto kernel = fp8_fwd_kernel<TO>;
-  static PerDeviceFlags smem_set;  // per instantiation (TO)
-  set_max_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmemBytes, smem_set);
+  const auto kernel = varlen ? fp8_fwd_kernel<TO, true> : fp8_fwd_kernel<TO, false>;
+  static PerDeviceFlags smem_set[2];  // per instantiation (TO, varlen)
+  set_max_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmemBytes, smem_set[varlen ? 1 : 0]);
 
   const int grid = static_cast<int>(std::min<long long>(items, sm80::num_sms()));
   kernel<<<grid, kThreads, kSmemBytes, stream>>>(p, maps, nblk, static_cast<int>(items));
@@ -514,7 +526,7 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
 
 bool fp8_usable() {
   cudaFuncAttributes attr{};
-  if (cudaFuncGetAttributes(&attr, fp8_fwd_kernel<__half>) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&attr, fp8_fwd_kernel<__half, false>) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
