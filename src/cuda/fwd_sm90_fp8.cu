@@ -36,6 +36,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/fwd_params.h"
 #include "core/tile_config.h"
@@ -82,14 +83,18 @@ static_assert(kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].blo
 
 struct Fp8Maps {
   CUtensorMap q, k, v;
-  // Varlen: V's rows through a map whose tiles end at a sequence's end, zeros past it (as
-  // QkvTensorMaps::v_tail of the 16-bit kernel): dims (head dim, head, 128, total_k + 1) over
-  // v - 128 rows, the last two one row apart; the box at (0, h, 128 - r, end) holds rows
-  // end - r .. end - 1, then zeros. A sequence's partial last tile loads through it: the rows past
-  // the sequence are the next sequence's, and P = 0 does not cancel a NaN there. A copy of v
-  // otherwise.
+};
+// Varlen: V's rows also through a map whose tiles end at a sequence's end, zeros past it (as
+// QkvTensorMaps::v_tail of the 16-bit kernel): dims (head dim, head, 128, total_k + 1) over
+// v - 128 rows, the last two one row apart; the box at (0, h, 128 - r, end) holds rows
+// end - r .. end - 1, then zeros. A sequence's partial last tile loads through it: the rows past
+// the sequence are the next sequence's, and P = 0 does not cancel a NaN there. Only the varlen
+// instantiation takes it, so the dense one's parameters (and SASS) are as before varlen.
+struct Fp8VarlenMaps : Fp8Maps {
   CUtensorMap v_tail;
 };
+template <bool kVarlen>
+using Fp8MapsOf = std::conditional_t<kVarlen, Fp8VarlenMaps, Fp8Maps>;
 
 // The key that position `pos` of a 32-key chunk of V^T holds: the key whose P value the 8-bit A
 // fragment carries at that position (positions 4t + i and 16 + 4t + i of lane t of a quad hold
@@ -178,8 +183,9 @@ __device__ __forceinline__ Item item_of(const FwdParams& p, int i, int nblk) {
 // Key tiles a row block mb of lq rows over lk keys sees: none past its sequence's rows (varlen: the
 // grid has max_seqlen_q's row blocks for every sequence), else its keys (causal: up to its last
 // row's diagonal).
+template <bool kVarlen>
 __device__ __forceinline__ int tiles_of(const FwdParams& p, int mb, int lq, int lk) {
-  if (mb * kBlockM >= lq) return 0;
+  if (kVarlen && mb * kBlockM >= lq) return 0;
   const int last_row = min((mb + 1) * kBlockM, lq) - 1;
   const int kend = p.causal ? max(0, min(lk, last_row + lk - lq + 1)) : lk;
   return (kend + kBlockN - 1) / kBlockN;
@@ -203,8 +209,8 @@ __device__ __forceinline__ int len_k_of(const FwdParams& p, int b) {
 // item's last tiles and epilogue.
 template <typename TO, bool kVarlen>
 __global__ void __launch_bounds__(kThreads, 1)
-    fp8_fwd_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fp8Maps maps,
-                   int nblk, int n_items) {
+    fp8_fwd_kernel(const __grid_constant__ FwdParams p,
+                   const __grid_constant__ Fp8MapsOf<kVarlen> maps, int nblk, int n_items) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -249,19 +255,26 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int i = blockIdx.x; i < n_items; i += gridDim.x, ++n) {
         const Item it = item_of(p, i, nblk);
         const int hk = p.kv_head(it.h), qb = n & 1;
-        // Tensor-map coordinates: varlen rows from cu_seqlens in a batch of one.
-        const int bc = kVarlen ? 0 : it.b;
-        const int rq = kVarlen ? static_cast<int>(p.row0_q(it.b)) : 0;
-        const int rk = kVarlen ? static_cast<int>(p.row0_k(it.b)) : 0;
-        const int lk = len_k_of<kVarlen>(p, it.b);
-        const int n_tiles = tiles_of(p, it.mb, len_q_of<kVarlen>(p, it.b), lk);
         if (n >= 2) ptx::mbarrier_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);
-        if (n_tiles > 0) {
+        // Tensor-map coordinates (varlen: rows from cu_seqlens in a batch of one) and tiles.
+        int n_tiles, bc = it.b, rk = 0, lk = 0;
+        if constexpr (kVarlen) {
+          bc = 0;
+          rk = static_cast<int>(p.row0_k(it.b));
+          lk = p.len_k(it.b);
+          n_tiles = tiles_of<true>(p, it.mb, p.len_q(it.b), lk);
+          if (n_tiles > 0) {
+            ptx::mbarrier_arrive_expect_tx(q_full(qb), kTileBytes);
+            ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h,
+                             static_cast<int>(p.row0_q(it.b)) + it.mb * kBlockM, 0);
+          } else {  // no GEMM reads this item's Q (often a row block past its sequence)
+            ptx::mbarrier_arrive(q_full(qb));
+          }
+        } else {
           ptx::mbarrier_arrive_expect_tx(q_full(qb), kTileBytes);
-          ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h,
-                           rq + it.mb * kBlockM, bc);
-        } else {  // no GEMM reads this item's Q (varlen: often a row block past the sequence)
-          ptx::mbarrier_arrive(q_full(qb));
+          ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h, it.mb * kBlockM,
+                           it.b);
+          n_tiles = tiles_of<false>(p, it.mb, p.seqlen_q, p.seqlen_k);
         }
         for (int t = 0; t < n_tiles; ++t, ++ring) {
           const int s = ring % kStages;
@@ -271,12 +284,17 @@ __global__ void __launch_bounds__(kThreads, 1)
           ptx::tma_load_4d(sk0 + s * kTileBytes, &maps.k, k_full(s), 0, hk, rk + t * kBlockN, bc);
           if (ring >= kStages) ptx::mbarrier_wait(r_empty(s), parity);
           ptx::mbarrier_arrive_expect_tx(r_full(s), kTileBytes);
-          const int in_seq = lk - t * kBlockN;  // the tile's keys in its sequence
-          if (kVarlen && in_seq < kBlockN) {
-            ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v_tail, r_full(s), 0, hk, kBlockN - in_seq,
-                             rk + lk);
+          if constexpr (kVarlen) {  // a sequence's partial last tile: zeros past its end
+            const int in_seq = lk - t * kBlockN;
+            if (in_seq < kBlockN) {
+              ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v_tail, r_full(s), 0, hk,
+                               kBlockN - in_seq, rk + lk);
+            } else {
+              ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v, r_full(s), 0, hk, rk + t * kBlockN,
+                               bc);
+            }
           } else {
-            ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v, r_full(s), 0, hk, rk + t * kBlockN, bc);
+            ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v, r_full(s), 0, hk, t * kBlockN, it.b);
           }
         }
       }
@@ -288,7 +306,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int i = blockIdx.x; i < n_items; i += gridDim.x) {
         const Item it = item_of(p, i, nblk);
         const int n_tiles =
-            tiles_of(p, it.mb, len_q_of<kVarlen>(p, it.b), len_k_of<kVarlen>(p, it.b));
+            tiles_of<kVarlen>(p, it.mb, len_q_of<kVarlen>(p, it.b), len_k_of<kVarlen>(p, it.b));
         for (int t = 0; t < n_tiles; ++t, ++ring) {
           const int s = ring % kStages, sv = ring % kVtStages;
           ptx::mbarrier_wait(r_full(s), (ring / kStages) & 1);
@@ -317,7 +335,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const Item it = item_of(p, i, nblk);
     const int h = it.h, b = it.b, hk = p.kv_head(h), m0 = it.mb * kBlockM, qb = n & 1;
     const int lq = len_q_of<kVarlen>(p, b), lk = len_k_of<kVarlen>(p, b);
-    const int n_tiles = tiles_of(p, it.mb, lq, lk);
+    const int n_tiles = tiles_of<kVarlen>(p, it.mb, lq, lk);
     const int row0 = m0 + c * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
     const float sl2 = p.scale_log2 * p.q_scale_of(h) * p.k_scale_of(hk);
     const std::uint64_t q_desc =
@@ -484,7 +502,7 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
                 "gpuattn: FP8 call of " + std::to_string(items) + " row blocks (over 2^31 - 1)");
   }
   // Every map and setting before the launch: one the driver rejects leaves nothing written.
-  Fp8Maps maps;
+  Fp8VarlenMaps maps;
   // Varlen: every sequence's rows in one batch entry (the kernel adds cu_seqlens' first rows).
   const bool varlen = p.is_varlen();
   const int batch = varlen ? 1 : p.batch;
@@ -496,7 +514,6 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
       rows_map("k", p.k, p.hkv, rows_k, batch, p.k_head_stride, p.k_row_stride, p.k_batch_stride);
   maps.v =
       rows_map("v", p.v, p.hkv, rows_k, batch, p.v_head_stride, p.v_row_stride, p.v_batch_stride);
-  maps.v_tail = maps.v;
   if (varlen) {
     const std::int64_t row_bytes = p.v_row_stride > 0 ? p.v_row_stride : std::int64_t{kD} * p.hkv;
     const std::uint64_t dims[4] = {static_cast<std::uint64_t>(kD),
@@ -513,12 +530,17 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
                                      strides, box);
   }
 
-  const auto kernel = varlen ? fp8_fwd_kernel<TO, true> : fp8_fwd_kernel<TO, false>;
-  static PerDeviceFlags smem_set[2];  // per instantiation (TO, varlen)
-  set_max_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmemBytes, smem_set[varlen ? 1 : 0]);
-
   const int grid = static_cast<int>(std::min<long long>(items, sm80::num_sms()));
-  kernel<<<grid, kThreads, kSmemBytes, stream>>>(p, maps, nblk, static_cast<int>(items));
+  static PerDeviceFlags smem_set[2];  // per instantiation (TO, varlen)
+  const auto launch = [&](auto kernel, const auto& kernel_maps, PerDeviceFlags& done) {
+    set_max_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmemBytes, done);
+    kernel<<<grid, kThreads, kSmemBytes, stream>>>(p, kernel_maps, nblk, static_cast<int>(items));
+  };
+  if (varlen) {
+    launch(fp8_fwd_kernel<TO, true>, maps, smem_set[1]);
+  } else {
+    launch(fp8_fwd_kernel<TO, false>, static_cast<const Fp8Maps&>(maps), smem_set[0]);
+  }
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
 
