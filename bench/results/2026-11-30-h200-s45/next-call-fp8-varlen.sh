@@ -5,7 +5,8 @@
 # struct without the tail map, main's producer item loop and tile count): its SASS matches main's
 # kernel but for 3 instructions at a consumer's item start. Checks: the FP8 suite (6 varlen kernel
 # cases), memcheck and racecheck of the kernel cases, dense speed against main (bench/ab_probe.py,
-# 3 rounds: expect 1.00), the Python FP8 tests. On this branch, build:
+# 3 rounds: expect 1.00; its last line, varlen16, is main's dequantized path against this
+# branch's kernel on a packed prefill batch), the Python FP8 tests. On this branch, build:
 #   rm -f carry/* && CARRY_BUILD_DIR=build-s38 scripts/carry-build.sh s46v gpuattn_cuda_tests gpuattn_fp8_probe
 # and main's probe (git checkout main; ninja -C build-s38 gpuattn_fp8_probe; xz -c
 # build-s38/tools/gpuattn_fp8_probe > /tmp/main-probe.xz; git checkout wip/fp8-varlen; cp
