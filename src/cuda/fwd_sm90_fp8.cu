@@ -514,20 +514,13 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
       rows_map("k", p.k, p.hkv, rows_k, batch, p.k_head_stride, p.k_row_stride, p.k_batch_stride);
   maps.v =
       rows_map("v", p.v, p.hkv, rows_k, batch, p.v_head_stride, p.v_row_stride, p.v_batch_stride);
-  if (varlen) {
+  if (varlen) {  // 128 rows in dim 2 and the sequence end in dim 3, both a row apart, over
+    // v - 128 rows: never read below v, the box's in-bounds rows are end - r .. end - 1.
     const std::int64_t row_bytes = p.v_row_stride > 0 ? p.v_row_stride : std::int64_t{kD} * p.hkv;
-    const std::uint64_t dims[4] = {static_cast<std::uint64_t>(kD),
-                                   static_cast<std::uint64_t>(p.hkv), std::uint64_t{kBlockN},
-                                   static_cast<std::uint64_t>(rows_k) + 1};
-    const std::uint64_t strides[3] = {
-        static_cast<std::uint64_t>(p.v_head_stride > 0 ? p.v_head_stride : kD),
-        static_cast<std::uint64_t>(row_bytes), static_cast<std::uint64_t>(row_bytes)};
-    const std::uint32_t box[4] = {kD, 1, kBlockN, 1};
-    // Never read below v: the box's in-bounds rows are end - r .. end - 1.
     const auto* base = reinterpret_cast<const void*>(
         reinterpret_cast<std::uintptr_t>(p.v) - static_cast<std::uintptr_t>(kBlockN * row_bytes));
-    maps.v_tail = make_tensor_map_4d("v (sequence ends)", base, CU_TENSOR_MAP_DATA_TYPE_UINT8, dims,
-                                     strides, box);
+    maps.v_tail = rows_map("v (sequence ends)", base, p.hkv, kBlockN, rows_k + 1, p.v_head_stride,
+                           row_bytes, row_bytes);
   }
 
   const int grid = static_cast<int>(std::min<long long>(items, sm80::num_sms()));
