@@ -227,7 +227,7 @@ inline constexpr std::array<TileConfig, 13> kFwdTileConfigs = {{
      "measured 0.991-1.025x on the one-wave B1 H16 S1024 shape (ninth session)"},
     {FwdKernel::sm90_fp8_128x128, "sm90_fp8_128x128", 128, 128, 12, 2,
      "Hopper, FP8 attention (E4M3 q, k, v; AttentionArgs::q_scale), head dim 128, dense and "
-     "causal calls without varlen, seqused_k, a block table or broadcast strides, not decode "
+     "causal calls (varlen too) without seqused_k, a block table or broadcast strides, not decode "
      "calls (cuda_fp8_kernel_takes; every other FP8 call runs on a dequantized q). QGMMA "
      "m64n128k32 for both GEMMs; 8-bit operands are K-major only, so 3 producer warps transpose "
      "each V tile into a 3-stage V^T ring in shared memory (ldmatrix.trans, stmatrix), which "

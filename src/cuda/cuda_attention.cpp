@@ -312,13 +312,13 @@ namespace {
 void forward_checked(const FwdParams& p, cudaStream_t stream);
 
 // Whether the FP8 kernel (sm90::fwd_fp8_hdim128) runs FP8 call p: head dim 128, out f16 or bf16,
-// dense or causal in standard precision, no varlen, seqused_k or block table, strides its tensor
-// maps can describe (strides_fit_tma: no broadcast heads or batches), not a decode call
+// dense or causal in standard precision, varlen or not, no seqused_k or block table, strides its
+// tensor maps can describe (strides_fit_tma: no broadcast heads or batches), not a decode call
 // (those read the 8-bit cache in place in the split-KV decode kernel), on a device that runs its
 // sm_90a code, unless GPUATTN_KERNEL=sm80 asks for the portable path.
 bool fp8_kernel_takes(const FwdParams& p) {
   return p.q_quantized() && p.kv_dtype == DType::e4m3 && p.head_dim == 128 &&
-         (p.dtype == DType::f16 || p.dtype == DType::bf16) && !p.is_varlen() && !p.is_paged() &&
+         (p.dtype == DType::f16 || p.dtype == DType::bf16) && !p.is_paged() &&
          p.seqused_k == nullptr && p.precision == Precision::standard && p.dense_or_causal() &&
          strides_fit_tma(p) && !decode_takes(p) && kernel_choice_from_env() != KernelChoice::sm80 &&
          sm80::compute_capability_major() == 9 && sm90::fp8_usable();

@@ -1,6 +1,6 @@
 // FP8 E4M3 attention forward for Hopper (sm_90a): q, k and v of E4M3 with a scale per head (or
 // one per tensor), out f16 or bf16, head dim 128, dense and causal (bottom-right aligned), GQA,
-// Sq != Sk, LSE.
+// Sq != Sk, varlen, LSE.
 //
 // Both GEMMs run on wgmma's 8-bit path (m64n128k32, fp32 accumulation), which takes its shared-
 // memory operands K-major only:
@@ -14,14 +14,17 @@
 // holds each 32-key chunk's keys in the order the fragment takes them from the accumulator
 // (fp8_key_of), so that P packs from the thread's own registers and P V sums the same products.
 //
-// Work items of 128 query rows of one (batch, head), run by a persistent grid (one CTA an SM);
+// Work items of 128 query rows of one (batch, head), run by a persistent grid (one CTA an SM); a
+// varlen call has max_seqlen_q's row blocks for every sequence, those past its end empty, and its
+// tensor maps span all sequences' rows (rows from cu_seqlens, one batch entry);
 // per CTA a producer warpgroup, whose first thread issues the TMA loads of each item's Q (into two
 // buffers) and of 2-stage rings of K and V tiles of 128 keys (full / empty mbarriers) and whose
 // other three warps transpose V into a 3-stage V^T ring, and two consumer warpgroups of 64 rows.
 // Inside a consumer the next tile's S GEMM and this tile's P V run while the softmax of the next
 // tile is computed (the intra-warpgroup overlap of the 16-bit kernel). Causal grids run their
-// longest row blocks first. The scales fold into the softmax's exponent scale (q_scale * k_scale)
-// and into the output's normalization (v_scale).
+// last row blocks first, the longest of a dense call (in a varlen call the shorter sequences'
+// last ones are empty: no Q load, no tile). The scales fold into the softmax's exponent scale
+// (q_scale * k_scale) and into the output's normalization (v_scale).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -33,6 +36,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/fwd_params.h"
 #include "core/tile_config.h"
@@ -80,6 +84,17 @@ static_assert(kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].blo
 struct Fp8Maps {
   CUtensorMap q, k, v;
 };
+// Varlen: V's rows also through a map whose tiles end at a sequence's end, zeros past it (as
+// QkvTensorMaps::v_tail of the 16-bit kernel): dims (head dim, head, 128, total_k + 1) over
+// v - 128 rows, the last two one row apart; the box at (0, h, 128 - r, end) holds rows
+// end - r .. end - 1, then zeros. A sequence's partial last tile loads through it: the rows past
+// the sequence are the next sequence's, and P = 0 does not cancel a NaN there. Only the varlen
+// instantiation takes it, so the dense one's parameters (and SASS) are as before varlen.
+struct Fp8VarlenMaps : Fp8Maps {
+  CUtensorMap v_tail;
+};
+template <bool kVarlen>
+using Fp8MapsOf = std::conditional_t<kVarlen, Fp8VarlenMaps, Fp8Maps>;
 
 // The key that position `pos` of a 32-key chunk of V^T holds: the key whose P value the 8-bit A
 // fragment carries at that position (positions 4t + i and 16 + 4t + i of lane t of a quad hold
@@ -165,12 +180,25 @@ __device__ __forceinline__ Item item_of(const FwdParams& p, int i, int nblk) {
   }
   return it;
 }
-// Key tiles row block mb sees (causal: up to its last row's diagonal).
-__device__ __forceinline__ int tiles_of(const FwdParams& p, int mb) {
-  const int lq = p.seqlen_q, lk = p.seqlen_k;
+// Key tiles a row block mb of lq rows over lk keys sees: none past its sequence's rows (varlen: the
+// grid has max_seqlen_q's row blocks for every sequence), else its keys (causal: up to its last
+// row's diagonal).
+template <bool kVarlen>
+__device__ __forceinline__ int tiles_of(const FwdParams& p, int mb, int lq, int lk) {
+  if (kVarlen && mb * kBlockM >= lq) return 0;
   const int last_row = min((mb + 1) * kBlockM, lq) - 1;
   const int kend = p.causal ? max(0, min(lk, last_row + lk - lq + 1)) : lk;
   return (kend + kBlockN - 1) / kBlockN;
+}
+// A sequence's query rows and keys: sequence b's (kVarlen), or the call's, as launch constants
+// (per item from cu_seqlens in every call, dense calls ran 3-10% slower: s45 calls 6 and 7).
+template <bool kVarlen>
+__device__ __forceinline__ int len_q_of(const FwdParams& p, int b) {
+  return kVarlen ? p.len_q(b) : p.seqlen_q;
+}
+template <bool kVarlen>
+__device__ __forceinline__ int len_k_of(const FwdParams& p, int b) {
+  return kVarlen ? p.len_k(b) : p.seqlen_k;
 }
 
 #endif
@@ -179,10 +207,10 @@ __device__ __forceinline__ int tiles_of(const FwdParams& p, int mb) {
 // of two buffers and its K and V tiles through their rings (V^T through its own, by the
 // transposing warps) without a break between items, so the next item's loads run under this
 // item's last tiles and epilogue.
-template <typename TO>
+template <typename TO, bool kVarlen>
 __global__ void __launch_bounds__(kThreads, 1)
-    fp8_fwd_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fp8Maps maps,
-                   int nblk, int n_items) {
+    fp8_fwd_kernel(const __grid_constant__ FwdParams p,
+                   const __grid_constant__ Fp8MapsOf<kVarlen> maps, int nblk, int n_items) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -199,7 +227,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto r_empty = [&](int s) { return bars + 32 + 8 * (3 * kStages + s); };
   const auto v_full = [&](int s) { return bars + 32 + 8 * (4 * kStages + s); };
   const auto v_empty = [&](int s) { return bars + 32 + 8 * (4 * kStages + kVtStages + s); };
-  const int lq = p.seqlen_q, lk = p.seqlen_k;
   const int tid = threadIdx.x;
 
   if (tid == 0) {
@@ -229,19 +256,46 @@ __global__ void __launch_bounds__(kThreads, 1)
         const Item it = item_of(p, i, nblk);
         const int hk = p.kv_head(it.h), qb = n & 1;
         if (n >= 2) ptx::mbarrier_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);
-        ptx::mbarrier_arrive_expect_tx(q_full(qb), kTileBytes);
-        ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h, it.mb * kBlockM,
-                         it.b);
-        const int n_tiles = tiles_of(p, it.mb);
+        // Tensor-map coordinates (varlen: rows from cu_seqlens in a batch of one) and tiles.
+        int n_tiles, bc = it.b, rk = 0, lk = 0;
+        if constexpr (kVarlen) {
+          bc = 0;
+          rk = static_cast<int>(p.row0_k(it.b));
+          lk = p.len_k(it.b);
+          n_tiles = tiles_of<true>(p, it.mb, p.len_q(it.b), lk);
+          if (n_tiles > 0) {
+            ptx::mbarrier_arrive_expect_tx(q_full(qb), kTileBytes);
+            ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h,
+                             static_cast<int>(p.row0_q(it.b)) + it.mb * kBlockM, 0);
+          } else {  // no GEMM reads this item's Q (often a row block past its sequence)
+            ptx::mbarrier_arrive(q_full(qb));
+          }
+        } else {
+          ptx::mbarrier_arrive_expect_tx(q_full(qb), kTileBytes);
+          ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h, it.mb * kBlockM,
+                           it.b);
+          n_tiles = tiles_of<false>(p, it.mb, p.seqlen_q, p.seqlen_k);
+        }
         for (int t = 0; t < n_tiles; ++t, ++ring) {
           const int s = ring % kStages;
           const std::uint32_t parity = ((ring / kStages) & 1) ^ 1;
           if (ring >= kStages) ptx::mbarrier_wait(k_empty(s), parity);
           ptx::mbarrier_arrive_expect_tx(k_full(s), kTileBytes);
-          ptx::tma_load_4d(sk0 + s * kTileBytes, &maps.k, k_full(s), 0, hk, t * kBlockN, it.b);
+          ptx::tma_load_4d(sk0 + s * kTileBytes, &maps.k, k_full(s), 0, hk, rk + t * kBlockN, bc);
           if (ring >= kStages) ptx::mbarrier_wait(r_empty(s), parity);
           ptx::mbarrier_arrive_expect_tx(r_full(s), kTileBytes);
-          ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v, r_full(s), 0, hk, t * kBlockN, it.b);
+          if constexpr (kVarlen) {  // a sequence's partial last tile: zeros past its end
+            const int in_seq = lk - t * kBlockN;
+            if (in_seq < kBlockN) {
+              ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v_tail, r_full(s), 0, hk,
+                               kBlockN - in_seq, rk + lk);
+            } else {
+              ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v, r_full(s), 0, hk, rk + t * kBlockN,
+                               bc);
+            }
+          } else {
+            ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v, r_full(s), 0, hk, t * kBlockN, it.b);
+          }
         }
       }
     } else if (tid >= 32) {
@@ -250,7 +304,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       // fenced for the async proxy, which wgmma reads through).
       int ring = 0;
       for (int i = blockIdx.x; i < n_items; i += gridDim.x) {
-        const int n_tiles = tiles_of(p, item_of(p, i, nblk).mb);
+        const Item it = item_of(p, i, nblk);
+        const int n_tiles =
+            tiles_of<kVarlen>(p, it.mb, len_q_of<kVarlen>(p, it.b), len_k_of<kVarlen>(p, it.b));
         for (int t = 0; t < n_tiles; ++t, ++ring) {
           const int s = ring % kStages, sv = ring % kVtStages;
           ptx::mbarrier_wait(r_full(s), (ring / kStages) & 1);
@@ -278,7 +334,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = blockIdx.x; i < n_items; i += gridDim.x, ++n) {
     const Item it = item_of(p, i, nblk);
     const int h = it.h, b = it.b, hk = p.kv_head(h), m0 = it.mb * kBlockM, qb = n & 1;
-    const int n_tiles = tiles_of(p, it.mb);
+    const int lq = len_q_of<kVarlen>(p, b), lk = len_k_of<kVarlen>(p, b);
+    const int n_tiles = tiles_of<kVarlen>(p, it.mb, lq, lk);
     const int row0 = m0 + c * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
     const float sl2 = p.scale_log2 * p.q_scale_of(h) * p.k_scale_of(hk);
     const std::uint64_t q_desc =
@@ -445,20 +502,38 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
                 "gpuattn: FP8 call of " + std::to_string(items) + " row blocks (over 2^31 - 1)");
   }
   // Every map and setting before the launch: one the driver rejects leaves nothing written.
-  Fp8Maps maps;
-  maps.q = rows_map("q", p.q, p.hq, p.seqlen_q, p.batch, p.q_head_stride, p.q_row_stride,
-                    p.q_batch_stride);
-  maps.k = rows_map("k", p.k, p.hkv, p.seqlen_k, p.batch, p.k_head_stride, p.k_row_stride,
-                    p.k_batch_stride);
-  maps.v = rows_map("v", p.v, p.hkv, p.seqlen_k, p.batch, p.v_head_stride, p.v_row_stride,
-                    p.v_batch_stride);
-
-  const auto kernel = fp8_fwd_kernel<TO>;
-  static PerDeviceFlags smem_set;  // per instantiation (TO)
-  set_max_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmemBytes, smem_set);
+  Fp8VarlenMaps maps;
+  // Varlen: every sequence's rows in one batch entry (the kernel adds cu_seqlens' first rows).
+  const bool varlen = p.is_varlen();
+  const int batch = varlen ? 1 : p.batch;
+  const int rows_q = static_cast<int>(varlen ? p.total_q : p.seqlen_q);
+  const int rows_k = static_cast<int>(varlen ? p.total_k : p.seqlen_k);
+  maps.q =
+      rows_map("q", p.q, p.hq, rows_q, batch, p.q_head_stride, p.q_row_stride, p.q_batch_stride);
+  maps.k =
+      rows_map("k", p.k, p.hkv, rows_k, batch, p.k_head_stride, p.k_row_stride, p.k_batch_stride);
+  maps.v =
+      rows_map("v", p.v, p.hkv, rows_k, batch, p.v_head_stride, p.v_row_stride, p.v_batch_stride);
+  if (varlen) {  // 128 rows in dim 2 and the sequence end in dim 3, both a row apart, over
+    // v - 128 rows: never read below v, the box's in-bounds rows are end - r .. end - 1.
+    const std::int64_t row_bytes = p.v_row_stride > 0 ? p.v_row_stride : std::int64_t{kD} * p.hkv;
+    const auto* base = reinterpret_cast<const void*>(
+        reinterpret_cast<std::uintptr_t>(p.v) - static_cast<std::uintptr_t>(kBlockN * row_bytes));
+    maps.v_tail = rows_map("v (sequence ends)", base, p.hkv, kBlockN, rows_k + 1, p.v_head_stride,
+                           row_bytes, row_bytes);
+  }
 
   const int grid = static_cast<int>(std::min<long long>(items, sm80::num_sms()));
-  kernel<<<grid, kThreads, kSmemBytes, stream>>>(p, maps, nblk, static_cast<int>(items));
+  static PerDeviceFlags smem_set[2];  // per instantiation (TO, varlen)
+  const auto launch = [&](auto kernel, const auto& kernel_maps, PerDeviceFlags& done) {
+    set_max_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmemBytes, done);
+    kernel<<<grid, kThreads, kSmemBytes, stream>>>(p, kernel_maps, nblk, static_cast<int>(items));
+  };
+  if (varlen) {
+    launch(fp8_fwd_kernel<TO, true>, maps, smem_set[1]);
+  } else {
+    launch(fp8_fwd_kernel<TO, false>, static_cast<const Fp8Maps&>(maps), smem_set[0]);
+  }
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -466,7 +541,7 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
 
 bool fp8_usable() {
   cudaFuncAttributes attr{};
-  if (cudaFuncGetAttributes(&attr, fp8_fwd_kernel<__half>) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&attr, fp8_fwd_kernel<__half, false>) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }

@@ -1,9 +1,10 @@
 // FP8 attention on CUDA (q, k and v of E4M3 with their scales, out f16 / bf16) against the fp64
 // reference of the same call (which reads x * scale), on fresh random inputs with outputs poisoned
-// first. On Hopper the FP8 kernel runs dense and causal calls at head dim 128 (awkward lengths,
-// Sq != Sk in both directions, GQA / MQA, one scale or a scale a head); every other call (head
-// dims 64 and 256, varlen, decode, windows, seqused_k, a paged cache) runs on a dequantized copy
-// of q, as do all calls under GPUATTN_KERNEL=sm80 and on other GPUs.
+// first. On Hopper the FP8 kernel runs dense and causal calls at head dim 128, varlen or not
+// (awkward lengths, Sq != Sk in both directions, GQA / MQA, one scale or a scale a head, K / V as
+// strided views); every other call (head dims 64 and 256, decode, windows, seqused_k, a paged
+// cache) runs on a dequantized copy of q, as do all calls under GPUATTN_KERNEL=sm80 and on other
+// GPUs.
 //
 // The FP8 kernel rounds P to E4M3 before P V (3 mantissa bits: a relative error of up to 2^-4,
 // uniform, about 0.036 RMS; values under 2^-6 lose more). On diffuse rows of random inputs, where
@@ -39,11 +40,20 @@ struct F8Case {
   bool per_head = true;
   bool varlen = false;
   MaskSpec mask = {};
-  bool packed_kv = false;  // dense: k and v interleaved in one [B, Sk, 2, Hkv, D] buffer
+  bool packed_kv = false;           // dense: k and v interleaved in one [B, Sk, 2, Hkv, D] buffer
+  std::vector<int> lens_q, lens_k;  // varlen: these lengths (0 allowed) in place of the rule's
+  int nan_seq = -1;                 // varlen: this sequence's K and V rows all NaN (0x7F)
 
   F8Case packed() const {
     F8Case c = *this;
     c.packed_kv = true;
+    return c;
+  }
+  F8Case lens(std::vector<int> q, std::vector<int> k, int nan = -1) const {
+    F8Case c = *this;
+    c.lens_q = std::move(q);
+    c.lens_k = std::move(k);
+    c.nan_seq = nan;
     return c;
   }
 
@@ -52,7 +62,8 @@ struct F8Case {
            std::to_string(Hq) + "kv" + std::to_string(Hkv) + "_Sq" + std::to_string(Sq) + "_Sk" +
            std::to_string(Sk) + "_D" + std::to_string(D) + (causal ? "_causal" : "") +
            (per_head ? "" : "_one_scale") + (varlen ? "_varlen" : "") +
-           (mask.window_left >= 0 ? "_window" : "") + (packed_kv ? "_packed_kv" : "");
+           (mask.window_left >= 0 ? "_window" : "") + (packed_kv ? "_packed_kv" : "") +
+           (lens_q.empty() ? "" : "_lens") + (nan_seq >= 0 ? "_nan" + std::to_string(nan_seq) : "");
   }
 };
 
@@ -73,11 +84,17 @@ struct Errors {
 
 Errors run_case(const F8Case& c, Path path) {
   SCOPED_TRACE(c.name());
-  // Varlen: B sequences of Sq - 37 b query rows and Sk - 11 b keys (at least 1), packed.
+  // Varlen: B sequences of Sq - 37 b query rows and Sk - 11 b keys (at least 1), packed, or the
+  // case's own lengths.
   std::vector<int> cu_q{0}, cu_k{0};
   for (int b = 0; b < c.B; ++b) {
-    cu_q.push_back(cu_q.back() + (c.varlen ? std::max(1, c.Sq - 37 * b) : c.Sq));
-    cu_k.push_back(cu_k.back() + (c.varlen ? std::max(1, c.Sk - 11 * b) : c.Sk));
+    const bool own = !c.lens_q.empty();
+    cu_q.push_back(cu_q.back() + (own        ? c.lens_q[b]
+                                  : c.varlen ? std::max(1, c.Sq - 37 * b)
+                                             : c.Sq));
+    cu_k.push_back(cu_k.back() + (own        ? c.lens_k[b]
+                                  : c.varlen ? std::max(1, c.Sk - 11 * b)
+                                             : c.Sk));
   }
   const std::int64_t tq = cu_q.back(), tk = cu_k.back();
   auto shape = [&](std::int64_t total, int s, int h) {
@@ -99,6 +116,17 @@ Errors run_case(const F8Case& c, Path path) {
   fill_e4m3(k, ks, seed + 1, 0.7f);
   fill_e4m3(v, vs, seed + 2, 1.1f);
   if (c.packed_kv) fill_e4m3(kv, ks, seed + 3, 0.7f);
+  if (c.nan_seq >= 0) {
+    // A sequence no query row attends (its length 0): its K / V rows all NaN. The kernel reads
+    // them as the tail of the previous sequence's last key tile; masked scores and zeroed V keep
+    // them out, as the reference never reads them.
+    const std::int64_t row = std::int64_t{c.Hkv} * c.D;
+    auto* kb = static_cast<std::uint8_t*>(k.data());
+    auto* vb = static_cast<std::uint8_t*>(v.data());
+    for (std::int64_t i = cu_k[c.nan_seq] * row; i < cu_k[c.nan_seq + 1] * row; ++i) {
+      kb[i] = vb[i] = 0x7f;
+    }
+  }
   out.poison();
   lse.poison();
   const OnDevice dq(q), dk(k), dv(v), dout(out), dlse(lse), dqs(qs), dks(ks), dvs(vs), dcuq(cuq),
@@ -224,6 +252,18 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
       // K and V as strided views into one buffer: the tensor maps' row strides (2 Hkv D bytes).
       F8Case{bf16, 2, 8, 2, 300, 500, 128, true}.packed(),
       F8Case{f16, 1, 4, 4, 200, 130, 128}.packed(),
+      // Varlen (sequence b: Sq - 37 b query rows, Sk - 11 b keys, at least 1): row blocks past a
+      // sequence's end run empty, K / V tiles end inside the next sequence's rows.
+      {bf16, 3, 8, 2, 300, 500, 128, true, true, true},  // GQA 4
+      {f16, 4, 4, 4, 150, 140, 128, false, true, true},
+      {bf16, 5, 4, 2, 40, 45, 128, true, true, true},    // query lengths 40, 3, 1, 1, 1
+      {f16, 6, 16, 4, 700, 650, 128, true, true, true},  // 576 items
+      // A query-less sequence of NaN keys and values after one whose last key tile reaches into
+      // it; lengths 0, len_q > len_k, a 5-key tile, a sequence of no keys (out 0, LSE -inf).
+      F8Case{bf16, 3, 8, 2, 200, 140, 128, false, true, true}.lens({200, 0, 150}, {140, 100, 130},
+                                                                   1),
+      F8Case{f16, 4, 4, 4, 300, 260, 128, true, true, true}.lens({130, 0, 300, 64},
+                                                                 {5, 200, 260, 0}, 1),
   };
   for (const F8Case& c : cases) run_case(c, path);
 }
@@ -233,7 +273,7 @@ TEST_F(Fp8AttentionCuda, OtherCallsRunOnADequantizedQ) {
   const std::vector<F8Case> cases = {
       {f16, 2, 4, 2, 150, 260, 64, true},                                    // head dim 64
       {bf16, 1, 4, 4, 100, 90, 256},                                         // head dim 256
-      {bf16, 3, 8, 2, 150, 300, 128, true, true, true},                      // varlen
+      {bf16, 3, 8, 2, 150, 300, 64, true, true, true},                       // varlen, D64
       {f16, 2, 8, 2, 3, 900, 128, true},                                     // decode
       {bf16, 1, 4, 2, 300, 300, 128, false, true, false, make_mask(50, 0)},  // a window
   };

@@ -10,6 +10,7 @@ scale absmax / 448 (so every head's descale differs and each one must be read).
 """
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -671,8 +672,10 @@ def test_torch_cuda_fp8_varlen_matches_reference():
     assert out.is_cuda and out.dtype == torch.float16
     want, _ = ref_varlen(q.dequantized, k.dequantized, v.dequantized, cu_q, cu_k,
                          1 / math.sqrt(128), causal_rule(True))
-    assert rel_l2(out.cpu(), want) < 0.06
-    assert_close(out.cpu(), want, 4e-3, "out")  # varlen runs on a dequantized q: 16-bit accuracy
+    assert rel_l2(out.cpu(), want) < 0.06  # the FP8 kernel on Hopper (P rounded to E4M3)
+    if (torch.cuda.get_device_capability()[0] != 9
+            or os.environ.get("GPUATTN_KERNEL") == "sm80"):  # a dequantized q: 16-bit accuracy
+        assert_close(out.cpu(), want, 4e-3, "out")
     trusted = ga.flash_attn_varlen_func(q.x, k.x, v.x, int32("torch", cu_q).cuda(),
                                         int32("torch", cu_k).cuda(), max(lens_q), max(lens_k),
                                         causal=True, out_dtype=torch.float16, check_indices=False,
