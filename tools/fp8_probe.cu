@@ -12,8 +12,8 @@
 //   gpuattn_fp8_probe [REPS]      (default 50)
 //
 // One line a shape: "B4 H16 S4096 dense   us 703.2  TFLOP/s 781.8". The last shape is varlen:
-// gpuattn bench --shapes varlen's 16 prompts of 1 to 4096 tokens in one packed causal call (main
-// in s45 ran varlen FP8 calls on a dequantized copy of q, branch wip/fp8-varlen on the kernel).
+// gpuattn bench --shapes varlen's 16 prompts of 1 to 4096 tokens in one packed causal call (until
+// s46, varlen FP8 calls ran on a dequantized copy of q; since, on the FP8 kernel: 1.23x).
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
