@@ -1003,7 +1003,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           }
           ItemShape x{};
           if (w < sched.items) x = shape_of(w);
-          if (kVarlen && !kMasked && w < sched.items) set_seq_end(p, bar, x.it.b, x.lk);
+          // Lane 0 alone: it reads the end in load_kv (with the listed producer's 32 lanes all
+          // writing it, racecheck saw the next item's write race this item's read, s46 call 3).
+          if (kVarlen && !kMasked && lane == 0 && w < sched.items) {
+            set_seq_end(p, bar, x.it.b, x.lk);
+          }
           int listed_last = -1;  // a listed item's last on tile
           if (listed && x.n_tiles > 0) {
             int count = 0;
