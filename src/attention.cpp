@@ -27,6 +27,10 @@ void attention_forward(const AttentionArgs& args) {
 #endif
 }
 
+void check_attention_args(const AttentionArgs& args) {
+  (void)make_fwd_params(args);
+}
+
 std::int64_t attention_counters_needed(const AttentionArgs& args) {
   AttentionArgs a = args;
   a.counters = TensorView{};  // the answer sizes them: a host view here is no error

@@ -226,6 +226,15 @@ struct AttentionArgs {
 // call that is not a decode call takes the gather buffer described at block_table.
 void attention_forward(const AttentionArgs& args);
 
+// Validates `args` as attention_forward does and computes nothing: throws the same errors, writes
+// nothing, launches nothing. Index arrays (cu_seqlens, seqused_k, block_table) and scales on the
+// host are checked as attention_forward checks them; on a device, attention_forward checks their
+// values on a host copy when it runs (check_indices), and this does not read them. For a caller
+// that must change something before the attention can run, and wants a bad call refused before
+// that: flash_attn_with_kvcache's Python wrapper checks the attention this way before it appends
+// k/v to the cache (append_kv validates its own arguments before it writes).
+void check_attention_args(const AttentionArgs& args);
+
 // How many int32 counters a CUDA call with these arguments may take, to size
 // AttentionArgs::counters: batch x Hkv x ceil(Sq x Hq / Hkv / 16) for a call the split-KV decode
 // kernel can run (standard precision, no mask beyond causal, at most 64 query rows per KV head),

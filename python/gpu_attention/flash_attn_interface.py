@@ -196,6 +196,23 @@ def _plain_tensors(torch, *xs):
     return True
 
 
+def _attends_cache(q, k_cache, k, block_table):
+    """Whether q (and k's rows, appended first) meet the attention's checks against the cache: its
+    batch (the block table's with one), head dim, a head count k_cache's divides, a query, k's
+    dtype, the cache's device. The fast path appends only then; any other call takes the general
+    path, whose attention check comes before the append, so a call the attention refuses leaves
+    the caches as they were. Plain rank-4 tensors (_plain_tensors) only."""
+    batch = k_cache.shape[0]
+    if block_table is not None:
+        if block_table.ndim != 2:
+            return False
+        batch = block_table.shape[0]
+    hkv = k_cache.shape[2]
+    return (q.shape[0] == batch and q.shape[1] >= 1 and q.shape[3] == k_cache.shape[3]
+            and hkv > 0 and q.shape[2] % hkv == 0 and q.dtype == k.dtype
+            and q.device == k_cache.device)
+
+
 def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=None,
                   block_table=None, check_indices=True, k_scale=None, v_scale=None,
                   kv_format="", pdl=False):
@@ -504,11 +521,13 @@ def _descale_names(error, letters="qkv"):
 def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0,
              softmax_scale, mask, want_lse, seqused_k=None, block_table=None,
              check_indices=True, k_scale=None, v_scale=None, pdl=False, q_scale=None,
-             out_dtype=None, descaled=None):
+             out_dtype=None, descaled=None, check_only=False):
     """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
     (out, lse or None). FP8 attention (q_scale; _fp8_options makes its arguments) allocates out
     of `out_dtype`. The library's errors name the scales `descaled` lists (letters of q, k, v;
-    None: all three in an FP8 call, none otherwise) X_descale, as the caller passed them."""
+    None: all three in an FP8 call, none otherwise) X_descale, as the caller passed them.
+    check_only: the library validates the call (gpuattn::check_attention_args) and computes
+    nothing; out and lse come back unwritten."""
     fw = _framework(q, "q")
     _check_same_framework(fw, k, "k")
     _check_same_framework(fw, v, "v")
@@ -537,6 +556,8 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
         mask = dict(mask, check_indices=False)
     if pdl:
         mask = dict(mask, pdl=True)
+    if check_only:
+        mask = dict(mask, check_only=True)
     if k_scale is not None or v_scale is not None:
         k, kv_format = _kv_cache(fw, k)
         v, _ = _kv_cache(fw, v)
@@ -746,8 +767,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     appended are 16-bit rows, quantized into the cache as above. q_descale or out_dtype with a q
     that is not FP8, an FP8 q without q_descale, beside a cache that is not E4M3 or without the
     cache's scales, and both names of one scale raise ValueError naming the argument before k/v
-    are appended; q_descale's shape and values are checked by the attention, after the append,
-    as q's own are.
+    are appended.
+    With k/v, the attention's own checks (q against the cache, q_descale's shape) and the
+    append's (the new rows fit after cache_seqlens) run before anything is written: a call either raises
+    with the caches as they were, or appends and attends. On CUDA the values of device index
+    arrays and scales (cache_seqlens, block_table, q_descale; check_indices) are read on a host
+    copy by each step as it runs: the append's before it writes, the attention's after it (a bad
+    table entry of a page before cache_seqlens, or a bad q_descale value, then raises with the
+    rows appended).
     pdl=True (keyword only, not in flash-attn; FlashInfer calls it enable_pdl): on CUDA sm_90+ a
     decode call's kernel launches with programmatic dependent launch, scheduled while the kernel
     ahead of it in the stream still runs (AttentionArgs::pdl in the C++ API). It pays in chains
@@ -772,7 +799,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             and _plain_tensors(torch, q, k_cache, v_cache)
             and q.dtype is not getattr(torch, "float8_e4m3fn", None)  # FP8 q: the general path
             and ((k is None and v is None)
-                 or (cache_seqlens is not None and _plain_tensors(torch, k, v)))):
+                 or (cache_seqlens is not None and _plain_tensors(torch, k, v)
+                     and _attends_cache(q, k_cache, k, block_table)))):
         check_indices = bool(check_indices)
         kv_format = ""
         if k_scale is not None:  # a quantized cache (scales as tensors): as _forward passes it
@@ -823,7 +851,20 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                 raise ValueError(f"q shape {tuple(q.shape)} must be (batch, seqlen_q, nheads, "
                                  "headdim)")
             seqused = _full_int32(_framework(q, "q"), q, q.shape[0], cache_seqlens)
+    sq, sk = _dense_lengths(q, k_cache)
+    if block_table is not None:  # the logical cache: every page of a table row
+        shape = getattr(block_table, "shape", None)
+        sk = (shape[1] * k_cache.shape[1]
+              if shape is not None and len(shape) == 2 and sk is not None else None)
+    mask = _resolve_mask(window_size, causal, sq, sk)
+    call = dict(softmax_scale=scale, mask=mask, want_lse=return_softmax_lse,
+                block_table=block_table, check_indices=bool(check_indices), k_scale=k_scale,
+                v_scale=v_scale, pdl=pdl, descaled=descaled + "q" * bool(fp8), **fp8)
     if k is not None:
+        # The attention checked before anything is written, so that a call it refuses leaves the
+        # caches as they were. Over the lengths before the append: the append itself then checks
+        # that the new rows fit (naming cache_seqlens), before it writes.
+        _forward(q, k_cache, v_cache, seqused_k=seqused, check_only=True, **call)
         try:
             _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices,
                        k_scale=k_scale, v_scale=v_scale)
@@ -836,15 +877,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             seqused = (seqused + n).to(sys.modules["torch"].int32)
         else:
             seqused = (seqused + n).astype(sys.modules["numpy"].int32)
-    sq, sk = _dense_lengths(q, k_cache)
-    if block_table is not None:  # the logical cache: every page of a table row
-        shape = getattr(block_table, "shape", None)
-        sk = (shape[1] * k_cache.shape[1]
-              if shape is not None and len(shape) == 2 and sk is not None else None)
-    mask = _resolve_mask(window_size, causal, sq, sk)
-    out, lse = _forward(q, k_cache, v_cache, softmax_scale=scale, mask=mask,
-                        want_lse=return_softmax_lse, seqused_k=seqused, block_table=block_table,
-                        check_indices=bool(check_indices), k_scale=k_scale, v_scale=v_scale,
-                        pdl=pdl, descaled=descaled + "q" * bool(fp8), **fp8)
+    out, lse = _forward(q, k_cache, v_cache, seqused_k=seqused, **call)
     return (out, lse) if return_softmax_lse else out
 

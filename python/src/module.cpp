@@ -149,8 +149,8 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
                        const std::optional<Input>& seqused_k,
                        const std::optional<Input>& block_table, bool check_indices,
                        const std::optional<Input>& k_scale, const std::optional<Input>& v_scale,
-                       const std::string& kv_format, bool pdl,
-                       const std::optional<Input>& q_scale) {
+                       const std::string& kv_format, bool pdl, const std::optional<Input>& q_scale,
+                       bool check_only) {
   gpuattn::AttentionArgs args;
   // FP8 attention: with q_scale, q is read as k/v are (kv_format).
   args.q = q_scale ? kv_view(q, "q", kv_format) : to_view(q, "q");
@@ -190,6 +190,10 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
   // The arrays stay alive through the references held by the caller's frame; no Python object is
   // touched while the GIL is released.
   nb::gil_scoped_release release;
+  if (check_only) {
+    gpuattn::check_attention_args(args);
+    return;
+  }
   gpuattn::attention_forward(args);
 }
 
@@ -311,6 +315,7 @@ NB_MODULE(_C, m) {
         nb::arg("k_scale").noconvert().none() = nb::none(),
         nb::arg("v_scale").noconvert().none() = nb::none(), nb::arg("kv_format") = "",
         nb::arg("pdl") = false, nb::arg("q_scale").noconvert().none() = nb::none(),
+        nb::arg("check_only") = false,
         "Computes attention into `out` (and `lse` when given) with gpuattn::attention_forward.\n\n"
         "Dense: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out like q, lse float32 [B, Hq, Sq].\n"
         "Varlen (cu_seqlens given): q [total_q, Hq, D], k/v [total_k, Hkv, D], lse [Hq, "
@@ -334,6 +339,8 @@ NB_MODULE(_C, m) {
         "q_scale (float32 [Hq] or [1] on q's device) makes the call FP8 attention: q, k and v of "
         "float8_e4m3fn (uint8 bytes with kv_format='e4m3') with q_scale, k_scale and v_scale, "
         "out float16 or bfloat16 (float32 on the CPU). "
+        "check_only=True validates the arguments as the call would (gpuattn::"
+        "check_attention_args: device index arrays' values aside) and computes nothing. "
         "Raises ValueError (invalid input), NotImplementedError (not "
         "supported) or RuntimeError (CUDA error); out/lse are untouched on error.");
 

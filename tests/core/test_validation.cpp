@@ -48,18 +48,27 @@ Dense standard(std::uint64_t seed, DType t = DType::f16) {
 }
 
 // Calls attention_forward and expects an Error with `code` whose message contains every `needle`;
-// the `untouched` tensors must be byte-identical afterwards.
+// the `untouched` tensors must be byte-identical afterwards. check_attention_args must refuse the
+// call first with the same code and message.
 void expect_rejected(const AttentionArgs& a, ErrorCode code,
                      std::initializer_list<std::string> needles,
                      std::initializer_list<const HostTensor*> untouched) {
   std::vector<std::vector<std::uint64_t>> before;
   for (const HostTensor* t : untouched) before.push_back(t->storage);
+  std::string checked = "no error";
+  try {
+    check_attention_args(a);
+  } catch (const Error& e) {
+    checked = e.what();
+    EXPECT_EQ(static_cast<int>(e.code()), static_cast<int>(code)) << checked;
+  }
   try {
     attention_forward(a);
     ADD_FAILURE() << "no error; expected one naming '" << *needles.begin() << "'";
   } catch (const Error& e) {
     const std::string msg = e.what();
     EXPECT_EQ(static_cast<int>(e.code()), static_cast<int>(code)) << msg;
+    EXPECT_EQ(checked, msg) << "check_attention_args and attention_forward differ";
     for (const std::string& n : needles) {
       EXPECT_NE(msg.find(n), std::string::npos) << "message '" << msg << "' lacks '" << n << "'";
     }
@@ -223,6 +232,17 @@ TEST(Validation, CountersNeeded) {
   const std::string expected = message([&] { attention_forward(bad.args()); });
   EXPECT_NE(expected, "no error");
   EXPECT_EQ(message([&] { attention_counters_needed(bad.args()); }), expected);
+}
+
+// check_attention_args on a valid call: no error, and nothing written (out and lse poisoned).
+TEST(Validation, CheckAloneWritesNothing) {
+  Dense d = standard(45);
+  d.out.poison();
+  d.lse.poison();
+  const std::vector<std::uint64_t> out = d.out.storage, lse = d.lse.storage;
+  check_attention_args(d.args());
+  EXPECT_TRUE(d.out.storage == out);
+  EXPECT_TRUE(d.lse.storage == lse);
 }
 
 TEST(Validation, UnsupportedDtype) {

@@ -281,6 +281,65 @@ def test_kvcache_append_errors():
     assert np.array_equal(kc, before)
 
 
+ON_DEVICES = [pytest.param(("numpy", "cpu"), id="numpy"),
+              pytest.param(("torch", "cpu"), id="torch-cpu", marks=needs_torch),
+              pytest.param(("torch", "cuda"), id="torch-cuda", marks=needs_torch)]
+
+
+@pytest.mark.parametrize("where", ON_DEVICES)
+@pytest.mark.parametrize("paged", [False, True])
+def test_kvcache_append_refused_calls_write_nothing(where, paged):
+    """With k/v appended, a call the attention refuses (q against the cache, the window) raises
+    before anything is written: both caches keep every byte. Torch tensors reach the library
+    through the fast path's check of q, then the general path's (on CUDA too, where there is a
+    GPU); numpy arrays through the general path's. A good call with the same caches then appends
+    and attends."""
+    fw, device = where
+    if device == "cuda" and not (torch.cuda.is_available() and ga.cuda_available()):
+        pytest.skip("no CUDA device")
+    rng = rng_for("kvcache-append-refused", fw, device, paged)
+    b, sk, hq, hkv, d = 2, 32, 4, 2, 64
+
+    def arr(shape, dtype="float16"):
+        x = make(fw, dtype, shape, rng)
+        return x.to(device) if fw == "torch" else x
+
+    if paged:  # 4 pages of 16 keys, sequence 0 on pages 3 and 1, sequence 1 on 0 and 2
+        kc, vc = arr((4, 16, hkv, d)), arr((4, 16, hkv, d))
+        table = np.array([[3, 1], [0, 2]], np.int32)
+    else:
+        kc, vc = arr((b, sk, hkv, d)), arr((b, sk, hkv, d))
+        table = None
+    used = np.array([5, 20], np.int32)
+    if fw == "torch":
+        used = torch.from_numpy(used).to(device)
+        table = None if table is None else torch.from_numpy(table).to(device)
+    kept = [x.clone() if fw == "torch" else x.copy() for x in (kc, vc)]
+    new_k, new_v = arr((b, 2, hkv, d)), arr((b, 2, hkv, d))
+    good = arr((b, 1, hq, d))
+    bad_q = {
+        "head dim 32": (arr((b, 1, hq, 32)), {}, "head dim 32 is not supported"),
+        "batch 3": (arr((3, 1, hq, d)), {}, "q batch 3|batch = 3"),
+        "3 heads over 2": (arr((b, 1, 3, d)), {}, "q heads 3 are not a multiple of kv heads 2"),
+        "float32 q": (arr((b, 1, hq, d), "float32"), {}, "differs from q dtype float32"),
+        "rank 3": (arr((b, hq, d)), {}, "q has rank 3"),
+        "window (-5, 0)": (good, dict(window_size=(-5, 0)), "the left window -5 is invalid"),
+    }
+    for name, (q, extra, match) in bad_q.items():
+        with pytest.raises((ValueError, NotImplementedError), match=match):
+            ga.flash_attn_with_kvcache(q, kc, vc, k=new_k, v=new_v, cache_seqlens=used,
+                                       block_table=table, **extra)
+        for cache, before in zip((kc, vc), kept):
+            same = (torch.equal(cache, before) if fw == "torch"
+                    else np.array_equal(cache, before))
+            assert same, f"{name}: the cache was written by a refused call"
+    out = ga.flash_attn_with_kvcache(good, kc, vc, k=new_k, v=new_v, cache_seqlens=used,
+                                     block_table=table)
+    assert out.shape == good.shape
+    rows = kc[3, 5:7] if paged else kc[0, 5:7]  # sequence 0's rows 5 and 6
+    assert (torch.equal(rows, new_k[0]) if fw == "torch" else np.array_equal(rows, new_k[0]))
+
+
 def test_kvcache_pdl():
     """pdl (programmatic dependent launch of a CUDA decode kernel) leaves the result alone, here on
     the CPU, which ignores it; anything but a bool is a TypeError naming it, raised before k/v are

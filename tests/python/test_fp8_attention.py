@@ -460,8 +460,9 @@ def test_16bit_calls_are_unchanged():
 
 def test_fp8_kvcache_errors_name_the_argument():
     """Bad FP8 decode calls raise ValueError naming the argument, as passed (q_descale, k_scale or
-    k_descale). Every one but the library's checks of q_descale (made by the attention call, as
-    q's own) comes before any row is appended: the caches stay untouched."""
+    k_descale). Every one comes before any row is appended, the library's checks of q_descale
+    too (its shape, and here on the CPU its values: the attention is checked before the append):
+    the caches stay untouched."""
     b, sk, hq, hkv, d = 2, 32, 4, 2, 64
     rng = rng_for("fp8-kvcache-errors")
     q = Fp8("numpy", (b, 1, hq, d), rng)
@@ -523,8 +524,12 @@ def test_fp8_kvcache_errors_name_the_argument():
         with pytest.raises(TypeError, match="k_descale must be a torch.Tensor or a numpy"):
             call(q.x, q_descale=scales["q_descale"], k_descale=[0.5] * hkv,
                  v_scale=scales["v_scale"])
+        with pytest.raises(ValueError, match=r"q_descale has shape \[3\]"):
+            call(q.x, **dict(scales, q_descale=np.ones(3, np.float32)))
+        with pytest.raises(ValueError, match=r"q_descale\[2\] is -1"):
+            call(q.x, **dict(scales, q_descale=np.array([1, 1, -1, 1], np.float32)))
         assert np.array_equal(kx, kept[0]) and np.array_equal(vx, kept[1]), page
-        # q_descale is checked by the attention call, after an append (as q itself is): here none
+        # and without an append
         with pytest.raises(ValueError, match=r"q_descale has shape \[3\]"):
             ga.flash_attn_with_kvcache(q.x, kx, vx, block_table=cache.table,
                                        **dict(scales, q_descale=np.ones(3, np.float32)))
