@@ -405,14 +405,19 @@ def _normalized(names, defaults, args, kwargs):
 
 
 class _Recorder:
-    """Stands in for gpu_attention._C: records each native call's arguments, then makes it."""
+    """Stands in for gpu_attention._C: records each native call's arguments, then makes it. The
+    general path's check_only calls (its check of the attention before an append; the fast path
+    checks q in Python instead) are counted in `checks`, not recorded."""
 
     def __init__(self, real):
-        self.real, self.calls = real, []
+        self.real, self.calls, self.checks = real, [], 0
 
     def attention_forward(self, *args, **kwargs):
-        self.calls.append(("attention_forward",
-                           _normalized(_FORWARD, _FORWARD_DEFAULTS, args, kwargs)))
+        if kwargs.get("check_only"):
+            self.checks += 1
+        else:
+            self.calls.append(("attention_forward",
+                               _normalized(_FORWARD, _FORWARD_DEFAULTS, args, kwargs)))
         return self.real.attention_forward(*args, **kwargs)
 
     def append_kv(self, *args, **kwargs):
