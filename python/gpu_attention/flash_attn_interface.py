@@ -769,8 +769,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     cache's scales, and both names of one scale raise ValueError naming the argument before k/v
     are appended.
     With k/v, the attention's own checks (q against the cache, q_descale's shape) and the
-    append's (the new rows fit after cache_seqlens) run before anything is written: a call either raises
-    with the caches as they were, or appends and attends. On CUDA the values of device index
+    append's (the new rows fit after cache_seqlens) run before anything is written: a call either
+    raises with the caches as they were, or appends and attends. On CUDA the values of device index
     arrays and scales (cache_seqlens, block_table, q_descale; check_indices) are read on a host
     copy by each step as it runs: the append's before it writes, the attention's after it (a bad
     table entry of a page before cache_seqlens, or a bad q_descale value, then raises with the
