@@ -196,26 +196,44 @@ def _plain_tensors(torch, *xs):
     return True
 
 
-def _attends_cache(q, k_cache, k, block_table):
-    """Whether q (and k's rows, appended first) meet the attention's checks against the cache: its
-    batch (the block table's with one), head dim, a head count k_cache's divides, a query, k's
-    dtype, the cache's device. The fast path appends only then; any other call takes the general
-    path, whose attention check comes before the append, so a call the attention refuses leaves
-    the caches as they were. Plain rank-4 tensors (_plain_tensors) only."""
+def _attends_cache(q, k_cache, k, block_table, softmax_scale):
+    """Whether the fast path may append k/v ahead of its attention call: q meets the attention's
+    checks that the append's own (made before it writes) leave open: its batch (the block
+    table's with one), a query, a head count k_cache's divides, a supported head dim equal to the
+    cache's, k's dtype, the cache's device, 16-byte strides and alignment, and a positive finite
+    softmax_scale. Any other call takes the general path, which checks the attention
+    (gpuattn::check_attention_args) before it appends, so a call the attention refuses leaves the
+    caches as they were. Plain rank-4 tensors (_plain_tensors) only."""
     batch = k_cache.shape[0]
     if block_table is not None:
         if block_table.ndim != 2:
             return False
         batch = block_table.shape[0]
+    b, s, h, d = q.shape
     hkv = k_cache.shape[2]
-    return (q.shape[0] == batch and q.shape[1] >= 1 and q.shape[3] == k_cache.shape[3]
-            and hkv > 0 and q.shape[2] % hkv == 0 and q.dtype == k.dtype
-            and q.device == k_cache.device)
+    if not (b == batch and s >= 1 and h >= 1 and d in (64, 128, 256) and d == k_cache.shape[3]
+            and hkv >= 1 and h % hkv == 0 and q.dtype == k.dtype
+            and q.device == k_cache.device):
+        return False
+    if softmax_scale is not None and not 0.0 < softmax_scale < float("inf"):
+        return False
+    size = q.element_size()  # a dimension of size 1 is never stepped over: any stride
+    return q.data_ptr() % 16 == 0 and all(
+        stride * size % 16 == 0 for stride, n in zip(q.stride()[:3], q.shape[:3]) if n != 1)
+
+
+def _named_cache_seqlens(error):
+    """A library error of a flash_attn_with_kvcache call with cache_seqlens named as the caller
+    passed it (the library calls the keys each sequence uses seqused_k)."""
+    text = str(error)
+    if "seqused_k" not in text:
+        return error
+    return type(error)(re.sub(r"\bseqused_k\b", "cache_seqlens", text))
 
 
 def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=None,
                   block_table=None, check_indices=True, k_scale=None, v_scale=None,
-                  kv_format="", pdl=False):
+                  kv_format="", pdl=False, check_only=False):
     """The library's call for plain torch tensors (as _forward makes it): out (and lse)
     allocated contiguous on q's device, the arrays as DLPack capsules, torch's current stream.
     A quantized cache comes as _kv_cache leaves it (float8 as uint8 bytes, kv_format 'e4m3'),
@@ -230,7 +248,7 @@ def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=Non
     stream = _current_raw_stream(torch, q) if q.is_cuda else 0
     cap = torch.utils.dlpack.to_dlpack
     if (seqused_k is None and block_table is None and check_indices and k_scale is None
-            and not pdl):
+            and not pdl and not check_only):
         _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
                              None, None, 0, 0, softmax_scale, causal, stream)
     else:
@@ -241,7 +259,7 @@ def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=Non
                              check_indices=check_indices,
                              k_scale=None if k_scale is None else cap(k_scale),
                              v_scale=None if v_scale is None else cap(v_scale),
-                             kv_format=kv_format, pdl=pdl)
+                             kv_format=kv_format, pdl=pdl, check_only=check_only)
     return out, lse
 
 
@@ -768,13 +786,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     that is not FP8, an FP8 q without q_descale, beside a cache that is not E4M3 or without the
     cache's scales, and both names of one scale raise ValueError naming the argument before k/v
     are appended.
-    With k/v, the attention's own checks (q against the cache, q_descale's shape) and the
-    append's (the new rows fit after cache_seqlens) run before anything is written: a call either
-    raises with the caches as they were, or appends and attends. On CUDA the values of device index
-    arrays and scales (cache_seqlens, block_table, q_descale; check_indices) are read on a host
-    copy by each step as it runs: the append's before it writes, the attention's after it (a bad
-    table entry of a page before cache_seqlens, or a bad q_descale value, then raises with the
-    rows appended).
+    With k/v, the attention's own checks (q against the cache, the mask, q_descale's shape) and
+    the append's (the new rows fit after cache_seqlens) run before anything is written: a call
+    that raises ValueError or NotImplementedError leaves the caches as they were. One exception:
+    on CUDA the values of device index arrays and scales (block_table, q_descale; check_indices)
+    are read on a host copy by each step as it runs, so a bad table entry of a page before
+    cache_seqlens, or a bad q_descale value, raises after the rows are appended. The library's
+    errors name cache_seqlens as passed (its own name for the lengths is seqused_k).
     pdl=True (keyword only, not in flash-attn; FlashInfer calls it enable_pdl): on CUDA sm_90+ a
     decode call's kernel launches with programmatic dependent launch, scheduled while the kernel
     ahead of it in the stream still runs (AttentionArgs::pdl in the C++ API). It pays in chains
@@ -800,24 +818,34 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             and q.dtype is not getattr(torch, "float8_e4m3fn", None)  # FP8 q: the general path
             and ((k is None and v is None)
                  or (cache_seqlens is not None and _plain_tensors(torch, k, v)
-                     and _attends_cache(q, k_cache, k, block_table)))):
+                     and _attends_cache(q, k_cache, k, block_table, softmax_scale)))):
         check_indices = bool(check_indices)
         kv_format = ""
         if k_scale is not None:  # a quantized cache (scales as tensors): as _forward passes it
             k_cache, kv_format = _kv_cache("torch", k_cache)
             v_cache, _ = _kv_cache("torch", v_cache)
-        if k is not None:  # appended first, as _append_kv does, then attended with them
-            cap = torch.utils.dlpack.to_dlpack
-            stream = _current_raw_stream(torch, k_cache) if k_cache.is_cuda else 0
-            _C.append_kv(cap(k_cache), cap(v_cache), cap(k), cap(v), cap(cache_seqlens),
-                         block_table=None if block_table is None else cap(block_table),
-                         check_indices=check_indices, stream=stream,
-                         k_scale=None if k_scale is None else cap(k_scale),
-                         v_scale=None if v_scale is None else cap(v_scale), kv_format=kv_format)
-            cache_seqlens = (cache_seqlens + k.shape[1]).to(torch.int32)
-        out, lse = _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
-                                 return_softmax_lse, cache_seqlens, block_table, check_indices,
-                                 k_scale, v_scale, kv_format, pdl)
+        try:
+            if k is not None:  # appended first, as _append_kv does, then attended with them
+                if not q.is_cuda:
+                    # The CPU's attention checks every page of a block table, the append only
+                    # those it writes: the whole check first (its time is the CPU's least cost).
+                    _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
+                                  return_softmax_lse, cache_seqlens, block_table, check_indices,
+                                  k_scale, v_scale, kv_format, pdl, check_only=True)
+                cap = torch.utils.dlpack.to_dlpack
+                stream = _current_raw_stream(torch, k_cache) if k_cache.is_cuda else 0
+                _C.append_kv(cap(k_cache), cap(v_cache), cap(k), cap(v), cap(cache_seqlens),
+                             block_table=None if block_table is None else cap(block_table),
+                             check_indices=check_indices, stream=stream,
+                             k_scale=None if k_scale is None else cap(k_scale),
+                             v_scale=None if v_scale is None else cap(v_scale),
+                             kv_format=kv_format)
+                cache_seqlens = (cache_seqlens + k.shape[1]).to(torch.int32)
+            out, lse = _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
+                                     return_softmax_lse, cache_seqlens, block_table,
+                                     check_indices, k_scale, v_scale, kv_format, pdl)
+        except (ValueError, NotImplementedError) as e:
+            raise _named_cache_seqlens(e) from None
         return (out, lse) if return_softmax_lse else out
     for name, value in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
                         ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad)):
@@ -864,7 +892,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         # The attention checked before anything is written, so that a call it refuses leaves the
         # caches as they were. Over the lengths before the append: the append itself then checks
         # that the new rows fit (naming cache_seqlens), before it writes.
-        _forward(q, k_cache, v_cache, seqused_k=seqused, check_only=True, **call)
+        try:
+            _forward(q, k_cache, v_cache, seqused_k=seqused, check_only=True, **call)
+        except (ValueError, NotImplementedError) as e:
+            raise _named_cache_seqlens(e) from None
         try:
             _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices,
                        k_scale=k_scale, v_scale=v_scale)
@@ -877,6 +908,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             seqused = (seqused + n).to(sys.modules["torch"].int32)
         else:
             seqused = (seqused + n).astype(sys.modules["numpy"].int32)
-    out, lse = _forward(q, k_cache, v_cache, seqused_k=seqused, **call)
+    try:
+        out, lse = _forward(q, k_cache, v_cache, seqused_k=seqused, **call)
+    except (ValueError, NotImplementedError) as e:
+        raise _named_cache_seqlens(e) from None
     return (out, lse) if return_softmax_lse else out
 

@@ -164,7 +164,7 @@ def test_plain_kvcache_calls_take_the_fast_path(general_calls, device, causal):
 
     bad = used.clone()
     bad[1] = Sk + 1
-    with pytest.raises(ValueError, match=rf"seqused_k\[1\] is {Sk + 1}"):
+    with pytest.raises(ValueError, match=rf"cache_seqlens\[1\] is {Sk + 1}"):
         ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=bad)
 
 
@@ -368,14 +368,14 @@ _FORWARD = ("q", "k", "v", "out", "lse", "cu_seqlens_q", "cu_seqlens_k", "max_se
             "max_seqlen_k", "softmax_scale", "causal", "stream", "precision", "backend",
             "num_threads", "window_left", "window_right", "global_tokens", "global_stride",
             "block_layout", "block_q", "block_k", "seqused_k", "block_table", "check_indices",
-            "k_scale", "v_scale", "kv_format", "pdl")
+            "k_scale", "v_scale", "kv_format", "pdl", "q_scale", "check_only")
 _FORWARD_DEFAULTS = dict(lse=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0,
                          max_seqlen_k=0, softmax_scale=None, causal=False, stream=0,
                          precision="standard", backend="auto", num_threads=0, window_left=-1,
                          window_right=-1, global_tokens=0, global_stride=0, block_layout=None,
                          block_q=0, block_k=0, seqused_k=None, block_table=None,
                          check_indices=True, k_scale=None, v_scale=None, kv_format="",
-                         pdl=False)
+                         pdl=False, q_scale=None, check_only=False)
 _APPEND = ("k_cache", "v_cache", "k_new", "v_new", "cache_seqlens", "block_table",
            "check_indices", "stream", "backend", "k_scale", "v_scale", "kv_format")
 _APPEND_DEFAULTS = dict(block_table=None, check_indices=True, stream=0, backend="auto",
@@ -406,28 +406,32 @@ def _normalized(names, defaults, args, kwargs):
 
 class _Recorder:
     """Stands in for gpu_attention._C: records each native call's arguments, then makes it. The
-    general path's check_only calls (its check of the attention before an append; the fast path
-    checks q in Python instead) are counted in `checks`, not recorded."""
+    check_only calls (the attention's check before an append: always on the general path, on the
+    CPU on the fast path too; a CUDA fast path checks q in Python) are not recorded; `order`
+    lists every call's kind, checks included, in turn."""
 
     def __init__(self, real):
-        self.real, self.calls, self.checks = real, [], 0
+        self.real, self.calls, self.order = real, [], []
 
     def attention_forward(self, *args, **kwargs):
         if kwargs.get("check_only"):
-            self.checks += 1
+            self.order.append("check")
         else:
+            self.order.append("attention_forward")
             self.calls.append(("attention_forward",
                                _normalized(_FORWARD, _FORWARD_DEFAULTS, args, kwargs)))
         return self.real.attention_forward(*args, **kwargs)
 
     def append_kv(self, *args, **kwargs):
+        self.order.append("append_kv")
         self.calls.append(("append_kv", _normalized(_APPEND, _APPEND_DEFAULTS, args, kwargs)))
         return self.real.append_kv(*args, **kwargs)
 
 
-def _both_paths(monkeypatch, call):
+def _both_paths(monkeypatch, call, on_cuda=False):
     """call() on the fast path, then with the fast path refused (the public general path): each
-    side's result (or exception) and its native calls' arguments."""
+    side's result (or exception) and its native calls' arguments. Every append_kv on the general
+    path comes after a check of the attention (check_only), as on the fast path on the CPU."""
     sides = []
     _EXPORTED.clear()
     real_export = torch.utils.dlpack.to_dlpack
@@ -448,6 +452,9 @@ def _both_paths(monkeypatch, call):
                 result = call()
             except Exception as e:  # compared below: same type, same message
                 result = e
+        if "append_kv" in recorder.order and (not fast or not on_cuda):
+            assert recorder.order.index("check") < recorder.order.index("append_kv"), \
+                recorder.order
         sides.append((result, recorder.calls))
     return sides
 
@@ -542,7 +549,7 @@ def test_native_calls_match_the_general_paths(monkeypatch, device):
             sides = _both_paths(monkeypatch, call)
         else:
             with torch.cuda.stream(stream):
-                sides = _both_paths(monkeypatch, call)
+                sides = _both_paths(monkeypatch, call, on_cuda=True)
             stream.synchronize()
             for _, native in sides:
                 assert all(args["stream"] == stream.cuda_stream for _, args in native), what

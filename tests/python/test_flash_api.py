@@ -175,7 +175,7 @@ def test_kvcache_seqlens_attend_to_the_first_keys(causal):
     same = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=7, causal=causal)
     want = ga.flash_attn_func(q, kc[:, :7], vc[:, :7], causal=causal)
     assert np.array_equal(same, want)
-    with pytest.raises(ValueError, match=r"seqused_k\[0\] is 51"):
+    with pytest.raises(ValueError, match=r"cache_seqlens\[0\] is 51"):
         ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=51)
 
 
@@ -324,15 +324,35 @@ def test_kvcache_append_refused_calls_write_nothing(where, paged):
         "float32 q": (arr((b, 1, hq, d), "float32"), {}, "differs from q dtype float32"),
         "rank 3": (arr((b, hq, d)), {}, "q has rank 3"),
         "window (-5, 0)": (good, dict(window_size=(-5, 0)), "the left window -5 is invalid"),
+        "softmax_scale -1": (good, dict(softmax_scale=-1.0), "softmax_scale"),
     }
+
+    def untouched(caches, before, name):
+        for cache, was in zip(caches, before):
+            same = torch.equal(cache, was) if fw == "torch" else np.array_equal(cache, was)
+            assert same, f"{name}: the cache was written by a refused call"
+
     for name, (q, extra, match) in bad_q.items():
         with pytest.raises((ValueError, NotImplementedError), match=match):
             ga.flash_attn_with_kvcache(q, kc, vc, k=new_k, v=new_v, cache_seqlens=used,
                                        block_table=table, **extra)
-        for cache, before in zip((kc, vc), kept):
-            same = (torch.equal(cache, before) if fw == "torch"
-                    else np.array_equal(cache, before))
-            assert same, f"{name}: the cache was written by a refused call"
+        untouched((kc, vc), kept, name)
+    # q, the cache and k all of head dim 32, which the append takes and the attention does not
+    kc32, vc32 = arr(kc.shape[:3] + (32,)), arr(vc.shape[:3] + (32,))
+    kept32 = [x.clone() if fw == "torch" else x.copy() for x in (kc32, vc32)]
+    with pytest.raises(NotImplementedError, match="head dim 32 is not supported"):
+        ga.flash_attn_with_kvcache(arr((b, 1, hq, 32)), kc32, vc32, k=arr((b, 2, hkv, 32)),
+                                   v=arr((b, 2, hkv, 32)), cache_seqlens=used, block_table=table)
+    untouched((kc32, vc32), kept32, "head dim 32 throughout")
+    # a bad table entry of a page before cache_seqlens, which the append does not read: refused
+    # first on the CPU (on CUDA the attention reads the table's values after the append)
+    if paged and device == "cpu":
+        bad_table = table.clone() if fw == "torch" else table.copy()
+        bad_table[1, 0] = 99
+        with pytest.raises(ValueError, match=r"block_table\[1\]\[0\] is 99"):
+            ga.flash_attn_with_kvcache(good, kc, vc, k=new_k, v=new_v, cache_seqlens=used,
+                                       block_table=bad_table)
+        untouched((kc, vc), kept, "a bad page before cache_seqlens")
     out = ga.flash_attn_with_kvcache(good, kc, vc, k=new_k, v=new_v, cache_seqlens=used,
                                      block_table=table)
     assert out.shape == good.shape
