@@ -264,6 +264,10 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
                                                                    1),
       F8Case{f16, 4, 4, 4, 300, 260, 128, true, true, true}.lens({130, 0, 300, 64},
                                                                  {5, 200, 260, 0}, 1),
+      // One sequence: max_seqlen_q 1000 over 5 query rows (7 of 8 row blocks empty), and causal
+      // with more query rows than keys (257 over 129: the first 128 rows see none).
+      F8Case{f16, 1, 4, 4, 1000, 1000, 128, false, true, true}.lens({5}, {300}),
+      F8Case{bf16, 1, 8, 2, 257, 129, 128, true, true, true}.lens({257}, {129}),
   };
   for (const F8Case& c : cases) run_case(c, path);
 }
