@@ -155,7 +155,8 @@ struct AttentionArgs {
   // copy before any kernel runs (a stream synchronization; every bad value is then an
   // invalid_argument naming it). false skips the copies: the call stays asynchronous and can be
   // captured into a CUDA graph, and the values are trusted as flash-attn and vLLM trust them (a
-  // value out of range reads or writes out of bounds). Decode calls then split the cache's whole
+  // value out of range reads or writes out of bounds; a sequence longer than max_seqlen_q has its
+  // rows past max_seqlen_q left unwritten). Decode calls then split the cache's whole
   // Sk rather than the longest used length, and paged prefill gathers Sk keys per sequence. The
   // CPU backend always checks (no synchronization to save).
   bool check_indices = true;
