@@ -208,9 +208,11 @@ struct FwdTraits {
   static constexpr int kProducerRegs = kConsumers == 3 ? 32 : kHeadDim == 256 ? 24 : 40;
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kHeadDim == 256 ? 240 : 232;
   // The masked kernel's producer warp runs the tile search (MaskPolicy's range and tile tests,
-  // block layout reads): at 56 registers ptxas still spilled 8 bytes, at 72 none; its consumers
-  // hold the same S, P and O plus the per-element mask in 203 of the remaining 216
-  // (128 * 72 + 256 * 216 = 64512).
+  // block layout reads): at 56 registers ptxas spilled 8 bytes, at 72 none when this was set; it
+  // has grown since, and its producer and searcher warps spill (ptxas -v, nvcc 13.0, bf16 D128:
+  // 432 / 524 bytes of spill stores / loads; 96 / 200 would take that to 176 / 240, not yet timed:
+  // bench/results/2026-11-30-h200-s46/masked-regs-96-200.patch). Its consumers hold the same S,
+  // P and O plus the per-element mask in 203 of the remaining 216 (128 * 72 + 256 * 216 = 64512).
   static constexpr int kMaskedProducerRegs = 72;
   static constexpr int kMaskedConsumerRegs = 216;
 
