@@ -888,27 +888,24 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     call = dict(softmax_scale=scale, mask=mask, want_lse=return_softmax_lse,
                 block_table=block_table, check_indices=bool(check_indices), k_scale=k_scale,
                 v_scale=v_scale, pdl=pdl, descaled=descaled + "q" * bool(fp8), **fp8)
-    if k is not None:
-        # The attention checked before anything is written, so that a call it refuses leaves the
-        # caches as they were. Over the lengths before the append: the append itself then checks
-        # that the new rows fit (naming cache_seqlens), before it writes.
-        try:
-            _forward(q, k_cache, v_cache, seqused_k=seqused, check_only=True, **call)
-        except (ValueError, NotImplementedError) as e:
-            raise _named_cache_seqlens(e) from None
-        try:
-            _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices,
-                       k_scale=k_scale, v_scale=v_scale)
-        except (ValueError, NotImplementedError) as e:
-            if not descaled:
-                raise
-            raise _descale_names(e, descaled) from None
-        n = getattr(k, "shape", (0, 0))[1]
-        if fw == "torch":
-            seqused = (seqused + n).to(sys.modules["torch"].int32)
-        else:
-            seqused = (seqused + n).astype(sys.modules["numpy"].int32)
     try:
+        if k is not None:
+            # The attention checked before anything is written, so that a call it refuses leaves
+            # the caches as they were. Over the lengths before the append: the append itself then
+            # checks that the new rows fit (naming cache_seqlens), before it writes.
+            _forward(q, k_cache, v_cache, seqused_k=seqused, check_only=True, **call)
+            try:
+                _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices,
+                           k_scale=k_scale, v_scale=v_scale)
+            except (ValueError, NotImplementedError) as e:
+                if not descaled:
+                    raise
+                raise _descale_names(e, descaled) from None
+            n = getattr(k, "shape", (0, 0))[1]
+            if fw == "torch":
+                seqused = (seqused + n).to(sys.modules["torch"].int32)
+            else:
+                seqused = (seqused + n).astype(sys.modules["numpy"].int32)
         out, lse = _forward(q, k_cache, v_cache, seqused_k=seqused, **call)
     except (ValueError, NotImplementedError) as e:
         raise _named_cache_seqlens(e) from None
