@@ -483,12 +483,15 @@ CUtensorMap rows_map(const char* name, const void* base, int heads, int rows, in
   const auto or_else = [](std::int64_t s, std::int64_t fallback) {
     return static_cast<std::uint64_t>(s > 0 ? s : fallback);
   };
+  // A varlen call's packed side may have no rows: a map of 0 rows is an error, one row no tile
+  // reads is not.
+  const int mapped_rows = std::max(rows, 1);
   const std::uint64_t dims[4] = {static_cast<std::uint64_t>(kD), static_cast<std::uint64_t>(heads),
-                                 static_cast<std::uint64_t>(rows),
+                                 static_cast<std::uint64_t>(mapped_rows),
                                  static_cast<std::uint64_t>(batch)};
   const std::uint64_t strides[3] = {or_else(head_stride, kD),
                                     or_else(row_stride, std::int64_t{kD} * heads),
-                                    or_else(batch_stride, std::int64_t{kD} * heads * rows)};
+                                    or_else(batch_stride, std::int64_t{kD} * heads * mapped_rows)};
   const std::uint32_t box[4] = {kD, 1, 128, 1};
   return make_tensor_map_4d(name, base, CU_TENSOR_MAP_DATA_TYPE_UINT8, dims, strides, box);
 }

@@ -3,6 +3,7 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -36,15 +37,18 @@ PFN_cuTensorMapEncodeTiled_v12000 encoder() {
 CUtensorMap encode(const char* name, const void* base, DType dtype, int head_dim, int heads,
                    std::int64_t rows, int batch, std::int64_t head_stride, std::int64_t row_stride,
                    std::int64_t batch_stride, int box_rows) {
+  // A varlen call's packed side may have no rows (every sequence empty there); a map cannot have a
+  // dimension of 0, so it covers one row, which no tile reads.
+  const std::int64_t mapped_rows = std::max<std::int64_t>(rows, 1);
   const std::uint64_t dims[4] = {
       static_cast<std::uint64_t>(head_dim), static_cast<std::uint64_t>(heads),
-      static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(batch)};
+      static_cast<std::uint64_t>(mapped_rows), static_cast<std::uint64_t>(batch)};
   // Strides of dims 1..3 in bytes; a size-1 dim still needs a valid (16-byte multiple) stride.
   auto bytes = [](std::int64_t s, std::int64_t fallback) {
     return static_cast<std::uint64_t>((s > 0 ? s : fallback) * 2);
   };
   const std::uint64_t strides[3] = {bytes(head_stride, head_dim), bytes(row_stride, head_dim),
-                                    bytes(batch_stride, rows * head_dim * heads)};
+                                    bytes(batch_stride, mapped_rows * head_dim * heads)};
   const std::uint32_t box[4] = {64, 1, static_cast<std::uint32_t>(box_rows), 1};
   return make_tensor_map_4d(
       name, base,

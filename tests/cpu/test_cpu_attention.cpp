@@ -411,6 +411,14 @@ TEST(CpuAttention, VarlenWithEmptySequences) {
   check(pr, 4100);
   pr.causal = false;
   check(pr, 4101);
+  // Every sequence empty on one side: packed k and v (then q and out) of no rows at all.
+  const std::vector<int> lens_q = pr.lens_q, lens_k = pr.lens_k;
+  pr.lens_k = {0, 0, 0, 0, 0};
+  check(pr, 4103);
+  pr.lens_q = {0, 0, 0, 0, 0};
+  pr.lens_k = lens_k;
+  check(pr, 4104);
+  pr.lens_q = lens_q;
 
   Case s(pr, 4102);
   attention_forward(s.args);

@@ -780,6 +780,87 @@ INSTANTIATE_TEST_SUITE_P(
         varlen(16, 4, 64, bf16, {3, 0, 1}, {1100, 90, 70}).causal().nan_kv(1)),
     case_name);
 
+// A varlen call whose packed k and v (or q and out) have no rows at all, every sequence empty on
+// that side, through valid pointers to one row of storage: a tensor map of zero rows is an error in
+// cuTensorMapEncodeTiled, which the sm_90a kernels (16-bit and FP8) raised as a cuda_error until
+// their maps covered max(rows, 1). Query rows without keys get out = 0 and lse = -inf; a call
+// without query rows writes nothing. Every head dim, both 16-bit types, causal or not, a window,
+// compensated; under each GPUATTN_KERNEL of the GPU ctest.
+struct EmptySide {
+  DType dtype;
+  int D;
+  bool no_keys;  // else no query rows
+  bool causal = false, window = false, compensated = false;
+};
+
+void expect_empty_side_runs(const EmptySide& c) {
+  SCOPED_TRACE(std::string(to_string(c.dtype)) + " D" + std::to_string(c.D) +
+               (c.no_keys ? " no keys" : " no queries") + (c.causal ? " causal" : "") +
+               (c.window ? " window" : "") + (c.compensated ? " compensated" : ""));
+  const int Hq = 4, Hkv = 2;
+  const std::vector<int> lq = c.no_keys ? std::vector<int>{3, 130} : std::vector<int>{0, 0};
+  const std::vector<int> lk = c.no_keys ? std::vector<int>{0, 0} : std::vector<int>{5, 200};
+  const std::int64_t tq = c.no_keys ? 133 : 0, tk = c.no_keys ? 0 : 205;
+  const std::int64_t sq = std::max<std::int64_t>(tq, 1), sk = std::max<std::int64_t>(tk, 1);
+  HostTensor q(c.dtype, {sq, Hq, c.D}), k(c.dtype, {sk, Hkv, c.D}), v(c.dtype, {sk, Hkv, c.D}),
+      out(c.dtype, {sq, Hq, c.D}), lse(DType::f32, {Hq, sq});
+  const std::uint64_t seed = seed_of(current_test_name());
+  q.randomize(seed);
+  k.randomize(seed + 1);
+  v.randomize(seed + 2);
+  out.poison();
+  lse.poison();
+  const HostTensor cq = make_cu_seqlens(lq), ck = make_cu_seqlens(lk);
+  const OnDevice dq(q), dk(k), dv(v), dout(out), dlse(lse), dcq(cq), dck(ck);
+  const auto rows = [](TensorView x, int dim, std::int64_t n) {
+    x.shape[dim] = n;
+    return x;
+  };
+  AttentionArgs a;
+  a.q = rows(dq.view(), 0, tq);
+  a.k = rows(dk.view(), 0, tk);
+  a.v = rows(dv.view(), 0, tk);
+  a.out = rows(dout.view(), 0, tq);
+  a.lse = rows(dlse.view(), 1, tq);
+  a.cu_seqlens_q = dcq.view();
+  a.cu_seqlens_k = dck.view();
+  a.max_seqlen_q = c.no_keys ? 130 : 1;
+  a.max_seqlen_k = c.no_keys ? 1 : 200;
+  a.causal = c.causal;
+  if (c.window) a.mask.window_left = 64;
+  if (c.compensated) a.precision = Precision::compensated;
+  attention_forward(a);
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  dout.buf.download(out.data());
+  dlse.buf.download(lse.data());
+  std::int64_t bad_out = 0, bad_lse = 0;
+  for (std::int64_t i = 0; i < out.numel(); ++i) {
+    const float x = out.get(i);
+    bad_out += c.no_keys ? x != 0.f : !std::isnan(x);
+  }
+  for (std::int64_t i = 0; i < lse.numel(); ++i) {
+    const float x = lse.get(i);
+    bad_lse += c.no_keys ? !(std::isinf(x) && x < 0) : !std::isnan(x);
+  }
+  EXPECT_EQ(bad_out, 0) << (c.no_keys ? "out elements not 0" : "out elements written");
+  EXPECT_EQ(bad_lse, 0) << (c.no_keys ? "lse elements not -inf" : "lse elements written");
+}
+
+TEST_F(AttentionCudaTest, VarlenWithoutKeyOrQueryRows) {
+  for (DType t : {DType::f16, DType::bf16}) {
+    for (int D : {64, 128, 256}) {
+      for (bool no_keys : {true, false}) {
+        expect_empty_side_runs({t, D, no_keys});
+        expect_empty_side_runs({t, D, no_keys, /*causal=*/true});
+      }
+    }
+  }
+  expect_empty_side_runs({DType::f16, 128, true, false, /*window=*/true});
+  expect_empty_side_runs({DType::bf16, 64, false, true, /*window=*/true});
+  expect_empty_side_runs({DType::f16, 128, true, false, false, /*compensated=*/true});
+  expect_empty_side_runs({DType::bf16, 128, false, true, false, /*compensated=*/true});
+}
+
 // q scaled by 30: logits with a standard deviation of 30, softmax close to one-hot.
 INSTANTIATE_TEST_SUITE_P(
     LargeLogits, AttentionCuda,

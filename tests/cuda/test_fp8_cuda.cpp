@@ -377,6 +377,64 @@ void expect_broadcast_kv_matches(bool fp8, bool over_batch) {
   expect_out_within_max_abs(ref, out, Hq, D, 2 * max_abs_tol(DType::f16), B, Sq, nullptr);
 }
 
+// A varlen FP8 call at head dim 128 (the FP8 kernel's) whose packed k and v, or q and out, have no
+// rows, through valid pointers to one row of storage: the kernel's maps cover max(rows, 1) (a map
+// of 0 rows is a cuda_error in cuTensorMapEncodeTiled). Query rows without keys get out = 0 and
+// lse = -inf; a call without query rows writes nothing.
+void expect_empty_side_runs(bool no_keys, bool causal) {
+  SCOPED_TRACE(std::string(no_keys ? "no keys" : "no queries") + (causal ? " causal" : ""));
+  const int Hq = 4, Hkv = 2, D = 128;
+  const std::vector<int> lq = no_keys ? std::vector<int>{3, 130} : std::vector<int>{0, 0};
+  const std::vector<int> lk = no_keys ? std::vector<int>{0, 0} : std::vector<int>{5, 200};
+  const std::int64_t tq = no_keys ? 133 : 0, tk = no_keys ? 0 : 205;
+  const std::int64_t sq = std::max<std::int64_t>(tq, 1), sk = std::max<std::int64_t>(tk, 1);
+  HostTensor q(DType::e4m3, {sq, Hq, D}), k(DType::e4m3, {sk, Hkv, D}),
+      v(DType::e4m3, {sk, Hkv, D}), out(DType::bf16, {sq, Hq, D}), lse(DType::f32, {Hq, sq}),
+      qs(DType::f32, {1}), ks(DType::f32, {1}), vs(DType::f32, {1});
+  q.randomize(7, 16.f);
+  k.randomize(8, 16.f);
+  v.randomize(9, 16.f);
+  qs.set(0, 1.f / 16);
+  ks.set(0, 1.f / 16);
+  vs.set(0, 1.f / 16);
+  out.poison();
+  lse.poison();
+  const HostTensor cq = int32s({0, lq[0], lq[0] + lq[1]}), ck = int32s({0, lk[0], lk[0] + lk[1]});
+  const OnDevice dq(q), dk(k), dv(v), dout(out), dlse(lse), dqs(qs), dks(ks), dvs(vs), dcq(cq),
+      dck(ck);
+  AttentionArgs a = quantized_args(dq, dk, dv, dks, dvs, dout);
+  a.q_scale = dqs.view();
+  a.lse = dlse.view();
+  a.q.shape[0] = a.out.shape[0] = tq;
+  a.k.shape[0] = a.v.shape[0] = tk;
+  a.lse.shape[1] = tq;
+  a.cu_seqlens_q = dcq.view();
+  a.cu_seqlens_k = dck.view();
+  a.max_seqlen_q = no_keys ? 130 : 1;
+  a.max_seqlen_k = no_keys ? 1 : 200;
+  a.causal = causal;
+  attention_forward(a);
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  dout.buf.download(out.data());
+  dlse.buf.download(lse.data());
+  std::int64_t bad_out = 0, bad_lse = 0;
+  for (std::int64_t i = 0; i < out.numel(); ++i) {
+    bad_out += no_keys ? out.get(i) != 0.f : !std::isnan(out.get(i));
+  }
+  for (std::int64_t i = 0; i < lse.numel(); ++i) {
+    const float x = lse.get(i);
+    bad_lse += no_keys ? !(std::isinf(x) && x < 0) : !std::isnan(x);
+  }
+  EXPECT_EQ(bad_out, 0) << (no_keys ? "out elements not 0" : "out elements written");
+  EXPECT_EQ(bad_lse, 0) << (no_keys ? "lse elements not -inf" : "lse elements written");
+}
+
+TEST_F(Fp8AttentionCuda, VarlenWithoutKeyOrQueryRows) {
+  for (bool no_keys : {true, false}) {
+    for (bool causal : {false, true}) expect_empty_side_runs(no_keys, causal);
+  }
+}
+
 TEST_F(Fp8AttentionCuda, BroadcastKvRunsWithoutTensorMaps) {
   for (bool fp8 : {true, false}) {
     for (bool over_batch : {false, true}) expect_broadcast_kv_matches(fp8, over_batch);
