@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "gpuattn/attention.h"
@@ -118,6 +120,11 @@ struct HostTensor {
     for (std::int64_t i = 0; i < numel(); ++i) set(i, std::numeric_limits<float>::quiet_NaN());
   }
   TensorView view(Device dev = Device::cpu, void* ptr = nullptr) const {
+    if (shape.size() > static_cast<std::size_t>(TensorView::kMaxRank)) {
+      throw std::logic_error("HostTensor::view: rank " + std::to_string(shape.size()) +
+                             " exceeds TensorView::kMaxRank (" +
+                             std::to_string(TensorView::kMaxRank) + ")");
+    }
     TensorView t;
     t.data = ptr ? ptr : const_cast<void*>(data());
     t.dtype = dtype;

@@ -108,8 +108,9 @@ Errors run_case(const F8Case& c, Path path) {
       qs(DType::f32, {c.per_head ? c.Hq : 1}), ks(DType::f32, {c.per_head ? c.Hkv : 1}),
       vs(DType::f32, {c.per_head ? c.Hkv : 1});
   const HostTensor cuq = int32s(cu_q), cuk = int32s(cu_k);
-  // Packed: k and v strided views into one buffer (row stride 2 Hkv D, v at offset Hkv D).
-  HostTensor kv(DType::e4m3, c.packed_kv ? std::vector<std::int64_t>{c.B, c.Sk, 2, c.Hkv, c.D}
+  // Packed: k and v strided views into one buffer [B, Sk, 2 Hkv, D] (row stride 2 Hkv D, v at
+  // offset Hkv D). Rank 4: a TensorView holds no more (a rank-5 view wrote past it).
+  HostTensor kv(DType::e4m3, c.packed_kv ? std::vector<std::int64_t>{c.B, c.Sk, 2 * c.Hkv, c.D}
                                          : std::vector<std::int64_t>{1});
   const std::uint64_t seed = seed_of(c.name());
   fill_e4m3(q, qs, seed, 0.9f);
