@@ -190,9 +190,12 @@ if [ "$TESTS" = 1 ]; then
     done
     # The counters of causal, masked and decode calls (sm80::LaunchCounters): kept per stream,
     # zeroed in a captured graph, or the caller's; graphs beside direct calls, streams destroyed
-    # with calls in flight.
+    # with calls in flight. Not the decode overlap test: the sanitizer runs kernels one after the
+    # other, so its control (two calls must overlap) cannot pass under it.
     bg_step memcheck-counters compute-sanitizer --tool memcheck --error-exitcode 1 \
-      "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter='AttentionCudaTest.*' --gtest_brief=1
+      "$BUILD/tests/gpuattn_cuda_tests" \
+      --gtest_filter='AttentionCudaTest.*:-*DecodeReadsReadyKeysBeforeTheWaitAndTheNewestAfter' \
+      --gtest_brief=1
     # The GPT-2 engine's kernels (embedding, layernorm, k/v scatter, sampling) and its calls into
     # the library, through its CUDA suite: memcheck on all of it, racecheck (shared memory: the
     # layernorm and sampling reductions) on the forward and the sampling kernel.

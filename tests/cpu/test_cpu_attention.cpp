@@ -175,7 +175,7 @@ struct Case {
   }
   std::vector<float> lse_values() const {
     std::vector<float> l(static_cast<std::size_t>(lse.numel()));
-    std::memcpy(l.data(), lse.data(), lse.bytes());
+    if (!l.empty()) std::memcpy(l.data(), lse.data(), lse.bytes());
     return l;
   }
 };
