@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "gpuattn/attention.h"
+#include "gpuattn/prefill_lens.h"  // tools/gpuattn/
 
 namespace {
 
@@ -97,9 +98,7 @@ int main(int argc, char** argv) {
       shapes.push_back({16384 / s, 16, s, causal});
     }
   }
-  const std::vector<int> prefill = {3000, 17,   1500, 800,  4096, 1,    2222, 640,
-                                    129,  3333, 513,  2048, 77,   1024, 2900, 300};
-  shapes.push_back({16, 16, 4096, true, prefill});
+  shapes.push_back({16, 16, 4096, true, gpuattn::tool::prefill_lens()});
   for (const Shape& sh : shapes) {
     const bool varlen = !sh.lens.empty();
     std::vector<int> cu = {0};

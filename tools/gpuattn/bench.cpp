@@ -17,6 +17,7 @@
 #include "cuda/fwd_sm90.h"
 #include "device.h"
 #endif
+#include "prefill_lens.h"
 
 namespace gpuattn::tool {
 namespace {
@@ -53,16 +54,11 @@ std::vector<Case> sweep_shapes(const std::vector<int>& seqlens, int tokens, int 
   return v;
 }
 
-// Serving prefill: one packed (varlen) batch of 16 prompts of mixed lengths, 1 to 4096 keys
-// (22,600 tokens), as a continuous-batching scheduler hands them to one call.
-const std::vector<int> kPrefillLens = {3000, 17,   1500, 800,  4096, 1,    2222, 640,
-                                       129,  3333, 513,  2048, 77,   1024, 2900, 300};
-
 std::vector<Case> cuda_shapes(const std::string& set) {
   if (set == "sweep") return sweep_shapes({512, 1024, 2048, 4096, 8192, 16384}, 16384, 2048);
   const DType h = DType::f16, bf = DType::bf16;
   if (set == "varlen") {
-    const std::vector<int>& l = kPrefillLens;
+    const std::vector<int>& l = prefill_lens();  // serving prefill, 16 prompts
     return {varlen_case(l, l, 32, 8, 128, h, true), varlen_case(l, l, 32, 8, 128, bf, true),
             varlen_case(l, l, 32, 8, 128, h, false), varlen_case(l, l, 32, 8, 64, h, true),
             varlen_case(l, l, 16, 16, 256, bf, true)};
