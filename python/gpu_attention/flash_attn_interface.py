@@ -539,9 +539,10 @@ def _descale_names(error, letters="qkv"):
 def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0,
              softmax_scale, mask, want_lse, seqused_k=None, block_table=None,
              check_indices=True, k_scale=None, v_scale=None, pdl=False, q_scale=None,
-             out_dtype=None, descaled=None, check_only=False):
+             out_dtype=None, descaled=None, check_only=False, into=None):
     """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
-    (out, lse or None). FP8 attention (q_scale; _fp8_options makes its arguments) allocates out
+    (out, lse or None); `into`, the (out, lse) of an earlier check_only call of the same
+    arguments, is written instead of new buffers. FP8 attention (q_scale; _fp8_options makes its arguments) allocates out
     of `out_dtype`. The library's errors name the scales `descaled` lists (letters of q, k, v;
     None: all three in an FP8 call, none otherwise) X_descale, as the caller passed them.
     check_only: the library validates the call (gpuattn::check_attention_args) and computes
@@ -556,14 +557,17 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
     k = _prepare(fw, k, "k")
     v = _prepare(fw, v, "v")
     varlen = cu_seqlens_q is not None
-    out = _empty(fw, q, tuple(q.shape), dtype=out_dtype)
-    lse = None
-    if want_lse:
-        if varlen and q.ndim == 3:
-            lse = _empty(fw, q, (q.shape[1], q.shape[0]), float32=True)
-        elif not varlen and q.ndim == 4:
-            lse = _empty(fw, q, (q.shape[0], q.shape[2], q.shape[1]), float32=True)
-        # any other rank: the library reports it
+    if into is not None:
+        out, lse = into
+    else:
+        out = _empty(fw, q, tuple(q.shape), dtype=out_dtype)
+        lse = None
+        if want_lse:
+            if varlen and q.ndim == 3:
+                lse = _empty(fw, q, (q.shape[1], q.shape[0]), float32=True)
+            elif not varlen and q.ndim == 4:
+                lse = _empty(fw, q, (q.shape[0], q.shape[2], q.shape[1]), float32=True)
+            # any other rank: the library reports it
     if seqused_k is not None:
         _check_same_framework(fw, seqused_k, "cache_seqlens")
         mask = dict(mask, seqused_k=seqused_k)
@@ -888,12 +892,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     call = dict(softmax_scale=scale, mask=mask, want_lse=return_softmax_lse,
                 block_table=block_table, check_indices=bool(check_indices), k_scale=k_scale,
                 v_scale=v_scale, pdl=pdl, descaled=descaled + "q" * bool(fp8), **fp8)
+    checked = None  # the check's out and lse, which the call then writes
     try:
         if k is not None:
             # The attention checked before anything is written, so that a call it refuses leaves
             # the caches as they were. Over the lengths before the append: the append itself then
             # checks that the new rows fit (naming cache_seqlens), before it writes.
-            _forward(q, k_cache, v_cache, seqused_k=seqused, check_only=True, **call)
+            checked = _forward(q, k_cache, v_cache, seqused_k=seqused, check_only=True, **call)
             try:
                 _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices,
                            k_scale=k_scale, v_scale=v_scale)
@@ -906,7 +911,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                 seqused = (seqused + n).to(sys.modules["torch"].int32)
             else:
                 seqused = (seqused + n).astype(sys.modules["numpy"].int32)
-        out, lse = _forward(q, k_cache, v_cache, seqused_k=seqused, **call)
+        out, lse = _forward(q, k_cache, v_cache, seqused_k=seqused, into=checked, **call)
     except (ValueError, NotImplementedError) as e:
         raise _named_cache_seqlens(e) from None
     return (out, lse) if return_softmax_lse else out

@@ -360,6 +360,31 @@ def test_kvcache_append_refused_calls_write_nothing(where, paged):
     assert (torch.equal(rows, new_k[0]) if fw == "torch" else np.array_equal(rows, new_k[0]))
 
 
+def test_kvcache_append_allocates_out_once(monkeypatch):
+    """An appending call on the general path checks the attention (check_only) before the append
+    and then runs it: out and lse are allocated once, by the check, and the run writes them. The
+    result matches the same call over the appended cache without k/v."""
+    from gpu_attention import flash_attn_interface as fai
+
+    rng = rng_for("kvcache-allocates-once")
+    q = make("numpy", "float16", (2, 1, 4, 64), rng)
+    kc = make("numpy", "float16", (2, 16, 2, 64), rng)
+    vc = make("numpy", "float16", (2, 16, 2, 64), rng)
+    kn = make("numpy", "float16", (2, 3, 2, 64), rng)
+    vn = make("numpy", "float16", (2, 3, 2, 64), rng)
+    used = np.array([4, 11], np.int32)
+    made = []
+    empty = fai._empty
+    monkeypatch.setattr(fai, "_empty", lambda *a, **kw: made.append(a[2]) or empty(*a, **kw))
+    out, lse = ga.flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn, cache_seqlens=used, causal=True,
+                                          return_softmax_lse=True)
+    assert made == [(2, 1, 4, 64), (2, 4, 1)], made
+    monkeypatch.setattr(fai, "_empty", empty)
+    want, want_lse = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used + 3, causal=True,
+                                                return_softmax_lse=True)
+    assert np.array_equal(out, want) and np.array_equal(lse, want_lse)
+
+
 def test_kvcache_pdl():
     """pdl (programmatic dependent launch of a CUDA decode kernel) leaves the result alone, here on
     the CPU, which ignores it; anything but a bool is a TypeError naming it, raised before k/v are
