@@ -111,6 +111,23 @@ inline AttentionArgs quantized_args(const OnDevice& q, const OnDevice& k, const 
   return a;
 }
 
+// After a varlen call with every sequence empty on one side (out and lse downloaded whole, NaN
+// poison before the call): with no keys every out element is 0 and every lse -inf; with no query
+// rows both still hold the poison everywhere (nothing written).
+inline void expect_empty_side_outputs(const HostTensor& out, const HostTensor& lse, bool no_keys) {
+  std::int64_t bad_out = 0, bad_lse = 0;
+  for (std::int64_t i = 0; i < out.numel(); ++i) {
+    const float x = out.get(i);
+    bad_out += no_keys ? x != 0.f : !std::isnan(x);
+  }
+  for (std::int64_t i = 0; i < lse.numel(); ++i) {
+    const float x = lse.get(i);
+    bad_lse += no_keys ? !(std::isinf(x) && x < 0) : !std::isnan(x);
+  }
+  EXPECT_EQ(bad_out, 0) << (no_keys ? "out elements not 0" : "out elements written");
+  EXPECT_EQ(bad_lse, 0) << (no_keys ? "lse elements not -inf" : "lse elements written");
+}
+
 // Page-locked host memory, so that copies on a stream are truly asynchronous.
 class PinnedBuffer {
  public:
