@@ -91,7 +91,10 @@ struct AttentionArgs {
   TensorView q, k, v, out;
   TensorView lse;  // optional
 
-  TensorView cu_seqlens_q;  // varlen only: int32 [batch + 1]
+  // Varlen only: int32 [batch + 1]. A sequence may be empty on either side, and so may every
+  // sequence: packed k/v (or q/out) of 0 rows, through valid pointers (rows without keys get
+  // out = 0 and lse = -inf).
+  TensorView cu_seqlens_q;
   TensorView cu_seqlens_k;
   int max_seqlen_q = 0;
   int max_seqlen_k = 0;

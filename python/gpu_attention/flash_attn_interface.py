@@ -542,8 +542,8 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
              out_dtype=None, descaled=None, check_only=False, into=None):
     """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
     (out, lse or None); `into`, the (out, lse) of an earlier check_only call of the same
-    arguments, is written instead of new buffers. FP8 attention (q_scale; _fp8_options makes its arguments) allocates out
-    of `out_dtype`. The library's errors name the scales `descaled` lists (letters of q, k, v;
+    arguments, is written instead of new buffers. FP8 attention (q_scale; _fp8_options makes its
+    arguments) allocates out of `out_dtype`. The library's errors name the scales `descaled` lists (letters of q, k, v;
     None: all three in an FP8 call, none otherwise) X_descale, as the caller passed them.
     check_only: the library validates the call (gpuattn::check_attention_args) and computes
     nothing; out and lse come back unwritten."""

@@ -22,10 +22,10 @@ struct QkvTensorMaps {
 };
 
 // Describes q, k, v and out as 4-D tensors (head dim, head, row, batch) with their strides
-// (varlen: batch 1, rows = the packed total) and a box of 64 elements x 1 head x `rows_q` /
-// `rows_kv` / `rows_o` rows, 128-byte swizzled: one box fills (or, for out, is stored from) one
-// 128-byte-wide column slab of a tile in shared memory. Throws gpuattn::Error(cuda_error) when the
-// driver rejects a map.
+// (varlen: batch 1, rows = the packed total, or 1 where it is 0) and a box of 64 elements x 1 head
+// x `rows_q` / `rows_kv` / `rows_o` rows, 128-byte swizzled: one box fills (or, for out, is stored
+// from) one 128-byte-wide column slab of a tile in shared memory. Throws gpuattn::Error(cuda_error)
+// when the driver rejects a map.
 QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv, int rows_o);
 
 // A 4-D tiled map of `type` elements over `base` (dims innermost first; byte strides of dims 1..3,

@@ -378,12 +378,15 @@ void expect_broadcast_kv_matches(bool fp8, bool over_batch) {
   expect_out_within_max_abs(ref, out, Hq, D, 2 * max_abs_tol(DType::f16), B, Sq, nullptr);
 }
 
-// A varlen FP8 call at head dim 128 (the FP8 kernel's) whose packed k and v, or q and out, have no
-// rows, through valid pointers to one row of storage: the kernel's maps cover max(rows, 1) (a map
-// of 0 rows is a cuda_error in cuTensorMapEncodeTiled). Query rows without keys get out = 0 and
+// A varlen FP8 call at head dim 128 whose packed k and v, or q and out, have no rows, through
+// valid pointers to one row of storage: the FP8 kernel's maps cover max(rows, 1) (a map of 0 rows
+// is a cuda_error in cuTensorMapEncodeTiled). With a window the call runs on a dequantized q and
+// K/V instead, buffers of at least 16 bytes when empty, on the 16-bit kernels. max_seqlen_q 130 on
+// both sides keeps the calls off the decode kernel. Query rows without keys get out = 0 and
 // lse = -inf; a call without query rows writes nothing.
-void expect_empty_side_runs(bool no_keys, bool causal) {
-  SCOPED_TRACE(std::string(no_keys ? "no keys" : "no queries") + (causal ? " causal" : ""));
+void expect_empty_side_runs(bool no_keys, bool causal, bool window, Path path) {
+  SCOPED_TRACE(std::string(no_keys ? "no keys" : "no queries") + (causal ? " causal" : "") +
+               (window ? " window" : ""));
   const int Hq = 4, Hkv = 2, D = 128;
   const std::vector<int> lq = no_keys ? std::vector<int>{3, 130} : std::vector<int>{0, 0};
   const std::vector<int> lk = no_keys ? std::vector<int>{0, 0} : std::vector<int>{5, 200};
@@ -411,9 +414,11 @@ void expect_empty_side_runs(bool no_keys, bool causal) {
   a.lse.shape[1] = tq;
   a.cu_seqlens_q = dcq.view();
   a.cu_seqlens_k = dck.view();
-  a.max_seqlen_q = no_keys ? 130 : 1;
+  a.max_seqlen_q = 130;  // a bound: no sequence reaches it on the side of no rows
   a.max_seqlen_k = no_keys ? 1 : 200;
   a.causal = causal;
+  if (window) a.mask.window_left = 64;
+  EXPECT_EQ(cuda_fp8_kernel_takes(make_fwd_params(a)), path == Path::fp8_kernel && !window);
   attention_forward(a);
   TEST_CUDA_CHECK(cudaDeviceSynchronize());
   dout.buf.download(out.data());
@@ -422,8 +427,10 @@ void expect_empty_side_runs(bool no_keys, bool causal) {
 }
 
 TEST_F(Fp8AttentionCuda, VarlenWithoutKeyOrQueryRows) {
+  const Path path = kernel_path();
   for (bool no_keys : {true, false}) {
-    for (bool causal : {false, true}) expect_empty_side_runs(no_keys, causal);
+    for (bool causal : {false, true}) expect_empty_side_runs(no_keys, causal, false, path);
+    expect_empty_side_runs(no_keys, true, /*window=*/true, path);
   }
 }
 
