@@ -284,9 +284,7 @@ void quantized_forward(const FwdParams& p, cudaStream_t stream) {
   packed.seqlen_k = static_cast<int>(p.total_k);
   const std::size_t bytes =
       static_cast<std::size_t>(p.total_k) * p.hkv * p.head_dim * element_size(p.dtype);
-  // At least 16 bytes: with no keys at all (total_k 0) k and v still need a valid, aligned
-  // address for the kernels' tensor maps, which read none of it.
-  sm80::LaunchBuffer buffer(stream, std::max<std::size_t>(2 * bytes, 16), 0);
+  sm80::LaunchBuffer buffer(stream, 2 * bytes, 0);
   char* const k = buffer.as<char>();
   char* const v = k + bytes;
   paged::gather(packed, k, v, static_cast<int>(p.total_k), stream);
@@ -332,11 +330,8 @@ bool fp8_kernel_takes(const FwdParams& p) {
 void fp8_forward(const FwdParams& p, cudaStream_t stream) {
   if (fp8_kernel_takes(p)) return sm90::fwd_fp8_hdim128(p, stream);
   const std::int64_t row = static_cast<std::int64_t>(p.hq) * p.head_dim;
-  // At least 16 bytes: a varlen call of no query rows still needs a valid address for q's map.
-  sm80::LaunchBuffer buffer(
-      stream,
-      std::max<std::size_t>(static_cast<std::size_t>(p.total_q * row) * element_size(p.dtype), 16),
-      0);
+  sm80::LaunchBuffer buffer(stream,
+                            static_cast<std::size_t>(p.total_q * row) * element_size(p.dtype), 0);
   paged::dequantize_q(p, buffer.as<void>(), stream);
   FwdParams dp = p;
   dp.q = buffer.as<void>();

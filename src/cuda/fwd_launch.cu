@@ -107,7 +107,10 @@ cudaMemPool_t launch_pool() {
 
 LaunchBuffer::LaunchBuffer(cudaStream_t stream, std::size_t bytes, std::size_t zeroed)
     : stream_(stream) {
-  GPUATTN_CUDA_CHECK(cudaMallocFromPoolAsync(&ptr_, bytes, launch_pool(), stream));
+  // At least 16 bytes: an empty buffer (a varlen side of no rows, dequantized) still has a valid,
+  // aligned address for the tensor maps that describe it and read none of it.
+  GPUATTN_CUDA_CHECK(
+      cudaMallocFromPoolAsync(&ptr_, bytes > 16 ? bytes : 16, launch_pool(), stream));
   if (zeroed > 0) {
     const cudaError_t err = cudaMemsetAsync(ptr_, 0, zeroed < bytes ? zeroed : bytes, stream);
     if (err != cudaSuccess) {

@@ -35,7 +35,7 @@ cudaMemPool_t launch_pool();
 // decode path's counts and partial results), from a pool of this library's per device,
 // stream-ordered: allocated (its first `zeroed` bytes set to 0) on the stream before the launch,
 // freed on it after, so concurrent launches on other streams, and CUDA graphs captured from them,
-// each get their own (fwd_launch.cu).
+// each get their own (fwd_launch.cu). Never null: 0 bytes asked give 16.
 class LaunchBuffer {
  public:
   LaunchBuffer(cudaStream_t stream, std::size_t bytes, std::size_t zeroed);
