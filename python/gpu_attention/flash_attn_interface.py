@@ -233,18 +233,22 @@ def _named_cache_seqlens(error):
 
 def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=None,
                   block_table=None, check_indices=True, k_scale=None, v_scale=None,
-                  kv_format="", pdl=False, check_only=False):
+                  kv_format="", pdl=False, check_only=False, into=None):
     """The library's call for plain torch tensors (as _forward makes it): out (and lse)
-    allocated contiguous on q's device, the arrays as DLPack capsules, torch's current stream.
+    allocated contiguous on q's device (or `into`, an earlier check_only call's), the arrays as
+    DLPack capsules, torch's current stream.
     A quantized cache comes as _kv_cache leaves it (float8 as uint8 bytes, kv_format 'e4m3'),
     its scales torch tensors.
     out comes from torch.empty_like (the general path calls torch.empty with q's shape, dtype and
     device: the same tensor, 1-2 us slower), which only a torch dispatch mode could tell apart."""
-    out = torch.empty_like(q, memory_format=torch.contiguous_format)
-    lse = None
-    if want_lse:
-        b, s, h, _ = q.shape
-        lse = torch.empty((b, h, s), dtype=torch.float32, device=q.device)
+    if into is not None:
+        out, lse = into
+    else:
+        out = torch.empty_like(q, memory_format=torch.contiguous_format)
+        lse = None
+        if want_lse:
+            b, s, h, _ = q.shape
+            lse = torch.empty((b, h, s), dtype=torch.float32, device=q.device)
     stream = _current_raw_stream(torch, q) if q.is_cuda else 0
     cap = torch.utils.dlpack.to_dlpack
     if (seqused_k is None and block_table is None and check_indices and k_scale is None
@@ -543,8 +547,9 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
     """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
     (out, lse or None); `into`, the (out, lse) of an earlier check_only call of the same
     arguments, is written instead of new buffers. FP8 attention (q_scale; _fp8_options makes its
-    arguments) allocates out of `out_dtype`. The library's errors name the scales `descaled` lists (letters of q, k, v;
-    None: all three in an FP8 call, none otherwise) X_descale, as the caller passed them.
+    arguments) allocates out of `out_dtype`. The library's errors name the scales `descaled`
+    lists (letters of q, k, v; None: all three in an FP8 call, none otherwise) X_descale, as the
+    caller passed them.
     check_only: the library validates the call (gpuattn::check_attention_args) and computes
     nothing; out and lse come back unwritten."""
     fw = _framework(q, "q")
@@ -828,14 +833,16 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         if k_scale is not None:  # a quantized cache (scales as tensors): as _forward passes it
             k_cache, kv_format = _kv_cache("torch", k_cache)
             v_cache, _ = _kv_cache("torch", v_cache)
+        checked = None  # the CPU check's out and lse, which the call then writes
         try:
             if k is not None:  # appended first, as _append_kv does, then attended with them
                 if not q.is_cuda:
                     # The CPU's attention checks every page of a block table, the append only
                     # those it writes: the whole check first (its time is the CPU's least cost).
-                    _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
-                                  return_softmax_lse, cache_seqlens, block_table, check_indices,
-                                  k_scale, v_scale, kv_format, pdl, check_only=True)
+                    checked = _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
+                                            return_softmax_lse, cache_seqlens, block_table,
+                                            check_indices, k_scale, v_scale, kv_format, pdl,
+                                            check_only=True)
                 cap = torch.utils.dlpack.to_dlpack
                 stream = _current_raw_stream(torch, k_cache) if k_cache.is_cuda else 0
                 _C.append_kv(cap(k_cache), cap(v_cache), cap(k), cap(v), cap(cache_seqlens),
@@ -847,7 +854,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                 cache_seqlens = (cache_seqlens + k.shape[1]).to(torch.int32)
             out, lse = _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
                                      return_softmax_lse, cache_seqlens, block_table,
-                                     check_indices, k_scale, v_scale, kv_format, pdl)
+                                     check_indices, k_scale, v_scale, kv_format, pdl,
+                                     into=checked)
         except (ValueError, NotImplementedError) as e:
             raise _named_cache_seqlens(e) from None
         return (out, lse) if return_softmax_lse else out
