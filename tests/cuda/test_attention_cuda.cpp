@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/random_cases.h"
 #include "common/test_util.h"
 #include "core/fwd_params.h"
 #include "core/mask.h"
@@ -1206,6 +1207,85 @@ INSTANTIATE_TEST_SUITE_P(
         // smaller ones above (those take the lean kernel: DecodePlan::lean)
         dense(48, 12, 12, 1, 700, 64, f16), dense(40, 16, 16, 2, 333, 64, bf16).causal()),
     case_name);
+
+// ---- random cases ------------------------------------------------------------------------------
+
+// A random case for RandomCasesMatchReference: both 16-bit types, every head dim, GQA and MQA
+// (up to 32 query heads), dense batches (Sq == Sk, Sq != Sk, decode-like Sq of 1-4) or varlen
+// ones (sequences of 0 and 1 rows among them, a NaN-filled key sequence behind a query-less
+// one), lengths at the kernels' tile edges, causal, windows with and without global tokens,
+// compensated precision, logits x30, no lse, padded and packed-qkv layouts. Small enough that
+// the reference checks every query row (pick_rows: at most kFullCheckSteps).
+Case random_case(Dice& d) {
+  for (;;) {
+    const DType t = d.chance(0.5) ? f16 : bf16;
+    const int D = d.one_of({64, 128, 256});
+    const int hkv = d.one_of({1, 2, 3, 4});
+    const int hq = hkv * d.one_of({1, 1, 2, 3, 4, 8});
+    Case c;
+    if (d.chance(0.35)) {
+      const int n = d.between(1, 5);
+      const bool same = d.chance(0.4), decode = d.chance(0.2);
+      std::vector<int> lq, lk;
+      for (int i = 0; i < n; ++i) {
+        lq.push_back(d.chance(0.12) ? 0 : decode ? d.between(1, 4) : d.length(1, 700));
+        lk.push_back(same ? lq.back() : d.chance(0.12) ? 0 : d.length(1, 1500));
+      }
+      if (*std::max_element(lq.begin(), lq.end()) == 0) lq[0] = 1;
+      if (*std::max_element(lk.begin(), lk.end()) == 0) lk[0] = 1;
+      c = varlen(hq, hkv, D, t, lq, lk);
+      for (int i = 0; i < n; ++i) {  // keys no query reads, NaN: a kernel must not reach them
+        if (lq[static_cast<std::size_t>(i)] == 0 && lk[static_cast<std::size_t>(i)] > 0 &&
+            d.chance(0.5)) {
+          c = c.nan_kv(i);
+          break;
+        }
+      }
+    } else {
+      const int B = d.between(1, 3);
+      const int shape = d.between(0, 9);
+      const int sq = shape < 2 ? d.between(1, 4) : d.length(1, 1500);
+      const int sk = shape >= 2 && shape < 6 ? sq : d.length(1, 2500);
+      c = dense(B, hq, hkv, sq, sk, D, t);
+    }
+    if (d.chance(0.5)) c = c.causal();
+    if (d.chance(0.25)) {
+      const auto side = [&] { return d.chance(0.3) ? -1 : d.chance(0.2) ? 0 : d.between(0, 400); };
+      c = c.window(side(), side());
+      if (d.chance(0.4)) c = c.globals(d.between(0, 40), d.chance(0.5) ? d.between(16, 300) : 0);
+    }
+    if (d.chance(0.15)) c = c.compensated();
+    if (d.chance(0.1)) c = c.q_times(30);
+    if (d.chance(0.2)) c = c.no_lse();
+    const bool packable = c.Hq == c.Hkv && c.Sq == c.Sk && c.lens_q == c.lens_k;
+    if (packable && d.chance(0.3)) {
+      c = c.in(Layout::packed_qkv);
+    } else if (d.chance(0.3)) {
+      c = c.in(Layout::padded);
+    }
+    std::int64_t total_q = 0;
+    for (int b = 0; b < c.B; ++b) total_q += c.varlen() ? c.lens_q[static_cast<std::size_t>(b)] : c.Sq;
+    // The reference's steps (pick_rows), bounded from above: every key of every row and head.
+    if (double(total_q) * c.Sk * (1.0 + double(c.Hq) * c.D) <= kFullCheckSteps) return c;
+  }
+}
+
+// GPUATTN_FUZZ_CASES random cases (default 48) drawn from GPUATTN_FUZZ_SEED (a fixed default, so
+// that every run checks the same cases; another seed explores), each through MatchesReference's
+// checks: poisoned outputs, every element written, every row against the fp64 reference, the
+// kernel the dispatch must pick. A failure names the case and how to replay it
+// (tests/common/random_cases.h).
+TEST_F(AttentionCudaTest, RandomCasesMatchReference) {
+  const FuzzRun run = FuzzRun::from_env(20261130, 48);
+  Dice dice(run.seed);
+  for (int i = 0; i < run.cases; ++i) {
+    const Case c = random_case(dice);
+    SCOPED_TRACE(run.where(i) + ": " + c.name());
+    Problem p(c, mix(run.seed, static_cast<std::uint64_t>(i)));
+    p.expect_matches_reference(run_once(p));
+    expect_forced_kernel(p.device_args());
+  }
+}
 
 // ---- determinism and streams --------------------------------------------------------------------
 

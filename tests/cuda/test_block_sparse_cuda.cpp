@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/random_cases.h"
 #include "common/test_util.h"
 #include "core/fwd_params.h"
 #include "core/mask.h"
@@ -758,6 +759,85 @@ TEST_F(BlockSparseCudaTest, WholeTileRowsThatSeeNothing) {
       c.blocks = blocks;
       expect_rows_that_see_nothing(c, [](int i) { return i >= 128 && i < 256; });
     }
+  }
+}
+
+// ---- random cases ------------------------------------------------------------------------------
+
+// GPUATTN_FUZZ_CASES random cases (default 32) drawn from GPUATTN_FUZZ_SEED (a fixed default; another
+// seed explores; tests/common/random_cases.h), each through MatchesReference's checks: both 16-bit
+// types, every head dim, GQA, dense (Sq != Sk among them) or varlen batches (empty sequences, a
+// NaN-filled key sequence behind a query-less one), block sizes of 16-256 (multiples of 128 for
+// the listed dense path among them), densities from 3% to all on or all off, per-head, shared,
+// transposed and broadcast layouts, causal, windows, global tokens, compensated precision, no lse.
+BlockCase random_block_case(Dice& d) {
+  for (;;) {
+    const DType t = d.chance(0.5) ? f16 : bf16;
+    const int D = d.one_of({64, 64, 128, 128, 256});
+    const int hkv = d.one_of({1, 2, 4});
+    const int hq = hkv * d.one_of({1, 2, 4});
+    BlockCase c;
+    if (d.chance(0.3)) {
+      const int n = d.between(1, 4);
+      std::vector<int> lq, lk;
+      for (int i = 0; i < n; ++i) {
+        lq.push_back(d.chance(0.12) ? 0 : d.length(1, 900));
+        lk.push_back(d.chance(0.4) ? lq.back() : d.chance(0.12) ? 0 : d.length(1, 1500));
+      }
+      if (*std::max_element(lq.begin(), lq.end()) == 0) lq[0] = 1;
+      if (*std::max_element(lk.begin(), lk.end()) == 0) lk[0] = 1;
+      c = varlen(hq, hkv, D, t, lq, lk);
+      for (int i = 0; i < n; ++i) {
+        if (lq[static_cast<std::size_t>(i)] == 0 && lk[static_cast<std::size_t>(i)] > 0 &&
+            d.chance(0.5)) {
+          c = c.nan_kv(i);
+          break;
+        }
+      }
+    } else {
+      const int sq = d.length(1, 1500);
+      c = dense(d.between(1, 2), hq, hkv, sq, d.chance(0.5) ? sq : d.length(1, 2500), D, t);
+    }
+    if (d.chance(0.35)) {
+      c = c.blocks_of(128 * d.between(1, 2), 128 * d.between(1, 2));
+    } else {
+      c = c.blocks_of(16 * d.between(1, 8), 16 * d.between(1, 8));
+    }
+    const int fill = d.between(0, 9);
+    if (fill == 0) {
+      c = c.filled(Fill::all_on);
+    } else if (fill == 1) {
+      c = c.filled(Fill::all_off);
+    } else {
+      c = c.sparsity(d.one_of({0.1, 0.5, 0.9, 0.97}));
+    }
+    if (d.chance(0.4)) c = c.shared();
+    const int storage = d.between(0, 5);
+    if (storage == 0) c = c.stored(LayoutStorage::transposed);
+    if (storage == 1) c = c.stored(LayoutStorage::broadcast);
+    if (d.chance(0.35)) c = c.causal();
+    if (d.chance(0.2)) {
+      const auto side = [&] { return d.chance(0.3) ? -1 : d.between(0, 300); };
+      c = c.window(side(), side());
+      if (d.chance(0.4)) c = c.globals(d.between(0, 30), d.chance(0.5) ? d.between(16, 200) : 0);
+    }
+    if (d.chance(0.15)) c = c.compensated();
+    if (d.chance(0.2)) c = c.no_lse();
+    std::int64_t total_q = 0;
+    for (int b = 0; b < c.B; ++b) total_q += c.varlen() ? c.lens_q[static_cast<std::size_t>(b)] : c.Sq;
+    if (double(total_q) * c.Sk * (1.0 + double(c.Hq) * c.D) <= kFullCheckSteps) return c;
+  }
+}
+
+TEST_F(BlockSparseCudaTest, RandomCasesMatchReference) {
+  const FuzzRun run = FuzzRun::from_env(20261130, 32);
+  Dice dice(run.seed);
+  for (int i = 0; i < run.cases; ++i) {
+    const BlockCase c = random_block_case(dice);
+    SCOPED_TRACE(run.where(i) + ": " + c.name());
+    BlockProblem p(c, seed_of(c.name()) ^ run.seed);
+    p.expect_matches_reference(p.run());
+    expect_instantiation(c, p.device_args());
   }
 }
 
