@@ -53,6 +53,13 @@ struct FuzzRun {
                          100000));
     return r;
   }
+  // Case i's seed for its inputs (splitmix64 of the run's seed and i).
+  std::uint64_t case_seed(int i) const {
+    std::uint64_t z = seed + 0x9e3779b97f4a7c15ull * (static_cast<std::uint64_t>(i) + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
   // Case i's name prefix in failure messages: what replays it.
   std::string where(int i) const {
     return "random case " + std::to_string(i) + " (replay: GPUATTN_FUZZ_SEED=" +

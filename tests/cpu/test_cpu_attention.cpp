@@ -391,8 +391,7 @@ TEST(CpuAttention, RandomProblemsMatchReference) {
     if (d.chance(0.1)) pr.q_scale = 30.f;
     pr.threads = d.one_of({1, 2, 3});
     SCOPED_TRACE(run.where(i));
-    std::uint64_t state = run.seed + 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(i + 1);
-    check(pr, testing::next_random(state));
+    check(pr, run.case_seed(i));
   }
 }
 

@@ -1281,7 +1281,7 @@ TEST_F(AttentionCudaTest, RandomCasesMatchReference) {
   for (int i = 0; i < run.cases; ++i) {
     const Case c = random_case(dice);
     SCOPED_TRACE(run.where(i) + ": " + c.name());
-    Problem p(c, mix(run.seed, static_cast<std::uint64_t>(i)));
+    Problem p(c, run.case_seed(i));
     p.expect_matches_reference(run_once(p));
     expect_forced_kernel(p.device_args());
   }

@@ -835,7 +835,7 @@ TEST_F(BlockSparseCudaTest, RandomCasesMatchReference) {
   for (int i = 0; i < run.cases; ++i) {
     const BlockCase c = random_block_case(dice);
     SCOPED_TRACE(run.where(i) + ": " + c.name());
-    BlockProblem p(c, seed_of(c.name()) ^ run.seed);
+    BlockProblem p(c, run.case_seed(i));
     p.expect_matches_reference(p.run());
     expect_instantiation(c, p.device_args());
   }

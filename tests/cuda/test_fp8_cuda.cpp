@@ -16,12 +16,14 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/expect_error.h"
+#include "common/random_cases.h"
 #include "common/test_util.h"
 #include "core/fwd_params.h"
 #include "core/tile_config.h"
@@ -75,7 +77,8 @@ void fill_e4m3(HostTensor& t, HostTensor& scale, std::uint64_t seed, float base)
   }
 }
 
-enum class Path { fp8_kernel, dequantized };
+// either: whichever the dispatch takes (random cases), checked by that path's bounds.
+enum class Path { fp8_kernel, dequantized, either };
 
 struct Errors {
   double worst_row = 0;  // max over (row, head) of ||out - ref|| / (||ref|| + 1e-3 sqrt(D))
@@ -162,6 +165,9 @@ Errors run_case(const F8Case& c, Path path) {
     return a;
   };
   const AttentionArgs a = args(true);
+  if (path == Path::either) {
+    path = cuda_fp8_kernel_takes(make_fwd_params(a)) ? Path::fp8_kernel : Path::dequantized;
+  }
   EXPECT_EQ(cuda_fp8_kernel_takes(make_fwd_params(a)), path == Path::fp8_kernel);
   EXPECT_EQ(cuda_forward_kernel(make_fwd_params(a)) == FwdKernel::sm90_fp8_128x128,
             path == Path::fp8_kernel);
@@ -271,6 +277,63 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
       F8Case{bf16, 1, 8, 2, 257, 129, 128, true, true, true}.lens({257}, {129}),
   };
   for (const F8Case& c : cases) run_case(c, path);
+}
+
+// GPUATTN_FUZZ_CASES random calls (default 32) drawn from GPUATTN_FUZZ_SEED (a fixed default;
+// another seed explores; tests/common/random_cases.h), on whichever path the dispatch takes, with
+// that path's bounds: both output types, head dim 128 mostly (the FP8 kernel's) and 64 / 256,
+// GQA and MQA, lengths at tile edges, Sq != Sk, causal, one scale or one a head, varlen batches
+// (empty sequences, a NaN-filled key sequence behind a query-less one), k and v in one buffer,
+// windows.
+F8Case random_f8_case(Dice& d) {
+  for (;;) {
+    F8Case c{};
+    c.out = d.chance(0.5) ? DType::f16 : DType::bf16;
+    c.D = d.chance(0.8) ? 128 : d.one_of({64, 256});
+    c.Hkv = d.one_of({1, 2, 4});
+    c.Hq = c.Hkv * d.one_of({1, 2, 4, 8});
+    c.B = d.between(1, 4);
+    c.causal = d.chance(0.5);
+    c.per_head = d.chance(0.7);
+    if (d.chance(0.35)) {
+      c.varlen = true;
+      for (int b = 0; b < c.B; ++b) {
+        c.lens_q.push_back(d.chance(0.12) ? 0 : d.length(1, 900));
+        c.lens_k.push_back(d.chance(0.12) ? 0 : d.length(1, 1500));
+      }
+      c.Sq = std::max(1, *std::max_element(c.lens_q.begin(), c.lens_q.end()));
+      c.Sk = std::max(1, *std::max_element(c.lens_k.begin(), c.lens_k.end()));
+      for (int b = 0; b < c.B; ++b) {
+        if (c.lens_q[static_cast<std::size_t>(b)] == 0 && c.lens_k[static_cast<std::size_t>(b)] > 0 &&
+            d.chance(0.5)) {
+          c.nan_seq = b;
+          break;
+        }
+      }
+    } else {
+      c.Sq = d.length(1, 1200);
+      c.Sk = d.chance(0.4) ? c.Sq : d.length(1, 2000);
+      c.packed_kv = d.chance(0.2);
+    }
+    if (d.chance(0.1)) c.mask = make_mask(d.between(0, 400), d.chance(0.5) ? 0 : -1);
+    std::int64_t tq = 0;
+    for (int b = 0; b < c.B; ++b) tq += c.varlen ? c.lens_q[static_cast<std::size_t>(b)] : c.Sq;
+    if (double(tq) * c.Sk * c.Hq * c.D <= 3e8) return c;
+  }
+}
+
+TEST_F(Fp8AttentionCuda, RandomCallsMatchTheReference) {
+  const FuzzRun run = FuzzRun::from_env(20261130, 32);
+  Dice dice(run.seed);
+  for (int i = 0; i < run.cases; ++i) {
+    const F8Case c = random_f8_case(dice);
+    std::string lens;
+    for (std::size_t b = 0; b < c.lens_q.size(); ++b) {
+      lens += " " + std::to_string(c.lens_q[b]) + "/" + std::to_string(c.lens_k[b]);
+    }
+    SCOPED_TRACE(run.where(i) + (lens.empty() ? "" : ": q/k lengths" + lens));
+    run_case(c, Path::either);
+  }
 }
 
 TEST_F(Fp8AttentionCuda, OtherCallsRunOnADequantizedQ) {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/random_cases.h"
 #include "common/test_util.h"
 #include "core/fwd_params.h"
 #include "core/tile_config.h"
@@ -201,6 +202,55 @@ TEST_F(PagedKvCuda, OtherCallsRunOnAGatheredCopy) {
     SCOPED_TRACE(c.name());
     PagedProblem p(c, seed_of("PagedKvCuda/" + c.name()));
     EXPECT_NE(cuda_forward_kernel(make_fwd_params(p.device_args(c))), FwdKernel::decode_16x64);
+    expect_matches_reference(p, c);
+  }
+}
+
+// GPUATTN_FUZZ_CASES random paged calls (default 40) drawn from GPUATTN_FUZZ_SEED (a fixed
+// default; another seed explores; tests/common/random_cases.h): both 16-bit types, every head dim,
+// GQA and MQA, mostly decode-like rows (1-4; then 5-200, gathered), 1-6000 keys, pages of 1-256
+// keys (powers of two or not), seqused_k from 0 to the whole cache or none, causal, windows,
+// compensated precision, V laid out apart from K.
+PagedCase random_paged_case(Dice& d) {
+  for (;;) {
+    PagedCase c{};
+    c.t = d.chance(0.5) ? DType::f16 : DType::bf16;
+    c.D = d.one_of({64, 128, 256});
+    c.Hkv = d.one_of({1, 2, 4, 8});
+    c.Hq = c.Hkv * d.one_of({1, 2, 4, 8});
+    c.B = d.between(1, 4);
+    c.Sq = d.chance(0.75) ? d.between(1, 4) : d.length(5, 200);
+    c.page = d.one_of({1, 2, 5, 7, 16, 32, 48, 64, 100, 128, 256});
+    c.Sk = d.length(1, 6000);
+    c.causal = d.chance(0.5);
+    if (d.chance(0.7)) {
+      for (int b = 0; b < c.B; ++b) {
+        c.used.push_back(d.chance(0.15) ? 0 : d.chance(0.2) ? c.Sk : d.between(1, c.Sk));
+      }
+    } else {
+      c.Sk = (c.Sk + c.page - 1) / c.page * c.page;  // without seqused_k: whole pages
+    }
+    if (d.chance(0.1)) c.mask = make_mask(d.between(0, 500), d.chance(0.5) ? 0 : -1);
+    if (d.chance(0.1)) c.precision = Precision::compensated;
+    c.v_padded = d.chance(0.15);
+    if (double(c.B) * c.Sq * c.Sk * c.Hq * c.D <= 2e8) return c;
+  }
+}
+
+TEST_F(PagedKvCuda, RandomCallsMatchReference) {
+  const FuzzRun run = FuzzRun::from_env(20261130, 40);
+  Dice dice(run.seed);
+  for (int i = 0; i < run.cases; ++i) {
+    const PagedCase c = random_paged_case(dice);
+    std::string used;
+    for (const int u : c.used) used += " " + std::to_string(u);
+    SCOPED_TRACE(run.where(i) + ": " + c.name() + (c.t == DType::bf16 ? " bf16" : " f16") +
+                 (c.mask.window_left >= 0 ? " window " + std::to_string(c.mask.window_left) + "," +
+                                                std::to_string(c.mask.window_right)
+                                          : "") +
+                 (c.precision == Precision::compensated ? " compensated" : "") +
+                 (used.empty() ? "" : " used" + used));
+    PagedProblem p(c, run.case_seed(i));
     expect_matches_reference(p, c);
   }
 }
