@@ -186,9 +186,15 @@ Errors run_case(const F8Case& c, Path path) {
     return (row / c.Sq * c.Hq + hh) * c.Sq + row % c.Sq;
   });
   EXPECT_EQ(cmp.nonfinite, 0) << "elements of out left unwritten or not finite";
-  // The dequantized path rounds x * q_scale[h] to out's dtype (relative 2^-9 in bf16), which moves
-  // the scores, so LSE, by ~1e-3 of their size on these inputs (2.3e-3 measured, H200): 8e-3 there.
-  EXPECT_LE(cmp.lse_rel, path == Path::dequantized && c.out == DType::bf16 ? 8e-3 : 1e-3);
+  // The dequantized path rounds q * q_scale and k * k_scale to out's dtype before a 16-bit kernel,
+  // which moves each score by up to ~2u scale sum_i |q_i k_ij| (u: the dtype's unit roundoff), an
+  // absolute amount: rows of few keys with lse near 1 take the largest errors relative to
+  // max(1, |lse|). Drawn over these inputs (2 keys, the largest head scales: session 48's
+  // fp8_dequant_lse_sim.py), the largest of 10^6 is 1.53e-2 in bf16 and 1.65e-3 in f16 (99.99%:
+  // 1.0e-2, 1.24e-3); the random cases met 9.2e-3 (bf16, 577 causal rows over 2 keys) against the
+  // 8e-3 bound this had. 2.5e-2 and 3e-3 there. The FP8 kernel multiplies the E4M3 values exactly.
+  const double lse_tol = path == Path::fp8_kernel ? 1e-3 : c.out == DType::bf16 ? 2.5e-2 : 3e-3;
+  EXPECT_LE(cmp.lse_rel, lse_tol);
 
   Errors e;
   double err2 = 0, ref2 = 0;
@@ -301,8 +307,12 @@ F8Case random_f8_case(Dice& d) {
         c.lens_q.push_back(d.chance(0.12) ? 0 : d.length(1, 900));
         c.lens_k.push_back(d.chance(0.12) ? 0 : d.length(1, 1500));
       }
-      c.Sq = std::max(1, *std::max_element(c.lens_q.begin(), c.lens_q.end()));
-      c.Sk = std::max(1, *std::max_element(c.lens_k.begin(), c.lens_k.end()));
+      // Some rows on each side (a side of none is VarlenWithoutKeyOrQueryRows' case, through
+      // storage of one row: this harness would hand over no device memory).
+      if (*std::max_element(c.lens_q.begin(), c.lens_q.end()) == 0) c.lens_q[0] = 1;
+      if (*std::max_element(c.lens_k.begin(), c.lens_k.end()) == 0) c.lens_k[0] = 1;
+      c.Sq = *std::max_element(c.lens_q.begin(), c.lens_q.end());
+      c.Sk = *std::max_element(c.lens_k.begin(), c.lens_k.end());
       for (int b = 0; b < c.B; ++b) {
         if (c.lens_q[static_cast<std::size_t>(b)] == 0 && c.lens_k[static_cast<std::size_t>(b)] > 0 &&
             d.chance(0.5)) {
