@@ -192,8 +192,12 @@ Errors run_case(const F8Case& c, Path path) {
   // max(1, |lse|). Drawn over these inputs (2 keys, the largest head scales: session 48's
   // fp8_dequant_lse_sim.py), the largest of 10^6 is 1.53e-2 in bf16 and 1.65e-3 in f16 (99.99%:
   // 1.0e-2, 1.24e-3); the random cases met 9.2e-3 (bf16, 577 causal rows over 2 keys) against the
-  // 8e-3 bound this had. 2.5e-2 and 3e-3 there. The FP8 kernel multiplies the E4M3 values exactly.
-  const double lse_tol = path == Path::fp8_kernel ? 1e-3 : c.out == DType::bf16 ? 2.5e-2 : 3e-3;
+  // 8e-3 bound this had. 2.5e-2 and 3e-3 there. The FP8 kernel's products are exact, but Hopper's
+  // FP8 wgmma keeps only ~14 bits of its fp32 accumulator (DeepSeek-V3 technical report, 3.3.2):
+  // a row of one key has lse = its score, error and all, where more keys average the errors out.
+  // The random cases met 1.18e-3 there (990 rows over 1 key; s48 call 4) against the 1e-3 this
+  // had: 4e-3.
+  const double lse_tol = path == Path::fp8_kernel ? 4e-3 : c.out == DType::bf16 ? 2.5e-2 : 3e-3;
   EXPECT_LE(cmp.lse_rel, lse_tol);
 
   Errors e;
