@@ -25,8 +25,8 @@ inline std::uint64_t env_whole_number(const char* name, std::uint64_t unset, std
   const char* s = std::getenv(name);
   if (s == nullptr) return unset;
   const std::string text = s;
-  const std::string range = "a whole number in [" + std::to_string(lo) + ", " +
-                            std::to_string(hi) + "]";
+  const std::string range =
+      "a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
     throw std::invalid_argument(std::string(name) + "='" + text + "' is not " + range);
   }
@@ -48,9 +48,8 @@ struct FuzzRun {
   static FuzzRun from_env(std::uint64_t default_seed, int default_cases) {
     FuzzRun r;
     r.seed = env_whole_number("GPUATTN_FUZZ_SEED", default_seed, 0, UINT64_MAX);
-    r.cases = static_cast<int>(
-        env_whole_number("GPUATTN_FUZZ_CASES", static_cast<std::uint64_t>(default_cases), 0,
-                         100000));
+    r.cases = static_cast<int>(env_whole_number(
+        "GPUATTN_FUZZ_CASES", static_cast<std::uint64_t>(default_cases), 0, 100000));
     return r;
   }
   // Case i's seed for its inputs (splitmix64 of the run's seed and i).
@@ -62,8 +61,9 @@ struct FuzzRun {
   }
   // Case i's name prefix in failure messages: what replays it.
   std::string where(int i) const {
-    return "random case " + std::to_string(i) + " (replay: GPUATTN_FUZZ_SEED=" +
-           std::to_string(seed) + " GPUATTN_FUZZ_CASES=" + std::to_string(i + 1) + ")";
+    return "random case " + std::to_string(i) +
+           " (replay: GPUATTN_FUZZ_SEED=" + std::to_string(seed) +
+           " GPUATTN_FUZZ_CASES=" + std::to_string(i + 1) + ")";
   }
 };
 

@@ -361,7 +361,9 @@ TEST(CpuAttention, RandomProblemsMatchReference) {
       const int n = d.between(1, 4);
       for (int b = 0; b < n; ++b) {
         pr.lens_q.push_back(d.chance(0.15) ? 0 : d.length(1, 200));
-        pr.lens_k.push_back(d.chance(0.3) ? pr.lens_q.back() : d.chance(0.15) ? 0 : d.length(1, 300));
+        pr.lens_k.push_back(d.chance(0.3)    ? pr.lens_q.back()
+                            : d.chance(0.15) ? 0
+                                             : d.length(1, 300));
       }
       pr.batch = n;
     } else {

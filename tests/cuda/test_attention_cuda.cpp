@@ -1264,7 +1264,8 @@ Case random_case(Dice& d) {
       c = c.in(Layout::padded);
     }
     std::int64_t total_q = 0;
-    for (int b = 0; b < c.B; ++b) total_q += c.varlen() ? c.lens_q[static_cast<std::size_t>(b)] : c.Sq;
+    for (int b = 0; b < c.B; ++b)
+      total_q += c.varlen() ? c.lens_q[static_cast<std::size_t>(b)] : c.Sq;
     // The reference's steps (pick_rows), bounded from above: every key of every row and head.
     if (double(total_q) * c.Sk * (1.0 + double(c.Hq) * c.D) <= kFullCheckSteps) return c;
   }

@@ -764,12 +764,13 @@ TEST_F(BlockSparseCudaTest, WholeTileRowsThatSeeNothing) {
 
 // ---- random cases ------------------------------------------------------------------------------
 
-// GPUATTN_FUZZ_CASES random cases (default 32) drawn from GPUATTN_FUZZ_SEED (a fixed default; another
-// seed explores; tests/common/random_cases.h), each through MatchesReference's checks: both 16-bit
-// types, every head dim, GQA, dense (Sq != Sk among them) or varlen batches (empty sequences, a
-// NaN-filled key sequence behind a query-less one), block sizes of 16-256 (multiples of 128 for
-// the listed dense path among them), densities from 3% to all on or all off, per-head, shared,
-// transposed and broadcast layouts, causal, windows, global tokens, compensated precision, no lse.
+// GPUATTN_FUZZ_CASES random cases (default 32) drawn from GPUATTN_FUZZ_SEED (a fixed default;
+// another seed explores; tests/common/random_cases.h), each through MatchesReference's checks: both
+// 16-bit types, every head dim, GQA, dense (Sq != Sk among them) or varlen batches (empty
+// sequences, a NaN-filled key sequence behind a query-less one), block sizes of 16-256 (multiples
+// of 128 for the listed dense path among them), densities from 3% to all on or all off, per-head,
+// shared, transposed and broadcast layouts, causal, windows, global tokens, compensated precision,
+// no lse.
 BlockCase random_block_case(Dice& d) {
   for (;;) {
     const DType t = d.chance(0.5) ? f16 : bf16;
@@ -824,7 +825,8 @@ BlockCase random_block_case(Dice& d) {
     if (d.chance(0.15)) c = c.compensated();
     if (d.chance(0.2)) c = c.no_lse();
     std::int64_t total_q = 0;
-    for (int b = 0; b < c.B; ++b) total_q += c.varlen() ? c.lens_q[static_cast<std::size_t>(b)] : c.Sq;
+    for (int b = 0; b < c.B; ++b)
+      total_q += c.varlen() ? c.lens_q[static_cast<std::size_t>(b)] : c.Sq;
     if (double(total_q) * c.Sk * (1.0 + double(c.Hq) * c.D) <= kFullCheckSteps) return c;
   }
 }

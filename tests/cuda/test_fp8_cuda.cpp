@@ -318,8 +318,8 @@ F8Case random_f8_case(Dice& d) {
       c.Sq = *std::max_element(c.lens_q.begin(), c.lens_q.end());
       c.Sk = *std::max_element(c.lens_k.begin(), c.lens_k.end());
       for (int b = 0; b < c.B; ++b) {
-        if (c.lens_q[static_cast<std::size_t>(b)] == 0 && c.lens_k[static_cast<std::size_t>(b)] > 0 &&
-            d.chance(0.5)) {
+        if (c.lens_q[static_cast<std::size_t>(b)] == 0 &&
+            c.lens_k[static_cast<std::size_t>(b)] > 0 && d.chance(0.5)) {
           c.nan_seq = b;
           break;
         }
