@@ -39,6 +39,9 @@ inline std::uint64_t env_whole_number(const char* name, std::uint64_t unset, std
   return v;
 }
 
+// The seed of every suite's fixed set of random cases (GPUATTN_FUZZ_SEED unset).
+constexpr std::uint64_t kDefaultFuzzSeed = 20261130;
+
 // A random run: GPUATTN_FUZZ_SEED (any 64-bit number; `default_seed` when unset, so that every
 // run of the suite checks the same cases) and GPUATTN_FUZZ_CASES (0-100000; `default_cases`).
 struct FuzzRun {

@@ -349,7 +349,7 @@ TEST(CpuAttention, HeadDim256Variants) {
 TEST(CpuAttention, RandomProblemsMatchReference) {
   using testing::Dice;
   using testing::FuzzRun;
-  const FuzzRun run = FuzzRun::from_env(20261130, 200);
+  const FuzzRun run = FuzzRun::from_env(testing::kDefaultFuzzSeed, 200);
   Dice d(run.seed);
   for (int i = 0; i < run.cases; ++i) {
     Problem pr;

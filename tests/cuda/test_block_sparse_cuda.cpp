@@ -832,7 +832,7 @@ BlockCase random_block_case(Dice& d) {
 }
 
 TEST_F(BlockSparseCudaTest, RandomCasesMatchReference) {
-  const FuzzRun run = FuzzRun::from_env(20261130, 32);
+  const FuzzRun run = FuzzRun::from_env(kDefaultFuzzSeed, 32);
   Dice dice(run.seed);
   for (int i = 0; i < run.cases; ++i) {
     const BlockCase c = random_block_case(dice);

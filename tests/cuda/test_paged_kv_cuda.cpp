@@ -238,7 +238,7 @@ PagedCase random_paged_case(Dice& d) {
 }
 
 TEST_F(PagedKvCuda, RandomCallsMatchReference) {
-  const FuzzRun run = FuzzRun::from_env(20261130, 40);
+  const FuzzRun run = FuzzRun::from_env(kDefaultFuzzSeed, 40);
   Dice dice(run.seed);
   for (int i = 0; i < run.cases; ++i) {
     const PagedCase c = random_paged_case(dice);
