@@ -2,11 +2,14 @@
 // fp64 reference of the whole sequence, and every bad call named.
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "common/expect_error.h"
+#include "common/random_cases.h"
 #include "dist/dist_test_util.h"
 #include "gpuattn/distributed.h"
 
@@ -169,6 +172,65 @@ TEST(SequenceParallelCpu, CompensatedPrecisionAndACustomScale) {
   EXPECT_EQ(c.nonfinite, 0);
   EXPECT_LT(c.rel_err, 2e-6);
   EXPECT_LT(c.lse_rel, 2e-6);
+}
+
+// GPUATTN_FUZZ_CASES random calls (default 60) from GPUATTN_FUZZ_SEED (a fixed default; another
+// seed explores; tests/common/random_cases.h): 1-4 ranks, both layouts, every strategy (automatic
+// among them), causal or not, f32 / f16 / bf16, every head dim, GQA and MQA, rows a rank from 2 to
+// 90 (odd ones on the contiguous layout), windows and global tokens where the strategy takes them,
+// compensated precision, a custom scale.
+TEST(SequenceParallelCpu, RandomCallsMatchTheWholeSequenceReference) {
+  const FuzzRun run = FuzzRun::from_env(kDefaultFuzzSeed, 60);
+  Dice d(run.seed);
+  for (int i = 0; i < run.cases; ++i) {
+    SpProblem p;
+    p.world = d.between(1, 4);
+    p.layout = d.chance(0.5) ? ShardLayout::zigzag : ShardLayout::contiguous;
+    p.strategy = d.one_of({SeqParallelStrategy::ring, SeqParallelStrategy::all_gather,
+                           SeqParallelStrategy::head_parallel, SeqParallelStrategy::automatic});
+    p.causal = d.chance(0.6);
+    p.dtype = d.one_of({DType::f32, DType::f16, DType::bf16});
+    p.head_dim = d.one_of({64, 128, 256});
+    p.batch = d.between(1, 2);
+    p.rows = d.between(1, 45) * 2 - (p.layout == ShardLayout::contiguous && d.chance(0.5) ? 1 : 0);
+    p.hkv = d.one_of({1, 2, 4});
+    p.hq = p.hkv * d.one_of({1, 2, 3});
+    if (p.strategy == SeqParallelStrategy::head_parallel) {  // heads a multiple of the ranks
+      p.hkv = p.world * d.between(1, 2);
+      p.hq = p.hkv * d.one_of({1, 2});
+    }
+    const SeqParallelStrategy resolved =
+        resolve_strategy(p.strategy, p.hq, p.hkv, p.world, true, p.causal);
+    MaskSpec mask;
+    const bool maskable = p.world == 1 || resolved == SeqParallelStrategy::head_parallel ||
+                          (resolved == SeqParallelStrategy::all_gather && p.causal);
+    if (maskable && d.chance(0.4)) {
+      mask.window_left = d.chance(0.2) ? -1 : d.between(0, 120);
+      mask.window_right = d.chance(0.5) ? 0 : d.between(0, 60);
+      if (d.chance(0.4)) {
+        mask.global_tokens = d.between(0, 8);
+        mask.global_stride = d.chance(0.5) ? d.between(5, 70) : 0;
+      }
+    }
+    const Precision precision = d.chance(0.2) ? Precision::compensated : Precision::standard;
+    const std::optional<float> scale =
+        d.chance(0.2) ? std::optional<float>(0.05f * d.between(1, 10)) : std::nullopt;
+    p.seed = run.case_seed(i);
+    std::ostringstream what;
+    what << run.where(i) << ": W" << p.world << ' ' << to_string(p.layout) << ' '
+         << to_string(p.strategy) << (p.causal ? " causal " : " full ") << to_string(p.dtype)
+         << " B" << p.batch << " rows " << p.rows << " Hq" << p.hq << " Hkv" << p.hkv << " D"
+         << p.head_dim << " window (" << mask.window_left << ", " << mask.window_right << ") G"
+         << mask.global_tokens << "/" << mask.global_stride << ' ' << to_string(precision)
+         << " scale " << (scale ? *scale : 0.f);
+    SCOPED_TRACE(what.str());
+    const Comparison c = run_cpu(p, precision, scale, mask);
+    EXPECT_EQ(c.nonfinite, 0);
+    // 16 bits: one rounding of the output, the partial results merged in fp32 (as a single-rank
+    // call); f32: the merges' own rounding.
+    EXPECT_LT(c.rel_err, p.dtype == DType::f32 ? 2e-6 : p.dtype == DType::f16 ? 1e-3 : 8e-3);
+    EXPECT_LT(c.lse_rel, p.dtype == DType::f32 ? 2e-6 : 1e-5);
+  }
 }
 
 // Shards that are views into larger tensors (padded head strides, out and lse included),
