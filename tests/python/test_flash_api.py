@@ -12,7 +12,8 @@ import pytest
 
 import gpu_attention as ga
 from reference import (assert_close, causal_rule, cu_seqlens, e4m3_decode, int32, make,
-                       needs_torch, ref_dense, ref_varlen, rng_for, to64, torch)
+                       needs_torch, ref_dense, ref_single, ref_varlen, rng_for, to64, torch,
+                       visibility)
 
 # ---- frameworks --------------------------------------------------------------------------------
 
@@ -263,6 +264,101 @@ def test_kvcache_appends_k_and_v(page, causal):
                 assert np.array_equal(vp[table[b, i]], want_v[b, i * page:(i + 1) * page])
     assert np.array_equal(got, want)
     assert np.array_equal(used, [0, 20, Sk - sn])  # cache_seqlens is not updated
+
+
+def _fuzz_settings(default_cases):
+    """GPUATTN_FUZZ_SEED / GPUATTN_FUZZ_CASES as the C++ suites read them (README)."""
+    import os
+
+    def number(name, unset, hi):
+        text = os.environ.get(name)
+        if text is None:
+            return unset
+        if not text.isdigit() or int(text) > hi:
+            raise ValueError(f"{name}='{text}' is not a whole number in [0, {hi}]")
+        return int(text)
+
+    return number("GPUATTN_FUZZ_SEED", 20261130, 2**64 - 1), number("GPUATTN_FUZZ_CASES",
+                                                                     default_cases, 100000)
+
+
+def test_kvcache_random_calls():
+    """Random flash_attn_with_kvcache calls on the CPU backend (float16 / float32, every head dim,
+    GQA and MQA, 1-6 query rows, a dense cache or pages of 1-64 keys in a shuffled pool, the whole
+    cache or cache_seqlens (an array or an int), 0-6 rows appended, causal, windows, a scale):
+    the caches hold exactly the appended rows where the numpy model puts them and nothing else
+    changes, and out and lse match the float64 reference over the updated cache's first
+    cache_seqlens + seqlen_new keys. GPUATTN_FUZZ_SEED / GPUATTN_FUZZ_CASES pick another set."""
+    seed, cases = _fuzz_settings(60)
+    rng = np.random.default_rng(seed)
+    for case in range(cases):
+        dt = str(rng.choice(["float16", "float32"]))
+        B, hkv = int(rng.integers(1, 4)), int(rng.choice([1, 2, 3]))
+        hq, D = hkv * int(rng.choice([1, 2, 4])), int(rng.choice([64, 128, 256]))
+        sq, sn = int(rng.integers(1, 7)), int(rng.choice([0, 0, 1, 2, 3, 6]))
+        page = None if rng.random() < 0.5 else int(rng.choice([1, 2, 5, 16, 64]))
+        cap = int(rng.integers(max(sn, 1), 200))
+        if page:
+            cap = -(-cap // page) * page
+        whole = sn == 0 and rng.random() < 0.3
+        as_int = not whole and rng.random() < 0.2
+        used = np.full(B, int(rng.integers(0, cap - sn + 1)), np.int32) if as_int else \
+            rng.integers(0, cap - sn + 1, B).astype(np.int32)
+        causal = bool(rng.random() < 0.5)
+        window = (-1, -1) if rng.random() < 0.7 else \
+            (int(rng.integers(-1, 60)), int(rng.choice([-1, 0, int(rng.integers(0, 30))])))
+        scale = None if rng.random() < 0.8 else float(rng.uniform(0.02, 0.3))
+        what = (f"case {case} (replay: GPUATTN_FUZZ_SEED={seed} GPUATTN_FUZZ_CASES={case + 1}): "
+                f"{dt} B{B} Hq{hq} Hkv{hkv} D{D} sq{sq} new{sn} cap{cap} page{page} "
+                f"used {'whole' if whole else used.tolist()}{' (int)' if as_int else ''} "
+                f"causal {causal} window {window} scale {scale}")
+        q = make("numpy", dt, (B, sq, hq, D), rng)
+        kc = make("numpy", dt, (B, cap, hkv, D), rng)
+        vc = make("numpy", dt, (B, cap, hkv, D), rng)
+        kn = make("numpy", dt, (B, sn, hkv, D), rng) if sn else None
+        vn = make("numpy", dt, (B, sn, hkv, D), rng) if sn else None
+        want_k, want_v = kc.copy(), vc.copy()
+        for b in range(B):
+            if sn:
+                want_k[b, used[b]:used[b] + sn] = kn[b]
+                want_v[b, used[b]:used[b] + sn] = vn[b]
+        args = dict(causal=causal, window_size=window, softmax_scale=scale,
+                    return_softmax_lse=True)
+        if not whole:
+            args["cache_seqlens"] = int(used[0]) if as_int else used
+        if sn:
+            args.update(k=kn, v=vn)
+        if page:
+            per_seq = cap // page
+            table = rng.permutation(B * per_seq + 2)[:B * per_seq].reshape(B, per_seq)
+            table = table.astype(np.int32)
+            kp = make("numpy", dt, (B * per_seq + 2, page, hkv, D), rng)  # 2 pages unused
+            vp = make("numpy", dt, (B * per_seq + 2, page, hkv, D), rng)
+            for b in range(B):
+                for i in range(per_seq):
+                    kp[table[b, i]] = kc[b, i * page:(i + 1) * page]
+                    vp[table[b, i]] = vc[b, i * page:(i + 1) * page]
+            want_kp, want_vp = kp.copy(), vp.copy()
+            for b in range(B):
+                for i in range(per_seq):
+                    want_kp[table[b, i]] = want_k[b, i * page:(i + 1) * page]
+                    want_vp[table[b, i]] = want_v[b, i * page:(i + 1) * page]
+            out, lse = ga.flash_attn_with_kvcache(q, kp, vp, block_table=table, **args)
+            assert np.array_equal(kp, want_kp) and np.array_equal(vp, want_vp), what
+        else:
+            out, lse = ga.flash_attn_with_kvcache(q, kc, vc, **args)
+            assert np.array_equal(kc, want_k) and np.array_equal(vc, want_v), what
+        sc = scale if scale is not None else 1 / math.sqrt(D)
+        for b in range(B):
+            keys = cap if whole else int(used[b]) + sn
+            if keys == 0:  # no key: out 0, lse -inf (ref_single reduces over the keys)
+                o, l = np.zeros((sq, hq, D)), np.full((hq, sq), -np.inf)
+            else:
+                vis = visibility(sq, keys, causal, window)
+                o, l = ref_single(q[b], want_k[b, :keys], want_v[b, :keys], sc, vis)
+            tol = 2e-3 if dt == "float16" else 2e-5
+            assert_close(out[b], o, tol, what + f": out of sequence {b}")
+            assert_close(lse[b], l, 1e-3 if dt == "float16" else 2e-5, what + f": lse of {b}")
 
 
 def test_kvcache_append_errors():
