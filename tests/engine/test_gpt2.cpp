@@ -11,9 +11,11 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "common/expect_error.h"
+#include "common/random_cases.h"
 #include "engine/gpt2_test_util.h"
 #include "engine/safetensors.h"
 #include "engine/sampling.h"
@@ -332,6 +334,77 @@ TEST(Gpt2EngineCpu, PreemptionByRecomputeKeepsTheTokens) {
   int same = 0;
   for (std::size_t i = 0; i < reqs.size(); ++i) same += got[i] == expected[i];
   EXPECT_GE(same, 5);
+}
+
+// GPUATTN_FUZZ_CASES random workloads (default 12) from GPUATTN_FUZZ_SEED (a fixed default;
+// another seed explores; tests/common/random_cases.h): 1-8 requests of 1-40 prompt tokens and
+// 1-16 new ones, priorities, some with an eos, on pages of 1-16 keys in a pool from the smallest
+// that holds the largest request (preemption and recomputation) to the automatic one, and
+// schedulers of 1-8 sequences a step, prefill budgets of 8 tokens up and any length ratio. Every
+// request's tokens are greedy (the argmax of the full forward up to near-ties), stop at eos or
+// max_new_tokens, and the stats add up.
+TEST(Gpt2EngineCpu, RandomWorkloadsGenerateGreedily) {
+  using testing::Dice;
+  const testing::FuzzRun run = testing::FuzzRun::from_env(testing::kDefaultFuzzSeed, 12);
+  Dice d(run.seed);
+  for (int i = 0; i < run.cases; ++i) {
+    const Gpt2Weights w = sharp_weights(small_config(), run.case_seed(i));
+    const int V = w.config.vocab_size;
+    EngineOptions o = cpu_options();
+    o.page_size = d.one_of({1, 3, 8, 16});
+    o.scheduler.max_batch = d.between(1, 8);
+    o.scheduler.max_prefill_tokens = d.one_of({8, 32, 8192});
+    o.scheduler.length_ratio = d.one_of({1.0, 1.5, 2.0, 10.0});
+    std::vector<GenerationRequest> reqs(static_cast<std::size_t>(d.between(1, 8)));
+    int need = 0;  // pages of the largest request
+    std::int64_t prompts = 0;
+    for (GenerationRequest& r : reqs) {
+      const int len = d.length(1, 40);
+      r.prompt = random_tokens(len, V, run.case_seed(i) ^ static_cast<std::uint64_t>(len * 977));
+      r.max_new_tokens = d.between(1, 16);
+      r.priority = d.between(0, 2);
+      if (d.chance(0.3)) r.eos = d.between(0, V - 1);
+      need = std::max(need, (len + r.max_new_tokens + o.page_size - 1) / o.page_size);
+      prompts += len;
+    }
+    o.num_pages = d.chance(0.5) ? 0 : need + d.between(0, need);
+    std::ostringstream what;
+    what << run.where(i) << ": page " << o.page_size << " pages " << o.num_pages << " max_batch "
+         << o.scheduler.max_batch << " prefill " << o.scheduler.max_prefill_tokens << " ratio "
+         << o.scheduler.length_ratio << ", requests (prompt/new/priority/eos):";
+    for (const GenerationRequest& r : reqs) {
+      what << ' ' << r.prompt.size() << '/' << r.max_new_tokens << '/' << r.priority << '/'
+           << r.eos;
+    }
+    SCOPED_TRACE(what.str());
+    Gpt2Engine e(w, o);
+    GenerationStats st;
+    const auto out = e.generate(reqs, &st);
+    ASSERT_EQ(out.size(), reqs.size());
+    std::int64_t produced = 0;
+    for (std::size_t r = 0; r < reqs.size(); ++r) {
+      SCOPED_TRACE("request " + std::to_string(r));
+      const std::vector<std::int32_t>& t = out[r];
+      ASSERT_FALSE(t.empty());
+      ASSERT_LE(t.size(), static_cast<std::size_t>(reqs[r].max_new_tokens));
+      const auto eos_at = std::find(t.begin(), t.end(), reqs[r].eos);
+      if (t.size() < static_cast<std::size_t>(reqs[r].max_new_tokens)) {
+        EXPECT_EQ(eos_at, t.end() - 1) << "ended early without its eos last";
+      } else {
+        EXPECT_TRUE(eos_at == t.end() || eos_at == t.end() - 1) << "tokens after its eos";
+      }
+      expect_greedy_consistent(e, reqs[r].prompt, t);
+      produced += static_cast<std::int64_t>(t.size());
+    }
+    // Each prefill (a request's first, and each after a preemption, of its prompt and tokens so
+    // far) produces a token; decode steps the others.
+    EXPECT_EQ(st.decode_tokens, produced - static_cast<std::int64_t>(reqs.size()) - st.preemptions);
+    if (st.preemptions == 0) {
+      EXPECT_EQ(st.prefill_tokens, prompts);
+    } else {
+      EXPECT_GT(st.prefill_tokens, prompts);
+    }
+  }
 }
 
 TEST(Gpt2EngineCpu, EosEndsARequest) {
