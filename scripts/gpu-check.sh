@@ -21,7 +21,10 @@
 #                                its points timed in turn with the anchors
 #                                (bench/compare_torch.py, sweep-turns.json and .log, ~2 minutes)
 #        GPU_CHECK_TESTS=0       skip the correctness steps (ctest, compute-sanitizer, verify)
-#        GPU_CHECK_CTEST=0       skip ctest alone (compute-sanitizer and verify still run)
+#        GPU_CHECK_CTEST=0       skip ctest alone (compute-sanitizer and verify still run), and
+#                                the fuzz step after it
+#        GPU_CHECK_FUZZ=0        skip the fuzz step: the GPU suites' random tests again from a
+#                                fresh seed (GPU_CHECK_FUZZ_SEED=N: that one), after ctest
 #        GPU_CHECK_VERIFY=0      skip gpuattn verify alone
 #        GPU_CHECK_TEST_SHARDS=N the GPU test suite's variants as N gtest shards each, one ctest
 #                                test and one process a shard (default 16; 0: a ctest test and a
@@ -56,7 +59,7 @@ mkdir -p "$LOG_DIR"
 LOG_DIR=$(cd "$LOG_DIR" && pwd)
 # What an earlier run left in the log directory must not pass for this run's (a skipped step's
 # old table would): every step's files go first.
-for f in summary.md ctest.log verify.log verify.json bench.log bench.json bench-sm80.log \
+for f in summary.md ctest.log fuzz.log verify.log verify.json bench.log bench.json bench-sm80.log \
   bench-sm80.json anchors.log anchors.json compare_torch.log compare_torch.json \
   paged_decode.log paged_decode.json gpt2.log gpt2.json; do
   rm -f "${LOG_DIR:?}/$f"
@@ -158,6 +161,14 @@ if [ "$TESTS" = 1 ]; then
     read -r -a ctest_args <<<"${GPU_CHECK_CTEST_ARGS:-}"
     step ctest ctest --test-dir "$BUILD" --output-on-failure -j "${GPU_CHECK_CTEST_JOBS:-8}" \
       ${ctest_args[@]+"${ctest_args[@]}"}
+    # A fresh set of random cases each run (ctest ran the fixed set): the GPU suites' *Random*
+    # tests under the default dispatch, from a new seed that the step's first line names, so that a
+    # failure replays (README: GPUATTN_FUZZ_SEED / GPUATTN_FUZZ_CASES). ~10 s on an H200.
+    if [ "${GPU_CHECK_FUZZ:-1}" = 1 ]; then
+      fuzz_seed=${GPU_CHECK_FUZZ_SEED:-$(date +%s%N)}
+      step fuzz env GPUATTN_FUZZ_SEED="$fuzz_seed" "$BUILD/tests/gpuattn_cuda_tests" \
+        --gtest_filter='*Random*' --gtest_brief=1
+    fi
   else
     echo "== ctest: skipped (GPU_CHECK_CTEST=0)"
   fi
