@@ -33,13 +33,17 @@
 #                                the script configures (not with GPU_CHECK_SKIP_BUILD=1) and
 #                                stays in $BUILD's CMake cache
 #        GPU_CHECK_BENCH=0       skip every timing step (bench, anchors, sparse, sweep)
-#                                A full check takes longer than the device tool's 600 s a call,
-#                                so it is two calls: the correctness half, GPU_CHECK_BENCH=0
-#                                (H200, 2026-11-28 at 3c5cc5e, a fresh machine: 374 s in all;
-#                                build 34 s, ctest with python.pytest 212 s on the 16 shards, the
-#                                sanitizer steps 4 at once 78 s, verify 50 s), then the timing
-#                                half, GPU_CHECK_TESTS=0 GPU_CHECK_SWEEP=1 GPU_CHECK_SPARSE=0
-#                                (271 s; the sparse steps add 2-3 minutes). With
+#                                A full check takes longer than the device tool's 600 s a call.
+#                                The correctness half, GPU_CHECK_BENCH=0, no longer fits one
+#                                either (H200, 2026-11-30 at c6bf05e, a fresh machine: build 52 s,
+#                                ctest with python.pytest 355 s on the 16 shards, the sanitizer
+#                                steps 4 at once 178 s, verify cut off at 600; it was 374 s in all
+#                                at 3c5cc5e): run it as GPU_CHECK_BENCH=0 GPU_CHECK_SANITIZER=0
+#                                GPU_CHECK_VERIFY=0 (build, ctest, fuzz), then GPU_CHECK_BENCH=0
+#                                GPU_CHECK_CTEST=0 GPU_CHECK_SKIP_BUILD=1 (sanitizers, verify) on
+#                                the still-warm machine. Then the timing half, GPU_CHECK_TESTS=0
+#                                GPU_CHECK_SWEEP=1 GPU_CHECK_SPARSE=0 (271 s at 3c5cc5e; the sparse
+#                                steps add 2-3 minutes). With
 #                                GPU_CHECK_TEST_SHARDS=0 the correctness half needs two calls
 #                                (ctest but python.pytest took 356 s alone): split it with
 #                                GPU_CHECK_SANITIZER=0 GPU_CHECK_CTEST_ARGS="-E python.pytest",
