@@ -40,14 +40,14 @@
 #                                steps 4 at once 178 s, verify cut off at 600; it was 374 s in all
 #                                at 3c5cc5e): run it as GPU_CHECK_BENCH=0 GPU_CHECK_SANITIZER=0
 #                                GPU_CHECK_VERIFY=0 (build, ctest, fuzz), then GPU_CHECK_BENCH=0
-#                                GPU_CHECK_CTEST=0 GPU_CHECK_SKIP_BUILD=1 (sanitizers, verify) on
-#                                the still-warm machine. Then the timing half, GPU_CHECK_TESTS=0
-#                                GPU_CHECK_SWEEP=1 GPU_CHECK_SPARSE=0 (271 s at 3c5cc5e; the sparse
-#                                steps add 2-3 minutes). With
-#                                GPU_CHECK_TEST_SHARDS=0 the correctness half needs two calls
-#                                (ctest but python.pytest took 356 s alone): split it with
-#                                GPU_CHECK_SANITIZER=0 GPU_CHECK_CTEST_ARGS="-E python.pytest",
-#                                then GPU_CHECK_CTEST_ARGS="-R python.pytest"
+#                                GPU_CHECK_CTEST=0 (sanitizers, verify; GPU_CHECK_SKIP_BUILD=1
+#                                where the machine kept build-gpu). Then the timing half,
+#                                GPU_CHECK_TESTS=0 GPU_CHECK_SWEEP=1 GPU_CHECK_SPARSE=0 (271 s at
+#                                3c5cc5e; the sparse steps add 2-3 minutes). With
+#                                GPU_CHECK_TEST_SHARDS=0 ctest alone needs two calls (ctest but
+#                                python.pytest took 356 s at 3c5cc5e): split it with
+#                                GPU_CHECK_CTEST_ARGS="-E python.pytest", then
+#                                GPU_CHECK_CTEST_ARGS="-R python.pytest"
 #        GPU_CHECK_SPARSE=0      skip the sparse steps (default on, about 2-3 minutes with Flex's
 #                                compilations): bench/sparse_bench.py (sliding window, window +
 #                                global tokens, block-sparse vs compiled FlexAttention) and
