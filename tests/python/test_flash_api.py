@@ -284,11 +284,13 @@ def _fuzz_settings(default_cases):
 
 def test_kvcache_random_calls():
     """Random flash_attn_with_kvcache calls on the CPU backend (float16 / float32, every head dim,
-    GQA and MQA, 1-6 query rows, a dense cache or pages of 1-64 keys in a shuffled pool, the whole
-    cache or cache_seqlens (an array or an int), 0-6 rows appended, causal, windows, a scale):
-    the caches hold exactly the appended rows where the numpy model puts them and nothing else
-    changes, and out and lse match the float64 reference over the updated cache's first
-    cache_seqlens + seqlen_new keys. GPUATTN_FUZZ_SEED / GPUATTN_FUZZ_CASES pick another set."""
+    GQA and MQA, 1-6 query rows, a dense cache or pages of 1-64 keys in a shuffled pool, 16/32-bit
+    or int8 / E4M3 caches with per-head or single scales, the whole cache or cache_seqlens (an
+    array or an int), 0-6 rows appended, causal, windows, a scale). The cache keeps every row it
+    had but the appended ones, which land at cache_seqlens[b].. (quantized: within half a step of
+    x / scale, or saturated); out and lse match the float64 reference over the cache as it ends up,
+    its first cache_seqlens + seqlen_new keys. GPUATTN_FUZZ_SEED / GPUATTN_FUZZ_CASES pick another
+    set (README)."""
     seed, cases = _fuzz_settings(60)
     rng = np.random.default_rng(seed)
     for case in range(cases):
@@ -297,6 +299,7 @@ def test_kvcache_random_calls():
         hq, D = hkv * int(rng.choice([1, 2, 4])), int(rng.choice([64, 128, 256]))
         sq, sn = int(rng.integers(1, 7)), int(rng.choice([0, 0, 1, 2, 3, 6]))
         page = None if rng.random() < 0.5 else int(rng.choice([1, 2, 5, 16, 64]))
+        quant = None if rng.random() < 0.7 else str(rng.choice(["int8", "e4m3"]))
         cap = int(rng.integers(max(sn, 1), 200))
         if page:
             cap = -(-cap // page) * page
@@ -309,21 +312,36 @@ def test_kvcache_random_calls():
             (int(rng.integers(-1, 60)), int(rng.choice([-1, 0, int(rng.integers(0, 30))])))
         scale = None if rng.random() < 0.8 else float(rng.uniform(0.02, 0.3))
         what = (f"case {case} (replay: GPUATTN_FUZZ_SEED={seed} GPUATTN_FUZZ_CASES={case + 1}): "
-                f"{dt} B{B} Hq{hq} Hkv{hkv} D{D} sq{sq} new{sn} cap{cap} page{page} "
-                f"used {'whole' if whole else used.tolist()}{' (int)' if as_int else ''} "
-                f"causal {causal} window {window} scale {scale}")
+                f"{dt} B{B} Hq{hq} Hkv{hkv} D{D} sq{sq} new{sn} cap{cap} page{page} cache "
+                f"{quant or dt} used {'whole' if whole else used.tolist()}"
+                f"{' (int)' if as_int else ''} causal {causal} window {window} scale {scale}")
         q = make("numpy", dt, (B, sq, hq, D), rng)
-        kc = make("numpy", dt, (B, cap, hkv, D), rng)
-        vc = make("numpy", dt, (B, cap, hkv, D), rng)
-        kn = make("numpy", dt, (B, sn, hkv, D), rng) if sn else None
-        vn = make("numpy", dt, (B, sn, hkv, D), rng) if sn else None
-        want_k, want_v = kc.copy(), vc.copy()
-        for b in range(B):
-            if sn:
-                want_k[b, used[b]:used[b] + sn] = kn[b]
-                want_v[b, used[b]:used[b] + sn] = vn[b]
+        shape = (B, cap, hkv, D)
+        if quant == "int8":
+            kc, vc = (rng.integers(-127, 128, shape).astype(np.int8) for _ in range(2))
+            decode = lambda x: np.asarray(x, np.float64)  # noqa: E731
+        elif quant == "e4m3":
+            kc, vc = (rng.integers(0, 0x7F, shape).astype(np.uint8) |
+                      (rng.integers(0, 2, shape) << 7).astype(np.uint8) for _ in range(2))
+            decode = e4m3_decode
+        else:
+            kc, vc = make("numpy", dt, shape, rng), make("numpy", dt, shape, rng)
+            decode = lambda x: np.asarray(x, np.float64)  # noqa: E731
         args = dict(causal=causal, window_size=window, softmax_scale=scale,
                     return_softmax_lse=True)
+        ks = vs = np.ones(hkv)
+        if quant:
+            unit = 1 / 40 if quant == "int8" else 1 / 16
+            if rng.random() < 0.3:  # one scale for every head, as a Python float
+                ks, vs = np.full(hkv, unit * 0.9), np.full(hkv, unit * 1.1)
+                args.update(k_scale=float(ks[0]), v_scale=float(vs[0]))
+            else:
+                ks = (unit * rng.uniform(0.5, 1.5, hkv)).astype(np.float32)
+                vs = (unit * rng.uniform(0.5, 1.5, hkv)).astype(np.float32)
+                args.update(k_scale=ks, v_scale=vs)
+            ks, vs = np.asarray(ks, np.float32), np.asarray(vs, np.float32)
+        kn = make("numpy", dt, (B, sn, hkv, D), rng) if sn else None
+        vn = make("numpy", dt, (B, sn, hkv, D), rng) if sn else None
         if not whole:
             args["cache_seqlens"] = int(used[0]) if as_int else used
         if sn:
@@ -332,33 +350,59 @@ def test_kvcache_random_calls():
             per_seq = cap // page
             table = rng.permutation(B * per_seq + 2)[:B * per_seq].reshape(B, per_seq)
             table = table.astype(np.int32)
-            kp = make("numpy", dt, (B * per_seq + 2, page, hkv, D), rng)  # 2 pages unused
-            vp = make("numpy", dt, (B * per_seq + 2, page, hkv, D), rng)
+            kp = np.empty((B * per_seq + 2, page, hkv, D), kc.dtype)  # 2 pages unused
+            vp = np.empty_like(kp)
+            kp[...], vp[...] = kc.reshape(-1, hkv, D)[0], vc.reshape(-1, hkv, D)[0]
             for b in range(B):
                 for i in range(per_seq):
                     kp[table[b, i]] = kc[b, i * page:(i + 1) * page]
                     vp[table[b, i]] = vc[b, i * page:(i + 1) * page]
-            want_kp, want_vp = kp.copy(), vp.copy()
-            for b in range(B):
-                for i in range(per_seq):
-                    want_kp[table[b, i]] = want_k[b, i * page:(i + 1) * page]
-                    want_vp[table[b, i]] = want_v[b, i * page:(i + 1) * page]
+            unused = [p for p in range(B * per_seq + 2) if p not in set(table.ravel())]
+            kp_unused, vp_unused = kp[unused].copy(), vp[unused].copy()
             out, lse = ga.flash_attn_with_kvcache(q, kp, vp, block_table=table, **args)
-            assert np.array_equal(kp, want_kp) and np.array_equal(vp, want_vp), what
+            assert np.array_equal(kp[unused], kp_unused), what + ": an unused page changed"
+            assert np.array_equal(vp[unused], vp_unused), what + ": an unused page changed"
+            got_k = np.stack([np.concatenate([kp[t] for t in table[b]]) for b in range(B)])
+            got_v = np.stack([np.concatenate([vp[t] for t in table[b]]) for b in range(B)])
         else:
-            out, lse = ga.flash_attn_with_kvcache(q, kc, vc, **args)
-            assert np.array_equal(kc, want_k) and np.array_equal(vc, want_v), what
+            got_k, got_v = kc.copy(), vc.copy()
+            out, lse = ga.flash_attn_with_kvcache(q, got_k, got_v, **args)
+        for b in range(B):
+            new = np.zeros(cap, bool)
+            if sn:
+                new[used[b]:used[b] + sn] = True
+            for got, old, rows, sc_h in ((got_k, kc, kn, ks), (got_v, vc, vn, vs)):
+                assert np.array_equal(got[b, ~new], old[b, ~new]), what + f": old rows of {b}"
+                if not sn:
+                    continue
+                if not quant:
+                    assert np.array_equal(got[b, new], rows[b]), what + f": new rows of {b}"
+                    continue
+                x = rows[b].astype(np.float64) / sc_h[None, :, None]
+                stored = decode(got[b, new])
+                if quant == "int8":
+                    want = np.clip(x, -127, 127)
+                    # x / scale in float32 (a few ulps of 127: ~1e-5) may round a near-tie
+                    # either way
+                    ok = np.abs(stored - want) <= 0.5 + 1e-4
+                else:
+                    want = np.clip(x, -448, 448)
+                    half = np.maximum(np.abs(want) / 16, 2.0 ** -10)  # half a step of 3 bits
+                    ok = np.abs(stored - want) <= half * (1 + 1e-5)
+                assert ok.all(), what + f": new rows of {b} not x / scale rounded"
         sc = scale if scale is not None else 1 / math.sqrt(D)
+        tol = 2e-3 if dt == "float16" else 2e-5
         for b in range(B):
             keys = cap if whole else int(used[b]) + sn
             if keys == 0:  # no key: out 0, lse -inf (ref_single reduces over the keys)
                 o, l = np.zeros((sq, hq, D)), np.full((hq, sq), -np.inf)
             else:
-                vis = visibility(sq, keys, causal, window)
-                o, l = ref_single(q[b], want_k[b, :keys], want_v[b, :keys], sc, vis)
-            tol = 2e-3 if dt == "float16" else 2e-5
-            assert_close(out[b], o, tol, what + f": out of sequence {b}")
-            assert_close(lse[b], l, 1e-3 if dt == "float16" else 2e-5, what + f": lse of {b}")
+                kd = decode(got_k[b, :keys]) * (ks[None, :, None] if quant else 1)
+                vd = decode(got_v[b, :keys]) * (vs[None, :, None] if quant else 1)
+                o, l = ref_single(q[b], kd, vd, sc, visibility(sq, keys, causal, window))
+            assert_close(out[b], o, tol if not quant else 3e-3, what + f": out of sequence {b}")
+            assert_close(lse[b], l, 1e-3 if dt == "float16" or quant else 2e-5,
+                         what + f": lse of {b}")
 
 
 def test_kvcache_append_errors():
