@@ -2,6 +2,8 @@
 // fp64 reference of the whole sequence, and every bad call named.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -227,9 +229,12 @@ TEST(SequenceParallelCpu, RandomCallsMatchTheWholeSequenceReference) {
     const Comparison c = run_cpu(p, precision, scale, mask);
     EXPECT_EQ(c.nonfinite, 0);
     // 16 bits: one rounding of the output, the partial results merged in fp32 (as a single-rank
-    // call); f32: the merges' own rounding.
-    EXPECT_LT(c.rel_err, p.dtype == DType::f32 ? 2e-6 : p.dtype == DType::f16 ? 1e-3 : 8e-3);
-    EXPECT_LT(c.lse_rel, p.dtype == DType::f32 ? 2e-6 : 1e-5);
+    // call); f32: the merges' own rounding, and the logits' (relative to |q| |k|, so the bound
+    // grows with a scale above 1 / sqrt(D): seed 101 met lse 2.3e-6 against 2e-6 at D256, scale
+    // 0.35, a single rank).
+    const double f32_tol = 2e-6 * std::max(1.0, scale ? *scale * std::sqrt(p.head_dim) : 1.0);
+    EXPECT_LT(c.rel_err, p.dtype == DType::f32 ? f32_tol : p.dtype == DType::f16 ? 1e-3 : 8e-3);
+    EXPECT_LT(c.lse_rel, p.dtype == DType::f32 ? f32_tol : 1e-5);
   }
 }
 
