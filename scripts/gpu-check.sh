@@ -211,16 +211,18 @@ if [ "$TESTS" = 1 ]; then
     counters='AttentionCudaTest.*:-*DecodeReadsReadyKeysBeforeTheWaitAndTheNewestAfter:*Random*'
     bg_step memcheck-counters compute-sanitizer --tool memcheck --error-exitcode 1 \
       "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$counters" --gtest_brief=1
-    # The first 6 random cases of each GPU suite (the fixed seed: README), under memcheck: shapes,
-    # lengths and layouts the small fixed shapes above do not reach (dense and varlen, block
-    # layouts, pages, FP8). Added in session 48, not yet timed on the GPU machine.
+    # The first 6 random cases of each attention suite (the fixed seed: README), under memcheck:
+    # shapes, lengths and layouts the small fixed shapes above do not reach (dense and varlen,
+    # block layouts, pages, FP8); not the engine's random workloads (whole generate loops).
+    # Added in session 48, not yet timed on the GPU machine.
     bg_step memcheck-random env GPUATTN_FUZZ_CASES=6 compute-sanitizer --tool memcheck \
-      --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter='*Random*' --gtest_brief=1
+      --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter='*Random*:-Gpt2*' \
+      --gtest_brief=1
     # The GPT-2 engine's kernels (embedding, layernorm, k/v scatter, sampling) and its calls into
     # the library, through its CUDA suite: memcheck on all of it, racecheck (shared memory: the
     # layernorm and sampling reductions) on the forward and the sampling kernel.
     bg_step memcheck-gpt2 compute-sanitizer --tool memcheck --error-exitcode 1 \
-      "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter='Gpt2EngineCuda.*' --gtest_brief=1
+      "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter='Gpt2EngineCuda.*:-*Random*' --gtest_brief=1
     bg_step racecheck-gpt2 compute-sanitizer --tool racecheck --error-exitcode 1 \
       "$BUILD/tests/gpuattn_cuda_tests" --gtest_brief=1 \
       --gtest_filter='Gpt2EngineCuda.ForwardMatchesTheFp64Reference:Gpt2EngineCuda.Sampling*'
