@@ -1251,8 +1251,14 @@ Case random_case(Dice& d) {
     if (d.chance(0.5)) c = c.causal();
     if (d.chance(0.25)) {
       const auto side = [&] { return d.chance(0.3) ? -1 : d.chance(0.2) ? 0 : d.between(0, 400); };
-      c = c.window(side(), side());
-      if (d.chance(0.4)) c = c.globals(d.between(0, 40), d.chance(0.5) ? d.between(16, 300) : 0);
+      // Drawn right side first, each in its own statement: the order is then the same on every
+      // compiler (as arguments, it was GCC's right-to-left, which these cases keep).
+      const int right = side(), left = side();
+      c = c.window(left, right);
+      if (d.chance(0.4)) {
+        const int stride = d.chance(0.5) ? d.between(16, 300) : 0;
+        c = c.globals(d.between(0, 40), stride);
+      }
     }
     if (d.chance(0.15)) c = c.compensated();
     if (d.chance(0.1)) c = c.q_times(30);

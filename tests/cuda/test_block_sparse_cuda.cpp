@@ -797,13 +797,15 @@ BlockCase random_block_case(Dice& d) {
       }
     } else {
       const int sq = d.length(1, 1500);
-      c = dense(d.between(1, 2), hq, hkv, sq, d.chance(0.5) ? sq : d.length(1, 2500), D, t);
+      // sk drawn before B (the order GCC gave the arguments, kept)
+      const int sk = d.chance(0.5) ? sq : d.length(1, 2500);
+      c = dense(d.between(1, 2), hq, hkv, sq, sk, D, t);
     }
-    if (d.chance(0.35)) {
-      c = c.blocks_of(128 * d.between(1, 2), 128 * d.between(1, 2));
-    } else {
-      c = c.blocks_of(16 * d.between(1, 8), 16 * d.between(1, 8));
-    }
+    // Block sizes: block_k drawn first (the order GCC gave the arguments, kept).
+    const bool whole_tiles = d.chance(0.35);
+    const int bk = whole_tiles ? 128 * d.between(1, 2) : 16 * d.between(1, 8);
+    const int bq = whole_tiles ? 128 * d.between(1, 2) : 16 * d.between(1, 8);
+    c = c.blocks_of(bq, bk);
     const int fill = d.between(0, 9);
     if (fill == 0) {
       c = c.filled(Fill::all_on);
@@ -819,8 +821,14 @@ BlockCase random_block_case(Dice& d) {
     if (d.chance(0.35)) c = c.causal();
     if (d.chance(0.2)) {
       const auto side = [&] { return d.chance(0.3) ? -1 : d.between(0, 300); };
-      c = c.window(side(), side());
-      if (d.chance(0.4)) c = c.globals(d.between(0, 30), d.chance(0.5) ? d.between(16, 200) : 0);
+      // Drawn right side first, each in its own statement: the order is then the same on every
+      // compiler (as arguments, it was GCC's right-to-left, which these cases keep).
+      const int right = side(), left = side();
+      c = c.window(left, right);
+      if (d.chance(0.4)) {
+        const int stride = d.chance(0.5) ? d.between(16, 200) : 0;
+        c = c.globals(d.between(0, 30), stride);
+      }
     }
     if (d.chance(0.15)) c = c.compensated();
     if (d.chance(0.2)) c = c.no_lse();

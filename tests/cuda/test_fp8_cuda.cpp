@@ -329,7 +329,10 @@ F8Case random_f8_case(Dice& d) {
       c.Sk = d.chance(0.4) ? c.Sq : d.length(1, 2000);
       c.packed_kv = d.chance(0.2);
     }
-    if (d.chance(0.1)) c.mask = make_mask(d.between(0, 400), d.chance(0.5) ? 0 : -1);
+    if (d.chance(0.1)) {  // right side drawn first (the order GCC gave the arguments)
+      const int right = d.chance(0.5) ? 0 : -1;
+      c.mask = make_mask(d.between(0, 400), right);
+    }
     std::int64_t tq = 0;
     for (int b = 0; b < c.B; ++b) tq += c.varlen ? c.lens_q[static_cast<std::size_t>(b)] : c.Sq;
     if (double(tq) * c.Sk * c.Hq * c.D <= 3e8) return c;

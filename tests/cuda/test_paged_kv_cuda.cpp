@@ -230,7 +230,10 @@ PagedCase random_paged_case(Dice& d) {
     } else {
       c.Sk = (c.Sk + c.page - 1) / c.page * c.page;  // without seqused_k: whole pages
     }
-    if (d.chance(0.1)) c.mask = make_mask(d.between(0, 500), d.chance(0.5) ? 0 : -1);
+    if (d.chance(0.1)) {  // right side drawn first (the order GCC gave the arguments)
+      const int right = d.chance(0.5) ? 0 : -1;
+      c.mask = make_mask(d.between(0, 500), right);
+    }
     if (d.chance(0.1)) c.precision = Precision::compensated;
     c.v_padded = d.chance(0.15);
     if (double(c.B) * c.Sq * c.Sk * c.Hq * c.D <= 2e8) return c;
