@@ -282,6 +282,80 @@ def _fuzz_settings(default_cases):
                                                                      default_cases, 100000)
 
 
+def _random_view(rng, x):
+    """x (a fresh array) as the same values in another memory layout: contiguous, every dimension
+    but the last reversed in memory (a transposed view), or a slice of a wider buffer (strides
+    with gaps). The last dimension stays contiguous."""
+    kind = int(rng.integers(0, 3))
+    if kind == 1:
+        axes = tuple(reversed(range(x.ndim - 1))) + (x.ndim - 1,)
+        return np.ascontiguousarray(x.transpose(axes)).transpose(axes)
+    if kind == 2:
+        wide = np.zeros(x.shape[:-2] + (2 * x.shape[-2] + 1, x.shape[-1]), x.dtype)
+        wide[..., 1::2, :] = x
+        return wide[..., 1::2, :]
+    return x
+
+
+def test_random_calls_match_reference():
+    """Random flash_attn_func and flash_attn_varlen_func calls on numpy arrays (float16 / float32,
+    every head dim, GQA and MQA, Sq != Sk, lengths at tile edges and of 0 and 1 in varlen batches,
+    causal, windows, a scale, transposed and gapped views) against the float64 reference.
+    GPUATTN_FUZZ_SEED / GPUATTN_FUZZ_CASES pick another set (README)."""
+    seed, cases = _fuzz_settings(80)
+    rng = np.random.default_rng(seed)
+
+    def length(hi):
+        return int(rng.choice([1, 2, 63, 64, 65, 127, 128, 129, int(rng.integers(1, hi + 1))]))
+
+    for case in range(cases):
+        dt = str(rng.choice(["float16", "float32"]))
+        hkv = int(rng.choice([1, 2, 3]))
+        hq, D = hkv * int(rng.choice([1, 2, 4])), int(rng.choice([64, 128, 256]))
+        causal = bool(rng.random() < 0.5)
+        window = (-1, -1) if rng.random() < 0.7 else \
+            (int(rng.integers(-1, 80)), int(rng.choice([-1, 0, int(rng.integers(0, 40))])))
+        scale = None if rng.random() < 0.8 else float(rng.uniform(0.02, 0.3))
+        sc = scale if scale is not None else 1 / math.sqrt(D)
+        varlen = bool(rng.random() < 0.4)
+        if varlen:
+            n = int(rng.integers(1, 5))
+            lq = [0 if rng.random() < 0.15 else length(150) for _ in range(n)]
+            lk = [0 if rng.random() < 0.15 else length(200) for _ in range(n)]
+            lq[0], lk[0] = max(lq[0], 1), max(lk[0], 1)
+            cq, ck = cu_seqlens(lq), cu_seqlens(lk)
+            shapes = [(cq[-1], hq, D), (ck[-1], hkv, D), (ck[-1], hkv, D)]
+        else:
+            B, sq = int(rng.integers(1, 4)), length(150)
+            sk = sq if rng.random() < 0.4 else length(200)
+            shapes = [(B, sq, hq, D), (B, sk, hkv, D), (B, sk, hkv, D)]
+        q, k, v = (_random_view(rng, make("numpy", dt, sh, rng)) for sh in shapes)
+        what = (f"case {case} (replay: GPUATTN_FUZZ_SEED={seed} GPUATTN_FUZZ_CASES={case + 1}): "
+                f"{dt} {'varlen ' + str(lq) + '/' + str(lk) if varlen else shapes[0]} Hkv{hkv} "
+                f"causal {causal} window {window} scale {scale} strides "
+                f"{[x.strides for x in (q, k, v)]}")
+        args = dict(causal=causal, window_size=window, softmax_scale=scale,
+                    return_attn_probs=True)
+        if varlen:
+            out, lse, _ = ga.flash_attn_varlen_func(q, k, v, cq, ck, max(lq), max(lk), **args)
+            seqs = [(slice(cq[b], cq[b + 1]), slice(ck[b], ck[b + 1])) for b in range(len(lq))]
+            pick = [(q[a], k[c], v[c], out[a], lse[:, a]) for a, c in seqs]
+        else:
+            out, lse, _ = ga.flash_attn_func(q, k, v, **args)
+            pick = [(q[b], k[b], v[b], out[b], lse[b]) for b in range(q.shape[0])]
+        tol, lse_tol = (2e-3, 1e-3) if dt == "float16" else (2e-5, 2e-5)
+        for i, (qb, kb, vb, ob, lb) in enumerate(pick):
+            if qb.shape[0] == 0:
+                continue
+            if kb.shape[0] == 0:  # no key: out 0, lse -inf (ref_single reduces over the keys)
+                o, l = np.zeros(qb.shape), np.full((hq, qb.shape[0]), -np.inf)
+            else:
+                vis = visibility(qb.shape[0], kb.shape[0], causal, window)
+                o, l = ref_single(qb, kb, vb, sc, vis)
+            assert_close(ob, o, tol, what + f": out of sequence {i}")
+            assert_close(lb, l, lse_tol, what + f": lse of sequence {i}")
+
+
 def test_kvcache_random_calls():
     """Random flash_attn_with_kvcache calls on the CPU backend (float16 / float32, every head dim,
     GQA and MQA, 1-6 query rows, a dense cache or pages of 1-64 keys in a shuffled pool, 16/32-bit
