@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "common/test_util.h"
+
 namespace gpuattn::testing {
 
 // Environment variable `name` as a whole number in [lo, hi]; `unset` when it is not set. Anything
@@ -55,12 +57,10 @@ struct FuzzRun {
         "GPUATTN_FUZZ_CASES", static_cast<std::uint64_t>(default_cases), 0, 100000));
     return r;
   }
-  // Case i's seed for its inputs (splitmix64 of the run's seed and i).
+  // Case i's seed for its inputs: the (i + 1)-th splitmix64 number after the run's seed.
   std::uint64_t case_seed(int i) const {
-    std::uint64_t z = seed + 0x9e3779b97f4a7c15ull * (static_cast<std::uint64_t>(i) + 1);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    std::uint64_t state = seed + 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(i);
+    return next_random(state);
   }
   // Case i's name prefix in failure messages: what replays it.
   std::string where(int i) const {

@@ -1548,25 +1548,14 @@ TEST(Gpt2EngineCuda, RandomWorkloadsFollowTheModel) {
     o.page_size = d.one_of({1, 3, 8, 16, 32});
     o.scheduler.max_batch = d.between(1, 8);
     o.scheduler.max_prefill_tokens = d.one_of({8, 32, 8192});
-    std::vector<GenerationRequest> reqs(static_cast<std::size_t>(d.between(1, 8)));
-    int need = 0;
-    for (GenerationRequest& r : reqs) {
-      const int len = d.length(1, 40);
-      r.prompt = random_tokens(len, V, run.case_seed(i) ^ static_cast<std::uint64_t>(len * 977));
-      r.max_new_tokens = d.between(1, 16);
-      r.priority = d.between(0, 2);
-      if (d.chance(0.3)) r.eos = d.between(0, V - 1);
-      need = std::max(need, (len + r.max_new_tokens + o.page_size - 1) / o.page_size);
-    }
+    const std::vector<GenerationRequest> reqs = random_requests(d, V, run.case_seed(i));
+    const int need = pages_of_largest(reqs, o.page_size);
     o.num_pages = d.chance(0.5) ? 0 : need + d.between(0, need);
-    std::string what = run.where(i) + ": " + to_string(o.dtype) + " page " +
-                       std::to_string(o.page_size) + " pages " + std::to_string(o.num_pages) +
-                       " max_batch " + std::to_string(o.scheduler.max_batch) + " prefill " +
-                       std::to_string(o.scheduler.max_prefill_tokens) + ", requests:";
-    for (const GenerationRequest& r : reqs) {
-      what += " " + std::to_string(r.prompt.size()) + "/" + std::to_string(r.max_new_tokens) + "/" +
-              std::to_string(r.priority) + "/" + std::to_string(r.eos);
-    }
+    const std::string what = run.where(i) + ": " + to_string(o.dtype) + " page " +
+                             std::to_string(o.page_size) + " pages " + std::to_string(o.num_pages) +
+                             " max_batch " + std::to_string(o.scheduler.max_batch) + " prefill " +
+                             std::to_string(o.scheduler.max_prefill_tokens) + ", " +
+                             describe_requests(reqs);
     SCOPED_TRACE(what);
     Gpt2Engine gpu(w, o);
     GenerationStats st;
@@ -1576,14 +1565,7 @@ TEST(Gpt2EngineCuda, RandomWorkloadsFollowTheModel) {
     for (std::size_t r = 0; r < reqs.size(); ++r) {
       SCOPED_TRACE("request " + std::to_string(r));
       const std::vector<std::int32_t>& t = out[r];
-      ASSERT_FALSE(t.empty());
-      ASSERT_LE(t.size(), static_cast<std::size_t>(reqs[r].max_new_tokens));
-      const auto eos_at = std::find(t.begin(), t.end(), reqs[r].eos);
-      if (t.size() < static_cast<std::size_t>(reqs[r].max_new_tokens)) {
-        EXPECT_EQ(eos_at, t.end() - 1) << "ended early without its eos last";
-      } else {
-        EXPECT_TRUE(eos_at == t.end() || eos_at == t.end() - 1) << "tokens after its eos";
-      }
+      ASSERT_NO_FATAL_FAILURE(expect_stops_right(reqs[r], t));
       expect_near_greedy(cpu, reqs[r].prompt, t, &exact);
       produced += static_cast<std::int64_t>(t.size());
     }

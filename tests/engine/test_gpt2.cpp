@@ -355,27 +355,15 @@ TEST(Gpt2EngineCpu, RandomWorkloadsGenerateGreedily) {
     o.scheduler.max_batch = d.between(1, 8);
     o.scheduler.max_prefill_tokens = d.one_of({8, 32, 8192});
     o.scheduler.length_ratio = d.one_of({1.0, 1.5, 2.0, 10.0});
-    std::vector<GenerationRequest> reqs(static_cast<std::size_t>(d.between(1, 8)));
-    int need = 0;  // pages of the largest request
+    const std::vector<GenerationRequest> reqs = random_requests(d, V, run.case_seed(i));
     std::int64_t prompts = 0;
-    for (GenerationRequest& r : reqs) {
-      const int len = d.length(1, 40);
-      r.prompt = random_tokens(len, V, run.case_seed(i) ^ static_cast<std::uint64_t>(len * 977));
-      r.max_new_tokens = d.between(1, 16);
-      r.priority = d.between(0, 2);
-      if (d.chance(0.3)) r.eos = d.between(0, V - 1);
-      need = std::max(need, (len + r.max_new_tokens + o.page_size - 1) / o.page_size);
-      prompts += len;
-    }
+    for (const GenerationRequest& r : reqs) prompts += static_cast<std::int64_t>(r.prompt.size());
+    const int need = pages_of_largest(reqs, o.page_size);
     o.num_pages = d.chance(0.5) ? 0 : need + d.between(0, need);
     std::ostringstream what;
     what << run.where(i) << ": page " << o.page_size << " pages " << o.num_pages << " max_batch "
          << o.scheduler.max_batch << " prefill " << o.scheduler.max_prefill_tokens << " ratio "
-         << o.scheduler.length_ratio << ", requests (prompt/new/priority/eos):";
-    for (const GenerationRequest& r : reqs) {
-      what << ' ' << r.prompt.size() << '/' << r.max_new_tokens << '/' << r.priority << '/'
-           << r.eos;
-    }
+         << o.scheduler.length_ratio << ", " << describe_requests(reqs);
     SCOPED_TRACE(what.str());
     Gpt2Engine e(w, o);
     GenerationStats st;
@@ -385,14 +373,7 @@ TEST(Gpt2EngineCpu, RandomWorkloadsGenerateGreedily) {
     for (std::size_t r = 0; r < reqs.size(); ++r) {
       SCOPED_TRACE("request " + std::to_string(r));
       const std::vector<std::int32_t>& t = out[r];
-      ASSERT_FALSE(t.empty());
-      ASSERT_LE(t.size(), static_cast<std::size_t>(reqs[r].max_new_tokens));
-      const auto eos_at = std::find(t.begin(), t.end(), reqs[r].eos);
-      if (t.size() < static_cast<std::size_t>(reqs[r].max_new_tokens)) {
-        EXPECT_EQ(eos_at, t.end() - 1) << "ended early without its eos last";
-      } else {
-        EXPECT_TRUE(eos_at == t.end() || eos_at == t.end() - 1) << "tokens after its eos";
-      }
+      ASSERT_NO_FATAL_FAILURE(expect_stops_right(reqs[r], t));
       expect_greedy_consistent(e, reqs[r].prompt, t);
       produced += static_cast<std::int64_t>(t.size());
     }
