@@ -2,7 +2,8 @@
 """FP8 attention against 16-bit attention on the same inputs, in one run: ours on FP8 E4M3 q, k and
 v (a scale per head, out bfloat16), ours on bfloat16, and torch SDPA's cuDNN and flash backends on
 bfloat16, at head dim 128 (DESIGN.md's shapes and the FA3 figure's sequence sweep: 16K tokens a
-call, 16 heads, S = 512 ... 16384).
+call, 16 heads, S = 512 ... 16384) or, with --head-dim 64, at head dim 64 with 32 heads (the FA3
+grid's H x D = 2048; the named shapes with 32 heads).
 
 The FP8 row passes check_indices=False: its call then trusts the scale values rather than checking
 them on a host copy, a stream synchronization that would otherwise be timed with it (the 16-bit
@@ -15,7 +16,7 @@ do_bench medians (L2 flushed), --repeats rounds with the rows in turn, the media
 rounds. TFLOP/s counts 4 B H Sq Sk D (half of it causal).
 
     PYTHONPATH=<build>/python python3 bench/fp8_attention.py [--json out.json] [--quick]
-        [--repeats N]
+        [--repeats N] [--head-dim 64|128]
 """
 import argparse
 import datetime
@@ -33,7 +34,14 @@ from gpu_attention import _C
 
 NAMED = [(4, 16, 4096, False), (4, 16, 4096, True), (1, 32, 32768, True), (16, 16, 1024, True)]
 SWEEP = [(16384 // s, 16, s, c) for c in (False, True) for s in (512, 1024, 2048, 4096, 8192, 16384)]
-D = 128
+
+
+def shapes(head_dim, quick):
+    """(B, H, S, causal) of the run: at head dim 64 every shape's heads doubled (H x D = 2048)."""
+    cases = NAMED + ([] if quick else SWEEP)
+    if head_dim == 64:
+        cases = [(B, 2 * H, S, c) for B, H, S, c in cases]
+    return cases
 
 
 def quantize(x):
@@ -44,7 +52,7 @@ def quantize(x):
     return q8.view(torch.uint8), scale.contiguous(), deq
 
 
-def case_rows(B, H, S, causal):
+def case_rows(B, H, S, D, causal):
     g = torch.Generator(device="cuda").manual_seed(B * 7919 + S + int(causal))
     raw = [torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16, generator=g)
            for _ in range(3)]
@@ -83,11 +91,12 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="the named shapes only")
+    ap.add_argument("--head-dim", type=int, choices=(64, 128), default=128)
     args = ap.parse_args()
-    cases = NAMED + ([] if args.quick else SWEEP)
+    D = args.head_dim
     results = []
-    for B, H, S, causal in cases:
-        rows, err = case_rows(B, H, S, causal)
+    for B, H, S, causal in shapes(D, args.quick):
+        rows, err = case_rows(B, H, S, D, causal)
         times = {k: [] for k in rows}
         for _ in range(args.repeats):
             for k, fn in rows.items():
@@ -99,7 +108,7 @@ def main():
              "fp8_over_cudnn": ms["cudnn"] / ms["fp8"], "fp8_over_bf16": ms["bf16"] / ms["fp8"],
              "bf16_over_cudnn": ms["cudnn"] / ms["bf16"], "err": err}
         results.append(r)
-        print(f"B{B:<2} H{H} S{S:<5} {'causal' if causal else 'dense ':6}  TFLOP/s fp8 "
+        print(f"B{B:<2} H{H} S{S:<5} D{D} {'causal' if causal else 'dense ':6}  TFLOP/s fp8 "
               f"{tf['fp8']:6.1f}  bf16 {tf['bf16']:6.1f}  cuDNN {tf['cudnn']:6.1f}  flash "
               f"{tf['flash']:6.1f}  fp8/cuDNN {r['fp8_over_cudnn']:.2f}x  fp8/bf16 "
               f"{r['fp8_over_bf16']:.2f}x  err {'-' if err is None else f'{err:.4f}'}",

@@ -1,15 +1,17 @@
 // The GPU time of FP8 attention calls through the C++ API (E4M3 q, k and v, a scale per head, out
-// bf16, head dim 128) at bench/fp8_attention.py's shapes: each call between two events after a
-// 256 MB memset that flushes L2, the median of REPS calls. Unlike do_bench, which queues its calls,
-// it waits for each call before the next, so a call's host side (launch, tensor maps) shows in
-// its time: its figures are for comparing builds of the FP8 kernel side by side (no Python module
-// to build, a minute of a GPU machine's time), not for quoting against do_bench's. check_indices
-// is off, as in the script's FP8 row: the call trusts its scales rather than synchronizing to
-// check them. Builds compared in one run should take turns in balanced order (A B B A,
-// bench/ab_probe.py): the same kernel measured 2-6% apart in two binaries run one after the other
-// (2026-11-30-h200-s44).
+// bf16, head dim 128, or 64 with twice the heads) at bench/fp8_attention.py's shapes: each call
+// between two events after a 256 MB memset that flushes L2, the median of REPS calls. Unlike
+// do_bench, which queues its calls, it waits for each call before the next, so a call's host side
+// (launch, tensor maps) shows in its time: its figures are for comparing builds of the FP8 kernel
+// side by side (no Python module to build, a minute of a GPU machine's time), not for quoting
+// against do_bench's. check_indices is off, as in the script's FP8 row: the call trusts its scales
+// rather than synchronizing to check them. Builds compared in one run should take turns in balanced
+// order (A B B A, bench/ab_probe.py): the same kernel measured 2-6% apart in two binaries run one
+// after the other (2026-11-30-h200-s44).
 //
-//   gpuattn_fp8_probe [REPS]      (default 50)
+//   gpuattn_fp8_probe [REPS] [--head-dim 64|128]      (default 50, 128)
+//
+// GPUATTN_FP8_KERNEL=0 times the calls on the dequantized q (the path other FP8 calls take).
 //
 // One line a shape: "B4 H16 S4096 dense   us 703.2  TFLOP/s 781.8". The last shape is varlen:
 // gpuattn bench --shapes varlen's 16 prompts of 1 to 4096 tokens in one packed causal call (until
@@ -22,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "gpuattn/attention.h"
@@ -56,21 +59,33 @@ struct Shape {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 50;
-  if (argc > 2) {
-    std::fprintf(stderr, "usage: %s [REPS]\n", argv[0]);
-    return 2;
-  }
-  if (argc == 2) {
+  int reps = 50, D = 128;
+  bool have_reps = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--head-dim") {
+      if (i + 1 == argc ||
+          (std::string(argv[i + 1]) != "64" && std::string(argv[i + 1]) != "128")) {
+        std::fprintf(stderr, "fp8_probe: --head-dim takes 64 or 128, got '%s'\n",
+                     i + 1 == argc ? "" : argv[i + 1]);
+        return 2;
+      }
+      D = std::atoi(argv[++i]);
+      continue;
+    }
     char* end = nullptr;
-    const long n = std::strtol(argv[1], &end, 10);
-    if (end == argv[1] || *end != '\0' || n < 1 || n > 10000) {
-      std::fprintf(stderr, "fp8_probe: REPS must be a whole number in [1, 10000], got '%s'\n",
-                   argv[1]);
+    const long n = std::strtol(argv[i], &end, 10);
+    if (have_reps || end == argv[i] || *end != '\0' || n < 1 || n > 10000) {
+      std::fprintf(stderr,
+                   "usage: %s [REPS] [--head-dim 64|128]: REPS a whole number in [1, 10000], got "
+                   "'%s'\n",
+                   argv[0], argv[i]);
       return 2;
     }
     reps = static_cast<int>(n);
+    have_reps = true;
   }
+  const int heads = D == 64 ? 2 : 1;  // times each shape's heads (H x D = 2048 at 64)
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::fprintf(stderr, "fp8_probe: no CUDA device\n");
@@ -78,27 +93,28 @@ int main(int argc, char** argv) {
   }
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  constexpr int D = 128;
   constexpr std::size_t kFlushBytes = 256u << 20;
   void* flush = nullptr;
   check(cudaMalloc(&flush, kFlushBytes), "cudaMalloc");
   float* scales = nullptr;
-  check(cudaMalloc(&scales, 32 * sizeof(float)), "cudaMalloc");
-  const std::vector<float> host_scales(32, 0.05f);
-  check(cudaMemcpy(scales, host_scales.data(), 32 * sizeof(float), cudaMemcpyHostToDevice),
+  check(cudaMalloc(&scales, 64 * sizeof(float)), "cudaMalloc");
+  const std::vector<float> host_scales(64, 0.05f);
+  check(cudaMemcpy(scales, host_scales.data(), 64 * sizeof(float), cudaMemcpyHostToDevice),
         "cudaMemcpy");
   cudaEvent_t t0, t1;
   check(cudaEventCreate(&t0), "cudaEventCreate");
   check(cudaEventCreate(&t1), "cudaEventCreate");
 
-  std::vector<Shape> shapes = {
-      {4, 16, 4096, false}, {4, 16, 4096, true}, {1, 32, 32768, true}, {16, 16, 1024, true}};
+  std::vector<Shape> shapes = {{4, 16 * heads, 4096, false},
+                               {4, 16 * heads, 4096, true},
+                               {1, 32 * heads, 32768, true},
+                               {16, 16 * heads, 1024, true}};
   for (const bool causal : {false, true}) {
     for (const int s : {512, 1024, 2048, 4096, 8192, 16384}) {
-      shapes.push_back({16384 / s, 16, s, causal});
+      shapes.push_back({16384 / s, 16 * heads, s, causal});
     }
   }
-  shapes.push_back({16, 16, 4096, true, gpuattn::tool::prefill_lens()});
+  shapes.push_back({16, 16 * heads, 4096, true, gpuattn::tool::prefill_lens()});
   for (const Shape& sh : shapes) {
     const bool varlen = !sh.lens.empty();
     std::vector<int> cu = {0};

@@ -59,7 +59,8 @@ bool sm90_dense_instantiation(FwdKernel kernel, const FwdParams& p) {
     case FwdKernel::sm80_128x64:
     case FwdKernel::sm80_64x64:
     case FwdKernel::sm80_64x64_compensated:
-    case FwdKernel::sm90_fp8_128x128: return false;  // not an instantiation of fwd_sm90.cuh
+    case FwdKernel::sm90_fp8_128x128:
+    case FwdKernel::sm90_fp8_192x128: return false;  // not instantiations of fwd_sm90.cuh
   }
   return false;
 }

@@ -32,9 +32,11 @@ enum class FwdKernel {
                        // short keys: 3 K/V stages, 1 Q buffer (FwdD128ShortTraits)
   sm90_ws_128x128_s4,  // its causal instantiation at head dim 64 on 2 consumers: 4 K/V stages
                        // (FwdD64CausalTraits)
-  sm90_fp8_128x128,    // the FP8 E4M3 kernel (AttentionArgs::q_scale) at head dim 128
+  sm90_fp8_128x128,    // the FP8 E4M3 kernel (AttentionArgs::q_scale) at head dims 64 and 128
                        // (src/cuda/fwd_sm90_fp8.cu); picked by the FP8 dispatch, not by
                        // select_fwd_config
+  sm90_fp8_192x128,    // the same on 3 consumer warpgroups at head dim 64 (picked as
+                       // sm90_ws_192x128 is: three_consumers_pay)
 };
 
 struct TileConfig {
@@ -49,7 +51,7 @@ struct TileConfig {
 
 // The table, in FwdKernel order. The figures behind each `why` are in
 // bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
-inline constexpr std::array<TileConfig, 13> kFwdTileConfigs = {{
+inline constexpr std::array<TileConfig, 14> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
      "Hopper, standard precision: head dim 128 with every mask (dense and causal calls only from "
      "2049 keys: sm90_ws_128x128_s3 below), head dim 64 with a window, global tokens or a block "
@@ -226,10 +228,12 @@ inline constexpr std::array<TileConfig, 13> kFwdTileConfigs = {{
      "1.01x cuDNN, B16 H32 S1024 1.00 -> 1.03x. Not for dense non-causal calls: 3 and 4 stages "
      "measured 0.991-1.025x on the one-wave B1 H16 S1024 shape (ninth session)"},
     {FwdKernel::sm90_fp8_128x128, "sm90_fp8_128x128", 128, 128, 12, 2,
-     "Hopper, FP8 attention (E4M3 q, k, v; AttentionArgs::q_scale), head dim 128, dense and "
-     "causal calls (varlen too) without seqused_k, a block table or broadcast strides, not decode "
-     "calls (cuda_fp8_kernel_takes; every other FP8 call runs on a dequantized q). QGMMA "
-     "m64n128k32 for both GEMMs; 8-bit operands are K-major only, so 3 producer warps transpose "
+     "Hopper, FP8 attention (E4M3 q, k, v; AttentionArgs::q_scale), head dims 64 and 128, dense "
+     "and causal calls (varlen too) without seqused_k, a block table or broadcast strides, not "
+     "decode calls (cuda_fp8_kernel_takes; every other FP8 call runs on a dequantized q). QGMMA "
+     "m64n128k32 for S, m64nDk32 for P V (at D = 64 Q and K rows of 64 bytes, the 64-byte "
+     "swizzle; rings as at 128, not tuned there); 8-bit operands are K-major only, so 3 producer "
+     "warps transpose "
      "each V tile into a 3-stage V^T ring in shared memory (ldmatrix.trans, stmatrix), which "
      "against s43's V^T pass before the kernel measured +12-27% at S <= 1024, +5-7% at S2048, "
      "-2-6% at dense S >= 4096 and -3% to +1% at causal S >= 4096 (H200, 2026-11-30-h200-s44 "
@@ -237,6 +241,17 @@ inline constexpr std::array<TileConfig, 13> kFwdTileConfigs = {{
      "intra-warpgroup overlap, 128-key tiles (S 64 + O 64 + P 16 registers). 2 K/V stages (3 "
      "measured the same on s43's K / V^T ring); ping-pong between the consumers lost 7-8% "
      "(2026-11-29-h200-s43 calls 5-7)"},
+    {FwdKernel::sm90_fp8_192x128, "sm90_fp8_192x128", 192, 128, 16, 2,
+     "Hopper, FP8 attention at head dim 64 where three_consumers_pay (the rule of "
+     "sm90_ws_192x128: large grids, causal calls from 2048 rows; GPUATTN_KERNEL=sm90_ws_192x128 / "
+     "sm90_ws_128x128 force it or sm90_fp8_128x128): sm90_fp8_128x128's kernel on 3 consumer "
+     "warpgroups x 64 rows (setmaxnreg 32 / 160). At D = 64 the 8-bit GEMMs take half a tile's "
+     "time at most and the softmax the rest, so a third warpgroup's softmax overlaps the others' "
+     "GEMMs. H200, gpuattn_fp8_probe --head-dim 64 in balanced order (2026-11-30-h200-s49 call 4, "
+     "3 rounds, H32, B x S = 16k): against 2 consumers dense S512-S16384 1.13-1.29x TFLOP/s, "
+     "causal S2048-S16384 1.12-1.20x, but causal S512 0.99x and S1024 0.95x (the rule keeps 2 "
+     "there); against the dequantized q it replaces (GPUATTN_FP8_KERNEL=0) 1.08-1.61x at every "
+     "shape"},
 }};
 
 const TileConfig& tile_config(FwdKernel kernel);

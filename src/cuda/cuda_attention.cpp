@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/decode_split.h"
+#include "core/env_switch.h"
 #include "core/tile_config.h"
 #include "cuda/cuda_check.h"
 #include "cuda/fwd_decode.h"
@@ -311,24 +312,41 @@ namespace {
 // The checked call after its pointers, lengths and scales: paged, quantized or plain.
 void forward_checked(const FwdParams& p, cudaStream_t stream);
 
-// Whether the FP8 kernel (sm90::fwd_fp8_hdim128) runs FP8 call p: head dim 128, out f16 or bf16,
+// Whether the FP8 kernel (sm90::fwd_fp8) runs FP8 call p: head dim 64 or 128, out f16 or bf16,
 // dense or causal in standard precision, varlen or not, no seqused_k or block table, strides its
 // tensor maps can describe (strides_fit_tma: no broadcast heads or batches), not a decode call
 // (those read the 8-bit cache in place in the split-KV decode kernel), on a device that runs its
-// sm_90a code, unless GPUATTN_KERNEL=sm80 asks for the portable path.
+// sm_90a code, unless GPUATTN_KERNEL=sm80 asks for the portable path or GPUATTN_FP8_KERNEL=0 for
+// the dequantized one.
 bool fp8_kernel_takes(const FwdParams& p) {
-  return p.q_quantized() && p.kv_dtype == DType::e4m3 && p.head_dim == 128 &&
+  // GPUATTN_FP8_KERNEL=0: every FP8 call on the dequantized q (16-bit accuracy: P is not rounded
+  // to E4M3; and A/Bs of the two paths). Read once; a bad value is named on every call.
+  static const bool allowed = env_flag("GPUATTN_FP8_KERNEL", true);
+  return allowed && p.q_quantized() && p.kv_dtype == DType::e4m3 &&
+         (p.head_dim == 64 || p.head_dim == 128) &&
          (p.dtype == DType::f16 || p.dtype == DType::bf16) && !p.is_paged() &&
          p.seqused_k == nullptr && p.precision == Precision::standard && p.dense_or_causal() &&
          strides_fit_tma(p) && !decode_takes(p) && kernel_choice_from_env() != KernelChoice::sm80 &&
          sm80::compute_capability_major() == 9 && sm90::fp8_usable();
 }
 
+// The FP8 kernel's instantiation for a call it takes: at head dim 64 on 3 consumer warpgroups
+// where the 16-bit kernel's rule (three_consumers_pay) takes them, or where GPUATTN_KERNEL names
+// sm90_ws_192x128 (sm90_ws_128x128: never); see the table entries.
+FwdKernel fp8_kernel_of(const FwdParams& p) {
+  if (p.head_dim != 64) return FwdKernel::sm90_fp8_128x128;
+  const KernelChoice choice = kernel_choice_from_env();
+  const FwdShape shape = fwd_shape(p, 9, true, sm80::num_sms(), 0);
+  const bool three = choice == KernelChoice::sm90_ws_192x128 ||
+                     (choice != KernelChoice::sm90_ws_128x128 && three_consumers_pay(shape));
+  return three ? FwdKernel::sm90_fp8_192x128 : FwdKernel::sm90_fp8_128x128;
+}
+
 // An FP8 call (p.q_quantized()): the FP8 kernel where it takes the call, else q dequantized into a
 // pool buffer of out's dtype ([total_q, Hq, D]) and the call run as an 8-bit cache's.
 // Its scales were checked with the cache's (cuda_attention_forward).
 void fp8_forward(const FwdParams& p, cudaStream_t stream) {
-  if (fp8_kernel_takes(p)) return sm90::fwd_fp8_hdim128(p, stream);
+  if (fp8_kernel_takes(p)) return sm90::fwd_fp8(fp8_kernel_of(p), p, stream);
   const std::int64_t row = static_cast<std::int64_t>(p.hq) * p.head_dim;
   sm80::LaunchBuffer buffer(stream,
                             static_cast<std::size_t>(p.total_q * row) * element_size(p.dtype), 0);
@@ -348,7 +366,7 @@ void fp8_forward(const FwdParams& p, cudaStream_t stream) {
 FwdKernel cuda_forward_kernel(const FwdParams& p) {
   check_device_index(p.device_index, "tensors");
   DeviceGuard guard(p.device_index);
-  if (p.q_quantized() && fp8_kernel_takes(p)) return FwdKernel::sm90_fp8_128x128;
+  if (p.q_quantized() && fp8_kernel_takes(p)) return fp8_kernel_of(p);
   return pick_forward_kernel(p);
 }
 

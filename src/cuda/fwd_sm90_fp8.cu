@@ -1,10 +1,11 @@
 // FP8 E4M3 attention forward for Hopper (sm_90a): q, k and v of E4M3 with a scale per head (or
-// one per tensor), out f16 or bf16, head dim 128, dense and causal (bottom-right aligned), GQA,
-// Sq != Sk, varlen, LSE.
+// one per tensor), out f16 or bf16, head dims 64 and 128, dense and causal (bottom-right aligned),
+// GQA, Sq != Sk, varlen, LSE.
 //
-// Both GEMMs run on wgmma's 8-bit path (m64n128k32, fp32 accumulation), which takes its shared-
-// memory operands K-major only:
-//   - S = Q K^T: Q and K as they are (rows of 128 bytes, one 128-byte swizzle row each);
+// Both GEMMs run on wgmma's 8-bit path (m64n128k32 for S, m64nDk32 for O, fp32 accumulation),
+// which takes its shared-memory operands K-major only:
+//   - S = Q K^T: Q and K as they are (rows of D bytes: one 128-byte swizzle row each at D = 128,
+//     one 64-byte swizzle row at D = 64);
 //   - O += P V: P from the S registers, rounded to E4M3 (its values lie in [0, 1]; the row sums
 //     are taken before the rounding), and V^T, whose rows must run along the keys. V tiles come
 //     in by TMA as they are, and three warps of the producer warpgroup write each one transposed
@@ -19,7 +20,8 @@
 // tensor maps span all sequences' rows (rows from cu_seqlens, one batch entry);
 // per CTA a producer warpgroup, whose first thread issues the TMA loads of each item's Q (into two
 // buffers) and of 2-stage rings of K and V tiles of 128 keys (full / empty mbarriers) and whose
-// other three warps transpose V into a 3-stage V^T ring, and two consumer warpgroups of 64 rows.
+// other three warps transpose V into a 3-stage V^T ring, and two consumer warpgroups of 64 rows
+// (three at head dim 64 where the dispatch takes sm90_fp8_192x128: 192-row items).
 // Inside a consumer the next tile's S GEMM and this tile's P V run while the softmax of the next
 // tile is computed (the intra-warpgroup overlap of the 16-bit kernel). Causal grids run their
 // last row blocks first, the longest of a dense call (in a varlen call the shorter sequences'
@@ -51,8 +53,6 @@
 namespace gpuattn::sm90 {
 namespace {
 
-constexpr int kD = 128;       // head dim: one 128-byte swizzle row a Q, K or V^T row
-constexpr int kBlockM = 128;  // query rows a CTA (2 consumer warpgroups of 64)
 constexpr int kBlockN = 128;  // keys a tile
 constexpr int kStages = 2;    // K and V rings
 // V^T ring: a stage is written only once the consumers' P V has left it, and read a tile later;
@@ -60,26 +60,46 @@ constexpr int kStages = 2;    // K and V rings
 // call 6, gpuattn_fp8_probe: S16384 dense 756 -> 784 TFLOP/s, S512 461 -> 480; unrolling their
 // loop by 2: no change at 3 stages, 1-5% slower at 2).
 constexpr int kVtStages = 3;
-constexpr int kThreads = 384;  // producer warpgroup + 2 consumers
-constexpr int kTileBytes = 128 * 128;
 constexpr int kBarrierBytes = 8 * (4 + 4 * kStages + 2 * kVtStages);
-constexpr int kSmemBytes = 1024 + kTileBytes * (2 + 2 * kStages + kVtStages) + kBarrierBytes;
-// setmaxnreg: the producer warpgroup's transposing warps need more than a TMA thread's 24 (ptxas,
-// nvcc 13.0, spilled there; 32 would do, 40 is what ran); the consumers hold S, O (64 each) and P
-// (16) through the overlap, with no spill at 232. The CTA holds 168 x 384 = 64512.
-constexpr int kProducerRegs = 40;
-constexpr int kConsumerRegs = 232;
-static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 168 * kThreads,
-              "setmaxnreg moves registers between the warpgroups; it adds none");
-static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
 
-static_assert(kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].block_m == kBlockM &&
-                  kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].block_n ==
-                      kBlockN &&
-                  kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].warps ==
-                      kThreads / 32 &&
-                  kFwdTileConfigs[static_cast<int>(FwdKernel::sm90_fp8_128x128)].stages == kStages,
-              "core/tile_config.h's sm90_fp8_128x128 entry describes this kernel");
+// One instantiation's shape: head dim kD (64 or 128) and kC consumer warpgroups of 64 query rows
+// (3: sm90_fp8_192x128, at head dim 64, where the softmax takes most of a tile's time).
+template <int kD_, int kC_>
+struct Fp8Config {
+  static constexpr int kD = kD_;
+  static constexpr int kC = kC_;
+  static_assert((kD == 64 || kD == 128) && (kC == 2 || (kC == 3 && kD == 64)),
+                "head dims 64 and 128; 3 consumers at head dim 64");
+  static constexpr int kBlockM = 64 * kC;          // query rows a CTA
+  static constexpr int kThreads = 128 * (kC + 1);  // + the producer warpgroup
+  // A K, V or V^T tile: 128 keys of a D-byte head-dim row, or D rows of 128 keys (V^T); a Q tile
+  // kBlockM rows. At D = 64 every ring keeps the depth measured at 128 (not tuned there).
+  static constexpr int kTileBytes = 128 * kD;
+  static constexpr int kQBytes = kBlockM * kD;
+  static constexpr int kSmemBytes =
+      1024 + 2 * kQBytes + kTileBytes * (2 * kStages + kVtStages) + kBarrierBytes;
+  // setmaxnreg: the producer warpgroup's transposing warps need more than a TMA thread's 24
+  // (ptxas, nvcc 13.0, spilled there; 32 would do, 40 is what ran with 2 consumers); the
+  // consumers hold S (64), O (D / 2) and P (16) through the overlap, with no spill at 232. The
+  // CTA holds 168 x 384 = 64512 with 2 consumers, 128 x 512 with 3 (32 and 160).
+  static constexpr int kProducerRegs = kC == 3 ? 32 : 40;
+  static constexpr int kConsumerRegs = kC == 3 ? 160 : 232;
+  static_assert(128 * kProducerRegs + 128 * kC * kConsumerRegs <=
+                    65536 / kThreads / 8 * 8 * kThreads,
+                "setmaxnreg moves registers between the warpgroups; it adds none");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
+};
+
+template <class Cfg>
+constexpr bool table_describes(FwdKernel kernel) {
+  const TileConfig& c = kFwdTileConfigs[static_cast<int>(kernel)];
+  return c.kernel == kernel && c.block_m == Cfg::kBlockM && c.block_n == kBlockN &&
+         c.warps == Cfg::kThreads / 32 && c.stages == kStages;
+}
+static_assert(table_describes<Fp8Config<128, 2>>(FwdKernel::sm90_fp8_128x128) &&
+                  table_describes<Fp8Config<64, 2>>(FwdKernel::sm90_fp8_128x128) &&
+                  table_describes<Fp8Config<64, 3>>(FwdKernel::sm90_fp8_192x128),
+              "core/tile_config.h's sm90_fp8_* entries describe these kernels");
 
 struct Fp8Maps {
   CUtensorMap q, k, v;
@@ -127,10 +147,12 @@ __device__ __forceinline__ std::uint32_t e4m3x4(float a, float b, float c, float
 }
 
 // V tile -> V^T tile in shared memory, by warp `w` (0-2) of the three transposing warps. The V
-// tile (by TMA: row = key, 128 bytes of head dim, the 128-byte swizzle: 16-byte chunk c of row r
-// at c ^ (r % 8)) becomes the V^T tile the P V GEMM reads (row = head-dim element d, 128 bytes of
-// keys, the same swizzle), each 16-key group's keys in fp8_key_of's order: its 4-byte word a
-// holds keys 2a, 2a + 1, 2a + 8, 2a + 9. A warp step moves one 16-key group g x 32 elements d:
+// tile (by TMA: row = key, kD bytes of head dim; at kD = 128 the 128-byte swizzle, 16-byte chunk
+// c of row r at c ^ (r % 8); at kD = 64 the 64-byte swizzle, chunk c at c ^ (r / 2 % 4), which
+// keeps 8 consecutive keys' chunks on distinct banks too) becomes the V^T tile the P V GEMM reads
+// (row = head-dim element d, 128 bytes of keys, the same swizzle), each 16-key group's keys in
+// fp8_key_of's order: its 4-byte word a holds keys 2a, 2a + 1, 2a + 8, 2a + 9. A warp step moves
+// one 16-key group g x 32 elements d (8 groups x kD / 32 element chunks: kD / 4 steps):
 //   - ldmatrix.trans of 4 matrices of 8 keys x 16 bytes (keys 16g + 0..7 and + 8..15, at two
 //     16-element chunks): lane l gets, per matrix, keys 2 (l % 4) and + 1 at elements 2 (l / 4)
 //     and + 1 (4 bytes). Keys 2a, 2a + 1 of the first matrix beside 2a + 8, 2a + 9 of the second
@@ -141,6 +163,7 @@ __device__ __forceinline__ std::uint32_t e4m3x4(float a, float b, float c, float
 //     complement, so its 8 rows cover all 8 swizzle positions (d % 8): no bank conflicts, as none
 //     on the load side (8 consecutive keys). A lane of row r >= 4 (lane >= 16) so gives the odd
 //     element's word to matrices 0 and 2 and the even one's to 1 and 3: its selectors swap.
+template <int kD>
 __device__ __forceinline__ void transpose_tile(std::uint32_t src, std::uint32_t dst, int w,
                                                int lane) {
   const int j = lane >> 3, r = lane & 7;  // the matrix and row this lane addresses
@@ -148,11 +171,12 @@ __device__ __forceinline__ void transpose_tile(std::uint32_t src, std::uint32_t 
   const std::uint32_t sel_mix0 = lane >= 16 ? 0x7531u : 0x6420u;
   const std::uint32_t sel_mix1 = lane >= 16 ? 0x6420u : 0x7531u;
   const int odd = (r >= 4) ^ (j & 1);  // whether the row this lane addresses is an odd element
-  for (int step = w; step < 32; step += 3) {
+  for (int step = w; step < kD / 4; step += 3) {
     const int g = step & 7, c = 2 * (step >> 3) + (j >> 1);  // key group, this lane's chunk
     const int key = 16 * g + 8 * (j & 1) + r;
+    const int chunk = kD == 128 ? (c ^ key) & 7 : (c ^ (key >> 1)) & 3;  // where the swizzle put c
     std::uint32_t v[4];  // A (keys 0-7) and B (8-15) at chunk 2 (step / 8), then at the next
-    ptx::ldmatrix_x4_trans(v, src + key * 128 + (((c ^ key) & 7) << 4));
+    ptx::ldmatrix_x4_trans(v, src + key * kD + (chunk << 4));
     const int d = 16 * c + 2 * r + odd;
     ptx::stmatrix_x4(dst + d * 128 + (((g ^ d) & 7) << 4), __byte_perm(v[0], v[1], sel_mix0),
                      __byte_perm(v[0], v[1], sel_mix1), __byte_perm(v[2], v[3], sel_mix0),
@@ -183,7 +207,7 @@ __device__ __forceinline__ Item item_of(const FwdParams& p, int i, int nblk) {
 // Key tiles a row block mb of lq rows over lk keys sees: none past its sequence's rows (varlen: the
 // grid has max_seqlen_q's row blocks for every sequence), else its keys (causal: up to its last
 // row's diagonal).
-template <bool kVarlen>
+template <int kBlockM, bool kVarlen>
 __device__ __forceinline__ int tiles_of(const FwdParams& p, int mb, int lq, int lk) {
   if (kVarlen && mb * kBlockM >= lq) return 0;
   const int last_row = min((mb + 1) * kBlockM, lq) - 1;
@@ -207,15 +231,17 @@ __device__ __forceinline__ int len_k_of(const FwdParams& p, int b) {
 // of two buffers and its K and V tiles through their rings (V^T through its own, by the
 // transposing warps) without a break between items, so the next item's loads run under this
 // item's last tiles and epilogue.
-template <typename TO, bool kVarlen>
-__global__ void __launch_bounds__(kThreads, 1)
+template <typename TO, class Cfg, bool kVarlen>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
     fp8_fwd_kernel(const __grid_constant__ FwdParams p,
                    const __grid_constant__ Fp8MapsOf<kVarlen> maps, int nblk, int n_items) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kD = Cfg::kD, kBlockM = Cfg::kBlockM, kTileBytes = Cfg::kTileBytes;
+  constexpr int kQBytes = Cfg::kQBytes, kConsumerThreads = 128 * Cfg::kC;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;
   const std::uint32_t sq0 = base;  // 2 Q buffers
-  const std::uint32_t sk0 = sq0 + 2 * kTileBytes;
+  const std::uint32_t sk0 = sq0 + 2 * kQBytes;
   const std::uint32_t sv0 = sk0 + kStages * kTileBytes;    // V^T ring
   const std::uint32_t sr0 = sv0 + kVtStages * kTileBytes;  // V ring (as loaded)
   const std::uint32_t bars = sr0 + kStages * kTileBytes;
@@ -232,24 +258,24 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (tid == 0) {
     for (int i = 0; i < 2; ++i) {
       ptx::mbarrier_init(q_full(i), 1);
-      ptx::mbarrier_init(q_empty(i), 256);
+      ptx::mbarrier_init(q_empty(i), kConsumerThreads);
     }
     for (int s = 0; s < kStages; ++s) {
       ptx::mbarrier_init(k_full(s), 1);
-      ptx::mbarrier_init(k_empty(s), 256);
+      ptx::mbarrier_init(k_empty(s), kConsumerThreads);
       ptx::mbarrier_init(r_full(s), 1);
       ptx::mbarrier_init(r_empty(s), kTransposeThreads);
     }
     for (int s = 0; s < kVtStages; ++s) {
       ptx::mbarrier_init(v_full(s), kTransposeThreads);
-      ptx::mbarrier_init(v_empty(s), 256);
+      ptx::mbarrier_init(v_empty(s), kConsumerThreads);
     }
     ptx::fence_mbarrier_init();
   }
   __syncthreads();
 
   if (tid < 128) {
-    ptx::setmaxnreg_dec<kProducerRegs>();
+    ptx::setmaxnreg_dec<Cfg::kProducerRegs>();
     if (tid == 0) {
       int ring = 0, n = 0;
       for (int i = blockIdx.x; i < n_items; i += gridDim.x, ++n) {
@@ -262,19 +288,18 @@ __global__ void __launch_bounds__(kThreads, 1)
           bc = 0;
           rk = static_cast<int>(p.row0_k(it.b));
           lk = p.len_k(it.b);
-          n_tiles = tiles_of<true>(p, it.mb, p.len_q(it.b), lk);
+          n_tiles = tiles_of<kBlockM, true>(p, it.mb, p.len_q(it.b), lk);
           if (n_tiles > 0) {
-            ptx::mbarrier_arrive_expect_tx(q_full(qb), kTileBytes);
-            ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h,
+            ptx::mbarrier_arrive_expect_tx(q_full(qb), kQBytes);
+            ptx::tma_load_4d(sq0 + qb * kQBytes, &maps.q, q_full(qb), 0, it.h,
                              static_cast<int>(p.row0_q(it.b)) + it.mb * kBlockM, 0);
           } else {  // no GEMM reads this item's Q (often a row block past its sequence)
             ptx::mbarrier_arrive(q_full(qb));
           }
         } else {
-          ptx::mbarrier_arrive_expect_tx(q_full(qb), kTileBytes);
-          ptx::tma_load_4d(sq0 + qb * kTileBytes, &maps.q, q_full(qb), 0, it.h, it.mb * kBlockM,
-                           it.b);
-          n_tiles = tiles_of<false>(p, it.mb, p.seqlen_q, p.seqlen_k);
+          ptx::mbarrier_arrive_expect_tx(q_full(qb), kQBytes);
+          ptx::tma_load_4d(sq0 + qb * kQBytes, &maps.q, q_full(qb), 0, it.h, it.mb * kBlockM, it.b);
+          n_tiles = tiles_of<kBlockM, false>(p, it.mb, p.seqlen_q, p.seqlen_k);
         }
         for (int t = 0; t < n_tiles; ++t, ++ring) {
           const int s = ring % kStages;
@@ -305,13 +330,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       int ring = 0;
       for (int i = blockIdx.x; i < n_items; i += gridDim.x) {
         const Item it = item_of(p, i, nblk);
-        const int n_tiles =
-            tiles_of<kVarlen>(p, it.mb, len_q_of<kVarlen>(p, it.b), len_k_of<kVarlen>(p, it.b));
+        const int n_tiles = tiles_of<kBlockM, kVarlen>(p, it.mb, len_q_of<kVarlen>(p, it.b),
+                                                       len_k_of<kVarlen>(p, it.b));
         for (int t = 0; t < n_tiles; ++t, ++ring) {
           const int s = ring % kStages, sv = ring % kVtStages;
           ptx::mbarrier_wait(r_full(s), (ring / kStages) & 1);
           if (ring >= kVtStages) ptx::mbarrier_wait(v_empty(sv), ((ring / kVtStages) & 1) ^ 1);
-          transpose_tile(sr0 + s * kTileBytes, sv0 + sv * kTileBytes, tid / 32 - 1, tid % 32);
+          transpose_tile<kD>(sr0 + s * kTileBytes, sv0 + sv * kTileBytes, tid / 32 - 1, tid % 32);
           ptx::fence_proxy_async_shared();
           ptx::mbarrier_arrive(r_empty(s));
           ptx::mbarrier_arrive(v_full(sv));
@@ -320,14 +345,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     return;
   }
-  ptx::setmaxnreg_inc<kConsumerRegs>();
+  ptx::setmaxnreg_inc<Cfg::kConsumerRegs>();
 
   const int c = tid / 128 - 1;  // consumer warpgroup
   const int warp = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
-  const std::uint64_t k_desc = ptx::smem_desc_sw128(sk0, 16, 1024);
+  // Q and K: rows of kD bytes (the 128- or 64-byte swizzle, 8-row groups 8 kD bytes apart); V^T:
+  // rows of 128 keys.
+  const auto qk_desc = [](std::uint32_t addr) {
+    return kD == 128 ? ptx::smem_desc_sw128(addr, 16, 1024) : ptx::smem_desc_sw64(addr, 16, 512);
+  };
+  const std::uint64_t k_desc = qk_desc(sk0);
   const std::uint64_t v_desc = ptx::smem_desc_sw128(sv0, 16, 1024);
 
-  float o[64];
+  float o[kD / 2];
   float s[64];
   std::uint32_t pf[16];
   int ring = 0, n = 0;
@@ -335,19 +365,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     const Item it = item_of(p, i, nblk);
     const int h = it.h, b = it.b, hk = p.kv_head(h), m0 = it.mb * kBlockM, qb = n & 1;
     const int lq = len_q_of<kVarlen>(p, b), lk = len_k_of<kVarlen>(p, b);
-    const int n_tiles = tiles_of<kVarlen>(p, it.mb, lq, lk);
+    const int n_tiles = tiles_of<kBlockM, kVarlen>(p, it.mb, lq, lk);
     const int row0 = m0 + c * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
     const float sl2 = p.scale_log2 * p.q_scale_of(h) * p.k_scale_of(hk);
-    const std::uint64_t q_desc =
-        ptx::smem_desc_sw128(sq0 + qb * kTileBytes + c * 64 * 128, 16, 1024);
+    const std::uint64_t q_desc = qk_desc(sq0 + qb * kQBytes + c * 64 * kD);
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
 #pragma unroll
-    for (int e = 0; e < 64; ++e) o[e] = 0.f;
+    for (int e = 0; e < kD / 2; ++e) o[e] = 0.f;
 
     const auto gemm_s = [&](int st) {
       ptx::wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
+      for (int kk = 0; kk < kD / 32; ++kk) {
         ptx::wgmma_ss<__nv_fp8_e4m3, 128>(s, ptx::desc_advance(q_desc, 32 * kk),
                                           ptx::desc_advance(k_desc, st * kTileBytes + 32 * kk),
                                           kk > 0 ? 1 : 0);
@@ -359,7 +388,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
         const std::uint32_t a[4] = {pf[4 * kk], pf[4 * kk + 1], pf[4 * kk + 2], pf[4 * kk + 3]};
-        ptx::wgmma_rs_kmajor<__nv_fp8_e4m3, 128>(
+        ptx::wgmma_rs_kmajor<__nv_fp8_e4m3, kD>(
             o, a, ptx::desc_advance(v_desc, st * kTileBytes + 32 * kk), 1);
       }
       ptx::wgmma_commit();
@@ -438,7 +467,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         ptx::wgmma_wait<0>();
         ptx::mbarrier_arrive(v_empty(sp));
 #pragma unroll
-        for (int j = 0; j < 16; ++j) {
+        for (int j = 0; j < kD / 8; ++j) {
           o[4 * j + 0] *= alpha[0];
           o[4 * j + 1] *= alpha[0];
           o[4 * j + 2] *= alpha[1];
@@ -465,7 +494,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const float inv = sum > 0.f ? vs / sum : 0.f;
       auto* out = reinterpret_cast<std::uint32_t*>(static_cast<TO*>(p.o) + p.o_offset(b, row, h));
 #pragma unroll
-      for (int j = 0; j < 16; ++j) {
+      for (int j = 0; j < kD / 8; ++j) {
         out[4 * j + t4] = ptx::pack2<TO>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
       }
       if (p.lse != nullptr && t4 == 0) {
@@ -477,6 +506,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
+// Rows of kD bytes, 128 a box, swizzled as the kernel's descriptors read them (128 bytes at kD =
+// 128, 64 at 64).
+template <int kD, int kBoxRows = 128>
 CUtensorMap rows_map(const char* name, const void* base, int heads, int rows, int batch,
                      std::int64_t head_stride, std::int64_t row_stride, std::int64_t batch_stride) {
   // A size-1 dimension still needs a valid stride (a multiple of 16 bytes).
@@ -492,12 +524,14 @@ CUtensorMap rows_map(const char* name, const void* base, int heads, int rows, in
   const std::uint64_t strides[3] = {or_else(head_stride, kD),
                                     or_else(row_stride, std::int64_t{kD} * heads),
                                     or_else(batch_stride, std::int64_t{kD} * heads * mapped_rows)};
-  const std::uint32_t box[4] = {kD, 1, 128, 1};
-  return make_tensor_map_4d(name, base, CU_TENSOR_MAP_DATA_TYPE_UINT8, dims, strides, box);
+  const std::uint32_t box[4] = {kD, 1, kBoxRows, 1};
+  return make_tensor_map_4d(name, base, CU_TENSOR_MAP_DATA_TYPE_UINT8, dims, strides, box,
+                            kD == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B);
 }
 
-template <typename TO>
+template <typename TO, class Cfg>
 void launch_fp8(const FwdParams& p, cudaStream_t stream) {
+  constexpr int kD = Cfg::kD, kBlockM = Cfg::kBlockM;
   const int nblk = (p.seqlen_q + kBlockM - 1) / kBlockM;
   const long long items = static_cast<long long>(nblk) * p.hq * p.batch;
   if (items > INT32_MAX) {
@@ -511,31 +545,32 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
   const int batch = varlen ? 1 : p.batch;
   const int rows_q = static_cast<int>(varlen ? p.total_q : p.seqlen_q);
   const int rows_k = static_cast<int>(varlen ? p.total_k : p.seqlen_k);
-  maps.q =
-      rows_map("q", p.q, p.hq, rows_q, batch, p.q_head_stride, p.q_row_stride, p.q_batch_stride);
-  maps.k =
-      rows_map("k", p.k, p.hkv, rows_k, batch, p.k_head_stride, p.k_row_stride, p.k_batch_stride);
-  maps.v =
-      rows_map("v", p.v, p.hkv, rows_k, batch, p.v_head_stride, p.v_row_stride, p.v_batch_stride);
+  maps.q = rows_map<kD, kBlockM>("q", p.q, p.hq, rows_q, batch, p.q_head_stride, p.q_row_stride,
+                                 p.q_batch_stride);
+  maps.k = rows_map<kD>("k", p.k, p.hkv, rows_k, batch, p.k_head_stride, p.k_row_stride,
+                        p.k_batch_stride);
+  maps.v = rows_map<kD>("v", p.v, p.hkv, rows_k, batch, p.v_head_stride, p.v_row_stride,
+                        p.v_batch_stride);
   if (varlen) {  // 128 rows in dim 2 and the sequence end in dim 3, both a row apart, over
     // v - 128 rows: never read below v, the box's in-bounds rows are end - r .. end - 1.
     const std::int64_t row_bytes = p.v_row_stride > 0 ? p.v_row_stride : std::int64_t{kD} * p.hkv;
     const auto* base = reinterpret_cast<const void*>(
         reinterpret_cast<std::uintptr_t>(p.v) - static_cast<std::uintptr_t>(kBlockN * row_bytes));
-    maps.v_tail = rows_map("v (sequence ends)", base, p.hkv, kBlockN, rows_k + 1, p.v_head_stride,
-                           row_bytes, row_bytes);
+    maps.v_tail = rows_map<kD>("v (sequence ends)", base, p.hkv, kBlockN, rows_k + 1,
+                               p.v_head_stride, row_bytes, row_bytes);
   }
 
   const int grid = static_cast<int>(std::min<long long>(items, sm80::num_sms()));
-  static PerDeviceFlags smem_set[2];  // per instantiation (TO, varlen)
+  static PerDeviceFlags smem_set[2];  // per instantiation (TO, kD, varlen)
   const auto launch = [&](auto kernel, const auto& kernel_maps, PerDeviceFlags& done) {
-    set_max_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmemBytes, done);
-    kernel<<<grid, kThreads, kSmemBytes, stream>>>(p, kernel_maps, nblk, static_cast<int>(items));
+    set_max_dynamic_smem(reinterpret_cast<const void*>(kernel), Cfg::kSmemBytes, done);
+    kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p, kernel_maps, nblk,
+                                                             static_cast<int>(items));
   };
   if (varlen) {
-    launch(fp8_fwd_kernel<TO, true>, maps, smem_set[1]);
+    launch(fp8_fwd_kernel<TO, Cfg, true>, maps, smem_set[1]);
   } else {
-    launch(fp8_fwd_kernel<TO, false>, static_cast<const Fp8Maps&>(maps), smem_set[0]);
+    launch(fp8_fwd_kernel<TO, Cfg, false>, static_cast<const Fp8Maps&>(maps), smem_set[0]);
   }
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }
@@ -544,21 +579,36 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
 
 bool fp8_usable() {
   cudaFuncAttributes attr{};
-  if (cudaFuncGetAttributes(&attr, fp8_fwd_kernel<__half, false>) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&attr, fp8_fwd_kernel<__half, Fp8Config<128, 2>, false>) !=
+      cudaSuccess) {
     cudaGetLastError();
     return false;
   }
   return attr.binaryVersion == 90;
 }
 
-void fwd_fp8_hdim128(const FwdParams& p, cudaStream_t stream) {
-  if (p.head_dim != kD || !p.q_quantized() || p.kv_dtype != DType::e4m3 || !strides_fit_tma(p)) {
+void fwd_fp8(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
+  const bool three = kernel == FwdKernel::sm90_fp8_192x128;
+  if ((p.head_dim != 64 && p.head_dim != 128) || (three && p.head_dim != 64) ||
+      (!three && kernel != FwdKernel::sm90_fp8_128x128) || !p.q_quantized() ||
+      p.kv_dtype != DType::e4m3 || !strides_fit_tma(p)) {
     throw Error(ErrorCode::not_supported,
-                "gpuattn: internal error: the FP8 kernel takes E4M3 q/k/v at head dim 128, with "
-                "strides its tensor maps describe");
+                std::string("gpuattn: internal error: the FP8 kernel takes E4M3 q/k/v at head dims "
+                            "64 and 128 (sm90_fp8_192x128: 64), with strides its tensor maps "
+                            "describe; this call: ") +
+                    tile_config(kernel).name + " at head dim " + std::to_string(p.head_dim));
   }
-  if (p.dtype == DType::bf16) return launch_fp8<__nv_bfloat16>(p, stream);
-  return launch_fp8<__half>(p, stream);
+  const bool bf16 = p.dtype == DType::bf16;
+  if (three) {
+    using C = Fp8Config<64, 3>;
+    return bf16 ? launch_fp8<__nv_bfloat16, C>(p, stream) : launch_fp8<__half, C>(p, stream);
+  }
+  if (p.head_dim == 64) {
+    using C64 = Fp8Config<64, 2>;
+    return bf16 ? launch_fp8<__nv_bfloat16, C64>(p, stream) : launch_fp8<__half, C64>(p, stream);
+  }
+  using C128 = Fp8Config<128, 2>;
+  return bf16 ? launch_fp8<__nv_bfloat16, C128>(p, stream) : launch_fp8<__half, C128>(p, stream);
 }
 
 }  // namespace gpuattn::sm90

@@ -61,7 +61,7 @@ CUtensorMap encode(const char* name, const void* base, DType dtype, int head_dim
 CUtensorMap make_tensor_map_4d(const char* name, const void* base, CUtensorMapDataType type,
                                const std::uint64_t (&dims)[4],
                                const std::uint64_t (&byte_strides)[3],
-                               const std::uint32_t (&box)[4]) {
+                               const std::uint32_t (&box)[4], CUtensorMapSwizzle swizzle) {
   const cuuint64_t d[4] = {dims[0], dims[1], dims[2], dims[3]};
   const cuuint64_t st[3] = {byte_strides[0], byte_strides[1], byte_strides[2]};
   const cuuint32_t bx[4] = {box[0], box[1], box[2], box[3]};
@@ -69,8 +69,8 @@ CUtensorMap make_tensor_map_4d(const char* name, const void* base, CUtensorMapDa
   CUtensorMap map;
   const CUresult r =
       encoder()(&map, type, 4, const_cast<void*>(base), d, st, bx, elem_strides,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     throw Error(ErrorCode::cuda_error, std::string("gpuattn: cuTensorMapEncodeTiled failed for ") +
                                            name + " (CUresult " + std::to_string(r) + ")");

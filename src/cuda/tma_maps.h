@@ -29,12 +29,13 @@ struct QkvTensorMaps {
 QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv, int rows_o);
 
 // A 4-D tiled map of `type` elements over `base` (dims innermost first; byte strides of dims 1..3,
-// each a multiple of 16), box `box`, 128-byte swizzled (box[0] elements must span at most 128
-// bytes), out-of-bounds elements read as zero. Throws gpuattn::Error(cuda_error), naming `name`,
-// when the driver rejects it.
+// each a multiple of 16), box `box`, swizzled by `swizzle` (128 bytes unless asked; box[0]
+// elements must span at most the swizzle's width), out-of-bounds elements read as zero. Throws
+// gpuattn::Error(cuda_error), naming `name`, when the driver rejects it.
 CUtensorMap make_tensor_map_4d(const char* name, const void* base, CUtensorMapDataType type,
                                const std::uint64_t (&dims)[4],
                                const std::uint64_t (&byte_strides)[3],
-                               const std::uint32_t (&box)[4]);
+                               const std::uint32_t (&box)[4],
+                               CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B);
 
 }  // namespace gpuattn

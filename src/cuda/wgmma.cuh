@@ -46,6 +46,19 @@ __device__ __forceinline__ std::uint64_t smem_desc_sw128(std::uint32_t addr, std
   return d;
 }
 
+// The same for the 64-byte swizzle (Swizzle<2,4,3>: the 16-byte chunk index, bits 4-5, XORed with
+// bits 7-8; the atom is 8 rows x 64 bytes, 512-byte aligned), K-major operands of 64-byte rows (the
+// FP8 kernel's Q and K at head dim 64): `sbo` = bytes between 8-row groups (512). Stepping K by 32
+// bytes (one 8-bit k-step) adds 32 to the start address, as with the 128-byte swizzle.
+__device__ __forceinline__ std::uint64_t smem_desc_sw64(std::uint32_t addr, std::uint32_t lbo,
+                                                        std::uint32_t sbo) {
+  std::uint64_t d = addr >> 4;
+  d |= static_cast<std::uint64_t>((lbo >> 4) & 0x3FFFu) << 16;
+  d |= static_cast<std::uint64_t>((sbo >> 4) & 0x3FFFu) << 32;
+  d |= std::uint64_t{2} << 62;  // layout type 2: 64-byte swizzle
+  return d;
+}
+
 // The descriptor `d` moved `bytes` (a multiple of 16) further into shared memory: one 32-bit add
 // to its start address field (bits 0-13, the address / 16), which cannot carry into bit 14 while
 // the address stays below 2^18 (shared memory ends at 228 KB). Build a descriptor once with
@@ -430,6 +443,23 @@ __device__ __forceinline__ void wgmma_ss<__nv_fp8_e4m3, 128>(float (&d)[64], std
         "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
         "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "l"(a_desc), "l"(b_desc), "r"(scale_d));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_rs_kmajor<__nv_fp8_e4m3, 64>(float (&d)[32], const std::uint32_t (&a)[4],
+                                                                   std::uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d));
 }
 
 template <>

@@ -8,38 +8,10 @@
 #include <vector>
 
 #include "common/random_cases.h"
+#include "common/scoped_env.h"
 
 namespace gpuattn::testing {
 namespace {
-
-// Sets an environment variable for one scope (ctest runs each test in its own process).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
 
 std::string refusal(const char* name, const char* value) {
   const ScopedEnv env(name, value);

@@ -1,10 +1,9 @@
 // FP8 attention on CUDA (q, k and v of E4M3 with their scales, out f16 / bf16) against the fp64
 // reference of the same call (which reads x * scale), on fresh random inputs with outputs poisoned
-// first. On Hopper the FP8 kernel runs dense and causal calls at head dim 128, varlen or not
-// (awkward lengths, Sq != Sk in both directions, GQA / MQA, one scale or a scale a head, K / V as
-// strided views); every other call (head dims 64 and 256, decode, windows, seqused_k, a paged
-// cache) runs on a dequantized copy of q, as do all calls under GPUATTN_KERNEL=sm80 and on other
-// GPUs.
+// first. On Hopper the FP8 kernel runs dense and causal calls at head dims 64 and 128, varlen or
+// not (awkward lengths, Sq != Sk in both directions, GQA / MQA, one scale or a scale a head, K / V
+// as strided views); every other call (head dim 256, decode, windows, seqused_k, a paged cache)
+// runs on a dequantized copy of q, as do all calls under GPUATTN_KERNEL=sm80 and on other GPUs.
 //
 // The FP8 kernel rounds P to E4M3 before P V (3 mantissa bits: a relative error of up to 2^-4,
 // uniform, about 0.036 RMS; values under 2^-6 lose more). On diffuse rows of random inputs, where
@@ -19,11 +18,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/expect_error.h"
 #include "common/random_cases.h"
+#include "common/scoped_env.h"
 #include "common/test_util.h"
 #include "core/fwd_params.h"
 #include "core/tile_config.h"
@@ -83,9 +84,16 @@ enum class Path { fp8_kernel, dequantized, either };
 struct Errors {
   double worst_row = 0;  // max over (row, head) of ||out - ref|| / (||ref|| + 1e-3 sqrt(D))
   double global = 0;     // ||out - ref|| / ||ref|| over the call
+  FwdKernel kernel = FwdKernel::sm80_64x64;  // what cuda_forward_kernel named for the call
 };
 
-Errors run_case(const F8Case& c, Path path) {
+bool is_fp8_kernel(FwdKernel k) {
+  return k == FwdKernel::sm90_fp8_128x128 || k == FwdKernel::sm90_fp8_192x128;
+}
+
+// The call of case c on `path` (Path::either: the one the dispatch takes) against the reference;
+// on the FP8 kernel, `want` (when given) is the instantiation the dispatch must name.
+Errors run_case(const F8Case& c, Path path, std::optional<FwdKernel> want = std::nullopt) {
   SCOPED_TRACE(c.name());
   // Varlen: B sequences of Sq - 37 b query rows and Sk - 11 b keys (at least 1), packed, or the
   // case's own lengths.
@@ -169,8 +177,9 @@ Errors run_case(const F8Case& c, Path path) {
     path = cuda_fp8_kernel_takes(make_fwd_params(a)) ? Path::fp8_kernel : Path::dequantized;
   }
   EXPECT_EQ(cuda_fp8_kernel_takes(make_fwd_params(a)), path == Path::fp8_kernel);
-  EXPECT_EQ(cuda_forward_kernel(make_fwd_params(a)) == FwdKernel::sm90_fp8_128x128,
-            path == Path::fp8_kernel);
+  const FwdKernel kernel = cuda_forward_kernel(make_fwd_params(a));
+  EXPECT_EQ(is_fp8_kernel(kernel), path == Path::fp8_kernel) << tile_config(kernel).name;
+  if (want && path == Path::fp8_kernel) EXPECT_EQ(kernel, *want) << tile_config(kernel).name;
   attention_forward(a);
   TEST_CUDA_CHECK(cudaDeviceSynchronize());
   dout.buf.download(out.data());
@@ -225,8 +234,9 @@ Errors run_case(const F8Case& c, Path path) {
     expect_out_within_max_abs(ref, out, c.Hq, c.D, 2 * max_abs_tol(c.out), c.B, c.Sq,
                               c.varlen ? static_cast<const std::int32_t*>(cuq.data()) : nullptr);
   }
-  std::printf("[ fp8      ] %-48s worst row %.4f  call %.4f  lse %.2e\n", c.name().c_str(),
-              e.worst_row, e.global, cmp.lse_rel);
+  std::printf("[ fp8      ] %-48s worst row %.4f  call %.4f  lse %.2e  %s\n", c.name().c_str(),
+              e.worst_row, e.global, cmp.lse_rel, tile_config(kernel).name);
+  e.kernel = kernel;
   return e;
 }
 
@@ -289,9 +299,54 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
   for (const F8Case& c : cases) run_case(c, path);
 }
 
+// Head dim 64: Q and K rows of 64 bytes (the 64-byte swizzle, two 8-bit k-steps for S), V
+// transposed from 64-byte rows, P V at N = 64. The same kinds of call as at 128, each on the
+// instantiation the rule picks (both are picked), then on 3 consumers (sm90_fp8_192x128: 192-row
+// items) and on 2, as GPUATTN_KERNEL=sm90_ws_192x128 / sm90_ws_128x128 force them.
+TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim64) {
+  const Path path = kernel_path();
+  const DType f16 = DType::f16, bf16 = DType::bf16;
+  const std::vector<F8Case> cases = {
+      {f16, 1, 4, 4, 128, 128, 64},
+      {bf16, 2, 8, 2, 200, 333, 64, true},            // GQA 4, awkward lengths
+      {f16, 2, 4, 1, 333, 200, 64, true},             // MQA, Sq > Sk: early rows see no key
+      {bf16, 1, 2, 2, 1000, 1000, 64, false, false},  // one scale for every head
+      {f16, 3, 4, 2, 77, 4100, 64},                   // 33 key tiles, a ragged last one
+      {bf16, 1, 4, 2, 300, 31, 64, true},             // one short key tile
+      {f16, 1, 16, 2, 520, 700, 64},                  // GQA 8, a ragged last row block and tile
+      {bf16, 8, 16, 16, 700, 200, 64, true},          // 768 items, rows 0-499 see no key
+      {f16, 2, 64, 8, 300, 900, 64},                  // 384 items, GQA 8: 3 consumers
+      {bf16, 1, 24, 8, 2050, 2050, 64, true},         // causal from 2048 rows: 3 consumers
+      F8Case{bf16, 2, 8, 2, 300, 500, 64, true}.packed(),
+      F8Case{f16, 1, 4, 4, 200, 130, 64}.packed(),
+      {bf16, 3, 8, 2, 300, 500, 64, true, true, true},  // varlen, GQA 4
+      {f16, 5, 4, 2, 40, 45, 64, true, true, true},     // query lengths 40, 3, 1, 1, 1
+      {bf16, 6, 16, 4, 700, 650, 64, false, true, true},
+      F8Case{f16, 4, 4, 4, 300, 260, 64, true, true, true}.lens({130, 0, 300, 64}, {5, 200, 260, 0},
+                                                                1),
+      F8Case{bf16, 1, 8, 2, 257, 129, 64, true, true, true}.lens({257}, {129}),
+  };
+  int three = 0, two = 0;
+  for (const F8Case& c : cases) {
+    const FwdKernel k = run_case(c, path).kernel;
+    three += k == FwdKernel::sm90_fp8_192x128;
+    two += k == FwdKernel::sm90_fp8_128x128;
+  }
+  if (path != Path::fp8_kernel) return;
+  EXPECT_GE(three, 2) << "the rule's large grids run on 3 consumers";
+  EXPECT_GE(two, 10) << "the rule's small grids and short causal calls run on 2";
+  {
+    const ScopedEnv env("GPUATTN_KERNEL", "sm90_ws_192x128");
+    for (const F8Case& c : cases) run_case(c, path, FwdKernel::sm90_fp8_192x128);
+  }
+  const ScopedEnv env("GPUATTN_KERNEL", "sm90_ws_128x128");
+  for (const F8Case& c : cases) run_case(c, path, FwdKernel::sm90_fp8_128x128);
+}
+
 // GPUATTN_FUZZ_CASES random calls (default 32) drawn from GPUATTN_FUZZ_SEED (a fixed default;
 // another seed explores; tests/common/random_cases.h), on whichever path the dispatch takes, with
-// that path's bounds: both output types, head dim 128 mostly (the FP8 kernel's) and 64 / 256,
+// that path's bounds: both output types, head dim 128 mostly (the FP8 kernel's, as is 64) and
+// 64 / 256,
 // GQA and MQA, lengths at tile edges, Sq != Sk, causal, one scale or one a head, varlen batches
 // (empty sequences, a NaN-filled key sequence behind a query-less one), k and v in one buffer,
 // windows.
@@ -356,9 +411,10 @@ TEST_F(Fp8AttentionCuda, RandomCallsMatchTheReference) {
 TEST_F(Fp8AttentionCuda, OtherCallsRunOnADequantizedQ) {
   const DType f16 = DType::f16, bf16 = DType::bf16;
   const std::vector<F8Case> cases = {
-      {f16, 2, 4, 2, 150, 260, 64, true},                                    // head dim 64
+      {f16, 2, 4, 2, 150, 260, 256, true},                                   // head dim 256
       {bf16, 1, 4, 4, 100, 90, 256},                                         // head dim 256
-      {bf16, 3, 8, 2, 150, 300, 64, true, true, true},                       // varlen, D64
+      {bf16, 3, 8, 2, 150, 300, 256, true, true, true},                      // varlen, D256
+      {f16, 2, 4, 2, 150, 260, 64, false, true, false, make_mask(50, 0)},    // D64, a window
       {f16, 2, 8, 2, 3, 900, 128, true},                                     // decode
       {bf16, 1, 4, 2, 300, 300, 128, false, true, false, make_mask(50, 0)},  // a window
   };

@@ -620,7 +620,8 @@ def test_fp8_kvcache_torch_errors():
 @pytest.mark.parametrize("shape", [
     (2, 300, 300, 8, 2, 128),  # head dim 128, dense: the sm_90a FP8 kernel where there is one
     (2, 37, 300, 8, 8, 128),  # Sq < Sk
-    (1, 300, 70, 4, 1, 64),  # head dim 64, Sq > Sk: q dequantized, then the 16-bit kernel
+    (1, 300, 70, 4, 1, 64),  # head dim 64, Sq > Sk: the FP8 kernel too
+    (1, 300, 70, 4, 1, 256),  # head dim 256: q dequantized, then the 16-bit kernel
 ], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_torch_cuda_fp8_matches_reference(shape, causal):
@@ -666,17 +667,18 @@ def test_torch_cuda_fp8_matches_reference(shape, causal):
 
 @needs_torch
 @pytest.mark.skipif(not CUDA, reason="needs torch, a CUDA build and a CUDA device")
-def test_torch_cuda_fp8_varlen_matches_reference():
+@pytest.mark.parametrize("d", [64, 128])
+def test_torch_cuda_fp8_varlen_matches_reference(d):
     lens_q, lens_k = [1, 37, 12, 70], [9, 70, 1, 37]
     cu_q, cu_k = cu_seqlens(lens_q), cu_seqlens(lens_k)
-    q, k, v = operands("torch", "cuda-varlen", (cu_q[-1], 8, 128), (cu_k[-1], 2, 128),
+    q, k, v = operands("torch", ("cuda-varlen", d), (cu_q[-1], 8, d), (cu_k[-1], 2, d),
                        device="cuda")
     out = ga.flash_attn_varlen_func(q.x, k.x, v.x, int32("torch", cu_q).cuda(),
                                     int32("torch", cu_k).cuda(), max(lens_q), max(lens_k),
                                     causal=True, out_dtype=torch.float16, **descales(q, k, v))
     assert out.is_cuda and out.dtype == torch.float16
     want, _ = ref_varlen(q.dequantized, k.dequantized, v.dequantized, cu_q, cu_k,
-                         1 / math.sqrt(128), causal_rule(True))
+                         1 / math.sqrt(d), causal_rule(True))
     assert rel_l2(out.cpu(), want) < 0.06  # the FP8 kernel on Hopper (P rounded to E4M3)
     if (torch.cuda.get_device_capability()[0] != 9
             or os.environ.get("GPUATTN_KERNEL") == "sm80"):  # a dequantized q: 16-bit accuracy
