@@ -24,10 +24,10 @@ RS_SHAPES = [64, 128, 256]  # O += P V: the head dim
 RS_KMAJOR_SHAPES = [128]
 # FP8 E4M3 (k32 a step; 8-bit operands are K-major only, so no transpose immediates): the FP8
 # kernel's S = Q K^T (SS, N = 128 keys) and O += P V (P from registers, V^T K-major, N = head dim
-# 64 or 128).
+# 64, 128 or 256).
 FP8_TYPES = [("__nv_fp8_e4m3", "e4m3")]
 FP8_SS_SHAPES = [128]
-FP8_RS_KMAJOR_SHAPES = [64, 128]
+FP8_RS_KMAJOR_SHAPES = [64, 128, 256]
 
 
 def operand_list(first, count, per_line):

@@ -64,9 +64,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--head-dim") {
-      if (i + 1 == argc ||
-          (std::string(argv[i + 1]) != "64" && std::string(argv[i + 1]) != "128")) {
-        std::fprintf(stderr, "fp8_probe: --head-dim takes 64 or 128, got '%s'\n",
+      if (i + 1 == argc || (std::string(argv[i + 1]) != "64" && std::string(argv[i + 1]) != "128" &&
+                            std::string(argv[i + 1]) != "256")) {
+        std::fprintf(stderr, "fp8_probe: --head-dim takes 64, 128 or 256, got '%s'\n",
                      i + 1 == argc ? "" : argv[i + 1]);
         return 2;
       }
@@ -76,16 +76,18 @@ int main(int argc, char** argv) {
     char* end = nullptr;
     const long n = std::strtol(argv[i], &end, 10);
     if (have_reps || end == argv[i] || *end != '\0' || n < 1 || n > 10000) {
-      std::fprintf(stderr,
-                   "usage: %s [REPS] [--head-dim 64|128]: REPS a whole number in [1, 10000], got "
-                   "'%s'\n",
-                   argv[0], argv[i]);
+      std::fprintf(
+          stderr,
+          "usage: %s [REPS] [--head-dim 64|128|256]: REPS a whole number in [1, 10000], got "
+          "'%s'\n",
+          argv[0], argv[i]);
       return 2;
     }
     reps = static_cast<int>(n);
     have_reps = true;
   }
-  const int heads = D == 64 ? 2 : 1;  // times each shape's heads (H x D = 2048 at 64)
+  // Each shape's heads at head dim 128, scaled to keep H x D (H x D = 2048 for the sweep).
+  const auto heads = [&](int h) { return h * 128 / D; };
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::fprintf(stderr, "fp8_probe: no CUDA device\n");
@@ -105,16 +107,16 @@ int main(int argc, char** argv) {
   check(cudaEventCreate(&t0), "cudaEventCreate");
   check(cudaEventCreate(&t1), "cudaEventCreate");
 
-  std::vector<Shape> shapes = {{4, 16 * heads, 4096, false},
-                               {4, 16 * heads, 4096, true},
-                               {1, 32 * heads, 32768, true},
-                               {16, 16 * heads, 1024, true}};
+  std::vector<Shape> shapes = {{4, heads(16), 4096, false},
+                               {4, heads(16), 4096, true},
+                               {1, heads(32), 32768, true},
+                               {16, heads(16), 1024, true}};
   for (const bool causal : {false, true}) {
     for (const int s : {512, 1024, 2048, 4096, 8192, 16384}) {
-      shapes.push_back({16384 / s, 16 * heads, s, causal});
+      shapes.push_back({16384 / s, heads(16), s, causal});
     }
   }
-  shapes.push_back({16, 16 * heads, 4096, true, gpuattn::tool::prefill_lens()});
+  shapes.push_back({16, heads(16), 4096, true, gpuattn::tool::prefill_lens()});
   for (const Shape& sh : shapes) {
     const bool varlen = !sh.lens.empty();
     std::vector<int> cu = {0};

@@ -312,7 +312,7 @@ namespace {
 // The checked call after its pointers, lengths and scales: paged, quantized or plain.
 void forward_checked(const FwdParams& p, cudaStream_t stream);
 
-// Whether the FP8 kernel (sm90::fwd_fp8) runs FP8 call p: head dim 64 or 128, out f16 or bf16,
+// Whether the FP8 kernel (sm90::fwd_fp8) runs FP8 call p: head dim 64, 128 or 256, out f16 or bf16,
 // dense or causal in standard precision, varlen or not, no seqused_k or block table, strides its
 // tensor maps can describe (strides_fit_tma: no broadcast heads or batches), not a decode call
 // (those read the 8-bit cache in place in the split-KV decode kernel), on a device that runs its
@@ -323,7 +323,7 @@ bool fp8_kernel_takes(const FwdParams& p) {
   // to E4M3; and A/Bs of the two paths). Read once; a bad value is named on every call.
   static const bool allowed = env_flag("GPUATTN_FP8_KERNEL", true);
   return allowed && p.q_quantized() && p.kv_dtype == DType::e4m3 &&
-         (p.head_dim == 64 || p.head_dim == 128) &&
+         (p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256) &&
          (p.dtype == DType::f16 || p.dtype == DType::bf16) && !p.is_paged() &&
          p.seqused_k == nullptr && p.precision == Precision::standard && p.dense_or_causal() &&
          strides_fit_tma(p) && !decode_takes(p) && kernel_choice_from_env() != KernelChoice::sm80 &&

@@ -55,32 +55,40 @@ namespace {
 
 constexpr int kBlockN = 128;  // keys a tile
 constexpr int kStages = 2;    // K and V rings
-// V^T ring: a stage is written only once the consumers' P V has left it, and read a tile later;
-// the third stage gives the transposing warps a tile's time more (H200, 2026-11-30-h200-s44
-// call 6, gpuattn_fp8_probe: S16384 dense 756 -> 784 TFLOP/s, S512 461 -> 480; unrolling their
-// loop by 2: no change at 3 stages, 1-5% slower at 2).
-constexpr int kVtStages = 3;
-constexpr int kBarrierBytes = 8 * (4 + 4 * kStages + 2 * kVtStages);
 
-// One instantiation's shape: head dim kD (64 or 128) and kC consumer warpgroups of 64 query rows
-// (3: sm90_fp8_192x128, at head dim 64, where the softmax takes most of a tile's time).
+// One instantiation's shape: head dim kD (64, 128 or 256) and kC consumer warpgroups of 64 query
+// rows (3: sm90_fp8_192x128, at head dim 64, where the softmax takes most of a tile's time).
 template <int kD_, int kC_>
 struct Fp8Config {
   static constexpr int kD = kD_;
   static constexpr int kC = kC_;
-  static_assert((kD == 64 || kD == 128) && (kC == 2 || (kC == 3 && kD == 64)),
-                "head dims 64 and 128; 3 consumers at head dim 64");
+  static_assert((kD == 64 || kD == 128 || kD == 256) && (kC == 2 || (kC == 3 && kD == 64)),
+                "head dims 64, 128 and 256; 3 consumers at head dim 64");
   static constexpr int kBlockM = 64 * kC;          // query rows a CTA
   static constexpr int kThreads = 128 * (kC + 1);  // + the producer warpgroup
+  // Bytes of a row in shared memory and column slabs a tile: a Q or K row of 256 bytes (head dim
+  // 256) is two 128-byte swizzle rows, in two slabs of the tile's rows each (as a TMA box spans
+  // at most the swizzle's 128 bytes); V^T rows are 128 keys (128 bytes) at every head dim.
+  static constexpr int kRow = kD == 256 ? 128 : kD;
+  static constexpr int kSlabs = kD / kRow;
   // A K, V or V^T tile: 128 keys of a D-byte head-dim row, or D rows of 128 keys (V^T); a Q tile
   // kBlockM rows. At D = 64 every ring keeps the depth measured at 128 (not tuned there).
   static constexpr int kTileBytes = 128 * kD;
   static constexpr int kQBytes = kBlockM * kD;
+  // V^T ring: a stage is written only once the consumers' P V has left it, and read a tile later;
+  // the third stage gives the transposing warps a tile's time more (H200, 2026-11-30-h200-s44
+  // call 6, gpuattn_fp8_probe: S16384 dense 756 -> 784 TFLOP/s, S512 461 -> 480; unrolling their
+  // loop by 2: no change at 3 stages, 1-5% slower at 2). At head dim 256 (32 KB tiles) two V^T
+  // stages and one Q buffer are what fit beside the K and V rings.
+  static constexpr int kVtStages = kD == 256 ? 2 : 3;
+  static constexpr int kQBuffers = kD == 256 ? 1 : 2;
+  static constexpr int kBarrierBytes = 8 * (4 + 4 * kStages + 2 * kVtStages);
   static constexpr int kSmemBytes =
-      1024 + 2 * kQBytes + kTileBytes * (2 * kStages + kVtStages) + kBarrierBytes;
+      1024 + kQBuffers * kQBytes + kTileBytes * (2 * kStages + kVtStages) + kBarrierBytes;
   // setmaxnreg: the producer warpgroup's transposing warps need more than a TMA thread's 24
   // (ptxas, nvcc 13.0, spilled there; 32 would do, 40 is what ran with 2 consumers); the
-  // consumers hold S (64), O (D / 2) and P (16) through the overlap, with no spill at 232. The
+  // consumers hold S (64), O (D / 2) and P (16) through the overlap, with no spill at 232 (head
+  // dim 256: 208 of them). The
   // CTA holds 168 x 384 = 64512 with 2 consumers, 128 x 512 with 3 (32 and 160).
   static constexpr int kProducerRegs = kC == 3 ? 32 : 40;
   static constexpr int kConsumerRegs = kC == 3 ? 160 : 232;
@@ -98,6 +106,7 @@ constexpr bool table_describes(FwdKernel kernel) {
 }
 static_assert(table_describes<Fp8Config<128, 2>>(FwdKernel::sm90_fp8_128x128) &&
                   table_describes<Fp8Config<64, 2>>(FwdKernel::sm90_fp8_128x128) &&
+                  table_describes<Fp8Config<256, 2>>(FwdKernel::sm90_fp8_128x128) &&
                   table_describes<Fp8Config<64, 3>>(FwdKernel::sm90_fp8_192x128),
               "core/tile_config.h's sm90_fp8_* entries describe these kernels");
 
@@ -149,7 +158,8 @@ __device__ __forceinline__ std::uint32_t e4m3x4(float a, float b, float c, float
 // V tile -> V^T tile in shared memory, by warp `w` (0-2) of the three transposing warps. The V
 // tile (by TMA: row = key, kD bytes of head dim; at kD = 128 the 128-byte swizzle, 16-byte chunk
 // c of row r at c ^ (r % 8); at kD = 64 the 64-byte swizzle, chunk c at c ^ (r / 2 % 4), which
-// keeps 8 consecutive keys' chunks on distinct banks too) becomes the V^T tile the P V GEMM reads
+// keeps 8 consecutive keys' chunks on distinct banks too; at kD = 256 two slabs of 128-byte rows,
+// chunks 0-7 in the first, 8-15 in the second) becomes the V^T tile the P V GEMM reads
 // (row = head-dim element d, 128 bytes of keys, the same swizzle), each 16-key group's keys in
 // fp8_key_of's order: its 4-byte word a holds keys 2a, 2a + 1, 2a + 8, 2a + 9. A warp step moves
 // one 16-key group g x 32 elements d (8 groups x kD / 32 element chunks: kD / 4 steps):
@@ -174,9 +184,11 @@ __device__ __forceinline__ void transpose_tile(std::uint32_t src, std::uint32_t 
   for (int step = w; step < kD / 4; step += 3) {
     const int g = step & 7, c = 2 * (step >> 3) + (j >> 1);  // key group, this lane's chunk
     const int key = 16 * g + 8 * (j & 1) + r;
-    const int chunk = kD == 128 ? (c ^ key) & 7 : (c ^ (key >> 1)) & 3;  // where the swizzle put c
+    // Where the swizzle put chunk c: its slab (head dim 256), then the chunk in the key's row.
+    const std::uint32_t at = kD == 64 ? key * 64 + (((c ^ (key >> 1)) & 3) << 4)
+                                      : (c >> 3) * (128 * 128) + key * 128 + (((c ^ key) & 7) << 4);
     std::uint32_t v[4];  // A (keys 0-7) and B (8-15) at chunk 2 (step / 8), then at the next
-    ptx::ldmatrix_x4_trans(v, src + key * kD + (chunk << 4));
+    ptx::ldmatrix_x4_trans(v, src + at);
     const int d = 16 * c + 2 * r + odd;
     ptx::stmatrix_x4(dst + d * 128 + (((g ^ d) & 7) << 4), __byte_perm(v[0], v[1], sel_mix0),
                      __byte_perm(v[0], v[1], sel_mix1), __byte_perm(v[2], v[3], sel_mix0),
@@ -238,10 +250,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kD = Cfg::kD, kBlockM = Cfg::kBlockM, kTileBytes = Cfg::kTileBytes;
   constexpr int kQBytes = Cfg::kQBytes, kConsumerThreads = 128 * Cfg::kC;
+  constexpr int kVtStages = Cfg::kVtStages, kQBuffers = Cfg::kQBuffers, kRow = Cfg::kRow;
+  // The next tile's S GEMM under this tile's softmax and P V (the intra-warpgroup overlap): S
+  // (64 registers), P (16) and O (D / 2) live at once, 208 at head dim 256, where ptxas then
+  // serialized the wgmmas for want of registers (and spilled 48 bytes) at 232: not there.
+  constexpr bool kOverlap = kD != 256;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;
-  const std::uint32_t sq0 = base;  // 2 Q buffers
-  const std::uint32_t sk0 = sq0 + 2 * kQBytes;
+  const std::uint32_t sq0 = base;  // kQBuffers Q buffers
+  const std::uint32_t sk0 = sq0 + kQBuffers * kQBytes;
   const std::uint32_t sv0 = sk0 + kStages * kTileBytes;    // V^T ring
   const std::uint32_t sr0 = sv0 + kVtStages * kTileBytes;  // V ring (as loaded)
   const std::uint32_t bars = sr0 + kStages * kTileBytes;
@@ -277,11 +294,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   if (tid < 128) {
     ptx::setmaxnreg_dec<Cfg::kProducerRegs>();
     if (tid == 0) {
+      // A tile of `rows` rows of kD bytes: one box a slab, slab s at dst + s rows kRow bytes.
+      const auto load = [&](std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, int rows,
+                            int h, int row, int b) {
+#pragma unroll
+        for (int s = 0; s < Cfg::kSlabs; ++s) {
+          ptx::tma_load_4d(dst + s * rows * kRow, map, bar, s * kRow, h, row, b);
+        }
+      };
       int ring = 0, n = 0;
       for (int i = blockIdx.x; i < n_items; i += gridDim.x, ++n) {
         const Item it = item_of(p, i, nblk);
-        const int hk = p.kv_head(it.h), qb = n & 1;
-        if (n >= 2) ptx::mbarrier_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);
+        const int hk = p.kv_head(it.h), qb = n % kQBuffers;
+        if (n >= kQBuffers) ptx::mbarrier_wait(q_empty(qb), ((n / kQBuffers) & 1) ^ 1);
         // Tensor-map coordinates (varlen: rows from cu_seqlens in a batch of one) and tiles.
         int n_tiles, bc = it.b, rk = 0, lk = 0;
         if constexpr (kVarlen) {
@@ -291,14 +316,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           n_tiles = tiles_of<kBlockM, true>(p, it.mb, p.len_q(it.b), lk);
           if (n_tiles > 0) {
             ptx::mbarrier_arrive_expect_tx(q_full(qb), kQBytes);
-            ptx::tma_load_4d(sq0 + qb * kQBytes, &maps.q, q_full(qb), 0, it.h,
-                             static_cast<int>(p.row0_q(it.b)) + it.mb * kBlockM, 0);
+            load(sq0 + qb * kQBytes, &maps.q, q_full(qb), kBlockM, it.h,
+                 static_cast<int>(p.row0_q(it.b)) + it.mb * kBlockM, 0);
           } else {  // no GEMM reads this item's Q (often a row block past its sequence)
             ptx::mbarrier_arrive(q_full(qb));
           }
         } else {
           ptx::mbarrier_arrive_expect_tx(q_full(qb), kQBytes);
-          ptx::tma_load_4d(sq0 + qb * kQBytes, &maps.q, q_full(qb), 0, it.h, it.mb * kBlockM, it.b);
+          load(sq0 + qb * kQBytes, &maps.q, q_full(qb), kBlockM, it.h, it.mb * kBlockM, it.b);
           n_tiles = tiles_of<kBlockM, false>(p, it.mb, p.seqlen_q, p.seqlen_k);
         }
         for (int t = 0; t < n_tiles; ++t, ++ring) {
@@ -306,20 +331,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           const std::uint32_t parity = ((ring / kStages) & 1) ^ 1;
           if (ring >= kStages) ptx::mbarrier_wait(k_empty(s), parity);
           ptx::mbarrier_arrive_expect_tx(k_full(s), kTileBytes);
-          ptx::tma_load_4d(sk0 + s * kTileBytes, &maps.k, k_full(s), 0, hk, rk + t * kBlockN, bc);
+          load(sk0 + s * kTileBytes, &maps.k, k_full(s), kBlockN, hk, rk + t * kBlockN, bc);
           if (ring >= kStages) ptx::mbarrier_wait(r_empty(s), parity);
           ptx::mbarrier_arrive_expect_tx(r_full(s), kTileBytes);
           if constexpr (kVarlen) {  // a sequence's partial last tile: zeros past its end
             const int in_seq = lk - t * kBlockN;
             if (in_seq < kBlockN) {
-              ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v_tail, r_full(s), 0, hk,
-                               kBlockN - in_seq, rk + lk);
+              load(sr0 + s * kTileBytes, &maps.v_tail, r_full(s), kBlockN, hk, kBlockN - in_seq,
+                   rk + lk);
             } else {
-              ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v, r_full(s), 0, hk, rk + t * kBlockN,
-                               bc);
+              load(sr0 + s * kTileBytes, &maps.v, r_full(s), kBlockN, hk, rk + t * kBlockN, bc);
             }
           } else {
-            ptx::tma_load_4d(sr0 + s * kTileBytes, &maps.v, r_full(s), 0, hk, t * kBlockN, it.b);
+            load(sr0 + s * kTileBytes, &maps.v, r_full(s), kBlockN, hk, t * kBlockN, it.b);
           }
         }
       }
@@ -349,10 +373,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   const int c = tid / 128 - 1;  // consumer warpgroup
   const int warp = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
-  // Q and K: rows of kD bytes (the 128- or 64-byte swizzle, 8-row groups 8 kD bytes apart); V^T:
-  // rows of 128 keys.
+  // Q and K: rows of kRow bytes (the 128- or 64-byte swizzle, 8-row groups 8 kRow bytes apart;
+  // head dim 256 in two slabs of 128-byte rows); V^T: rows of 128 keys.
   const auto qk_desc = [](std::uint32_t addr) {
-    return kD == 128 ? ptx::smem_desc_sw128(addr, 16, 1024) : ptx::smem_desc_sw64(addr, 16, 512);
+    return kD == 64 ? ptx::smem_desc_sw64(addr, 16, 512) : ptx::smem_desc_sw128(addr, 16, 1024);
   };
   const std::uint64_t k_desc = qk_desc(sk0);
   const std::uint64_t v_desc = ptx::smem_desc_sw128(sv0, 16, 1024);
@@ -363,12 +387,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   int ring = 0, n = 0;
   for (int i = blockIdx.x; i < n_items; i += gridDim.x, ++n) {
     const Item it = item_of(p, i, nblk);
-    const int h = it.h, b = it.b, hk = p.kv_head(h), m0 = it.mb * kBlockM, qb = n & 1;
+    const int h = it.h, b = it.b, hk = p.kv_head(h), m0 = it.mb * kBlockM, qb = n % kQBuffers;
     const int lq = len_q_of<kVarlen>(p, b), lk = len_k_of<kVarlen>(p, b);
     const int n_tiles = tiles_of<kBlockM, kVarlen>(p, it.mb, lq, lk);
     const int row0 = m0 + c * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
     const float sl2 = p.scale_log2 * p.q_scale_of(h) * p.k_scale_of(hk);
-    const std::uint64_t q_desc = qk_desc(sq0 + qb * kQBytes + c * 64 * kD);
+    const std::uint64_t q_desc = qk_desc(sq0 + qb * kQBytes + c * 64 * kRow);
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
 #pragma unroll
     for (int e = 0; e < kD / 2; ++e) o[e] = 0.f;
@@ -377,9 +401,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       ptx::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kD / 32; ++kk) {
-        ptx::wgmma_ss<__nv_fp8_e4m3, 128>(s, ptx::desc_advance(q_desc, 32 * kk),
-                                          ptx::desc_advance(k_desc, st * kTileBytes + 32 * kk),
-                                          kk > 0 ? 1 : 0);
+        // k-step kk: 32 bytes into its slab's rows (slab kk / 4 at head dim 256)
+        const std::uint32_t at = 32 * (kk & 3);
+        ptx::wgmma_ss<__nv_fp8_e4m3, 128>(
+            s, ptx::desc_advance(q_desc, (kk >> 2) * kBlockM * 128 + at),
+            ptx::desc_advance(k_desc, st * kTileBytes + (kk >> 2) * 128 * 128 + at),
+            kk > 0 ? 1 : 0);
       }
       ptx::wgmma_commit();
     };
@@ -442,8 +469,35 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       }
     };
 
-    ptx::mbarrier_wait(q_full(qb), (n >> 1) & 1);
-    if (n_tiles > 0) {
+    ptx::mbarrier_wait(q_full(qb), (n / kQBuffers) & 1);
+    if (n_tiles > 0 && !kOverlap) {
+      // Head dim 256: each tile's S GEMM, softmax and P V in turn (S and P are never live beside
+      // the next tile's S): the 2 consumer warpgroups still overlap each other.
+      for (int t = 0; t < n_tiles; ++t) {
+        const int st = (ring + t) % kStages, sv = (ring + t) % kVtStages;
+        ptx::mbarrier_wait(k_full(st), ((ring + t) / kStages) & 1);
+        gemm_s(st);
+        ptx::wgmma_wait<0>();
+        ptx::mbarrier_arrive(k_empty(st));
+        if (t == n_tiles - 1) ptx::mbarrier_arrive(q_empty(qb));  // the last S GEMM has read Q
+        softmax(t);
+        if (t > 0) {
+#pragma unroll
+          for (int j = 0; j < kD / 8; ++j) {
+            o[4 * j + 0] *= alpha[0];
+            o[4 * j + 1] *= alpha[0];
+            o[4 * j + 2] *= alpha[1];
+            o[4 * j + 3] *= alpha[1];
+          }
+        }
+        pack_p();
+        ptx::mbarrier_wait(v_full(sv), ((ring + t) / kVtStages) & 1);
+        gemm_pv(sv);
+        ptx::wgmma_wait<0>();
+        ptx::mbarrier_arrive(v_empty(sv));
+      }
+      ring += n_tiles;
+    } else if (n_tiles > 0) {
       {
         const int st = ring % kStages;
         ptx::mbarrier_wait(k_full(st), (ring / kStages) & 1);
@@ -506,8 +560,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #endif
 }
 
-// Rows of kD bytes, 128 a box, swizzled as the kernel's descriptors read them (128 bytes at kD =
-// 128, 64 at 64).
+// Rows of kD bytes, kBoxRows a box, swizzled as the kernel's descriptors read them (128 bytes at
+// kD = 128 and 256, 64 at 64); at kD = 256 a box spans half a row (one slab: the kernel loads two).
 template <int kD, int kBoxRows = 128>
 CUtensorMap rows_map(const char* name, const void* base, int heads, int rows, int batch,
                      std::int64_t head_stride, std::int64_t row_stride, std::int64_t batch_stride) {
@@ -524,9 +578,9 @@ CUtensorMap rows_map(const char* name, const void* base, int heads, int rows, in
   const std::uint64_t strides[3] = {or_else(head_stride, kD),
                                     or_else(row_stride, std::int64_t{kD} * heads),
                                     or_else(batch_stride, std::int64_t{kD} * heads * mapped_rows)};
-  const std::uint32_t box[4] = {kD, 1, kBoxRows, 1};
+  const std::uint32_t box[4] = {kD == 256 ? 128 : kD, 1, kBoxRows, 1};
   return make_tensor_map_4d(name, base, CU_TENSOR_MAP_DATA_TYPE_UINT8, dims, strides, box,
-                            kD == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B);
+                            kD == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 template <typename TO, class Cfg>
@@ -589,12 +643,12 @@ bool fp8_usable() {
 
 void fwd_fp8(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   const bool three = kernel == FwdKernel::sm90_fp8_192x128;
-  if ((p.head_dim != 64 && p.head_dim != 128) || (three && p.head_dim != 64) ||
+  if ((p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) || (three && p.head_dim != 64) ||
       (!three && kernel != FwdKernel::sm90_fp8_128x128) || !p.q_quantized() ||
       p.kv_dtype != DType::e4m3 || !strides_fit_tma(p)) {
     throw Error(ErrorCode::not_supported,
                 std::string("gpuattn: internal error: the FP8 kernel takes E4M3 q/k/v at head dims "
-                            "64 and 128 (sm90_fp8_192x128: 64), with strides its tensor maps "
+                            "64, 128 and 256 (sm90_fp8_192x128: 64), with strides its tensor maps "
                             "describe; this call: ") +
                     tile_config(kernel).name + " at head dim " + std::to_string(p.head_dim));
   }
@@ -606,6 +660,10 @@ void fwd_fp8(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   if (p.head_dim == 64) {
     using C64 = Fp8Config<64, 2>;
     return bf16 ? launch_fp8<__nv_bfloat16, C64>(p, stream) : launch_fp8<__half, C64>(p, stream);
+  }
+  if (p.head_dim == 256) {
+    using C256 = Fp8Config<256, 2>;
+    return bf16 ? launch_fp8<__nv_bfloat16, C256>(p, stream) : launch_fp8<__half, C256>(p, stream);
   }
   using C128 = Fp8Config<128, 2>;
   return bf16 ? launch_fp8<__nv_bfloat16, C128>(p, stream) : launch_fp8<__half, C128>(p, stream);

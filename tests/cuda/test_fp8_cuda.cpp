@@ -1,9 +1,9 @@
 // FP8 attention on CUDA (q, k and v of E4M3 with their scales, out f16 / bf16) against the fp64
 // reference of the same call (which reads x * scale), on fresh random inputs with outputs poisoned
-// first. On Hopper the FP8 kernel runs dense and causal calls at head dims 64 and 128, varlen or
-// not (awkward lengths, Sq != Sk in both directions, GQA / MQA, one scale or a scale a head, K / V
-// as strided views); every other call (head dim 256, decode, windows, seqused_k, a paged cache)
-// runs on a dequantized copy of q, as do all calls under GPUATTN_KERNEL=sm80 and on other GPUs.
+// first. On Hopper the FP8 kernel runs dense and causal calls at head dims 64, 128 and 256, varlen
+// or not (awkward lengths, Sq != Sk in both directions, GQA / MQA, one scale or a scale a head,
+// K / V as strided views); every other call (decode, windows, seqused_k, a paged cache) runs on a
+// dequantized copy of q, as do all calls under GPUATTN_KERNEL=sm80 and on other GPUs.
 //
 // The FP8 kernel rounds P to E4M3 before P V (3 mantissa bits: a relative error of up to 2^-4,
 // uniform, about 0.036 RMS; values under 2^-6 lose more). On diffuse rows of random inputs, where
@@ -343,6 +343,31 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim64) {
   for (const F8Case& c : cases) run_case(c, path, FwdKernel::sm90_fp8_128x128);
 }
 
+// Head dim 256: Q and K rows of 256 bytes in two 128-byte slabs (two TMA boxes a tile, 8 k-steps
+// for S), V transposed from two slabs, P V at N = 256, one Q buffer and 2 V^T stages (what fits),
+// no intra-warpgroup overlap (registers). More items than SMs run the one Q buffer across items.
+TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim256) {
+  const Path path = kernel_path();
+  const DType f16 = DType::f16, bf16 = DType::bf16;
+  const std::vector<F8Case> cases = {
+      {f16, 1, 4, 4, 128, 128, 256},
+      {bf16, 2, 8, 2, 200, 333, 256, true},          // GQA 4, awkward lengths
+      {f16, 2, 4, 1, 333, 200, 256, true},           // MQA, Sq > Sk: early rows see no key
+      {bf16, 1, 2, 2, 700, 700, 256, false, false},  // one scale for every head
+      {f16, 3, 4, 2, 77, 1100, 256},                 // 9 key tiles, a ragged last one
+      {bf16, 1, 4, 2, 300, 31, 256, true},           // one short key tile
+      {bf16, 4, 16, 16, 400, 200, 256, true},        // 256 items, rows 0-199 see no key
+      {f16, 2, 32, 8, 300, 500, 256},                // 192 items, GQA 4
+      F8Case{bf16, 2, 8, 2, 300, 500, 256, true}.packed(),
+      {bf16, 3, 8, 2, 300, 500, 256, true, true, true},  // varlen, GQA 4
+      {f16, 5, 4, 2, 40, 45, 256, true, true, true},     // query lengths 40, 3, 1, 1, 1
+      F8Case{f16, 4, 4, 4, 300, 260, 256, true, true, true}.lens({130, 0, 300, 64},
+                                                                 {5, 200, 260, 0}, 1),
+      F8Case{bf16, 1, 8, 2, 257, 129, 256, true, true, true}.lens({257}, {129}),
+  };
+  for (const F8Case& c : cases) run_case(c, path, FwdKernel::sm90_fp8_128x128);
+}
+
 // GPUATTN_FUZZ_CASES random calls (default 32) drawn from GPUATTN_FUZZ_SEED (a fixed default;
 // another seed explores; tests/common/random_cases.h), on whichever path the dispatch takes, with
 // that path's bounds: both output types, head dim 128 mostly (the FP8 kernel's, as is 64) and
@@ -411,9 +436,8 @@ TEST_F(Fp8AttentionCuda, RandomCallsMatchTheReference) {
 TEST_F(Fp8AttentionCuda, OtherCallsRunOnADequantizedQ) {
   const DType f16 = DType::f16, bf16 = DType::bf16;
   const std::vector<F8Case> cases = {
-      {f16, 2, 4, 2, 150, 260, 256, true},                                   // head dim 256
-      {bf16, 1, 4, 4, 100, 90, 256},                                         // head dim 256
-      {bf16, 3, 8, 2, 150, 300, 256, true, true, true},                      // varlen, D256
+      {bf16, 1, 4, 4, 100, 90, 256, false, true, false, make_mask(30, 0)},   // D256, a window
+      {f16, 2, 8, 2, 2, 700, 256, true},                                     // decode, D256
       {f16, 2, 4, 2, 150, 260, 64, false, true, false, make_mask(50, 0)},    // D64, a window
       {f16, 2, 8, 2, 3, 900, 128, true},                                     // decode
       {bf16, 1, 4, 2, 300, 300, 128, false, true, false, make_mask(50, 0)},  // a window

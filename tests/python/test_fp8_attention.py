@@ -621,7 +621,7 @@ def test_fp8_kvcache_torch_errors():
     (2, 300, 300, 8, 2, 128),  # head dim 128, dense: the sm_90a FP8 kernel where there is one
     (2, 37, 300, 8, 8, 128),  # Sq < Sk
     (1, 300, 70, 4, 1, 64),  # head dim 64, Sq > Sk: the FP8 kernel too
-    (1, 300, 70, 4, 1, 256),  # head dim 256: q dequantized, then the 16-bit kernel
+    (1, 300, 70, 4, 1, 256),  # head dim 256: the FP8 kernel too
 ], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_torch_cuda_fp8_matches_reference(shape, causal):
