@@ -2,8 +2,8 @@
 """FP8 attention against 16-bit attention on the same inputs, in one run: ours on FP8 E4M3 q, k and
 v (a scale per head, out bfloat16), ours on bfloat16, and torch SDPA's cuDNN and flash backends on
 bfloat16, at head dim 128 (DESIGN.md's shapes and the FA3 figure's sequence sweep: 16K tokens a
-call, 16 heads, S = 512 ... 16384) or, with --head-dim 64, at head dim 64 with 32 heads (the FA3
-grid's H x D = 2048; the named shapes with 32 heads).
+call, 16 heads, S = 512 ... 16384) or, with --head-dim 64 / 256, at that head dim with 32 / 8 heads
+(the FA3 grid's H x D = 2048; the named shapes' heads scaled alike).
 
 The FP8 row passes check_indices=False: its call then trusts the scale values rather than checking
 them on a host copy, a stream synchronization that would otherwise be timed with it (the 16-bit
@@ -16,7 +16,7 @@ do_bench medians (L2 flushed), --repeats rounds with the rows in turn, the media
 rounds. TFLOP/s counts 4 B H Sq Sk D (half of it causal).
 
     PYTHONPATH=<build>/python python3 bench/fp8_attention.py [--json out.json] [--quick]
-        [--repeats N] [--head-dim 64|128]
+        [--repeats N] [--head-dim 64|128|256]
 """
 import argparse
 import datetime
@@ -37,11 +37,9 @@ SWEEP = [(16384 // s, 16, s, c) for c in (False, True) for s in (512, 1024, 2048
 
 
 def shapes(head_dim, quick):
-    """(B, H, S, causal) of the run: at head dim 64 every shape's heads doubled (H x D = 2048)."""
+    """(B, H, S, causal) of the run: every shape's heads scaled by 128 / head_dim (H x D kept)."""
     cases = NAMED + ([] if quick else SWEEP)
-    if head_dim == 64:
-        cases = [(B, 2 * H, S, c) for B, H, S, c in cases]
-    return cases
+    return [(B, H * 128 // head_dim, S, c) for B, H, S, c in cases]
 
 
 def quantize(x):
@@ -91,7 +89,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="the named shapes only")
-    ap.add_argument("--head-dim", type=int, choices=(64, 128), default=128)
+    ap.add_argument("--head-dim", type=int, choices=(64, 128, 256), default=128)
     args = ap.parse_args()
     D = args.head_dim
     results = []

@@ -1,15 +1,15 @@
 // The GPU time of FP8 attention calls through the C++ API (E4M3 q, k and v, a scale per head, out
-// bf16, head dim 128, or 64 with twice the heads) at bench/fp8_attention.py's shapes: each call
-// between two events after a 256 MB memset that flushes L2, the median of REPS calls. Unlike
-// do_bench, which queues its calls, it waits for each call before the next, so a call's host side
-// (launch, tensor maps) shows in its time: its figures are for comparing builds of the FP8 kernel
-// side by side (no Python module to build, a minute of a GPU machine's time), not for quoting
-// against do_bench's. check_indices is off, as in the script's FP8 row: the call trusts its scales
+// bf16, head dim 128, or 64 / 256 with twice / half the heads) at bench/fp8_attention.py's
+// shapes: each call between two events after a 256 MB memset that flushes L2, the median of REPS
+// calls. Unlike do_bench, which queues its calls, it waits for each call before the next, so a
+// call's host side (launch, tensor maps) shows in its time: its figures are for comparing builds of
+// the FP8 kernel side by side (no Python module to build, a minute of a GPU machine's time), not
+// for quoting against do_bench's. check_indices is off, as in the script's FP8 row: the call trusts its scales
 // rather than synchronizing to check them. Builds compared in one run should take turns in balanced
 // order (A B B A, bench/ab_probe.py): the same kernel measured 2-6% apart in two binaries run one
 // after the other (2026-11-30-h200-s44).
 //
-//   gpuattn_fp8_probe [REPS] [--head-dim 64|128]      (default 50, 128)
+//   gpuattn_fp8_probe [REPS] [--head-dim 64|128|256]      (default 50, 128)
 //
 // GPUATTN_FP8_KERNEL=0 times the calls on the dequantized q (the path other FP8 calls take).
 //

@@ -141,15 +141,15 @@ struct AttentionArgs {
   // q's device, each positive and finite: element x of query head h stands for x * q_scale[h].
   // out is f16 or bf16 (f32 too on the CPU backend) and is the dtype the call computes in. Every
   // layout, mask and precision works, on both backends. On Hopper (sm_90a), dense and causal
-  // calls at head dim 128 (varlen or not) without seqused_k or a block table, in standard
-  // precision, with no broadcast (zero) stride, and not decode calls (those read the cache in
-  // place, as above), run the FP8 kernel: S = Q K^T and O = P V on E4M3 operands with fp32
+  // calls at head dims 64, 128 and 256 (varlen or not) without seqused_k or a block table, in
+  // standard precision, with no broadcast (zero) stride, and not decode calls (those read the cache
+  // in place, as above), run the FP8 kernel: S = Q K^T and O = P V on E4M3 operands with fp32
   // accumulation, P rounded to E4M3 (its values lie in [0, 1]; the row sums are taken before the
   // rounding), the scales applied to the scores and the output, never per element; it transposes V
   // tile by tile in shared memory (wgmma's 8-bit B operand must be K-major) and takes no buffer.
-  // Every other CUDA call, and every call under GPUATTN_KERNEL=sm80, first dequantizes q into a
-  // pool buffer of out's dtype (total_q x Hq x D elements: x * q_scale[h] rounded once) and runs as
-  // an 8-bit cache's call does (decode calls on the cache in place, the others on a dequantized
+  // Every other CUDA call, and every call under GPUATTN_KERNEL=sm80 or GPUATTN_FP8_KERNEL=0 (16-bit
+  // accuracy: P is not rounded), first dequantizes q into a pool buffer of out's dtype (total_q x
+  // Hq x D elements: x * q_scale[h] rounded once) and runs as an 8-bit cache's call does (decode calls on the cache in place, the others on a dequantized
   // copy of K and V as well). Scales are checked on a host copy when check_indices is set, as
   // k_scale's are.
   TensorView q_scale;

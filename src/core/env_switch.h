@@ -1,7 +1,7 @@
 // Environment switches: the experiment and policy switches that the engine and the launchers read
 // (GPUATTN_SKINNY_GEMM, GPUATTN_SKINNY_Q8_NARROW, GPUATTN_SKINNY_Q8_TWO_LAUNCHES,
-// GPUATTN_DECODE_EARLY, GPUATTN_DECODE_LEAN). Each caller reads its switch once and keeps the
-// answer.
+// GPUATTN_SKINNY_Q4_CHUNKS, GPUATTN_DECODE_EARLY, GPUATTN_DECODE_LEAN, GPUATTN_CARVEOUT_MAX,
+// GPUATTN_FP8_KERNEL). Each caller reads its switch once and keeps the answer.
 #pragma once
 
 #include <initializer_list>

@@ -32,7 +32,7 @@ enum class FwdKernel {
                        // short keys: 3 K/V stages, 1 Q buffer (FwdD128ShortTraits)
   sm90_ws_128x128_s4,  // its causal instantiation at head dim 64 on 2 consumers: 4 K/V stages
                        // (FwdD64CausalTraits)
-  sm90_fp8_128x128,    // the FP8 E4M3 kernel (AttentionArgs::q_scale) at head dims 64 and 128
+  sm90_fp8_128x128,    // the FP8 E4M3 kernel (AttentionArgs::q_scale) at head dims 64-256
                        // (src/cuda/fwd_sm90_fp8.cu); picked by the FP8 dispatch, not by
                        // select_fwd_config
   sm90_fp8_192x128,    // the same on 3 consumer warpgroups at head dim 64 (picked as
@@ -228,22 +228,27 @@ inline constexpr std::array<TileConfig, 14> kFwdTileConfigs = {{
      "1.01x cuDNN, B16 H32 S1024 1.00 -> 1.03x. Not for dense non-causal calls: 3 and 4 stages "
      "measured 0.991-1.025x on the one-wave B1 H16 S1024 shape (ninth session)"},
     {FwdKernel::sm90_fp8_128x128, "sm90_fp8_128x128", 128, 128, 12, 2,
-     "Hopper, FP8 attention (E4M3 q, k, v; AttentionArgs::q_scale), head dims 64 and 128, dense "
+     "Hopper, FP8 attention (E4M3 q, k, v; AttentionArgs::q_scale), head dims 64, 128 and 256, "
+     "dense "
      "and causal calls (varlen too) without seqused_k, a block table or broadcast strides, not "
      "decode calls (cuda_fp8_kernel_takes; every other FP8 call runs on a dequantized q). QGMMA "
      "m64n128k32 for S, m64nDk32 for P V (at D = 64 Q and K rows of 64 bytes, the 64-byte "
-     "swizzle; rings as at 128, not tuned there); 8-bit operands are K-major only, so 3 producer "
+     "swizzle; rings as at 128, not tuned there; at D = 256 rows of two 128-byte slabs, one Q "
+     "buffer and 2 V^T stages to fit 224 KB, no intra-warpgroup overlap: with it ptxas "
+     "serialized the wgmmas and spilled at 232 registers; 1.20-1.91x the dequantized q's time, "
+     "2026-11-30-h200-s49 call 8); 8-bit operands are K-major only, so 3 producer "
      "warps transpose "
      "each V tile into a 3-stage V^T ring in shared memory (ldmatrix.trans, stmatrix), which "
      "against s43's V^T pass before the kernel measured +12-27% at S <= 1024, +5-7% at S2048, "
      "-2-6% at dense S >= 4096 and -3% to +1% at causal S >= 4096 (H200, 2026-11-30-h200-s44 "
      "call 6); persistent, 2 Q buffers, 2 consumer warpgroups x 64 rows with the "
-     "intra-warpgroup overlap, 128-key tiles (S 64 + O 64 + P 16 registers). 2 K/V stages (3 "
+     "intra-warpgroup overlap, 128-key tiles (S 64 + O D/2 + P 16 registers). 2 K/V stages (3 "
      "measured the same on s43's K / V^T ring); ping-pong between the consumers lost 7-8% "
      "(2026-11-29-h200-s43 calls 5-7)"},
     {FwdKernel::sm90_fp8_192x128, "sm90_fp8_192x128", 192, 128, 16, 2,
      "Hopper, FP8 attention at head dim 64 where three_consumers_pay (the rule of "
-     "sm90_ws_192x128: large grids, causal calls from 2048 rows; GPUATTN_KERNEL=sm90_ws_192x128 / "
+     "sm90_ws_192x128: large grids, causal ones only from 2048 rows; "
+     "GPUATTN_KERNEL=sm90_ws_192x128 / "
      "sm90_ws_128x128 force it or sm90_fp8_128x128): sm90_fp8_128x128's kernel on 3 consumer "
      "warpgroups x 64 rows (setmaxnreg 32 / 160). At D = 64 the 8-bit GEMMs take half a tile's "
      "time at most and the softmax the rest, so a third warpgroup's softmax overlaps the others' "
@@ -251,7 +256,8 @@ inline constexpr std::array<TileConfig, 14> kFwdTileConfigs = {{
      "3 rounds, H32, B x S = 16k): against 2 consumers dense S512-S16384 1.13-1.29x TFLOP/s, "
      "causal S2048-S16384 1.12-1.20x, but causal S512 0.99x and S1024 0.95x (the rule keeps 2 "
      "there); against the dequantized q it replaces (GPUATTN_FP8_KERNEL=0) 1.08-1.61x at every "
-     "shape"},
+     "shape. The rule is the 16-bit kernel's: FP8 3 against 2 was measured on 16k-token grids "
+     "only, not near the rule's wave cutoff"},
 }};
 
 const TileConfig& tile_config(FwdKernel kernel);

@@ -15,7 +15,8 @@
 // holds each 32-key chunk's keys in the order the fragment takes them from the accumulator
 // (fp8_key_of), so that P packs from the thread's own registers and P V sums the same products.
 //
-// Work items of 128 query rows of one (batch, head), run by a persistent grid (one CTA an SM); a
+// Work items of 64 kC query rows (128, or 192 on 3 consumers) of one (batch, head), run by a
+// persistent grid (one CTA an SM); a
 // varlen call has max_seqlen_q's row blocks for every sequence, those past its end empty, and its
 // tensor maps span all sequences' rows (rows from cu_seqlens, one batch entry);
 // per CTA a producer warpgroup, whose first thread issues the TMA loads of each item's Q (into two
@@ -160,7 +161,7 @@ __device__ __forceinline__ std::uint32_t e4m3x4(float a, float b, float c, float
 // c of row r at c ^ (r % 8); at kD = 64 the 64-byte swizzle, chunk c at c ^ (r / 2 % 4), which
 // keeps 8 consecutive keys' chunks on distinct banks too; at kD = 256 two slabs of 128-byte rows,
 // chunks 0-7 in the first, 8-15 in the second) becomes the V^T tile the P V GEMM reads
-// (row = head-dim element d, 128 bytes of keys, the same swizzle), each 16-key group's keys in
+// (row = head-dim element d, 128 bytes of keys, the 128-byte swizzle), each 16-key group's keys in
 // fp8_key_of's order: its 4-byte word a holds keys 2a, 2a + 1, 2a + 8, 2a + 9. A warp step moves
 // one 16-key group g x 32 elements d (8 groups x kD / 32 element chunks: kD / 4 steps):
 //   - ldmatrix.trans of 4 matrices of 8 keys x 16 bytes (keys 16g + 0..7 and + 8..15, at two
@@ -615,7 +616,7 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
   }
 
   const int grid = static_cast<int>(std::min<long long>(items, sm80::num_sms()));
-  static PerDeviceFlags smem_set[2];  // per instantiation (TO, kD, varlen)
+  static PerDeviceFlags smem_set[2];  // per instantiation (TO, Cfg, varlen)
   const auto launch = [&](auto kernel, const auto& kernel_maps, PerDeviceFlags& done) {
     set_max_dynamic_smem(reinterpret_cast<const void*>(kernel), Cfg::kSmemBytes, done);
     kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p, kernel_maps, nblk,
@@ -650,7 +651,10 @@ void fwd_fp8(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
                 std::string("gpuattn: internal error: the FP8 kernel takes E4M3 q/k/v at head dims "
                             "64, 128 and 256 (sm90_fp8_192x128: 64), with strides its tensor maps "
                             "describe; this call: ") +
-                    tile_config(kernel).name + " at head dim " + std::to_string(p.head_dim));
+                    tile_config(kernel).name + " at head dim " + std::to_string(p.head_dim) +
+                    ", q " + (p.q_quantized() ? "E4M3" : "not quantized") + ", k/v " +
+                    to_string(p.kv_dtype) + ", strides " +
+                    (strides_fit_tma(p) ? "fit" : "do not fit") + " TMA");
   }
   const bool bf16 = p.dtype == DType::bf16;
   if (three) {

@@ -5,33 +5,35 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace gpuattn::testing {
 
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
+  ScopedEnv(std::string name, const char* value) : name_(std::move(name)) {
+    const char* n = name_.c_str();
+    const char* old = std::getenv(n);
     had_ = old != nullptr;
     if (had_) old_ = old;
     if (value) {
-      setenv(name, value, 1);
+      setenv(n, value, 1);
     } else {
-      unsetenv(name);
+      unsetenv(n);
     }
   }
   ~ScopedEnv() {
     if (had_) {
-      setenv(name_, old_.c_str(), 1);
+      setenv(name_.c_str(), old_.c_str(), 1);
     } else {
-      unsetenv(name_);
+      unsetenv(name_.c_str());
     }
   }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
 
  private:
-  const char* name_;
+  std::string name_;
   bool had_ = false;
   std::string old_;
 };
