@@ -214,10 +214,19 @@ if [ "$TESTS" = 1 ]; then
     # The first 6 random cases of each attention suite (the fixed seed: README), under memcheck:
     # shapes, lengths and layouts the small fixed shapes above do not reach (dense and varlen,
     # block layouts, pages, FP8); not the engine's random workloads (whole generate loops).
-    # Added in session 48, not yet timed on the GPU machine.
+    # (H200, 2026-11-30 at 4cc208a: the 15 steps, this one among them, 196 s at 4 at once.)
     bg_step memcheck-random env GPUATTN_FUZZ_CASES=6 compute-sanitizer --tool memcheck \
       --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter='*Random*:-Gpt2*' \
       --gtest_brief=1
+    # The FP8 kernel's head-dim-64 and -256 cases (the D64 test runs each case on the rule's pick,
+    # then forced onto 3 consumers and onto 2; D256 has one Q buffer): memcheck and racecheck.
+    # Head dim 128's instantiation runs in memcheck-random's FP8 cases (and ran clean under both
+    # tools in session 44). Added in session 49 (H200: the D256 cases 37 s for both tools).
+    fp8='Fp8AttentionCuda.KernelMatchesTheReferenceAtHeadDim*'
+    for tool in memcheck racecheck; do
+      bg_step "$tool-fp8" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+        "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$fp8" --gtest_brief=1
+    done
     # The GPT-2 engine's kernels (embedding, layernorm, k/v scatter, sampling) and its calls into
     # the library, through its CUDA suite: memcheck on all of it, racecheck (shared memory: the
     # layernorm and sampling reductions) on the forward and the sampling kernel.
