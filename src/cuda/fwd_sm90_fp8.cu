@@ -1,11 +1,11 @@
 // FP8 E4M3 attention forward for Hopper (sm_90a): q, k and v of E4M3 with a scale per head (or
-// one per tensor), out f16 or bf16, head dims 64 and 128, dense and causal (bottom-right aligned),
-// GQA, Sq != Sk, varlen, LSE.
+// one per tensor), out f16 or bf16, head dims 64, 128 and 256, dense and causal (bottom-right
+// aligned), GQA, Sq != Sk, varlen, LSE.
 //
 // Both GEMMs run on wgmma's 8-bit path (m64n128k32 for S, m64nDk32 for O, fp32 accumulation),
 // which takes its shared-memory operands K-major only:
 //   - S = Q K^T: Q and K as they are (rows of D bytes: one 128-byte swizzle row each at D = 128,
-//     one 64-byte swizzle row at D = 64);
+//     one 64-byte swizzle row at D = 64, two 128-byte ones at D = 256, in two column slabs);
 //   - O += P V: P from the S registers, rounded to E4M3 (its values lie in [0, 1]; the row sums
 //     are taken before the rounding), and V^T, whose rows must run along the keys. V tiles come
 //     in by TMA as they are, and three warps of the producer warpgroup write each one transposed
@@ -16,15 +16,15 @@
 // (fp8_key_of), so that P packs from the thread's own registers and P V sums the same products.
 //
 // Work items of 64 kC query rows (128, or 192 on 3 consumers) of one (batch, head), run by a
-// persistent grid (one CTA an SM); a
-// varlen call has max_seqlen_q's row blocks for every sequence, those past its end empty, and its
-// tensor maps span all sequences' rows (rows from cu_seqlens, one batch entry);
-// per CTA a producer warpgroup, whose first thread issues the TMA loads of each item's Q (into two
-// buffers) and of 2-stage rings of K and V tiles of 128 keys (full / empty mbarriers) and whose
-// other three warps transpose V into a 3-stage V^T ring, and two consumer warpgroups of 64 rows
-// (three at head dim 64 where the dispatch takes sm90_fp8_192x128: 192-row items).
-// Inside a consumer the next tile's S GEMM and this tile's P V run while the softmax of the next
-// tile is computed (the intra-warpgroup overlap of the 16-bit kernel). Causal grids run their
+// persistent grid (one CTA an SM); a varlen call has max_seqlen_q's row blocks for every sequence,
+// those past its end empty, and its tensor maps span all sequences' rows (rows from cu_seqlens,
+// one batch entry); per CTA a producer warpgroup, whose first thread issues the TMA loads of each
+// item's Q (into two buffers; one at head dim 256) and of 2-stage rings of K and V tiles of 128
+// keys (full / empty mbarriers) and whose other three warps transpose V into a 3-stage V^T ring
+// (2 stages at head dim 256), and two consumer warpgroups of 64 rows (three at head dim 64 where
+// the dispatch takes sm90_fp8_192x128: 192-row items). Inside a consumer the next tile's S GEMM
+// and this tile's P V run while the softmax of the next tile is computed (the intra-warpgroup
+// overlap of the 16-bit kernel; not at head dim 256, for want of registers). Causal grids run their
 // last row blocks first, the longest of a dense call (in a varlen call the shorter sequences'
 // last ones are empty: no Q load, no tile). The scales fold into the softmax's exponent scale
 // (q_scale * k_scale) and into the output's normalization (v_scale).
@@ -72,6 +72,7 @@ struct Fp8Config {
   // at most the swizzle's 128 bytes); V^T rows are 128 keys (128 bytes) at every head dim.
   static constexpr int kRow = kD == 256 ? 128 : kD;
   static constexpr int kSlabs = kD / kRow;
+  static_assert(kSlabs * kRow == kD && kRow <= 128, "a slab row spans at most a 128-byte swizzle");
   // A K, V or V^T tile: 128 keys of a D-byte head-dim row, or D rows of 128 keys (V^T); a Q tile
   // kBlockM rows. At D = 64 every ring keeps the depth measured at 128 (not tuned there).
   static constexpr int kTileBytes = 128 * kD;
@@ -83,14 +84,15 @@ struct Fp8Config {
   // stages and one Q buffer are what fit beside the K and V rings.
   static constexpr int kVtStages = kD == 256 ? 2 : 3;
   static constexpr int kQBuffers = kD == 256 ? 1 : 2;
+  static_assert(kQBuffers <= 2, "the barrier area holds 2 Q buffers' full / empty barriers");
   static constexpr int kBarrierBytes = 8 * (4 + 4 * kStages + 2 * kVtStages);
   static constexpr int kSmemBytes =
       1024 + kQBuffers * kQBytes + kTileBytes * (2 * kStages + kVtStages) + kBarrierBytes;
   // setmaxnreg: the producer warpgroup's transposing warps need more than a TMA thread's 24
   // (ptxas, nvcc 13.0, spilled there; 32 would do, 40 is what ran with 2 consumers); the
   // consumers hold S (64), O (D / 2) and P (16) through the overlap, with no spill at 232 (head
-  // dim 256: 208 of them). The
-  // CTA holds 168 x 384 = 64512 with 2 consumers, 128 x 512 with 3 (32 and 160).
+  // dim 256 runs no overlap: S and O, or P and O, at once). The CTA holds 168 x 384 = 64512 with
+  // 2 consumers, 128 x 512 with 3 (32 and 160).
   static constexpr int kProducerRegs = kC == 3 ? 32 : 40;
   static constexpr int kConsumerRegs = kC == 3 ? 160 : 232;
   static_assert(128 * kProducerRegs + 128 * kC * kConsumerRegs <=
@@ -186,8 +188,9 @@ __device__ __forceinline__ void transpose_tile(std::uint32_t src, std::uint32_t 
     const int g = step & 7, c = 2 * (step >> 3) + (j >> 1);  // key group, this lane's chunk
     const int key = 16 * g + 8 * (j & 1) + r;
     // Where the swizzle put chunk c: its slab (head dim 256), then the chunk in the key's row.
+    const std::uint32_t slab = kD == 256 ? (c >> 3) * (128 * 128) : 0;
     const std::uint32_t at = kD == 64 ? key * 64 + (((c ^ (key >> 1)) & 3) << 4)
-                                      : (c >> 3) * (128 * 128) + key * 128 + (((c ^ key) & 7) << 4);
+                                      : slab + key * 128 + (((c ^ key) & 7) << 4);
     std::uint32_t v[4];  // A (keys 0-7) and B (8-15) at chunk 2 (step / 8), then at the next
     ptx::ldmatrix_x4_trans(v, src + at);
     const int d = 16 * c + 2 * r + odd;
@@ -243,7 +246,8 @@ __device__ __forceinline__ int len_k_of(const FwdParams& p, int b) {
 // Persistent: CTA c runs items c, c + gridDim.x, ... The TMA thread streams each item's Q into one
 // of two buffers and its K and V tiles through their rings (V^T through its own, by the
 // transposing warps) without a break between items, so the next item's loads run under this
-// item's last tiles and epilogue.
+// item's last tiles and epilogue (at head dim 256, one Q buffer: the next item's loads, its K and V
+// too, wait for this item's last S GEMM).
 template <typename TO, class Cfg, bool kVarlen>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     fp8_fwd_kernel(const __grid_constant__ FwdParams p,
@@ -402,11 +406,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       ptx::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kD / 32; ++kk) {
-        // k-step kk: 32 bytes into its slab's rows (slab kk / 4 at head dim 256)
-        const std::uint32_t at = 32 * (kk & 3);
+        // k-step kk: slab kk / (kRow / 32) (head dim 256: two), 32 bytes a step into its rows
+        constexpr int kSteps = kRow / 32;
+        const std::uint32_t slab = kk / kSteps, at = 32 * (kk % kSteps);
         ptx::wgmma_ss<__nv_fp8_e4m3, 128>(
-            s, ptx::desc_advance(q_desc, (kk >> 2) * kBlockM * 128 + at),
-            ptx::desc_advance(k_desc, st * kTileBytes + (kk >> 2) * 128 * 128 + at),
+            s, ptx::desc_advance(q_desc, slab * kBlockM * kRow + at),
+            ptx::desc_advance(k_desc, st * kTileBytes + slab * kBlockN * kRow + at),
             kk > 0 ? 1 : 0);
       }
       ptx::wgmma_commit();
@@ -471,18 +476,57 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     };
 
     ptx::mbarrier_wait(q_full(qb), (n / kQBuffers) & 1);
-    if (n_tiles > 0 && !kOverlap) {
-      // Head dim 256: each tile's S GEMM, softmax and P V in turn (S and P are never live beside
-      // the next tile's S): the 2 consumer warpgroups still overlap each other.
-      for (int t = 0; t < n_tiles; ++t) {
-        const int st = (ring + t) % kStages, sv = (ring + t) % kVtStages;
-        ptx::mbarrier_wait(k_full(st), ((ring + t) / kStages) & 1);
-        gemm_s(st);
-        ptx::wgmma_wait<0>();
-        ptx::mbarrier_arrive(k_empty(st));
-        if (t == n_tiles - 1) ptx::mbarrier_arrive(q_empty(qb));  // the last S GEMM has read Q
-        softmax(t);
-        if (t > 0) {
+    if (n_tiles > 0) {
+      if constexpr (!kOverlap) {
+        // Head dim 256: each tile's S GEMM, softmax and P V in turn (S and P are never live beside
+        // the next tile's S): the 2 consumer warpgroups still overlap each other.
+        for (int t = 0; t < n_tiles; ++t) {
+          const int st = (ring + t) % kStages, sv = (ring + t) % kVtStages;
+          ptx::mbarrier_wait(k_full(st), ((ring + t) / kStages) & 1);
+          gemm_s(st);
+          ptx::wgmma_wait<0>();
+          ptx::mbarrier_arrive(k_empty(st));
+          if (t == n_tiles - 1) ptx::mbarrier_arrive(q_empty(qb));  // the last S GEMM has read Q
+          softmax(t);
+          if (t > 0) {
+#pragma unroll
+            for (int j = 0; j < kD / 8; ++j) {
+              o[4 * j + 0] *= alpha[0];
+              o[4 * j + 1] *= alpha[0];
+              o[4 * j + 2] *= alpha[1];
+              o[4 * j + 3] *= alpha[1];
+            }
+          }
+          pack_p();
+          ptx::mbarrier_wait(v_full(sv), ((ring + t) / kVtStages) & 1);
+          gemm_pv(sv);
+          ptx::wgmma_wait<0>();
+          ptx::mbarrier_arrive(v_empty(sv));
+        }
+        ring += n_tiles;
+      } else {
+        {
+          const int st = ring % kStages;
+          ptx::mbarrier_wait(k_full(st), (ring / kStages) & 1);
+          gemm_s(st);
+          ptx::wgmma_wait<0>();
+          ptx::mbarrier_arrive(k_empty(st));
+          if (n_tiles == 1) ptx::mbarrier_arrive(q_empty(qb));
+          softmax(0);
+          pack_p();
+        }
+        for (int t = 1; t < n_tiles; ++t) {
+          const int st = (ring + t) % kStages, sp = (ring + t - 1) % kVtStages;
+          ptx::mbarrier_wait(k_full(st), ((ring + t) / kStages) & 1);
+          gemm_s(st);
+          ptx::mbarrier_wait(v_full(sp), ((ring + t - 1) / kVtStages) & 1);
+          gemm_pv(sp);
+          ptx::wgmma_wait<1>();
+          ptx::mbarrier_arrive(k_empty(st));
+          if (t == n_tiles - 1) ptx::mbarrier_arrive(q_empty(qb));  // the last S GEMM has read Q
+          softmax(t);
+          ptx::wgmma_wait<0>();
+          ptx::mbarrier_arrive(v_empty(sp));
 #pragma unroll
           for (int j = 0; j < kD / 8; ++j) {
             o[4 * j + 0] *= alpha[0];
@@ -490,52 +534,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             o[4 * j + 2] *= alpha[1];
             o[4 * j + 3] *= alpha[1];
           }
+          pack_p();
         }
-        pack_p();
-        ptx::mbarrier_wait(v_full(sv), ((ring + t) / kVtStages) & 1);
-        gemm_pv(sv);
+        const int sl = (ring + n_tiles - 1) % kVtStages;
+        ptx::mbarrier_wait(v_full(sl), ((ring + n_tiles - 1) / kVtStages) & 1);
+        gemm_pv(sl);
         ptx::wgmma_wait<0>();
-        ptx::mbarrier_arrive(v_empty(sv));
+        ptx::mbarrier_arrive(v_empty(sl));
+        ring += n_tiles;
       }
-      ring += n_tiles;
-    } else if (n_tiles > 0) {
-      {
-        const int st = ring % kStages;
-        ptx::mbarrier_wait(k_full(st), (ring / kStages) & 1);
-        gemm_s(st);
-        ptx::wgmma_wait<0>();
-        ptx::mbarrier_arrive(k_empty(st));
-        if (n_tiles == 1) ptx::mbarrier_arrive(q_empty(qb));
-        softmax(0);
-        pack_p();
-      }
-      for (int t = 1; t < n_tiles; ++t) {
-        const int st = (ring + t) % kStages, sp = (ring + t - 1) % kVtStages;
-        ptx::mbarrier_wait(k_full(st), ((ring + t) / kStages) & 1);
-        gemm_s(st);
-        ptx::mbarrier_wait(v_full(sp), ((ring + t - 1) / kVtStages) & 1);
-        gemm_pv(sp);
-        ptx::wgmma_wait<1>();
-        ptx::mbarrier_arrive(k_empty(st));
-        if (t == n_tiles - 1) ptx::mbarrier_arrive(q_empty(qb));  // the last S GEMM has read Q
-        softmax(t);
-        ptx::wgmma_wait<0>();
-        ptx::mbarrier_arrive(v_empty(sp));
-#pragma unroll
-        for (int j = 0; j < kD / 8; ++j) {
-          o[4 * j + 0] *= alpha[0];
-          o[4 * j + 1] *= alpha[0];
-          o[4 * j + 2] *= alpha[1];
-          o[4 * j + 3] *= alpha[1];
-        }
-        pack_p();
-      }
-      const int sl = (ring + n_tiles - 1) % kVtStages;
-      ptx::mbarrier_wait(v_full(sl), ((ring + n_tiles - 1) / kVtStages) & 1);
-      gemm_pv(sl);
-      ptx::wgmma_wait<0>();
-      ptx::mbarrier_arrive(v_empty(sl));
-      ring += n_tiles;
     } else {
       ptx::mbarrier_arrive(q_empty(qb));
     }

@@ -363,6 +363,7 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim256) {
       {bf16, 1, 4, 2, 300, 31, 256, true},           // one short key tile
       {bf16, 4, 16, 16, 400, 200, 256, true},        // 256 items, rows 0-199 see no key
       {f16, 2, 32, 8, 300, 500, 256},                // 192 items, GQA 4
+      {f16, 8, 32, 8, 130, 64, 256, true},  // 512 items: 3-4 a CTA through the one Q buffer
       F8Case{bf16, 2, 8, 2, 300, 500, 256, true}.packed(),
       {bf16, 3, 8, 2, 300, 500, 256, true, true, true},  // varlen, GQA 4
       {f16, 5, 4, 2, 40, 45, 256, true, true, true},     // query lengths 40, 3, 1, 1, 1
