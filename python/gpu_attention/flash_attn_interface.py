@@ -812,6 +812,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     """
     if type(pdl) is not bool:
         raise TypeError(f"flash_attn_with_kvcache: pdl must be True or False, not {pdl!r}")
+    # The caches by their own names (the attention call below sees k_cache as its k).
+    for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
+        numel = getattr(cache, "numel", None)
+        numel = numel() if callable(numel) else getattr(cache, "size", None)
+        if numel == 0:
+            raise ValueError(f"flash_attn_with_kvcache: {name} is empty (shape "
+                             f"[{', '.join(str(s) for s in cache.shape)}]: a dimension of size 0)")
     torch = sys.modules.get("torch")
     if (torch is not None and rotary_cos is None and rotary_sin is None
             and cache_batch_idx is None and cache_leftpad is None

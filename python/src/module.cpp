@@ -105,8 +105,13 @@ gpuattn::TensorView to_view(const Array& a, const char* name) {
     if (t.shape[i] == 1 && i < rank - 1) t.stride[i] = 0;
     contiguous_stride *= t.shape[i];
   }
-  if (t.data == nullptr && t.numel() == 0) {
-    invalid(std::string(name) + " is empty (a dimension of size 0)");
+  // No call takes a tensor of no elements (the C++ API takes a varlen side of no rows only over
+  // real storage), whatever pointer and strides the framework exports for it: torch gives a null
+  // pointer, numpy may give zero strides, which would be misreported as a bad layout.
+  if (t.numel() == 0) {
+    std::string shape;
+    for (int i = 0; i < rank; ++i) shape += (i ? ", " : "") + std::to_string(t.shape[i]);
+    invalid(std::string(name) + " is empty (shape [" + shape + "]: a dimension of size 0)");
   }
   return t;
 }

@@ -947,6 +947,25 @@ def test_extension_exports_only_its_init():
 
 
 @needs_torch
+@pytest.mark.parametrize("fw", ["numpy", pytest.param("torch", marks=needs_torch)])
+def test_empty_tensors_are_named(fw):
+    """A tensor of no elements is refused by name and shape, whichever pointer and strides its
+    framework exports for it (torch: a null pointer; numpy: strides a layout check would
+    misread), in the dense, varlen and kvcache calls."""
+    rng = rng_for("empty", fw)
+    q, k, v = (make(fw, "float16", (10, 2, 64), rng) for _ in range(3))
+    empty = q[:0]
+    cu_q, cu_k = int32(fw, [0, 0]), int32(fw, [0, 10])
+    with pytest.raises(ValueError, match=r"q is empty \(shape \[0, 2, 64\]"):
+        ga.flash_attn_varlen_func(empty, k, v, cu_q, cu_k, 1, 10)
+    with pytest.raises(ValueError, match=r"k is empty \(shape \[1, 0, 2, 64\]"):
+        ga.flash_attn_func(q[None], k[None, :0], v[None])
+    with pytest.raises(ValueError, match=r"v is empty"):
+        ga.flash_attn_func(q[None], k[None], v[None, :0])
+    with pytest.raises(ValueError, match=r"k_cache is empty"):
+        ga.flash_attn_with_kvcache(q[None, :1], k[None, :0], v[None, :0])
+
+
 def test_torch_errors_and_grad():
     rng = rng_for("torch-errors")
     q, k, v = (make("torch", "float16", (1, 16, 2, 64), rng) for _ in range(3))
