@@ -946,7 +946,6 @@ def test_extension_exports_only_its_init():
 # ---- torch specifics ------------------------------------------------------------------------------
 
 
-@needs_torch
 @pytest.mark.parametrize("fw", ["numpy", pytest.param("torch", marks=needs_torch)])
 def test_empty_tensors_are_named(fw):
     """A tensor of no elements is refused by name and shape, whichever pointer and strides its
@@ -966,6 +965,7 @@ def test_empty_tensors_are_named(fw):
         ga.flash_attn_with_kvcache(q[None, :1], k[None, :0], v[None, :0])
 
 
+@needs_torch
 def test_torch_errors_and_grad():
     rng = rng_for("torch-errors")
     q, k, v = (make("torch", "float16", (1, 16, 2, 64), rng) for _ in range(3))
