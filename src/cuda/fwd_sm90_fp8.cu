@@ -464,6 +464,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         l[r] = l[r] * alpha[r] + sum;
       }
     };
+    // O moved from the old row maxima to the new ones (alpha, from softmax).
+    const auto rescale_o = [&]() {
+#pragma unroll
+      for (int j = 0; j < kD / 8; ++j) {
+        o[4 * j + 0] *= alpha[0];
+        o[4 * j + 1] *= alpha[0];
+        o[4 * j + 2] *= alpha[1];
+        o[4 * j + 3] *= alpha[1];
+      }
+    };
     const auto pack_p = [&]() {
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
@@ -488,15 +498,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           ptx::mbarrier_arrive(k_empty(st));
           if (t == n_tiles - 1) ptx::mbarrier_arrive(q_empty(qb));  // the last S GEMM has read Q
           softmax(t);
-          if (t > 0) {
-#pragma unroll
-            for (int j = 0; j < kD / 8; ++j) {
-              o[4 * j + 0] *= alpha[0];
-              o[4 * j + 1] *= alpha[0];
-              o[4 * j + 2] *= alpha[1];
-              o[4 * j + 3] *= alpha[1];
-            }
-          }
+          if (t > 0) rescale_o();
           pack_p();
           ptx::mbarrier_wait(v_full(sv), ((ring + t) / kVtStages) & 1);
           gemm_pv(sv);
@@ -527,13 +529,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           softmax(t);
           ptx::wgmma_wait<0>();
           ptx::mbarrier_arrive(v_empty(sp));
-#pragma unroll
-          for (int j = 0; j < kD / 8; ++j) {
-            o[4 * j + 0] *= alpha[0];
-            o[4 * j + 1] *= alpha[0];
-            o[4 * j + 2] *= alpha[1];
-            o[4 * j + 3] *= alpha[1];
-          }
+          rescale_o();
           pack_p();
         }
         const int sl = (ring + n_tiles - 1) % kVtStages;
