@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Session 50, call 1: the first half of the correctness check at 7287c84 (build, ctest, the new
-# fuzz step): Gpt2EngineCuda.RandomWorkloadsFollowTheModel runs on a GPU for the first time.
-#   OUT=$OUT bash bench/results/2026-11-30-h200-s49/call1.sh
+# Session 50, call 1: the first half of the correctness check at 7287c84 (build, ctest, the
+# fuzz step): the fp8deq. ctest copy and the D64/D256 FP8 cases added late in s49 run on a GPU first.
+#   OUT=$OUT bash bench/results/2026-11-30-h200-s50/call1.sh
 set -u
 cd "$(dirname "$0")/../../.." || exit 1
 export GPUATTN_COMMIT=7287c84

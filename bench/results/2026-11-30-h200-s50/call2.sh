@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 50, call 2: the second half of the correctness check at 7287c84 (the compute-sanitizer steps, memcheck-fp8 and racecheck-fp8 new,
-# steps, the new memcheck-random among them, and gpuattn verify).
-#   OUT=$OUT bash bench/results/2026-11-30-h200-s49/call2.sh
+# steps, memcheck-fp8 and racecheck-fp8 new, and gpuattn verify).
+#   OUT=$OUT bash bench/results/2026-11-30-h200-s50/call2.sh
 set -u
 cd "$(dirname "$0")/../../.." || exit 1
 export GPUATTN_COMMIT=7287c84
