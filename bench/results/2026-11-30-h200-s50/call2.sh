@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 50, call 2: the second half of the correctness check at 7287c84 (the compute-sanitizer steps, memcheck-fp8 and racecheck-fp8 new,
+# Session 50, call 2: the second half of the correctness check at 7287c84 (the compute-sanitizer
 # steps, memcheck-fp8 and racecheck-fp8 new, and gpuattn verify).
 #   OUT=$OUT bash bench/results/2026-11-30-h200-s50/call2.sh
 set -u
