@@ -11,7 +11,7 @@ grep -E '^== ' $OUT/console.log
 grep -E 'ERROR SUMMARY|exit' $OUT/console.log | sort | uniq -c | head -30
 # Call 1 failed one test in the sm80. copy (KernelMatchesTheReferenceAtHeadDim64 took its path under
 # GPUATTN_KERNEL=sm80, then ran the rule's cases with it unset); the mended test under both envs:
-for k in sm80 ""; do
+for k in sm80 auto; do
   GPUATTN_KERNEL=$k build-gpu/tests/gpuattn_cuda_tests \
     --gtest_filter='Fp8AttentionCuda.KernelMatchesTheReferenceAtHeadDim*' > $OUT/fp8-env-$k.log 2>&1
   echo "GPUATTN_KERNEL='$k' rc $?"; grep -E '^\[  (PASSED|FAILED)|Failure' $OUT/fp8-env-$k.log | head
