@@ -4,7 +4,7 @@
 #   OUT=$OUT bash bench/results/2026-11-30-h200-s50/call2.sh
 set -u
 cd "$(dirname "$0")/../../.." || exit 1
-export GPUATTN_COMMIT=7287c84
+export GPUATTN_COMMIT=7287f09
 GPU_CHECK_BENCH=0 GPU_CHECK_CTEST=0 scripts/gpu-check.sh > $OUT/console.log 2>&1
 echo "gpu-check rc $?"
 grep -E '^== ' $OUT/console.log
