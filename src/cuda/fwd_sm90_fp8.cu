@@ -19,15 +19,15 @@
 // persistent grid (one CTA an SM); a varlen call has max_seqlen_q's row blocks for every sequence,
 // those past its end empty, and its tensor maps span all sequences' rows (rows from cu_seqlens,
 // one batch entry); per CTA a producer warpgroup, whose first thread issues the TMA loads of each
-// item's Q (into two buffers; one at head dim 256) and of 2-stage rings of K and V tiles of 128
-// keys (full / empty mbarriers) and whose other three warps transpose V into a 3-stage V^T ring
-// (2 stages at head dim 256), and two consumer warpgroups of 64 rows (three at head dim 64 where
-// the dispatch takes sm90_fp8_192x128: 192-row items). Inside a consumer the next tile's S GEMM
-// and this tile's P V run while the softmax of the next tile is computed (the intra-warpgroup
-// overlap of the 16-bit kernel; not at head dim 256, for want of registers). Causal grids run their
-// last row blocks first, the longest of a dense call (in a varlen call the shorter sequences'
-// last ones are empty: no Q load, no tile). The scales fold into the softmax's exponent scale
-// (q_scale * k_scale) and into the output's normalization (v_scale).
+// item's Q (into two buffers; one at head dim 256) and of rings of K and V tiles of 128 keys (3
+// stages at head dim 64, 2 otherwise; full / empty mbarriers) and whose other three warps
+// transpose V into a 3-stage V^T ring (2 stages at head dim 256), and two consumer warpgroups of 64
+// rows (three at head dim 64 where the dispatch takes sm90_fp8_192x128: 192-row items). Inside a
+// consumer the next tile's S GEMM and this tile's P V run while the softmax of the next tile is
+// computed (the intra-warpgroup overlap of the 16-bit kernel; not at head dim 256, for want of
+// registers). Causal grids run their last row blocks first, the longest of a dense call (in a
+// varlen call the shorter sequences' last ones are empty: no Q load, no tile). The scales fold into
+// the softmax's exponent scale (q_scale * k_scale) and into the output's normalization (v_scale).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -55,7 +55,6 @@ namespace gpuattn::sm90 {
 namespace {
 
 constexpr int kBlockN = 128;  // keys a tile
-constexpr int kStages = 2;    // K and V rings
 
 // One instantiation's shape: head dim kD (64, 128 or 256) and kC consumer warpgroups of 64 query
 // rows (3: sm90_fp8_192x128, at head dim 64, where the softmax takes most of a tile's time).
@@ -74,7 +73,7 @@ struct Fp8Config {
   static constexpr int kSlabs = kD / kRow;
   static_assert(kSlabs * kRow == kD && kRow <= 128, "a slab row spans at most a 128-byte swizzle");
   // A K, V or V^T tile: 128 keys of a D-byte head-dim row, or D rows of 128 keys (V^T); a Q tile
-  // kBlockM rows. At D = 64 every ring keeps the depth measured at 128 (not tuned there).
+  // kBlockM rows.
   static constexpr int kTileBytes = 128 * kD;
   static constexpr int kQBytes = kBlockM * kD;
   // V^T ring: a stage is written only once the consumers' P V has left it, and read a tile later;
@@ -83,6 +82,12 @@ struct Fp8Config {
   // loop by 2: no change at 3 stages, 1-5% slower at 2). At head dim 256 (32 KB tiles) two V^T
   // stages and one Q buffer are what fit beside the K and V rings.
   static constexpr int kVtStages = kD == 256 ? 2 : 3;
+  // K and V rings: 3 stages at head dim 64 (8 KB tiles), where the producer then loads the next
+  // item's first tiles while the consumers finish this one's: H200, gpuattn_fp8_probe in balanced
+  // order against 2 (2026-11-30-h200-s50 call 4, 2 rounds): causal S512 1.045x TFLOP/s, S1024
+  // 1.055x, S2048-S32768 1.016-1.025x, dense 0.987-1.008x; 4 stages lost 1-5% at dense and long
+  // causal calls. At head dim 128 neither 3 nor 4 paid (0.95-1.02x, no pattern); 256 has no room.
+  static constexpr int kStages = kD == 64 ? 3 : 2;
   static constexpr int kQBuffers = kD == 256 ? 1 : 2;
   static_assert(kQBuffers <= 2, "the barrier area holds 2 Q buffers' full / empty barriers");
   static constexpr int kBarrierBytes = 8 * (4 + 4 * kStages + 2 * kVtStages);
@@ -105,7 +110,9 @@ template <class Cfg>
 constexpr bool table_describes(FwdKernel kernel) {
   const TileConfig& c = kFwdTileConfigs[static_cast<int>(kernel)];
   return c.kernel == kernel && c.block_m == Cfg::kBlockM && c.block_n == kBlockN &&
-         c.warps == Cfg::kThreads / 32 && c.stages == kStages;
+         c.warps == Cfg::kThreads / 32 &&
+         // the table's sm90_fp8_128x128 names head dims 128 and 256's 2 stages (64's 3 in its text)
+         c.stages == (kernel == FwdKernel::sm90_fp8_128x128 ? 2 : Cfg::kStages);
 }
 static_assert(table_describes<Fp8Config<128, 2>>(FwdKernel::sm90_fp8_128x128) &&
                   table_describes<Fp8Config<64, 2>>(FwdKernel::sm90_fp8_128x128) &&
@@ -256,6 +263,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   constexpr int kD = Cfg::kD, kBlockM = Cfg::kBlockM, kTileBytes = Cfg::kTileBytes;
   constexpr int kQBytes = Cfg::kQBytes, kConsumerThreads = 128 * Cfg::kC;
   constexpr int kVtStages = Cfg::kVtStages, kQBuffers = Cfg::kQBuffers, kRow = Cfg::kRow;
+  constexpr int kStages = Cfg::kStages;
   // The next tile's S GEMM under this tile's softmax and P V (the intra-warpgroup overlap): S
   // (64 registers), P (16) and O (D / 2) live at once, 208 at head dim 256, where ptxas then
   // serialized the wgmmas for want of registers (and spilled 48 bytes) at 232: not there.
