@@ -13,41 +13,39 @@
 namespace gpuattn {
 namespace {
 
+// n elements of a type of 1- or 2-byte codes at e, through a table of every code's value (kConv's,
+// taken once).
+template <typename Code, float (*kConv)(Code)>
+void load_codes(const Code* e, int n, double* out) {
+  static const std::vector<float> table = [] {
+    std::vector<float> v(std::size_t{1} << (8 * sizeof(Code)));
+    for (std::size_t c = 0; c < v.size(); ++c) v[c] = kConv(static_cast<Code>(c));
+    return v;
+  }();
+  for (int d = 0; d < n; ++d) out[d] = table[e[d]];
+}
+
 // Elements [off, off + n) of a tensor as doubles: the reference multiplies and sums in fp64. The
 // last dim is contiguous in every layout, so a row of D is n consecutive elements. fp16 and E4M3
-// go through tables of their 65536 / 256 values (element_to_float's conversion, done once): per
-// element, the conversion's branches (fp16) and ldexp (E4M3: ~6 ns an element, 0.9 us a key of a
-// D64 row, most of an FP8 test's time) were most of the reference's time.
+// go through tables of their 65536 / 256 values (load_codes): per element, the conversion's
+// branches (fp16) and ldexp (E4M3: ~6 ns an element, 0.9 us a key of a D64 row, most of an FP8
+// test's time) were most of the reference's time.
 void load_row(const void* base, DType t, std::int64_t off, int n, double* out) {
-  if (t == DType::f16) {
-    static const std::vector<float> table = [] {
-      std::vector<float> v(1u << 16);
-      for (std::uint32_t h = 0; h < v.size(); ++h) {
-        v[h] = f16_to_float(static_cast<std::uint16_t>(h));
-      }
-      return v;
-    }();
-    const auto* e = static_cast<const std::uint16_t*>(base) + off;
-    for (int d = 0; d < n; ++d) out[d] = table[e[d]];
-    return;
+  switch (t) {
+    case DType::f16:
+      return load_codes<std::uint16_t, f16_to_float>(static_cast<const std::uint16_t*>(base) + off,
+                                                     n, out);
+    case DType::e4m3:
+      return load_codes<std::uint8_t, e4m3_to_float>(static_cast<const std::uint8_t*>(base) + off,
+                                                     n, out);
+    case DType::bf16: {
+      const auto* e = static_cast<const std::uint16_t*>(base) + off;
+      for (int d = 0; d < n; ++d) out[d] = bf16_to_float(e[d]);
+      return;
+    }
+    default:
+      for (int d = 0; d < n; ++d) out[d] = element_to_float(base, t, off + d);
   }
-  if (t == DType::e4m3) {
-    static const std::vector<float> table = [] {
-      std::vector<float> v(256);
-      for (std::uint32_t b = 0; b < v.size(); ++b)
-        v[b] = e4m3_to_float(static_cast<std::uint8_t>(b));
-      return v;
-    }();
-    const auto* e = static_cast<const std::uint8_t*>(base) + off;
-    for (int d = 0; d < n; ++d) out[d] = table[e[d]];
-    return;
-  }
-  if (t == DType::bf16) {
-    const auto* e = static_cast<const std::uint16_t*>(base) + off;
-    for (int d = 0; d < n; ++d) out[d] = bf16_to_float(e[d]);
-    return;
-  }
-  for (int d = 0; d < n; ++d) out[d] = element_to_float(base, t, off + d);
 }
 
 }  // namespace
