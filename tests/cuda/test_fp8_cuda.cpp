@@ -46,10 +46,18 @@ struct F8Case {
   bool packed_kv = false;           // dense: k and v interleaved in one [B, Sk, 2, Hkv, D] buffer
   std::vector<int> lens_q, lens_k;  // varlen: these lengths (0 allowed) in place of the rule's
   int nan_seq = -1;                 // varlen: this sequence's K and V rows all NaN (0x7F)
+  // Dense: out a view into [B, Sq + 1, Hq, D + 8] (8 columns after each head's row and a row after
+  // each sequence of padding, poisoned, which the call must leave as they are).
+  bool padded_out = false;
 
   F8Case packed() const {
     F8Case c = *this;
     c.packed_kv = true;
+    return c;
+  }
+  F8Case padded() const {
+    F8Case c = *this;
+    c.padded_out = true;
     return c;
   }
   F8Case lens(std::vector<int> q, std::vector<int> k, int nan = -1) const {
@@ -66,7 +74,9 @@ struct F8Case {
            std::to_string(Sk) + "_D" + std::to_string(D) + (causal ? "_causal" : "") +
            (per_head ? "" : "_one_scale") + (varlen ? "_varlen" : "") +
            (mask.window_left >= 0 ? "_window" : "") + (packed_kv ? "_packed_kv" : "") +
-           (lens_q.empty() ? "" : "_lens") + (nan_seq >= 0 ? "_nan" + std::to_string(nan_seq) : "");
+           (lens_q.empty() ? "" : "_lens") +
+           (nan_seq >= 0 ? "_nan" + std::to_string(nan_seq) : "") +
+           (padded_out ? "_padded_out" : "");
   }
 };
 
@@ -139,10 +149,21 @@ Errors run_case(const F8Case& c, Path path, std::optional<FwdKernel> want = std:
       kb[i] = vb[i] = 0x7f;
     }
   }
+  // Padded: out's storage, poisoned as a whole (its padding must stay so).
+  const bool padded = c.padded_out && !c.varlen;
+  HostTensor obuf(c.out, padded ? std::vector<std::int64_t>{c.B, c.Sq + 1, c.Hq, c.D + 8}
+                                : std::vector<std::int64_t>{1});
   out.poison();
   lse.poison();
+  obuf.poison();
+  const HostTensor obuf_poisoned = obuf;
   const OnDevice dq(q), dk(k), dv(v), dout(out), dlse(lse), dqs(qs), dks(ks), dvs(vs), dcuq(cuq),
-      dcuk(cuk), dkv(kv);
+      dcuk(cuk), dkv(kv), dobuf(obuf);
+  const auto padded_view = [&](bool device) {
+    TensorView t = device ? dobuf.view() : obuf.view();
+    t.shape = {c.B, c.Sq, c.Hq, c.D};
+    return t;  // obuf's strides: rows Hq (D + 8) apart, heads D + 8
+  };
   const auto packed_view = [&](bool device, int which) {
     TensorView t = device ? dkv.view() : kv.view();
     t.rank = 4;
@@ -157,7 +178,7 @@ Errors run_case(const F8Case& c, Path path, std::optional<FwdKernel> want = std:
     a.q = device ? dq.view() : q.view();
     a.k = c.packed_kv ? packed_view(device, 0) : device ? dk.view() : k.view();
     a.v = c.packed_kv ? packed_view(device, 1) : device ? dv.view() : v.view();
-    a.out = device ? dout.view() : out.view();
+    a.out = padded ? padded_view(device) : device ? dout.view() : out.view();
     a.lse = device ? dlse.view() : lse.view();
     a.q_scale = device ? dqs.view() : qs.view();
     a.k_scale = device ? dks.view() : ks.view();
@@ -182,7 +203,28 @@ Errors run_case(const F8Case& c, Path path, std::optional<FwdKernel> want = std:
   if (want && path == Path::fp8_kernel) EXPECT_EQ(kernel, *want) << tile_config(kernel).name;
   attention_forward(a);
   TEST_CUDA_CHECK(cudaDeviceSynchronize());
-  dout.buf.download(out.data());
+  if (padded) {
+    // The view's elements into out (contiguous) for the comparison; every padding element as
+    // poisoned.
+    dobuf.buf.download(obuf.data());
+    const auto* ob = static_cast<const std::uint16_t*>(obuf.data());
+    const auto* op = static_cast<const std::uint16_t*>(obuf_poisoned.data());
+    auto* oc = static_cast<std::uint16_t*>(out.data());
+    const std::int64_t row_elems = std::int64_t{c.D + 8} * c.Hq;
+    std::int64_t touched = 0;
+    for (std::int64_t i = 0; i < obuf.numel(); ++i) {
+      const std::int64_t col = i % (c.D + 8), hh = i / (c.D + 8) % c.Hq;
+      const std::int64_t row = i / row_elems % (c.Sq + 1), bb = i / (row_elems * (c.Sq + 1));
+      if (col < c.D && row < c.Sq) {
+        oc[((bb * c.Sq + row) * c.Hq + hh) * c.D + col] = ob[i];
+      } else {
+        touched += ob[i] != op[i];
+      }
+    }
+    EXPECT_EQ(touched, 0) << "elements of out's padding written";
+  } else {
+    dout.buf.download(out.data());
+  }
   dlse.buf.download(lse.data());
 
   std::vector<std::int64_t> rows(static_cast<std::size_t>(tq));
@@ -278,6 +320,9 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
       {f16, 1, 32, 4, 1100, 900, 128, true},  // 288 items, Sq > Sk
       // K and V as strided views into one buffer: the tensor maps' row strides (2 Hkv D bytes).
       F8Case{bf16, 2, 8, 2, 300, 500, 128, true}.packed(),
+      // out a padded view: rows past Sq (a ragged last row block) and pad columns untouched
+      F8Case{f16, 2, 4, 2, 77, 300, 128, true}.padded(),
+      F8Case{bf16, 3, 8, 4, 200, 129, 128}.padded(),
       F8Case{f16, 1, 4, 4, 200, 130, 128}.packed(),
       // Varlen (sequence b: Sq - 37 b query rows, Sk - 11 b keys, at least 1): row blocks past a
       // sequence's end run empty, K / V tiles end inside the next sequence's rows.
@@ -318,6 +363,9 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim64) {
       {f16, 2, 64, 8, 300, 900, 64},                  // GQA 8, 256 items of 192 rows: 3 consumers
       {bf16, 1, 24, 8, 2050, 2050, 64, true},         // causal from 2048 rows: 3 consumers
       F8Case{bf16, 2, 8, 2, 300, 500, 64, true}.packed(),
+      // out a padded view: rows past Sq (a ragged last row block) and pad columns untouched
+      F8Case{f16, 2, 4, 2, 77, 300, 64, true}.padded(),
+      F8Case{bf16, 3, 8, 4, 200, 129, 64}.padded(),
       F8Case{f16, 1, 4, 4, 200, 130, 64}.packed(),
       {bf16, 3, 8, 2, 300, 500, 64, true, true, true},  // varlen, GQA 4
       {f16, 5, 4, 2, 40, 45, 64, true, true, true},     // query lengths 40, 3, 1, 1, 1
@@ -370,6 +418,9 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim256) {
       {f16, 2, 32, 8, 300, 500, 256},                // 192 items, GQA 4
       {f16, 8, 32, 8, 130, 64, 256, true},  // 512 items: 3-4 a CTA through the one Q buffer
       F8Case{bf16, 2, 8, 2, 300, 500, 256, true}.packed(),
+      // out a padded view: rows past Sq (a ragged last row block) and pad columns untouched
+      F8Case{f16, 2, 4, 2, 77, 300, 256, true}.padded(),
+      F8Case{bf16, 3, 8, 4, 200, 129, 256}.padded(),
       {bf16, 3, 8, 2, 300, 500, 256, true, true, true},  // varlen, GQA 4
       {f16, 5, 4, 2, 40, 45, 256, true, true, true},     // query lengths 40, 3, 1, 1, 1
       F8Case{f16, 4, 4, 4, 300, 260, 256, true, true, true}.lens({130, 0, 300, 64},
