@@ -15,8 +15,15 @@ on those inputs (shapes up to 4096 keys), the FP8 rounding of P included. Times 
 do_bench medians (L2 flushed), --repeats rounds with the rows in turn, the median of each row's
 rounds. TFLOP/s counts 4 B H Sq Sk D (half of it causal).
 
+With --cudnn-fp8 a row of cuDNN's own FP8 attention joins them (cudnn-frontend's sdpa_fp8, pip
+nvidia-cudnn-frontend; not in the device image: carry its wheel): the stricter anchor for the FP8
+row. It takes one scale a tensor (its inputs are quantized so, from the same values), writes E4M3
+out on Hopper (bf16 out needs Blackwell), and aligns a causal mask top-left (ours bottom-right: the
+same at Sq = Sk, as here); its "err" is against the reference on its own dequantized inputs, out's
+E4M3 rounding included. Written from the frontend 1.32 API; not yet run (s50).
+
     PYTHONPATH=<build>/python python3 bench/fp8_attention.py [--json out.json] [--quick]
-        [--repeats N] [--head-dim 64|128|256]
+        [--repeats N] [--head-dim 64|128|256] [--cudnn-fp8]
 """
 import argparse
 import datetime
@@ -50,7 +57,65 @@ def quantize(x):
     return q8.view(torch.uint8), scale.contiguous(), deq
 
 
-def case_rows(B, H, S, D, causal):
+def fmt(e):
+    return "-" if e is None else format(e, ".4f")
+
+
+def cudnn_fp8_row(raw, causal):
+    """cuDNN's FP8 SDPA on raw's values quantized with one scale a tensor: (run, its output in
+    real units, its dequantized q, k, v in [B, H, S, D] for the reference)."""
+    import cudnn  # nvidia-cudnn-frontend
+
+    f32 = dict(dtype=torch.float32, device="cuda")
+    e4m3 = cudnn.data_type.FP8_E4M3
+    tensors, descales, deq = [], [], []
+    for x in raw:
+        scale = (x.float().abs().amax() / 448.0).clamp_min(1e-8)
+        x8 = (x.float() / scale).to(torch.float8_e4m3fn)
+        tensors.append(x8.permute(0, 2, 1, 3))  # cuDNN's dims [B, H, S, D]: a view, its strides
+        descales.append(scale.reshape(1).to(**f32))
+        deq.append((x8.float() * scale).permute(0, 2, 1, 3))
+    qv, kv, vv = tensors
+    B, H, S, D = qv.shape
+    out = torch.empty(B, S, H, D, dtype=torch.float8_e4m3fn, device="cuda")  # E4M3 out (Hopper)
+    ov = out.permute(0, 2, 1, 3)
+    handle = cudnn.create_handle()
+    cudnn.set_stream(handle, torch.cuda.current_stream().cuda_stream)
+    g = cudnn.pygraph(io_data_type=e4m3, intermediate_data_type=cudnn.data_type.FLOAT,
+                      compute_data_type=cudnn.data_type.FLOAT, handle=handle)
+    q_t, k_t, v_t = (g.tensor(name=n, dim=list(t.shape), stride=list(t.stride()), data_type=e4m3)
+                     for n, t in zip("qkv", tensors))
+    names = ("descale_q", "descale_k", "descale_v", "descale_s", "scale_s", "scale_o")
+    sc = {n: g.tensor(name=n, dim=[1, 1, 1, 1], stride=[1, 1, 1, 1],
+                      data_type=cudnn.data_type.FLOAT) for n in names}
+    # P is quantized as P * scale_s (448: E4M3's largest value, the frontend's advice), out as is.
+    vals = dict(zip(names, descales + [torch.full((1,), 1 / 448.0, **f32),
+                                       torch.full((1,), 448.0, **f32), torch.ones(1, **f32)]))
+    mask = dict(diagonal_alignment=cudnn.diagonal_alignment.TOP_LEFT, right_bound=0) if causal else {}
+    o_t, _, amax_s_t, amax_o_t = g.sdpa_fp8(
+        q=q_t, k=k_t, v=v_t, **{n: sc[n] for n in names}, generate_stats=False,
+        attn_scale=1.0 / D ** 0.5, name="sdpa_fp8", **mask)
+    o_t.set_output(True).set_dim(list(ov.shape)).set_stride(list(ov.stride())).set_data_type(e4m3)
+    amax = {t: torch.zeros(1, **f32) for t in (amax_s_t, amax_o_t)}
+    for t in amax:
+        t.set_output(True).set_dim([1, 1, 1, 1]).set_stride([1, 1, 1, 1]).set_data_type(
+            cudnn.data_type.FLOAT)
+    g.validate()
+    g.build_operation_graph()
+    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    g.check_support()
+    g.build_plans()
+    workspace = torch.empty(max(1, g.get_workspace_size()), dtype=torch.uint8, device="cuda")
+    pack = {q_t: qv, k_t: kv, v_t: vv, o_t: ov, **{sc[n]: vals[n] for n in names}, **amax}
+
+    def run():
+        g.execute(pack, workspace, handle=handle)
+        return out
+
+    return run, deq
+
+
+def case_rows(B, H, S, D, causal, cudnn_fp8=False):
     g = torch.Generator(device="cuda").manual_seed(B * 7919 + S + int(causal))
     raw = [torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16, generator=g)
            for _ in range(3)]
@@ -73,14 +138,20 @@ def case_rows(B, H, S, D, causal):
 
     rows = {"fp8": fp8, "bf16": lambda: ga.flash_attn_func(qd, kd, vd, causal=causal),
             "cudnn": sdpa(SDPBackend.CUDNN_ATTENTION), "flash": sdpa(SDPBackend.FLASH_ATTENTION)}
-    err = None
+    if cudnn_fp8:
+        rows["cudnn_fp8"], cudnn_deq = cudnn_fp8_row(raw, causal)
+    err = {"fp8": None, "cudnn_fp8": None}
     if S <= 4096:
-        with sdpa_kernel(SDPBackend.MATH):
-            ref = F.scaled_dot_product_attention(qt.float(), kt.float(), vt.float(),
-                                                 is_causal=causal).transpose(1, 2)
-        got = fp8().float()
-        err = ((got - ref).norm() / ref.norm()).item()
-        del ref
+        def rel_err(got, q_, k_, v_):
+            with sdpa_kernel(SDPBackend.MATH):
+                ref = F.scaled_dot_product_attention(q_.float(), k_.float(), v_.float(),
+                                                     is_causal=causal).transpose(1, 2)
+            return ((got.float() - ref).norm() / ref.norm()).item()
+
+        err["fp8"] = rel_err(fp8(), qt, kt, vt)
+        if cudnn_fp8:
+            err["cudnn_fp8"] = rel_err(rows["cudnn_fp8"](), *cudnn_deq)
+            del cudnn_deq
     return rows, err
 
 
@@ -90,11 +161,19 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="the named shapes only")
     ap.add_argument("--head-dim", type=int, choices=(64, 128, 256), default=128)
+    ap.add_argument("--cudnn-fp8", action="store_true",
+                    help="add cuDNN's FP8 SDPA (pip nvidia-cudnn-frontend) as a row")
     args = ap.parse_args()
+    if args.cudnn_fp8:
+        try:
+            import cudnn  # noqa: F401
+        except ImportError as e:
+            raise SystemExit(f"--cudnn-fp8 needs cudnn-frontend (pip install nvidia-cudnn-frontend; "
+                             f"on the device, carry its wheel): {e}")
     D = args.head_dim
     results = []
     for B, H, S, causal in shapes(D, args.quick):
-        rows, err = case_rows(B, H, S, D, causal)
+        rows, err = case_rows(B, H, S, D, causal, args.cudnn_fp8)
         times = {k: [] for k in rows}
         for _ in range(args.repeats):
             for k, fn in rows.items():
@@ -104,13 +183,19 @@ def main():
         tf = {k: flops / (v * 1e-3) / 1e12 for k, v in ms.items()}
         r = {"B": B, "H": H, "S": S, "D": D, "causal": causal, "ms": ms, "tflops": tf,
              "fp8_over_cudnn": ms["cudnn"] / ms["fp8"], "fp8_over_bf16": ms["bf16"] / ms["fp8"],
-             "bf16_over_cudnn": ms["cudnn"] / ms["bf16"], "err": err}
+             "bf16_over_cudnn": ms["cudnn"] / ms["bf16"], "err": err["fp8"]}
+        if args.cudnn_fp8:
+            r["fp8_over_cudnn_fp8"] = ms["cudnn_fp8"] / ms["fp8"]
+            r["err_cudnn_fp8"] = err["cudnn_fp8"]
         results.append(r)
-        print(f"B{B:<2} H{H} S{S:<5} D{D} {'causal' if causal else 'dense ':6}  TFLOP/s fp8 "
-              f"{tf['fp8']:6.1f}  bf16 {tf['bf16']:6.1f}  cuDNN {tf['cudnn']:6.1f}  flash "
-              f"{tf['flash']:6.1f}  fp8/cuDNN {r['fp8_over_cudnn']:.2f}x  fp8/bf16 "
-              f"{r['fp8_over_bf16']:.2f}x  err {'-' if err is None else f'{err:.4f}'}",
-              flush=True)
+        line = (f"B{B:<2} H{H} S{S:<5} D{D} {'causal' if causal else 'dense ':6}  TFLOP/s fp8 "
+                f"{tf['fp8']:6.1f}  bf16 {tf['bf16']:6.1f}  cuDNN {tf['cudnn']:6.1f}  flash "
+                f"{tf['flash']:6.1f}  fp8/cuDNN {r['fp8_over_cudnn']:.2f}x  fp8/bf16 "
+                f"{r['fp8_over_bf16']:.2f}x  err {fmt(err['fp8'])}")
+        if args.cudnn_fp8:
+            line += (f"  cuDNN fp8 {tf['cudnn_fp8']:6.1f}  fp8/cuDNN fp8 "
+                     f"{r['fp8_over_cudnn_fp8']:.2f}x  err {fmt(err['cudnn_fp8'])}")
+        print(line, flush=True)
         del rows
         torch.cuda.empty_cache()
     if args.json:
