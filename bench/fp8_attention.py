@@ -49,12 +49,14 @@ def shapes(head_dim, quick):
     return [(B, H * 128 // head_dim, S, c) for B, H, S, c in cases]
 
 
-def quantize(x):
-    """x [B, S, H, D] -> (E4M3 bytes as uint8, float32 [H] scales, the dequantized bfloat16)."""
-    scale = (x.float().abs().amax(dim=(0, 1, 3)) / 448.0).clamp_min(1e-8)
-    q8 = (x.float() / scale[None, None, :, None]).to(torch.float8_e4m3fn)
-    deq = (q8.float() * scale[None, None, :, None]).to(torch.bfloat16)
-    return q8.view(torch.uint8), scale.contiguous(), deq
+def quantize(x, per_head=True):
+    """x [B, S, H, D] -> (E4M3 bytes as uint8, float32 scales [H] (per_head) or [1], the
+    dequantized bfloat16)."""
+    amax = x.float().abs().amax(dim=(0, 1, 3) if per_head else (0, 1, 2, 3), keepdim=True)
+    scale = (amax / 448.0).clamp_min(1e-8)
+    q8 = (x.float() / scale).to(torch.float8_e4m3fn)
+    deq = (q8.float() * scale).to(torch.bfloat16)
+    return q8.view(torch.uint8), scale.flatten().contiguous(), deq
 
 
 def fmt(e):
@@ -70,11 +72,11 @@ def cudnn_fp8_row(raw, causal):
     e4m3 = cudnn.data_type.FP8_E4M3
     tensors, descales, deq = [], [], []
     for x in raw:
-        scale = (x.float().abs().amax() / 448.0).clamp_min(1e-8)
-        x8 = (x.float() / scale).to(torch.float8_e4m3fn)
-        tensors.append(x8.permute(0, 2, 1, 3))  # cuDNN's dims [B, H, S, D]: a view, its strides
-        descales.append(scale.reshape(1).to(**f32))
-        deq.append((x8.float() * scale).permute(0, 2, 1, 3))
+        x8, scale, xd = quantize(x, per_head=False)
+        # cuDNN's dims [B, H, S, D]: views, their strides
+        tensors.append(x8.view(torch.float8_e4m3fn).permute(0, 2, 1, 3))
+        descales.append(scale)
+        deq.append(xd.transpose(1, 2))
     qv, kv, vv = tensors
     B, H, S, D = qv.shape
     out = torch.empty(B, S, H, D, dtype=torch.float8_e4m3fn, device="cuda")  # E4M3 out (Hopper)
