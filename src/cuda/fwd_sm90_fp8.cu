@@ -28,6 +28,8 @@
 // registers). Causal grids run their last row blocks first, the longest of a dense call (in a
 // varlen call the shorter sequences' last ones are empty: no Q load, no tile). The scales fold into
 // the softmax's exponent scale (q_scale * k_scale) and into the output's normalization (v_scale).
+// A dense call's O (head dims 64 and 128) leaves by TMA store from an O buffer of each consumer
+// warpgroup's own; varlen calls and head dim 256 store it from the registers.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -91,8 +93,16 @@ struct Fp8Config {
   static constexpr int kQBuffers = kD == 256 ? 1 : 2;
   static_assert(kQBuffers <= 2, "the barrier area holds 2 Q buffers' full / empty barriers");
   static constexpr int kBarrierBytes = 8 * (4 + 4 * kStages + 2 * kVtStages);
+  // O of a dense call's item (head dims 64 and 128) goes out by TMA store from a buffer of its own,
+  // 64 rows x D 16-bit columns a consumer warpgroup in 128-byte swizzled slabs of 64 columns
+  // (8 KB), so that the warpgroup goes on to its next item while the store runs. Head dim 256
+  // has no room: its threads store O from the registers, as varlen calls do.
+  static constexpr bool kOStaged = kD != 256;
+  static constexpr int kOSlabBytes = 64 * 128;
+  static constexpr int kOWarpgroupBytes = 64 * kD * 2;
+  static constexpr int kOBytes = kOStaged ? kC * kOWarpgroupBytes : 0;
   static constexpr int kSmemBytes =
-      1024 + kQBuffers * kQBytes + kTileBytes * (2 * kStages + kVtStages) + kBarrierBytes;
+      1024 + kQBuffers * kQBytes + kOBytes + kTileBytes * (2 * kStages + kVtStages) + kBarrierBytes;
   // setmaxnreg: the producer warpgroup's transposing warps need more than a TMA thread's 24
   // (ptxas, nvcc 13.0, spilled there; 32 would do, 40 is what ran with 2 consumers); the
   // consumers hold S (64), O (D / 2) and P (16) through the overlap, with no spill at 232 (head
@@ -122,6 +132,7 @@ static_assert(table_describes<Fp8Config<128, 2>>(FwdKernel::sm90_fp8_128x128) &&
 
 struct Fp8Maps {
   CUtensorMap q, k, v;
+  CUtensorMap o;  // out, 16-bit (dense calls at head dims 64 and 128; see Fp8Config::kOStaged)
 };
 // Varlen: V's rows also through a map whose tiles end at a sequence's end, zeros past it (as
 // QkvTensorMaps::v_tail of the 16-bit kernel): dims (head dim, head, 128, total_k + 1) over
@@ -270,8 +281,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   constexpr bool kOverlap = kD != 256;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;
-  const std::uint32_t sq0 = base;  // kQBuffers Q buffers
-  const std::uint32_t sk0 = sq0 + kQBuffers * kQBytes;
+  const std::uint32_t sq0 = base;                       // kQBuffers Q buffers
+  const std::uint32_t so0 = sq0 + kQBuffers * kQBytes;  // O buffers (Cfg::kOStaged)
+  const std::uint32_t sk0 = so0 + Cfg::kOBytes;
   const std::uint32_t sv0 = sk0 + kStages * kTileBytes;    // V^T ring
   const std::uint32_t sr0 = sv0 + kVtStages * kTileBytes;  // V ring (as loaded)
   const std::uint32_t bars = sr0 + kStages * kTileBytes;
@@ -398,6 +410,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   float s[64];
   std::uint32_t pf[16];
   int ring = 0, n = 0;
+  // The thread that issues its warpgroup's TMA stores of O, and whether one may still read the
+  // warpgroup's O buffer.
+  const bool o_leader = (tid & 127) == 0;
+  bool o_in_flight = false;
   for (int i = blockIdx.x; i < n_items; i += gridDim.x, ++n) {
     const Item it = item_of(p, i, nblk);
     const int h = it.h, b = it.b, hk = p.kv_head(h), m0 = it.mb * kBlockM, qb = n % kQBuffers;
@@ -552,23 +568,66 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     }
 
     const float vs = p.v_scale_of(hk);
+    float inv[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = row0 + 8 * r;
       const float sum = ptx::quad_sum(l[r]);
-      if (row >= lq) continue;
-      const float inv = sum > 0.f ? vs / sum : 0.f;
-      auto* out = reinterpret_cast<std::uint32_t*>(static_cast<TO*>(p.o) + p.o_offset(b, row, h));
-#pragma unroll
-      for (int j = 0; j < kD / 8; ++j) {
-        out[4 * j + t4] = ptx::pack2<TO>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
-      }
-      if (p.lse != nullptr && t4 == 0) {
+      inv[r] = sum > 0.f ? vs / sum : 0.f;
+      if (row < lq && p.lse != nullptr && t4 == 0) {
         p.lse[p.lse_offset(b, row, h)] =
             sum > 0.f ? (m[r] + log2f(sum)) * 0.69314718055994531f : -INFINITY;
       }
     }
+    bool staged = false;
+    if constexpr (Cfg::kOStaged && !kVarlen) staged = n_tiles > 0;  // else O is 0: stored below
+    if (staged) {
+      // The warpgroup's 64 rows into its O buffer (stmatrix x4 of columns [8 n, 8 n + 16):
+      // matrices (rows 0-7, n), (rows 8-15, n), (rows 0-7, n + 1), (rows 8-15, n + 1) of the
+      // warp's 16 rows; lane l addresses row l % 8 of matrix l / 8; 16-byte chunk nn of a row at
+      // chunk nn % 8 of slab nn / 8, swizzled), once the previous item's store has read it; then
+      // one thread stores the rows with TMA (rows past seqlen_q lie outside the map: not
+      // written) and the warpgroup goes on.
+      const std::uint32_t ob = so0 + c * Cfg::kOWarpgroupBytes;
+      if (o_leader && o_in_flight) ptx::bulk_wait_group_read<0>();
+      ptx::named_barrier_sync(1 + c, 128);
+      const int mi = lane >> 3;
+      const int rs = warp * 16 + 8 * (mi & 1) + (lane & 7);
+#pragma unroll
+      for (int j = 0; j < kD / 8; j += 2) {
+        const int nn = j + (mi >> 1);
+        const std::uint32_t addr =
+            ob + (nn >> 3) * Cfg::kOSlabBytes + rs * 128 + (((nn & 7) ^ (rs & 7)) << 4);
+        ptx::stmatrix_x4(addr, ptx::pack2<TO>(o[4 * j] * inv[0], o[4 * j + 1] * inv[0]),
+                         ptx::pack2<TO>(o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]),
+                         ptx::pack2<TO>(o[4 * j + 4] * inv[0], o[4 * j + 5] * inv[0]),
+                         ptx::pack2<TO>(o[4 * j + 6] * inv[1], o[4 * j + 7] * inv[1]));
+      }
+      ptx::fence_proxy_async_shared();  // the stmatrix writes, before the TMA store reads them
+      ptx::named_barrier_sync(1 + c, 128);
+      if (o_leader) {
+#pragma unroll
+        for (int sl = 0; sl < kD / 64; ++sl) {
+          ptx::tma_store_4d(&maps.o, ob + sl * Cfg::kOSlabBytes, sl * 64, h, m0 + c * 64, b);
+        }
+        ptx::bulk_commit_group();
+        o_in_flight = true;
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = row0 + 8 * r;
+        if (row >= lq) continue;
+        auto* out = reinterpret_cast<std::uint32_t*>(static_cast<TO*>(p.o) + p.o_offset(b, row, h));
+#pragma unroll
+        for (int j = 0; j < kD / 8; ++j) {
+          out[4 * j + t4] =
+              ptx::pack2<TO>(o[4 * j + 2 * r] * inv[r], o[4 * j + 2 * r + 1] * inv[r]);
+        }
+      }
+    }
   }
+  if (o_leader && o_in_flight) ptx::bulk_wait_group<0>();  // written before the CTA ends
 #endif
 }
 
@@ -605,7 +664,7 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
                 "gpuattn: FP8 call of " + std::to_string(items) + " row blocks (over 2^31 - 1)");
   }
   // Every map and setting before the launch: one the driver rejects leaves nothing written.
-  Fp8VarlenMaps maps;
+  Fp8VarlenMaps maps{};
   // Varlen: every sequence's rows in one batch entry (the kernel adds cu_seqlens' first rows).
   const bool varlen = p.is_varlen();
   const int batch = varlen ? 1 : p.batch;
@@ -617,6 +676,24 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
                         p.k_batch_stride);
   maps.v = rows_map<kD>("v", p.v, p.hkv, rows_k, batch, p.v_head_stride, p.v_row_stride,
                         p.v_batch_stride);
+  // Dense calls at head dims 64 and 128: out's map (16-bit elements; a box of 64 columns x 64
+  // rows, 128-byte swizzled, one a slab of a consumer's O buffer).
+  if (Cfg::kOStaged && !varlen) {
+    const auto or_else = [](std::int64_t s, std::int64_t fallback) {
+      return static_cast<std::uint64_t>(2 * (s > 0 ? s : fallback));
+    };
+    const std::uint64_t dims[4] = {static_cast<std::uint64_t>(kD), static_cast<std::uint64_t>(p.hq),
+                                   static_cast<std::uint64_t>(rows_q),
+                                   static_cast<std::uint64_t>(batch)};
+    const std::uint64_t strides[3] = {or_else(p.o_head_stride, kD),
+                                      or_else(p.o_row_stride, std::int64_t{kD} * p.hq),
+                                      or_else(p.o_batch_stride, std::int64_t{kD} * p.hq * rows_q)};
+    const std::uint32_t box[4] = {64, 1, 64, 1};
+    maps.o = make_tensor_map_4d("out", p.o,
+                                std::is_same_v<TO, __nv_bfloat16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                                  : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                dims, strides, box);
+  }
   if (varlen) {  // 128 rows in dim 2 and the sequence end in dim 3, both a row apart, over
     // v - 128 rows: never read below v, the box's in-bounds rows are end - r .. end - 1.
     const std::int64_t row_bytes = p.v_row_stride > 0 ? p.v_row_stride : std::int64_t{kD} * p.hkv;
