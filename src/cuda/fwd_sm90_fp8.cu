@@ -6,8 +6,9 @@
 // which takes its shared-memory operands K-major only:
 //   - S = Q K^T: Q and K as they are (rows of D bytes: one 128-byte swizzle row each at D = 128,
 //     one 64-byte swizzle row at D = 64, two 128-byte ones at D = 256, in two column slabs);
-//   - O += P V: P from the S registers, rounded to E4M3 (its values lie in [0, 1]; the row sums
-//     are taken before the rounding), and V^T, whose rows must run along the keys. V tiles come
+//   - O += P V: P from the S registers, rounded to E4M3 (its values lie in (0, 256], the row max
+//     shifted to 2^8 to keep small terms out of E4M3's subnormals; the row sums are taken before
+//     the rounding), and V^T, whose rows must run along the keys. V tiles come
 //     in by TMA as they are, and three warps of the producer warpgroup write each one transposed
 //     into the V^T ring in shared memory (transpose_tile), which the consumers read.
 // The 8-bit A fragment (row lane / 4, bytes at columns 4 (lane % 4) + 0..3, and + 16) is not the
@@ -56,7 +57,8 @@
 namespace gpuattn::sm90 {
 namespace {
 
-constexpr int kBlockN = 128;  // keys a tile
+constexpr int kBlockN = 128;    // keys a tile
+constexpr float kPShift = 8.f;  // log2 of P's largest value (softmax below)
 
 // One instantiation's shape: head dim kD (64, 128 or 256) and kC consumer warpgroups of 64 query
 // rows (3: sm90_fp8_192x128, at head dim 64, where the softmax takes most of a tile's time).
@@ -475,12 +477,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const float m_use = m_new == -INFINITY ? 0.f : m_new;
         alpha[r] = ptx::fast_exp2(m[r] - m_use);
         m[r] = m_new;
+        // P = exp2(score - max + kPShift), in (0, 256]: E4M3's normal range reaches 2^-6, so
+        // P in [0, 1] held every term under 1/64 of the row's max as a subnormal (steps of 2^-9,
+        // the smallest ones 0); shifted, those down to 2^-14 keep 3 mantissa bits. O and l carry
+        // the same factor 2^kPShift, which 1 / l cancels; the LSE takes it off (FlashAttention-3's
+        // FP8 kernel shifts its max by 8 likewise).
+        const float bias = kPShift - m_use;
         float sum = 0.f;
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const float x = ptx::fast_exp2(fmaf(s[4 * j + 2 * r + e], sl2, -m_use));
+            const float x = ptx::fast_exp2(fmaf(s[4 * j + 2 * r + e], sl2, bias));
             s[4 * j + 2 * r + e] = x;
             sum += x;
           }
@@ -573,13 +581,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     for (int r = 0; r < 2; ++r) {
       const int row = row0 + 8 * r;
       const float sum = ptx::quad_sum(l[r]);
-      // One MUFU instruction each (a positive row sum is >= 1: its max term is exp2(0)); IEEE
-      // division and log2f took a subroutine and a slow-path branch a row in the 16-bit kernel,
-      // whose same change gave 0.964x the time at head dim 64 up to 2048 rows (sm90-kernel-notes).
+      // One MUFU instruction each (a positive row sum is >= 2^kPShift: its max term is
+      // exp2(kPShift)); IEEE division and log2f took a subroutine and a slow-path branch a row in
+      // the 16-bit kernel, whose same change gave 0.964x the time at head dim 64 up to 2048 rows
+      // (sm90-kernel-notes).
       inv[r] = sum > 0.f ? vs * ptx::fast_rcp(sum) : 0.f;
       if (row < lq && p.lse != nullptr && t4 == 0) {
         p.lse[p.lse_offset(b, row, h)] =
-            sum > 0.f ? (m[r] + ptx::fast_log2(sum)) * 0.69314718055994531f : -INFINITY;
+            sum > 0.f ? (m[r] + ptx::fast_log2(sum) - kPShift) * 0.69314718055994531f : -INFINITY;
       }
     }
     bool staged = false;
