@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Session 51, call 2: the first half of the correctness check at 3eb1939 (build, ctest, the
+# fuzz step): the FP8 TMA epilogue, 3 K/V stages at D64, padded FP8 out, the table-driven reference.
+#   OUT=$OUT bash bench/results/2026-11-30-h200-s51/call2.sh
+set -u
+cd "$(dirname "$0")/../../.." || exit 1
+export GPUATTN_COMMIT=3eb1939
+GPU_CHECK_BENCH=0 GPU_CHECK_SANITIZER=0 GPU_CHECK_VERIFY=0 scripts/gpu-check.sh > $OUT/console.log 2>&1
+echo "gpu-check rc $?"
+tail -30 $OUT/summary.md 2>/dev/null
+grep -E 'tests passed|tests failed|\*\*\*Failed|Failed +[0-9]' $OUT/ctest.log | head -20
+grep -E 'PASSED|FAILED|Failure|seed' $OUT/fuzz.log | head -30
+grep -E 'step|took|[0-9]+ s$' $OUT/console.log | tail -20
