@@ -46,8 +46,9 @@ struct F8Case {
   bool packed_kv = false;           // dense: k and v interleaved in one [B, Sk, 2, Hkv, D] buffer
   std::vector<int> lens_q, lens_k;  // varlen: these lengths (0 allowed) in place of the rule's
   int nan_seq = -1;                 // varlen: this sequence's K and V rows all NaN (0x7F)
-  // Dense: out a view into [B, Sq + 1, Hq, D + 8] (8 columns after each head's row and a row after
-  // each sequence of padding, poisoned, which the call must leave as they are).
+  // Out a view into [B, Sq + 1, Hq, D + 8] (varlen: [total_q + 1, Hq, D + 8]): 8 columns after
+  // each head's row and a row after each sequence (varlen: after the packed rows) of padding,
+  // poisoned, which the call must leave as they are.
   bool padded_out = false;
 
   F8Case packed() const {
@@ -149,10 +150,13 @@ Errors run_case(const F8Case& c, Path path, std::optional<FwdKernel> want = std:
       kb[i] = vb[i] = 0x7f;
     }
   }
-  // Padded: out's storage, poisoned as a whole (its padding must stay so).
-  const bool padded = c.padded_out && !c.varlen;
-  HostTensor obuf(c.out, padded ? std::vector<std::int64_t>{c.B, c.Sq + 1, c.Hq, c.D + 8}
-                                : std::vector<std::int64_t>{1});
+  // Padded: out's storage, poisoned as a whole (its padding must stay so). Varlen: one batch
+  // entry of the packed rows.
+  const bool padded = c.padded_out;
+  const std::int64_t pad_rows = c.varlen ? tq : c.Sq;
+  HostTensor obuf(c.out, !padded    ? std::vector<std::int64_t>{1}
+                         : c.varlen ? std::vector<std::int64_t>{tq + 1, c.Hq, c.D + 8}
+                                    : std::vector<std::int64_t>{c.B, c.Sq + 1, c.Hq, c.D + 8});
   out.poison();
   lse.poison();
   obuf.poison();
@@ -161,7 +165,11 @@ Errors run_case(const F8Case& c, Path path, std::optional<FwdKernel> want = std:
       dcuk(cuk), dkv(kv), dobuf(obuf);
   const auto padded_view = [&](bool device) {
     TensorView t = device ? dobuf.view() : obuf.view();
-    t.shape = {c.B, c.Sq, c.Hq, c.D};
+    if (c.varlen) {
+      t.shape = {tq, c.Hq, c.D};
+    } else {
+      t.shape = {c.B, c.Sq, c.Hq, c.D};
+    }
     return t;  // obuf's strides: rows Hq (D + 8) apart, heads D + 8
   };
   const auto packed_view = [&](bool device, int which) {
@@ -214,9 +222,10 @@ Errors run_case(const F8Case& c, Path path, std::optional<FwdKernel> want = std:
     std::int64_t touched = 0;
     for (std::int64_t i = 0; i < obuf.numel(); ++i) {
       const std::int64_t col = i % (c.D + 8), hh = i / (c.D + 8) % c.Hq;
-      const std::int64_t row = i / row_elems % (c.Sq + 1), bb = i / (row_elems * (c.Sq + 1));
-      if (col < c.D && row < c.Sq) {
-        oc[((bb * c.Sq + row) * c.Hq + hh) * c.D + col] = ob[i];
+      const std::int64_t row = i / row_elems % (pad_rows + 1),
+                         bb = i / (row_elems * (pad_rows + 1));
+      if (col < c.D && row < pad_rows) {
+        oc[((bb * pad_rows + row) * c.Hq + hh) * c.D + col] = ob[i];
       } else {
         touched += ob[i] != op[i];
       }
@@ -328,6 +337,11 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
       // sequence's end run empty, K / V tiles end inside the next sequence's rows.
       {bf16, 3, 8, 2, 300, 500, 128, true, true, true},  // GQA 4
       {f16, 4, 4, 4, 150, 140, 128, false, true, true},
+      // Varlen out a padded view: a warpgroup's 64 rows go out by TMA store only when all lie in
+      // their sequence (lengths of exactly 2 and 1 warpgroups, 0, and one row past a warpgroup).
+      F8Case{bf16, 4, 8, 2, 128, 260, 128, true, true, true}
+          .lens({128, 0, 65, 64}, {128, 200, 260, 64})
+          .padded(),
       {bf16, 5, 4, 2, 40, 45, 128, true, true, true},    // query lengths 40, 3, 1, 1, 1
       {f16, 6, 16, 4, 700, 650, 128, true, true, true},  // 576 items
       // A query-less sequence of NaN keys and values after one whose last key tile reaches into
@@ -368,7 +382,11 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim64) {
       F8Case{bf16, 3, 8, 4, 200, 129, 64}.padded(),
       F8Case{f16, 1, 4, 4, 200, 130, 64}.packed(),
       {bf16, 3, 8, 2, 300, 500, 64, true, true, true},  // varlen, GQA 4
-      {f16, 5, 4, 2, 40, 45, 64, true, true, true},     // query lengths 40, 3, 1, 1, 1
+      // varlen out a padded view (TMA-stored warpgroups beside register-stored last rows)
+      F8Case{f16, 4, 8, 2, 128, 260, 64, false, true, true}
+          .lens({128, 0, 65, 64}, {128, 200, 260, 64})
+          .padded(),
+      {f16, 5, 4, 2, 40, 45, 64, true, true, true},  // query lengths 40, 3, 1, 1, 1
       {bf16, 6, 16, 4, 700, 650, 64, false, true, true},
       F8Case{f16, 4, 4, 4, 300, 260, 64, true, true, true}.lens({130, 0, 300, 64}, {5, 200, 260, 0},
                                                                 1),
@@ -421,8 +439,9 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim256) {
       // out a padded view: rows past Sq (a ragged last row block) and pad columns untouched
       F8Case{f16, 2, 4, 2, 77, 300, 256, true}.padded(),
       F8Case{bf16, 3, 8, 4, 200, 129, 256}.padded(),
-      {bf16, 3, 8, 2, 300, 500, 256, true, true, true},  // varlen, GQA 4
-      {f16, 5, 4, 2, 40, 45, 256, true, true, true},     // query lengths 40, 3, 1, 1, 1
+      {bf16, 3, 8, 2, 300, 500, 256, true, true, true},                // varlen, GQA 4
+      F8Case{f16, 3, 4, 2, 200, 150, 256, true, true, true}.padded(),  // varlen out padded
+      {f16, 5, 4, 2, 40, 45, 256, true, true, true},  // query lengths 40, 3, 1, 1, 1
       F8Case{f16, 4, 4, 4, 300, 260, 256, true, true, true}.lens({130, 0, 300, 64},
                                                                  {5, 200, 260, 0}, 1),
       F8Case{bf16, 1, 8, 2, 257, 129, 256, true, true, true}.lens({257}, {129}),
