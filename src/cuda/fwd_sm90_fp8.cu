@@ -425,6 +425,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const float sl2 = p.scale_log2 * p.q_scale_of(h) * p.k_scale_of(hk);
     const std::uint64_t q_desc = qk_desc(sq0 + qb * kQBytes + c * 64 * kRow);
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
+    bool moved = false;  // a row max of the thread's grew in the last softmax (alpha != 1)
 #pragma unroll
     for (int e = 0; e < kD / 2; ++e) o[e] = 0.f;
 
@@ -456,6 +457,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // factor that moves O from the old max to the new one.
     const auto softmax = [&](int t) {
       const int k0 = t * kBlockN;
+      moved = false;
       if (k0 + kBlockN > lk || (p.causal && k0 + kBlockN - 1 > m0 + c * 64 + lk - lq)) {
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
@@ -476,6 +478,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const float m_new = fmaxf(m[r], mx * sl2);
         const float m_use = m_new == -INFINITY ? 0.f : m_new;
         alpha[r] = ptx::fast_exp2(m[r] - m_use);
+        moved |= m_new != m[r];
         m[r] = m_new;
         // P = exp2(score - max + kPShift), in (0, 256]: E4M3's normal range reaches 2^-6, so
         // P in [0, 1] held every term under 1/64 of the row's max as a subnormal (steps of 2^-9,
@@ -496,8 +499,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         l[r] = l[r] * alpha[r] + sum;
       }
     };
-    // O moved from the old row maxima to the new ones (alpha, from softmax).
+    // O moved from the old row maxima to the new ones (alpha, from softmax). At head dim 256, not
+    // when no row max of the warp's 16 rows grew (alpha 1 for all: the same O): past a row's
+    // first tiles its max seldom grows, and the rescale is 128 FMUL a thread a tile there, twice
+    // the tile's exponentials. H200, gpuattn_fp8_probe in balanced order against the rescale at
+    // every tile (2026-11-30-h200-s51 call 9, 3 rounds): dense 1.02-1.05x at S512-16384, causal
+    // S >= 4096 1.02-1.04x, causal S512-2048 0.97-0.98x. At head dim 128 (64 FMUL) it was
+    // 0.97-1.05x, mixed, and at 64 0.96-0.98x (calls 7-8). ncu (call 6) had us issuing 1.13x the
+    // instructions of cuDNN's FP8 SDPA at D256 S4096 dense, 1.23x at D128 S8192.
     const auto rescale_o = [&]() {
+      if constexpr (kD == 256) {
+        if (!__any_sync(0xffffffffu, moved)) return;
+      }
 #pragma unroll
       for (int j = 0; j < kD / 8; ++j) {
         o[4 * j + 0] *= alpha[0];
