@@ -913,3 +913,22 @@ def test_ncu_stalls_names_a_page_without_samples():
         ncu_stalls.stalls([["ID"], [""]])
     with pytest.raises(ValueError, match="no warp-state samples"):
         ncu_stalls.stalls([["ID", "gpu__time_duration.sum"], ["", "ns"], ["0", "100"]])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--batch", "0"], "--batch must be at least 1, got 0"),
+    (["--seqlen", "-3"], "--seqlen must be at least 1, got -3"),
+    (["--heads", "0"], "--heads must be at least 1, got 0"),
+    (["--head-dim", "96"], "invalid choice: 96"),
+    (["--backend", "flash"], "invalid choice: 'flash'"),
+])
+def test_profile_fp8_names_the_bad_argument(args, message):
+    """bench/profile_fp8.py refuses a bad shape or backend before it imports torch or runs a
+    call, naming the value."""
+    import subprocess
+
+    script = os.path.join(ROOT, "bench", "profile_fp8.py")
+    r = subprocess.run([sys.executable, script, *args], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr
