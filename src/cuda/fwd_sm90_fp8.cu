@@ -57,8 +57,8 @@
 namespace gpuattn::sm90 {
 namespace {
 
-constexpr int kBlockN = 128;    // keys a tile
-constexpr float kPShift = 8.f;  // log2 of P's largest value (softmax below)
+constexpr int kBlockN = 128;                     // keys a tile
+[[maybe_unused]] constexpr float kPShift = 8.f;  // log2 of P's largest value (softmax below)
 
 // One instantiation's shape: head dim kD (64, 128 or 256) and kC consumer warpgroups of 64 query
 // rows (3: sm90_fp8_192x128, at head dim 64, where the softmax takes most of a tile's time).
@@ -102,6 +102,8 @@ struct Fp8Config {
   static constexpr bool kOStaged = kD != 256;
   static constexpr int kOSlabBytes = 64 * 128;
   static constexpr int kOWarpgroupBytes = 64 * kD * 2;
+  static_assert(kOWarpgroupBytes == kD / 64 * kOSlabBytes,
+                "an O buffer: D / 64 slabs of 64 columns");
   static constexpr int kOBytes = kOStaged ? kC * kOWarpgroupBytes : 0;
   static constexpr int kSmemBytes =
       1024 + kQBuffers * kQBytes + kOBytes + kTileBytes * (2 * kStages + kVtStages) + kBarrierBytes;
