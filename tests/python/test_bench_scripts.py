@@ -932,3 +932,42 @@ def test_profile_fp8_names_the_bad_argument(args, message):
                        timeout=60)
     assert r.returncode == 2, r.stderr
     assert message in r.stderr
+
+
+SASS = """
+\tcode for sm_90a
+\t\tFunction : _Z3fooPf
+\t.headerflags\t@"EF_CUDA_SM90"
+        /*0000*/                   MOV R1, c[0x0][0x28] ;          /* 0x00000a0000017a02 */
+        /*0010*/                   FMNMX.FTZ R2, R3, R4, !PT ;     /* 0x0000000403027209 */
+        /*0020*/               @P0 FADD R2, R2, R3 ;             /* 0x0000000302020221 */
+        /*0030*/                   MUFU.EX2 R5, R2 ;               /* 0x0000000200057308 */
+        /*0040*/              @!P1 BRA 0x10 ;                      /* 0xfffffffc00f09947 */
+        /*0050*/                   BRA 0x70 ;                      /* 0x0000000000047947 */
+        /*0060*/                   EXIT ;                          /* 0x000000000000794d */
+\t\tFunction : _Z3barv
+        /*0000*/                   EXIT ;                          /* 0x000000000000794d */
+"""
+
+
+def test_sass_loops_counts_a_backward_branch_span(tmp_path, capsys):
+    """bench/sass_loops.py: a backward branch's span by opcode (modifiers and predicates dropped),
+    a forward branch no loop, --skip leaving a range out, and --function picking exactly one."""
+    import sass_loops
+
+    funcs = sass_loops.functions(SASS)
+    assert sorted(funcs) == ["_Z3barv", "_Z3fooPf"]
+    (start, end, count, ops), = sass_loops.loops(funcs["_Z3fooPf"])
+    assert (start, end, count) == (0x10, 0x40, 4)
+    assert ops == {"FMNMX": 1, "FADD": 1, "MUFU": 1, "BRA": 1}
+    (_, _, count, ops), = sass_loops.loops(funcs["_Z3fooPf"], skip=[(0x20, 0x30)])
+    assert count == 3 and "FADD" not in ops
+    path = tmp_path / "k.sass"
+    path.write_text(SASS)
+    sass_loops.main([str(path), "--function", "foo"])
+    assert "loop 0x0010-0x0040: 4 instructions" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="matches 2 of the 2 functions"):
+        sass_loops.main([str(path), "--function", "_Z3"])
+    with pytest.raises(SystemExit):
+        sass_loops.main([str(path), "--function", "foo", "--skip", "0x30:0x20"])
+    assert "end must be past its start, got '0x30:0x20'" in capsys.readouterr().err
