@@ -706,20 +706,8 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
   // Dense calls at head dims 64 and 128: out's map (16-bit elements; a box of 64 columns x 64
   // rows, 128-byte swizzled, one a slab of a consumer's O buffer).
   if (Cfg::kOStaged && !varlen) {
-    const auto or_else = [](std::int64_t s, std::int64_t fallback) {
-      return static_cast<std::uint64_t>(2 * (s > 0 ? s : fallback));
-    };
-    const std::uint64_t dims[4] = {static_cast<std::uint64_t>(kD), static_cast<std::uint64_t>(p.hq),
-                                   static_cast<std::uint64_t>(rows_q),
-                                   static_cast<std::uint64_t>(batch)};
-    const std::uint64_t strides[3] = {or_else(p.o_head_stride, kD),
-                                      or_else(p.o_row_stride, std::int64_t{kD} * p.hq),
-                                      or_else(p.o_batch_stride, std::int64_t{kD} * p.hq * rows_q)};
-    const std::uint32_t box[4] = {64, 1, 64, 1};
-    maps.o = make_tensor_map_4d("out", p.o,
-                                std::is_same_v<TO, __nv_bfloat16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                                  : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                                dims, strides, box);
+    maps.o = make_rows_map("out", p.o, p.dtype, kD, p.hq, rows_q, batch, p.o_head_stride,
+                           p.o_row_stride, p.o_batch_stride, 64);
   }
   if (varlen) {  // 128 rows in dim 2 and the sequence end in dim 3, both a row apart, over
     // v - 128 rows: never read below v, the box's in-bounds rows are end - r .. end - 1.

@@ -34,28 +34,6 @@ PFN_cuTensorMapEncodeTiled_v12000 encoder() {
   return fn;
 }
 
-CUtensorMap encode(const char* name, const void* base, DType dtype, int head_dim, int heads,
-                   std::int64_t rows, int batch, std::int64_t head_stride, std::int64_t row_stride,
-                   std::int64_t batch_stride, int box_rows) {
-  // A varlen call's packed side may have no rows (every sequence empty there); a map cannot have a
-  // dimension of 0, so it covers one row, which no tile reads.
-  const std::int64_t mapped_rows = std::max<std::int64_t>(rows, 1);
-  const std::uint64_t dims[4] = {
-      static_cast<std::uint64_t>(head_dim), static_cast<std::uint64_t>(heads),
-      static_cast<std::uint64_t>(mapped_rows), static_cast<std::uint64_t>(batch)};
-  // Strides of dims 1..3 in bytes; a size-1 dim still needs a valid (16-byte multiple) stride.
-  auto bytes = [](std::int64_t s, std::int64_t fallback) {
-    return static_cast<std::uint64_t>((s > 0 ? s : fallback) * 2);
-  };
-  const std::uint64_t strides[3] = {bytes(head_stride, head_dim), bytes(row_stride, head_dim),
-                                    bytes(batch_stride, mapped_rows * head_dim * heads)};
-  const std::uint32_t box[4] = {64, 1, static_cast<std::uint32_t>(box_rows), 1};
-  return make_tensor_map_4d(
-      name, base,
-      dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-      dims, strides, box);
-}
-
 }  // namespace
 
 CUtensorMap make_tensor_map_4d(const char* name, const void* base, CUtensorMapDataType type,
@@ -78,6 +56,28 @@ CUtensorMap make_tensor_map_4d(const char* name, const void* base, CUtensorMapDa
   return map;
 }
 
+CUtensorMap make_rows_map(const char* name, const void* base, DType dtype, int head_dim, int heads,
+                          std::int64_t rows, int batch, std::int64_t head_stride,
+                          std::int64_t row_stride, std::int64_t batch_stride, int box_rows) {
+  // A varlen call's packed side may have no rows (every sequence empty there); a map cannot have a
+  // dimension of 0, so it covers one row, which no tile reads.
+  const std::int64_t mapped_rows = std::max<std::int64_t>(rows, 1);
+  const std::uint64_t dims[4] = {
+      static_cast<std::uint64_t>(head_dim), static_cast<std::uint64_t>(heads),
+      static_cast<std::uint64_t>(mapped_rows), static_cast<std::uint64_t>(batch)};
+  // Strides of dims 1..3 in bytes; a size-1 dim still needs a valid (16-byte multiple) stride.
+  auto bytes = [](std::int64_t s, std::int64_t fallback) {
+    return static_cast<std::uint64_t>((s > 0 ? s : fallback) * 2);
+  };
+  const std::uint64_t strides[3] = {bytes(head_stride, head_dim), bytes(row_stride, head_dim),
+                                    bytes(batch_stride, mapped_rows * head_dim * heads)};
+  const std::uint32_t box[4] = {64, 1, static_cast<std::uint32_t>(box_rows), 1};
+  return make_tensor_map_4d(
+      name, base,
+      dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+      dims, strides, box);
+}
+
 QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv, int rows_o) {
   if (!strides_fit_tma(p)) {  // the dispatch keeps such calls off the TMA kernels
     throw Error(ErrorCode::not_supported,
@@ -88,24 +88,24 @@ QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv, 
   const std::int64_t rows_q_total = varlen ? p.total_q : p.seqlen_q;
   const std::int64_t rows_k_total = varlen ? p.total_k : p.seqlen_k;
   QkvTensorMaps m;
-  m.q = encode("q", p.q, p.dtype, p.head_dim, p.hq, rows_q_total, batch, p.q_head_stride,
-               p.q_row_stride, p.q_batch_stride, rows_q);
-  m.k = encode("k", p.k, p.dtype, p.head_dim, p.hkv, rows_k_total, batch, p.k_head_stride,
-               p.k_row_stride, p.k_batch_stride, rows_kv);
-  m.v = encode("v", p.v, p.dtype, p.head_dim, p.hkv, rows_k_total, batch, p.v_head_stride,
-               p.v_row_stride, p.v_batch_stride, rows_kv);
+  m.q = make_rows_map("q", p.q, p.dtype, p.head_dim, p.hq, rows_q_total, batch, p.q_head_stride,
+                      p.q_row_stride, p.q_batch_stride, rows_q);
+  m.k = make_rows_map("k", p.k, p.dtype, p.head_dim, p.hkv, rows_k_total, batch, p.k_head_stride,
+                      p.k_row_stride, p.k_batch_stride, rows_kv);
+  m.v = make_rows_map("v", p.v, p.dtype, p.head_dim, p.hkv, rows_k_total, batch, p.v_head_stride,
+                      p.v_row_stride, p.v_batch_stride, rows_kv);
   if (varlen) {  // out is stored by the kernel's threads: its map's place holds V's tail map
-    // rows_kv rows in dim 2 and the sequence end in dim 3, both a row apart (encode's size-1
-    // fallback as for v), over v - rows_kv rows: never read below v, the box's in-bounds rows are
-    // end - r .. end - 1.
+    // rows_kv rows in dim 2 and the sequence end in dim 3, both a row apart (make_rows_map's
+    // size-1 fallback as for v), over v - rows_kv rows: never read below v, the box's in-bounds
+    // rows are end - r .. end - 1.
     const std::int64_t rs = p.v_row_stride > 0 ? p.v_row_stride : p.head_dim;
     const auto* base = reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p.v) -
                                                      static_cast<std::uintptr_t>(rows_kv * rs * 2));
-    m.v_tail = encode("v (sequence ends)", base, p.dtype, p.head_dim, p.hkv, rows_kv,
-                      static_cast<int>(p.total_k) + 1, p.v_head_stride, rs, rs, rows_kv);
+    m.v_tail = make_rows_map("v (sequence ends)", base, p.dtype, p.head_dim, p.hkv, rows_kv,
+                             static_cast<int>(p.total_k) + 1, p.v_head_stride, rs, rs, rows_kv);
   } else {
-    m.o = encode("out", p.o, p.dtype, p.head_dim, p.hq, rows_q_total, batch, p.o_head_stride,
-                 p.o_row_stride, p.o_batch_stride, rows_o);
+    m.o = make_rows_map("out", p.o, p.dtype, p.head_dim, p.hq, rows_q_total, batch, p.o_head_stride,
+                        p.o_row_stride, p.o_batch_stride, rows_o);
   }
   return m;
 }

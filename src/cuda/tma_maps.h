@@ -28,6 +28,15 @@ struct QkvTensorMaps {
 // when the driver rejects a map.
 QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv, int rows_o);
 
+// One 16-bit operand of `dtype` (f16 or bf16) as such a map: dims (head dim, head, row, batch),
+// its element strides (one of 0 or less, which strides_fit_tma allows at a size-1 dim only, takes a
+// valid one), `rows` at least 1 (a map cannot have a dimension of 0; no tile reads the extra row),
+// and a box of 64 elements x 1 head x `box_rows` rows. make_qkv_tensor_maps builds its maps with
+// it.
+CUtensorMap make_rows_map(const char* name, const void* base, DType dtype, int head_dim, int heads,
+                          std::int64_t rows, int batch, std::int64_t head_stride,
+                          std::int64_t row_stride, std::int64_t batch_stride, int box_rows);
+
 // A 4-D tiled map of `type` elements over `base` (dims innermost first; byte strides of dims 1..3,
 // each a multiple of 16), box `box`, swizzled by `swizzle` (128 bytes unless asked; box[0]
 // elements must span at most the swizzle's width), out-of-bounds elements read as zero. Throws
