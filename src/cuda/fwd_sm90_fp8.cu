@@ -663,9 +663,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 template <int kD, int kBoxRows = 128>
 CUtensorMap rows_map(const char* name, const void* base, int heads, int rows, int batch,
                      std::int64_t head_stride, std::int64_t row_stride, std::int64_t batch_stride) {
-  // A size-1 dimension still needs a valid stride (a multiple of 16 bytes).
-  const auto or_else = [](std::int64_t s, std::int64_t fallback) {
-    return static_cast<std::uint64_t>(s > 0 ? s : fallback);
+  // A size-1 dimension's own stride is never used and may be 0 or past what a map holds (2^40
+  // bytes): it takes the packed layout's, as make_rows_map's does.
+  const auto or_else = [](std::int64_t s, std::int64_t size, std::int64_t packed) {
+    return static_cast<std::uint64_t>(size > 1 && s > 0 ? s : packed);
   };
   // A varlen call's packed side may have no rows: a map of 0 rows is an error, one row no tile
   // reads is not.
@@ -673,9 +674,9 @@ CUtensorMap rows_map(const char* name, const void* base, int heads, int rows, in
   const std::uint64_t dims[4] = {static_cast<std::uint64_t>(kD), static_cast<std::uint64_t>(heads),
                                  static_cast<std::uint64_t>(mapped_rows),
                                  static_cast<std::uint64_t>(batch)};
-  const std::uint64_t strides[3] = {or_else(head_stride, kD),
-                                    or_else(row_stride, std::int64_t{kD} * heads),
-                                    or_else(batch_stride, std::int64_t{kD} * heads * mapped_rows)};
+  const std::uint64_t strides[3] = {
+      or_else(head_stride, heads, kD), or_else(row_stride, mapped_rows, std::int64_t{kD} * heads),
+      or_else(batch_stride, batch, std::int64_t{kD} * heads * mapped_rows)};
   const std::uint32_t box[4] = {kD == 256 ? 128 : kD, 1, kBoxRows, 1};
   return make_tensor_map_4d(name, base, CU_TENSOR_MAP_DATA_TYPE_UINT8, dims, strides, box,
                             kD == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B);
@@ -711,7 +712,9 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
   }
   if (varlen) {  // 128 rows in dim 2 and the sequence end in dim 3, both a row apart, over
     // v - 128 rows: never read below v, the box's in-bounds rows are end - r .. end - 1.
-    const std::int64_t row_bytes = p.v_row_stride > 0 ? p.v_row_stride : std::int64_t{kD} * p.hkv;
+    // (One key row in all: its address is v whatever the stride, which then may be any.)
+    const std::int64_t row_bytes =
+        p.total_k > 1 && p.v_row_stride > 0 ? p.v_row_stride : std::int64_t{kD} * p.hkv;
     const auto* base = reinterpret_cast<const void*>(
         reinterpret_cast<std::uintptr_t>(p.v) - static_cast<std::uintptr_t>(kBlockN * row_bytes));
     maps.v_tail = rows_map<kD>("v (sequence ends)", base, p.hkv, kBlockN, rows_k + 1,

@@ -29,8 +29,8 @@ struct QkvTensorMaps {
 QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv, int rows_o);
 
 // One 16-bit operand of `dtype` (f16 or bf16) as such a map: dims (head dim, head, row, batch),
-// its element strides (one of 0 or less, which strides_fit_tma allows at a size-1 dim only, takes a
-// valid one), `rows` at least 1 (a map cannot have a dimension of 0; no tile reads the extra row),
+// its element strides (a size-1 dim's, never used, whatever it is, takes the packed layout's),
+// `rows` at least 1 (a map cannot have a dimension of 0; no tile reads the extra row),
 // and a box of 64 elements x 1 head x `box_rows` rows. make_qkv_tensor_maps builds its maps with
 // it.
 CUtensorMap make_rows_map(const char* name, const void* base, DType dtype, int head_dim, int heads,

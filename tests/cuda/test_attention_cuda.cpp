@@ -63,6 +63,8 @@ enum class Layout : std::uint8_t {
   contiguous,  // every tensor packed row-major
   padded,      // padded head/row/batch strides with NaN in the padding; lse padded as well
   packed_qkv,  // q/k/v are slices of one [.., S, 3, H, D] buffer; out a slice of [.., S, 2, H, D]
+  far_units,   // packed, but every size-1 dim of q/k/v/out has a stride of 2^40 elements (never
+               // used: its index is 0; past what a TMA tensor map can hold)
 };
 
 struct Case : CaseBase<Case> {
@@ -100,6 +102,7 @@ struct Case : CaseBase<Case> {
     std::string s = shape_name() + mask_name();
     if (layout == Layout::padded) s += "_padded";
     if (layout == Layout::packed_qkv) s += "_packed_qkv";
+    if (layout == Layout::far_units) s += "_far_units";
     if (nan_kv_seq >= 0) s += "_nan_kv" + std::to_string(nan_kv_seq);
     return s;
   }
@@ -253,6 +256,13 @@ class Problem {
         v_ = padded_operand(c_.dtype, ks, 8);
         out_ = padded_operand(c_.dtype, qs, 8);
         lse_ = padded_operand(DType::f32, ls, 3);
+        break;
+      case Layout::far_units:
+        q_ = far_units(padded_operand(c_.dtype, qs, 0));
+        k_ = far_units(padded_operand(c_.dtype, ks, 0));
+        v_ = far_units(padded_operand(c_.dtype, ks, 0));
+        out_ = far_units(padded_operand(c_.dtype, qs, 0));
+        lse_ = padded_operand(DType::f32, ls, 0);
         break;
       case Layout::packed_qkv: {
         if (c_.Hq != c_.Hkv || c_.Sq != c_.Sk || c_.lens_q != c_.lens_k) {
@@ -511,6 +521,14 @@ class Problem {
       last += (op.shape[d] - 1) * op.stride[d];
     }
     op.alloc = add_alloc(t, last + 1 + pad);
+    return op;
+  }
+
+  // `op` with each size-1 dim (but the last) 2^40 elements apart: the same elements.
+  static Operand far_units(Operand op) {
+    for (int d = 0; d + 1 < op.rank; ++d) {
+      if (op.shape[d] == 1) op.stride[d] = std::int64_t{1} << 40;
+    }
     return op;
   }
 
@@ -870,7 +888,8 @@ INSTANTIATE_TEST_SUITE_P(
     case_name);
 
 // Non-contiguous views: padded strides with NaN in the padding (reading it, or writing it, fails),
-// and q/k/v slices of one packed qkv buffer with out a slice of a wider buffer. The sm_90a kernel
+// q/k/v slices of one packed qkv buffer with out a slice of a wider buffer, and size-1 dims with
+// strides no tensor map holds. The sm_90a kernel
 // stores out through a TMA tensor map of its strides (64-row boxes, rows past the end clipped):
 // head dim 256 (4 boxes a warpgroup), a window alone (at head dim 128 the dense instantiation from
 // the window's first key tile, at 64 the masked one) and a masked call (global tokens: its own
@@ -889,7 +908,12 @@ INSTANTIATE_TEST_SUITE_P(
         varlen(8, 2, 64, f16, kLens).causal().in(Layout::padded),
         dense(2, 16, 16, 1000, 1000, 128, f16).causal().in(Layout::packed_qkv),
         dense(1, 8, 8, 4097, 4097, 64, bf16).compensated().in(Layout::packed_qkv),
-        varlen(8, 8, 128, f16, {17, 513, 1, 2048}).causal().in(Layout::packed_qkv)),
+        varlen(8, 8, 128, f16, {17, 513, 1, 2048}).causal().in(Layout::packed_qkv),
+        // one batch entry and one KV head, their strides 2^40 elements: the tensor maps take
+        // others for those dims (a map's strides end below 2^40 bytes)
+        dense(1, 4, 1, 300, 500, 128, bf16).causal().in(Layout::far_units),
+        dense(1, 8, 1, 77, 1000, 64, f16).in(Layout::far_units),
+        dense(1, 2, 1, 130, 200, 256, f16).causal().in(Layout::far_units)),
     case_name);
 
 // ---- masks: sliding window and global tokens ----------------------------------------------------

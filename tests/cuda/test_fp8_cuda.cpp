@@ -50,7 +50,15 @@ struct F8Case {
   // each head's row and a row after each sequence (varlen: after the packed rows) of padding,
   // poisoned, which the call must leave as they are.
   bool padded_out = false;
+  // Dense: every size-1 dim of q, k, v and out (but the last) 2^40 elements apart (never used:
+  // its index is 0; past what a TMA tensor map holds).
+  bool far_units = false;
 
+  F8Case far() const {
+    F8Case c = *this;
+    c.far_units = true;
+    return c;
+  }
   F8Case packed() const {
     F8Case c = *this;
     c.packed_kv = true;
@@ -77,7 +85,7 @@ struct F8Case {
            (mask.window_left >= 0 ? "_window" : "") + (packed_kv ? "_packed_kv" : "") +
            (lens_q.empty() ? "" : "_lens") +
            (nan_seq >= 0 ? "_nan" + std::to_string(nan_seq) : "") +
-           (padded_out ? "_padded_out" : "");
+           (padded_out ? "_padded_out" : "") + (far_units ? "_far_units" : "");
   }
 };
 
@@ -199,6 +207,13 @@ Errors run_case(const F8Case& c, Path path, std::optional<FwdKernel> want = std:
     }
     a.causal = c.causal;
     a.mask = c.mask;
+    if (c.far_units) {
+      for (TensorView* t : {&a.q, &a.k, &a.v, &a.out}) {
+        for (int d = 0; d + 1 < t->rank; ++d) {
+          if (t->shape[d] == 1) t->stride[d] = std::int64_t{1} << 40;
+        }
+      }
+    }
     return a;
   };
   const AttentionArgs a = args(true);
@@ -332,6 +347,8 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
       // out a padded view: rows past Sq (a ragged last row block) and pad columns untouched
       F8Case{f16, 2, 4, 2, 77, 300, 128, true}.padded(),
       F8Case{bf16, 3, 8, 4, 200, 129, 128}.padded(),
+      // one batch entry and one KV head, 2^40 elements apart: the maps take other strides there
+      F8Case{bf16, 1, 4, 1, 300, 500, 128, true}.far(),
       F8Case{f16, 1, 4, 4, 200, 130, 128}.packed(),
       // Varlen (sequence b: Sq - 37 b query rows, Sk - 11 b keys, at least 1): row blocks past a
       // sequence's end run empty, K / V tiles end inside the next sequence's rows.
@@ -380,6 +397,7 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim64) {
       // out a padded view: rows past Sq (a ragged last row block) and pad columns untouched
       F8Case{f16, 2, 4, 2, 77, 300, 64, true}.padded(),
       F8Case{bf16, 3, 8, 4, 200, 129, 64}.padded(),
+      F8Case{f16, 1, 8, 1, 77, 1000, 64}.far(),  // size-1 dims 2^40 elements apart
       F8Case{f16, 1, 4, 4, 200, 130, 64}.packed(),
       {bf16, 3, 8, 2, 300, 500, 64, true, true, true},  // varlen, GQA 4
       // varlen out a padded view (TMA-stored warpgroups beside register-stored last rows)
@@ -439,7 +457,8 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim256) {
       // out a padded view: rows past Sq (a ragged last row block) and pad columns untouched
       F8Case{f16, 2, 4, 2, 77, 300, 256, true}.padded(),
       F8Case{bf16, 3, 8, 4, 200, 129, 256}.padded(),
-      {bf16, 3, 8, 2, 300, 500, 256, true, true, true},                // varlen, GQA 4
+      F8Case{f16, 1, 2, 1, 130, 200, 256, true}.far(),   // size-1 dims 2^40 elements apart
+      {bf16, 3, 8, 2, 300, 500, 256, true, true, true},  // varlen, GQA 4
       F8Case{f16, 3, 4, 2, 200, 150, 256, true, true, true}.padded(),  // varlen out padded
       {f16, 5, 4, 2, 40, 45, 256, true, true, true},  // query lengths 40, 3, 1, 1, 1
       F8Case{f16, 4, 4, 4, 300, 260, 256, true, true, true}.lens({130, 0, 300, 64},
