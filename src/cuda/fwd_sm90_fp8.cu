@@ -167,6 +167,77 @@ constexpr bool words_are_key_pairs() {
 }
 static_assert(words_are_key_pairs(), "transpose_tile writes fp8_key_of's order");
 
+// A lane's part of transpose_tile's addresses. Step `step` of the tile (key group g = step % 8,
+// chunk pair cs = step / 8) reads V at transpose_src and writes V^T at transpose_dst: each swizzle
+// XORs bits of the lane's row with bits of the step's, so the split below leaves a step one XOR
+// of a constant into a lane register for each address, the step's constant parts (g's key rows,
+// a head-dim-256 slab, cs's V^T rows) as immediates of the LDSM / STSM, and the rest computed once.
+// transpose_reference gives the addresses as first written; the static_assert below checks the
+// split against it at every step and lane of each head dim.
+struct TransposeLane {
+  std::uint32_t src;   // (8 (j % 2) + r) rows and the low bit of the source chunk's swizzle
+  std::uint32_t sx;    // the source swizzle's bits that cs's bits flip (32 apart)
+  std::uint32_t dst;   // V^T row d without the step's chunk: 2048 jb + 128 (2r + odd)
+  std::uint32_t dl16;  // 16 (d % 8), the V^T swizzle's row part (g's bits flip it)
+};
+template <int kD>
+__host__ __device__ constexpr TransposeLane transpose_lane(int lane) {
+  const int j = lane >> 3, r = lane & 7, jb = j >> 1, j0 = j & 1;
+  const int odd = (r >= 4) ^ j0;
+  constexpr int kRowBytes = kD == 64 ? 64 : 128;
+  // The source chunk c = 2 cs + jb at the swizzle's row bits (128-byte: r; 64-byte: r / 2): its
+  // low bit from jb, the ones above from cs.
+  const int rs = kD == 64 ? (r >> 1) & 3 : r;
+  TransposeLane t{};
+  t.src = static_cast<std::uint32_t>((8 * j0 + r) * kRowBytes + ((jb ^ (rs & 1)) << 4));
+  t.sx = static_cast<std::uint32_t>((rs >> 1) << 5);
+  t.dst = static_cast<std::uint32_t>(2048 * jb + 128 * (2 * r + odd));
+  t.dl16 = static_cast<std::uint32_t>(((2 * r + odd) & 7) << 4);
+  return t;
+}
+template <int kD>
+__host__ __device__ constexpr std::uint32_t transpose_src(const TransposeLane& t, int step) {
+  constexpr int kRowBytes = kD == 64 ? 64 : 128;
+  const int g = step & 7, cs = step >> 3;
+  const std::uint32_t slab = kD == 256 ? (cs >> 2) * (128 * 128) : 0;
+  const std::uint32_t flip = static_cast<std::uint32_t>((cs & (kD == 64 ? 1 : 3)) << 5);
+  return t.src + (t.sx ^ flip) + static_cast<std::uint32_t>(16 * g * kRowBytes) + slab;
+}
+__host__ __device__ constexpr std::uint32_t transpose_dst(const TransposeLane& t, int step) {
+  const int g = step & 7, cs = step >> 3;
+  return t.dst + static_cast<std::uint32_t>(4096 * cs) +
+         (t.dl16 ^ static_cast<std::uint32_t>(g << 4));
+}
+// The addresses as transpose_tile first computed them at each step (2026-11-30-h200-s44's v7).
+template <int kD>
+__host__ __device__ constexpr std::uint32_t transpose_reference(int step, int lane, bool dst) {
+  const int j = lane >> 3, r = lane & 7;
+  const int odd = (r >= 4) ^ (j & 1);
+  const int g = step & 7, c = 2 * (step >> 3) + (j >> 1);
+  const int key = 16 * g + 8 * (j & 1) + r;
+  const std::uint32_t slab = kD == 256 ? (c >> 3) * (128 * 128) : 0;
+  const std::uint32_t at = kD == 64 ? key * 64 + (((c ^ (key >> 1)) & 3) << 4)
+                                    : slab + key * 128 + (((c ^ key) & 7) << 4);
+  const int d = 16 * c + 2 * r + odd;
+  return dst ? static_cast<std::uint32_t>(d * 128 + (((g ^ d) & 7) << 4)) : at;
+}
+template <int kD>
+constexpr bool transpose_split_matches() {
+  for (int lane = 0; lane < 32; ++lane) {
+    const TransposeLane t = transpose_lane<kD>(lane);
+    for (int step = 0; step < kD / 4; ++step) {
+      if (transpose_src<kD>(t, step) != transpose_reference<kD>(step, lane, false) ||
+          transpose_dst(t, step) != transpose_reference<kD>(step, lane, true)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+static_assert(transpose_split_matches<64>() && transpose_split_matches<128>() &&
+                  transpose_split_matches<256>(),
+              "transpose_tile's split addresses are the first-written ones");
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 constexpr int kTransposeThreads = 96;  // warps 1-3 of the producer warpgroup
 
@@ -198,27 +269,39 @@ __device__ __forceinline__ std::uint32_t e4m3x4(float a, float b, float c, float
 //     complement, so its 8 rows cover all 8 swizzle positions (d % 8): no bank conflicts, as none
 //     on the load side (8 consecutive keys). A lane of row r >= 4 (lane >= 16) so gives the odd
 //     element's word to matrices 0 and 2 and the even one's to 1 and 3: its selectors swap.
+//
+// transpose_steps: warp kW's steps (kW, kW + 3, ...), unrolled, so that each step's constant
+// parts are immediates (they were 19 of a step's 25 instructions with the loop: 2026-11-30-h200-s51
+// notes).
+template <int kD, int kW>
+__device__ __forceinline__ void transpose_steps(std::uint32_t src, std::uint32_t dst,
+                                                const TransposeLane& t, std::uint32_t sel_mix0,
+                                                std::uint32_t sel_mix1) {
+#pragma unroll
+  for (int step = kW; step < kD / 4; step += 3) {
+    std::uint32_t v[4];  // A (keys 0-7) and B (8-15) at chunk 2 (step / 8), then at the next
+    ptx::ldmatrix_x4_trans(v, src + transpose_src<kD>(t, step));
+    ptx::stmatrix_x4(dst + transpose_dst(t, step), __byte_perm(v[0], v[1], sel_mix0),
+                     __byte_perm(v[0], v[1], sel_mix1), __byte_perm(v[2], v[3], sel_mix0),
+                     __byte_perm(v[2], v[3], sel_mix1));
+  }
+}
 template <int kD>
 __device__ __forceinline__ void transpose_tile(std::uint32_t src, std::uint32_t dst, int w,
                                                int lane) {
-  const int j = lane >> 3, r = lane & 7;  // the matrix and row this lane addresses
+  TransposeLane t = transpose_lane<kD>(lane);
+  // Opaque to the compiler at each tile: else it hoists every step's XORs out of the tile loop
+  // and holds them, past the producer's 40 registers (ptxas spilled 4-28 bytes).
+  asm volatile("" : "+r"(t.sx), "+r"(t.dl16));
   // The words this lane stores into matrices 0 and 2 (sel_mix0) and 1 and 3 (sel_mix1).
   const std::uint32_t sel_mix0 = lane >= 16 ? 0x7531u : 0x6420u;
   const std::uint32_t sel_mix1 = lane >= 16 ? 0x6420u : 0x7531u;
-  const int odd = (r >= 4) ^ (j & 1);  // whether the row this lane addresses is an odd element
-  for (int step = w; step < kD / 4; step += 3) {
-    const int g = step & 7, c = 2 * (step >> 3) + (j >> 1);  // key group, this lane's chunk
-    const int key = 16 * g + 8 * (j & 1) + r;
-    // Where the swizzle put chunk c: its slab (head dim 256), then the chunk in the key's row.
-    const std::uint32_t slab = kD == 256 ? (c >> 3) * (128 * 128) : 0;
-    const std::uint32_t at = kD == 64 ? key * 64 + (((c ^ (key >> 1)) & 3) << 4)
-                                      : slab + key * 128 + (((c ^ key) & 7) << 4);
-    std::uint32_t v[4];  // A (keys 0-7) and B (8-15) at chunk 2 (step / 8), then at the next
-    ptx::ldmatrix_x4_trans(v, src + at);
-    const int d = 16 * c + 2 * r + odd;
-    ptx::stmatrix_x4(dst + d * 128 + (((g ^ d) & 7) << 4), __byte_perm(v[0], v[1], sel_mix0),
-                     __byte_perm(v[0], v[1], sel_mix1), __byte_perm(v[2], v[3], sel_mix0),
-                     __byte_perm(v[2], v[3], sel_mix1));
+  if (w == 0) {
+    transpose_steps<kD, 0>(src, dst, t, sel_mix0, sel_mix1);
+  } else if (w == 1) {
+    transpose_steps<kD, 1>(src, dst, t, sel_mix0, sel_mix1);
+  } else {
+    transpose_steps<kD, 2>(src, dst, t, sel_mix0, sel_mix1);
   }
 }
 
