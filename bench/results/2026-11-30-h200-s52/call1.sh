@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# For the next session (not run; branch wip/fp8-transpose-addresses, one kernel commit on main
+# Session 52, call 1 (run as prepared in s51; branch wip/fp8-transpose-addresses, one kernel commit on main
 # 31868f0, rebased; carry built at 6e13d58: the same PTX): the FP8 kernel's V transposer with each step's constant address parts as immediates
 # (three warp-templated unrolled step lists; the lane's parts split out and checked against the
 # first-written addresses by a static_assert at every step and lane of each head dim). SASS
