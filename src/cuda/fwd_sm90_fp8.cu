@@ -272,7 +272,9 @@ __device__ __forceinline__ std::uint32_t e4m3x4(float a, float b, float c, float
 //
 // transpose_steps: warp kW's steps (kW, kW + 3, ...), unrolled, so that each step's constant
 // parts are immediates (they were 19 of a step's 25 instructions with the loop: 2026-11-30-h200-s51
-// notes).
+// notes; ~8.4 a step now). H200, gpuattn_fp8_probe in balanced order against the loop
+// (2026-11-30-h200-s52 call 1, 3 rounds): head dim 256 1.02-1.09x TFLOP/s, 128 0.99-1.06x (long
+// calls most), 64 0.99-1.02x.
 template <int kD, int kW>
 __device__ __forceinline__ void transpose_steps(std::uint32_t src, std::uint32_t dst,
                                                 const TransposeLane& t, std::uint32_t sel_mix0,
