@@ -35,8 +35,8 @@ enum class FwdKernel {
   sm90_fp8_128x128,    // the FP8 E4M3 kernel (AttentionArgs::q_scale) at head dims 64-256
                        // (src/cuda/fwd_sm90_fp8.cu); picked by the FP8 dispatch, not by
                        // select_fwd_config
-  sm90_fp8_192x128,    // the same on 3 consumer warpgroups at head dim 64 (picked as
-                       // sm90_ws_192x128 is: three_consumers_pay)
+  sm90_fp8_192x128,    // the same on 3 consumer warpgroups at head dims 64 and 128 (picked
+                       // as sm90_ws_192x128 is: three_consumers_pay; not varlen at 128)
 };
 
 struct TileConfig {
@@ -242,24 +242,30 @@ inline constexpr std::array<TileConfig, 14> kFwdTileConfigs = {{
      "each V tile into a 3-stage V^T ring in shared memory (ldmatrix.trans, stmatrix), which "
      "against s43's V^T pass before the kernel measured +12-27% at S <= 1024, +5-7% at S2048, "
      "-2-6% at dense S >= 4096 and -3% to +1% at causal S >= 4096 (H200, 2026-11-30-h200-s44 "
-     "call 6); persistent, 2 Q buffers, 2 consumer warpgroups x 64 rows with the "
+     "call 6; its steps' constant addresses as immediates since s52: 0.99-1.09x); persistent, 2 "
+     "Q buffers, 2 consumer warpgroups x 64 rows with the "
      "intra-warpgroup overlap, 128-key tiles (S 64 + O D/2 + P 16 registers). 2 K/V stages at D = "
      "128 (3 measured the same on s43's K / V^T ring; 3 and 4 on this one 0.95-1.02x, no pattern, "
      "s50 call 4); ping-pong between the consumers lost 7-8% "
-     "(2026-11-29-h200-s43 calls 5-7)"},
+     "(2026-11-29-h200-s43 calls 5-7); 256-key tiles at D = 128 (no overlap: it spilled) "
+     "0.76-0.98x (2026-11-30-h200-s52 call 4)"},
     {FwdKernel::sm90_fp8_192x128, "sm90_fp8_192x128", 192, 128, 16, 3,
-     "Hopper, FP8 attention at head dim 64 where three_consumers_pay (the rule of "
-     "sm90_ws_192x128: large grids, causal ones only from 2048 rows; "
+     "Hopper, FP8 attention at head dims 64 and 128 where three_consumers_pay (the rule of "
+     "sm90_ws_192x128: large grids, causal ones only from 2048 rows; at D = 128 not varlen calls; "
      "GPUATTN_KERNEL=sm90_ws_192x128 / "
      "sm90_ws_128x128 force it or sm90_fp8_128x128): sm90_fp8_128x128's kernel on 3 consumer "
-     "warpgroups x 64 rows (setmaxnreg 32 / 160), 3 K/V stages. At D = 64 the 8-bit GEMMs take "
-     "half a tile's time at most and the softmax the rest, so a third warpgroup's softmax overlaps "
-     "the others' "
+     "warpgroups x 64 rows (setmaxnreg 32 / 160), 3 K/V stages at D = 64, 2 at D = 128. At D = 64 "
+     "the 8-bit GEMMs take half a tile's time at most and the softmax the rest, so a third "
+     "warpgroup's softmax overlaps the others' "
      "GEMMs. H200, gpuattn_fp8_probe --head-dim 64 in balanced order (2026-11-30-h200-s49 call 4, "
      "3 rounds, H32, B x S = 16k): against 2 consumers dense S512-S16384 1.13-1.29x TFLOP/s, "
      "causal S2048-S16384 1.12-1.20x, but causal S512 0.99x and S1024 0.95x (the rule keeps 2 "
      "there); against the dequantized q it replaces (GPUATTN_FP8_KERNEL=0) 1.08-1.61x at every "
-     "shape. The rule is the 16-bit kernel's: FP8 3 against 2 was measured on 16k-token grids "
+     "shape. At D = 128 without the intra-warpgroup overlap (S 64 + P 16 + O 64 registers do not "
+     "fit 160 with it), the warpgroups overlapping each other: against 2 consumers with it "
+     "(2026-11-30-h200-s52 call 6, 3 rounds, H16) dense S512-S16384 1.02-1.09x, causal "
+     "S2048-S32768 1.02-1.07x, causal S512 0.92x and S1024 0.88x, varlen16 0.98x (kept on 2). "
+     "The rule is the 16-bit kernel's: FP8 3 against 2 was measured on 16k-token grids "
      "only, not near the rule's wave cutoff"},
 }};
 

@@ -23,14 +23,15 @@
 // item's Q (into two buffers; one at head dim 256) and of rings of K and V tiles of 128 keys (3
 // stages at head dim 64, 2 otherwise; full / empty mbarriers) and whose other three warps
 // transpose V into a 3-stage V^T ring (2 stages at head dim 256), and two consumer warpgroups of 64
-// rows (three at head dim 64 where the dispatch takes sm90_fp8_192x128: 192-row items). Inside a
-// consumer the next tile's S GEMM and this tile's P V run while the softmax of the next tile is
-// computed (the intra-warpgroup overlap of the 16-bit kernel; not at head dim 256, for want of
-// registers). Causal grids run their last row blocks first, the longest of a dense call (in a
-// varlen call the shorter sequences' last ones are empty: no Q load, no tile). The scales fold into
-// the softmax's exponent scale (q_scale * k_scale) and into the output's normalization (v_scale).
-// A dense call's O (head dims 64 and 128) leaves by TMA store from an O buffer of each consumer
-// warpgroup's own; varlen calls and head dim 256 store it from the registers.
+// rows (three at head dims 64 and 128 where the dispatch takes sm90_fp8_192x128: 192-row items).
+// Inside a consumer the next tile's S GEMM and this tile's P V run while the softmax of the next
+// tile is computed (the intra-warpgroup overlap of the 16-bit kernel; not at head dim 256 nor on 3
+// consumers at 128, for want of registers). Causal grids run their last row blocks first, the
+// longest of a dense call (in a varlen call the shorter sequences' last ones are empty: no Q load,
+// no tile). The scales fold into the softmax's exponent scale (q_scale * k_scale) and into the
+// output's normalization (v_scale). A dense call's O (head dims 64 and 128) leaves by TMA store
+// from an O buffer of each consumer warpgroup's own; varlen calls and head dim 256 store it from
+// the registers.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -61,13 +62,23 @@ constexpr int kBlockN = 128;                     // keys a tile
 [[maybe_unused]] constexpr float kPShift = 8.f;  // log2 of P's largest value (softmax below)
 
 // One instantiation's shape: head dim kD (64, 128 or 256) and kC consumer warpgroups of 64 query
-// rows (3: sm90_fp8_192x128, at head dim 64, where the softmax takes most of a tile's time).
+// rows (3: sm90_fp8_192x128, at head dims 64 and 128: see kOverlap and the table entry).
 template <int kD_, int kC_>
 struct Fp8Config {
   static constexpr int kD = kD_;
   static constexpr int kC = kC_;
-  static_assert((kD == 64 || kD == 128 || kD == 256) && (kC == 2 || (kC == 3 && kD == 64)),
-                "head dims 64, 128 and 256; 3 consumers at head dim 64");
+  static_assert((kD == 64 || kD == 128 || kD == 256) && (kC == 2 || (kC == 3 && kD <= 128)),
+                "head dims 64, 128 and 256; 3 consumers at head dims 64 and 128");
+  // The next tile's S GEMM under this tile's softmax and P V (the intra-warpgroup overlap) holds
+  // S (64 registers), P (16) and O (D / 2) at once: 208 at head dim 256, where ptxas then
+  // serialized the wgmmas for want of registers (and spilled 48 bytes) at 232, and 144 on 3
+  // consumers at head dim 128, whose 160 registers (below) leave too few beside them. Those two
+  // run each tile's S GEMM, softmax and P V in turn, the consumer warpgroups overlapping each
+  // other; at head dim 128 the third warpgroup pays for the lost overlap on large grids (H200,
+  // gpuattn_fp8_probe in balanced order against 2 consumers with the overlap, 2026-11-30-h200-s52
+  // call 6, 3 rounds: dense S512-16384 1.02-1.09x TFLOP/s, causal S2048-32768 1.02-1.07x, but
+  // causal S512 0.92x, S1024 0.88x and varlen16 0.98x, which the dispatch keeps on 2).
+  static constexpr bool kOverlap = kD != 256 && !(kC == 3 && kD == 128);
   static constexpr int kBlockM = 64 * kC;          // query rows a CTA
   static constexpr int kThreads = 128 * (kC + 1);  // + the producer warpgroup
   // Bytes of a row in shared memory and column slabs a tile: a Q or K row of 256 bytes (head dim
@@ -108,10 +119,11 @@ struct Fp8Config {
   static constexpr int kSmemBytes =
       1024 + kQBuffers * kQBytes + kOBytes + kTileBytes * (2 * kStages + kVtStages) + kBarrierBytes;
   // setmaxnreg: the producer warpgroup's transposing warps need more than a TMA thread's 24
-  // (ptxas, nvcc 13.0, spilled there; 32 would do, 40 is what ran with 2 consumers); the
-  // consumers hold S (64), O (D / 2) and P (16) through the overlap, with no spill at 232 (head
-  // dim 256 runs no overlap: S and O, or P and O, at once). The CTA holds 168 x 384 = 64512 with
-  // 2 consumers, 128 x 512 with 3 (32 and 160).
+  // (ptxas, nvcc 13.0, spilled there; 32 would do, 40 is what ran with 2 consumers; at head dim
+  // 128 on 32, ptxas spills one register pair across the 32 steps of a tile); the consumers hold
+  // S (64), O (D / 2) and P (16) through the overlap, with no spill at 232 (without the overlap S
+  // and O, or P and O, at once). The CTA holds 168 x 384 = 64512 with 2 consumers, 128 x 512 with
+  // 3 (32 and 160).
   static constexpr int kProducerRegs = kC == 3 ? 32 : 40;
   static constexpr int kConsumerRegs = kC == 3 ? 160 : 232;
   static_assert(128 * kProducerRegs + 128 * kC * kConsumerRegs <=
@@ -125,13 +137,18 @@ constexpr bool table_describes(FwdKernel kernel) {
   const TileConfig& c = kFwdTileConfigs[static_cast<int>(kernel)];
   return c.kernel == kernel && c.block_m == Cfg::kBlockM && c.block_n == kBlockN &&
          c.warps == Cfg::kThreads / 32 &&
-         // the table's sm90_fp8_128x128 names head dims 128 and 256's 2 stages (64's 3 in its text)
-         c.stages == (kernel == FwdKernel::sm90_fp8_128x128 ? 2 : Cfg::kStages);
+         // the table's stages: sm90_fp8_128x128's are head dims 128 and 256's 2 (64's 3 in its
+         // text), sm90_fp8_192x128's head dim 64's 3 (128's 2 in its text)
+         c.stages == (kernel == FwdKernel::sm90_fp8_128x128 ? 2 : 3);
 }
 static_assert(table_describes<Fp8Config<128, 2>>(FwdKernel::sm90_fp8_128x128) &&
                   table_describes<Fp8Config<64, 2>>(FwdKernel::sm90_fp8_128x128) &&
                   table_describes<Fp8Config<256, 2>>(FwdKernel::sm90_fp8_128x128) &&
-                  table_describes<Fp8Config<64, 3>>(FwdKernel::sm90_fp8_192x128),
+                  table_describes<Fp8Config<64, 3>>(FwdKernel::sm90_fp8_192x128) &&
+                  table_describes<Fp8Config<128, 3>>(FwdKernel::sm90_fp8_192x128) &&
+                  Fp8Config<64, 2>::kStages == 3 && Fp8Config<64, 3>::kStages == 3 &&
+                  Fp8Config<128, 2>::kStages == 2 && Fp8Config<128, 3>::kStages == 2 &&
+                  Fp8Config<256, 2>::kStages == 2,
               "core/tile_config.h's sm90_fp8_* entries describe these kernels");
 
 struct Fp8Maps {
@@ -364,10 +381,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   constexpr int kQBytes = Cfg::kQBytes, kConsumerThreads = 128 * Cfg::kC;
   constexpr int kVtStages = Cfg::kVtStages, kQBuffers = Cfg::kQBuffers, kRow = Cfg::kRow;
   constexpr int kStages = Cfg::kStages;
-  // The next tile's S GEMM under this tile's softmax and P V (the intra-warpgroup overlap): S
-  // (64 registers), P (16) and O (D / 2) live at once, 208 at head dim 256, where ptxas then
-  // serialized the wgmmas for want of registers (and spilled 48 bytes) at 232: not there.
-  constexpr bool kOverlap = kD != 256;
+  constexpr bool kOverlap = Cfg::kOverlap;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;
   const std::uint32_t sq0 = base;                       // kQBuffers Q buffers
@@ -835,19 +849,23 @@ bool fp8_usable() {
 
 void fwd_fp8(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   const bool three = kernel == FwdKernel::sm90_fp8_192x128;
-  if ((p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) || (three && p.head_dim != 64) ||
-      (!three && kernel != FwdKernel::sm90_fp8_128x128) || !p.q_quantized() ||
-      p.kv_dtype != DType::e4m3 || !strides_fit_tma(p)) {
-    throw Error(ErrorCode::not_supported,
-                std::string("gpuattn: internal error: the FP8 kernel takes E4M3 q/k/v at head dims "
-                            "64, 128 and 256 (sm90_fp8_192x128: 64), with strides its tensor maps "
-                            "describe; this call: ") +
-                    tile_config(kernel).name + " at head dim " + std::to_string(p.head_dim) +
-                    ", q " + (p.q_quantized() ? "E4M3" : "not quantized") + ", k/v " +
-                    to_string(p.kv_dtype) + ", strides " +
-                    (strides_fit_tma(p) ? "fit" : "do not fit") + " TMA");
+  if ((p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) ||
+      (three && p.head_dim == 256) || (!three && kernel != FwdKernel::sm90_fp8_128x128) ||
+      !p.q_quantized() || p.kv_dtype != DType::e4m3 || !strides_fit_tma(p)) {
+    throw Error(
+        ErrorCode::not_supported,
+        std::string("gpuattn: internal error: the FP8 kernel takes E4M3 q/k/v at head dims "
+                    "64, 128 and 256 (sm90_fp8_192x128: 64 and 128), with strides its tensor maps "
+                    "describe; this call: ") +
+            tile_config(kernel).name + " at head dim " + std::to_string(p.head_dim) + ", q " +
+            (p.q_quantized() ? "E4M3" : "not quantized") + ", k/v " + to_string(p.kv_dtype) +
+            ", strides " + (strides_fit_tma(p) ? "fit" : "do not fit") + " TMA");
   }
   const bool bf16 = p.dtype == DType::bf16;
+  if (three && p.head_dim == 128) {
+    using C = Fp8Config<128, 3>;
+    return bf16 ? launch_fp8<__nv_bfloat16, C>(p, stream) : launch_fp8<__half, C>(p, stream);
+  }
   if (three) {
     using C = Fp8Config<64, 3>;
     return bf16 ? launch_fp8<__nv_bfloat16, C>(p, stream) : launch_fp8<__half, C>(p, stream);

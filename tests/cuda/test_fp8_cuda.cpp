@@ -311,6 +311,35 @@ class Fp8AttentionCuda : public ::testing::Test {
   void SetUp() override {
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
   }
+  // Each case on the instantiation the rule picks (at least min_three of them on 3 consumers,
+  // sm90_fp8_192x128, and min_two on 2), then on 3 and on 2 consumers, as GPUATTN_KERNEL=
+  // sm90_ws_192x128 / sm90_ws_128x128 force them. Where the ctest copy's GPUATTN_KERNEL sends FP8
+  // calls to the dequantized path (sm80.), or the device runs no sm_90a code, they run there, as
+  // set.
+  static void run_on_both(const std::vector<F8Case>& cases, int min_three, int min_two) {
+    const Path path = kernel_path();
+    if (path != Path::fp8_kernel) {
+      for (const F8Case& c : cases) run_case(c, path);
+      return;
+    }
+    int three = 0, two = 0;
+    {
+      const ScopedEnv rule("GPUATTN_KERNEL", nullptr);  // the rule's own picks, whatever ctest set
+      for (const F8Case& c : cases) {
+        const FwdKernel k = run_case(c, path).kernel;
+        three += k == FwdKernel::sm90_fp8_192x128;
+        two += k == FwdKernel::sm90_fp8_128x128;
+      }
+    }
+    EXPECT_GE(three, min_three) << "the rule's large grids run on 3 consumers";
+    EXPECT_GE(two, min_two) << "the rule's small grids and short causal calls run on 2";
+    {
+      const ScopedEnv env("GPUATTN_KERNEL", "sm90_ws_192x128");
+      for (const F8Case& c : cases) run_case(c, path, FwdKernel::sm90_fp8_192x128);
+    }
+    const ScopedEnv env("GPUATTN_KERNEL", "sm90_ws_128x128");
+    for (const F8Case& c : cases) run_case(c, path, FwdKernel::sm90_fp8_128x128);
+  }
   // The FP8 kernel runs where the device runs sm_90a code (Hopper) and GPUATTN_KERNEL allows it.
   static Path kernel_path() {
     HostTensor q(DType::e4m3, {1, 128, 1, 128});
@@ -323,8 +352,9 @@ class Fp8AttentionCuda : public ::testing::Test {
   }
 };
 
+// Head dim 128, each case on both instantiations (run_on_both; varlen calls take 3 consumers only
+// when forced).
 TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
-  const Path path = kernel_path();
   const DType f16 = DType::f16, bf16 = DType::bf16;
   const std::vector<F8Case> cases = {
       {f16, 1, 4, 4, 128, 128, 128},
@@ -338,10 +368,11 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
       {bf16, 1, 16, 2, 520, 700, 128},  // GQA 8, a ragged last row block and key tile
       // More items than SMs (132 on an H200): CTAs run several, the ring and the two Q buffers
       // carried across items; Sq > Sk mixes items of no key tile among the others.
-      {bf16, 2, 32, 8, 600, 600, 128, true},  // 320 items
-      {f16, 8, 16, 16, 700, 200, 128, true},  // 768 items, rows 0-499 see no key
-      {bf16, 2, 64, 8, 300, 900, 128},        // 384 items, GQA 8
-      {f16, 1, 32, 4, 1100, 900, 128, true},  // 288 items, Sq > Sk
+      {bf16, 2, 32, 8, 600, 600, 128, true},    // 320 items
+      {f16, 8, 16, 16, 700, 200, 128, true},    // 768 items, rows 0-499 see no key
+      {bf16, 2, 64, 8, 300, 900, 128},          // 384 items, GQA 8
+      {f16, 1, 32, 4, 1100, 900, 128, true},    // 288 items, Sq > Sk
+      {bf16, 1, 24, 8, 2050, 2050, 128, true},  // causal from 2048 rows: 3 consumers
       // K and V as strided views into one buffer: the tensor maps' row strides (2 Hkv D bytes).
       F8Case{bf16, 2, 8, 2, 300, 500, 128, true}.packed(),
       // out a padded view: rows past Sq (a ragged last row block) and pad columns untouched
@@ -372,15 +403,13 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
       F8Case{f16, 1, 4, 4, 1000, 1000, 128, false, true, true}.lens({5}, {300}),
       F8Case{bf16, 1, 8, 2, 257, 129, 128, true, true, true}.lens({257}, {129}),
   };
-  for (const F8Case& c : cases) run_case(c, path);
+  run_on_both(cases, 2, 10);
 }
 
 // Head dim 64: Q and K rows of 64 bytes (the 64-byte swizzle, two 8-bit k-steps for S), V
-// transposed from 64-byte rows, P V at N = 64. The same kinds of call as at 128, each on the
-// instantiation the rule picks (both are picked), then on 3 consumers (sm90_fp8_192x128: 192-row
-// items) and on 2, as GPUATTN_KERNEL=sm90_ws_192x128 / sm90_ws_128x128 force them.
+// transposed from 64-byte rows, P V at N = 64. The same kinds of call as at 128, each on both
+// instantiations (run_on_both).
 TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim64) {
-  const Path path = kernel_path();
   const DType f16 = DType::f16, bf16 = DType::bf16;
   const std::vector<F8Case> cases = {
       {f16, 1, 4, 4, 128, 128, 64},
@@ -412,29 +441,7 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim64) {
       // One sequence: max_seqlen_q 1000 over 5 query rows (most row blocks empty).
       F8Case{f16, 1, 4, 4, 1000, 1000, 64, false, true, true}.lens({5}, {300}),
   };
-  // Where the ctest copy's GPUATTN_KERNEL sends FP8 calls to the dequantized path (sm80.), or the
-  // device runs no sm_90a code, the cases run there, as set.
-  if (path != Path::fp8_kernel) {
-    for (const F8Case& c : cases) run_case(c, path);
-    return;
-  }
-  int three = 0, two = 0;
-  {
-    const ScopedEnv rule("GPUATTN_KERNEL", nullptr);  // the rule's own picks, whatever ctest set
-    for (const F8Case& c : cases) {
-      const FwdKernel k = run_case(c, path).kernel;
-      three += k == FwdKernel::sm90_fp8_192x128;
-      two += k == FwdKernel::sm90_fp8_128x128;
-    }
-  }
-  EXPECT_GE(three, 2) << "the rule's large grids run on 3 consumers";
-  EXPECT_GE(two, 10) << "the rule's small grids and short causal calls run on 2";
-  {
-    const ScopedEnv env("GPUATTN_KERNEL", "sm90_ws_192x128");
-    for (const F8Case& c : cases) run_case(c, path, FwdKernel::sm90_fp8_192x128);
-  }
-  const ScopedEnv env("GPUATTN_KERNEL", "sm90_ws_128x128");
-  for (const F8Case& c : cases) run_case(c, path, FwdKernel::sm90_fp8_128x128);
+  run_on_both(cases, 2, 10);
 }
 
 // Head dim 256: Q and K rows of 256 bytes in two 128-byte slabs (two TMA boxes a tile, 8 k-steps
