@@ -126,6 +126,8 @@ struct Fp8Config {
   // 3 (32 and 160).
   static constexpr int kProducerRegs = kC == 3 ? 32 : 40;
   static constexpr int kConsumerRegs = kC == 3 ? 160 : 232;
+  static_assert(!kOverlap || 64 + 16 + kD / 2 + 24 <= kConsumerRegs,
+                "the overlap holds S, P and O at once, with at least 24 registers beside them");
   static_assert(128 * kProducerRegs + 128 * kC * kConsumerRegs <=
                     65536 / kThreads / 8 * 8 * kThreads,
                 "setmaxnreg moves registers between the warpgroups; it adds none");
