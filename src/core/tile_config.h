@@ -329,7 +329,9 @@ struct FwdShape {
 // calls of up to kD128ThreeStageMaxKeys keys) or sm90_ws_128x128_s4 (short causal head-dim-64
 // calls), so that they can be timed on the same shape and the GPU tests run it there; other
 // calls as "auto", except that every named kernel keeps decode calls off decode_16x64 (so the
-// prefill kernels stay tested, and timed, at decode shapes). Any other value: Error
+// prefill kernels stay tested, and timed, at decode shapes). The two sm90_ws names pick the FP8
+// kernel's instantiations alike at head dims 64 and 128 (sm90_fp8_192x128 for every such call,
+// varlen ones included, or sm90_fp8_128x128: fp8_kernel_of). Any other value: Error
 // invalid_argument naming it.
 enum class KernelChoice { automatic, sm80, sm90_ws_192x128, sm90_ws_128x128 };
 KernelChoice kernel_choice_from_env();

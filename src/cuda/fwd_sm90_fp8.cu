@@ -119,13 +119,15 @@ struct Fp8Config {
   static constexpr int kSmemBytes =
       1024 + kQBuffers * kQBytes + kOBytes + kTileBytes * (2 * kStages + kVtStages) + kBarrierBytes;
   // setmaxnreg: the producer warpgroup's transposing warps need more than a TMA thread's 24
-  // (ptxas, nvcc 13.0, spilled there; 32 would do, 40 is what ran with 2 consumers; at head dim
-  // 128 on 32, ptxas spills one register pair across the 32 steps of a tile); the consumers hold
-  // S (64), O (D / 2) and P (16) through the overlap, with no spill at 232 (without the overlap S
-  // and O, or P and O, at once). The CTA holds 168 x 384 = 64512 with 2 consumers, 128 x 512 with
-  // 3 (32 and 160).
+  // (ptxas, nvcc 13.0, spilled there; 32 does at head dim 64, 40 is what ran with 2 consumers; at
+  // head dim 128 on 32, ptxas spills one register pair across the 32 steps of a tile); the
+  // consumers hold S (64), O (D / 2) and P (16) through the overlap, with no spill at 232 (without
+  // the overlap S and O, or P and O, at once). The CTA holds 168 x 384 = 64512 with 2 consumers,
+  // 128 x 512 with 3 (32 and 160).
   static constexpr int kProducerRegs = kC == 3 ? 32 : 40;
   static constexpr int kConsumerRegs = kC == 3 ? 160 : 232;
+  // A rough lower bound only (head dim 256 with the overlap passes it, and ptxas serialized its
+  // wgmmas at 232 registers: above).
   static_assert(!kOverlap || 64 + 16 + kD / 2 + 24 <= kConsumerRegs,
                 "the overlap holds S, P and O at once, with at least 24 registers beside them");
   static_assert(128 * kProducerRegs + 128 * kC * kConsumerRegs <=
@@ -312,7 +314,8 @@ __device__ __forceinline__ void transpose_tile(std::uint32_t src, std::uint32_t 
                                                int lane) {
   TransposeLane t = transpose_lane<kD>(lane);
   // Opaque to the compiler at each tile: else it hoists every step's XORs out of the tile loop
-  // and holds them, past the producer's 40 registers (ptxas spilled 4-28 bytes).
+  // and holds them, past the producer's 40 registers (32 with 3 consumers; ptxas spilled 4-28
+  // bytes).
   asm volatile("" : "+r"(t.sx), "+r"(t.dl16));
   // The words this lane stores into matrices 0 and 2 (sel_mix0) and 1 and 3 (sel_mix1).
   const std::uint32_t sel_mix0 = lane >= 16 ? 0x7531u : 0x6420u;
@@ -636,8 +639,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     ptx::mbarrier_wait(q_full(qb), (n / kQBuffers) & 1);
     if (n_tiles > 0) {
       if constexpr (!kOverlap) {
-        // Head dim 256: each tile's S GEMM, softmax and P V in turn (S and P are never live beside
-        // the next tile's S): the 2 consumer warpgroups still overlap each other.
+        // Head dim 256, and 3 consumers at head dim 128: each tile's S GEMM, softmax and P V in
+        // turn (S and P are never live beside the next tile's S): the consumer warpgroups still
+        // overlap each other.
         for (int t = 0; t < n_tiles; ++t) {
           const int st = (ring + t) % kStages, sv = (ring + t) % kVtStages;
           ptx::mbarrier_wait(k_full(st), ((ring + t) / kStages) & 1);
