@@ -402,6 +402,9 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReference) {
       // with more query rows than keys (257 over 129: the first 128 rows see none).
       F8Case{f16, 1, 4, 4, 1000, 1000, 128, false, true, true}.lens({5}, {300}),
       F8Case{bf16, 1, 8, 2, 257, 129, 128, true, true, true}.lens({257}, {129}),
+      // One key row in all, its rows' stride 2^40 elements (never used): the V tail map takes the
+      // packed stride there (a map over v - 128 rows of that stride cannot be encoded).
+      F8Case{f16, 1, 4, 4, 300, 1, 128, false, true, true}.lens({300}, {1}).far(),
   };
   run_on_both(cases, 2, 10);
   // A varlen grid that the rule gives 3 consumers at head dim 64 stays on 2 at 128 (where 3
