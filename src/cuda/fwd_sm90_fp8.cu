@@ -768,10 +768,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 template <int kD, int kBoxRows = 128>
 CUtensorMap rows_map(const char* name, const void* base, int heads, int rows, int batch,
                      std::int64_t head_stride, std::int64_t row_stride, std::int64_t batch_stride) {
-  // A size-1 dimension's own stride is never used and may be 0 or past what a map holds (2^40
-  // bytes): it takes the packed layout's, as make_rows_map's does.
+  // Byte strides (1-byte elements) through map_stride, as make_rows_map's.
   const auto or_else = [](std::int64_t s, std::int64_t size, std::int64_t packed) {
-    return static_cast<std::uint64_t>(size > 1 && s > 0 ? s : packed);
+    return static_cast<std::uint64_t>(map_stride(s, size, packed));
   };
   // A varlen call's packed side may have no rows: a map of 0 rows is an error, one row no tile
   // reads is not.
@@ -818,8 +817,7 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
   if (varlen) {  // 128 rows in dim 2 and the sequence end in dim 3, both a row apart, over
     // v - 128 rows: never read below v, the box's in-bounds rows are end - r .. end - 1.
     // (One key row in all: its address is v whatever the stride, which then may be any.)
-    const std::int64_t row_bytes =
-        p.total_k > 1 && p.v_row_stride > 0 ? p.v_row_stride : std::int64_t{kD} * p.hkv;
+    const std::int64_t row_bytes = map_stride(p.v_row_stride, p.total_k, std::int64_t{kD} * p.hkv);
     const auto* base = reinterpret_cast<const void*>(
         reinterpret_cast<std::uintptr_t>(p.v) - static_cast<std::uintptr_t>(kBlockN * row_bytes));
     maps.v_tail = rows_map<kD>("v (sequence ends)", base, p.hkv, kBlockN, rows_k + 1,
@@ -867,25 +865,18 @@ void fwd_fp8(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
             (p.q_quantized() ? "E4M3" : "not quantized") + ", k/v " + to_string(p.kv_dtype) +
             ", strides " + (strides_fit_tma(p) ? "fit" : "do not fit") + " TMA");
   }
-  const bool bf16 = p.dtype == DType::bf16;
-  if (three && p.head_dim == 128) {
-    using C = Fp8Config<128, 3>;
-    return bf16 ? launch_fp8<__nv_bfloat16, C>(p, stream) : launch_fp8<__half, C>(p, stream);
-  }
+  // Cfg's launch with out's type.
+  const auto launch = [&](auto cfg) {
+    using C = decltype(cfg);
+    return p.dtype == DType::bf16 ? launch_fp8<__nv_bfloat16, C>(p, stream)
+                                  : launch_fp8<__half, C>(p, stream);
+  };
   if (three) {
-    using C = Fp8Config<64, 3>;
-    return bf16 ? launch_fp8<__nv_bfloat16, C>(p, stream) : launch_fp8<__half, C>(p, stream);
+    return p.head_dim == 128 ? launch(Fp8Config<128, 3>{}) : launch(Fp8Config<64, 3>{});
   }
-  if (p.head_dim == 64) {
-    using C64 = Fp8Config<64, 2>;
-    return bf16 ? launch_fp8<__nv_bfloat16, C64>(p, stream) : launch_fp8<__half, C64>(p, stream);
-  }
-  if (p.head_dim == 256) {
-    using C256 = Fp8Config<256, 2>;
-    return bf16 ? launch_fp8<__nv_bfloat16, C256>(p, stream) : launch_fp8<__half, C256>(p, stream);
-  }
-  using C128 = Fp8Config<128, 2>;
-  return bf16 ? launch_fp8<__nv_bfloat16, C128>(p, stream) : launch_fp8<__half, C128>(p, stream);
+  if (p.head_dim == 64) return launch(Fp8Config<64, 2>{});
+  if (p.head_dim == 256) return launch(Fp8Config<256, 2>{});
+  return launch(Fp8Config<128, 2>{});
 }
 
 }  // namespace gpuattn::sm90

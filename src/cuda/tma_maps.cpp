@@ -65,11 +65,9 @@ CUtensorMap make_rows_map(const char* name, const void* base, DType dtype, int h
   const std::uint64_t dims[4] = {
       static_cast<std::uint64_t>(head_dim), static_cast<std::uint64_t>(heads),
       static_cast<std::uint64_t>(mapped_rows), static_cast<std::uint64_t>(batch)};
-  // Strides of dims 1..3 in bytes. A size-1 dim's own stride is never used (its coordinate is
-  // always 0) and may be 0 or past what a map holds (2^40 bytes; strides_fit_tma bounds only the
-  // others): it takes the packed layout's instead.
+  // Strides of dims 1..3 in bytes.
   auto bytes = [](std::int64_t s, std::int64_t size, std::int64_t packed) {
-    return static_cast<std::uint64_t>((size > 1 && s > 0 ? s : packed) * 2);
+    return static_cast<std::uint64_t>(map_stride(s, size, packed) * 2);
   };
   const std::uint64_t strides[3] = {bytes(head_stride, heads, head_dim),
                                     bytes(row_stride, mapped_rows, std::int64_t{head_dim} * heads),
@@ -102,8 +100,7 @@ QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv, 
     // for a size-1 dim, as make_rows_map takes for v), over v - rows_kv rows: never read below v,
     // the box's in-bounds rows are end - r .. end - 1. (One key row in all: its address is v
     // whatever the stride, which then may be any.)
-    const std::int64_t rs =
-        p.total_k > 1 && p.v_row_stride > 0 ? p.v_row_stride : std::int64_t{p.head_dim} * p.hkv;
+    const std::int64_t rs = map_stride(p.v_row_stride, p.total_k, std::int64_t{p.head_dim} * p.hkv);
     const auto* base = reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p.v) -
                                                      static_cast<std::uintptr_t>(rows_kv * rs * 2));
     m.v_tail = make_rows_map("v (sequence ends)", base, p.dtype, p.head_dim, p.hkv, rows_kv,

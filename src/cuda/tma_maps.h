@@ -28,8 +28,15 @@ struct QkvTensorMaps {
 // when the driver rejects a map.
 QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv, int rows_o);
 
+// The stride a tensor map takes for a dim of `size`: its own, but for a size-1 dim (whose stride
+// is never used, its coordinate always 0, and may be 0 or past what a map holds: 2^40 bytes;
+// strides_fit_tma bounds only the others) or a stride of 0, the packed layout's (`packed`).
+inline std::int64_t map_stride(std::int64_t stride, std::int64_t size, std::int64_t packed) {
+  return size > 1 && stride > 0 ? stride : packed;
+}
+
 // One 16-bit operand of `dtype` (f16 or bf16) as such a map: dims (head dim, head, row, batch),
-// its element strides (a size-1 dim's, never used, whatever it is, takes the packed layout's),
+// its element strides (through map_stride),
 // `rows` at least 1 (a map cannot have a dimension of 0; no tile reads the extra row),
 // and a box of 64 elements x 1 head x `box_rows` rows. make_qkv_tensor_maps builds its maps with
 // it.
