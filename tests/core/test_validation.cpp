@@ -481,6 +481,55 @@ TEST(Validation, RowStrideBeyondKernelLimit) {
   expect_invalid(a, {"q sequence (row) stride 8388616", "8388608"}, d);
 }
 
+// A row dim of one row never steps: its stride may be past the limit (2^40 here, as torch may give
+// a size-1 dim), the call runs, and the params carry 0 for it. Two rows at that stride are refused.
+TEST(Validation, OneRowDimTakesAnyStride) {
+  const std::int64_t far = std::int64_t{1} << 40;
+  Dense one(DType::f16, 2, 1, 1, 4, 2, 64, 152);  // Sq = Sk = 1
+  AttentionArgs a = one.args();
+  a.q.stride[1] = a.k.stride[1] = a.v.stride[1] = a.out.stride[1] = far;
+  const FwdParams p = make_fwd_params(a);
+  EXPECT_EQ(p.q_row_stride, 0);
+  EXPECT_EQ(p.k_row_stride, 0);
+  EXPECT_EQ(p.v_row_stride, 0);
+  EXPECT_EQ(p.o_row_stride, 0);
+  EXPECT_TRUE(strides_fit_tma(p));
+  one.out.poison();
+  attention_forward(a);
+  const HostTensor far_out = one.out;
+  one.out.poison();
+  attention_forward(one.args());
+  EXPECT_EQ(std::memcmp(far_out.data(), one.out.data(), one.out.bytes()), 0);
+
+  // Varlen: one key row in all (dim 0 of k and v), query rows at their own stride.
+  HostTensor q(DType::f16, {3, 4, 64}), k(DType::f16, {1, 2, 64}), o(DType::f16, {3, 4, 64});
+  q.randomize(153);
+  k.randomize(154);
+  const HostTensor cu_q = make_cu_seqlens({3}), cu_k = make_cu_seqlens({1});
+  AttentionArgs v = tensor_args(q, k, k, o);
+  v.cu_seqlens_q = cu_q.view();
+  v.cu_seqlens_k = cu_k.view();
+  v.max_seqlen_q = 3;
+  v.max_seqlen_k = 1;
+  v.k.stride[0] = v.v.stride[0] = far;
+  const FwdParams pv = make_fwd_params(v);
+  EXPECT_EQ(pv.k_row_stride, 0);
+  EXPECT_EQ(pv.q_row_stride, 4 * 64);
+  o.poison();
+  attention_forward(v);
+  const HostTensor far_varlen = o;
+  v.k.stride[0] = v.v.stride[0] = 2 * 64;
+  o.poison();
+  attention_forward(v);
+  EXPECT_EQ(std::memcmp(far_varlen.data(), o.data(), o.bytes()), 0);
+
+  const Dense d = standard(155);
+  AttentionArgs two = d.args();
+  two.k.stride[1] = far;
+  two.k.stride[0] = far * 10;
+  expect_invalid(two, {"k sequence (row) stride 1099511627776", "8388608"}, d);
+}
+
 TEST(Validation, MaxSeqlenOnDenseCall) {
   const Dense d = standard(150);
   AttentionArgs a = d.args();

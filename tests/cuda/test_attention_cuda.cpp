@@ -913,7 +913,12 @@ INSTANTIATE_TEST_SUITE_P(
         // others for those dims (a map's strides end below 2^40 bytes)
         dense(1, 4, 1, 300, 500, 128, bf16).causal().in(Layout::far_units),
         dense(1, 8, 1, 77, 1000, 64, f16).in(Layout::far_units),
-        dense(1, 2, 1, 130, 200, 256, f16).causal().in(Layout::far_units)),
+        dense(1, 2, 1, 130, 200, 256, f16).causal().in(Layout::far_units),
+        // one row in a row dim (Sk 1, Sq 1, a varlen total of 1 key): its stride 2^40 elements,
+        // past the row-stride limit, is never used (the params carry 0)
+        dense(1, 4, 1, 300, 1, 128, f16).in(Layout::far_units),
+        dense(2, 8, 2, 1, 700, 64, bf16).causal().in(Layout::far_units),
+        varlen(4, 4, 128, f16, {300}, {1}).in(Layout::far_units)),
     case_name);
 
 // ---- masks: sliding window and global tokens ----------------------------------------------------
