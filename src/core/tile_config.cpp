@@ -60,7 +60,8 @@ bool sm90_dense_instantiation(FwdKernel kernel, const FwdParams& p) {
     case FwdKernel::sm80_64x64:
     case FwdKernel::sm80_64x64_compensated:
     case FwdKernel::sm90_fp8_128x128:
-    case FwdKernel::sm90_fp8_192x128: return false;  // not instantiations of fwd_sm90.cuh
+    case FwdKernel::sm90_fp8_192x128:
+    case FwdKernel::sm90_fp8_128x128_d256: return false;  // not instantiations of fwd_sm90.cuh
   }
   return false;
 }
@@ -72,9 +73,11 @@ KernelChoice kernel_choice_from_env() {
   if (want == "sm80") return KernelChoice::sm80;
   if (want == "sm90_ws_192x128") return KernelChoice::sm90_ws_192x128;
   if (want == "sm90_ws_128x128") return KernelChoice::sm90_ws_128x128;
+  if (want == "sm90_fp8_128x128_d256") return KernelChoice::sm90_fp8_128x128_d256;
   throw Error(ErrorCode::invalid_argument,
               "gpuattn: environment variable GPUATTN_KERNEL='" + want +
-                  "' is not one of auto, sm80, sm90_ws_192x128, sm90_ws_128x128");
+                  "' is not one of auto, sm80, sm90_ws_192x128, sm90_ws_128x128, "
+                  "sm90_fp8_128x128_d256");
 }
 
 bool sm90_late_pv_wait(FwdKernel kernel, int head_dim, bool causal, bool dense_or_causal) {

@@ -27,16 +27,18 @@ enum class FwdKernel {
   sm90_ws_128x80_d256,         // its dense/causal instantiation at head dim 256: 80-key tiles
                                // (FwdD256Traits)
   decode_16x64,                // split-KV decode kernel, sm_80 and newer (src/cuda/fwd_decode.cuh)
-  decode_q8_16x64,     // the same over an int8 / FP8 E4M3 cache (src/cuda/fwd_decode_q8.cuh)
-  sm90_ws_128x128_s3,  // the sm_90a kernel's dense/causal instantiation at head dim 128 for
-                       // short keys: 3 K/V stages, 1 Q buffer (FwdD128ShortTraits)
-  sm90_ws_128x128_s4,  // its causal instantiation at head dim 64 on 2 consumers: 4 K/V stages
-                       // (FwdD64CausalTraits)
-  sm90_fp8_128x128,    // the FP8 E4M3 kernel (AttentionArgs::q_scale) at head dims 64-256
-                       // (src/cuda/fwd_sm90_fp8.cu); picked by the FP8 dispatch, not by
-                       // select_fwd_config
-  sm90_fp8_192x128,    // the same on 3 consumer warpgroups at head dims 64 and 128 (picked
-                       // as sm90_ws_192x128 is: three_consumers_pay; not varlen at 128)
+  decode_q8_16x64,        // the same over an int8 / FP8 E4M3 cache (src/cuda/fwd_decode_q8.cuh)
+  sm90_ws_128x128_s3,     // the sm_90a kernel's dense/causal instantiation at head dim 128 for
+                          // short keys: 3 K/V stages, 1 Q buffer (FwdD128ShortTraits)
+  sm90_ws_128x128_s4,     // its causal instantiation at head dim 64 on 2 consumers: 4 K/V stages
+                          // (FwdD64CausalTraits)
+  sm90_fp8_128x128,       // the FP8 E4M3 kernel (AttentionArgs::q_scale) at head dims 64-256
+                          // (src/cuda/fwd_sm90_fp8.cu); picked by the FP8 dispatch, not by
+                          // select_fwd_config
+  sm90_fp8_192x128,       // the same on 3 consumer warpgroups at head dims 64 and 128 (picked
+                          // as sm90_ws_192x128 is: three_consumers_pay; not varlen at 128)
+  sm90_fp8_128x128_d256,  // the same at head dim 256 with the intra-warpgroup overlap, from
+                          // kFp8D256OverlapMinKeys keys
 };
 
 struct TileConfig {
@@ -51,7 +53,7 @@ struct TileConfig {
 
 // The table, in FwdKernel order. The figures behind each `why` are in
 // bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
-inline constexpr std::array<TileConfig, 14> kFwdTileConfigs = {{
+inline constexpr std::array<TileConfig, 15> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
      "Hopper, standard precision: head dim 128 with every mask (dense and causal calls only from "
      "2049 keys: sm90_ws_128x128_s3 below), head dim 64 with a window, global tokens or a block "
@@ -237,7 +239,8 @@ inline constexpr std::array<TileConfig, 14> kFwdTileConfigs = {{
      "1.02x, dense 0.99-1.01x, 2026-11-30-h200-s50 call 4; at D = 256 rows of two 128-byte slabs, "
      "one Q buffer and 2 V^T stages to fit 224 KB, no intra-warpgroup overlap: with it ptxas "
      "serialized the wgmmas and spilled at 232 registers; 1.20-1.91x the dequantized q's time, "
-     "2026-11-30-h200-s49 call 8); 8-bit operands are K-major only, so 3 producer "
+     "2026-11-30-h200-s49 call 8; from 2048 keys sm90_fp8_128x128_d256 runs D = 256 with the "
+     "overlap); 8-bit operands are K-major only, so 3 producer "
      "warps transpose "
      "each V tile into a 3-stage V^T ring in shared memory (ldmatrix.trans, stmatrix), which "
      "against s43's V^T pass before the kernel measured +12-27% at S <= 1024, +5-7% at S2048, "
@@ -267,6 +270,19 @@ inline constexpr std::array<TileConfig, 14> kFwdTileConfigs = {{
      "S2048-S32768 1.02-1.07x, causal S512 0.92x and S1024 0.88x, varlen16 0.98x (kept on 2). "
      "The rule is the 16-bit kernel's: FP8 3 against 2 was measured on 16k-token grids "
      "only, not near the rule's wave cutoff"},
+    {FwdKernel::sm90_fp8_128x128_d256, "sm90_fp8_128x128_d256", 128, 128, 12, 2,
+     "Hopper, FP8 attention at head dim 256 from kFp8D256OverlapMinKeys (2048) keys "
+     "(GPUATTN_KERNEL=sm90_fp8_128x128_d256 / sm90_ws_128x128 force it or sm90_fp8_128x128): "
+     "sm90_fp8_128x128's kernel with the intra-warpgroup overlap (the next tile's S GEMM under "
+     "this tile's softmax and P V), which holds S 64 + P 16 + O 128 registers at once. At "
+     "setmaxnreg 40 / 232 ptxas serialized the wgmmas and spilled; at 24 / 240 the consumers "
+     "neither spill nor serialize, and the producer's V transposer spills 72 bytes (~27 of its "
+     "~680 instructions a tile). H200, gpuattn_fp8_probe in balanced order against "
+     "sm90_fp8_128x128 (2026-11-30-h200-s53 call 3, 3 rounds, H8): S4096-S16384 1.05-1.075x "
+     "TFLOP/s dense and causal, S32768 causal 1.059x, varlen16 (max 4096) 1.033x, S2048 1.025x; "
+     "S1024 1.008x dense and 0.947x causal, S512 0.979x and 0.930x, which stay on "
+     "sm90_fp8_128x128 (with few tiles an item, the overlap's extra S GEMM ahead and the "
+     "producer's spills are not paid back)"},
 }};
 
 const TileConfig& tile_config(FwdKernel kernel);
@@ -331,9 +347,17 @@ struct FwdShape {
 // calls as "auto", except that every named kernel keeps decode calls off decode_16x64 (so the
 // prefill kernels stay tested, and timed, at decode shapes). The two sm90_ws names pick the FP8
 // kernel's instantiations alike at head dims 64 and 128 (sm90_fp8_192x128 for every such call,
-// varlen ones included, or sm90_fp8_128x128: fp8_kernel_of). Any other value: Error
-// invalid_argument naming it.
-enum class KernelChoice { automatic, sm80, sm90_ws_192x128, sm90_ws_128x128 };
+// varlen ones included, or sm90_fp8_128x128: fp8_kernel_of); "sm90_ws_128x128" keeps FP8
+// head-dim-256 calls on sm90_fp8_128x128 too, and "sm90_fp8_128x128_d256" runs every FP8
+// head-dim-256 call the FP8 kernel takes on sm90_fp8_128x128_d256 (other calls as "auto"). Any
+// other value: Error invalid_argument naming it.
+enum class KernelChoice {
+  automatic,
+  sm80,
+  sm90_ws_192x128,
+  sm90_ws_128x128,
+  sm90_fp8_128x128_d256
+};
 KernelChoice kernel_choice_from_env();
 
 FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available, int num_sms,
@@ -360,6 +384,14 @@ bool three_consumers_pay(const FwdShape& s);
 // 2026-11-22-h200-short-items call 9): 80-key tiles at S512 1.03x the time, 64-key at S1024
 // 1.045x non-causal: 1024 stays.
 inline constexpr int kD256WideTileMinKeys = 1024;
+
+// From how many keys (seqlen_k; varlen: the max) an FP8 head-dim-256 call takes
+// sm90_fp8_128x128_d256 (the intra-warpgroup overlap at setmaxnreg 24 / 240) rather than
+// sm90_fp8_128x128 (none, at 40 / 232). H200, gpuattn_fp8_probe in balanced order, the overlap
+// against none (2026-11-30-h200-s53 call 3, 3 rounds, H8): S4096-S16384 1.05-1.075x TFLOP/s dense
+// and causal, varlen16 (max 4096) 1.033x, S2048 1.025x, but S1024 1.008x dense and 0.947x causal,
+// S512 0.979x dense and 0.930x causal.
+inline constexpr int kFp8D256OverlapMinKeys = 2048;
 
 // Up to how many keys (seqlen_k; varlen: the max) a dense or causal head-dim-128 call on Hopper
 // takes sm90_ws_128x128_s3 (3 K/V stages, 1 Q buffer) rather than sm90_ws_128x128 (2 stages, 2 Q

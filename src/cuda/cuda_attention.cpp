@@ -333,10 +333,18 @@ bool fp8_kernel_takes(const FwdParams& p) {
 // The FP8 kernel's instantiation for a call it takes: at head dims 64 and 128 on 3 consumer
 // warpgroups where the 16-bit kernel's rule (three_consumers_pay) takes them (at head dim 128 not
 // for varlen calls, where 3 measured 0.98x: 2026-11-30-h200-s52 call 6), or where GPUATTN_KERNEL
-// names sm90_ws_192x128 (sm90_ws_128x128: never); see the table entries.
+// names sm90_ws_192x128 (sm90_ws_128x128: never); at head dim 256 with the overlap from
+// kFp8D256OverlapMinKeys keys (GPUATTN_KERNEL=sm90_fp8_128x128_d256: always, sm90_ws_128x128:
+// never); see the table entries.
 FwdKernel fp8_kernel_of(const FwdParams& p) {
-  if (p.head_dim != 64 && p.head_dim != 128) return FwdKernel::sm90_fp8_128x128;
   const KernelChoice choice = kernel_choice_from_env();
+  if (p.head_dim == 256) {
+    const bool overlap =
+        choice == KernelChoice::sm90_fp8_128x128_d256 ||
+        (choice != KernelChoice::sm90_ws_128x128 && p.seqlen_k >= kFp8D256OverlapMinKeys);
+    return overlap ? FwdKernel::sm90_fp8_128x128_d256 : FwdKernel::sm90_fp8_128x128;
+  }
+  if (p.head_dim != 64 && p.head_dim != 128) return FwdKernel::sm90_fp8_128x128;
   const FwdShape shape = fwd_shape(p, 9, true, sm80::num_sms(), 0);
   const bool rule = three_consumers_pay(shape) && (p.head_dim == 64 || !p.is_varlen());
   const bool three =

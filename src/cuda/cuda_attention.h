@@ -20,7 +20,7 @@ void cuda_append_kv(const AppendParams& p, void* stream);
 
 // The forward kernel configuration cuda_attention_forward launches for p (select_fwd_config on
 // p's device, GPUATTN_KERNEL applied), so that tests can check which kernel a call ran. An FP8
-// call (p.q_quantized()) names sm90_fp8_128x128 or sm90_fp8_192x128 where
+// call (p.q_quantized()) names sm90_fp8_128x128, sm90_fp8_192x128 or sm90_fp8_128x128_d256 where
 // cuda_fp8_kernel_takes(p), else the kernel its dequantized path runs.
 FwdKernel cuda_forward_kernel(const FwdParams& p);
 

@@ -29,7 +29,8 @@ bool usable(DType dtype, int head_dim);
 
 // FP8 attention (p.q_quantized(): E4M3 q, k and v with their scales, out f16 or bf16) at head dims
 // 64, 128 and 256, dense or causal, varlen or not, without seqused_k or a block table
-// (fwd_sm90_fp8.cu), on `kernel`: sm90_fp8_128x128, or sm90_fp8_192x128 (head dims 64 and 128).
+// (fwd_sm90_fp8.cu), on `kernel`: sm90_fp8_128x128, sm90_fp8_192x128 (head dims 64 and 128) or
+// sm90_fp8_128x128_d256 (head dim 256).
 // fp8_usable says whether this device runs its sm_90a code.
 void fwd_fp8(FwdKernel kernel, const FwdParams& p, cudaStream_t stream);
 bool fp8_usable();

@@ -25,13 +25,13 @@
 // transpose V into a 3-stage V^T ring (2 stages at head dim 256), and two consumer warpgroups of 64
 // rows (three at head dims 64 and 128 where the dispatch takes sm90_fp8_192x128: 192-row items).
 // Inside a consumer the next tile's S GEMM and this tile's P V run while the softmax of the next
-// tile is computed (the intra-warpgroup overlap of the 16-bit kernel; not at head dim 256 nor on 3
-// consumers at 128, for want of registers). Causal grids run their last row blocks first, the
-// longest of a dense call (in a varlen call the shorter sequences' last ones are empty: no Q load,
-// no tile). The scales fold into the softmax's exponent scale (q_scale * k_scale) and into the
-// output's normalization (v_scale). A dense call's O (head dims 64 and 128) leaves by TMA store
-// from an O buffer of each consumer warpgroup's own; varlen calls and head dim 256 store it from
-// the registers.
+// tile is computed (the intra-warpgroup overlap of the 16-bit kernel; not on 3 consumers at 128,
+// for want of registers, and at head dim 256 only from 2048 keys: sm90_fp8_128x128_d256). Causal
+// grids run their last row blocks first, the longest of a dense call (in a varlen call the shorter
+// sequences' last ones are empty: no Q load, no tile). The scales fold into the softmax's exponent
+// scale (q_scale * k_scale) and into the output's normalization (v_scale). A dense call's O (head
+// dims 64 and 128) leaves by TMA store from an O buffer of each consumer warpgroup's own; varlen
+// calls and head dim 256 store it from the registers.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -62,8 +62,9 @@ constexpr int kBlockN = 128;                     // keys a tile
 [[maybe_unused]] constexpr float kPShift = 8.f;  // log2 of P's largest value (softmax below)
 
 // One instantiation's shape: head dim kD (64, 128 or 256) and kC consumer warpgroups of 64 query
-// rows (3: sm90_fp8_192x128, at head dims 64 and 128: see kOverlap and the table entry).
-template <int kD_, int kC_>
+// rows (3: sm90_fp8_192x128, at head dims 64 and 128: see kOverlap and the table entry);
+// kD256Overlap_, head dim 256 with the intra-warpgroup overlap (sm90_fp8_128x128_d256).
+template <int kD_, int kC_, bool kD256Overlap_ = false>
 struct Fp8Config {
   static constexpr int kD = kD_;
   static constexpr int kC = kC_;
@@ -78,7 +79,10 @@ struct Fp8Config {
   // gpuattn_fp8_probe in balanced order against 2 consumers with the overlap, 2026-11-30-h200-s52
   // call 6, 3 rounds: dense S512-16384 1.02-1.09x TFLOP/s, causal S2048-32768 1.02-1.07x, but
   // causal S512 0.92x, S1024 0.88x and varlen16 0.98x, which the dispatch keeps on 2).
-  static constexpr bool kOverlap = kD != 256 && !(kC == 3 && kD == 128);
+  // sm90_fp8_128x128_d256 runs head dim 256 with the overlap at setmaxnreg 24 / 240 instead
+  // (below), for calls of kFp8D256OverlapMinKeys keys or more.
+  static_assert(!kD256Overlap_ || (kD == 256 && kC == 2), "the overlap at head dim 256");
+  static constexpr bool kOverlap = (kD != 256 || kD256Overlap_) && !(kC == 3 && kD == 128);
   static constexpr int kBlockM = 64 * kC;          // query rows a CTA
   static constexpr int kThreads = 128 * (kC + 1);  // + the producer warpgroup
   // Bytes of a row in shared memory and column slabs a tile: a Q or K row of 256 bytes (head dim
@@ -123,9 +127,12 @@ struct Fp8Config {
   // head dim 128 on 32, ptxas spills one register pair across the 32 steps of a tile); the
   // consumers hold S (64), O (D / 2) and P (16) through the overlap, with no spill at 232 (without
   // the overlap S and O, or P and O, at once). The CTA holds 168 x 384 = 64512 with 2 consumers,
-  // 128 x 512 with 3 (32 and 160).
-  static constexpr int kProducerRegs = kC == 3 ? 32 : 40;
-  static constexpr int kConsumerRegs = kC == 3 ? 160 : 232;
+  // 128 x 512 with 3 (32 and 160). Head dim 256 with the overlap (208 registers of S, P and O)
+  // takes 24 / 240: at 232 ptxas serialized the wgmmas; at 24 the producer's transposer spills 72
+  // bytes (~27 local loads and stores of its ~680 instructions a tile), which the measured gain
+  // includes (sm90_fp8_128x128_d256's table entry).
+  static constexpr int kProducerRegs = kC == 3 ? 32 : kD256Overlap_ ? 24 : 40;
+  static constexpr int kConsumerRegs = kC == 3 ? 160 : kD256Overlap_ ? 240 : 232;
   // A rough lower bound only (head dim 256 with the overlap passes it, and ptxas serialized its
   // wgmmas at 232 registers: above).
   static_assert(!kOverlap || 64 + 16 + kD / 2 + 24 <= kConsumerRegs,
@@ -143,16 +150,18 @@ constexpr bool table_describes(FwdKernel kernel) {
          c.warps == Cfg::kThreads / 32 &&
          // the table's stages: sm90_fp8_128x128's are head dims 128 and 256's 2 (64's 3 in its
          // text), sm90_fp8_192x128's head dim 64's 3 (128's 2 in its text)
-         c.stages == (kernel == FwdKernel::sm90_fp8_128x128 ? 2 : 3);
+         c.stages == (kernel == FwdKernel::sm90_fp8_192x128 ? 3 : 2);
 }
 static_assert(table_describes<Fp8Config<128, 2>>(FwdKernel::sm90_fp8_128x128) &&
                   table_describes<Fp8Config<64, 2>>(FwdKernel::sm90_fp8_128x128) &&
                   table_describes<Fp8Config<256, 2>>(FwdKernel::sm90_fp8_128x128) &&
+                  table_describes<Fp8Config<256, 2, true>>(FwdKernel::sm90_fp8_128x128_d256) &&
                   table_describes<Fp8Config<64, 3>>(FwdKernel::sm90_fp8_192x128) &&
                   table_describes<Fp8Config<128, 3>>(FwdKernel::sm90_fp8_192x128) &&
                   Fp8Config<64, 2>::kStages == 3 && Fp8Config<64, 3>::kStages == 3 &&
                   Fp8Config<128, 2>::kStages == 2 && Fp8Config<128, 3>::kStages == 2 &&
-                  Fp8Config<256, 2>::kStages == 2,
+                  Fp8Config<256, 2>::kStages == 2 && Fp8Config<256, 2, true>::kOverlap &&
+                  !Fp8Config<256, 2>::kOverlap,
               "core/tile_config.h's sm90_fp8_* entries describe these kernels");
 
 struct Fp8Maps {
@@ -853,14 +862,16 @@ bool fp8_usable() {
 
 void fwd_fp8(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   const bool three = kernel == FwdKernel::sm90_fp8_192x128;
+  const bool d256 = kernel == FwdKernel::sm90_fp8_128x128_d256;
   if ((p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) ||
-      (three && p.head_dim == 256) || (!three && kernel != FwdKernel::sm90_fp8_128x128) ||
-      !p.q_quantized() || p.kv_dtype != DType::e4m3 || !strides_fit_tma(p)) {
+      (three && p.head_dim == 256) || (d256 && p.head_dim != 256) ||
+      (!three && !d256 && kernel != FwdKernel::sm90_fp8_128x128) || !p.q_quantized() ||
+      p.kv_dtype != DType::e4m3 || !strides_fit_tma(p)) {
     throw Error(
         ErrorCode::not_supported,
         std::string("gpuattn: internal error: the FP8 kernel takes E4M3 q/k/v at head dims "
-                    "64, 128 and 256 (sm90_fp8_192x128: 64 and 128), with strides its tensor maps "
-                    "describe; this call: ") +
+                    "64, 128 and 256 (sm90_fp8_192x128: 64 and 128, sm90_fp8_128x128_d256: 256), "
+                    "with strides its tensor maps describe; this call: ") +
             tile_config(kernel).name + " at head dim " + std::to_string(p.head_dim) + ", q " +
             (p.q_quantized() ? "E4M3" : "not quantized") + ", k/v " + to_string(p.kv_dtype) +
             ", strides " + (strides_fit_tma(p) ? "fit" : "do not fit") + " TMA");
@@ -875,6 +886,7 @@ void fwd_fp8(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
     return p.head_dim == 128 ? launch(Fp8Config<128, 3>{}) : launch(Fp8Config<64, 3>{});
   }
   if (p.head_dim == 64) return launch(Fp8Config<64, 2>{});
+  if (kernel == FwdKernel::sm90_fp8_128x128_d256) return launch(Fp8Config<256, 2, true>{});
   if (p.head_dim == 256) return launch(Fp8Config<256, 2>{});
   return launch(Fp8Config<128, 2>{});
 }

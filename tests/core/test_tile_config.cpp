@@ -34,7 +34,7 @@ FwdKernel pick(const FwdShape& s) {
 }
 
 TEST(TileConfig, TableIsIndexedByKernelAndExplained) {
-  ASSERT_EQ(kFwdTileConfigs.size(), 14u);
+  ASSERT_EQ(kFwdTileConfigs.size(), 15u);
   for (std::size_t i = 0; i < kFwdTileConfigs.size(); ++i) {
     const TileConfig& c = kFwdTileConfigs[i];
     EXPECT_EQ(static_cast<std::size_t>(c.kernel), i);
@@ -260,6 +260,8 @@ TEST_F(KernelEnv, NamesTheChoiceOrTheBadValue) {
   EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_ws_192x128);
   setenv("GPUATTN_KERNEL", "sm90_ws_128x128", 1);
   EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_ws_128x128);
+  setenv("GPUATTN_KERNEL", "sm90_fp8_128x128_d256", 1);
+  EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_fp8_128x128_d256);
   for (const char* bad : {"", "SM80", "sm90", "sm90_ws_128x64_d256", "sm90_ws_128x128 "}) {
     setenv("GPUATTN_KERNEL", bad, 1);
     try {

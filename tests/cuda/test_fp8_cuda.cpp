@@ -107,7 +107,8 @@ struct Errors {
 };
 
 bool is_fp8_kernel(FwdKernel k) {
-  return k == FwdKernel::sm90_fp8_128x128 || k == FwdKernel::sm90_fp8_192x128;
+  return k == FwdKernel::sm90_fp8_128x128 || k == FwdKernel::sm90_fp8_192x128 ||
+         k == FwdKernel::sm90_fp8_128x128_d256;
 }
 
 // The call of case c on `path` (Path::either: the one the dispatch takes) against the reference;
@@ -311,31 +312,34 @@ class Fp8AttentionCuda : public ::testing::Test {
   void SetUp() override {
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
   }
-  // Each case on the instantiation the rule picks (at least min_three of them on 3 consumers,
-  // sm90_fp8_192x128, and min_two on 2), then on 3 and on 2 consumers, as GPUATTN_KERNEL=
-  // sm90_ws_192x128 / sm90_ws_128x128 force them. Where the ctest copy's GPUATTN_KERNEL sends FP8
-  // calls to the dequantized path (sm80.), or the device runs no sm_90a code, they run there, as
-  // set.
-  static void run_on_both(const std::vector<F8Case>& cases, int min_three, int min_two) {
+  // Each case on the instantiation the rule picks (at least min_big of them on `big`, the
+  // large-call one: sm90_fp8_192x128 at head dims 64 and 128, sm90_fp8_128x128_d256 at 256, and
+  // min_small on sm90_fp8_128x128), then on each, as GPUATTN_KERNEL=`force_big` (sm90_ws_192x128,
+  // sm90_fp8_128x128_d256) and sm90_ws_128x128 force them. Where the ctest copy's GPUATTN_KERNEL
+  // sends FP8 calls to the dequantized path (sm80.), or the device runs no sm_90a code, they run
+  // there, as set.
+  static void run_on_both(const std::vector<F8Case>& cases, int min_big, int min_small,
+                          FwdKernel big = FwdKernel::sm90_fp8_192x128,
+                          const char* force_big = "sm90_ws_192x128") {
     const Path path = kernel_path();
     if (path != Path::fp8_kernel) {
       for (const F8Case& c : cases) run_case(c, path);
       return;
     }
-    int three = 0, two = 0;
+    int n_big = 0, n_small = 0;
     {
       const ScopedEnv rule("GPUATTN_KERNEL", nullptr);  // the rule's own picks, whatever ctest set
       for (const F8Case& c : cases) {
         const FwdKernel k = run_case(c, path).kernel;
-        three += k == FwdKernel::sm90_fp8_192x128;
-        two += k == FwdKernel::sm90_fp8_128x128;
+        n_big += k == big;
+        n_small += k == FwdKernel::sm90_fp8_128x128;
       }
     }
-    EXPECT_GE(three, min_three) << "the rule's large grids run on 3 consumers";
-    EXPECT_GE(two, min_two) << "the rule's small grids and short causal calls run on 2";
+    EXPECT_GE(n_big, min_big) << "the rule's large calls run on " << tile_config(big).name;
+    EXPECT_GE(n_small, min_small) << "the rule's small calls run on sm90_fp8_128x128";
     {
-      const ScopedEnv env("GPUATTN_KERNEL", "sm90_ws_192x128");
-      for (const F8Case& c : cases) run_case(c, path, FwdKernel::sm90_fp8_192x128);
+      const ScopedEnv env("GPUATTN_KERNEL", force_big);
+      for (const F8Case& c : cases) run_case(c, path, big);
     }
     const ScopedEnv env("GPUATTN_KERNEL", "sm90_ws_128x128");
     for (const F8Case& c : cases) run_case(c, path, FwdKernel::sm90_fp8_128x128);
@@ -458,10 +462,11 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim64) {
 }
 
 // Head dim 256: Q and K rows of 256 bytes in two 128-byte slabs (two TMA boxes a tile, 8 k-steps
-// for S), V transposed from two slabs, P V at N = 256, one Q buffer and 2 V^T stages (what fits),
-// no intra-warpgroup overlap (registers). More items than SMs run the one Q buffer across items.
+// for S), V transposed from two slabs, P V at N = 256, one Q buffer and 2 V^T stages (what fits).
+// More items than SMs run the one Q buffer across items. Each case on both instantiations
+// (run_on_both): without the intra-warpgroup overlap (sm90_fp8_128x128, the rule's pick under 2048
+// keys) and with it (sm90_fp8_128x128_d256).
 TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim256) {
-  const Path path = kernel_path();
   const DType f16 = DType::f16, bf16 = DType::bf16;
   const std::vector<F8Case> cases = {
       {f16, 1, 4, 4, 128, 128, 256},
@@ -484,8 +489,13 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim256) {
       F8Case{f16, 4, 4, 4, 300, 260, 256, true, true, true}.lens({130, 0, 300, 64},
                                                                  {5, 200, 260, 0}, 1),
       F8Case{bf16, 1, 8, 2, 257, 129, 256, true, true, true}.lens({257}, {129}),
+      // From kFp8D256OverlapMinKeys (2048) keys the rule takes sm90_fp8_128x128_d256: a ragged
+      // last tile, whole tiles, a varlen call whose longest key sequence has 2049 keys.
+      {f16, 1, 4, 2, 200, 2100, 256, true},
+      {bf16, 2, 8, 8, 130, 2048, 256},
+      F8Case{bf16, 2, 8, 2, 257, 2049, 256, true, true, true}.lens({257, 100}, {2049, 300}),
   };
-  for (const F8Case& c : cases) run_case(c, path, FwdKernel::sm90_fp8_128x128);
+  run_on_both(cases, 3, 18, FwdKernel::sm90_fp8_128x128_d256, "sm90_fp8_128x128_d256");
 }
 
 // GPUATTN_FUZZ_CASES random calls (default 32) drawn from GPUATTN_FUZZ_SEED (a fixed default;
