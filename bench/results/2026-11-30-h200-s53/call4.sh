@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 53, call 4: sm90_fp8_128x128_d256 (FP8 head dim 256 with the intra-warpgroup overlap from
-# 2048 keys; call 3's kernel, now a table entry and the rule's pick) at <commit>: the FP8 suite
+# 2048 keys; call 3's kernel, now a table entry and the rule's pick) at 8264967: the FP8 suite
 # (each head-dim-256 case on both instantiations, run_on_both), the dequantized path, memcheck and
 # racecheck on the head-dim-256 test, then bench/fp8_attention.py --cudnn-fp8 --quick at head dim
 # 256 for the standing against cuDNN's FP8 SDPA (s52 call 5: 0.95 / 0.89 / 0.91 / 0.84x).
