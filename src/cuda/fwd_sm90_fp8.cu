@@ -20,19 +20,18 @@
 // persistent grid (one CTA an SM); a varlen call has max_seqlen_q's row blocks for every sequence,
 // those past its end empty, and its tensor maps span all sequences' rows (rows from cu_seqlens,
 // one batch entry); per CTA a producer warpgroup, whose first thread issues the TMA loads of each
-// item's Q (into two buffers; one in sm90_fp8_128x128_d256) and of rings of K and V tiles of 128
-// keys (3 stages at head dim 64, 2 otherwise, V 1 at head dim 256 under 2048 keys; full / empty
-// mbarriers) and whose other three warps transpose V into a 3-stage V^T ring (2 stages at head
-// dim 256), and two consumer warpgroups of 64 rows (three at head dims 64 and 128 where the
-// dispatch takes sm90_fp8_192x128: 192-row items). Inside a consumer the next tile's S GEMM and
-// this tile's P V run while the softmax of the next tile is computed (the intra-warpgroup overlap
-// of the 16-bit kernel; not on 3 consumers at 128, for want of registers, and at head dim 256 only
-// from 2048 keys: sm90_fp8_128x128_d256). Causal grids run their last row blocks first, the longest
-// of a dense call (in a varlen call the shorter sequences' last ones are empty: no Q load, no
-// tile). The scales fold into the softmax's exponent scale (q_scale * k_scale) and into the
-// output's normalization (v_scale). A dense call's O (head dims 64 and 128) leaves by TMA store
-// from an O buffer of each consumer warpgroup's own; varlen calls and head dim 256 store it from
-// the registers.
+// item's Q (into two buffers; one at head dim 256) and of rings of K and V tiles of 128 keys (3
+// stages at head dim 64, 2 otherwise; full / empty mbarriers) and whose other three warps
+// transpose V into a 3-stage V^T ring (2 stages at head dim 256), and two consumer warpgroups of 64
+// rows (three at head dims 64 and 128 where the dispatch takes sm90_fp8_192x128: 192-row items).
+// Inside a consumer the next tile's S GEMM and this tile's P V run while the softmax of the next
+// tile is computed (the intra-warpgroup overlap of the 16-bit kernel; not on 3 consumers at 128,
+// for want of registers, and at head dim 256 only from 2048 keys: sm90_fp8_128x128_d256). Causal
+// grids run their last row blocks first, the longest of a dense call (in a varlen call the shorter
+// sequences' last ones are empty: no Q load, no tile). The scales fold into the softmax's exponent
+// scale (q_scale * k_scale) and into the output's normalization (v_scale). A dense call's O (head
+// dims 64 and 128) leaves by TMA store from an O buffer of each consumer warpgroup's own; varlen
+// calls and head dim 256 store it from the registers.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -100,7 +99,7 @@ struct Fp8Config {
   // the third stage gives the transposing warps a tile's time more (H200, 2026-11-30-h200-s44
   // call 6, gpuattn_fp8_probe: S16384 dense 756 -> 784 TFLOP/s, S512 461 -> 480; unrolling their
   // loop by 2: no change at 3 stages, 1-5% slower at 2). At head dim 256 (32 KB tiles) two V^T
-  // stages are what fit beside the K and V rings and the Q buffers (kQBuffers below).
+  // stages and one Q buffer are what fit beside the K and V rings.
   static constexpr int kVtStages = kD == 256 ? 2 : 3;
   // K and V rings: 3 stages at head dim 64 (8 KB tiles), where the producer then loads the next
   // item's first tiles while the consumers finish this one's: H200, gpuattn_fp8_probe in balanced
@@ -108,18 +107,9 @@ struct Fp8Config {
   // 1.055x, S2048-S32768 1.016-1.025x, dense 0.987-1.008x; 4 stages lost 1-5% at dense and long
   // causal calls. At head dim 128 neither 3 nor 4 paid (0.95-1.02x, no pattern); 256 has no room.
   static constexpr int kStages = kD == 64 ? 3 : 2;
-  // Head dim 256 (32 KB tiles) fits a second Q buffer only beside a V ring (V as loaded, before
-  // the transposer) of one stage. Without the overlap (sm90_fp8_128x128, calls under 2048 keys) it
-  // pays: the next item's Q loads under this one's last tiles (H200, gpuattn_fp8_probe in balanced
-  // order against one Q buffer and 2 V stages, 2026-11-30-h200-s53 call 5, 3 rounds, H8): dense
-  // S512 1.114x TFLOP/s, S1024 1.121x, causal S512 0.984x, S1024 0.995x. With the overlap
-  // (sm90_fp8_128x128_d256, 2048 keys and more) it lost: 0.92-1.02x (cause not measured). So one
-  // Q buffer and 2 V stages there.
-  static constexpr bool kOneStageV = kD == 256 && !kD256Overlap_;
-  static constexpr int kQBuffers = kD == 256 && !kOneStageV ? 1 : 2;
-  static constexpr int kRStages = kOneStageV ? 1 : kStages;
+  static constexpr int kQBuffers = kD == 256 ? 1 : 2;
   static_assert(kQBuffers <= 2, "the barrier area holds 2 Q buffers' full / empty barriers");
-  static constexpr int kBarrierBytes = 8 * (4 + 2 * kStages + 2 * kRStages + 2 * kVtStages);
+  static constexpr int kBarrierBytes = 8 * (4 + 4 * kStages + 2 * kVtStages);
   // O of a dense call's item (head dims 64 and 128) goes out by TMA store from a buffer of its own,
   // 64 rows x D 16-bit columns a consumer warpgroup in 128-byte swizzled slabs of 64 columns
   // (8 KB), so that the warpgroup goes on to its next item while the store runs. Head dim 256
@@ -130,8 +120,8 @@ struct Fp8Config {
   static_assert(kOWarpgroupBytes == kD / 64 * kOSlabBytes,
                 "an O buffer: D / 64 slabs of 64 columns");
   static constexpr int kOBytes = kOStaged ? kC * kOWarpgroupBytes : 0;
-  static constexpr int kSmemBytes = 1024 + kQBuffers * kQBytes + kOBytes +
-                                    kTileBytes * (kStages + kRStages + kVtStages) + kBarrierBytes;
+  static constexpr int kSmemBytes =
+      1024 + kQBuffers * kQBytes + kOBytes + kTileBytes * (2 * kStages + kVtStages) + kBarrierBytes;
   // setmaxnreg: the producer warpgroup's transposing warps need more than a TMA thread's 24
   // (ptxas, nvcc 13.0, spilled there; 32 does at head dim 64, 40 is what ran with 2 consumers; at
   // head dim 128 on 32, ptxas spills one register pair across the 32 steps of a tile); the
@@ -394,8 +384,8 @@ __device__ __forceinline__ int len_k_of(const FwdParams& p, int b) {
 // Persistent: CTA c runs items c, c + gridDim.x, ... The TMA thread streams each item's Q into one
 // of two buffers and its K and V tiles through their rings (V^T through its own, by the
 // transposing warps) without a break between items, so the next item's loads run under this
-// item's last tiles and epilogue (sm90_fp8_128x128_d256 has one Q buffer: the next item's loads,
-// its K and V too, wait for this item's last S GEMM).
+// item's last tiles and epilogue (at head dim 256, one Q buffer: the next item's loads, its K and V
+// too, wait for this item's last S GEMM).
 template <typename TO, class Cfg, bool kVarlen>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     fp8_fwd_kernel(const __grid_constant__ FwdParams p,
@@ -404,7 +394,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   constexpr int kD = Cfg::kD, kBlockM = Cfg::kBlockM, kTileBytes = Cfg::kTileBytes;
   constexpr int kQBytes = Cfg::kQBytes, kConsumerThreads = 128 * Cfg::kC;
   constexpr int kVtStages = Cfg::kVtStages, kQBuffers = Cfg::kQBuffers, kRow = Cfg::kRow;
-  constexpr int kStages = Cfg::kStages, kRStages = Cfg::kRStages;
+  constexpr int kStages = Cfg::kStages;
   constexpr bool kOverlap = Cfg::kOverlap;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -413,17 +403,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const std::uint32_t sk0 = so0 + Cfg::kOBytes;
   const std::uint32_t sv0 = sk0 + kStages * kTileBytes;    // V^T ring
   const std::uint32_t sr0 = sv0 + kVtStages * kTileBytes;  // V ring (as loaded)
-  const std::uint32_t bars = sr0 + kRStages * kTileBytes;
+  const std::uint32_t bars = sr0 + kStages * kTileBytes;
   const auto q_full = [&](int i) { return bars + 8 * i; };
   const auto q_empty = [&](int i) { return bars + 8 * (2 + i); };
   const auto k_full = [&](int s) { return bars + 32 + 8 * s; };
   const auto k_empty = [&](int s) { return bars + 32 + 8 * (kStages + s); };
   const auto r_full = [&](int s) { return bars + 32 + 8 * (2 * kStages + s); };
-  const auto r_empty = [&](int s) { return bars + 32 + 8 * (2 * kStages + kRStages + s); };
-  const auto v_full = [&](int s) { return bars + 32 + 8 * (2 * kStages + 2 * kRStages + s); };
-  const auto v_empty = [&](int s) {
-    return bars + 32 + 8 * (2 * kStages + 2 * kRStages + kVtStages + s);
-  };
+  const auto r_empty = [&](int s) { return bars + 32 + 8 * (3 * kStages + s); };
+  const auto v_full = [&](int s) { return bars + 32 + 8 * (4 * kStages + s); };
+  const auto v_empty = [&](int s) { return bars + 32 + 8 * (4 * kStages + kVtStages + s); };
   const int tid = threadIdx.x;
 
   if (tid == 0) {
@@ -434,8 +422,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     for (int s = 0; s < kStages; ++s) {
       ptx::mbarrier_init(k_full(s), 1);
       ptx::mbarrier_init(k_empty(s), kConsumerThreads);
-    }
-    for (int s = 0; s < kRStages; ++s) {
       ptx::mbarrier_init(r_full(s), 1);
       ptx::mbarrier_init(r_empty(s), kTransposeThreads);
     }
@@ -488,19 +474,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           if (ring >= kStages) ptx::mbarrier_wait(k_empty(s), parity);
           ptx::mbarrier_arrive_expect_tx(k_full(s), kTileBytes);
           load(sk0 + s * kTileBytes, &maps.k, k_full(s), kBlockN, hk, rk + t * kBlockN, bc);
-          const int sr = ring % kRStages;
-          if (ring >= kRStages) ptx::mbarrier_wait(r_empty(sr), ((ring / kRStages) & 1) ^ 1);
-          ptx::mbarrier_arrive_expect_tx(r_full(sr), kTileBytes);
+          if (ring >= kStages) ptx::mbarrier_wait(r_empty(s), parity);
+          ptx::mbarrier_arrive_expect_tx(r_full(s), kTileBytes);
           if constexpr (kVarlen) {  // a sequence's partial last tile: zeros past its end
             const int in_seq = lk - t * kBlockN;
             if (in_seq < kBlockN) {
-              load(sr0 + sr * kTileBytes, &maps.v_tail, r_full(sr), kBlockN, hk, kBlockN - in_seq,
+              load(sr0 + s * kTileBytes, &maps.v_tail, r_full(s), kBlockN, hk, kBlockN - in_seq,
                    rk + lk);
             } else {
-              load(sr0 + sr * kTileBytes, &maps.v, r_full(sr), kBlockN, hk, rk + t * kBlockN, bc);
+              load(sr0 + s * kTileBytes, &maps.v, r_full(s), kBlockN, hk, rk + t * kBlockN, bc);
             }
           } else {
-            load(sr0 + sr * kTileBytes, &maps.v, r_full(sr), kBlockN, hk, t * kBlockN, it.b);
+            load(sr0 + s * kTileBytes, &maps.v, r_full(s), kBlockN, hk, t * kBlockN, it.b);
           }
         }
       }
@@ -514,8 +499,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const int n_tiles = tiles_of<kBlockM, kVarlen>(p, it.mb, len_q_of<kVarlen>(p, it.b),
                                                        len_k_of<kVarlen>(p, it.b));
         for (int t = 0; t < n_tiles; ++t, ++ring) {
-          const int s = ring % kRStages, sv = ring % kVtStages;
-          ptx::mbarrier_wait(r_full(s), (ring / kRStages) & 1);
+          const int s = ring % kStages, sv = ring % kVtStages;
+          ptx::mbarrier_wait(r_full(s), (ring / kStages) & 1);
           if (ring >= kVtStages) ptx::mbarrier_wait(v_empty(sv), ((ring / kVtStages) & 1) ^ 1);
           transpose_tile<kD>(sr0 + s * kTileBytes, sv0 + sv * kTileBytes, tid / 32 - 1, tid % 32);
           ptx::fence_proxy_async_shared();

@@ -462,10 +462,10 @@ TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim64) {
 }
 
 // Head dim 256: Q and K rows of 256 bytes in two 128-byte slabs (two TMA boxes a tile, 8 k-steps
-// for S), V transposed from two slabs, P V at N = 256, 2 V^T stages. Each case on both
-// instantiations (run_on_both): without the intra-warpgroup overlap (sm90_fp8_128x128, the rule's
-// pick under 2048 keys: two Q buffers, a one-stage V ring) and with it (sm90_fp8_128x128_d256: one
-// Q buffer, 2 V stages). More items than SMs run the Q buffers and rings across items.
+// for S), V transposed from two slabs, P V at N = 256, one Q buffer and 2 V^T stages (what fits).
+// More items than SMs run the one Q buffer across items. Each case on both instantiations
+// (run_on_both): without the intra-warpgroup overlap (sm90_fp8_128x128, the rule's pick under 2048
+// keys) and with it (sm90_fp8_128x128_d256).
 TEST_F(Fp8AttentionCuda, KernelMatchesTheReferenceAtHeadDim256) {
   const DType f16 = DType::f16, bf16 = DType::bf16;
   const std::vector<F8Case> cases = {
