@@ -8,7 +8,12 @@ is the line's text before its first "  us " (or the whole text before "TFLOP/s")
 the mean TFLOP/s of each build, B / A, and B / A from the rounds' first pair alone (A then B)
 against its second (B then A): when those two disagree, the order moved the figure.
 
-    python3 bench/ab_probe.py [--rounds N] A_BINARY B_BINARY [-- PROBE_ARGS...]
+With --case TEXT (repeatable), each run is one process per case, the probe given "--only TEXT"
+(gpuattn_fp8_probe's filter), so that no case is timed after the other cases of its run: one
+probe's figure for a case moved 1.00x -> 1.12x with what had run before it in the same process
+(bench/results/2026-11-30-h200-s53/notes.md).
+
+    python3 bench/ab_probe.py [--rounds N] [--case TEXT ...] A_BINARY B_BINARY [-- PROBE_ARGS...]
 """
 import argparse
 import collections
@@ -43,19 +48,26 @@ def run(binary, args):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=2, help="rounds of A B B A (default 2)")
+    ap.add_argument("--case", action="append", default=[],
+                    help="run only this case (probe --only TEXT), in a process of its own")
     ap.add_argument("a")
     ap.add_argument("b")
     ap.add_argument("probe_args", nargs="*")
     args = ap.parse_args(argv)
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")
+    if any(not c.strip() for c in args.case):
+        ap.error("--case takes a non-empty part of a case's name")
+    # One probe argument list a process: all cases at once, or one --only a case.
+    runs = [args.probe_args + ["--only", c] for c in args.case] or [args.probe_args]
     # pos[(build, slot)][case]: slot 0 = the pair A-then-B, slot 1 = B-then-A
     pos = collections.defaultdict(lambda: collections.defaultdict(list))
     for _ in range(args.rounds):
         for slot, order in enumerate((("a", "b"), ("b", "a"))):
             for build in order:
-                for case, x in run(getattr(args, build), args.probe_args).items():
-                    pos[(build, slot)][case].append(x)
+                for probe_args in runs:
+                    for case, x in run(getattr(args, build), probe_args).items():
+                        pos[(build, slot)][case].append(x)
     cases = list(dict.fromkeys(c for key in pos for c in pos[key]))
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     print(f"{'case':32s} {'A':>8s} {'B':>8s} {'B/A':>7s} {'A,B':>7s} {'B,A':>7s}")

@@ -4,12 +4,18 @@
 // calls. Unlike do_bench, which queues its calls, it waits for each call before the next, so a
 // call's host side (launch, tensor maps) shows in its time: its figures are for comparing builds of
 // the FP8 kernel side by side (no Python module to build, a minute of a GPU machine's time), not
-// for quoting against do_bench's. check_indices is off, as in the script's FP8 row: the call trusts its scales
-// rather than synchronizing to check them. Builds compared in one run should take turns in balanced
-// order (A B B A, bench/ab_probe.py): the same kernel measured 2-6% apart in two binaries run one
-// after the other (2026-11-30-h200-s44).
+// for quoting against do_bench's. check_indices is off, as in the script's FP8 row: the call trusts
+// its scales rather than synchronizing to check them. Builds compared in one run should take turns
+// in balanced order (A B B A, bench/ab_probe.py): the same kernel measured 2-6% apart in two
+// binaries run one after the other (2026-11-30-h200-s44).
 //
-//   gpuattn_fp8_probe [REPS] [--head-dim 64|128|256]      (default 50, 128)
+//   gpuattn_fp8_probe [REPS] [--head-dim 64|128|256] [--only TEXT]      (default 50, 128)
+//
+// --only TEXT runs only the shapes whose line name contains TEXT ("S512 dense", "causal",
+// "varlen16"), each case then in a process of its own: a probe's figures for one case can depend on
+// what ran before it in the same process (2026-11-30-h200-s53 calls 5-9: the same SASS at S512 and
+// S1024 dense measured 1.12x or 1.00x an older kernel, depending on which kernel had run the long
+// shapes before it).
 //
 // GPUATTN_FP8_KERNEL=0 times the calls on the dequantized q (the path other FP8 calls take).
 //
@@ -58,11 +64,32 @@ struct Shape {
 
 }  // namespace
 
+// A shape's line name, as printed before its figures.
+std::string name_of(const Shape& sh) {
+  char buf[96];
+  if (!sh.lens.empty()) {
+    std::snprintf(buf, sizeof buf, "varlen16 H%d max%d causal", sh.h, sh.s);
+  } else {
+    std::snprintf(buf, sizeof buf, "B%d H%d S%d %s", sh.b, sh.h, sh.s,
+                  sh.causal ? "causal" : "dense ");
+  }
+  return buf;
+}
+
 int main(int argc, char** argv) {
   int reps = 50, D = 128;
   bool have_reps = false;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--only") {
+      if (i + 1 == argc || argv[i + 1][0] == '\0') {
+        std::fprintf(stderr, "fp8_probe: --only takes a non-empty part of a shape's name\n");
+        return 2;
+      }
+      only = argv[++i];
+      continue;
+    }
     if (arg == "--head-dim") {
       if (i + 1 == argc || (std::string(argv[i + 1]) != "64" && std::string(argv[i + 1]) != "128" &&
                             std::string(argv[i + 1]) != "256")) {
@@ -76,11 +103,10 @@ int main(int argc, char** argv) {
     char* end = nullptr;
     const long n = std::strtol(argv[i], &end, 10);
     if (have_reps || end == argv[i] || *end != '\0' || n < 1 || n > 10000) {
-      std::fprintf(
-          stderr,
-          "usage: %s [REPS] [--head-dim 64|128|256]: REPS a whole number in [1, 10000], got "
-          "'%s'\n",
-          argv[0], argv[i]);
+      std::fprintf(stderr,
+                   "usage: %s [REPS] [--head-dim 64|128|256] [--only TEXT]: REPS a whole number in "
+                   "[1, 10000], got '%s'\n",
+                   argv[0], argv[i]);
       return 2;
     }
     reps = static_cast<int>(n);
@@ -88,6 +114,28 @@ int main(int argc, char** argv) {
   }
   // Each shape's heads at head dim 128, scaled to keep H x D (H x D = 2048 for the sweep).
   const auto heads = [&](int h) { return h * 128 / D; };
+  std::vector<Shape> shapes = {{4, heads(16), 4096, false},
+                               {4, heads(16), 4096, true},
+                               {1, heads(32), 32768, true},
+                               {16, heads(16), 1024, true}};
+  for (const bool causal : {false, true}) {
+    for (const int s : {512, 1024, 2048, 4096, 8192, 16384}) {
+      shapes.push_back({16384 / s, heads(16), s, causal});
+    }
+  }
+  shapes.push_back({16, heads(16), 4096, true, gpuattn::tool::prefill_lens()});
+  if (!only.empty()) {
+    std::vector<Shape> picked;
+    for (const Shape& sh : shapes) {
+      if (name_of(sh).find(only) != std::string::npos) picked.push_back(sh);
+    }
+    if (picked.empty()) {
+      std::fprintf(stderr, "fp8_probe: --only '%s' matches no shape's name (e.g. '%s')\n",
+                   only.c_str(), name_of(shapes.front()).c_str());
+      return 2;
+    }
+    shapes = picked;
+  }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::fprintf(stderr, "fp8_probe: no CUDA device\n");
@@ -107,16 +155,6 @@ int main(int argc, char** argv) {
   check(cudaEventCreate(&t0), "cudaEventCreate");
   check(cudaEventCreate(&t1), "cudaEventCreate");
 
-  std::vector<Shape> shapes = {{4, heads(16), 4096, false},
-                               {4, heads(16), 4096, true},
-                               {1, heads(32), 32768, true},
-                               {16, heads(16), 1024, true}};
-  for (const bool causal : {false, true}) {
-    for (const int s : {512, 1024, 2048, 4096, 8192, 16384}) {
-      shapes.push_back({16384 / s, heads(16), s, causal});
-    }
-  }
-  shapes.push_back({16, heads(16), 4096, true, gpuattn::tool::prefill_lens()});
   for (const Shape& sh : shapes) {
     const bool varlen = !sh.lens.empty();
     std::vector<int> cu = {0};
@@ -185,13 +223,7 @@ int main(int argc, char** argv) {
     for (const int l : sh.lens) pairs += 0.5 * l * (l + 1.0);
     if (!varlen) pairs = sh.b * static_cast<double>(sh.s) * sh.s * (sh.causal ? 0.5 : 1.0);
     const double flop = 4.0 * sh.h * D * pairs;
-    if (varlen) {
-      std::printf("varlen16 H%d max%d causal  us %.1f  TFLOP/s %.1f\n", sh.h, sh.s, us,
-                  flop / us / 1e6);
-    } else {
-      std::printf("B%d H%d S%d %s  us %.1f  TFLOP/s %.1f\n", sh.b, sh.h, sh.s,
-                  sh.causal ? "causal" : "dense ", us, flop / us / 1e6);
-    }
+    std::printf("%s  us %.1f  TFLOP/s %.1f\n", name_of(sh).c_str(), us, flop / us / 1e6);
     std::fflush(stdout);
     for (void* ptr : {static_cast<void*>(q), static_cast<void*>(k), static_cast<void*>(v), o,
                       static_cast<void*>(dcu)}) {

@@ -1,6 +1,7 @@
 """bench/ab_probe.py on fake probes: the A B B A order of its runs, the per-case means and ratios
 (the text before "  us " as the case, a case printed twice averaged), the first-pair / second-pair
-ratios that expose an order effect, and the errors for a probe that fails or prints nothing."""
+ratios that expose an order effect, --case's process a case, and the errors for a probe that fails or
+prints nothing."""
 
 import os
 import stat
@@ -41,6 +42,22 @@ def test_balanced_order_means_and_ratios(tmp_path, capsys):
     assert ratio == pytest.approx(1.155, abs=1e-3)
     assert (first, second) == (1.21, 1.1)  # the order effect shows as the two pairs' disagreement
     assert list(map(float, rows["B4 H16 S4096 causal"])) == [305.0, 305.0, 1.0, 1.0, 1.0]
+
+
+def test_each_case_in_a_process_of_its_own(tmp_path, capsys):
+    # The fake probe logs its arguments and prints the one case its --only names.
+    body = (f'echo "$@" >> {tmp_path / "args"}\n'
+            'case "$*" in *"--only S512"*) echo "B1 H16 S512 dense   us 1.0  TFLOP/s 10.0";; '
+            '*"--only causal"*) echo "B4 H16 S4096 causal  us 1.0  TFLOP/s 20.0";; '
+            '*) echo "B9 H1 S1 dense  us 1.0  TFLOP/s 1.0";; esac')
+    a, b = fake(tmp_path, "a", body), fake(tmp_path, "b", body)
+    assert ab_probe.main(["--rounds", "1", "--case", "S512", "--case", "causal", a, b, "--", "30"]) == 0
+    assert (tmp_path / "log").read_text().split() == ["a", "a", "b", "b", "b", "b", "a", "a"]
+    assert (tmp_path / "args").read_text().splitlines() == ["30 --only S512", "30 --only causal"] * 4
+    rows = {line[:32].strip() for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows == {"B1 H16 S512 dense", "B4 H16 S4096 causal"}
+    with pytest.raises(SystemExit):
+        ab_probe.main(["--case", " ", a, b])
 
 
 def test_probe_errors_are_named(tmp_path):
