@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace gpuattn {
@@ -682,19 +683,17 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     }
   }
 
-  // A row dim of one row (dense Sq or Sk of 1, a page of 1, a varlen total of 1) never steps: its
-  // stride may be anything (torch gives size-1 dims arbitrary strides) and becomes 0, so that no
-  // kernel forms an offset from it, not even for the masked rows of a tile.
+  // Kernels step through tiles of up to 256 rows with 32-bit offsets. A row dim of one row (dense
+  // Sq or Sk of 1, a page of 1, a varlen total of 1) never steps: its stride may be anything (torch
+  // gives size-1 dims arbitrary strides) and becomes 0, so that no kernel forms an offset from it,
+  // not even for the masked rows of a tile.
   const int row_dim = p.is_varlen() ? 0 : 1;
-  for (auto [stride, t] : {std::pair{&p.q_row_stride, &a.q}, std::pair{&p.k_row_stride, &a.k},
-                           std::pair{&p.v_row_stride, &a.v}, std::pair{&p.o_row_stride, &a.out}}) {
+  for (auto [stride, t, name] :
+       {std::tuple{&p.q_row_stride, &a.q, "q"}, std::tuple{&p.k_row_stride, &a.k, "k"},
+        std::tuple{&p.v_row_stride, &a.v, "v"}, std::tuple{&p.o_row_stride, &a.out, "out"}}) {
     if (t->shape[row_dim] == 1) *stride = 0;
-  }
-  // Kernels step through tiles of up to 256 rows with 32-bit offsets.
-  for (auto [stride, name] : {std::pair{p.q_row_stride, "q"}, std::pair{p.k_row_stride, "k"},
-                              std::pair{p.v_row_stride, "v"}, std::pair{p.o_row_stride, "out"}}) {
-    if (stride > kMaxRowStride) {
-      invalid(std::string(name) + " sequence (row) stride " + std::to_string(stride) +
+    if (*stride > kMaxRowStride) {
+      invalid(std::string(name) + " sequence (row) stride " + std::to_string(*stride) +
               " exceeds the supported maximum of " + std::to_string(kMaxRowStride) + " elements");
     }
   }

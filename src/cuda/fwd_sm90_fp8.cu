@@ -149,7 +149,8 @@ constexpr bool table_describes(FwdKernel kernel) {
   return c.kernel == kernel && c.block_m == Cfg::kBlockM && c.block_n == kBlockN &&
          c.warps == Cfg::kThreads / 32 &&
          // the table's stages: sm90_fp8_128x128's are head dims 128 and 256's 2 (64's 3 in its
-         // text), sm90_fp8_192x128's head dim 64's 3 (128's 2 in its text)
+         // text), sm90_fp8_192x128's head dim 64's 3 (128's 2 in its text),
+         // sm90_fp8_128x128_d256's 2
          c.stages == (kernel == FwdKernel::sm90_fp8_192x128 ? 3 : 2);
 }
 static_assert(table_describes<Fp8Config<128, 2>>(FwdKernel::sm90_fp8_128x128) &&
@@ -863,10 +864,10 @@ bool fp8_usable() {
 void fwd_fp8(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   const bool three = kernel == FwdKernel::sm90_fp8_192x128;
   const bool d256 = kernel == FwdKernel::sm90_fp8_128x128_d256;
-  if ((p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) ||
-      (three && p.head_dim == 256) || (d256 && p.head_dim != 256) ||
-      (!three && !d256 && kernel != FwdKernel::sm90_fp8_128x128) || !p.q_quantized() ||
-      p.kv_dtype != DType::e4m3 || !strides_fit_tma(p)) {
+  const bool kernel_takes_dim = kernel == FwdKernel::sm90_fp8_128x128 ||
+                                (three && p.head_dim != 256) || (d256 && p.head_dim == 256);
+  if ((p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) || !kernel_takes_dim ||
+      !p.q_quantized() || p.kv_dtype != DType::e4m3 || !strides_fit_tma(p)) {
     throw Error(
         ErrorCode::not_supported,
         std::string("gpuattn: internal error: the FP8 kernel takes E4M3 q/k/v at head dims "
@@ -885,8 +886,8 @@ void fwd_fp8(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   if (three) {
     return p.head_dim == 128 ? launch(Fp8Config<128, 3>{}) : launch(Fp8Config<64, 3>{});
   }
+  if (d256) return launch(Fp8Config<256, 2, true>{});
   if (p.head_dim == 64) return launch(Fp8Config<64, 2>{});
-  if (kernel == FwdKernel::sm90_fp8_128x128_d256) return launch(Fp8Config<256, 2, true>{});
   if (p.head_dim == 256) return launch(Fp8Config<256, 2>{});
   return launch(Fp8Config<128, 2>{});
 }
