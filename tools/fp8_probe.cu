@@ -62,8 +62,6 @@ struct Shape {
   std::vector<int> lens = {};  // varlen: the sequences' lengths (q and k alike), b of them
 };
 
-}  // namespace
-
 // A shape's line name, as printed before its figures.
 std::string name_of(const Shape& sh) {
   char buf[96];
@@ -75,6 +73,8 @@ std::string name_of(const Shape& sh) {
   }
   return buf;
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int reps = 50, D = 128;
