@@ -778,22 +778,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 template <int kD, int kBoxRows = 128>
 CUtensorMap rows_map(const char* name, const void* base, int heads, int rows, int batch,
                      std::int64_t head_stride, std::int64_t row_stride, std::int64_t batch_stride) {
-  // Byte strides (1-byte elements) through map_stride, as make_rows_map's.
-  const auto or_else = [](std::int64_t s, std::int64_t size, std::int64_t packed) {
-    return static_cast<std::uint64_t>(map_stride(s, size, packed));
-  };
-  // A varlen call's packed side may have no rows: a map of 0 rows is an error, one row no tile
-  // reads is not.
-  const int mapped_rows = std::max(rows, 1);
-  const std::uint64_t dims[4] = {static_cast<std::uint64_t>(kD), static_cast<std::uint64_t>(heads),
-                                 static_cast<std::uint64_t>(mapped_rows),
-                                 static_cast<std::uint64_t>(batch)};
-  const std::uint64_t strides[3] = {
-      or_else(head_stride, heads, kD), or_else(row_stride, mapped_rows, std::int64_t{kD} * heads),
-      or_else(batch_stride, batch, std::int64_t{kD} * heads * mapped_rows)};
-  const std::uint32_t box[4] = {kD == 256 ? 128 : kD, 1, kBoxRows, 1};
-  return make_tensor_map_4d(name, base, CU_TENSOR_MAP_DATA_TYPE_UINT8, dims, strides, box,
-                            kD == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B);
+  const RowsMapFormat format{CU_TENSOR_MAP_DATA_TYPE_UINT8, 1,
+                             static_cast<std::uint32_t>(kD == 256 ? 128 : kD),
+                             kD == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B};
+  return make_rows_map(name, base, format, kD, heads, rows, batch, head_stride, row_stride,
+                       batch_stride, kBoxRows);
 }
 
 template <typename TO, class Cfg>

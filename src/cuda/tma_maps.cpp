@@ -56,9 +56,10 @@ CUtensorMap make_tensor_map_4d(const char* name, const void* base, CUtensorMapDa
   return map;
 }
 
-CUtensorMap make_rows_map(const char* name, const void* base, DType dtype, int head_dim, int heads,
-                          std::int64_t rows, int batch, std::int64_t head_stride,
-                          std::int64_t row_stride, std::int64_t batch_stride, int box_rows) {
+CUtensorMap make_rows_map(const char* name, const void* base, const RowsMapFormat& format,
+                          int head_dim, int heads, std::int64_t rows, int batch,
+                          std::int64_t head_stride, std::int64_t row_stride,
+                          std::int64_t batch_stride, int box_rows) {
   // A varlen call's packed side may have no rows (every sequence empty there); a map cannot have a
   // dimension of 0, so it covers one row, which no tile reads.
   const std::int64_t mapped_rows = std::max<std::int64_t>(rows, 1);
@@ -66,17 +67,24 @@ CUtensorMap make_rows_map(const char* name, const void* base, DType dtype, int h
       static_cast<std::uint64_t>(head_dim), static_cast<std::uint64_t>(heads),
       static_cast<std::uint64_t>(mapped_rows), static_cast<std::uint64_t>(batch)};
   // Strides of dims 1..3 in bytes.
-  auto bytes = [](std::int64_t s, std::int64_t size, std::int64_t packed) {
-    return static_cast<std::uint64_t>(map_stride(s, size, packed) * 2);
+  const auto bytes = [&](std::int64_t s, std::int64_t size, std::int64_t packed) {
+    return static_cast<std::uint64_t>(map_stride(s, size, packed) * format.elem_bytes);
   };
   const std::uint64_t strides[3] = {bytes(head_stride, heads, head_dim),
                                     bytes(row_stride, mapped_rows, std::int64_t{head_dim} * heads),
                                     bytes(batch_stride, batch, mapped_rows * head_dim * heads)};
-  const std::uint32_t box[4] = {64, 1, static_cast<std::uint32_t>(box_rows), 1};
-  return make_tensor_map_4d(
-      name, base,
-      dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-      dims, strides, box);
+  const std::uint32_t box[4] = {format.box_cols, 1, static_cast<std::uint32_t>(box_rows), 1};
+  return make_tensor_map_4d(name, base, format.type, dims, strides, box, format.swizzle);
+}
+
+CUtensorMap make_rows_map(const char* name, const void* base, DType dtype, int head_dim, int heads,
+                          std::int64_t rows, int batch, std::int64_t head_stride,
+                          std::int64_t row_stride, std::int64_t batch_stride, int box_rows) {
+  const RowsMapFormat format{
+      dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+      64, CU_TENSOR_MAP_SWIZZLE_128B};
+  return make_rows_map(name, base, format, head_dim, heads, rows, batch, head_stride, row_stride,
+                       batch_stride, box_rows);
 }
 
 QkvTensorMaps make_qkv_tensor_maps(const FwdParams& p, int rows_q, int rows_kv, int rows_o) {

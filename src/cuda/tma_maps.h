@@ -35,11 +35,26 @@ inline std::int64_t map_stride(std::int64_t stride, std::int64_t size, std::int6
   return size > 1 && stride > 0 ? stride : packed;
 }
 
-// One 16-bit operand of `dtype` (f16 or bf16) as such a map: dims (head dim, head, row, batch),
-// its element strides (through map_stride),
-// `rows` at least 1 (a map cannot have a dimension of 0; no tile reads the extra row),
-// and a box of 64 elements x 1 head x `box_rows` rows. make_qkv_tensor_maps builds its maps with
-// it.
+// How one operand's elements sit in a rows map (see make_rows_map): the element type and size,
+// the box's width in elements (dim 0) and the swizzle the kernel's descriptors read with.
+struct RowsMapFormat {
+  CUtensorMapDataType type;
+  int elem_bytes;
+  std::uint32_t box_cols;
+  CUtensorMapSwizzle swizzle;
+};
+
+// One operand as a 4-D map: dims (head dim, head, row, batch) of `format`'s elements, its element
+// strides through map_stride, `rows` at least 1 (a map cannot have a dimension of 0; no tile reads
+// the extra row), and a box of format.box_cols elements x 1 head x `box_rows` rows. The 16-bit
+// and FP8 kernels' maps are all built with it.
+CUtensorMap make_rows_map(const char* name, const void* base, const RowsMapFormat& format,
+                          int head_dim, int heads, std::int64_t rows, int batch,
+                          std::int64_t head_stride, std::int64_t row_stride,
+                          std::int64_t batch_stride, int box_rows);
+
+// A 16-bit operand of `dtype` (f16 or bf16): boxes of 64 elements (one 128-byte-wide column
+// slab), 128-byte swizzled. make_qkv_tensor_maps builds its maps with it.
 CUtensorMap make_rows_map(const char* name, const void* base, DType dtype, int head_dim, int heads,
                           std::int64_t rows, int batch, std::int64_t head_stride,
                           std::int64_t row_stride, std::int64_t batch_stride, int box_rows);

@@ -17,6 +17,16 @@
 
 namespace gpuattn::testing {
 
+// `t` (a TensorView or a test's own view with rank / shape / stride) with each size-1 dim but the
+// last 2^40 elements apart: the same elements, through strides that no kernel may use (they are
+// past what a TMA map holds).
+template <class View>
+void spread_unit_dims(View& t) {
+  for (int d = 0; d + 1 < t.rank; ++d) {
+    if (t.shape[d] == 1) t.stride[d] = std::int64_t{1} << 40;
+  }
+}
+
 // splitmix64: the next 64 random bits of `state`.
 inline std::uint64_t next_random(std::uint64_t& state) {
   std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);

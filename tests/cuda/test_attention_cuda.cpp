@@ -526,9 +526,7 @@ class Problem {
 
   // `op` with each size-1 dim (but the last) 2^40 elements apart: the same elements.
   static Operand far_units(Operand op) {
-    for (int d = 0; d + 1 < op.rank; ++d) {
-      if (op.shape[d] == 1) op.stride[d] = std::int64_t{1} << 40;
-    }
+    spread_unit_dims(op);
     return op;
   }
 

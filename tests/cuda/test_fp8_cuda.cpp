@@ -209,11 +209,7 @@ Errors run_case(const F8Case& c, Path path, std::optional<FwdKernel> want = std:
     a.causal = c.causal;
     a.mask = c.mask;
     if (c.far_units) {
-      for (TensorView* t : {&a.q, &a.k, &a.v, &a.out}) {
-        for (int d = 0; d + 1 < t->rank; ++d) {
-          if (t->shape[d] == 1) t->stride[d] = std::int64_t{1} << 40;
-        }
-      }
+      for (TensorView* t : {&a.q, &a.k, &a.v, &a.out}) spread_unit_dims(*t);
     }
     return a;
   };
