@@ -449,6 +449,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       for (int i = blockIdx.x; i < n_items; i += gridDim.x, ++n) {
         const Item it = item_of(p, i, nblk);
         const int hk = p.kv_head(it.h), qb = n % kQBuffers;
+        if (n >= kQBuffers) ptx::mbarrier_wait(q_empty(qb), ((n / kQBuffers) & 1) ^ 1);
         // Tensor-map coordinates (varlen: rows from cu_seqlens in a batch of one) and tiles.
         int n_tiles, bc = it.b, rk = 0, lk = 0;
         if constexpr (kVarlen) {
@@ -456,26 +457,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           rk = static_cast<int>(p.row0_k(it.b));
           lk = p.len_k(it.b);
           n_tiles = tiles_of<kBlockM, true>(p, it.mb, p.len_q(it.b), lk);
-        } else {
-          n_tiles = tiles_of<kBlockM, false>(p, it.mb, p.seqlen_q, p.seqlen_k);
-        }
-        const auto load_q = [&] {
-          if (n >= kQBuffers) ptx::mbarrier_wait(q_empty(qb), ((n / kQBuffers) & 1) ^ 1);
           if (n_tiles > 0) {
             ptx::mbarrier_arrive_expect_tx(q_full(qb), kQBytes);
             load(sq0 + qb * kQBytes, &maps.q, q_full(qb), kBlockM, it.h,
-                 kVarlen ? static_cast<int>(p.row0_q(it.b)) + it.mb * kBlockM : it.mb * kBlockM,
-                 kVarlen ? 0 : it.b);
-          } else {  // no GEMM reads this item's Q (varlen: often a row block past its sequence)
+                 static_cast<int>(p.row0_q(it.b)) + it.mb * kBlockM, 0);
+          } else {  // no GEMM reads this item's Q (often a row block past its sequence)
             ptx::mbarrier_arrive(q_full(qb));
           }
-        };
-        // With one Q buffer (head dim 256) the slot frees only at the last S GEMM of the item
-        // before; the K and V stages of this item's first tile free earlier (the K stage at the
-        // S GEMM of the tile two before, the V stage once it is transposed), so that tile goes
-        // out first and its loads and transpose run while the consumers finish that item.
-        const bool kv_first = kQBuffers == 1 && n >= kQBuffers && n_tiles > 0;
-        if (!kv_first) load_q();
+        } else {
+          ptx::mbarrier_arrive_expect_tx(q_full(qb), kQBytes);
+          load(sq0 + qb * kQBytes, &maps.q, q_full(qb), kBlockM, it.h, it.mb * kBlockM, it.b);
+          n_tiles = tiles_of<kBlockM, false>(p, it.mb, p.seqlen_q, p.seqlen_k);
+        }
         for (int t = 0; t < n_tiles; ++t, ++ring) {
           const int s = ring % kStages;
           const std::uint32_t parity = ((ring / kStages) & 1) ^ 1;
@@ -495,7 +488,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           } else {
             load(sr0 + s * kTileBytes, &maps.v, r_full(s), kBlockN, hk, t * kBlockN, it.b);
           }
-          if (kv_first && t == 0) load_q();
         }
       }
     } else if (tid >= 32) {
