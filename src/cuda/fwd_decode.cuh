@@ -281,6 +281,83 @@ __device__ __forceinline__ void merge_and_store(const FwdParams& p, const Decode
   }
 }
 
+// The decode kernels' per-thread tile steps (decode_body here and decode_q8_kernel in
+// fwd_decode_q8.cuh): a warp holds S for the block's 16 rows and its own 16 keys of a tile as two
+// m16n8 accumulators; thread `lane` holds rows lane / 4 and lane / 4 + 8 (h = 0, 1), each on the 4
+// threads of a quad.
+
+// The key limits of the thread's two rows: keys [0, lim[h]) are visible (the sequence end, and
+// the causal diagonal, bottom-right aligned). The block's rows are the (query row, head of the
+// group) pairs from r0 on; a row past `rows` takes the last query row's limit.
+__device__ __forceinline__ void row_key_limits(const FwdParams& p, int r0, int lane, int rows,
+                                               int group, int lq, int lk, int (&lim)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int pr = r0 + lane / 4 + 8 * h;
+    const int i = pr < rows ? pr / group : lq - 1;
+    const long long l = p.causal ? static_cast<long long>(lk) - lq + i + 1 : lk;
+    lim[h] = l < 0 ? 0 : l > lk ? lk : static_cast<int>(l);
+  }
+}
+
+// S's keys at or past their row's limit to -inf; n0 is the thread's first key (its keys are n0,
+// n0 + 1, n0 + 8, n0 + 9).
+__device__ __forceinline__ void mask_past_limits(float (&sacc)[2][4], int n0, const int (&lim)[2]) {
+  if (n0 + 10 > lim[0] || n0 + 10 > lim[1]) {
+#pragma unroll
+    for (int nb = 0; nb < 2; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (n0 + 8 * nb + (e & 1) >= lim[e >> 1]) sacc[nb][e] = -INFINITY;
+  }
+}
+
+// One tile's online softmax: row h's scores times scale[h] are its log2-domain logits. The row
+// maxima and sums move on, O (D / 8 m16n8 accumulators) is rescaled, and P = exp2(logit - max)
+// comes back packed as m16n8k16's A fragment of T elements.
+template <typename T, int D>
+__device__ __forceinline__ void online_softmax_step(float (&sacc)[2][4], const float (&scale)[2],
+                                                    float (&row_max)[2], float (&row_sum)[2],
+                                                    float (&o)[D / 8][4], std::uint32_t (&pa)[4]) {
+  float alpha[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mx =
+        fmaxf(fmaxf(sacc[0][2 * h], sacc[0][2 * h + 1]), fmaxf(sacc[1][2 * h], sacc[1][2 * h + 1]));
+    mx = ptx::quad_max(mx) * scale[h];
+    const float m_new = fmaxf(row_max[h], mx);
+    const float m_use = m_new == -INFINITY ? 0.f : m_new;
+    alpha[h] = ptx::fast_exp2(row_max[h] - m_use);
+    row_max[h] = m_new;
+    float sum = 0.f;
+#pragma unroll
+    for (int nb = 0; nb < 2; ++nb)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float& x = sacc[nb][2 * h + e];
+        x = ptx::fast_exp2(fmaf(x, scale[h], -m_use));
+        sum += x;
+      }
+    row_sum[h] = row_sum[h] * alpha[h] + sum;
+  }
+  // O rescaled only when a row maximum of the warp moved: alpha == 1 leaves O as it is (the
+  // result is bitwise the same), and past a long sequence's first tiles the maxima seldom move
+  // (at D256 the rescale is 128 FMULs a thread a tile). The vote keeps the branch warp-uniform.
+  if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      o[n][0] *= alpha[0];
+      o[n][1] *= alpha[0];
+      o[n][2] *= alpha[1];
+      o[n][3] *= alpha[1];
+    }
+  }
+  pa[0] = ptx::pack2<T>(sacc[0][0], sacc[0][1]);
+  pa[1] = ptx::pack2<T>(sacc[0][2], sacc[0][3]);
+  pa[2] = ptx::pack2<T>(sacc[1][0], sacc[1][1]);
+  pa[3] = ptx::pack2<T>(sacc[1][2], sacc[1][3]);
+}
+
 // kPaged: K/V are a page pool read through p.block_table (a separate instantiation, so the
 // dense kernel carries none of it). The body of decode_kernel and decode_kernel_lean below.
 template <class Tr, bool kPaged>
@@ -533,19 +610,14 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
 
   // Per thread: rows lane / 4 and lane / 4 + 8 of the block; their causal key limits.
   int lim[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int pr = r0 + lane / 4 + 8 * h;
-    const int i = pr < rows ? pr / group : lq - 1;
-    const long long l = p.causal ? static_cast<long long>(lk) - lq + i + 1 : lk;
-    lim[h] = l < 0 ? 0 : l > lk ? lk : static_cast<int>(l);
-  }
+  row_key_limits(p, r0, lane, rows, group, lq, lk, lim);
   float o[D / 8][4];
 #pragma unroll
   for (int n = 0; n < D / 8; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+  const float scale[2] = {p.scale_log2, p.scale_log2};
   std::uint32_t qf[D / 16][4];
 
   for (int t = t0; t < t1; ++t) {
@@ -585,55 +657,12 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
       ptx::mma_16816<T>(sacc[1], qf[kk], kb[2], kb[3]);
     }
     // Mask keys at or past a row's limit (the sequence end, the causal diagonal).
-    const int n0 = t * kN + 16 * warp + 2 * (lane % 4);
-    if (n0 + 10 > lim[0] || n0 + 10 > lim[1]) {
-#pragma unroll
-      for (int nb = 0; nb < 2; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (n0 + 8 * nb + (e & 1) >= lim[e >> 1]) sacc[nb][e] = -INFINITY;
-    }
-    // Online softmax per row (the row's 16 keys lie on the 4 threads of a quad).
-    float alpha[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float mx = fmaxf(fmaxf(sacc[0][2 * h], sacc[0][2 * h + 1]),
-                       fmaxf(sacc[1][2 * h], sacc[1][2 * h + 1]));
-      mx = ptx::quad_max(mx) * p.scale_log2;
-      const float m_new = fmaxf(row_max[h], mx);
-      const float m_use = m_new == -INFINITY ? 0.f : m_new;
-      alpha[h] = ptx::fast_exp2(row_max[h] - m_use);
-      row_max[h] = m_new;
-      float sum = 0.f;
-#pragma unroll
-      for (int nb = 0; nb < 2; ++nb)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float& x = sacc[nb][2 * h + e];
-          x = ptx::fast_exp2(fmaf(x, p.scale_log2, -m_use));
-          sum += x;
-        }
-      row_sum[h] = row_sum[h] * alpha[h] + sum;
-    }
-    // O rescaled only when a row maximum of the warp moved: alpha == 1 leaves O as it is (the
-    // result is bitwise the same), and past a long sequence's first tiles the maxima seldom move
-    // (at D256 the rescale is 128 FMULs a thread a tile). The vote keeps the branch warp-uniform.
-    if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        o[n][0] *= alpha[0];
-        o[n][1] *= alpha[0];
-        o[n][2] *= alpha[1];
-        o[n][3] *= alpha[1];
-      }
-    }
-    // O += P V: P from S's registers (the A fragment of m16n8k16), V by transposing loads
-    // (matrices: keys 0-7 / 8-15 x chunks 2c / 2c+1).
+    mask_past_limits(sacc, t * kN + 16 * warp + 2 * (lane % 4), lim);
+    // Online softmax per row (the row's 16 keys lie on the 4 threads of a quad); then O += P V:
+    // P from S's registers (the A fragment of m16n8k16), V by transposing loads (matrices: keys
+    // 0-7 / 8-15 x chunks 2c / 2c+1).
     std::uint32_t pa[4];
-    pa[0] = ptx::pack2<T>(sacc[0][0], sacc[0][1]);
-    pa[1] = ptx::pack2<T>(sacc[0][2], sacc[0][3]);
-    pa[2] = ptx::pack2<T>(sacc[1][0], sacc[1][1]);
-    pa[3] = ptx::pack2<T>(sacc[1][2], sacc[1][3]);
+    online_softmax_step<T, D>(sacc, scale, row_max, row_sum, o, pa);
     const int vrow = 16 * warp + ((lane / 8) % 2) * 8 + lane % 8;
 #pragma unroll
     for (int c = 0; c < D / 16; ++c) {

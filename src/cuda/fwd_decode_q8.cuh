@@ -217,13 +217,7 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
   fetch_pages(t0 + Tr::kStages - 1);
 
   int lim[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int pr = r0 + g + 8 * h;
-    const int i = pr < rows ? pr / group : lq - 1;
-    const long long l = p.causal ? static_cast<long long>(lk) - lq + i + 1 : lk;
-    lim[h] = l < 0 ? 0 : l > lk ? lk : static_cast<int>(l);
-  }
+  row_key_limits(p, r0, lane, rows, group, lq, lk, lim);
   float o[D / 8][4];
 #pragma unroll
   for (int n = 0; n < D / 8; ++n)
@@ -313,50 +307,9 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
         }
       }
     }
-    const int n0 = t * kN + 16 * warp + 2 * c4;
-    if (n0 + 10 > lim[0] || n0 + 10 > lim[1]) {
-#pragma unroll
-      for (int nb = 0; nb < 2; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (n0 + 8 * nb + (e & 1) >= lim[e >> 1]) sacc[nb][e] = -INFINITY;
-    }
-    float alpha[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float mx = fmaxf(fmaxf(sacc[0][2 * h], sacc[0][2 * h + 1]),
-                       fmaxf(sacc[1][2 * h], sacc[1][2 * h + 1]));
-      mx = ptx::quad_max(mx) * row_scale[h];
-      const float m_new = fmaxf(row_max[h], mx);
-      const float m_use = m_new == -INFINITY ? 0.f : m_new;
-      alpha[h] = ptx::fast_exp2(row_max[h] - m_use);
-      row_max[h] = m_new;
-      float sum = 0.f;
-#pragma unroll
-      for (int nb = 0; nb < 2; ++nb)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float& x = sacc[nb][2 * h + e];
-          x = ptx::fast_exp2(fmaf(x, row_scale[h], -m_use));
-          sum += x;
-        }
-      row_sum[h] = row_sum[h] * alpha[h] + sum;
-    }
-    // O rescaled only when a row maximum of the warp moved (alpha == 1: bitwise the same).
-    if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        o[n][0] *= alpha[0];
-        o[n][1] *= alpha[0];
-        o[n][2] *= alpha[1];
-        o[n][3] *= alpha[1];
-      }
-    }
+    mask_past_limits(sacc, t * kN + 16 * warp + 2 * c4, lim);
     std::uint32_t pa[4];
-    pa[0] = ptx::pack2<__half>(sacc[0][0], sacc[0][1]);
-    pa[1] = ptx::pack2<__half>(sacc[0][2], sacc[0][3]);
-    pa[2] = ptx::pack2<__half>(sacc[1][0], sacc[1][1]);
-    pa[3] = ptx::pack2<__half>(sacc[1][2], sacc[1][3]);
+    online_softmax_step<__half, D>(sacc, row_scale, row_max, row_sum, o, pa);
     // O += P V: output block j's column g is dim g D / 8 + j, so the thread's B fragments of
     // every block come from bytes [g D / 8, (g + 1) D / 8) of keys 2c4, 2c4+1 (b0) and 2c4+8,
     // 2c4+9 (b1) of the warp's 16: a prmt pairs the two keys' bytes of blocks j, j + 1.
