@@ -37,6 +37,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -73,8 +74,14 @@ struct FwdTraits {
   // a third warpgroup gives the tensor cores a GEMM to run while two take their softmax (FA3's D64
   // layout). The masked kernel keeps 2 (its schedule word holds 2 flag bits per consumer).
   static constexpr int kConsumers = kConsumers_;
-  static_assert(kConsumers == 2 || (kConsumers == 3 && kHeadDim_ == 64 && !kCompensated_),
-                "3 consumer warpgroups: head dim 64, standard precision");
+  static_assert(kConsumers == 2 ||
+                    ((kConsumers == 3 || kConsumers == 1) && kHeadDim_ == 64 && !kCompensated_ &&
+                     kBlockN_ == 0 && kStages_ == 0 && !kLateWaitD64_),
+                "3 consumer warpgroups, or 1: head dim 64, standard precision");
+  // One consumer warpgroup (experiment, wip/d64-solo): 64-row items, two CTAs an SM, each its own
+  // item stream and K/V ring, so that one CTA's item boundary falls in the other's tiles (the
+  // 2-consumer kernel's warpgroups meet every boundary together); no turns between them.
+  static constexpr int kCtasPerSm = kConsumers == 1 ? 2 : 1;
   // Whether the dense instantiation runs sliding windows alone (p.banded(), see ItemShape): at
   // head dim 128 only (the 2-consumer kernel; run_fwd sends only dense and causal calls to the
   // 3-consumer one). At head dims 64 and 256 windows stay on the masked instantiation: the window
@@ -137,7 +144,7 @@ struct FwdTraits {
   // overlap of a warpgroup's own GEMMs and softmax (cuDNN's head-dim-64 loop, read from its SASS):
   // 1.000x the time at D64 with 2 consumers, 1.06-1.16x with 3, 1.10-1.24x at D128 (branch
   // wip/exp-turns). No turns at D64, with the late wait: 1.08x (2026-11-22-h200-d64-free).
-  static constexpr bool kPingPong = !(kCompensated && kHeadDim == 128);
+  static constexpr bool kPingPong = kConsumers > 1 && !(kCompensated && kHeadDim == 128);
   // Exp turns: besides the GEMM turns, the consumers take turns for each tile's exponentials and
   // row sums (after both rows' max; named barriers kExpBarrier + cw, a ring like the GEMM
   // turns'), so that no two warps of a sub-partition run their MUFU.EX2 at once:
@@ -180,7 +187,7 @@ struct FwdTraits {
   // (5 rounds): B1 H16 S1024 D64 0.977x the time, S4096 D128 0.975-0.992x; sustained at the 700 W
   // cap +3.4-3.6% TFLOP/s (less energy a tile). Not with 3 consumers (96 bytes of spill at 160
   // registers) nor in the masked kernel (window + globals 1.26x the time).
-  static constexpr bool kQInRegs = !kCompensated && kConsumers == 2 && kHeadDim <= 128;
+  static constexpr bool kQInRegs = !kCompensated && kConsumers <= 2 && kHeadDim <= 128;
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
@@ -194,7 +201,8 @@ struct FwdTraits {
   // last tile's stage: see kEarlyQ in consume()). Two where they fit the 227 KB: head dims 64 and
   // 128; 256 keeps one.
   static constexpr int kQBuffers =
-      2 * kQBytes + 2 * kStages * kKVBytes + kBarrierBytes + 1024 <= 227 * 1024 ? 2 : 1;
+      2 * kQBytes + 2 * kStages * kKVBytes + kBarrierBytes + 1024 <= 227 * 1024 / kCtasPerSm ? 2
+                                                                                             : 1;
   static constexpr int kSmemBytes =
       kQBuffers * kQBytes + 2 * kStages * kKVBytes + kBarrierBytes + 1024;
   // Registers: 65536 / 384 threads = 168 at launch; the producer drops to 40 and the consumers
@@ -205,8 +213,12 @@ struct FwdTraits {
   // With 3 consumers (512 threads, 128 registers each at launch): 32 and 160 (128 * 32 + 384 *
   // 160 = 65536), S, P and O of D64 (64 + 32 + 32) plus the overlap. ptxas (nvcc 13.0): 8 bytes
   // of spill stores, the producer's (as at 32 with 2 consumers); 24/160 spilled 56, 40/152 48.
+  // One consumer, two CTAs an SM (256 threads, 128 registers each at launch): 40 and 216.
   static constexpr int kProducerRegs = kConsumers == 3 ? 32 : kHeadDim == 256 ? 24 : 40;
-  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kHeadDim == 256 ? 240 : 232;
+  static constexpr int kConsumerRegs = kConsumers == 3   ? 160
+                                       : kConsumers == 1 ? 216
+                                       : kHeadDim == 256 ? 240
+                                                         : 232;
   // The masked kernel's producer warp runs the tile search (MaskPolicy's range and tile tests,
   // block layout reads): at 56 registers ptxas spilled 8 bytes, at 72 none when this was set; it
   // has grown since, and its producer and searcher warps spill (ptxas -v, nvcc 13.0, bf16 D128:
@@ -225,12 +237,13 @@ struct FwdTraits {
   static_assert((kBlockN % 64 == 0 || kBlockN_ != 0) && kBlockN % 16 == 0 && kBlockN <= 256 &&
                     kBlockM % 8 == 0,
                 "swizzle atoms (8 rows), wgmma k-steps (16 keys), masks (64 keys)");
-  static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
+  static_assert(kSmemBytes <= 227 * 1024 / kCtasPerSm - (kCtasPerSm - 1) * 1024,
+                "shared memory per block");
   // The CTA holds what launch gave it, 65536 / kThreads registers a thread rounded down to 8 (168
   // x 384 = 64512 with 2 consumers; all 65536 with 3): a setmaxnreg.inc past it would wait for
   // registers that never come.
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <=
-                        65536 / kThreads / 8 * 8 * kThreads &&
+                        65536 / (kThreads * kCtasPerSm) / 8 * 8 * kThreads &&
                     (kConsumers != 2 ||
                      128 * kMaskedProducerRegs + 256 * kMaskedConsumerRegs <= 168 * kThreads),
                 "setmaxnreg moves registers between the warpgroups; it adds none");
@@ -240,6 +253,9 @@ struct FwdTraits {
 // precision; see FwdTraits::kConsumers): the configuration sm90_ws_192x128.
 template <typename T>
 using FwdThreeConsumerTraits = FwdTraits<T, 64, false, 3>;
+// One consumer warpgroup, two CTAs an SM (experiment; see FwdTraits::kCtasPerSm).
+template <typename T>
+using FwdD64SoloTraits = FwdTraits<T, 64, false, 1>;
 // The traits of the dense / causal instantiation at head dim 256 in standard precision: 80-key
 // tiles (see FwdTraits::kBlockN): the configuration sm90_ws_128x80_d256.
 template <typename T>
@@ -829,7 +845,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
                                        int trace_u);
 
 template <class Tr, bool kMasked>
-__global__ void __launch_bounds__(Tr::kThreads, 1)
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kCtasPerSm)
     fwd_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ QkvTensorMaps maps,
                int* item_counter) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -1908,7 +1924,23 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   // (dynamic, from a zeroed counter, for masked and causal calls; static for dense non-causal
   // ones), else a CTA per item. (Validation keeps the items below 2^30.)
   const long long items = static_cast<long long>(m_blocks) * p.hq * p.batch;
-  const int sms = sm80::num_sms();
+  if constexpr (Tr::kCtasPerSm > 1) {  // the grid below counts on them sharing each SM
+    static PerDeviceFlags checked{};
+    int dev = 0;
+    GPUATTN_CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev < 0 || dev >= 64 || !checked[dev].load()) {
+      int resident = 0;
+      GPUATTN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &resident, fwd_kernel<Tr, kMasked>, Tr::kThreads, Tr::kSmemBytes));
+      if (resident < Tr::kCtasPerSm) {
+        throw Error(ErrorCode::cuda_error, "gpuattn: " + std::to_string(resident) +
+                                               " CTAs an SM resident, not " +
+                                               std::to_string(Tr::kCtasPerSm));
+      }
+      if (dev >= 0 && dev < 64) checked[dev].store(true);
+    }
+  }
+  const int sms = sm80::num_sms() * Tr::kCtasPerSm;
   const bool listed = !kMasked && Tr::kListed && p.whole_tile_layout(Tr::kBlockM, Tr::kBlockN);
   const bool dynamic = (kMasked || p.causal || listed) && items > sms;
   std::optional<sm80::LaunchCounters> counter;
@@ -2022,6 +2054,16 @@ template <typename T, int D>
 void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   static_assert(matches_table<FwdTraits<T, D>>(),
                 "FwdTraits and the tile configuration table agree");
+  if constexpr (D == 64) {  // experiment: GPUATTN_SOLO=1 sends every dense / causal call there
+    static const bool solo = [] {
+      const char* e = std::getenv("GPUATTN_SOLO");
+      return e != nullptr && e[0] == '1';
+    }();
+    if (solo && p.precision == Precision::standard && p.dense_or_causal()) {
+      launch_kernel<FwdD64SoloTraits<T>, false>(p, stream);
+      return;
+    }
+  }
   switch (kernel) {
     case FwdKernel::sm90_ws_192x128: return launch_own<FwdThreeConsumerTraits<T>, D>(p, stream);
     case FwdKernel::sm90_ws_128x80_d256: return launch_own<FwdD256Traits<T>, D>(p, stream);
