@@ -258,7 +258,7 @@ void print_wrapped(const std::string& text, const std::string& indent) {
 }
 
 // `gpuattn bench --show-config`: the table of core/tile_config.h and the pick for each shape.
-int show_config(const std::string& set) {
+int show_config(const std::string& set, const std::vector<Case>& own) {
   std::cout << "forward tile configurations (src/core/tile_config.h)\n";
   std::vector<std::vector<std::string>> table;
   for (const TileConfig& t : kFwdTileConfigs) {
@@ -271,11 +271,12 @@ int show_config(const std::string& set) {
     print_wrapped(t.why, "  ");
   }
 
-  const std::vector<Case> cases = cuda_shapes(set);
+  const std::vector<Case> cases = own.empty() ? cuda_shapes(set) : own;
   std::vector<std::string> header = {"shape", "dtype", "causal", "128-row CTAs"};
   std::vector<std::function<std::string(const Case&)>> picks;
   std::cout << "\n";
-  print_wrapped("The dispatch's pick per shape of --shapes " + set +
+  print_wrapped("The dispatch's pick per shape of " +
+                    (own.empty() ? "--shapes " + set : "--shape") +
                     " (dense or causal, standard precision; on Hopper masks take the same sm90 "
                     "configs but sm90_ws_128x128 where the pick is sm90_ws_192x128, and "
                     "compensated precision sm90_ws_128x64_compensated at head dims 64/128, "
@@ -324,6 +325,74 @@ std::string fmt_tflops(double x) {
   return fmt(x, x < 10 ? 3 : 1);
 }
 
+// --shape SPEC: shapes of the caller's, ';'-separated, each a few words: B<n> (batch, default 1),
+// H<n> (query and KV heads) or Hq<n> and Hkv<n> (Hkv dividing Hq; default Hq), S<n> (query and
+// key lengths) or Sq<n> and Sk<n>, D<n> (head dim), and optionally "causal" and a dtype (f16 /
+// float16, the default, or bf16 / bfloat16). Any other word, a missing H, S or D, or a number out
+// of range is a UsageError naming it.
+std::vector<Case> parse_shapes(const std::string& spec) {
+  std::vector<Case> out;
+  std::istringstream shapes_in(spec);
+  for (std::string one; std::getline(shapes_in, one, ';');) {
+    if (one.find_first_not_of(" \t") == std::string::npos) continue;
+    const auto bad = [&](const std::string& why) {
+      return UsageError("gpuattn bench: --shape '" + one + "': " + why);
+    };
+    long long b = 1, hq = 0, hkv = 0, sq = 0, sk = 0, d = 0;
+    bool causal = false;
+    DType dtype = DType::f16;
+    std::istringstream words(one);
+    for (std::string w; words >> w;) {
+      if (w == "causal") {
+        causal = true;
+        continue;
+      }
+      if (w == "f16" || w == "float16" || w == "bf16" || w == "bfloat16") {
+        dtype = w[0] == 'b' ? DType::bf16 : DType::f16;
+        continue;
+      }
+      // A letter prefix and a positive whole number.
+      const std::size_t digits = w.find_first_of("0123456789");
+      const std::string key = w.substr(0, digits),
+                        num = digits == std::string::npos ? "" : w.substr(digits);
+      long long* slots[2] = {nullptr, nullptr};
+      if (key == "B") slots[0] = &b;
+      if (key == "H") slots[0] = &hq, slots[1] = &hkv;
+      if (key == "Hq") slots[0] = &hq;
+      if (key == "Hkv") slots[0] = &hkv;
+      if (key == "S") slots[0] = &sq, slots[1] = &sk;
+      if (key == "Sq") slots[0] = &sq;
+      if (key == "Sk") slots[0] = &sk;
+      if (key == "D") slots[0] = &d;
+      if (slots[0] == nullptr) {
+        throw bad("unknown word '" + w +
+                  "' (B<n>, H<n>, Hq<n>, Hkv<n>, S<n>, Sq<n>, Sk<n>, D<n>, causal, f16, bf16)");
+      }
+      char* end = nullptr;
+      const long long n = num.empty() ? 0 : std::strtoll(num.c_str(), &end, 10);
+      if (num.empty() || *end != '\0' || n < 1 || n > (1ll << 30)) {
+        throw bad("'" + w + "' needs a whole number from 1 to 2^30 after " + key);
+      }
+      for (long long* slot : slots) {
+        if (slot != nullptr) *slot = n;
+      }
+    }
+    if (hq == 0) throw bad("no heads (H<n> or Hq<n>)");
+    if (sq == 0 || sk == 0) throw bad("no sequence length (S<n>, or Sq<n> and Sk<n>)");
+    if (d == 0) throw bad("no head dim (D<n>)");
+    if (hkv == 0) hkv = hq;
+    if (hq % hkv != 0) {
+      throw bad("Hkv " + std::to_string(hkv) + " does not divide Hq " + std::to_string(hq));
+    }
+    if (b > 65535 || hq > 65535) throw bad("B and H take at most 65535");
+    out.push_back(dense_case(static_cast<int>(b), static_cast<int>(hq), static_cast<int>(hkv),
+                             static_cast<int>(sq), static_cast<int>(sk), static_cast<int>(d), dtype,
+                             causal));
+  }
+  if (out.empty()) throw UsageError("gpuattn bench: --shape '" + spec + "' names no shape");
+  return out;
+}
+
 // --only WORDS: whether every word names a word of the case's label ("D64", "S512", "causal",
 // "float16", ...); "non-causal" matches the cases without "causal".
 bool matches_only(const Case& c, const std::string& words) {
@@ -339,7 +408,7 @@ bool matches_only(const Case& c, const std::string& words) {
 void print_help() {
   std::cout <<
       R"(usage: gpuattn bench [--device cpu|cuda|auto] [--shapes default|seed|quick|sweep|varlen]
-                    [--json FILE] [--warmup MS] [--rep MS] [--only WORDS]
+                    [--shape SPEC] [--json FILE] [--warmup MS] [--rep MS] [--only WORDS]
                     [--precision standard|compensated] [--show-config]
 
 Times attention_forward per shape (CUDA: the protocol of triton.testing.do_bench, which times
@@ -361,6 +430,10 @@ would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
             prefill, one packed batch of 16 prompts of 1 to 4096 tokens (22,600 in all),
             GQA 32:8 D128 causal f16 / bf16 and not, D64, and 16 heads of D256 (no baseline;
             on cpu 4 prompts of 1 to 300 tokens); TFLOP/s counts each prompt's own keys
+  --shape   your own shapes instead of --shapes': ';'-separated, each of words B<n> (batch,
+            default 1), H<n> (query and KV heads) or Hq<n> Hkv<n>, S<n> or Sq<n> Sk<n>, D<n>,
+            and optionally causal and a dtype (f16, the default, or bf16); e.g.
+            --shape "B1 H16 S1024 D64; B2 Hq32 Hkv8 S4096 D128 causal bf16"
   --json    also write the results (device, date, commit, peak) as JSON to FILE; each
             result names the tile configuration the dispatch picked ("config")
   --warmup  milliseconds of warm-up calls before timing (default 25 on cuda, 10 for sweep,
@@ -387,7 +460,7 @@ int run_bench(const std::vector<std::string>& args) {
     return 0;
   }
   const Flags flags("gpuattn bench", args,
-                    {"device", "json", "shapes", "warmup", "rep", "precision", "only"},
+                    {"device", "json", "shapes", "shape", "warmup", "rep", "precision", "only"},
                     {"show-config"});
   const std::string device = flags.choice("device", "auto", {"auto", "cpu", "cuda"});
   const std::string shapes =
@@ -397,13 +470,18 @@ int run_bench(const std::vector<std::string>& args) {
       flags.choice("precision", "standard", {"standard", "compensated"}) == "compensated"
           ? Precision::compensated
           : Precision::standard;
-  if (flags.has("show-config")) return show_config(shapes);
+  if (flags.has("shape") && flags.has("shapes")) {
+    throw UsageError("gpuattn bench: --shape and --shapes name the shapes both; give one");
+  }
+  const std::vector<Case> own =
+      flags.has("shape") ? parse_shapes(flags.get("shape", "")) : std::vector<Case>{};
+  if (flags.has("show-config")) return show_config(shapes, own);
   const bool on_cuda = device == "cuda" || (device == "auto" && cuda_available());
   const bool sweep = shapes == "sweep";
   // Milliseconds, do_bench's defaults as the torch anchors use them (bench/torch_anchors.py).
   const int warmup_ms = flags.get_int("warmup", on_cuda ? (sweep ? 10 : 25) : 0, 0, 100000);
   const int rep_ms = flags.get_int("rep", on_cuda ? 100 : 300, 1, 1000000);
-  std::vector<Case> cases = on_cuda ? cuda_shapes(shapes) : cpu_shapes(shapes);
+  std::vector<Case> cases = !own.empty() ? own : on_cuda ? cuda_shapes(shapes) : cpu_shapes(shapes);
   for (Case& c : cases) c.precision = precision;
   if (flags.has("only")) {
     const std::string only = flags.get("only", "");
@@ -413,7 +491,8 @@ int run_bench(const std::vector<std::string>& args) {
     }
     if (kept.empty()) {
       throw UsageError("gpuattn bench: --only '" + only + "' matches none of the " +
-                       std::to_string(cases.size()) + " shapes of --shapes " + shapes +
+                       std::to_string(cases.size()) + " shapes of " +
+                       (own.empty() ? "--shapes " + shapes : "--shape") +
                        (on_cuda ? "" : " on cpu") + " (a shape's words: e.g. '" +
                        cases.front().label() + "')");
     }
