@@ -76,7 +76,7 @@ struct FwdTraits {
   static constexpr int kConsumers = kConsumers_;
   static_assert(kConsumers == 2 ||
                     ((kConsumers == 3 || kConsumers == 1) && kHeadDim_ == 64 && !kCompensated_ &&
-                     kBlockN_ == 0 && kStages_ == 0 && !kLateWaitD64_),
+                     kBlockN_ == 0 && kStages_ == 0 && (kConsumers == 1 || !kLateWaitD64_)),
                 "3 consumer warpgroups, or 1: head dim 64, standard precision");
   // One consumer warpgroup (experiment, wip/d64-solo): 64-row items, two CTAs an SM, each its own
   // item stream and K/V ring, so that one CTA's item boundary falls in the other's tiles (the
@@ -178,7 +178,7 @@ struct FwdTraits {
   // causal B32 H32 S512 1.037x (call 2).
   // (core/tile_config.h's sm90_late_pv_wait states this rule for the dispatch and --show-config.)
   static constexpr bool kLateWait = kHeadDim == 128 || kLateWaitD64_;
-  static_assert(!kLateWaitD64_ || (kHeadDim == 64 && kConsumers == 2 && !kCompensated),
+  static_assert(!kLateWaitD64_ || (kHeadDim == 64 && kConsumers <= 2 && !kCompensated),
                 "the late-wait instantiation is the 2-consumer head-dim-64 one");
   // Q in registers for S = Q K^T (wgmma with A from registers): each consumer loads its 64 rows
   // of Q once an item (ldmatrix, D / 8 registers a thread), so the S GEMM reads only K from
@@ -256,6 +256,8 @@ using FwdThreeConsumerTraits = FwdTraits<T, 64, false, 3>;
 // One consumer warpgroup, two CTAs an SM (experiment; see FwdTraits::kCtasPerSm).
 template <typename T>
 using FwdD64SoloTraits = FwdTraits<T, 64, false, 1>;
+template <typename T>
+using FwdD64SoloLateTraits = FwdTraits<T, 64, false, 1, 0, true>;
 // The traits of the dense / causal instantiation at head dim 256 in standard precision: 80-key
 // tiles (see FwdTraits::kBlockN): the configuration sm90_ws_128x80_d256.
 template <typename T>
@@ -2055,12 +2057,16 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   static_assert(matches_table<FwdTraits<T, D>>(),
                 "FwdTraits and the tile configuration table agree");
   if constexpr (D == 64) {  // experiment: GPUATTN_SOLO=1 sends every dense / causal call there
-    static const bool solo = [] {
+    static const int solo = [] {  // 1: the hoisted P V wait, 2: the late one
       const char* e = std::getenv("GPUATTN_SOLO");
-      return e != nullptr && e[0] == '1';
+      return e == nullptr ? 0 : std::atoi(e);
     }();
-    if (solo && p.precision == Precision::standard && p.dense_or_causal()) {
-      launch_kernel<FwdD64SoloTraits<T>, false>(p, stream);
+    if (solo != 0 && p.precision == Precision::standard && p.dense_or_causal()) {
+      if (solo == 2) {
+        launch_kernel<FwdD64SoloLateTraits<T>, false>(p, stream);
+      } else {
+        launch_kernel<FwdD64SoloTraits<T>, false>(p, stream);
+      }
       return;
     }
   }
