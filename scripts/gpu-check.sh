@@ -247,14 +247,21 @@ if [ "$TESTS" = 1 ]; then
       bg_step "$tool-sm90_192" env GPUATTN_KERNEL=sm90_ws_192x128 compute-sanitizer --tool "$tool" \
         --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$d64" --gtest_brief=1
     done
-    # The 2-stage 2-consumer kernel on the small causal head-dim-64 shapes, which the default
-    # dispatch gives sm90_ws_128x128_s4 (4 stages) and which run it only when
-    # GPUATTN_KERNEL=sm90_ws_128x128 names it.
-    d64c='AwkwardLengths/*D64*causal*:SeqlenMismatch/*D64*causal*:-*compensated*'
+    # The 2-stage 2-consumer kernel on the small head-dim-64 shapes, which the default dispatch
+    # gives sm90_ws_64x128_2cta (or, causal ones that it refuses, sm90_ws_128x128_s4) and which
+    # run it only when GPUATTN_KERNEL=sm90_ws_128x128 names it.
+    d64c='AwkwardLengths/*D64*:SeqlenMismatch/*D64*:-*compensated*'
     for tool in memcheck racecheck; do
       bg_step "$tool-sm90_2stage" env GPUATTN_KERNEL=sm90_ws_128x128 compute-sanitizer \
         --tool "$tool" --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" \
         --gtest_filter="$d64c" --gtest_brief=1
+    done
+    # The one-consumer kernel (two CTAs an SM), forced onto the same shapes as the 3-consumer one
+    # (varlen and the persistent GroupedHeads grid, which the dispatch never gives it, included).
+    for tool in memcheck racecheck; do
+      bg_step "$tool-sm90_2cta" env GPUATTN_KERNEL=sm90_ws_64x128_2cta compute-sanitizer \
+        --tool "$tool" --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" \
+        --gtest_filter="$d64" --gtest_brief=1
     done
     bg_wait
   fi

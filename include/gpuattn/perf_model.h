@@ -57,7 +57,7 @@ struct Prediction {
   double memory_us = 0;    // q, k, v and out once through HBM
   double launch_us = 0;
   double total_us = 0;  // launch + max(compute, memory)
-  double waves = 0;     // items / SMs
+  double waves = 0;     // items / the CTAs resident at once (SMs x TileConfig::ctas_per_sm)
 };
 
 // The prediction for `s` on `d` with `costs` (default_kernel_costs(); a configuration and head

@@ -38,6 +38,10 @@ const std::vector<KernelCost>& default_kernel_costs() {
       // absorbed that day's faster machine and kernels, and made it look 12-15% faster than
       // sm90_ws_192x128 at causal S4096, where it never ran.
       {"sm90_ws_128x128_s4", 64, 0.62, 2.00},
+      // Not fitted: sm90_ws_128x128's D64 costs with the efficiency scaled by the same-run A/B
+      // against it on the small grids it takes (0.91-0.96x the time, 2026-11-30-h200-s55 calls
+      // 3-5). Its SM's rate is shared by its two CTAs (TileConfig::ctas_per_sm).
+      {"sm90_ws_64x128_2cta", 64, 0.62, 2.00},
   };
   return costs;
 }
@@ -118,7 +122,9 @@ Prediction predict_forward(const PerfShape& s, const DeviceSpec& d,
     if (c.config == cfg.name && c.head_dim == s.head_dim) cost = c;
   }
   const int bm = cfg.block_m, bn = cfg.block_n;
-  const double sm_tflops = d.peak_tflops / d.num_sms * cost.efficiency;
+  // A CTA's share of its SM: the SMs' CTAs (cfg.ctas_per_sm each) split its rate.
+  const int slots = d.num_sms * cfg.ctas_per_sm;
+  const double sm_tflops = d.peak_tflops / slots * cost.efficiency;
   p.tile_us = 4.0 * bm * bn * s.head_dim / (sm_tflops * 1e12) * 1e6;
   p.item_us = cost.item_us;
   const int row_blocks = (s.seqlen_q + bm - 1) / bm;
@@ -144,8 +150,8 @@ Prediction predict_forward(const PerfShape& s, const DeviceSpec& d,
     }
   }
   p.items = static_cast<std::int64_t>(item_costs.size());
-  p.waves = static_cast<double>(p.items) / d.num_sms;
-  p.compute_us = longest_first(std::move(item_costs), d.num_sms);
+  p.waves = static_cast<double>(p.items) / slots;
+  p.compute_us = longest_first(std::move(item_costs), slots);
   p.total_us = p.launch_us + std::max(p.compute_us, p.memory_us);
   return p;
 }

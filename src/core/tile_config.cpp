@@ -39,6 +39,7 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
   s.max_smem_per_block = max_smem_per_block;
   s.hkv = p.hkv;
   s.kv_quantized = p.kv_quantized();
+  s.varlen = p.is_varlen();
   return s;
 }
 
@@ -52,6 +53,7 @@ bool sm90_dense_instantiation(FwdKernel kernel, const FwdParams& p) {
     case FwdKernel::sm90_ws_128x80_d256:  // likewise
     case FwdKernel::sm90_ws_128x128_s3:   // likewise
     case FwdKernel::sm90_ws_128x128_s4:   // causal calls only (run_fwd checks)
+    case FwdKernel::sm90_ws_64x128_2cta:  // dense and causal calls only (run_fwd checks)
       return true;
     case FwdKernel::sm90_ws_128x64_compensated:
     case FwdKernel::decode_16x64:
@@ -74,10 +76,11 @@ KernelChoice kernel_choice_from_env() {
   if (want == "sm90_ws_192x128") return KernelChoice::sm90_ws_192x128;
   if (want == "sm90_ws_128x128") return KernelChoice::sm90_ws_128x128;
   if (want == "sm90_fp8_128x128_d256") return KernelChoice::sm90_fp8_128x128_d256;
+  if (want == "sm90_ws_64x128_2cta") return KernelChoice::sm90_ws_64x128_2cta;
   throw Error(ErrorCode::invalid_argument,
               "gpuattn: environment variable GPUATTN_KERNEL='" + want +
                   "' is not one of auto, sm80, sm90_ws_192x128, sm90_ws_128x128, "
-                  "sm90_fp8_128x128_d256");
+                  "sm90_fp8_128x128_d256, sm90_ws_64x128_2cta");
 }
 
 bool sm90_late_pv_wait(FwdKernel kernel, int head_dim, bool causal, bool dense_or_causal) {
@@ -102,6 +105,17 @@ bool three_consumers_pay(const FwdShape& s) {
   return 5 * waves(192) < 4 * waves(128);
 }
 
+bool two_ctas_pay(const FwdShape& s) {
+  if (s.head_dim != 64 || !s.dense_or_causal || s.varlen || s.precision != Precision::standard ||
+      s.force_128x128 || s.force_192x128 || s.force_64x128_2cta) {
+    return false;
+  }
+  const long long slots = 2LL * std::max(s.num_sms, 1);
+  const long long items = (s.seqlen_q + 63LL) / 64 * s.hq * s.batch;
+  if (s.causal) return items <= slots;
+  return items <= kTwoCtaMaxWaves * slots && !three_consumers_pay(s);
+}
+
 const TileConfig& select_fwd_config(const FwdShape& s) {
   const int group = s.hkv > 0 ? s.hq / s.hkv : 1;
   const bool decode_fits =
@@ -119,6 +133,9 @@ const TileConfig& select_fwd_config(const FwdShape& s) {
       if (s.head_dim == 128 && s.dense_or_causal && s.seqlen_k <= kD128ThreeStageMaxKeys &&
           !s.force_128x128) {
         return tile_config(FwdKernel::sm90_ws_128x128_s3);
+      }
+      if (s.head_dim == 64 && s.dense_or_causal && (s.force_64x128_2cta || two_ctas_pay(s))) {
+        return tile_config(FwdKernel::sm90_ws_64x128_2cta);
       }
       const bool three = s.head_dim == 64 && s.dense_or_causal &&
                          (s.force_192x128 || (!s.force_128x128 && three_consumers_pay(s)));

@@ -39,6 +39,8 @@ enum class FwdKernel {
                           // as sm90_ws_192x128 is: three_consumers_pay; not varlen at 128)
   sm90_fp8_128x128_d256,  // the same at head dim 256 with the intra-warpgroup overlap, from
                           // kFp8D256OverlapMinKeys keys
+  sm90_ws_64x128_2cta,    // the sm_90a kernel's dense/causal instantiation at head dim 64 on one
+                          // consumer warpgroup, two CTAs an SM (FwdD64TwoCtaTraits)
 };
 
 struct TileConfig {
@@ -49,11 +51,12 @@ struct TileConfig {
   int warps;    // per CTA, producer warps included
   int stages;   // K/V pipeline stages in shared memory
   const char* why;
+  int ctas_per_sm = 1;  // CTAs resident on an SM at once (each its own items)
 };
 
 // The table, in FwdKernel order. The figures behind each `why` are in
 // bench/results/sm80-kernel-notes.md and sm90-kernel-notes.md.
-inline constexpr std::array<TileConfig, 15> kFwdTileConfigs = {{
+inline constexpr std::array<TileConfig, 16> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128, "sm90_ws_128x128", 128, 128, 12, 2,
      "Hopper, standard precision: head dim 128 with every mask (dense and causal calls only from "
      "2049 keys: sm90_ws_128x128_s3 below), head dim 64 with a window, global tokens or a block "
@@ -284,6 +287,22 @@ inline constexpr std::array<TileConfig, 15> kFwdTileConfigs = {{
      "S1024 1.008x dense and 0.947x causal, S512 0.979x and 0.930x, which stay on "
      "sm90_fp8_128x128 (with few tiles an item, the overlap's extra S GEMM ahead and the "
      "producer's spills are not paid back)"},
+    {FwdKernel::sm90_ws_64x128_2cta, "sm90_ws_64x128_2cta", 64, 128, 8, 2,
+     "Hopper, head dim 64, standard precision, dense and causal calls (not varlen) on small grids "
+     "(two_ctas_pay: non-causal calls that three_consumers_pay leaves on 2 consumers, with at "
+     "most 3 waves of 64-row items; causal ones with one wave, each CTA one item): the "
+     "sm90_ws_128x128 kernel on one consumer warpgroup (64-row items) and the producer "
+     "warpgroup, 256 threads, setmaxnreg 40/216, Q 2 x 8 KB + 2 K/V stages of 32 KB: two CTAs "
+     "share each SM, each with its own items, K/V ring and barriers, and no turns between them. "
+     "The 2-consumer kernel's warpgroups meet at every item's start and end; here the SM's two "
+     "CTAs run apart. H200, gpuattn bench a shape a process against the dispatch's pick "
+     "(2026-11-30-h200-s55 calls 3-5, 2 rounds): B1 H16 S1024 0.954-0.957x the time (1.08 "
+     "us/head), causal 0.941x, B1 H8 S1024 0.856x, B1 H32 S512 0.956x, B1 H16 S2048 0.950x, B2 "
+     "H16 S1024 0.937x, B3 H16 S1024 0.914x, bf16 0.956x; against 3 consumers (B4 H16 S1024, B1 "
+     "H16 S4096) 1.04x and at 16k-token grids 1.10-1.18x, against 4 K/V stages on causal grids "
+     "of two waves and more (B2-B8 H16 S1024, B32 H32 S512) 1.06-1.15x: the rule keeps those. "
+     "With the late P V wait it measured 0.93-0.98x (better causal, worse dense): not taken",
+     2},
 }};
 
 const TileConfig& tile_config(FwdKernel kernel);
@@ -319,11 +338,13 @@ struct FwdShape {
   int num_sms = 0;
   int head_dim = 0;
   bool causal = false;
-  bool dense_or_causal = true;  // no window, global tokens or block layout (on Hopper at head
-                                // dim 64 the rule reads it: sm90_ws_192x128 runs no other mask)
-  bool force_192x128 = false;   // GPUATTN_KERNEL=sm90_ws_192x128 (see kernel_choice_from_env)
-  bool force_128x128 = false;   // GPUATTN_KERNEL=sm90_ws_128x128: never sm90_ws_192x128,
-                                // sm90_ws_128x128_s3 or sm90_ws_128x128_s4
+  bool dense_or_causal = true;     // no window, global tokens or block layout (on Hopper at head
+                                   // dim 64 the rule reads it: sm90_ws_192x128 runs no other mask)
+  bool force_192x128 = false;      // GPUATTN_KERNEL=sm90_ws_192x128 (see kernel_choice_from_env)
+  bool force_128x128 = false;      // GPUATTN_KERNEL=sm90_ws_128x128: never sm90_ws_192x128,
+                                   // sm90_ws_128x128_s3, sm90_ws_128x128_s4 or sm90_ws_64x128_2cta
+  bool force_64x128_2cta = false;  // GPUATTN_KERNEL=sm90_ws_64x128_2cta
+  bool varlen = false;             // cu_seqlens (two_ctas_pay takes none)
   Precision precision = Precision::standard;
   int seqlen_q = 0;  // varlen: the max
   int seqlen_k = 0;  // varlen: the max (head dim 256 on Hopper takes 80-key tiles from 1024 keys)
@@ -350,14 +371,18 @@ struct FwdShape {
 // kernel's instantiations alike at head dims 64 and 128 (sm90_fp8_192x128 for every such call,
 // varlen ones included, or sm90_fp8_128x128: fp8_kernel_of); "sm90_ws_128x128" keeps FP8
 // head-dim-256 calls on sm90_fp8_128x128 too, and "sm90_fp8_128x128_d256" runs every FP8
-// head-dim-256 call the FP8 kernel takes on sm90_fp8_128x128_d256 (other calls as "auto"). Any
-// other value: Error invalid_argument naming it.
+// head-dim-256 call the FP8 kernel takes on sm90_fp8_128x128_d256 (other calls as "auto");
+// "sm90_ws_64x128_2cta", the one-consumer head-dim-64 kernel (two CTAs an SM) for every call it
+// runs (Hopper, head dim 64, dense or causal, standard precision, varlen too), whatever the grid
+// (the rule takes it only for small ones; FP8 calls as "auto"). Any other value: Error
+// invalid_argument naming it.
 enum class KernelChoice {
   automatic,
   sm80,
   sm90_ws_192x128,
   sm90_ws_128x128,
-  sm90_fp8_128x128_d256
+  sm90_fp8_128x128_d256,
+  sm90_ws_64x128_2cta
 };
 KernelChoice kernel_choice_from_env();
 
@@ -376,6 +401,17 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
 // kThreeConsumersCausalMinRows is that causal bound (seqlen_q; varlen: the max).
 inline constexpr int kThreeConsumersCausalMinRows = 2048;
 bool three_consumers_pay(const FwdShape& s);
+
+// Whether a dense or causal head-dim-64 call on Hopper (standard precision, not varlen) runs
+// faster on sm90_ws_64x128_2cta (one consumer warpgroup, two CTAs an SM) than on the 2- or
+// 3-consumer kernels, judged from its grid: 64-row items = ceil(seqlen_q / 64) * hq * batch
+// against the 2 * num_sms CTAs. Non-causal calls that three_consumers_pay leaves on 2 consumers
+// with at most kTwoCtaMaxWaves waves of those items; causal calls with one wave (each CTA one
+// item). H200 A/B (2026-11-30-h200-s55 calls 3-5): 0.84-0.96x the time there, up to 2.9 waves
+// non-causal; causal at 2 waves 1.15x (against sm90_ws_128x128_s4), non-causal against 3
+// consumers 1.04-1.18x. Never when GPUATTN_KERNEL names a kernel (force_*).
+inline constexpr int kTwoCtaMaxWaves = 3;
+bool two_ctas_pay(const FwdShape& s);
 
 // From how many keys (seqlen_k; varlen: the max) a dense or causal head-dim-256 call on Hopper
 // takes sm90_ws_128x80_d256 (H200 A/B against 64-key tiles, 2026-11-22, two runs: S2048-S16384
@@ -429,6 +465,9 @@ bool d64_four_stages(const FwdShape& s);
 //                           layout;
 //   sm90_ws_128x128_s3      the same at head dim 128 for dense and causal calls with at most
 //                           kD128ThreeStageMaxKeys keys, unless GPUATTN_KERNEL=sm90_ws_128x128;
+//   sm90_ws_64x128_2cta     the same at head dim 64 for dense and causal calls (not varlen) on
+//                           small grids (two_ctas_pay()), and every dense or causal head-dim-64
+//                           call when GPUATTN_KERNEL=sm90_ws_64x128_2cta forces it;
 //   sm90_ws_192x128         the same at head dim 64 for dense and causal calls whose grid fills the
 //                           GPU (three_consumers_pay(): 192-row items on 3 consumer warpgroups,
 //                           also taken when GPUATTN_KERNEL=sm90_ws_192x128 forces it, never

@@ -78,9 +78,10 @@ struct FwdTraits {
                     ((kConsumers == 3 || kConsumers == 1) && kHeadDim_ == 64 && !kCompensated_ &&
                      kBlockN_ == 0 && kStages_ == 0 && (kConsumers == 1 || !kLateWaitD64_)),
                 "3 consumer warpgroups, or 1: head dim 64, standard precision");
-  // One consumer warpgroup (experiment, wip/d64-solo): 64-row items, two CTAs an SM, each its own
-  // item stream and K/V ring, so that one CTA's item boundary falls in the other's tiles (the
-  // 2-consumer kernel's warpgroups meet every boundary together); no turns between them.
+  // One consumer warpgroup (FwdD64TwoCtaTraits, sm90_ws_64x128_2cta): 64-row items and two CTAs
+  // an SM, each with its own items, K/V ring and barriers, so that one CTA's item boundaries fall
+  // in the other's tiles (the 2-consumer kernel's warpgroups meet at every boundary); no turns
+  // between them, no exponential turns. Small grids only (two_ctas_pay, core/tile_config.h).
   static constexpr int kCtasPerSm = kConsumers == 1 ? 2 : 1;
   // Whether the dense instantiation runs sliding windows alone (p.banded(), see ItemShape): at
   // head dim 128 only (the 2-consumer kernel; run_fwd sends only dense and causal calls to the
@@ -253,11 +254,10 @@ struct FwdTraits {
 // precision; see FwdTraits::kConsumers): the configuration sm90_ws_192x128.
 template <typename T>
 using FwdThreeConsumerTraits = FwdTraits<T, 64, false, 3>;
-// One consumer warpgroup, two CTAs an SM (experiment; see FwdTraits::kCtasPerSm).
+// The traits of the dense / causal instantiation at head dim 64 on one consumer warpgroup, two
+// CTAs an SM (see FwdTraits::kCtasPerSm): the configuration sm90_ws_64x128_2cta.
 template <typename T>
-using FwdD64SoloTraits = FwdTraits<T, 64, false, 1>;
-template <typename T>
-using FwdD64SoloLateTraits = FwdTraits<T, 64, false, 1, 0, true>;
+using FwdD64TwoCtaTraits = FwdTraits<T, 64, false, 1>;
 // The traits of the dense / causal instantiation at head dim 256 in standard precision: 80-key
 // tiles (see FwdTraits::kBlockN): the configuration sm90_ws_128x80_d256.
 template <typename T>
@@ -1915,6 +1915,9 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
 #endif
 }
 
+template <class Tr>
+constexpr FwdKernel kernel_of();
+
 template <class Tr, bool kMasked>
 void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   static PerDeviceFlags configured{};
@@ -1922,9 +1925,10 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
                        configured);
   const QkvTensorMaps maps = make_qkv_tensor_maps(p, Tr::kBlockM, Tr::kBlockN, 64);
   const int m_blocks = (p.seqlen_q + Tr::kBlockM - 1) / Tr::kBlockM;
-  // See core/work_schedule.h: persistent, one CTA per SM, when there are more items than SMs
-  // (dynamic, from a zeroed counter, for masked and causal calls; static for dense non-causal
-  // ones), else a CTA per item. (Validation keeps the items below 2^30.)
+  // See core/work_schedule.h: persistent, one CTA per SM (Tr::kCtasPerSm of them), when there
+  // are more items than such CTAs (dynamic, from a zeroed counter, for masked and causal calls;
+  // static for dense non-causal ones), else a CTA per item. (Validation keeps the items below
+  // 2^30.)
   const long long items = static_cast<long long>(m_blocks) * p.hq * p.batch;
   if constexpr (Tr::kCtasPerSm > 1) {  // the grid below counts on them sharing each SM
     static PerDeviceFlags checked{};
@@ -1935,9 +1939,11 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
       GPUATTN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
           &resident, fwd_kernel<Tr, kMasked>, Tr::kThreads, Tr::kSmemBytes));
       if (resident < Tr::kCtasPerSm) {
-        throw Error(ErrorCode::cuda_error, "gpuattn: " + std::to_string(resident) +
-                                               " CTAs an SM resident, not " +
-                                               std::to_string(Tr::kCtasPerSm));
+        throw Error(ErrorCode::cuda_error,
+                    std::string("gpuattn: ") +
+                        kFwdTileConfigs[static_cast<int>(kernel_of<Tr>())].name + " needs " +
+                        std::to_string(Tr::kCtasPerSm) +
+                        " CTAs resident on an SM; this device holds " + std::to_string(resident));
       }
       if (dev >= 0 && dev < 64) checked[dev].store(true);
     }
@@ -1961,6 +1967,7 @@ template <class Tr>
 constexpr FwdKernel kernel_of() {
   return Tr::kCompensated      ? FwdKernel::sm90_ws_128x64_compensated
          : Tr::kConsumers == 3 ? FwdKernel::sm90_ws_192x128
+         : Tr::kConsumers == 1 ? FwdKernel::sm90_ws_64x128_2cta
          : Tr::kHeadDim == 256
              ? (Tr::kBlockN == 80 ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256)
          : Tr::kStages == 3 ? FwdKernel::sm90_ws_128x128_s3
@@ -2056,22 +2063,9 @@ template <typename T, int D>
 void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   static_assert(matches_table<FwdTraits<T, D>>(),
                 "FwdTraits and the tile configuration table agree");
-  if constexpr (D == 64) {  // experiment: GPUATTN_SOLO=1 sends every dense / causal call there
-    static const int solo = [] {  // 1: the hoisted P V wait, 2: the late one
-      const char* e = std::getenv("GPUATTN_SOLO");
-      return e == nullptr ? 0 : std::atoi(e);
-    }();
-    if (solo != 0 && p.precision == Precision::standard && p.dense_or_causal()) {
-      if (solo == 2) {
-        launch_kernel<FwdD64SoloLateTraits<T>, false>(p, stream);
-      } else {
-        launch_kernel<FwdD64SoloTraits<T>, false>(p, stream);
-      }
-      return;
-    }
-  }
   switch (kernel) {
     case FwdKernel::sm90_ws_192x128: return launch_own<FwdThreeConsumerTraits<T>, D>(p, stream);
+    case FwdKernel::sm90_ws_64x128_2cta: return launch_own<FwdD64TwoCtaTraits<T>, D>(p, stream);
     case FwdKernel::sm90_ws_128x80_d256: return launch_own<FwdD256Traits<T>, D>(p, stream);
     case FwdKernel::sm90_ws_128x128_s3: return launch_own<FwdD128ShortTraits<T>, D>(p, stream);
     case FwdKernel::sm90_ws_128x128_s4:

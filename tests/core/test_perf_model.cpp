@@ -24,7 +24,9 @@ PerfShape shape(int b, int h, int s, int d, bool causal = false) {
 
 TEST(PerfModel, ItemsWavesAndTheDispatchPick) {
   const DeviceSpec h200 = DeviceSpec::h200();
-  const Prediction p = predict_forward(shape(1, 16, 1024, 64), h200);
+  PerfShape s = shape(1, 16, 1024, 64);
+  s.config = "sm90_ws_128x128";  // 2 consumers
+  Prediction p = predict_forward(s, h200);
   EXPECT_EQ(p.config, "sm90_ws_128x128");
   EXPECT_EQ(p.items, 16 * 8);  // 128-row items of 16 heads
   EXPECT_EQ(p.tiles, 16 * 8 * 8);
@@ -32,6 +34,16 @@ TEST(PerfModel, ItemsWavesAndTheDispatchPick) {
   // One wave: the busiest SM runs one item.
   EXPECT_NEAR(p.compute_us, p.item_us + 8 * p.tile_us, 1e-9);
   EXPECT_NEAR(p.total_us, p.launch_us + p.compute_us, 1e-9);
+  // The dispatch takes one consumer and two CTAs an SM there: 64-row items, 264 CTAs at once,
+  // each at half its SM's rate (a 64-row tile as long as a 128-row one at the same efficiency).
+  const double tile_128 = p.tile_us;
+  p = predict_forward(shape(1, 16, 1024, 64), h200);
+  EXPECT_EQ(p.config, "sm90_ws_64x128_2cta");
+  EXPECT_EQ(p.items, 16 * 16);
+  EXPECT_EQ(p.tiles, 16 * 16 * 8);
+  EXPECT_NEAR(p.waves, 256.0 / 264, 1e-12);
+  EXPECT_NEAR(p.compute_us, p.item_us + 8 * p.tile_us, 1e-9);
+  EXPECT_NEAR(p.tile_us / tile_128, 0.59 / 0.62, 1e-9);  // the two configurations' efficiencies
   // Large head-dim-64 grids take the 3-consumer kernel; head dim 256 its 80-key tiles.
   EXPECT_EQ(predict_forward(shape(4, 32, 4096, 64), h200).config, "sm90_ws_192x128");
   EXPECT_EQ(predict_forward(shape(4, 8, 4096, 256), h200).config, "sm90_ws_128x80_d256");

@@ -34,7 +34,7 @@ FwdKernel pick(const FwdShape& s) {
 }
 
 TEST(TileConfig, TableIsIndexedByKernelAndExplained) {
-  ASSERT_EQ(kFwdTileConfigs.size(), 15u);
+  ASSERT_EQ(kFwdTileConfigs.size(), 16u);
   for (std::size_t i = 0; i < kFwdTileConfigs.size(); ++i) {
     const TileConfig& c = kFwdTileConfigs[i];
     EXPECT_EQ(static_cast<std::size_t>(c.kernel), i);
@@ -47,6 +47,8 @@ TEST(TileConfig, TableIsIndexedByKernelAndExplained) {
     EXPECT_GT(c.block_n, 0) << c.name;
     EXPECT_GT(c.warps, 0) << c.name;
     EXPECT_GT(c.stages, 0) << c.name;
+    // Two CTAs an SM: the one-consumer head-dim-64 kernel only.
+    EXPECT_EQ(c.ctas_per_sm, c.kernel == FwdKernel::sm90_ws_64x128_2cta ? 2 : 1) << c.name;
   }
 }
 
@@ -214,13 +216,19 @@ TEST(TileConfig, HopperTakesThreeConsumersForLargeDenseAndCausalGridsAtHeadDim64
     s.precision = Precision::standard;
     s.sm90_kernel_available = false;  // GPUATTN_KERNEL=sm80: 2048 row blocks of 128
     EXPECT_EQ(pick(s), FwdKernel::sm80_128x64) << causal;
-    // One row block: 2 consumers (4 K/V stages if causal), unless GPUATTN_KERNEL=sm90_ws_192x128
-    // forces 3.
+    // One row block: one consumer, two CTAs an SM (two_ctas_pay); 2 consumers (4 K/V stages if
+    // causal) under GPUATTN_KERNEL=sm90_ws_128x128; 3 when GPUATTN_KERNEL=sm90_ws_192x128 forces
+    // them.
     s = shape(9, true, 132, 65, 1, 1);
     s.head_dim = 64;
     s.causal = causal;
-    EXPECT_EQ(pick(s), causal ? FwdKernel::sm90_ws_128x128_s4 : FwdKernel::sm90_ws_128x128)
-        << causal;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_64x128_2cta) << causal;
+    s.force_128x128 = true;  // (the 2-stage kernel even when causal)
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.force_128x128 = false;
+    s.force_64x128_2cta = true;  // forcing it changes nothing here
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_64x128_2cta) << causal;
+    s.force_64x128_2cta = false;
     s.force_192x128 = true;
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128) << causal;
     s.head_dim = 128;  // which exists at head dim 64 only (65 keys: the 3-stage D128 kernel)
@@ -262,6 +270,8 @@ TEST_F(KernelEnv, NamesTheChoiceOrTheBadValue) {
   EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_ws_128x128);
   setenv("GPUATTN_KERNEL", "sm90_fp8_128x128_d256", 1);
   EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_fp8_128x128_d256);
+  setenv("GPUATTN_KERNEL", "sm90_ws_64x128_2cta", 1);
+  EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_ws_64x128_2cta);
   for (const char* bad : {"", "SM80", "sm90", "sm90_ws_128x64_d256", "sm90_ws_128x128 "}) {
     setenv("GPUATTN_KERNEL", bad, 1);
     try {
@@ -294,11 +304,16 @@ TEST(TileConfig, HopperTakesFourStagesForCausalCallsOnTwoConsumersAtHeadDim64) {
   s.causal = false;  // dense non-causal: 3 consumers here (24 against 32 waves)
   EXPECT_FALSE(d64_four_stages(s));
   EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128);
-  s.batch = 1;  // and on a small grid 2 consumers with the late P V wait, 2 stages
+  s.batch = 1;  // and on a small grid (128 items of 64 rows) one consumer, two CTAs an SM
   s.hq = 16;
-  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
-  s.causal = true;
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_64x128_2cta);
+  s.causal = true;  // causal too: one wave of them
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_64x128_2cta);
+  s.hq = 33;  // 264 items: the last count of one wave
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_64x128_2cta);
+  s.hq = 34;  // 272: 4 K/V stages on 2 consumers
   EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s4);
+  s.hq = 16;
   s.precision = Precision::compensated;
   EXPECT_FALSE(d64_four_stages(s));
   EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated);
@@ -324,6 +339,79 @@ TEST(TileConfig, HopperTakesFourStagesForCausalCallsOnTwoConsumersAtHeadDim64) {
   EXPECT_EQ(c.block_n, 128);
   EXPECT_EQ(c.warps, 12);
   EXPECT_EQ(c.stages, 4);
+}
+
+TEST(TileConfig, TwoCtasPayOnSmallHeadDim64Grids) {
+  auto at = [](int seqlen, int batch, int hq, bool causal, int sms = 132) {
+    FwdShape s = shape(9, true, sms, seqlen, batch, hq);
+    s.head_dim = 64;
+    s.causal = causal;
+    return s;
+  };
+  // Non-causal: up to kTwoCtaMaxWaves waves of 64-row items on 2 x 132 CTAs, unless 3 consumers
+  // pay.
+  EXPECT_TRUE(two_ctas_pay(at(1024, 1, 16, false)));                   // 256 items
+  EXPECT_TRUE(two_ctas_pay(at(1024, 3, 16, false)));                   // 768
+  EXPECT_TRUE(two_ctas_pay(at(64, 1, kTwoCtaMaxWaves * 264, false)));  // 792
+  EXPECT_FALSE(two_ctas_pay(at(64, 1, kTwoCtaMaxWaves * 264 + 1, false)));
+  EXPECT_FALSE(two_ctas_pay(at(1024, 4, 16, false)));  // 3 consumers pay (3 against 4 waves)
+  EXPECT_TRUE(three_consumers_pay(at(1024, 4, 16, false)));
+  EXPECT_FALSE(two_ctas_pay(at(4096, 1, 19, false)));  // 1216 items: 2 consumers
+  EXPECT_FALSE(three_consumers_pay(at(4096, 1, 19, false)));
+  // Causal: one wave (each CTA one item).
+  EXPECT_TRUE(two_ctas_pay(at(1024, 1, 16, true)));       // 256
+  EXPECT_TRUE(two_ctas_pay(at(64, 1, 264, true)));        // 264
+  EXPECT_FALSE(two_ctas_pay(at(64, 1, 265, true)));       // 265
+  EXPECT_FALSE(two_ctas_pay(at(1024, 2, 16, true)));      // 512
+  EXPECT_TRUE(two_ctas_pay(at(1024, 1, 16, true, 128)));  // the SMs count: 256 of 256
+  EXPECT_FALSE(two_ctas_pay(at(1024, 1, 16, true, 127)));
+  // Never: another head dim, a mask beyond causal, varlen, compensated precision, or a kernel
+  // that GPUATTN_KERNEL names (the forced one is picked without the rule).
+  for (bool causal : {false, true}) {
+    FwdShape s = at(1024, 1, 16, causal);
+    ASSERT_TRUE(two_ctas_pay(s));
+    for (int d : {128, 256}) {
+      s.head_dim = d;
+      EXPECT_FALSE(two_ctas_pay(s)) << d;
+    }
+    s.head_dim = 64;
+    s.dense_or_causal = false;
+    EXPECT_FALSE(two_ctas_pay(s));
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
+    s.dense_or_causal = true;
+    s.varlen = true;
+    EXPECT_FALSE(two_ctas_pay(s));
+    EXPECT_NE(pick(s), FwdKernel::sm90_ws_64x128_2cta);
+    s.force_64x128_2cta = true;  // GPUATTN_KERNEL=sm90_ws_64x128_2cta runs varlen calls too
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_64x128_2cta);
+    s.force_64x128_2cta = false;
+    s.varlen = false;
+    s.precision = Precision::compensated;
+    EXPECT_FALSE(two_ctas_pay(s));
+    s.force_64x128_2cta = true;  // nor a compensated call
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated);
+    s.force_64x128_2cta = false;
+    s.precision = Precision::standard;
+    s.force_128x128 = true;
+    EXPECT_FALSE(two_ctas_pay(s));
+    s.force_128x128 = false;
+    s.force_192x128 = true;
+    EXPECT_FALSE(two_ctas_pay(s));
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128);
+    s.force_192x128 = false;
+    s = at(4096, 4, 32, causal);  // a large grid, forced
+    EXPECT_NE(pick(s), FwdKernel::sm90_ws_64x128_2cta);
+    s.force_64x128_2cta = true;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_64x128_2cta);
+    s.dense_or_causal = false;  // a mask: 2 consumers, forced or not
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
+  }
+  const TileConfig& c = tile_config(FwdKernel::sm90_ws_64x128_2cta);
+  EXPECT_EQ(c.block_m, 64);  // one consumer warpgroup
+  EXPECT_EQ(c.block_n, 128);
+  EXPECT_EQ(c.warps, 8);  // + the producer warpgroup
+  EXPECT_EQ(c.stages, 2);
+  EXPECT_EQ(c.ctas_per_sm, 2);
 }
 
 TEST(TileConfig, ThreeConsumersPayByWaves) {
@@ -374,10 +462,11 @@ TEST(TileConfig, HopperTakesTheNarrowTilesAtHeadDim256) {
       EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;
       s.seqlen_q = 4096;
       EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_d256) << dense << causal;  // keys, not rows
-      for (int d : {64, 128}) {  // the other head dims keep 128-key tiles (a small grid: 2
-        s.head_dim = d;          // consumers at head dim 64 too; 3 stages at 128 for dense and
-                                 // causal calls; 4096 rows: 2 stages at 64 even when causal)
-        const FwdKernel own = d == 128 ? FwdKernel::sm90_ws_128x128_s3 : FwdKernel::sm90_ws_128x128;
+      for (int d : {64, 128}) {  // the other head dims keep 128-key tiles (a small grid: one
+        s.head_dim = d;          // consumer and two CTAs an SM at head dim 64 for dense and
+                                 // causal calls, 3 stages at 128)
+        const FwdKernel own =
+            d == 128 ? FwdKernel::sm90_ws_128x128_s3 : FwdKernel::sm90_ws_64x128_2cta;
         EXPECT_EQ(pick(s), dense ? own : FwdKernel::sm90_ws_128x128) << d;
       }
     }
@@ -590,15 +679,25 @@ struct Point {
 // in a description is for the reader: the rule does not read it (the sm90 flag carries it).
 const Point kPoints[] = {
     // Hopper with the sm_90a kernel: sm90_ws_128x128 for every standard call at D128, for
-    // masked ones at D64 and for dense and causal ones at D64 whose grid is small,
-    // sm90_ws_192x128 for the other dense and causal ones at D64 (waves of 192-row items x 5 <
-    // waves of 128-row items x 4; causal from 2048 rows); 64-key tiles at D256; the compensated
-    // wgmma kernel at D64/D128, the sm_80 one at D256.
+    // masked ones at D64 and for dense and causal ones at D64 whose grid is mid-sized,
+    // sm90_ws_64x128_2cta for those on small grids (two_ctas_pay), sm90_ws_192x128 for the
+    // other dense and causal ones at D64 (waves of 192-row items x 5 < waves of 128-row items x
+    // 4; causal from 2048 rows); 64-key tiles at D256; the compensated wgmma kernel at D64/D128,
+    // the sm_80 one at D256.
     {"H100 132 SMs, D128, fp16, B1 H16 S1024", on(kH100, 128, 1024, 1, 16), "sm90_ws_128x128_s3"},
     {"H100 132 SMs, D128, fp16, B1 H16 S2049: past kD128ThreeStageMaxKeys",
      on(kH100, 128, 2049, 1, 16), "sm90_ws_128x128"},
-    {"H200 132 SMs, D64, fp16, B1 H16 S1024: 96 x 192 rows, 128 x 128 rows, 1 wave each",
-     on(kH200, 64, 1024, 1, 16), "sm90_ws_128x128"},
+    {"H200 132 SMs, D64, fp16, B1 H16 S1024: 96 x 192 rows, 128 x 128 rows, 1 wave each; 256 x "
+     "64 rows, under 3 x 264",
+     on(kH200, 64, 1024, 1, 16), "sm90_ws_64x128_2cta"},
+    {"H200 132 SMs, D64, fp16, B1 H19 S4096: 1216 x 64 rows, over 3 x 264; 5 against 4 waves",
+     on(kH200, 64, 4096, 1, 19), "sm90_ws_128x128"},
+    {"H200 132 SMs, D64, fp16, B3 H16 S1024: 768 x 64 rows, 3 against 3 waves",
+     on(kH200, 64, 1024, 3, 16), "sm90_ws_64x128_2cta"},
+    {"H200 132 SMs, D64, fp16, causal, B1 H16 S1024: 256 x 64 rows, one wave of 264",
+     causal(on(kH200, 64, 1024, 1, 16)), "sm90_ws_64x128_2cta"},
+    {"H200 132 SMs, D64, fp16, causal, B2 H16 S1024: 512 x 64 rows, 4 stages",
+     causal(on(kH200, 64, 1024, 2, 16)), "sm90_ws_128x128_s4"},
     {"H200 132 SMs, D64, fp16, B4 H32 S4096: 22 against 32 waves", on(kH200, 64, 4096, 4, 32),
      "sm90_ws_192x128"},
     {"H200 132 SMs, D64, fp16, B32 H32 S512: 24 against 32 waves", on(kH200, 64, 512, 32, 32),
@@ -607,10 +706,10 @@ const Point kPoints[] = {
      causal(on(kH200, 64, 512, 32, 32)), "sm90_ws_128x128_s4"},
     {"H200 132 SMs, D64, fp16, causal, B1 H8 S4096: 2 against 2 waves, 2048+ rows: 2 stages",
      causal(on(kH200, 64, 4096, 1, 8)), "sm90_ws_128x128"},
-    {"H200 132 SMs, D64, fp16, causal, B1 H8 S2047: 4 stages", causal(on(kH200, 64, 2047, 1, 8)),
-     "sm90_ws_128x128_s4"},
-    {"H200 132 SMs, D64, fp16, B1 H16 S2048: 2 against 2 waves", on(kH200, 64, 2048, 1, 16),
-     "sm90_ws_128x128"},
+    {"H200 132 SMs, D64, fp16, causal, B1 H9 S2047: 288 x 64 rows, 4 stages",
+     causal(on(kH200, 64, 2047, 1, 9)), "sm90_ws_128x128_s4"},
+    {"H200 132 SMs, D64, fp16, B1 H16 S2048: 2 against 2 waves; 512 x 64 rows",
+     on(kH200, 64, 2048, 1, 16), "sm90_ws_64x128_2cta"},
     {"H100 PCIe 114 SMs, D64, B1 H16 S2048: 176 / 114 -> 2 against 256 / 114 -> 3 waves",
      on(kH100Pcie, 64, 2048, 1, 16), "sm90_ws_192x128"},
     {"H100 132 SMs, D64, bf16, causal, B4 H32 S4096", causal(on(kH100, 64, 4096, 4, 32)),
@@ -797,6 +896,24 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                         m.dense_or_causal = dense;
                         m.causal = causal;
                         const FwdKernel km = pick(m);
+                        // One consumer, two CTAs an SM: exactly the standard dense and causal
+                        // D64 calls of two_ctas_pay; a mask takes 2 consumers there, and a causal
+                        // call that two_ctas_pay refuses the 2-consumer causal pick.
+                        const bool two_cta = major == 9 && sm90 && d == 64 &&
+                                             prec == Precision::standard && two_ctas_pay(m);
+                        ASSERT_EQ(km == FwdKernel::sm90_ws_64x128_2cta, two_cta)
+                            << where << " dense " << dense << " causal " << causal;
+                        if (two_cta) EXPECT_TRUE(dense) << where;
+                        if (two_cta || k == FwdKernel::sm90_ws_64x128_2cta) {
+                          if (!two_cta && !dense) {
+                            ASSERT_EQ(km, FwdKernel::sm90_ws_128x128) << where;
+                          } else if (!two_cta) {  // causal, more than one wave
+                            ASSERT_TRUE(causal && (km == FwdKernel::sm90_ws_128x128_s4 ||
+                                                   km == FwdKernel::sm90_ws_128x128))
+                                << where;
+                          }
+                          continue;
+                        }
                         if (km == FwdKernel::sm90_ws_128x128_s4) {  // causal D64, 2 consumers
                           EXPECT_TRUE(major == 9 && sm90 && d == 64 &&
                                       prec == Precision::standard && dense && causal &&
@@ -815,8 +932,9 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                         } else if (k != FwdKernel::sm90_ws_192x128) {
                           ASSERT_EQ(km, k) << where << " dense " << dense << " causal " << causal;
                         } else if (km != k) {  // to 2 consumers, for a mask or a short causal call
-                          ASSERT_EQ(km, dense ? FwdKernel::sm90_ws_128x128_s4
-                                              : FwdKernel::sm90_ws_128x128)
+                          ASSERT_TRUE(km == (dense ? FwdKernel::sm90_ws_128x128_s4
+                                                   : FwdKernel::sm90_ws_128x128) ||
+                                      (dense && causal && km == FwdKernel::sm90_ws_128x128))
                               << where;
                           EXPECT_TRUE(!dense || (causal && seqlen < 2048))
                               << where << " dense " << dense << " causal " << causal;
@@ -848,7 +966,8 @@ TEST(TileConfig, RuleHoldsItsPropertiesOnAGrid) {
                         k == FwdKernel::sm90_ws_128x128 || k == FwdKernel::sm90_ws_128x64_d256 ||
                         k == FwdKernel::sm90_ws_128x64_compensated ||
                         k == FwdKernel::sm90_ws_192x128 || k == FwdKernel::sm90_ws_128x80_d256 ||
-                        k == FwdKernel::sm90_ws_128x128_s3 || k == FwdKernel::sm90_ws_128x128_s4;
+                        k == FwdKernel::sm90_ws_128x128_s3 || k == FwdKernel::sm90_ws_128x128_s4 ||
+                        k == FwdKernel::sm90_ws_64x128_2cta;
                     if (major != 9 || !sm90) EXPECT_FALSE(is_sm90) << where;
                     EXPECT_NE(k, FwdKernel::sm90_ws_128x128_s4) << where << ": a dense call";
                     const bool is_compensated = k == FwdKernel::sm80_64x64_compensated ||

@@ -689,9 +689,14 @@ void expect_forced_kernel(const AttentionArgs& args) {
       fp.head_dim == 64 && fp.precision == Precision::standard && fp.dense_or_causal();
   if (want == "sm90_ws_192x128") {
     EXPECT_EQ(k == FwdKernel::sm90_ws_192x128, d64_dense_or_causal) << "picked " << name;
+  } else if (want == "sm90_ws_64x128_2cta") {
+    EXPECT_EQ(k == FwdKernel::sm90_ws_64x128_2cta, d64_dense_or_causal) << "picked " << name;
   } else if (want == "sm90_ws_128x128") {
     EXPECT_NE(k, FwdKernel::sm90_ws_128x128_s3) << "picked " << name;
     EXPECT_NE(k, FwdKernel::sm90_ws_128x128_s4) << "picked " << name;
+    EXPECT_NE(k, FwdKernel::sm90_ws_64x128_2cta) << "picked " << name;
+  } else if (want == "auto" && k == FwdKernel::sm90_ws_64x128_2cta) {
+    EXPECT_TRUE(d64_dense_or_causal && !fp.is_varlen()) << "picked " << name;
   } else if (want == "auto" && k != FwdKernel::sm90_ws_192x128) {
     EXPECT_EQ(k == FwdKernel::sm90_ws_128x128_s4,
               d64_dense_or_causal && fp.causal && fp.seqlen_q < kD64FourStageMaxRows)

@@ -325,69 +325,13 @@ std::string fmt_tflops(double x) {
   return fmt(x, x < 10 ? 3 : 1);
 }
 
-// --shape SPEC: shapes of the caller's, ';'-separated, each a few words: B<n> (batch, default 1),
-// H<n> (query and KV heads) or Hq<n> and Hkv<n> (Hkv dividing Hq; default Hq), S<n> (query and
-// key lengths) or Sq<n> and Sk<n>, D<n> (head dim), and optionally "causal" and a dtype (f16 /
-// float16, the default, or bf16 / bfloat16). Any other word, a missing H, S or D, or a number out
-// of range is a UsageError naming it.
+// --shape SPEC: shapes of the caller's, ';'-separated, each in parse_shape_words' words.
 std::vector<Case> parse_shapes(const std::string& spec) {
   std::vector<Case> out;
   std::istringstream shapes_in(spec);
   for (std::string one; std::getline(shapes_in, one, ';');) {
     if (one.find_first_not_of(" \t") == std::string::npos) continue;
-    const auto bad = [&](const std::string& why) {
-      return UsageError("gpuattn bench: --shape '" + one + "': " + why);
-    };
-    long long b = 1, hq = 0, hkv = 0, sq = 0, sk = 0, d = 0;
-    bool causal = false;
-    DType dtype = DType::f16;
-    std::istringstream words(one);
-    for (std::string w; words >> w;) {
-      if (w == "causal") {
-        causal = true;
-        continue;
-      }
-      if (w == "f16" || w == "float16" || w == "bf16" || w == "bfloat16") {
-        dtype = w[0] == 'b' ? DType::bf16 : DType::f16;
-        continue;
-      }
-      // A letter prefix and a positive whole number.
-      const std::size_t digits = w.find_first_of("0123456789");
-      const std::string key = w.substr(0, digits),
-                        num = digits == std::string::npos ? "" : w.substr(digits);
-      long long* slots[2] = {nullptr, nullptr};
-      if (key == "B") slots[0] = &b;
-      if (key == "H") slots[0] = &hq, slots[1] = &hkv;
-      if (key == "Hq") slots[0] = &hq;
-      if (key == "Hkv") slots[0] = &hkv;
-      if (key == "S") slots[0] = &sq, slots[1] = &sk;
-      if (key == "Sq") slots[0] = &sq;
-      if (key == "Sk") slots[0] = &sk;
-      if (key == "D") slots[0] = &d;
-      if (slots[0] == nullptr) {
-        throw bad("unknown word '" + w +
-                  "' (B<n>, H<n>, Hq<n>, Hkv<n>, S<n>, Sq<n>, Sk<n>, D<n>, causal, f16, bf16)");
-      }
-      char* end = nullptr;
-      const long long n = num.empty() ? 0 : std::strtoll(num.c_str(), &end, 10);
-      if (num.empty() || *end != '\0' || n < 1 || n > (1ll << 30)) {
-        throw bad("'" + w + "' needs a whole number from 1 to 2^30 after " + key);
-      }
-      for (long long* slot : slots) {
-        if (slot != nullptr) *slot = n;
-      }
-    }
-    if (hq == 0) throw bad("no heads (H<n> or Hq<n>)");
-    if (sq == 0 || sk == 0) throw bad("no sequence length (S<n>, or Sq<n> and Sk<n>)");
-    if (d == 0) throw bad("no head dim (D<n>)");
-    if (hkv == 0) hkv = hq;
-    if (hq % hkv != 0) {
-      throw bad("Hkv " + std::to_string(hkv) + " does not divide Hq " + std::to_string(hq));
-    }
-    if (b > 65535 || hq > 65535) throw bad("B and H take at most 65535");
-    out.push_back(dense_case(static_cast<int>(b), static_cast<int>(hq), static_cast<int>(hkv),
-                             static_cast<int>(sq), static_cast<int>(sk), static_cast<int>(d), dtype,
-                             causal));
+    out.push_back(parse_shape_words("gpuattn bench", one));
   }
   if (out.empty()) throw UsageError("gpuattn bench: --shape '" + spec + "' names no shape");
   return out;

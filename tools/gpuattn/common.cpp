@@ -158,6 +158,62 @@ Case dense_case(int b, int hq, int hkv, int sq, int sk, int d, DType t, bool cau
   return c;
 }
 
+Case parse_shape_words(const std::string& command, const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return UsageError(command + ": --shape '" + text + "': " + why);
+  };
+  long long b = 1, hq = 0, hkv = 0, sq = 0, sk = 0, d = 0;
+  bool causal = false;
+  DType dtype = DType::f16;
+  std::istringstream words(text);
+  for (std::string w; words >> w;) {
+    if (w == "causal") {
+      causal = true;
+      continue;
+    }
+    if (w == "f16" || w == "float16" || w == "bf16" || w == "bfloat16") {
+      dtype = w[0] == 'b' ? DType::bf16 : DType::f16;
+      continue;
+    }
+    // A key and a whole number: B, H (both head counts), Hq, Hkv, S (both lengths), Sq, Sk, D.
+    const std::size_t digits = std::min(w.find_first_of("0123456789"), w.size());
+    const std::string key = w.substr(0, digits), num = w.substr(digits);
+    long long* slots[2] = {nullptr, nullptr};
+    if (key == "B") slots[0] = &b;
+    if (key == "H") slots[0] = &hq, slots[1] = &hkv;
+    if (key == "Hq") slots[0] = &hq;
+    if (key == "Hkv") slots[0] = &hkv;
+    if (key == "S") slots[0] = &sq, slots[1] = &sk;
+    if (key == "Sq") slots[0] = &sq;
+    if (key == "Sk") slots[0] = &sk;
+    if (key == "D") slots[0] = &d;
+    if (slots[0] == nullptr) {
+      throw bad("unknown word '" + w +
+                "' (B<n>, H<n>, Hq<n>, Hkv<n>, S<n>, Sq<n>, Sk<n>, D<n>, causal, f16, bf16)");
+    }
+    char* end = nullptr;
+    const long long n = num.empty() ? 0 : std::strtoll(num.c_str(), &end, 10);
+    const long long most = key[0] == 'B' || key[0] == 'H' ? 65535 : 1LL << 30;
+    if (num.empty() || *end != '\0' || n < 1 || n > most) {
+      throw bad("'" + w + "' is not " + key + " and a whole number from 1 to " +
+                std::to_string(most));
+    }
+    for (long long* slot : slots) {
+      if (slot != nullptr) *slot = n;
+    }
+  }
+  if (hq == 0 || sq == 0 || d == 0) {
+    throw bad("needs heads (H<n> or Hq<n>), a length (S<n> or Sq<n>) and a head dim (D<n>)");
+  }
+  if (hkv == 0) hkv = hq;
+  if (sk == 0) sk = sq;
+  if (hq % hkv != 0) {
+    throw bad("Hkv " + std::to_string(hkv) + " does not divide Hq " + std::to_string(hq));
+  }
+  return dense_case(static_cast<int>(b), static_cast<int>(hq), static_cast<int>(hkv),
+                    static_cast<int>(sq), static_cast<int>(sk), static_cast<int>(d), dtype, causal);
+}
+
 Case varlen_case(std::vector<int> lens_q, std::vector<int> lens_k, int hq, int hkv, int d, DType t,
                  bool causal) {
   Case c = dense_case(static_cast<int>(lens_q.size()), hq, hkv,

@@ -62,6 +62,14 @@ Case dense_case(int b, int hq, int hkv, int sq, int sk, int d, DType t, bool cau
 Case varlen_case(std::vector<int> lens_q, std::vector<int> lens_k, int hq, int hkv, int d, DType t,
                  bool causal);
 
+// A dense shape in words, as `gpuattn bench --shape` and `gpuattn model --shape` take it: B<n>
+// (batch, default 1), H<n> (query and KV heads) or Hq<n> [Hkv<n>] (Hkv dividing Hq; default Hq),
+// S<n> (query and key lengths) or Sq<n> [Sk<n>] (Sk default Sq), D<n> (head dim), and optionally
+// "causal" and a dtype (f16 / float16, the default, or bf16 / bfloat16). An unknown word, a
+// number out of [1, 2^30] (B and H: 65535), a missing H, S or D, or an Hkv that does not divide Hq
+// is a UsageError naming `command`'s flag, the text and what is wrong.
+Case parse_shape_words(const std::string& command, const std::string& text);
+
 // Host tensors of one case: random q/k/v (fresh for `seed`), out/lse poisoned with NaN.
 struct HostProblem {
   Case c;

@@ -23,8 +23,9 @@ The forward kernels' performance model (include/gpuattn/perf_model.h), for an H2
 configuration the dispatch picks, its work items, a longest-first schedule of them over the SMs,
 and per-kernel costs of a key tile and of an item fitted on measured times.
 
-  --shape SHAPE   predict a shape: words B<n> Hq<n> [Hkv<n>] S<n> [Sk<n>] D<n> [causal]
-                  (e.g. "B1 Hq16 S1024 D64"); several allowed
+  --shape SHAPE   predict a shape: words B<n> H<n> or Hq<n> [Hkv<n>], S<n> or Sq<n> [Sk<n>], D<n>,
+                  [causal] (as gpuattn bench --shape takes them; e.g. "B1 Hq16 S1024 D64");
+                  several allowed
   --configs       with --shape: the prediction for every sm_90a standard-precision
                   configuration that runs the shape's head dim, the dispatch's pick and the
                   model's fastest marked (a what-if for the tile configuration table)
@@ -50,48 +51,16 @@ struct Measured {
 };
 
 PerfShape parse_shape(const std::string& text) {
+  const Case c = parse_shape_words("gpuattn model", text);
   PerfShape s;
-  bool have_b = false, have_h = false, have_s = false, have_d = false;
-  int sk = 0, hkv = 0;
-  std::stringstream ss(text);
-  std::string w;
-  auto num = [&](const std::string& word, std::size_t skip) {
-    char* end = nullptr;
-    const long v = std::strtol(word.c_str() + skip, &end, 10);
-    if (*end != 0 || v <= 0 || v > (1L << 30)) {
-      throw UsageError("gpuattn model: --shape '" + text + "': '" + word +
-                       "' is not a positive size");
-    }
-    return static_cast<int>(v);
-  };
-  while (ss >> w) {
-    if (w == "causal") {
-      s.causal = true;
-    } else if (w.rfind("Hkv", 0) == 0) {
-      hkv = num(w, 3);
-    } else if (w.rfind("Hq", 0) == 0) {
-      s.hq = num(w, 2);
-      have_h = true;
-    } else if (w.rfind("Sk", 0) == 0) {
-      sk = num(w, 2);
-    } else if (w[0] == 'B') {
-      s.batch = num(w, 1);
-      have_b = true;
-    } else if (w[0] == 'S') {
-      s.seqlen_q = num(w, 1);
-      have_s = true;
-    } else if (w[0] == 'D') {
-      s.head_dim = num(w, 1);
-      have_d = true;
-    } else {
-      throw UsageError("gpuattn model: --shape '" + text + "': unknown word '" + w + "'");
-    }
-  }
-  if (!have_b || !have_h || !have_s || !have_d) {
-    throw UsageError("gpuattn model: --shape '" + text + "' needs B<n>, Hq<n>, S<n> and D<n>");
-  }
-  s.seqlen_k = sk > 0 ? sk : s.seqlen_q;
-  s.hkv = hkv > 0 ? hkv : s.hq;
+  s.batch = c.batch;
+  s.hq = c.hq;
+  s.hkv = c.hkv;
+  s.seqlen_q = c.sq;
+  s.seqlen_k = c.sk;
+  s.head_dim = c.d;
+  s.causal = c.causal;
+  s.dtype_bytes = 2;
   return s;
 }
 
@@ -189,7 +158,8 @@ int run_model(const std::vector<std::string>& args) {
     static const std::pair<const char*, std::vector<int>> kRuns[] = {
         {"sm90_ws_128x128", {64, 128}}, {"sm90_ws_192x128", {64}},
         {"sm90_ws_128x64_d256", {256}}, {"sm90_ws_128x80_d256", {256}},
-        {"sm90_ws_128x128_s3", {128}},  {"sm90_ws_128x128_s4", {64}}};
+        {"sm90_ws_128x128_s3", {128}},  {"sm90_ws_128x128_s4", {64}},
+        {"sm90_ws_64x128_2cta", {64}}};
     std::vector<std::vector<std::string>> rows;
     for (const std::string& text : shapes) {
       const PerfShape s = parse_shape(text);
