@@ -37,7 +37,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -76,7 +75,7 @@ struct FwdTraits {
   static constexpr int kConsumers = kConsumers_;
   static_assert(kConsumers == 2 ||
                     ((kConsumers == 3 || kConsumers == 1) && kHeadDim_ == 64 && !kCompensated_ &&
-                     kBlockN_ == 0 && kStages_ == 0 && (kConsumers == 1 || !kLateWaitD64_)),
+                     kBlockN_ == 0 && kStages_ == 0 && !kLateWaitD64_),
                 "3 consumer warpgroups, or 1: head dim 64, standard precision");
   // One consumer warpgroup (FwdD64TwoCtaTraits, sm90_ws_64x128_2cta): 64-row items and two CTAs
   // an SM, each with its own items, K/V ring and barriers, so that one CTA's item boundaries fall
@@ -179,7 +178,7 @@ struct FwdTraits {
   // causal B32 H32 S512 1.037x (call 2).
   // (core/tile_config.h's sm90_late_pv_wait states this rule for the dispatch and --show-config.)
   static constexpr bool kLateWait = kHeadDim == 128 || kLateWaitD64_;
-  static_assert(!kLateWaitD64_ || (kHeadDim == 64 && kConsumers <= 2 && !kCompensated),
+  static_assert(!kLateWaitD64_ || (kHeadDim == 64 && kConsumers == 2 && !kCompensated),
                 "the late-wait instantiation is the 2-consumer head-dim-64 one");
   // Q in registers for S = Q K^T (wgmma with A from registers): each consumer loads its 64 rows
   // of Q once an item (ldmatrix, D / 8 registers a thread), so the S GEMM reads only K from
@@ -2020,8 +2019,8 @@ constexpr bool matches_table() {
 }
 
 // The dense and causal calls' own instantiations (sm90_ws_192x128, sm90_ws_128x80_d256,
-// sm90_ws_128x128_s3, sm90_ws_128x128_s4) run nothing else: a clear error for any other call that
-// names one (sm90_ws_128x128_s4: causal calls only).
+// sm90_ws_128x128_s3, sm90_ws_128x128_s4, sm90_ws_64x128_2cta) run nothing else: a clear error for
+// any other call that names one (sm90_ws_128x128_s4: causal calls only).
 inline void require_dense_standard(const char* config, const FwdParams& p, bool causal_only) {
   if (p.precision != Precision::standard || !p.dense_or_causal() || (causal_only && !p.causal)) {
     throw Error(ErrorCode::not_supported,
@@ -2055,7 +2054,8 @@ void launch_own(const FwdParams& p, cudaStream_t stream, bool causal_only = fals
 // `kernel` is select_fwd_config's pick. sm90_ws_192x128 (head dim 64, dense and causal calls)
 // runs the 3-consumer instantiation, sm90_ws_128x80_d256 (head dim 256, dense and causal, from
 // 1024 keys) the 80-key one, sm90_ws_128x128_s3 (head dim 128, dense and causal, up to 2048
-// keys) the 3-stage one, sm90_ws_128x128_s4 (head dim 64, causal, under 2048 rows) the 4-stage one;
+// keys) the 3-stage one, sm90_ws_128x128_s4 (head dim 64, causal, under 2048 rows) the 4-stage one,
+// sm90_ws_64x128_2cta (head dim 64, dense and causal, small grids) the one-consumer one;
 // otherwise p.precision picks: standard (2 consumers; the dense or the masked instantiation, see
 // launch_fwd), or (head dims 64 and 128) compensated. A compensated call at head dim 256 belongs
 // to the sm_80 path (select_fwd_config never sends it here).
