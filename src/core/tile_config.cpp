@@ -107,7 +107,7 @@ bool three_consumers_pay(const FwdShape& s) {
 
 bool two_ctas_pay(const FwdShape& s) {
   if (s.head_dim != 64 || !s.dense_or_causal || s.varlen || s.precision != Precision::standard ||
-      s.force_128x128 || s.force_192x128 || s.force_64x128_2cta) {
+      s.force_128x128 || s.force_192x128 || s.force_64x128_2cta || s.seqlen_k > kTwoCtaMaxKeys) {
     return false;
   }
   const long long slots = 2LL * std::max(s.num_sms, 1);

@@ -290,7 +290,8 @@ inline constexpr std::array<TileConfig, 16> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_64x128_2cta, "sm90_ws_64x128_2cta", 64, 128, 8, 2,
      "Hopper, head dim 64, standard precision, dense and causal calls (not varlen) on small grids "
      "(two_ctas_pay: non-causal calls that three_consumers_pay leaves on 2 consumers, with at "
-     "most 3 waves of 64-row items; causal ones with one wave, each CTA one item): the "
+     "most 3 waves of 64-row items; causal ones with one wave, each CTA one item; both up to "
+     "kTwoCtaMaxKeys (2048) keys, the longest measured): the "
      "sm90_ws_128x128 kernel on one consumer warpgroup (64-row items) and the producer "
      "warpgroup, 256 threads, setmaxnreg 40/216, Q 2 x 8 KB + 2 K/V stages of 32 KB: two CTAs "
      "share each SM, each with its own items, K/V ring and barriers, and no turns between them. "
@@ -407,10 +408,13 @@ bool three_consumers_pay(const FwdShape& s);
 // 3-consumer kernels, judged from its grid: 64-row items = ceil(seqlen_q / 64) * hq * batch
 // against the 2 * num_sms CTAs. Non-causal calls that three_consumers_pay leaves on 2 consumers
 // with at most kTwoCtaMaxWaves waves of those items; causal calls with one wave (each CTA one
-// item). H200 A/B (2026-11-30-h200-s55 calls 3-5): 0.84-0.96x the time there, up to 2.9 waves
-// non-causal; causal at 2 waves 1.15x (against sm90_ws_128x128_s4), non-causal against 3
-// consumers 1.04-1.18x. Never when GPUATTN_KERNEL names a kernel (force_*).
+// item); both with at most kTwoCtaMaxKeys keys (seqlen_k), the longest measured: longer items
+// weigh their boundaries less and the lost turns between the consumers more. H200 A/B
+// (2026-11-30-h200-s55 calls 3-5): 0.84-0.96x the time there, up to 2.9 waves non-causal; causal
+// at 2 waves 1.15x (against sm90_ws_128x128_s4), non-causal against 3 consumers 1.04-1.18x.
+// Never when GPUATTN_KERNEL names a kernel (force_*).
 inline constexpr int kTwoCtaMaxWaves = 3;
+inline constexpr int kTwoCtaMaxKeys = 2048;
 bool two_ctas_pay(const FwdShape& s);
 
 // From how many keys (seqlen_k; varlen: the max) a dense or causal head-dim-256 call on Hopper

@@ -358,6 +358,14 @@ TEST(TileConfig, TwoCtasPayOnSmallHeadDim64Grids) {
   EXPECT_TRUE(three_consumers_pay(at(1024, 4, 16, false)));
   EXPECT_FALSE(two_ctas_pay(at(4096, 1, 19, false)));  // 1216 items: 2 consumers
   EXPECT_FALSE(three_consumers_pay(at(4096, 1, 19, false)));
+  // At most kTwoCtaMaxKeys keys: B1 H8 S4096, 512 items and no third consumer, stays on 2.
+  EXPECT_FALSE(two_ctas_pay(at(4096, 1, 8, false)));
+  EXPECT_FALSE(three_consumers_pay(at(4096, 1, 8, false)));
+  EXPECT_TRUE(two_ctas_pay(at(kTwoCtaMaxKeys, 1, 8, false)));
+  FwdShape more_keys = at(512, 1, 8, true);  // Sq != Sk: the keys count
+  EXPECT_TRUE(two_ctas_pay(more_keys));
+  more_keys.seqlen_k = kTwoCtaMaxKeys + 1;
+  EXPECT_FALSE(two_ctas_pay(more_keys));
   // Causal: one wave (each CTA one item).
   EXPECT_TRUE(two_ctas_pay(at(1024, 1, 16, true)));       // 256
   EXPECT_TRUE(two_ctas_pay(at(64, 1, 264, true)));        // 264
