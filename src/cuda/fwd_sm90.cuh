@@ -1931,9 +1931,7 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   const long long items = static_cast<long long>(m_blocks) * p.hq * p.batch;
   if constexpr (Tr::kCtasPerSm > 1) {  // the grid below counts on them sharing each SM
     static PerDeviceFlags checked{};
-    int dev = 0;
-    GPUATTN_CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev < 0 || dev >= 64 || !checked[dev].load()) {
+    once_per_device(checked, [] {
       int resident = 0;
       GPUATTN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
           &resident, fwd_kernel<Tr, kMasked>, Tr::kThreads, Tr::kSmemBytes));
@@ -1944,8 +1942,7 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
                         std::to_string(Tr::kCtasPerSm) +
                         " CTAs resident on an SM; this device holds " + std::to_string(resident));
       }
-      if (dev >= 0 && dev < 64) checked[dev].store(true);
-    }
+    });
   }
   const int sms = sm80::num_sms() * Tr::kCtasPerSm;
   const bool listed = !kMasked && Tr::kListed && p.whole_tile_layout(Tr::kBlockM, Tr::kBlockN);
