@@ -20,8 +20,9 @@ END = "// clang-format on\n"
 TYPES = [("__half", "f16"), ("__nv_bfloat16", "bf16")]
 SS_SHAPES = [64, 80, 128]  # S = Q K^T: 64/128 keys a tile, 80 at head dim 256
 RS_SHAPES = [64, 128, 256]  # O += P V: the head dim
-# A from registers with B K-major (wgmma_rs_kmajor): S = Q K^T with Q held in registers.
-RS_KMAJOR_SHAPES = [128]
+# A from registers with B K-major (wgmma_rs_kmajor): S = Q K^T with Q held in registers (64: the
+# first half of a 128-key tile, see FwdTraits::kHalfLast).
+RS_KMAJOR_SHAPES = [64, 128]
 # FP8 E4M3 (k32 a step; 8-bit operands are K-major only, so no transpose immediates): the FP8
 # kernel's S = Q K^T (SS, N = 128 keys) and O += P V (P from registers, V^T K-major, N = head dim
 # 64, 128 or 256).

@@ -188,6 +188,11 @@ struct FwdTraits {
   // cap +3.4-3.6% TFLOP/s (less energy a tile). Not with 3 consumers (96 bytes of spill at 160
   // registers) nor in the masked kernel (window + globals 1.26x the time).
   static constexpr bool kQInRegs = !kCompensated && kConsumers <= 2 && kHeadDim <= 128;
+  // Half last tiles (the dense / causal consumer, 128-key tiles): when a warpgroup's rows see no
+  // key of its item's last tile's second 64 (a causal item's diagonal tile for the warpgroup of
+  // the first 64 rows; a sequence ending in the first half of its last tile), that tile's S GEMM
+  // runs at N = 64, its softmax and pack on 64 keys and its P V on 4 k-steps instead of 8.
+  static constexpr bool kHalfLast = kBlockN == 128 && !kCompensated;
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
@@ -1291,7 +1296,12 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     }
   };
   // S = Q K^T of tile t: D / 16 k-steps, each 32 bytes into a 128-byte slab row.
-  auto issue_qk = [&](float(&s)[kBlockN / 2], int t) {
+  // half (Tr::kHalfLast; a constant at each inlined call): the tile's first 64 keys only, into
+  // s_half, which step copies into the first half of S once the GEMM is done (the rest of S keeps
+  // what it held and is never read). Into S's own first half, ptxas serialized the wgmmas of the
+  // D64 kernels (C7511, insufficient registers for the wgmma pipeline).
+  float s_half[Tr::kHalfLast ? kBlockN / 4 : 1];
+  auto issue_qk = [&](float(&s)[kBlockN / 2], int t, bool half) {
     const int stage = (j0 + t) % Tr::kStages;
     ptx::mbarrier_wait(bar.k_full + 8 * stage, ((j0 + t) / Tr::kStages) & 1);
     if (t > 0) SM90_TRACE_TILE(cw, trace_u, t - 1, 6);
@@ -1301,6 +1311,19 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     for (int ks = 0; ks < D / 16; ++ks) {
       const std::uint32_t koff = (ks & 3) * 32;
       const std::uint64_t b_desc = ptx::desc_advance(k_desc, sk + (ks >> 2) * kBlockN * 128 + koff);
+      if constexpr (Tr::kHalfLast) {
+        if (half) {
+          float(&sh)[kBlockN / 4] = s_half;
+          if constexpr (kQRegs) {
+            ptx::wgmma_rs_kmajor<T, kBlockN / 2>(sh, qa[ks], b_desc, ks > 0 ? 1 : 0);
+          } else {
+            const std::uint64_t a_desc =
+                ptx::desc_advance(q_desc, (ks >> 2) * kBlockM * 128 + koff);
+            ptx::wgmma_ss<T, kBlockN / 2>(sh, a_desc, b_desc, ks > 0 ? 1 : 0);
+          }
+          continue;
+        }
+      }
       if constexpr (kQRegs) {
         ptx::wgmma_rs_kmajor<T, kBlockN>(s, qa[ks], b_desc, ks > 0 ? 1 : 0);
       } else {
@@ -1312,7 +1335,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     if (t > 0) SM90_TRACE_TILE(cw, trace_u, t - 1, 7);
   };
   // O += P V of tile t (P in `pa`): kBlockN / 16 k-steps of 16 keys = 2048 bytes of V each.
-  auto issue_pv = [&](std::uint32_t(&pa)[kBlockN / 16][4], int t) {
+  // half: the tile's first 64 keys (kBlockN / 32 k-steps).
+  auto issue_pv = [&](std::uint32_t(&pa)[kBlockN / 16][4], int t, bool half) {
     const int stage = (j0 + t) % Tr::kStages;
     ptx::mbarrier_wait(bar.v_full + 8 * stage, ((j0 + t) / Tr::kStages) & 1);
     SM90_TRACE_TILE(cw, trace_u, t, 8);
@@ -1320,6 +1344,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     ptx::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      if (Tr::kHalfLast && half && kk >= kBlockN / 32) break;
       const std::uint64_t b_desc = ptx::desc_advance(v_desc, sv + kk * 2048);
       ptx::wgmma_rs<T, D>(o, pa[kk], b_desc, 1);
     }
@@ -1422,8 +1447,11 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   // every increase (P <= 1) and Kahan-sums the row sum across tiles.
   // `whole` (a tile every row of the warpgroup sees whole, see the dense loop below; a constant at
   // each inlined call) leaves the mask code out.
+  // `half` (the dense kernel's last tile, see kHalfLast; a constant too): only S's first 64 keys
+  // hold the tile, and the mask, the max, the exponentials and the sums take those alone.
   auto softmax = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2], int word, std::uint32_t off,
-                     bool whole) {
+                     bool whole, bool half) {
+    const bool h = Tr::kHalfLast && half;
     if (whole) {
     } else if constexpr (kMasked) {
       mask_tile(s, word, off);
@@ -1457,7 +1485,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
           for (int n = 0; n < kNS; ++n)
 #pragma unroll
             for (int e = 0; e < 2; ++e)
-              if (n * 8 + e >= limit) s[4 * n + 2 * r + e] = -INFINITY;
+              if (!(h && n >= kNS / 2) && n * 8 + e >= limit) s[4 * n + 2 * r + e] = -INFINITY;
         }
       }
     }
@@ -1473,7 +1501,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       for (int r = 0; r < 2; ++r) {
         float mx = -INFINITY;
 #pragma unroll
-        for (int n = 0; n < kNS; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
+        for (int n = 0; n < kNS; ++n)
+          if (!(h && n >= kNS / 2)) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
         mx = quad_max(mx) * p.scale_log2;
         const bool grow = mx > row_max[r] + kRescaleSlack;
         const float m_new = grow ? mx : row_max[r];
@@ -1490,6 +1519,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
         for (int n = 0; n < kNS; ++n)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
+            if (h && n >= kNS / 2) continue;
             float& x = s[4 * n + 2 * r + e];
             x = ptx::fast_exp2(fmaf(x, p.scale_log2, -m_use[r]));
             sum += x;
@@ -1502,7 +1532,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       for (int r = 0; r < 2; ++r) {
         float mx = -INFINITY;
 #pragma unroll
-        for (int n = 0; n < kNS; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
+        for (int n = 0; n < kNS; ++n)
+          if (!(h && n >= kNS / 2)) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
         mx = quad_max(mx) * p.scale_log2;
         const bool grow = Tr::kCompensated ? mx > row_max[r] : mx > row_max[r] + kRescaleSlack;
         const float m_new = grow ? mx : row_max[r];
@@ -1515,6 +1546,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
         for (int n = 0; n < kNS; ++n)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
+            if (h && n >= kNS / 2) continue;
             float& x = s[4 * n + 2 * r + e];
             x = ptx::fast_exp2(fmaf(x, p.scale_log2, -m_use));
             sum += x;
@@ -1531,9 +1563,10 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     return __any_sync(0xffffffffu, any_rescale);
   };
   // P (in S's registers) -> the register-A fragments of P V.
-  auto pack = [&](const float(&s)[kBlockN / 2], std::uint32_t(&pa)[kBlockN / 16][4]) {
+  auto pack = [&](const float(&s)[kBlockN / 2], std::uint32_t(&pa)[kBlockN / 16][4], bool half) {
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      if (Tr::kHalfLast && half && kk >= kBlockN / 32) break;
       pa[kk][0] = ptx::pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
       pa[kk][1] = ptx::pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
       pa[kk][2] = ptx::pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
@@ -1608,20 +1641,20 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       for (int word = word0;; word = read_word(++j)) {
         const int stage = (j0 + j) % Tr::kStages;
         my_turn();
-        issue_qk(s, j);
+        issue_qk(s, j, false);
         their_turn();
         const std::uint32_t off = blocks_off(word);
         ptx::wgmma_wait<0>();
         ptx::mbarrier_arrive(bar.k_empty + 8 * stage);
         float alpha[2];
-        if (softmax(s, j, alpha, word, off, false)) {
+        if (softmax(s, j, alpha, word, off, false, false)) {
 #pragma unroll
           for (int i = 0; i < D / 2; ++i) {
             o[i] *= alpha[(i >> 1) & 1];
             oc[i] *= alpha[(i >> 1) & 1];
           }
         }
-        pack(s, pa);
+        pack(s, pa, false);
 #pragma unroll
         for (int c = 0; c < D / 64; ++c) {
           float tacc[32];
@@ -1681,7 +1714,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     SM90_TRACE(1 + cw, trace_u, 11);
     my_turn();
     SM90_TRACE(1 + cw, trace_u, 12);
-    issue_qk(s, 0);
+    issue_qk(s, 0, false);
     SM90_TRACE(1 + cw, trace_u, 3);
     their_turn();
     const std::uint32_t off0 = kMasked ? blocks_off(word0) : 0u;
@@ -1695,14 +1728,15 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       if (cw == 1) ptx::named_barrier_arrive(kStageBarrier, 256);
     }
     float alpha[2];
-    softmax(s, 0, alpha, word0, off0, false);  // O is still zero: nothing to rescale
-    pack(s, pa);
-    auto step = [&](int j, int word, bool whole) {  // word: tile j + 1's; whole: see softmax
+    softmax(s, 0, alpha, word0, off0, false, false);  // O is still zero: nothing to rescale
+    pack(s, pa, false);
+    // word: tile j + 1's; whole, half (tile j + 1 a half last tile): see softmax
+    auto step = [&](int j, int word, bool whole, bool half) {
       SM90_TRACE_TILE(cw, trace_u, j, 0);
       my_turn();
       SM90_TRACE_TILE(cw, trace_u, j, 1);
-      issue_qk(s, j + 1);
-      issue_pv(pa, j);
+      issue_qk(s, j + 1, half);
+      issue_pv(pa, j, false);
       their_turn();
       SM90_TRACE_TILE(cw, trace_u, j, 2);
       const std::uint32_t off = kMasked ? blocks_off(word) : 0u;
@@ -1713,13 +1747,19 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       if constexpr (!Tr::kLateWait) ptx::wgmma_wait<0>();
 #endif
       SM90_TRACE_TILE(cw, trace_u, j, 3);
+      if constexpr (Tr::kHalfLast) {
+        if (half) {
+#pragma unroll
+          for (int i = 0; i < kBlockN / 4; ++i) s[i] = s_half[i];
+        }
+      }
       if (!(holds_half && cw == 0 && j + 2 == n_tiles))
         ptx::mbarrier_arrive(bar.k_empty + 8 * ((j0 + j + 1) % Tr::kStages));
       if (kEarlyQ && j + 2 == n_tiles) {
         ptx::mbarrier_arrive(bar.q_empty_of(q_buf));
         if (cw == 1) ptx::named_barrier_arrive(kStageBarrier, 256);
       }
-      const bool rescale = softmax(s, j + 1, alpha, word, off, whole);
+      const bool rescale = softmax(s, j + 1, alpha, word, off, whole, half);
       SM90_TRACE_TILE(cw, trace_u, j, 4);
       // ptxas hoists a wgmma wait to the top of its basic block: here, above the whole softmax
       // (SASS: WARPGROUP.DEPBAR.LE gsb0, 0x0 right after the mask's branch), so the softmax of
@@ -1734,14 +1774,15 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
 #pragma unroll
         for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
       }
-      pack(s, pa);
+      pack(s, pa, half);
       SM90_TRACE_TILE(cw, trace_u, j, 5);
     };
     int last = 0;
+    bool half_last = false;  // see Tr::kHalfLast
     if constexpr (kMasked) {
       for (int word = word0; (word & kLastTile) == 0; ++last) {
         word = read_word(last + 1);
-        step(last, word, false);
+        step(last, word, false, false);
       }
     } else {
       // Whole tiles (head dims 64 and 128): the leading tiles that every row of this warpgroup
@@ -1757,12 +1798,24 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       if constexpr (D <= 128) {
         int n_whole = banded ? 0 : lk / kBlockN;
         if (p.causal) n_whole = min(n_whole, max(0, m0 + cw * 64 + diag + 1) / kBlockN);
-        for (; last + 1 < min(n_whole, n_tiles); ++last) step(last, 0, true);
+        for (; last + 1 < min(n_whole, n_tiles); ++last) step(last, 0, true, false);
       }
-      for (; last + 1 < n_tiles; ++last) step(last, 0, false);
+      // The last tile is half when none of this warpgroup's rows sees a key of its second 64 (the
+      // softmax's mask below: keys from min(lk, the last row's diagonal + 1) on are hidden). The
+      // item's first tile stays whole (one-tile items: the first block of a causal head).
+      if constexpr (Tr::kHalfLast) {
+        const int key_end = p.causal ? min(lk, m0 + cw * 64 + 64 + diag) : lk;
+        half_last = !banded && n_tiles >= 2 && (n_tiles - 1) * kBlockN + kBlockN / 2 >= key_end;
+      }
+      for (; last + 1 < n_tiles - (half_last ? 1 : 0); ++last) step(last, 0, false, false);
+      if (half_last) step(last++, 0, false, true);
     }
     my_turn();
-    issue_pv(pa, last);
+    if (half_last) {
+      issue_pv(pa, last, true);
+    } else {
+      issue_pv(pa, last, false);
+    }
     their_turn();
     ptx::wgmma_wait<0>();
     SM90_TRACE(1 + cw, trace_u, 5);

@@ -747,6 +747,20 @@ INSTANTIATE_TEST_SUITE_P(
                       dense(2, 4, 4, 4097, 4097, 64, f16).compensated().no_lse()),
     case_name);
 
+// Last key tiles of 128 keys that the sm_90a consumers run on their first 64 keys only (a half
+// last tile: FwdTraits::kHalfLast) and their neighbours: 64 valid keys (half), 65 (whole), 1; causal
+// with rows ending on a 64-key boundary (the first 64 rows of each 128-row block, and of 64-row
+// items on the two-CTA kernel), and bottom-right diagonals 248 and 64 keys to the right.
+INSTANTIATE_TEST_SUITE_P(
+    HalfLastTile, AttentionCuda,
+    ::testing::Values(dense(2, 8, 8, 192, 192, 64, f16), dense(2, 8, 8, 193, 193, 64, bf16),
+                      dense(1, 8, 2, 129, 129, 128, f16), dense(2, 8, 8, 192, 192, 128, bf16),
+                      dense(2, 8, 8, 320, 320, 64, f16).causal(),
+                      dense(1, 8, 4, 576, 576, 128, bf16).causal(),
+                      dense(2, 4, 4, 200, 448, 64, bf16).causal(),
+                      dense(2, 4, 4, 256, 320, 128, f16).causal().no_lse()),
+    case_name);
+
 // Sq != Sk, causal masks bottom-right aligned: with Sq = 1000, Sk = 100 the first 900 rows see no
 // key (out 0, lse -inf).
 INSTANTIATE_TEST_SUITE_P(
