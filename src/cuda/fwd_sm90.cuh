@@ -192,7 +192,15 @@ struct FwdTraits {
   // key of its item's last tile's second 64 (a causal item's diagonal tile for the warpgroup of
   // the first 64 rows; a sequence ending in the first half of its last tile), that tile's S GEMM
   // runs at N = 64, its softmax and pack on 64 keys and its P V on 4 k-steps instead of 8.
-  static constexpr bool kHalfLast = kBlockN == 128 && !kCompensated;
+#ifndef GPUATTN_X_HALF_MIN_CONSUMERS
+#define GPUATTN_X_HALF_MIN_CONSUMERS 1
+#endif
+#ifndef GPUATTN_X_HALF_S4
+#define GPUATTN_X_HALF_S4 1
+#endif
+  static constexpr bool kHalfLast = kBlockN == 128 && !kCompensated &&
+                                    kConsumers >= GPUATTN_X_HALF_MIN_CONSUMERS ||
+                                    (GPUATTN_X_HALF_S4 && kStages_ == 4);
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
@@ -1795,7 +1803,10 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       // S16384) and keeps the one loop. (Call 6's dead tails, 287 more instructions in the D64
       // loop that never ran on non-causal calls, had cost 4-10%.) ncu (call 11): instruction
       // fetch is part of it, the no-instruction stall 0.131 -> 0.075 warps per issue at D64.
-      if constexpr (D <= 128) {
+#ifndef GPUATTN_X_S4_ONE_LOOP
+#define GPUATTN_X_S4_ONE_LOOP 0
+#endif
+      if constexpr (D <= 128 && !(GPUATTN_X_S4_ONE_LOOP && Tr::kStages == 4)) {
         int n_whole = banded ? 0 : lk / kBlockN;
         if (p.causal) n_whole = min(n_whole, max(0, m0 + cw * 64 + diag + 1) / kBlockN);
         for (; last + 1 < min(n_whole, n_tiles); ++last) step(last, 0, true, false);
