@@ -190,17 +190,25 @@ struct FwdTraits {
   static constexpr bool kQInRegs = !kCompensated && kConsumers <= 2 && kHeadDim <= 128;
   // Half last tiles (the dense / causal consumer, 128-key tiles): when a warpgroup's rows see no
   // key of its item's last tile's second 64 (a causal item's diagonal tile for the warpgroup of
-  // the first 64 rows; a sequence ending in the first half of its last tile), that tile's S GEMM
-  // runs at N = 64, its softmax and pack on 64 keys and its P V on 4 k-steps instead of 8.
-#ifndef GPUATTN_X_HALF_MIN_CONSUMERS
-#define GPUATTN_X_HALF_MIN_CONSUMERS 1
-#endif
-#ifndef GPUATTN_X_HALF_S4
-#define GPUATTN_X_HALF_S4 1
-#endif
-  static constexpr bool kHalfLast = kBlockN == 128 && !kCompensated &&
-                                    kConsumers >= GPUATTN_X_HALF_MIN_CONSUMERS ||
-                                    (GPUATTN_X_HALF_S4 && kStages_ == 4);
+  // the first 64 rows, and for 192-row items the other warpgroups' part of the second diagonal
+  // tile; a sequence ending in the first half of its last tile), that tile's S GEMM runs at
+  // N = 64, its softmax and pack on 64 keys and its P V on 4 k-steps instead of 8. The step is a
+  // copy of its own, run once an item. H200, gpuattn bench a shape a process, A B B A against
+  // the kernels without it (2026-11-30-h200-s56, calls 2 and 3):
+  // - 3 consumers (sm90_ws_192x128): B2 H16 S1088 D64 0.971-0.972x the time (twice), causal
+  //   S8192 0.981-0.987x, causal S4000 0.995-1.003x, B4 H32 S4096 (no half tile) 1.00x;
+  // - the 4-stage causal kernel (sm90_ws_128x128_s4) with one tile loop (kWholeLoop below):
+  //   causal B32 H32 S512 0.983x, B16 H32 S1024 0.970-0.989x, small grids 0.99-1.00x;
+  // - lost with the whole-tile loop kept: s4 causal S512 1.09x, S1024 1.02x (6296 -> 6752
+  //   instructions), D128 (3 stages) causal S512 1.05x, the 2-CTA kernel's one-wave calls 1.00x
+  //   (their longest item, odd, has no half tile). So those keep whole last tiles.
+  static constexpr bool kHalfLast =
+      kBlockN == 128 && !kCompensated && (kConsumers == 3 || kStages_ == 4);
+  // The whole-tile loop (see consume()): all but the 4-stage causal kernel, where its second copy
+  // of the tile step cost more than the mask checks it saves. H200, same run as kHalfLast's call 3:
+  // one loop alone 1.013-1.034x the time at causal D64 S512-S1024, one loop with half last tiles
+  // 0.970-0.996x (the same instruction count as the two loops without them: 6296).
+  static constexpr bool kWholeLoop = kHeadDim <= 128 && kStages_ != 4;
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
@@ -1803,10 +1811,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       // S16384) and keeps the one loop. (Call 6's dead tails, 287 more instructions in the D64
       // loop that never ran on non-causal calls, had cost 4-10%.) ncu (call 11): instruction
       // fetch is part of it, the no-instruction stall 0.131 -> 0.075 warps per issue at D64.
-#ifndef GPUATTN_X_S4_ONE_LOOP
-#define GPUATTN_X_S4_ONE_LOOP 0
-#endif
-      if constexpr (D <= 128 && !(GPUATTN_X_S4_ONE_LOOP && Tr::kStages == 4)) {
+      // Not on the 4-stage causal kernel (Tr::kWholeLoop).
+      if constexpr (Tr::kWholeLoop) {
         int n_whole = banded ? 0 : lk / kBlockN;
         if (p.causal) n_whole = min(n_whole, max(0, m0 + cw * 64 + diag + 1) / kBlockN);
         for (; last + 1 < min(n_whole, n_tiles); ++last) step(last, 0, true, false);
