@@ -242,7 +242,7 @@ if [ "$TESTS" = 1 ]; then
     # The 3-consumer head-dim-64 kernel, forced onto the small dense and causal head-dim-64 shapes
     # (Sq != Sk too: items without keys); the compensated ones never run it.
     d64='AwkwardLengths/*D64*:Varlen/*H8_D64*:GroupedHeads/*H32kv8_S1000_D64'
-    d64+=':SeqlenMismatch/*D64*:-*compensated*'
+    d64+=':SeqlenMismatch/*D64*:HalfLastTile/*D64*:-*compensated*'
     for tool in memcheck racecheck; do
       bg_step "$tool-sm90_192" env GPUATTN_KERNEL=sm90_ws_192x128 compute-sanitizer --tool "$tool" \
         --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$d64" --gtest_brief=1
@@ -262,6 +262,15 @@ if [ "$TESTS" = 1 ]; then
       bg_step "$tool-sm90_2cta" env GPUATTN_KERNEL=sm90_ws_64x128_2cta compute-sanitizer \
         --tool "$tool" --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" \
         --gtest_filter="$d64" --gtest_brief=1
+    done
+    # The 4-stage causal kernel (half last tiles, one tile loop), forced onto the small causal
+    # head-dim-64 shapes, which the dispatch gives the two-CTA kernel; varlen ones included.
+    d64s4='AwkwardLengths/*D64*causal*:SeqlenMismatch/*D64*causal*:HalfLastTile/*D64*causal*'
+    d64s4+=':VarlenNeighbours/*D64*causal*:-*compensated*'
+    for tool in memcheck racecheck; do
+      bg_step "$tool-sm90_s4" env GPUATTN_KERNEL=sm90_ws_128x128_s4 compute-sanitizer \
+        --tool "$tool" --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" \
+        --gtest_filter="$d64s4" --gtest_brief=1
     done
     bg_wait
   fi

@@ -345,6 +345,7 @@ struct FwdShape {
   bool force_128x128 = false;      // GPUATTN_KERNEL=sm90_ws_128x128: never sm90_ws_192x128,
                                    // sm90_ws_128x128_s3, sm90_ws_128x128_s4 or sm90_ws_64x128_2cta
   bool force_64x128_2cta = false;  // GPUATTN_KERNEL=sm90_ws_64x128_2cta
+  bool force_128x128_s4 = false;   // GPUATTN_KERNEL=sm90_ws_128x128_s4 (causal calls)
   bool varlen = false;             // cu_seqlens (two_ctas_pay takes none)
   Precision precision = Precision::standard;
   int seqlen_q = 0;  // varlen: the max
@@ -375,15 +376,19 @@ struct FwdShape {
 // head-dim-256 call the FP8 kernel takes on sm90_fp8_128x128_d256 (other calls as "auto");
 // "sm90_ws_64x128_2cta", the one-consumer head-dim-64 kernel (two CTAs an SM) for every call it
 // runs (Hopper, head dim 64, dense or causal, standard precision, varlen too), whatever the grid
-// (the rule takes it only for small ones; FP8 calls as "auto"). Any other value: Error
-// invalid_argument naming it.
+// (the rule takes it only for small ones; FP8 calls as "auto"); "sm90_ws_128x128_s4", the
+// 4-stage 2-consumer head-dim-64 kernel for every causal call it runs (Hopper, head dim 64,
+// causal without another mask, standard precision, varlen too), whatever the length and grid
+// (the rule takes it under kD64FourStageMaxRows rows where neither sm90_ws_64x128_2cta nor
+// sm90_ws_192x128 does; other calls as "auto"). Any other value: Error invalid_argument naming it.
 enum class KernelChoice {
   automatic,
   sm80,
   sm90_ws_192x128,
   sm90_ws_128x128,
   sm90_fp8_128x128_d256,
-  sm90_ws_64x128_2cta
+  sm90_ws_64x128_2cta,
+  sm90_ws_128x128_s4
 };
 KernelChoice kernel_choice_from_env();
 

@@ -145,6 +145,7 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   shape.force_192x128 = choice == KernelChoice::sm90_ws_192x128;
   shape.force_128x128 = choice == KernelChoice::sm90_ws_128x128;
   shape.force_64x128_2cta = choice == KernelChoice::sm90_ws_64x128_2cta;
+  shape.force_128x128_s4 = choice == KernelChoice::sm90_ws_128x128_s4;
   return select_fwd_config(shape).kernel;
 }
 

@@ -272,6 +272,8 @@ TEST_F(KernelEnv, NamesTheChoiceOrTheBadValue) {
   EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_fp8_128x128_d256);
   setenv("GPUATTN_KERNEL", "sm90_ws_64x128_2cta", 1);
   EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_ws_64x128_2cta);
+  setenv("GPUATTN_KERNEL", "sm90_ws_128x128_s4", 1);
+  EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_ws_128x128_s4);
   for (const char* bad : {"", "SM80", "sm90", "sm90_ws_128x64_d256", "sm90_ws_128x128 "}) {
     setenv("GPUATTN_KERNEL", bad, 1);
     try {
@@ -332,6 +334,31 @@ TEST(TileConfig, HopperTakesFourStagesForCausalCallsOnTwoConsumersAtHeadDim64) {
   s.batch = 4;
   s.hq = 32;
   EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128);
+  s.force_128x128_s4 = true;  // GPUATTN_KERNEL=sm90_ws_128x128_s4: every causal call it runs
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s4);
+  s.batch = 1;  // a small grid too (the rule: sm90_ws_64x128_2cta)
+  s.hq = 1;
+  s.seqlen_q = s.seqlen_k = 512;
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s4);
+  s.varlen = true;
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s4);
+  s.varlen = false;
+  s.causal = false;  // other calls as the rule takes them
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_64x128_2cta);
+  s.causal = true;
+  s.dense_or_causal = false;  // a mask beside causal: the masked 2-stage kernel
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128);
+  s.dense_or_causal = true;
+  s.precision = Precision::compensated;
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated);
+  s.precision = Precision::standard;
+  s.head_dim = 128;
+  EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s3);
+  s.head_dim = 64;
+  s.force_128x128_s4 = false;
+  s.batch = 4;
+  s.hq = 32;
+  s.seqlen_q = s.seqlen_k = 4096;
   s.sm90_kernel_available = false;  // GPUATTN_KERNEL=sm80
   EXPECT_EQ(pick(s), FwdKernel::sm80_128x64);
   const TileConfig& c = tile_config(FwdKernel::sm90_ws_128x128_s4);

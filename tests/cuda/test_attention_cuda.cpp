@@ -677,7 +677,9 @@ class AttentionCuda : public AttentionCudaTest, public ::testing::WithParamInter
 // kernel and pass for the wrong reason. Likewise under GPUATTN_KERNEL=sm90_ws_128x128 (the
 // sm90_2stage. copies of the head-dim-128 and causal head-dim-64 cases) no call may take the 3- or
 // 4-stage instantiations, and under the default dispatch a causal head-dim-64 call of fewer than
-// kD64FourStageMaxRows rows must take the 4-stage one (sm90_ws_128x128_s4), and no other call.
+// kD64FourStageMaxRows rows must take the 4-stage one (sm90_ws_128x128_s4), and no other call;
+// under GPUATTN_KERNEL=sm90_ws_128x128_s4 (the sm90_s4. copies of the causal head-dim-64 cases)
+// every causal one must.
 void expect_forced_kernel(const AttentionArgs& args) {
   const char* env = std::getenv("GPUATTN_KERNEL");
   const std::string want = env ? env : "auto";
@@ -691,6 +693,9 @@ void expect_forced_kernel(const AttentionArgs& args) {
     EXPECT_EQ(k == FwdKernel::sm90_ws_192x128, d64_dense_or_causal) << "picked " << name;
   } else if (want == "sm90_ws_64x128_2cta") {
     EXPECT_EQ(k == FwdKernel::sm90_ws_64x128_2cta, d64_dense_or_causal) << "picked " << name;
+  } else if (want == "sm90_ws_128x128_s4") {
+    EXPECT_EQ(k == FwdKernel::sm90_ws_128x128_s4, d64_dense_or_causal && fp.causal)
+        << "picked " << name;
   } else if (want == "sm90_ws_128x128") {
     EXPECT_NE(k, FwdKernel::sm90_ws_128x128_s3) << "picked " << name;
     EXPECT_NE(k, FwdKernel::sm90_ws_128x128_s4) << "picked " << name;
@@ -747,19 +752,20 @@ INSTANTIATE_TEST_SUITE_P(
                       dense(2, 4, 4, 4097, 4097, 64, f16).compensated().no_lse()),
     case_name);
 
-// Last key tiles of 128 keys that the sm_90a consumers run on their first 64 keys only (a half
-// last tile: FwdTraits::kHalfLast) and their neighbours: 64 valid keys (half), 65 (whole), 1; causal
-// with rows ending on a 64-key boundary (the first 64 rows of each 128-row block, and of 64-row
-// items on the two-CTA kernel), and bottom-right diagonals 248 and 64 keys to the right.
-INSTANTIATE_TEST_SUITE_P(
-    HalfLastTile, AttentionCuda,
-    ::testing::Values(dense(2, 8, 8, 192, 192, 64, f16), dense(2, 8, 8, 193, 193, 64, bf16),
-                      dense(1, 8, 2, 129, 129, 128, f16), dense(2, 8, 8, 192, 192, 128, bf16),
-                      dense(2, 8, 8, 320, 320, 64, f16).causal(),
-                      dense(1, 8, 4, 576, 576, 128, bf16).causal(),
-                      dense(2, 4, 4, 200, 448, 64, bf16).causal(),
-                      dense(2, 4, 4, 256, 320, 128, f16).causal().no_lse()),
-    case_name);
+// Last key tiles of 128 keys that the sm_90a 3-consumer and 4-stage causal kernels run on their
+// first 64 keys only (FwdTraits::kHalfLast; the other kernels on the sm90_192. and default
+// variants) and their neighbours: 64 valid keys (half), 65 (whole), 1; causal with rows ending on
+// a 64-key boundary, and bottom-right diagonals 248 and 64 keys to the right.
+INSTANTIATE_TEST_SUITE_P(HalfLastTile, AttentionCuda,
+                         ::testing::Values(dense(2, 8, 8, 192, 192, 64, f16),
+                                           dense(2, 8, 8, 193, 193, 64, bf16),
+                                           dense(1, 8, 2, 129, 129, 128, f16),
+                                           dense(2, 8, 8, 192, 192, 128, bf16),
+                                           dense(2, 8, 8, 320, 320, 64, f16).causal(),
+                                           dense(1, 8, 4, 576, 576, 128, bf16).causal(),
+                                           dense(2, 4, 4, 200, 448, 64, bf16).causal(),
+                                           dense(2, 4, 4, 256, 320, 128, f16).causal().no_lse()),
+                         case_name);
 
 // Sq != Sk, causal masks bottom-right aligned: with Sq = 1000, Sk = 100 the first 900 rows see no
 // key (out 0, lse -inf).
