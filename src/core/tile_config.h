@@ -160,7 +160,10 @@ inline constexpr std::array<TileConfig, 16> kFwdTileConfigs = {{
      "3 rounds): fp16 B4 H32 S4096 0.894x the time; sweep (B*S = 16k, H32) non-causal S512-S16384 "
      "0.81-0.96x, causal S2048-S16384 0.90-0.97x. Where it loses, the rule keeps 2 consumers: "
      "causal S512/S1024 1.10x (the 192-row items waste more of the diagonal), B1 H16 S1024 1.14x "
-     "(96 items for 132 SMs). ptxas: 12 bytes of spill stores at setmaxnreg 32/160"},
+     "(96 items for 132 SMs). ptxas: 12 bytes of spill stores at setmaxnreg 32/160. A warpgroup "
+     "whose rows see none of the last tile's second 64 keys runs that tile at 64 keys "
+     "(FwdTraits::kHalfLast; 2026-11-30-h200-s56 calls 2-3): B2 H16 S1088 0.971-0.976x the time, "
+     "causal S8192 0.97-0.99x"},
     {FwdKernel::sm90_ws_128x80_d256, "sm90_ws_128x80_d256", 128, 80, 12, 2,
      "Hopper, head dim 256, standard precision, dense and causal calls with 1024 keys or more "
      "(kD256WideTileMinKeys; windows, global tokens and block layouts stay on "
@@ -231,7 +234,11 @@ inline constexpr std::array<TileConfig, 16> kFwdTileConfigs = {{
      "2 stages (2026-11-23-h200-s24 call 6, 5 rounds): causal S512 0.955x the time, S1024 "
      "0.971x; in turn with cuDNN (2026-11-28-h200-s25, 11 rounds) causal B32 H32 S512 0.97 -> "
      "1.01x cuDNN, B16 H32 S1024 1.00 -> 1.03x. Not for dense non-causal calls: 3 and 4 stages "
-     "measured 0.991-1.025x on the one-wave B1 H16 S1024 shape (ninth session)"},
+     "measured 0.991-1.025x on the one-wave B1 H16 S1024 shape (ninth session). Half last tiles "
+     "(the first warpgroup's diagonal tile at 64 keys, FwdTraits::kHalfLast) and one tile loop "
+     "instead of the whole-tile one (kWholeLoop), together (2026-11-30-h200-s56 call 3, 2 rounds): "
+     "causal B32 H32 S512 0.983x the time, B16 H32 S1024 0.970-0.989x; either alone lost "
+     "(1.09x / 1.01-1.03x)"},
     {FwdKernel::sm90_fp8_128x128, "sm90_fp8_128x128", 128, 128, 12, 2,
      "Hopper, FP8 attention (E4M3 q, k, v; AttentionArgs::q_scale), head dims 64, 128 and 256, "
      "dense "

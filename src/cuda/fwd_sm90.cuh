@@ -1467,7 +1467,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   // hold the tile, and the mask, the max, the exponentials and the sums take those alone.
   auto softmax = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2], int word, std::uint32_t off,
                      bool whole, bool half) {
-    const bool h = Tr::kHalfLast && half;
+    const bool half64 = Tr::kHalfLast && half;
     if (whole) {
     } else if constexpr (kMasked) {
       mask_tile(s, word, off);
@@ -1501,7 +1501,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
           for (int n = 0; n < kNS; ++n)
 #pragma unroll
             for (int e = 0; e < 2; ++e)
-              if (!(h && n >= kNS / 2) && n * 8 + e >= limit) s[4 * n + 2 * r + e] = -INFINITY;
+              if (!(half64 && n >= kNS / 2) && n * 8 + e >= limit) s[4 * n + 2 * r + e] = -INFINITY;
         }
       }
     }
@@ -1518,7 +1518,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
         float mx = -INFINITY;
 #pragma unroll
         for (int n = 0; n < kNS; ++n)
-          if (!(h && n >= kNS / 2)) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
+          if (!(half64 && n >= kNS / 2))
+            mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
         mx = quad_max(mx) * p.scale_log2;
         const bool grow = mx > row_max[r] + kRescaleSlack;
         const float m_new = grow ? mx : row_max[r];
@@ -1535,7 +1536,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
         for (int n = 0; n < kNS; ++n)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            if (h && n >= kNS / 2) continue;
+            if (half64 && n >= kNS / 2) continue;
             float& x = s[4 * n + 2 * r + e];
             x = ptx::fast_exp2(fmaf(x, p.scale_log2, -m_use[r]));
             sum += x;
@@ -1549,7 +1550,8 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
         float mx = -INFINITY;
 #pragma unroll
         for (int n = 0; n < kNS; ++n)
-          if (!(h && n >= kNS / 2)) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
+          if (!(half64 && n >= kNS / 2))
+            mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
         mx = quad_max(mx) * p.scale_log2;
         const bool grow = Tr::kCompensated ? mx > row_max[r] : mx > row_max[r] + kRescaleSlack;
         const float m_new = grow ? mx : row_max[r];
@@ -1562,7 +1564,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
         for (int n = 0; n < kNS; ++n)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            if (h && n >= kNS / 2) continue;
+            if (half64 && n >= kNS / 2) continue;
             float& x = s[4 * n + 2 * r + e];
             x = ptx::fast_exp2(fmaf(x, p.scale_log2, -m_use));
             sum += x;
