@@ -84,6 +84,14 @@ KernelChoice kernel_choice_from_env() {
                   "sm90_fp8_128x128_d256, sm90_ws_64x128_2cta, sm90_ws_128x128_s4");
 }
 
+void apply_kernel_choice(FwdShape& s, KernelChoice choice) {
+  s.decode_allowed = choice == KernelChoice::automatic;
+  s.force_192x128 = choice == KernelChoice::sm90_ws_192x128;
+  s.force_128x128 = choice == KernelChoice::sm90_ws_128x128;
+  s.force_64x128_2cta = choice == KernelChoice::sm90_ws_64x128_2cta;
+  s.force_128x128_s4 = choice == KernelChoice::sm90_ws_128x128_s4;
+}
+
 bool sm90_late_pv_wait(FwdKernel kernel, int head_dim, bool causal, bool dense_or_causal) {
   if (kernel == FwdKernel::sm90_ws_128x128_s3) return true;  // head dim 128
   if (kernel != FwdKernel::sm90_ws_128x128) return false;

@@ -398,6 +398,9 @@ enum class KernelChoice {
   sm90_ws_128x128_s4
 };
 KernelChoice kernel_choice_from_env();
+// Sets `s`'s force_* flags and decode_allowed from `choice` (decode_16x64 only under "auto"), as
+// the CUDA dispatch and gpuattn bench's config view both read them.
+void apply_kernel_choice(FwdShape& s, KernelChoice choice);
 
 FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available, int num_sms,
                    int max_smem_per_block);
@@ -424,7 +427,9 @@ bool three_consumers_pay(const FwdShape& s);
 // weigh their boundaries less and the lost turns between the consumers more. H200 A/B
 // (2026-11-30-h200-s55 calls 3-5): 0.84-0.96x the time there, up to 2.9 waves non-causal; causal
 // at 2 waves 1.15x (against sm90_ws_128x128_s4), non-causal against 3 consumers 1.04-1.18x.
-// Never when GPUATTN_KERNEL names a kernel (force_*).
+// Never under force_128x128 or force_192x128 (their kernels for every such call); under
+// force_128x128_s4 non-causal calls keep this rule (that force takes causal calls only), and
+// force_64x128_2cta takes the kernel without it.
 inline constexpr int kTwoCtaMaxWaves = 3;
 inline constexpr int kTwoCtaMaxKeys = 2048;
 bool two_ctas_pay(const FwdShape& s);

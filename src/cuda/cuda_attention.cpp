@@ -141,11 +141,8 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
                               strides_fit_tma(p) && sm90::usable(p.dtype, p.head_dim);
   FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
                              sm80::max_smem_per_block());
-  shape.decode_allowed = choice == KernelChoice::automatic && p.seqused_k == nullptr;
-  shape.force_192x128 = choice == KernelChoice::sm90_ws_192x128;
-  shape.force_128x128 = choice == KernelChoice::sm90_ws_128x128;
-  shape.force_64x128_2cta = choice == KernelChoice::sm90_ws_64x128_2cta;
-  shape.force_128x128_s4 = choice == KernelChoice::sm90_ws_128x128_s4;
+  apply_kernel_choice(shape, choice);
+  shape.decode_allowed = shape.decode_allowed && p.seqused_k == nullptr;
   return select_fwd_config(shape).kernel;
 }
 

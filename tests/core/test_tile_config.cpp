@@ -257,6 +257,28 @@ class KernelEnv : public ::testing::Test {
   std::string saved_;
 };
 
+// Each choice sets its own force flag alone, and only "auto" lets decode calls take decode_16x64.
+TEST(TileConfig, ApplyKernelChoiceSetsOneForceAndDecodeOnlyOnAuto) {
+  const KernelChoice all[] = {KernelChoice::automatic,
+                              KernelChoice::sm80,
+                              KernelChoice::sm90_ws_192x128,
+                              KernelChoice::sm90_ws_128x128,
+                              KernelChoice::sm90_fp8_128x128_d256,
+                              KernelChoice::sm90_ws_64x128_2cta,
+                              KernelChoice::sm90_ws_128x128_s4};
+  for (const KernelChoice c : all) {
+    FwdShape s;
+    s.force_192x128 = s.force_128x128 = s.force_64x128_2cta = s.force_128x128_s4 = true;
+    apply_kernel_choice(s, c);
+    const int i = static_cast<int>(c);
+    EXPECT_EQ(s.decode_allowed, c == KernelChoice::automatic) << i;
+    EXPECT_EQ(s.force_192x128, c == KernelChoice::sm90_ws_192x128) << i;
+    EXPECT_EQ(s.force_128x128, c == KernelChoice::sm90_ws_128x128) << i;
+    EXPECT_EQ(s.force_64x128_2cta, c == KernelChoice::sm90_ws_64x128_2cta) << i;
+    EXPECT_EQ(s.force_128x128_s4, c == KernelChoice::sm90_ws_128x128_s4) << i;
+  }
+}
+
 TEST_F(KernelEnv, NamesTheChoiceOrTheBadValue) {
   unsetenv("GPUATTN_KERNEL");
   EXPECT_EQ(kernel_choice_from_env(), KernelChoice::automatic);

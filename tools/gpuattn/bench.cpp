@@ -215,11 +215,7 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
   s.batch = c.batch;
   s.hq = c.hq;
   s.max_smem_per_block = max_smem_per_block;
-  s.force_192x128 = choice == KernelChoice::sm90_ws_192x128;
-  s.force_128x128 = choice == KernelChoice::sm90_ws_128x128;
-  s.force_64x128_2cta = choice == KernelChoice::sm90_ws_64x128_2cta;
-  s.force_128x128_s4 = choice == KernelChoice::sm90_ws_128x128_s4;
-  s.decode_allowed = choice == KernelChoice::automatic;  // a named kernel keeps decode calls off
+  apply_kernel_choice(s, choice);
   const TileConfig& t = select_fwd_config(s);
   // Nothing fits (head dim 256 on a 99 KB device): the sm_80 launcher refuses the pick with
   // not_supported.
