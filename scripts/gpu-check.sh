@@ -272,6 +272,15 @@ if [ "$TESTS" = 1 ]; then
         --tool "$tool" --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" \
         --gtest_filter="$d64s4" --gtest_brief=1
     done
+    # The 3-stage head-dim-128 kernel's causal twin (half last tiles, one tile loop), which the
+    # dispatch gives causal head-dim-128 calls of up to 2048 keys: its half-tile, Sq != Sk and
+    # varlen shapes (auto picks it; the awkward lengths' S1000 causal case runs it above).
+    d128c='HalfLastTile/*D128*causal*:SeqlenMismatch/*D128*causal*'
+    d128c+=':VarlenNeighbours/*D128*causal*:-*compensated*'
+    for tool in memcheck racecheck; do
+      bg_step "$tool-sm90_s3_causal" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+        "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$d128c" --gtest_brief=1
+    done
     bg_wait
   fi
 

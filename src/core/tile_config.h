@@ -29,7 +29,8 @@ enum class FwdKernel {
   decode_16x64,                // split-KV decode kernel, sm_80 and newer (src/cuda/fwd_decode.cuh)
   decode_q8_16x64,        // the same over an int8 / FP8 E4M3 cache (src/cuda/fwd_decode_q8.cuh)
   sm90_ws_128x128_s3,     // the sm_90a kernel's dense/causal instantiation at head dim 128 for
-                          // short keys: 3 K/V stages, 1 Q buffer (FwdD128ShortTraits)
+                          // short keys: 3 K/V stages, 1 Q buffer (FwdD128ShortTraits; causal
+                          // calls FwdD128ShortCausalTraits, half last tiles on one tile loop)
   sm90_ws_128x128_s4,     // its causal instantiation at head dim 64 on 2 consumers: 4 K/V stages
                           // (FwdD64CausalTraits)
   sm90_fp8_128x128,       // the FP8 E4M3 kernel (AttentionArgs::q_scale) at head dims 64-256
@@ -222,7 +223,12 @@ inline constexpr std::array<TileConfig, 16> kFwdTileConfigs = {{
      "tiles. Same-run A/B against 2 stages (call 10, 3 rounds): S512 0.924x the time, S1024 "
      "0.959x, S2048 0.979x, causal S512 0.973x, S1024 0.98-1.005x; from S4096 1.02-1.04x "
      "(S32k causal 1.027x), hence the key bound. With 3 stages (2026-11-23-h200-s24 call 4): "
-     "168 us against cuDNN's 167, long_scoreboard 0.64"},
+     "168 us against cuDNN's 167, long_scoreboard 0.64. Causal calls run a twin of their own "
+     "(as sm90_ws_128x128_s4 does): a last key tile whose second 64 keys none of a warpgroup's "
+     "rows sees runs on its first 64 keys, and every tile on one loop, mask code included "
+     "(2026-11-30-h200-s57 call 3, against the twin-less kernel: causal S512 0.982x the time, "
+     "S1024 0.970x, S2048 0.983x, GQA S1000 0.986x; non-causal calls lost with it, 1.01-1.04x, "
+     "and keep the whole-tile loop)"},
     {FwdKernel::sm90_ws_128x128_s4, "sm90_ws_128x128_s4", 128, 128, 12, 4,
      "Hopper, head dim 64, standard precision, causal calls (no other mask) of fewer than "
      "kD64FourStageMaxRows (2048) rows, which never take sm90_ws_192x128: sm90_ws_128x128's "

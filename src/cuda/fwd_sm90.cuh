@@ -61,7 +61,7 @@ constexpr int kLookaheadInts = 2 + 7 + 32;
 constexpr int kItemInts = 8;
 
 template <typename T_, int kHeadDim_, bool kCompensated_ = false, int kConsumers_ = 2,
-          int kBlockN_ = 0, bool kLateWaitD64_ = false, int kStages_ = 0>
+          int kBlockN_ = 0, bool kLateWaitD64_ = false, int kStages_ = 0, bool kCausalOnly_ = false>
 struct FwdTraits {
   using T = T_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -136,6 +136,12 @@ struct FwdTraits {
                      kBlockN_ == 0 && !kLateWaitD64_),
                 "a stage override: 3 at head dim 128, 4 at head dim 64 (hoisted P V wait), "
                 "standard precision");
+  // An instantiation that runs causal calls only (run_fwd picks it): the causal twin of the
+  // 3-stage head-dim-128 kernel (FwdD128ShortCausalTraits) and the 4-stage head-dim-64 one
+  // (FwdD64CausalTraits). They take half last tiles on one tile loop (kHalfLast, kWholeLoop).
+  static constexpr bool kCausalOnly = kCausalOnly_;
+  static_assert(!kCausalOnly_ || kStages_ == 3 || kStages_ == 4,
+                "causal-only instantiations: the 3- and 4-stage ones");
   // Consumers take turns issuing their GEMMs (see consume()): H200, gpuattn bench, fp16 B4 H16
   // S4096 D128 543 -> 588 TFLOP/s non-causal, 487 -> 551 causal; bf16 579 -> 659 / 504 -> 520.
   // The compensated consumer at D = 128 has no registers for the turns: with them ptxas spilled
@@ -199,16 +205,21 @@ struct FwdTraits {
   //   S8192 0.981-0.987x, causal S4000 0.995-1.003x, B4 H32 S4096 (no half tile) 1.00x;
   // - the 4-stage causal kernel (sm90_ws_128x128_s4) with one tile loop (kWholeLoop below):
   //   causal B32 H32 S512 0.983x, B16 H32 S1024 0.970-0.989x, small grids 0.99-1.00x;
+  // - the 3-stage head-dim-128 kernel's causal twin (sm90_ws_128x128_s3's causal calls), also
+  //   with one tile loop (2026-11-30-h200-s57, call 3, 2 rounds of A B C D D C B A): causal
+  //   B32 H16 S512 0.982x, B16 S1024 0.970x, B8 S2048 0.983x, bf16 S512 0.984x, GQA B4 Hq32 Hkv8
+  //   S1000 0.986x; half tiles alone there 1.04x at S512, one loop alone 0.97-1.04x. Non-causal
+  //   calls lost with both (S512-S2048 1.01-1.04x), so they keep the 3-stage kernel as it was;
   // - lost with the whole-tile loop kept: s4 causal S512 1.09x, S1024 1.02x (6296 -> 6752
-  //   instructions), D128 (3 stages) causal S512 1.05x, the 2-CTA kernel's one-wave calls 1.00x
-  //   (their longest item, odd, has no half tile). So those keep whole last tiles.
+  //   instructions), the 2-CTA kernel's one-wave calls 1.00x (their longest item, odd, has no
+  //   half tile). So those keep whole last tiles.
   static constexpr bool kHalfLast =
-      kBlockN == 128 && !kCompensated && (kConsumers == 3 || kStages_ == 4);
-  // The whole-tile loop (see consume()): all but the 4-stage causal kernel, where its second copy
+      kBlockN == 128 && !kCompensated && (kConsumers == 3 || kCausalOnly_);
+  // The whole-tile loop (see consume()): all but the causal-only kernels, where its second copy
   // of the tile step cost more than the mask checks it saves. H200, same run as kHalfLast's call 3:
   // one loop alone 1.013-1.034x the time at causal D64 S512-S1024, one loop with half last tiles
   // 0.970-0.996x (the same instruction count as the two loops without them: 6296).
-  static constexpr bool kWholeLoop = kHeadDim <= 128 && kStages_ != 4;
+  static constexpr bool kWholeLoop = kHeadDim <= 128 && !kCausalOnly_;
   static constexpr int kSlabs = kHeadDim / 64;  // 128-byte-wide column slabs (swizzle atoms)
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;
   static constexpr int kKVBytes = kBlockN * kHeadDim * 2;
@@ -293,7 +304,11 @@ using FwdD128ShortTraits = FwdTraits<T, 128, false, 2, 0, false, 3>;
 // The traits of the causal instantiation at head dim 64 on 2 consumers: 4 K/V stages (see
 // FwdTraits::kStages); the configuration sm90_ws_128x128_s4.
 template <typename T>
-using FwdD64CausalTraits = FwdTraits<T, 64, false, 2, 0, false, 4>;
+using FwdD64CausalTraits = FwdTraits<T, 64, false, 2, 0, false, 4, true>;
+// The causal twin of FwdD128ShortTraits (half last tiles on one tile loop, see
+// FwdTraits::kHalfLast): what sm90_ws_128x128_s3 runs for causal calls.
+template <typename T>
+using FwdD128ShortCausalTraits = FwdTraits<T, 128, false, 2, 0, false, 3, true>;
 
 using ptx::quad_max;
 using ptx::quad_sum;
@@ -2136,7 +2151,9 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
     case FwdKernel::sm90_ws_192x128: return launch_own<FwdThreeConsumerTraits<T>, D>(p, stream);
     case FwdKernel::sm90_ws_64x128_2cta: return launch_own<FwdD64TwoCtaTraits<T>, D>(p, stream);
     case FwdKernel::sm90_ws_128x80_d256: return launch_own<FwdD256Traits<T>, D>(p, stream);
-    case FwdKernel::sm90_ws_128x128_s3: return launch_own<FwdD128ShortTraits<T>, D>(p, stream);
+    case FwdKernel::sm90_ws_128x128_s3:
+      if (p.causal) return launch_own<FwdD128ShortCausalTraits<T>, D>(p, stream);
+      return launch_own<FwdD128ShortTraits<T>, D>(p, stream);
     case FwdKernel::sm90_ws_128x128_s4:
       return launch_own<FwdD64CausalTraits<T>, D>(p, stream, /*causal_only=*/true);
     default: break;
