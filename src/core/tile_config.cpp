@@ -94,6 +94,7 @@ void apply_kernel_choice(FwdShape& s, KernelChoice choice) {
 
 bool sm90_late_pv_wait(FwdKernel kernel, int head_dim, bool causal, bool dense_or_causal) {
   if (kernel == FwdKernel::sm90_ws_128x128_s3) return true;  // head dim 128
+  if (kernel == FwdKernel::sm90_ws_128x128_s4) return true;  // head dim 64, causal calls
   if (kernel != FwdKernel::sm90_ws_128x128) return false;
   return head_dim == 128 || (head_dim == 64 && !causal && dense_or_causal);
 }

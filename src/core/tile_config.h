@@ -232,7 +232,7 @@ inline constexpr std::array<TileConfig, 16> kFwdTileConfigs = {{
     {FwdKernel::sm90_ws_128x128_s4, "sm90_ws_128x128_s4", 128, 128, 12, 4,
      "Hopper, head dim 64, standard precision, causal calls (no other mask) of fewer than "
      "kD64FourStageMaxRows (2048) rows, which never take sm90_ws_192x128: sm90_ws_128x128's "
-     "causal D64 kernel (hoisted P V wait, exponential turns) with 4 K/V stages instead of 2; a "
+     "causal D64 kernel with 4 K/V stages instead of 2; a "
      "D64 stage is 32 "
      "KB, so 4 fit beside the two Q buffers (32 + 128 KB). Its items hold 1-16 key tiles and "
      "start on cold K/V: ncu (H200, base clocks, 2026-11-23-h200-s23 call 9) had causal B32 "
@@ -244,7 +244,9 @@ inline constexpr std::array<TileConfig, 16> kFwdTileConfigs = {{
      "(the first warpgroup's diagonal tile at 64 keys, FwdTraits::kHalfLast) and one tile loop "
      "instead of the whole-tile one (kWholeLoop), together (2026-11-30-h200-s56 call 3, 2 rounds): "
      "causal B32 H32 S512 0.983x the time, B16 H32 S1024 0.970-0.989x; either alone lost "
-     "(1.09x / 1.01-1.03x)"},
+     "(1.09x / 1.01-1.03x). Since then the late P V wait without exponential turns (the 2-stage "
+     "kernel's causal calls keep the hoisted wait with the turns): 2026-11-30-h200-s57 calls 6-7, "
+     "causal B32 H32 S512 0.989x the time, B16 H32 S1024 0.990-0.994x"},
     {FwdKernel::sm90_fp8_128x128, "sm90_fp8_128x128", 128, 128, 12, 2,
      "Hopper, FP8 attention (E4M3 q, k, v; AttentionArgs::q_scale), head dims 64, 128 and 256, "
      "dense "
@@ -525,9 +527,10 @@ const TileConfig& select_fwd_config(const FwdShape& s);
 // so that the two overlap (true), or at its start, which hands the V stage back sooner (false).
 // Late on sm90_ws_128x128 and sm90_ws_128x128_s3 at head dim 128 (every call) and on
 // sm90_ws_128x128 at head dim 64 for dense non-causal calls (an instantiation of their own: the
-// one-wave B1 H16 S1024 shape took 0.98x the time; causal calls under 2048 rows, which now run
-// sm90_ws_128x128_s4, 1.02-1.04x); never on the other configurations (sm90_ws_128x128_s4
-// included). The CUDA dispatch launches by it, and --show-config prints it.
+// one-wave B1 H16 S1024 shape took 0.98x the time; causal calls under 2048 rows 1.02-1.04x),
+// and on sm90_ws_128x128_s4 (head dim 64, causal; since its half last tiles and one tile loop,
+// without exponential turns: 0.989-0.996x the time at causal S512-S1024); never on the other
+// configurations. The CUDA dispatch launches by it, and --show-config prints it.
 bool sm90_late_pv_wait(FwdKernel kernel, int head_dim, bool causal, bool dense_or_causal);
 
 // Whether the sm_90a configuration `kernel` runs call p on its dense instantiation (no tile search,

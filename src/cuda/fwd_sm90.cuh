@@ -134,7 +134,7 @@ struct FwdTraits {
                      kBlockN_ == 0) ||
                     (kStages_ == 4 && kHeadDim_ == 64 && kConsumers_ == 2 && !kCompensated_ &&
                      kBlockN_ == 0 && !kLateWaitD64_),
-                "a stage override: 3 at head dim 128, 4 at head dim 64 (hoisted P V wait), "
+                "a stage override: 3 at head dim 128, 4 at head dim 64, "
                 "standard precision");
   // An instantiation that runs causal calls only (run_fwd picks it): the causal twin of the
   // 3-stage head-dim-128 kernel (FwdD128ShortCausalTraits) and the 4-stage head-dim-64 one
@@ -161,9 +161,13 @@ struct FwdTraits {
   // wait, which runs causal calls under 2048 rows) 0.979 / 0.977 / 0.975x the time, S512 0.995 /
   // 0.996 / 0.990x; the other D64 kernels lost (one-wave late-wait 1.009-1.013x, the 3-consumer
   // sweep 1.00-1.03x) and so did D128 (1.00-1.06x). So: that instantiation's dense kernel only
-  // (the masked one, not measured, keeps free-running exponentials).
+  // (the masked one, not measured, keeps free-running exponentials). Not the 4-stage causal
+  // kernel since its half last tiles and one tile loop (kHalfLast): without them there, and with
+  // the late wait (kLateWait), H200 A/B against it (2026-11-30-h200-s57, calls 6-7, 4 rounds):
+  // causal B32 H32 S512 0.989x the time (twice), B16 H32 S1024 0.990-0.994x, bf16 B8 S512
+  // 0.995-0.996x; without the turns alone 0.989-1.000x.
   static constexpr bool kExpTurns =
-      kConsumers == 2 && kHeadDim == 64 && !kCompensated && !kLateWaitD64_;
+      kConsumers == 2 && kHeadDim == 64 && !kCompensated && !kLateWaitD64_ && !kCausalOnly_;
   static constexpr int kExpBarrier = 8;  // after the turn (1-2), epilogue (3-4), stage (6-7) ones
   // Where a tile's softmax waits for the P V GEMM before it (see consume()'s step): after the
   // softmax, so that the two overlap (head dim 128), or at its start, where ptxas hoists the wait
@@ -181,9 +185,11 @@ struct FwdTraits {
   // of the 2-consumer D64 kernel, keep the hoisted one. H200, same-run A/Bs against the hoisted
   // wait at B1 H16 S1024: 0.979x the time (5 rounds) and 0.984x (7 rounds; the 3-consumer S4096
   // control 0.989x), 0.957x back to back in a CUDA graph (2026-11-22-h200-steps, calls 2 and 9);
-  // causal B32 H32 S512 1.037x (call 2).
+  // causal B32 H32 S512 1.037x (call 2). The 4-stage causal kernel (kCausalOnly_) took the late
+  // wait in session 57, with its half last tiles and one tile loop and without exp turns (see
+  // kExpTurns): causal S512 0.989x the time.
   // (core/tile_config.h's sm90_late_pv_wait states this rule for the dispatch and --show-config.)
-  static constexpr bool kLateWait = kHeadDim == 128 || kLateWaitD64_;
+  static constexpr bool kLateWait = kHeadDim == 128 || kLateWaitD64_ || kCausalOnly_;
   static_assert(!kLateWaitD64_ || (kHeadDim == 64 && kConsumers == 2 && !kCompensated),
                 "the late-wait instantiation is the 2-consumer head-dim-64 one");
   // Q in registers for S = Q K^T (wgmma with A from registers): each consumer loads its 64 rows

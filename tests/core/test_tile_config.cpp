@@ -1115,15 +1115,15 @@ TEST(TileConfig, DenseInstantiationRule) {
 TEST(TileConfig, LatePvWaitRule) {
   // sm90_ws_128x128: every head-dim-128 call; head dim 64 only dense (no window, global tokens or
   // layout) and non-causal. The late wait is what FwdTraits::kLateWait compiles: the 4-stage
-  // head-dim-64 kernel keeps the hoisted wait of the causal calls it runs.
+  // head-dim-64 kernel has it too (the causal calls it runs), the 2-stage one's causal calls not.
   for (bool causal : {false, true}) {
     for (bool dense : {false, true}) {
       EXPECT_TRUE(sm90_late_pv_wait(FwdKernel::sm90_ws_128x128, 128, causal, dense));
       EXPECT_EQ(sm90_late_pv_wait(FwdKernel::sm90_ws_128x128, 64, causal, dense), !causal && dense)
           << causal << dense;
-      // sm90_ws_128x128_s3 (head dim 128): always; sm90_ws_128x128_s4 (head dim 64): never.
+      // sm90_ws_128x128_s3 (head dim 128) and sm90_ws_128x128_s4 (head dim 64): always.
       EXPECT_TRUE(sm90_late_pv_wait(FwdKernel::sm90_ws_128x128_s3, 128, causal, dense));
-      EXPECT_FALSE(sm90_late_pv_wait(FwdKernel::sm90_ws_128x128_s4, 64, causal, dense));
+      EXPECT_TRUE(sm90_late_pv_wait(FwdKernel::sm90_ws_128x128_s4, 64, causal, dense));
       for (FwdKernel k :
            {FwdKernel::sm90_ws_192x128, FwdKernel::sm90_ws_128x64_d256,
             FwdKernel::sm90_ws_128x80_d256, FwdKernel::sm90_ws_128x64_compensated,
