@@ -181,11 +181,11 @@ struct FwdTraits {
   // for the overlap to pay for the later V release.
   // So at head dim 64 only dense non-causal calls on 2 consumers (the one-wave B1 H16 S1024 shape
   // among them; grids that fill the GPU take 3) run the late wait, in an instantiation of their
-  // own (FwdD64LateWaitTraits, picked by run_fwd); causal calls under 2048 rows, the other users
-  // of the 2-consumer D64 kernel, keep the hoisted one. H200, same-run A/Bs against the hoisted
-  // wait at B1 H16 S1024: 0.979x the time (5 rounds) and 0.984x (7 rounds; the 3-consumer S4096
-  // control 0.989x), 0.957x back to back in a CUDA graph (2026-11-22-h200-steps, calls 2 and 9);
-  // causal B32 H32 S512 1.037x (call 2). The 4-stage causal kernel (kCausalOnly_) took the late
+  // own (FwdD64LateWaitTraits, picked by run_fwd); the 2-stage kernel's causal calls keep the
+  // hoisted one. H200, same-run A/Bs against the hoisted wait at B1 H16 S1024: 0.979x the time
+  // (5 rounds) and 0.984x (7 rounds; the 3-consumer S4096 control 0.989x), 0.957x back to back
+  // in a CUDA graph (2026-11-22-h200-steps, calls 2 and 9); causal B32 H32 S512 1.037x (call 2).
+  // The 4-stage causal kernel (kCausalOnly_) took the late
   // wait in session 57, with its half last tiles and one tile loop and without exp turns (see
   // kExpTurns): causal S512 0.989x the time.
   // (core/tile_config.h's sm90_late_pv_wait states this rule for the dispatch and --show-config.)

@@ -1188,9 +1188,9 @@ INSTANTIATE_TEST_SUITE_P(
 // Short work items on persistent CTAs (sm_90a dense kernels at head dims 64 and 128, several
 // items a CTA): items of 1, 2 and 3 key tiles in every order (causal, dynamic schedule), 1-tile
 // items only, items whose rows see no key between items that do (Sq > Sk causal), Sk > Sq, GQA
-// 16:4, the 2-consumer D64 kernel with the exp turns (causal under 2048 rows) and the 3-consumer
-// one (dense grids that fill the GPU), and varlen batches with length-1 and empty sequences. (The
-// twenty-second session's item chains, not landed, were checked on these.)
+// 16:4, the 4-stage causal D64 kernel (causal under 2048 rows; late P V wait since session 57)
+// and the 3-consumer one (dense grids that fill the GPU), and varlen batches with length-1 and
+// empty sequences. (The twenty-second session's item chains, not landed, were checked on these.)
 const std::vector<int> kShortLensQ = {300, 1, 129, 0, 257, 1000, 128, 77};
 const std::vector<int> kShortLensK = {300, 129, 1, 500, 0, 1000, 383, 77};
 
