@@ -274,11 +274,14 @@ if [ "$TESTS" = 1 ]; then
     done
     # The 3-stage head-dim-128 kernel's causal twin (half last tiles, one tile loop), which the
     # dispatch gives causal head-dim-128 calls of up to 2048 keys: its half-tile, Sq != Sk and
-    # varlen shapes (auto picks it; the awkward lengths' S1000 causal case runs it above).
-    d128c='HalfLastTile/*D128*causal*:SeqlenMismatch/*D128*causal*'
-    d128c+=':VarlenNeighbours/*D128*causal*:-*compensated*'
+    # varlen shapes, and short items several a CTA (ShortItems S300: 768 items; auto picks it;
+    # the awkward lengths' S1000 causal case runs it above).
+    d128c='HalfLastTile/*D128*causal*:SeqlenMismatch/*Sq100_Sk1000_D128_causal'
+    d128c+=':SeqlenMismatch/*Sq1000_Sk100_D128_causal:VarlenNeighbours/*D128*causal*'
+    d128c+=':ShortItems/*B16_H16kv4_S300_D128_causal:-*compensated*'
     for tool in memcheck racecheck; do
-      bg_step "$tool-sm90_s3_causal" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+      bg_step "$tool-sm90_s3_causal" env GPUATTN_KERNEL=auto compute-sanitizer --tool "$tool" \
+        --error-exitcode 1 \
         "$BUILD/tests/gpuattn_cuda_tests" --gtest_filter="$d128c" --gtest_brief=1
     done
     bg_wait

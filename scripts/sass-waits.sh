@@ -2,7 +2,8 @@
 # Where each sm_90a kernel waits for its wgmma groups, from the SASS of a build (no GPU needed):
 # per instantiation, in code order, every WARPGROUP.DEPBAR.LE (W<n>: wait until n groups are
 # pending) and every run of MUFU.EX2 (M<count>: a softmax). The tile loop should read
-# "W0x1 M66 W0x0" where the P V wait comes after the softmax (Tr::kLateWait, head dim 128) and
+# "W0x1 M66 W0x0" where the P V wait comes after the softmax (Tr::kLateWait: head dim 128, the
+# dense non-causal and the 4-stage causal head-dim-64 kernels) and
 # "W0x1 W0x0 M66" where it is hoisted to the softmax's start (ptxas's own placement; see
 # bench/results/sm90-kernel-notes.md, ninth session). Needs cuobjdump (the CUDA toolkit's, or the
 # nvidia-cuda-cuobjdump wheel's on PATH).

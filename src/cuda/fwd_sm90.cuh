@@ -179,10 +179,10 @@ struct FwdTraits {
   // and 2-9% at S512-S2048 with 3; at head dim 256 it lost 1-5% at S512-S2048. There a tile's
   // softmax either already hides behind the other warpgroups' GEMMs or the items are too short
   // for the overlap to pay for the later V release.
-  // So at head dim 64 only dense non-causal calls on 2 consumers (the one-wave B1 H16 S1024 shape
-  // among them; grids that fill the GPU take 3) run the late wait, in an instantiation of their
-  // own (FwdD64LateWaitTraits, picked by run_fwd); the 2-stage kernel's causal calls keep the
-  // hoisted one. H200, same-run A/Bs against the hoisted wait at B1 H16 S1024: 0.979x the time
+  // So on the 2-stage kernel at head dim 64 only dense non-causal calls (the one-wave B1 H16
+  // S1024 shape among them; grids that fill the GPU take 3) run the late wait, in an
+  // instantiation of their own (FwdD64LateWaitTraits, picked by run_fwd); its causal calls keep
+  // the hoisted one. H200, same-run A/Bs against the hoisted wait at B1 H16 S1024: 0.979x the time
   // (5 rounds) and 0.984x (7 rounds; the 3-consumer S4096 control 0.989x), 0.957x back to back
   // in a CUDA graph (2026-11-22-h200-steps, calls 2 and 9); causal B32 H32 S512 1.037x (call 2).
   // The 4-stage causal kernel (kCausalOnly_) took the late
@@ -218,7 +218,7 @@ struct FwdTraits {
   //   calls lost with both (S512-S2048 1.01-1.04x), so they keep the 3-stage kernel as it was;
   // - lost with the whole-tile loop kept: s4 causal S512 1.09x, S1024 1.02x (6296 -> 6752
   //   instructions), the 2-CTA kernel's one-wave calls 1.00x (their longest item, odd, has no
-  //   half tile). So those keep whole last tiles.
+  //   half tile). So the 2-CTA kernel (and every 2-stage one) keeps whole last tiles.
   static constexpr bool kHalfLast =
       kBlockN == 128 && !kCompensated && (kConsumers == 3 || kCausalOnly_);
   // The whole-tile loop (see consume()): all but the causal-only kernels, where its second copy
@@ -1834,7 +1834,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       // S16384) and keeps the one loop. (Call 6's dead tails, 287 more instructions in the D64
       // loop that never ran on non-causal calls, had cost 4-10%.) ncu (call 11): instruction
       // fetch is part of it, the no-instruction stall 0.131 -> 0.075 warps per issue at D64.
-      // Not on the 4-stage causal kernel (Tr::kWholeLoop).
+      // Not on the causal-only kernels (Tr::kWholeLoop).
       if constexpr (Tr::kWholeLoop) {
         int n_whole = banded ? 0 : lk / kBlockN;
         if (p.causal) n_whole = min(n_whole, max(0, m0 + cw * 64 + diag + 1) / kBlockN);
@@ -2127,12 +2127,12 @@ inline void require_dense_standard(const char* config, const FwdParams& p, bool 
 // Launches the instantiation Tr, the configuration of its own that the dispatch picked for a
 // dense or causal call, where it exists at head dim D (its traits' head dim).
 template <class Tr, int D>
-void launch_own(const FwdParams& p, cudaStream_t stream, bool causal_only = false) {
+void launch_own(const FwdParams& p, cudaStream_t stream) {
   constexpr FwdKernel kKernel = kernel_of<Tr>();
   const char* name = kFwdTileConfigs[static_cast<int>(kKernel)].name;
   if constexpr (D == Tr::kHeadDim) {
     static_assert(matches_table<Tr>(), "FwdTraits and the tile configuration table agree");
-    require_dense_standard(name, p, causal_only);
+    require_dense_standard(name, p, Tr::kCausalOnly);
     launch_kernel<Tr, false>(p, stream);
   } else {
     throw Error(ErrorCode::not_supported, std::string("gpuattn: ") + name + " exists at head dim " +
@@ -2144,7 +2144,8 @@ void launch_own(const FwdParams& p, cudaStream_t stream, bool causal_only = fals
 // `kernel` is select_fwd_config's pick. sm90_ws_192x128 (head dim 64, dense and causal calls)
 // runs the 3-consumer instantiation, sm90_ws_128x80_d256 (head dim 256, dense and causal, from
 // 1024 keys) the 80-key one, sm90_ws_128x128_s3 (head dim 128, dense and causal, up to 2048
-// keys) the 3-stage one, sm90_ws_128x128_s4 (head dim 64, causal, under 2048 rows) the 4-stage one,
+// keys) the 3-stage one (causal calls its causal twin), sm90_ws_128x128_s4 (head dim 64, causal,
+// under 2048 rows) the 4-stage one,
 // sm90_ws_64x128_2cta (head dim 64, dense and causal, small grids) the one-consumer one;
 // otherwise p.precision picks: standard (2 consumers; the dense or the masked instantiation, see
 // launch_fwd), or (head dims 64 and 128) compensated. A compensated call at head dim 256 belongs
@@ -2160,8 +2161,7 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
     case FwdKernel::sm90_ws_128x128_s3:
       if (p.causal) return launch_own<FwdD128ShortCausalTraits<T>, D>(p, stream);
       return launch_own<FwdD128ShortTraits<T>, D>(p, stream);
-    case FwdKernel::sm90_ws_128x128_s4:
-      return launch_own<FwdD64CausalTraits<T>, D>(p, stream, /*causal_only=*/true);
+    case FwdKernel::sm90_ws_128x128_s4: return launch_own<FwdD64CausalTraits<T>, D>(p, stream);
     default: break;
   }
   if (p.precision == Precision::compensated) {

@@ -5,8 +5,9 @@
 // block-sparse, each with or without a window; p.dense_or_causal() and p.banded() pick);
 // sm90_ws_192x128 (head dim 64, dense and causal) the 3-consumer one; sm90_ws_128x80_d256 (head
 // dim 256, dense and causal) its 80-key-tile instantiation, sm90_ws_128x128_s3 (head dim 128, dense
-// and causal) its 3-stage one (causal calls its causal twin: half last tiles on one tile loop), sm90_ws_128x128_s4 (head dim 64, causal) its 4-stage one,
-// sm90_ws_64x128_2cta (head dim 64, dense and causal) its one-consumer one, two CTAs an SM;
+// and causal) its 3-stage one (causal calls its causal twin: half last tiles on one tile loop),
+// sm90_ws_128x128_s4 (head dim 64, causal) its 4-stage one, sm90_ws_64x128_2cta (head dim 64,
+// dense and causal) its one-consumer one, two CTAs an SM;
 // sm90_ws_128x64_compensated (head dims 64 and 128) the compensated-precision kernel, every mask.
 // `*_usable` says whether the running device executes its sm_90a code.
 #pragma once

@@ -752,10 +752,11 @@ INSTANTIATE_TEST_SUITE_P(
                       dense(2, 4, 4, 4097, 4097, 64, f16).compensated().no_lse()),
     case_name);
 
-// Last key tiles of 128 keys that the sm_90a 3-consumer and 4-stage causal kernels run on their
-// first 64 keys only (FwdTraits::kHalfLast; the other kernels on the sm90_192. and default
-// variants) and their neighbours: 64 valid keys (half), 65 (whole), 1; causal with rows ending on
-// a 64-key boundary, and bottom-right diagonals 248 and 64 keys to the right.
+// Last key tiles of 128 keys that the sm_90a 3-consumer and 4-stage causal kernels and the
+// 3-stage head-dim-128 kernel's causal twin run on their first 64 keys only (FwdTraits::kHalfLast;
+// the other kernels on the sm90_192. and default variants) and their neighbours: 64 valid keys
+// (half), 65 (whole), 1; causal with rows ending on a 64-key boundary, and bottom-right diagonals
+// 248 and 64 keys to the right.
 INSTANTIATE_TEST_SUITE_P(HalfLastTile, AttentionCuda,
                          ::testing::Values(dense(2, 8, 8, 192, 192, 64, f16),
                                            dense(2, 8, 8, 193, 193, 64, bf16),
