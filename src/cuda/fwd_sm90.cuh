@@ -185,9 +185,8 @@ struct FwdTraits {
   // the hoisted one. H200, same-run A/Bs against the hoisted wait at B1 H16 S1024: 0.979x the time
   // (5 rounds) and 0.984x (7 rounds; the 3-consumer S4096 control 0.989x), 0.957x back to back
   // in a CUDA graph (2026-11-22-h200-steps, calls 2 and 9); causal B32 H32 S512 1.037x (call 2).
-  // The 4-stage causal kernel (kCausalOnly_) took the late
-  // wait in session 57, with its half last tiles and one tile loop and without exp turns (see
-  // kExpTurns): causal S512 0.989x the time.
+  // The 4-stage causal kernel (kCausalOnly_) took the late wait in session 57, with its half last
+  // tiles and one tile loop and without exp turns (see kExpTurns): causal S512 0.989x the time.
   // (core/tile_config.h's sm90_late_pv_wait states this rule for the dispatch and --show-config.)
   static constexpr bool kLateWait = kHeadDim == 128 || kLateWaitD64_ || kCausalOnly_;
   static_assert(!kLateWaitD64_ || (kHeadDim == 64 && kConsumers == 2 && !kCompensated),
@@ -2110,7 +2109,8 @@ constexpr bool matches_table() {
 
 // The dense and causal calls' own instantiations (sm90_ws_192x128, sm90_ws_128x80_d256,
 // sm90_ws_128x128_s3, sm90_ws_128x128_s4, sm90_ws_64x128_2cta) run nothing else: a clear error for
-// any other call that names one (sm90_ws_128x128_s4: causal calls only).
+// any other call that names one (the causal-only instantiations, Tr::kCausalOnly: causal calls
+// only).
 inline void require_dense_standard(const char* config, const FwdParams& p, bool causal_only) {
   if (p.precision != Precision::standard || !p.dense_or_causal() || (causal_only && !p.causal)) {
     throw Error(ErrorCode::not_supported,
@@ -2145,8 +2145,8 @@ void launch_own(const FwdParams& p, cudaStream_t stream) {
 // runs the 3-consumer instantiation, sm90_ws_128x80_d256 (head dim 256, dense and causal, from
 // 1024 keys) the 80-key one, sm90_ws_128x128_s3 (head dim 128, dense and causal, up to 2048
 // keys) the 3-stage one (causal calls its causal twin), sm90_ws_128x128_s4 (head dim 64, causal,
-// under 2048 rows) the 4-stage one,
-// sm90_ws_64x128_2cta (head dim 64, dense and causal, small grids) the one-consumer one;
+// under 2048 rows) the 4-stage one, sm90_ws_64x128_2cta (head dim 64, dense and causal, small
+// grids) the one-consumer one;
 // otherwise p.precision picks: standard (2 consumers; the dense or the masked instantiation, see
 // launch_fwd), or (head dims 64 and 128) compensated. A compensated call at head dim 256 belongs
 // to the sm_80 path (select_fwd_config never sends it here).
