@@ -82,17 +82,27 @@ struct FwdTraits {
   // in the other's tiles (the 2-consumer kernel's warpgroups meet at every boundary); no turns
   // between them, no exponential turns. Small grids only (two_ctas_pay, core/tile_config.h).
   static constexpr int kCtasPerSm = kConsumers == 1 ? 2 : 1;
+  // An instantiation of its own for dense and causal calls (every one but the 2-consumer kernel
+  // FwdTraits<T, D> and the compensated one): run_fwd launches these through launch_own, which
+  // refuses any call that is not p.dense_or_causal(), or (the late-wait D64 one) only for dense
+  // calls (sm90_late_pv_wait). So they never run a sliding window or a block layout, and compile
+  // neither (kBanded, kListed below): that dead code was 17-34% of their instructions (nvcc
+  // 13.0, fp16: the 3-stage D128 kernel 7640 -> 5048, its causal twin 7880 -> 5048, the 4-stage
+  // D64 one 6264 -> 4984, the late-wait D64 one 6224 -> 4952).
+  static constexpr bool kOwnDenseCausal =
+      kConsumers_ != 2 || kBlockN_ != 0 || kLateWaitD64_ || kStages_ != 0 || kCausalOnly_;
   // Whether the dense instantiation runs sliding windows alone (p.banded(), see ItemShape): at
   // head dim 128 only (the 2-consumer kernel; run_fwd sends only dense and causal calls to the
   // 3-consumer one). At head dims 64 and 256 windows stay on the masked instantiation: the window
   // code cost their dense and causal calls more than it was measured to give (H200 A/B of
   // 8cdd8ae with and without it there: causal D64 S512 0.966x, S1024 0.989x the time, causal
   // D256 S2048-S8192 0.96-0.97x; windows are benchmarked at head dim 128 only).
-  static constexpr bool kBanded = kConsumers == 2 && kHeadDim == 128;
+  static constexpr bool kBanded = kConsumers == 2 && kHeadDim == 128 && !kOwnDenseCausal;
   // Block layouts of whole tiles (FwdParams::whole_tile_layout) run on the dense instantiation
   // too, their producer warp listing each item's on tiles (count_listed); the D256 producer's 24
   // registers leave no room for it, so those stay masked.
-  static constexpr bool kListed = kConsumers == 2 && kHeadDim <= 128 && !kCompensated;
+  static constexpr bool kListed =
+      kConsumers == 2 && kHeadDim <= 128 && !kCompensated && !kOwnDenseCausal;
   static constexpr int kThreads = (kConsumers + 1) * 128;  // + the producer warpgroup
   static constexpr int kBlockM = kConsumers * 64;
   // Keys per tile: 128 at head dims 64 and 128, where wgmma N = 128 for S keeps the tensor cores
@@ -2011,6 +2021,18 @@ constexpr FwdKernel kernel_of();
 
 template <class Tr, bool kMasked>
 void launch_kernel(const FwdParams& p, cudaStream_t stream) {
+  // The own dense / causal instantiations compile no window or block-layout code
+  // (FwdTraits::kOwnDenseCausal): such a call would run as if dense. run_fwd never sends one
+  // there (launch_own, sm90_late_pv_wait); this keeps it so.
+  if constexpr (!kMasked && Tr::kOwnDenseCausal) {
+    if (!p.dense_or_causal()) {
+      throw Error(ErrorCode::not_supported,
+                  std::string("gpuattn: ") +
+                      kFwdTileConfigs[static_cast<int>(kernel_of<Tr>())].name +
+                      " runs dense and causal calls only, not a sliding window, global tokens or "
+                      "a block layout");
+    }
+  }
   static PerDeviceFlags configured{};
   set_max_dynamic_smem(reinterpret_cast<const void*>(fwd_kernel<Tr, kMasked>), Tr::kSmemBytes,
                        configured);
