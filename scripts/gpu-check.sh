@@ -257,7 +257,8 @@ if [ "$TESTS" = 1 ]; then
         --gtest_filter="$d64c" --gtest_brief=1
     done
     # The one-consumer kernel (two CTAs an SM), forced onto the same shapes as the 3-consumer one
-    # (varlen and the persistent GroupedHeads grid, which the dispatch never gives it, included).
+    # (the persistent GroupedHeads grid, which the dispatch never gives it, included; the varlen
+    # ones run the rule's pick: the kernel takes no varlen calls, FwdTraits::kTakesVarlen).
     for tool in memcheck racecheck; do
       bg_step "$tool-sm90_2cta" env GPUATTN_KERNEL=sm90_ws_64x128_2cta compute-sanitizer \
         --tool "$tool" --error-exitcode 1 "$BUILD/tests/gpuattn_cuda_tests" \

@@ -147,7 +147,8 @@ const TileConfig& select_fwd_config(const FwdShape& s) {
       if (s.head_dim == 64 && s.dense_or_causal && s.causal && s.force_128x128_s4) {
         return tile_config(FwdKernel::sm90_ws_128x128_s4);
       }
-      if (s.head_dim == 64 && s.dense_or_causal && (s.force_64x128_2cta || two_ctas_pay(s))) {
+      if (s.head_dim == 64 && s.dense_or_causal &&
+          ((s.force_64x128_2cta && !s.varlen) || two_ctas_pay(s))) {
         return tile_config(FwdKernel::sm90_ws_64x128_2cta);
       }
       const bool three = s.head_dim == 64 && s.dense_or_causal &&

@@ -390,7 +390,7 @@ struct FwdShape {
 // head-dim-256 calls on sm90_fp8_128x128 too, and "sm90_fp8_128x128_d256" runs every FP8
 // head-dim-256 call the FP8 kernel takes on sm90_fp8_128x128_d256 (other calls as "auto");
 // "sm90_ws_64x128_2cta", the one-consumer head-dim-64 kernel (two CTAs an SM) for every call it
-// runs (Hopper, head dim 64, dense or causal, standard precision, varlen too), whatever the grid
+// runs (Hopper, head dim 64, dense or causal, standard precision, not varlen), whatever the grid
 // (the rule takes it only for small ones; FP8 calls as "auto"); "sm90_ws_128x128_s4", the
 // 4-stage 2-consumer head-dim-64 kernel for every causal call it runs (Hopper, head dim 64,
 // causal without another mask, standard precision, varlen too), whatever the length and grid
@@ -437,7 +437,8 @@ bool three_consumers_pay(const FwdShape& s);
 // at 2 waves 1.15x (against sm90_ws_128x128_s4), non-causal against 3 consumers 1.04-1.18x.
 // Never under force_128x128 or force_192x128 (their kernels for every such call); under
 // force_128x128_s4 non-causal calls keep this rule (that force takes causal calls only), and
-// force_64x128_2cta takes the kernel without it.
+// force_64x128_2cta takes the kernel without it but for varlen calls (the kernel runs none; see
+// FwdTraits::kTakesVarlen), which keep the rule.
 inline constexpr int kTwoCtaMaxWaves = 3;
 inline constexpr int kTwoCtaMaxKeys = 2048;
 bool two_ctas_pay(const FwdShape& s);
@@ -496,7 +497,8 @@ bool d64_four_stages(const FwdShape& s);
 //                           kD128ThreeStageMaxKeys keys, unless GPUATTN_KERNEL=sm90_ws_128x128;
 //   sm90_ws_64x128_2cta     the same at head dim 64 for dense and causal calls (not varlen) on
 //                           small grids (two_ctas_pay()), and every dense or causal head-dim-64
-//                           call when GPUATTN_KERNEL=sm90_ws_64x128_2cta forces it;
+//                           call but varlen ones when GPUATTN_KERNEL=sm90_ws_64x128_2cta forces
+//                           it;
 //   sm90_ws_192x128         the same at head dim 64 for dense and causal calls whose grid fills the
 //                           GPU (three_consumers_pay(): 192-row items on 3 consumer warpgroups,
 //                           also taken when GPUATTN_KERNEL=sm90_ws_192x128 forces it, never

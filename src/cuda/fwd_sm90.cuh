@@ -82,6 +82,12 @@ struct FwdTraits {
   // in the other's tiles (the 2-consumer kernel's warpgroups meet at every boundary); no turns
   // between them, no exponential turns. Small grids only (two_ctas_pay, core/tile_config.h).
   static constexpr int kCtasPerSm = kConsumers == 1 ? 2 : 1;
+  // Whether it runs varlen calls: not the one-consumer kernel, which the dispatch gives dense and
+  // causal calls of fixed lengths only (two_ctas_pay; GPUATTN_KERNEL=sm90_ws_64x128_2cta leaves
+  // varlen calls to the rule), so it compiles neither the varlen producer loop nor the row-by-row
+  // O copy (nvcc 13.0, fp16: 4912 -> 3976 instructions); launch_kernel refuses a varlen call
+  // there.
+  static constexpr bool kTakesVarlen = kConsumers != 1;
   // An instantiation of its own for dense and causal calls (every one but the 2-consumer kernel
   // FwdTraits<T, D> and the compensated one): run_fwd launches these through launch_own, which
   // refuses any call that is not p.dense_or_causal(), or (the late-wait D64 one) only for dense
@@ -978,7 +984,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtasPerSm)
   // Item x's Q into buffer qb (the producer thread; the buffer is free).
   auto load_q = [&](int qb, const ItemShape& x) {
     const int q_row = static_cast<int>(p.row0_q(x.it.b)) + x.m0;
-    const int bc = p.is_varlen() ? 0 : x.it.b;
+    const int bc = (Tr::kTakesVarlen && p.is_varlen()) ? 0 : x.it.b;
     const std::uint32_t q_full = bar.q_full_of(qb), q_dst = sq + qb * Tr::kQBytes;
     ptx::mbarrier_arrive_expect_tx(q_full, Tr::kQBytes);
 #pragma unroll
@@ -1019,12 +1025,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtasPerSm)
       const ItemShape x = shape_of(static_cast<int>(blockIdx.x));
       // Not a tile that ends past its varlen sequence: the early load has no tail map branch
       // (kVarlen false keeps the prologue's code as it was); the loop loads that tile.
-      if (x.n_tiles > 0 && (!p.is_varlen() || (x.t_first + 1) * kBlockN <= x.lk)) {
+      if (x.n_tiles > 0 &&
+          (!(Tr::kTakesVarlen && p.is_varlen()) || (x.t_first + 1) * kBlockN <= x.lk)) {
         early = true;
         load_q(0, x);
-        load_kv<Tr, false, false>(p, maps, sk0, sv0, bar, 0,
-                                  static_cast<int>(p.row0_k(x.it.b)) + x.t_first * kBlockN,
-                                  p.kv_head(x.it.h), p.is_varlen() ? 0 : x.it.b);
+        load_kv<Tr, false, false>(
+            p, maps, sk0, sv0, bar, 0, static_cast<int>(p.row0_k(x.it.b)) + x.t_first * kBlockN,
+            p.kv_head(x.it.h), (Tr::kTakesVarlen && p.is_varlen()) ? 0 : x.it.b);
       }
     }
   }
@@ -1076,7 +1083,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtasPerSm)
           // Lane 0 alone: it reads the end in load_kv (with the listed producer's 32 lanes all
           // writing it, racecheck saw the next item's write race this item's read, s46 call 3).
           if (kVarlen && !kMasked && lane == 0 && w < sched.items) {
-            set_seq_end(p, bar, x.it.b, x.lk);
+            if constexpr (Tr::kTakesVarlen) set_seq_end(p, bar, x.it.b, x.lk);
           }
           int listed_last = -1;  // a listed item's last on tile
           if (listed && x.n_tiles > 0) {
@@ -1113,7 +1120,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtasPerSm)
           } else {
             if (x.n_tiles > 0) {  // without a key tile the consumers write zeros without Q
               const int k_row0 = static_cast<int>(p.row0_k(x.it.b));
-              const int bc = p.is_varlen() ? 0 : x.it.b;
+              const int bc = (Tr::kTakesVarlen && p.is_varlen()) ? 0 : x.it.b;
               ++q_loads;
               if (lane == 0) {
                 if (q_use > 0) ptx::mbarrier_wait(bar.q_empty_of(qb), (q_use - 1) & 1);
@@ -1149,7 +1156,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtasPerSm)
           }
         }
       };
-      if (kMasked || p.is_varlen()) {
+      if (kMasked || (Tr::kTakesVarlen && p.is_varlen())) {
         produce(std::true_type{});
       } else {
         produce(std::false_type{});
@@ -1956,7 +1963,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
                        ptx::pack2<T>(o[4 * n + 6] * inv[1], o[4 * n + 7] * inv[1]));
     }
     SM90_TRACE(1 + cw, trace_u, 6);
-    if (!p.is_varlen()) {
+    if (!(Tr::kTakesVarlen && p.is_varlen())) {
       ptx::fence_proxy_async_shared();  // the stmatrix writes, before the TMA store reads them
       ptx::named_barrier_sync(kEpilogueBarrier + cw, 128);
       SM90_TRACE(1 + cw, trace_u, 7);
@@ -2024,6 +2031,14 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   // The own dense / causal instantiations compile no window or block-layout code
   // (FwdTraits::kOwnDenseCausal): such a call would run as if dense. run_fwd never sends one
   // there (launch_own, sm90_late_pv_wait); this keeps it so.
+  if constexpr (!Tr::kTakesVarlen) {
+    if (p.is_varlen()) {
+      throw Error(ErrorCode::not_supported,
+                  std::string("gpuattn: ") +
+                      kFwdTileConfigs[static_cast<int>(kernel_of<Tr>())].name +
+                      " runs no varlen calls (cu_seqlens)");
+    }
+  }
   if constexpr (!kMasked && Tr::kOwnDenseCausal) {
     if (!p.dense_or_causal()) {
       throw Error(ErrorCode::not_supported,

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Prepared in session 57 on branch wip/own-lean (not run: no device time left). The own dense /
-# causal instantiations without the window and block-layout code they never run
-# (FwdTraits::kOwnDenseCausal): fp16 3-stage D128 7640 -> 5048 instructions, its causal twin
-# 7880 -> 5048, the 4-stage causal D64 one 6264 -> 4984, the late-wait D64 one 6224 -> 4952;
-# every other sm_90a kernel byte-identical to main. A = main (carry/base: git archive of main
-# without bench/results), B = this tree; gpuattn bench a shape a process, A B B A, 3 rounds;
-# then B's D64 / D128 GPU cases on the dispatch's picks and forced onto s4.
-# Expected (s22: 287 dead instructions in the D64 tile loop cost 4-10%; 8cdd8ae: window code
-# cost causal D64 S512 3.4%): 0.97-0.99x on the four kernels' shapes if instruction fetch is
-# part of their short items' fixed cost; 1.00x if the dead code never reached the i-cache.
+# Prepared in session 57 on branch wip/2cta-lean (not run: no device time left), which holds
+# wip/own-lean too:
+# (1) the own dense / causal instantiations without the window and block-layout code they never
+#     run (FwdTraits::kOwnDenseCausal): fp16 3-stage D128 7640 -> 5048 instructions, its causal
+#     twin 7880 -> 5048, the 4-stage causal D64 one 6264 -> 4984, the late-wait D64 one 6224 ->
+#     4952;
+# (2) the one-consumer two-CTA kernel (sm90_ws_64x128_2cta, the one-wave pick) without its varlen
+#     code (FwdTraits::kTakesVarlen; the dispatch never gives it varlen calls, and the force now
+#     leaves them to the rule): 4912 -> 3976.
+# Every other sm_90a kernel is byte-identical to main's; the two touch disjoint kernels, so one
+# A/B measures both. A = main (carry/base: git archive of main without bench/results), B = this
+# tree; gpuattn bench a shape a process, A B B A, 3 rounds; then B's D64 / D128 GPU cases on the
+# dispatch's picks, forced onto s4 and forced onto 2cta.
+# Expected (s22: 287 dead instructions in the D64 tile loop cost 4-10%; 8cdd8ae: window code cost
+# causal D64 S512 3.4%): 0.97-0.99x on the changed kernels' shapes if instruction fetch is part
+# of their short items' fixed cost, 1.00x if the dead code never reached the instruction cache.
+# If it wins: merge, then the full check (s57's call4.sh and call5.sh, back to back).
 #   rm -rf carry/base && mkdir -p carry/base && git archive main -- . ':!bench/results' | tar x -C carry/base
-#   run with carry ["carry/base"]: OUT=$OUT bash bench/results/2026-11-30-h200-s57/next-call-own-lean.sh
+#   run with carry ["carry/base"]: OUT=$OUT bash bench/results/2026-11-30-h200-s57/next-call-lean.sh
 set -u
 cd "$(dirname "$0")/../../.." || exit 1
 t0=$(date +%s); ts() { echo "[$(($(date +%s)-t0)) s] $*"; }
@@ -27,7 +34,8 @@ one() {  # one SIDE SHAPE -> label:ms:config
 }
 cases=("B32 H16 S512 D128" "B16 H16 S1024 D128" "B8 H16 S2048 D128" "B32 H16 S512 D128 causal"
        "B16 H16 S1024 D128 causal" "B32 H32 S512 D64 causal" "B16 H32 S1024 D64 causal"
-       "B1 H8 S4096 D64")
+       "B1 H8 S4096 D64" "B1 H16 S1024 D64" "B1 H16 S1024 D64 causal" "B1 H8 S1024 D64"
+       "B2 H16 S1024 D64")
 for round in 1 2 3; do
   for c in "${cases[@]}"; do
     for v in a b b a; do echo "$round $v $(one $v "$c")"; done
@@ -55,5 +63,6 @@ tests() {  # LABEL FILTER ENV...
   echo "== $1: $(grep -h -E 'PASSED|FAILED  \] [0-9]' /tmp/t-$1-*.log | tr '\n' ' ')"
   grep -h -E '^\[  FAILED' /tmp/t-$1-*.log | sort -u | head -8
 }
-{ tests auto '*D64*:*D128*:-*compensated*'; tests s4 '*D64*causal*' GPUATTN_KERNEL=sm90_ws_128x128_s4; } | tee $OUT/tests.txt
+{ tests auto '*D64*:*D128*:-*compensated*'; tests s4 '*D64*causal*' GPUATTN_KERNEL=sm90_ws_128x128_s4
+  tests 2cta '*D64*' GPUATTN_KERNEL=sm90_ws_64x128_2cta; } | tee $OUT/tests.txt
 ts "tests"
