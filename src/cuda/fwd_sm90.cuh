@@ -143,17 +143,14 @@ struct FwdTraits {
   // dim 128 with short keys (FwdD128ShortTraits, tile config sm90_ws_128x128_s3), which then keep
   // one Q buffer (kQBuffers below); 4 for causal calls at head dim 64 under 2048 rows
   // (FwdD64CausalTraits, sm90_ws_128x128_s4, 2 consumers), whose items of 1-16 key tiles start
-  // on cold K/V (causal S512 0.955x the time, S1024 0.971x; two Q buffers still fit). An
-  // explicit 2 at head dim 128 changes nothing but kOwnDenseCausal: FwdD128DenseTraits.
+  // on cold K/V (causal S512 0.955x the time, S1024 0.971x; two Q buffers still fit).
   static constexpr int kStages = kStages_ != 0 ? kStages_ : 2;
   static_assert(kStages_ == 0 ||
-                    (kStages_ == 2 && kHeadDim_ == 128 && kConsumers_ == 2 && !kCompensated_ &&
-                     kBlockN_ == 0 && !kCausalOnly_) ||
                     (kStages_ == 3 && kHeadDim_ == 128 && kConsumers_ == 2 && !kCompensated_ &&
                      kBlockN_ == 0) ||
                     (kStages_ == 4 && kHeadDim_ == 64 && kConsumers_ == 2 && !kCompensated_ &&
                      kBlockN_ == 0 && !kLateWaitD64_),
-                "a stage override: 2 (FwdD128DenseTraits) or 3 at head dim 128, 4 at head dim 64, "
+                "a stage override: 3 at head dim 128, 4 at head dim 64, "
                 "standard precision");
   // An instantiation that runs causal calls only (run_fwd picks it): the causal twin of the
   // 3-stage head-dim-128 kernel (FwdD128ShortCausalTraits) and the 4-stage head-dim-64 one
@@ -333,12 +330,6 @@ using FwdD64CausalTraits = FwdTraits<T, 64, false, 2, 0, false, 4, true>;
 // FwdTraits::kHalfLast): what sm90_ws_128x128_s3 runs for causal calls.
 template <typename T>
 using FwdD128ShortCausalTraits = FwdTraits<T, 128, false, 2, 0, false, 3, true>;
-// FwdTraits<T, 128> for dense and causal calls only (kOwnDenseCausal: no window or block-layout
-// code): what sm90_ws_128x128 runs for them at head dim 128 (from kD128ThreeStageMaxKeys keys,
-// or any under GPUATTN_KERNEL=sm90_ws_128x128); windows and block layouts of whole tiles keep
-// FwdTraits<T, 128>'s dense instantiation.
-template <typename T>
-using FwdD128DenseTraits = FwdTraits<T, 128, false, 2, 0, false, 2>;
 
 using ptx::quad_max;
 using ptx::quad_sum;
@@ -2220,14 +2211,6 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
       throw Error(ErrorCode::not_supported,
                   "gpuattn: the sm_90a kernel has no compensated precision at head dim " +
                       std::to_string(D));
-    }
-  }
-  if constexpr (D == 128) {
-    if (kernel == FwdKernel::sm90_ws_128x128 && p.dense_or_causal()) {
-      static_assert(matches_table<FwdD128DenseTraits<T>>(),
-                    "FwdTraits and the tile configuration table agree");
-      launch_kernel<FwdD128DenseTraits<T>, false>(p, stream);
-      return;
     }
   }
   if constexpr (D == 64) {
