@@ -86,7 +86,7 @@ struct FwdTraits {
   // causal calls of fixed lengths only (two_ctas_pay; GPUATTN_KERNEL=sm90_ws_64x128_2cta leaves
   // varlen calls to the rule), so it compiles neither the varlen producer loop nor the row-by-row
   // O copy (nvcc 13.0, fp16: 4912 -> 3976 instructions); launch_kernel refuses a varlen call
-  // there.
+  // there. Time unchanged (H200, 2026-11-30-h200-s58 call 1: one-wave D64 shapes 0.993-1.003x).
   static constexpr bool kTakesVarlen = kConsumers != 1;
   // An instantiation of its own for dense and causal calls (every one but the 2-consumer kernel
   // FwdTraits<T, D> and the compensated one): run_fwd launches these through launch_own, which
@@ -94,7 +94,13 @@ struct FwdTraits {
   // calls (sm90_late_pv_wait). So they never run a sliding window or a block layout, and compile
   // neither (kBanded, kListed below): that dead code was 17-34% of their instructions (nvcc
   // 13.0, fp16: the 3-stage D128 kernel 7640 -> 5048, its causal twin 7880 -> 5048, the 4-stage
-  // D64 one 6264 -> 4984, the late-wait D64 one 6224 -> 4952).
+  // D64 one 6264 -> 4984, the late-wait D64 one 6224 -> 4952). H200, gpuattn bench a shape a
+  // process, A B B A against the kernels with it (2026-11-30-h200-s58, calls 1-2, 3 rounds):
+  // D128 S512-S2048 0.985-0.994x the time, causal 0.956-0.981x; causal D64 S256 / S512 0.968 /
+  // 0.980x, S768-S1536 0.99-1.02x (there both builds spread over 0.194-0.200 ms); B1 H8 S4096 D64
+  // (late wait) 0.976x. The same cut of FwdTraits<T, 128> for sm90_ws_128x128's dense and causal
+  // calls (7904 -> 5304, branch wip/d128-dense; call 5) measured 0.979-1.015x at S3000-S32768,
+  // inside that run's noise: not worth its 2 instantiations.
   static constexpr bool kOwnDenseCausal =
       kConsumers_ != 2 || kBlockN_ != 0 || kLateWaitD64_ || kStages_ != 0 || kCausalOnly_;
   // Whether the dense instantiation runs sliding windows alone (p.banded(), see ItemShape): at
