@@ -12,7 +12,18 @@
 #        AB_ONLY="WORDS"    gpuattn bench --only: just the shapes whose labels have these words
 #                           (e.g. "D64", "D64 causal"), so the rounds go where the change is;
 #                           A_DIR must be a tree whose gpuattn has --only (main from 2ff761c on)
+#        AB_EACH="SHAPE;..."  instead of AB_SHAPES: each gpuattn bench --shape (e.g. "B32 H32
+#                           S512 D64 causal"; ';' between shapes) in a process of its own, the
+#                           sides in palindrome order each round (A B B A; several B: A B1 B2 B2
+#                           B1 A), so that no case is timed after other cases in its process (one
+#                           figure moved 1.00x -> 1.12x with what ran before it: 2026-11-30-h200-
+#                           s53) and neither side always runs first; each side's median is then
+#                           over 2 x ROUNDS runs
 #        AB_SPARSE=1        bench/sparse_bench.py --no-flex (ours only; 0: skip)
+#        AB_ENV_<side>="VAR=value ..."  environment for one side's runs (side a, b, or b1, b2, ...
+#                           with several B), e.g. AB_ENV_b="GPUATTN_KERNEL=sm90_ws_64x128_2cta"
+#                           with A_DIR and B both "." to time a forced kernel against the
+#                           dispatch's pick on one tree
 #        AB_PRECISION=standard  gpuattn bench --precision
 #        AB_B_DIRS="DIR..." several B sides instead of this tree (each a tree like A_DIR; "." is
 #                           this one): every round runs A, then each B in turn, and the summary
@@ -32,6 +43,16 @@ OUT_DIR=${OUT:-build-ab}/ab
 mkdir -p "$OUT_DIR"
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
 SHAPES=${AB_SHAPES-default}
+EACH=()
+if [ -n "${AB_EACH:-}" ]; then
+  IFS=';' read -r -a EACH <<<"$AB_EACH"
+  for k in "${!EACH[@]}"; do
+    read -r -a words <<<"${EACH[$k]}"  # the shape's words, single-spaced
+    EACH[$k]="${words[*]}"
+    [ -n "${EACH[$k]}" ] || { echo "ab.sh: AB_EACH='$AB_EACH' holds an empty shape" >&2; exit 2; }
+  done
+  SHAPES=""
+fi
 SPARSE=${AB_SPARSE:-1}
 
 build() {  # build SRC_DIR BUILD_DIR
@@ -51,6 +72,18 @@ else
     dirs+=("${B_DIRS[$i]}")
   done
 fi
+side_env() {  # side_env SIDE: ENV=(the words of AB_ENV_<SIDE>), each VAR=value
+  local name="AB_ENV_$1"
+  read -r -a ENV <<<"${!name:-}"
+  local w
+  for w in "${ENV[@]}"; do
+    if [[ "$w" != [A-Za-z_]*=* ]]; then
+      echo "ab.sh: $name='${!name}': '$w' is not VAR=value" >&2
+      exit 2
+    fi
+  done
+}
+for side in "${sides[@]}"; do side_env "$side"; done  # bad words fail before the builds
 pids=()
 for i in "${!sides[@]}"; do
   build "${dirs[$i]}" "$PWD/build-ab-${sides[$i]}" &
@@ -63,17 +96,32 @@ for i in "${!pids[@]}"; do
   }
 done
 
+# The palindrome of the sides for AB_EACH: a b b a, or a b1 b2 b2 b1 a.
+order=("${sides[@]}")
+for ((i = ${#sides[@]} - 1; i >= 0; --i)); do order+=("${sides[$i]}"); done
 for ((r = 1; r <= ROUNDS; ++r)); do
+  for k in "${!EACH[@]}"; do
+    for i in "${!order[@]}"; do
+      side=${order[$i]}
+      side_env "$side"
+      echo "== round $r, shape $((k + 1)) (${EACH[$k]}), side $side"
+      env "${ENV[@]}" "$PWD/build-ab-$side/tools/gpuattn" bench --device cuda \
+        --shape "${EACH[$k]}" \
+        --precision "${AB_PRECISION:-standard}" --json "$OUT_DIR/bench-$side-$r-$k-$i.json" \
+        >"$OUT_DIR/bench-$side-$r-$k-$i.log"
+    done
+  done
   for side in "${sides[@]}"; do
     bdir=$PWD/build-ab-$side
+    side_env "$side"
     echo "== round $r, side $side"
     if [ -n "$SHAPES" ]; then
-      "$bdir/tools/gpuattn" bench --device cuda --shapes "$SHAPES" \
+      env "${ENV[@]}" "$bdir/tools/gpuattn" bench --device cuda --shapes "$SHAPES" \
         ${AB_ONLY:+--only "$AB_ONLY"} --precision "${AB_PRECISION:-standard}" \
         --json "$OUT_DIR/bench-$side-$r.json" >"$OUT_DIR/bench-$side-$r.log"
     fi
     if [ "$SPARSE" = 1 ]; then
-      PYTHONPATH="$bdir/python" python3 bench/sparse_bench.py --no-flex \
+      env "${ENV[@]}" PYTHONPATH="$bdir/python" python3 bench/sparse_bench.py --no-flex \
         --json "$OUT_DIR/sparse-$side-$r.json" >"$OUT_DIR/sparse-$side-$r.log"
     fi
   done
@@ -93,7 +141,9 @@ else
       if [ -f "$f" ]; then cp "$f" "$pair/$(basename "$f" | sed "s/-$side-/-b-/")"; fi
     done
     {
-      echo "## $side = ${B_DIRS[$i]} against a = $A_DIR"
+      env_a=AB_ENV_a env_b=AB_ENV_$side
+      echo "## $side = ${B_DIRS[$i]}${!env_b:+ (${!env_b})}" \
+        "against a = $A_DIR${!env_a:+ (${!env_a})}"
       echo
       python3 bench/ab_summary.py "$pair"
       echo

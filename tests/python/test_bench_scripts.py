@@ -603,7 +603,8 @@ def test_gpu_check_summary_warns_of_host_bound_cases(tmp_path):
 
 
 STUB_CMAKE = r"""#!/usr/bin/env bash
-# cmake -S SRC -B BUILD ...: writes BUILD/tools/gpuattn, whose bench reports SRC/FACTOR ms
+# cmake -S SRC -B BUILD ...: writes BUILD/tools/gpuattn, whose bench reports SRC/FACTOR ms (or
+# $STUB_MS), labelled with its --shape (or "c"), and appends "BUILD-DIR-NAME LABEL" to ../CALLS
 if [ "$1" = --build ]; then exit 0; fi
 src=$2; build=$4
 mkdir -p "$build/tools"
@@ -612,8 +613,15 @@ cat > "$build/tools/gpuattn" <<'EOS'
 #!/usr/bin/env bash
 here=$(dirname "$0")
 printf '%s\n' "$@" > "$here/../ARGS"
-while [ $# -gt 0 ]; do [ "$1" = --json ] && j=$2; shift; done
-echo "{\"results\": [{\"label\": \"c\", \"ours_ms\": $(cat "$here/../FACTOR")}]}" > "$j"
+label=c
+while [ $# -gt 0 ]; do
+  [ "$1" = --json ] && j=$2
+  [ "$1" = --shape ] && label=$2
+  shift
+done
+echo "$(basename "$(dirname "$here")") $label" >> "$here/../../CALLS"
+ms=${STUB_MS:-$(cat "$here/../FACTOR")}
+echo "{\"results\": [{\"label\": \"$label\", \"ours_ms\": $ms}]}" > "$j"
 EOS
 chmod +x "$build/tools/gpuattn"
 """
@@ -622,7 +630,9 @@ chmod +x "$build/tools/gpuattn"
 def test_ab_sh_runs_every_b_side_against_a(tmp_path):
     """scripts/ab.sh with a stub cmake (each tree's "benchmark" reports the number in its FACTOR
     file): one B side gives one table, AB_B_DIRS with several gives one table per B against A,
-    everything but summary.md goes into logs.tar.gz, and AB_ONLY becomes gpuattn bench's --only."""
+    everything but summary.md goes into logs.tar.gz, AB_ONLY becomes gpuattn bench's --only,
+    AB_EACH runs a process a shape in palindrome side order, AB_ENV_<side> sets one side's
+    environment."""
     import shutil
     import subprocess
 
@@ -669,6 +679,36 @@ def test_ab_sh_runs_every_b_side_against_a(tmp_path):
     for side in ("a", "b"):
         args = (repo / f"build-ab-{side}" / "ARGS").read_text().splitlines()
         assert args[args.index("--only") + 1] == "D64 causal"
+
+    # AB_EACH: a process a shape, sides in palindrome order each round, no --shapes run.
+    (repo / "CALLS").unlink()
+    each = run(tmp_path / "each", AB_EACH="B1 H8 S64 D64; B2 H8 S64 D64 causal",
+               AB_B_DIRS="B1 B2")
+    assert each.returncode == 0, each.stderr
+    calls = (repo / "CALLS").read_text().splitlines()
+    side = lambda c: c.split()[0].replace("build-ab-", "")  # noqa: E731
+    assert [side(c) for c in calls[:6]] == ["a", "b1", "b2", "b2", "b1", "a"]
+    assert len(calls) == 2 * 2 * 6  # 2 rounds, 2 shapes, 6 runs each
+    assert all(c.endswith(" B1 H8 S64 D64") for c in calls[:6])
+    assert all(c.endswith(" B2 H8 S64 D64 causal") for c in calls[6:12])
+    summary = (tmp_path / "each" / "ab" / "summary.md").read_text()
+    for shape in ("B1 H8 S64 D64", "B2 H8 S64 D64 causal"):  # stripped of spaces around
+        assert f"| {shape} | 4 | 2.0000 | 1.0000 | 0.500 |" in summary  # b1
+        assert f"| {shape} | 4 | 2.0000 | 3.0000 | 1.500 |" in summary  # b2
+    empty = run(tmp_path / "empty", AB_EACH="B1 H8 S64 D64;;")
+    assert empty.returncode == 2 and "holds an empty shape" in empty.stderr
+
+    # AB_ENV_<side>: the same tree on both sides, B's runs with their own environment.
+    envd = run(tmp_path / "envd", AB_B_DIRS="A", AB_ENV_b="STUB_MS=5.0 X=1")
+    assert envd.returncode == 0, envd.stderr
+    assert "| c | 2 | 2.0000 | 5.0000 | 2.500 |" in envd.stdout
+    named = run(tmp_path / "named", AB_B_DIRS="B1 B1", AB_ENV_b2="STUB_MS=4.0")
+    assert "## b2 = B1 (STUB_MS=4.0) against a = A" in named.stdout, named.stderr
+    assert "| c | 2 | 2.0000 | 4.0000 | 2.000 |" in named.stdout
+    bad = run(tmp_path / "bad", AB_ENV_a="STUB_MS=1 oops")
+    assert bad.returncode == 2
+    assert "AB_ENV_a='STUB_MS=1 oops': 'oops' is not VAR=value" in bad.stderr
+    assert not (tmp_path / "bad" / "ab" / "configure-build-ab-a.log").exists()  # before any build
 
 
 def test_gpu_check_skips_and_clears_stale_files(tmp_path):
