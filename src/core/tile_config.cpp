@@ -78,10 +78,12 @@ KernelChoice kernel_choice_from_env() {
   if (want == "sm90_fp8_128x128_d256") return KernelChoice::sm90_fp8_128x128_d256;
   if (want == "sm90_ws_64x128_2cta") return KernelChoice::sm90_ws_64x128_2cta;
   if (want == "sm90_ws_128x128_s4") return KernelChoice::sm90_ws_128x128_s4;
+  if (want == "sm90_ws_128x128_s3") return KernelChoice::sm90_ws_128x128_s3;
   throw Error(ErrorCode::invalid_argument,
               "gpuattn: environment variable GPUATTN_KERNEL='" + want +
                   "' is not one of auto, sm80, sm90_ws_192x128, sm90_ws_128x128, "
-                  "sm90_fp8_128x128_d256, sm90_ws_64x128_2cta, sm90_ws_128x128_s4");
+                  "sm90_fp8_128x128_d256, sm90_ws_64x128_2cta, sm90_ws_128x128_s4, "
+                  "sm90_ws_128x128_s3");
 }
 
 void apply_kernel_choice(FwdShape& s, KernelChoice choice) {
@@ -90,6 +92,7 @@ void apply_kernel_choice(FwdShape& s, KernelChoice choice) {
   s.force_128x128 = choice == KernelChoice::sm90_ws_128x128;
   s.force_64x128_2cta = choice == KernelChoice::sm90_ws_64x128_2cta;
   s.force_128x128_s4 = choice == KernelChoice::sm90_ws_128x128_s4;
+  s.force_128x128_s3 = choice == KernelChoice::sm90_ws_128x128_s3;
 }
 
 bool sm90_late_pv_wait(FwdKernel kernel, int head_dim, bool causal, bool dense_or_causal) {
@@ -140,8 +143,8 @@ const TileConfig& select_fwd_config(const FwdShape& s) {
         const bool wide = s.dense_or_causal && s.seqlen_k >= kD256WideTileMinKeys;
         return tile_config(wide ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256);
       }
-      if (s.head_dim == 128 && s.dense_or_causal && s.seqlen_k <= kD128ThreeStageMaxKeys &&
-          !s.force_128x128) {
+      if (s.head_dim == 128 && s.dense_or_causal &&
+          (s.force_128x128_s3 || (s.seqlen_k <= kD128ThreeStageMaxKeys && !s.force_128x128))) {
         return tile_config(FwdKernel::sm90_ws_128x128_s3);
       }
       if (s.head_dim == 64 && s.dense_or_causal && s.causal && s.force_128x128_s4) {

@@ -361,6 +361,7 @@ struct FwdShape {
                                    // sm90_ws_128x128_s3, sm90_ws_128x128_s4 or sm90_ws_64x128_2cta
   bool force_64x128_2cta = false;  // GPUATTN_KERNEL=sm90_ws_64x128_2cta
   bool force_128x128_s4 = false;   // GPUATTN_KERNEL=sm90_ws_128x128_s4 (causal calls)
+  bool force_128x128_s3 = false;   // GPUATTN_KERNEL=sm90_ws_128x128_s3 (any length)
   bool varlen = false;             // cu_seqlens (two_ctas_pay takes none)
   Precision precision = Precision::standard;
   int seqlen_q = 0;  // varlen: the max
@@ -395,7 +396,11 @@ struct FwdShape {
 // 4-stage 2-consumer head-dim-64 kernel for every causal call it runs (Hopper, head dim 64,
 // causal without another mask, standard precision, varlen too), whatever the length and grid
 // (the rule takes it under kD64FourStageMaxRows rows where neither sm90_ws_64x128_2cta nor
-// sm90_ws_192x128 does; other calls as "auto"). Any other value: Error invalid_argument naming it.
+// sm90_ws_192x128 does; other calls as "auto"); "sm90_ws_128x128_s3", the 3-stage head-dim-128
+// kernel (its causal twin for causal calls) for every call it runs (Hopper, head dim 128, dense or
+// causal, standard precision, varlen too), whatever the length (the rule takes it up to
+// kD128ThreeStageMaxKeys keys; other calls as "auto"), so that it is tested, and can be timed,
+// on long sequences. Any other value: Error invalid_argument naming it.
 enum class KernelChoice {
   automatic,
   sm80,
@@ -403,7 +408,8 @@ enum class KernelChoice {
   sm90_ws_128x128,
   sm90_fp8_128x128_d256,
   sm90_ws_64x128_2cta,
-  sm90_ws_128x128_s4
+  sm90_ws_128x128_s4,
+  sm90_ws_128x128_s3
 };
 KernelChoice kernel_choice_from_env();
 // Sets `s`'s force_* flags and decode_allowed from `choice` (decode_16x64 only under "auto"), as
@@ -495,6 +501,7 @@ bool d64_four_stages(const FwdShape& s);
 //                           layout;
 //   sm90_ws_128x128_s3      the same at head dim 128 for dense and causal calls with at most
 //                           kD128ThreeStageMaxKeys keys, unless GPUATTN_KERNEL=sm90_ws_128x128;
+//                           with any number when GPUATTN_KERNEL=sm90_ws_128x128_s3 forces it;
 //   sm90_ws_64x128_2cta     the same at head dim 64 for dense and causal calls (not varlen) on
 //                           small grids (two_ctas_pay()), and every dense or causal head-dim-64
 //                           call but varlen ones when GPUATTN_KERNEL=sm90_ws_64x128_2cta forces

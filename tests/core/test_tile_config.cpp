@@ -265,10 +265,12 @@ TEST(TileConfig, ApplyKernelChoiceSetsOneForceAndDecodeOnlyOnAuto) {
                               KernelChoice::sm90_ws_128x128,
                               KernelChoice::sm90_fp8_128x128_d256,
                               KernelChoice::sm90_ws_64x128_2cta,
-                              KernelChoice::sm90_ws_128x128_s4};
+                              KernelChoice::sm90_ws_128x128_s4,
+                              KernelChoice::sm90_ws_128x128_s3};
   for (const KernelChoice c : all) {
     FwdShape s;
     s.force_192x128 = s.force_128x128 = s.force_64x128_2cta = s.force_128x128_s4 = true;
+    s.force_128x128_s3 = true;
     apply_kernel_choice(s, c);
     const int i = static_cast<int>(c);
     EXPECT_EQ(s.decode_allowed, c == KernelChoice::automatic) << i;
@@ -276,6 +278,7 @@ TEST(TileConfig, ApplyKernelChoiceSetsOneForceAndDecodeOnlyOnAuto) {
     EXPECT_EQ(s.force_128x128, c == KernelChoice::sm90_ws_128x128) << i;
     EXPECT_EQ(s.force_64x128_2cta, c == KernelChoice::sm90_ws_64x128_2cta) << i;
     EXPECT_EQ(s.force_128x128_s4, c == KernelChoice::sm90_ws_128x128_s4) << i;
+    EXPECT_EQ(s.force_128x128_s3, c == KernelChoice::sm90_ws_128x128_s3) << i;
   }
 }
 
@@ -296,6 +299,8 @@ TEST_F(KernelEnv, NamesTheChoiceOrTheBadValue) {
   EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_ws_64x128_2cta);
   setenv("GPUATTN_KERNEL", "sm90_ws_128x128_s4", 1);
   EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_ws_128x128_s4);
+  setenv("GPUATTN_KERNEL", "sm90_ws_128x128_s3", 1);
+  EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_ws_128x128_s3);
   for (const char* bad : {"", "SM80", "sm90", "sm90_ws_128x64_d256", "sm90_ws_128x128 "}) {
     setenv("GPUATTN_KERNEL", bad, 1);
     try {
@@ -307,6 +312,40 @@ TEST_F(KernelEnv, NamesTheChoiceOrTheBadValue) {
                 std::string::npos)
           << e.what();
     }
+  }
+}
+
+// GPUATTN_KERNEL=sm90_ws_128x128_s3: the 3-stage head-dim-128 kernel at any length, for the dense
+// and causal standard-precision calls it runs; other calls keep the rule.
+TEST(TileConfig, ForcedThreeStagesTakeEveryLengthAtHeadDim128) {
+  for (const int keys : {2048, 2049, 32768}) {
+    FwdShape s = shape(9, true, 132, keys, 4, 16);
+    s.head_dim = 128;
+    s.force_128x128_s3 = true;
+    for (const bool causal : {false, true}) {
+      s.causal = causal;
+      EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s3) << keys << " causal " << causal;
+    }
+    s.force_128x128_s3 = false;  // the rule: 3 stages up to kD128ThreeStageMaxKeys keys only
+    EXPECT_EQ(pick(s), keys <= kD128ThreeStageMaxKeys ? FwdKernel::sm90_ws_128x128_s3
+                                                      : FwdKernel::sm90_ws_128x128)
+        << keys;
+    s.force_128x128_s3 = true;
+    s.dense_or_causal = false;  // a window or a block layout: not this kernel's
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << keys;
+    s.dense_or_causal = true;
+    s.precision = Precision::compensated;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x64_compensated) << keys;
+    s.precision = Precision::standard;
+    s.head_dim = 64;  // other head dims as "auto"
+    s.force_128x128_s3 = false;
+    const FwdKernel d64 = pick(s);
+    s.force_128x128_s3 = true;
+    EXPECT_EQ(pick(s), d64) << keys;
+    s.head_dim = 256;
+    EXPECT_EQ(pick(s), keys >= kD256WideTileMinKeys ? FwdKernel::sm90_ws_128x80_d256
+                                                    : FwdKernel::sm90_ws_128x64_d256)
+        << keys;
   }
 }
 

@@ -699,6 +699,10 @@ void expect_forced_kernel(const AttentionArgs& args) {
   } else if (want == "sm90_ws_128x128_s4") {
     EXPECT_EQ(k == FwdKernel::sm90_ws_128x128_s4, d64_dense_or_causal && fp.causal)
         << "picked " << name;
+  } else if (want == "sm90_ws_128x128_s3") {
+    EXPECT_EQ(k == FwdKernel::sm90_ws_128x128_s3,
+              fp.head_dim == 128 && fp.precision == Precision::standard && fp.dense_or_causal())
+        << "picked " << name;
   } else if (want == "sm90_ws_128x128") {
     EXPECT_NE(k, FwdKernel::sm90_ws_128x128_s3) << "picked " << name;
     EXPECT_NE(k, FwdKernel::sm90_ws_128x128_s4) << "picked " << name;

@@ -17,3 +17,7 @@ AB_SHAPES= AB_SPARSE=0 AB_B_DIRS=". ." AB_ENV_b1="GPUATTN_KERNEL=sm90_ws_64x128_
   scripts/ab.sh . 3 > $OUT/console.log 2>&1
 echo "ab.sh rc $?"
 cat $OUT/ab/summary.md
+mkdir -p /tmp/abj && tar xzf $OUT/ab/logs.tar.gz -C /tmp/abj
+for s in a b1 b2; do
+  python3 -c "import glob,json;c=[r['config'] for f in glob.glob('/tmp/abj/bench-$s-*.json') for r in json.load(open(f))['results']];print('$s configs:', sorted(set(c)), len(c))"
+done
