@@ -25,7 +25,7 @@ and per-kernel costs of a key tile and of an item fitted on measured times.
 
   --shape SHAPE   predict a shape: words B<n> H<n> or Hq<n> [Hkv<n>], S<n> or Sq<n> [Sk<n>], D<n>,
                   [causal] (as gpuattn bench --shape takes them; e.g. "B1 Hq16 S1024 D64");
-                  several allowed
+                  several allowed, as flags or ';'-separated in one
   --configs       with --shape: the prediction for every sm_90a standard-precision
                   configuration that runs the shape's head dim, the dispatch's pick and the
                   model's fastest marked (a what-if for the tile configuration table)
@@ -115,8 +115,19 @@ int run_model(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) throw UsageError("gpuattn model: " + a + " needs a value");
       return args[++i];
     };
-    if (a == "--shape") {
-      shapes.push_back(value());
+    if (a == "--shape") {  // ';'-separated shapes too, as gpuattn bench --shape takes them
+      const std::string spec = value();
+      std::istringstream in(spec);
+      const std::size_t before = shapes.size();
+      for (std::string one; std::getline(in, one, ';');) {
+        const std::size_t first = one.find_first_not_of(" \t");
+        if (first != std::string::npos) {
+          shapes.push_back(one.substr(first, one.find_last_not_of(" \t") + 1 - first));
+        }
+      }
+      if (shapes.size() == before) {
+        throw UsageError("gpuattn model: --shape '" + spec + "' names no shape");
+      }
     } else if (a == "--check") {
       checks.push_back(value());
     } else if (a == "--fit") {
