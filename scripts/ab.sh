@@ -18,12 +18,14 @@
 #                           B1 A), so that no case is timed after other cases in its process (one
 #                           figure moved 1.00x -> 1.12x with what ran before it: 2026-11-30-h200-
 #                           s53) and neither side always runs first; each side's median is then
-#                           over 2 x ROUNDS runs
+#                           over 2 x ROUNDS runs (not with AB_ONLY; sparse_bench still runs each
+#                           round unless AB_SPARSE=0)
 #        AB_SPARSE=1        bench/sparse_bench.py --no-flex (ours only; 0: skip)
 #        AB_ENV_<side>="VAR=value ..."  environment for one side's runs (side a, b, or b1, b2, ...
 #                           with several B), e.g. AB_ENV_b="GPUATTN_KERNEL=sm90_ws_64x128_2cta"
 #                           with A_DIR and B both "." to time a forced kernel against the
-#                           dispatch's pick on one tree
+#                           dispatch's pick on one tree (words split on spaces: no quotes, no
+#                           spaces in values)
 #        AB_PRECISION=standard  gpuattn bench --precision
 #        AB_B_DIRS="DIR..." several B sides instead of this tree (each a tree like A_DIR; "." is
 #                           this one): every round runs A, then each B in turn, and the summary
@@ -42,15 +44,25 @@ done
 OUT_DIR=${OUT:-build-ab}/ab
 mkdir -p "$OUT_DIR"
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
+# An earlier run's files would join this run's rounds in the summary's globs.
+rm -f "$OUT_DIR"/bench-*.json "$OUT_DIR"/bench-*.log "$OUT_DIR"/sparse-*.json \
+  "$OUT_DIR"/sparse-*.log "$OUT_DIR"/summary.md "$OUT_DIR"/logs.tar.gz
 SHAPES=${AB_SHAPES-default}
 EACH=()
 if [ -n "${AB_EACH:-}" ]; then
-  IFS=';' read -r -a EACH <<<"$AB_EACH"
-  for k in "${!EACH[@]}"; do
-    read -r -a words <<<"${EACH[$k]}"  # the shape's words, single-spaced
-    EACH[$k]="${words[*]}"
-    [ -n "${EACH[$k]}" ] || { echo "ab.sh: AB_EACH='$AB_EACH' holds an empty shape" >&2; exit 2; }
+  if [ -n "${AB_ONLY:-}" ]; then
+    echo "ab.sh: AB_ONLY filters AB_SHAPES' sets; with AB_EACH name the shapes themselves" >&2
+    exit 2
+  fi
+  IFS=';' read -r -a pieces <<<"$AB_EACH"
+  for piece in "${pieces[@]}"; do
+    read -r -a words <<<"$piece"  # the shape's words, single-spaced; empty pieces skipped
+    if [ ${#words[@]} -gt 0 ]; then EACH+=("${words[*]}"); fi
   done
+  if [ ${#EACH[@]} -eq 0 ]; then
+    echo "ab.sh: AB_EACH='$AB_EACH' names no shape" >&2
+    exit 2
+  fi
   SHAPES=""
 fi
 SPARSE=${AB_SPARSE:-1}
@@ -72,13 +84,13 @@ else
     dirs+=("${B_DIRS[$i]}")
   done
 fi
-side_env() {  # side_env SIDE: ENV=(the words of AB_ENV_<SIDE>), each VAR=value
+side_env() {  # side_env SIDE: SIDE_ENV=(the words of AB_ENV_<SIDE>), each VAR=value
   local name="AB_ENV_$1"
-  read -r -a ENV <<<"${!name:-}"
+  read -r -a SIDE_ENV <<<"${!name:-}"
   local w
-  for w in "${ENV[@]}"; do
-    if [[ "$w" != [A-Za-z_]*=* ]]; then
-      echo "ab.sh: $name='${!name}': '$w' is not VAR=value" >&2
+  for w in "${SIDE_ENV[@]}"; do
+    if [[ ! "$w" =~ ^[A-Za-z_][A-Za-z0-9_]*= || "$w" == *[\"\']* ]]; then
+      echo "ab.sh: $name='${!name}': '$w' is not VAR=value (no quotes, no spaces in values)" >&2
       exit 2
     fi
   done
@@ -105,7 +117,7 @@ for ((r = 1; r <= ROUNDS; ++r)); do
       side=${order[$i]}
       side_env "$side"
       echo "== round $r, shape $((k + 1)) (${EACH[$k]}), side $side"
-      env "${ENV[@]}" "$PWD/build-ab-$side/tools/gpuattn" bench --device cuda \
+      env "${SIDE_ENV[@]}" "$PWD/build-ab-$side/tools/gpuattn" bench --device cuda \
         --shape "${EACH[$k]}" \
         --precision "${AB_PRECISION:-standard}" --json "$OUT_DIR/bench-$side-$r-$k-$i.json" \
         >"$OUT_DIR/bench-$side-$r-$k-$i.log"
@@ -116,18 +128,25 @@ for ((r = 1; r <= ROUNDS; ++r)); do
     side_env "$side"
     echo "== round $r, side $side"
     if [ -n "$SHAPES" ]; then
-      env "${ENV[@]}" "$bdir/tools/gpuattn" bench --device cuda --shapes "$SHAPES" \
+      env "${SIDE_ENV[@]}" "$bdir/tools/gpuattn" bench --device cuda --shapes "$SHAPES" \
         ${AB_ONLY:+--only "$AB_ONLY"} --precision "${AB_PRECISION:-standard}" \
         --json "$OUT_DIR/bench-$side-$r.json" >"$OUT_DIR/bench-$side-$r.log"
     fi
     if [ "$SPARSE" = 1 ]; then
-      env "${ENV[@]}" PYTHONPATH="$bdir/python" python3 bench/sparse_bench.py --no-flex \
+      env "${SIDE_ENV[@]}" PYTHONPATH="$bdir/python" python3 bench/sparse_bench.py --no-flex \
         --json "$OUT_DIR/sparse-$side-$r.json" >"$OUT_DIR/sparse-$side-$r.log"
     fi
   done
 done
 if [ ${#B_DIRS[@]} -eq 1 ]; then
-  python3 bench/ab_summary.py "$OUT_DIR" | tee "$OUT_DIR/summary.md"
+  {
+    if [ -n "${AB_ENV_a:-}${AB_ENV_b:-}" ]; then
+      echo "## b = ${B_DIRS[0]}${AB_ENV_b:+ ($AB_ENV_b)}" \
+        "against a = $A_DIR${AB_ENV_a:+ ($AB_ENV_a)}"
+      echo
+    fi
+    python3 bench/ab_summary.py "$OUT_DIR"
+  } | tee "$OUT_DIR/summary.md"
 else
   # One table per B against A: each from a folder holding A's rounds and that B's as side b.
   : >"$OUT_DIR/summary.md"

@@ -362,7 +362,7 @@ struct FwdShape {
   bool force_64x128_2cta = false;  // GPUATTN_KERNEL=sm90_ws_64x128_2cta
   bool force_128x128_s4 = false;   // GPUATTN_KERNEL=sm90_ws_128x128_s4 (causal calls)
   bool force_128x128_s3 = false;   // GPUATTN_KERNEL=sm90_ws_128x128_s3 (any length)
-  bool varlen = false;             // cu_seqlens (two_ctas_pay takes none)
+  bool varlen = false;             // cu_seqlens (sm90_ws_64x128_2cta takes none, forced or not)
   Precision precision = Precision::standard;
   int seqlen_q = 0;  // varlen: the max
   int seqlen_k = 0;  // varlen: the max (head dim 256 on Hopper takes 80-key tiles from 1024 keys)

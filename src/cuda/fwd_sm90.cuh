@@ -2034,9 +2034,10 @@ constexpr FwdKernel kernel_of();
 
 template <class Tr, bool kMasked>
 void launch_kernel(const FwdParams& p, cudaStream_t stream) {
-  // The own dense / causal instantiations compile no window or block-layout code
-  // (FwdTraits::kOwnDenseCausal): such a call would run as if dense. run_fwd never sends one
-  // there (launch_own, sm90_late_pv_wait); this keeps it so.
+  // The one-consumer kernel compiles no varlen code (FwdTraits::kTakesVarlen), and the own
+  // dense / causal instantiations no window or block-layout code (FwdTraits::kOwnDenseCausal):
+  // such a call would run as if dense. The dispatch never sends one there (two_ctas_pay and the
+  // 2cta force skip varlen; launch_own, sm90_late_pv_wait); this keeps it so.
   if constexpr (!Tr::kTakesVarlen) {
     if (p.is_varlen()) {
       throw Error(ErrorCode::not_supported,
@@ -2187,9 +2188,10 @@ void launch_own(const FwdParams& p, cudaStream_t stream) {
 // `kernel` is select_fwd_config's pick. sm90_ws_192x128 (head dim 64, dense and causal calls)
 // runs the 3-consumer instantiation, sm90_ws_128x80_d256 (head dim 256, dense and causal, from
 // 1024 keys) the 80-key one, sm90_ws_128x128_s3 (head dim 128, dense and causal, up to 2048
-// keys) the 3-stage one (causal calls its causal twin), sm90_ws_128x128_s4 (head dim 64, causal,
-// under 2048 rows) the 4-stage one, sm90_ws_64x128_2cta (head dim 64, dense and causal, small
-// grids) the one-consumer one;
+// keys or any under GPUATTN_KERNEL=sm90_ws_128x128_s3) the 3-stage one (causal calls its causal
+// twin), sm90_ws_128x128_s4 (head dim 64, causal, under 2048 rows) the 4-stage one,
+// sm90_ws_64x128_2cta (head dim 64, dense and causal, not varlen, small grids) the one-consumer
+// one;
 // otherwise p.precision picks: standard (2 consumers; the dense or the masked instantiation, see
 // launch_fwd), or (head dims 64 and 128) compensated. A compensated call at head dim 256 belongs
 // to the sm_80 path (select_fwd_config never sends it here).

@@ -323,9 +323,14 @@ TEST(TileConfig, ForcedThreeStagesTakeEveryLengthAtHeadDim128) {
     s.head_dim = 128;
     s.force_128x128_s3 = true;
     for (const bool causal : {false, true}) {
-      s.causal = causal;
-      EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s3) << keys << " causal " << causal;
+      for (const bool varlen : {false, true}) {  // varlen too (the max length)
+        s.causal = causal;
+        s.varlen = varlen;
+        EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s3)
+            << keys << " causal " << causal << " varlen " << varlen;
+      }
     }
+    s.varlen = false;
     s.force_128x128_s3 = false;  // the rule: 3 stages up to kD128ThreeStageMaxKeys keys only
     EXPECT_EQ(pick(s), keys <= kD128ThreeStageMaxKeys ? FwdKernel::sm90_ws_128x128_s3
                                                       : FwdKernel::sm90_ws_128x128)

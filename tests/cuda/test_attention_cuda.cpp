@@ -679,7 +679,10 @@ class AttentionCuda : public AttentionCudaTest, public ::testing::WithParamInter
 // 4-stage instantiations, and under the default dispatch a causal head-dim-64 call of fewer than
 // kD64FourStageMaxRows rows must take the 4-stage one (sm90_ws_128x128_s4), and no other call;
 // under GPUATTN_KERNEL=sm90_ws_128x128_s4 (the sm90_s4. copies of the causal head-dim-64 cases)
-// every causal one must.
+// every causal one must; under GPUATTN_KERNEL=sm90_ws_64x128_2cta (sm90_2cta.) every dense or
+// causal head-dim-64 one but varlen ones must take the one-consumer kernel; under
+// GPUATTN_KERNEL=sm90_ws_128x128_s3 (sm90_s3.) every dense or causal head-dim-128 one in standard
+// precision must take the 3-stage kernel, at any length.
 void expect_forced_kernel(const AttentionArgs& args) {
   const char* env = std::getenv("GPUATTN_KERNEL");
   const std::string want = env ? env : "auto";

@@ -695,8 +695,10 @@ def test_ab_sh_runs_every_b_side_against_a(tmp_path):
     for shape in ("B1 H8 S64 D64", "B2 H8 S64 D64 causal"):  # stripped of spaces around
         assert f"| {shape} | 4 | 2.0000 | 1.0000 | 0.500 |" in summary  # b1
         assert f"| {shape} | 4 | 2.0000 | 3.0000 | 1.500 |" in summary  # b2
-    empty = run(tmp_path / "empty", AB_EACH="B1 H8 S64 D64;;")
-    assert empty.returncode == 2 and "holds an empty shape" in empty.stderr
+    empty = run(tmp_path / "empty", AB_EACH=" ; ;")
+    assert empty.returncode == 2 and "AB_EACH=' ; ;' names no shape" in empty.stderr
+    only_each = run(tmp_path / "only_each", AB_EACH="B1 H8 S64 D64", AB_ONLY="D64")
+    assert only_each.returncode == 2 and "AB_ONLY" in only_each.stderr
 
     # AB_ENV_<side>: the same tree on both sides, B's runs with their own environment.
     envd = run(tmp_path / "envd", AB_B_DIRS="A", AB_ENV_b="STUB_MS=5.0 X=1")
@@ -709,6 +711,18 @@ def test_ab_sh_runs_every_b_side_against_a(tmp_path):
     assert bad.returncode == 2
     assert "AB_ENV_a='STUB_MS=1 oops': 'oops' is not VAR=value" in bad.stderr
     assert not (tmp_path / "bad" / "ab" / "configure-build-ab-a.log").exists()  # before any build
+    for word in ("A-B=1", "X='a", "=1"):
+        r = run(tmp_path / "badname", AB_ENV_b=word)
+        assert r.returncode == 2 and f"'{word}' is not VAR=value" in r.stderr, word
+    # ... and on the AB_EACH runs, with the side's environment in the one-B summary's header; a
+    # stale file of an earlier run in the same OUT does not join the rounds.
+    (tmp_path / "envd" / "ab" / "bench-b-9.json").write_text(
+        '{"results": [{"label": "B1 H8 S64 D64", "ours_ms": 100.0}]}')
+    each_env = run(tmp_path / "envd", AB_B_DIRS="A", AB_ENV_b="STUB_MS=5.0",
+                   AB_EACH="B1 H8 S64 D64")
+    assert each_env.returncode == 0, each_env.stderr
+    assert "## b = A (STUB_MS=5.0) against a = A" in each_env.stdout
+    assert "| B1 H8 S64 D64 | 4 | 2.0000 | 5.0000 | 2.500 |" in each_env.stdout
 
 
 def test_gpu_check_skips_and_clears_stale_files(tmp_path):

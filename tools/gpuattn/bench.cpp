@@ -209,6 +209,7 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
   s.head_dim = c.d;
   s.causal = c.causal;
   s.dense_or_causal = true;  // the bench cases have no window or global tokens
+  s.varlen = c.varlen();     // (GPUATTN_KERNEL=sm90_ws_64x128_2cta leaves varlen to the rule)
   s.precision = c.precision;
   s.seqlen_q = c.sq;
   s.seqlen_k = c.sk;  // head dim 256 on Hopper: 80-key tiles from kD256WideTileMinKeys keys
