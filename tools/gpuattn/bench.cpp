@@ -329,12 +329,9 @@ std::string fmt_tflops(double x) {
 // --shape SPEC: shapes of the caller's, ';'-separated, each in parse_shape_words' words.
 std::vector<Case> parse_shapes(const std::string& spec) {
   std::vector<Case> out;
-  std::istringstream shapes_in(spec);
-  for (std::string one; std::getline(shapes_in, one, ';');) {
-    if (one.find_first_not_of(" \t") == std::string::npos) continue;
+  for (const std::string& one : split_shapes("gpuattn bench", spec)) {
     out.push_back(parse_shape_words("gpuattn bench", one));
   }
-  if (out.empty()) throw UsageError("gpuattn bench: --shape '" + spec + "' names no shape");
   return out;
 }
 

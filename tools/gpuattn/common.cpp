@@ -158,6 +158,19 @@ Case dense_case(int b, int hq, int hkv, int sq, int sk, int d, DType t, bool cau
   return c;
 }
 
+std::vector<std::string> split_shapes(const std::string& command, const std::string& spec) {
+  std::vector<std::string> out;
+  std::istringstream in(spec);
+  for (std::string one; std::getline(in, one, ';');) {
+    const std::size_t first = one.find_first_not_of(" \t");
+    if (first != std::string::npos) {
+      out.push_back(one.substr(first, one.find_last_not_of(" \t") + 1 - first));
+    }
+  }
+  if (out.empty()) throw UsageError(command + ": --shape '" + spec + "' names no shape");
+  return out;
+}
+
 Case parse_shape_words(const std::string& command, const std::string& text) {
   const auto bad = [&](const std::string& why) {
     return UsageError(command + ": --shape '" + text + "': " + why);

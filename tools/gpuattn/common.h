@@ -70,6 +70,11 @@ Case varlen_case(std::vector<int> lens_q, std::vector<int> lens_k, int hq, int h
 // is a UsageError naming `command`'s flag, the text and what is wrong.
 Case parse_shape_words(const std::string& command, const std::string& text);
 
+// The shapes of a --shape value, ';'-separated (`gpuattn bench` and `gpuattn model`): each
+// piece trimmed of spaces and tabs, blank pieces skipped. None left is a UsageError naming
+// `command` and the value.
+std::vector<std::string> split_shapes(const std::string& command, const std::string& spec);
+
 // Host tensors of one case: random q/k/v (fresh for `seed`), out/lse poisoned with NaN.
 struct HostProblem {
   Case c;

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common.h"
@@ -116,17 +117,8 @@ int run_model(const std::vector<std::string>& args) {
       return args[++i];
     };
     if (a == "--shape") {  // ';'-separated shapes too, as gpuattn bench --shape takes them
-      const std::string spec = value();
-      std::istringstream in(spec);
-      const std::size_t before = shapes.size();
-      for (std::string one; std::getline(in, one, ';');) {
-        const std::size_t first = one.find_first_not_of(" \t");
-        if (first != std::string::npos) {
-          shapes.push_back(one.substr(first, one.find_last_not_of(" \t") + 1 - first));
-        }
-      }
-      if (shapes.size() == before) {
-        throw UsageError("gpuattn model: --shape '" + spec + "' names no shape");
+      for (std::string& one : split_shapes("gpuattn model", value())) {
+        shapes.push_back(std::move(one));
       }
     } else if (a == "--check") {
       checks.push_back(value());
