@@ -39,7 +39,10 @@ to the step's entry (negative: before it);
 and CTA 0's own span (role 0's row 47, when the build stamps it): kernel entry -> barriers set up
 (__syncthreads) -> the first item taken -> the last item's epilogue done -> every consumer's O
 stores complete (the CTA may exit); and, from the SM90_CTAS line, every CTA's entry and end on
-the GPU's nanosecond timer: how far apart the CTAs start, and first entry -> last CTA done.
+the GPU's nanosecond timer: how far apart the CTAs start, and first entry -> last CTA done;
+and, from the SM90_CTA lines (each CTA's SM, warp slot and the SM clock at its first steps), how
+the CTAs share the SMs: lone against sharing CTAs' end, the rules that tell an SM's two CTAs apart,
+and whether those two run their tiles in step (see sm_sharing).
 """
 import argparse
 import statistics
@@ -52,7 +55,7 @@ def main(argv=None):
                     help="SM clock for cycles -> us (default: CTA 0's measured clock when the "
                          "trace has it, else 1.98)")
     args = ap.parse_args(argv)
-    rows, finer, ctas, tiles = {}, {}, None, {}
+    rows, finer, ctas, tiles, per_cta = {}, {}, None, {}, {}
     for line in open(args.trace):
         f = line.split()
         if len(f) == 12 and f[0] == "SM90_TILE":
@@ -61,6 +64,8 @@ def main(argv=None):
             tiles[("p", int(f[1]))] = [int(x) for x in f[2:]]
         if len(f) in (6, 8) and f[0] == "SM90_CTAS":
             ctas = [int(x) for x in f[1:]]  # the last launch's
+        if len(f) >= 6 and f[0] == "SM90_CTA":
+            per_cta[int(f[1])] = [int(x) for x in f[2:]]  # later launches overwrite
         if len(f) == 13 and f[0] == "SM90_TRACE":
             role, item = int(f[1]), int(f[2])
             rows[(role, item)] = [int(x) for x in f[3:]]  # later launches overwrite earlier ones
@@ -124,6 +129,8 @@ def main(argv=None):
         print(f"all {n_ctas} CTAs (GPU timer): entries spread {(e1 - e0) / 1e3:.2f}, "
               f"first entry -> first done {(d0 - e0) / 1e3:.2f}, -> last done "
               f"{(d1 - e0) / 1e3:.2f} us")
+    for line in sm_sharing(per_cta):
+        print(line)
 
 
 TILE_PHASES = ("turn", "kwait", "qk", "vwait", "pv", "wait", "softmax", "pack")
@@ -160,6 +167,64 @@ def tile_table(tiles):
               ", ".join(f"{name} {statistics.median(med[(cw, name)]):.0f}"
                         for name in TILE_PHASES + ("period", "K at", "V at")
                         if (cw, name) in med))
+
+
+def sm_sharing(per_cta):
+    """Lines on how the CTAs share the SMs, from the SM90_CTA lines (b: smid, warpid, entry ns,
+    done ns, the SM clock at consumer 0's first steps): how many SMs hold 1, 2, ... CTAs; when the
+    CTAs alone on an SM are done against those that share one (us after the first entry); which
+    simple rules tell the two CTAs of an SM apart (blockIdx parity, its half of the grid, bit 3 of
+    the warp slot, which entered first); and the two CTAs' phase: each step of one CTA against the
+    other's steps, as a fraction of the other's period folded to [0, 0.5] (0: in step, 0.5: one's
+    steps halfway between the other's), median over steps and pairs."""
+    if not per_cta:
+        return []
+    by_sm = {}
+    for b, v in sorted(per_cta.items()):
+        by_sm.setdefault(v[0], []).append(b)
+    counts = {}
+    for bs in by_sm.values():
+        counts[len(bs)] = counts.get(len(bs), 0) + 1
+    out = ["SMs by CTAs held: " + ", ".join(f"{k} CTA(s): {n}" for k, n in sorted(counts.items()))]
+    first = min(v[2] for v in per_cta.values())
+    done = {k: [per_cta[b][3] - first for bs in by_sm.values() if len(bs) == k for b in bs
+                if per_cta[b][3] > 0] for k in counts}
+    out.append("done after the first entry (us, median): " + ", ".join(
+        f"{k} an SM {statistics.median(d) / 1e3:.2f} ({len(d)} CTAs)"
+        for k, d in sorted(done.items()) if d))
+    pairs = [bs for bs in by_sm.values() if len(bs) == 2]
+    if not pairs:
+        return out
+    rules = {"blockIdx parity": lambda b: b % 2,
+             "upper half of the grid": lambda b: 2 * b >= len(per_cta),
+             "warp slot bit 3": lambda b: (per_cta[b][1] >> 3) & 1,
+             "entered first": None}
+    split = []
+    for name, rule in rules.items():
+        if rule is None:
+            k = sum(per_cta[x][2] != per_cta[y][2] for x, y in pairs)
+        else:
+            k = sum(rule(x) != rule(y) for x, y in pairs)
+        split.append(f"{name} {k}/{len(pairs)}")
+    out.append("pairs told apart by: " + ", ".join(split))
+    phases = []
+    for x, y in pairs:
+        sx = [c for c in per_cta[x][4:] if c > 0]
+        sy = [c for c in per_cta[y][4:] if c > 0]
+        if len(sx) < 3 or not sy:
+            continue
+        period = statistics.median(b - a for a, b in zip(sx, sx[1:]))
+        if period <= 0:
+            continue
+        for c in sy:
+            f = ((c - sx[0]) / period) % 1.0
+            phases.append(min(f, 1.0 - f))
+    if phases:
+        out.append(f"phase of the two CTAs of an SM (0: in step, 0.5: alternating): median "
+                   f"{statistics.median(phases):.2f}, quartiles "
+                   f"{statistics.quantiles(phases, n=4)[0]:.2f} / "
+                   f"{statistics.quantiles(phases, n=4)[2]:.2f} ({len(phases)} steps)")
+    return out
 
 
 CTA_ROW = 47  # role 0's row of the CTA's own stamps (kTraceCta in fwd_sm90.cuh)

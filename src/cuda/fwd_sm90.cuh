@@ -401,6 +401,28 @@ __device__ __forceinline__ unsigned long long sm90_trace_ns() {
   do {                                                                      \
     if (blockIdx.x < 1024) g_sm90_ctas[blockIdx.x][slot] = sm90_trace_ns(); \
   } while (0)
+// Every CTA's (first 1024) SM and warp slot (%smid, and %warpid of consumer 0's first warp) and
+// the SM's clock64 where consumer 0 enters each of its first item's first kTraceSteps steps: which
+// CTAs share an SM (sm90_ws_64x128_2cta runs two an SM) and whether the two run their tiles in step
+// (the same SM's clock, so their stamps compare directly).
+constexpr int kTraceSteps = 8;
+static __device__ long long g_sm90_cta_steps[1024][2 + kTraceSteps];
+#define SM90_TRACE_WHERE(cw)                                                       \
+  do {                                                                             \
+    if ((cw) == 0 && (threadIdx.x & 127) == 0 && blockIdx.x < 1024) {              \
+      unsigned sm, wid;                                                            \
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));                              \
+      asm volatile("mov.u32 %0, %%warpid;" : "=r"(wid));                           \
+      g_sm90_cta_steps[blockIdx.x][0] = sm;                                        \
+      g_sm90_cta_steps[blockIdx.x][1] = wid;                                       \
+    }                                                                              \
+  } while (0)
+#define SM90_TRACE_STEP(cw, item, tile)                                                  \
+  do {                                                                                   \
+    if ((cw) == 0 && (item) == 0 && (tile) < kTraceSteps && (threadIdx.x & 127) == 0 && \
+        blockIdx.x < 1024)                                                               \
+      g_sm90_cta_steps[blockIdx.x][2 + (tile)] = clock64();                              \
+  } while (0)
 // The stamps of the launch just made on `stream`, one line per (role, item), as the kernel's own
 // printf wrote them before (bench/sm90_trace_summary.py reads them): roles 0 .. `consumers`.
 // static, not inline: each .cu file has its own g_sm90_trace, and an inline function is one weak
@@ -410,10 +432,12 @@ static void print_sm90_trace(cudaStream_t stream, int consumers, int ctas) {
   static long long h[4][48][16];
   static unsigned long long c[1024][4];
   static long long tiles[4][kTraceTiles][9];
+  static long long steps[1024][2 + kTraceSteps];
   GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
   GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(h, g_sm90_trace, sizeof(h)));
   GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(c, g_sm90_ctas, sizeof(c)));
   GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(tiles, g_sm90_tiles, sizeof(tiles)));
+  GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(steps, g_sm90_cta_steps, sizeof(steps)));
   // SM90_TILE cw tile e0 .. e8: the steps of CTA 0's first item (zeros: no such step); the
   // producer's loads of the CTA's tiles, SM90_PTILE tile e0 .. e3
   for (int cw = 0; cw < consumers; ++cw) {
@@ -444,6 +468,16 @@ static void print_sm90_trace(cudaStream_t stream, int consumers, int ctas) {
     d1 = done > d1 ? done : d1;
   }
   std::printf("SM90_CTAS %d %llu %llu %llu %llu %llu %llu\n", n, e0, e1, d0, d1, c[0][0], done0);
+  // SM90_CTA b smid warpid entry done step0 .. step7 (ns on the GPU timer; steps: the SM's
+  // clock64 at consumer 0's step entries of the CTA's first item, 0 where it took no such step)
+  for (int b = 0; b < n; ++b) {
+    unsigned long long done = 0;
+    for (int cw = 0; cw < consumers; ++cw) done = c[b][1 + cw] > done ? c[b][1 + cw] : done;
+    const long long* e = steps[b];
+    std::printf("SM90_CTA %d %lld %lld %llu %llu", b, e[0], e[1], c[b][0], done);
+    for (int t = 0; t < kTraceSteps; ++t) std::printf(" %lld", e[2 + t]);
+    std::printf("\n");
+  }
   for (int role = 0; role <= consumers; ++role) {
     for (int i = 0; i < 48; ++i) {
       const long long* e = h[role][i];
@@ -466,6 +500,12 @@ static void print_sm90_trace(cudaStream_t stream, int consumers, int ctas) {
   } while (0)
 #define SM90_TRACE_TILE(cw, item, tile, event) \
   do {                                         \
+  } while (0)
+#define SM90_TRACE_WHERE(cw) \
+  do {                       \
+  } while (0)
+#define SM90_TRACE_STEP(cw, item, tile) \
+  do {                                  \
   } while (0)
 #endif
 
@@ -1216,6 +1256,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtasPerSm)
   } else {
     ptx::setmaxnreg_inc<kMasked ? Tr::kMaskedConsumerRegs : Tr::kConsumerRegs>();
     const int cw = wg - 1;
+    SM90_TRACE_WHERE(cw);
     // Ping-pong (see consume()): the last consumer opens with a spare "go" for consumer 0, and
     // consumer 0 takes the last consumer's last "go" at the end, once per CTA, so every phase of
     // every turn barrier completes before the CTA exits. Per work item instead, the last
@@ -1794,6 +1835,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     // word: tile j + 1's; whole, half (tile j + 1 a half last tile): see softmax
     auto step = [&](int j, int word, bool whole, bool half) {
       SM90_TRACE_TILE(cw, trace_u, j, 0);
+      SM90_TRACE_STEP(cw, trace_u, j);
       my_turn();
       SM90_TRACE_TILE(cw, trace_u, j, 1);
       issue_qk(s, j + 1, half);

@@ -337,6 +337,37 @@ def test_sm90_trace_summary_phases(tmp_path, capsys):
         sm90_trace_summary.main([str(empty)])
 
 
+def test_sm90_trace_summary_sm_sharing(tmp_path, capsys):
+    """bench/sm90_trace_summary.py's SM90_CTA lines (b smid warpid entry done, the SM clock at the
+    first steps): SMs by the CTAs they hold, lone against sharing CTAs' end, which rules tell the
+    two CTAs of an SM apart, and their phase (one pair in step, one alternating)."""
+    import sm90_trace_summary
+
+    assert sm90_trace_summary.sm_sharing({}) == []
+    lines = ["SM90_TRACE 1 0 " + " ".join(str(100 * i) for i in range(1, 11)),
+             "SM90_CTAS 6 1000 1100 12000 15200"]
+    steps = {0: (0, 4, 1000, 15000, [100, 1100, 2100, 3100]),  # SM 0: CTAs 0 and 3, in step
+             3: (0, 12, 1000, 15200, [110, 1110, 2110, 3110]),
+             2: (1, 12, 1000, 15000, [100, 1100, 2100, 3100]),  # SM 1: CTAs 2 and 4, alternating
+             4: (1, 4, 1100, 15100, [600, 1600, 2600, 3600]),
+             1: (2, 4, 1000, 12000, []),  # alone on SMs 2 and 3, no steps
+             5: (3, 4, 1000, 12400, [])}
+    for b, (sm, wid, entry, done, st) in sorted(steps.items()):
+        st = st + [0] * (8 - len(st))
+        lines.append(f"SM90_CTA {b} {sm} {wid} {entry} {done} " + " ".join(map(str, st)))
+    trace = tmp_path / "trace.txt"
+    trace.write_text("\n".join(lines) + "\n")
+    sm90_trace_summary.main([str(trace), "--ghz", "1"])
+    out = capsys.readouterr().out
+    assert "SMs by CTAs held: 1 CTA(s): 2, 2 CTA(s): 2" in out
+    assert ("done after the first entry (us, median): 1 an SM 11.20 (2 CTAs), 2 an SM 14.05 "
+            "(4 CTAs)") in out
+    assert ("pairs told apart by: blockIdx parity 1/2, upper half of the grid 2/2, warp slot bit "
+            "3 2/2, entered first 1/2") in out
+    assert ("phase of the two CTAs of an SM (0: in step, 0.5: alternating): median 0.26, "
+            "quartiles 0.01 / 0.50 (8 steps)") in out
+
+
 def test_time_in_rounds_takes_the_keys_in_turn():
     """bench_common.time_in_rounds / median (compare_torch.py): every key once per round, the keys
     in turn, so a slow spell lands on every key; the median of the rounds drops one slow round."""
