@@ -407,21 +407,21 @@ __device__ __forceinline__ unsigned long long sm90_trace_ns() {
 // (the same SM's clock, so their stamps compare directly).
 constexpr int kTraceSteps = 8;
 static __device__ long long g_sm90_cta_steps[1024][2 + kTraceSteps];
-#define SM90_TRACE_WHERE(cw)                                                       \
-  do {                                                                             \
-    if ((cw) == 0 && (threadIdx.x & 127) == 0 && blockIdx.x < 1024) {              \
-      unsigned sm, wid;                                                            \
-      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));                              \
-      asm volatile("mov.u32 %0, %%warpid;" : "=r"(wid));                           \
-      g_sm90_cta_steps[blockIdx.x][0] = sm;                                        \
-      g_sm90_cta_steps[blockIdx.x][1] = wid;                                       \
-    }                                                                              \
+#define SM90_TRACE_WHERE(cw)                                          \
+  do {                                                                \
+    if ((cw) == 0 && (threadIdx.x & 127) == 0 && blockIdx.x < 1024) { \
+      unsigned sm, wid;                                               \
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));                 \
+      asm volatile("mov.u32 %0, %%warpid;" : "=r"(wid));              \
+      g_sm90_cta_steps[blockIdx.x][0] = sm;                           \
+      g_sm90_cta_steps[blockIdx.x][1] = wid;                          \
+    }                                                                 \
   } while (0)
-#define SM90_TRACE_STEP(cw, item, tile)                                                  \
-  do {                                                                                   \
+#define SM90_TRACE_STEP(cw, item, tile)                                                 \
+  do {                                                                                  \
     if ((cw) == 0 && (item) == 0 && (tile) < kTraceSteps && (threadIdx.x & 127) == 0 && \
-        blockIdx.x < 1024)                                                               \
-      g_sm90_cta_steps[blockIdx.x][2 + (tile)] = clock64();                              \
+        blockIdx.x < 1024)                                                              \
+      g_sm90_cta_steps[blockIdx.x][2 + (tile)] = clock64();                             \
   } while (0)
 // The stamps of the launch just made on `stream`, one line per (role, item), as the kernel's own
 // printf wrote them before (bench/sm90_trace_summary.py reads them): roles 0 .. `consumers`.
