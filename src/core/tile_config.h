@@ -222,7 +222,9 @@ inline constexpr std::array<TileConfig, 16> kFwdTileConfigs = {{
      "loads (long_scoreboard 1.34 warps per issue against 0.70): short items start on cold K/V "
      "tiles. Same-run A/B against 2 stages (call 10, 3 rounds): S512 0.924x the time, S1024 "
      "0.959x, S2048 0.979x, causal S512 0.973x, S1024 0.98-1.005x; from S4096 1.02-1.04x "
-     "(S32k causal 1.027x), hence the key bound. With 3 stages (2026-11-23-h200-s24 call 4): "
+     "(S32k causal 1.027x), hence the key bound (forced past it with the causal twin, "
+     "2026-12-01-h200-s59 call 1: causal S3000-S16384 0.975-1.012x, dense S4096 1.001x: "
+     "kept). With 3 stages (2026-11-23-h200-s24 call 4): "
      "168 us against cuDNN's 167, long_scoreboard 0.64. Causal calls run a twin of their own "
      "(as sm90_ws_128x128_s4 does): a last key tile whose second 64 keys none of a warpgroup's "
      "rows sees runs on its first 64 keys, and every tile on one loop, mask code included "
@@ -306,7 +308,7 @@ inline constexpr std::array<TileConfig, 16> kFwdTileConfigs = {{
      "Hopper, head dim 64, standard precision, dense and causal calls (not varlen) on small grids "
      "(two_ctas_pay: non-causal calls that three_consumers_pay leaves on 2 consumers, with at "
      "most 3 waves of 64-row items; causal ones with one wave, each CTA one item; both up to "
-     "kTwoCtaMaxKeys (2048) keys, the longest measured): the "
+     "kTwoCtaMaxKeys (2048) keys): the "
      "sm90_ws_128x128 kernel on one consumer warpgroup (64-row items) and the producer "
      "warpgroup, 256 threads, setmaxnreg 40/216, Q 2 x 8 KB + 2 K/V stages of 32 KB: two CTAs "
      "share each SM, each with its own items, K/V ring and barriers, and no turns between them. "
@@ -317,7 +319,10 @@ inline constexpr std::array<TileConfig, 16> kFwdTileConfigs = {{
      "H16 S1024 0.937x, B3 H16 S1024 0.914x, bf16 0.956x; against 3 consumers (B4 H16 S1024, B1 "
      "H16 S4096) 1.04x and at 16k-token grids 1.10-1.18x, against 4 K/V stages on causal grids "
      "of two waves and more (B2-B8 H16 S1024, B32 H32 S512) 1.06-1.15x: the rule keeps those. "
-     "With the late P V wait it measured 0.93-0.98x (better causal, worse dense): not taken",
+     "With the late P V wait it measured 0.93-0.98x (better causal, worse dense): not taken. "
+     "Past 2048 keys (2026-12-01-h200-s59 call 2, forced against the pick, 3 rounds): B1 H8 "
+     "S4096 0.993x, B1 H4 S8192 1.001x, B1 H16 S4096 / B2 H8 S4096 / B1 H8 S8192 1.06-1.09x, "
+     "causal B1 H8 S4096 1.22x: the key bound stays",
      2},
 }};
 
@@ -437,8 +442,9 @@ bool three_consumers_pay(const FwdShape& s);
 // 3-consumer kernels, judged from its grid: 64-row items = ceil(seqlen_q / 64) * hq * batch
 // against the 2 * num_sms CTAs. Non-causal calls that three_consumers_pay leaves on 2 consumers
 // with at most kTwoCtaMaxWaves waves of those items; causal calls with one wave (each CTA one
-// item); both with at most kTwoCtaMaxKeys keys (seqlen_k), the longest measured: longer items
-// weigh their boundaries less and the lost turns between the consumers more. H200 A/B
+// item); both with at most kTwoCtaMaxKeys keys (seqlen_k): longer items weigh their boundaries
+// less and the lost turns between the consumers more (H200, 2026-12-01-h200-s59 call 2: forced at
+// S4096-S8192 with 4-16 heads 0.99-1.09x the pick's time, causal S4096 1.22x). H200 A/B
 // (2026-11-30-h200-s55 calls 3-5): 0.84-0.96x the time there, up to 2.9 waves non-causal; causal
 // at 2 waves 1.15x (against sm90_ws_128x128_s4), non-causal against 3 consumers 1.04-1.18x.
 // Never under force_128x128 or force_192x128 (their kernels for every such call); under
@@ -468,7 +474,11 @@ inline constexpr int kFp8D256OverlapMinKeys = 2048;
 
 // Up to how many keys (seqlen_k; varlen: the max) a dense or causal head-dim-128 call on Hopper
 // takes sm90_ws_128x128_s3 (3 K/V stages, 1 Q buffer) rather than sm90_ws_128x128 (2 stages, 2 Q
-// buffers): see its table entry for the A/B.
+// buffers): see its table entry for the A/B. Measured again past the bound once the 3-stage kernel
+// had lost its window code and gained its causal twin (H200, 2026-12-01-h200-s59 call 1, forced
+// against the pick, 4 rounds a shape a process): causal S3000-S16384 0.975-1.012x the time
+// (geometric mean 0.994, within the 3-11% spread of those shapes), dense S4096 1.001x: no gain
+// that would pay for moving the bound.
 inline constexpr int kD128ThreeStageMaxKeys = 2048;
 
 // Whether a call on Hopper at head dim 64 that the rule gives 2 consumer warpgroups runs
