@@ -14,13 +14,13 @@
 #    the delay paid, nothing gained. If t0 says the pairs were told apart by neither rule, mode
 #    3 is the first real test; a win (< 0.97x at the one-wave shape) goes to main as a traits
 #    switch with its tests (2cta ctest block, racecheck of barrier 15).
-#   OUT=$OUT bash bench/results/2026-12-01-h200-s59/next-call-stagger.sh   (~5 min)
+#   OUT=$OUT bash bench/results/2026-12-01-h200-s59/next-call-stagger.sh   (~7 min)
 set -u
 cd "$(dirname "$0")/../../.." || exit 1
 grep -q 'GPUATTN_2CTA_STAGGER == 3' src/cuda/fwd_sm90.cuh || { echo "not wip/2cta-stagger"; exit 2; }
-OUT=$OUT/t0 scripts/sm90-trace.sh short-d64 > $OUT/t0.txt 2>&1; echo "t0 rc $?"
+OUT=$OUT/t0 timeout 120 scripts/sm90-trace.sh short-d64 > $OUT/t0.txt 2>&1; echo "t0 rc $?"
 SM90_TRACE_FLAGS="-DGPUATTN_2CTA_STAGGER=3" SM90_TRACE_BUILD=build-trace3 OUT=$OUT/t3 \
-  scripts/sm90-trace.sh short-d64 > $OUT/t3.txt 2>&1; echo "t3 rc $?"
+  timeout 120 scripts/sm90-trace.sh short-d64 > $OUT/t3.txt 2>&1; echo "t3 rc $?"
 grep -E 'SMs by|done after|told apart|phase of|consumer 0 median|all [0-9]+ CTAs' $OUT/t0.txt $OUT/t3.txt
 gzip -f $OUT/t0/*-trace.txt $OUT/t3/*-trace.txt
 for v in "a 1100" "b 600"; do
@@ -35,6 +35,6 @@ for v in "a 1100" "b 600"; do
 done
 AB_SHAPES= AB_SPARSE=0 AB_B_DIRS=".v3a .v3b" \
   AB_EACH="B1 H16 S1024 D64;B1 H16 S1024 D64 causal;B1 H8 S1024 D64;B1 H16 S2048 D64;B2 H16 S1024 D64" \
-  scripts/ab.sh . 3 > $OUT/console.log 2>&1
+  timeout 420 scripts/ab.sh . 3 > $OUT/console.log 2>&1
 echo "ab.sh rc $?"
 cat $OUT/ab/summary.md
