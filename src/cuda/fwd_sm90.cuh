@@ -438,6 +438,9 @@ static void print_sm90_trace(cudaStream_t stream, int consumers, int ctas) {
   GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(c, g_sm90_ctas, sizeof(c)));
   GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(tiles, g_sm90_tiles, sizeof(tiles)));
   GPUATTN_CUDA_CHECK(cudaMemcpyFromSymbol(steps, g_sm90_cta_steps, sizeof(steps)));
+  // Zeroed for the next launch: a CTA that takes fewer steps there leaves no stale stamps.
+  static const long long zero_steps[1024][2 + kTraceSteps] = {};
+  GPUATTN_CUDA_CHECK(cudaMemcpyToSymbol(g_sm90_cta_steps, zero_steps, sizeof(zero_steps)));
   // SM90_TILE cw tile e0 .. e8: the steps of CTA 0's first item (zeros: no such step); the
   // producer's loads of the CTA's tiles, SM90_PTILE tile e0 .. e3
   for (int cw = 0; cw < consumers; ++cw) {
