@@ -171,12 +171,13 @@ def tile_table(tiles):
 
 def sm_sharing(per_cta):
     """Lines on how the CTAs share the SMs, from the SM90_CTA lines (b: smid, warpid, entry ns,
-    done ns, the SM clock at consumer 0's first steps): how many SMs hold 1, 2, ... CTAs; when the
-    CTAs alone on an SM are done against those that share one (us after the first entry); which
-    simple rules tell the two CTAs of an SM apart (blockIdx parity, its half of the grid, bit 3 of
-    the warp slot, which entered first); and the two CTAs' phase: each step of one CTA against the
-    other's steps, as a fraction of the other's period folded to [0, 0.5] (0: in step, 0.5: one's
-    steps halfway between the other's), median over steps and pairs."""
+    done ns, the SM clock at consumer 0's first steps): how many SMs hold 1, 2, ... CTAs; when
+    the CTAs alone on an SM are done against those that share one (us after the first entry), and
+    their step periods (cycles); which simple rules tell the two CTAs of an SM apart (blockIdx
+    parity, its half of the grid, bit 3 of the warp slot, which entered first); and the two CTAs'
+    phase: each step of one CTA against the other's steps, as a fraction of the other's period
+    folded to [0, 0.5] (0: in step, 0.5: one's steps halfway between the other's), median over
+    steps and pairs."""
     if not per_cta:
         return []
     by_sm = {}
@@ -192,6 +193,21 @@ def sm_sharing(per_cta):
     out.append("done after the first entry (us, median): " + ", ".join(
         f"{k} an SM {statistics.median(d) / 1e3:.2f} ({len(d)} CTAs)"
         for k, d in sorted(done.items()) if d))
+    # each CTA's step period on its SM's clock (the median gap between its step entries)
+    periods = {}
+    for k in counts:
+        for bs in by_sm.values():
+            if len(bs) != k:
+                continue
+            for b in bs:
+                st = [c for c in per_cta[b][4:] if c > 0]
+                if len(st) >= 2:
+                    periods.setdefault(k, []).append(
+                        statistics.median(y - x for x, y in zip(st, st[1:])))
+    if periods:
+        out.append("step period (cycles, median over CTAs): " + ", ".join(
+            f"{k} an SM {statistics.median(v):.0f} ({len(v)} CTAs)"
+            for k, v in sorted(periods.items())))
     pairs = [bs for bs in by_sm.values() if len(bs) == 2]
     if not pairs:
         return out

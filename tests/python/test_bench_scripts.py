@@ -350,8 +350,8 @@ def test_sm90_trace_summary_sm_sharing(tmp_path, capsys):
              3: (0, 12, 1000, 15200, [110, 1110, 2110, 3110]),
              2: (1, 12, 1000, 15000, [100, 1100, 2100, 3100]),  # SM 1: CTAs 2 and 4, alternating
              4: (1, 4, 1100, 15100, [600, 1600, 2600, 3600]),
-             1: (2, 4, 1000, 12000, []),  # alone on SMs 2 and 3, no steps
-             5: (3, 4, 1000, 12400, [])}
+             1: (2, 4, 1000, 12000, [50, 750, 1450]),  # alone on SMs 2 and 3
+             5: (3, 4, 1000, 12400, [])}  # (no steps)
     for b, (sm, wid, entry, done, st) in sorted(steps.items()):
         st = st + [0] * (8 - len(st))
         lines.append(f"SM90_CTA {b} {sm} {wid} {entry} {done} " + " ".join(map(str, st)))
@@ -362,6 +362,8 @@ def test_sm90_trace_summary_sm_sharing(tmp_path, capsys):
     assert "SMs by CTAs held: 1 CTA(s): 2, 2 CTA(s): 2" in out
     assert ("done after the first entry (us, median): 1 an SM 11.20 (2 CTAs), 2 an SM 14.05 "
             "(4 CTAs)") in out
+    assert ("step period (cycles, median over CTAs): 1 an SM 700 (1 CTAs), 2 an SM 1000 (4 "
+            "CTAs)") in out
     assert ("pairs told apart by: blockIdx parity 1/2, upper half of the grid 2/2, warp slot bit "
             "3 2/2, entered first 1/2") in out
     assert ("phase of the two CTAs of an SM (0: in step, 0.5: alternating): median 0.26, "
