@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Prepared in session 59 (not run: no device time left). Run from a checkout of the branch
-# wip/2cta-stagger (git checkout wip/2cta-stagger), whose fwd_sm90.cuh has the GPUATTN_2CTA_STAGGER
-# switch (default 0: the kernels of main).
+# Prepared in session 59 (not run: no device time left). Run it from main: on the device's copy
+# of the tree it applies stagger-v3.patch (this folder; the branch wip/2cta-stagger as a patch),
+# which adds the GPUATTN_2CTA_STAGGER switch to fwd_sm90.cuh (default 0: the kernels of main).
 # 1. Traces of the one-wave shape (fp16 B1 H16 S1024 D64, sm90_ws_64x128_2cta) with the SM90_CTA
 #    lines (9fb037f): which CTAs share an SM, when lone CTAs end against sharing ones
 #    (call 5: first CTA done 10.88 us after the first entry, last 13.98), which rule tells an
@@ -17,11 +17,15 @@
 #   OUT=$OUT bash bench/results/2026-12-01-h200-s59/next-call-stagger.sh   (~7 min)
 set -u
 cd "$(dirname "$0")/../../.." || exit 1
-grep -q 'GPUATTN_2CTA_STAGGER == 3' src/cuda/fwd_sm90.cuh || { echo "not wip/2cta-stagger"; exit 2; }
+if ! grep -q 'GPUATTN_2CTA_STAGGER == 3' src/cuda/fwd_sm90.cuh; then
+  pf=bench/results/2026-12-01-h200-s59/stagger-v3.patch
+  git apply "$pf" 2>/dev/null || patch -p1 < "$pf" || { echo "stagger-v3.patch did not apply"; exit 2; }
+fi
+grep -c 'GPUATTN_2CTA_STAGGER == 3' src/cuda/fwd_sm90.cuh
 OUT=$OUT/t0 timeout 120 scripts/sm90-trace.sh short-d64 > $OUT/t0.txt 2>&1; echo "t0 rc $?"
 SM90_TRACE_FLAGS="-DGPUATTN_2CTA_STAGGER=3" SM90_TRACE_BUILD=build-trace3 OUT=$OUT/t3 \
   timeout 120 scripts/sm90-trace.sh short-d64 > $OUT/t3.txt 2>&1; echo "t3 rc $?"
-grep -E 'SMs by|done after|told apart|phase of|consumer 0 median|all [0-9]+ CTAs' $OUT/t0.txt $OUT/t3.txt
+grep -E 'SMs by|done after|step period|told apart|phase of|consumer 0 median|all [0-9]+ CTAs' $OUT/t0.txt $OUT/t3.txt
 gzip -f $OUT/t0/*-trace.txt $OUT/t3/*-trace.txt
 for v in "a 1100" "b 600"; do
   set -- $v
