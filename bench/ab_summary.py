@@ -2,7 +2,8 @@
 side B, and B/A (< 1: B is faster); then, for the gpuattn bench cases, the geometric mean of B/A
 by head dim, causal or not, and sequence length up to 2048 or above. A change to per-item work
 (prologue, epilogue) shows at the short lengths; the long ones, where it is a small part of the
-time, show the run's noise.
+time, show the run's noise. Last, the kernels each side's gpuattn bench runs named (their
+`config`), so that a forced kernel (AB_ENV_<side>) that did not take shows.
 
     python3 bench/ab_summary.py DIR   (DIR holds bench-{a,b}-N.json and/or sparse-{a,b}-N.json)
 """
@@ -69,6 +70,17 @@ def groups(a, b):
     return "\n".join(lines) + "\n"
 
 
+def configs(path_glob):
+    """{config: runs} of the gpuattn bench rows in the files of `path_glob`."""
+    out = {}
+    for path in sorted(glob.glob(path_glob)):
+        with open(path) as fh:
+            for row in json.load(fh).get("results", []):
+                if "config" in row:
+                    out[row["config"]] = out.get(row["config"], 0) + 1
+    return out
+
+
 def main(argv):
     if len(argv) != 2 or not os.path.isdir(argv[1]):
         print(__doc__, file=sys.stderr)
@@ -84,6 +96,11 @@ def main(argv):
         by_group = groups(ba, bb)
         if by_group:
             parts.append(by_group)
+        kernels = [(side, configs(os.path.join(d, f"bench-{side}-*.json"))) for side in "ab"]
+        if any(k for _, k in kernels):
+            parts.append("### kernels run (gpuattn bench config: runs)\n\n" + "\n".join(
+                f"- {side.upper()}: " + ", ".join(f"{c}: {n}" for c, n in sorted(k.items()))
+                for side, k in kernels) + "\n")
     sparse_label = lambda r: f"{r['case']} S{r['seqlen']}"  # noqa: E731
     sa = times(os.path.join(d, "sparse-a-*.json"), "cases", sparse_label, "ours_ms")
     sb = times(os.path.join(d, "sparse-b-*.json"), "cases", sparse_label, "ours_ms")

@@ -5,7 +5,8 @@
 # tree (Release, sm_90a, library + tools + Python module, no tests), then runs the same benchmarks
 # A, B, A, B, ... ROUNDS times each, so that both sides see the same machine, clocks and thermal
 # state (device runs land on different machines, up to 8% apart). bench/ab_summary.py prints, per
-# case, the median over rounds of each side and B/A (time; < 1: B is faster).
+# case, the median over rounds of each side and B/A (time; < 1: B is faster), and the kernels
+# each side's runs named (a forced kernel that did not take shows there).
 #
 #   OUT=dir scripts/ab.sh A_DIR [ROUNDS]      (ROUNDS default 3)
 #   env: AB_SHAPES=default  gpuattn bench --shapes (quick, seed, sweep, ...; empty: skip)

@@ -214,13 +214,15 @@ def test_flex_output_matches_fp64_reference(heads):
 def test_ab_summary_joins_rounds(tmp_path, capsys):
     """bench/ab_summary.py: per case the median over rounds of each side and B/A; cases missing on
     one side are left out; a label that already says causal is not told twice; the geometric
-    mean of B/A by head dim, causal, and S up to 2048 or above; no files is an error."""
+    mean of B/A by head dim, causal, and S up to 2048 or above; the kernels each side ran; no
+    files is an error."""
     import json
 
     import ab_summary
 
     def bench(side, r, ms):
-        rows = [{"label": "B1 Hq16 S1024 D64 float16", "causal": False, "ours_ms": ms},
+        rows = [{"label": "B1 Hq16 S1024 D64 float16", "causal": False, "ours_ms": ms,
+                 "config": "sm90_ws_64x128_2cta" if side == "a" else "sm90_ws_128x128"},
                 {"label": "B4 Hq16 S4096 D128 float16", "causal": True, "ours_ms": 2 * ms},
                 {"label": "B2 Hq8 S512 D64 float16 causal", "causal": True,
                  "ours_ms": ms * (1.0 if side == "a" else 0.5)}]
@@ -247,6 +249,8 @@ def test_ab_summary_joins_rounds(tmp_path, capsys):
     assert "| 64 | no | 0.818 (1) | - |" in out
     assert "| 64 | yes | 0.409 (1) | - |" in out
     assert "| 128 | yes | - | 0.818 (1) |" in out
+    # the kernels each side's rows name, with their runs
+    assert "- A: sm90_ws_64x128_2cta: 3" in out and "- B: sm90_ws_128x128: 3" in out
     empty = tmp_path / "empty"
     empty.mkdir()
     assert ab_summary.main(["ab_summary", str(empty)]) == 1
