@@ -2077,27 +2077,35 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
 template <class Tr>
 constexpr FwdKernel kernel_of();
 
+// The dense and causal calls' own instantiations (sm90_ws_192x128, sm90_ws_128x80_d256,
+// sm90_ws_128x128_s3, sm90_ws_128x128_s4, sm90_ws_64x128_2cta) run nothing else: a clear error for
+// any other call that names one (the causal-only instantiations, Tr::kCausalOnly: causal calls
+// only).
+inline void require_dense_standard(const char* config, const FwdParams& p, bool causal_only) {
+  if (p.precision != Precision::standard || !p.dense_or_causal() || (causal_only && !p.causal)) {
+    throw Error(ErrorCode::not_supported,
+                std::string("gpuattn: ") + config + " runs " +
+                    (causal_only ? "causal" : "dense and causal") +
+                    " calls in standard precision only, not " +
+                    (p.precision != Precision::standard ? to_string(p.precision)
+                     : p.banded()                       ? "a sliding window"
+                     : !p.dense_or_causal()             ? "global tokens or a block layout"
+                                                        : "a non-causal call"));
+  }
+}
+
 template <class Tr, bool kMasked>
 void launch_kernel(const FwdParams& p, cudaStream_t stream) {
   // The one-consumer kernel compiles no varlen code (FwdTraits::kTakesVarlen), and the own
   // dense / causal instantiations no window or block-layout code (FwdTraits::kOwnDenseCausal):
   // such a call would run as if dense. The dispatch never sends one there (two_ctas_pay and the
   // 2cta force skip varlen; launch_own, sm90_late_pv_wait); this keeps it so.
-  if constexpr (!Tr::kTakesVarlen) {
-    if (p.is_varlen()) {
+  if constexpr (!Tr::kTakesVarlen || (!kMasked && Tr::kOwnDenseCausal)) {
+    const char* name = kFwdTileConfigs[static_cast<int>(kernel_of<Tr>())].name;
+    if (!kMasked && Tr::kOwnDenseCausal) require_dense_standard(name, p, Tr::kCausalOnly);
+    if (!Tr::kTakesVarlen && p.is_varlen()) {
       throw Error(ErrorCode::not_supported,
-                  std::string("gpuattn: ") +
-                      kFwdTileConfigs[static_cast<int>(kernel_of<Tr>())].name +
-                      " runs no varlen calls (cu_seqlens)");
-    }
-  }
-  if constexpr (!kMasked && Tr::kOwnDenseCausal) {
-    if (!p.dense_or_causal()) {
-      throw Error(ErrorCode::not_supported,
-                  std::string("gpuattn: ") +
-                      kFwdTileConfigs[static_cast<int>(kernel_of<Tr>())].name +
-                      " runs dense and causal calls only, not a sliding window, global tokens or "
-                      "a block layout");
+                  std::string("gpuattn: ") + name + " runs no varlen calls (cu_seqlens)");
     }
   }
   static PerDeviceFlags configured{};
@@ -2196,23 +2204,6 @@ constexpr bool matches_table() {
          c.stages == Tr::kStages;
 }
 
-// The dense and causal calls' own instantiations (sm90_ws_192x128, sm90_ws_128x80_d256,
-// sm90_ws_128x128_s3, sm90_ws_128x128_s4, sm90_ws_64x128_2cta) run nothing else: a clear error for
-// any other call that names one (the causal-only instantiations, Tr::kCausalOnly: causal calls
-// only).
-inline void require_dense_standard(const char* config, const FwdParams& p, bool causal_only) {
-  if (p.precision != Precision::standard || !p.dense_or_causal() || (causal_only && !p.causal)) {
-    throw Error(ErrorCode::not_supported,
-                std::string("gpuattn: ") + config + " runs " +
-                    (causal_only ? "causal" : "dense and causal") +
-                    " calls in standard precision only, not " +
-                    (p.precision != Precision::standard ? to_string(p.precision)
-                     : p.banded()                       ? "a sliding window"
-                     : !p.dense_or_causal()             ? "global tokens or a block layout"
-                                                        : "a non-causal call"));
-  }
-}
-
 // Launches the instantiation Tr, the configuration of its own that the dispatch picked for a
 // dense or causal call, where it exists at head dim D (its traits' head dim).
 template <class Tr, int D>
@@ -2221,8 +2212,7 @@ void launch_own(const FwdParams& p, cudaStream_t stream) {
   const char* name = kFwdTileConfigs[static_cast<int>(kKernel)].name;
   if constexpr (D == Tr::kHeadDim) {
     static_assert(matches_table<Tr>(), "FwdTraits and the tile configuration table agree");
-    require_dense_standard(name, p, Tr::kCausalOnly);
-    launch_kernel<Tr, false>(p, stream);
+    launch_kernel<Tr, false>(p, stream);  // which refuses what Tr does not run
   } else {
     throw Error(ErrorCode::not_supported, std::string("gpuattn: ") + name + " exists at head dim " +
                                               std::to_string(Tr::kHeadDim) + " only, not " +
