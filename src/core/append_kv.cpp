@@ -237,6 +237,15 @@ AppendParams make_append_params(const AppendKvArgs& a) {
     if (a.k_cache.shape[1] > INT32_MAX) invalid("k_cache length exceeds int32");
     p.seqlen_k = static_cast<int>(a.k_cache.shape[1]);
   }
+  if (p.seqlen_new > p.seqlen_k) {
+    invalid("k_new shape " + shape_of(a.k_new) + " holds " + std::to_string(p.seqlen_new) +
+            " new keys a sequence, more than the cache's " + std::to_string(p.seqlen_k) +
+            " slots a sequence (" +
+            (paged ? "block_table " + shape_of(a.block_table) + " of pages of " +
+                         std::to_string(p.page_size) + " keys"
+                   : "k_cache shape " + shape_of(a.k_cache)) +
+            ")");
+  }
   if (p.device == Device::cpu) {
     std::vector<std::int32_t> packed;
     if (paged) {  // the checker reads max_pages entries a row

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
+#include <iterator>
+#include <sstream>
 #include <string>
 
 namespace gpuattn {
@@ -9,6 +12,20 @@ namespace {
 
 [[noreturn]] void invalid(const std::string& msg) {
   throw Error(ErrorCode::invalid_argument, "gpuattn::BatchScheduler: " + msg);
+}
+
+// A double as written back (std::to_string prints 0.000000 for 1e-9 and "inf" / "nan" alike).
+std::string num(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
+// The ids a step runs (decodes, then the prefill groups in order).
+std::vector<std::int64_t> ids_of(const ScheduledStep& step) {
+  std::vector<std::int64_t> ids = step.decode;
+  for (const auto& group : step.prefill_groups) ids.insert(ids.end(), group.begin(), group.end());
+  return ids;
 }
 
 }  // namespace
@@ -23,10 +40,10 @@ BatchScheduler::BatchScheduler(const SchedulerConfig& config, KvCacheManager& kv
             ", must be positive");
   }
   if (!(cfg_.length_ratio >= 1.0)) {
-    invalid("length_ratio is " + std::to_string(cfg_.length_ratio) + ", must be >= 1");
+    invalid("length_ratio is " + num(cfg_.length_ratio) + ", must be >= 1");
   }
-  if (!(cfg_.max_wait_s >= 0.0)) {
-    invalid("max_wait_s is " + std::to_string(cfg_.max_wait_s) + ", must be >= 0");
+  if (!(cfg_.max_wait_s >= 0.0) || !std::isfinite(cfg_.max_wait_s)) {
+    invalid("max_wait_s is " + num(cfg_.max_wait_s) + ", must be finite and >= 0");
   }
   if (cfg_.deep_queue <= 0) {
     invalid("deep_queue is " + std::to_string(cfg_.deep_queue) + ", must be positive");
@@ -41,7 +58,17 @@ void BatchScheduler::enqueue_request(const Request& r) {
   if (r.max_new_tokens <= 0) {
     invalid(who + ": max_new_tokens is " + std::to_string(r.max_new_tokens) + ", must be positive");
   }
-  const std::int64_t keys = static_cast<std::int64_t>(r.prompt_len) + r.max_new_tokens;
+  if (!std::isfinite(r.arrival_s)) {
+    invalid(who + ": arrival_s is " + num(r.arrival_s) + ", must be finite");
+  }
+  // The keys it can come to hold: the prompt's and every generated token's but the last one's,
+  // which is never fed back (recomputed after a preemption, the same total).
+  const std::int64_t keys = static_cast<std::int64_t>(r.prompt_len) + r.max_new_tokens - 1;
+  if (keys > INT32_MAX) {
+    invalid(who + ": prompt_len (" + std::to_string(r.prompt_len) + ") + max_new_tokens (" +
+            std::to_string(r.max_new_tokens) + ") - 1 is " + std::to_string(keys) +
+            " keys, more than a cache sequence holds (2^31 - 1)");
+  }
   const std::int64_t pages = (keys + kv_.page_size() - 1) / kv_.page_size();
   if (pages > kv_.num_pages()) {
     invalid(who + ": " + std::to_string(keys) + " keys need " + std::to_string(pages) +
@@ -116,6 +143,20 @@ std::vector<std::int64_t> BatchScheduler::form_group(int slots, int token_budget
 }
 
 ScheduledStep BatchScheduler::schedule(double now_s) {
+  if (std::isnan(now_s)) invalid("schedule: now_s is nan");
+  // Each step appends its decodes' keys here: planning another before the last one is reported
+  // would append them twice.
+  if (!outstanding_.empty()) {
+    invalid("schedule() called again before complete_step() reported the step it planned (" +
+            std::to_string(outstanding_.size()) + " requests, request " +
+            std::to_string(outstanding_.front()) + " first)");
+  }
+  ScheduledStep step = plan(now_s);
+  outstanding_ = ids_of(step);
+  return step;
+}
+
+ScheduledStep BatchScheduler::plan(double now_s) {
   ScheduledStep step;
   // Decodes: every running request appends its last token's keys, oldest admission first. When
   // the cache is short, the running request of lowest priority admitted last is preempted.
@@ -182,10 +223,39 @@ ScheduledStep BatchScheduler::schedule(double now_s) {
 
 std::vector<std::int64_t> BatchScheduler::complete_step(const ScheduledStep& step,
                                                         const std::vector<std::int64_t>& stopped) {
+  // Everything is checked before anything changes: the step must be the one schedule() planned
+  // (each request once), and `stopped` may name only requests in it.
+  const std::vector<std::int64_t> ids = ids_of(step);
+  std::vector<std::int64_t> want = outstanding_, got = ids;
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  if (got != want) {
+    const auto dup = std::adjacent_find(got.begin(), got.end());
+    std::string why;
+    if (dup != got.end()) {
+      why = "request " + std::to_string(*dup) + " appears in it twice";
+    } else {
+      std::vector<std::int64_t> extra, missing;
+      std::set_difference(got.begin(), got.end(), want.begin(), want.end(),
+                          std::back_inserter(extra));
+      std::set_difference(want.begin(), want.end(), got.begin(), got.end(),
+                          std::back_inserter(missing));
+      why = !extra.empty() ? "request " + std::to_string(extra.front()) + " was not planned in it"
+                           : "it lacks request " + std::to_string(missing.front()) + ", which was";
+    }
+    invalid("complete_step: the step is not the one schedule() planned" +
+            std::string(outstanding_.empty() ? " (none is outstanding)" : "") + ": " + why);
+  }
+  for (const std::int64_t id : stopped) {
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
+      invalid("complete_step: stopped names request " + std::to_string(id) +
+              ", which is not in the step");
+    }
+  }
+  outstanding_.clear();
   std::vector<std::int64_t> done;
   auto advance = [&](std::int64_t id) {
     const auto it = running_.find(id);
-    if (it == running_.end()) invalid("request " + std::to_string(id) + " is not running");
     Running& run = it->second;
     ++run.generated;
     const bool stop = std::find(stopped.begin(), stopped.end(), id) != stopped.end();
@@ -195,10 +265,7 @@ std::vector<std::int64_t> BatchScheduler::complete_step(const ScheduledStep& ste
       done.push_back(id);
     }
   };
-  for (const std::int64_t id : step.decode) advance(id);
-  for (const auto& group : step.prefill_groups) {
-    for (const std::int64_t id : group) advance(id);
-  }
+  for (const std::int64_t id : ids) advance(id);
   return done;
 }
 

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -161,8 +163,18 @@ TEST(BatchScheduler, BadRequestsAndConfigsAreNamed) {
   BatchScheduler s(no_wait(), kv);
   expect_invalid([&] { s.enqueue_request(req(1, 0, 4)); }, "request 1: prompt_len is 0");
   expect_invalid([&] { s.enqueue_request(req(1, 4, 0)); }, "request 1: max_new_tokens is 0");
-  expect_invalid([&] { s.enqueue_request(req(1, 10, 7)); },
+  // prompt + max_new_tokens - 1 keys: the last token's are never appended.
+  expect_invalid([&] { s.enqueue_request(req(1, 10, 8)); },
                  "request 1: 17 keys need 5 pages, the cache has 4");
+  expect_invalid([&] { s.enqueue_request(req(1, INT32_MAX - 1, 5)); },
+                 "request 1: prompt_len (2147483646) + max_new_tokens (5) - 1 is 2147483650 keys, "
+                 "more than a cache sequence holds");
+  Request late = req(1, 4, 4);
+  late.arrival_s = std::numeric_limits<double>::infinity();
+  expect_invalid([&] { s.enqueue_request(late); }, "request 1: arrival_s is inf, must be finite");
+  late.arrival_s = std::numeric_limits<double>::quiet_NaN();
+  expect_invalid([&] { s.enqueue_request(late); }, "request 1: arrival_s is nan");
+  EXPECT_EQ(s.waiting(), 0);
   s.enqueue_request(req(1, 4, 4));
   expect_invalid([&] { s.enqueue_request(req(1, 4, 4)); }, "request 1 is already queued");
   SchedulerConfig c = no_wait();
@@ -170,6 +182,72 @@ TEST(BatchScheduler, BadRequestsAndConfigsAreNamed) {
   expect_invalid([&] { BatchScheduler{c, kv}; }, "length_ratio is 0.5");
   c = no_wait(0);
   expect_invalid([&] { BatchScheduler{c, kv}; }, "max_batch is 0");
+  c = no_wait();
+  c.max_wait_s = std::numeric_limits<double>::infinity();
+  expect_invalid([&] { BatchScheduler{c, kv}; }, "max_wait_s is inf, must be finite and >= 0");
+  expect_invalid([&] { s.schedule(std::numeric_limits<double>::quiet_NaN()); }, "now_s is nan");
+}
+
+// A request of prompt + max_new_tokens - 1 keys, exactly the cache, runs to completion.
+TEST(BatchScheduler, ARequestFillingTheCacheRuns) {
+  KvCacheManager kv(4, 4);
+  BatchScheduler s(no_wait(), kv);
+  s.enqueue_request(req(1, 10, 7));  // 16 keys at most: 4 pages
+  int steps = 0;
+  std::vector<std::int64_t> done;
+  while (done.empty() && steps++ < 20) {
+    const ScheduledStep st = s.schedule(0.0);
+    EXPECT_TRUE(st.preempted.empty());
+    done = s.complete_step(st);
+  }
+  EXPECT_EQ(done, (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(steps, 7);
+  EXPECT_EQ(kv.free_pages(), 4);
+}
+
+// complete_step takes only the step schedule() planned, and a bad one changes nothing; schedule()
+// refuses to plan again before the report.
+TEST(BatchScheduler, ForeignStepsAreRefusedAndChangeNothing) {
+  KvCacheManager kv(64, 16);
+  BatchScheduler s(no_wait(), kv);
+  s.enqueue_request(req(1, 20, 5));
+  s.enqueue_request(req(2, 20, 5));
+  s.complete_step(s.schedule(0.0));
+  const ScheduledStep st = s.schedule(0.0);
+  ASSERT_EQ(st.decode, (std::vector<std::int64_t>{1, 2}));
+  auto expect_invalid = [&](const std::function<void()>& f, const std::string& words) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; expected one naming '" << words << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(s.generated(1), 1);
+    EXPECT_EQ(s.generated(2), 1);
+    EXPECT_EQ(s.running(), 2);
+    EXPECT_EQ(kv.length(s.sequence(1)), 21);
+  };
+  expect_invalid([&] { s.schedule(0.0); }, "schedule() called again before complete_step()");
+  ScheduledStep forged = st;
+  forged.decode = {2, 99};
+  expect_invalid([&] { s.complete_step(forged); }, "request 99 was not planned in it");
+  forged.decode = {2, 2};
+  expect_invalid([&] { s.complete_step(forged); }, "request 2 appears in it twice");
+  forged.decode = {2};
+  expect_invalid([&] { s.complete_step(forged); }, "it lacks request 1, which was");
+  expect_invalid([&] { s.complete_step(st, {12345}); },
+                 "stopped names request 12345, which is not in the step");
+  EXPECT_TRUE(s.complete_step(st, {2}) == (std::vector<std::int64_t>{2}));
+  try {
+    s.complete_step(st);  // reported once already
+    ADD_FAILURE() << "no error for a step reported twice";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(none is outstanding)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s.generated(1), 2);
+  EXPECT_EQ(s.running(), 1);
+  // An empty step (nothing to run) needs no report.
+  EXPECT_TRUE(s.complete_step(ScheduledStep{}).empty());
 }
 
 // Random arrivals, lengths and priorities on a small cache, stepped to completion: every request

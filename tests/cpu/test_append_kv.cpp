@@ -121,6 +121,16 @@ TEST(AppendKv, BadInputsAreNamedAndTheCachesUntouched) {
   a.k_new = f32.view();
   a.v_new = f32.view();
   expect_invalid(a, "k_new dtype float32 differs from k_cache dtype float16");
+  // More new keys than a sequence has slots: k_new is named, not cache_seqlens.
+  HostTensor many(DType::f16, {B, Sk + 1, Hkv, D});
+  const HostTensor zeros2 = int32s({0, 0});
+  a.cache_seqlens = zeros2.view();
+  a.k_new = many.view();
+  a.v_new = many.view();
+  expect_invalid(a,
+                 "k_new shape [2, 33, 2, 64] holds 33 new keys a sequence, more than the "
+                 "cache's 32 slots a sequence (k_cache shape [2, 32, 2, 64])");
+  a.cache_seqlens = ok.view();
   a.k_new = kn.view();
   a.v_new = vn.view();
   // Paged: sequence 1's new keys (28..31) land in page 3 of its row, which is out of range.
@@ -139,6 +149,21 @@ TEST(AppendKv, BadInputsAreNamedAndTheCachesUntouched) {
     ADD_FAILURE() << "no error for a page out of range";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("block_table[1][3] is 99"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(same_bytes(pool_k, pk0));
+  // Paged, more new keys than the table's pages hold (4 pages of 8 keys).
+  a.cache_seqlens = zeros2.view();
+  a.k_new = many.view();
+  a.v_new = many.view();
+  try {
+    append_kv(a);
+    ADD_FAILURE() << "no error for 33 new keys in 32 slots";
+  } catch (const Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("holds 33 new keys a sequence, more than the cache's 32 "
+                                   "slots a sequence (block_table [2, 4] of pages of 8 keys)"),
+        std::string::npos)
+        << e.what();
   }
   EXPECT_TRUE(same_bytes(pool_k, pk0));
 }
