@@ -8,7 +8,9 @@ namespace gpuattn::engine {
 
 bool is_dir(const std::string& path);
 bool is_file(const std::string& path);  // a regular file
-// The whole file; a file that cannot be opened is an invalid_argument "<path>: cannot open: <why>".
+bool exists(const std::string& path);   // anything: a file, a directory, ...
+// The whole file; a file that cannot be opened or read, or a path that is not a regular file, is
+// an invalid_argument naming the path ("<path>: cannot open: <why>").
 std::string read_text(const std::string& path);
 
 }  // namespace gpuattn::engine

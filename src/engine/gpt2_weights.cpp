@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iomanip>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -31,8 +32,15 @@ using engine::read_text;
 void read_int(const engine::Json& j, const char* key, const std::string& path, int& value) {
   const engine::Json* v = j.find(key);
   if (!v) return;
-  if (!v->is_int() || v->as_int() <= 0 || v->as_int() > (1 << 30)) {
-    invalid(path + ": " + key + " must be a positive integer");
+  if (!v->is_int()) {
+    std::ostringstream got;
+    if (v->is_number()) got << std::setprecision(17) << v->as_number();
+    invalid(path + ": " + key + " must be a positive integer, not " +
+            (v->is_number() ? got.str() : std::string("a non-number")));
+  }
+  if (v->as_int() <= 0 || v->as_int() > (1 << 30)) {
+    invalid(path + ": " + key + " is " + std::to_string(v->as_int()) +
+            ", must be a positive integer up to 2^30");
   }
   value = static_cast<int>(v->as_int());
 }
@@ -55,8 +63,10 @@ void Gpt2Config::validate() const {
   if (n_positions <= 0) bad("n_positions", n_positions, "must be positive");
   if (vocab_size <= 0) bad("vocab_size", vocab_size, "must be positive");
   if (!(layer_norm_epsilon > 0.0f) || !std::isfinite(layer_norm_epsilon)) {
-    invalid("gpuattn::Gpt2Config: layer_norm_epsilon is " + std::to_string(layer_norm_epsilon) +
-            ", must be positive");
+    std::ostringstream v;
+    v << std::setprecision(9) << layer_norm_epsilon;  // to_string prints -1e-7 as -0.000000
+    invalid("gpuattn::Gpt2Config: layer_norm_epsilon is " + v.str() +
+            ", must be positive and finite");
   }
 }
 
@@ -88,6 +98,14 @@ Gpt2Weights Gpt2Weights::load(const std::string& path) {
   if (wte.shape.size() != 2 || wpe.shape.size() != 2) {
     invalid(file + ": wte.weight and wpe.weight must be 2-D");
   }
+  for (const engine::StTensor* t : {&wte, &wpe}) {
+    for (const std::int64_t s : t->shape) {
+      if (s <= 0 || s > (1 << 30)) {
+        invalid(file + ": " + t->name + " has a dimension of " + std::to_string(s) +
+                ", must be 1 to 2^30");
+      }
+    }
+  }
   cfg.vocab_size = static_cast<int>(wte.shape[0]);
   cfg.n_embd = static_cast<int>(wte.shape[1]);
   cfg.n_positions = static_cast<int>(wpe.shape[0]);
@@ -95,7 +113,7 @@ Gpt2Weights Gpt2Weights::load(const std::string& path) {
   cfg.n_layer = 0;
   while (find("h." + std::to_string(cfg.n_layer) + ".ln_1.weight")) ++cfg.n_layer;
   const std::string config_path = dir + "/config.json";
-  if (is_file(config_path)) {
+  if (engine::exists(config_path)) {  // read_text refuses a directory
     const engine::Json j = engine::parse_json(read_text(config_path), config_path);
     if (!j.is_object()) invalid(config_path + ": not a JSON object");
     read_int(j, "n_layer", config_path, cfg.n_layer);
@@ -109,6 +127,23 @@ Gpt2Weights Gpt2Weights::load(const std::string& path) {
     }
   }
   cfg.validate();
+  // Layer tensors past n_layer (h.0 and h.2 without h.1, or a config's n_layer below the
+  // file's) would be dropped without a word: a truncated or mismatched model.
+  for (const engine::StTensor& t : st.tensors()) {
+    std::string name = t.name;
+    if (name.rfind("transformer.", 0) == 0) name = name.substr(12);
+    if (name.rfind("h.", 0) != 0) continue;
+    const std::size_t dot = name.find('.', 2);
+    const std::string digits = name.substr(2, dot == std::string::npos ? dot : dot - 2);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+        digits.size() > 9 || std::stoi(digits) >= cfg.n_layer) {
+      invalid(file + ": tensor " + t.name + " is not in a layer of the model's " +
+              std::to_string(cfg.n_layer) + " (h.0 to h." + std::to_string(cfg.n_layer - 1) +
+              (is_file(config_path) ? ", n_layer of " + config_path
+                                    : ", counted up to the first missing h.N.ln_1.weight") +
+              ")");
+    }
+  }
   const std::int64_t C = cfg.n_embd;
   const auto get = [&](const std::string& name, std::vector<std::int64_t> shape) {
     const engine::StTensor& t = need(name);
@@ -121,7 +156,14 @@ Gpt2Weights Gpt2Weights::load(const std::string& path) {
     if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16") {
       invalid(file + ": " + t.name + " has dtype " + t.dtype + ", not F32, F16 or BF16");
     }
-    return engine::to_float(t);
+    std::vector<float> v = engine::to_float(t);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!std::isfinite(v[i])) {
+        invalid(file + ": " + t.name + " element " + std::to_string(i) + " is " +
+                (std::isnan(v[i]) ? "nan" : "inf") + ": weights must be finite");
+      }
+    }
+    return v;
   };
   w.wte = get("wte.weight", {cfg.vocab_size, C});
   w.wpe = get("wpe.weight", {cfg.n_positions, C});
@@ -195,7 +237,7 @@ void Gpt2Weights::save(const std::string& dir) const {
     << "  \"n_layer\": " << config.n_layer << ",\n  \"n_head\": " << config.n_head
     << ",\n  \"n_embd\": " << config.n_embd << ",\n  \"n_positions\": " << config.n_positions
     << ",\n  \"n_ctx\": " << config.n_positions << ",\n  \"vocab_size\": " << config.vocab_size
-    << ",\n  \"layer_norm_epsilon\": " << config.layer_norm_epsilon
+    << ",\n  \"layer_norm_epsilon\": " << std::setprecision(9) << config.layer_norm_epsilon
     << ",\n  \"activation_function\": \"gelu_new\"\n}\n";
   const std::string tmp = dir + "/config.json.tmp";
   {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <sstream>
@@ -45,6 +46,8 @@ TEST(Gpt2Config, RejectsWhatNoKernelRuns) {
   c = small_config();
   c.layer_norm_epsilon = -1.0f;
   expect_invalid_argument([&] { c.validate(); }, "layer_norm_epsilon");
+  c.layer_norm_epsilon = -1.5e-7f;  // once printed as -0.000000
+  expect_invalid_argument([&] { c.validate(); }, "layer_norm_epsilon is -1.50000005e-07");
 }
 
 // random_parallel: the values depend on the seed alone (not the thread count, nor the order the
@@ -196,6 +199,71 @@ TEST(Gpt2Weights, LoadsUnprefixedF16WithoutConfig) {
   engine::write_safetensors(dir + "/model.safetensors", out);
   expect_invalid_argument([&] { Gpt2Weights::load(dir); }, "no tensor wpe.weight");
   expect_invalid_argument([&] { Gpt2Weights::load(temp_dir("nowhere")); }, "nowhere");
+}
+
+// What a file cannot hold without an error: a non-finite weight, layers past n_layer (a gap, or
+// more than config.json's n_layer), a config.json that is a directory. And save() keeps
+// layer_norm_epsilon to the float.
+TEST(Gpt2Weights, NonFiniteWeightsStrayLayersAndBadConfigsAreNamed) {
+  Gpt2Config cfg = small_config();
+  cfg.layer_norm_epsilon = 1.23456789e-5f;
+  const Gpt2Weights w = Gpt2Weights::random(cfg, 4);
+  const std::string dir = temp_dir("strays");
+  w.save(dir);
+  EXPECT_EQ(Gpt2Weights::load(dir).config.layer_norm_epsilon, cfg.layer_norm_epsilon);
+  const engine::SafetensorsFile f = engine::SafetensorsFile::open(dir + "/model.safetensors");
+  std::vector<engine::StTensorOut> good;
+  for (const engine::StTensor& t : f.tensors()) {
+    good.push_back({t.name, t.dtype, t.shape, std::vector<std::byte>(t.data, t.data + t.nbytes)});
+  }
+  auto write = [&](const std::vector<engine::StTensorOut>& out) {
+    engine::write_safetensors(dir + "/model.safetensors", out);
+  };
+  // A NaN in the second layer's MLP (F32: element 5's bytes).
+  std::vector<engine::StTensorOut> out = good;
+  bool planted = false;
+  for (auto& t : out) {
+    if (t.name == "transformer.h.1.mlp.c_fc.weight") {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(&t.bytes[5 * sizeof(float)], &nan, sizeof(float));
+      planted = true;
+    }
+  }
+  ASSERT_TRUE(planted);
+  write(out);
+  expect_invalid_argument([&] { Gpt2Weights::load(dir); },
+                          "transformer.h.1.mlp.c_fc.weight element 5 is nan");
+  // config.json says 1 layer, the file holds 2.
+  write(good);
+  {
+    std::ifstream in(dir + "/config.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string j = text.str();
+    const std::size_t at = j.find("\"n_layer\": 2");
+    ASSERT_NE(at, std::string::npos) << j;
+    j.replace(at, 12, "\"n_layer\": 1");
+    std::ofstream(dir + "/config.json") << j;
+  }
+  expect_invalid_argument([&] { Gpt2Weights::load(dir); },
+                          "tensor transformer.h.1.ln_1.weight is not in a layer of the "
+                          "model's 1 (h.0 to h.0, n_layer of");
+  // No config, and layer 1 renamed layer 2: a gap, counted as 1 layer, h.2 stray.
+  std::remove((dir + "/config.json").c_str());
+  out = good;
+  for (auto& t : out) {
+    const std::string h1 = "transformer.h.1.";
+    if (t.name.rfind(h1, 0) == 0) t.name = "transformer.h.2." + t.name.substr(h1.size());
+  }
+  write(out);
+  expect_invalid_argument([&] { Gpt2Weights::load(dir); },
+                          "is not in a layer of the model's 1 (h.0 to h.0, counted up to the "
+                          "first missing h.N.ln_1.weight)");
+  // config.json a directory: not silently skipped.
+  write(good);
+  ::mkdir((dir + "/config.json").c_str(), 0755);
+  expect_invalid_argument([&] { Gpt2Weights::load(dir); }, "config.json: not a regular file");
+  ::rmdir((dir + "/config.json").c_str());
 }
 
 TEST(Gpt2Weights, UntiedLmHeadIsRejected) {

@@ -417,7 +417,16 @@ int run_bench(const std::vector<std::string>& args) {
   }
   const std::vector<Case> own =
       flags.has("shape") ? parse_shapes(flags.get("shape", "")) : std::vector<Case>{};
-  if (flags.has("show-config")) return show_config(shapes, own);
+  if (flags.has("show-config")) {
+    // It prints the table and the picks; the flags that time cases have nothing to act on.
+    for (const char* timing : {"json", "warmup", "rep", "precision", "only"}) {
+      if (flags.has(timing)) {
+        throw UsageError("gpuattn bench: --" + std::string(timing) +
+                         " does not apply to --show-config (nothing is timed)");
+      }
+    }
+    return show_config(shapes, own);
+  }
   const bool on_cuda = device == "cuda" || (device == "auto" && cuda_available());
   const bool sweep = shapes == "sweep";
   // Milliseconds, do_bench's defaults as the torch anchors use them (bench/torch_anchors.py).

@@ -1,9 +1,12 @@
 #include "common.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -44,6 +47,12 @@ Flags::Flags(std::string command, const std::vector<std::string>& args,
       if (!has_value) {
         if (i + 1 >= args.size())
           throw UsageError(command_ + ": flag --" + name + " needs a value");
+        // The next flag is not taken for this one's value (`--json --quick` would write a file
+        // named --quick and drop the switch); --name=VALUE passes a value that starts with --.
+        if (args[i + 1].rfind("--", 0) == 0) {
+          throw UsageError(command_ + ": flag --" + name + " needs a value, got the flag '" +
+                           args[i + 1] + "' (--" + name + "=VALUE for a value starting with --)");
+        }
         value = args[++i];
       }
       values_[name] = value;
@@ -77,9 +86,16 @@ std::string Flags::choice(const std::string& name, const std::string& fallback,
 int Flags::get_int(const std::string& name, int fallback, int min, int max) const {
   const auto it = values_.find(name);
   if (it == values_.end()) return fallback;
+  // Digits with an optional '-': strtol alone would also take leading spaces and a '+'.
+  const std::string& s = it->second;
+  const bool digits =
+      !s.empty() &&
+      (std::isdigit(static_cast<unsigned char>(s[0])) ||
+       (s[0] == '-' && s.size() > 1 && std::isdigit(static_cast<unsigned char>(s[1]))));
   char* end = nullptr;
-  const long v = std::strtol(it->second.c_str(), &end, 10);
-  if (it->second.empty() || *end != '\0' || v < min || v > max) {
+  errno = 0;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (!digits || *end != '\0' || errno == ERANGE || v < min || v > max) {
     throw UsageError(command_ + ": flag --" + name + " needs an integer in [" +
                      std::to_string(min) + ", " + std::to_string(max) + "], got '" + it->second +
                      "'");
@@ -91,9 +107,12 @@ std::uint64_t Flags::get_u64(const std::string& name, std::uint64_t fallback) co
   const auto it = values_.find(name);
   if (it == values_.end()) return fallback;
   char* end = nullptr;
+  errno = 0;
   const unsigned long long v = std::strtoull(it->second.c_str(), &end, 10);
-  if (it->second.empty() || *end != '\0' || it->second[0] == '-') {
-    throw UsageError(command_ + ": flag --" + name + " needs a non-negative integer, got '" +
+  // Digits only: strtoull takes leading spaces and wraps a '-' around, and clamps past 2^64 - 1.
+  if (it->second.empty() || !std::isdigit(static_cast<unsigned char>(it->second[0])) ||
+      *end != '\0' || errno == ERANGE) {
+    throw UsageError(command_ + ": flag --" + name + " needs an integer in [0, 2^64 - 1], got '" +
                      it->second + "'");
   }
   return v;
@@ -543,10 +562,32 @@ std::string json_array(const std::vector<JsonObject>& items, int indent) {
   return s + "\n" + std::string(static_cast<std::size_t>(indent), ' ') + "]";
 }
 
+void write_file_bytes(const std::string& path, const void* data, std::size_t bytes) {
+  // Into a temporary file beside it, renamed over `path` once complete: a failed write (a full
+  // disk, a file size limit) leaves no half-written `path`, and an old one stays whole.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error("cannot write " + path + " (cannot create " + tmp + ")");
+    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    f.flush();
+    if (!f) {
+      f.close();
+      std::remove(tmp.c_str());
+      throw std::runtime_error("cannot write " + path + " (" + std::to_string(bytes) +
+                               " bytes; nothing written)");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot write " + path + " (rename from " + tmp + ": " + why + ")");
+  }
+}
+
 void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text << "\n";
-  if (!f) throw std::runtime_error("cannot write " + path);
+  const std::string all = text + "\n";
+  write_file_bytes(path, all.data(), all.size());
 }
 
 }  // namespace gpuattn::tool

@@ -1,6 +1,8 @@
 // `gpuattn dist`: sequence-parallel attention over several ranks (GPUs, or CPU ranks), timed
 // against one rank computing the whole sequence, and checked against that rank's output.
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -43,13 +45,19 @@ rank's output. Each rank holds S / ranks rows of q, k and v.
   --json FILE               the table as JSON, with device, date and commit
 )";
 
-std::vector<std::string> split(const std::string& s) {
+// The comma-separated items of flag --name's value: at least one, none empty.
+std::vector<std::string> split(const std::string& name, const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
   std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(item);
+  while (std::getline(ss, item, ',')) out.push_back(item);
+  if (!s.empty() && s.back() == ',') out.emplace_back();  // getline drops a trailing empty item
+  for (const std::string& one : out) {
+    if (one.empty()) {
+      throw UsageError("gpuattn dist: --" + name + " '" + s + "' has an empty item");
+    }
   }
+  if (out.empty()) throw UsageError("gpuattn dist: --" + name + " is empty");
   return out;
 }
 
@@ -153,12 +161,16 @@ int run_dist(const std::vector<std::string>& args) {
   const std::string transport_s = f.choice("transport", "nccl", {"nccl", "peer_copy"});
   const Transport transport = transport_s == "nccl" ? Transport::nccl : Transport::peer_copy;
   std::vector<std::int64_t> seqs;
-  for (const auto& s : split(f.get("seq", on_cuda ? "16384,32768,65536,131072" : "512"))) {
+  constexpr long long kMostSeq = 1LL << 24;  // 16M tokens: the sizes below stay in int64
+  for (const auto& s : split("seq", f.get("seq", on_cuda ? "16384,32768,65536,131072" : "512"))) {
     char* end = nullptr;
+    errno = 0;
     const long long v = std::strtoll(s.c_str(), &end, 10);
-    if (*end != 0 || v <= 0 || v % (2 * ranks) != 0) {
+    if (*end != 0 || errno == ERANGE || !std::isdigit(static_cast<unsigned char>(s[0])) || v <= 0 ||
+        v > kMostSeq || v % (2 * ranks) != 0) {
       throw UsageError("gpuattn dist: --seq '" + s + "' is not a positive multiple of " +
-                       std::to_string(2 * ranks) + " (2 x ranks)");
+                       std::to_string(2 * ranks) + " (2 x ranks) up to " +
+                       std::to_string(kMostSeq));
     }
     seqs.push_back(v);
   }
@@ -174,7 +186,7 @@ int run_dist(const std::vector<std::string>& args) {
       f.choice("dtype", "bf16", {"f16", "bf16"}) == "f16" ? DType::f16 : DType::bf16;
   const bool causal = !f.has("full");
   std::vector<SeqParallelStrategy> strategies;
-  for (const auto& s : split(f.get("strategies", "ring,all_gather,head_parallel"))) {
+  for (const auto& s : split("strategies", f.get("strategies", "ring,all_gather,head_parallel"))) {
     if (s == "ring") {
       strategies.push_back(SeqParallelStrategy::ring);
     } else if (s == "all_gather") {
@@ -187,7 +199,7 @@ int run_dist(const std::vector<std::string>& args) {
     }
   }
   std::vector<ShardLayout> layouts;
-  for (const auto& s : split(f.get("layouts", "zigzag,contiguous"))) {
+  for (const auto& s : split("layouts", f.get("layouts", "zigzag,contiguous"))) {
     if (s == "zigzag") {
       layouts.push_back(ShardLayout::zigzag);
     } else if (s == "contiguous") {

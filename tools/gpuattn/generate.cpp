@@ -2,7 +2,6 @@
 // cache), timed, with the tokens and optionally the first prompt's logits written out.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -68,6 +67,9 @@ std::vector<std::int32_t> parse_ids(const std::string& s) {
     ids.push_back(static_cast<std::int32_t>(v));
   }
   if (ids.empty()) throw UsageError("generate: --prompt is empty");
+  if (s.back() == ',') {  // getline drops the empty item after a trailing comma
+    throw UsageError("generate: --prompt '" + s + "' ends in a comma (an empty token id)");
+  }
   return ids;
 }
 
@@ -150,9 +152,8 @@ int run_generate(const std::vector<std::string>& args) {
     weights = Gpt2Weights::random_parallel(c, f.get_u64("weights-seed", 1));
     model_name = "random " + size;
   }
-  if (f.has("save-model")) weights.save(f.get("save-model", ""));
   const Gpt2Config& cfg = weights.config;
-  if (f.has("text") && (f.has("prompt") || f.has("prompt-len"))) {
+  if (static_cast<int>(f.has("text")) + f.has("prompt") + f.has("prompt-len") > 1) {
     throw UsageError("generate: give one of --text, --prompt and --prompt-len");
   }
   const std::optional<Gpt2Tokenizer> tokenizer = find_tokenizer(f);
@@ -179,8 +180,8 @@ int run_generate(const std::vector<std::string>& args) {
   opt.kv_cache =
       f.choice("kv-cache", "model", {"model", "e4m3"}) == "e4m3" ? KvCache::e4m3 : KvCache::model;
   opt.page_size = f.get_int("page-size", 16, 1, 1 << 20);
-  const int batch = f.get_int("batch", 1, 1, 1 << 20);
-  opt.scheduler.max_batch = f.get_int("max-batch", std::max(64, batch), 1, 1 << 20);
+  const int batch = f.get_int("batch", 1, 1, 1 << 16);
+  opt.scheduler.max_batch = f.get_int("max-batch", std::max(64, batch), 1, 1 << 16);
   const int max_new = f.get_int("max-new", 32, 1, cfg.n_positions);
   const std::uint64_t seed = f.get_u64("seed", 0);
 
@@ -205,17 +206,16 @@ int run_generate(const std::vector<std::string>& args) {
     r.sampling.seed = seed;
   }
 
+  // Every flag is checked before anything is written (the saved model, the logits).
+  const int warmup_flag = f.get_int("warmup", -1, 0, 100);  // -1: the backend's default
+  if (f.has("save-model")) weights.save(f.get("save-model", ""));
   Gpt2Engine engine(weights, opt);
   const bool on_cuda = engine.backend() == Backend::cuda;
   if (f.has("logits-out")) {
     const std::vector<float> logits = engine.forward_logits(reqs[0].prompt);
-    const std::string path = f.get("logits-out", "");
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(logits.data()),
-              static_cast<std::streamsize>(logits.size() * sizeof(float)));
-    if (!out) throw std::runtime_error("cannot write " + path);
+    write_file_bytes(f.get("logits-out", ""), logits.data(), logits.size() * sizeof(float));
   }
-  const int warmup = f.get_int("warmup", on_cuda ? 1 : 0, 0, 100);
+  const int warmup = warmup_flag >= 0 ? warmup_flag : on_cuda ? 1 : 0;
   for (int i = 0; i < warmup; ++i) engine.generate(reqs);
   GenerationStats st;
   const std::vector<std::vector<std::int32_t>> out = engine.generate(reqs, &st);

@@ -1,6 +1,7 @@
 // `gpuattn`: the command line tool. Subcommands verify (accuracy table vs the fp64 reference) and
 // bench (timing table); both run the CUDA backend on a GPU machine and the CPU backend elsewhere.
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,11 @@ int main(int argc, char** argv) {
   } catch (const gpuattn::tool::UsageError& e) {
     std::cerr << e.what() << " (see gpuattn " << command << " --help)\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "gpuattn " << command
+              << ": out of host memory (std::bad_alloc): the sizes asked for are too large for "
+                 "this machine\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "gpuattn " << command << ": " << e.what() << "\n";
     return 1;

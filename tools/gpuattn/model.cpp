@@ -65,6 +65,36 @@ PerfShape parse_shape(const std::string& text) {
   return s;
 }
 
+// Member `key` of result `i` as a whole number in [lo, hi], or a number: a UsageError naming the
+// file, the result and the key for anything else (null, a string, 2^40 for an int).
+long long int_member(const engine::Json& r, const char* key, const std::string& path, std::size_t i,
+                     long long lo, long long hi) {
+  const engine::Json& v = member(r, key, path);
+  long long n = 0;
+  try {
+    n = v.as_int();
+  } catch (const Error& e) {
+    throw UsageError("gpuattn model: '" + path + "' results[" + std::to_string(i) + "]." + key +
+                     ": " + e.what());
+  }
+  if (n < lo || n > hi) {
+    throw UsageError("gpuattn model: '" + path + "' results[" + std::to_string(i) + "]." + key +
+                     " is " + std::to_string(n) + ", must be in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]");
+  }
+  return n;
+}
+
+double number_member(const engine::Json& r, const char* key, const std::string& path,
+                     std::size_t i) {
+  try {
+    return member(r, key, path).as_number();
+  } catch (const Error& e) {
+    throw UsageError("gpuattn model: '" + path + "' results[" + std::to_string(i) + "]." + key +
+                     ": " + e.what());
+  }
+}
+
 std::vector<Measured> read_results(const std::string& path) {
   std::ifstream f(path);
   if (!f) throw UsageError("gpuattn model: cannot read '" + path + "'");
@@ -72,23 +102,29 @@ std::vector<Measured> read_results(const std::string& path) {
   ss << f.rdbuf();
   const engine::Json doc = engine::parse_json(ss.str(), path);
   std::vector<Measured> out;
-  for (const engine::Json& r : member(doc, "results", path).as_array()) {
+  const auto& results = member(doc, "results", path).as_array();
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const engine::Json& r = results[i];
     if (r.find("error") != nullptr && !member(r, "error", path).as_string().empty()) continue;
     Measured m;
     m.label = member(r, "label", path).as_string();
-    m.shape.batch = static_cast<int>(member(r, "batch", path).as_int());
-    m.shape.hq = static_cast<int>(member(r, "hq", path).as_int());
-    m.shape.hkv = static_cast<int>(member(r, "hkv", path).as_int());
-    m.shape.seqlen_q = static_cast<int>(member(r, "seqlen_q", path).as_int());
-    m.shape.seqlen_k = static_cast<int>(member(r, "seqlen_k", path).as_int());
-    m.shape.head_dim = static_cast<int>(member(r, "head_dim", path).as_int());
+    m.shape.batch = static_cast<int>(int_member(r, "batch", path, i, 1, 65535));
+    m.shape.hq = static_cast<int>(int_member(r, "hq", path, i, 1, 65535));
+    m.shape.hkv = static_cast<int>(int_member(r, "hkv", path, i, 1, 65535));
+    m.shape.seqlen_q = static_cast<int>(int_member(r, "seqlen_q", path, i, 1, 1LL << 30));
+    m.shape.seqlen_k = static_cast<int>(int_member(r, "seqlen_k", path, i, 1, 1LL << 30));
+    m.shape.head_dim = static_cast<int>(int_member(r, "head_dim", path, i, 1, 1024));
     m.shape.causal = member(r, "causal", path).as_bool();
     const std::string dt = member(r, "dtype", path).as_string();
     m.shape.dtype_bytes = dt == "float32" ? 4 : 2;
     std::string config = member(r, "config", path).as_string();
     config = config.substr(0, config.find(' '));  // "sm90_ws_128x128 (late P V wait)"
     m.shape.config = config;
-    m.ms = member(r, "ours_ms", path).as_number();
+    m.ms = number_member(r, "ours_ms", path, i);
+    if (!(m.ms > 0) || !std::isfinite(m.ms)) {
+      throw UsageError("gpuattn model: '" + path + "' results[" + std::to_string(i) +
+                       "].ours_ms is " + std::to_string(m.ms) + ", must be a positive time");
+    }
     out.push_back(m);
   }
   return out;
@@ -109,7 +145,7 @@ int run_model(const std::vector<std::string>& args) {
   // Repeated flags: collect them by hand (Flags keeps one value a name).
   std::vector<std::string> shapes, checks, fits;
   double max_error = 0.25;
-  bool all_configs = false;
+  bool all_configs = false, max_error_given = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string {
@@ -129,6 +165,7 @@ int run_model(const std::vector<std::string>& args) {
     } else if (a == "--max-error") {
       const std::string v = value();
       char* end = nullptr;
+      max_error_given = true;
       max_error = std::strtod(v.c_str(), &end);
       if (*end != 0 || !(max_error > 0)) {
         throw UsageError("gpuattn model: --max-error '" + v + "' is not a positive number");
@@ -139,6 +176,14 @@ int run_model(const std::vector<std::string>& args) {
   }
   if (shapes.empty() && checks.empty() && fits.empty()) {
     throw UsageError("gpuattn model: give --shape, --check or --fit");
+  }
+  if (all_configs && shapes.empty()) {
+    throw UsageError(
+        "gpuattn model: --configs lists the configurations of --shape's shapes: give "
+        "--shape");
+  }
+  if (max_error_given && checks.empty()) {
+    throw UsageError("gpuattn model: --max-error applies to --check: give --check");
   }
   const DeviceSpec dev = DeviceSpec::h200();
   int status = 0;

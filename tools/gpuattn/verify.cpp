@@ -370,7 +370,8 @@ int run_verify(const std::vector<std::string>& args) {
     for (const auto& o : results) rows.push_back(to_json(o));
     top.add("tool", "gpuattn verify").add("device", on_cuda ? "cuda" : "cpu");
     top.add("device_name", device_name).add("date", iso_date_utc()).add("commit", git_commit());
-    top.add("seed", static_cast<std::int64_t>(seed)).add("quick", quick);
+    top.add_raw("seed", std::to_string(seed))  // unsigned: a seed past 2^63 replays too
+        .add("quick", quick);
     top.add("cases", static_cast<int>(results.size())).add("failed", failed);
     top.add_raw("results", json_array(rows, 2));
     write_file(json, top.str());

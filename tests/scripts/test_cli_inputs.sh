@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# gpuattn's bad inputs on the CPU: each exits with status 2 (a flag) or 1 (a file) and a message
+# naming the value, and writes nothing. A flag's value is never the next flag; integers are digits
+# (no spaces, no '+', nothing past 2^64 - 1 for a seed); comma lists have no empty item; a flag
+# that a mode ignores is refused; outputs are written only after every flag is checked, and a
+# write that fails (a file size limit) leaves no partial file.
+set -uo pipefail
+gpuattn=${1:?usage: test_cli_inputs.sh PATH/TO/gpuattn}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect STATUS WORDS -- ARGS...: the run exits with STATUS and its stderr holds WORDS.
+expect() {
+  local status=$1 words=$2
+  shift 3
+  local err rc
+  err=$("$gpuattn" "$@" 2>&1 >/dev/null)
+  rc=$?
+  [ "$rc" = "$status" ] || fail "gpuattn $* exited $rc, not $status: $err"
+  [[ "$err" == *"$words"* ]] || fail "gpuattn $* said '$err', not '$words'"
+}
+
+expect 2 "flag --json needs a value, got the flag '--quick'" -- verify --device cpu --json --quick
+expect 2 "flag --seed needs an integer in [0, 2^64 - 1], got ' -5'" -- verify --device cpu --seed " -5"
+expect 2 "got '99999999999999999999999'" -- verify --device cpu --seed 99999999999999999999999
+expect 2 "flag --batch needs an integer in [1, 65536], got '+5'" -- generate --random tiny --device cpu --batch +5
+expect 2 "got ' 5'" -- generate --random tiny --device cpu --batch " 5"
+expect 2 "--prompt '1,2,' ends in a comma" -- generate --random tiny --device cpu --prompt 1,2,
+expect 2 "give one of --text, --prompt and --prompt-len" -- generate --random tiny --device cpu --prompt 1,2 --prompt-len 7
+expect 2 "--seq is empty" -- dist --device cpu --seq ""
+expect 2 "--strategies 'ring,' has an empty item" -- dist --device cpu --strategies ring,
+expect 2 "--seq '9223372036854775804' is not a positive multiple of 4 (2 x ranks) up to 16777216" -- dist --device cpu --seq 9223372036854775804
+expect 2 "--warmup does not apply to --show-config" -- bench --show-config --warmup 5
+expect 2 "--only does not apply to --show-config" -- bench --show-config --only D64
+expect 2 "--configs lists the configurations of --shape's shapes" -- model --configs --check x.json
+expect 2 "--max-error applies to --check" -- model --max-error 0.1 --shape "B1 H4 S64 D64"
+
+# Nothing written before every flag is checked.
+expect 2 "flag --batch needs an integer" -- generate --random tiny --device cpu --save-model saved --logits-out l.bin --batch abc
+[ ! -e saved ] || fail "--save-model wrote saved before --batch was checked"
+[ ! -e l.bin ] || fail "--logits-out wrote l.bin before --batch was checked"
+expect 2 "flag --warmup needs an integer" -- generate --random tiny --device cpu --logits-out l.bin --warmup abc
+[ ! -e l.bin ] || fail "--logits-out wrote l.bin before --warmup was checked"
+
+# A write past a file size limit fails whole: no l.bin, no l.bin.tmp (64,000 bytes of logits).
+(ulimit -f 16; trap '' XFSZ; "$gpuattn" generate --random tiny --device cpu --max-new 2 \
+  --logits-out l.bin > /dev/null 2> err.txt)
+rc=$?
+[ "$rc" = 1 ] || fail "the limited write exited $rc, not 1: $(cat err.txt)"
+grep -q "cannot write l.bin (64000 bytes; nothing written)" err.txt || fail "$(cat err.txt)"
+[ ! -e l.bin ] && [ ! -e l.bin.tmp ] || fail "a partial logits file was left: $(ls)"
+expect 1 "cannot write nodir/l.bin" -- generate --random tiny --device cpu --max-new 2 --logits-out nodir/l.bin
+# And the same run without the limit writes the whole file.
+"$gpuattn" generate --random tiny --device cpu --max-new 2 --logits-out l.bin > /dev/null ||
+  fail "the logits were not written"
+[ "$(stat -c %s l.bin)" = 64000 ] || fail "l.bin holds $(stat -c %s l.bin) bytes, not 64000"
+echo ok
