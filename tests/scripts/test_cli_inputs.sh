@@ -30,6 +30,7 @@ expect 2 "got ' 5'" -- generate --random tiny --device cpu --batch " 5"
 expect 2 "--prompt '1,2,' ends in a comma" -- generate --random tiny --device cpu --prompt 1,2,
 expect 2 "give one of --text, --prompt and --prompt-len" -- generate --random tiny --device cpu --prompt 1,2 --prompt-len 7
 expect 2 "--seq is empty" -- dist --device cpu --seq ""
+expect 2 "flag --dim must be one of 64|128|256, got '100'" -- dist --device cpu --dim 100
 expect 2 "--strategies 'ring,' has an empty item" -- dist --device cpu --strategies ring,
 expect 2 "--seq '9223372036854775804' is not a positive multiple of 4 (2 x ranks) up to 16777216" -- dist --device cpu --seq 9223372036854775804
 expect 2 "--warmup does not apply to --show-config" -- bench --show-config --warmup 5

@@ -181,7 +181,7 @@ int run_dist(const std::vector<std::string>& args) {
     throw UsageError("gpuattn dist: --heads " + std::to_string(heads) +
                      " is not a multiple of --kv-heads " + std::to_string(kv_heads));
   }
-  const int dim = f.get_int("dim", 128, 64, 256);
+  const int dim = std::stoi(f.choice("dim", "128", {"64", "128", "256"}));  // the kernels' dims
   const DType dtype =
       f.choice("dtype", "bf16", {"f16", "bf16"}) == "f16" ? DType::f16 : DType::bf16;
   const bool causal = !f.has("full");
