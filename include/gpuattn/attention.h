@@ -79,8 +79,9 @@ struct MaskSpec {
 //                cu_seqlens_q/k int32 [batch + 1] (prefix sums starting at 0, on the same device
 //                as q) and max_seqlen_q/k; lse (optional, fp32) [Hq, total_q] as in flash-attn.
 // Any strides are accepted as long as the last dimension is contiguous and every other stride is a
-// multiple of 16 bytes; pointers must be 16-byte aligned. Hq must be a multiple of Hkv (GQA/MQA:
-// query head h reads kv head h / (Hq / Hkv); K/V are never copied).
+// multiple of 16 bytes (a sequence (row) stride of q, k, v and out at most 2^23 elements, on every
+// backend: the kernels step 256 rows in int32); pointers must be 16-byte aligned. Hq must be a
+// multiple of Hkv (GQA/MQA: query head h reads kv head h / (Hq / Hkv); K/V are never copied).
 // Causal masking is bottom-right aligned when Sq != Sk (flash-attn >= 2.1): query i sees key j iff
 // j <= i + Sk - Sq. A query row that sees no key gets out = 0 and lse = -inf. `mask` adds a
 // sliding window, global tokens and a block-sparse layout (see MaskSpec).
@@ -149,9 +150,9 @@ struct AttentionArgs {
   // tile by tile in shared memory (wgmma's 8-bit B operand must be K-major) and takes no buffer.
   // Every other CUDA call, and every call under GPUATTN_KERNEL=sm80 or GPUATTN_FP8_KERNEL=0 (16-bit
   // accuracy: P is not rounded), first dequantizes q into a pool buffer of out's dtype (total_q x
-  // Hq x D elements: x * q_scale[h] rounded once) and runs as an 8-bit cache's call does (decode calls on the cache in place, the others on a dequantized
-  // copy of K and V as well). Scales are checked on a host copy when check_indices is set, as
-  // k_scale's are.
+  // Hq x D elements: x * q_scale[h] rounded once) and runs as an 8-bit cache's call does (decode
+  // calls on the cache in place, the others on a dequantized copy of K and V as well). Scales are
+  // checked on a host copy when check_indices is set, as k_scale's are.
   TensorView q_scale;
 
   // CUDA only: whether cu_seqlens_q/k, seqused_k and block_table values are checked on a host

@@ -113,7 +113,9 @@ class RankGroup {
 // for causal calls (ErrorCode::not_supported on the ring, or on a non-causal all_gather call).
 // Not supported (ErrorCode::not_supported, naming the field): varlen, seqused_k, paged K/V and a
 // block-sparse layout. A zigzag split needs an even S_local; head_parallel needs Hq and Hkv
-// multiples of the world size.
+// multiples of the world size. A shard's out may be its own q (in place), but no shard's out may
+// share memory with another shard's q, k or v, nor with its own k or v: other ranks read those
+// while it is written (all_gather then gives wrong rows; nothing checks this).
 struct SequenceParallelArgs {
   std::vector<AttentionArgs> shards;
   ShardLayout layout = ShardLayout::contiguous;

@@ -28,6 +28,7 @@ Differences from flash-attn that a caller can observe:
     Python floats (FlashAttention-3: (batch, nheads_k) each); out_dtype is ours.
 """
 
+import math
 import numbers
 import operator
 import re
@@ -74,6 +75,9 @@ def _prepare(fw, x, name):
         if x.dim() > 0 and x.stride(-1) != 1 and x.shape[-1] > 1:
             x = x.contiguous()
         return x
+    if not x.dtype.isnative:  # DLPack carries no byte order: nanobind would refuse it unnamed
+        raise ValueError(f"{name} dtype {x.dtype.str} is not in the machine's byte order: "
+                         f"convert it first ({name}.astype('{x.dtype.name}'))")
     if x.ndim > 0 and x.strides[-1] != x.itemsize and x.shape[-1] > 1:
         x = sys.modules["numpy"].ascontiguousarray(x)
     return x
@@ -127,6 +131,10 @@ def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_ind
                         (block_table, "block_table")):
         if value is not None:
             _check_same_framework(fw, value, name)
+    if fw == "numpy":
+        for cache, name in ((k_cache, "k_cache"), (v_cache, "v_cache")):
+            if not cache.flags.writeable:
+                raise ValueError(f"{name} is read-only: appending k/v writes it in place")
     k = _prepare(fw, k, "k")
     v = _prepare(fw, v, "v")
     stream = 0
@@ -222,6 +230,14 @@ def _attends_cache(q, k_cache, k, block_table, softmax_scale):
         stride * size % 16 == 0 for stride, n in zip(q.stride()[:3], q.shape[:3]) if n != 1)
 
 
+def _named_caches(error):
+    """An error of flash_attn_with_kvcache's attention call (whose k and v are the caches) with
+    k_cache / v_cache named as the caller passed them (k and v there are the new keys)."""
+    text = re.sub(r"\b([kv])(?= (?:shape|dtype|heads|head dim|stride|must|is|has|and|pointer)\b)",
+                  r"\1_cache", str(error))
+    return type(error)(text)
+
+
 def _named_cache_seqlens(error):
     """A library error of a flash_attn_with_kvcache call with cache_seqlens named as the caller
     passed it (the library calls the keys each sequence uses seqused_k)."""
@@ -302,12 +318,30 @@ def _check_alibi(alibi_slopes):
         raise NotImplementedError("alibi_slopes: ALiBi biases are not supported yet")
 
 
+_FLOAT32_MAX = 3.4028234663852886e38
+_FLOAT32_TINY = 1.401298464324817e-45  # the smallest positive float32 (a denormal)
+
+
+def _float32_arg(value, name):
+    """A Python / numpy real as a float that float32 holds: a finite value past float32's range
+    (which would become inf) or a nonzero one under its smallest (which would become 0) is a
+    ValueError naming the value as passed; nan and inf pass (the library names them)."""
+    try:
+        f = float(value)
+    except OverflowError:
+        raise ValueError(f"{name}={value!r} is out of float32's range") from None
+    if math.isfinite(f) and (abs(f) > _FLOAT32_MAX or 0.0 < abs(f) < _FLOAT32_TINY):
+        raise ValueError(f"{name}={value!r} is out of float32's range (it would become "
+                         f"{'inf' if abs(f) > 1.0 else '0'})")
+    return f
+
+
 def _softmax_scale(softmax_scale):
     if softmax_scale is None:
         return None
     if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, numbers.Real):
         raise TypeError(f"softmax_scale must be a float or None, got {type(softmax_scale).__name__}")
-    return float(softmax_scale)  # finiteness is checked by the library
+    return _float32_arg(softmax_scale, "softmax_scale")  # finiteness: the library's check
 
 
 def _as_int(value, name):
@@ -349,8 +383,10 @@ def _window_pair(window_size):
 
 
 def _check_causal(causal):
-    if not isinstance(causal, (bool, int)):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    np = sys.modules.get("numpy")
+    if not isinstance(causal, (bool, int)) and not (np is not None and isinstance(causal, np.bool_)):
+        raise TypeError(f"causal must be a bool, got {type(causal).__module__}."
+                        f"{type(causal).__qualname__}")
     return bool(causal)
 
 
@@ -417,11 +453,12 @@ def _kv_scale(fw, scale, like, name):
         if scale is not None:
             _check_same_framework(fw, scale, name)
         return scale
+    scale = _float32_arg(scale, name)
     if fw == "torch":
         torch = sys.modules["torch"]
-        return torch.full((1,), float(scale), dtype=torch.float32, device=like.device)
+        return torch.full((1,), scale, dtype=torch.float32, device=like.device)
     np = sys.modules["numpy"]
-    return np.full((1,), float(scale), dtype=np.float32)
+    return np.full((1,), scale, dtype=np.float32)
 
 
 def _is_fp8(fw, x):
@@ -864,7 +901,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                                      check_indices, k_scale, v_scale, kv_format, pdl,
                                      into=checked)
         except (ValueError, NotImplementedError) as e:
-            raise _named_cache_seqlens(e) from None
+            # (the append's own errors name k_new / v_new / k_cache: untouched by _named_caches)
+            raise _named_caches(_named_cache_seqlens(e)) from None
         return (out, lse) if return_softmax_lse else out
     for name, value in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
                         ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad)):
@@ -897,7 +935,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             if getattr(q, "ndim", 0) != 4:
                 raise ValueError(f"q shape {tuple(q.shape)} must be (batch, seqlen_q, nheads, "
                                  "headdim)")
-            seqused = _full_int32(_framework(q, "q"), q, q.shape[0], cache_seqlens)
+            seqused = _full_int32(_framework(q, "q"), q, q.shape[0],
+                                  _int_arg(cache_seqlens, "cache_seqlens", 0, _INT32_MAX))
     sq, sk = _dense_lengths(q, k_cache)
     if block_table is not None:  # the logical cache: every page of a table row
         shape = getattr(block_table, "shape", None)
@@ -913,7 +952,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             # The attention checked before anything is written, so that a call it refuses leaves
             # the caches as they were. Over the lengths before the append: the append itself then
             # checks that the new rows fit (naming cache_seqlens), before it writes.
-            checked = _forward(q, k_cache, v_cache, seqused_k=seqused, check_only=True, **call)
+            try:
+                checked = _forward(q, k_cache, v_cache, seqused_k=seqused, check_only=True,
+                                   **call)
+            except (TypeError, ValueError, NotImplementedError) as e:
+                raise _named_caches(e) from None
             try:
                 _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices,
                            k_scale=k_scale, v_scale=v_scale)
@@ -926,7 +969,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                 seqused = (seqused + n).to(sys.modules["torch"].int32)
             else:
                 seqused = (seqused + n).astype(sys.modules["numpy"].int32)
-        out, lse = _forward(q, k_cache, v_cache, seqused_k=seqused, into=checked, **call)
+        try:
+            out, lse = _forward(q, k_cache, v_cache, seqused_k=seqused, into=checked, **call)
+        except (TypeError, ValueError, NotImplementedError) as e:
+            raise _named_caches(e) from None
     except (ValueError, NotImplementedError) as e:
         raise _named_cache_seqlens(e) from None
     return (out, lse) if return_softmax_lse else out

@@ -42,8 +42,8 @@ def _block_size_pair(block_size):
     for side, value in (("block_q", bq), ("block_k", bk)):
         if not 1 <= value <= _INT32_MAX:
             raise ValueError(
-                f"block_size={(bq, bk)}: {side} {value} must be positive (a multiple of 16; 64 and "
-                "128 are the usual sizes)"
+                f"block_size={(bq, bk)}: {side} {value} must be in [1, 2^31 - 1] (a multiple of "
+                "16; 64 and 128 are the usual sizes)"
             )
     return bq, bk
 
@@ -65,6 +65,9 @@ def _block_mask_arg(block_mask, q):
     np = sys.modules["numpy"]
     if block_mask.dtype == bool:
         block_mask = block_mask.view(np.uint8)
+    if any(s < 0 for s in block_mask.strides):
+        # The library takes strides >= 0 (0: broadcast); a reversed view is read through a copy.
+        block_mask = np.array(block_mask, order="C")
     torch = sys.modules.get("torch")
     if (torch is not None and isinstance(q, torch.Tensor) and q.is_cuda
             and block_mask.dtype == np.uint8):

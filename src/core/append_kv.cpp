@@ -237,6 +237,17 @@ AppendParams make_append_params(const AppendKvArgs& a) {
     if (a.k_cache.shape[1] > INT32_MAX) invalid("k_cache length exceeds int32");
     p.seqlen_k = static_cast<int>(a.k_cache.shape[1]);
   }
+  // The new rows are read while the cache is written: rows that lie in a cache would be
+  // overwritten before (or while) they are read.
+  for (auto [nw, nname] : {std::pair{&a.k_new, "k_new"}, std::pair{&a.v_new, "v_new"}}) {
+    for (auto [c, cname] : {std::pair{&a.k_cache, "k_cache"}, std::pair{&a.v_cache, "v_cache"}}) {
+      if (spans_overlap(*nw, *c)) {
+        invalid(std::string(nname) + "'s memory overlaps " + cname +
+                "'s: the new keys and values must not lie in the caches they are appended to "
+                "(copy them out first)");
+      }
+    }
+  }
   if (p.seqlen_new > p.seqlen_k) {
     invalid("k_new shape " + shape_of(a.k_new) + " holds " + std::to_string(p.seqlen_new) +
             " new keys a sequence, more than the cache's " + std::to_string(p.seqlen_k) +

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -55,7 +56,7 @@ void check_operand(const TensorView& t, const char* name) {
             std::to_string(t.stride[t.rank - 1]) + ", must be 1 (head dim contiguous)");
   }
   for (int i = 0; i < t.rank - 1; ++i) {
-    if ((t.stride[i] * es) % 16 != 0) {
+    if (t.stride[i] % (16 / es) != 0) {  // (stride x es) % 16 without the product's overflow
       invalid(std::string(name) + " stride " + std::to_string(t.stride[i]) + " of dimension " +
               std::to_string(i) + " is not a multiple of 16 bytes");
     }
@@ -132,7 +133,9 @@ void set_block_table(const AttentionArgs& a, FwdParams& p) {
   check_same_place(t, a.q, "block_table");
   const std::int64_t pages = a.k.shape[0], page_size = a.k.shape[1];
   if (pages > INT32_MAX) invalid("k page count " + std::to_string(pages) + " exceeds 2^31 - 1");
-  const std::int64_t sk = t.shape[1] * page_size;
+  // max_pages x page_size, saturated: the product of two int64 shapes can wrap.
+  const std::int64_t sk =
+      page_size > 0 && t.shape[1] > INT64_MAX / page_size ? INT64_MAX : t.shape[1] * page_size;
   if (sk > INT32_MAX) {
     invalid("block_table max_pages " + std::to_string(t.shape[1]) + " x page_size " +
             std::to_string(page_size) + " = " + std::to_string(sk) +
@@ -205,6 +208,29 @@ void set_block_layout(const AttentionArgs& a, FwdParams& p) {
 
 }  // namespace
 
+bool spans_overlap(const TensorView& a, const TensorView& b) {
+  if (a.data == nullptr || b.data == nullptr || a.device != b.device ||
+      a.device_index != b.device_index) {
+    return false;
+  }
+  struct Span {
+    std::uintptr_t lo, hi;  // [lo, hi)
+  };
+  auto span = [](const TensorView& t) -> std::optional<Span> {
+    const auto base = reinterpret_cast<std::uintptr_t>(t.data);
+    const auto es = static_cast<std::int64_t>(element_size(t.dtype));
+    std::int64_t lo = 0, hi = es;
+    for (int i = 0; i < t.rank; ++i) {
+      if (t.shape[i] <= 0) return std::nullopt;  // no element
+      const std::int64_t reach = t.stride[i] * (t.shape[i] - 1) * es;
+      (reach < 0 ? lo : hi) += reach;
+    }
+    return Span{base + static_cast<std::uintptr_t>(lo), base + static_cast<std::uintptr_t>(hi)};
+  };
+  const std::optional<Span> x = span(a), y = span(b);
+  return x && y && x->lo < y->hi && y->lo < x->hi;
+}
+
 void check_cu_seqlens(const std::int32_t* cu, int batch, std::int64_t total, int max_seqlen,
                       const char* name) {
   if (cu[0] != 0) {
@@ -264,8 +290,12 @@ int check_q_scale_view(const TensorView& t, int hq, const TensorView& q) {
     bad("q_scale has shape " + shape_str(t) + ", expected [Hq = " + std::to_string(hq) +
         "] or [1]");
   }
-  if (t.stride[0] < 0 || t.stride[0] > INT32_MAX) {
-    bad("q_scale has stride " + std::to_string(t.stride[0]) + ", must be in [0, 2^31)");
+  // A [1] view's stride is never stepped over; a [Hq] view's last scale must sit within int32
+  // floats of its first (the kernels index h * stride in int).
+  if (t.shape[0] != 1 &&
+      (t.stride[0] < 0 || (t.shape[0] - 1) * t.stride[0] > static_cast<std::int64_t>(INT32_MAX))) {
+    bad("q_scale has stride " + std::to_string(t.stride[0]) +
+        ": (Hq - 1) x stride must be in [0, " + "2^31)");
   }
   if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0)
     bad("q_scale pointer is not 4-byte aligned");
@@ -310,7 +340,7 @@ int check_kv_scale_views(const TensorView& k_scale, const TensorView& v_scale, D
       bad(std::string(name) + " has shape " + shape_str(*t) +
           ", expected [Hkv = " + std::to_string(hkv) + "] or [1]");
     }
-    if (t->stride[0] < 0) {
+    if (t->shape[0] != 1 && t->stride[0] < 0) {  // a [1] view's stride is never stepped over
       bad(std::string(name) + " has a negative stride " + std::to_string(t->stride[0]));
     }
     if (reinterpret_cast<std::uintptr_t>(t->data) % 4 != 0) {
@@ -324,12 +354,18 @@ int check_kv_scale_views(const TensorView& k_scale, const TensorView& v_scale, D
     }
   }
   if (!quantized) return 0;
-  if (k_scale.shape[0] != v_scale.shape[0] || k_scale.stride[0] != v_scale.stride[0]) {
-    bad("k_scale " + shape_str(k_scale) + " and v_scale " + shape_str(v_scale) +
-        " differ in shape or stride (both [Hkv] or both [1], laid out alike)");
+  const bool one = k_scale.shape[0] == 1;
+  if (k_scale.shape[0] != v_scale.shape[0] || (!one && k_scale.stride[0] != v_scale.stride[0])) {
+    bad("k_scale " + shape_str(k_scale) + " (stride " + std::to_string(k_scale.stride[0]) +
+        ") and v_scale " + shape_str(v_scale) + " (stride " + std::to_string(v_scale.stride[0]) +
+        ") differ in shape or stride (both [Hkv] or both [1], laid out alike)");
   }
-  stride = k_scale.shape[0] == 1 ? 0 : static_cast<int>(k_scale.stride[0]);
-  if (k_scale.stride[0] > INT32_MAX) bad("k_scale stride exceeds 2^31 - 1");
+  // The kernels index hk * stride in int: the last scale within int32 floats of the first.
+  if (!one && (k_scale.shape[0] - 1) * k_scale.stride[0] > static_cast<std::int64_t>(INT32_MAX)) {
+    bad("k_scale stride " + std::to_string(k_scale.stride[0]) +
+        ": (Hkv - 1) x stride exceeds 2^31 - 1");
+  }
+  stride = one ? 0 : static_cast<int>(k_scale.stride[0]);
   if (ref.device == Device::cpu) {
     const int n = k_scale.shape[0] == 1 ? 1 : hkv;
     std::vector<float> ks(n), vs(n);
@@ -465,6 +501,10 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   const std::int64_t hkv = a.k.shape[h_dim];
   check_positive(hq, "q heads (Hq)");
   check_positive(hkv, "k heads (Hkv)");
+  if (hq > INT32_MAX || hkv > INT32_MAX) {  // a stride-0 view can claim any count
+    invalid("q heads " + std::to_string(hq) + " / kv heads " + std::to_string(hkv) +
+            ": each must be at most 2^31 - 1");
+  }
   if (hq % hkv != 0) {
     invalid("q heads " + std::to_string(hq) + " are not a multiple of kv heads " +
             std::to_string(hkv) + " (GQA needs Hq % Hkv == 0)");
@@ -565,7 +605,14 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
       invalid("k batch " + std::to_string(a.k.shape[0]) + " differs from q batch " +
               std::to_string(B));
     }
-    if (a.q.shape[1] > INT32_MAX || a.k.shape[1] > INT32_MAX) invalid("sequence length too large");
+    if (B > INT32_MAX) invalid("q batch " + std::to_string(B) + " exceeds 2^31 - 1");
+    for (auto [t, name] :
+         {std::pair{&a.q, "q sequence length (Sq, q dim 1)"},
+          std::pair{&a.k, paged ? "k page size (k dim 1)" : "k sequence length (Sk, k dim 1)"}}) {
+      if (t->shape[1] > INT32_MAX) {
+        invalid(std::string(name) + " " + std::to_string(t->shape[1]) + " exceeds 2^31 - 1");
+      }
+    }
     if (a.max_seqlen_q != 0 || a.max_seqlen_k != 0) {
       invalid("max_seqlen_q/k are for varlen (cu_seqlens) calls only; got " +
               std::to_string(a.max_seqlen_q) + "/" + std::to_string(a.max_seqlen_k));
@@ -629,7 +676,10 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     check_positive(a.max_seqlen_q, "max_seqlen_q");
     check_positive(a.max_seqlen_k, "max_seqlen_k");
     if (a.q.shape[0] > INT32_MAX || a.k.shape[0] > INT32_MAX) {
-      invalid("packed row count exceeds int32 (cu_seqlens are int32)");
+      invalid("packed row counts q " + std::to_string(a.q.shape[0]) + " / k " +
+              std::to_string(a.k.shape[0]) +
+              ": each must be at most 2^31 - 1 (cu_seqlens are "
+              "int32)");
     }
     p.batch = static_cast<int>(a.cu_seqlens_q.shape[0] - 1);
     p.seqlen_q = a.max_seqlen_q;

@@ -310,6 +310,11 @@ static_assert(std::is_trivially_copyable_v<FwdParams>, "FwdParams is copied to t
 // Throws gpuattn::Error naming the offending value.
 FwdParams make_fwd_params(const AttentionArgs& args);
 
+// Whether the bytes two views span (from their lowest to their highest element, whatever the
+// strides) intersect: on the same device, neither empty. A test of the spans, so two interleaved
+// views that share no element (k and v of one packed tensor) count as overlapping too.
+bool spans_overlap(const TensorView& a, const TensorView& b);
+
 // Checks host copies of a quantized call's scales (`n` entries each, packed): every one positive
 // and finite. `fn` names the entry point in the message.
 void check_kv_scales(const float* k_scale, const float* v_scale, int n, const char* fn);

@@ -64,7 +64,8 @@ SparsityChoice choose_sparsity(const SparsityRequest& r) {
   check_positive(r.max_dense_seqlen, "max_dense_seqlen");
   check_positive(r.block_size, "block_size");
   if (r.seqlen > INT32_MAX / 2) {
-    invalid("seqlen " + std::to_string(r.seqlen) + " exceeds 2^30, the limit for a masked call");
+    invalid("seqlen " + std::to_string(r.seqlen) +
+            " exceeds 2^30 - 1, the limit for a masked call");
   }
   if (r.kv_heads < 0 || (r.kv_heads > 0 && r.heads % r.kv_heads != 0)) {
     invalid("kv_heads " + std::to_string(r.kv_heads) + " does not divide heads " +

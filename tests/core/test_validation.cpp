@@ -322,6 +322,24 @@ TEST(Validation, HeadsNotAMultiple) {
   expect_invalid(d.args(), {"q heads 4", "kv heads 3"}, d);
 }
 
+// Counts past int32 through stride-0 views (no memory behind them): named before any narrowing
+// (they once became 0 heads or batches, and nothing was computed).
+TEST(Validation, CountsPastInt32AreNamed) {
+  const Dense d = standard(163);
+  AttentionArgs a = d.args();
+  a.q.shape[2] = a.out.shape[2] = std::int64_t{1} << 32;
+  a.q.stride[2] = a.out.stride[2] = 0;
+  expect_invalid(a, {"q heads 4294967296", "at most 2^31 - 1"}, d);
+  a = d.args();
+  a.q.shape[0] = a.out.shape[0] = a.k.shape[0] = a.v.shape[0] = std::int64_t{1} << 32;
+  a.q.stride[0] = a.out.stride[0] = a.k.stride[0] = a.v.stride[0] = 0;
+  expect_invalid(a, {"q batch 4294967296 exceeds 2^31 - 1"}, d);
+  a = d.args();
+  a.q.shape[1] = a.out.shape[1] = std::int64_t{1} << 32;
+  a.q.stride[1] = a.out.stride[1] = 0;
+  expect_invalid(a, {"q sequence length (Sq, q dim 1) 4294967296 exceeds 2^31 - 1"}, d);
+}
+
 TEST(Validation, ZeroAndNegativeSizes) {
   const Dense d = standard(70);
   AttentionArgs a = d.args();

@@ -121,6 +121,18 @@ TEST(AppendKv, BadInputsAreNamedAndTheCachesUntouched) {
   a.k_new = f32.view();
   a.v_new = f32.view();
   expect_invalid(a, "k_new dtype float32 differs from k_cache dtype float16");
+  // New rows that lie in a cache (a view of its own rows) would be overwritten while read.
+  TensorView inside = k.view();
+  inside.shape[1] = sn;  // rows 0..3 of sequence 0 and 1
+  a.k_new = inside;
+  a.v_new = vn.view();
+  expect_invalid(a, "k_new's memory overlaps k_cache's");
+  a.k_new = kn.view();
+  TensorView in_v = v.view();
+  in_v.shape[1] = sn;
+  a.v_new = in_v;
+  expect_invalid(a, "v_new's memory overlaps v_cache's");
+  a.v_new = vn.view();
   // More new keys than a sequence has slots: k_new is named, not cache_seqlens.
   HostTensor many(DType::f16, {B, Sk + 1, Hkv, D});
   const HostTensor zeros2 = int32s({0, 0});

@@ -141,6 +141,13 @@ TEST(PagedKv, BadTablesAreNamedAndOutIsUntouched) {
   const HostTensor three = table_of(3, 3, {0, 1, 2, 3, 4, 5, 0, 1, 2});
   a.block_table = three.view();
   expect_invalid(a, "block_table has shape [3, 3], expected [batch = 2, max_pages]");
+  // max_pages x page_size past int64 (a stride-0 table): named, not wrapped to 0 keys.
+  TensorView huge = three.view();
+  huge.shape[0] = B;
+  huge.shape[1] = std::int64_t{1} << 62;
+  huge.stride[0] = 0;
+  a.block_table = huge;
+  expect_invalid(a, "block_table max_pages 4611686018427387904 x page_size 16");
   HostTensor floats(DType::f32, {B, 3});
   a.block_table = floats.view();
   expect_invalid(a, "block_table has dtype float32, expected int32");

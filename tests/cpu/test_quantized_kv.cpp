@@ -312,7 +312,33 @@ TEST(QuantizedKvCpu, BadScalesAndDtypesAreNamedAndOutIsUntouched) {
     expect_invalid_argument([&] { attention_forward(a); },
                             "k_scale is given but the cache dtype is float16");
   }
+  {
+    // (Hkv - 1) x stride past int32 floats: the kernels index hk * stride in int. Only the
+    // address arithmetic matters, nothing is read (the check comes first).
+    AttentionArgs a = args();
+    a.k_scale.stride[0] = a.v_scale.stride[0] = std::int64_t{1} << 31;
+    expect_invalid_argument([&] { attention_forward(a); },
+                            "k_scale stride 2147483648: (Hkv - 1) x stride exceeds 2^31 - 1");
+  }
   untouched();
+  {
+    // A [1] scale's stride is never stepped over: k_scale stride 1 beside v_scale stride 0
+    // (torch.tensor(.5).expand(1)), or a huge one, is the same scale and runs.
+    QuantCache one = quant_cache(DType::e4m3, {1, 20, 2, 64}, 2, false, 3);
+    AttentionArgs a = tensor_args(q, one.k, one.v, out);
+    a.k_scale = one.ks.view();
+    a.v_scale = one.vs.view();
+    a.v_scale.stride[0] = 0;
+    a.k_scale.stride[0] = std::int64_t{1} << 40;
+    HostTensor want = out;
+    AttentionArgs plain = tensor_args(q, one.k, one.v, want);
+    plain.k_scale = one.ks.view();
+    plain.v_scale = one.vs.view();
+    attention_forward(plain);
+    attention_forward(a);
+    EXPECT_EQ(std::memcmp(out.data(), want.data(), out.bytes()), 0);
+    out = before;
+  }
   // append_kv: 16-bit rows of another width into an 8-bit cache, scales missing.
   HostTensor kn(DType::f16, {1, 1, 2, 64}), vn(DType::f16, {1, 1, 2, 64});
   const HostTensor lens = int32s({3});

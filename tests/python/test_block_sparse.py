@@ -224,6 +224,11 @@ def test_bool_and_uint8_masks_agree():
     got = ga.sparse_attn_func(q, k, v, block_mask=mask_bool, block_size=64)
     assert np.array_equal(got, want)
     assert mask_bool.dtype == bool and np.array_equal(mask_bool, on)  # the caller's mask as it was
+    # a reversed view (negative strides) reads as its copy
+    flipped = np.ascontiguousarray(on.astype(np.uint8)[:, ::-1, ::-1])
+    view = flipped[:, ::-1, ::-1]  # equal to `on`, with negative strides
+    assert view.strides[1] < 0 and np.array_equal(view, on)
+    assert np.array_equal(ga.sparse_attn_func(q, k, v, block_mask=view, block_size=64), want)
     # any nonzero byte is "on"
     bytes_ = np.where(on, rng.integers(1, 256, on.shape), 0).astype(np.uint8)
     assert np.array_equal(ga.sparse_attn_func(q, k, v, block_mask=bytes_, block_size=64), want)

@@ -495,6 +495,43 @@ def test_kvcache_append_errors():
     assert np.array_equal(kc, before)
 
 
+def test_kvcache_names_and_ranges():
+    """flash_attn_with_kvcache's errors name k_cache / v_cache (its k and v are the new keys);
+    new keys that lie in the cache are refused (they would be overwritten as they are read);
+    numbers past int32 / float32 are named as passed; causal takes numpy's bool."""
+    rng = rng_for("kvcache-names")
+    q = make("numpy", "float32", (1, 1, 1, 64), rng)
+    kc = make("numpy", "float32", (1, 8, 1, 64), rng)
+    vc = make("numpy", "float32", (1, 8, 1, 64), rng)
+    before_k, before_v = kc.copy(), vc.copy()
+    with pytest.raises(TypeError, match="k_cache must be"):
+        ga.flash_attn_with_kvcache(q, None, vc, cache_seqlens=1)
+    with pytest.raises(ValueError, match="k_cache dtype float16 differs from q dtype float32"):
+        ga.flash_attn_with_kvcache(q, kc.astype(np.float16), vc, cache_seqlens=1)
+    with pytest.raises(ValueError, match="k_new's memory overlaps k_cache's"):
+        ga.flash_attn_with_kvcache(q, kc, vc, k=kc[:, 2:5], v=vc[:, 2:5].copy(),
+                                   cache_seqlens=np.array([3], np.int32))
+    assert np.array_equal(kc, before_k) and np.array_equal(vc, before_v)
+    with pytest.raises(ValueError, match=r"cache_seqlens=1099511627776 must be in \[0, "):
+        ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=2**40)
+    with pytest.raises(ValueError, match=r"softmax_scale=1e\+39 is out of float32's range"):
+        ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=1, softmax_scale=1e39)
+    with pytest.raises(ValueError, match=r"softmax_scale=1e-46 is out of float32's range"):
+        ga.flash_attn_func(q, kc, vc, softmax_scale=1e-46)
+    with pytest.raises(ValueError, match=r"softmax_scale=10+ is out of float32's range"):
+        ga.flash_attn_func(q, kc, vc, softmax_scale=10**400)
+    with pytest.raises(ValueError, match=r"q dtype >f4 is not in the machine's byte order"):
+        ga.flash_attn_func(q.astype(">f4"), kc, vc)
+    frozen = kc.copy()
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="k_cache is read-only"):
+        ga.flash_attn_with_kvcache(q, frozen, vc, k=q, v=q, cache_seqlens=np.array([3], np.int32))
+    out = ga.flash_attn_func(q, kc, vc, causal=np.True_)
+    assert np.array_equal(out, ga.flash_attn_func(q, kc, vc, causal=True))
+    with pytest.raises(TypeError, match="causal must be a bool, got builtins.str"):
+        ga.flash_attn_func(q, kc, vc, causal="yes")
+
+
 ON_DEVICES = [pytest.param(("numpy", "cpu"), id="numpy"),
               pytest.param(("torch", "cpu"), id="torch-cpu", marks=needs_torch),
               pytest.param(("torch", "cuda"), id="torch-cuda", marks=needs_torch)]
