@@ -405,6 +405,11 @@ void check_block_table(const FwdParams& p, const std::int32_t* table, const std:
 
 FwdParams make_fwd_params(const AttentionArgs& a) {
   const bool varlen = a.cu_seqlens_q.present() || a.cu_seqlens_k.present();
+  if (a.cu_seqlens_q.present() != a.cu_seqlens_k.present()) {  // before q's rank is judged by it
+    invalid(std::string(a.cu_seqlens_q.present() ? "cu_seqlens_q" : "cu_seqlens_k") +
+            " is given but " + (a.cu_seqlens_q.present() ? "cu_seqlens_k" : "cu_seqlens_q") +
+            " is missing (a varlen call takes both)");
+  }
   const int rank = varlen ? 3 : 4;
   const char* qlayout = varlen ? "[total_q, Hq, D]" : "[B, Sq, Hq, D]";
   const char* klayout = varlen                    ? "[total_k, Hkv, D]"

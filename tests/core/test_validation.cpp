@@ -725,6 +725,13 @@ TEST(ValidationVarlen, OnlyOneCuSeqlens) {
   a = d.args();
   a.cu_seqlens_q = TensorView{};
   d.expect_invalid(a, {"cu_seqlens_k is given but cu_seqlens_q is missing"});
+  // On a dense call (q of rank 4) a stray cu_seqlens_k is named, not q's rank.
+  {
+    const Dense dense = standard(164);
+    AttentionArgs b = dense.args();
+    b.cu_seqlens_k = a.cu_seqlens_k;
+    expect_invalid(b, {"cu_seqlens_k is given but cu_seqlens_q is missing"}, dense);
+  }
 }
 
 TEST(ValidationVarlen, CuSeqlensDtypeRankDeviceCount) {
