@@ -7,8 +7,11 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -89,7 +92,18 @@ void sequence_parallel_attention(const gpuattn::RankGroup& group, const std::vec
     a.out = item(out, i, "out");
     if (lse) a.lse = item(*lse, i, "lse");
     a.causal = causal;
-    if (softmax_scale) a.softmax_scale = static_cast<float>(*softmax_scale);
+    if (softmax_scale) {
+      // A finite double past float's range would become inf (or 0) and be named as that.
+      const double v = *softmax_scale;
+      if (std::isfinite(v) &&
+          (std::fabs(v) > std::numeric_limits<float>::max() ||
+           (v != 0.0 && std::fabs(v) < std::numeric_limits<float>::denorm_min()))) {
+        std::ostringstream msg;
+        msg << "sequence_parallel_attention: softmax_scale=" << v << " is out of float32's range";
+        throw nb::value_error(msg.str().c_str());
+      }
+      a.softmax_scale = static_cast<float>(v);
+    }
     a.precision = precision_of(precision);
     a.mask.window_left = window_size.first;
     a.mask.window_right = window_size.second;

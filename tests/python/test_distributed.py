@@ -96,6 +96,9 @@ def test_errors_name_the_bad_value():
                                        [out, out[:, :4].copy()])
     with pytest.raises(ValueError, match="world_size 0 is not positive"):
         ga.RankGroup.local_cpu(0)
+    with pytest.raises(ValueError, match=r"softmax_scale=1e\+39 is out of float32's range"):
+        ga.sequence_parallel_attention(group, [q, q], [q, q], [q, q], [out, out.copy()],
+                                       softmax_scale=1e39)
 
 
 @needs_torch
