@@ -67,8 +67,19 @@ void sequence_parallel_attention(const gpuattn::RankGroup& group, const std::vec
                                  std::optional<double> softmax_scale, const std::string& layout,
                                  const std::string& strategy,
                                  const std::optional<std::vector<std::uintptr_t>>& streams,
-                                 const std::string& precision, std::pair<int, int> window_size,
-                                 int global_tokens, int global_stride) {
+                                 const std::string& precision,
+                                 std::pair<std::int64_t, std::int64_t> window_size,
+                                 std::int64_t global_tokens, std::int64_t global_stride) {
+  // Taken as int64 so that a value past int32 is named here, not refused by nanobind's overload
+  // matching with a signature dump.
+  for (auto [value, name] :
+       {std::pair{window_size.first, "window_size[0] (left)"},
+        std::pair{window_size.second, "window_size[1] (right)"},
+        std::pair{global_tokens, "global_tokens"}, std::pair{global_stride, "global_stride"}}) {
+    if (value < INT32_MIN || value > INT32_MAX) {
+      invalid(std::string(name) + " " + std::to_string(value) + " is past int32");
+    }
+  }
   const std::size_t n = q.size();
   auto same_length = [&](std::size_t m, const char* name) {
     if (m != n) {
@@ -105,10 +116,10 @@ void sequence_parallel_attention(const gpuattn::RankGroup& group, const std::vec
       a.softmax_scale = static_cast<float>(v);
     }
     a.precision = precision_of(precision);
-    a.mask.window_left = window_size.first;
-    a.mask.window_right = window_size.second;
-    a.mask.global_tokens = global_tokens;
-    a.mask.global_stride = global_stride;
+    a.mask.window_left = static_cast<int>(window_size.first);
+    a.mask.window_right = static_cast<int>(window_size.second);
+    a.mask.global_tokens = static_cast<int>(global_tokens);
+    a.mask.global_stride = static_cast<int>(global_stride);
     if (streams) a.stream = reinterpret_cast<void*>((*streams)[i]);
     args.shards.push_back(a);
   }
@@ -130,9 +141,22 @@ void bind_dist(nb::module_& m) {
           nb::arg("devices"), nb::arg("transport") = "nccl",
           "Every rank in this process, one per CUDA ordinal of `devices`; transport 'nccl' (the "
           "devices must differ) or 'peer_copy' (CUDA peer copies; devices may repeat).")
-      .def_static("local_cpu", &gpuattn::RankGroup::local_cpu, nb::arg("world_size"),
-                  nb::arg("threads_per_rank") = 0,
-                  "`world_size` ranks in this process on the CPU backend (host arrays).")
+      .def_static(
+          "local_cpu",
+          [](std::int64_t world_size, std::int64_t threads_per_rank) {
+            // int64 in, so that a count past int32 is named (the library names the rest).
+            for (auto [value, name] : {std::pair{world_size, "world_size"},
+                                       std::pair{threads_per_rank, "threads_per_rank"}}) {
+              if (value < INT32_MIN || value > INT32_MAX) {
+                invalid(std::string("RankGroup.local_cpu: ") + name + " " + std::to_string(value) +
+                        " is past int32");
+              }
+            }
+            return gpuattn::RankGroup::local_cpu(static_cast<int>(world_size),
+                                                 static_cast<int>(threads_per_rank));
+          },
+          nb::arg("world_size"), nb::arg("threads_per_rank") = 0,
+          "`world_size` ranks in this process on the CPU backend (host arrays).")
       .def_static("nccl_from_file", &gpuattn::RankGroup::nccl_from_file, nb::arg("bootstrap_path"),
                   nb::arg("rank"), nb::arg("world_size"), nb::arg("device"),
                   nb::arg("timeout_s") = 120.0,
@@ -152,8 +176,8 @@ void bind_dist(nb::module_& m) {
         nb::arg("causal") = false, nb::arg("softmax_scale").none() = nb::none(),
         nb::arg("layout") = "contiguous", nb::arg("strategy") = "auto",
         nb::arg("streams").none() = nb::none(), nb::arg("precision") = "standard",
-        nb::arg("window_size") = std::pair<int, int>(-1, -1), nb::arg("global_tokens") = 0,
-        nb::arg("global_stride") = 0,
+        nb::arg("window_size") = std::pair<std::int64_t, std::int64_t>(-1, -1),
+        nb::arg("global_tokens") = 0, nb::arg("global_stride") = 0,
         "gpuattn::sequence_parallel_attention: q, k, v, out (and lse) are lists with one array "
         "per local rank (group.local_ranks order), each that rank's rows of the sequence: q/out "
         "[B, S_local, Hq, D], k/v [B, S_local, Hkv, D], lse float32 [B, Hq, S_local]. layout "

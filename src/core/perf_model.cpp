@@ -141,6 +141,14 @@ Prediction predict_forward(const PerfShape& s, const DeviceSpec& d,
     }
   }
   const long long heads = static_cast<long long>(s.batch) * s.hq;
+  // Every item is simulated (longest first over the SMs): bound their count, and with it the
+  // memory (a stride-free shape like B65535 H65535 would ask for terabytes).
+  constexpr long long kMostItems = 1LL << 26;
+  if (heads * row_blocks > kMostItems) {
+    invalid("batch x hq x row blocks = " + std::to_string(s.batch) + " x " + std::to_string(s.hq) +
+            " x " + std::to_string(row_blocks) + " = " + std::to_string(heads * row_blocks) +
+            " work items, more than the model simulates (2^26)");
+  }
   std::vector<double> item_costs;
   item_costs.reserve(static_cast<std::size_t>(heads * row_blocks));
   for (long long h = 0; h < heads; ++h) {

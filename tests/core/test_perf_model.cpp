@@ -92,6 +92,8 @@ TEST(PerfModel, ErrorsNameTheValue) {
   PerfShape s = shape(1, 16, 1024, 64);
   s.config = "sm91_fast";
   expect_invalid_argument([&] { predict_forward(s, d); }, "config 'sm91_fast'");
+  expect_invalid_argument([&] { predict_forward(shape(65535, 65535, 1024, 64), d); },
+                          "work items, more than the model simulates (2^26)");
 }
 
 }  // namespace

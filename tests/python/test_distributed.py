@@ -96,6 +96,11 @@ def test_errors_name_the_bad_value():
                                        [out, out[:, :4].copy()])
     with pytest.raises(ValueError, match="world_size 0 is not positive"):
         ga.RankGroup.local_cpu(0)
+    with pytest.raises(ValueError, match="world_size 2147483648 is past int32"):
+        ga.RankGroup.local_cpu(2**31)
+    with pytest.raises(ValueError, match=r"window_size\[0\] \(left\) 2147483648 is past int32"):
+        ga.sequence_parallel_attention(group, [q, q], [q, q], [q, q], [out, out.copy()],
+                                       window_size=(2**31, 0))
     with pytest.raises(ValueError, match=r"softmax_scale=1e\+39 is out of float32's range"):
         ga.sequence_parallel_attention(group, [q, q], [q, q], [q, q], [out, out.copy()],
                                        softmax_scale=1e39)
