@@ -33,6 +33,15 @@ using Output = nb::ndarray<>;
   throw gpuattn::Error(gpuattn::ErrorCode::invalid_argument, msg);
 }
 
+// A Python int taken as int64 (so that one past int32 is named here, not refused by nanobind's
+// overload matching with a signature dump) and narrowed; `what` names it in the error.
+int int32_arg(std::int64_t value, const std::string& what) {
+  if (value < INT32_MIN || value > INT32_MAX) {
+    invalid(what + " " + std::to_string(value) + " is past int32");
+  }
+  return static_cast<int>(value);
+}
+
 gpuattn::ShardLayout layout_of(const std::string& s) {
   if (s == "contiguous") return gpuattn::ShardLayout::contiguous;
   if (s == "zigzag") return gpuattn::ShardLayout::zigzag;
@@ -70,14 +79,19 @@ void sequence_parallel_attention(const gpuattn::RankGroup& group, const std::vec
                                  const std::string& precision,
                                  std::pair<std::int64_t, std::int64_t> window_size,
                                  std::int64_t global_tokens, std::int64_t global_stride) {
-  // Taken as int64 so that a value past int32 is named here, not refused by nanobind's overload
-  // matching with a signature dump.
-  for (auto [value, name] :
-       {std::pair{window_size.first, "window_size[0] (left)"},
-        std::pair{window_size.second, "window_size[1] (right)"},
-        std::pair{global_tokens, "global_tokens"}, std::pair{global_stride, "global_stride"}}) {
-    if (value < INT32_MIN || value > INT32_MAX) {
-      invalid(std::string(name) + " " + std::to_string(value) + " is past int32");
+  const int window_left = int32_arg(window_size.first, "window_size[0] (left)");
+  const int window_right = int32_arg(window_size.second, "window_size[1] (right)");
+  const int tokens = int32_arg(global_tokens, "global_tokens");
+  const int stride = int32_arg(global_stride, "global_stride");
+  if (softmax_scale) {
+    // A finite double past float's range would become inf (or 0) and be named as that.
+    const double v = *softmax_scale;
+    if (std::isfinite(v) &&
+        (std::fabs(v) > std::numeric_limits<float>::max() ||
+         (v != 0.0 && std::fabs(v) < std::numeric_limits<float>::denorm_min()))) {
+      std::ostringstream msg;
+      msg << "sequence_parallel_attention: softmax_scale=" << v << " is out of float32's range";
+      throw nb::value_error(msg.str().c_str());
     }
   }
   const std::size_t n = q.size();
@@ -103,23 +117,12 @@ void sequence_parallel_attention(const gpuattn::RankGroup& group, const std::vec
     a.out = item(out, i, "out");
     if (lse) a.lse = item(*lse, i, "lse");
     a.causal = causal;
-    if (softmax_scale) {
-      // A finite double past float's range would become inf (or 0) and be named as that.
-      const double v = *softmax_scale;
-      if (std::isfinite(v) &&
-          (std::fabs(v) > std::numeric_limits<float>::max() ||
-           (v != 0.0 && std::fabs(v) < std::numeric_limits<float>::denorm_min()))) {
-        std::ostringstream msg;
-        msg << "sequence_parallel_attention: softmax_scale=" << v << " is out of float32's range";
-        throw nb::value_error(msg.str().c_str());
-      }
-      a.softmax_scale = static_cast<float>(v);
-    }
+    if (softmax_scale) a.softmax_scale = static_cast<float>(*softmax_scale);
     a.precision = precision_of(precision);
-    a.mask.window_left = static_cast<int>(window_size.first);
-    a.mask.window_right = static_cast<int>(window_size.second);
-    a.mask.global_tokens = static_cast<int>(global_tokens);
-    a.mask.global_stride = static_cast<int>(global_stride);
+    a.mask.window_left = window_left;
+    a.mask.window_right = window_right;
+    a.mask.global_tokens = tokens;
+    a.mask.global_stride = stride;
     if (streams) a.stream = reinterpret_cast<void*>((*streams)[i]);
     args.shards.push_back(a);
   }
@@ -144,16 +147,9 @@ void bind_dist(nb::module_& m) {
       .def_static(
           "local_cpu",
           [](std::int64_t world_size, std::int64_t threads_per_rank) {
-            // int64 in, so that a count past int32 is named (the library names the rest).
-            for (auto [value, name] : {std::pair{world_size, "world_size"},
-                                       std::pair{threads_per_rank, "threads_per_rank"}}) {
-              if (value < INT32_MIN || value > INT32_MAX) {
-                invalid(std::string("RankGroup.local_cpu: ") + name + " " + std::to_string(value) +
-                        " is past int32");
-              }
-            }
-            return gpuattn::RankGroup::local_cpu(static_cast<int>(world_size),
-                                                 static_cast<int>(threads_per_rank));
+            return gpuattn::RankGroup::local_cpu(
+                int32_arg(world_size, "RankGroup.local_cpu: world_size"),
+                int32_arg(threads_per_rank, "RankGroup.local_cpu: threads_per_rank"));
           },
           nb::arg("world_size"), nb::arg("threads_per_rank") = 0,
           "`world_size` ranks in this process on the CPU backend (host arrays).")

@@ -295,7 +295,7 @@ int check_q_scale_view(const TensorView& t, int hq, const TensorView& q) {
   if (t.shape[0] != 1 &&
       (t.stride[0] < 0 || (t.shape[0] - 1) * t.stride[0] > static_cast<std::int64_t>(INT32_MAX))) {
     bad("q_scale has stride " + std::to_string(t.stride[0]) +
-        ": (Hq - 1) x stride must be in [0, " + "2^31)");
+        ": (Hq - 1) x stride must be in [0, 2^31)");
   }
   if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0)
     bad("q_scale pointer is not 4-byte aligned");
@@ -683,8 +683,7 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     if (a.q.shape[0] > INT32_MAX || a.k.shape[0] > INT32_MAX) {
       invalid("packed row counts q " + std::to_string(a.q.shape[0]) + " / k " +
               std::to_string(a.k.shape[0]) +
-              ": each must be at most 2^31 - 1 (cu_seqlens are "
-              "int32)");
+              ": each must be at most 2^31 - 1 (cu_seqlens are int32)");
     }
     p.batch = static_cast<int>(a.cu_seqlens_q.shape[0] - 1);
     p.seqlen_q = a.max_seqlen_q;
