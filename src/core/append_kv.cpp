@@ -28,6 +28,7 @@ std::string shape_of(const TensorView& t) {
 void check_operand(const TensorView& t, const char* name, const char* layout,
                    const TensorView& where) {
   if (t.data == nullptr) invalid(std::string(name) + " is a null pointer");
+  check_place_values(t, name, "gpuattn::append_kv");
   if (t.rank != 4) {
     invalid(std::string(name) + " has rank " + std::to_string(t.rank) + " (shape " + shape_of(t) +
             "), expected rank 4 " + layout);
@@ -47,7 +48,7 @@ void check_operand(const TensorView& t, const char* name, const char* layout,
             ", must be 1 (head dim contiguous)");
   }
   for (int i = 0; i < 3; ++i) {
-    if ((t.stride[i] * es) % 16 != 0) {
+    if (t.stride[i] % (16 / es) != 0) {  // (stride x es) % 16 without the product's overflow
       invalid(std::string(name) + " stride " + std::to_string(t.stride[i]) + " of dimension " +
               std::to_string(i) + " is not a multiple of 16 bytes");
     }
@@ -113,6 +114,7 @@ void check_append_indices(const AppendParams& p, const std::int32_t* used,
 }
 
 AppendParams make_append_params(const AppendKvArgs& a) {
+  check_backend_value(a.backend, "gpuattn::append_kv");
   const bool paged = a.block_table.present();
   const char* cache_layout = paged ? "[num_pages, page_size, Hkv, D]" : "[B, Sk, Hkv, D]";
   check_operand(a.k_cache, "k_cache", cache_layout, a.k_cache);

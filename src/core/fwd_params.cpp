@@ -32,6 +32,7 @@ std::string shape_str(const TensorView& t) {
 
 void check_view(const TensorView& t, const char* name, int rank, const char* layout) {
   if (t.data == nullptr) invalid(std::string(name) + " is a null pointer");
+  check_place_values(t, name, "gpuattn::attention_forward");
   if (t.rank != rank) {
     invalid(std::string(name) + " has rank " + std::to_string(t.rank) + " (shape " + shape_str(t) +
             "), expected rank " + std::to_string(rank) + " " + layout);
@@ -207,6 +208,27 @@ void set_block_layout(const AttentionArgs& a, FwdParams& p) {
 }
 
 }  // namespace
+
+void check_place_values(const TensorView& t, const char* name, const char* fn) {
+  if (t.device != Device::cpu && t.device != Device::cuda) {
+    throw Error(ErrorCode::invalid_argument, std::string(fn) + ": " + name + " has device value " +
+                                                 std::to_string(static_cast<int>(t.device)) +
+                                                 ", not a gpuattn::Device (cpu = 0, cuda = 1)");
+  }
+  if (element_size(t.dtype) == 0) {
+    throw Error(ErrorCode::invalid_argument, std::string(fn) + ": " + name + " has dtype value " +
+                                                 std::to_string(static_cast<int>(t.dtype)) +
+                                                 ", not a gpuattn::DType");
+  }
+}
+
+void check_backend_value(Backend backend, const char* fn) {
+  if (backend != Backend::automatic && backend != Backend::cpu && backend != Backend::cuda) {
+    throw Error(ErrorCode::invalid_argument, std::string(fn) + ": backend is " +
+                                                 std::to_string(static_cast<int>(backend)) +
+                                                 ", not a gpuattn::Backend (automatic, cpu, cuda)");
+  }
+}
 
 bool spans_overlap(const TensorView& a, const TensorView& b) {
   if (a.data == nullptr || b.data == nullptr || a.device != b.device ||
@@ -409,6 +431,11 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     invalid(std::string(a.cu_seqlens_q.present() ? "cu_seqlens_q" : "cu_seqlens_k") +
             " is given but " + (a.cu_seqlens_q.present() ? "cu_seqlens_k" : "cu_seqlens_q") +
             " is missing (a varlen call takes both)");
+  }
+  check_backend_value(a.backend, "gpuattn::attention_forward");
+  if (a.precision != Precision::standard && a.precision != Precision::compensated) {
+    invalid("precision is " + std::to_string(static_cast<int>(a.precision)) +
+            ", not a gpuattn::Precision (standard, compensated)");
   }
   const int rank = varlen ? 3 : 4;
   const char* qlayout = varlen ? "[total_q, Hq, D]" : "[B, Sq, Hq, D]";

@@ -310,6 +310,12 @@ static_assert(std::is_trivially_copyable_v<FwdParams>, "FwdParams is copied to t
 // Throws gpuattn::Error naming the offending value.
 FwdParams make_fwd_params(const AttentionArgs& args);
 
+// Enum values a C++ caller may have cast from a wrong integer, refused by name rather than read as
+// a default. check_place_values: `t`'s device (cpu, cuda) and dtype; check_backend_value: a
+// Backend. `fn` prefixes the message ("gpuattn::append_kv").
+void check_place_values(const TensorView& t, const char* name, const char* fn);
+void check_backend_value(Backend backend, const char* fn);
+
 // Whether the bytes two views span (from their lowest to their highest element, whatever the
 // strides) intersect: on the same device, neither empty. A test of the spans, so two interleaved
 // views that share no element (k and v of one packed tensor) count as overlapping too.

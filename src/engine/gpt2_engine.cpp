@@ -200,6 +200,11 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
     invalid("kv_cache is " + std::to_string(static_cast<int>(opts.kv_cache)) +
             ", must be KvCache::model or e4m3");
   }
+  if (opts.backend != Backend::automatic && opts.backend != Backend::cpu &&
+      opts.backend != Backend::cuda) {
+    invalid("backend is " + std::to_string(static_cast<int>(opts.backend)) +
+            ", must be Backend::automatic, cpu or cuda");
+  }
   Backend b = opts.backend;
   if (b == Backend::automatic) b = cuda_available() ? Backend::cuda : Backend::cpu;
   if (b == Backend::cuda) {

@@ -367,6 +367,24 @@ TEST(Validation, ZeroAndNegativeSizes) {
   expect_invalid(a, {"q has a negative size -6"}, d);
 }
 
+// Enum values cast from wrong integers are named, not read as a default (a Device of 2 was taken
+// for the host, a Backend of 7 for automatic).
+TEST(Validation, EnumValuesOutOfRange) {
+  const Dense d = standard(75);
+  AttentionArgs a = d.args();
+  a.backend = static_cast<Backend>(7);
+  expect_invalid(a, {"backend is 7, not a gpuattn::Backend"}, d);
+  a = d.args();
+  a.precision = static_cast<Precision>(2);
+  expect_invalid(a, {"precision is 2, not a gpuattn::Precision"}, d);
+  a = d.args();
+  a.k.device = static_cast<Device>(2);
+  expect_invalid(a, {"k has device value 2, not a gpuattn::Device"}, d);
+  a = d.args();
+  a.out.dtype = static_cast<DType>(9);
+  expect_invalid(a, {"out has dtype value 9, not a gpuattn::DType"}, d);
+}
+
 TEST(Validation, BadStrides) {
   const Dense d = standard(80);
   // A buffer wide enough for the strides tried below, so that a missed check could not read past

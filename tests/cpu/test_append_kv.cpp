@@ -145,6 +145,19 @@ TEST(AppendKv, BadInputsAreNamedAndTheCachesUntouched) {
   a.cache_seqlens = ok.view();
   a.k_new = kn.view();
   a.v_new = vn.view();
+  // Enum values cast from wrong integers.
+  a.backend = static_cast<Backend>(5);
+  expect_invalid(a, "backend is 5, not a gpuattn::Backend");
+  a.backend = Backend::automatic;
+  TensorView odd = vn.view();
+  odd.device = static_cast<Device>(3);
+  a.v_new = odd;
+  expect_invalid(a, "v_new has device value 3, not a gpuattn::Device");
+  odd = vn.view();
+  odd.dtype = static_cast<DType>(12);
+  a.v_new = odd;
+  expect_invalid(a, "v_new has dtype value 12, not a gpuattn::DType");
+  a.v_new = vn.view();
   // Paged: sequence 1's new keys (28..31) land in page 3 of its row, which is out of range.
   HostTensor table(DType::i32, {B, 4});
   const std::vector<int> entries = {0, 1, 2, 3, 4, 5, 6, 99};

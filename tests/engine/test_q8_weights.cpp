@@ -474,6 +474,10 @@ TEST(Gpt2EngineCpu, Int8LinearsOptionsAreChecked) {
   EngineOptions o = int8_cpu_options();
   o.linear_weights = static_cast<LinearWeights>(7);
   expect_invalid_argument([&] { Gpt2Engine e(w, o); }, "linear_weights is 7");
+  o.linear_weights = LinearWeights::int8;
+  o.backend = static_cast<Backend>(9);  // was taken for the CPU
+  expect_invalid_argument([&] { Gpt2Engine e(w, o); }, "backend is 9");
+  o.backend = Backend::cpu;
   Gpt2Weights bad = w;
   bad.layers[1].c_fc_w.pop_back();
   expect_invalid_argument([&] { bad.with_int8_linears(); }, "h.1.mlp.c_fc.weight has");
