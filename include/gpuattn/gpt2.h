@@ -21,7 +21,7 @@ struct Gpt2Config {
   int n_layer = 12;
   int n_head = 12;
   int n_embd = 768;
-  int n_positions = 1024;  // the longest sequence (prompt + generated)
+  int n_positions = 1024;  // the longest sequence the model sees (prompt + generated - 1)
   int vocab_size = 50257;
   float layer_norm_epsilon = 1e-5f;
 
@@ -115,7 +115,7 @@ struct Gpt2Weights {
 // near tie can go either way, as it can between the two backends. The request id is the
 // request's index in generate()'s list.
 struct SamplingParams {
-  float temperature = 0.0f;  // >= 0
+  float temperature = 0.0f;  // finite, >= 0 (any positive one: logits shifted to a maximum of 0)
   int top_k = 0;             // >= 0
   float top_p = 1.0f;        // in (0, 1]
   std::uint64_t seed = 0;
@@ -123,7 +123,7 @@ struct SamplingParams {
 
 struct GenerationRequest {
   std::vector<std::int32_t> prompt;  // token ids in [0, vocab_size); at least one
-  int max_new_tokens = 16;           // > 0; prompt + max_new_tokens <= n_positions
+  int max_new_tokens = 16;           // > 0; prompt + max_new_tokens - 1 <= n_positions
   SamplingParams sampling;
   int priority = 0;       // the scheduler's: higher first
   std::int32_t eos = -1;  // a token that ends the request (kept in its output); -1: none
@@ -191,6 +191,8 @@ class Gpt2Engine {
   // similar length grouped, decodes of all running requests batched, preemption by recompute when
   // the cache is full) and returns the tokens each generated, in request order. Every request is
   // validated before any work, an invalid_argument naming the request and field.
+  // A request whose logits hold a NaN or +inf (or are all -inf) at some step ends the call with an
+  // invalid_argument naming it and the position.
   std::vector<std::vector<std::int32_t>> generate(const std::vector<GenerationRequest>& requests,
                                                   GenerationStats* stats = nullptr);
 
@@ -199,6 +201,13 @@ class Gpt2Engine {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// The checks generate() makes before any work, for a model of `cfg`: an invalid_argument naming
+// the request and field (a prompt empty or with an id outside the vocabulary, max_new_tokens not
+// positive, prompt + max_new_tokens - 1 past n_positions, a sampling parameter or eos out of
+// range).
+void check_generation_requests(const Gpt2Config& cfg,
+                               const std::vector<GenerationRequest>& requests);
 
 // The fp64 reference forward of one sequence (no cache, plain loops), logits [len, vocab_size]:
 // the oracle the engine's tests compare against. Slow; for small models. With kv e4m3 the rows

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -28,6 +29,13 @@ namespace {
 
 [[noreturn]] void invalid(const std::string& msg) {
   throw Error(ErrorCode::invalid_argument, "gpuattn::Gpt2Engine: " + msg);
+}
+
+// A float as it was given (9 significant digits: -1e-09, not -0.000000).
+std::string number(float v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", static_cast<double>(v));
+  return b;
 }
 
 std::size_t align_up(std::size_t x, std::size_t a) {
@@ -641,12 +649,8 @@ std::vector<float> Gpt2Engine::forward_logits(const std::vector<std::int32_t>& t
   return out;
 }
 
-std::vector<std::vector<std::int32_t>> Gpt2Engine::generate(
-    const std::vector<GenerationRequest>& requests, GenerationStats* stats) {
-  Impl& e = *impl_;
-  const auto t0 = std::chrono::steady_clock::now();
-  const Gpt2Config& cfg = e.cfg;
-  std::int64_t pages_wanted = 0;
+void check_generation_requests(const Gpt2Config& cfg,
+                               const std::vector<GenerationRequest>& requests) {
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const GenerationRequest& r = requests[i];
     const std::string who = "request " + std::to_string(i) + ": ";
@@ -660,25 +664,38 @@ std::vector<std::vector<std::int32_t>> Gpt2Engine::generate(
     if (r.max_new_tokens <= 0) {
       invalid(who + "max_new_tokens is " + std::to_string(r.max_new_tokens) + ", must be positive");
     }
-    const std::int64_t total = static_cast<std::int64_t>(r.prompt.size()) + r.max_new_tokens;
-    if (total > cfg.n_positions) {
+    // The last token drawn is never fed: the model sees prompt + max_new_tokens - 1 positions.
+    const std::int64_t fed = static_cast<std::int64_t>(r.prompt.size()) + r.max_new_tokens - 1;
+    if (fed > cfg.n_positions) {
       invalid(who + "prompt (" + std::to_string(r.prompt.size()) + ") + max_new_tokens (" +
-              std::to_string(r.max_new_tokens) + ") is " + std::to_string(total) +
-              ", more than n_positions = " + std::to_string(cfg.n_positions));
+              std::to_string(r.max_new_tokens) + ") - 1 is " + std::to_string(fed) +
+              ", more positions than n_positions = " + std::to_string(cfg.n_positions));
     }
     const SamplingParams& s = r.sampling;
     if (!(s.temperature >= 0.0f) || !std::isfinite(s.temperature)) {
-      invalid(who + "temperature is " + std::to_string(s.temperature) + ", must be >= 0");
+      invalid(who + "temperature is " + number(s.temperature) + ", must be finite and >= 0");
     }
     if (s.top_k < 0) invalid(who + "top_k is " + std::to_string(s.top_k) + ", must be >= 0");
     if (!(s.top_p > 0.0f && s.top_p <= 1.0f)) {
-      invalid(who + "top_p is " + std::to_string(s.top_p) + ", must be in (0, 1]");
+      invalid(who + "top_p is " + number(s.top_p) + ", must be in (0, 1]");
     }
     if (r.eos < -1 || r.eos >= cfg.vocab_size) {
       invalid(who + "eos is " + std::to_string(r.eos) + ", must be -1 or a token in [0, " +
               std::to_string(cfg.vocab_size) + ")");
     }
-    pages_wanted += (total + e.opts.page_size - 1) / e.opts.page_size;
+  }
+}
+
+std::vector<std::vector<std::int32_t>> Gpt2Engine::generate(
+    const std::vector<GenerationRequest>& requests, GenerationStats* stats) {
+  Impl& e = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Gpt2Config& cfg = e.cfg;
+  check_generation_requests(cfg, requests);
+  std::int64_t pages_wanted = 0;
+  for (const GenerationRequest& r : requests) {  // the keys a request holds at most
+    const std::int64_t keys = static_cast<std::int64_t>(r.prompt.size()) + r.max_new_tokens - 1;
+    pages_wanted += (keys + e.opts.page_size - 1) / e.opts.page_size;
   }
   std::vector<std::vector<std::int32_t>> out(requests.size());
   if (requests.empty()) return out;
@@ -754,6 +771,12 @@ std::vector<std::vector<std::int32_t>> Gpt2Engine::generate(
     const std::vector<std::int32_t> next = e.run_step(decodes, prefills);
     std::vector<std::int64_t> stopped;
     for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (next[i] < 0 || next[i] >= cfg.vocab_size) {  // engine::kBadLogits
+        invalid("request " + std::to_string(ids[i]) + ": its logits at position " +
+                std::to_string(tokens[ids[i]].size()) +
+                " are not finite (a NaN or +inf, or every one -inf): no token can be drawn "
+                "(weights or activations out of range?)");
+      }
       tokens[ids[i]].push_back(next[i]);
       if (next[i] == requests[ids[i]].eos) stopped.push_back(ids[i]);
     }

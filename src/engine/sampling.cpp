@@ -7,6 +7,12 @@
 namespace gpuattn::engine {
 
 std::int32_t sample_row_host(const float* logits, int V, const SampleRow& row) {
+  float lmax = -INFINITY;
+  for (int i = 0; i < V; ++i) {
+    if (std::isnan(logits[i]) || logits[i] == INFINITY) return kBadLogits;
+    lmax = std::max(lmax, logits[i]);
+  }
+  if (lmax == -INFINITY) return kBadLogits;
   if (row.temperature <= 0.0f) {
     int best = 0;
     for (int i = 1; i < V; ++i) {
@@ -15,7 +21,7 @@ std::int32_t sample_row_host(const float* logits, int V, const SampleRow& row) {
     return best;
   }
   std::vector<float> z(static_cast<std::size_t>(V));
-  for (int i = 0; i < V; ++i) z[i] = logits[i] / row.temperature;
+  for (int i = 0; i < V; ++i) z[i] = (logits[i] - lmax) / row.temperature;
   // Threshold of the top_k set: the k-th largest z (ties at it stay in).
   float threshold = -INFINITY;
   if (row.top_k > 0 && row.top_k < V) {

@@ -1475,6 +1475,76 @@ TEST(Gpt2EngineCuda, SamplingKernelMatchesTheHostSampler) {
   ops->free(dt);
 }
 
+// Rows the kernel cannot draw from (a NaN or +inf logit, or all -inf) are engine::kBadLogits, as on
+// the host, in the split greedy path (13 rows: 8 blocks a row on an H200) as in the one-block
+// temperature path; tiny temperatures draw the maximum (logits / 1e-40 overflowed before).
+TEST(Gpt2EngineCuda, SamplingKernelNamesBadRowsAndTakesTinyTemperatures) {
+  SKIP_WITHOUT_GPU();
+  auto ops = engine::make_cuda_ops(DType::f16, 0);
+  const int V = 50257, ld = engine::padded_vocab(V), rows = 13;
+  std::vector<float> logits(static_cast<std::size_t>(rows) * ld);
+  std::mt19937_64 rng(9);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  for (float& v : logits) v = nd(rng);
+  const auto at = [&](int r, int i) -> float& {
+    return logits[static_cast<std::size_t>(r) * ld + i];
+  };
+  const auto fill = [&](int r, float v) {
+    for (int i = 0; i < V; ++i) at(r, i) = v;
+  };
+  std::vector<engine::SampleRow> params(rows);
+  for (int r = 0; r < rows; ++r) {
+    params[r].seed = 77 + r;
+    params[r].request = r;
+    params[r].position = 5 * r;
+  }
+  at(0, V - 3) = NAN;  // greedy, the last block
+  at(1, 100) = INFINITY;
+  fill(2, -INFINITY);
+  for (int i = 0; i < V; i += 2) at(3, i) = -INFINITY;  // valid: -inf is a token never drawn
+  at(4, 40000) = NAN;
+  at(5, 7) = INFINITY;
+  fill(6, -INFINITY);
+  at(7, 31000) = 50.0f;                            // the maximum, at 1e-40
+  for (int i = 0; i < V; ++i) at(8, i) -= 100.0f;  // every logit negative, at 1e-40, top_p 0.5
+  at(8, 2) = -10.0f;
+  for (int i = 0; i < V; ++i) {
+    if (i % 97 != 0) at(9, i) = -INFINITY;
+  }
+  at(12, 0) = NAN;  // greedy, the first block
+  for (int r : {4, 5, 6, 9, 11}) params[r].temperature = 0.8f;
+  params[5].top_k = 5;
+  params[9].top_k = 3;
+  params[11].top_p = 0.9f;
+  params[7].temperature = params[8].temperature = 1e-40f;
+  params[8].top_p = 0.5f;
+  float* dl = static_cast<float*>(ops->alloc(logits.size() * 4));
+  auto* dp = static_cast<engine::SampleRow*>(ops->alloc(rows * sizeof(engine::SampleRow)));
+  auto* dt = static_cast<std::int32_t*>(ops->alloc(rows * 4));
+  ops->upload(dl, logits.data(), logits.size() * 4);
+  ops->upload(dp, params.data(), rows * sizeof(engine::SampleRow));
+  for (int call = 0; call < 2; ++call) {  // the split rows' counts are back at 0 after bad rows
+    std::vector<std::int32_t> got(rows, -7);
+    ops->upload(dt, got.data(), rows * 4);
+    ops->sample(dl, rows, V, ld, dp, dt);
+    ops->download(got.data(), dt, rows * 4);
+    for (int r = 0; r < rows; ++r) {
+      EXPECT_EQ(got[r], engine::sample_row_host(&at(r, 0), V, params[r]))
+          << "call " << call << " row " << r;
+    }
+    for (int r : {0, 1, 2, 4, 5, 6, 12}) {
+      EXPECT_EQ(got[r], engine::kBadLogits) << "call " << call << " row " << r;
+    }
+    EXPECT_EQ(got[7], 31000);
+    EXPECT_EQ(got[8], 2);
+    EXPECT_EQ(got[3] % 2, 1);
+    EXPECT_EQ(got[9] % 97, 0);
+  }
+  ops->free(dl);
+  ops->free(dp);
+  ops->free(dt);
+}
+
 // Each token the GPU generated is (nearly) the argmax of the fp32 CPU engine's full forward over
 // the sequence so far: within 5% of the logits' spread, the 16-bit rounding of a near tie.
 void expect_near_greedy(Gpt2Engine& cpu, const std::vector<std::int32_t>& prompt,

@@ -488,8 +488,15 @@ TEST(Gpt2EngineCpu, BadRequestsAreNamed) {
                           "request 1: prompt[2] is 101, must be in [0, 101)");
   expect_invalid_argument([&] { e.generate(with([](auto& r) { r.max_new_tokens = 0; })); },
                           "request 1: max_new_tokens is 0");
-  expect_invalid_argument([&] { e.generate(with([](auto& r) { r.max_new_tokens = 78; })); },
-                          "is 81, more than n_positions = 80");
+  expect_invalid_argument(
+      [&] { e.generate(with([](auto& r) { r.max_new_tokens = 79; })); },
+      "(3) + max_new_tokens (79) - 1 is 81, more positions than n_positions = 80");
+  expect_invalid_argument(
+      [&] { e.generate(with([](auto& r) { r.sampling.temperature = -1e-9f; })); },
+      "request 1: temperature is -9.99999972e-10, must be finite and >= 0");
+  expect_invalid_argument(
+      [&] { e.generate(with([](auto& r) { r.sampling.temperature = INFINITY; })); },
+      "request 1: temperature is inf, must be finite");
   expect_invalid_argument([&] { e.generate(with([](auto& r) { r.sampling.top_p = 0.0f; })); },
                           "request 1: top_p is 0");
   expect_invalid_argument([&] { e.generate(with([](auto& r) { r.sampling.top_k = -1; })); },
@@ -499,6 +506,11 @@ TEST(Gpt2EngineCpu, BadRequestsAreNamed) {
       "request 1: temperature is -1");
   expect_invalid_argument([&] { e.generate(with([](auto& r) { r.eos = 101; })); },
                           "request 1: eos is 101");
+  {  // the last token drawn is never fed: 3 + 78 - 1 = 80 positions fit
+    GenerationRequest full = ok;
+    full.max_new_tokens = 78;
+    EXPECT_EQ(e.generate({full})[0].size(), 78u);
+  }
   expect_invalid_argument([&] { e.forward_logits({}); }, "not 0");
   expect_invalid_argument([&] { e.forward_logits({5, -1}); }, "token 1 is -1");
   EngineOptions o = cpu_options();
@@ -507,6 +519,63 @@ TEST(Gpt2EngineCpu, BadRequestsAreNamed) {
   Gpt2Weights broken = w;
   broken.layers[1].c_fc_b.pop_back();
   expect_invalid_argument([&] { Gpt2Engine(broken, cpu_options()); }, "h.1.mlp.c_fc.bias has 511");
+}
+
+// Logits with a NaN (here every one, from a NaN final layernorm bias) end generate() with an error
+// naming the request and position; before, the sampler's -1 was fed back as a token.
+TEST(Gpt2EngineCpu, NonFiniteLogitsAreNamed) {
+  Gpt2Weights w = Gpt2Weights::random(small_config(), 12);
+  w.ln_f_b[5] = NAN;
+  Gpt2Engine e(w, cpu_options());
+  GenerationRequest r;
+  r.prompt = {1, 2, 3};
+  r.max_new_tokens = 4;
+  for (float t : {0.0f, 1.0f}) {
+    r.sampling.temperature = t;
+    expect_invalid_argument(
+        [&] {
+          e.generate({r, r});
+        },
+        "request 0: its logits at position 3 are not finite");
+  }
+}
+
+// The uniforms stay inside (0, 1) at both ends of the hash: 24 bits rounded the top one to 1.
+TEST(Gpt2Sampling, UniformsStayInsideTheOpenInterval) {
+  EXPECT_EQ(engine::uniform_of_bits(~0ull), 1.0f - 0x1.0p-24f);
+  EXPECT_EQ(engine::uniform_of_bits(0), 0x1.0p-24f);
+  EXPECT_LT(engine::uniform_of_bits(0xFFFFFC0000000000ull), engine::uniform_of_bits(~0ull));
+  EXPECT_TRUE(std::isfinite(-std::log(-std::log(engine::uniform_of_bits(~0ull)))));
+}
+
+// Rows that cannot be drawn from are kBadLogits; -inf alone is a token never drawn; a tiny
+// temperature draws among the maxima (logits / 1e-40 overflowed to +inf before: the lowest id).
+TEST(Gpt2Sampling, BadRowsAndTinyTemperatures) {
+  engine::SampleRow r;
+  for (float t : {0.0f, 0.7f}) {
+    r.temperature = t;
+    SCOPED_TRACE("temperature " + std::to_string(t));
+    std::vector<float> l = {1.0f, 2.0f, NAN, 0.5f};
+    EXPECT_EQ(engine::sample_row_host(l.data(), 4, r), engine::kBadLogits);
+    l[2] = INFINITY;
+    EXPECT_EQ(engine::sample_row_host(l.data(), 4, r), engine::kBadLogits);
+    l = {-INFINITY, -INFINITY, -INFINITY};
+    EXPECT_EQ(engine::sample_row_host(l.data(), 3, r), engine::kBadLogits);
+    l = {-INFINITY, -3.0f, -INFINITY};
+    for (std::uint64_t s = 0; s < 20; ++s) {
+      r.seed = s;
+      EXPECT_EQ(engine::sample_row_host(l.data(), 3, r), 1);
+    }
+  }
+  for (float t : {1e-40f, 1e-30f}) {
+    r.temperature = t;
+    std::vector<float> pos = {10.0f, 20.0f, 30.0f, -1.0f}, neg = {-5.0f, -3.0f, -4.0f};
+    for (std::uint64_t s = 0; s < 50; ++s) {
+      r.seed = s;
+      EXPECT_EQ(engine::sample_row_host(pos.data(), 4, r), 2) << "temperature " << t;
+      EXPECT_EQ(engine::sample_row_host(neg.data(), 3, r), 1) << "temperature " << t;
+    }
+  }
 }
 
 // sample_row_host against its definition.

@@ -274,7 +274,9 @@ def test_errors_name_the_offending_value(model, tmp_path):
     engine = ga.Gpt2Engine(directory, backend="cpu")
     with pytest.raises(ValueError, match=r"request 1: prompt\[0\] is 97, must be in \[0, 97\)"):
         engine.generate([[1], [97]])
-    with pytest.raises(ValueError, match="is 71, more than n_positions = 70"):
-        engine.generate([[1] * 61], max_new_tokens=10)
+    with pytest.raises(ValueError, match=r"\) - 1 is 71, more positions than n_positions = 70"):
+        engine.generate([[1] * 61], max_new_tokens=11)
+    # The last token drawn is never fed: 61 + 10 - 1 = 70 positions fit.
+    assert len(engine.generate([[1] * 61], max_new_tokens=10)[0]) == 10
     with pytest.raises(ValueError, match="top_p is 0"):
         engine.generate([[1]], temperature=1.0, top_p=0.0)

@@ -44,6 +44,11 @@ expect 2 "flag --batch needs an integer" -- generate --random tiny --device cpu 
 [ ! -e l.bin ] || fail "--logits-out wrote l.bin before --batch was checked"
 expect 2 "flag --warmup needs an integer" -- generate --random tiny --device cpu --logits-out l.bin --warmup abc
 [ ! -e l.bin ] || fail "--logits-out wrote l.bin before --warmup was checked"
+# Nor before the requests are checked as generate() will (16 + 250 - 1 positions; an id past the
+# tiny model's vocabulary of 1000).
+expect 1 "(16) + max_new_tokens (250) - 1 is 265, more positions than n_positions = 256" -- generate --random tiny --device cpu --max-new 250 --prompt-len 16 --save-model saved --logits-out l.bin
+expect 1 "request 0: prompt[1] is 5000, must be in [0, 1000)" -- generate --random tiny --device cpu --prompt 1,5000 --save-model saved --logits-out l.bin
+[ ! -e saved ] && [ ! -e l.bin ] || fail "an output was written before the requests were checked: $(ls)"
 
 # A write past a file size limit fails whole: no l.bin, no l.bin.tmp (64,000 bytes of logits).
 (ulimit -f 16; trap '' XFSZ; "$gpuattn" generate --random tiny --device cpu --max-new 2 \

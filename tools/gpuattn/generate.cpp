@@ -202,12 +202,14 @@ int run_generate(const std::vector<std::string>& args) {
     r.max_new_tokens = max_new;
     r.sampling.temperature = get_float(f, "temperature", 0.0f, 0.0f, 100.0f, "[0, 100]");
     r.sampling.top_k = f.get_int("top-k", 0, 0, cfg.vocab_size);
-    r.sampling.top_p = get_float(f, "top-p", 1.0f, 1e-6f, 1.0f, "(0, 1]");
+    r.sampling.top_p = get_float(f, "top-p", 1.0f, 1e-6f, 1.0f, "[1e-6, 1]");
     r.sampling.seed = seed;
   }
 
-  // Every flag is checked before anything is written (the saved model, the logits).
+  // Every flag, and every request as generate() will, is checked before anything is written (the
+  // saved model, the logits).
   const int warmup_flag = f.get_int("warmup", -1, 0, 100);  // -1: the backend's default
+  check_generation_requests(cfg, reqs);
   if (f.has("save-model")) weights.save(f.get("save-model", ""));
   Gpt2Engine engine(weights, opt);
   const bool on_cuda = engine.backend() == Backend::cuda;

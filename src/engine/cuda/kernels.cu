@@ -267,7 +267,8 @@ __device__ inline void for_each_logit(const float* row, int end, F&& f, int begi
 // (50,257 logits) took 8.2 us a B1 decode step (s42 call 1). A row drawn at a temperature is one
 // block's (split 0; the others leave): the top_k and top_p thresholds are found by bisection over
 // the floats' ordered bit patterns, 32 counting (or mass) passes over the row, which stays in
-// L1/L2. With splits == 1, partial and counts are not touched (may be null).
+// L1/L2. With splits == 1, partial and counts are not touched (may be null). A row with a NaN or
+// +inf logit, or every logit -inf, gets kBadLogits (a bad split's partial carries it).
 __global__ void __launch_bounds__(kSampleThreads)
     sample_kernel(const float* logits, int V, int ld, const SampleRow* params, std::int32_t* tokens,
                   int splits, Best* partial, int* counts) {
@@ -287,19 +288,22 @@ __global__ void __launch_bounds__(kSampleThreads)
     const int begin = split * span, end = min(V, begin + span);
     // Each thread sees increasing indices: a strictly greater score alone replaces its best.
     Best best{-INFINITY, -1};
+    int bad = 0;  // a NaN or +inf logit: the row cannot be drawn from (kBadLogits)
     for_each_logit(
         row, end,
         [&](float z, int i) {
+          bad |= isnan(z) || z == INFINITY;
           if (z > best.score || best.index < 0) best = Best{z, i};
         },
         begin);
     best = block_best(best, bscratch);
-    if (splits == 1) {
-      if (threadIdx.x == 0) tokens[r] = best.index;
+    bad = block_reduce(bad, add_i, iscratch);
+    if (splits == 1) {  // a best of -inf: every logit -inf
+      if (threadIdx.x == 0) tokens[r] = bad || best.score == -INFINITY ? kBadLogits : best.index;
       return;
     }
     if (threadIdx.x == 0) {
-      partial[r * splits + split] = best;
+      partial[r * splits + split] = bad ? Best{INFINITY, kBadLogits} : best;
       __threadfence();  // the partial before the count
       last = atomicAdd(&counts[r], 1) == splits - 1;
     }
@@ -313,9 +317,10 @@ __global__ void __launch_bounds__(kSampleThreads)
         b.score = __ldcg(&q->score);
         b.index = __ldcg(&q->index);
       }
+      const bool any_bad = __any_sync(0xffffffffu, b.index == kBadLogits);
       for (int o = 16; o > 0; o >>= 1) b = better(b, shfl_best(b, o));
       if (threadIdx.x == 0) {
-        tokens[r] = b.index;
+        tokens[r] = any_bad || b.score == -INFINITY ? kBadLogits : b.index;
         counts[r] = 0;
       }
     }
@@ -323,6 +328,19 @@ __global__ void __launch_bounds__(kSampleThreads)
   }
   if (split != 0) return;
   const float T = p.temperature;
+  // z = (logit - lmax) / T <= 0: no temperature overflows it (a tiny one draws among the maxima).
+  float lmax = -INFINITY;
+  int bad = 0;
+  for_each_logit(row, V, [&](float l, int) {
+    bad |= isnan(l) || l == INFINITY;
+    lmax = fmaxf(lmax, l);
+  });
+  lmax = block_reduce(lmax, max_f, fscratch);
+  bad = block_reduce(bad, add_i, iscratch);
+  if (bad || lmax == -INFINITY) {
+    if (threadIdx.x == 0) tokens[r] = kBadLogits;
+    return;
+  }
   // Kept: ordered(z) >= lo.
   long long lo = INT_MIN;
   if (p.top_k > 0 && p.top_k < V) {
@@ -330,7 +348,7 @@ __global__ void __launch_bounds__(kSampleThreads)
     while (lo < hi) {
       const long long mid = lo + (hi - lo + 1) / 2;
       int count = 0;
-      for_each_logit(row, V, [&](float z, int) { count += ordered_bits(z / T) >= mid; });
+      for_each_logit(row, V, [&](float l, int) { count += ordered_bits((l - lmax) / T) >= mid; });
       if (block_reduce(count, add_i, iscratch) >= p.top_k) {
         lo = mid;
       } else {
@@ -340,12 +358,12 @@ __global__ void __launch_bounds__(kSampleThreads)
   }
   if (p.top_p < 1.0f) {
     float zmax = -INFINITY;
-    for_each_logit(row, V, [&](float z, int) { zmax = fmaxf(zmax, z / T); });
+    for_each_logit(row, V, [&](float l, int) { zmax = fmaxf(zmax, (l - lmax) / T); });
     zmax = block_reduce(zmax, max_f, fscratch);
     auto mass = [&](long long t) {
       float m = 0.0f;
       for_each_logit(row, V, [&](float l, int) {
-        const float z = l / T;
+        const float z = (l - lmax) / T;
         if (ordered_bits(z) >= t) m += expf(z - zmax);
       });
       return block_reduce(m, add_f, fscratch);
@@ -363,7 +381,7 @@ __global__ void __launch_bounds__(kSampleThreads)
   }
   Best best{0.0f, -1};
   for_each_logit(row, V, [&](float l, int i) {
-    const float z = l / T;
+    const float z = (l - lmax) / T;
     if (ordered_bits(z) >= lo) best = better(best, Best{z - logf(-logf(uniform01(p, i))), i});
   });
   best = block_best(best, bscratch);
