@@ -78,7 +78,10 @@ struct Gpt2Weights {
   // ignored. Every missing tensor, wrong shape or dtype is an invalid_argument naming it.
   static Gpt2Weights load(const std::string& path);
   // Writes model.safetensors (F32, "transformer."-prefixed names, no lm_head) and config.json
-  // into directory `dir` (created if missing), as GPT2LMHeadModel.save_pretrained would.
+  // into directory `dir` (created if missing), as GPT2LMHeadModel.save_pretrained would. What
+  // load() would refuse (a layer count other than n_layer, a tensor of the wrong size, a value not
+  // finite) is an invalid_argument before anything is written; each file is written whole or not
+  // at all.
   void save(const std::string& dir) const;
   // Random weights from `seed`: N(0, 0.02) matrices and embeddings (HF's init); every bias and
   // layernorm bias N(0, 0.1), layernorm weights 1 + N(0, 0.1) (HF's 0 and 1, with noise so that

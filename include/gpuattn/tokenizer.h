@@ -38,8 +38,9 @@ class Gpt2Tokenizer {
   std::vector<std::int32_t> encode(std::string_view text) const;
   // An id outside [0, vocab_size()) is an invalid_argument naming it and its position.
   std::string decode(const std::vector<std::int32_t>& ids) const;
-  // decode, with U+FFFD for each byte sequence that is not UTF-8 (a character cut between
-  // tokens): always valid UTF-8, as Hugging Face's decode gives.
+  // decode, with U+FFFD for each maximal ill-formed subpart (a character cut between tokens; C0 80
+  // gives two, ED A0 80 three): always valid UTF-8, as Hugging Face's decode and Python's
+  // errors="replace" give.
   std::string decode_text(const std::vector<std::int32_t>& ids) const;
   // One plus the largest id of the vocabulary.
   int vocab_size() const;

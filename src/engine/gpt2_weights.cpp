@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iomanip>
@@ -34,9 +35,14 @@ void read_int(const engine::Json& j, const char* key, const std::string& path, i
   if (!v) return;
   if (!v->is_int()) {
     std::ostringstream got;
-    if (v->is_number()) got << std::setprecision(17) << v->as_number();
-    invalid(path + ": " + key + " must be a positive integer, not " +
-            (v->is_number() ? got.str() : std::string("a non-number")));
+    if (v->is_number()) {
+      got << std::setprecision(17) << v->as_number();
+    } else if (v->is_string()) {
+      got << "the string " << engine::json_quote(v->as_string());
+    } else {
+      got << "a " << (v->is_object() ? "JSON object" : v->is_array() ? "JSON array" : "non-number");
+    }
+    invalid(path + ": " + key + " must be a positive integer, not " + got.str());
   }
   if (v->as_int() <= 0 || v->as_int() > (1 << 30)) {
     invalid(path + ": " + key + " is " + std::to_string(v->as_int()) +
@@ -123,10 +129,23 @@ Gpt2Weights Gpt2Weights::load(const std::string& path) {
     read_int(j, "vocab_size", config_path, cfg.vocab_size);
     if (const engine::Json* e = j.find("layer_norm_epsilon")) {
       if (!e->is_number()) invalid(config_path + ": layer_norm_epsilon must be a number");
-      cfg.layer_norm_epsilon = static_cast<float>(e->as_number());
+      const double eps = e->as_number();  // named as written: float rounds 1e-50 to 0, 1e39 to inf
+      const float f = static_cast<float>(eps);
+      if (!(f > 0.0f) || !std::isfinite(f)) {
+        std::ostringstream v;
+        v << std::setprecision(17) << eps;
+        invalid(config_path + ": layer_norm_epsilon is " + v.str() +
+                ", must be positive and finite as a float32");
+      }
+      cfg.layer_norm_epsilon = f;
     }
   }
-  cfg.validate();
+  try {
+    cfg.validate();
+  } catch (const Error& e) {  // name where the values came from
+    invalid((engine::exists(config_path) ? config_path + " with " : std::string()) + file +
+            "'s shapes: " + e.what());
+  }
   // Layer tensors past n_layer (h.0 and h.2 without h.1, or a config's n_layer below the
   // file's) would be dropped without a word: a truncated or mismatched model.
   for (const engine::StTensor& t : st.tensors()) {
@@ -136,7 +155,8 @@ Gpt2Weights Gpt2Weights::load(const std::string& path) {
     const std::size_t dot = name.find('.', 2);
     const std::string digits = name.substr(2, dot == std::string::npos ? dot : dot - 2);
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
-        digits.size() > 9 || std::stoi(digits) >= cfg.n_layer) {
+        digits.size() > 9 || (digits.size() > 1 && digits[0] == '0') ||
+        std::stoi(digits) >= cfg.n_layer) {  // h.00 would be skipped: only h.0 is looked up
       invalid(file + ": tensor " + t.name + " is not in a layer of the model's " +
               std::to_string(cfg.n_layer) + " (h.0 to h." + std::to_string(cfg.n_layer - 1) +
               (is_file(config_path) ? ", n_layer of " + config_path
@@ -195,13 +215,27 @@ Gpt2Weights Gpt2Weights::load(const std::string& path) {
 }
 
 void Gpt2Weights::save(const std::string& dir) const {
+  // Everything load() would refuse is refused before anything is written.
   config.validate();
-  if (!is_dir(dir) && ::mkdir(dir.c_str(), 0755) != 0) {
-    invalid("gpuattn::Gpt2Weights::save: cannot create " + dir + ": " + std::strerror(errno));
+  if (static_cast<int>(layers.size()) != config.n_layer) {
+    invalid("gpuattn::Gpt2Weights::save: " + std::to_string(layers.size()) +
+            " layers, but config.n_layer is " + std::to_string(config.n_layer));
   }
   std::vector<engine::StTensorOut> out;
   const auto put = [&](const std::string& name, const std::vector<float>& v,
                        std::vector<std::int64_t> shape) {
+    std::int64_t n = 1;
+    for (const std::int64_t d : shape) n *= d;
+    if (static_cast<std::int64_t>(v.size()) != n) {
+      invalid("gpuattn::Gpt2Weights::save: " + name + " has " + std::to_string(v.size()) +
+              " values, the config needs " + std::to_string(n));
+    }
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!std::isfinite(v[i])) {
+        invalid("gpuattn::Gpt2Weights::save: " + name + " element " + std::to_string(i) + " is " +
+                (std::isnan(v[i]) ? "nan" : "inf") + ": weights must be finite");
+      }
+    }
     engine::StTensorOut t;
     t.name = "transformer." + name;
     t.dtype = "F32";
@@ -231,7 +265,9 @@ void Gpt2Weights::save(const std::string& dir) const {
   }
   put("ln_f.weight", ln_f_w, {C});
   put("ln_f.bias", ln_f_b, {C});
-  engine::write_safetensors(dir + "/model.safetensors", out, {{"format", "pt"}});
+  if (!is_dir(dir) && ::mkdir(dir.c_str(), 0755) != 0) {
+    invalid("gpuattn::Gpt2Weights::save: cannot create " + dir + ": " + std::strerror(errno));
+  }
   std::ostringstream j;
   j << "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
     << "  \"n_layer\": " << config.n_layer << ",\n  \"n_head\": " << config.n_head
@@ -239,14 +275,30 @@ void Gpt2Weights::save(const std::string& dir) const {
     << ",\n  \"n_ctx\": " << config.n_positions << ",\n  \"vocab_size\": " << config.vocab_size
     << ",\n  \"layer_norm_epsilon\": " << std::setprecision(9) << config.layer_norm_epsilon
     << ",\n  \"activation_function\": \"gelu_new\"\n}\n";
+  // config.json's text goes to a temporary file first, checked after its close (a full disk
+  // shows only then), then the model (through its own temporary file), then the config is renamed
+  // into place: a failure leaves the old pair, or a new model beside the old config only if the
+  // last rename fails.
   const std::string tmp = dir + "/config.json.tmp";
   {
     std::ofstream f(tmp, std::ios::binary);
     f << j.str();
-    if (!f) invalid("gpuattn::Gpt2Weights::save: cannot write " + tmp);
+    f.close();
+    if (!f) {
+      std::remove(tmp.c_str());
+      invalid("gpuattn::Gpt2Weights::save: cannot write " + tmp + " (nothing written)");
+    }
+  }
+  try {
+    engine::write_safetensors(dir + "/model.safetensors", out, {{"format", "pt"}});
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
   }
   if (std::rename(tmp.c_str(), (dir + "/config.json").c_str()) != 0) {
-    invalid("gpuattn::Gpt2Weights::save: cannot rename " + tmp + ": " + std::strerror(errno));
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    invalid("gpuattn::Gpt2Weights::save: cannot rename " + tmp + ": " + why);
   }
 }
 

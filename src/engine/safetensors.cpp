@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <unordered_set>
 
 #include "engine/json.h"
@@ -24,6 +25,41 @@ namespace {
 
 // The reference implementation's limit: a larger header is taken for a corrupt file.
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+
+// The offset of the first byte of `s` that is not part of well-formed UTF-8 (no overlong forms,
+// no surrogates, nothing past U+10FFFF), or npos.
+std::size_t invalid_utf8_at(std::string_view s) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char c = byte(i);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    if (i + n >= s.size()) return i;  // cut short
+    if (byte(i + 1) < lo || byte(i + 1) > hi) return i;
+    for (int k = 2; k <= n; ++k) {
+      if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return i;
+    }
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
 
 constexpr const char* kMetadataKey = "__metadata__";
 
@@ -231,25 +267,43 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
         parse_entry(path + ": tensor '" + name + "': ", name, entry, data, data_size));
   }
 
-  // No two tensors share a byte: by begin, each starts at or after the furthest end so far.
+  // No two tensors share a byte: by begin, each starts at or after the furthest end so far. And
+  // the tensors cover the data section without a gap or trailing bytes, as the format requires
+  // (bytes no tensor accounts for could carry anything: a polyglot file).
   std::vector<const StTensor*> by_begin;
   for (const StTensor& t : f.tensors_) {
     if (t.nbytes > 0) by_begin.push_back(&t);
   }
   std::sort(by_begin.begin(), by_begin.end(),
             [](const StTensor* a, const StTensor* b) { return a->data < b->data; });
+  auto offsets = [&](const StTensor* x) {
+    const auto b = static_cast<std::uint64_t>(x->data - data);
+    return offsets_str(b, b + x->nbytes);
+  };
   const StTensor* furthest = nullptr;
   for (const StTensor* t : by_begin) {
     if (furthest != nullptr && t->data < furthest->data + furthest->nbytes) {
-      auto offsets = [&](const StTensor* x) {
-        const auto b = static_cast<std::uint64_t>(x->data - data);
-        return offsets_str(b, b + x->nbytes);
-      };
       invalid(path + ": tensors '" + furthest->name + "' (data_offsets " + offsets(furthest) +
               ") and '" + t->name + "' (data_offsets " + offsets(t) + ") overlap");
     }
-    if (furthest == nullptr || t->data + t->nbytes > furthest->data + furthest->nbytes)
-      furthest = t;
+    const std::uint64_t end =
+        furthest == nullptr ? 0
+                            : static_cast<std::uint64_t>(furthest->data - data) + furthest->nbytes;
+    const auto begin = static_cast<std::uint64_t>(t->data - data);
+    if (begin != end) {
+      invalid(path + ": data bytes [" + std::to_string(end) + ", " + std::to_string(begin) +
+              ") belong to no tensor (before '" + t->name + "', data_offsets " + offsets(t) +
+              "): the tensors must cover the data section without gaps");
+    }
+    furthest = t;
+  }
+  const std::uint64_t covered =
+      furthest == nullptr ? 0
+                          : static_cast<std::uint64_t>(furthest->data - data) + furthest->nbytes;
+  if (covered != data_size) {
+    invalid(path + ": the data section holds " + std::to_string(data_size) +
+            " bytes but the tensors cover " + std::to_string(covered) + " (" +
+            std::to_string(data_size - covered) + " trailing bytes belong to no tensor)");
   }
   return f;
 }
@@ -293,6 +347,20 @@ const StTensor* SafetensorsFile::find(std::string_view name) const {
 void write_safetensors(const std::string& path, const std::vector<StTensorOut>& tensors,
                        const std::vector<std::pair<std::string, std::string>>& metadata) {
   const std::string where = "write_safetensors " + path + ": ";
+  // Names, keys and values go into the JSON header as they are: they must be UTF-8, as the reader
+  // (and every other one) requires.
+  const auto check_utf8 = [&](const std::string& s, const std::string& what) {
+    const std::size_t bad = invalid_utf8_at(s);
+    if (bad != std::string::npos) {
+      invalid(where + what + " is not valid UTF-8 (byte " + std::to_string(bad) + " of " +
+              std::to_string(s.size()) + ")");
+    }
+  };
+  for (const auto& [key, value] : metadata) {
+    check_utf8(key, "a metadata key");
+    check_utf8(value, "the metadata value of key " + json_quote(key));
+  }
+  for (const StTensorOut& t : tensors) check_utf8(t.name, "a tensor name");
 
   // Everything is checked, and the header built, before the file is created.
   std::string header = "{";
@@ -335,6 +403,10 @@ void write_safetensors(const std::string& path, const std::vector<StTensorOut>& 
   }
   header += "}";
   header.append((8 - header.size() % 8) % 8, ' ');  // the data section starts 8-byte aligned
+  if (header.size() > kMaxHeaderBytes) {
+    invalid(where + "the JSON header would take " + std::to_string(header.size()) +
+            " bytes, over the readers' 100 MB limit");
+  }
 
   const std::string tmp = path + ".tmp";
   std::FILE* file = std::fopen(tmp.c_str(), "wb");

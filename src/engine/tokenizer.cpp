@@ -438,9 +438,30 @@ std::string Gpt2Tokenizer::decode_text(const std::vector<std::int32_t>& ids) con
       i += static_cast<std::size_t>(st.len);
       continue;
     }
-    out += "\xEF\xBF\xBD";  // U+FFFD for the lead byte and the continuation bytes after it
+    // One U+FFFD for each maximal subpart (Unicode's recommended practice, as Python's
+    // errors="replace" and Hugging Face's decode do): a lead byte with the continuation bytes
+    // that could still follow it; a byte that starts nothing, alone.
+    out += "\xEF\xBF\xBD";
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(bytes[k]); };
+    const unsigned char c = byte(i);
+    int n = 0;                           // continuation bytes the lead asks for
+    unsigned char lo = 0x80, hi = 0xBF;  // the first continuation's range
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      lo = c == 0xE0 ? 0xA0 : 0x80;
+      hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      lo = c == 0xF0 ? 0x90 : 0x80;
+      hi = c == 0xF4 ? 0x8F : 0xBF;
+    }
     i += 1;
-    while (i < bytes.size() && (static_cast<unsigned char>(bytes[i]) & 0xC0) == 0x80) ++i;
+    for (int k = 0; k < n && i < bytes.size(); ++k, ++i) {
+      const unsigned char b = byte(i);
+      if (k == 0 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) break;
+    }
   }
   return out;
 }

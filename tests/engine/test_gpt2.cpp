@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <random>
@@ -264,6 +265,66 @@ TEST(Gpt2Weights, NonFiniteWeightsStrayLayersAndBadConfigsAreNamed) {
   ::mkdir((dir + "/config.json").c_str(), 0755);
   expect_invalid_argument([&] { Gpt2Weights::load(dir); }, "config.json: not a regular file");
   ::rmdir((dir + "/config.json").c_str());
+  // h.00 passed the stray check (stoi gives 0) but was never looked up: dropped without a word.
+  out = good;
+  engine::StTensorOut extra = good[0];
+  for (const auto& t : good) {
+    if (t.name == "transformer.h.0.ln_1.weight") extra = t;
+  }
+  extra.name = "transformer.h.00.ln_1.weight";
+  out.push_back(extra);
+  write(out);
+  expect_invalid_argument([&] { Gpt2Weights::load(dir); },
+                          "tensor transformer.h.00.ln_1.weight is not in a layer");
+  // A config's values are named as written, with the file.
+  write(good);
+  const auto config = [&](const std::string& text) { std::ofstream(dir + "/config.json") << text; };
+  config(R"({"n_head": 3})");
+  expect_invalid_argument([&] { Gpt2Weights::load(dir); },
+                          "config.json with " + dir +
+                              "/model.safetensors's shapes: "
+                              "gpuattn::Gpt2Config: n_embd is 128, must be a positive multiple of "
+                              "n_head = 3");
+  config(R"({"layer_norm_epsilon": 1e-50})");
+  expect_invalid_argument([&] { Gpt2Weights::load(dir); },
+                          "layer_norm_epsilon is 1e-50, must be positive and "
+                          "finite as a float32");
+  config(R"({"layer_norm_epsilon": 1e39})");
+  expect_invalid_argument([&] { Gpt2Weights::load(dir); },
+                          "layer_norm_epsilon is 9.9999999999999994e+38");
+  config(R"({"n_layer": "1"})");
+  expect_invalid_argument([&] { Gpt2Weights::load(dir); },
+                          "n_layer must be a positive integer, not the string \"1\"");
+  config(R"({"n_layer": [1]})");
+  expect_invalid_argument([&] { Gpt2Weights::load(dir); }, "not a JSON array");
+}
+
+// save() refuses what load() would, before writing anything: the old files stay.
+TEST(Gpt2Weights, SaveRefusesWhatLoadRefuses) {
+  const Gpt2Weights w = Gpt2Weights::random(small_config(), 6);
+  const std::string dir = temp_dir("save_checks");
+  w.save(dir);
+  const auto bytes = [&](const std::string& name) {
+    std::ifstream in(dir + "/" + name, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string model = bytes("model.safetensors"), config = bytes("config.json");
+  Gpt2Weights bad = w;
+  bad.layers[0].ln_1_b[3] = std::numeric_limits<float>::quiet_NaN();
+  expect_invalid_argument([&] { bad.save(dir); }, "h.0.ln_1.bias element 3 is nan");
+  bad = w;
+  bad.wpe[7] = INFINITY;
+  expect_invalid_argument([&] { bad.save(dir); }, "wpe.weight element 7 is inf");
+  bad = w;
+  bad.layers.pop_back();
+  expect_invalid_argument([&] { bad.save(dir); }, "1 layers, but config.n_layer is 2");
+  bad = w;
+  bad.layers[1].c_fc_w.pop_back();
+  expect_invalid_argument([&] { bad.save(dir); }, "h.1.mlp.c_fc.weight has 65535 values");
+  EXPECT_EQ(bytes("model.safetensors"), model);
+  EXPECT_EQ(bytes("config.json"), config);
+  struct stat st;
+  EXPECT_NE(::stat((dir + "/config.json.tmp").c_str(), &st), 0);
 }
 
 TEST(Gpt2Weights, UntiedLmHeadIsRejected) {

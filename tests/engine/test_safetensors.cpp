@@ -3,6 +3,7 @@
 // malformed file and each bad write.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -233,17 +234,17 @@ TEST(Safetensors, OverwritesAnExistingFile) {
 }
 
 TEST(Safetensors, ReadsAFileOfAnotherWriter) {
-  // Header order differs from data order, a gap, unknown fields, whitespace, no padding, an
-  // empty tensor sitting inside another's bytes.
+  // Header order differs from data order, unknown fields, whitespace, no padding, an empty
+  // tensor sitting inside another's bytes.
   const std::string header =
-      "{ \"b\" : {\"data_offsets\": [8, 16], \"shape\": [2], \"dtype\": \"F32\", \"x\": 1},\n"
+      "{ \"b\" : {\"data_offsets\": [4, 12], \"shape\": [2], \"dtype\": \"F32\", \"x\": 1},\n"
       "  \"a\": {\"dtype\": \"I16\", \"shape\": [2, 1], \"data_offsets\": [0, 4]},\n"
       "  \"e\": {\"dtype\": \"F16\", \"shape\": [3, 0], \"data_offsets\": [10, 10]},\n"
       "  \"__metadata__\": {\"k\": \"v\"} }";
   const std::string path = temp_path("other.safetensors");
-  std::string data(16, '\0');
+  std::string data(12, '\0');
   const float b[2] = {0.5f, -8.0f};
-  std::memcpy(&data[8], b, 8);
+  std::memcpy(&data[4], b, 8);
   write_bytes(path, le64(header.size()) + header + data);
   const SafetensorsFile f = SafetensorsFile::open(path);
   ASSERT_EQ(f.tensors().size(), 3u);
@@ -253,6 +254,65 @@ TEST(Safetensors, ReadsAFileOfAnotherWriter) {
   EXPECT_EQ(f.tensors()[2].nbytes, 0u);
   EXPECT_EQ(f.metadata(), (std::vector<std::pair<std::string, std::string>>{{"k", "v"}}));
   EXPECT_EQ(to_float(*f.find("b")), (std::vector<float>{0.5f, -8.0f}));
+}
+
+// The format's rule: the tensors index the whole data section, without holes (bytes nobody reads
+// could make a polyglot file). A gap, trailing bytes, or data behind an empty header are named.
+TEST(Safetensors, DataBytesOfNoTensorAreRefused) {
+  const std::string path = temp_path("holes.safetensors");
+  const auto file = [&](const std::string& header, std::size_t data_bytes) {
+    write_bytes(path, le64(header.size()) + header + std::string(data_bytes, '\x11'));
+  };
+  file(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})", 8);
+  expect_invalid_argument(
+      [&] { SafetensorsFile::open(path); },
+      "data bytes [0, 4) belong to no tensor (before 'a', data_offsets [4, 8])");
+  file(R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+       R"("b":{"dtype":"U8","shape":[2],"data_offsets":[3,5]}})",
+       5);
+  expect_invalid_argument([&] { SafetensorsFile::open(path); }, "data bytes [2, 3) belong to no");
+  file(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", 804);
+  expect_invalid_argument([&] { SafetensorsFile::open(path); },
+                          "holds 804 bytes but the tensors cover 4 (800 trailing bytes");
+  file("{}", 1000);
+  expect_invalid_argument([&] { SafetensorsFile::open(path); },
+                          "holds 1000 bytes but the tensors "
+                          "cover 0");
+  file("{}", 0);
+  EXPECT_TRUE(SafetensorsFile::open(path).tensors().empty());
+}
+
+// The writer refuses what every reader would: names and metadata that are not UTF-8, a header
+// past 100 MB. Nothing is created.
+TEST(Safetensors, WriterRefusesWhatReadersRefuse) {
+  const std::string path = temp_path("bad_names.safetensors");
+  std::remove(path.c_str());
+  StTensorOut t;
+  t.dtype = "U8";
+  t.shape = {1};
+  t.bytes = {std::byte{7}};
+  for (const std::string& name :
+       {std::string("A\xff"
+                    "B"),
+        std::string("\xed\xa0\x80"), std::string("\xc0\xaf"), std::string("ok\xe2\x82")}) {
+    t.name = name;
+    expect_invalid_argument([&] { write_safetensors(path, {t}); },
+                            "a tensor name is not valid UTF-8");
+  }
+  t.name = "caf\xc3\xa9 \xf0\x9f\x98\x80";  // two and four bytes: fine
+  expect_invalid_argument(
+      [&] {
+        write_safetensors(path, {t}, {{"k", "\x80"}});
+      },
+      "the metadata value of key \"k\" is not valid UTF-8 (byte 0 of 1)");
+  expect_invalid_argument(
+      [&] {
+        write_safetensors(path, {t}, {{"k", std::string(100'000'000, 'x')}});
+      },
+      "over the readers' 100 MB limit");
+  EXPECT_NE(access(path.c_str(), F_OK), 0) << "a refused write created " << path;
+  write_safetensors(path, {t});
+  EXPECT_EQ(SafetensorsFile::open(path).tensors()[0].name, t.name);
 }
 
 TEST(Safetensors, ConvertsToFloat) {

@@ -289,6 +289,14 @@ TEST(Gpt2Tokenizer, EndOfTextAndCutCharacters) {
   EXPECT_EQ(tok.decode_text({'a', 195}), "a\xEF\xBF\xBD");
   EXPECT_EQ(tok.decode_text({195, 169, 169, 'x'}), "\xc3\xa9\xEF\xBF\xBDx");
   EXPECT_EQ(tok.decode_text({0xF0, 0x9F, 'x'}), "\xEF\xBF\xBDx");
+  // One U+FFFD a maximal ill-formed subpart, as Python's errors="replace" (byte ids = bytes).
+  const std::string r = "\xEF\xBF\xBD";
+  EXPECT_EQ(tok.decode_text({0x80, 0x80}), r + r);
+  EXPECT_EQ(tok.decode_text({0xC0, 0x80}), r + r);            // C0 starts nothing (overlong)
+  EXPECT_EQ(tok.decode_text({0xED, 0xA0, 0x80}), r + r + r);  // a surrogate's bytes
+  EXPECT_EQ(tok.decode_text({0xF4, 0x90, 0x80, 0x80}), r + r + r + r);           // past U+10FFFF
+  EXPECT_EQ(tok.decode_text({0xF0, 0x9F, 0x98, 'x', 0xE2, 0x82}), r + "x" + r);  // cut ones
+  EXPECT_EQ(tok.decode_text({0xFF, 'a', 0xC3}), r + "a" + r);
 }
 
 TEST(Gpt2Tokenizer, LoadsADirectory) {
