@@ -47,7 +47,9 @@ class KvCacheManager {
   // is shared and partly filled, a private copy of it (returned: the caller copies those rows
   // before writing). Afterwards length(seq) has grown by n, and the keys' slots are
   // slot(seq, length - n .. length - 1). Returns nullopt, changing nothing, when the free list is
-  // short (evict a sequence and retry). n >= 0.
+  // short (evict a sequence and retry). n >= 0. Copies returned by successive calls are to be
+  // applied in order: after a free_sequence, one copy's source page can be a later one's
+  // destination. A call that throws (bad_alloc included) changes nothing.
   std::optional<std::vector<PageCopy>> append(SeqId seq, int n);
 
   int length(SeqId seq) const;
@@ -59,7 +61,7 @@ class KvCacheManager {
 
   // The block table of `seqs` as int32 [seqs.size(), max_pages], row-major, for
   // AttentionArgs::block_table and append_kv; entries past a sequence's pages are `pad` (never
-  // read). max_pages >= every sequence's page count (invalid_argument otherwise).
+  // read). max_pages positive and >= every sequence's page count (invalid_argument otherwise).
   std::vector<std::int32_t> block_table(const std::vector<SeqId>& seqs, int max_pages,
                                         std::int32_t pad = -1) const;
   // The lengths of `seqs` as int32, for seqused_k / cache_seqlens.

@@ -39,10 +39,10 @@ KvCacheManager::SeqId KvCacheManager::add_sequence() {
 }
 
 KvCacheManager::SeqId KvCacheManager::fork(SeqId parent) {
-  Seq child = get(parent);
+  // The child is in the map (the allocations that can throw) before any refcount moves.
+  Seq& child = seqs_.emplace(next_id_, get(parent)).first->second;
   for (const std::int32_t p : child.pages) ++refs_[static_cast<std::size_t>(p)];
   child.last_use = ++clock_;
-  seqs_.emplace(next_id_, std::move(child));
   return next_id_++;
 }
 
@@ -74,21 +74,24 @@ std::optional<std::vector<PageCopy>> KvCacheManager::append(SeqId seq, int n) {
             " keys, more than 2^31 - 1");
   }
   if (need > free_pages()) return std::nullopt;
+  // Every allocation before the first change, so that a bad_alloc changes nothing.
+  const bool copy_on_write =
+      n > 0 && s.length % page_size_ != 0 && refs_[static_cast<std::size_t>(s.pages.back())] > 1;
   std::vector<PageCopy> copies;
+  if (copy_on_write) copies.reserve(1);
+  s.pages.reserve(static_cast<std::size_t>((s.length + n + page_size_ - 1) / page_size_));
   auto take = [&] {
     const std::int32_t p = free_.back();
     free_.pop_back();
     refs_[static_cast<std::size_t>(p)] = 1;
     return p;
   };
-  if (n > 0 && s.length % page_size_ != 0) {
+  if (copy_on_write) {
     std::int32_t& last = s.pages.back();
-    if (refs_[static_cast<std::size_t>(last)] > 1) {  // copy on write
-      const std::int32_t dst = take();
-      copies.push_back({last, dst, static_cast<int>(s.length % page_size_)});
-      --refs_[static_cast<std::size_t>(last)];
-      last = dst;
-    }
+    const std::int32_t dst = take();
+    copies.push_back({last, dst, static_cast<int>(s.length % page_size_)});
+    --refs_[static_cast<std::size_t>(last)];
+    last = dst;
   }
   s.length += n;
   while (static_cast<std::int64_t>(s.pages.size()) * page_size_ < s.length)

@@ -84,6 +84,18 @@ Prediction predict_forward(const PerfShape& s, const DeviceSpec& d,
   if (s.head_dim != 64 && s.head_dim != 128 && s.head_dim != 256) {
     invalid("head_dim " + std::to_string(s.head_dim) + " is not 64, 128 or 256");
   }
+  // The attention calls' own limits (2^30 rows and keys on CUDA), so the tile counts fit an int.
+  for (const auto& [v, name] : {std::pair{s.seqlen_q, "seqlen_q"}, {s.seqlen_k, "seqlen_k"}}) {
+    if (v > (1 << 30)) invalid(std::string(name) + " " + std::to_string(v) + " is past 2^30");
+  }
+  if (s.hkv > s.hq || s.hq % s.hkv != 0) {
+    invalid("hq " + std::to_string(s.hq) + " is not a multiple of hkv " + std::to_string(s.hkv));
+  }
+  if (!(d.peak_tflops > 0.0) || !(d.hbm_tbps > 0.0) || d.num_sms > (1 << 20)) {
+    invalid("device peak_tflops " + std::to_string(d.peak_tflops) + " and hbm_tbps " +
+            std::to_string(d.hbm_tbps) + " must be positive, num_sms " + std::to_string(d.num_sms) +
+            " at most 2^20");
+  }
   FwdShape f;
   f.sm_major = d.sm_major;
   f.sm90_kernel_available = d.sm_major == 9;
@@ -127,8 +139,18 @@ Prediction predict_forward(const PerfShape& s, const DeviceSpec& d,
   const double sm_tflops = d.peak_tflops / slots * cost.efficiency;
   p.tile_us = 4.0 * bm * bn * s.head_dim / (sm_tflops * 1e12) * 1e6;
   p.item_us = cost.item_us;
-  const int row_blocks = (s.seqlen_q + bm - 1) / bm;
-  const int key_tiles = (s.seqlen_k + bn - 1) / bn;
+  const int row_blocks = static_cast<int>((std::int64_t{s.seqlen_q} + bm - 1) / bm);
+  const int key_tiles = static_cast<int>((std::int64_t{s.seqlen_k} + bn - 1) / bn);
+  const long long heads = static_cast<long long>(s.batch) * s.hq;
+  // Every item is simulated (longest first over the SMs): bound their count, and with it the
+  // memory (a stride-free shape like B65535 H65535 would ask for terabytes). Divided, not
+  // multiplied: B = Hq = 2^30 made batch x hq x row blocks wrap to 0.
+  constexpr long long kMostItems = 1LL << 26;
+  if (heads > kMostItems / row_blocks) {
+    invalid("batch x hq x row blocks = " + std::to_string(s.batch) + " x " + std::to_string(s.hq) +
+            " x " + std::to_string(row_blocks) +
+            " work items, more than the model simulates (2^26)");
+  }
   // Each row block's visible key tiles (causal: bottom-right aligned; a block that sees no key
   // still costs its fixed part).
   std::vector<int> tiles_of(row_blocks, key_tiles);
@@ -139,15 +161,6 @@ Prediction predict_forward(const PerfShape& s, const DeviceSpec& d,
       tiles_of[r] = static_cast<int>(
           std::clamp<long long>(last_key < 0 ? 0 : (last_key + bn) / bn, 0, key_tiles));
     }
-  }
-  const long long heads = static_cast<long long>(s.batch) * s.hq;
-  // Every item is simulated (longest first over the SMs): bound their count, and with it the
-  // memory (a stride-free shape like B65535 H65535 would ask for terabytes).
-  constexpr long long kMostItems = 1LL << 26;
-  if (heads * row_blocks > kMostItems) {
-    invalid("batch x hq x row blocks = " + std::to_string(s.batch) + " x " + std::to_string(s.hq) +
-            " x " + std::to_string(row_blocks) + " = " + std::to_string(heads * row_blocks) +
-            " work items, more than the model simulates (2^26)");
   }
   std::vector<double> item_costs;
   item_costs.reserve(static_cast<std::size_t>(heads * row_blocks));

@@ -103,8 +103,9 @@ SparsityChoice choose_sparsity(const SparsityRequest& r) {
   }
   // Q and O: B S Hq D; K and V: B S Hkv D; LSE: fp32 B Hq S.
   const std::int64_t io =
-      r.batch * r.seqlen * (2 * r.heads + 2 * hkv) * r.head_dim * r.dtype_bytes +
-      r.batch * r.heads * r.seqlen * 4;
+      std::int64_t{r.batch} * r.seqlen * (2 * std::int64_t{r.heads} + 2 * hkv) * r.head_dim *
+          r.dtype_bytes +
+      std::int64_t{r.batch} * r.heads * r.seqlen * 4;  // 64-bit from the first product
   const std::int64_t n_blocks = (r.seqlen + r.block_size - 1) / r.block_size;
   const std::int64_t layout = std::int64_t{r.heads} * n_blocks * n_blocks;  // one per query head
   const double budget = double(r.max_dense_seqlen);

@@ -195,7 +195,9 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
   if (kahan) std::fill(w.comp.begin(), w.comp.begin() + mpad * D, 0.f);
 
   // Key tiles outside the block's key range, or inside it but seen by no row, are never loaded.
-  for (int j0 = keys.begin; j0 < keys.end; j0 += kBlockN) {
+  // 64-bit steps: a last tile within kBlockN of 2^31 - 1 keys wrapped an int step negative.
+  for (std::int64_t j0_step = keys.begin; j0_step < keys.end; j0_step += kBlockN) {
+    const int j0 = static_cast<int>(j0_step);
     const int bc = std::min(kBlockN, keys.end - j0);
     const int j_last = j0 + bc - 1;
     if (!mask.tile_any_visible(it.i0, i_last, j0, j_last, lq, lk)) continue;
@@ -327,8 +329,9 @@ double tile_keys(const MaskPolicy& mask, int i0, int rows, int lq, int lk) {
   const int i_last = i0 + rows - 1;
   const KeyRange keys = mask.key_range(i0, i_last, lq, lk);
   double n = 0;
-  for (int j0 = keys.begin; j0 < keys.end; j0 += kBlockN) {
-    const int j_last = std::min(j0 + kBlockN, keys.end) - 1;
+  for (std::int64_t j0_step = keys.begin; j0_step < keys.end; j0_step += kBlockN) {
+    const int j0 = static_cast<int>(j0_step);
+    const int j_last = static_cast<int>(std::min<std::int64_t>(j0_step + kBlockN, keys.end) - 1);
     if (mask.tile_any_visible(i0, i_last, j0, j_last, lq, lk)) n += j_last - j0 + 1;
   }
   return n;
@@ -339,7 +342,8 @@ std::vector<WorkItem> make_work_items(const FwdParams& p) {
   const bool per_head = p.has_block_layout() && p.block_head_stride != 0;
   for (int b = 0; b < p.batch; ++b) {
     const int lq = p.len_q(b), lk = p.keys_used(b);
-    for (int i0 = 0; i0 < lq; i0 += kBlockM) {
+    for (std::int64_t i0_step = 0; i0_step < lq; i0_step += kBlockM) {  // 64-bit: see above
+      const int i0 = static_cast<int>(i0_step);
       const int rows = std::min(kBlockM, lq - i0);
       // Constant per row plus visible keys (block layouts: keys of the tiles loaded): enough to
       // order the work.

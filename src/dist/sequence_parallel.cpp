@@ -664,7 +664,9 @@ void sequence_parallel_attention(const RankGroup& group, const SequenceParallelA
     s = validate(g, args);
   }
   if (g.world_size == 1) {  // nothing to exchange: the plain call
-    attention_forward(args.shards[0]);
+    AttentionArgs one = args.shards[0];
+    if (g.device == Device::cpu && one.num_threads == 0) one.num_threads = g.threads_per_rank;
+    attention_forward(one);
     return;
   }
   const SeqParallelStrategy strategy =

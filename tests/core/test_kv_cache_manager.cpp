@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <new>
 #include <random>
 #include <set>
 #include <string>
@@ -19,6 +21,24 @@
 #include "common/test_util.h"
 #include "gpuattn/kv_cache.h"
 #include "gpuattn/kv_cache_manager.h"
+
+// A global operator new that can be told to fail: the n-th allocation (counted down on this
+// thread while g_fail_in >= 0) throws bad_alloc. Off (-1) outside the test that arms it.
+namespace {
+thread_local long g_fail_in = -1;
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (g_fail_in >= 0 && g_fail_in-- == 0) throw std::bad_alloc();
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
 
 namespace gpuattn::testing {
 namespace {
@@ -97,6 +117,61 @@ TEST(KvCacheManager, AnAppendThatDoesNotFitChangesNothing) {
   EXPECT_EQ(m.least_recently_used(), t);
   m.free_sequence(t);
   EXPECT_EQ(m.least_recently_used(), s);
+}
+
+// An allocation that fails inside append or fork changes nothing: the k-th allocation of each call
+// is made to throw, for every k until the call goes through; the pool and the sequences must read
+// as before after every throw. (append took a page and grew the length before its push_back could
+// throw: a page lost for good and a length without pages; fork raised refcounts before its insert.)
+TEST(KvCacheManager, AFailedAllocationChangesNothing) {
+  struct State {
+    std::vector<int> refs;
+    std::map<KvCacheManager::SeqId, std::pair<int, std::vector<std::int32_t>>> seqs;
+    int free = 0;
+    bool operator==(const State& o) const {
+      return refs == o.refs && seqs == o.seqs && free == o.free;
+    }
+  };
+  KvCacheManager m(16, 4);
+  std::vector<KvCacheManager::SeqId> ids;
+  ids.reserve(4);  // the test's own push_back never allocates under the armed counter
+  const auto state = [&] {
+    State st;
+    for (int p = 0; p < 16; ++p) st.refs.push_back(m.refcount(p));
+    for (const auto id : ids) st.seqs[id] = {m.length(id), m.pages(id)};
+    st.free = m.free_pages();
+    return st;
+  };
+  const auto each_failure = [&](const char* what, const std::function<void()>& call) {
+    for (long k = 0;; ++k) {
+      const State before = state();
+      g_fail_in = k;
+      bool threw = false;
+      try {
+        call();
+      } catch (const std::bad_alloc&) {
+        threw = true;
+      }
+      g_fail_in = -1;
+      if (!threw) return;
+      ASSERT_TRUE(state() == before)
+          << what << ": allocation " << k << " failed and changed the state";
+      ASSERT_LT(k, 50) << what;
+    }
+  };
+  ids.push_back(m.add_sequence());
+  each_failure("append to an empty sequence",
+               [&] { ASSERT_TRUE(m.append(ids[0], 9).has_value()); });
+  each_failure("fork", [&] { ids.push_back(m.fork(ids[0])); });
+  ASSERT_EQ(ids.size(), 2u);
+  ASSERT_EQ(m.refcount(m.pages(ids[1]).back()), 2);
+  each_failure("append with a copy on write",
+               [&] { ASSERT_TRUE(m.append(ids[1], 6).has_value()); });
+  EXPECT_EQ(m.length(ids[1]), 15);
+  EXPECT_NE(m.pages(ids[1])[2], m.pages(ids[0])[2]);
+  m.free_sequence(ids[0]);
+  m.free_sequence(ids[1]);
+  EXPECT_EQ(m.free_pages(), 16);
 }
 
 TEST(KvCacheManager, TablesAndLengthsForTheAttentionCall) {

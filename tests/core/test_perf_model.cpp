@@ -4,6 +4,7 @@
 // tools.model_matches_the_h200_results.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <string>
 
 #include "common/expect_error.h"
@@ -94,6 +95,22 @@ TEST(PerfModel, ErrorsNameTheValue) {
   expect_invalid_argument([&] { predict_forward(s, d); }, "config 'sm91_fast'");
   expect_invalid_argument([&] { predict_forward(shape(65535, 65535, 1024, 64), d); },
                           "work items, more than the model simulates (2^26)");
+  // 2^30 x 2^30 heads x 16 row blocks is 2^64: the product wrapped to 0 and passed the bound.
+  expect_invalid_argument([&] { predict_forward(shape(1 << 30, 1 << 30, 2048, 128), d); },
+                          "work items, more than the model simulates (2^26)");
+  // Lengths past the calls' 2^30 (INT_MAX + 63 wrapped the tile counts negative).
+  expect_invalid_argument([&] { predict_forward(shape(1, 1, INT_MAX, 64), d); },
+                          "seqlen_q 2147483647 is past 2^30");
+  s = shape(1, 16, 1024, 64);
+  s.seqlen_k = INT_MAX;
+  expect_invalid_argument([&] { predict_forward(s, d); }, "seqlen_k 2147483647 is past 2^30");
+  s = shape(1, 16, 1024, 64);
+  s.hkv = 3;
+  expect_invalid_argument([&] { predict_forward(s, d); }, "hq 16 is not a multiple of hkv 3");
+  DeviceSpec none = d;
+  none.hbm_tbps = 0.0;
+  expect_invalid_argument([&] { predict_forward(shape(1, 16, 1024, 64), none); },
+                          "hbm_tbps 0.000000 must be positive");
 }
 
 }  // namespace

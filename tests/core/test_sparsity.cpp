@@ -156,6 +156,20 @@ TEST(Sparsity, EstimatesFollowHeadsAndBatch) {
   EXPECT_DOUBLE_EQ(c.dense.visible_pairs, 3 * 16.0 * 4096 * 4097 / 2);
 }
 
+// The byte estimate in 64 bits from the first product: 2 x heads and batch x heads were int
+// products (2^30 heads gave 4 GiB for 12, and fit a 5 GiB budget).
+TEST(Sparsity, EstimatesDoNotWrapAtLargeCounts) {
+  SparsityRequest r = request(1);
+  r.heads = 1 << 30;
+  r.head_dim = 1;
+  r.dtype_bytes = 1;
+  r.free_memory_bytes = std::int64_t{5} << 30;
+  const SparsityChoice c = choose_sparsity(r);
+  // Q, O, K, V: 4 x 2^30 one-byte elements; the fp32 LSE: 2^30 x 4 bytes.
+  EXPECT_EQ(c.dense.bytes, (std::int64_t{4} << 30) + (std::int64_t{4} << 30));
+  EXPECT_FALSE(c.dense.fits);
+}
+
 TEST(Sparsity, BadRequests) {
   auto expect_bad = [](const SparsityRequest& r, const std::string& needle) {
     try {

@@ -987,6 +987,50 @@ TEST(CpuAttentionMask, LongSequenceSlidingWindow) {
   check(pr, 19001);
 }
 
+// Key counts within a tile of 2^31 - 1 (one K/V row broadcast by stride 0, so no memory): the
+// key-tile loops stepped an int past INT_MAX (a crash, or with a block layout an endless loop).
+// A 10-key window leaves 11 visible keys of equal score: out = v, lse = score + log 11.
+TEST(CpuAttentionMask, KeyCountsNearTheInt32Limit) {
+  const int D = 64;
+  alignas(16) static float q[D], k[D], v[D], o[D];
+  for (int d = 0; d < D; ++d) {
+    q[d] = 0.01f * d;
+    k[d] = 0.02f;
+    v[d] = 1.0f + d;
+  }
+  static unsigned char on = 1;
+  double score = 0.0;
+  for (int d = 0; d < D; ++d) score += static_cast<double>(q[d]) * k[d];
+  score /= 8.0;
+  // The masked limit is Sq + Sk <= 2^31 - 1: Sk = 2^31 - 2 with one query row is the largest.
+  for (const std::int64_t sk : {std::int64_t{2147483584}, std::int64_t{2147483646}}) {
+    for (const bool layout : {false, true}) {
+      SCOPED_TRACE("Sk " + std::to_string(sk) + (layout ? " with a block layout" : ""));
+      std::fill(o, o + D, -7.0f);
+      float lse = -7.0f;
+      AttentionArgs a;
+      a.q = TensorView::contiguous(q, DType::f32, Device::cpu, {1, 1, 1, D});
+      a.k = TensorView::contiguous(k, DType::f32, Device::cpu, {1, sk, 1, D});
+      a.k.stride[0] = a.k.stride[1] = a.k.stride[2] = 0;
+      a.v = a.k;
+      a.v.data = v;
+      a.out = TensorView::contiguous(o, DType::f32, Device::cpu, {1, 1, 1, D});
+      a.lse = TensorView::contiguous(&lse, DType::f32, Device::cpu, {1, 1, 1});
+      a.mask.window_left = 10;
+      a.num_threads = 1;
+      if (layout) {
+        a.mask.block_sparse.layout =
+            TensorView::contiguous(&on, DType::u8, Device::cpu, {1, 1, (sk + 15) / 16});
+        a.mask.block_sparse.layout.stride[2] = 0;
+        a.mask.block_sparse.block_q = a.mask.block_sparse.block_k = 16;
+      }
+      attention_forward(a);
+      for (int d = 0; d < D; ++d) ASSERT_NEAR(o[d], v[d], 1e-4f * v[d]) << "d " << d;
+      EXPECT_NEAR(lse, score + std::log(11.0), 1e-5);
+    }
+  }
+}
+
 TEST(CpuAttentionMask, CompensatedPrecision) {
   std::uint64_t seed = 20000;
   for (DType t : kDtypes) {

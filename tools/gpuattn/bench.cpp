@@ -215,6 +215,8 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
   s.seqlen_k = c.sk;  // head dim 256 on Hopper: 80-key tiles from kD256WideTileMinKeys keys
   s.batch = c.batch;
   s.hq = c.hq;
+  s.hkv =
+      c.hkv;  // the decode rule counts query heads a KV head (0 read as hq: GQA shown as decode)
   s.max_smem_per_block = max_smem_per_block;
   apply_kernel_choice(s, choice);
   const TileConfig& t = select_fwd_config(s);
