@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -218,6 +219,46 @@ void gathered_forward(const FwdParams& p, int longest, cudaStream_t stream) {
   launch_forward(dp, stream);
 }
 
+// block_table's rows [batch, max_pages] copied to the host, packed. Rows of a stride below
+// max_pages overlap (0: one row shared by every sequence; a batch of one may have any stride), a
+// pitch cudaMemcpy2D refuses ("invalid pitch argument" for a valid call): their whole span is
+// copied and packed on the host, after the stream's synchronize (packed()).
+class HostBlockTable {
+ public:
+  HostBlockTable(const std::int32_t* table, std::int64_t stride, int batch, std::int64_t max_pages,
+                 cudaStream_t stream)
+      : batch_(batch), max_pages_(max_pages), stride_(stride) {
+    packed_.resize(static_cast<std::size_t>(batch * max_pages));
+    const std::size_t row = sizeof(std::int32_t) * static_cast<std::size_t>(max_pages);
+    if (batch == 1) {
+      GPUATTN_CUDA_CHECK(
+          cudaMemcpyAsync(packed_.data(), table, row, cudaMemcpyDeviceToHost, stream));
+    } else if (stride >= max_pages) {
+      GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(packed_.data(), row, table,
+                                           sizeof(std::int32_t) * stride, row, batch,
+                                           cudaMemcpyDeviceToHost, stream));
+    } else {
+      span_.resize(static_cast<std::size_t>((batch - 1) * stride + max_pages));
+      GPUATTN_CUDA_CHECK(cudaMemcpyAsync(span_.data(), table, sizeof(std::int32_t) * span_.size(),
+                                         cudaMemcpyDeviceToHost, stream));
+    }
+  }
+  const std::int32_t* packed() {
+    if (!span_.empty()) {
+      for (int b = 0; b < batch_; ++b) {
+        std::copy_n(span_.begin() + b * stride_, max_pages_, packed_.begin() + b * max_pages_);
+      }
+      span_.clear();
+    }
+    return packed_.data();
+  }
+
+ private:
+  int batch_;
+  std::int64_t max_pages_, stride_;
+  std::vector<std::int32_t> packed_, span_;
+};
+
 // A paged call (p.block_table): the table (and seqused_k) checked on a host copy, then decode
 // calls read the pages in place (decode_16x64) and every other call runs on a contiguous copy of
 // the keys each sequence uses, gathered into a pool buffer that is freed on `stream` after it.
@@ -227,11 +268,7 @@ void paged_forward(const FwdParams& p, cudaStream_t stream) {
   std::vector<std::int32_t> used;
   if (p.check_indices) {
     const std::int64_t max_pages = p.seqlen_k / p.page_size;
-    std::vector<std::int32_t> table(static_cast<std::size_t>(p.batch * max_pages));
-    GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(table.data(), sizeof(std::int32_t) * max_pages,
-                                         p.block_table, sizeof(std::int32_t) * p.block_table_stride,
-                                         sizeof(std::int32_t) * max_pages, p.batch,
-                                         cudaMemcpyDeviceToHost, stream));
+    HostBlockTable table(p.block_table, p.block_table_stride, p.batch, max_pages, stream);
     if (p.seqused_k != nullptr) {
       used.resize(p.batch);
       GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.seqused_k, sizeof(std::int32_t) * p.batch,
@@ -241,7 +278,7 @@ void paged_forward(const FwdParams& p, cudaStream_t stream) {
     if (!used.empty()) check_seqused_k(used.data(), p.batch, p.seqlen_k);
     FwdParams host = p;  // the host copy's table, packed
     host.block_table_stride = max_pages;
-    check_block_table(host, table.data(), used.empty() ? nullptr : used.data());
+    check_block_table(host, table.packed(), used.empty() ? nullptr : used.data());
   }
 
   // The longest used length (the cache's Sk when unchecked): the decode plan's split length, and
@@ -479,19 +516,15 @@ void cuda_append_kv(const AppendParams& p, void* stream_ptr) {
     check_device_pointer(p.block_table, p.device_index, "block_table", fn);
   }
   if (p.check_indices) {
-    std::vector<std::int32_t> used(p.batch), table;
+    std::vector<std::int32_t> used(p.batch);
     GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.cache_seqlens, sizeof(std::int32_t) * p.batch,
                                        cudaMemcpyDeviceToHost, stream));
+    std::optional<HostBlockTable> table;
     if (p.block_table != nullptr) {
-      const std::int64_t max_pages = p.seqlen_k / p.page_size;
-      table.resize(static_cast<std::size_t>(p.batch * max_pages));
-      GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(
-          table.data(), sizeof(std::int32_t) * max_pages, p.block_table,
-          sizeof(std::int32_t) * p.block_table_stride, sizeof(std::int32_t) * max_pages, p.batch,
-          cudaMemcpyDeviceToHost, stream));
+      table.emplace(p.block_table, p.block_table_stride, p.batch, p.seqlen_k / p.page_size, stream);
     }
     GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-    check_append_indices(p, used.data(), table.empty() ? nullptr : table.data());
+    check_append_indices(p, used.data(), table ? table->packed() : nullptr);
   }
   if (p.k_scale != nullptr) {
     check_device_pointer(p.k_scale, p.device_index, "k_scale", fn);

@@ -13,6 +13,7 @@
   do {                                                                                             \
     const cudaError_t gpuattn_err_ = (expr);                                                       \
     if (gpuattn_err_ != cudaSuccess) {                                                             \
+      (void)cudaGetLastError(); /* reported here, not again by the next launch's check */          \
       throw ::gpuattn::Error(::gpuattn::ErrorCode::cuda_error,                                     \
                              std::string(#expr) + " failed: " + cudaGetErrorString(gpuattn_err_) + \
                                  " (" __FILE__ ")");                                               \

@@ -38,6 +38,19 @@ std::string number(float v) {
   return b;
 }
 
+// The backend's device, current over an engine entry point (ModelOps::enter_device).
+class DeviceScope {
+ public:
+  explicit DeviceScope(engine::ModelOps& ops) : ops_(&ops), previous_(ops.enter_device()) {}
+  ~DeviceScope() { ops_->leave_device(previous_); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  engine::ModelOps* ops_;
+  int previous_;
+};
+
 std::size_t align_up(std::size_t x, std::size_t a) {
   return (x + a - 1) / a * a;
 }
@@ -140,7 +153,11 @@ class Gpt2Engine::Impl {
     graphs.clear();
     plain_before = {0, 0};
   }
-  ~Impl() { drop_graphs(); }
+  ~Impl() {
+    if (!ops) return;
+    const DeviceScope scope(*ops);
+    drop_graphs();
+  }
 
  private:
   engine::BackendBuffer weights(const std::vector<float>& v) {
@@ -227,6 +244,7 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
   } else {
     ops = engine::make_cpu_ops(opts.num_threads);
   }
+  const DeviceScope scope(*ops);
   kv_dtype = opts.kv_cache == KvCache::e4m3 ? DType::e4m3 : ops->dtype();
   const std::int64_t C = cfg.n_embd;
   const auto check = [&](const std::vector<float>& v, std::int64_t n, const std::string& name) {
@@ -345,6 +363,8 @@ void Gpt2Engine::Impl::ensure_pool(int num_pages) {
   }
   ops->synchronize();
   drop_graphs();  // they hold the old pool's addresses
+  pool_pages =
+      0;  // until the new pool is whole: an allocation that fails leaves none, not a freed one
   k_pool.clear();
   v_pool.clear();
   const std::size_t bytes =
@@ -608,6 +628,8 @@ Backend Gpt2Engine::backend() const {
 
 std::vector<float> Gpt2Engine::forward_logits(const std::vector<std::int32_t>& tokens, int prompt) {
   Impl& e = *impl_;
+  const DeviceScope scope(*e.ops);
+  e.ops->synchronize();  // a step that threw may have left an upload from the staging buffer queued
   const int n = static_cast<int>(tokens.size());
   if (n <= 0 || n > e.cfg.n_positions) {
     invalid("forward_logits takes 1 to n_positions = " + std::to_string(e.cfg.n_positions) +
@@ -689,6 +711,8 @@ void check_generation_requests(const Gpt2Config& cfg,
 std::vector<std::vector<std::int32_t>> Gpt2Engine::generate(
     const std::vector<GenerationRequest>& requests, GenerationStats* stats) {
   Impl& e = *impl_;
+  const DeviceScope scope(*e.ops);
+  e.ops->synchronize();  // a step that threw may have left an upload from the staging buffer queued
   const auto t0 = std::chrono::steady_clock::now();
   const Gpt2Config& cfg = e.cfg;
   check_generation_requests(cfg, requests);

@@ -158,6 +158,11 @@ class ModelOps {
   virtual void sample(const float* logits, int rows, int V, int ld, const SampleRow* params,
                       std::int32_t* tokens) = 0;
   virtual void synchronize() = 0;
+  // Makes the backend's device current on the calling thread and returns the one that was, for
+  // leave_device (CUDA; the CPU backend: nothing, -1). The engine holds it over each entry point,
+  // so that its allocations, launches and cuBLASLt calls go to its device whatever the caller's.
+  virtual int enter_device() { return -1; }
+  virtual void leave_device(int /*previous*/) {}
 
   // CUDA graphs of the work enqueued between begin_capture and end_capture on stream() (CUDA
   // only; the CPU backend has none: supports_graphs() false). The handle replays it.

@@ -116,6 +116,61 @@ TEST_F(AppendKvCuda, EqualsTheCpuAppend) {
   }
 }
 
+// Block tables whose rows overlap (stride 0: one row for every sequence; a batch of one with an odd
+// stride) are read as the CPU reads them; their host check's copy took the stride as a pitch,
+// which the runtime refused ("invalid pitch argument") for a valid call.
+TEST_F(AppendKvCuda, TablesOfOverlappingRows) {
+  const int Sk = 32, Hkv = 2, D = 64, page = 16, sn = 3;
+  for (const int B : {1, 2}) {
+    SCOPED_TRACE("B " + std::to_string(B));
+    HostTensor lens(DType::i32, {B});
+    for (int b = 0; b < B; ++b) static_cast<std::int32_t*>(lens.data())[b] = 10 * b;
+    HostTensor k(DType::f16, {6, page, Hkv, D}), v(DType::f16, {6, page, Hkv, D}),
+        kn(DType::f16, {B, sn, Hkv, D}), vn(DType::f16, {B, sn, Hkv, D}),
+        table(DType::i32, {1, Sk / page});
+    const std::uint64_t seed = seed_of("AppendKvCuda/overlapping/" + std::to_string(B));
+    k.randomize(seed);
+    v.randomize(seed + 1);
+    kn.randomize(seed + 2);
+    vn.randomize(seed + 3);
+    static_cast<std::int32_t*>(table.data())[0] = 4;
+    static_cast<std::int32_t*>(table.data())[1] = 1;
+    TensorView tview = table.view();
+    tview.shape[0] = B;
+    tview.stride[0] = B == 1 ? 1 : 0;  // B 1: any stride; B 2: both sequences on row 0
+    HostTensor wk = k, wv = v;
+    AppendKvArgs h;
+    h.k_cache = wk.view();
+    h.v_cache = wv.view();
+    h.k_new = kn.view();
+    h.v_new = vn.view();
+    h.cache_seqlens = lens.view();
+    h.block_table = tview;
+    append_kv(h);
+    DeviceBuffer dk(k.bytes()), dv(v.bytes()), dkn(kn.bytes()), dvn(vn.bytes()),
+        dlens(lens.bytes()), dtable(table.bytes());
+    dk.upload(k.data());
+    dv.upload(v.data());
+    dkn.upload(kn.data());
+    dvn.upload(vn.data());
+    dlens.upload(lens.data());
+    dtable.upload(table.data());
+    AppendKvArgs a;
+    a.k_cache = k.view(Device::cuda, dk.get());
+    a.v_cache = v.view(Device::cuda, dv.get());
+    a.k_new = kn.view(Device::cuda, dkn.get());
+    a.v_new = vn.view(Device::cuda, dvn.get());
+    a.cache_seqlens = lens.view(Device::cuda, dlens.get());
+    a.block_table = tview;
+    a.block_table.device = Device::cuda;
+    a.block_table.data = dtable.get();
+    EXPECT_NO_THROW(append_kv(a));
+    TEST_CUDA_CHECK(cudaDeviceSynchronize());
+    expect_device_equals(dk, wk, "k_cache");
+    expect_device_equals(dv, wv, "v_cache");
+  }
+}
+
 TEST_F(AppendKvCuda, BadLengthsAndPagesAreNamedAndTheCachesUntouched) {
   const int B = 2, Hkv = 2, D = 64, sn = 4, page = 8, pages = 8;
   HostTensor pool(DType::f16, {pages, page, Hkv, D}), kn(DType::f16, {B, sn, Hkv, D}),

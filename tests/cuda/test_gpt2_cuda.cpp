@@ -1475,6 +1475,50 @@ TEST(Gpt2EngineCuda, SamplingKernelMatchesTheHostSampler) {
   ops->free(dt);
 }
 
+// A failed cudaMalloc is reported once: the runtime's last error is cleared, so the next launch's
+// own check does not report the old failure as its own.
+TEST(Gpt2EngineCuda, AFailedAllocationLeavesNoStaleError) {
+  SKIP_WITHOUT_GPU();
+  auto ops = engine::make_cuda_ops(DType::f16, 0);
+  (void)cudaGetLastError();
+  try {
+    ops->alloc(std::size_t{1} << 50);
+    ADD_FAILURE() << "a 1 PiB allocation succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::cuda_error);
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// An engine works on its own device whatever device the calling thread has current, and leaves
+// the caller's current (it set its device once, in its constructor, and left it set).
+TEST(Gpt2EngineCuda, AnEngineRunsOnItsDeviceWhateverTheCallersIs) {
+  SKIP_WITHOUT_GPU();
+  int n = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&n), cudaSuccess);
+  if (n < 2) GTEST_SKIP() << "needs two GPUs";
+  const Gpt2Weights w = Gpt2Weights::random(small_config(), 7);
+  EngineOptions o;
+  o.backend = Backend::cuda;
+  o.device_index = 1;
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  Gpt2Engine e1(w, o);
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0) << "the constructor left its device current";
+  o.device_index = 0;
+  Gpt2Engine e0(w, o);
+  GenerationRequest r;
+  r.prompt = {1, 2, 3};
+  r.max_new_tokens = 6;
+  const std::vector<std::int32_t> on0 = e0.generate({r})[0];
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  EXPECT_EQ(e1.generate({r})[0], on0);
+  EXPECT_EQ(e1.forward_logits({1, 2, 3}).size(), 3u * small_config().vocab_size);
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0) << "generate left the engine's device current";
+}
+
 // Rows the kernel cannot draw from (a NaN or +inf logit, or all -inf) are engine::kBadLogits, as on
 // the host, in the split greedy path (13 rows: 8 blocks a row on an H200) as in the one-block
 // temperature path; tiny temperatures draw the maximum (logits / 1e-40 overflowed before).

@@ -134,10 +134,12 @@ struct PagedProblem {
 
 // Runs the paged call on poisoned outputs; out elementwise within the dtype's bound of the fp64
 // reference, lse within 1e-3 relative (-inf exact), nothing left unwritten.
-void expect_matches_reference(PagedProblem& p, const PagedCase& c, bool check_indices = true) {
+void expect_matches_reference(PagedProblem& p, const PagedCase& c, bool check_indices = true,
+                              std::int64_t table_stride = -1) {
   p.poison();
   AttentionArgs a = p.device_args(c);
   a.check_indices = check_indices;
+  if (table_stride >= 0) a.block_table.stride[0] = table_stride;
   attention_forward(a);
   TEST_CUDA_CHECK(cudaDeviceSynchronize());
   p.dout.download(p.out.data());
@@ -204,6 +206,67 @@ TEST_F(PagedKvCuda, OtherCallsRunOnAGatheredCopy) {
     EXPECT_NE(cuda_forward_kernel(make_fwd_params(p.device_args(c))), FwdKernel::decode_16x64);
     expect_matches_reference(p, c);
   }
+}
+
+// Tables whose rows overlap: a batch of one with an odd row stride (matches the reference), and
+// every sequence on row 0 (stride 0) or on rows one entry apart (stride 1 < max_pages), checked
+// against the same call without the host check. The check's copy took the stride as a pitch and
+// the runtime refused it ("invalid pitch argument") for valid calls. Decode and gathered calls.
+TEST_F(PagedKvCuda, TablesOfOverlappingRows) {
+  for (const int sq : {1, 40}) {
+    const PagedCase one = {1, 4, 2, sq, 256, 64, 16, DType::f16, false, {}};
+    SCOPED_TRACE("Sq " + std::to_string(sq));
+    {
+      PagedProblem p(one, seed_of("PagedKvCuda/overlap1/" + std::to_string(sq)));
+      expect_matches_reference(p, one, true, 1);  // one row: any stride
+    }
+    for (const std::int64_t stride : {0, 1}) {
+      SCOPED_TRACE("stride " + std::to_string(stride));
+      const PagedCase c = {3, 4, 2, sq, 256, 64, 16, DType::f16, false, {}};
+      PagedProblem p(c, seed_of("PagedKvCuda/overlap/" + std::to_string(sq)));
+      AttentionArgs a = p.device_args(c);
+      a.block_table.stride[0] = stride;
+      a.check_indices = false;
+      p.poison();
+      attention_forward(a);
+      TEST_CUDA_CHECK(cudaDeviceSynchronize());
+      HostTensor want = p.out;
+      p.dout.download(want.data());
+      a.check_indices = true;
+      p.poison();
+      EXPECT_NO_THROW(attention_forward(a));
+      TEST_CUDA_CHECK(cudaDeviceSynchronize());
+      p.dout.download(p.out.data());
+      EXPECT_EQ(std::memcmp(p.out.data(), want.data(), want.bytes()), 0);
+    }
+  }
+}
+
+// A call that fails in the runtime (here out of memory: a gathered copy of 64 sequences of 2^29
+// keys, 4 TiB) leaves no runtime error behind: the next valid call, a decode whose launch check
+// read the stale error, threw after writing its output.
+TEST_F(PagedKvCuda, AFailedCallLeavesNoPendingError) {
+  const int B = 64, Sq = 65, D = 64, page = 1 << 20, pages_a_row = 1 << 9;
+  DeviceBuffer q(std::size_t{2} * B * Sq * D), out(std::size_t{2} * B * Sq * D),
+      pool(std::size_t{2} * page * D), table(std::size_t{4} * B * pages_a_row);
+  TEST_CUDA_CHECK(cudaMemset(pool.get(), 0, pool.bytes()));
+  TEST_CUDA_CHECK(cudaMemset(table.get(), 0, table.bytes()));  // every entry page 0
+  AttentionArgs big;
+  big.q = TensorView::contiguous(q.get(), DType::f16, Device::cuda, {B, Sq, 1, D});
+  big.out = TensorView::contiguous(out.get(), DType::f16, Device::cuda, {B, Sq, 1, D});
+  big.k = TensorView::contiguous(pool.get(), DType::f16, Device::cuda, {1, page, 1, D});
+  big.v = big.k;
+  big.block_table = TensorView::contiguous(table.get(), DType::i32, Device::cuda, {B, pages_a_row});
+  try {
+    attention_forward(big);
+    ADD_FAILURE() << "a 4 TiB gathered copy was allocated";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::cuda_error) << e.what();
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "the failed call left the runtime's error set";
+  const PagedCase c = {2, 4, 2, 1, 256, 64, 16, DType::f16, false, {}};
+  PagedProblem p(c, seed_of("PagedKvCuda/pending"));
+  expect_matches_reference(p, c);
 }
 
 // GPUATTN_FUZZ_CASES random paged calls (default 40) drawn from GPUATTN_FUZZ_SEED (a fixed

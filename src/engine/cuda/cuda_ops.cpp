@@ -22,6 +22,7 @@ namespace {
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // a failed cudaMalloc left for the next launch's check to report
     throw Error(ErrorCode::cuda_error,
                 std::string("gpuattn engine: ") + what + " failed: " + cudaGetErrorString(e));
   }
@@ -37,13 +38,15 @@ class CudaOps final : public ModelOps {
                   "gpuattn::Gpt2Engine: device_index is " + std::to_string(device_index) +
                       ", this machine has " + std::to_string(count) + " CUDA devices");
     }
-    check(cudaSetDevice(device_), "cudaSetDevice");
+    const int previous = enter_device();  // the caller's device is current again afterwards
     try {
       acquire();
     } catch (...) {  // the destructor does not run for a constructor that throws
       release();
+      leave_device(previous);
       throw;
     }
+    leave_device(previous);
   }
   ~CudaOps() override { release(); }
 
@@ -258,6 +261,15 @@ class CudaOps final : public ModelOps {
     cuda::sample(logits, rows, V, ld, params, tokens, sample_, stream_);
   }
   void synchronize() override { check(cudaStreamSynchronize(s()), "cudaStreamSynchronize"); }
+  int enter_device() override {
+    int previous = 0;
+    check(cudaGetDevice(&previous), "cudaGetDevice");
+    if (previous != device_) check(cudaSetDevice(device_), "cudaSetDevice");
+    return previous;
+  }
+  void leave_device(int previous) override {
+    if (previous >= 0 && previous != device_) cudaSetDevice(previous);
+  }
 
   bool supports_graphs() const override { return true; }
   void begin_capture() override {

@@ -41,6 +41,7 @@ void check_lt(cublasStatus_t s, const char* what) {
 
 void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // reported here, not again by the next launch's check
     throw Error(ErrorCode::cuda_error,
                 std::string("gpuattn engine GEMM: ") + what + " failed: " + cudaGetErrorString(e));
   }
@@ -64,7 +65,12 @@ Gemm::Gemm(DType dtype, void* stream) : dtype_(dtype), stream_(stream) {
   cublasLtHandle_t h = nullptr;
   check_lt(cublasLtCreate(&h), "cublasLtCreate");
   handle_ = h;
-  check_cuda(cudaMalloc(&workspace_, kWorkspace), "cudaMalloc of the cuBLASLt workspace");
+  const cudaError_t e = cudaMalloc(&workspace_, kWorkspace);
+  if (e != cudaSuccess) {  // the destructor does not run for a constructor that throws
+    cublasLtDestroy(h);
+    handle_ = nullptr;
+    check_cuda(e, "cudaMalloc of the cuBLASLt workspace");
+  }
 }
 
 Gemm::~Gemm() {

@@ -35,6 +35,7 @@ void launch(const char* what, void (*kernel)(Params...), int grid, int block, vo
       kernel, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(block)), 0,
       static_cast<cudaStream_t>(stream), std::forward<Args>(args)...);
   if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // reported here, not again by the next launch's check
     throw Error(ErrorCode::cuda_error, std::string("gpuattn engine: ") + what +
                                            " launch failed: " + cudaGetErrorString(e));
   }

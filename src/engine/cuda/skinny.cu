@@ -1007,6 +1007,7 @@ int ctas_per_sm(int rows, bool q8) {
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, f16_kernel(rows, q8), kThreads, 0) !=
             cudaSuccess ||
         n < 1) {
+      (void)cudaGetLastError();  // not left for the next launch's check
       n = 1;
     }
     if (device < kDevices) cached[device][slot].store(n, std::memory_order_relaxed);
