@@ -82,9 +82,9 @@ def _mask(q, window_size, causal, seqlen_q, seqlen_k, global_tokens, global_stri
           block_size):
     global_tokens = _global_arg(global_tokens, "global_tokens")
     global_stride = _global_arg(global_stride, "global_stride")
-    block_q, block_k = _block_size_pair(block_size)
     mask = _resolve_mask(window_size, causal, seqlen_q, seqlen_k, global_tokens, global_stride)
-    if block_mask is not None:
+    if block_mask is not None:  # block_size is ignored without one, as documented
+        block_q, block_k = _block_size_pair(block_size)
         # The block layout ANDs with everything else, so _resolve_mask's reductions (a window
         # reaching past every key is no window, ...) stay exact with it.
         mask.update(block_layout=_block_mask_arg(block_mask, q), block_q=block_q, block_k=block_k)

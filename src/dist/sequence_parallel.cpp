@@ -125,7 +125,9 @@ Shape validate(const RankGroup::Impl& g, const SequenceParallelArgs& args) {
     s.scale = p.scale;
     s.precision = p.precision;
     s.window_left = a.mask.window_left;
-    s.window_right = a.mask.window_right;
+    // A right window on a causal call changes nothing (causal already stops at the query's own
+    // position): plain causal, which every strategy runs, the ring included.
+    s.window_right = p.causal && a.mask.window_right >= 0 ? -1 : a.mask.window_right;
     s.global_tokens = a.mask.global_tokens;
     s.global_stride = a.mask.global_stride;
     if (i == 0) {
@@ -337,6 +339,7 @@ void run_ring(const RankGroup::Impl& g, const SequenceParallelArgs& args, const 
       const StepWork w = step_work(s, args.layout, r.rank, src);
       if (!w.run) continue;
       AttentionArgs a = *r.shard;
+      a.mask.window_right = -1;  // unmasked calls only (a causal one's right window is moot)
       a.q = slice(r.shard->q, 1, w.q0, w.q_rows);
       a.k = slice(k_of(r, s, t.buf[cur]), 1, 0, w.k_rows);
       a.v = slice(v_of(r, s, t.buf[cur]), 1, 0, w.k_rows);

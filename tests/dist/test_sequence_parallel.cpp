@@ -164,6 +164,35 @@ TEST(SequenceParallelCpu, WindowsAndGlobalTokensOverGlobalPositions) {
   }
 }
 
+// A causal call whose window is only on the right (left unbounded) is plain causal: every
+// strategy runs it, the ring included (it was refused there as a window), and the ring's blocks
+// off the diagonal, which run without causal, do not take the right window in their own
+// coordinates.
+TEST(SequenceParallelCpu, ACausalRightWindowIsPlainCausal) {
+  for (const int right : {0, 5}) {
+    for (auto strategy : {SeqParallelStrategy::ring, SeqParallelStrategy::all_gather,
+                          SeqParallelStrategy::head_parallel, SeqParallelStrategy::automatic}) {
+      for (auto layout : {ShardLayout::contiguous, ShardLayout::zigzag}) {
+        SpProblem p;
+        p.world = 3;
+        p.batch = 2;
+        p.rows = 52;
+        p.hq = 6;
+        p.hkv = 3;
+        p.causal = true;
+        p.layout = layout;
+        p.strategy = strategy;
+        const Comparison c = run_cpu(p, Precision::standard, std::nullopt, make_mask(-1, right));
+        const std::string what = std::string(to_string(layout)) + " " + to_string(strategy) +
+                                 " right window " + std::to_string(right);
+        EXPECT_EQ(c.nonfinite, 0) << what;
+        EXPECT_LT(c.rel_err, 2e-6) << what;
+        EXPECT_LT(c.lse_rel, 2e-6) << what;
+      }
+    }
+  }
+}
+
 TEST(SequenceParallelCpu, CompensatedPrecisionAndACustomScale) {
   SpProblem p;
   p.world = 4;

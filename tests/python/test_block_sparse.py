@@ -359,6 +359,10 @@ def test_bad_block_size_and_type_raise(small):
     for bad in [[[[1]]], 1, "mask"]:
         with pytest.raises(TypeError, match="block_mask"):
             ga.sparse_attn_func(q, k, v, block_mask=bad)
+    # Without a block_mask, block_size is ignored, as documented (it was parsed and refused).
+    plain = ga.sparse_attn_func(q, k, v)
+    for ignored in [0, None, "16", (16, 8)]:
+        assert np.array_equal(ga.sparse_attn_func(q, k, v, block_size=ignored), plain)
     with pytest.raises(TypeError):
         ga.sparse_attn_func(q, k, v, None, np.ones((1, 1, 1), np.uint8))  # keyword-only
 
