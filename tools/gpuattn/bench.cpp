@@ -279,9 +279,9 @@ int show_config(const std::string& set, const std::vector<Case>& own) {
   std::cout << "\n";
   print_wrapped("The dispatch's pick per shape of " +
                     (own.empty() ? "--shapes " + set : "--shape") +
-                    " (dense or causal, standard precision; on Hopper masks take the same sm90 "
-                    "configs but sm90_ws_128x128 where the pick is sm90_ws_192x128 or "
-                    "sm90_ws_64x128_2cta, and "
+                    " (dense or causal, standard precision; on Hopper a window, global tokens "
+                    "or a block layout run sm90_ws_128x128, or sm90_ws_128x64_d256 at head dim "
+                    "256, and "
                     "compensated precision sm90_ws_128x64_compensated at head dims 64/128, "
                     "elsewhere sm80_64x64_compensated; 'late P V wait': each tile's softmax "
                     "overlaps the P V GEMM before it, see sm90_late_pv_wait):",
