@@ -17,28 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "common/alloc_hook.h"  // this binary's operator new
 #include "common/expect_error.h"
 #include "common/test_util.h"
 #include "gpuattn/kv_cache.h"
 #include "gpuattn/kv_cache_manager.h"
-
-// A global operator new that can be told to fail: the n-th allocation (counted down on this
-// thread while g_fail_in >= 0) throws bad_alloc. Off (-1) outside the test that arms it.
-namespace {
-thread_local long g_fail_in = -1;
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (g_fail_in >= 0 && g_fail_in-- == 0) throw std::bad_alloc();
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
 
 namespace gpuattn::testing {
 namespace {
@@ -145,14 +128,14 @@ TEST(KvCacheManager, AFailedAllocationChangesNothing) {
   const auto each_failure = [&](const char* what, const std::function<void()>& call) {
     for (long k = 0;; ++k) {
       const State before = state();
-      g_fail_in = k;
+      alloc_hook::fail_in = k;
       bool threw = false;
       try {
         call();
       } catch (const std::bad_alloc&) {
         threw = true;
       }
-      g_fail_in = -1;
+      alloc_hook::fail_in = -1;
       if (!threw) return;
       ASSERT_TRUE(state() == before)
           << what << ": allocation " << k << " failed and changed the state";

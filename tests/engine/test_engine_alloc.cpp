@@ -1,35 +1,15 @@
 // The engine after an allocation that failed: a KV pool that could not grow is reallocated by the
 // next call, not left as a freed one (ensure_pool cleared the pool and kept its page count, so the
-// next generate() wrote keys into freed memory). A global operator new that can be armed makes
-// large allocations (>= 1 MiB, only the pool's here) fail and counts the ones of 32 KiB or more.
+// next generate() wrote keys into freed memory). common/alloc_hook.h makes large allocations
+// (>= 1 MiB, only the pool's here) fail and counts the ones of 32 KiB or more.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <new>
+#include <cstdint>
 #include <vector>
 
+#include "common/alloc_hook.h"  // this binary's operator new
 #include "engine/gpt2_test_util.h"
 #include "gpuattn/gpt2.h"
-
-namespace {
-thread_local bool g_fail_large = false;
-thread_local long g_large_allocs = 0;
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (n >= (std::size_t{1} << 15)) {
-    if (g_fail_large && n >= (std::size_t{1} << 20)) throw std::bad_alloc();
-    ++g_large_allocs;
-  }
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
 
 namespace gpuattn::testing {
 namespace {
@@ -51,13 +31,15 @@ TEST(Gpt2EngineCpu, APoolThatFailedToGrowIsAllocatedAgain) {
     q.prompt.assign(60, 5);
     q.max_new_tokens = 20;
   }
-  g_fail_large = true;
+  alloc_hook::fail_from = std::size_t{1} << 20;
   EXPECT_THROW(e.generate(big), std::bad_alloc);
-  g_fail_large = false;
+  alloc_hook::fail_from = SIZE_MAX;
   // The next call allocates a pool again (a K and a V buffer a layer), and draws as before.
-  g_large_allocs = 0;
+  alloc_hook::count_from = std::size_t{1} << 15;
+  alloc_hook::counted = 0;
   EXPECT_EQ(e.generate({r})[0], first);
-  EXPECT_GE(g_large_allocs, 2 * small_config().n_layer);
+  alloc_hook::count_from = SIZE_MAX;
+  EXPECT_GE(alloc_hook::counted, 2 * small_config().n_layer);
   EXPECT_EQ(e.generate(big).size(), 64u);
 }
 
