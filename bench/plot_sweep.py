@@ -5,9 +5,14 @@ optionally the same run with GPUATTN_KERNEL=sm80 (the portable kernel), and
 `bench/torch_anchors.py --shapes sweep --json FILE`; writes a PNG with one panel per (head dim,
 causal) and prints a markdown table of the same numbers with the ratios ours/cuDNN and ours/FA2
 (ratios of times of the same shape). A shape whose bench row holds an error shows no point.
+With --turns (bench/compare_torch.py's JSON of the sweep's points: ours, cuDNN and FA2 timed in
+turn, one protocol, in rounds), ours and the anchors come from it instead: gpuattn bench and
+torch_anchors.py are separate runs with their own timers, minutes apart, and moved single points'
+ratios by -4% to +9% against the in-turn ones (session 60).
 
     python3 bench/plot_sweep.py --bench sweep.json [--bench-sm80 sweep-sm80.json]
-                                --anchors sweep-anchors.json [--png sweep.png] [--md sweep.md]
+                                --anchors sweep-anchors.json [--turns sweep-turns.json]
+                                [--png sweep.png] [--md sweep.md]
 
 Exits 2 when an input is missing or holds no results, 1 when the PNG could not be written (the
 table is printed all the same).
@@ -63,6 +68,9 @@ def main():
     ap.add_argument("--anchors", default="",
                     help="bench/torch_anchors.py --shapes sweep JSON (FA2 and cuDNN); "
                          "leave out only for a plot of ours alone")
+    ap.add_argument("--turns", default="",
+                    help="bench/compare_torch.py JSON of the sweep's points timed in turn "
+                         "(optional; replaces ours and the anchors where it has the shape)")
     ap.add_argument("--png", default="sweep.png", help="output PNG (default sweep.png)")
     ap.add_argument("--md", default="", help="also write the table (markdown) to this file")
     args = ap.parse_args()
@@ -75,6 +83,18 @@ def main():
                     "python3 bench/torch_anchors.py --shapes sweep --json FILE")
                if args.anchors else None)
 
+    turns = {}
+    if args.turns:
+        if not os.path.isfile(args.turns):
+            fail(f"--turns {args.turns}: no such file (make it with bench/compare_torch.py --json)")
+        try:
+            with open(args.turns) as fh:
+                turns_data = json.load(fh)
+            for c in turns_data["cases"]:
+                turns[(c["batch"], c["heads_q"], c["seqlen_q"], c["seqlen_k"], c["head_dim"],
+                       bool(c["causal"]))] = c
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            fail(f"--turns {args.turns}: not compare_torch.py's JSON ({type(e).__name__}: {e})")
     sm80 = {key(r): r for r in (bench80 or {}).get("results", [])}
     anchor = {}
     for r in (anchors or {}).get("results", []):
@@ -97,6 +117,12 @@ def main():
         flops = r["flops"]
         fa_flops = a.get("flash", {}).get("flops") or flops
         cd_flops = a.get("cudnn", {}).get("flops") or flops
+        t = turns.get((r["batch"], r["hq"], r["seqlen_q"], r["seqlen_k"], r["head_dim"],
+                       bool(r["causal"])))
+        if t is not None:  # the in-turn times: one protocol for ours and the anchors
+            ours_ms = t.get("ours_ms")
+            fa_ms, cd_ms = t.get("flash_ms"), t.get("cudnn_ms")
+            flops = fa_flops = cd_flops = t["flops"]
         vals = {"ours (sm90a, default)": tflops(flops, ours_ms),
                 "ours (sm80 kernel)": tflops(flops, s80_ms),
                 "SDPA FA2": tflops(fa_flops, fa_ms),
@@ -134,6 +160,11 @@ def main():
                      f"layout {anchors.get('layout')}, {anchors.get('timing')}")
         if anchors.get("device_name") not in (None, device):
             lines.append(f"WARNING: anchors ran on {anchors.get('device_name')}")
+    if turns:
+        lines.append(f"ours, FA2 and cuDNN: timed in turn by bench/compare_torch.py "
+                     f"({turns_data.get('timer')}, commit {turns_data.get('commit')}) at the "
+                     f"{len(turns)} points it has; the sm80 column, where shown, is gpuattn "
+                     f"bench's separate run")
     lines.append(NOTE)
     lines.append("")
     lines.append("| " + " | ".join(header) + " |")
@@ -179,8 +210,9 @@ def main():
         ax.axis("off")
     versions = (f"; anchors: torch {anchors.get('torch')}, cuDNN {anchors.get('cudnn')}"
                 if anchors else "")
+    protocol = "; ours and SDPA timed in turn (compare_torch)" if turns else ""
     fig.suptitle(f"Attention forward, fp16, B*S = 16k tokens, H*D = 2048: TFLOP/s vs sequence "
-                 f"length\n{where}{versions}", fontsize=10)
+                 f"length\n{where}{versions}{protocol}", fontsize=10)
     fig.tight_layout()
     try:
         fig.savefig(args.png, dpi=110)
