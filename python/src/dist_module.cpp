@@ -10,12 +10,15 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gpuattn/distributed.h"
+#include "py_args.h"
 
 namespace nb = nanobind;
 
@@ -33,13 +36,15 @@ using Output = nb::ndarray<>;
   throw gpuattn::Error(gpuattn::ErrorCode::invalid_argument, msg);
 }
 
-// A Python int taken as int64 (so that one past int32 is named here, not refused by nanobind's
-// overload matching with a signature dump) and narrowed; `what` names it in the error.
-int int32_arg(std::int64_t value, const std::string& what) {
-  if (value < INT32_MIN || value > INT32_MAX) {
-    invalid(what + " " + std::to_string(value) + " is past int32");
-  }
-  return static_cast<int>(value);
+using gpuattn_py::int32_arg;  // py_args.h: every number named as passed
+
+// A group runs one call at a time (its communicators, events and buffers are shared): calls from
+// several Python threads take turns, the lock taken after the GIL is released.
+std::mutex& group_lock(const gpuattn::RankGroup& g) {
+  static std::mutex map_lock;
+  static std::unordered_map<const gpuattn::RankGroup*, std::mutex> locks;
+  const std::lock_guard<std::mutex> hold(map_lock);
+  return locks[&g];
 }
 
 gpuattn::ShardLayout layout_of(const std::string& s) {
@@ -66,32 +71,41 @@ gpuattn::Transport transport_of(const std::string& s) {
 template <typename Array>
 gpuattn::TensorView item(const std::vector<Array>& list, std::size_t i, const char* name) {
   const std::string n = std::string(name) + "[" + std::to_string(i) + "]";
+  if (!list[i].is_valid()) invalid(n + " is None");
   return array_view(list[i], n.c_str());
 }
 
 void sequence_parallel_attention(const gpuattn::RankGroup& group, const std::vector<Input>& q,
                                  const std::vector<Input>& k, const std::vector<Input>& v,
                                  const std::vector<Output>& out,
-                                 const std::optional<std::vector<Output>>& lse, bool causal,
-                                 std::optional<double> softmax_scale, const std::string& layout,
-                                 const std::string& strategy,
-                                 const std::optional<std::vector<std::uintptr_t>>& streams,
-                                 const std::string& precision,
-                                 std::pair<std::int64_t, std::int64_t> window_size,
-                                 std::int64_t global_tokens, std::int64_t global_stride) {
-  const int window_left = int32_arg(window_size.first, "window_size[0] (left)");
-  const int window_right = int32_arg(window_size.second, "window_size[1] (right)");
-  const int tokens = int32_arg(global_tokens, "global_tokens");
-  const int stride = int32_arg(global_stride, "global_stride");
-  if (softmax_scale) {
-    // A finite double past float's range would become inf (or 0) and be named as that.
-    const double v = *softmax_scale;
-    if (std::isfinite(v) &&
-        (std::fabs(v) > std::numeric_limits<float>::max() ||
-         (v != 0.0 && std::fabs(v) < std::numeric_limits<float>::denorm_min()))) {
-      std::ostringstream msg;
-      msg << "sequence_parallel_attention: softmax_scale=" << v << " is out of float32's range";
-      throw nb::value_error(msg.str().c_str());
+                                 const std::optional<std::vector<Output>>& lse,
+                                 nb::handle causal_arg, nb::handle softmax_scale,
+                                 const std::string& layout, const std::string& strategy,
+                                 nb::handle streams_arg, const std::string& precision,
+                                 nb::handle window_size, nb::handle global_tokens,
+                                 nb::handle global_stride) {
+  const bool causal = gpuattn_py::bool_arg(causal_arg, "sequence_parallel_attention: causal");
+  const std::vector<std::int32_t> window = gpuattn_py::ids_arg(
+      window_size, "sequence_parallel_attention: window_size", INT32_MIN, INT32_MAX);
+  if (window.size() != 2) {
+    throw nb::value_error(("sequence_parallel_attention: window_size is " +
+                           gpuattn_py::repr_of(window_size) + ", must be (left, right)")
+                              .c_str());
+  }
+  const int window_left = window[0], window_right = window[1];
+  const int tokens = int32_arg(global_tokens, "sequence_parallel_attention: global_tokens");
+  const int stride = int32_arg(global_stride, "sequence_parallel_attention: global_stride");
+  std::optional<float> scale;
+  if (!softmax_scale.is_none()) {
+    scale = gpuattn_py::float32_arg(softmax_scale, "sequence_parallel_attention: softmax_scale");
+  }
+  std::optional<std::vector<std::uintptr_t>> streams;
+  if (!streams_arg.is_none()) {
+    streams.emplace();
+    std::size_t i = 0;
+    for (nb::handle h : streams_arg) {
+      streams->push_back(static_cast<std::uintptr_t>(gpuattn_py::u64_arg(
+          h, "sequence_parallel_attention: streams[" + std::to_string(i++) + "]")));
     }
   }
   const std::size_t n = q.size();
@@ -117,7 +131,7 @@ void sequence_parallel_attention(const gpuattn::RankGroup& group, const std::vec
     a.out = item(out, i, "out");
     if (lse) a.lse = item(*lse, i, "lse");
     a.causal = causal;
-    if (softmax_scale) a.softmax_scale = static_cast<float>(*softmax_scale);
+    if (scale) a.softmax_scale = *scale;
     a.precision = precision_of(precision);
     a.mask.window_left = window_left;
     a.mask.window_right = window_right;
@@ -127,6 +141,7 @@ void sequence_parallel_attention(const gpuattn::RankGroup& group, const std::vec
     args.shards.push_back(a);
   }
   nb::gil_scoped_release release;
+  const std::lock_guard<std::mutex> hold(group_lock(group));
   gpuattn::sequence_parallel_attention(group, args);
 }
 
@@ -138,26 +153,38 @@ void bind_dist(nb::module_& m) {
                                  "(gpuattn::RankGroup).")
       .def_static(
           "local_cuda",
-          [](const std::vector<int>& devices, const std::string& transport) {
-            return gpuattn::RankGroup::local_cuda(devices, transport_of(transport));
+          [](nb::handle devices, const std::string& transport) {
+            const std::vector<std::int32_t> d =
+                gpuattn_py::ids_arg(devices, "RankGroup.local_cuda: devices", INT32_MIN, INT32_MAX);
+            return gpuattn::RankGroup::local_cuda(std::vector<int>(d.begin(), d.end()),
+                                                  transport_of(transport));
           },
           nb::arg("devices"), nb::arg("transport") = "nccl",
           "Every rank in this process, one per CUDA ordinal of `devices`; transport 'nccl' (the "
           "devices must differ) or 'peer_copy' (CUDA peer copies; devices may repeat).")
       .def_static(
           "local_cpu",
-          [](std::int64_t world_size, std::int64_t threads_per_rank) {
+          [](nb::handle world_size, nb::handle threads_per_rank) {
             return gpuattn::RankGroup::local_cpu(
                 int32_arg(world_size, "RankGroup.local_cpu: world_size"),
                 int32_arg(threads_per_rank, "RankGroup.local_cpu: threads_per_rank"));
           },
           nb::arg("world_size"), nb::arg("threads_per_rank") = 0,
           "`world_size` ranks in this process on the CPU backend (host arrays).")
-      .def_static("nccl_from_file", &gpuattn::RankGroup::nccl_from_file, nb::arg("bootstrap_path"),
-                  nb::arg("rank"), nb::arg("world_size"), nb::arg("device"),
-                  nb::arg("timeout_s") = 120.0,
-                  "One rank of a group of one process per GPU: rank 0 writes NCCL's unique id to "
-                  "`bootstrap_path`, the others wait for it (remove the file between runs).")
+      .def_static(
+          "nccl_from_file",
+          [](const std::string& path, nb::handle rank, nb::handle world_size, nb::handle device,
+             double timeout_s) {
+            const char* fn = "RankGroup.nccl_from_file: ";
+            return gpuattn::RankGroup::nccl_from_file(
+                path, int32_arg(rank, std::string(fn) + "rank"),
+                int32_arg(world_size, std::string(fn) + "world_size"),
+                int32_arg(device, std::string(fn) + "device"), timeout_s);
+          },
+          nb::arg("bootstrap_path"), nb::arg("rank"), nb::arg("world_size"), nb::arg("device"),
+          nb::arg("timeout_s") = 120.0,
+          "One rank of a group of one process per GPU: rank 0 writes NCCL's unique id to "
+          "`bootstrap_path`, the others wait for it (remove the file between runs).")
       .def_prop_ro("world_size", &gpuattn::RankGroup::world_size)
       .def_prop_ro("local_ranks", &gpuattn::RankGroup::local_ranks)
       .def_prop_ro("devices", &gpuattn::RankGroup::devices)
@@ -172,8 +199,8 @@ void bind_dist(nb::module_& m) {
         nb::arg("causal") = false, nb::arg("softmax_scale").none() = nb::none(),
         nb::arg("layout") = "contiguous", nb::arg("strategy") = "auto",
         nb::arg("streams").none() = nb::none(), nb::arg("precision") = "standard",
-        nb::arg("window_size") = std::pair<std::int64_t, std::int64_t>(-1, -1),
-        nb::arg("global_tokens") = 0, nb::arg("global_stride") = 0,
+        nb::arg("window_size") = nb::make_tuple(-1, -1), nb::arg("global_tokens") = 0,
+        nb::arg("global_stride") = 0,
         "gpuattn::sequence_parallel_attention: q, k, v, out (and lse) are lists with one array "
         "per local rank (group.local_ranks order), each that rank's rows of the sequence: q/out "
         "[B, S_local, Hq, D], k/v [B, S_local, Hkv, D], lse float32 [B, Hq, S_local]. layout "
@@ -185,8 +212,11 @@ void bind_dist(nb::module_& m) {
         "ValueError / NotImplementedError naming the bad shard and value.");
   m.def(
       "shard_rows",
-      [](const std::string& layout, int world_size, int rank, std::int64_t seq_len) {
-        return gpuattn::shard_rows(layout_of(layout), world_size, rank, seq_len);
+      [](const std::string& layout, nb::handle world_size, nb::handle rank, nb::handle seq_len) {
+        return gpuattn::shard_rows(
+            layout_of(layout), int32_arg(world_size, "shard_rows: world_size"),
+            int32_arg(rank, "shard_rows: rank"),
+            gpuattn_py::int_arg(seq_len, "shard_rows: seq_len", INT64_MIN, INT64_MAX));
       },
       nb::arg("layout"), nb::arg("world_size"), nb::arg("rank"), nb::arg("seq_len"),
       "The global rows rank `rank` of `world_size` holds under `layout`, in its local order.");

@@ -7,14 +7,21 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "gpuattn/gpt2.h"
 #include "gpuattn/tokenizer.h"
+#include "py_args.h"
 
 namespace nb = nanobind;
+using gpuattn_py::float32_arg;
+using gpuattn_py::ids_arg;
+using gpuattn_py::int32_arg;
+using gpuattn_py::u64_arg;
 
 namespace {
 
@@ -42,12 +49,24 @@ gpuattn::DType engine_dtype(const std::string& s) {
                        "dtype '" + s + "' is not one of 'float16', 'bfloat16'");
 }
 
+// A path with a NUL would be cut there by the C library (model.safetensors\0.bin loaded
+// model.safetensors): refused, as Python's open() does.
+void check_path(const std::string& path, const char* name) {
+  if (path.find('\0') != std::string::npos) {
+    throw nb::value_error((std::string(name) + " holds a NUL character").c_str());
+  }
+}
+
+// One engine serves one call at a time (its pool, graphs and staging buffers are shared by
+// every call): the lock is taken after the GIL is released, so that the two never deadlock.
 class PyGpt2Engine {
  public:
   PyGpt2Engine(const std::string& path, const std::string& backend, const std::string& dtype,
-               int page_size, int num_pages, int max_batch, int max_prefill_tokens,
-               bool cuda_graphs, int num_threads, const std::string& linear_weights,
-               const std::string& head_weights, const std::string& kv_cache) {
+               nb::handle page_size, nb::handle num_pages, nb::handle max_batch,
+               nb::handle max_prefill_tokens, nb::handle cuda_graphs, nb::handle num_threads,
+               const std::string& linear_weights, const std::string& head_weights,
+               const std::string& kv_cache) {
+    check_path(path, "path");
     gpuattn::EngineOptions o;
     if (kv_cache != "model" && kv_cache != "e4m3") {
       throw gpuattn::Error(gpuattn::ErrorCode::invalid_argument,
@@ -58,39 +77,59 @@ class PyGpt2Engine {
     o.head_weights = engine_linear_weights(head_weights, "head_weights");
     o.backend = engine_backend(backend);
     o.dtype = engine_dtype(dtype);
-    o.page_size = page_size;
-    o.num_pages = num_pages;
-    o.scheduler.max_batch = max_batch;
-    o.scheduler.max_prefill_tokens = max_prefill_tokens;
-    o.cuda_graphs = cuda_graphs;
-    o.num_threads = num_threads;
+    o.page_size = int32_arg(page_size, "page_size");
+    o.num_pages = int32_arg(num_pages, "num_pages");
+    o.scheduler.max_batch = int32_arg(max_batch, "max_batch");
+    o.scheduler.max_prefill_tokens = int32_arg(max_prefill_tokens, "max_prefill_tokens");
+    o.cuda_graphs = gpuattn_py::bool_arg(cuda_graphs, "cuda_graphs");
+    o.num_threads = int32_arg(num_threads, "num_threads");
     nb::gil_scoped_release release;
     const gpuattn::Gpt2Weights w = gpuattn::Gpt2Weights::load(path);
     engine_ = std::make_unique<gpuattn::Gpt2Engine>(w, o);
   }
 
-  std::vector<std::vector<std::int32_t>> generate(
-      const std::vector<std::vector<std::int32_t>>& prompts, int max_new_tokens, float temperature,
-      int top_k, float top_p, std::uint64_t seed, std::int32_t eos) {
-    std::vector<gpuattn::GenerationRequest> reqs(prompts.size());
-    for (std::size_t i = 0; i < prompts.size(); ++i) {
-      reqs[i].prompt = prompts[i];
-      reqs[i].max_new_tokens = max_new_tokens;
-      reqs[i].sampling.temperature = temperature;
-      reqs[i].sampling.top_k = top_k;
-      reqs[i].sampling.top_p = top_p;
-      reqs[i].sampling.seed = seed;
-      reqs[i].eos = eos;
+  std::vector<std::vector<std::int32_t>> generate(nb::handle prompts, nb::handle max_new_tokens,
+                                                  nb::handle temperature, nb::handle top_k,
+                                                  nb::handle top_p, nb::handle seed,
+                                                  nb::handle eos) {
+    if (PyUnicode_Check(prompts.ptr()) || !nb::hasattr(prompts, "__iter__")) {
+      throw nb::type_error(
+          ("prompts must be a list of token-id lists, got " + gpuattn_py::repr_of(prompts))
+              .c_str());
+    }
+    gpuattn::GenerationRequest base;
+    base.max_new_tokens = int32_arg(max_new_tokens, "max_new_tokens");
+    base.sampling.temperature = float32_arg(temperature, "temperature");
+    base.sampling.top_k = int32_arg(top_k, "top_k");
+    base.sampling.top_p = float32_arg(top_p, "top_p");
+    {  // judged as passed: 1.00000005 would round to 1
+      const double p = PyFloat_AsDouble(top_p.ptr());
+      if (!(p > 0.0 && p <= 1.0)) {
+        throw nb::value_error(
+            ("top_p is " + gpuattn_py::repr_of(top_p) + ", must be in (0, 1]").c_str());
+      }
+    }
+    base.sampling.seed = u64_arg(seed, "seed");
+    base.eos = int32_arg(eos, "eos");
+    std::vector<gpuattn::GenerationRequest> reqs;
+    std::size_t i = 0;
+    for (nb::handle p : prompts) {
+      reqs.push_back(base);
+      reqs.back().prompt = ids_arg(p, "prompts[" + std::to_string(i++) + "]", INT32_MIN, INT32_MAX);
     }
     nb::gil_scoped_release release;
+    const std::lock_guard<std::mutex> lock(mu_);
     return engine_->generate(reqs);
   }
 
-  nb::ndarray<nb::numpy, float, nb::ndim<2>> forward_logits(const std::vector<std::int32_t>& tokens,
-                                                            int prompt) {
+  nb::ndarray<nb::numpy, float, nb::ndim<2>> forward_logits(nb::handle tokens_arg,
+                                                            nb::handle prompt_arg) {
+    const std::vector<std::int32_t> tokens = ids_arg(tokens_arg, "tokens", INT32_MIN, INT32_MAX);
+    const int prompt = int32_arg(prompt_arg, "prompt");
     auto* logits = new std::vector<float>();
     try {
       nb::gil_scoped_release release;
+      const std::lock_guard<std::mutex> lock(mu_);
       *logits = engine_->forward_logits(tokens, prompt);
     } catch (...) {
       delete logits;
@@ -120,6 +159,7 @@ class PyGpt2Engine {
 
  private:
   std::unique_ptr<gpuattn::Gpt2Engine> engine_;
+  std::mutex mu_;
 };
 
 // A str's UTF-8 (valid while the str lives): a lone surrogate raises Python's
@@ -136,8 +176,9 @@ std::string_view utf8_of(const nb::str& text) {
 void bind_engine(nb::module_& m) {
   nb::class_<PyGpt2Engine>(m, "Gpt2Engine",
                            "The GPT-2 engine (gpuattn::Gpt2Engine) over weights on disk.")
-      .def(nb::init<const std::string&, const std::string&, const std::string&, int, int, int, int,
-                    bool, int, const std::string&, const std::string&, const std::string&>(),
+      .def(nb::init<const std::string&, const std::string&, const std::string&, nb::handle,
+                    nb::handle, nb::handle, nb::handle, nb::handle, nb::handle, const std::string&,
+                    const std::string&, const std::string&>(),
            nb::arg("path"), nb::arg("backend") = "auto", nb::arg("dtype") = "float16",
            nb::arg("page_size") = 16, nb::arg("num_pages") = 0, nb::arg("max_batch") = 64,
            nb::arg("max_prefill_tokens") = 8192, nb::arg("cuda_graphs") = true,
@@ -151,10 +192,12 @@ void bind_engine(nb::module_& m) {
            "'int8' or 'int4' the output head (tied to the embedding) likewise; kv_cache 'e4m3' "
            "stores the KV cache as FP8 E4M3 (unit scales).")
       .def("generate", &PyGpt2Engine::generate, nb::arg("prompts"), nb::arg("max_new_tokens") = 16,
-           nb::arg("temperature") = 0.0f, nb::arg("top_k") = 0, nb::arg("top_p") = 1.0f,
+           nb::arg("temperature") = 0.0, nb::arg("top_k") = 0, nb::arg("top_p") = 1.0,
            nb::arg("seed") = 0, nb::arg("eos") = -1,
            "Generates for every prompt (a list of token-id lists) through the continuous-batching "
-           "scheduler; returns the new tokens of each. temperature 0 is greedy.")
+           "scheduler; returns the new tokens of each. temperature 0 is greedy; eos (a token id, "
+           "-1: none) ends a request, kept in its output. One call at a time per engine (calls "
+           "from several threads take turns).")
       .def("forward_logits", &PyGpt2Engine::forward_logits, nb::arg("tokens"),
            nb::arg("prompt") = 0,
            "The fp32 logits [len(tokens), vocab_size] of one sequence, as a numpy array. With "
@@ -170,6 +213,7 @@ void bind_engine(nb::module_& m) {
       .def(
           "__init__",
           [](gpuattn::Gpt2Tokenizer* self, const std::string& path) {
+            check_path(path, "path");
             new (self) gpuattn::Gpt2Tokenizer(gpuattn::Gpt2Tokenizer::load(path));
           },
           nb::arg("path"))
@@ -179,8 +223,8 @@ void bind_engine(nb::module_& m) {
           nb::arg("text"), "The token ids of `text` (a str).")
       .def(
           "decode",
-          [](const gpuattn::Gpt2Tokenizer& t, const std::vector<std::int32_t>& ids) {
-            const std::string b = t.decode(ids);
+          [](const gpuattn::Gpt2Tokenizer& t, nb::handle ids) {
+            const std::string b = t.decode(ids_arg(ids, "ids", INT32_MIN, INT32_MAX));
             // A cut inside a character decodes as U+FFFD, as Hugging Face's decode does.
             return nb::steal<nb::str>(
                 PyUnicode_DecodeUTF8(b.data(), static_cast<Py_ssize_t>(b.size()), "replace"));
@@ -188,8 +232,8 @@ void bind_engine(nb::module_& m) {
           nb::arg("ids"), "The text of `ids`; bytes that are no UTF-8 character read U+FFFD.")
       .def(
           "decode_bytes",
-          [](const gpuattn::Gpt2Tokenizer& t, const std::vector<std::int32_t>& ids) {
-            const std::string b = t.decode(ids);
+          [](const gpuattn::Gpt2Tokenizer& t, nb::handle ids) {
+            const std::string b = t.decode(ids_arg(ids, "ids", INT32_MIN, INT32_MAX));
             return nb::bytes(b.data(), b.size());
           },
           nb::arg("ids"), "The bytes of `ids`, as they are.")

@@ -143,7 +143,8 @@ std::vector<std::int64_t> shard_rows(ShardLayout layout, int world_size, int ran
                                                  " is not in [0, " + std::to_string(world_size) +
                                                  ")");
   }
-  const std::int64_t parts = layout == ShardLayout::zigzag ? 2 * world_size : world_size;
+  const std::int64_t parts = layout == ShardLayout::zigzag ? 2 * std::int64_t{world_size}
+                                                           : world_size;  // 64-bit: 2^30 ranks
   if (seq_len < 0 || seq_len % parts != 0) {
     throw Error(ErrorCode::invalid_argument,
                 std::string(fn) + ": seq_len " + std::to_string(seq_len) +
@@ -156,7 +157,7 @@ std::vector<std::int64_t> shard_rows(ShardLayout layout, int world_size, int ran
     for (std::int64_t i = 0; i < chunk; ++i) rows.push_back(c * chunk + i);
   };
   add(rank);
-  if (layout == ShardLayout::zigzag) add(2 * world_size - 1 - rank);
+  if (layout == ShardLayout::zigzag) add(2 * std::int64_t{world_size} - 1 - rank);
   return rows;
 }
 

@@ -201,6 +201,10 @@ class Gpt2Engine::Impl {
 
 Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.config), opts(o) {
   cfg.validate();
+  if (opts.num_threads < 0) {
+    invalid("num_threads is " + std::to_string(opts.num_threads) +
+            ", must be >= 0 (0: hardware concurrency)");
+  }
   if (opts.page_size <= 0) {
     invalid("page_size is " + std::to_string(opts.page_size) + ", must be positive");
   }
@@ -308,7 +312,8 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
     d.mlp_proj_w = linear_weights(L.mlp_proj_w, 4 * C, C);
     d.mlp_proj_b = weights(L.mlp_proj_b);
   }
-  max_pages = (cfg.n_positions + opts.page_size - 1) / opts.page_size;
+  max_pages = static_cast<int>((std::int64_t{cfg.n_positions} + opts.page_size - 1) /
+                               opts.page_size);  // 64-bit: a page_size near 2^31 wrapped
   max_seqs = opts.scheduler.max_batch;
   // A step: every decode plus the admitted prompts, which stay within max_prefill_tokens unless
   // one lone prompt (at most n_positions) is longer.
@@ -646,8 +651,10 @@ std::vector<float> Gpt2Engine::forward_logits(const std::vector<std::int32_t>& t
               ", must be in [0, " + std::to_string(e.cfg.vocab_size) + ")");
     }
   }
-  KvCacheManager kv(std::max(e.pool_pages, (n + e.opts.page_size - 1) / e.opts.page_size),
-                    e.opts.page_size);
+  KvCacheManager kv(
+      std::max(e.pool_pages,
+               static_cast<int>((std::int64_t{n} + e.opts.page_size - 1) / e.opts.page_size)),
+      e.opts.page_size);
   e.ensure_pool(kv.num_pages());
   const KvCacheManager::SeqId seq = kv.add_sequence();
   kv.append(seq, prompt);

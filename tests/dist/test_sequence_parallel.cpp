@@ -364,6 +364,9 @@ TEST(ShardRows, ContiguousAndZigzag) {
                           "seq_len 6 is not a multiple of 4");
   expect_invalid_argument([] { shard_rows(ShardLayout::contiguous, 2, 2, 8); },
                           "rank 2 is not in [0, 2)");
+  // 2 x world_size in 64 bits: 2^30 ranks wrapped it negative (no rows, or a bad multiple).
+  EXPECT_EQ(shard_rows(ShardLayout::zigzag, 1 << 30, 0, std::int64_t{1} << 31),
+            (std::vector<std::int64_t>{0, (std::int64_t{1} << 31) - 1}));
 }
 
 // ---- errors ------------------------------------------------------------------------------------

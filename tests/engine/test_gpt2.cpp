@@ -577,6 +577,9 @@ TEST(Gpt2EngineCpu, BadRequestsAreNamed) {
   EngineOptions o = cpu_options();
   o.page_size = 0;
   expect_invalid_argument([&] { Gpt2Engine(w, o); }, "page_size is 0");
+  o = cpu_options();
+  o.num_threads = -1;  // was taken, and every call failed in attention_forward
+  expect_invalid_argument([&] { Gpt2Engine(w, o); }, "num_threads is -1, must be >= 0");
   Gpt2Weights broken = w;
   broken.layers[1].c_fc_b.pop_back();
   expect_invalid_argument([&] { Gpt2Engine(broken, cpu_options()); }, "h.1.mlp.c_fc.bias has 511");

@@ -96,14 +96,32 @@ def test_errors_name_the_bad_value():
                                        [out, out[:, :4].copy()])
     with pytest.raises(ValueError, match="world_size 0 is not positive"):
         ga.RankGroup.local_cpu(0)
-    with pytest.raises(ValueError, match="world_size 2147483648 is past int32"):
+    with pytest.raises(ValueError, match=r"world_size is 2147483648, must be in \["):
         ga.RankGroup.local_cpu(2**31)
-    with pytest.raises(ValueError, match=r"window_size\[0\] \(left\) 2147483648 is past int32"):
-        ga.sequence_parallel_attention(group, [q, q], [q, q], [q, q], [out, out.copy()],
-                                       window_size=(2**31, 0))
-    with pytest.raises(ValueError, match=r"softmax_scale=1e\+39 is out of float32's range"):
-        ga.sequence_parallel_attention(group, [q, q], [q, q], [q, q], [out, out.copy()],
-                                       softmax_scale=1e39)
+    with pytest.raises(TypeError, match="world_size must be an int, got True"):
+        ga.RankGroup.local_cpu(True)
+    call = lambda **kw: ga.sequence_parallel_attention(group, [q, q], [q, q], [q, q],
+                                                       [out, out.copy()], **kw)
+    with pytest.raises(ValueError, match=r"window_size\[0\] is 2147483648, must be in \["):
+        call(window_size=(2**31, 0))
+    with pytest.raises(TypeError, match=r"window_size\[0\] must be an int, got True"):
+        call(window_size=(True, 0))
+    with pytest.raises(ValueError, match=r"window_size is \(1, 2, 3\), must be \(left, right\)"):
+        call(window_size=(1, 2, 3))
+    with pytest.raises(ValueError, match=r"softmax_scale is 1e\+39, which float32 rounds to inf"):
+        call(softmax_scale=1e39)
+    with pytest.raises(TypeError, match="softmax_scale must be a number, got True"):
+        call(softmax_scale=True)
+    with pytest.raises(ValueError, match=r"global_tokens is 1180591620717411303424, must be in"):
+        call(global_tokens=2**70)
+    with pytest.raises(ValueError, match=r"streams\[0\] is -1, must be in \[0, 2\^64 - 1\]"):
+        call(streams=[-1, 0])
+    with pytest.raises(ValueError, match=r"lse\[0\] is None"):
+        call(lse=[None, None])
+    with pytest.raises(ValueError, match=r"shard_rows: world_size is 2147483648"):
+        ga.shard_rows("contiguous", 2**31, 0, 8)
+    # numpy's bool is a bool, and numpy's ints are ints
+    call(causal=np.True_, global_tokens=np.int64(0))
 
 
 @needs_torch

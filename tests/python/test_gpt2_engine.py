@@ -280,3 +280,56 @@ def test_errors_name_the_offending_value(model, tmp_path):
     assert len(engine.generate([[1] * 61], max_new_tokens=10)[0]) == 10
     with pytest.raises(ValueError, match="top_p is 0"):
         engine.generate([[1]], temperature=1.0, top_p=0.0)
+    # Numbers named as passed, not narrowed (1e-300 became 0.0: greedy without a word) nor
+    # answered with nanobind's signature dump; bools are not ints.
+    with pytest.raises(ValueError, match=r"temperature is 1e-300, which float32 rounds to 0"):
+        engine.generate([[1]], temperature=1e-300)
+    with pytest.raises(ValueError, match=r"top_p is 1.00000005, must be in \(0, 1\]"):
+        engine.generate([[1]], temperature=1.0, top_p=1.00000005)
+    with pytest.raises(ValueError, match=r"top_k is 2147483648, must be in"):
+        engine.generate([[1]], top_k=2**31)
+    with pytest.raises(ValueError, match=r"seed is -1, must be in \[0, 2\^64 - 1\]"):
+        engine.generate([[1]], seed=-1)
+    with pytest.raises(ValueError, match=r"seed is 18446744073709551616"):
+        engine.generate([[1]], seed=2**64)
+    with pytest.raises(TypeError, match="max_new_tokens must be an int, got True"):
+        engine.generate([[1]], max_new_tokens=True)
+    with pytest.raises(ValueError, match=r"prompts\[0\]\[1\] is 4294967301, must be in"):
+        engine.generate([np.array([5, 2**32 + 5], np.int64)])
+    with pytest.raises(TypeError, match=r"prompts\[0\]\[0\] must be an int, got True"):
+        engine.generate([[True, False]])
+    with pytest.raises(ValueError, match=r"prompt is 2147483648, must be in"):
+        engine.forward_logits([1, 2], prompt=2**31)
+    with pytest.raises(ValueError, match="path holds a NUL character"):
+        ga.Gpt2Engine(directory + "\0junk", backend="cpu")
+    with pytest.raises(TypeError, match="cuda_graphs must be a bool"):
+        ga.Gpt2Engine(directory, backend="cpu", cuda_graphs=1)
+    # numpy's ints and bools are taken as such
+    assert len(engine.generate([np.array([1, 2], np.int64)], max_new_tokens=np.int32(3),
+                               seed=np.uint64(7))[0]) == 3
+    ga.Gpt2Engine(directory, backend="cpu", cuda_graphs=np.True_)
+
+
+def test_calls_from_threads_take_turns(model):
+    """One engine's calls from several threads: each result is the serial one (the engine's pool
+    and buffers are shared; without the binding's lock they raced: wrong logits, spurious errors,
+    a crash)."""
+    import threading
+    directory, _ = model
+    engine = ga.Gpt2Engine(directory, backend="cpu", num_threads=1)
+    seqs = [[1 + i, 2, 3 + i, 4][: 2 + i % 3] for i in range(8)]
+    want = [engine.forward_logits(s) for s in seqs]
+    got = [None] * len(seqs)
+
+    def work(i):
+        for _ in range(5):
+            got[i] = engine.forward_logits(seqs[i])
+            assert np.array_equal(got[i], want[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(seqs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
