@@ -396,6 +396,11 @@ if [ "$SWEEP" = 1 ]; then
   else
     echo "== sweep-anchors: skipped (torch with CUDA, or triton, not importable)"
   fi
+  # The PNG and table take ours and the anchors from the in-turn times where they exist (one
+  # protocol; the two separate runs above moved single points' ratios by -4% to +9%, session 60).
+  if [ -f "$LOG_DIR/sweep-turns.json" ]; then
+    sweep_args+=(--turns "$LOG_DIR/sweep-turns.json")
+  fi
   step sweep-plot python3 bench/plot_sweep.py "${sweep_args[@]}"
   if [ -f "$LOG_DIR/sweep-turns.json" ]; then  # its table goes after the sweep's in summary.md
     python3 - "$LOG_DIR/sweep-turns.json" >>"$LOG_DIR/sweep.md" <<'EOF'

@@ -1062,3 +1062,45 @@ def test_sass_loops_counts_a_backward_branch_span(tmp_path, capsys):
     with pytest.raises(SystemExit):
         sass_loops.main([str(path), "--function", "foo", "--skip", "0x30:0x20"])
     assert "end must be past its start, got '0x30:0x20'" in capsys.readouterr().err
+
+
+def test_plot_sweep_takes_the_in_turn_times(tmp_path):
+    """bench/plot_sweep.py --turns: where compare_torch's in-turn JSON has a point, ours and the
+    anchors (and their ratios) come from it, not from gpuattn bench and torch_anchors.py's separate
+    runs; points it lacks keep the separate runs' numbers. The table is written whether or not
+    matplotlib can draw the PNG."""
+    import json
+    import subprocess
+
+    def point(s, ms):
+        return {"dtype": "float16", "batch": 16384 // s, "hq": 32, "hkv": 32, "seqlen_q": s,
+                "seqlen_k": s, "head_dim": 64, "causal": False, "flops": 1e12, "ours_ms": ms}
+
+    bench = {"shapes": "sweep", "device_name": "H", "results": [point(512, 10.0), point(1024, 10.0)]}
+    anchors = {"shapes": "sweep", "results": []}
+    for p in bench["results"]:
+        for backend, ms in (("cudnn", 11.0), ("flash", 20.0)):
+            anchors["results"].append({k: p[k] for k in ("dtype", "batch", "hq", "seqlen_q",
+                                                         "seqlen_k", "head_dim", "causal")}
+                                      | {"backend": backend, "ms": ms, "flops": 1e12})
+    turns = {"timer": "do_bench", "commit": "c", "cases": [
+        {"dtype": "float16", "batch": 32, "heads_q": 32, "heads_kv": 32, "seqlen_q": 512,
+         "seqlen_k": 512, "head_dim": 64, "causal": False, "flops": 1e12, "ours_ms": 8.0,
+         "cudnn_ms": 12.0, "flash_ms": 16.0}]}
+    files = {}
+    for name, data in (("bench", bench), ("anchors", anchors), ("turns", turns)):
+        files[name] = tmp_path / f"{name}.json"
+        files[name].write_text(json.dumps(data))
+    md = tmp_path / "sweep.md"
+    script = os.path.join(ROOT, "bench", "plot_sweep.py")
+    run = subprocess.run([sys.executable, script, "--bench", str(files["bench"]), "--anchors",
+                          str(files["anchors"]), "--turns", str(files["turns"]), "--png",
+                          str(tmp_path / "sweep.png"), "--md", str(md)],
+                         capture_output=True, text=True)
+    assert run.returncode in (0, 1), run.stderr  # 1: no matplotlib, the table all the same
+    text = md.read_text()
+    # S512 from the turns: ours 1 TFLOP / 8 ms = 125, cuDNN 83.3, FA2 62.5; ratios 1.50, 2.00
+    assert "| 64 | no | 512 | 32 | 32 | 125.0 | 62.5 | 83.3 | 1.50 | 2.00 |" in text
+    # S1024 from the separate runs: ours 100, FA2 50, cuDNN 90.9; ratios 1.10, 2.00
+    assert "| 64 | no | 1024 | 16 | 32 | 100.0 | 50.0 | 90.9 | 1.10 | 2.00 |" in text
+    assert "timed in turn by bench/compare_torch.py" in text
