@@ -70,7 +70,9 @@ def main(argv=None):
                         pos[(build, slot)][case].append(x)
     cases = list(dict.fromkeys(c for key in pos for c in pos[key]))
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-    print(f"{'case':32s} {'A':>8s} {'B':>8s} {'B/A':>7s} {'A,B':>7s} {'B,A':>7s}")
+    # The probes report TFLOP/s: B/A above 1 is B faster (ab_summary.py's B/A is of times).
+    print(f"{'case':32s} {'A':>8s} {'B':>8s} {'B/A':>7s} {'A,B':>7s} {'B,A':>7s}  "
+          "(TFLOP/s ratios: above 1, B faster)")
     for case in cases:
         a = [pos[("a", s)][case] for s in (0, 1)]
         b = [pos[("b", s)][case] for s in (0, 1)]

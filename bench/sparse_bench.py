@@ -273,11 +273,13 @@ def markdown(result):
     lines = [f"### Sparse masks: gpu_attention vs FlexAttention (torch.compile), "
              f"{result['device']}, {result['date']}, commit {result['commit']}", "",
              f"torch {result['torch']}; {result['timer']}; Flex inputs {result['flex_layout']}, "
-             f"ours [B, S, H, D]; goal ours/Flex <= {result['goal']}; TFLOP/s count visible "
+             f"ours [B, S, H, D]; ours/Flex is ours ms / Flex ms (below 1: ours faster; the "
+             f"other tables' ratios are anchor ms / ours ms); goal ours/Flex <= {result['goal']}; "
+             f"TFLOP/s count visible "
              f"pairs only; |ours - Flex| <= {result['tolerance']} + {result['flex_rtol']} |Flex|; "
              f"fp64 check of both on sampled rows: |err| <= {result['atol']} + {result['rtol']} "
              f"|ref|. {result['sdpa']}.", "",
-             "| case | shape | mask | visible | ours ms | Flex ms | ours/Flex | goal | "
+             "| case | shape | mask | visible | ours ms | Flex ms | ours/Flex (ms) | goal | "
              "ours TFLOP/s | Flex TFLOP/s | max abs ours-Flex | fp64 check | Flex 1st call s |",
              "|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|---|---:|"]
     for r in result["cases"]:
