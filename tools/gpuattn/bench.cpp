@@ -137,8 +137,9 @@ void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, boo
   HostProblem hp(c, seed);
   // One set of inputs: the timer flushes the L2 before every call (do_bench's protocol), so every
   // run reads them from HBM already. Rotating among copies as well (enough for twice the L2, up
-  // to 32) was a protocol the anchors do not share: the one-wave call's 15 copies made ours 5.8%
-  // slower than the same kernel under do_bench (session 60, 17.44 against 16.48 us).
+  // to 32) was a protocol the anchors do not share. It was not what put the one-wave call 5.8%
+  // above do_bench's time of the same kernel (session 60: 17.44 against 16.48 us): with one set
+  // it took 17.3 us (session 61, call 2), within the run-to-run spread of the other shapes.
   r.buffer_sets = 1;
   std::vector<DeviceSet> sets(static_cast<std::size_t>(r.buffer_sets));
   cuda::Buffer cu_q, cu_k;  // varlen: every set's cu_seqlens (read only)
