@@ -143,7 +143,8 @@ struct EngineOptions {
   int num_pages = 0;
   SchedulerConfig scheduler;
   // The linears' storage (LinearWeights above). CUDA: steps of 1-8 rows run an int8 (int4) kernel
-  // that dequantizes as it reads; larger ones dequantize W into a scratch buffer for cuBLASLt. On
+  // that dequantizes as it reads (int4 also at 9-16 rows, as two launches); larger ones dequantize
+  // W into a scratch buffer for cuBLASLt. On
   // an H200 int8 is faster than dense at one row only (GPT-2 1.5B B1 +17%; README).
   LinearWeights linear_weights = LinearWeights::dense;
   // The output head's storage: dense (the default), or int8 / int4 as the linears' (groups of 64

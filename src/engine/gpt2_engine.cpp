@@ -597,8 +597,9 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
       ops->begin_capture();
       try {
         step();
-      } catch (...) {
-        ops->destroy_graph(ops->end_capture());
+      } catch (...) {  // the step's error, not one from instantiating half a graph
+        ops->abort_capture();
+        plain_before = {0, 0};
         throw;
       }
       it = graphs.emplace(key, ops->end_capture()).first;

@@ -62,7 +62,9 @@ class ModelOps {
                       void* out, int rows, int K, int N, bool gelu) = 0;
   // linear(layernorm(x), ...) without a residual: x's rows layer-normed over K features (w, b,
   // eps) into ln [rows, K], then out[rows, N] = act(ln W + bias). A backend may fuse the two and
-  // leave ln unwritten (CUDA does at up to 8 rows).
+  // leave ln unwritten (CUDA does where its skinny kernel takes the call: dense weights at one row
+  // of up to 2.4 M weights (cuda/skinny.h's policy), int8 / int4 at up to 8 rows, int4 at 9-16 as
+  // two launches).
   virtual void layernorm_linear(const void* x, int rows, int K, const void* ln_w, const void* ln_b,
                                 float eps, void* ln, const void* W, const void* bias, void* out,
                                 int N, bool gelu) {
@@ -169,6 +171,9 @@ class ModelOps {
   virtual bool supports_graphs() const { return false; }
   virtual void begin_capture() {}
   virtual void* end_capture() { return nullptr; }
+  // Ends a capture whose work threw, keeping nothing of it and no error of its own: the step's
+  // exception is the one reported.
+  virtual void abort_capture() {}
   virtual void launch_graph(void* /*graph*/) {}
   virtual void destroy_graph(void* /*graph*/) {}
 };

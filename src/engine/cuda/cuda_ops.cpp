@@ -285,6 +285,13 @@ class CudaOps final : public ModelOps {
     check(e, "cudaGraphInstantiate");
     return exec;
   }
+  void abort_capture() override {
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(s(), &graph) == cudaSuccess && graph != nullptr) {
+      cudaGraphDestroy(graph);
+    }
+    (void)cudaGetLastError();  // an invalidated capture's error is the step's, already thrown
+  }
   void launch_graph(void* graph) override {
     check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), s()), "cudaGraphLaunch");
   }
