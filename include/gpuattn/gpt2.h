@@ -83,6 +83,9 @@ struct Gpt2Weights {
   // finite) is an invalid_argument before anything is written; each file is written whole or not
   // at all.
   void save(const std::string& dir) const;
+  // invalid_argument, prefixed `who`, naming the first tensor whose size is not the config's, or
+  // a layer count other than n_layer (the engine and the reference check this first).
+  void check_shapes(const std::string& who) const;
   // Random weights from `seed`: N(0, 0.02) matrices and embeddings (HF's init); every bias and
   // layernorm bias N(0, 0.1), layernorm weights 1 + N(0, 0.1) (HF's 0 and 1, with noise so that
   // the tests see them).
@@ -217,7 +220,9 @@ void check_generation_requests(const Gpt2Config& cfg,
 // the oracle the engine's tests compare against. Slow; for small models. With kv e4m3 the rows
 // from `prompt` on attend to keys and values rounded to E4M3, as the decode steps of an engine
 // with KvCache::e4m3 do (generating tokens[prompt..] after a prompt of `prompt` tokens); the rows
-// before it attend to exact ones, as a prompt does to itself.
+// before it attend to exact ones, as a prompt does to itself. prompt 0 is the whole sequence as
+// one prompt (every row exact), as forward_logits reads it. The weights are checked as the engine
+// checks them (layers and tensor sizes against the config).
 std::vector<double> gpt2_reference_logits(const Gpt2Weights& weights,
                                           const std::vector<std::int32_t>& tokens,
                                           KvCache kv = KvCache::model, int prompt = 0);

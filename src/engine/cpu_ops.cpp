@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/model_ops.h"
+#include "engine/parallel.h"
 #include "engine/q8_weights.h"
 #include "gpuattn/gpt2.h"
 #include "gpuattn/numeric.h"
@@ -244,19 +245,12 @@ class CpuOps final : public ModelOps {
       f(0, N);
       return;
     }
-    std::vector<std::thread> pool;
-    pool.reserve(static_cast<std::size_t>(chunks - 1));
-    auto range = [&](int i) {
-      return std::pair<int, int>(static_cast<int>(static_cast<std::int64_t>(N) * i / chunks),
-                                 static_cast<int>(static_cast<std::int64_t>(N) * (i + 1) / chunks));
-    };
-    for (int i = 1; i < chunks; ++i) {
-      const auto [a, b] = range(i);
-      pool.emplace_back([&f, a = a, b = b] { f(a, b); });
-    }
-    const auto [a, b] = range(0);
-    f(a, b);
-    for (std::thread& t : pool) t.join();
+    // engine/parallel.h: a chunk whose thread cannot start runs here, and an exception waits for
+    // every thread (a vector of joinable threads destroyed by one called std::terminate)
+    run_parts(chunks, [&](int i) {
+      f(static_cast<int>(static_cast<std::int64_t>(N) * i / chunks),
+        static_cast<int>(static_cast<std::int64_t>(N) * (i + 1) / chunks));
+    });
   }
 
   int threads_;

@@ -250,37 +250,8 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
   }
   const DeviceScope scope(*ops);
   kv_dtype = opts.kv_cache == KvCache::e4m3 ? DType::e4m3 : ops->dtype();
+  w.check_shapes("gpuattn::Gpt2Engine");
   const std::int64_t C = cfg.n_embd;
-  const auto check = [&](const std::vector<float>& v, std::int64_t n, const std::string& name) {
-    if (static_cast<std::int64_t>(v.size()) != n) {
-      invalid("weights " + name + " has " + std::to_string(v.size()) +
-              " values, the config needs " + std::to_string(n));
-    }
-  };
-  check(w.wte, cfg.vocab_size * C, "wte");
-  check(w.wpe, cfg.n_positions * C, "wpe");
-  check(w.ln_f_w, C, "ln_f.weight");
-  check(w.ln_f_b, C, "ln_f.bias");
-  if (static_cast<int>(w.layers.size()) != cfg.n_layer) {
-    invalid("weights have " + std::to_string(w.layers.size()) + " layers, the config " +
-            std::to_string(cfg.n_layer));
-  }
-  for (int l = 0; l < cfg.n_layer; ++l) {
-    const Gpt2Weights::Layer& L = w.layers[l];
-    const std::string h = "h." + std::to_string(l) + ".";
-    check(L.ln_1_w, C, h + "ln_1.weight");
-    check(L.ln_1_b, C, h + "ln_1.bias");
-    check(L.c_attn_w, C * 3 * C, h + "attn.c_attn.weight");
-    check(L.c_attn_b, 3 * C, h + "attn.c_attn.bias");
-    check(L.attn_proj_w, C * C, h + "attn.c_proj.weight");
-    check(L.attn_proj_b, C, h + "attn.c_proj.bias");
-    check(L.ln_2_w, C, h + "ln_2.weight");
-    check(L.ln_2_b, C, h + "ln_2.bias");
-    check(L.c_fc_w, C * 4 * C, h + "mlp.c_fc.weight");
-    check(L.c_fc_b, 4 * C, h + "mlp.c_fc.bias");
-    check(L.mlp_proj_w, 4 * C * C, h + "mlp.c_proj.weight");
-    check(L.mlp_proj_b, C, h + "mlp.c_proj.bias");
-  }
   if (hw == LinearWeights::dense) {
     head = engine::BackendBuffer(ops.get(),
                                  ops->upload_head(w.wte.data(), cfg.vocab_size, cfg.n_embd));

@@ -49,6 +49,7 @@ std::vector<double> gpt2_reference_logits(const Gpt2Weights& w,
                                           int prompt) {
   const Gpt2Config& cfg = w.config;
   cfg.validate();
+  w.check_shapes("gpuattn::gpt2_reference_logits");  // a short tensor was read past its end
   const int T = static_cast<int>(tokens.size()), C = cfg.n_embd, H = cfg.n_head, D = cfg.head_dim(),
             V = cfg.vocab_size;
   if (T <= 0 || T > cfg.n_positions) {
@@ -66,6 +67,7 @@ std::vector<double> gpt2_reference_logits(const Gpt2Weights& w,
                                                  std::to_string(prompt) + ", must be 0 to " +
                                                  std::to_string(T) + " (the tokens)");
   }
+  if (prompt == 0) prompt = T;  // one prompt, as forward_logits reads 0 (it read as no prompt)
   Mat x(static_cast<std::size_t>(T) * C);
   for (int t = 0; t < T; ++t) {
     if (tokens[t] < 0 || tokens[t] >= V) {

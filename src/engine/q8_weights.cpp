@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/model_ops.h"
+#include "engine/parallel.h"
 #include "gpuattn/gpt2.h"
 
 namespace gpuattn {
@@ -44,29 +46,7 @@ void parallel_ranges(int n, std::int64_t elements, const F& f) {
   const auto bound = [&](int i) {
     return static_cast<int>(static_cast<std::int64_t>(n) * i / parts);
   };
-  // Each range's exception is kept and the first rethrown once every thread is joined; a range
-  // whose thread cannot be started runs here.
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(parts));
-  const auto run = [&](int i) {
-    try {
-      f(bound(i), bound(i + 1));
-    } catch (...) {
-      errors[static_cast<std::size_t>(i)] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int i = 1; i < parts; ++i) {
-    try {
-      pool.emplace_back(run, i);
-    } catch (...) {
-      run(i);
-    }
-  }
-  run(0);
-  for (std::thread& t : pool) t.join();
-  for (const std::exception_ptr& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  run_parts(parts, [&](int i) { f(bound(i), bound(i + 1)); });  // engine/parallel.h
 }
 
 // quantize_q8 and quantize_q4: q in [-qmax, qmax]; `what` names the format in the errors.
@@ -94,7 +74,14 @@ void quantize_groups(const float* W, int K, int N, int qmax, const char* what, s
       }
       float* s = scales + static_cast<std::int64_t>(g) * N;
       const float fmax = static_cast<float>(qmax);
-      for (int n = 0; n < N; ++n) s[n] = amax[n] / fmax;
+      for (int n = 0; n < N; ++n) {
+        // Below qmax x FLT_MIN the scale would be subnormal and lose the rounding bound: a zero
+        // group-column (its weights under 1.5e-36 become 0). Near FLT_MAX, amax / qmax rounded up
+        // and q x scale overflowed: one float down keeps it finite.
+        float sc = amax[n] < fmax * std::numeric_limits<float>::min() ? 0.0f : amax[n] / fmax;
+        if (!std::isfinite(sc * fmax)) sc = std::nextafter(sc, 0.0f);
+        s[n] = sc;
+      }
       for (int k = k0; k < k0 + kGpt2Q8Group; ++k) {
         const float* row = W + static_cast<std::int64_t>(k) * N;
         std::int8_t* qr = q + static_cast<std::int64_t>(k) * N;
@@ -427,6 +414,12 @@ void round_trip_head(std::vector<float>& wte, int V, int C, LinearWeights w) {
 }  // namespace engine
 
 Gpt2Weights Gpt2Weights::with_quantized_head(LinearWeights head) const {
+  if (head != LinearWeights::dense && head != LinearWeights::int8 && head != LinearWeights::int4) {
+    throw Error(ErrorCode::invalid_argument, "Gpt2Weights::with_quantized_head: head is " +
+                                                 std::to_string(static_cast<int>(head)) +
+                                                 ", must be LinearWeights::dense, "
+                                                 "int8 or int4");
+  }
   Gpt2Weights w = *this;
   engine::round_trip_head(w.wte, w.config.vocab_size, w.config.n_embd, head);
   return w;

@@ -11,8 +11,10 @@
 namespace gpuattn::engine {
 
 // W [K, N] (row-major, y = x W) into q int8 [K, N] and scales fp32 [K / kGpt2Q8Group, N]:
-// scale = the group-column's largest |w| / 127 (0 for an all-zero group), q = w / scale rounded
-// to nearest (ties away from zero), so |q| <= 127 and |q * scale - w| <= scale / 2.
+// scale = the group-column's largest |w| / 127 (0 for an all-zero group, and for one whose largest
+// |w| is under 127 x FLT_MIN, about 1.5e-36, where the scale would be subnormal; one float below
+// when 127 x scale would overflow), q = w / scale rounded to nearest (ties away from zero), so
+// |q| <= 127 and |q * scale - w| <= scale / 2 (up to the float division's rounding).
 // invalid_argument naming K when it is not a positive multiple of kGpt2Q8Group, or N when it is
 // not positive; a non-finite weight is an invalid_argument naming its row and column (the first
 // in row-major order), and q and scales are then left partly written. Past 2^20 weights the

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "common/alloc_hook.h"  // this binary's operator new
 #include "engine/gpt2_test_util.h"
+#include "engine/parallel.h"
 #include "gpuattn/gpt2.h"
 
 namespace gpuattn::testing {
@@ -41,6 +44,31 @@ TEST(Gpt2EngineCpu, APoolThatFailedToGrowIsAllocatedAgain) {
   alloc_hook::count_from = SIZE_MAX;
   EXPECT_GE(alloc_hook::counted, 2 * small_config().n_layer);
   EXPECT_EQ(e.generate(big).size(), 64u);
+}
+
+}  // namespace
+}  // namespace gpuattn::testing
+
+namespace gpuattn::testing {
+namespace {
+
+// engine/parallel.h: every part runs, and a part's exception waits for the other threads and is
+// rethrown (the first in part order); a thread that cannot start runs its part here.
+TEST(EngineParallel, PartsRunAndTheFirstExceptionIsRethrownAfterTheJoins) {
+  std::vector<int> done(6, 0);
+  engine::run_parts(6, [&](int i) { done[static_cast<std::size_t>(i)] = 1; });
+  EXPECT_EQ(done, std::vector<int>(6, 1));
+  std::fill(done.begin(), done.end(), 0);
+  try {
+    engine::run_parts(6, [&](int i) {
+      done[static_cast<std::size_t>(i)] = 1;
+      if (i == 2 || i == 4) throw std::runtime_error("part " + std::to_string(i));
+    });
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "part 2");
+  }
+  EXPECT_EQ(done, std::vector<int>(6, 1));
 }
 
 }  // namespace

@@ -106,6 +106,37 @@ TEST(Gpt2Q8, QuantizerBoundsEveryWeight) {
   expect_quantizer_bounds(8);
 }
 
+// The scale at float's ends: a group-column whose max is FLT_MAX keeps q x scale finite (127 x
+// (FLT_MAX / 127) rounded up overflowed: a dequantized inf); one whose max is under 127 x FLT_MIN
+// is a zero group (its scale was subnormal: 1e-44 gave scale 0 and 190 x denorm_min a rounding
+// error far past scale / 2).
+TEST(Gpt2Q8, ScalesAtFloatsEnds) {
+  const int K = 64, N = 3;
+  std::vector<float> W(static_cast<std::size_t>(K) * N, 0.0f);
+  W[0] = std::numeric_limits<float>::max();
+  W[3] = -1e38f;
+  W[1] = 1e-44f;
+  W[4] = 190 * std::numeric_limits<float>::denorm_min();
+  W[2] = 1e-30f;  // a normal scale: kept
+  for (const int bits : {8, 4}) {
+    std::vector<std::int8_t> q(W.size());
+    std::vector<float> sc(N);
+    if (bits == 8) {
+      engine::quantize_q8(W.data(), K, N, q.data(), sc.data());
+    } else {
+      engine::quantize_q4(W.data(), K, N, q.data(), sc.data());
+    }
+    const float qmax = bits == 8 ? 127.0f : 7.0f;
+    EXPECT_TRUE(std::isfinite(q[0] * sc[0])) << bits << " bits: q " << int(q[0]) << " s " << sc[0];
+    EXPECT_EQ(q[0], static_cast<std::int8_t>(qmax));
+    EXPECT_LE(std::abs(static_cast<double>(q[3]) * sc[0] - W[3]), 0.5 * sc[0] * (1 + 1e-5));
+    EXPECT_EQ(sc[1], 0.0f) << bits << " bits";
+    EXPECT_EQ(q[1], 0);
+    EXPECT_EQ(q[4], 0);
+    EXPECT_EQ(sc[2], 1e-30f / qmax);
+  }
+}
+
 // Past 2^20 weights the quantizer and the fragment order run on several threads (where there are
 // cores): every weight must still follow the one-thread rule (q = lround(W / s) within +-127, s =
 // the group's absmax / 127, ties away from zero), every byte land where the fragment order puts
@@ -689,6 +720,19 @@ TEST(Gpt2EngineCpu, E4m3KvCacheFollowsTheReferenceOfTheCacheItKeeps) {
                           "prompt is 21, must be 0 to 20");
   expect_invalid_argument([&] { gpt2_reference_logits(w, tokens, KvCache::e4m3, -1); },
                           "prompt is -1");
+  // prompt 0 is the whole sequence as one prompt in the reference too (it rounded every row's
+  // keys: 12% off the engine's forward_logits with its default).
+  EXPECT_LT(rel_error(e.forward_logits(seq), gpt2_reference_logits(w, seq, KvCache::e4m3)), 2e-5);
+  // The reference checks the weights as the engine does (a short tensor was read past its end).
+  Gpt2Weights short_w = w;
+  short_w.layers.pop_back();
+  expect_invalid_argument([&] { gpt2_reference_logits(short_w, tokens); },
+                          "gpt2_reference_logits: weights have 1 layers, the config 2");
+  short_w = w;
+  short_w.wpe.resize(10);
+  expect_invalid_argument([&] { gpt2_reference_logits(short_w, tokens); }, "weights wpe has 10");
+  expect_invalid_argument([&] { w.with_quantized_head(static_cast<LinearWeights>(7)); },
+                          "with_quantized_head: head is 7");
 }
 
 }  // namespace
