@@ -88,6 +88,11 @@ struct MaskSpec {
 // q/k/v/out share a dtype: f16 or bf16 (either backend) or f32 (CPU backend only), except that k/v
 // may be an 8-bit quantized cache (k_scale below) and q may be FP8 E4M3 beside an E4M3 cache
 // (q_scale below); D is 64, 128 or 256 (any other is ErrorCode::not_supported).
+// Inputs are expected finite; they are not scanned. A NaN or inf in q, k or v makes the rows that
+// see it NaN or inf, and may reach rows of the same tile that do not see that key (a masked key's
+// weight is 0, and 0 x inf is NaN, on the tensor cores as on the CPU). fp16 / bf16 outputs are
+// the fp32 result rounded: values past the type's range (|v| near 65504 in fp16 summed over
+// many keys) may round to inf.
 struct AttentionArgs {
   TensorView q, k, v, out;
   TensorView lse;  // optional
@@ -125,7 +130,8 @@ struct AttentionArgs {
   // Optional: a quantized KV cache (INT8 or FP8 with per-head scales). k and v are then of dtype
   // i8 or e4m3 (both the same; FP8 E4M3 is the OCP "fn" format, largest finite 448) while q and
   // out are f16 or bf16 (f32 too on the CPU backend), and k_scale / v_scale are float32 [Hkv] (one
-  // scale a KV head) or [1] (one for every head), on q's device, each positive and finite: element
+  // scale a KV head) or [1] (one for every head), on q's device, each positive, finite and at most
+  // FLT_MAX / 448 (about 7.6e35, so that 448 x scale stays finite): element
   // x of KV head hk stands for x * k_scale[hk] in K (v_scale[hk] in V). append_kv writes such a
   // cache from 16-bit keys and values with the same scales. Required with 8-bit k/v, absent
   // otherwise. Any layout and mask works: dense, varlen, seqused_k, paged, every mask and
@@ -139,7 +145,8 @@ struct AttentionArgs {
   TensorView v_scale;
   // Optional: FP8 attention. q is then of dtype e4m3 too, beside an E4M3 cache (k/v e4m3 with
   // k_scale / v_scale, as above), and q_scale is float32 [Hq] (one scale a query head) or [1], on
-  // q's device, each positive and finite: element x of query head h stands for x * q_scale[h].
+  // q's device, each positive, finite and at most FLT_MAX / 448: element x of query head h stands
+  // for x * q_scale[h].
   // out is f16 or bf16 (f32 too on the CPU backend) and is the dtype the call computes in. Every
   // layout, mask and precision works, on both backends. On Hopper (sm_90a), dense and causal
   // calls at head dims 64, 128 and 256 (varlen or not) without seqused_k or a block table, in
@@ -200,7 +207,9 @@ struct AttentionArgs {
   // other kernel.
   bool pdl_cache_ready = false;
 
-  std::optional<float> softmax_scale;  // default 1/sqrt(D); must be positive and finite
+  // default 1/sqrt(D); positive, finite and at most 2.36e38 (FLT_MAX / log2(e): the kernels
+  // work in base 2)
+  std::optional<float> softmax_scale;
   bool causal = false;
   MaskSpec mask;  // sliding window, global tokens, block-sparse layout; default: none
   Precision precision = Precision::standard;

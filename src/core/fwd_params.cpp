@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -278,13 +280,18 @@ void check_cu_seqlens(const std::int32_t* cu, int batch, std::int64_t total, int
 
 namespace {
 
-// Every one of `n` scales named `name` positive and finite.
+// Every one of `n` scales named `name` positive, finite and at most FLT_MAX / 448, so that a
+// dequantized value (448 x scale at most for e4m3, 127 x scale for int8) stays finite (a k_scale
+// of 1e37 made an int8 key of 127 inf, and the row NaN).
 void check_scale_values(const float* scales, int n, const char* name, const char* fn) {
+  constexpr float kMaxScale = std::numeric_limits<float>::max() / 448.0f;
   for (int i = 0; i < n; ++i) {
-    if (!(std::isfinite(scales[i]) && scales[i] > 0.f)) {
+    if (!(std::isfinite(scales[i]) && scales[i] > 0.f && scales[i] <= kMaxScale)) {
+      char v[32];
+      std::snprintf(v, sizeof v, "%.9g", static_cast<double>(scales[i]));
       throw Error(ErrorCode::invalid_argument,
-                  std::string(fn) + ": " + name + "[" + std::to_string(i) + "] is " +
-                      std::to_string(scales[i]) + ", must be positive and finite");
+                  std::string(fn) + ": " + name + "[" + std::to_string(i) + "] is " + v +
+                      ", must be positive, finite and at most 7.6e35 (FLT_MAX / 448)");
     }
   }
 }
@@ -546,8 +553,14 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   check_operand(a.v, "v");
   check_operand(a.out, "out");
 
-  if (a.softmax_scale && !(std::isfinite(*a.softmax_scale) && *a.softmax_scale > 0.f)) {
-    invalid("softmax_scale " + std::to_string(*a.softmax_scale) + " must be positive and finite");
+  // The kernels work in base 2: scale x log2(e) must stay finite (3e38 gave NaN everywhere).
+  constexpr float kMaxSoftmaxScale = std::numeric_limits<float>::max() / 1.4426950408889634f;
+  if (a.softmax_scale && !(std::isfinite(*a.softmax_scale) && *a.softmax_scale > 0.f &&
+                           *a.softmax_scale <= kMaxSoftmaxScale)) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%.9g", static_cast<double>(*a.softmax_scale));
+    invalid(std::string("softmax_scale ") + v +
+            " must be positive, finite and at most 2.36e38 (FLT_MAX / log2(e))");
   }
   if (a.num_threads < 0) invalid("num_threads " + std::to_string(a.num_threads) + " is negative");
   for (auto [w, name] : {std::pair{a.mask.window_left, "mask.window_left"},

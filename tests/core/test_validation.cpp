@@ -501,6 +501,10 @@ TEST(Validation, NonFiniteScaleAndNegativeThreads) {
   expect_invalid(a, {"softmax_scale 0", "positive"}, d);
   a.softmax_scale = -0.125f;
   expect_invalid(a, {"softmax_scale -0.125", "positive"}, d);
+  a.softmax_scale = 3e38f;  // x log2(e) is past float: NaN everywhere
+  expect_invalid(a, {"softmax_scale 3.00000001e+38", "at most 2.36e38"}, d);
+  a.softmax_scale = 2.3e38f;  // still finite in base 2
+  EXPECT_NO_THROW(check_attention_args(a));
 
   a = d.args();
   a.num_threads = -1;

@@ -234,7 +234,10 @@ TEST(Fp8Cpu, BadInputsAreNamed) {
   bad.set(0, 0.5f);
   bad.set(1, std::nanf(""));
   expect_rejected([](Fp8Call&, AttentionArgs& a) { a.q_scale = bad.view(); },
-                  "q_scale[1] is nan, must be positive and finite");
+                  "q_scale[1] is nan, must be positive, finite and at most 7.6e35");
+  bad.set(1, 1e36f);  // 448 x q_scale would overflow
+  expect_rejected([](Fp8Call&, AttentionArgs& a) { a.q_scale = bad.view(); },
+                  "q_scale[1] is 9.99999962e+35, must be positive, finite and at most 7.6e35");
 }
 
 }  // namespace

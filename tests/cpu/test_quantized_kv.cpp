@@ -292,6 +292,15 @@ TEST(QuantizedKvCpu, BadScalesAndDtypesAreNamedAndOutIsUntouched) {
     a.k_scale = nan.view();
     expect_invalid_argument([&] { attention_forward(a); }, "k_scale[0] is nan");
   }
+  {  // 127 x 1e37 is past float: the key became inf and the row NaN
+    AttentionArgs a = args();
+    HostTensor big = qc.ks;
+    big.set(0, 1e37f);
+    a.k_scale = big.view();
+    expect_invalid_argument(
+        [&] { attention_forward(a); },
+        "k_scale[0] is 9.99999993e+36, must be positive, finite and at most 7.6e35");
+  }
   {
     AttentionArgs a = args();
     HostTensor f16s(DType::f16, {2});
