@@ -271,6 +271,9 @@ def test_errors_name_the_offending_value(model, tmp_path):
         ga.Gpt2Engine(str(tmp_path / "nowhere"), backend="cpu")
     with pytest.raises(ValueError, match="backend 'gpu' is not one of"):
         ga.Gpt2Engine(directory, backend="gpu")
+    if not ga.cuda_available():  # no device (or no driver): an argument error, as RankGroup's
+        with pytest.raises((ValueError, NotImplementedError), match="CUDA"):
+            ga.Gpt2Engine(directory, backend="cuda")
     engine = ga.Gpt2Engine(directory, backend="cpu")
     with pytest.raises(ValueError, match=r"request 1: prompt\[0\] is 97, must be in \[0, 97\)"):
         engine.generate([[1], [97]])

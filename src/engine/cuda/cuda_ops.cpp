@@ -32,7 +32,10 @@ class CudaOps final : public ModelOps {
  public:
   CudaOps(DType dtype, int device_index) : dtype_(dtype), device_(device_index) {
     int count = 0;
-    check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {  // no driver or no device: none visible,
+      (void)cudaGetLastError();                       // named below as an argument error
+      count = 0;
+    }
     if (device_index < 0 || device_index >= count) {
       throw Error(ErrorCode::invalid_argument,
                   "gpuattn::Gpt2Engine: device_index is " + std::to_string(device_index) +
