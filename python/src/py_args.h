@@ -101,10 +101,8 @@ inline float float32_arg(nb::handle h, const std::string& name) {
 // A sequence (list, tuple, 1-D numpy array) of ints in [lo, hi]; elements named name[i].
 inline std::vector<std::int32_t> ids_arg(nb::handle h, const std::string& name, std::int64_t lo,
                                          std::int64_t hi) {
-  if (PyUnicode_Check(h.ptr()) || PyBytes_Check(h.ptr()) || !PySequence_Check(h.ptr())) {
-    if (!nb::hasattr(h, "__iter__") || PyUnicode_Check(h.ptr()) || PyBytes_Check(h.ptr())) {
-      throw nb::type_error((name + " must be a sequence of ints, got " + repr_of(h)).c_str());
-    }
+  if (PyUnicode_Check(h.ptr()) || PyBytes_Check(h.ptr()) || !nb::hasattr(h, "__iter__")) {
+    throw nb::type_error((name + " must be a sequence of ints, got " + repr_of(h)).c_str());
   }
   std::vector<std::int32_t> out;
   std::size_t i = 0;

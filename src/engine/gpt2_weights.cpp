@@ -256,15 +256,10 @@ void Gpt2Weights::save(const std::string& dir) const {
     invalid("gpuattn::Gpt2Weights::save: " + std::to_string(layers.size()) +
             " layers, but config.n_layer is " + std::to_string(config.n_layer));
   }
+  check_shapes("gpuattn::Gpt2Weights::save");
   std::vector<engine::StTensorOut> out;
   const auto put = [&](const std::string& name, const std::vector<float>& v,
                        std::vector<std::int64_t> shape) {
-    std::int64_t n = 1;
-    for (const std::int64_t d : shape) n *= d;
-    if (static_cast<std::int64_t>(v.size()) != n) {
-      invalid("gpuattn::Gpt2Weights::save: " + name + " has " + std::to_string(v.size()) +
-              " values, the config needs " + std::to_string(n));
-    }
     for (std::size_t i = 0; i < v.size(); ++i) {
       if (!std::isfinite(v[i])) {
         invalid("gpuattn::Gpt2Weights::save: " + name + " element " + std::to_string(i) + " is " +

@@ -6,6 +6,7 @@
 #include <limits>
 #include <unordered_set>
 
+#include "engine/utf8.h"
 #include "gpuattn/types.h"
 
 namespace gpuattn::engine {
@@ -229,29 +230,15 @@ class Parser {
   // (no overlong forms, no surrogates, nothing above U+10FFFF) and copied to out.
   void copy_utf8(std::string& out) {
     const auto lead = static_cast<unsigned char>(text_[pos_]);
-    int continuation = 0;
-    unsigned char lo = 0x80, hi = 0xbf;  // allowed range of the second byte
-    if (lead >= 0xc2 && lead <= 0xdf) {
-      continuation = 1;
-    } else if (lead >= 0xe0 && lead <= 0xef) {
-      continuation = 2;
-      if (lead == 0xe0) lo = 0xa0;
-      if (lead == 0xed) hi = 0x9f;
-    } else if (lead >= 0xf0 && lead <= 0xf4) {
-      continuation = 3;
-      if (lead == 0xf0) lo = 0x90;
-      if (lead == 0xf4) hi = 0x8f;
-    } else {
-      fail("invalid UTF-8 lead byte " + hex_byte(lead) + " in a string");
+    int good = 0;
+    const int len = utf8_prefix(text_, pos_, good);
+    if (len == 0) fail("invalid UTF-8 lead byte " + hex_byte(lead) + " in a string");
+    if (good < len) {
+      fail_at(pos_ + static_cast<std::size_t>(good),
+              "invalid UTF-8 sequence in a string (lead byte " + hex_byte(lead) + ")");
     }
-    for (int i = 1; i <= continuation; ++i) {
-      const std::size_t p = pos_ + static_cast<std::size_t>(i);
-      const auto c = p < text_.size() ? static_cast<unsigned char>(text_[p]) : 0;
-      const bool ok = i == 1 ? c >= lo && c <= hi : c >= 0x80 && c <= 0xbf;
-      if (!ok) fail_at(p, "invalid UTF-8 sequence in a string (lead byte " + hex_byte(lead) + ")");
-    }
-    out.append(text_.substr(pos_, static_cast<std::size_t>(continuation) + 1));
-    pos_ += static_cast<std::size_t>(continuation) + 1;
+    out.append(text_.substr(pos_, static_cast<std::size_t>(len)));
+    pos_ += static_cast<std::size_t>(len);
   }
 
   std::string parse_string() {

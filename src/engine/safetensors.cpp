@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "engine/json.h"
+#include "engine/utf8.h"
 #include "gpuattn/numeric.h"
 #include "gpuattn/types.h"
 
@@ -26,37 +27,13 @@ namespace {
 // The reference implementation's limit: a larger header is taken for a corrupt file.
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
 
-// The offset of the first byte of `s` that is not part of well-formed UTF-8 (no overlong forms,
-// no surrogates, nothing past U+10FFFF), or npos.
+// The offset of the first byte of `s` that is not part of well-formed UTF-8 (utf8.h), or npos.
 std::size_t invalid_utf8_at(std::string_view s) {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
   for (std::size_t i = 0; i < s.size();) {
-    const unsigned char c = byte(i);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int n = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return i;
-    }
-    if (i + n >= s.size()) return i;  // cut short
-    if (byte(i + 1) < lo || byte(i + 1) > hi) return i;
-    for (int k = 2; k <= n; ++k) {
-      if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return i;
-    }
-    i += n + 1;
+    int good = 0;
+    const int len = utf8_prefix(s, i, good);
+    if (len == 0 || good < len) return i;
+    i += static_cast<std::size_t>(len);
   }
   return std::string_view::npos;
 }

@@ -12,6 +12,7 @@
 
 #include "engine/files.h"
 #include "engine/json.h"
+#include "engine/utf8.h"
 #include "gpuattn/types.h"
 
 namespace gpuattn {
@@ -432,36 +433,14 @@ std::string Gpt2Tokenizer::decode_text(const std::vector<std::int32_t>& ids) con
   std::string out;
   out.reserve(bytes.size());
   for (std::size_t i = 0; i < bytes.size();) {
-    const Utf8Step st = utf8_step(bytes, i);
-    if (st.len > 0) {
-      out.append(bytes, i, static_cast<std::size_t>(st.len));
-      i += static_cast<std::size_t>(st.len);
-      continue;
+    int good = 0;
+    const int len = engine::utf8_prefix(bytes, i, good);
+    if (len > 0 && good == len) {
+      out.append(bytes, i, static_cast<std::size_t>(len));
+    } else {  // one U+FFFD a maximal ill-formed subpart, as Python's errors="replace" and HF's
+      out += "\xEF\xBF\xBD";
     }
-    // One U+FFFD for each maximal subpart (Unicode's recommended practice, as Python's
-    // errors="replace" and Hugging Face's decode do): a lead byte with the continuation bytes
-    // that could still follow it; a byte that starts nothing, alone.
-    out += "\xEF\xBF\xBD";
-    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(bytes[k]); };
-    const unsigned char c = byte(i);
-    int n = 0;                           // continuation bytes the lead asks for
-    unsigned char lo = 0x80, hi = 0xBF;  // the first continuation's range
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      lo = c == 0xE0 ? 0xA0 : 0x80;
-      hi = c == 0xED ? 0x9F : 0xBF;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      lo = c == 0xF0 ? 0x90 : 0x80;
-      hi = c == 0xF4 ? 0x8F : 0xBF;
-    }
-    i += 1;
-    for (int k = 0; k < n && i < bytes.size(); ++k, ++i) {
-      const unsigned char b = byte(i);
-      if (k == 0 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) break;
-    }
+    i += static_cast<std::size_t>(good > 0 ? good : 1);
   }
   return out;
 }
