@@ -357,7 +357,7 @@ void print_help() {
 
 Times attention_forward per shape (CUDA: the protocol of triton.testing.do_bench, which times
 the torch anchors: warm-up by time, then calls for --rep ms, each between CUDA events after a
-256 MiB L2-flush memset, inputs also rotated among buffer sets larger than L2, the median;
+256 MiB L2-flush memset, one set of inputs, the median;
 CPU: median wall time of the calls in --rep ms, at least 3) and prints time, µs/head
 (time / (B*Hq)), TFLOP/s (4*Sq*Sk*D*B*Hq, causal: visible elements only), % of the measured
 peak (a cuBLASLt 8192^3 GEMM of the same dtype, measured once per run), and the same for the
@@ -557,8 +557,8 @@ int run_bench(const std::vector<std::string>& args) {
     top.add("shapes", shapes).add("warmup_ms", warmup_ms).add("rep_ms", rep_ms);
     top.add("precision", to_string(precision));
     top.add("timing", on_cuda ? "median of CUDA-event-timed calls, do_bench protocol: warm-up by "
-                                "time, each call after a 256 MiB L2-flush memset, inputs "
-                                "rotated beyond L2"
+                                "time, each call after a 256 MiB L2-flush memset, one set of "
+                                "inputs"
                               : "median wall time");
     top.add("lse", false);
     const char* kernel_env = std::getenv("GPUATTN_KERNEL");
