@@ -161,8 +161,11 @@ struct EngineOptions {
   LinearWeights head_weights = LinearWeights::dense;
   KvCache kv_cache = KvCache::model;  // the cache's storage (KvCache above)
   bool cuda_graphs = true;            // CUDA: decode-only steps replay captured graphs
-  int num_threads = 0;                // CPU backend threads (0: hardware concurrency)
-  int device_index = 0;               // CUDA ordinal
+  // CUDA: graphs kept at once, one a (batch, block-table width) of decode-only steps; past it the
+  // least recently replayed is dropped (each holds its ~112 launches' device resources). >= 1.
+  int max_cuda_graphs = 64;
+  int num_threads = 0;   // CPU backend threads (0: hardware concurrency)
+  int device_index = 0;  // CUDA ordinal
 };
 
 struct GenerationStats {
@@ -170,6 +173,11 @@ struct GenerationStats {
   std::int64_t prefill_tokens = 0;  // prompt tokens run (recomputed ones included)
   std::int64_t decode_tokens = 0;   // tokens produced by decode steps
   int preemptions = 0;
+  // CUDA graphs of decode-only steps (EngineOptions::cuda_graphs): captured, replayed, and dropped
+  // to stay within max_cuda_graphs, during this generate().
+  int graphs_captured = 0;
+  int graph_replays = 0;
+  int graphs_dropped = 0;
   double seconds = 0.0;  // wall time of generate(), device work included
 };
 

@@ -65,7 +65,7 @@ class PyGpt2Engine {
                nb::handle page_size, nb::handle num_pages, nb::handle max_batch,
                nb::handle max_prefill_tokens, nb::handle cuda_graphs, nb::handle num_threads,
                const std::string& linear_weights, const std::string& head_weights,
-               const std::string& kv_cache) {
+               const std::string& kv_cache, nb::handle max_cuda_graphs) {
     check_path(path, "path");
     gpuattn::EngineOptions o;
     if (kv_cache != "model" && kv_cache != "e4m3") {
@@ -82,6 +82,7 @@ class PyGpt2Engine {
     o.scheduler.max_batch = int32_arg(max_batch, "max_batch");
     o.scheduler.max_prefill_tokens = int32_arg(max_prefill_tokens, "max_prefill_tokens");
     o.cuda_graphs = gpuattn_py::bool_arg(cuda_graphs, "cuda_graphs");
+    o.max_cuda_graphs = int32_arg(max_cuda_graphs, "max_cuda_graphs");
     o.num_threads = int32_arg(num_threads, "num_threads");
     nb::gil_scoped_release release;
     const gpuattn::Gpt2Weights w = gpuattn::Gpt2Weights::load(path);
@@ -178,19 +179,21 @@ void bind_engine(nb::module_& m) {
                            "The GPT-2 engine (gpuattn::Gpt2Engine) over weights on disk.")
       .def(nb::init<const std::string&, const std::string&, const std::string&, nb::handle,
                     nb::handle, nb::handle, nb::handle, nb::handle, nb::handle, const std::string&,
-                    const std::string&, const std::string&>(),
+                    const std::string&, const std::string&, nb::handle>(),
            nb::arg("path"), nb::arg("backend") = "auto", nb::arg("dtype") = "float16",
            nb::arg("page_size") = 16, nb::arg("num_pages") = 0, nb::arg("max_batch") = 64,
            nb::arg("max_prefill_tokens") = 8192, nb::arg("cuda_graphs") = true,
            nb::arg("num_threads") = 0, nb::arg("linear_weights") = "dense",
            nb::arg("head_weights") = "dense", nb::arg("kv_cache") = "model",
+           nb::arg("max_cuda_graphs") = 64,
            "Loads `path` (model.safetensors, or a directory with it and config.json, Hugging "
            "Face layout) onto `backend` ('auto', 'cpu', 'cuda'); dtype is the CUDA storage type "
            "('float16', 'bfloat16'; the CPU computes in fp32); linear_weights 'int8' or 'int4' "
            "stores the "
            "layers' linears as weight-only int8 or int4 with group-wise scales; head_weights "
            "'int8' or 'int4' the output head (tied to the embedding) likewise; kv_cache 'e4m3' "
-           "stores the KV cache as FP8 E4M3 (unit scales).")
+           "stores the KV cache as FP8 E4M3 (unit scales); max_cuda_graphs (>= 1) caps the "
+           "decode steps' CUDA graphs kept at once (least recently replayed dropped first).")
       .def("generate", &PyGpt2Engine::generate, nb::arg("prompts"), nb::arg("max_new_tokens") = 16,
            nb::arg("temperature") = 0.0, nb::arg("top_k") = 0, nb::arg("top_p") = 1.0,
            nb::arg("seed") = 0, nb::arg("eos") = -1,

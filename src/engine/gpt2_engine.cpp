@@ -143,15 +143,35 @@ class Gpt2Engine::Impl {
   // built, and the backend's host buffers the metadata and the sampled tokens cross through.
   std::vector<std::int32_t> m;
   std::unique_ptr<void, std::function<void(void*)>> staging, tokens_host;
-  // Decode-only steps' graphs by (batch, table width), and the key of the step before when it
-  // was a decode-only step run plainly (batch 0: it was not).
-  std::map<std::pair<int, int>, void*> graphs;
+  // Decode-only steps' graphs by (batch, table width), each with the tick of its last replay (at
+  // most opts.max_cuda_graphs, the least recently replayed dropped first), and the key of the step
+  // before when it was a decode-only step run plainly (batch 0: it was not). The counts are the
+  // engine's totals (generate() reports its own share).
+  struct Graph {
+    void* exec = nullptr;
+    std::uint64_t used = 0;
+  };
+  std::map<std::pair<int, int>, Graph> graphs;
   std::pair<int, int> plain_before{0, 0};
+  std::uint64_t graph_tick = 0;
+  std::int64_t graphs_captured = 0, graph_replays = 0, graphs_dropped = 0;
 
   void drop_graphs() {
-    for (auto& [bd, g] : graphs) ops->destroy_graph(g);
+    for (auto& [bd, g] : graphs) ops->destroy_graph(g.exec);
     graphs.clear();
     plain_before = {0, 0};
+  }
+  // Makes room for one more graph: drops the least recently replayed while at the cap.
+  void make_room_for_a_graph() {
+    while (!graphs.empty() && graphs.size() >= static_cast<std::size_t>(opts.max_cuda_graphs)) {
+      auto oldest = graphs.begin();
+      for (auto it = graphs.begin(); it != graphs.end(); ++it) {
+        if (it->second.used < oldest->second.used) oldest = it;
+      }
+      ops->destroy_graph(oldest->second.exec);
+      graphs.erase(oldest);
+      ++graphs_dropped;
+    }
   }
   ~Impl() {
     if (!ops) return;
@@ -204,6 +224,10 @@ Gpt2Engine::Impl::Impl(const Gpt2Weights& w, const EngineOptions& o) : cfg(w.con
   if (opts.num_threads < 0) {
     invalid("num_threads is " + std::to_string(opts.num_threads) +
             ", must be >= 0 (0: hardware concurrency)");
+  }
+  if (opts.max_cuda_graphs < 1) {
+    invalid("max_cuda_graphs is " + std::to_string(opts.max_cuda_graphs) +
+            ", must be >= 1 (cuda_graphs = false runs without graphs)");
   }
   if (opts.page_size <= 0) {
     invalid("page_size is " + std::to_string(opts.page_size) + ", must be positive");
@@ -565,6 +589,7 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
     const auto key = std::make_pair(bd, width);
     auto it = graphs.find(key);
     if (it == graphs.end() && plain_before == key) {
+      make_room_for_a_graph();
       ops->begin_capture();
       try {
         step();
@@ -573,10 +598,13 @@ std::vector<std::int32_t> Gpt2Engine::Impl::run_step(const std::vector<Segment>&
         plain_before = {0, 0};
         throw;
       }
-      it = graphs.emplace(key, ops->end_capture()).first;
+      it = graphs.emplace(key, Graph{ops->end_capture(), 0}).first;
+      ++graphs_captured;
     }
     if (it != graphs.end()) {
-      ops->launch_graph(it->second);
+      ops->launch_graph(it->second.exec);
+      it->second.used = ++graph_tick;
+      ++graph_replays;
       plain_before = {0, 0};
     } else {
       step();
@@ -725,6 +753,8 @@ std::vector<std::vector<std::int32_t>> Gpt2Engine::generate(
     sched.enqueue_request(q);
   }
   GenerationStats st;
+  const std::int64_t captured0 = e.graphs_captured, replays0 = e.graph_replays,
+                     dropped0 = e.graphs_dropped;
   std::size_t done = 0;
   auto sample_row = [&](std::int64_t id) {
     const SamplingParams& s = requests[id].sampling;
@@ -790,6 +820,9 @@ std::vector<std::vector<std::int32_t>> Gpt2Engine::generate(
     out[i].assign(tokens[i].begin() + static_cast<std::ptrdiff_t>(requests[i].prompt.size()),
                   tokens[i].end());
   }
+  st.graphs_captured = static_cast<int>(e.graphs_captured - captured0);
+  st.graph_replays = static_cast<int>(e.graph_replays - replays0);
+  st.graphs_dropped = static_cast<int>(e.graphs_dropped - dropped0);
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (stats) *stats = st;
   return out;

@@ -1639,6 +1639,48 @@ TEST(Gpt2EngineCuda, BatchedGenerationFollowsTheModel) {
   }
 }
 
+// Decode-only steps replay graphs keyed by (batch, table width); at most max_cuda_graphs stay, the
+// least recently replayed dropped first. Four requests that end 6 steps apart give four batch
+// sizes, each long enough to capture a graph (the second step of a key captures, later ones
+// replay): with room for 2, at least 2 are dropped; the tokens are those of the run without graphs,
+// and of the run with room for all.
+TEST(Gpt2EngineCuda, GraphsStayWithinTheirCap) {
+  SKIP_WITHOUT_GPU();
+  const Gpt2Weights w = sharp_weights(small_config(), 43);
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 4; ++i) {
+    GenerationRequest r;
+    r.prompt = random_tokens(5 + i, 101, 700 + i);
+    r.max_new_tokens = 6 * (i + 1);
+    reqs.push_back(r);
+  }
+  EngineOptions capped = cuda_options(DType::f16);
+  capped.max_cuda_graphs = 2;
+  Gpt2Engine small(w, capped);
+  GenerationStats st;
+  const auto out = small.generate(reqs, &st);
+  EXPECT_GE(st.graphs_captured, 4);
+  EXPECT_EQ(st.graphs_dropped, st.graphs_captured - 2);
+  EXPECT_GT(st.graph_replays, 0);
+  Gpt2Engine roomy(w, cuda_options(DType::f16));
+  GenerationStats st_roomy;
+  EXPECT_EQ(roomy.generate(reqs, &st_roomy), out);
+  EXPECT_EQ(st_roomy.graphs_dropped, 0);
+  EXPECT_EQ(st_roomy.graphs_captured, st.graphs_captured);
+  EngineOptions plain = cuda_options(DType::f16);
+  plain.cuda_graphs = false;
+  Gpt2Engine ungraphed(w, plain);
+  GenerationStats st_plain;
+  EXPECT_EQ(ungraphed.generate(reqs, &st_plain), out);
+  EXPECT_EQ(st_plain.graphs_captured, 0);
+  EXPECT_EQ(st_plain.graph_replays, 0);
+  // A second call replays what the first kept: nothing new to capture for the same workload
+  // beyond the two dropped keys' recaptures.
+  GenerationStats again;
+  EXPECT_EQ(small.generate(reqs, &again), out);
+  EXPECT_EQ(again.graphs_dropped, again.graphs_captured);
+}
+
 // GPUATTN_FUZZ_CASES random workloads (default 6) from GPUATTN_FUZZ_SEED (a fixed default;
 // another seed explores; tests/common/random_cases.h): f16 or bf16, 1-8 requests of 1-40 prompt
 // tokens and 1-16 new ones, priorities, some with an eos, pages of 1-32 keys in a pool from the

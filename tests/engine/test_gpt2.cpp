@@ -580,6 +580,9 @@ TEST(Gpt2EngineCpu, BadRequestsAreNamed) {
   o = cpu_options();
   o.num_threads = -1;  // was taken, and every call failed in attention_forward
   expect_invalid_argument([&] { Gpt2Engine(w, o); }, "num_threads is -1, must be >= 0");
+  o = cpu_options();
+  o.max_cuda_graphs = 0;  // checked on every backend: the same options must work on both
+  expect_invalid_argument([&] { Gpt2Engine(w, o); }, "max_cuda_graphs is 0, must be >= 1");
   Gpt2Weights broken = w;
   broken.layers[1].c_fc_b.pop_back();
   expect_invalid_argument([&] { Gpt2Engine(broken, cpu_options()); }, "h.1.mlp.c_fc.bias has 511");

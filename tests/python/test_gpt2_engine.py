@@ -307,6 +307,8 @@ def test_errors_name_the_offending_value(model, tmp_path):
         ga.Gpt2Engine(directory + "\0junk", backend="cpu")
     with pytest.raises(TypeError, match="cuda_graphs must be a bool"):
         ga.Gpt2Engine(directory, backend="cpu", cuda_graphs=1)
+    with pytest.raises(ValueError, match="max_cuda_graphs is 0, must be >= 1"):
+        ga.Gpt2Engine(directory, backend="cpu", max_cuda_graphs=0)
     # numpy's ints and bools are taken as such
     assert len(engine.generate([np.array([1, 2], np.int64)], max_new_tokens=np.int32(3),
                                seed=np.uint64(7))[0]) == 3

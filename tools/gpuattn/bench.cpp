@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common.h"
+#include "core/decode_split.h"
 #include "core/tile_config.h"
 #if defined(GPUATTN_WITH_CUDA)
 #include "cuda/fwd_sm90.h"
@@ -259,13 +260,28 @@ void print_wrapped(const std::string& text, const std::string& indent) {
   if (!line.empty()) std::cout << indent << line << "\n";
 }
 
+// The stages column of --show-config: the decode kernels' ring depth is DecodePlan's by head dim
+// (the table's entry holds one figure), the others' the entry's.
+std::string stages_text(const TileConfig& t) {
+  const bool q8 = t.kernel == FwdKernel::decode_q8_16x64;
+  if (t.kernel != FwdKernel::decode_16x64 && !q8) return std::to_string(t.stages);
+  const int scale = q8 ? 2 : 1;  // the 8-bit ring holds twice the stages (the same bytes)
+  std::string text;
+  for (const int d : {64, 128, 256}) {
+    text += (text.empty() ? "" : "/") + std::to_string(scale * DecodePlan::stages(d));
+  }
+  text += " (D64/128/256";
+  if (!q8) text += "; lean D64 " + std::to_string(DecodePlan::stages(64, true));
+  return text + ")";
+}
+
 // `gpuattn bench --show-config`: the table of core/tile_config.h and the pick for each shape.
 int show_config(const std::string& set, const std::vector<Case>& own) {
   std::cout << "forward tile configurations (src/core/tile_config.h)\n";
   std::vector<std::vector<std::string>> table;
   for (const TileConfig& t : kFwdTileConfigs) {
     table.push_back({t.name, std::to_string(t.block_m) + "x" + std::to_string(t.block_n),
-                     std::to_string(t.warps), std::to_string(t.stages)});
+                     std::to_string(t.warps), stages_text(t)});
   }
   print_table({"config", "rows x keys", "warps", "stages"}, table);
   for (const TileConfig& t : kFwdTileConfigs) {

@@ -277,6 +277,8 @@ int run_generate(const std::vector<std::string>& args) {
         .add("max_new_tokens", max_new)
         .add("steps", st.steps)
         .add("preemptions", st.preemptions)
+        .add("graphs_captured", st.graphs_captured)
+        .add("graph_replays", st.graph_replays)
         .add("seconds", st.seconds)
         .add("tokens_per_s", tok_s)
         .add_raw("tokens", toks.str());
