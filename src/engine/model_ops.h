@@ -57,7 +57,8 @@ class ModelOps {
   virtual void layernorm(const void* x, const std::int32_t* src_rows, int rows, int C,
                          const void* w, const void* b, float eps, void* out) = 0;
   // out[rows, N] = act(x[rows, K] W[K, N] + bias[N]) (+ residual[rows, N]); act = GELU (tanh
-  // form) when gelu. residual may alias out. Exactly one of gelu / residual may be set.
+  // form) when gelu. residual may alias out. gelu and residual are not both set (CUDA:
+  // invalid_argument, whatever the rows).
   virtual void linear(const void* x, const void* W, const void* bias, const void* residual,
                       void* out, int rows, int K, int N, bool gelu) = 0;
   // linear(layernorm(x), ...) without a residual: x's rows layer-normed over K features (w, b,

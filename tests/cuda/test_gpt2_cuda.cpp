@@ -464,6 +464,12 @@ TEST(Gpt2EngineCuda, GemmEpilogueGeluIsTheTanhForm) {
           << "x = " << v;
     }
   }
+  // GELU with a residual is refused on every path (cuBLASLt's epilogue would add the residual
+  // before the GELU; 1 row takes the skinny kernel, 33 cuBLASLt).
+  for (const int r : {1, rows}) {
+    expect_invalid_argument([&] { ops->linear(dx, dW, db, dout, dout, r, K, N, true); },
+                            "gelu or a residual, not both");
+  }
   for (void* p : {dx, dW, db, dout}) ops->free(p);
 }
 

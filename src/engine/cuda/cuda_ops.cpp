@@ -328,6 +328,7 @@ class CudaOps final : public ModelOps {
   static cuda::SkinnyArgs skinny_args(const void* x, const void* W, const void* bias,
                                       const void* residual, void* out, int rows, int K, int N,
                                       bool gelu) {
+    cuda::check_linear_epilogue(gelu, residual);  // every path, whatever the rows
     cuda::SkinnyArgs a;
     a.x = x;
     a.W = W;

@@ -130,8 +130,17 @@ Gemm::Plan& Gemm::plan(int kind, int m, int n, int k, int ldd) {
   return *slot;
 }
 
+void check_linear_epilogue(bool gelu, const void* residual) {
+  if (gelu && residual != nullptr) {  // cuBLASLt's epilogue would give gelu(x W + bias + residual)
+    throw Error(ErrorCode::invalid_argument,
+                "gpuattn engine GEMM: linear takes gelu or a residual, not both (the epilogue "
+                "would apply GELU after the residual add)");
+  }
+}
+
 void Gemm::linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
                   int rows, int K, int N, bool gelu) {
+  check_linear_epilogue(gelu, residual);
   if (rows == 0) return;
   const int kind = gelu ? kGeluBias : residual ? kBiasResidual : kBias;
   const float alpha = 1.0f, beta = residual ? 1.0f : 0.0f;

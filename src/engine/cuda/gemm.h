@@ -11,6 +11,10 @@
 
 namespace gpuattn::engine::cuda {
 
+// invalid_argument for a linear with both gelu and a residual (ModelOps::linear's contract; the
+// cuBLASLt epilogue would add the residual before the GELU).
+void check_linear_epilogue(bool gelu, const void* residual);
+
 class Gemm {
  public:
   Gemm(DType dtype, void* stream);
@@ -19,7 +23,8 @@ class Gemm {
   Gemm& operator=(const Gemm&) = delete;
 
   // out[rows, N] = act(x[rows, K] W[K, N] + bias[N]) (+ residual[rows, N]); act = GELU (tanh)
-  // when gelu. residual may alias out; gelu and residual are not both set.
+  // when gelu. residual may alias out; gelu with a residual is an invalid_argument (the epilogue
+  // would add the residual before the GELU).
   void linear(const void* x, const void* W, const void* bias, const void* residual, void* out,
               int rows, int K, int N, bool gelu);
   // logits fp32 [rows, Vp] (row pitch ld >= Vp, else invalid_argument) = x[rows, C] E[Vp, C]^T,
