@@ -80,7 +80,9 @@ void check_index_array(const TensorView& t, const char* name, int rank, const Te
   }
   if (rank == 2 && t.stride[0] < 0) invalid(std::string(name) + " has a negative stride");
   if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0) {
-    invalid(std::string(name) + " pointer is not 4-byte aligned");
+    std::ostringstream msg;
+    msg << name << " pointer " << t.data << " is not 4-byte aligned";
+    invalid(msg.str());
   }
   if (t.device != where.device ||
       (t.device == Device::cuda && t.device_index != where.device_index)) {

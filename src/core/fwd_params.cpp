@@ -1,5 +1,6 @@
 #include "core/fwd_params.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +30,12 @@ std::string shape_str(const TensorView& t) {
   const int n = t.rank < TensorView::kMaxRank ? t.rank : TensorView::kMaxRank;
   for (int i = 0; i < n; ++i) s << (i ? ", " : "") << t.shape[i];
   s << (t.rank > n ? ", ...]" : "]");
+  return s.str();
+}
+
+std::string unaligned(const std::string& name, const void* ptr, int bytes) {
+  std::ostringstream s;
+  s << name << " pointer " << ptr << " is not " << bytes << "-byte aligned";
   return s.str();
 }
 
@@ -101,7 +108,7 @@ const TensorView& check_cu(const TensorView& cu, const char* name, const TensorV
     invalid(std::string(name) + " stride is " + std::to_string(cu.stride[0]) + ", must be 1");
   }
   if (reinterpret_cast<std::uintptr_t>(cu.data) % 4 != 0) {
-    invalid(std::string(name) + " pointer is not 4-byte aligned");
+    invalid(unaligned(name, cu.data, 4));
   }
   check_same_place(cu, q, name);
   return cu;
@@ -131,7 +138,7 @@ void set_block_table(const AttentionArgs& a, FwdParams& p) {
     invalid("block_table has a negative stride " + std::to_string(t.stride[0]) + " in dimension 0");
   }
   if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0) {
-    invalid("block_table pointer is not 4-byte aligned");
+    invalid(unaligned("block_table", t.data, 4));
   }
   check_same_place(t, a.q, "block_table");
   const std::int64_t pages = a.k.shape[0], page_size = a.k.shape[1];
@@ -207,6 +214,76 @@ void set_block_layout(const AttentionArgs& a, FwdParams& p) {
   p.block_col_stride = l.stride[2];
   p.block_q = bs.block_q;
   p.block_k = bs.block_k;
+}
+
+// "at 0x..., shape [...], strides [...]": a view's place in an overlap message.
+std::string where(const TensorView& t) {
+  std::ostringstream s;
+  s << "at " << t.data << ", shape " << shape_str(t) << ", strides [";
+  for (int i = 0; i < t.rank && i < TensorView::kMaxRank; ++i) s << (i ? ", " : "") << t.stride[i];
+  s << "]";
+  return s.str();
+}
+
+// Whether two elements of t share an address: a zero stride over more than one element, or
+// strides (ordered by size) each short of the extent of the dimensions inside it. (Stricter than
+// exact for exotic interleavings, which no caller of a written view has.)
+bool self_overlapping(const TensorView& t) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // |stride|, size
+  for (int i = 0; i < t.rank; ++i) {
+    if (t.shape[i] <= 0) return false;  // no element
+    if (t.shape[i] > 1) dims.emplace_back(t.stride[i] < 0 ? -t.stride[i] : t.stride[i], t.shape[i]);
+  }
+  std::sort(dims.begin(), dims.end());
+  std::int64_t extent = 1;  // elements spanned by the dimensions so far
+  for (const auto& [stride, size] : dims) {
+    if (stride < extent) return true;
+    extent = stride * (size - 1) + extent;
+  }
+  return false;
+}
+
+bool same_view(const TensorView& a, const TensorView& b) {
+  if (a.data != b.data || a.dtype != b.dtype || a.rank != b.rank || a.device != b.device ||
+      a.device_index != b.device_index) {
+    return false;
+  }
+  for (int i = 0; i < a.rank; ++i) {
+    if (a.shape[i] != b.shape[i] || (a.shape[i] > 1 && a.stride[i] != b.stride[i])) return false;
+  }
+  return true;
+}
+
+// out and lse, once every view's shape is checked: neither writes an element twice, nor memory the
+// call reads (q, k, v; work items read them while others write) or the other writes. out may be q
+// itself, the same view (in place): each row's q is read before its out is written, by the same
+// work item.
+void check_written_views(const AttentionArgs& a) {
+  struct Named {
+    const TensorView* t;
+    const char* name;
+  };
+  const Named out{&a.out, "out"}, lse{&a.lse, "lse"};
+  const Named inputs[] = {{&a.q, "q"}, {&a.k, "k"}, {&a.v, "v"}};
+  for (const Named& w : {out, lse}) {
+    if (!w.t->present()) continue;
+    if (self_overlapping(*w.t)) {
+      invalid(std::string(w.name) + " (" + where(*w.t) +
+              ") has elements that share an address: its strides must not overlap (a zero "
+              "stride over more than one element, or a stride inside another dimension's span)");
+    }
+    for (const Named& r : inputs) {
+      if (w.t == &a.out && r.t == &a.q && same_view(a.out, a.q)) continue;  // in place
+      if (spans_overlap(*w.t, *r.t)) {
+        invalid(std::string(w.name) + " (" + where(*w.t) + ") overlaps " + r.name + " (" +
+                where(*r.t) + "): the call reads " + r.name + " while it writes " + w.name +
+                (w.t == &a.out ? " (out may be q itself, the same view, in place)" : ""));
+      }
+    }
+  }
+  if (a.lse.present() && spans_overlap(a.lse, a.out)) {
+    invalid("lse (" + where(a.lse) + ") overlaps out (" + where(a.out) + ")");
+  }
 }
 
 }  // namespace
@@ -326,8 +403,7 @@ int check_q_scale_view(const TensorView& t, int hq, const TensorView& q) {
     bad("q_scale has stride " + std::to_string(t.stride[0]) +
         ": (Hq - 1) x stride must be in [0, 2^31)");
   }
-  if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0)
-    bad("q_scale pointer is not 4-byte aligned");
+  if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0) bad(unaligned("q_scale", t.data, 4));
   if (t.device != q.device || (t.device == Device::cuda && t.device_index != q.device_index)) {
     bad("q_scale is on " + std::string(to_string(t.device)) + ":" + std::to_string(t.device_index) +
         " but q is on " + to_string(q.device) + ":" + std::to_string(q.device_index));
@@ -373,7 +449,7 @@ int check_kv_scale_views(const TensorView& k_scale, const TensorView& v_scale, D
       bad(std::string(name) + " has a negative stride " + std::to_string(t->stride[0]));
     }
     if (reinterpret_cast<std::uintptr_t>(t->data) % 4 != 0) {
-      bad(std::string(name) + " pointer is not 4-byte aligned");
+      bad(unaligned(name, t->data, 4));
     }
     if (t->device != ref.device ||
         (t->device == Device::cuda && t->device_index != ref.device_index)) {
@@ -453,6 +529,16 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   check_view(a.k, "k", rank, klayout);
   check_view(a.v, "v", rank, klayout);
   check_view(a.out, "out", rank, qlayout);
+  // The optional views' device and dtype values, before a message below prints them by name.
+  for (const auto& [t, name] :
+       {std::pair{&a.lse, "lse"}, std::pair{&a.cu_seqlens_q, "cu_seqlens_q"},
+        std::pair{&a.cu_seqlens_k, "cu_seqlens_k"}, std::pair{&a.seqused_k, "seqused_k"},
+        std::pair{&a.block_table, "block_table"}, std::pair{&a.k_scale, "k_scale"},
+        std::pair{&a.v_scale, "v_scale"}, std::pair{&a.q_scale, "q_scale"},
+        std::pair{&a.counters, "counters"},
+        std::pair{&a.mask.block_sparse.layout, "mask.block_sparse.layout"}}) {
+    if (t->present()) check_place_values(*t, name, "gpuattn::attention_forward");
+  }
 
   // dtypes. FP8 attention: q e4m3 (with q_scale) beside an e4m3 cache; out's dtype is then the
   // one the call computes in.
@@ -628,7 +714,7 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
       invalid("counters stride is " + std::to_string(c.stride[0]) + ", must be 1");
     }
     if (reinterpret_cast<std::uintptr_t>(c.data) % 4 != 0) {
-      invalid("counters pointer is not 4-byte aligned");
+      invalid(unaligned("counters", a.counters.data, 4));
     }
     check_same_place(c, a.q, "counters");
     p.counters = static_cast<std::int32_t*>(c.data);
@@ -694,7 +780,7 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
         invalid("seqused_k stride is " + std::to_string(u.stride[0]) + ", must be 1");
       }
       if (reinterpret_cast<std::uintptr_t>(u.data) % 4 != 0) {
-        invalid("seqused_k pointer is not 4-byte aligned");
+        invalid(unaligned("seqused_k", a.seqused_k.data, 4));
       }
       check_same_place(u, a.q, "seqused_k");
       p.seqused_k = static_cast<const std::int32_t*>(u.data);
@@ -798,7 +884,7 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     if (l.dtype != DType::f32) {
       invalid(std::string("lse dtype ") + to_string(l.dtype) + " must be float32");
     }
-    if (reinterpret_cast<std::uintptr_t>(l.data) % 4 != 0) invalid("lse is not 4-byte aligned");
+    if (reinterpret_cast<std::uintptr_t>(l.data) % 4 != 0) invalid(unaligned("lse", l.data, 4));
     if (!varlen) {
       if (l.rank != 3 || l.shape[0] != p.batch || l.shape[1] != p.hq || l.shape[2] != p.seqlen_q) {
         invalid("lse shape " + shape_str(l) + " must be [B, Hq, Sq] = [" + std::to_string(p.batch) +
@@ -820,6 +906,7 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     }
     p.lse = static_cast<float*>(l.data);
   }
+  check_written_views(a);
   return p;
 }
 

@@ -424,7 +424,40 @@ TEST(Validation, MisalignedPointers) {
   }
   AttentionArgs a = d.args();
   a.lse.data = static_cast<char*>(a.lse.data) + 2;
-  expect_invalid(a, {"lse is not 4-byte aligned"}, d);
+  expect_invalid(a, {"lse pointer 0x", "is not 4-byte aligned"}, d);
+}
+
+// out and lse may not write what the call reads (q, k, v), each other, or an element twice; out
+// may be q itself (the same view: in place), which gives the out-of-place result.
+TEST(Validation, WrittenViewsDoNotOverlap) {
+  const Dense d(DType::f16, 2, 6, 6, 4, 4, 64, 130);  // out, q, k and v of one size
+  AttentionArgs a = d.args();
+  a.out.data = a.v.data;
+  expect_invalid(a, {"out (at 0x", "overlaps v (at 0x", "the call reads v while it writes out"}, d);
+  a = d.args();
+  a.out.data = static_cast<char*>(a.q.data) + 64 * 2 * 4;  // q shifted by a row: not in place
+  expect_invalid(a, {"out (at 0x", "overlaps q", "out may be q itself"}, d);
+  a = d.args();
+  a.lse.data = a.k.data;
+  expect_invalid(a, {"lse (at 0x", "overlaps k"}, d);
+  a = d.args();
+  a.lse.data = a.out.data;
+  expect_invalid(a, {"lse (at 0x", "overlaps out"}, d);
+  a = d.args();
+  a.out.stride[2] = 0;  // every head's rows on head 0's
+  expect_invalid(a, {"out (at 0x", "strides [1536, 256, 0, 1]", "share an address"}, d);
+  a = d.args();
+  a.lse.stride[0] = 1;  // batch 1 inside batch 0's heads
+  expect_invalid(a, {"lse (at 0x", "share an address"}, d);
+
+  // In place: q's memory gets the output the out-of-place call gives.
+  Dense twin(DType::f16, 2, 6, 6, 4, 4, 64, 130);  // the same inputs
+  attention_forward(d.args());
+  AttentionArgs in_place = twin.args();
+  in_place.out = in_place.q;
+  attention_forward(in_place);
+  EXPECT_EQ(std::memcmp(twin.q.data(), d.out.data(), d.out.bytes()), 0)
+      << "in place differs from out of place";
 }
 
 TEST(Validation, NullPointers) {
