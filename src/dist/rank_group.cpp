@@ -145,7 +145,11 @@ std::vector<std::int64_t> shard_rows(ShardLayout layout, int world_size, int ran
   }
   const std::int64_t parts = layout == ShardLayout::zigzag ? 2 * std::int64_t{world_size}
                                                            : world_size;  // 64-bit: 2^30 ranks
-  if (seq_len < 0 || seq_len % parts != 0) {
+  if (seq_len < 0) {
+    throw Error(ErrorCode::invalid_argument,
+                std::string(fn) + ": seq_len " + std::to_string(seq_len) + " is negative");
+  }
+  if (seq_len % parts != 0) {
     throw Error(ErrorCode::invalid_argument,
                 std::string(fn) + ": seq_len " + std::to_string(seq_len) +
                     " is not a multiple of " + std::to_string(parts) + " (a " + to_string(layout) +

@@ -363,12 +363,15 @@ void run_ring(const RankGroup::Impl& g, const SequenceParallelArgs& args, const 
 
 // The global rows of rank `src`'s local rows [local0, local0 + len): (local0, global0, len) runs.
 struct Run {
-  int local0, global0, len;
+  int local0;
+  std::int64_t global0;  // W x rows may pass int's range
+  int len;
 };
 std::vector<Run> runs_of(ShardLayout layout, int W, int src, int rows) {
-  if (layout == ShardLayout::contiguous) return {{0, src * rows, rows}};
+  if (layout == ShardLayout::contiguous) return {{0, static_cast<std::int64_t>(src) * rows, rows}};
   const int c = rows / 2;
-  return {{0, src * c, c}, {c, (2 * W - 1 - src) * c, c}};
+  return {{0, static_cast<std::int64_t>(src) * c, c},
+          {c, static_cast<std::int64_t>(2 * W - 1 - src) * c, c}};
 }
 
 void run_all_gather(const RankGroup::Impl& g, const SequenceParallelArgs& args, const Shape& s) {
@@ -405,22 +408,14 @@ void run_all_gather(const RankGroup::Impl& g, const SequenceParallelArgs& args, 
     vs[i] = ks[i];
     vs[i].data = ex.alloc(full);
   }
+  // Every rank's calls, checked before any rank computes: a call over the gathered keys is not the
+  // shard's own (Sk is the keys before its rows, strides those of the gathered copy), so the
+  // shard's check did not cover it, and a refusal after rank 0 wrote its rows would leave a
+  // half-written output. Causal: each run of a rank's queries sees the keys up to its own last
+  // row (bottom-right alignment of Sq query rows to the first `keys` keys); otherwise all of them.
+  std::vector<std::vector<AttentionArgs>> calls(ranks.size());
   for (std::size_t i = 0; i < ranks.size(); ++i) {
-    Rank& r = ranks[i];
-    RankExec& ex = *r.exec;
-    const TensorView& k = ks[i];
-    const TensorView& v = vs[i];
-    for (int src = 0; src < W; ++src) {
-      void* block = static_cast<char*>(recv[i]) + static_cast<std::size_t>(src) * kv_bytes;
-      for (const Run& run : runs_of(args.layout, W, src, s.rows)) {
-        ex.copy(slice(k_of(r, s, block), 1, run.local0, run.len),
-                slice(k, 1, run.global0, run.len));
-        ex.copy(slice(v_of(r, s, block), 1, run.local0, run.len),
-                slice(v, 1, run.global0, run.len));
-      }
-    }
-    // Causal: each run of this rank's queries sees the keys up to its own last row (bottom-right
-    // alignment of Sq query rows to the first `keys` keys); otherwise all of them.
+    const Rank& r = ranks[i];
     for (const Run& run : runs_of(args.layout, W, r.rank, s.rows)) {
       if (!s.causal && run.local0 != 0) break;  // non-causal: one call over every row
       const int q_rows = s.causal ? run.len : s.rows;
@@ -429,10 +424,34 @@ void run_all_gather(const RankGroup::Impl& g, const SequenceParallelArgs& args, 
       a.q = slice(r.shard->q, 1, run.local0, q_rows);
       a.out = slice(r.shard->out, 1, run.local0, q_rows);
       if (r.shard->lse.present()) a.lse = slice(r.shard->lse, 2, run.local0, q_rows);
-      a.k = slice(k, 1, 0, keys);
-      a.v = slice(v, 1, 0, keys);
-      ex.attention(a);
+      a.k = slice(ks[i], 1, 0, keys);
+      a.v = slice(vs[i], 1, 0, keys);
+      try {
+        check_attention_args(a);
+      } catch (const Error& e) {
+        throw Error(e.code(), shard_name(static_cast<int>(i)) +
+                                  ": all_gather's call over the gathered keys (rows " +
+                                  std::to_string(run.local0) + ".." +
+                                  std::to_string(run.local0 + q_rows - 1) + " against " +
+                                  std::to_string(keys) + " keys): " + e.what() +
+                                  " (nothing was written; ring or head_parallel may take it)");
+      }
+      calls[i].push_back(a);
     }
+  }
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    Rank& r = ranks[i];
+    RankExec& ex = *r.exec;
+    for (int src = 0; src < W; ++src) {
+      void* block = static_cast<char*>(recv[i]) + static_cast<std::size_t>(src) * kv_bytes;
+      for (const Run& run : runs_of(args.layout, W, src, s.rows)) {
+        ex.copy(slice(k_of(r, s, block), 1, run.local0, run.len),
+                slice(ks[i], 1, run.global0, run.len));
+        ex.copy(slice(v_of(r, s, block), 1, run.local0, run.len),
+                slice(vs[i], 1, run.global0, run.len));
+      }
+    }
+    for (const AttentionArgs& a : calls[i]) ex.attention(a);
   }
 }
 

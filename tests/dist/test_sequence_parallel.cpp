@@ -81,6 +81,44 @@ INSTANTIATE_TEST_SUITE_P(
              "_" + to_string(std::get<2>(i.param)) + (std::get<3>(i.param) ? "_causal" : "_full");
     });
 
+// A shard's out may be its own q (distributed.h): every strategy, layout and mask kind gives the
+// whole-sequence result in q's memory.
+TEST(SequenceParallelCpu, OutInPlaceOfQ) {
+  for (const SeqParallelStrategy st : {SeqParallelStrategy::ring, SeqParallelStrategy::all_gather,
+                                       SeqParallelStrategy::head_parallel}) {
+    for (const ShardLayout layout : {ShardLayout::contiguous, ShardLayout::zigzag}) {
+      for (const bool causal : {false, true}) {
+        SpProblem p;
+        p.world = 2;
+        p.rows = 10;
+        p.hq = 4;
+        p.hkv = 2;
+        p.causal = causal;
+        p.layout = layout;
+        p.strategy = st;
+        p.seed = 77;
+        SCOPED_TRACE(std::string(to_string(st)) + " " + to_string(layout) +
+                     (causal ? " causal" : ""));
+        SpData d = make_data(p);
+        SequenceParallelArgs args;
+        args.layout = layout;
+        args.strategy = st;
+        for (int r = 0; r < p.world; ++r) {
+          AttentionArgs a = tensor_args(d.sq[r], d.sk[r], d.sv[r], d.sq[r], &d.slse[r]);
+          a.causal = causal;
+          args.shards.push_back(a);
+        }
+        sequence_parallel_attention(RankGroup::local_cpu(p.world, 1), args);
+        const Assembled got = assemble(p, d.sq, d.slse);
+        const Comparison c = compare_global(p, d, got);
+        EXPECT_EQ(c.nonfinite, 0);
+        EXPECT_LT(c.rel_err, 2e-6);
+        EXPECT_LT(c.lse_rel, 2e-6);
+      }
+    }
+  }
+}
+
 TEST(SequenceParallelCpu, SixteenBitRingMergesInFp32) {
   for (DType t : {DType::f16, DType::bf16}) {
     SpProblem p;
@@ -364,6 +402,8 @@ TEST(ShardRows, ContiguousAndZigzag) {
                           "seq_len 6 is not a multiple of 4");
   expect_invalid_argument([] { shard_rows(ShardLayout::contiguous, 2, 2, 8); },
                           "rank 2 is not in [0, 2)");
+  expect_invalid_argument([] { shard_rows(ShardLayout::contiguous, 2, 0, -4); },
+                          "seq_len -4 is negative");  // it read "not a multiple of 2"
   // 2 x world_size in 64 bits: 2^30 ranks wrapped it negative (no rows, or a bad multiple).
   EXPECT_EQ(shard_rows(ShardLayout::zigzag, 1 << 30, 0, std::int64_t{1} << 31),
             (std::vector<std::int64_t>{0, (std::int64_t{1} << 31) - 1}));
@@ -451,6 +491,37 @@ TEST(SequenceParallelErrors, NamesTheBadShard) {
     BadCall c;
     c.args.strategy = static_cast<SeqParallelStrategy>(7);
     c.expect("strategy 7 is not a SeqParallelStrategy");
+  }
+}
+
+// all_gather's calls over the gathered keys are checked before any rank computes: one key row per
+// rank is exempt from the row-stride limit in the shards, but rank 1's call reads two gathered
+// rows Hkv x D = 8,388,864 elements apart (past the kernels' 2^23). Rank 0's call passes; before
+// the check, it wrote rank 0's out, then rank 1's call failed (a half-written output).
+TEST(SequenceParallelErrors, AllGatherChecksEveryCallBeforeAnyWrite) {
+  SpProblem p;
+  p.world = 2;
+  p.rows = 1;
+  p.hq = p.hkv = 32769;
+  p.head_dim = 256;
+  p.dtype = DType::f16;
+  p.causal = true;
+  p.strategy = SeqParallelStrategy::all_gather;
+  SpData d = make_data(p);
+  SequenceParallelArgs args;
+  args.strategy = p.strategy;
+  for (int r = 0; r < 2; ++r) {
+    AttentionArgs a = tensor_args(d.sq[r], d.sk[r], d.sv[r], d.sout[r], &d.slse[r]);
+    a.causal = true;
+    args.shards.push_back(a);
+  }
+  expect_invalid_argument([&] { sequence_parallel_attention(RankGroup::local_cpu(2, 1), args); },
+                          "shards[1]: all_gather's call over the gathered keys (rows 0..0 against "
+                          "2 keys): gpuattn::attention_forward: k sequence (row) stride 8388864");
+  for (int r = 0; r < 2; ++r) {
+    for (std::int64_t i = 0; i < d.sout[r].numel(); i += 4099) {
+      ASSERT_TRUE(std::isnan(d.sout[r].get(i))) << "rank " << r << " out written at " << i;
+    }
   }
 }
 

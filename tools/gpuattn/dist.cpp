@@ -30,16 +30,18 @@ rank's output. Each rank holds S / ranks rows of q, k and v.
   --device cpu|cuda|auto    auto: cuda when a CUDA device is visible
   --ranks N                 cuda: GPUs 0..N-1 (default: every visible GPU); cpu: default 2
   --transport nccl|peer_copy   cuda ranks' transport (default nccl)
-  --seq LIST                whole-sequence lengths, comma separated (default cuda
-                            16384,32768,65536,131072; cpu 512)
+  --seq LIST                whole-sequence lengths, comma separated, multiples of 2 x ranks
+                            with the zigzag layout, else of ranks (default cuda
+                            16384,32768,65536,131072; cpu 512; rounded up to such multiples)
   --batch B                 default 1
   --heads H                 query heads (default cuda 32, cpu 4)
   --kv-heads H              default: --heads
   --dim D                   64, 128 or 256 (default 128)
   --dtype f16|bf16          default bf16
   --full                    non-causal (default: causal)
-  --strategies LIST         ring,all_gather,head_parallel (default all three; head_parallel
-                            needs --heads and --kv-heads multiples of the ranks)
+  --strategies LIST         ring,all_gather,head_parallel (default all three, head_parallel
+                            only where --heads and --kv-heads are multiples of the ranks, which
+                            it needs)
   --layouts LIST            zigzag,contiguous (default both)
   --rep N                   timed calls per point, after one warm-up (default 5; median)
   --json FILE               the table as JSON, with device, date and commit
@@ -160,17 +162,37 @@ int run_dist(const std::vector<std::string>& args) {
   const int ranks = f.get_int("ranks", on_cuda ? visible : 2, 1, on_cuda ? visible : 64);
   const std::string transport_s = f.choice("transport", "nccl", {"nccl", "peer_copy"});
   const Transport transport = transport_s == "nccl" ? Transport::nccl : Transport::peer_copy;
+  std::vector<ShardLayout> layouts;
+  for (const auto& s : split("layouts", f.get("layouts", "zigzag,contiguous"))) {
+    if (s == "zigzag") {
+      layouts.push_back(ShardLayout::zigzag);
+    } else if (s == "contiguous") {
+      layouts.push_back(ShardLayout::contiguous);
+    } else {
+      throw UsageError("gpuattn dist: --layouts '" + s + "' is not zigzag or contiguous");
+    }
+  }
+  // A zigzag split cuts the sequence in 2 x ranks chunks, a contiguous one in ranks.
+  const bool zigzag =
+      std::find(layouts.begin(), layouts.end(), ShardLayout::zigzag) != layouts.end();
+  const long long unit = zigzag ? 2LL * ranks : ranks;
+  const std::string unit_why = zigzag ? " (2 x ranks, for the zigzag layout)" : " (ranks)";
   std::vector<std::int64_t> seqs;
   constexpr long long kMostSeq = 1LL << 24;  // 16M tokens: the sizes below stay in int64
-  for (const auto& s : split("seq", f.get("seq", on_cuda ? "16384,32768,65536,131072" : "512"))) {
+  if (!f.has("seq")) {                       // the defaults, rounded up to a multiple of the unit
+    for (const long long v : on_cuda ? std::vector<long long>{16384, 32768, 65536, 131072}
+                                     : std::vector<long long>{512}) {
+      seqs.push_back((v + unit - 1) / unit * unit);
+    }
+  }
+  for (const auto& s : f.has("seq") ? split("seq", f.get("seq", "")) : std::vector<std::string>{}) {
     char* end = nullptr;
     errno = 0;
     const long long v = std::strtoll(s.c_str(), &end, 10);
     if (*end != 0 || errno == ERANGE || !std::isdigit(static_cast<unsigned char>(s[0])) || v <= 0 ||
-        v > kMostSeq || v % (2 * ranks) != 0) {
+        v > kMostSeq || v % unit != 0) {
       throw UsageError("gpuattn dist: --seq '" + s + "' is not a positive multiple of " +
-                       std::to_string(2 * ranks) + " (2 x ranks) up to " +
-                       std::to_string(kMostSeq));
+                       std::to_string(unit) + unit_why + " up to " + std::to_string(kMostSeq));
     }
     seqs.push_back(v);
   }
@@ -185,27 +207,30 @@ int run_dist(const std::vector<std::string>& args) {
   const DType dtype =
       f.choice("dtype", "bf16", {"f16", "bf16"}) == "f16" ? DType::f16 : DType::bf16;
   const bool causal = !f.has("full");
+  // head_parallel splits the heads over the ranks: by default it runs only where they divide.
+  const bool heads_divide = heads % ranks == 0 && kv_heads % ranks == 0;
+  if (!f.has("strategies") && !heads_divide) {
+    std::cout << "gpuattn dist: head_parallel left out (--heads " << heads << " and --kv-heads "
+              << kv_heads << " are not both multiples of " << ranks << " ranks)\n";
+  }
   std::vector<SeqParallelStrategy> strategies;
-  for (const auto& s : split("strategies", f.get("strategies", "ring,all_gather,head_parallel"))) {
+  for (const auto& s :
+       split("strategies", f.get("strategies", heads_divide ? "ring,all_gather,head_parallel"
+                                                            : "ring,all_gather"))) {
     if (s == "ring") {
       strategies.push_back(SeqParallelStrategy::ring);
     } else if (s == "all_gather") {
       strategies.push_back(SeqParallelStrategy::all_gather);
     } else if (s == "head_parallel") {
+      if (!heads_divide) {
+        throw UsageError("gpuattn dist: --strategies head_parallel needs --heads (" +
+                         std::to_string(heads) + ") and --kv-heads (" + std::to_string(kv_heads) +
+                         ") multiples of --ranks (" + std::to_string(ranks) + ")");
+      }
       strategies.push_back(SeqParallelStrategy::head_parallel);
     } else {
       throw UsageError("gpuattn dist: --strategies '" + s +
                        "' is not ring, all_gather or head_parallel");
-    }
-  }
-  std::vector<ShardLayout> layouts;
-  for (const auto& s : split("layouts", f.get("layouts", "zigzag,contiguous"))) {
-    if (s == "zigzag") {
-      layouts.push_back(ShardLayout::zigzag);
-    } else if (s == "contiguous") {
-      layouts.push_back(ShardLayout::contiguous);
-    } else {
-      throw UsageError("gpuattn dist: --layouts '" + s + "' is not zigzag or contiguous");
     }
   }
   const int rep = f.get_int("rep", 5, 1, 1000);
