@@ -25,13 +25,14 @@ Differences from flash-attn that a caller can observe:
   - window sides below -1 raise ValueError (flash-attn treats every negative value as -1);
   - float32 inputs are accepted on the CPU backend (flash-attn: fp16/bf16 only);
   - FP8 descales are per head, float32 (nheads,) for q and (nheads_k,) for k and v, or (1,), or
-    Python floats (FlashAttention-3: (batch, nheads_k) each); out_dtype is ours.
+    Python / numpy real numbers (FlashAttention-3: (batch, nheads_k) each); out_dtype is ours.
 """
 
 import math
 import numbers
 import operator
 import re
+import struct
 import sys
 
 from . import _C
@@ -142,8 +143,7 @@ def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_ind
     if k_scale is not None or v_scale is not None:
         k_cache, kv_format = _kv_cache(fw, k_cache)
         v_cache, _ = _kv_cache(fw, v_cache)
-        k_scale = _kv_scale(fw, k_scale, k_cache, "k_scale")
-        v_scale = _kv_scale(fw, v_scale, k_cache, "v_scale")
+        k_scale, v_scale = _kv_scales(fw, k_scale, v_scale, k_cache)
     args = [k_cache, v_cache, k, v, cache_seqlens]
     table = block_table
     if fw == "torch":
@@ -318,21 +318,24 @@ def _check_alibi(alibi_slopes):
         raise NotImplementedError("alibi_slopes: ALiBi biases are not supported yet")
 
 
-_FLOAT32_MAX = 3.4028234663852886e38
-_FLOAT32_TINY = 1.401298464324817e-45  # the smallest positive float32 (a denormal)
-
-
 def _float32_arg(value, name):
-    """A Python / numpy real as a float that float32 holds: a finite value past float32's range
-    (which would become inf) or a nonzero one under its smallest (which would become 0) is a
-    ValueError naming the value as passed; nan and inf pass (the library names them)."""
+    """A Python / numpy real as a float. A finite value that rounds to inf in float32 (magnitude
+    3.4028235677973366e38 or more: float32's largest plus half a step) or a nonzero one that rounds
+    to 0 (magnitude 7.006492321624085e-46 or less: half the smallest float32 denormal) is a
+    ValueError naming the value as passed; every other value is returned as a float (the library
+    rounds it to float32), nan and inf too (the library names them)."""
     try:
         f = float(value)
     except OverflowError:
         raise ValueError(f"{name}={value!r} is out of float32's range") from None
-    if math.isfinite(f) and (abs(f) > _FLOAT32_MAX or 0.0 < abs(f) < _FLOAT32_TINY):
-        raise ValueError(f"{name}={value!r} is out of float32's range (it would become "
-                         f"{'inf' if abs(f) > 1.0 else '0'})")
+    if math.isfinite(f):
+        try:
+            rounded = struct.unpack("f", struct.pack("f", f))[0]
+        except OverflowError:  # struct refuses a finite value that float32 rounds to inf
+            rounded = math.inf
+        if math.isinf(rounded) or (rounded == 0.0 and f != 0.0):
+            raise ValueError(f"{name}={value!r} is out of float32's range (it would become "
+                             f"{'inf' if math.isinf(rounded) else '0'})")
     return f
 
 
@@ -446,10 +449,17 @@ def _kv_cache(fw, cache):
     return cache, ""
 
 
+def _is_real(value):
+    """value is a Python or numpy real number (int, float, numpy.floating, numpy.integer), not a
+    bool: a scale given as a number rather than an array."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def _kv_scale(fw, scale, like, name):
-    """k_scale / v_scale: an array (float32 [nheads_k] or [1], as the library checks it) or a
-    Python float, made a float32 [1] array on like's device."""
-    if scale is None or not isinstance(scale, (int, float)) or isinstance(scale, bool):
+    """A scale (q_scale, k_scale, v_scale): an array (float32 [nheads_k] or [1], as the library
+    checks it) is returned as it is; a real number (_is_real) is made a float32 [1] array on like's
+    device."""
+    if scale is None or not _is_real(scale):
         if scale is not None:
             _check_same_framework(fw, scale, name)
         return scale
@@ -459,6 +469,41 @@ def _kv_scale(fw, scale, like, name):
         return torch.full((1,), scale, dtype=torch.float32, device=like.device)
     np = sys.modules["numpy"]
     return np.full((1,), scale, dtype=np.float32)
+
+
+def _spread_scale(fw, value, other, like, one):
+    """The float `value` as a float32 array of other's shape and element stride on like's device,
+    every element `value`: the library reads k_scale and v_scale with one stride, so a number
+    beside an array takes the array's layout. An `other` that is not a 1-dimensional array of
+    n > 1 elements at a stride >= 0 (in whole elements) gives `one` (value's [1] array): the
+    library then names what is wrong with other."""
+    if fw == "torch":
+        if other.dim() != 1 or other.shape[0] <= 1:
+            return one
+        n, stride = other.shape[0], other.stride(0)
+        torch = sys.modules["torch"]
+        full = torch.full(((n - 1) * stride + 1,), value, dtype=torch.float32, device=like.device)
+        return full.as_strided((n,), (stride,))
+    np = sys.modules["numpy"]
+    if other.ndim != 1 or other.shape[0] <= 1 or other.itemsize == 0:
+        return one
+    n, (stride, rest) = other.shape[0], divmod(other.strides[0], other.itemsize)
+    if stride < 0 or rest != 0:
+        return one
+    full = np.full(((n - 1) * stride + 1,), value, dtype=np.float32)
+    return np.lib.stride_tricks.as_strided(full, (n,), (stride * full.itemsize,))
+
+
+def _kv_scales(fw, k_scale, v_scale, like, k_name="k_scale", v_name="v_scale"):
+    """k_scale and v_scale as _kv_scale makes each; a real number beside an array becomes an array
+    of the array's shape and stride (_spread_scale), so that the two are laid out alike as the
+    library requires."""
+    k, v = _kv_scale(fw, k_scale, like, k_name), _kv_scale(fw, v_scale, like, v_name)
+    if _is_real(k_scale) and v is not None and not _is_real(v_scale):
+        k = _spread_scale(fw, float(k_scale), v, like, k)
+    elif _is_real(v_scale) and k is not None and not _is_real(k_scale):
+        v = _spread_scale(fw, float(v_scale), k, like, v)
+    return k, v
 
 
 def _is_fp8(fw, x):
@@ -518,10 +563,9 @@ def _fp8_options(q, k, v, q_descale, k_descale, v_descale, out_dtype):
         if not _is_fp8(fw, x):
             raise ValueError(f"{name} dtype is {x.dtype} but q is FP8 ({q.dtype}): FP8 attention "
                              "takes q, k and v all FP8 E4M3")
-    return dict(q_scale=_kv_scale(fw, q_descale, q, "q_descale"),
-                k_scale=_kv_scale(fw, k_descale, q, "k_descale"),
-                v_scale=_kv_scale(fw, v_descale, q, "v_descale"),
-                out_dtype=_fp8_out_dtype(fw, out_dtype))
+    k_scale, v_scale = _kv_scales(fw, k_descale, v_descale, q, "k_descale", "v_descale")
+    return dict(q_scale=_kv_scale(fw, q_descale, q, "q_descale"), k_scale=k_scale,
+                v_scale=v_scale, out_dtype=_fp8_out_dtype(fw, out_dtype))
 
 
 def _kvcache_scale(fw, scale, descale, letter):
@@ -533,7 +577,7 @@ def _kvcache_scale(fw, scale, descale, letter):
     if scale is not None:
         raise ValueError(f"flash_attn_with_kvcache: {letter}_scale and {letter}_descale are one "
                          "argument (vLLM's and FlashAttention-3's names for it): pass one")
-    if not isinstance(descale, (int, float)) or isinstance(descale, bool):
+    if not _is_real(descale):
         _check_same_framework(fw, descale, f"{letter}_descale")
     return descale, True
 
@@ -625,8 +669,9 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
     if k_scale is not None or v_scale is not None:
         k, kv_format = _kv_cache(fw, k)
         v, _ = _kv_cache(fw, v)
-        mask = dict(mask, k_scale=_kv_scale(fw, k_scale, q, "k_scale"),
-                    v_scale=_kv_scale(fw, v_scale, q, "v_scale"), kv_format=kv_format)
+        names = [f"{x}_descale" if descaled and x in descaled else f"{x}_scale" for x in "kv"]
+        k_scale, v_scale = _kv_scales(fw, k_scale, v_scale, q, *names)
+        mask = dict(mask, k_scale=k_scale, v_scale=v_scale, kv_format=kv_format)
     if q_scale is not None:  # FP8 attention: q crosses as the cache does, in the same kv_format
         q, _ = _kv_cache(fw, q)
         mask = dict(mask, q_scale=q_scale)
@@ -662,16 +707,18 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     with causal=True right is 0. A row that sees no key gets out 0 and lse -inf.
 
     FP8 attention (keyword only, as FlashAttention-3 names it): q, k and v of torch.float8_e4m3fn
-    (numpy: uint8 arrays of E4M3 bytes) with q_descale float32 (nheads,) or (1,) and
-    k_descale / v_descale float32 (nheads_k,) or (1,), arrays on q's device or Python floats (one
-    for every head), all three required: element x of query head h stands for x * q_descale[h]
-    (of kv head h for k and v). out is allocated of out_dtype, the dtype the call computes in:
-    torch.bfloat16 (the default, as FlashAttention-3), torch.float16, or float32 on the CPU backend;
-    for numpy float32 (the default; numpy has no bfloat16) or float16. Descales or out_dtype with a
-    q that is not FP8 raise ValueError, as does FP8 q beside k or v that are not. On CUDA the
-    descale values are checked on a host copy (a stream synchronization, then ValueError for one
-    that is not positive and finite); check_indices=False (keyword only, ours, as in
-    flash_attn_with_kvcache) trusts them instead, as FlashAttention-3 does: the call stays
+    (numpy: uint8 arrays of E4M3 bytes) with q_descale float32 (nheads,) or (1,) and k_descale /
+    v_descale float32 (nheads_k,) or (1,), arrays on q's device or Python / numpy real numbers (one
+    for every head), all three required: element x of query head h stands for x * q_descale[h] (of
+    kv head h for k and v). k_descale and v_descale, when both are arrays, must have the same shape
+    and the same stride (the library reads both with one stride); a number beside an array is made a
+    float32 array of that array's shape and stride. out is allocated of out_dtype, the dtype the
+    call computes in: torch.bfloat16 (the default, as FlashAttention-3), torch.float16, or float32
+    on the CPU backend; for numpy float32 (the default; numpy has no bfloat16) or float16. Descales
+    or out_dtype with a q that is not FP8 raise ValueError, as does FP8 q beside k or v that are
+    not. On CUDA the descale values are checked on a host copy (a stream synchronization, then
+    ValueError for one that is not positive and finite); check_indices=False (keyword only, ours, as
+    in flash_attn_with_kvcache) trusts them instead, as FlashAttention-3 does: the call stays
     asynchronous and can be captured into a CUDA graph. The CPU backend always checks.
 
     Returns out (batch, seqlen_q, nheads, headdim), or with return_attn_probs=True
@@ -818,12 +865,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     in flash-attn) skips the host copies on CUDA: the call stays asynchronous and can be captured
     into a CUDA graph, and cache_seqlens and block_table are trusted as flash-attn trusts them.
     k_scale/v_scale (keyword only, as vLLM names them; float32 (nheads_k,) or (1,) arrays on q's
-    device, or Python floats) make k_cache/v_cache a quantized cache of int8 or float8_e4m3fn
-    (torch.float8_e4m3fn, or uint8 bytes): element x of kv head h stands for x * k_scale[h]
-    (v_scale for v). Decode calls read the 8-bit cache in place; k/v appended are quantized
-    (x / scale, rounded to nearest even, saturated).
+    device, or Python / numpy real numbers; two arrays must have the same shape and the same
+    stride, the library reading both with one stride, and a number beside an array is made a
+    float32 array of that array's shape and stride) make k_cache/v_cache a quantized cache of
+    int8 or float8_e4m3fn (torch.float8_e4m3fn, or uint8 bytes): element x of kv head h stands
+    for x * k_scale[h] (v_scale for v). Decode calls read the 8-bit cache in place; k/v appended
+    are quantized (x / scale, rounded to nearest even, saturated).
     FP8 decode (keyword only, FlashAttention-3's names): q of torch.float8_e4m3fn (numpy: uint8
-    E4M3 bytes) with q_descale (float32 (nheads,) or (1,) on q's device, or a Python float:
+    E4M3 bytes) with q_descale (float32 (nheads,) or (1,) on q's device, or a real number:
     element x of query head h stands for x * q_descale[h]) attends to an E4M3 cache (dense or
     paged) with its k_scale / v_scale; k_descale / v_descale are FlashAttention-3's names for
     k_scale / v_scale (one of each pair, in any call). out is allocated of out_dtype, the dtype the

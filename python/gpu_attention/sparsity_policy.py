@@ -158,16 +158,19 @@ def choose_sparsity(seqlen, heads, head_dim, *, batch=1, kv_heads=None, dtype="b
     When not even Q, K, V, O fit, that choice stands with fits=False.
 
     dtype: q/k/v's dtype, a string ('float16', 'bfloat16', 'float32'), numpy dtype or torch dtype.
-    kv_heads: None for heads (MHA); it must divide heads. free_memory_bytes: the memory the call
-    may use; None takes torch.cuda.mem_get_info()[0] of the current device, and raises ValueError
-    when torch or a CUDA device is missing (pass it explicitly then). window_hint: keys left of each
-    query the model tolerates, or None. block_size: a multiple of 16.
+    kv_heads: None for heads (MHA), else a positive int that divides heads (0 or a negative value is
+    a ValueError). causal: a bool (Python's or numpy's); anything else, 0 and 1 too, is a TypeError.
+    free_memory_bytes: the memory the call may use; None takes torch.cuda.mem_get_info()[0] of the
+    current device, and raises ValueError when torch or a CUDA device is missing (pass it explicitly
+    then). window_hint: keys left of each query the model tolerates, or None. block_size: a multiple
+    of 16.
 
     Returns a frozen SparsityChoice (mode, fits, window_size, global_tokens, block_size,
     max_block_density, the dense / sliding_window / block_sparse estimates, reason, causal,
     seqlen);
     choice.sparse_attn_kwargs() gives sparse_attn_func's arguments for the dense and window modes.
-    Raises ValueError naming a bad value (the library's checks), TypeError for a non-int.
+    Raises ValueError naming a bad value (the library's checks), TypeError for a non-int (for
+    causal, a non-bool).
     """
     seqlen = _int(seqlen, "seqlen", _INT64)
     heads = _int(heads, "heads", _INT32)
@@ -178,8 +181,11 @@ def choose_sparsity(seqlen, heads, head_dim, *, batch=1, kv_heads=None, dtype="b
     global_tokens = _int(global_tokens, "global_tokens", _INT32)
     max_dense_seqlen = _int(max_dense_seqlen, "max_dense_seqlen", _INT64)
     block_size = _int(block_size, "block_size", _INT32)
-    if not isinstance(causal, (bool, int)):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    if kv_heads is not None and kv_heads <= 0:
+        raise ValueError(f"kv_heads {kv_heads} must be positive, or None for heads (MHA)")
+    np = sys.modules.get("numpy")
+    if not isinstance(causal, bool) and not (np is not None and isinstance(causal, np.bool_)):
+        raise TypeError(f"causal={causal!r} must be a bool, got {type(causal).__name__}")
     causal = bool(causal)
     dtype_bytes = _dtype_bytes(dtype)
     if free_memory_bytes is None:

@@ -170,16 +170,18 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
   const float vscale = p.kv_quantized() ? p.v_scale_of(hk) : 1.f;
 
   // Q block -> fp32, rows beyond `rows` zero so the padded GEMM rows stay finite. An FP8 call's q
-  // is E4M3 bytes, element x standing for x * q_scale[h].
+  // is E4M3 bytes, element x standing for x * q_scale[h]. The softmax scale goes on the scores
+  // after the GEMM, as on the GPU: folded into q, a large scale overflowed q x scale to inf (NaN
+  // out) where every score was small.
   for (int r = 0; r < mpad; ++r) {
     float* qr = &w.q[r * D];
     if (r < rows && p.q_quantized()) {
       const auto* src = static_cast<const std::uint8_t*>(p.q) + p.q_offset(b, it.i0 + r, h);
-      const float qs = p.q_scale_of(h) * p.scale_log2;
+      const float qs = p.q_scale_of(h);
       for (int d = 0; d < D; ++d) qr[d] = E4M3::load(src[d]) * qs;
     } else if (r < rows) {
       const T* src = q + p.q_offset(b, it.i0 + r, h);
-      for (int d = 0; d < D; ++d) qr[d] = E::load(src[d]) * p.scale_log2;
+      for (int d = 0; d < D; ++d) qr[d] = E::load(src[d]);
     } else {
       std::fill(qr, qr + D, 0.f);
     }
@@ -219,9 +221,13 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
       for (int d = 0; d < D; ++d) w.kt[d * kBlockN + c] = 0.f;
     }
 
-    // S = Q K^T (log2 domain).
+    // S = Q K^T x scale x log2(e) (log2 domain).
     std::fill(w.s.begin(), w.s.begin() + mpad * kBlockN, 0.f);
     gemm_acc(mpad, npad, D, w.q.data(), D, w.kt.data(), kBlockN, w.s.data(), kBlockN);
+    for (int r = 0; r < rows; ++r) {
+      float* sr = &w.s[r * kBlockN];
+      for (int c = 0; c < bc; ++c) sr[c] *= p.scale_log2;
+    }
 
     // Mask: scores of keys a row does not see become -inf (exp2 turns them into 0).
     for (int r = 0; r < mpad; ++r) {

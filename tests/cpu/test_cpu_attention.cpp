@@ -643,6 +643,28 @@ TEST(CpuAttention, LargeLogitsStayFinite) {
   }
 }
 
+// A softmax scale near its ceiling (FLT_MAX / log2 e) with small keys: the scores are moderate,
+// but q x scale x log2 e is not finite. The scale goes on the scores after the GEMM (as on the
+// GPU); folded into q first, the output was all NaN.
+TEST(CpuAttention, LargeSoftmaxScaleWithSmallKeysStaysFinite) {
+  std::uint64_t seed = 7100;
+  for (DType t : {DType::f32, DType::bf16}) {
+    Problem pr;
+    pr.dtype = t;
+    pr.q_scale = 3.f;  // |q| past FLT_MAX / 1e38 / log2 e = 2.36 for about 40% of q
+    pr.sq = 9;
+    pr.sk = 70;
+    SCOPED_TRACE(pr.str());
+    Case s(pr, ++seed);
+    for (std::int64_t i = 0; i < s.k.numel(); ++i) s.k.set(i, s.k.get(i) * 2e-38f);  // scores ~50
+    s.args.softmax_scale = 1e38f;
+    const Comparison c = run_and_compare(s);
+    EXPECT_EQ(c.nonfinite, 0);
+    EXPECT_LE(c.rel_err, out_tol(t));
+    EXPECT_LE(c.lse_rel, lse_tol(t));
+  }
+}
+
 // ---- threads ------------------------------------------------------------------------------------
 
 TEST(CpuAttention, ThreadCountDoesNotChangeResults) {

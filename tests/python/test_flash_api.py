@@ -5,6 +5,7 @@ The import below is deliberately unguarded: a missing or broken build fails the 
 """
 
 import math
+import re
 import sys
 
 import numpy as np
@@ -530,6 +531,29 @@ def test_kvcache_names_and_ranges():
     assert np.array_equal(out, ga.flash_attn_func(q, kc, vc, causal=True))
     with pytest.raises(TypeError, match="causal must be a bool, got builtins.str"):
         ga.flash_attn_func(q, kc, vc, causal="yes")
+
+
+def test_float32_range_refuses_only_values_that_become_0_or_inf():
+    """A float argument is refused only when float32 rounds it to 0 (a nonzero value) or to inf (a
+    finite value): the smallest denormal (1e-45 -> 1.4e-45) and float32's largest (3.4028235e38)
+    are taken; half the smallest denormal and float32's largest plus half a step are refused."""
+    from gpu_attention.flash_attn_interface import _float32_arg
+    for value in (1e-45, -1e-45, 8e-46, 3.4028235e38, -3.4028235e38, 3.4028235677973362e38,
+                  np.float32(1e-45), 0.0, -0.0):
+        assert _float32_arg(value, "x") == float(value)
+    for value, becomes in ((7.006492321624085e-46, "0"), (7e-46, "0"), (-7e-46, "0"),
+                           (3.4028235677973366e38, "inf"), (-3.4028236e38, "inf"),
+                           (np.float64(1e39), "inf")):
+        with pytest.raises(ValueError, match=re.escape(f"x={value!r} is out of float32's range "
+                                                       f"(it would become {becomes})")):
+            _float32_arg(value, "x")
+    rng = rng_for("float32-range")
+    q = make("numpy", "float32", (1, 3, 1, 64), rng)
+    out = ga.flash_attn_func(q, q, q, softmax_scale=1e-45)  # every score ~0: the mean of v
+    assert_close(out, np.broadcast_to(to64(q).mean(axis=1, keepdims=True), q.shape), 2e-5, "out")
+    with pytest.raises(ValueError, match="softmax_scale 3.40282347e.38 must be positive, finite "
+                                         "and at most"):  # the library's own range check
+        ga.flash_attn_func(q, q, q, softmax_scale=3.4028235e38)
 
 
 ON_DEVICES = [pytest.param(("numpy", "cpu"), id="numpy"),

@@ -402,6 +402,59 @@ def test_fp8_kvcache_each_descale_matters():
                                                           **scales))
 
 
+@pytest.mark.parametrize("fw", ["numpy", pytest.param("torch", marks=needs_torch)])
+def test_fp8_descales_as_numpy_reals_and_a_number_beside_an_array(fw):
+    """A numpy real (numpy.float32, numpy.float64, numpy.int64) is taken as a Python float is, for
+    every descale and cache scale. A number for one of k_descale / v_descale (k_scale / v_scale)
+    beside an array for the other is made an array of the other's shape and stride (the library
+    reads both with one stride): the call is the one with both arrays, bit for bit, for a
+    contiguous array, a strided view and an appended row."""
+    b, sq, sk, hq, hkv, d = 2, 5, 40, 4, 2, 64
+    q, k, v = operands(fw, "numpy-reals", (b, sq, hq, d), (b, sk, hkv, d))
+
+    def same(a, b):
+        return np.array_equal(to64(a), to64(b))  # float64 holds every out dtype exactly
+
+    def array(values, step=1):
+        """float32 `values`, in a view of every step-th element when step > 1."""
+        full = np.repeat(np.asarray(values, np.float32), step)
+        return full[::step] if fw == "numpy" else torch.from_numpy(full)[::step]
+
+    as_floats = ga.flash_attn_func(q.x, k.x, v.x, causal=True, q_descale=0.01, k_descale=0.02,
+                                   v_descale=0.03)
+    as_numpy = ga.flash_attn_func(q.x, k.x, v.x, causal=True, q_descale=np.float32(0.01),
+                                  k_descale=np.float64(0.02), v_descale=np.float32(0.03))
+    assert same(as_floats, as_numpy)
+    ints = ga.flash_attn_func(q.x, k.x, v.x, q_descale=np.int64(1), k_descale=1, v_descale=1)
+    assert same(ints, ga.flash_attn_func(q.x, k.x, v.x, q_descale=1.0, k_descale=1.0,
+                                         v_descale=1.0))
+    per_head = k.scale  # differs per head
+    for step in (1, 3):
+        for name, other in (("k_descale", "v_descale"), ("v_descale", "k_descale")):
+            both = ga.flash_attn_func(q.x, k.x, v.x, causal=True, q_descale=0.01,
+                                      **{name: array([0.03] * hkv), other: array(per_head)})
+            for number in (0.03, np.float32(0.03)):
+                got = ga.flash_attn_func(q.x, k.x, v.x, causal=True, q_descale=0.01,
+                                         **{name: number, other: array(per_head, step)})
+                assert same(got, both), (name, step, number)
+
+    cache_k, cache_v = (Fp8(fw, (b, sk, hkv, d), rng_for("numpy-reals", fw, x)) for x in "kv")
+    new = make(fw, "float16" if fw == "numpy" else "bfloat16", (b, 1, hkv, d),
+               rng_for("numpy-reals", fw, "new"))
+    lens = int32(fw, [3, 20])
+    results = []
+    for k_scale, v_scale in ((array(per_head), array([0.03] * hkv)),
+                             (array(per_head, 2), np.float32(0.03)), (array(per_head), 0.03)):
+        kc, vc = (x.x.clone() if fw == "torch" else x.x.copy() for x in (cache_k, cache_v))
+        out = ga.flash_attn_with_kvcache(q.x, kc, vc, k=new, v=new, cache_seqlens=lens,
+                                         causal=True, q_descale=np.float32(0.01),
+                                         k_descale=k_scale, v_scale=v_scale)
+        results.append((out, as_bytes(kc), as_bytes(vc)))
+    for out, kb, vb in results[1:]:
+        assert same(out, results[0][0])
+        assert np.array_equal(kb, results[0][1]) and np.array_equal(vb, results[0][2])
+
+
 # ---- errors --------------------------------------------------------------------------------------
 
 

@@ -177,7 +177,8 @@ def test_unsupported_dtype_is_named(dtype):
     ({"head_dim": -4}, "head_dim is -4"),
     ({"batch": 0}, "batch is 0"),
     ({"kv_heads": 3}, "kv_heads 3 does not divide heads 16"),
-    ({"kv_heads": -2}, "kv_heads -2"),
+    ({"kv_heads": -2}, "kv_heads -2 must be positive, or None for heads (MHA)"),
+    ({"kv_heads": 0}, "kv_heads 0 must be positive, or None for heads (MHA)"),
     ({"block_size": 40}, "block_size 40"),
     ({"block_size": 0}, "block_size is 0"),
     ({"free": -1}, "free_memory_bytes -1"),
@@ -200,12 +201,22 @@ def test_bad_values_are_named(kwargs, needle):
 @pytest.mark.parametrize("kwargs, name", [
     ({"heads": 1.5}, "heads"), ({"heads": True}, "heads"), ({"window_hint": "4096"}, "window_hint"),
     ({"free_memory_bytes": 1e9}, "free_memory_bytes"), ({"causal": "yes"}, "causal"),
+    ({"causal": 5}, "causal=5 must be a bool, got int"),
+    ({"causal": 1}, "causal=1 must be a bool, got int"),
+    ({"causal": np.int64(0)}, "causal=.*0.* must be a bool, got int64"),
 ])
 def test_non_ints_are_type_errors(kwargs, name):
     args = {"heads": 16, "free_memory_bytes": 80 * GiB}
     args.update(kwargs)
     with pytest.raises(TypeError, match=name):
         ga.choose_sparsity(4096, head_dim=128, **args)
+
+
+def test_causal_takes_numpy_bools():
+    for causal in (True, False):
+        want = choose(131072, causal=causal, window_hint=512)
+        assert choose(131072, causal=np.bool_(causal), window_hint=512) == want
+        assert want.causal is causal
 
 
 # ---- free_memory_bytes=None --------------------------------------------------------------------

@@ -32,7 +32,7 @@ expect 2 "give one of --text, --prompt and --prompt-len" -- generate --random ti
 expect 2 "--seq is empty" -- dist --device cpu --seq ""
 expect 2 "flag --dim must be one of 64|128|256, got '100'" -- dist --device cpu --dim 100
 expect 2 "--strategies 'ring,' has an empty item" -- dist --device cpu --strategies ring,
-expect 2 "--seq '9223372036854775804' is not a positive multiple of 4 (2 x ranks) up to 16777216" -- dist --device cpu --seq 9223372036854775804
+expect 2 "--seq '9223372036854775804' is not a positive multiple of 4 (2 x ranks, for the zigzag layout) up to 16777216" -- dist --device cpu --seq 9223372036854775804
 expect 2 "--warmup does not apply to --show-config" -- bench --show-config --warmup 5
 expect 2 "--only does not apply to --show-config" -- bench --show-config --only D64
 expect 2 "--configs lists the configurations of --shape's shapes" -- model --configs --check x.json
