@@ -92,7 +92,10 @@ struct MaskSpec {
 // see it NaN or inf, and may reach rows of the same tile that do not see that key (a masked key's
 // weight is 0, and 0 x inf is NaN, on the tensor cores as on the CPU). fp16 / bf16 outputs are
 // the fp32 result rounded: values past the type's range (|v| near 65504 in fp16 summed over
-// many keys) may round to inf.
+// many keys) may round to inf. The weighted sum of V is accumulated in fp32 before its division by
+// the row's softmax total, so |v| near FLT_MAX (bf16 or f32) may give inf where the average is
+// finite. out and lse may not share memory with q, k, v or each other, nor write an element twice
+// (invalid_argument), except that out may be q itself, the same view (in place).
 struct AttentionArgs {
   TensorView q, k, v, out;
   TensorView lse;  // optional
@@ -130,7 +133,8 @@ struct AttentionArgs {
   // Optional: a quantized KV cache (INT8 or FP8 with per-head scales). k and v are then of dtype
   // i8 or e4m3 (both the same; FP8 E4M3 is the OCP "fn" format, largest finite 448) while q and
   // out are f16 or bf16 (f32 too on the CPU backend), and k_scale / v_scale are float32 [Hkv] (one
-  // scale a KV head) or [1] (one for every head), on q's device, each positive, finite and at most
+  // scale a KV head) or [1] (one for every head), the two of the same shape and, at [Hkv], the
+  // same stride (one stride reads both), on q's device, each positive, finite and at most
   // FLT_MAX / 448 (about 7.6e35, so that 448 x scale stays finite): element
   // x of KV head hk stands for x * k_scale[hk] in K (v_scale[hk] in V). append_kv writes such a
   // cache from 16-bit keys and values with the same scales. Required with 8-bit k/v, absent

@@ -14,10 +14,11 @@ namespace gpuattn {
 //        int32 [B, max_pages] as in AttentionArgs::block_table (Sk = max_pages * page_size).
 // New:   k_new / v_new [B, Snew, Hkv, D], the cache's dtype (f16, bf16; f32 on the CPU backend).
 // A quantized cache (int8 or FP8 E4M3, AttentionArgs::k_scale): k_new / v_new are f16 or bf16 (f32
-//        too on the CPU) and k_scale / v_scale float32 [Hkv] or [1] (positive and finite, on the
-//        cache's device; checked on a host copy on CUDA when check_indices is set): element x of
-//        KV head hk is stored as x / k_scale[hk] (v_scale for V), rounded to nearest even and
-//        saturated (e4m3 to +-448, NaN stays NaN; int8 to [-127, 127], NaN becomes 0).
+//        too on the CPU) and k_scale / v_scale float32 [Hkv] or [1] (the two of one shape and
+//        stride; positive and finite, on the cache's device; checked on a host copy on CUDA when
+//        check_indices is set): element x of KV head hk is stored as x / k_scale[hk] (v_scale for
+//        V), rounded to nearest even and saturated (e4m3 to +-448, NaN stays NaN; int8 to [-127,
+//        127], NaN becomes 0).
 // cache_seqlens: int32 [B], the keys each sequence holds before the append; it is not updated (the
 //        attention call after an append passes cache_seqlens + Snew as its seqused_k, as flash-attn
 //        does internally). cache_seqlens[b] + Snew must be <= Sk.

@@ -399,7 +399,7 @@ int check_q_scale_view(const TensorView& t, int hq, const TensorView& q) {
   // A [1] view's stride is never stepped over; a [Hq] view's last scale must sit within int32
   // floats of its first (the kernels index h * stride in int).
   if (t.shape[0] != 1 &&
-      (t.stride[0] < 0 || (t.shape[0] - 1) * t.stride[0] > static_cast<std::int64_t>(INT32_MAX))) {
+      (t.stride[0] < 0 || t.stride[0] > INT32_MAX / (t.shape[0] - 1))) {  // no product to wrap
     bad("q_scale has stride " + std::to_string(t.stride[0]) +
         ": (Hq - 1) x stride must be in [0, 2^31)");
   }
@@ -466,7 +466,7 @@ int check_kv_scale_views(const TensorView& k_scale, const TensorView& v_scale, D
         ") differ in shape or stride (both [Hkv] or both [1], laid out alike)");
   }
   // The kernels index hk * stride in int: the last scale within int32 floats of the first.
-  if (!one && (k_scale.shape[0] - 1) * k_scale.stride[0] > static_cast<std::int64_t>(INT32_MAX)) {
+  if (!one && k_scale.stride[0] > INT32_MAX / (k_scale.shape[0] - 1)) {  // no product to wrap
     bad("k_scale stride " + std::to_string(k_scale.stride[0]) +
         ": (Hkv - 1) x stride exceeds 2^31 - 1");
   }

@@ -69,8 +69,10 @@ ReferenceResult reference_attention(const AttentionArgs& args,
   r.out.assign(n * p.hq * D, 0.0);
   r.lse.assign(n * p.hq, -std::numeric_limits<double>::infinity());
 
-  std::vector<double> s(static_cast<std::size_t>(p.seqlen_k));
-  std::vector<int> keys(static_cast<std::size_t>(p.seqlen_k));  // visible keys of the row
+  // Scores and visible keys of the row, grown to the longest sequence a checked row is in (a
+  // varlen call's seqlen_k is only the caller's bound, max_seqlen_k: up to 2^31 - 1).
+  std::vector<double> s;
+  std::vector<int> keys;
   std::vector<double> acc(static_cast<std::size_t>(D));
   std::vector<double> qd(static_cast<std::size_t>(D)), kv(static_cast<std::size_t>(D));
   for (std::size_t ri = 0; ri < n; ++ri) {
@@ -92,6 +94,10 @@ ReferenceResult reference_attention(const AttentionArgs& args,
       i = row % p.seqlen_q;
     }
     const int lq = p.len_q(b), lk = p.keys_used(b);
+    if (keys.size() < static_cast<std::size_t>(lk)) {
+      keys.resize(static_cast<std::size_t>(lk));
+      s.resize(static_cast<std::size_t>(lk));
+    }
     for (int h = 0; h < p.hq; ++h) {
       // Visible keys of the row for this head (the block layout may differ per head).
       const MaskPolicy mask = p.mask(h);

@@ -329,6 +329,18 @@ TEST(QuantizedKvCpu, BadScalesAndDtypesAreNamedAndOutIsUntouched) {
     expect_invalid_argument([&] { attention_forward(a); },
                             "k_scale stride 2147483648: (Hkv - 1) x stride exceeds 2^31 - 1");
   }
+  {
+    // Three KV heads at stride 2^62 + 1: (Hkv - 1) x stride wrapped int64 negative, passed, and
+    // the int cast read the scales at stride 1.
+    QuantCache three = quant_cache(DType::e4m3, {1, 20, 3, 64}, 3, true, 5);
+    HostTensor q3(DType::f16, {1, 5, 3, 64}), out3(DType::f16, {1, 5, 3, 64});
+    AttentionArgs a = tensor_args(q3, three.k, three.v, out3);
+    a.k_scale = three.ks.view();
+    a.v_scale = three.vs.view();
+    a.k_scale.stride[0] = a.v_scale.stride[0] = (std::int64_t{1} << 62) + 1;
+    expect_invalid_argument([&] { attention_forward(a); },
+                            "k_scale stride 4611686018427387905: (Hkv - 1) x stride exceeds");
+  }
   untouched();
   {
     // A [1] scale's stride is never stepped over: k_scale stride 1 beside v_scale stride 0

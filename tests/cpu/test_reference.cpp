@@ -237,6 +237,28 @@ TEST(Reference, GqaEqualsRepeatedKvHeads) {
 }
 
 // Varlen: each sequence equals a dense call on its slice of the packed tensors.
+// A varlen call's max_seqlen_k is the caller's bound: the reference's scratch follows the keys the
+// rows see (it was sized by max_seqlen_k: 2^31 - 1 asked for 25 GB and threw std::bad_alloc).
+TEST(Reference, ScratchFollowsTheSequencesNotMaxSeqlen) {
+  const std::vector<int> lq = {1, 1}, lk = {3, 2};
+  HostTensor q(DType::f32, {2, 1, 64}), k(DType::f32, {5, 1, 64}), v(DType::f32, {5, 1, 64}),
+      out(DType::f32, {2, 1, 64});
+  q.randomize(910);
+  k.randomize(911);
+  v.randomize(912);
+  const HostTensor cu_q = make_cu_seqlens(lq), cu_k = make_cu_seqlens(lk);
+  AttentionArgs a = tensor_args(q, k, v, out);
+  a.cu_seqlens_q = cu_q.view();
+  a.cu_seqlens_k = cu_k.view();
+  a.max_seqlen_q = 1;
+  a.max_seqlen_k = 3;
+  const ReferenceResult tight = reference_attention(a);
+  a.max_seqlen_k = INT32_MAX;
+  const ReferenceResult loose = reference_attention(a);
+  EXPECT_EQ(loose.out, tight.out);
+  EXPECT_EQ(loose.lse, tight.lse);
+}
+
 TEST(Reference, VarlenEqualsDensePerSequence) {
   const std::vector<int> lq = {3, 0, 7, 2}, lk = {5, 2, 7, 0};
   const int H = 2, D = 64;
