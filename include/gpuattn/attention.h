@@ -144,7 +144,10 @@ struct AttentionArgs {
   // to the scores and the output, never per element), and every other call first dequantizes the
   // keys each sequence uses into a 16-bit buffer from the library's pool (as a paged prefill
   // gathers its pages). On CUDA the scale values are checked on a host copy when check_indices is
-  // set (a stream synchronization), and trusted otherwise.
+  // set (a stream synchronization), and trusted otherwise. A float16 call's dequantized copy holds
+  // x * scale in float16, so there a scale above 65504 / 448 (about 146; int8: 65504 / 127, about
+  // 516) is refused by name when checked (a bfloat16 call, or a decode call, takes it) and reads
+  // infinities when not.
   TensorView k_scale;
   TensorView v_scale;
   // Optional: FP8 attention. q is then of dtype e4m3 too, beside an E4M3 cache (k/v e4m3 with
@@ -163,7 +166,8 @@ struct AttentionArgs {
   // accuracy: P is not rounded), first dequantizes q into a pool buffer of out's dtype (total_q x
   // Hq x D elements: x * q_scale[h] rounded once) and runs as an 8-bit cache's call does (decode
   // calls on the cache in place, the others on a dequantized copy of K and V as well). Scales are
-  // checked on a host copy when check_indices is set, as k_scale's are.
+  // checked on a host copy when check_indices is set, as k_scale's are; a float16 out on that
+  // path bounds q_scale at 65504 / 448 as it bounds a copied cache's scales (above).
   TensorView q_scale;
 
   // CUDA only: whether cu_seqlens_q/k, seqused_k and block_table values are checked on a host

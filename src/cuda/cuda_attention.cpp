@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
@@ -97,18 +98,57 @@ int copy_scales(std::vector<float>& host, const float* scales, int stride, int n
   return count;
 }
 
+// The host copies check_scales took: one value, or one a head.
+struct HostScales {
+  std::vector<float> k, v, q;
+};
+
 // A quantized cache's scales (and an FP8 call's q_scale, when given: `hq` of them at
 // `q_stride`) checked on a host copy, positive and finite, after one synchronization of `stream`.
-void check_scales(const float* k_scale, const float* v_scale, int stride, int n,
-                  cudaStream_t stream, const char* fn, const float* q_scale = nullptr,
-                  int q_stride = 0, int hq = 0) {
-  std::vector<float> ks, vs, qs;
-  const int count = copy_scales(ks, k_scale, stride, n, stream);
-  copy_scales(vs, v_scale, stride, n, stream);
-  const int q_count = q_scale != nullptr ? copy_scales(qs, q_scale, q_stride, hq, stream) : 0;
+HostScales check_scales(const float* k_scale, const float* v_scale, int stride, int n,
+                        cudaStream_t stream, const char* fn, const float* q_scale = nullptr,
+                        int q_stride = 0, int hq = 0) {
+  HostScales h;
+  const int count = copy_scales(h.k, k_scale, stride, n, stream);
+  copy_scales(h.v, v_scale, stride, n, stream);
+  const int q_count = q_scale != nullptr ? copy_scales(h.q, q_scale, q_stride, hq, stream) : 0;
   GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-  check_kv_scales(ks.data(), vs.data(), count, fn);
-  if (q_scale != nullptr) check_q_scales(qs.data(), q_count, fn);
+  check_kv_scales(h.k.data(), h.v.data(), count, fn);
+  if (q_scale != nullptr) check_q_scales(h.q.data(), q_count, fn);
+  return h;
+}
+
+// A float16 call whose 8-bit operands run on a float16 copy dequantized element by element
+// (x * scale rounded once: the cache where decode_takes(p) does not hold, q where the FP8 kernel
+// does not take the call) needs every such element finite in float16: scale x 448 (E4M3) or
+// x 127 (int8) at most 65504. The decode and FP8 kernels apply the scales to fp32 scores and
+// outputs instead, and bfloat16 copies reach FLT_MAX: neither has this limit. Checked on the host
+// copy of the scales (check_indices); an unchecked call past it reads infinities.
+void check_f16_copy_range(const FwdParams& p, const HostScales& h, bool kv_copied, bool q_copied) {
+  if (p.dtype != DType::f16) return;
+  const float largest = p.kv_dtype == DType::i8 ? 127.f : 448.f;
+  const auto check = [&](const std::vector<float>& scales, const char* name, float x_max) {
+    for (std::size_t i = 0; i < scales.size(); ++i) {
+      if (static_cast<double>(scales[i]) * x_max <= 65504.0) continue;
+      char msg[512];
+      std::snprintf(msg, sizeof msg,
+                    "%s[%zu] is %.9g, above %.6g (65504 / %g): this float16 call runs on a "
+                    "float16 copy of its %s dequantized element by element (%s), where %g x %.9g "
+                    "overflows float16; a bfloat16 call takes it%s",
+                    name, i, static_cast<double>(scales[i]), 65504.0 / x_max,
+                    static_cast<double>(x_max), name[0] == 'q' ? "q" : "cache",
+                    name[0] == 'q' ? "the FP8 kernel does not take the call"
+                                   : "not a decode call, which reads the cache in place",
+                    static_cast<double>(x_max), static_cast<double>(scales[i]),
+                    name[0] == 'q' ? "" : ", as does a decode call");
+      throw Error(ErrorCode::invalid_argument, std::string("gpuattn::attention_forward: ") + msg);
+    }
+  };
+  if (kv_copied) {
+    check(h.k, "k_scale", largest);
+    check(h.v, "v_scale", largest);
+  }
+  if (q_copied) check(h.q, "q_scale", 448.f);
 }
 
 // Whether decode_16x64 (decode_q8_16x64 on a quantized cache) can run call p at all (DecodePlan's
@@ -459,8 +499,12 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
     // host copy, behind one synchronization.
     if (p.q_quantized()) check_device_pointer(p.q_scale, p.device_index, "q_scale");
     if (p.check_indices) {
-      check_scales(p.k_scale, p.v_scale, p.kv_scale_stride, p.hkv, stream,
-                   "gpuattn::attention_forward", p.q_scale, p.q_scale_stride, p.hq);
+      const HostScales h = check_scales(p.k_scale, p.v_scale, p.kv_scale_stride, p.hkv, stream,
+                                        "gpuattn::attention_forward", p.q_scale,
+                                        p.q_scale_stride, p.hq);
+      const bool fp8_kernel = p.q_quantized() && fp8_kernel_takes(p);
+      check_f16_copy_range(p, h, !fp8_kernel && !decode_takes(p),
+                           p.q_quantized() && !fp8_kernel);
     }
   }
   if (p.q_quantized()) return fp8_forward(p, stream);

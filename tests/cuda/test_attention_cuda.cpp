@@ -1816,7 +1816,9 @@ TEST_F(AttentionCudaTest, DecodeReadsReadyKeysBeforeTheWaitAndTheNewestAfter) {
     probe.q = q1.view(Device::cuda, reinterpret_cast<void*>(256));
     probe.k = k1.view(Device::cuda, reinterpret_cast<void*>(256));
     probe.v = v1.view(Device::cuda, reinterpret_cast<void*>(256));
-    probe.out = q1.view(Device::cuda, reinterpret_cast<void*>(256));
+    // Addresses never dereferenced (the probe only picks a kernel), apart so that out does not
+    // overlap the inputs, which make_fwd_params refuses.
+    probe.out = q1.view(Device::cuda, reinterpret_cast<void*>(std::uintptr_t{1} << 40));
     if (cuda_forward_kernel(make_fwd_params(probe)) != FwdKernel::decode_16x64) {
       GTEST_SKIP() << "the first call runs "
                    << tile_config(cuda_forward_kernel(make_fwd_params(probe))).name

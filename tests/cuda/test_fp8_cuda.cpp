@@ -346,7 +346,9 @@ class Fp8AttentionCuda : public ::testing::Test {
     AttentionArgs a;
     a.q = a.k = a.v = q.view(Device::cuda, reinterpret_cast<void*>(256));
     HostTensor out(DType::f16, {1, 128, 1, 128}), s(DType::f32, {1});
-    a.out = out.view(Device::cuda, reinterpret_cast<void*>(256));
+    // Addresses never dereferenced (the probe only picks a kernel), out apart from the inputs:
+    // make_fwd_params refuses an out that overlaps what the call reads.
+    a.out = out.view(Device::cuda, reinterpret_cast<void*>(std::uintptr_t{1} << 40));
     a.q_scale = a.k_scale = a.v_scale = s.view(Device::cuda, reinterpret_cast<void*>(256));
     return cuda_fp8_kernel_takes(make_fwd_params(a)) ? Path::fp8_kernel : Path::dequantized;
   }
@@ -591,6 +593,35 @@ TEST_F(Fp8AttentionCuda, BadScaleIsNamedAndOutUntouched) {
   for (std::int64_t i = 0; i < back.numel(); ++i) {
     ASSERT_TRUE(std::isnan(back.get(i))) << "out element " << i << " was written";
   }
+}
+
+// A float16 FP8 call the FP8 kernel does not take (a decode call) runs on a float16 copy of q
+// (x * q_scale rounded once): a q_scale past 65504 / 448 would overflow it and is refused by name,
+// out untouched; at 146 it runs.
+TEST_F(Fp8AttentionCuda, Float16QCopyRefusesAScaleThatOverflowsIt) {
+  HostTensor q(DType::e4m3, {1, 1, 2, 128}), k(DType::e4m3, {1, 140, 2, 128}),
+      v(DType::e4m3, {1, 140, 2, 128}), out(DType::f16, {1, 1, 2, 128}), qs(DType::f32, {1}),
+      ks(DType::f32, {1}), vs(DType::f32, {1});
+  q.randomize(1, 16.f);
+  k.randomize(2, 16.f);
+  v.randomize(3, 16.f);
+  qs.set(0, 200.f);
+  ks.set(0, 1.f / 4096);
+  vs.set(0, 0.0625f);
+  out.poison();
+  const OnDevice dq(q), dk(k), dv(v), dout(out), dqs(qs), dks(ks), dvs(vs);
+  const std::vector<unsigned char> before = dout.buf.snapshot();
+  AttentionArgs a = quantized_args(dq, dk, dv, dks, dvs, dout);
+  a.q_scale = dqs.view();
+  ASSERT_FALSE(cuda_fp8_kernel_takes(make_fwd_params(a)));
+  expect_invalid_argument([&] { attention_forward(a); },
+                          "q_scale[0] is 200, above 146.214 (65504 / 448)");
+  EXPECT_EQ(dout.buf.snapshot(), before) << "out was written";
+  qs.set(0, 146.f);
+  const OnDevice dqs2(qs);
+  a.q_scale = dqs2.view();
+  EXPECT_NO_THROW(attention_forward(a));
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 // K and V broadcast over their heads (stride 0: one stored head read as Hkv) or over the batch

@@ -37,13 +37,15 @@ struct QCase {
   Precision precision = Precision::standard;
   bool per_head = true;
   float big_q_row = 0.f;  // nonzero: q row 0 of every head times this
+  float k_boost = 1.f;    // k_scale times this, q divided by it: the same scores, K past float16
 
   std::string name() const {
     return std::string(to_string(t)) + "_" + to_string(kv) + "_B" + std::to_string(B) + "_H" +
            std::to_string(Hq) + "kv" + std::to_string(Hkv) + "_Sq" + std::to_string(Sq) + "_Sk" +
            std::to_string(Sk) + "_D" + std::to_string(D) + (used.empty() ? "" : "_used") +
            (page ? "_page" + std::to_string(page) : "") + (causal ? "_causal" : "") +
-           (per_head ? "" : "_one_scale") + (big_q_row != 0.f ? "_big_q" : "");
+           (per_head ? "" : "_one_scale") + (big_q_row != 0.f ? "_big_q" : "") +
+           (k_boost != 1.f ? "_k_boost" : "");
   }
 };
 
@@ -77,6 +79,10 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
     }
   }
   fill_cache(k, v, ks, vs, seed + 1);
+  if (c.k_boost != 1.f) {
+    for (std::int64_t e = 0; e < q.numel(); ++e) q.set(e, q.get(e) / c.k_boost);
+    for (std::int64_t h = 0; h < ks.numel(); ++h) ks.set(h, ks.get(h) * c.k_boost);
+  }
   const HostTensor used = int32s(c.used.empty() ? std::vector<int>(c.B, c.Sk) : c.used);
   PagedCache pc;
   if (c.page > 0) pc = page_cache(k, v, c.page, c.used, 3, seed + 2);
@@ -169,6 +175,39 @@ TEST_F(QuantizedKvCuda, OtherCallsRunOnADequantizedCopy) {
       {f16, e4m3, 2, 8, 2, 1, 400, 256, true, {}, 0, {}, Precision::compensated},
   };
   for (const QCase& c : cases) expect_matches_reference(c, true, Runs::on_copy);
+}
+
+// Keys past float16 (int8 k_scales of 1250 to 2500: 40 x 1250 is 50000, 127 x 2500 is 317500), q
+// scaled down as much (the scores as fill_cache's): a float16 decode call
+// reads the cache in place with the scales on fp32 scores and matches; a bfloat16 prefill runs on
+// a bfloat16 copy and matches; a float16 prefill would run on a float16 copy where they overflow,
+// and is refused naming the scale, out untouched.
+TEST_F(QuantizedKvCuda, Float16CopiesRefuseScalesThatOverflowThem) {
+  const DType f16 = DType::f16, bf16 = DType::bf16, i8 = DType::i8;
+  QCase decode{f16, i8, 2, 8, 2, 1, 300, 128};
+  decode.k_boost = 1e5f;
+  expect_matches_reference(decode, true, Runs::in_place);
+  QCase prefill{bf16, i8, 1, 4, 2, 40, 300, 128, true};
+  prefill.k_boost = 1e5f;
+  expect_matches_reference(prefill, true, Runs::on_copy);
+
+  HostTensor q(f16, {1, 40, 4, 128}), out(f16, {1, 40, 4, 128}), k(i8, {1, 300, 2, 128}),
+      v(i8, {1, 300, 2, 128}), ks(DType::f32, {2}), vs(DType::f32, {2});
+  q.randomize(3);
+  fill_cache(k, v, ks, vs, 4);
+  ks.set(1, 600.f);  // 600 x 127 = 76200 > 65504
+  out.poison();
+  const OnDevice dq(q), dk(k), dv(v), dks(ks), dvs(vs), dout(out);
+  const std::vector<unsigned char> before = dout.buf.snapshot();
+  AttentionArgs a = quantized_args(dq, dk, dv, dks, dvs, dout);
+  const std::string msg = error_of([&] { attention_forward(a); });
+  EXPECT_NE(msg.find("k_scale[1] is 600, above 515.78 (65504 / 127)"), std::string::npos) << msg;
+  EXPECT_EQ(dout.buf.snapshot(), before) << "out was written";
+  ks.set(1, 515.f);  // 515 x 127 = 65405: finite
+  const OnDevice dks2(ks);
+  a.k_scale = dks2.view();
+  EXPECT_NO_THROW(attention_forward(a));
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 TEST_F(QuantizedKvCuda, UncheckedCallsMatch) {
