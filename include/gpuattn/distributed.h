@@ -107,7 +107,9 @@ class RankGroup {
 // softmax_scale and precision; the result is exactly attention over the whole sequence (causal
 // over global positions), each rank's rows of it in its out and lse. Each shard's `stream` orders
 // its rank's work (CUDA: the call returns before the kernels finish, like attention_forward); the
-// CPU backend uses each shard's num_threads (0: the group's threads_per_rank).
+// CPU backend uses each shard's num_threads (0: the group's threads_per_rank). A shard's counters
+// (AttentionArgs::counters) are not used: the calls the strategies run have other shapes than the
+// shard's, and take the library's counters.
 // A sliding window and global tokens (MaskSpec, the same on every shard) are over global
 // positions, as for one call over the whole sequence; they run on head_parallel, and on all_gather
 // for causal calls (ErrorCode::not_supported on the ring, or on a non-causal all_gather call).

@@ -17,6 +17,15 @@ namespace {
 using dist::Accumulator;
 using dist::RankExec;
 
+// An internal call begun from a shard's arguments: its shape differs from the shard's (a zigzag
+// half, a ring step, a gathered head group), so the shard's counters, sized for the shard's call
+// (attention_counters_needed), are not passed on; the call takes the library's own.
+AttentionArgs internal_call(const AttentionArgs& shard) {
+  AttentionArgs a = shard;
+  a.counters = TensorView{};
+  return a;
+}
+
 // The shape every shard shares.
 struct Shape {
   int batch = 0, rows = 0, hq = 0, hkv = 0, head_dim = 0;
@@ -338,7 +347,7 @@ void run_ring(const RankGroup::Impl& g, const SequenceParallelArgs& args, const 
       const int src = (r.rank + W - step) % W;
       const StepWork w = step_work(s, args.layout, r.rank, src);
       if (!w.run) continue;
-      AttentionArgs a = *r.shard;
+      AttentionArgs a = internal_call(*r.shard);
       a.mask.window_right = -1;  // unmasked calls only (a causal one's right window is moot)
       a.q = slice(r.shard->q, 1, w.q0, w.q_rows);
       a.k = slice(k_of(r, s, t.buf[cur]), 1, 0, w.k_rows);
@@ -420,7 +429,7 @@ void run_all_gather(const RankGroup::Impl& g, const SequenceParallelArgs& args, 
       if (!s.causal && run.local0 != 0) break;  // non-causal: one call over every row
       const int q_rows = s.causal ? run.len : s.rows;
       const std::int64_t keys = s.causal ? run.global0 + run.len : S;
-      AttentionArgs a = *r.shard;
+      AttentionArgs a = internal_call(*r.shard);
       a.q = slice(r.shard->q, 1, run.local0, q_rows);
       a.out = slice(r.shard->out, 1, run.local0, q_rows);
       if (r.shard->lse.present()) a.lse = slice(r.shard->lse, 2, run.local0, q_rows);
@@ -541,7 +550,7 @@ void run_head_parallel(const RankGroup::Impl& g, const SequenceParallelArgs& arg
                 slice(t.v, 1, run.global0, run.len));
       }
     }
-    AttentionArgs a = *r.shard;
+    AttentionArgs a = internal_call(*r.shard);
     a.q = t.q;
     a.k = t.k;
     a.v = t.v;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -47,8 +48,10 @@ int gpus() {
 // that one rank (a group of processes).
 Comparison run_cuda(const SpProblem& p, const RankGroup& g, int only = -1, std::int64_t every = 1,
                     std::optional<ShardLayout> call_layout = std::nullopt,
-                    const MaskSpec& mask = {}) {
+                    const MaskSpec& mask = {}, bool own_counters = false) {
   SpData d = make_data(p);
+  std::vector<DeviceBuffer> counters;  // own_counters: each shard's, zeroed
+  counters.reserve(only >= 0 ? 1 : g.local_ranks().size());
   const std::vector<int> ranks = only >= 0 ? std::vector<int>{only} : g.local_ranks();
   // Each rank's shards on its own device (the group says which).
   const std::vector<int> devs = g.devices();
@@ -79,6 +82,13 @@ Comparison run_cuda(const SpProblem& p, const RankGroup& g, int only = -1, std::
     a.causal = p.causal;
     a.mask = mask;
     a.stream = streams[i];
+    if (own_counters) {
+      const std::int64_t n = std::max<std::int64_t>(1, attention_counters_needed(a));
+      const std::vector<std::int32_t> zeros(static_cast<std::size_t>(n), 0);
+      counters.emplace_back(zeros.size() * sizeof(std::int32_t));
+      counters.back().upload(zeros.data());
+      a.counters = TensorView::contiguous(counters.back().get(), DType::i32, Device::cuda, {n}, dev);
+    }
     args.shards.push_back(a);
   }
   sequence_parallel_attention(g, args);
@@ -86,6 +96,11 @@ Comparison run_cuda(const SpProblem& p, const RankGroup& g, int only = -1, std::
     TEST_CUDA_CHECK(cudaSetDevice(devs[i]));
     TEST_CUDA_CHECK(cudaStreamSynchronize(streams[i]));
     TEST_CUDA_CHECK(cudaStreamDestroy(streams[i]));
+    if (own_counters) {  // untouched: the shard's own call never runs
+      std::vector<std::int32_t> back(counters[i].bytes() / sizeof(std::int32_t), -1);
+      counters[i].download(back.data());
+      for (std::int32_t c : back) EXPECT_EQ(c, 0) << "rank " << ranks[i] << "'s counters";
+    }
     bufs[i * 5 + 3].download(d.sout[ranks[i]].data());
     bufs[i * 5 + 4].download(d.slse[ranks[i]].data());
   }
@@ -125,6 +140,33 @@ using Case = std::tuple<ShardLayout, SeqParallelStrategy, bool>;
 std::string case_name(const ::testing::TestParamInfo<Case>& i) {
   return std::string(to_string(std::get<0>(i.param))) + "_" + to_string(std::get<1>(i.param)) +
          (std::get<2>(i.param) ? "_causal" : "_full");
+}
+
+// Shards that carry their own counters (AttentionArgs::counters, sized by
+// attention_counters_needed for the shard's call): the internal calls, of other shapes (a zigzag
+// half of 64 rows over 512 keys is a split-KV decode call needing 4 counters where the shard's
+// 128-row call needs 1), take the library's own, and the shard's stay zero. (They were passed on:
+// rank 0's first zigzag run wrote its rows, then the second was refused for too few counters.)
+TEST(SequenceParallelPeerCopyCounters, ShardCountersAreNotPassedToOtherShapes) {
+  NEED_GPUS(1);
+  for (const auto strategy : {SeqParallelStrategy::all_gather, SeqParallelStrategy::ring,
+                              SeqParallelStrategy::head_parallel}) {
+    for (const auto layout : {ShardLayout::zigzag, ShardLayout::contiguous}) {
+      SpProblem p;
+      p.world = 4;
+      p.rows = 128;
+      p.hq = p.hkv = strategy == SeqParallelStrategy::head_parallel ? 4 : 1;
+      p.head_dim = 128;
+      p.dtype = DType::f16;
+      p.causal = true;
+      p.layout = layout;
+      p.strategy = strategy;
+      const std::string what = std::string(to_string(strategy)) + " " + to_string(layout);
+      expect_close(run_cuda(p, RankGroup::local_cuda({0, 0, 0, 0}, Transport::peer_copy), -1, 1,
+                            std::nullopt, {}, true),
+                   p.dtype, what);
+    }
+  }
 }
 
 // Three ranks on GPU 0 through peer copies: the ring's three steps, its streams and events, and
