@@ -16,7 +16,7 @@ grep -hE 'PASSED|FAILED' /tmp/fuzz.log 2>/dev/null | tail -3
 build-gpu/tests/gpuattn_dist_tests --gtest_filter='*Counters*' 2>&1 | tail -3
 build-gpu/tests/gpuattn_cuda_tests --gtest_filter='*Float16*' 2>&1 | grep -E 'OK|FAILED|PASSED|checked|Failure' | head
 cp src/dist/sequence_parallel.cpp /tmp/fixed.cpp
-git show "${BEFORE:?}":src/dist/sequence_parallel.cpp > src/dist/sequence_parallel.cpp
+cp .before_sp.cpp src/dist/sequence_parallel.cpp  # 2cdfb6d's, left untracked beside the checkout
 ninja -C build-gpu gpuattn_dist_tests > $OUT/revert-build.log 2>&1; echo "revert build rc $?"
 build-gpu/tests/gpuattn_dist_tests --gtest_filter='*Counters*' > $OUT/revert-test.log 2>&1
 echo "counters test before the fix: rc $? (must be nonzero)"; grep -E 'counters|FAILED' $OUT/revert-test.log | head -4
