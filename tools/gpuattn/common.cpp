@@ -11,8 +11,10 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <new>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "core/fwd_params.h"
@@ -257,6 +259,31 @@ Case varlen_case(std::vector<int> lens_q, std::vector<int> lens_k, int hq, int h
 }
 
 HostProblem::HostProblem(const Case& cs, std::uint64_t seed) : c(cs) {
+  try {
+    allocate();
+  } catch (const std::bad_alloc&) {
+    // q, out, k, v: the elements of the four tensors, and lse.
+    const double elements = static_cast<double>(c.total_q()) * c.hq * c.d * 2 +
+                            static_cast<double>(c.total_k()) * c.hkv * c.d * 2;
+    const double gib = (elements * static_cast<double>(element_size(c.dtype)) +
+                        4.0 * static_cast<double>(c.total_q()) * c.hq) /
+                       (1 << 30);
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "the host copies of q, k, v, out and lse (%.1f GiB) ", gib);
+    throw std::runtime_error(c.shape() + ": " + msg + "could not be allocated");
+  }
+  fill_random(q, seed * 3 + 1, c.q_scale);
+  fill_random(k, seed * 3 + 2, 1.f);
+  fill_random(v, seed * 3 + 3, 1.f);
+  // NaN bytes (0xff) in every dtype, written in parallel: the big cases have 1e8+ elements.
+  parallel_for(static_cast<std::int64_t>(out.bytes()), hardware_threads(),
+               [&](std::int64_t b, std::int64_t e) {
+                 std::memset(static_cast<char*>(out.data()) + b, 0xff,
+                             static_cast<std::size_t>(e - b));
+               });
+}
+
+void HostProblem::allocate() {
   if (c.varlen()) {
     q = HostTensor(c.dtype, {c.total_q(), c.hq, c.d});
     k = HostTensor(c.dtype, {c.total_k(), c.hkv, c.d});
@@ -269,15 +296,6 @@ HostProblem::HostProblem(const Case& cs, std::uint64_t seed) : c(cs) {
     out = HostTensor(c.dtype, {c.batch, c.sq, c.hq, c.d});
   }
   v = HostTensor(c.dtype, k.shape);
-  fill_random(q, seed * 3 + 1, c.q_scale);
-  fill_random(k, seed * 3 + 2, 1.f);
-  fill_random(v, seed * 3 + 3, 1.f);
-  // NaN bytes (0xff) in every dtype, written in parallel: the big cases have 1e8+ elements.
-  parallel_for(static_cast<std::int64_t>(out.bytes()), hardware_threads(),
-               [&](std::int64_t b, std::int64_t e) {
-                 std::memset(static_cast<char*>(out.data()) + b, 0xff,
-                             static_cast<std::size_t>(e - b));
-               });
   lse.assign(static_cast<std::size_t>(c.total_q() * c.hq), std::numeric_limits<float>::quiet_NaN());
 }
 

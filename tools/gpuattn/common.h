@@ -81,9 +81,14 @@ struct HostProblem {
   HostTensor q, k, v, out, cu_q, cu_k;
   std::vector<float> lse;  // dense [B, Hq, Sq]; varlen [Hq, total_q]
 
+  // Random q, k, v, out poisoned; a std::runtime_error naming the shape and the bytes where the
+  // host memory cannot be had.
   HostProblem(const Case& c, std::uint64_t seed);
   // Arguments over host memory.
   AttentionArgs host_args();
+
+ private:
+  void allocate();  // the tensors of c, unfilled
 };
 
 // Arguments of `c` over the given buffers (host or device), with lse and cu_seqlens as given.
