@@ -5,8 +5,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
@@ -499,12 +499,11 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
     // host copy, behind one synchronization.
     if (p.q_quantized()) check_device_pointer(p.q_scale, p.device_index, "q_scale");
     if (p.check_indices) {
-      const HostScales h = check_scales(p.k_scale, p.v_scale, p.kv_scale_stride, p.hkv, stream,
-                                        "gpuattn::attention_forward", p.q_scale,
-                                        p.q_scale_stride, p.hq);
+      const HostScales h =
+          check_scales(p.k_scale, p.v_scale, p.kv_scale_stride, p.hkv, stream,
+                       "gpuattn::attention_forward", p.q_scale, p.q_scale_stride, p.hq);
       const bool fp8_kernel = p.q_quantized() && fp8_kernel_takes(p);
-      check_f16_copy_range(p, h, !fp8_kernel && !decode_takes(p),
-                           p.q_quantized() && !fp8_kernel);
+      check_f16_copy_range(p, h, !fp8_kernel && !decode_takes(p), p.q_quantized() && !fp8_kernel);
     }
   }
   if (p.q_quantized()) return fp8_forward(p, stream);

@@ -87,7 +87,8 @@ Comparison run_cuda(const SpProblem& p, const RankGroup& g, int only = -1, std::
       const std::vector<std::int32_t> zeros(static_cast<std::size_t>(n), 0);
       counters.emplace_back(zeros.size() * sizeof(std::int32_t));
       counters.back().upload(zeros.data());
-      a.counters = TensorView::contiguous(counters.back().get(), DType::i32, Device::cuda, {n}, dev);
+      a.counters =
+          TensorView::contiguous(counters.back().get(), DType::i32, Device::cuda, {n}, dev);
     }
     args.shards.push_back(a);
   }
