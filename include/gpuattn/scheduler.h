@@ -52,14 +52,21 @@ struct ScheduledStep {
 
 class BatchScheduler {
  public:
-  // `kv` must outlive the scheduler; the scheduler holds one cache sequence per running request.
+  // `kv` must outlive the scheduler; the scheduler holds one cache sequence per running request,
+  // and frees them when it is destroyed. Not copyable: two schedulers would drive the same
+  // sequences.
   BatchScheduler(const SchedulerConfig& config, KvCacheManager& kv);
+  ~BatchScheduler();
+  BatchScheduler(const BatchScheduler&) = delete;
+  BatchScheduler& operator=(const BatchScheduler&) = delete;
 
   // Queues a request (invalid_argument naming the field for a bad one, or a duplicate id).
   void enqueue_request(const Request& r);
   // Plans the next step at time now_s (not NaN). It appends the decodes' keys to the cache, so a
   // step with requests in it must be reported with complete_step before the next schedule (an
-  // empty step, e.g. one that waits, needs no report); invalid_argument otherwise.
+  // empty step, e.g. one that waits, needs no report); invalid_argument otherwise. All or
+  // nothing: where it throws (an allocation failure), the cache and the scheduler are as before
+  // the call (it keeps a copy of the cache's bookkeeping for the step: O(pages + requests)).
   ScheduledStep schedule(double now_s);
   // The step ran: every request in it produced one token. Returns the ids that are now done
   // (max_new_tokens reached or listed in `stopped`, e.g. at an end-of-sequence token); their
@@ -85,7 +92,7 @@ class BatchScheduler {
   };
   void requeue(const Request& r);
   ScheduledStep plan(double now_s);
-  std::vector<std::int64_t> form_group(int slots, int token_budget);
+  std::vector<std::int64_t> form_group(int slots, std::int64_t token_budget);
 
   SchedulerConfig cfg_;
   KvCacheManager& kv_;

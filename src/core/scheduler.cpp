@@ -104,13 +104,14 @@ int BatchScheduler::generated(std::int64_t id) const {
   return it->second.generated;
 }
 
-std::vector<std::int64_t> BatchScheduler::form_group(int slots, int token_budget) {
+std::vector<std::int64_t> BatchScheduler::form_group(int slots, std::int64_t token_budget) {
   // The first waiting request leads; the others join in queue order while the group's longest
   // prompt stays within length_ratio of its shortest, and the slots, the token budget and the
   // cache allow. A lead longer than the whole budget runs alone.
   std::vector<std::int64_t> group;
   if (queue_.empty() || slots <= 0) return group;
-  int lo = queue_.front().prompt_len, hi = lo, tokens = 0;
+  int lo = queue_.front().prompt_len, hi = lo;
+  std::int64_t tokens = 0;  // prompts near 2^31 each: their sum in 64 bits
   for (auto it = queue_.begin(); it != queue_.end() && static_cast<int>(group.size()) < slots;) {
     const int len = it->prompt_len;
     const int new_lo = std::min(lo, len), new_hi = std::max(hi, len);
@@ -151,9 +152,37 @@ ScheduledStep BatchScheduler::schedule(double now_s) {
             std::to_string(outstanding_.size()) + " requests, request " +
             std::to_string(outstanding_.front()) + " first)");
   }
-  ScheduledStep step = plan(now_s);
-  outstanding_ = ids_of(step);
-  return step;
+  // All or nothing: planning appends keys, frees a victim's pages and admits requests; where any
+  // of it throws (an allocation), the cache and the scheduler go back to what they were. The
+  // copies are of bookkeeping only (O(pages + requests)); moving them back cannot throw.
+  KvCacheManager kv_before = kv_;
+  std::deque<Request> queue_before = queue_;
+  std::unordered_map<std::int64_t, Running> running_before = running_;
+  const std::uint64_t admissions_before = admissions_;
+  try {
+    ScheduledStep step = plan(now_s);
+    outstanding_ = ids_of(step);
+    return step;
+  } catch (...) {
+    kv_ = std::move(kv_before);
+    queue_ = std::move(queue_before);
+    running_ = std::move(running_before);
+    admissions_ = admissions_before;
+    outstanding_.clear();
+    throw;
+  }
+}
+
+BatchScheduler::~BatchScheduler() {
+  // The running requests' cache sequences go back to the cache, which outlives the scheduler.
+  // A sequence the caller freed behind the scheduler's back is skipped (a destructor must not
+  // throw).
+  for (const auto& [id, run] : running_) {
+    try {
+      kv_.free_sequence(run.seq);
+    } catch (const Error&) {
+    }
+  }
 }
 
 ScheduledStep BatchScheduler::plan(double now_s) {
@@ -210,7 +239,7 @@ ScheduledStep BatchScheduler::plan(double now_s) {
     }
   }
   int slots = cfg_.max_batch - static_cast<int>(step.decode.size());
-  int budget = cfg_.max_prefill_tokens;
+  std::int64_t budget = cfg_.max_prefill_tokens;
   while (slots > 0 && budget > 0 && !queue_.empty()) {
     std::vector<std::int64_t> group = form_group(slots, budget);
     if (group.empty()) break;

@@ -22,6 +22,7 @@
 #include "common/test_util.h"
 #include "gpuattn/kv_cache.h"
 #include "gpuattn/kv_cache_manager.h"
+#include "gpuattn/scheduler.h"
 
 namespace gpuattn::testing {
 namespace {
@@ -305,6 +306,69 @@ TEST(KvCacheManager, DrivesAppendAndAttention) {
       ASSERT_EQ(out.get(s * 4 * D + i), want.get(i)) << "sequence " << s << " element " << i;
     }
   }
+}
+
+// BatchScheduler::schedule is all or nothing: an allocation that fails anywhere in it (a decode's
+// append, a preemption, an admission) leaves the cache and the scheduler as they were, and the
+// same call then plans the step it would have. (Before, a retry appended a decode's key twice,
+// leaked an admitted request's pages, and decoded a request whose prefill never ran.) Here,
+// beside the cache's own tests, as this binary's operator new can fail on demand.
+TEST(BatchScheduler, AFailedScheduleChangesNothing) {
+  const auto request = [](std::int64_t id, int prompt, int priority) {
+    Request r;
+    r.id = id;
+    r.prompt_len = prompt;
+    r.max_new_tokens = 8;
+    r.priority = priority;
+    return r;
+  };
+  SchedulerConfig cfg;
+  cfg.max_wait_s = 0.0;
+  int failures = 0;
+  for (long k = 0;; ++k) {
+    // 5 pages of 16: request 1 (16 keys, then 17: 2 pages) runs beside request 2 (48 keys, 3
+    // pages); the step under test decodes 1 (18 keys: no new page), finds no page for request 2's
+    // 49th key and preempts it (the lowest priority admitted last), then admits request 3
+    // (priority 1, 16 keys: 1 page). Request 2, requeued with 49 keys, waits for 4 pages.
+    KvCacheManager kv(5, 16);
+    BatchScheduler s(cfg, kv);
+    s.enqueue_request(request(1, 16, 0));
+    s.complete_step(s.schedule(0.0));
+    s.enqueue_request(request(2, 48, 0));
+    s.complete_step(s.schedule(0.0));
+    ASSERT_EQ(kv.free_pages(), 0);
+    s.enqueue_request(request(3, 16, 1));
+    const auto snapshot = [&] {
+      return std::vector<long long>{kv.free_pages(), kv.length(s.sequence(1)),
+                                    kv.length(s.sequence(2)), s.waiting(), s.running()};
+    };
+    const std::vector<long long> before = snapshot();
+    alloc_hook::fail_in = k;
+    bool threw = false;
+    ScheduledStep st;
+    try {
+      st = s.schedule(0.0);
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+    alloc_hook::fail_in = -1;
+    if (threw) {
+      ++failures;
+      ASSERT_EQ(snapshot(), before) << "allocation " << k << " failed and changed the state";
+      st = s.schedule(0.0);  // the same call again: the step, whole
+    }
+    EXPECT_EQ(st.decode, (std::vector<std::int64_t>{1})) << "after allocation " << k;
+    EXPECT_EQ(st.preempted, (std::vector<std::int64_t>{2})) << "after allocation " << k;
+    EXPECT_EQ(st.prefill_groups, (std::vector<std::vector<std::int64_t>>{{3}}));
+    EXPECT_EQ(kv.length(s.sequence(1)), 18);
+    EXPECT_EQ(kv.length(s.sequence(3)), 16);
+    EXPECT_EQ(kv.free_pages(), 5 - 2 - 1);
+    EXPECT_EQ(s.waiting(), 1);
+    s.complete_step(st);
+    if (!threw) break;
+    ASSERT_LT(k, 200);
+  }
+  EXPECT_GT(failures, 5) << "the step's allocations were not reached";
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gpuattn/scheduler.h"
@@ -254,6 +255,37 @@ TEST(BatchScheduler, ForeignStepsAreRefusedAndChangeNothing) {
 // ends with exactly its max_new_tokens tokens (across preemptions), steps stay within max_batch,
 // groups within length_ratio and the token budget (a lone long prompt aside), and the cache is
 // empty at the end.
+// A scheduler destroyed with requests running gives their pages back to the cache, which
+// outlives it (they were lost: 3 of 8 pages after one request of 40 prompt keys); it cannot be
+// copied (two copies appended to one sequence: 18 keys after one decode step each).
+TEST(BatchScheduler, ADestroyedSchedulerFreesItsSequences) {
+  static_assert(!std::is_copy_constructible_v<BatchScheduler>);
+  static_assert(!std::is_copy_assignable_v<BatchScheduler>);
+  KvCacheManager kv(8, 16);
+  {
+    BatchScheduler s(no_wait(), kv);
+    s.enqueue_request(req(1, 40, 50));
+    s.complete_step(s.schedule(0.0));
+    EXPECT_EQ(kv.free_pages(), 5);
+  }
+  EXPECT_EQ(kv.free_pages(), 8);
+  BatchScheduler again(no_wait(), kv);  // the cache serves a new scheduler whole
+  again.enqueue_request(req(2, 8 * 16, 1));
+  EXPECT_EQ(again.schedule(0.0).prefill_groups, (Groups{{2}}));
+}
+
+// Prompts near 2^31 keys: the prefill budget's sum is taken in 64 bits (it wrapped negative, and
+// a second prompt of 1.1e9 joined the group past the budget of 8192).
+TEST(BatchScheduler, HugePromptsDoNotOverflowTheBudget) {
+  KvCacheManager kv(4, 1 << 30);
+  BatchScheduler s(no_wait(), kv);
+  s.enqueue_request(req(1, INT_MAX - 10, 1));
+  s.enqueue_request(req(2, 1100000000, 1, 0, 1.0));
+  const ScheduledStep st = s.schedule(2.0);
+  EXPECT_EQ(st.prefill_groups, (Groups{{1}}));
+  EXPECT_EQ(s.waiting(), 1);
+}
+
 TEST(BatchScheduler, RandomSimulationRunsToCompletion) {
   std::mt19937 rng(11);
   KvCacheManager kv(48, 8);
