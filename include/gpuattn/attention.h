@@ -94,8 +94,9 @@ struct MaskSpec {
 // the fp32 result rounded: values past the type's range (|v| near 65504 in fp16 summed over
 // many keys) may round to inf. The weighted sum of V is accumulated in fp32 before its division by
 // the row's softmax total, so |v| near FLT_MAX (bf16 or f32) may give inf where the average is
-// finite. out and lse may not share memory with q, k, v or each other, nor write an element twice
-// (invalid_argument), except that out may be q itself, the same view (in place).
+// finite. out and lse may not share memory with q, k, v, each other or any other view the call
+// reads (the mask's layout, cu_seqlens, seqused_k, block_table, the scales, counters), nor write
+// an element twice (invalid_argument), except that out may be q itself, the same view (in place).
 struct AttentionArgs {
   TensorView q, k, v, out;
   TensorView lse;  // optional

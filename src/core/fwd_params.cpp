@@ -264,7 +264,21 @@ void check_written_views(const AttentionArgs& a) {
     const char* name;
   };
   const Named out{&a.out, "out"}, lse{&a.lse, "lse"};
-  const Named inputs[] = {{&a.q, "q"}, {&a.k, "k"}, {&a.v, "v"}};
+  // Everything else the call reads: the index arrays and the layout are read again by later
+  // work items after earlier ones wrote their rows (a seqused_k inside out was read back as a
+  // float's bits: keys past the cache), the scales and counters likewise.
+  const Named inputs[] = {{&a.q, "q"},
+                          {&a.k, "k"},
+                          {&a.v, "v"},
+                          {&a.mask.block_sparse.layout, "mask.block_sparse.layout"},
+                          {&a.cu_seqlens_q, "cu_seqlens_q"},
+                          {&a.cu_seqlens_k, "cu_seqlens_k"},
+                          {&a.seqused_k, "seqused_k"},
+                          {&a.block_table, "block_table"},
+                          {&a.k_scale, "k_scale"},
+                          {&a.v_scale, "v_scale"},
+                          {&a.q_scale, "q_scale"},
+                          {&a.counters, "counters"}};
   for (const Named& w : {out, lse}) {
     if (!w.t->present()) continue;
     if (self_overlapping(*w.t)) {

@@ -449,6 +449,17 @@ TEST(Validation, WrittenViewsDoNotOverlap) {
   a = d.args();
   a.lse.stride[0] = 1;  // batch 1 inside batch 0's heads
   expect_invalid(a, {"lse (at 0x", "share an address"}, d);
+  // Nor what else the call reads: a block layout inside out (rewritten by the first rows, then
+  // read for the next: wrong rows), seqused_k inside lse (read back as a float's bits).
+  a = d.args();
+  a.mask.block_sparse = {TensorView::contiguous(a.out.data, DType::u8, Device::cpu, {1, 1, 1}), 16, 16};
+  expect_invalid(a, {"out (at 0x", "overlaps mask.block_sparse.layout (at 0x"}, d);
+  Dense e(DType::f16, 2, 6, 6, 4, 4, 64, 131);
+  const std::int32_t used[2] = {6, 5};
+  std::memcpy(e.lse.data(), used, sizeof used);
+  a = e.args();
+  a.seqused_k = TensorView::contiguous(a.lse.data, DType::i32, Device::cpu, {2});
+  expect_invalid(a, {"lse (at 0x", "overlaps seqused_k (at 0x"}, e);
 
   // In place: q's memory gets the output the out-of-place call gives.
   Dense twin(DType::f16, 2, 6, 6, 4, 4, 64, 130);  // the same inputs
