@@ -452,7 +452,8 @@ TEST(Validation, WrittenViewsDoNotOverlap) {
   // Nor what else the call reads: a block layout inside out (rewritten by the first rows, then
   // read for the next: wrong rows), seqused_k inside lse (read back as a float's bits).
   a = d.args();
-  a.mask.block_sparse = {TensorView::contiguous(a.out.data, DType::u8, Device::cpu, {1, 1, 1}), 16, 16};
+  a.mask.block_sparse = {TensorView::contiguous(a.out.data, DType::u8, Device::cpu, {1, 1, 1}), 16,
+                         16};
   expect_invalid(a, {"out (at 0x", "overlaps mask.block_sparse.layout (at 0x"}, d);
   Dense e(DType::f16, 2, 6, 6, 4, 4, 64, 131);
   const std::int32_t used[2] = {6, 5};
