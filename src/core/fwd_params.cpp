@@ -288,7 +288,7 @@ void check_written_views(const AttentionArgs& a) {
     }
     for (const Named& r : inputs) {
       if (w.t == &a.out && r.t == &a.q && same_view(a.out, a.q)) continue;  // in place
-      if (spans_overlap(*w.t, *r.t)) {
+      if (views_share_bytes(*w.t, *r.t)) {
         invalid(std::string(w.name) + " (" + where(*w.t) + ") overlaps " + r.name + " (" +
                 where(*r.t) + "): the call reads " + r.name + " while it writes " + w.name +
                 (w.t == &a.out ? " (out may be q itself, the same view, in place)" : ""));
@@ -344,6 +344,46 @@ bool spans_overlap(const TensorView& a, const TensorView& b) {
   };
   const std::optional<Span> x = span(a), y = span(b);
   return x && y && x->lo < y->hi && y->lo < x->hi;
+}
+
+// Two views of one shape, strides and element size, their bases delta bytes apart, share a byte iff
+// delta = sum d_i x stride_i x es + r with |d_i| < shape_i and |r| < es. With the strides nested
+// (each at least the bytes the smaller ones span, as no self-overlapping view fails to be), each
+// d_i is the quotient's floor or the one above it: at most 2^rank tries.
+bool views_share_bytes(const TensorView& a, const TensorView& b) {
+  if (!spans_overlap(a, b)) return false;
+  if (a.rank != b.rank || element_size(a.dtype) != element_size(b.dtype)) return true;
+  const auto es = static_cast<std::int64_t>(element_size(a.dtype));
+  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // bytes of stride, size
+  for (int i = 0; i < a.rank; ++i) {
+    if (a.shape[i] != b.shape[i]) return true;
+    if (a.shape[i] > 1 && a.stride[i] != b.stride[i]) return true;
+    const std::int64_t stride = a.stride[i] < 0 ? -a.stride[i] : a.stride[i];
+    if (a.shape[i] > 1 && stride != 0) dims.emplace_back(stride * es, a.shape[i]);
+  }
+  std::sort(dims.begin(), dims.end());
+  std::vector<std::int64_t> reach(dims.size() + 1);  // reach[i]: |offset| dims below i reach
+  std::int64_t extent = es;                          // bytes the dimensions so far span
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i].first < extent) return true;  // not nested: the spans decide
+    reach[i] = extent - 1;
+    extent += dims[i].first * (dims[i].second - 1);
+  }
+  const std::int64_t delta = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(b.data) -
+                                                       reinterpret_cast<std::uintptr_t>(a.data));
+  // Largest stride first: dims[i] for i from the back.
+  const auto solve = [&](const auto& self, std::size_t i, std::int64_t rem) -> bool {
+    if (i == 0) return rem > -es && rem < es;
+    const auto [stride, size] = dims[i - 1];
+    const std::int64_t q = rem >= 0 ? rem / stride : -((-rem + stride - 1) / stride);  // floor
+    for (const std::int64_t d : {q, q + 1}) {
+      if (d <= -size || d >= size) continue;
+      const std::int64_t left = rem - d * stride;
+      if (left >= -reach[i - 1] && left <= reach[i - 1] && self(self, i - 1, left)) return true;
+    }
+    return false;
+  };
+  return solve(solve, dims.size(), delta);
 }
 
 void check_cu_seqlens(const std::int32_t* cu, int batch, std::int64_t total, int max_seqlen,

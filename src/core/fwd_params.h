@@ -321,6 +321,13 @@ void check_backend_value(Backend backend, const char* fn);
 // views that share no element (k and v of one packed tensor) count as overlapping too.
 bool spans_overlap(const TensorView& a, const TensorView& b);
 
+// Whether a and b share a byte: exact for two views of one shape, strides and element size (out
+// beside q, k and v in one packed buffer, [B, S, 4, H, D] sliced at dimension 2, shares none),
+// where their strides are nested (each at least the bytes the smaller ones span); by the spans
+// (spans_overlap) otherwise, which may say yes for views that share nothing, never no for views
+// that share something.
+bool views_share_bytes(const TensorView& a, const TensorView& b);
+
 // Checks host copies of a quantized call's scales (`n` entries each, packed): every one positive
 // and finite. `fn` names the entry point in the message.
 void check_kv_scales(const float* k_scale, const float* v_scale, int n, const char* fn);

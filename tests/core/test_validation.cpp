@@ -2,11 +2,16 @@
 // message naming the offending value, and `out` / `lse` are byte-identical afterwards.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -470,6 +475,117 @@ TEST(Validation, WrittenViewsDoNotOverlap) {
   attention_forward(in_place);
   EXPECT_EQ(std::memcmp(twin.q.data(), d.out.data(), d.out.bytes()), 0)
       << "in place differs from out of place";
+}
+
+// q, k, v and out as four slices of one packed buffer [B, S, 4, H, D]: their spans overlap but
+// no element is shared, so the call runs (it was refused by the span test) and gives the result
+// of separate tensors; out shifted by 8 elements into q's slot is refused.
+TEST(Validation, OutBesideQkvInOnePackedBuffer) {
+  constexpr int B = 2, S = 37, H = 4, D = 64;
+  HostTensor packed(DType::f16, {B, S, 4, H, D});
+  packed.randomize(140);
+  const auto slot = [&](int i, std::int64_t shift = 0) {
+    TensorView t =
+        TensorView::contiguous(static_cast<std::uint16_t*>(packed.data()) + i * H * D + shift,
+                               DType::f16, Device::cpu, {B, S, H, D});
+    t.stride = {std::int64_t{S} * 4 * H * D, 4 * H * D, D, 1};
+    return t;
+  };
+  HostTensor q(DType::f16, {B, S, H, D}), k(DType::f16, {B, S, H, D}), v(DType::f16, {B, S, H, D}),
+      out(DType::f16, {B, S, H, D});
+  for (std::int64_t b = 0; b < B * S; ++b) {  // the separate copies of the three inputs
+    for (int e = 0; e < H * D; ++e) {
+      q.set(b * H * D + e, packed.get(b * 4 * H * D + e));
+      k.set(b * H * D + e, packed.get(b * 4 * H * D + H * D + e));
+      v.set(b * H * D + e, packed.get(b * 4 * H * D + 2 * H * D + e));
+    }
+  }
+  AttentionArgs sep = tensor_args(q, k, v, out);
+  sep.causal = true;
+  attention_forward(sep);
+
+  AttentionArgs a;
+  a.q = slot(0);
+  a.k = slot(1);
+  a.v = slot(2);
+  a.out = slot(3);
+  a.causal = true;
+  attention_forward(a);
+  for (std::int64_t b = 0; b < B * S; ++b) {
+    for (int e = 0; e < H * D; ++e) {
+      ASSERT_EQ(packed.get(b * 4 * H * D + 3 * H * D + e), out.get(b * H * D + e))
+          << "row " << b << " element " << e;
+      ASSERT_EQ(packed.get(b * 4 * H * D + e), q.get(b * H * D + e)) << "q was written";
+    }
+  }
+  a.out = slot(0, 8);
+  expect_rejected(a, ErrorCode::invalid_argument, {"out (at 0x", "overlaps q"}, {&packed});
+  a.out = slot(2, 8);
+  expect_rejected(a, ErrorCode::invalid_argument, {"out (at 0x", "overlaps v"}, {&packed});
+}
+
+// views_share_bytes against the bytes themselves, on random small views: never "no" where a byte
+// is shared (a missed overlap would let a call corrupt its own inputs), and exact for pairs of one
+// shape and nested strides (the case it decides exactly), with negative strides and sizes 1.
+TEST(Validation, ViewsShareBytesAgainstBruteForce) {
+  std::mt19937_64 rng(20261202);
+  const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  alignas(16) static unsigned char buffer[1 << 16];
+  const auto bytes_of = [](const TensorView& t) {
+    std::set<std::intptr_t> out;
+    const auto es = static_cast<std::intptr_t>(element_size(t.dtype));
+    std::array<std::int64_t, TensorView::kMaxRank> idx{};
+    while (true) {
+      std::intptr_t off = reinterpret_cast<std::intptr_t>(t.data);
+      for (int i = 0; i < t.rank; ++i) off += static_cast<std::intptr_t>(idx[i] * t.stride[i]) * es;
+      for (std::intptr_t b = 0; b < es; ++b) out.insert(off + b);
+      int d = t.rank - 1;
+      while (d >= 0 && ++idx[d] == t.shape[d]) idx[d--] = 0;
+      if (d < 0) return out;
+    }
+  };
+  int exact_cases = 0, shared_exact = 0;
+  for (int it = 0; it < 20000; ++it) {
+    const DType dt = pick(0, 1) ? DType::f16 : DType::f32;
+    const int rank = pick(1, 4);
+    TensorView a;
+    a.dtype = dt;
+    a.rank = rank;
+    const bool nested = pick(0, 3) != 0;
+    // Nested strides: a random order of the dimensions, each stride the span below it plus a gap.
+    std::vector<int> order(rank);
+    for (int i = 0; i < rank; ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    std::int64_t extent = 1;
+    for (int i : order) {
+      a.shape[i] = pick(1, 4);
+      const std::int64_t stride = nested ? extent + pick(0, 3) : pick(0, 12);
+      a.stride[i] = pick(0, 4) == 0 ? -stride : stride;
+      extent = std::abs(a.stride[i]) * (a.shape[i] - 1) + extent;
+    }
+    TensorView b = a;
+    if (pick(0, 4) == 0) {  // sometimes another shape or strides: the span test decides
+      const int i = pick(0, rank - 1);
+      b.stride[i] += pick(1, 3);
+    }
+    const std::int64_t es = static_cast<std::int64_t>(element_size(dt));
+    // Bases in the middle of the buffer (negative strides reach below them).
+    a.data = buffer + 8192 + es * pick(0, 200);
+    b.data = buffer + 8192 + es * pick(0, 200) + (pick(0, 3) == 0 ? pick(0, 3) : 0);
+    const std::set<std::intptr_t> x = bytes_of(a), y = bytes_of(b);
+    const bool shared =
+        std::any_of(x.begin(), x.end(), [&](std::intptr_t v) { return y.count(v); });
+    const bool said = views_share_bytes(a, b);
+    ASSERT_TRUE(said || !shared) << "missed a shared byte at iteration " << it;
+    if (nested && b.stride == a.stride) {
+      ++exact_cases;
+      shared_exact += shared ? 1 : 0;
+      ASSERT_EQ(said, shared) << "not exact at iteration " << it;
+    }
+  }
+  EXPECT_GT(exact_cases, 5000);
+  EXPECT_GT(shared_exact, 500);
+  EXPECT_LT(shared_exact, exact_cases - 500);
 }
 
 TEST(Validation, NullPointers) {
