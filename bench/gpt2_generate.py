@@ -29,10 +29,19 @@ CASES = [("generate B1", 1, 16, 128), ("generate B32 prompt 512", 32, 512, 128),
 
 
 def run_ours(exe, model_dir, batch, prompt, new, extra=()):
+    """One `gpuattn generate`; `extra` flags replace the defaults they name (the CLI refuses a
+    flag given twice, and --prompt with --prompt-len)."""
+    flags = {"--batch": str(batch), "--prompt-len": str(prompt), "--max-new": str(new),
+             "--max-batch": str(max(64, batch))}
+    extra = list(extra)
+    for name, value in zip(extra[::2], extra[1::2]):
+        flags[name] = value
+    if "--prompt" in flags:
+        del flags["--prompt-len"]
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        cmd = [exe, "generate", "--model", model_dir, "--batch", str(batch), "--prompt-len",
-               str(prompt), "--max-new", str(new), "--max-batch", str(max(64, batch)),
-               "--json", f.name, *extra]
+        cmd = [exe, "generate", "--model", model_dir, "--json", f.name]
+        for name, value in flags.items():
+            cmd += [name, value]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         return json.load(open(f.name))
 

@@ -50,14 +50,40 @@ expect 1 "(16) + max_new_tokens (250) - 1 is 265, more positions than n_position
 expect 1 "request 0: prompt[1] is 5000, must be in [0, 1000)" -- generate --random tiny --device cpu --prompt 1,5000 --save-model saved --logits-out l.bin
 [ ! -e saved ] && [ ! -e l.bin ] || fail "an output was written before the requests were checked: $(ls)"
 
-# A write past a file size limit fails whole: no l.bin, no l.bin.tmp (64,000 bytes of logits).
+# A write past a file size limit fails whole: no l.bin, no l.bin.XXXXXX (64,000 bytes of logits).
 (ulimit -f 16; trap '' XFSZ; "$gpuattn" generate --random tiny --device cpu --max-new 2 \
   --logits-out l.bin > /dev/null 2> err.txt)
 rc=$?
 [ "$rc" = 1 ] || fail "the limited write exited $rc, not 1: $(cat err.txt)"
-grep -q "cannot write l.bin (64000 bytes; nothing written)" err.txt || fail "$(cat err.txt)"
-[ ! -e l.bin ] && [ ! -e l.bin.tmp ] || fail "a partial logits file was left: $(ls)"
-expect 1 "cannot write nodir/l.bin" -- generate --random tiny --device cpu --max-new 2 --logits-out nodir/l.bin
+grep -q "cannot write l.bin (64000 bytes: .*; nothing written)" err.txt || fail "$(cat err.txt)"
+[ -z "$(ls | grep '^l\.bin')" ] || fail "a partial logits file was left: $(ls)"
+# An output path that cannot be written is named before any work, and nothing else is written.
+expect 1 "cannot write nodir/l.bin (cannot create a file beside it: No such file or directory)" -- \
+  generate --random tiny --device cpu --max-new 2 --save-model saved --logits-out nodir/l.bin
+[ ! -e saved ] || fail "--save-model wrote saved before --logits-out's path was checked"
+expect 1 "cannot write nodir/v.json" -- verify --device cpu --quick --json nodir/v.json
+expect 2 "flag --json needs a path, got ''" -- bench --device cpu --json=
+expect 2 "flag --json needs a path, got ''" -- dist --device cpu --json ""
+# The new file takes a name of its own: a user's FILE.tmp beside it is neither taken nor removed.
+echo mine > b.json.tmp
+"$gpuattn" bench --device cpu --shape "B1 H1 S64 D64" --rep 1 --json b.json > /dev/null ||
+  fail "bench --json b.json failed"
+[ "$(cat b.json.tmp)" = mine ] && [ -s b.json ] || fail "b.json.tmp was touched: $(ls)"
+# A flag given twice, and flags a mode ignores, are refused by name.
+expect 2 "flag --seed given twice ('1', then '2')" -- verify --device cpu --seed 1 --seed 2
+expect 2 "--dtype does not apply to --device cpu" -- generate --random tiny --device cpu --dtype bf16
+expect 2 "--top-k does not apply to greedy decoding" -- generate --random tiny --device cpu --top-k 5
+expect 2 "--transport does not apply on the CPU" -- dist --device cpu --transport peer_copy
+expect 2 "--device does not apply to --show-config" -- bench --show-config --device cpu
+expect 2 "--prompt must be comma-separated token ids, not ' 5'" -- generate --random tiny --device cpu --prompt " 5,6"
+expect 2 "--temperature must be a number in [0, 100], not ' 0.5'" -- generate --random tiny --device cpu --temperature " 0.5"
+# gpuattn model: a head dim named by --shape; a --check file with nothing to compare fails; the
+# dispatch's pick is marked in --configs even where it is the decode kernel.
+expect 2 "--shape 'B1 H4 S64 D100': head dim D100 is not one the library runs" -- model --shape "B1 H4 S64 D100"
+echo '{"results": []}' > empty.json
+expect 1 "empty.json: no result to check" -- model --check empty.json
+"$gpuattn" model --configs --shape "B1 H4 S64 D64" | grep -q "decode_16x64 .*dispatch" ||
+  fail "model --configs does not mark the dispatch's decode_16x64"
 # And the same run without the limit writes the whole file.
 "$gpuattn" generate --random tiny --device cpu --max-new 2 --logits-out l.bin > /dev/null ||
   fail "the logits were not written"

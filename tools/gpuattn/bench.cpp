@@ -448,14 +448,16 @@ int run_bench(const std::vector<std::string>& args) {
       flags.has("shape") ? parse_shapes(flags.get("shape", "")) : std::vector<Case>{};
   if (flags.has("show-config")) {
     // It prints the table and the picks; the flags that time cases have nothing to act on.
-    for (const char* timing : {"json", "warmup", "rep", "precision", "only"}) {
+    for (const char* timing : {"json", "warmup", "rep", "precision", "only", "device"}) {
       if (flags.has(timing)) {
         throw UsageError("gpuattn bench: --" + std::string(timing) +
-                         " does not apply to --show-config (nothing is timed)");
+                         " does not apply to --show-config (nothing is timed; the picks are "
+                         "this GPU's, or without one an H200's, A100's and L40S's)");
       }
     }
     return show_config(shapes, own);
   }
+  if (flags.has("json")) check_output_path("gpuattn bench", "json", json);
   const bool on_cuda = device == "cuda" || (device == "auto" && cuda_available());
   const bool sweep = shapes == "sweep";
   // Milliseconds, do_bench's defaults as the torch anchors use them (bench/torch_anchors.py).
@@ -554,7 +556,7 @@ int run_bench(const std::vector<std::string>& args) {
   auto peak_of = [&](DType t) {
     return t == DType::f16 ? peak_f16 : (t == DType::bf16 ? peak_bf16 : kNaN);
   };
-  if (!json.empty()) {
+  if (flags.has("json")) {
     std::vector<JsonObject> items;
     for (const auto& r : rows) {
       const Case& c = r.c;

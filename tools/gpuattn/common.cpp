@@ -1,5 +1,8 @@
 #include "common.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -56,6 +59,11 @@ Flags::Flags(std::string command, const std::vector<std::string>& args,
                            args[i + 1] + "' (--" + name + "=VALUE for a value starting with --)");
         }
         value = args[++i];
+      }
+      const auto seen = values_.find(name);
+      if (seen != values_.end()) {  // the last would win silently
+        throw UsageError(command_ + ": flag --" + name + " given twice ('" + seen->second +
+                         "', then '" + value + "')");
       }
       values_[name] = value;
     } else {
@@ -580,21 +588,61 @@ std::string json_array(const std::vector<JsonObject>& items, int indent) {
   return s + "\n" + std::string(static_cast<std::size_t>(indent), ' ') + "]";
 }
 
+namespace {
+
+// A new file of a unique name beside `path` (PATH.XXXXXX, mkstemp), open for writing: its name
+// and descriptor. Nobody else's file is taken or removed (a fixed PATH.tmp was).
+std::pair<std::string, int> temp_beside(const std::string& path) {
+  std::string name = path + ".XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) {
+    throw std::runtime_error("cannot write " + path +
+                             " (cannot create a file beside it: " + std::strerror(errno) + ")");
+  }
+  return {name, fd};
+}
+
+}  // namespace
+
+void check_output_path(const std::string& command, const std::string& flag,
+                       const std::string& path) {
+  if (path.empty()) throw UsageError(command + ": flag --" + flag + " needs a path, got ''");
+  const auto [tmp, fd] = temp_beside(path);
+  ::close(fd);
+  std::remove(tmp.c_str());
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw std::runtime_error(command + ": --" + flag + " " + path + " is a directory");
+  }
+}
+
 void write_file_bytes(const std::string& path, const void* data, std::size_t bytes) {
-  // Into a temporary file beside it, renamed over `path` once complete: a failed write (a full
-  // disk, a file size limit) leaves no half-written `path`, and an old one stays whole.
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write " + path + " (cannot create " + tmp + ")");
-    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-    f.flush();
-    if (!f) {
-      f.close();
+  // Into a new file beside it, renamed over `path` once complete: a failed write (a full disk, a
+  // file size limit) leaves no half-written `path`, and an old one stays whole.
+  const auto [tmp, fd] = temp_beside(path);
+  const char* p = static_cast<const char*>(data);
+  std::size_t left = bytes;
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? std::strerror(errno) : "no progress";
+      ::close(fd);
       std::remove(tmp.c_str());
       throw std::runtime_error("cannot write " + path + " (" + std::to_string(bytes) +
-                               " bytes; nothing written)");
+                               " bytes: " + why + "; nothing written)");
     }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  // mkstemp's 0600, widened as a new file's mode would be (0666 less the umask).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
+  if (::close(fd) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot write " + path + " (" + why + "; nothing written)");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);

@@ -138,6 +138,11 @@ std::string json_array(const std::vector<JsonObject>& items, int indent);
 // once complete, so that a failed write leaves no half-written file (std::runtime_error).
 void write_file(const std::string& path, const std::string& text);
 void write_file_bytes(const std::string& path, const void* data, std::size_t bytes);
+// Before any work: the output file of --`flag` can be written where it goes (a file created and
+// removed beside it; std::runtime_error naming the path and the reason) and is not a directory;
+// an empty path is a UsageError.
+void check_output_path(const std::string& command, const std::string& flag,
+                       const std::string& path);
 
 // Subcommands.
 int run_verify(const std::vector<std::string>& args);

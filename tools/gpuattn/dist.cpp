@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -158,8 +159,16 @@ int run_dist(const std::vector<std::string>& args) {
 #if defined(GPUATTN_WITH_CUDA)
   if (on_cuda) visible = cuda::device_count();
 #endif
-  if (on_cuda && visible == 0) throw UsageError("gpuattn dist: --device cuda but no CUDA device");
+  if (on_cuda && visible == 0) {  // not a usage error: exit 1, as verify and bench
+    throw std::runtime_error("gpuattn dist: --device cuda, but no CUDA device is visible");
+  }
+  if (f.has("json")) check_output_path("gpuattn dist", "json", f.get("json", ""));
   const int ranks = f.get_int("ranks", on_cuda ? visible : 2, 1, on_cuda ? visible : 64);
+  if (!on_cuda && f.has("transport")) {
+    throw UsageError(
+        "gpuattn dist: --transport does not apply on the CPU (its ranks exchange "
+        "through host memory)");
+  }
   const std::string transport_s = f.choice("transport", "nccl", {"nccl", "peer_copy"});
   const Transport transport = transport_s == "nccl" ? Transport::nccl : Transport::peer_copy;
   std::vector<ShardLayout> layouts;

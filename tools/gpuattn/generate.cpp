@@ -1,5 +1,6 @@
 // `gpuattn generate`: GPT-2 generation through the engine (continuous batching over the paged KV
 // cache), timed, with the tokens and optionally the first prompt's logits written out.
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -61,7 +62,9 @@ std::vector<std::int32_t> parse_ids(const std::string& s) {
   while (std::getline(in, item, ',')) {
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX) {
+    // Digits only: strtol also takes leading spaces and a sign.
+    if (item.empty() || !std::isdigit(static_cast<unsigned char>(item[0])) || *end != '\0' ||
+        v < 0 || v > INT32_MAX) {
       throw UsageError("generate: --prompt must be comma-separated token ids, not '" + item + "'");
     }
     ids.push_back(static_cast<std::int32_t>(v));
@@ -103,7 +106,10 @@ float get_float(const Flags& f, const std::string& name, float fallback, float l
   const std::string s = f.get(name, "");
   char* end = nullptr;
   const float v = std::strtof(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || !(v >= lo && v <= hi)) {
+  // A number as written: strtof also takes leading spaces.
+  const bool starts =
+      !s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.' || s[0] == '-');
+  if (!starts || *end != '\0' || !(v >= lo && v <= hi)) {
     throw UsageError("generate: --" + name + " must be a number in " + range + ", not '" + s + "'");
   }
   return v;
@@ -126,6 +132,56 @@ int run_generate(const std::vector<std::string>& args) {
   if (f.has("model") == f.has("random")) {
     throw UsageError("generate: give exactly one of --model PATH and --random SIZE");
   }
+  // Every flag that does not depend on the model is checked before the weights are read (a 1558m
+  // model is 6 GB), and the output paths can be written.
+  const std::string device = f.choice("device", "auto", {"auto", "cpu", "cuda"});
+  EngineOptions opt;
+  opt.backend = device == "cpu"    ? Backend::cpu
+                : device == "cuda" ? Backend::cuda
+                                   : Backend::automatic;
+  if (device == "cpu" && f.has("dtype")) {
+    throw UsageError(
+        "generate: --dtype does not apply to --device cpu (the CPU engine computes "
+        "in fp32)");
+  }
+  opt.dtype = f.choice("dtype", "f16", {"f16", "bf16"}) == "bf16" ? DType::bf16 : DType::f16;
+  const auto storage = [&](const char* flag) {
+    const std::string v = f.choice(flag, "dense", {"dense", "int8", "int4"});
+    return v == "int8"   ? LinearWeights::int8
+           : v == "int4" ? LinearWeights::int4
+                         : LinearWeights::dense;
+  };
+  opt.linear_weights = storage("linear-weights");
+  opt.head_weights = storage("head-weights");
+  opt.kv_cache =
+      f.choice("kv-cache", "model", {"model", "e4m3"}) == "e4m3" ? KvCache::e4m3 : KvCache::model;
+  opt.page_size = f.get_int("page-size", 16, 1, 1 << 20);
+  const int batch = f.get_int("batch", 1, 1, 1 << 16);
+  opt.scheduler.max_batch = f.get_int("max-batch", std::max(64, batch), 1, 1 << 16);
+  const std::uint64_t seed = f.get_u64("seed", 0);
+  const float temperature = get_float(f, "temperature", 0.0f, 0.0f, 100.0f, "[0, 100]");
+  const float top_p = get_float(f, "top-p", 1.0f, 1e-6f, 1.0f, "[1e-6, 1]");
+  if (temperature == 0.0f) {
+    for (const char* flag : {"top-k", "top-p"}) {
+      if (f.has(flag)) {
+        throw UsageError(std::string("generate: --") + flag +
+                         " does not apply to greedy decoding (--temperature 0, the default); "
+                         "give a temperature above 0 to sample");
+      }
+    }
+  }
+  const int warmup_flag = f.get_int("warmup", -1, 0, 100);  // -1: the backend's default
+  if (static_cast<int>(f.has("text")) + f.has("prompt") + f.has("prompt-len") > 1) {
+    throw UsageError("generate: give one of --text, --prompt and --prompt-len");
+  }
+  if (f.has("prompt")) parse_ids(f.get("prompt", ""));  // its form; its ids against the vocab below
+  for (const char* flag : {"json", "logits-out"}) {
+    if (f.has(flag)) check_output_path("generate", flag, f.get(flag, ""));
+  }
+  if (f.has("save-model") && f.get("save-model", "").empty()) {
+    throw UsageError("generate: flag --save-model needs a directory, got ''");
+  }
+
   Gpt2Weights weights;
   std::string model_name;
   if (f.has("model")) {
@@ -153,9 +209,6 @@ int run_generate(const std::vector<std::string>& args) {
     model_name = "random " + size;
   }
   const Gpt2Config& cfg = weights.config;
-  if (static_cast<int>(f.has("text")) + f.has("prompt") + f.has("prompt-len") > 1) {
-    throw UsageError("generate: give one of --text, --prompt and --prompt-len");
-  }
   const std::optional<Gpt2Tokenizer> tokenizer = find_tokenizer(f);
   if (f.has("text") && !tokenizer) {
     throw UsageError(
@@ -163,31 +216,11 @@ int run_generate(const std::vector<std::string>& args) {
         "merges.txt), or a --model directory that holds them");
   }
 
-  const std::string device = f.choice("device", "auto", {"auto", "cpu", "cuda"});
-  EngineOptions opt;
-  opt.backend = device == "cpu"    ? Backend::cpu
-                : device == "cuda" ? Backend::cuda
-                                   : Backend::automatic;
-  opt.dtype = f.choice("dtype", "f16", {"f16", "bf16"}) == "bf16" ? DType::bf16 : DType::f16;
-  const auto storage = [&](const char* flag) {
-    const std::string v = f.choice(flag, "dense", {"dense", "int8", "int4"});
-    return v == "int8"   ? LinearWeights::int8
-           : v == "int4" ? LinearWeights::int4
-                         : LinearWeights::dense;
-  };
-  opt.linear_weights = storage("linear-weights");
-  opt.head_weights = storage("head-weights");
-  opt.kv_cache =
-      f.choice("kv-cache", "model", {"model", "e4m3"}) == "e4m3" ? KvCache::e4m3 : KvCache::model;
-  opt.page_size = f.get_int("page-size", 16, 1, 1 << 20);
-  const int batch = f.get_int("batch", 1, 1, 1 << 16);
-  opt.scheduler.max_batch = f.get_int("max-batch", std::max(64, batch), 1, 1 << 16);
   const int max_new = f.get_int("max-new", 32, 1, cfg.n_positions);
-  const std::uint64_t seed = f.get_u64("seed", 0);
-
   std::vector<GenerationRequest> reqs(static_cast<std::size_t>(batch));
   std::mt19937_64 rng(seed);
   const int prompt_len = f.get_int("prompt-len", 16, 1, cfg.n_positions);
+  const int top_k = f.get_int("top-k", 0, 0, cfg.vocab_size);
   for (int i = 0; i < batch; ++i) {
     GenerationRequest& r = reqs[i];
     if (f.has("text")) {
@@ -200,19 +233,18 @@ int run_generate(const std::vector<std::string>& args) {
       for (auto& t : r.prompt) t = static_cast<std::int32_t>(rng() % cfg.vocab_size);
     }
     r.max_new_tokens = max_new;
-    r.sampling.temperature = get_float(f, "temperature", 0.0f, 0.0f, 100.0f, "[0, 100]");
-    r.sampling.top_k = f.get_int("top-k", 0, 0, cfg.vocab_size);
-    r.sampling.top_p = get_float(f, "top-p", 1.0f, 1e-6f, 1.0f, "[1e-6, 1]");
+    r.sampling.temperature = temperature;
+    r.sampling.top_k = top_k;
+    r.sampling.top_p = top_p;
     r.sampling.seed = seed;
   }
 
-  // Every flag, and every request as generate() will, is checked before anything is written (the
-  // saved model, the logits).
-  const int warmup_flag = f.get_int("warmup", -1, 0, 100);  // -1: the backend's default
+  // Every request is checked as generate() will, and the engine built (its device found), before
+  // anything is written (the saved model, the logits).
   check_generation_requests(cfg, reqs);
-  if (f.has("save-model")) weights.save(f.get("save-model", ""));
   Gpt2Engine engine(weights, opt);
   const bool on_cuda = engine.backend() == Backend::cuda;
+  if (f.has("save-model")) weights.save(f.get("save-model", ""));
   if (f.has("logits-out")) {
     const std::vector<float> logits = engine.forward_logits(reqs[0].prompt);
     write_file_bytes(f.get("logits-out", ""), logits.data(), logits.size() * sizeof(float));

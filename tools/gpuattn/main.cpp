@@ -9,8 +9,8 @@
 
 namespace {
 
-void print_help() {
-  std::cout << R"(usage: gpuattn <command> [flags]
+void print_help(std::ostream& out) {
+  out << R"(usage: gpuattn <command> [flags]
 
 commands:
   verify   accuracy table: attention_forward vs the fp64 reference on fresh random inputs;
@@ -22,8 +22,9 @@ commands:
   model    the forward kernels' performance model: predictions, and a check against measured
            bench JSON (no GPU needed)
 
-Both take --device cpu|cuda|auto (auto: cuda when a CUDA device is visible) and --json FILE.
-`gpuattn <command> --help` lists a command's flags. Bad flags exit with status 2.
+verify, bench, generate and dist take --device cpu|cuda|auto (auto: cuda when a CUDA device is
+visible) and --json FILE (checked before any work; written whole or not at all).
+`gpuattn <command> --help` lists a command's flags. Bad flags exit with status 2, failures 1.
 )";
 }
 
@@ -31,9 +32,14 @@ Both take --device cpu|cuda|auto (auto: cuda when a CUDA device is visible) and 
 
 int main(int argc, char** argv) {
   const std::vector<std::string> all(argv + 1, argv + argc);
-  if (all.empty() || all[0] == "--help" || all[0] == "-h" || all[0] == "help") {
-    print_help();
-    return all.empty() ? 2 : 0;
+  if (all.empty()) {  // a usage error: the help on stderr, status 2
+    std::cerr << "gpuattn: no command given\n";
+    print_help(std::cerr);
+    return 2;
+  }
+  if (all[0] == "--help" || all[0] == "-h" || all[0] == "help") {
+    print_help(std::cout);
+    return 0;
   }
   const std::string command = all[0];
   const std::vector<std::string> args(all.begin() + 1, all.end());

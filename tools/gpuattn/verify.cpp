@@ -325,6 +325,7 @@ int run_verify(const std::vector<std::string>& args) {
   const std::string device = flags.choice("device", "auto", {"auto", "cpu", "cuda"});
   const bool quick = flags.has("quick");
   const std::string json = flags.get("json", "");
+  if (flags.has("json")) check_output_path("gpuattn verify", "json", json);
   const std::uint64_t seed = flags.get_u64("seed", fresh_seed() % 1000000007ull);
 
   const bool on_cuda = device == "cuda" || (device == "auto" && cuda_available());
@@ -364,7 +365,7 @@ int run_verify(const std::vector<std::string>& args) {
     results.push_back(o);
   }
 
-  if (!json.empty()) {
+  if (flags.has("json")) {
     JsonObject top;
     std::vector<JsonObject> rows;
     for (const auto& o : results) rows.push_back(to_json(o));
