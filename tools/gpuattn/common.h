@@ -134,7 +134,8 @@ class JsonObject {
   std::vector<std::pair<std::string, std::string>> fields_;
 };
 std::string json_array(const std::vector<JsonObject>& items, int indent);
-// `text` and a newline into `path`, or `bytes` of `data`: through PATH.tmp, renamed over `path`
+// `text` and a newline into `path`, or `bytes` of `data`: through a new file beside it
+// (PATH.XXXXXX, mkstemp), renamed over `path`
 // once complete, so that a failed write leaves no half-written file (std::runtime_error).
 void write_file(const std::string& path, const std::string& text);
 void write_file_bytes(const std::string& path, const void* data, std::size_t bytes);
