@@ -77,6 +77,9 @@ expect 2 "--transport does not apply on the CPU" -- dist --device cpu --transpor
 expect 2 "--device does not apply to --show-config" -- bench --show-config --device cpu
 expect 2 "--prompt must be comma-separated token ids, not ' 5'" -- generate --random tiny --device cpu --prompt " 5,6"
 expect 2 "--temperature must be a number in [0, 100], not ' 0.5'" -- generate --random tiny --device cpu --temperature " 0.5"
+# A flag's value of -h is the value, not a request for help; --help where a flag stands is one.
+expect 2 "--text needs a tokenizer" -- generate --random tiny --device cpu --text -h
+"$gpuattn" verify --seed abc --help | grep -q "^usage: gpuattn verify" || fail "--help after a bad value"
 # gpuattn model: a head dim named by --shape; a --check file with nothing to compare fails; the
 # dispatch's pick is marked in --configs even where it is the decode kernel.
 expect 2 "--shape 'B1 H4 S64 D100': head dim D100 is not one the library runs" -- model --shape "B1 H4 S64 D100"

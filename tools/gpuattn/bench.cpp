@@ -426,13 +426,13 @@ would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args) {
-  if (asks_for_help(args)) {
-    print_help();
-    return 0;
-  }
   const Flags flags("gpuattn bench", args,
                     {"device", "json", "shapes", "shape", "warmup", "rep", "precision", "only"},
                     {"show-config"});
+  if (flags.wants_help()) {
+    print_help();
+    return 0;
+  }
   const std::string device = flags.choice("device", "auto", {"auto", "cpu", "cuda"});
   const std::string shapes =
       flags.choice("shapes", "default", {"default", "seed", "quick", "sweep", "varlen"});

@@ -33,6 +33,19 @@ Flags::Flags(std::string command, const std::vector<std::string>& args,
   auto known = [](const std::vector<std::string>& list, const std::string& n) {
     return std::find(list.begin(), list.end(), n) != list.end();
   };
+  // --help or -h where a flag stands, before anything else is checked (`--seed abc --help` shows
+  // the help); not a value (`--text -h` prompts with "-h").
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      help_ = true;
+      return;
+    }
+    if (a.rfind("--", 0) == 0 && a.find('=') == std::string::npos &&
+        known(value_flags, a.substr(2)) && i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
+      ++i;  // its value
+    }
+  }
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a.rfind("--", 0) != 0) {

@@ -34,8 +34,11 @@ class Flags {
                      const std::vector<std::string>& choices) const;
   int get_int(const std::string& name, int fallback, int min, int max) const;
   std::uint64_t get_u64(const std::string& name, std::uint64_t fallback) const;
+  // --help or -h stood where a flag does: nothing else was parsed; the command prints its help.
+  bool wants_help() const { return help_; }
 
  private:
+  bool help_ = false;
   std::string command_;
   std::map<std::string, std::string> values_;
   std::set<std::string> switches_;
@@ -152,7 +155,8 @@ int run_generate(const std::vector<std::string>& args);
 int run_dist(const std::vector<std::string>& args);
 int run_model(const std::vector<std::string>& args);
 
-// True when a command's arguments hold --help or -h.
+// True when a command's arguments hold --help or -h anywhere (gpuattn model, whose flags are its
+// own; the others ask Flags::wants_help, which skips flags' values).
 inline bool asks_for_help(const std::vector<std::string>& args) {
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") return true;

@@ -145,14 +145,14 @@ double time_ms(const std::function<void()>& fn, bool cuda, int devices, int rep)
 }  // namespace
 
 int run_dist(const std::vector<std::string>& args) {
-  if (asks_for_help(args)) {
-    std::cout << kHelp;
-    return 0;
-  }
   const Flags f("dist", args,
                 {"device", "ranks", "transport", "seq", "batch", "heads", "kv-heads", "dim",
                  "dtype", "strategies", "layouts", "rep", "json"},
                 {"full"});
+  if (f.wants_help()) {
+    std::cout << kHelp;
+    return 0;
+  }
   const std::string device = f.choice("device", "auto", {"auto", "cpu", "cuda"});
   const bool on_cuda = device == "cuda" || (device == "auto" && cuda_available());
   int visible = 0;

@@ -118,10 +118,6 @@ float get_float(const Flags& f, const std::string& name, float fallback, float l
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args) {
-  if (asks_for_help(args)) {
-    std::cout << kHelp;
-    return 0;
-  }
   const Flags f(
       "generate", args,
       {"model",      "random",     "weights-seed", "prompt",         "text",         "tokenizer",
@@ -129,6 +125,10 @@ int run_generate(const std::vector<std::string>& args) {
        "seed",       "device",     "dtype",        "page-size",      "max-batch",    "warmup",
        "save-model", "logits-out", "json",         "linear-weights", "head-weights", "kv-cache"},
       {});
+  if (f.wants_help()) {
+    std::cout << kHelp;
+    return 0;
+  }
   if (f.has("model") == f.has("random")) {
     throw UsageError("generate: give exactly one of --model PATH and --random SIZE");
   }

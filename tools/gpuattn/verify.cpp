@@ -317,11 +317,11 @@ Tolerance on ||out - ref|| / ||ref||: bf16 1e-2, f16 5e-3, f32 1e-5; LSE 1e-3 re
 }  // namespace
 
 int run_verify(const std::vector<std::string>& args) {
-  if (asks_for_help(args)) {
+  const Flags flags("gpuattn verify", args, {"device", "json", "seed"}, {"quick"});
+  if (flags.wants_help()) {
     print_help();
     return 0;
   }
-  const Flags flags("gpuattn verify", args, {"device", "json", "seed"}, {"quick"});
   const std::string device = flags.choice("device", "auto", {"auto", "cpu", "cuda"});
   const bool quick = flags.has("quick");
   const std::string json = flags.get("json", "");
