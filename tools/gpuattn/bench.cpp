@@ -547,8 +547,10 @@ int run_bench(const std::vector<std::string>& args) {
               << (r.error.empty() ? fmt(r.ms * 1e3, 1) + " us, " +
                                         fmt_tflops(tflops(r.flops, r.ms)) + " TFLOP/s"
                                   : "error: " + r.error)
-              << "; baseline "
-              << (std::isnan(r.base_ms) ? r.base_note : fmt(r.base_ms * 1e3, 1) + " us") << "\n";
+              << (!std::isnan(r.base_ms) ? "; baseline " + fmt(r.base_ms * 1e3, 1) + " us"
+                  : r.base_note.empty()  ? std::string()  // the call failed before the baseline
+                                         : "; baseline " + r.base_note)
+              << "\n";
     std::cout.flush();
     rows.push_back(r);
   }

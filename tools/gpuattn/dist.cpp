@@ -145,7 +145,7 @@ double time_ms(const std::function<void()>& fn, bool cuda, int devices, int rep)
 }  // namespace
 
 int run_dist(const std::vector<std::string>& args) {
-  const Flags f("dist", args,
+  const Flags f("gpuattn dist", args,
                 {"device", "ranks", "transport", "seq", "batch", "heads", "kv-heads", "dim",
                  "dtype", "strategies", "layouts", "rep", "json"},
                 {"full"});

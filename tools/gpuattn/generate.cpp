@@ -65,13 +65,14 @@ std::vector<std::int32_t> parse_ids(const std::string& s) {
     // Digits only: strtol also takes leading spaces and a sign.
     if (item.empty() || !std::isdigit(static_cast<unsigned char>(item[0])) || *end != '\0' ||
         v < 0 || v > INT32_MAX) {
-      throw UsageError("generate: --prompt must be comma-separated token ids, not '" + item + "'");
+      throw UsageError("gpuattn generate: --prompt must be comma-separated token ids, not '" +
+                       item + "'");
     }
     ids.push_back(static_cast<std::int32_t>(v));
   }
-  if (ids.empty()) throw UsageError("generate: --prompt is empty");
+  if (ids.empty()) throw UsageError("gpuattn generate: --prompt is empty");
   if (s.back() == ',') {  // getline drops the empty item after a trailing comma
-    throw UsageError("generate: --prompt '" + s + "' ends in a comma (an empty token id)");
+    throw UsageError("gpuattn generate: --prompt '" + s + "' ends in a comma (an empty token id)");
   }
   return ids;
 }
@@ -110,7 +111,8 @@ float get_float(const Flags& f, const std::string& name, float fallback, float l
   const bool starts =
       !s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.' || s[0] == '-');
   if (!starts || *end != '\0' || !(v >= lo && v <= hi)) {
-    throw UsageError("generate: --" + name + " must be a number in " + range + ", not '" + s + "'");
+    throw UsageError("gpuattn generate: --" + name + " must be a number in " + range + ", not '" +
+                     s + "'");
   }
   return v;
 }
@@ -119,7 +121,7 @@ float get_float(const Flags& f, const std::string& name, float fallback, float l
 
 int run_generate(const std::vector<std::string>& args) {
   const Flags f(
-      "generate", args,
+      "gpuattn generate", args,
       {"model",      "random",     "weights-seed", "prompt",         "text",         "tokenizer",
        "prompt-len", "batch",      "max-new",      "temperature",    "top-k",        "top-p",
        "seed",       "device",     "dtype",        "page-size",      "max-batch",    "warmup",
@@ -130,7 +132,7 @@ int run_generate(const std::vector<std::string>& args) {
     return 0;
   }
   if (f.has("model") == f.has("random")) {
-    throw UsageError("generate: give exactly one of --model PATH and --random SIZE");
+    throw UsageError("gpuattn generate: give exactly one of --model PATH and --random SIZE");
   }
   // Every flag that does not depend on the model is checked before the weights are read (a 1558m
   // model is 6 GB), and the output paths can be written.
@@ -141,7 +143,7 @@ int run_generate(const std::vector<std::string>& args) {
                                    : Backend::automatic;
   if (device == "cpu" && f.has("dtype")) {
     throw UsageError(
-        "generate: --dtype does not apply to --device cpu (the CPU engine computes "
+        "gpuattn generate: --dtype does not apply to --device cpu (the CPU engine computes "
         "in fp32)");
   }
   opt.dtype = f.choice("dtype", "f16", {"f16", "bf16"}) == "bf16" ? DType::bf16 : DType::f16;
@@ -164,7 +166,7 @@ int run_generate(const std::vector<std::string>& args) {
   if (temperature == 0.0f) {
     for (const char* flag : {"top-k", "top-p"}) {
       if (f.has(flag)) {
-        throw UsageError(std::string("generate: --") + flag +
+        throw UsageError(std::string("gpuattn generate: --") + flag +
                          " does not apply to greedy decoding (--temperature 0, the default); "
                          "give a temperature above 0 to sample");
       }
@@ -172,14 +174,14 @@ int run_generate(const std::vector<std::string>& args) {
   }
   const int warmup_flag = f.get_int("warmup", -1, 0, 100);  // -1: the backend's default
   if (static_cast<int>(f.has("text")) + f.has("prompt") + f.has("prompt-len") > 1) {
-    throw UsageError("generate: give one of --text, --prompt and --prompt-len");
+    throw UsageError("gpuattn generate: give one of --text, --prompt and --prompt-len");
   }
   if (f.has("prompt")) parse_ids(f.get("prompt", ""));  // its form; its ids against the vocab below
   for (const char* flag : {"json", "logits-out"}) {
-    if (f.has(flag)) check_output_path("generate", flag, f.get(flag, ""));
+    if (f.has(flag)) check_output_path("gpuattn generate", flag, f.get(flag, ""));
   }
   if (f.has("save-model") && f.get("save-model", "").empty()) {
-    throw UsageError("generate: flag --save-model needs a directory, got ''");
+    throw UsageError("gpuattn generate: flag --save-model needs a directory, got ''");
   }
 
   Gpt2Weights weights;
@@ -212,7 +214,7 @@ int run_generate(const std::vector<std::string>& args) {
   const std::optional<Gpt2Tokenizer> tokenizer = find_tokenizer(f);
   if (f.has("text") && !tokenizer) {
     throw UsageError(
-        "generate: --text needs a tokenizer: --tokenizer DIR (vocab.json, "
+        "gpuattn generate: --text needs a tokenizer: --tokenizer DIR (vocab.json, "
         "merges.txt), or a --model directory that holds them");
   }
 
@@ -225,7 +227,7 @@ int run_generate(const std::vector<std::string>& args) {
     GenerationRequest& r = reqs[i];
     if (f.has("text")) {
       r.prompt = tokenizer->encode(f.get("text", ""));
-      if (r.prompt.empty()) throw UsageError("generate: --text is empty");
+      if (r.prompt.empty()) throw UsageError("gpuattn generate: --text is empty");
     } else if (f.has("prompt")) {
       r.prompt = parse_ids(f.get("prompt", ""));
     } else {
