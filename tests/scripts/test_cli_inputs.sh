@@ -85,6 +85,9 @@ expect 2 "--text needs a tokenizer" -- generate --random tiny --device cpu --tex
 expect 2 "--shape 'B1 H4 S64 D100': head dim D100 is not one the library runs" -- model --shape "B1 H4 S64 D100"
 echo '{"results": []}' > empty.json
 expect 1 "empty.json: no result to check" -- model --check empty.json
+expect 2 "--check needs a value, got the flag '--shape'" -- model --check --shape "B1 H4 S64 D64"
+expect 2 "--max-error 'inf' is not a positive number" -- model --shape "B1 H4 S64 D64" --max-error inf
+"$gpuattn" model --shape="B1 H4 S64 D64" | grep -q "decode_16x64" || fail "model --shape=VALUE"
 "$gpuattn" model --configs --shape "B1 H4 S64 D64" | grep -q "decode_16x64 .*dispatch" ||
   fail "model --configs does not mark the dispatch's decode_16x64"
 # And the same run without the limit writes the whole file.

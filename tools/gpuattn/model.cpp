@@ -1,6 +1,7 @@
 // `gpuattn model`: the forward kernels' performance model (gpuattn/perf_model.h): predictions for
 // shapes, a check against measured `gpuattn bench` JSON, and the fit of its per-kernel costs.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -152,11 +153,26 @@ int run_model(const std::vector<std::string>& args) {
   double max_error = 0.25;
   bool all_configs = false, max_error_given = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
+    // --name VALUE or --name=VALUE, as the other commands take them; a value is never a flag.
+    std::string a = args[i], inline_value;
+    const std::size_t eq = a.rfind("--", 0) == 0 ? a.find('=') : std::string::npos;
+    const bool has_inline = eq != std::string::npos;
+    if (has_inline) {
+      inline_value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
     auto value = [&]() -> std::string {
+      if (has_inline) return inline_value;
       if (i + 1 >= args.size()) throw UsageError("gpuattn model: " + a + " needs a value");
+      if (args[i + 1].rfind("--", 0) == 0) {
+        throw UsageError("gpuattn model: " + a + " needs a value, got the flag '" + args[i + 1] +
+                         "' (" + a + "=VALUE for a value starting with --)");
+      }
       return args[++i];
     };
+    if (has_inline && a == "--configs") {
+      throw UsageError("gpuattn model: flag --configs takes no value");
+    }
     if (a == "--shape") {  // ';'-separated shapes too, as gpuattn bench --shape takes them
       for (std::string& one : split_shapes("gpuattn model", value())) {
         shapes.push_back(std::move(one));
@@ -172,7 +188,10 @@ int run_model(const std::vector<std::string>& args) {
       char* end = nullptr;
       max_error_given = true;
       max_error = std::strtod(v.c_str(), &end);
-      if (*end != 0 || !(max_error > 0)) {
+      // A number as written (strtod takes leading spaces, and inf).
+      const bool starts =
+          !v.empty() && (std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '.');
+      if (!starts || *end != 0 || !(max_error > 0) || !std::isfinite(max_error)) {
         throw UsageError("gpuattn model: --max-error '" + v + "' is not a positive number");
       }
     } else {
