@@ -38,9 +38,10 @@ our attention over a paged KV cache) or on the CPU, batched by the continuous-ba
   --batch B           requests, each with its own prompt (default 1)
   --max-new N         tokens to generate per request (default 32)
   --temperature T     0 (default) is greedy
-  --top-k K, --top-p P, --seed S     sampling (defaults 0, 1, 0)
+  --top-k K, --top-p P, --seed S     sampling (defaults 0, 1, 0; top-k and top-p need a
+                      temperature above 0)
   --device cpu|cuda|auto   (default auto)
-  --dtype f16|bf16    CUDA storage type (default f16)
+  --dtype f16|bf16    CUDA storage type (default f16; not with --device cpu, which is fp32)
   --linear-weights dense|int8|int4   the layers' linears in the storage type (default) or
                       weight-only int8 / int4 with a scale per 64 rows and column
   --head-weights dense|int8|int4     the output head (tied to the embedding) likewise, a scale
