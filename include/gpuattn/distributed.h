@@ -64,7 +64,10 @@ enum class Transport : std::uint8_t {
 const char* to_string(Transport t);
 
 // A set of ranks that run distributed calls together. Copies share the group. Not thread safe: one
-// call at a time (the calls of a process drive all of its ranks).
+// call at a time (the calls of a process drive all of its ranks). Two NCCL groups over the same
+// GPUs must not run calls at the same time either: their communicators' kernels may queue in a
+// different order on each device and wait on each other for good (NCCL's rule for concurrent
+// communicators); call them one after the other.
 class RankGroup {
  public:
   // Every rank in this process, one per entry of `devices` (CUDA ordinals; rank i is devices[i]).

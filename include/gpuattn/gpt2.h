@@ -181,6 +181,9 @@ struct GenerationStats {
   double seconds = 0.0;  // wall time of generate(), device work included
 };
 
+// One call at a time per engine: its KV pool, step buffers, CUDA graphs and stream are the
+// instance's (the Python Gpt2Engine serializes its calls); separate engines run independently,
+// from several threads at once.
 class Gpt2Engine {
  public:
   // Copies the weights to the backend (converted to options.dtype on CUDA) and allocates the KV

@@ -68,7 +68,12 @@ bool sm90_dense_instantiation(FwdKernel kernel, const FwdParams& p) {
   return false;
 }
 
-KernelChoice kernel_choice_from_env() {
+namespace {
+
+// The choice KernelChoiceScope read for the call running on this thread, if any.
+thread_local const KernelChoice* t_call_choice = nullptr;
+
+KernelChoice read_kernel_choice() {
   const char* env = std::getenv("GPUATTN_KERNEL");
   const std::string want = env ? env : "auto";
   if (want == "auto") return KernelChoice::automatic;
@@ -84,6 +89,20 @@ KernelChoice kernel_choice_from_env() {
                   "' is not one of auto, sm80, sm90_ws_192x128, sm90_ws_128x128, "
                   "sm90_fp8_128x128_d256, sm90_ws_64x128_2cta, sm90_ws_128x128_s4, "
                   "sm90_ws_128x128_s3");
+}
+
+}  // namespace
+
+KernelChoice kernel_choice_from_env() {
+  return t_call_choice != nullptr ? *t_call_choice : read_kernel_choice();
+}
+
+KernelChoiceScope::KernelChoiceScope() : choice_(read_kernel_choice()), outer_(t_call_choice) {
+  t_call_choice = &choice_;
+}
+
+KernelChoiceScope::~KernelChoiceScope() {
+  t_call_choice = outer_;
 }
 
 void apply_kernel_choice(FwdShape& s, KernelChoice choice) {

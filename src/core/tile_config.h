@@ -417,6 +417,20 @@ enum class KernelChoice {
   sm90_ws_128x128_s3
 };
 KernelChoice kernel_choice_from_env();
+// GPUATTN_KERNEL read once for a whole call on this thread: while it lives, kernel_choice_from_env
+// answers what it read (a call asks 2-3 times, and another thread may change the environment
+// between them: each part of the call would pick by a different value). Scopes nest.
+class KernelChoiceScope {
+ public:
+  KernelChoiceScope();
+  ~KernelChoiceScope();
+  KernelChoiceScope(const KernelChoiceScope&) = delete;
+  KernelChoiceScope& operator=(const KernelChoiceScope&) = delete;
+
+ private:
+  KernelChoice choice_;
+  const KernelChoice* outer_;
+};
 // Sets `s`'s force_* flags and decode_allowed from `choice` (decode_16x64 only under "auto"), as
 // the CUDA dispatch and gpuattn bench's config view both read them.
 void apply_kernel_choice(FwdShape& s, KernelChoice choice);

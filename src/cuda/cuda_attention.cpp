@@ -452,6 +452,7 @@ void fp8_forward(const FwdParams& p, cudaStream_t stream) {
 FwdKernel cuda_forward_kernel(const FwdParams& p) {
   check_device_index(p.device_index, "tensors");
   DeviceGuard guard(p.device_index);
+  const KernelChoiceScope choice;  // GPUATTN_KERNEL read once for the whole pick
   if (p.q_quantized() && fp8_kernel_takes(p)) return fp8_kernel_of(p);
   return pick_forward_kernel(p);
 }
@@ -459,12 +460,14 @@ FwdKernel cuda_forward_kernel(const FwdParams& p) {
 bool cuda_fp8_kernel_takes(const FwdParams& p) {
   check_device_index(p.device_index, "tensors");
   DeviceGuard guard(p.device_index);
+  const KernelChoiceScope choice;
   return fp8_kernel_takes(p);
 }
 
 void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   check_device_index(p.device_index, "tensors");
   DeviceGuard guard(p.device_index);
+  const KernelChoiceScope choice;  // GPUATTN_KERNEL read once: every pick of the call agrees
   const auto stream = static_cast<cudaStream_t>(stream_ptr);
   check_device_pointer(p.q, p.device_index, "q");
   check_device_pointer(p.k, p.device_index, "k");

@@ -315,6 +315,27 @@ TEST_F(KernelEnv, NamesTheChoiceOrTheBadValue) {
   }
 }
 
+// A call reads GPUATTN_KERNEL once (KernelChoiceScope): while its scope lives, a change of the
+// environment does not reach the call's later picks; scopes nest; after them the variable is read
+// again. A bad value is refused when the scope opens.
+TEST_F(KernelEnv, ACallReadsTheChoiceOnce) {
+  setenv("GPUATTN_KERNEL", "sm80", 1);
+  {
+    const KernelChoiceScope call;
+    setenv("GPUATTN_KERNEL", "sm90_ws_192x128", 1);
+    EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm80);
+    {
+      const KernelChoiceScope inner;
+      EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_ws_192x128);
+    }
+    EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm80);
+  }
+  EXPECT_EQ(kernel_choice_from_env(), KernelChoice::sm90_ws_192x128);
+  setenv("GPUATTN_KERNEL", "bogus", 1);
+  EXPECT_THROW(KernelChoiceScope{}, Error);
+  EXPECT_THROW(kernel_choice_from_env(), Error);  // no scope left open by the failed one
+}
+
 // GPUATTN_KERNEL=sm90_ws_128x128_s3: the 3-stage head-dim-128 kernel at any length, for the dense
 // and causal standard-precision calls it runs; other calls keep the rule.
 TEST(TileConfig, ForcedThreeStagesTakeEveryLengthAtHeadDim128) {
