@@ -39,12 +39,13 @@ using Output = nb::ndarray<>;
 using gpuattn_py::int32_arg;  // py_args.h: every number named as passed
 
 // A group runs one call at a time (its communicators, events and buffers are shared): calls from
-// several Python threads take turns, the lock taken after the GIL is released.
+// several Python threads take turns, the lock taken after the GIL is released. Keyed by the
+// shared group (copies of a RankGroup share it), one small entry a group for the process's life.
 std::mutex& group_lock(const gpuattn::RankGroup& g) {
   static std::mutex map_lock;
-  static std::unordered_map<const gpuattn::RankGroup*, std::mutex> locks;
+  static std::unordered_map<const gpuattn::RankGroup::Impl*, std::mutex> locks;
   const std::lock_guard<std::mutex> hold(map_lock);
-  return locks[&g];
+  return locks[&g.impl()];
 }
 
 gpuattn::ShardLayout layout_of(const std::string& s) {
