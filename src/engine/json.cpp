@@ -92,7 +92,8 @@ bool overflows(std::string_view token) {
 
 class Parser {
  public:
-  Parser(std::string_view text, std::string_view what) : text_(text), what_(what) {}
+  Parser(std::string_view text, std::string_view what, std::int64_t max_values)
+      : text_(text), what_(what), max_values_(max_values), values_left_(max_values) {}
 
   Json parse_document() {
     skip_whitespace();
@@ -122,6 +123,13 @@ class Parser {
 
   Json parse_value(int depth) {
     if (at_end()) fail("expected a value, found the end of the text");
+    // Each value is a tree node of ~100 bytes: a text of tiny values ("[0,0,...]") would take
+    // 50x its size in memory without this bound.
+    if (--values_left_ < 0) {
+      fail("more than " + std::to_string(max_values_) +
+           " values (arrays, objects, strings, "
+           "numbers, literals), the limit for this file");
+    }
     switch (text_[pos_]) {
       case '{': return parse_object(depth + 1);
       case '[': return parse_array(depth + 1);
@@ -353,6 +361,8 @@ class Parser {
 
   std::string_view text_;
   std::string_view what_;
+  std::int64_t max_values_;
+  std::int64_t values_left_;
   std::size_t pos_ = 0;
 };
 
@@ -456,8 +466,8 @@ std::string Json::type_name() const {
   return "?";
 }
 
-Json parse_json(std::string_view text, std::string_view what) {
-  return Parser(text, what).parse_document();
+Json parse_json(std::string_view text, std::string_view what, std::int64_t max_values) {
+  return Parser(text, what, max_values).parse_document();
 }
 
 std::string json_quote(std::string_view s) {

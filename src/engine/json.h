@@ -61,8 +61,11 @@ class Json {
 // Parses one JSON text. On malformed input throws gpuattn::Error (invalid_argument) reading
 // "<what>: invalid JSON at byte <offset>: expected ...", offsets counted from 0.
 // Nesting deeper than 256 arrays/objects, duplicate keys in an object, invalid UTF-8, lone
-// surrogate escapes and anything after the value but whitespace are errors.
-Json parse_json(std::string_view text, std::string_view what);
+// surrogate escapes and anything after the value but whitespace are errors, as are more than
+// `max_values` values in all (each a tree node of about 100 bytes: the default, 2^22, bounds the
+// tree near 400 MB; GPT-2's vocab.json holds 50,258, a safetensors header a few per tensor).
+Json parse_json(std::string_view text, std::string_view what,
+                std::int64_t max_values = std::int64_t{1} << 22);
 
 // `s` as a JSON string literal, quotes included ("a\"b\n" -> "\"a\\\"b\\n\""). Bytes >= 0x80 are
 // copied as they are (the caller's UTF-8); control characters are escaped.

@@ -89,6 +89,11 @@ std::string describe(const Json& v) {
 bool byte_count(const std::vector<std::int64_t>& shape, std::size_t element_size,
                 std::uint64_t* bytes) {
   std::uint64_t n = element_size;
+  // Zero elements whatever the other sizes (the product overflowed first when a 0 came last).
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+    *bytes = 0;
+    return true;
+  }
   for (const std::int64_t d : shape) {
     if (__builtin_mul_overflow(n, static_cast<std::uint64_t>(d), &n)) return false;
   }
@@ -131,6 +136,11 @@ StTensor parse_entry(const std::string& where, const std::string& name, const Js
   }
 
   t.shape = ints("shape");
+  constexpr std::size_t kMaxRank = 32;  // no model's tensor comes near; 49.5M dims were taken
+  if (t.shape.size() > kMaxRank) {
+    invalid(where + "\"shape\" has " + std::to_string(t.shape.size()) + " dimensions, more than " +
+            std::to_string(kMaxRank));
+  }
   for (const std::int64_t d : t.shape) {
     if (d < 0) {
       invalid(where + "\"shape\" " + shape_str(t.shape) + " has a negative size " +
@@ -220,7 +230,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
             std::to_string(size - 8) + " bytes after the 8-byte length)");
   }
   const std::string_view header(reinterpret_cast<const char*>(bytes + 8), header_len);
-  const Json root = parse_json(header, path + " (JSON header)");
+  // A few values a tensor: 2^20 is thousands of tensors' worth (GPT-2 1558m has 581), and keeps
+  // a 100 MB header of tiny values ("[0,0,...]") from a multi-GB tree.
+  const Json root = parse_json(header, path + " (JSON header)", std::int64_t{1} << 20);
   if (!root.is_object()) invalid(path + ": the JSON header is " + a_type(root) + ", not an object");
 
   const std::byte* data = bytes + 8 + header_len;

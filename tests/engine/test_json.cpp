@@ -237,6 +237,19 @@ TEST(Json, LimitsNestingTo256) {
   expect_parse_error(std::string(100000, '['), "at byte 256: nesting deeper than 256");
 }
 
+// A bound on the values: a text of tiny values ("[0,0,...]") made a tree of ~100 bytes a value,
+// 50x the text (a 99 MB safetensors header took 7 GB). Every value counts, containers included.
+TEST(Json, RefusesMoreValuesThanItsLimit) {
+  EXPECT_EQ(parse_json("[0,0]", "t", 3).as_array().size(), 2u);  // the array and its two zeros
+  expect_invalid_argument([] { parse_json("[0,0,0]", "t", 3); },
+                          "t: invalid JSON at byte 5: more than 3 values");
+  expect_invalid_argument([] { parse_json(R"({"a":[1,{"b":2}]})", "t", 4); }, "more than 4");
+  EXPECT_NO_THROW(parse_json(R"({"a":[1,{"b":2}]})", "t", 5));
+  std::string zeros = "[0";  // 2^22 zeros and their array: one past the default
+  for (int i = 1; i < (1 << 22); ++i) zeros += ",0";
+  expect_invalid_argument([&] { parse(zeros + "]"); }, "more than 4194304 values");
+}
+
 TEST(Json, QuotesStrings) {
   EXPECT_EQ(json_quote("plain"), "\"plain\"");
   EXPECT_EQ(json_quote("a\"b\\c\n\t\x01"), "\"a\\\"b\\\\c\\n\\t\\u0001\"");

@@ -406,6 +406,27 @@ TEST(Safetensors, RejectsHeadersThatAreNotAJsonObject) {
   expect_open_error(dup, 2, "duplicate key \"w\"");
 }
 
+// A header of tiny values is bounded by its values (2^20), not only its bytes (a 99 MB header
+// of zeros took 7 GB and half a minute); a shape of more than 32 dimensions is refused (49.5M
+// were taken); a zero-element tensor is one whatever its other sizes and their order.
+TEST(Safetensors, BoundsTheHeadersValuesAndRank) {
+  std::string zeros = "[0";
+  for (int i = 1; i < (1 << 20); ++i) zeros += ",0";
+  expect_open_error(zeros + "]", 0, "more than 1048576 values");
+  std::string shape = "[1";
+  for (int i = 1; i < 33; ++i) shape += ",1";
+  expect_open_error(R"({"w": {"dtype": "U8", "shape": )" + shape + R"(], "data_offsets": [0, 1]}})",
+                    1, "tensor 'w': \"shape\" has 33 dimensions, more than 32");
+  for (const char* s : {"[0, 4294967296, 4294967296]", "[4294967296, 4294967296, 0]"}) {
+    const std::string path = raw_file(
+        "zero.safetensors",
+        std::string(R"({"w": {"dtype": "F32", "shape": )") + s + R"(, "data_offsets": [0, 0]}})",
+        0);
+    const SafetensorsFile f = SafetensorsFile::open(path);
+    EXPECT_EQ(f.tensors().size(), 1u) << s;
+  }
+}
+
 TEST(Safetensors, RejectsEntriesWithMissingOrMistypedFields) {
   expect_open_error(R"({"w": 3})", 0, "tensor 'w': entry is 3, not an object");
   expect_open_error(R"({"w": [1]})", 0, "tensor 'w': entry is an array, not an object");
