@@ -127,7 +127,9 @@ HostScales check_scales(const float* k_scale, const float* v_scale, int stride, 
 void check_f16_copy_range(const FwdParams& p, const HostScales& h, bool kv_copied, bool q_copied) {
   if (p.dtype != DType::f16) return;
   const float largest = p.kv_dtype == DType::i8 ? 127.f : 448.f;
-  const auto check = [&](const std::vector<float>& scales, const char* name, float x_max) {
+  // `copy`: what was copied; `why`: why this call copies it; `also`: who else takes the scale.
+  const auto check = [&](const std::vector<float>& scales, const char* name, float x_max,
+                         const char* copy, const char* why, const char* also) {
     for (std::size_t i = 0; i < scales.size(); ++i) {
       if (static_cast<double>(scales[i]) * x_max <= 65504.0) continue;
       char msg[512];
@@ -136,19 +138,17 @@ void check_f16_copy_range(const FwdParams& p, const HostScales& h, bool kv_copie
                     "float16 copy of its %s dequantized element by element (%s), where %g x %.9g "
                     "overflows float16; a bfloat16 call takes it%s",
                     name, i, static_cast<double>(scales[i]), 65504.0 / x_max,
-                    static_cast<double>(x_max), name[0] == 'q' ? "q" : "cache",
-                    name[0] == 'q' ? "the FP8 kernel does not take the call"
-                                   : "not a decode call, which reads the cache in place",
-                    static_cast<double>(x_max), static_cast<double>(scales[i]),
-                    name[0] == 'q' ? "" : ", as does a decode call");
+                    static_cast<double>(x_max), copy, why, static_cast<double>(x_max),
+                    static_cast<double>(scales[i]), also);
       throw Error(ErrorCode::invalid_argument, std::string("gpuattn::attention_forward: ") + msg);
     }
   };
+  const char* const not_decode = "not a decode call, which reads the cache in place";
   if (kv_copied) {
-    check(h.k, "k_scale", largest);
-    check(h.v, "v_scale", largest);
+    check(h.k, "k_scale", largest, "cache", not_decode, ", as does a decode call");
+    check(h.v, "v_scale", largest, "cache", not_decode, ", as does a decode call");
   }
-  if (q_copied) check(h.q, "q_scale", 448.f);
+  if (q_copied) check(h.q, "q_scale", 448.f, "q", "the FP8 kernel does not take the call", "");
 }
 
 // Whether decode_16x64 (decode_q8_16x64 on a quantized cache) can run call p at all (DecodePlan's

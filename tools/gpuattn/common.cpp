@@ -260,6 +260,10 @@ Case parse_shape_words(const std::string& command, const std::string& text) {
   if (hq == 0 || sq == 0 || d == 0) {
     throw bad("needs heads (H<n> or Hq<n>), a length (S<n> or Sq<n>) and a head dim (D<n>)");
   }
+  // Refused before any input is allocated (a D of 10^8 took a GB of host memory first).
+  if (d != 64 && d != 128 && d != 256) {
+    throw bad("head dim D" + std::to_string(d) + " is not one the library runs (64, 128 or 256)");
+  }
   if (hkv == 0) hkv = hq;
   if (sk == 0) sk = sq;
   if (hq % hkv != 0) {

@@ -177,7 +177,9 @@ int run_generate(const std::vector<std::string>& args) {
   if (static_cast<int>(f.has("text")) + f.has("prompt") + f.has("prompt-len") > 1) {
     throw UsageError("gpuattn generate: give one of --text, --prompt and --prompt-len");
   }
-  if (f.has("prompt")) parse_ids(f.get("prompt", ""));  // its form; its ids against the vocab below
+  // Its form now; its ids against the vocabulary with the requests below.
+  const std::vector<std::int32_t> prompt_ids =
+      f.has("prompt") ? parse_ids(f.get("prompt", "")) : std::vector<std::int32_t>{};
   for (const char* flag : {"json", "logits-out"}) {
     if (f.has(flag)) check_output_path("gpuattn generate", flag, f.get(flag, ""));
   }
@@ -224,13 +226,15 @@ int run_generate(const std::vector<std::string>& args) {
   std::mt19937_64 rng(seed);
   const int prompt_len = f.get_int("prompt-len", 16, 1, cfg.n_positions);
   const int top_k = f.get_int("top-k", 0, 0, cfg.vocab_size);
+  const std::vector<std::int32_t> text_ids =
+      f.has("text") ? tokenizer->encode(f.get("text", "")) : std::vector<std::int32_t>{};
+  if (f.has("text") && text_ids.empty()) throw UsageError("gpuattn generate: --text is empty");
   for (int i = 0; i < batch; ++i) {
     GenerationRequest& r = reqs[i];
     if (f.has("text")) {
-      r.prompt = tokenizer->encode(f.get("text", ""));
-      if (r.prompt.empty()) throw UsageError("gpuattn generate: --text is empty");
+      r.prompt = text_ids;
     } else if (f.has("prompt")) {
-      r.prompt = parse_ids(f.get("prompt", ""));
+      r.prompt = prompt_ids;
     } else {
       r.prompt.resize(static_cast<std::size_t>(prompt_len));
       for (auto& t : r.prompt) t = static_cast<std::int32_t>(rng() % cfg.vocab_size);

@@ -55,10 +55,6 @@ struct Measured {
 
 PerfShape parse_shape(const std::string& text) {
   const Case c = parse_shape_words("gpuattn model", text);
-  if (c.d != 64 && c.d != 128 && c.d != 256) {  // named by the flag, as gpuattn bench does
-    throw UsageError("gpuattn model: --shape '" + text + "': head dim D" + std::to_string(c.d) +
-                     " is not one the library runs (64, 128 or 256)");
-  }
   PerfShape s;
   s.batch = c.batch;
   s.hq = c.hq;
