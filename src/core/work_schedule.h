@@ -34,12 +34,14 @@ inline constexpr int kCausalTailMinBlocks = 4;               // fewer: not measu
 // The whole order so (heads in L2-sized groups, longest first across each: twenty-third session,
 // call 4) cost the short calls 3-9% (D64 S512 1.086x, S1024 1.059x, D128 S512 1.036x the time):
 // items of one head running together read its K and V once from HBM, items of many heads at the
-// same row block each read their own. Masked non-causal calls with
-// global tokens put every head's first `heavy` row blocks in front: they hold the global query
-// rows, which see every key (at S 128K: 1024 key tiles against ~33 for a window row), and taken
-// last they were the run's tail (H200, window (2048, 2048) + 128 globals at S 128K: 0.74 -> 0.67x
-// FlexAttention's time). Putting every row block of all heads in that order instead
-// (row-block-major) kept all heads' K/V live at once and cost block-sparse calls 10%.
+// same row block each read their own. Masked non-causal calls with global tokens put every head's
+// `heavy` row blocks from `heavy_first` in front: they hold the global query rows (at positions
+// [0, global_tokens), row i at position i + Sk - Sq: rows [0, G) when Sq = Sk, fewer or none when
+// Sk > Sq, from row Sq - Sk on when Sq > Sk), which see every key (at S 128K: 1024 key tiles
+// against ~33 for a window row), and taken last they were the run's tail (H200, window
+// (2048, 2048) + 128 globals at S 128K: 0.74 -> 0.67x FlexAttention's time). Putting every row
+// block of all heads in that order instead (row-block-major) kept all heads' K/V live at once and
+// cost block-sparse calls 10%.
 //
 // How the kernel walks them: dense non-causal calls on a static schedule (one CTA per SM; CTA c of
 // G takes items c, c + G, c + 2 G, ..., each round rotated among the CTAs: static_item below),
@@ -51,9 +53,10 @@ inline constexpr int kCausalTailMinBlocks = 4;               // fewer: not measu
 struct WorkSchedule {
   int m_blocks;  // row blocks per head (varlen: of the longest sequence)
   int hq;
-  int heads;  // hq * batch
-  int items;  // m_blocks * heads
-  int heavy;  // row blocks of every head taken first (masked, non-causal, global tokens)
+  int heads;        // hq * batch
+  int items;        // m_blocks * heads
+  int heavy;        // row blocks of every head taken first (masked, non-causal, global tokens)
+  int heavy_first;  // the first of them; they are row blocks [heavy_first, heavy_first + heavy)
   bool reverse;
   int tail_heads;  // dense causal: the last heads, taken longest first across them (0: none)
 
@@ -63,6 +66,7 @@ struct WorkSchedule {
         heads(p.hq * p.batch),
         items(m_blocks * heads),
         heavy(0),
+        heavy_first(0),
         reverse(p.causal),
         tail_heads(0) {
     if (!masked && p.causal && m_blocks >= kCausalTailMinBlocks) {
@@ -76,8 +80,15 @@ struct WorkSchedule {
       tail_heads = n > 1 ? static_cast<int>(n) : 0;
     }
     if (masked && !p.causal && p.global_tokens > 0) {
-      const int g = (p.global_tokens + block_m - 1) / block_m;
-      heavy = g < m_blocks ? g : m_blocks;
+      // Rows [lo, hi) are at global positions. Varlen: each sequence has its own Sk - Sq, and
+      // seqlen_q / seqlen_k are only the longest; its rows are taken as Sq = Sk (self-attention).
+      const long long d = p.is_varlen() ? 0 : static_cast<long long>(p.seqlen_k) - p.seqlen_q;
+      const long long lo = d < 0 ? -d : 0;
+      const long long hi = p.global_tokens - d < p.seqlen_q ? p.global_tokens - d : p.seqlen_q;
+      if (lo < hi) {
+        heavy_first = static_cast<int>(lo / block_m);
+        heavy = static_cast<int>((hi - 1) / block_m) - heavy_first + 1;
+      }
     }
   }
   // Item w, 0 <= w < items.
@@ -85,8 +96,9 @@ struct WorkSchedule {
     const int front = heavy * heads;
     int head, m;
     if (w < front) {
-      m = w / heads;
-      head = w - m * heads;
+      const int k = w / heads;
+      head = w - k * heads;
+      m = heavy_first + k;
     } else if (tail_heads > 0 && w >= (heads - tail_heads) * m_blocks) {
       const int y = w - (heads - tail_heads) * m_blocks, k = y / tail_heads;
       m = m_blocks - 1 - k;
@@ -95,7 +107,7 @@ struct WorkSchedule {
       const int per = m_blocks - heavy, y = w - front;
       head = y / per;
       const int k = y - head * per;
-      m = reverse ? m_blocks - 1 - k : heavy + k;
+      m = reverse ? m_blocks - 1 - k : (k < heavy_first ? k : k + heavy);
     }
     return {m, head % hq, head / hq};
   }

@@ -3,6 +3,7 @@
 // them), and a masked call's global row blocks in front.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <set>
 #include <string>
 #include <tuple>
@@ -159,6 +160,64 @@ TEST(WorkSchedule, MaskedGlobalRowBlocksOfEveryHeadComeFirst) {
   EXPECT_EQ(WorkSchedule(params(2, 3, 1000, false, 200), 128, false).heavy, 0);
   // More global tokens than rows: every row block is in front.
   EXPECT_EQ(WorkSchedule(params(2, 3, 1000, false, 5000), 128, true).heavy, 8);
+}
+
+// Sq != Sk: query row i sits at key position i + Sk - Sq (core/mask.h), so the global query rows
+// are the rows at positions [0, G), not rows [0, G): fewer of them when Sk > Sq (none when
+// Sk - Sq >= G), and from row Sq - Sk on when Sq > Sk. The heavy items are exactly every head's
+// row blocks holding a row MaskPolicy calls global, row block by row block, and the rest follow
+// head by head, row blocks fastest.
+TEST(WorkSchedule, HeavyRowBlocksAreTheBlocksOfGlobalQueryRows) {
+  std::mt19937 rng(20261207);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int t = 0; t < 3000; ++t) {
+    const int block_m = 64 * pick(1, 3);
+    const int global_tokens = pick(0, 3) == 0 ? 0 : pick(1, 800);
+    FwdParams p = params(pick(1, 2), pick(1, 3), pick(1, 700), false, global_tokens);
+    p.seqlen_k = pick(0, 3) == 0 ? p.seqlen_q : pick(1, 700);
+    const WorkSchedule s(p, block_m, true);
+    const std::string shape = "B" + std::to_string(p.batch) + " H" + std::to_string(p.hq) + " Sq" +
+                              std::to_string(p.seqlen_q) + " Sk" + std::to_string(p.seqlen_k) +
+                              " G" + std::to_string(p.global_tokens) + " block_m " +
+                              std::to_string(block_m);
+    SCOPED_TRACE(shape);
+    std::vector<int> global_blocks;  // ascending
+    const MaskPolicy m = p.mask();
+    for (int i = 0; i < p.seqlen_q; ++i) {
+      const int mb = i / block_m;
+      if (m.is_global_query(i, p.seqlen_q, p.seqlen_k) &&
+          (global_blocks.empty() || global_blocks.back() != mb)) {
+        global_blocks.push_back(mb);
+      }
+    }
+    ASSERT_EQ(s.heavy, static_cast<int>(global_blocks.size()));
+    const std::vector<WorkItem> v = order(s);
+    std::set<std::tuple<int, int, int>> seen;
+    for (const WorkItem& it : v) {
+      ASSERT_TRUE(seen.insert({it.m_block, it.h, it.b}).second) << str(it) << " twice";
+    }
+    ASSERT_EQ(static_cast<int>(seen.size()), s.m_blocks * s.heads);
+    const int front = s.heavy * s.heads;
+    for (int w = 0; w < front; ++w) {
+      ASSERT_EQ(v[w].m_block, global_blocks[w / s.heads]) << "item " << w << ": " << str(v[w]);
+      ASSERT_EQ(v[w].h + p.hq * v[w].b, w % s.heads) << "item " << w << ": " << str(v[w]);
+    }
+    const int per = s.m_blocks - s.heavy;
+    for (int w = front, prev = -1; w < s.items; ++w) {
+      const int head = (w - front) / (per > 0 ? per : 1);
+      ASSERT_EQ(v[w].h + p.hq * v[w].b, head) << "item " << w << ": " << str(v[w]);
+      if ((w - front) % per != 0) {  // row blocks ascending within a head
+        ASSERT_GT(v[w].m_block, prev) << "item " << w << ": " << str(v[w]);
+      }
+      prev = v[w].m_block;
+    }
+    // Causal global rows see only the keys before them, and the dense kernel never sees global
+    // tokens: neither puts any row block in front.
+    p.causal = true;
+    EXPECT_EQ(WorkSchedule(p, block_m, true).heavy, 0);
+    p.causal = false;
+    EXPECT_EQ(WorkSchedule(p, block_m, false).heavy, 0);
+  }
 }
 
 // The static schedule's rounds (static_item): every item once, round r's items in round r, each
