@@ -90,6 +90,22 @@ expect 2 "--max-error 'inf' is not a positive number" -- model --shape "B1 H4 S6
 "$gpuattn" model --shape="B1 H4 S64 D64" | grep -q "decode_16x64" || fail "model --shape=VALUE"
 "$gpuattn" model --configs --shape "B1 H4 S64 D64" | grep -q "decode_16x64 .*dispatch" ||
   fail "model --configs does not mark the dispatch's decode_16x64"
+expect 2 "flag --eos needs an integer" -- generate --random tiny --device cpu --eos abc
+expect 1 "request 0: eos is 5000, must be -1 or a token in [0, 1000)" -- generate --random tiny --device cpu --eos 5000 --json e.json
+[ -e e.json ] && fail "a refused --eos wrote e.json"
+# --eos ends a request at its first eos token (kept): a sampled run's third token as eos ends the
+# same run (same seed) after it, or where it first came.
+tokens() { sed -n 's/.*"tokens": \[\[\([0-9, ]*\)\]\].*/\1/p' "$1" | tr -d ' '; }
+sampled=(generate --random tiny --device cpu --prompt 1,2,3 --max-new 8 --temperature 1 --seed 7)
+"$gpuattn" "${sampled[@]}" --json g.json > /dev/null || fail "generate --json failed"
+all=$(tokens g.json)
+[ "$(echo "$all" | tr ',' '\n' | wc -l)" = 8 ] || fail "the run without --eos made '$all', not 8 tokens"
+stop=$(echo "$all" | cut -d, -f3)
+want=$(echo "$all" | tr ',' '\n' | sed "/^$stop\$/q" | paste -sd,)
+"$gpuattn" "${sampled[@]}" --eos "$stop" --json s.json > /dev/null || fail "generate --eos $stop failed"
+[ "$(tokens s.json | tr ',' '\n' | wc -l)" -lt 8 ] || fail "--eos $stop did not end the run early"
+[ "$(tokens s.json)" = "$want" ] || fail "with --eos $stop: '$(tokens s.json)', not '$want' (of '$all')"
+grep -q "\"eos\": $stop" s.json || fail "s.json does not name eos $stop"
 # And the same run without the limit writes the whole file.
 "$gpuattn" generate --random tiny --device cpu --max-new 2 --logits-out l.bin > /dev/null ||
   fail "the logits were not written"

@@ -2,8 +2,10 @@
 // cache), timed, with the tokens and optionally the first prompt's logits written out.
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -37,6 +39,8 @@ our attention over a paged KV cache) or on the CPU, batched by the continuous-ba
   --prompt-len N      random prompt length (default 16), ids from --seed
   --batch B           requests, each with its own prompt (default 1)
   --max-new N         tokens to generate per request (default 32)
+  --eos ID            a token id that ends a request early, kept in its output (GPT-2's
+                      <|endoftext|> is 50256; default: none, every request runs to --max-new)
   --temperature T     0 (default) is greedy
   --top-k K, --top-p P, --seed S     sampling (defaults 0, 1, 0; top-k and top-p need a
                       temperature above 0)
@@ -126,7 +130,8 @@ int run_generate(const std::vector<std::string>& args) {
       {"model",      "random",     "weights-seed", "prompt",         "text",         "tokenizer",
        "prompt-len", "batch",      "max-new",      "temperature",    "top-k",        "top-p",
        "seed",       "device",     "dtype",        "page-size",      "max-batch",    "warmup",
-       "save-model", "logits-out", "json",         "linear-weights", "head-weights", "kv-cache"},
+       "save-model", "logits-out", "json",         "linear-weights", "head-weights", "kv-cache",
+       "eos"},
       {});
   if (f.wants_help()) {
     std::cout << kHelp;
@@ -174,6 +179,8 @@ int run_generate(const std::vector<std::string>& args) {
     }
   }
   const int warmup_flag = f.get_int("warmup", -1, 0, 100);  // -1: the backend's default
+  // Its form now; against the vocabulary with the requests below.
+  const int eos = f.get_int("eos", -1, 0, std::numeric_limits<std::int32_t>::max());
   if (static_cast<int>(f.has("text")) + f.has("prompt") + f.has("prompt-len") > 1) {
     throw UsageError("gpuattn generate: give one of --text, --prompt and --prompt-len");
   }
@@ -240,6 +247,7 @@ int run_generate(const std::vector<std::string>& args) {
       for (auto& t : r.prompt) t = static_cast<std::int32_t>(rng() % cfg.vocab_size);
     }
     r.max_new_tokens = max_new;
+    r.eos = eos;
     r.sampling.temperature = temperature;
     r.sampling.top_k = top_k;
     r.sampling.top_p = top_p;
@@ -290,9 +298,11 @@ int run_generate(const std::vector<std::string>& args) {
     }
     std::cout << "request 0 text: " << line << "\n";
   }
-  print_table({"batch", "prompt", "new", "steps", "preempted", "seconds", "tok/s", "ms/step"},
+  // "new": the most a request may generate; "generated": what the batch did (fewer with --eos).
+  print_table({"batch", "prompt", "new", "generated", "steps", "preempted", "seconds", "tok/s",
+               "ms/step"},
               {{std::to_string(batch), std::to_string(reqs[0].prompt.size()),
-                std::to_string(max_new), std::to_string(st.steps), std::to_string(st.preemptions),
+                std::to_string(max_new), std::to_string(generated), std::to_string(st.steps), std::to_string(st.preemptions),
                 fmt(st.seconds, 4), fmt(tok_s, 1), fmt(1e3 * st.seconds / st.steps, 3)}});
   if (f.has("json")) {
     std::ostringstream toks;
@@ -314,6 +324,8 @@ int run_generate(const std::vector<std::string>& args) {
         .add("batch", batch)
         .add("prompt_len", static_cast<int>(reqs[0].prompt.size()))
         .add("max_new_tokens", max_new)
+        .add("eos", eos)
+        .add("generated_tokens", generated)
         .add("steps", st.steps)
         .add("preemptions", st.preemptions)
         .add("graphs_captured", st.graphs_captured)
