@@ -4,9 +4,12 @@
 #include "core/append_kv.h"
 #include "core/decode_split.h"
 #include "core/fwd_params.h"
+#include "core/rotary.h"
 #include "cpu/cpu_append_kv.h"
 #include "cpu/cpu_attention.h"
+#include "cpu/cpu_rotary.h"
 #include "gpuattn/kv_cache.h"
+#include "gpuattn/rotary.h"
 #if defined(GPUATTN_WITH_CUDA)
 #include "cuda/cuda_attention.h"
 #endif
@@ -57,6 +60,20 @@ void append_kv(const AppendKvArgs& args) {
 #else
   throw Error(ErrorCode::not_supported,
               "gpuattn::append_kv: the caches are on cuda but this build has no CUDA backend");
+#endif
+}
+
+void apply_rotary(const RotaryArgs& args) {
+  const RotaryParams p = make_rotary_params(args);
+  if (p.device == Device::cpu) {
+    cpu_apply_rotary(p);
+    return;
+  }
+#if defined(GPUATTN_WITH_CUDA)
+  cuda_apply_rotary(p, args.stream);
+#else
+  throw Error(ErrorCode::not_supported,
+              "gpuattn::apply_rotary: x is on cuda but this build has no CUDA backend");
 #endif
 }
 

@@ -346,6 +346,8 @@ bool spans_overlap(const TensorView& a, const TensorView& b) {
   return x && y && x->lo < y->hi && y->lo < x->hi;
 }
 
+bool view_self_overlapping(const TensorView& t) { return self_overlapping(t); }
+
 // Two views of one shape, strides and element size, their bases delta bytes apart, share a byte iff
 // delta = sum d_i x stride_i x es + r with |d_i| < shape_i and |r| < es. With the strides nested
 // (each at least the bytes the smaller ones span, as no self-overlapping view fails to be), each

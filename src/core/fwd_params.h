@@ -328,6 +328,10 @@ bool spans_overlap(const TensorView& a, const TensorView& b);
 // that share something.
 bool views_share_bytes(const TensorView& a, const TensorView& b);
 
+// Whether two elements of `t` may share an address (a zero stride over more than one element, or a
+// stride inside another dimension's span): a written view must not.
+bool view_self_overlapping(const TensorView& t);
+
 // Checks host copies of a quantized call's scales (`n` entries each, packed): every one positive
 // and finite. `fn` names the entry point in the message.
 void check_kv_scales(const float* k_scale, const float* v_scale, int n, const char* fn);

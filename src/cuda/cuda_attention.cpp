@@ -22,6 +22,7 @@
 #include "cuda/fwd_sm80.h"
 #include "cuda/fwd_sm90.h"
 #include "cuda/paged_kv.h"
+#include "cuda/rotary.h"
 
 namespace gpuattn {
 namespace {
@@ -580,6 +581,29 @@ void cuda_append_kv(const AppendParams& p, void* stream_ptr) {
     }
   }
   paged::append(p, stream);
+}
+
+void cuda_apply_rotary(const RotaryParams& p, void* stream_ptr) {
+  const char* const fn = "apply_rotary";
+  check_device_index(p.device_index, "x and out", fn);
+  DeviceGuard guard(p.device_index);
+  const auto stream = static_cast<cudaStream_t>(stream_ptr);
+  check_device_pointer(p.x, p.device_index, "x", fn);
+  check_device_pointer(p.out, p.device_index, "out", fn);
+  check_device_pointer(p.cos, p.device_index, "cos", fn);
+  check_device_pointer(p.sin, p.device_index, "sin", fn);
+  if (p.seqlen_offsets != nullptr) {
+    check_device_pointer(p.seqlen_offsets, p.device_index, "seqlen_offsets", fn);
+    if (p.check_indices) {
+      std::vector<std::int32_t> offsets(p.batch);
+      GPUATTN_CUDA_CHECK(cudaMemcpyAsync(offsets.data(), p.seqlen_offsets,
+                                         sizeof(std::int32_t) * p.batch, cudaMemcpyDeviceToHost,
+                                         stream));
+      GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+      check_rotary_offsets(p, offsets.data());
+    }
+  }
+  rotary::apply(p, stream);
 }
 
 }  // namespace gpuattn

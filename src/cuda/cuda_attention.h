@@ -3,6 +3,7 @@
 
 #include "core/append_kv.h"
 #include "core/fwd_params.h"
+#include "core/rotary.h"
 #include "core/tile_config.h"
 
 namespace gpuattn {
@@ -17,6 +18,10 @@ void cuda_attention_forward(const FwdParams& p, void* stream);
 // gpuattn::append_kv on the device: pointers checked, cache_seqlens and the table checked on a host
 // copy (p.check_indices), then the append kernel on `stream`.
 void cuda_append_kv(const AppendParams& p, void* stream);
+
+// gpuattn::apply_rotary on the device: pointers checked, seqlen_offsets checked on a host copy
+// (p.check_indices), then the rotary kernel on `stream`.
+void cuda_apply_rotary(const RotaryParams& p, void* stream);
 
 // The forward kernel configuration cuda_attention_forward launches for p (select_fwd_config on
 // p's device, GPUATTN_KERNEL applied), so that tests can check which kernel a call ran. An FP8

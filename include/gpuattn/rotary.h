@@ -1,0 +1,43 @@
+// Rotary position embedding (RoPE): the rotation flash-attn applies to q and the new keys in
+// flash_attn_with_kvcache(rotary_cos=, rotary_sin=), and that its apply_rotary_emb applies alone.
+#pragma once
+
+#include <cstdint>
+
+#include "gpuattn/attention.h"
+
+namespace gpuattn {
+
+// out = x with the first R = 2 * cos.shape[1] features of every row rotated by its position's
+// angles; features R .. D - 1 are x's unchanged.
+//
+// x, out:  [B, S, H, D], float16 or bfloat16 (float32 too on the CPU backend), last dimension
+//          contiguous, any other strides. out is x itself (the same view: in place) or memory
+//          that overlaps none of x, cos, sin and seqlen_offsets.
+// cos, sin: [S_ro, R / 2], the rotation's table by position: x's dtype or float32, last dimension
+//          contiguous, the two of one shape. 2 <= R <= D.
+// Positions: row i of sequence b is at position p = o_b + i, or o_b for every row when
+//          same_position (flash-attn's rotation of a non-causal call's queries), where o_b is
+//          seqlen_offsets[b] (int32 [B], on x's device) or `seqlen_offset` when seqlen_offsets is
+//          absent. Every position a row takes must be in [0, S_ro).
+// Feature pairs: (2j, 2j + 1) when interleaved (GPT-J), else (j, j + R / 2) (GPT-NeoX); with
+//          c = cos[p][j], s = sin[p][j], a pair (a, b) becomes (a c - b s, a s + b c), in float32,
+//          rounded once to out's dtype.
+// On CUDA seqlen_offsets is checked on a host copy (a stream synchronization) unless
+// check_indices is false (then trusted: the call stays asynchronous and can be captured into a CUDA
+// graph). Every bad input is an invalid_argument naming the offending value, with out untouched.
+struct RotaryArgs {
+  TensorView x, out;
+  TensorView cos, sin;
+  TensorView seqlen_offsets;  // optional
+  std::int64_t seqlen_offset = 0;
+  bool interleaved = false;
+  bool same_position = false;
+  bool check_indices = true;
+  Backend backend = Backend::automatic;
+  void* stream = nullptr;  // cudaStream_t for the CUDA backend
+};
+
+void apply_rotary(const RotaryArgs& args);
+
+}  // namespace gpuattn

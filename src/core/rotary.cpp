@@ -1,0 +1,215 @@
+#include "core/rotary.h"
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "core/fwd_params.h"
+
+namespace gpuattn {
+namespace {
+
+constexpr const char* kFn = "gpuattn::apply_rotary";
+
+[[noreturn]] void invalid(const std::string& msg) {
+  throw Error(ErrorCode::invalid_argument, std::string(kFn) + ": " + msg);
+}
+
+std::string shape_of(const TensorView& t) {
+  std::ostringstream s;
+  s << '[';
+  for (int i = 0; i < t.rank && i < TensorView::kMaxRank; ++i) s << (i ? ", " : "") << t.shape[i];
+  s << ']';
+  return s.str();
+}
+
+std::string place_of(const TensorView& t) {
+  return to_string(t.device) + (t.device == Device::cuda ? ":" + std::to_string(t.device_index) : "");
+}
+
+// A view of `rank` dimensions: present, positive sizes, non-negative strides, the last 1, its
+// pointer aligned to its elements, on x's device.
+void check_view(const TensorView& t, const char* name, int rank, const char* layout,
+                const TensorView& x) {
+  if (t.data == nullptr) invalid(std::string(name) + " is a null pointer");
+  check_place_values(t, name, kFn);
+  if (t.rank != rank) {
+    invalid(std::string(name) + " has rank " + std::to_string(t.rank) + " (shape " + shape_of(t) +
+            "), expected rank " + std::to_string(rank) + " " + layout);
+  }
+  for (int i = 0; i < rank; ++i) {
+    if (t.shape[i] <= 0) {
+      invalid(std::string(name) + " has shape " + shape_of(t) + ": every size must be positive");
+    }
+    if (t.shape[i] > INT32_MAX) {
+      invalid(std::string(name) + " has shape " + shape_of(t) + ", past int32 sizes");
+    }
+    if (t.stride[i] < 0) {
+      invalid(std::string(name) + " has a negative stride " + std::to_string(t.stride[i]) +
+              " in dimension " + std::to_string(i));
+    }
+  }
+  if (t.stride[rank - 1] != 1) {
+    invalid(std::string(name) + " last-dimension stride is " + std::to_string(t.stride[rank - 1]) +
+            ", must be 1");
+  }
+  if (reinterpret_cast<std::uintptr_t>(t.data) % element_size(t.dtype) != 0) {
+    std::ostringstream msg;
+    msg << name << " pointer " << t.data << " is not aligned to its " << element_size(t.dtype)
+        << "-byte elements";
+    invalid(msg.str());
+  }
+  if (t.device != x.device || (t.device == Device::cuda && t.device_index != x.device_index)) {
+    invalid(std::string(name) + " is on " + place_of(t) + " but x is on " + place_of(x));
+  }
+}
+
+bool same_view(const TensorView& a, const TensorView& b) {
+  return a.data == b.data && a.dtype == b.dtype && a.device == b.device &&
+         a.device_index == b.device_index && a.rank == b.rank && a.shape == b.shape &&
+         a.stride == b.stride;
+}
+
+}  // namespace
+
+void check_rotary_offsets(const RotaryParams& p, const std::int32_t* offsets) {
+  const std::int64_t last = p.same_position ? 0 : p.seqlen - 1;
+  for (int b = 0; b < p.batch; ++b) {
+    const std::int64_t o = offsets != nullptr ? offsets[b] : p.seqlen_offset;
+    if (o >= 0 && o + last < p.table) continue;
+    const std::string what =
+        offsets != nullptr ? "seqlen_offsets[" + std::to_string(b) + "] is " + std::to_string(o)
+                           : "seqlen_offset is " + std::to_string(o);
+    if (o < 0) invalid(what + ", must be >= 0");
+    invalid(what + ": " +
+            (p.same_position ? "the rows of sequence " + std::to_string(b) + " take position " +
+                                   std::to_string(o)
+                             : "rows 0.." + std::to_string(last) + " of sequence " +
+                                   std::to_string(b) + " take positions " + std::to_string(o) +
+                                   ".." + std::to_string(o + last)) +
+            ", past the " + std::to_string(p.table) + " positions of cos/sin (positions [0, " +
+            std::to_string(p.table) + "))");
+  }
+}
+
+RotaryParams make_rotary_params(const RotaryArgs& a) {
+  check_backend_value(a.backend, kFn);
+  check_view(a.x, "x", 4, "[B, S, H, D]", a.x);
+  const DType t = a.x.dtype;
+  if (t != DType::f16 && t != DType::bf16 && t != DType::f32) {
+    invalid(std::string("x dtype ") + to_string(t) + " is not float16, bfloat16 or float32");
+  }
+  if (a.x.device == Device::cuda && t == DType::f32) {
+    throw Error(ErrorCode::not_supported,
+                std::string(kFn) + ": float32 x is supported on the CPU backend only");
+  }
+  if (a.backend == Backend::cpu && a.x.device != Device::cpu) {
+    invalid("backend cpu was requested but x is on " + place_of(a.x));
+  }
+  if (a.backend == Backend::cuda && a.x.device != Device::cuda) {
+    invalid("backend cuda was requested but x is on the host (cpu)");
+  }
+  check_view(a.out, "out", 4, "[B, S, H, D]", a.x);
+  if (a.out.dtype != t) {
+    invalid(std::string("out dtype ") + to_string(a.out.dtype) + " differs from x dtype " +
+            to_string(t));
+  }
+  if (a.out.shape != a.x.shape) {
+    invalid("out shape " + shape_of(a.out) + " differs from x shape " + shape_of(a.x));
+  }
+  check_view(a.cos, "cos", 2, "[S_ro, R / 2]", a.x);
+  check_view(a.sin, "sin", 2, "[S_ro, R / 2]", a.x);
+  const DType tt = a.cos.dtype;
+  if (tt != t && tt != DType::f32) {
+    invalid(std::string("cos dtype ") + to_string(tt) + " is neither x's (" + to_string(t) +
+            ") nor float32");
+  }
+  if (a.sin.dtype != tt) {
+    invalid(std::string("sin dtype ") + to_string(a.sin.dtype) + " differs from cos dtype " +
+            to_string(tt));
+  }
+  if (a.sin.shape[0] != a.cos.shape[0] || a.sin.shape[1] != a.cos.shape[1]) {
+    invalid("sin shape " + shape_of(a.sin) + " differs from cos shape " + shape_of(a.cos));
+  }
+  if (2 * a.cos.shape[1] > a.x.shape[3]) {
+    invalid("cos shape " + shape_of(a.cos) + " rotates " + std::to_string(2 * a.cos.shape[1]) +
+            " features, more than x's head dim " + std::to_string(a.x.shape[3]));
+  }
+  if (a.seqlen_offsets.present()) {
+    const TensorView& o = a.seqlen_offsets;
+    check_view(o, "seqlen_offsets", 1, "[B]", a.x);
+    if (o.dtype != DType::i32) {
+      invalid(std::string("seqlen_offsets has dtype ") + to_string(o.dtype) + ", expected int32");
+    }
+    if (o.shape[0] != a.x.shape[0]) {
+      invalid("seqlen_offsets has shape " + shape_of(o) + ", expected [batch = " +
+              std::to_string(a.x.shape[0]) + "]");
+    }
+    if (a.seqlen_offset != 0) {
+      invalid("seqlen_offset is " + std::to_string(a.seqlen_offset) +
+              " beside a seqlen_offsets array: give one of the two");
+    }
+  }
+
+  if (view_self_overlapping(a.out)) {
+    invalid("out has elements that share an address: its strides must not overlap (a zero stride "
+            "over more than one element, or a stride inside another dimension's span)");
+  }
+  // out is x (in place), or apart from every view the call reads.
+  const bool in_place = same_view(a.out, a.x);
+  if (!in_place) {
+    if (views_share_bytes(a.out, a.x)) {
+      invalid("out's memory overlaps x's without being x itself (give out = x to rotate in place)");
+    }
+    for (auto [v, name] : {std::pair{&a.cos, "cos"}, std::pair{&a.sin, "sin"},
+                           std::pair{&a.seqlen_offsets, "seqlen_offsets"}}) {
+      if (v->present() && spans_overlap(a.out, *v)) {
+        invalid(std::string("out's memory overlaps ") + name + "'s");
+      }
+    }
+  } else {
+    for (auto [v, name] : {std::pair{&a.cos, "cos"}, std::pair{&a.sin, "sin"},
+                           std::pair{&a.seqlen_offsets, "seqlen_offsets"}}) {
+      if (v->present() && spans_overlap(a.x, *v)) {
+        invalid(std::string("x (rotated in place) overlaps ") + name + "'s memory");
+      }
+    }
+  }
+
+  RotaryParams p;
+  p.x = a.x.data;
+  p.out = a.out.data;
+  p.cos = a.cos.data;
+  p.sin = a.sin.data;
+  p.seqlen_offsets = static_cast<const std::int32_t*>(a.seqlen_offsets.data);
+  p.seqlen_offset = a.seqlen_offset;
+  p.x_batch_stride = a.x.stride[0];
+  p.x_row_stride = a.x.stride[1];
+  p.x_head_stride = a.x.stride[2];
+  p.o_batch_stride = a.out.stride[0];
+  p.o_row_stride = a.out.stride[1];
+  p.o_head_stride = a.out.stride[2];
+  p.cos_stride = a.cos.stride[0];
+  p.sin_stride = a.sin.stride[0];
+  p.batch = static_cast<int>(a.x.shape[0]);
+  p.seqlen = static_cast<int>(a.x.shape[1]);
+  p.heads = static_cast<int>(a.x.shape[2]);
+  p.head_dim = static_cast<int>(a.x.shape[3]);
+  p.half = static_cast<int>(a.cos.shape[1]);
+  p.table = static_cast<int>(a.cos.shape[0]);
+  p.dtype = t;
+  p.table_dtype = tt;
+  p.interleaved = a.interleaved;
+  p.same_position = a.same_position;
+  p.in_place = in_place;
+  p.check_indices = a.check_indices;
+  p.device = a.x.device;
+  p.device_index = a.x.device_index;
+  if (p.device == Device::cpu || p.seqlen_offsets == nullptr) {
+    check_rotary_offsets(p, p.seqlen_offsets);
+  }
+  return p;
+}
+
+}  // namespace gpuattn
