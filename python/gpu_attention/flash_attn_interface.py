@@ -23,6 +23,9 @@ Differences from flash-attn that a caller can observe:
   - a query row that sees no key (causal with Sq > Sk, a window that misses every key) gets out = 0
     and lse = -inf (flash-attn writes +inf);
   - window sides below -1 raise ValueError (flash-attn treats every negative value as -1);
+  - a dense seqlen_k of 0, and a varlen max_seqlen_k of 0, raise the library's ValueError
+    (flash-attn writes out 0 and lse +inf); varlen sequences of no rows, and sides of no rows
+    at all, are taken, under a positive max_seqlen;
   - float32 inputs are accepted on the CPU backend (flash-attn: fp16/bf16 only);
   - FP8 descales are per head, float32 (nheads,) for q and (nheads_k,) for k and v, or (1,), or
     Python / numpy real numbers (FlashAttention-3: (batch, nheads_k) each); out_dtype is ours.
@@ -38,6 +41,7 @@ import sys
 from . import _C
 
 _INT32_MAX = 2**31 - 1
+_INT32_MIN = -(2**31)
 
 
 # ---- arrays: framework detection, allocation, stream ---------------------------------------------
@@ -104,14 +108,63 @@ def _full_int32(fw, like, n, value):
     return np.full((n,), value, dtype=np.int32)
 
 
+def _is_array(x):
+    """x is a torch tensor or a numpy array (of the frameworks imported)."""
+    torch, np = sys.modules.get("torch"), sys.modules.get("numpy")
+    return ((torch is not None and isinstance(x, torch.Tensor))
+            or (np is not None and isinstance(x, np.ndarray)))
+
+
+def _has_no_elements(x):
+    """x is a torch tensor or numpy array of no elements (a dimension of size 0)."""
+    numel = getattr(x, "numel", None)  # torch; numpy's count is .size
+    return (numel() if callable(numel) else x.size) == 0
+
+
+def _storage_row(x):
+    """A row of storage for x, an array of no elements: x's dtype and device, x's shape with
+    each 0 made 1, uninitialized."""
+    shape = tuple(max(n, 1) for n in x.shape)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return torch.empty(shape, dtype=x.dtype, device=x.device)
+    return sys.modules["numpy"].empty(shape, dtype=x.dtype)
+
+
+def _with_storage(arrays):
+    """The native call's array arguments (a dict: parameter name -> array or anything else) with
+    each array of no elements replaced by a row of storage (_storage_row), and the dict of their
+    own shapes, the native call's empty_shapes (None when there is none). The library takes an
+    array of no elements (a varlen side of no rows) only through a pointer to a row of storage,
+    and torch exports a null pointer for one; a row allocated here is never read or written."""
+    empty = None
+    for name, x in arrays.items():
+        if _is_array(x) and _has_no_elements(x):
+            empty = empty or {}
+            empty[name] = tuple(int(n) for n in x.shape)
+            arrays[name] = _storage_row(x)
+    return arrays, empty
+
+
+# The native attention_forward's parameters before max_seqlen_q, in order.
+_ARRAY_PARAMS = ("q", "k", "v", "out", "lse", "cu_seqlens_q", "cu_seqlens_k")
+
+
 def _call(fw, q, *args, **kwargs):
     """Runs the native call; CUDA tensors run on torch's current stream of q's device (the library
-    switches to that device itself).
+    switches to that device itself). Arrays of no elements cross as a row of storage
+    (_with_storage), so that the library judges their shapes.
 
     Torch tensors cross as DLPack capsules from torch.utils.dlpack.to_dlpack (C, zero-copy):
     letting nanobind call each tensor's Python-level __dlpack__ cost ~4 us a tensor on an H200 host
     (torch 2.11), and torch.cuda.current_stream() another 3 us; at fp16 B1 H16 S1024 D64 the call's
     host side (36 us) outlasted its 18 us kernel (bench/host_overhead.py)."""
+    n = len(_ARRAY_PARAMS)
+    arrays, empty = _with_storage(dict(zip(_ARRAY_PARAMS, args[:n]), **kwargs))
+    args = [arrays.pop(name) for name in _ARRAY_PARAMS] + list(args[n:])
+    kwargs = arrays
+    if empty:
+        kwargs["empty_shapes"] = empty
     stream = 0
     if fw == "torch":
         torch = sys.modules["torch"]
@@ -144,19 +197,20 @@ def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_ind
         k_cache, kv_format = _kv_cache(fw, k_cache)
         v_cache, _ = _kv_cache(fw, v_cache)
         k_scale, v_scale = _kv_scales(fw, k_scale, v_scale, k_cache)
-    args = [k_cache, v_cache, k, v, cache_seqlens]
-    table = block_table
+    names = ("k_cache", "v_cache", "k_new", "v_new", "cache_seqlens")
+    arrays, empty = _with_storage(dict(zip(names, (k_cache, v_cache, k, v, cache_seqlens)),
+                                       block_table=block_table, k_scale=k_scale, v_scale=v_scale))
     if fw == "torch":
         torch = sys.modules["torch"]
         if k_cache.is_cuda:
             stream = _current_raw_stream(torch, k_cache)
         to_dlpack = torch.utils.dlpack.to_dlpack
-        args = [to_dlpack(a) for a in args]
-        table = to_dlpack(table) if table is not None else None
-        k_scale = to_dlpack(k_scale) if k_scale is not None else None
-        v_scale = to_dlpack(v_scale) if v_scale is not None else None
-    _C.append_kv(*args, block_table=table, check_indices=bool(check_indices), stream=stream,
-                 k_scale=k_scale, v_scale=v_scale, kv_format=kv_format)
+        arrays = {name: None if a is None else to_dlpack(a) for name, a in arrays.items()}
+    args = [arrays.pop(name) for name in names]
+    if empty:
+        arrays["empty_shapes"] = empty
+    _C.append_kv(*args, check_indices=bool(check_indices), stream=stream, kv_format=kv_format,
+                 **arrays)
 
 
 # ---- the fast path: the common call, with no general checks ------------------------------------
@@ -233,8 +287,8 @@ def _attends_cache(q, k_cache, k, block_table, softmax_scale):
 def _named_caches(error):
     """An error of flash_attn_with_kvcache's attention call (whose k and v are the caches) with
     k_cache / v_cache named as the caller passed them (k and v there are the new keys)."""
-    text = re.sub(r"\b([kv])(?= (?:shape|dtype|heads|head dim|stride|must|is|has|and|pointer)\b)",
-                  r"\1_cache", str(error))
+    text = re.sub(r"\b([kv])(?= (?:shape|dtype|heads|head dim|stride|must|is|has|and|pointer|"
+                  r"sequence length|page count|page size|batch|dim)\b)", r"\1_cache", str(error))
     return type(error)(text)
 
 
@@ -733,8 +787,15 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                                alibi_slopes)
             and _plain_tensors(torch, q, k, v)
             and q.dtype is not getattr(torch, "float8_e4m3fn", None)):  # FP8 q: _fp8_options
-        out, lse = _fast_forward(torch, q, k, v, softmax_scale, causal, return_attn_probs)
-        return (out, lse, None) if return_attn_probs else out
+        try:
+            out, lse = _fast_forward(torch, q, k, v, softmax_scale, causal, return_attn_probs)
+        except ValueError:
+            # A tensor of no elements crosses without storage, which the module refuses before
+            # the library judges its shape: the general path passes it with storage.
+            if q.numel() and k.numel() and v.numel():
+                raise
+        else:
+            return (out, lse, None) if return_attn_probs else out
     _check_dropout(dropout_p)
     _check_softcap(softcap)
     _check_alibi(alibi_slopes)
@@ -753,8 +814,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                            return_attn_probs=False, block_table=None, *, q_descale=None,
                            k_descale=None, v_descale=None, out_dtype=None, check_indices=True):
     """Variable-length (packed) attention. q (total_q, nheads, headdim), k/v (total_k, nheads_k,
-    headdim); cu_seqlens_q/k int32 (batch + 1,) prefix sums on q's device; max_seqlen_q/k ints
-    bounding every sequence length. causal and window_size as in flash_attn_func, with seqlen_q and
+    headdim); cu_seqlens_q/k int32 (batch + 1,) prefix sums on q's device; max_seqlen_q/k positive
+    ints bounding every sequence length. A sequence may have no rows on either side (equal
+    neighbouring cu_seqlens entries), and so may every sequence: q or k/v of 0 rows (then out
+    (0, nheads, headdim), lse (nheads, 0)); rows that see no key get out 0, lse -inf. causal and window_size as in flash_attn_func, with seqlen_q and
     seqlen_k the lengths of each sequence; so are FP8 attention's q_descale, k_descale, v_descale
     and out_dtype (keyword only). On CUDA cu_seqlens_q/k (and FP8 descales) are checked on a host
     copy, a stream synchronization; check_indices=False (keyword only, ours) trusts them instead,
@@ -773,8 +836,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     scale = _softmax_scale(softmax_scale)
     if cu_seqlens_q is None or cu_seqlens_k is None:
         raise ValueError("cu_seqlens_q and cu_seqlens_k are required (int32 arrays of batch + 1)")
-    max_seqlen_q = _int_arg(max_seqlen_q, "max_seqlen_q")
-    max_seqlen_k = _int_arg(max_seqlen_k, "max_seqlen_k")
+    # Any int32 crosses: the library names a length that is not positive.
+    max_seqlen_q = _int_arg(max_seqlen_q, "max_seqlen_q", lo=_INT32_MIN)
+    max_seqlen_k = _int_arg(max_seqlen_k, "max_seqlen_k", lo=_INT32_MIN)
     _framework(q, "q")
     fp8 = _fp8_options(q, k, v, q_descale, k_descale, v_descale, out_dtype)
     mask = _resolve_mask(window_size, causal, max_seqlen_q, max_seqlen_k)
@@ -898,13 +962,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     """
     if type(pdl) is not bool:
         raise TypeError(f"flash_attn_with_kvcache: pdl must be True or False, not {pdl!r}")
-    # The caches by their own names (the attention call below sees k_cache as its k).
-    for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
-        numel = getattr(cache, "numel", None)
-        numel = numel() if callable(numel) else getattr(cache, "size", None)
-        if numel == 0:
-            raise ValueError(f"flash_attn_with_kvcache: {name} is empty (shape "
-                             f"[{', '.join(str(s) for s in cache.shape)}]: a dimension of size 0)")
     torch = sys.modules.get("torch")
     if (torch is not None and rotary_cos is None and rotary_sin is None
             and cache_batch_idx is None and cache_leftpad is None
@@ -921,38 +978,45 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             and ((k is None and v is None)
                  or (cache_seqlens is not None and _plain_tensors(torch, k, v)
                      and _attends_cache(q, k_cache, k, block_table, softmax_scale)))):
-        check_indices = bool(check_indices)
-        kv_format = ""
+        indices = bool(check_indices)
+        kc, vc, kv_format = k_cache, v_cache, ""
         if k_scale is not None:  # a quantized cache (scales as tensors): as _forward passes it
-            k_cache, kv_format = _kv_cache("torch", k_cache)
-            v_cache, _ = _kv_cache("torch", v_cache)
+            kc, kv_format = _kv_cache("torch", k_cache)
+            vc, _ = _kv_cache("torch", v_cache)
+        used = cache_seqlens
         checked = None  # the CPU check's out and lse, which the call then writes
+        appended = False
         try:
             if k is not None:  # appended first, as _append_kv does, then attended with them
                 if not q.is_cuda:
                     # The CPU's attention checks every page of a block table, the append only
                     # those it writes: the whole check first (its time is the CPU's least cost).
-                    checked = _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
-                                            return_softmax_lse, cache_seqlens, block_table,
-                                            check_indices, k_scale, v_scale, kv_format, pdl,
-                                            check_only=True)
+                    checked = _fast_forward(torch, q, kc, vc, softmax_scale, causal,
+                                            return_softmax_lse, used, block_table, indices,
+                                            k_scale, v_scale, kv_format, pdl, check_only=True)
                 cap = torch.utils.dlpack.to_dlpack
-                stream = _current_raw_stream(torch, k_cache) if k_cache.is_cuda else 0
-                _C.append_kv(cap(k_cache), cap(v_cache), cap(k), cap(v), cap(cache_seqlens),
+                stream = _current_raw_stream(torch, kc) if kc.is_cuda else 0
+                _C.append_kv(cap(kc), cap(vc), cap(k), cap(v), cap(used),
                              block_table=None if block_table is None else cap(block_table),
-                             check_indices=check_indices, stream=stream,
+                             check_indices=indices, stream=stream,
                              k_scale=None if k_scale is None else cap(k_scale),
                              v_scale=None if v_scale is None else cap(v_scale),
                              kv_format=kv_format)
-                cache_seqlens = (cache_seqlens + k.shape[1]).to(torch.int32)
-            out, lse = _fast_forward(torch, q, k_cache, v_cache, softmax_scale, causal,
-                                     return_softmax_lse, cache_seqlens, block_table,
-                                     check_indices, k_scale, v_scale, kv_format, pdl,
+                appended = True
+                used = (used + k.shape[1]).to(torch.int32)
+            out, lse = _fast_forward(torch, q, kc, vc, softmax_scale, causal, return_softmax_lse,
+                                     used, block_table, indices, k_scale, v_scale, kv_format, pdl,
                                      into=checked)
         except (ValueError, NotImplementedError) as e:
-            # (the append's own errors name k_new / v_new / k_cache: untouched by _named_caches)
-            raise _named_caches(_named_cache_seqlens(e)) from None
-        return (out, lse) if return_softmax_lse else out
+            # A tensor of no elements crosses without storage, which the module refuses before
+            # the library judges its shape (and before anything is written): the general path
+            # passes it with storage. (The append's own errors name k_new / v_new / k_cache:
+            # untouched by _named_caches.)
+            if appended or not any(x is not None and x.numel() == 0 for x in (
+                    q, k_cache, v_cache, k, v, cache_seqlens, block_table, k_scale, v_scale)):
+                raise _named_caches(_named_cache_seqlens(e)) from None
+        else:
+            return (out, lse) if return_softmax_lse else out
     for name, value in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
                         ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad)):
         if value is not None:

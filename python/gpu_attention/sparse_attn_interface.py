@@ -12,6 +12,7 @@ import sys
 
 from .flash_attn_interface import (
     _INT32_MAX,
+    _INT32_MIN,
     _dense_lengths,
     _forward,
     _framework,
@@ -177,8 +178,9 @@ def sparse_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, m
     scale = _softmax_scale(softmax_scale)
     if cu_seqlens_q is None or cu_seqlens_k is None:
         raise ValueError("cu_seqlens_q and cu_seqlens_k are required (int32 arrays of batch + 1)")
-    max_seqlen_q = _int_arg(max_seqlen_q, "max_seqlen_q")
-    max_seqlen_k = _int_arg(max_seqlen_k, "max_seqlen_k")
+    # Any int32 crosses: the library names a length that is not positive.
+    max_seqlen_q = _int_arg(max_seqlen_q, "max_seqlen_q", lo=_INT32_MIN)
+    max_seqlen_k = _int_arg(max_seqlen_k, "max_seqlen_k", lo=_INT32_MIN)
     _framework(q, "q")
     mask = _mask(q, window_size, causal, max_seqlen_q, max_seqlen_k, global_tokens, global_stride,
                  block_mask, block_size)

@@ -11,10 +11,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gpuattn/attention.h"
 #include "gpuattn/kv_cache.h"
 #include "gpuattn/sparsity.h"
+#include "py_args.h"
 
 namespace nb = nanobind;
 
@@ -72,10 +74,59 @@ gpuattn::DType to_dtype(nb::dlpack::dtype t, const char* name) {
           "KV cache)");
 }
 
+// "[2, 0, 64]"
+std::string shape_text(const std::int64_t* dims, int n) {
+  std::string s = "[";
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+// An array of no elements passed as a row of storage (flash_attn_interface._call): torch exports
+// a null data pointer for a tensor of no elements, while the library takes one (a varlen side of
+// no rows) only through a valid pointer to a row of storage. The wrappers then pass that row (the
+// array's shape with each 0 made 1, allocated on its device) and the array's own shape in
+// `empty_shapes`, keyed by the parameter's name; the view of the row is narrowed to that shape.
+class EmptyShapes {
+ public:
+  explicit EmptyShapes(const std::optional<nb::dict>& shapes) : shapes_(shapes) {}
+
+  // The shape given for argument `key`, if any.
+  std::optional<std::vector<std::int64_t>> find(const char* key) {
+    if (!shapes_ || !shapes_->contains(key)) return std::nullopt;
+    ++found_;
+    const std::string name = std::string("empty_shapes['") + key + "']";
+    const nb::object shape = (*shapes_)[key];
+    if (!nb::isinstance<nb::tuple>(shape)) {
+      throw nb::type_error(
+          (name + " must be a tuple of ints, got " + gpuattn_py::repr_of(shape)).c_str());
+    }
+    std::vector<std::int64_t> dims;
+    for (nb::handle d : shape) {
+      dims.push_back(
+          gpuattn_py::int_arg(d, name + "[" + std::to_string(dims.size()) + "]", 0, INT64_MAX));
+    }
+    return dims;
+  }
+
+  // After every argument is converted: each key named one of them.
+  void check_all_used() const {
+    if (shapes_ && found_ != shapes_->size()) {
+      invalid("empty_shapes " + gpuattn_py::repr_of(*shapes_) +
+              " names an argument that is absent or takes no array");
+    }
+  }
+
+ private:
+  const std::optional<nb::dict>& shapes_;
+  std::size_t found_ = 0;
+};
+
 // DLPack -> TensorView. Strides from DLPack are already in elements; a missing strides array
-// means row-major contiguous (DLPack < 1.2 producers may omit it).
+// means row-major contiguous (DLPack < 1.2 producers may omit it). `empty_shape`: the array is a
+// row of storage for an array of that shape, of no elements (EmptyShapes).
 template <typename Array>
-gpuattn::TensorView to_view(const Array& a, const char* name) {
+gpuattn::TensorView to_view(const Array& a, const char* name,
+                            const std::optional<std::vector<std::int64_t>>& empty_shape = {}) {
   gpuattn::TensorView t;
   const auto rank = static_cast<int>(a.ndim());
   if (rank < 1 || rank > gpuattn::TensorView::kMaxRank) {
@@ -100,18 +151,43 @@ gpuattn::TensorView to_view(const Array& a, const char* name) {
   for (int i = rank - 1; i >= 0; --i) {
     t.shape[i] = static_cast<std::int64_t>(a.shape(i));
     t.stride[i] = a.stride_ptr() ? a.stride(i) : contiguous_stride;
-    // A dimension of size 1 is never stepped over, so its stride is arbitrary (torch reports
-    // whatever a view produced); 0 keeps the library's stride checks from tripping on it.
-    if (t.shape[i] == 1 && i < rank - 1) t.stride[i] = 0;
     contiguous_stride *= t.shape[i];
   }
-  // No call takes a tensor of no elements (the C++ API takes a varlen side of no rows only over
-  // real storage), whatever pointer and strides the framework exports for it: torch gives a null
-  // pointer, numpy may give zero strides, which would be misreported as a bad layout.
-  if (t.numel() == 0) {
-    std::string shape;
-    for (int i = 0; i < rank; ++i) shape += (i ? ", " : "") + std::to_string(t.shape[i]);
-    invalid(std::string(name) + " is empty (shape [" + shape + "]: a dimension of size 0)");
+  if (empty_shape) {
+    bool within = static_cast<int>(empty_shape->size()) == rank;
+    bool none = false;
+    for (int i = 0; within && i < rank; ++i) {
+      within = (*empty_shape)[i] <= t.shape[i];
+      none = none || (*empty_shape)[i] == 0;
+    }
+    if (!within || !none) {
+      invalid(std::string("empty_shapes gives ") + name + " the shape " +
+              shape_text(empty_shape->data(), static_cast<int>(empty_shape->size())) +
+              ", which is no empty part of the array passed, " + shape_text(t.shape.data(), rank) +
+              " (as many dimensions, each at most the array's, one of them 0)");
+    }
+    for (int i = 0; i < rank; ++i) t.shape[i] = (*empty_shape)[i];
+  } else if (t.numel() == 0) {
+    // No element to address: its strides (numpy exports zeros) are set row-major contiguous as
+    // if each 0 were 1 (a row of storage's), which the layout checks take; a null pointer has no
+    // such row.
+    if (t.data == nullptr) {
+      invalid(std::string(name) + " has no elements (shape " + shape_text(t.shape.data(), rank) +
+              ") and was exported without storage (a null data pointer, as torch exports such "
+              "a tensor): the library takes an array of no elements only through a pointer to "
+              "a row of storage");
+    }
+    std::int64_t stride = 1;
+    for (int i = rank - 1; i >= 0; --i) {
+      t.stride[i] = stride;
+      const std::int64_t n = t.shape[i] > 1 ? t.shape[i] : 1;
+      stride = stride > INT64_MAX / n ? INT64_MAX : stride * n;  // saturated: never stepped over
+    }
+  }
+  // A dimension of size 1 is never stepped over, so its stride is arbitrary (torch reports
+  // whatever a view produced); 0 keeps the library's stride checks from tripping on it.
+  for (int i = 0; i < rank - 1; ++i) {
+    if (t.shape[i] == 1) t.stride[i] = 0;
   }
   return t;
 }
@@ -119,8 +195,9 @@ gpuattn::TensorView to_view(const Array& a, const char* name) {
 // A quantized cache's k/v: int8 or float8_e4m3fn arrays as they are, or uint8 arrays read as
 // `kv_format` ("e4m3": FP8 E4M3 bytes, for frameworks whose DLPack export has no float8 type).
 template <typename Array>
-gpuattn::TensorView kv_view(const Array& a, const char* name, const std::string& kv_format) {
-  gpuattn::TensorView t = to_view(a, name);
+gpuattn::TensorView kv_view(const Array& a, const char* name, const std::string& kv_format,
+                            const std::optional<std::vector<std::int64_t>>& empty_shape = {}) {
+  gpuattn::TensorView t = to_view(a, name, empty_shape);
   if (kv_format.empty()) return t;
   if (kv_format != "e4m3") invalid("kv_format '" + kv_format + "' is not one of '', 'e4m3'");
   if (t.dtype != gpuattn::DType::u8 && t.dtype != gpuattn::DType::e4m3) {
@@ -155,23 +232,30 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
                        const std::optional<Input>& block_table, bool check_indices,
                        const std::optional<Input>& k_scale, const std::optional<Input>& v_scale,
                        const std::string& kv_format, bool pdl, const std::optional<Input>& q_scale,
-                       bool check_only) {
+                       bool check_only, const std::optional<nb::dict>& empty_shapes) {
   gpuattn::AttentionArgs args;
+  EmptyShapes empty(empty_shapes);
   // FP8 attention: with q_scale, q is read as k/v are (kv_format).
-  args.q = q_scale ? kv_view(q, "q", kv_format) : to_view(q, "q");
-  if (q_scale) args.q_scale = to_view(*q_scale, "q_scale");
-  args.k = kv_view(k, "k", kv_format);
-  args.v = kv_view(v, "v", kv_format);
-  if (k_scale) args.k_scale = to_view(*k_scale, "k_scale");
-  if (v_scale) args.v_scale = to_view(*v_scale, "v_scale");
-  args.out = to_view(out, "out");
-  if (lse) args.lse = to_view(*lse, "lse");
-  if (cu_seqlens_q) args.cu_seqlens_q = to_view(*cu_seqlens_q, "cu_seqlens_q");
-  if (cu_seqlens_k) args.cu_seqlens_k = to_view(*cu_seqlens_k, "cu_seqlens_k");
+  args.q = q_scale ? kv_view(q, "q", kv_format, empty.find("q")) : to_view(q, "q", empty.find("q"));
+  if (q_scale) args.q_scale = to_view(*q_scale, "q_scale", empty.find("q_scale"));
+  args.k = kv_view(k, "k", kv_format, empty.find("k"));
+  args.v = kv_view(v, "v", kv_format, empty.find("v"));
+  if (k_scale) args.k_scale = to_view(*k_scale, "k_scale", empty.find("k_scale"));
+  if (v_scale) args.v_scale = to_view(*v_scale, "v_scale", empty.find("v_scale"));
+  args.out = to_view(out, "out", empty.find("out"));
+  if (lse) args.lse = to_view(*lse, "lse", empty.find("lse"));
+  if (cu_seqlens_q) {
+    args.cu_seqlens_q = to_view(*cu_seqlens_q, "cu_seqlens_q", empty.find("cu_seqlens_q"));
+  }
+  if (cu_seqlens_k) {
+    args.cu_seqlens_k = to_view(*cu_seqlens_k, "cu_seqlens_k", empty.find("cu_seqlens_k"));
+  }
   args.max_seqlen_q = max_seqlen_q;
   args.max_seqlen_k = max_seqlen_k;
-  if (seqused_k) args.seqused_k = to_view(*seqused_k, "seqused_k");
-  if (block_table) args.block_table = to_view(*block_table, "block_table");
+  if (seqused_k) args.seqused_k = to_view(*seqused_k, "seqused_k", empty.find("seqused_k"));
+  if (block_table) {
+    args.block_table = to_view(*block_table, "block_table", empty.find("block_table"));
+  }
   args.check_indices = check_indices;
   args.pdl = pdl;
   if (softmax_scale) args.softmax_scale = static_cast<float>(*softmax_scale);
@@ -183,8 +267,10 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
   // Block-sparse layout: uint8 [Hq or 1, n_blocks_q, n_blocks_k]; shape, dtype, device and block
   // sizes are validated by the library (block_q/block_k must be 0 without a layout).
   if (block_layout) {
-    args.mask.block_sparse.layout = to_view(*block_layout, "mask.block_sparse.layout");
+    args.mask.block_sparse.layout =
+        to_view(*block_layout, "mask.block_sparse.layout", empty.find("block_layout"));
   }
+  empty.check_all_used();
   args.mask.block_sparse.block_q = block_q;
   args.mask.block_sparse.block_k = block_k;
   args.precision = to_precision(precision);
@@ -281,16 +367,20 @@ void append_kv(const Output& k_cache, const Output& v_cache, const Input& k_new,
                const Input& cache_seqlens, const std::optional<Input>& block_table,
                bool check_indices, std::uintptr_t stream, const std::string& backend,
                const std::optional<Input>& k_scale, const std::optional<Input>& v_scale,
-               const std::string& kv_format) {
+               const std::string& kv_format, const std::optional<nb::dict>& empty_shapes) {
   gpuattn::AppendKvArgs args;
-  args.k_cache = kv_view(k_cache, "k_cache", kv_format);
-  args.v_cache = kv_view(v_cache, "v_cache", kv_format);
-  if (k_scale) args.k_scale = to_view(*k_scale, "k_scale");
-  if (v_scale) args.v_scale = to_view(*v_scale, "v_scale");
-  args.k_new = to_view(k_new, "k");
-  args.v_new = to_view(v_new, "v");
-  args.cache_seqlens = to_view(cache_seqlens, "cache_seqlens");
-  if (block_table) args.block_table = to_view(*block_table, "block_table");
+  EmptyShapes empty(empty_shapes);
+  args.k_cache = kv_view(k_cache, "k_cache", kv_format, empty.find("k_cache"));
+  args.v_cache = kv_view(v_cache, "v_cache", kv_format, empty.find("v_cache"));
+  if (k_scale) args.k_scale = to_view(*k_scale, "k_scale", empty.find("k_scale"));
+  if (v_scale) args.v_scale = to_view(*v_scale, "v_scale", empty.find("v_scale"));
+  args.k_new = to_view(k_new, "k", empty.find("k_new"));
+  args.v_new = to_view(v_new, "v", empty.find("v_new"));
+  args.cache_seqlens = to_view(cache_seqlens, "cache_seqlens", empty.find("cache_seqlens"));
+  if (block_table) {
+    args.block_table = to_view(*block_table, "block_table", empty.find("block_table"));
+  }
+  empty.check_all_used();
   args.check_indices = check_indices;
   args.backend = to_backend(backend);
   args.stream = reinterpret_cast<void*>(stream);
@@ -320,7 +410,7 @@ NB_MODULE(_C, m) {
         nb::arg("k_scale").noconvert().none() = nb::none(),
         nb::arg("v_scale").noconvert().none() = nb::none(), nb::arg("kv_format") = "",
         nb::arg("pdl") = false, nb::arg("q_scale").noconvert().none() = nb::none(),
-        nb::arg("check_only") = false,
+        nb::arg("check_only") = false, nb::arg("empty_shapes").none() = nb::none(),
         "Computes attention into `out` (and `lse` when given) with gpuattn::attention_forward.\n\n"
         "Dense: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out like q, lse float32 [B, Hq, Sq].\n"
         "Varlen (cu_seqlens given): q [total_q, Hq, D], k/v [total_k, Hkv, D], lse [Hq, "
@@ -346,6 +436,9 @@ NB_MODULE(_C, m) {
         "out float16 or bfloat16 (float32 on the CPU). "
         "check_only=True validates the arguments as the call would (gpuattn::"
         "check_attention_args: device index arrays' values aside) and computes nothing. "
+        "empty_shapes (a dict: parameter name -> shape tuple) marks arrays passed as a row of "
+        "storage for an array of that shape of no elements (torch exports no storage for one; "
+        "the library takes a varlen side of no rows through a pointer to a row). "
         "Raises ValueError (invalid input), NotImplementedError (not "
         "supported) or RuntimeError (CUDA error); out/lse are untouched on error.");
 
@@ -356,11 +449,13 @@ NB_MODULE(_C, m) {
         nb::arg("stream") = 0, nb::arg("backend") = "auto",
         nb::arg("k_scale").noconvert().none() = nb::none(),
         nb::arg("v_scale").noconvert().none() = nb::none(), nb::arg("kv_format") = "",
+        nb::arg("empty_shapes").none() = nb::none(),
         "Appends k_new/v_new [B, Snew, Hkv, D] to k_cache/v_cache in place at rows "
         "cache_seqlens[b].. (gpuattn::append_kv): a dense cache [B, Sk, Hkv, D], or with "
         "block_table a page pool [num_pages, page_size, Hkv, D]. cache_seqlens is not updated. "
         "With k_scale/v_scale the cache is int8 or float8_e4m3fn (uint8 bytes with "
         "kv_format='e4m3') and the new rows are quantized: x / scale, rounded and saturated. "
+        "empty_shapes as in attention_forward. "
         "Raises ValueError naming a bad input, with the caches untouched.");
 
   m.def("choose_sparsity", &choose_sparsity, nb::arg("seqlen"), nb::arg("batch"), nb::arg("heads"),

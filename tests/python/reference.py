@@ -55,15 +55,15 @@ def causal_rule(causal):
 
 def ref_single(q, k, v, scale, visible):
     """fp64 attention of one sequence under a visibility [Sq, Sk] or per head [Hq or 1, Sq, Sk].
-    q [Sq, Hq, D], k/v [Sk, Hkv, D] -> out [Sq, Hq, D], lse [Hq, Sq]; a row that sees no key:
-    out 0, lse -inf."""
+    q [Sq, Hq, D], k/v [Sk, Hkv, D] -> out [Sq, Hq, D], lse [Hq, Sq]; a row that sees no key
+    (Sk = 0 too): out 0, lse -inf."""
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     group = q.shape[1] // k.shape[1]
     k = np.repeat(k, group, axis=1)  # query head h reads kv head h // group
     v = np.repeat(v, group, axis=1)
     s = np.einsum("qhd,khd->hqk", q, k) * scale
     s = np.where(np.broadcast_to(visible, s.shape), s, -np.inf)
-    m = s.max(axis=-1, keepdims=True)
+    m = s.max(axis=-1, keepdims=True, initial=-np.inf)  # a sequence of no keys: -inf
     empty = ~np.isfinite(m)
     m = np.where(empty, 0.0, m)
     p = np.exp(s - m)

@@ -368,18 +368,19 @@ _FORWARD = ("q", "k", "v", "out", "lse", "cu_seqlens_q", "cu_seqlens_k", "max_se
             "max_seqlen_k", "softmax_scale", "causal", "stream", "precision", "backend",
             "num_threads", "window_left", "window_right", "global_tokens", "global_stride",
             "block_layout", "block_q", "block_k", "seqused_k", "block_table", "check_indices",
-            "k_scale", "v_scale", "kv_format", "pdl", "q_scale", "check_only")
+            "k_scale", "v_scale", "kv_format", "pdl", "q_scale", "check_only", "empty_shapes")
 _FORWARD_DEFAULTS = dict(lse=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0,
                          max_seqlen_k=0, softmax_scale=None, causal=False, stream=0,
                          precision="standard", backend="auto", num_threads=0, window_left=-1,
                          window_right=-1, global_tokens=0, global_stride=0, block_layout=None,
                          block_q=0, block_k=0, seqused_k=None, block_table=None,
                          check_indices=True, k_scale=None, v_scale=None, kv_format="",
-                         pdl=False, q_scale=None, check_only=False)
+                         pdl=False, q_scale=None, check_only=False, empty_shapes=None)
 _APPEND = ("k_cache", "v_cache", "k_new", "v_new", "cache_seqlens", "block_table",
-           "check_indices", "stream", "backend", "k_scale", "v_scale", "kv_format")
+           "check_indices", "stream", "backend", "k_scale", "v_scale", "kv_format",
+           "empty_shapes")
 _APPEND_DEFAULTS = dict(block_table=None, check_indices=True, stream=0, backend="auto",
-                        k_scale=None, v_scale=None, kv_format="")
+                        k_scale=None, v_scale=None, kv_format="", empty_shapes=None)
 
 
 _EXPORTED = {}  # id of a DLPack capsule made during _both_paths -> its tensor's description

@@ -1007,23 +1007,159 @@ def test_extension_exports_only_its_init():
 # ---- torch specifics ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fw", ["numpy", pytest.param("torch", marks=needs_torch)])
-def test_empty_tensors_are_named(fw):
-    """A tensor of no elements is refused by name and shape, whichever pointer and strides its
-    framework exports for it (torch: a null pointer; numpy: strides a layout check would
-    misread), in the dense, varlen and kvcache calls."""
-    rng = rng_for("empty", fw)
-    q, k, v = (make(fw, "float16", (10, 2, 64), rng) for _ in range(3))
-    empty = q[:0]
-    cu_q, cu_k = int32(fw, [0, 0]), int32(fw, [0, 10])
-    with pytest.raises(ValueError, match=r"q is empty \(shape \[0, 2, 64\]"):
-        ga.flash_attn_varlen_func(empty, k, v, cu_q, cu_k, 1, 10)
-    with pytest.raises(ValueError, match=r"k is empty \(shape \[1, 0, 2, 64\]"):
-        ga.flash_attn_func(q[None], k[None, :0], v[None])
-    with pytest.raises(ValueError, match=r"v is empty"):
-        ga.flash_attn_func(q[None], k[None], v[None, :0])
-    with pytest.raises(ValueError, match=r"k_cache is empty"):
-        ga.flash_attn_with_kvcache(q[None, :1], k[None, :0], v[None, :0])
+# ---- arrays of no elements ---------------------------------------------------------------------
+
+# (lens_q, lens_k) of varlen batches with sequences of no rows, in the middle and at the end; all
+# but the first have a side of no rows at all (q, or k and v, of 0 rows).
+EMPTY_SEQUENCES = {
+    "middle-and-end": ([5, 0, 7, 0], [6, 3, 0, 0]),
+    "no-keys": ([3, 0, 5, 0], [0, 0, 0, 0]),
+    "no-queries": ([0, 0, 0, 0], [4, 0, 2, 0]),
+    "all-empty": ([0, 0], [0, 0]),
+}
+
+
+def on_device(where):
+    """(fw, device) of ON_DEVICES, and a function that puts a numpy array there (torch: a tensor
+    on the device); skips a CUDA case without a usable device."""
+    fw, device = where
+    if device == "cuda" and not (torch.cuda.is_available() and ga.cuda_available()):
+        pytest.skip("no CUDA device")
+    return fw, (lambda x: torch.from_numpy(np.ascontiguousarray(x)).to(device)
+                if fw == "torch" else x)
+
+
+@pytest.mark.parametrize("where", ON_DEVICES)
+@pytest.mark.parametrize("lens", EMPTY_SEQUENCES.values(), ids=EMPTY_SEQUENCES.keys())
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_varlen_with_empty_sequences(where, lens, causal):
+    """The library takes varlen sequences of no rows anywhere in the batch, and sides of no rows
+    at all; so do flash_attn_varlen_func and sparse_attn_varlen_func, whatever the framework
+    exports for an array of no elements (torch: no storage; numpy: zero strides). out is
+    (total_q, nheads, headdim) and lse (nheads, total_q), of 0 rows too; rows that see no key
+    get out 0 and lse -inf, the others match the reference."""
+    fw, put = on_device(where)
+    lens_q, lens_k = lens
+    cu_q, cu_k = cu_seqlens(lens_q), cu_seqlens(lens_k)
+    hq, hkv, d = 4, 2, 64
+    max_q, max_k = max(max(lens_q), 1), max(max(lens_k), 1)  # positive, as the library needs
+    rng = rng_for("varlen-empty-sequences", *where, lens_q, lens_k, causal)
+    q = make("numpy", "float16", (cu_q[-1], hq, d), rng)
+    k = make("numpy", "float16", (cu_k[-1], hkv, d), rng)
+    v = make("numpy", "float16", (cu_k[-1], hkv, d), rng)
+    want_out, want_lse = ref_varlen(to64(q), to64(k), to64(v), cu_q, cu_k, 1 / 8,
+                                    causal_rule(causal))
+    args = (put(q), put(k), put(v), put(cu_q), put(cu_k), max_q, max_k)
+    out, lse, _ = ga.flash_attn_varlen_func(*args, causal=causal, return_attn_probs=True)
+    assert tuple(out.shape) == (cu_q[-1], hq, d) and tuple(lse.shape) == (hq, cu_q[-1])
+    assert_close(out, want_out, 2e-3, "out")
+    assert_close(lse, want_lse, 1e-3, "lse")
+    # the sparse masks: a window with a global token, and a block layout with every block on
+    want_out, want_lse = ref_varlen(to64(q), to64(k), to64(v), cu_q, cu_k, 1 / 8,
+                                    lambda sq, sk: visibility(sq, sk, causal, (2, 1), 1))
+    layout = put(np.ones((1, -(-max_q // 64), -(-max_k // 64)), np.uint8))
+    out, lse, _ = ga.sparse_attn_varlen_func(*args, causal=causal, window_size=(2, 1),
+                                             global_tokens=1, block_mask=layout, block_size=64,
+                                             return_attn_probs=True)
+    assert_close(out, want_out, 2e-3, "sparse out")
+    assert_close(lse, want_lse, 1e-3, "sparse lse")
+
+
+@pytest.mark.parametrize("where", ON_DEVICES)
+def test_empty_arrays_meet_the_library_checks(where):
+    """Arrays of no elements reach the library's own checks, and a call it refuses raises its
+    ValueError naming the size (the module refused every such array by name before, and a
+    max_seqlen of 0 was refused in Python): a dense batch, seqlen_q or seqlen_k of 0 (flash-attn
+    takes seqlen_k 0; the library does not), an empty KV cache or page pool, appended k/v of no
+    rows, and cache_seqlens, scales, cu_seqlens or a block layout of no elements. Plain torch
+    tensors take the fast path, which passes them as they are, and then the general path."""
+    fw, put = on_device(where)
+    rng = rng_for("empty-arrays-checked", *where)
+    q, k, v = (put(make("numpy", "float16", (2, 8, h, 64), rng)) for h in (4, 2, 2))
+    lib = "gpuattn::attention_forward: "
+    cases = [
+        (lambda: ga.flash_attn_func(q[:0], k[:0], v[:0]),
+         lib + r"batch size \(q dim 0\) is 0, must be positive"),
+        (lambda: ga.flash_attn_func(q[:, :0], k, v, causal=True),
+         lib + r"q sequence length \(Sq\) is 0, must be positive"),
+        (lambda: ga.flash_attn_func(q, k[:, :0], v[:, :0]),
+         lib + r"k sequence length \(Sk\) is 0, must be positive"),
+        (lambda: ga.flash_attn_func(q, k[:, :0], v[:, :0], window_size=(4, 4)),
+         lib + r"k sequence length \(Sk\) is 0, must be positive"),
+        (lambda: ga.flash_attn_func(q, k, v[:, :0]),
+         lib + r"v shape \[2, 0, 2, 64\] differs from k shape \[2, 8, 2, 64\]"),
+        (lambda: ga.sparse_attn_func(q, k[:, :0], v[:, :0], window_size=(2, 0), global_tokens=1),
+         lib + r"k sequence length \(Sk\) is 0, must be positive"),
+        (lambda: ga.sparse_attn_func(q, k, v, block_mask=put(np.ones((1, 0, 1), np.uint8)),
+                                     block_size=64),
+         lib + r"mask.block_sparse.layout shape \[1, 0, 1\] must be \[Hq or 1, ceil\(Sq / "
+               r"block_q\), ceil\(Sk / block_k\)\] = \[4 or 1, 1, 1\]"),
+        (lambda: ga.flash_attn_with_kvcache(q[:, :1], k[:, :0], v[:, :0]),
+         lib + r"k_cache sequence length \(Sk\) is 0, must be positive"),
+        (lambda: ga.flash_attn_with_kvcache(q[:, :1], k[:0], v[:0], cache_seqlens=3,
+                                            block_table=put(np.zeros((2, 1), np.int32))),
+         lib + r"k_cache page count \(k_cache dim 0\) is 0, must be positive"),
+        (lambda: ga.flash_attn_with_kvcache(q[:, :1], k, v,
+                                            cache_seqlens=put(np.zeros(0, np.int32))),
+         lib + r"cache_seqlens has shape \[0\], expected \[batch = 2\]"),
+        (lambda: ga.flash_attn_with_kvcache(q[:, :1], k, v, k=k[:, :0], v=v[:, :0],
+                                            cache_seqlens=put(np.array([1, 2], np.int32))),
+         r"gpuattn::append_kv: k_new has shape \[2, 0, 2, 64\]: every size must be positive"),
+        (lambda: ga.flash_attn_varlen_func(q[0], k[0], v[0], put(np.zeros(0, np.int32)),
+                                           put(np.array([0, 8], np.int32)), 8, 8),
+         lib + r"cu_seqlens_q has 0 entries, needs batch \+ 1 >= 2"),
+        (lambda: ga.flash_attn_varlen_func(q[0, :0], k[0, :0], v[0, :0],
+                                           put(np.zeros(3, np.int32)), put(np.zeros(3, np.int32)),
+                                           0, 0),
+         lib + r"max_seqlen_q is 0, must be positive"),
+    ]
+    if fw == "torch" or where[1] == "cpu":  # an int8 cache (numpy: int8 arrays)
+        k8, v8 = (x.to(torch.int8) if fw == "torch" else x.astype(np.int8) for x in (k, v))
+        scale = put(np.ones(0, np.float32))
+        cases.append((lambda: ga.flash_attn_with_kvcache(q[:, :1], k8, v8, k_scale=scale,
+                                                         v_scale=scale),
+                      lib + r"k_scale has shape \[0\], expected \[Hkv = 2\] or \[1\]"))
+    for call, message in cases:
+        with pytest.raises(ValueError, match=message):
+            call()
+
+
+def test_empty_arrays_in_the_module():
+    """The module itself: an array of no elements crosses with row-major strides whatever numpy
+    exports (zeros), so the library takes an all-empty varlen call through _C and writes nothing;
+    empty_shapes (the wrappers' rows of storage) is checked by name; a torch tensor of no elements
+    passed as it is has no storage and is refused by name (the wrappers never pass one)."""
+    q = np.empty((0, 2, 64), np.float16)
+    assert q.size == 0
+    lse = np.empty((2, 0), np.float32)
+    cu = np.zeros(3, np.int32)
+    _C = ga._C
+    _C.attention_forward(q, q, q, np.empty_like(q), lse, cu, cu, 4, 4)
+    row = np.zeros((1, 2, 64), np.float16)
+    with pytest.raises(ValueError, match=r"empty_shapes .* names an argument that is absent or "
+                                         r"takes no array"):
+        _C.attention_forward(q, q, q, np.empty_like(q), None, cu, cu, 4, 4,
+                             empty_shapes={"lse": (2, 0)})
+    with pytest.raises(ValueError, match=r"empty_shapes gives q the shape \[2, 2, 64\], which is "
+                                         r"no empty part of the array passed, \[1, 2, 64\]"):
+        _C.attention_forward(row, q, q, np.empty_like(q), None, cu, cu, 4, 4,
+                             empty_shapes={"q": (2, 2, 64)})
+    with pytest.raises(TypeError, match=r"empty_shapes\['q'\] must be a tuple of ints"):
+        _C.attention_forward(row, q, q, np.empty_like(q), None, cu, cu, 4, 4,
+                             empty_shapes={"q": [0, 2, 64]})
+    _C.attention_forward(row, q, q, np.empty_like(q), None, cu, cu, 4, 4,
+                         empty_shapes={"q": (0, 2, 64)})
+    if torch is not None:
+        t = torch.empty((0, 2, 64), dtype=torch.float16)
+        with pytest.raises(ValueError, match=r"q has no elements \(shape \[0, 2, 64\]\) and was "
+                                             r"exported without storage"):
+            _C.attention_forward(t, q, q, np.empty_like(q), None, cu, cu, 4, 4)
+    # sequence_parallel_attention takes the arrays as they are: the library names the batch
+    group = ga.RankGroup.local_cpu(2)
+    empty = [np.empty((0, 4, 2, 64), np.float32) for _ in range(2)]
+    with pytest.raises(ValueError, match=r"shards\[0\]: gpuattn::attention_forward: batch size "
+                                         r"\(q dim 0\) is 0, must be positive"):
+        ga.sequence_parallel_attention(group, empty, empty, empty, empty)
 
 
 @needs_torch
