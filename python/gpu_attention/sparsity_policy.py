@@ -112,14 +112,15 @@ def _dtype_bytes(dtype):
 
 
 def _free_memory_bytes():
-    """torch.cuda.mem_get_info()[0] of the current device, or a ValueError: never a guess."""
+    """torch.cuda.mem_get_info()[0] of the current device, or a RuntimeError when no CUDA device
+    is usable through torch (the rule of python/README.md's "Errors"): never a guess."""
     try:
         import torch
     except ImportError:
         torch = None
     if torch is None or not torch.cuda.is_available():
         why = "torch is not installed" if torch is None else "torch sees no CUDA device"
-        raise ValueError(
+        raise RuntimeError(
             "free_memory_bytes=None needs torch with a visible CUDA device (torch.cuda."
             f"mem_get_info of the current device), but {why}: pass free_memory_bytes explicitly"
         )
@@ -161,9 +162,9 @@ def choose_sparsity(seqlen, heads, head_dim, *, batch=1, kv_heads=None, dtype="b
     kv_heads: None for heads (MHA), else a positive int that divides heads (0 or a negative value is
     a ValueError). causal: a bool (Python's or numpy's); anything else, 0 and 1 too, is a TypeError.
     free_memory_bytes: the memory the call may use; None takes torch.cuda.mem_get_info()[0] of the
-    current device, and raises ValueError when torch or a CUDA device is missing (pass it explicitly
-    then). window_hint: keys left of each query the model tolerates, or None. block_size: a multiple
-    of 16.
+    current device, and raises RuntimeError when torch or a CUDA device is missing (pass it
+    explicitly then). window_hint: keys left of each query the model tolerates, or None.
+    block_size: a multiple of 16.
 
     Returns a frozen SparsityChoice (mode, fits, window_size, global_tokens, block_size,
     max_block_density, the dense / sliding_window / block_sparse estimates, reason, causal,

@@ -26,6 +26,7 @@ namespace nb = nanobind;
 gpuattn::TensorView array_view(const nb::ndarray<nb::ro>& a, const char* name);
 gpuattn::TensorView array_view(const nb::ndarray<>& a, const char* name);
 gpuattn::Precision precision_of(const std::string& s);
+void require_cuda_device(const std::string& what);  // RuntimeError when no CUDA device is usable
 
 namespace {
 
@@ -157,8 +158,9 @@ void bind_dist(nb::module_& m) {
           [](nb::handle devices, const std::string& transport) {
             const std::vector<std::int32_t> d =
                 gpuattn_py::ids_arg(devices, "RankGroup.local_cuda: devices", INT32_MIN, INT32_MAX);
-            return gpuattn::RankGroup::local_cuda(std::vector<int>(d.begin(), d.end()),
-                                                  transport_of(transport));
+            const gpuattn::Transport t = transport_of(transport);
+            require_cuda_device("RankGroup.local_cuda");
+            return gpuattn::RankGroup::local_cuda(std::vector<int>(d.begin(), d.end()), t);
           },
           nb::arg("devices"), nb::arg("transport") = "nccl",
           "Every rank in this process, one per CUDA ordinal of `devices`; transport 'nccl' (the "
@@ -177,10 +179,11 @@ void bind_dist(nb::module_& m) {
           [](const std::string& path, nb::handle rank, nb::handle world_size, nb::handle device,
              double timeout_s) {
             const char* fn = "RankGroup.nccl_from_file: ";
-            return gpuattn::RankGroup::nccl_from_file(
-                path, int32_arg(rank, std::string(fn) + "rank"),
-                int32_arg(world_size, std::string(fn) + "world_size"),
-                int32_arg(device, std::string(fn) + "device"), timeout_s);
+            const int r = int32_arg(rank, std::string(fn) + "rank");
+            const int n = int32_arg(world_size, std::string(fn) + "world_size");
+            const int d = int32_arg(device, std::string(fn) + "device");
+            require_cuda_device("RankGroup.nccl_from_file");
+            return gpuattn::RankGroup::nccl_from_file(path, r, n, d, timeout_s);
           },
           nb::arg("bootstrap_path"), nb::arg("rank"), nb::arg("world_size"), nb::arg("device"),
           nb::arg("timeout_s") = 120.0,

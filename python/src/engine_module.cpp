@@ -1,6 +1,7 @@
 // Python binding of the GPT-2 engine (gpuattn/gpt2.h): `_C.Gpt2Engine` over weights on disk,
 // token ids in and out as Python lists, logits out as a numpy array. Errors cross as the rest of
-// the module's do (gpuattn::Error -> ValueError / NotImplementedError / RuntimeError).
+// the module's do (gpuattn::Error -> ValueError / NotImplementedError / RuntimeError; backend
+// 'cuda' where no CUDA device is usable: RuntimeError).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -22,6 +23,8 @@ using gpuattn_py::float32_arg;
 using gpuattn_py::ids_arg;
 using gpuattn_py::int32_arg;
 using gpuattn_py::u64_arg;
+
+void require_cuda_device(const std::string& what);  // module.cpp: RuntimeError when none is usable
 
 namespace {
 
@@ -84,6 +87,7 @@ class PyGpt2Engine {
     o.cuda_graphs = gpuattn_py::bool_arg(cuda_graphs, "cuda_graphs");
     o.max_cuda_graphs = int32_arg(max_cuda_graphs, "max_cuda_graphs");
     o.num_threads = int32_arg(num_threads, "num_threads");
+    if (o.backend == gpuattn::Backend::cuda) require_cuda_device("Gpt2Engine backend 'cuda'");
     nb::gil_scoped_release release;
     const gpuattn::Gpt2Weights w = gpuattn::Gpt2Weights::load(path);
     engine_ = std::make_unique<gpuattn::Gpt2Engine>(w, o);

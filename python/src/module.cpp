@@ -32,6 +32,19 @@ using Output = nb::ndarray<>;       // written by the library: out, lse
   throw gpuattn::Error(gpuattn::ErrorCode::invalid_argument, msg);
 }
 
+// CUDA asked for where no CUDA device is usable: a RuntimeError (python/README.md, "Errors").
+[[noreturn]] void no_cuda_device(const std::string& what) {
+#if defined(GPUATTN_WITH_CUDA)
+  const char* why = "no CUDA device is visible (no driver, or none visible to this process)";
+#else
+  const char* why =
+      "this build of gpu_attention has no CUDA backend (built with GPUATTN_CUDA=OFF "
+      "or without nvcc)";
+#endif
+  throw nb::builtin_exception(nb::exception_type::runtime_error,
+                              (what + " needs a CUDA device, but none is usable: " + why).c_str());
+}
+
 std::string dtype_str(nb::dlpack::dtype t) {
   using C = nb::dlpack::dtype_code;
   const char* prefix = nullptr;
@@ -137,6 +150,9 @@ gpuattn::TensorView to_view(const Array& a, const char* name,
     case nb::device::cpu::value:
     case nb::device::cuda_host::value: t.device = gpuattn::Device::cpu; break;
     case nb::device::cuda::value:
+#if !defined(GPUATTN_WITH_CUDA)
+      no_cuda_device(std::string(name) + " on cuda:" + std::to_string(a.device_id()));
+#endif
       t.device = gpuattn::Device::cuda;
       t.device_index = a.device_id();
       break;
@@ -362,6 +378,9 @@ gpuattn::TensorView array_view(const nb::ndarray<>& a, const char* name) {
 gpuattn::Precision precision_of(const std::string& s) {
   return to_precision(s);
 }
+void require_cuda_device(const std::string& what) {
+  if (!gpuattn::cuda_available()) no_cuda_device(what);
+}
 
 void append_kv(const Output& k_cache, const Output& v_cache, const Input& k_new, const Input& v_new,
                const Input& cache_seqlens, const std::optional<Input>& block_table,
@@ -440,7 +459,8 @@ NB_MODULE(_C, m) {
         "storage for an array of that shape of no elements (torch exports no storage for one; "
         "the library takes a varlen side of no rows through a pointer to a row). "
         "Raises ValueError (invalid input), NotImplementedError (not "
-        "supported) or RuntimeError (CUDA error); out/lse are untouched on error.");
+        "supported) or RuntimeError (a CUDA error, or CUDA tensors where no CUDA device is "
+        "usable); out/lse are untouched on error.");
 
   m.def("append_kv", &append_kv, nb::arg("k_cache").noconvert(), nb::arg("v_cache").noconvert(),
         nb::arg("k_new").noconvert(), nb::arg("v_new").noconvert(),

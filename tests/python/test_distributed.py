@@ -124,6 +124,37 @@ def test_errors_name_the_bad_value():
     call(causal=np.True_, global_tokens=np.int64(0))
 
 
+def test_cuda_groups_without_a_usable_device_raise_runtime_error(tmp_path):
+    """python/README.md's rule: asking for CUDA where no CUDA device is usable (this build has no
+    CUDA backend, or none is visible) is a RuntimeError naming it, before the group's values are
+    checked (a group of no devices too); the arguments' types and names are checked first. It was
+    a ValueError of the device ordinal ("0 visible"), while the engine raised another type."""
+    if ga.cuda_available():
+        pytest.skip("a CUDA device is usable here")
+    no_device = r"needs a CUDA device, but none is usable: (this build of gpu_attention has no " \
+                r"CUDA backend|no CUDA device is visible)"
+    for devices, transport in (([0], "nccl"), ([0, 1], "peer_copy"), ([], "nccl")):
+        with pytest.raises(RuntimeError, match="^RankGroup.local_cuda " + no_device):
+            ga.RankGroup.local_cuda(devices, transport=transport)
+    with pytest.raises(RuntimeError, match="^RankGroup.nccl_from_file " + no_device):
+        ga.RankGroup.nccl_from_file(str(tmp_path / "id"), 0, 1, 0)
+    assert not (tmp_path / "id").exists()
+    with pytest.raises(ValueError, match="transport 'tcp' is not one of"):
+        ga.RankGroup.local_cuda([0], transport="tcp")
+    with pytest.raises(ValueError, match=r"RankGroup.local_cuda: devices\[0\] is 2147483648"):
+        ga.RankGroup.local_cuda([2**31])
+    with pytest.raises(ValueError, match=r"RankGroup.nccl_from_file: rank is 2147483648"):
+        ga.RankGroup.nccl_from_file(str(tmp_path / "id"), 2**31, 1, 0)
+
+
+def test_cuda_group_device_past_the_visible_ones_is_a_value_error():
+    """With a usable device, an ordinal that is not a visible device is a bad argument value."""
+    if not ga.cuda_available():
+        pytest.skip("no CUDA device")
+    with pytest.raises(ValueError, match=r"devices\[0\] = 4096 is not a visible CUDA device"):
+        ga.RankGroup.local_cuda([4096], transport="peer_copy")
+
+
 @needs_torch
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_three_ranks_on_one_gpu(strategy):

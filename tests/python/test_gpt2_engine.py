@@ -271,9 +271,14 @@ def test_errors_name_the_offending_value(model, tmp_path):
         ga.Gpt2Engine(str(tmp_path / "nowhere"), backend="cpu")
     with pytest.raises(ValueError, match="backend 'gpu' is not one of"):
         ga.Gpt2Engine(directory, backend="gpu")
-    if not ga.cuda_available():  # no device (or no driver): an argument error, as RankGroup's
-        with pytest.raises((ValueError, NotImplementedError), match="CUDA"):
+    if not ga.cuda_available():  # no usable device: RuntimeError, as RankGroup's (README)
+        no_device = (r"^Gpt2Engine backend 'cuda' needs a CUDA device, but none is usable: (this "
+                     r"build of gpu_attention has no CUDA backend|no CUDA device is visible)")
+        with pytest.raises(RuntimeError, match=no_device):
             ga.Gpt2Engine(directory, backend="cuda")
+        with pytest.raises(RuntimeError, match=no_device):  # before the path is read
+            ga.Gpt2Engine(str(tmp_path / "nowhere"), backend="cuda")
+        assert ga.Gpt2Engine(directory, backend="auto").backend == "cpu"
     engine = ga.Gpt2Engine(directory, backend="cpu")
     with pytest.raises(ValueError, match=r"request 1: prompt\[0\] is 97, must be in \[0, 97\)"):
         engine.generate([[1], [97]])

@@ -232,13 +232,13 @@ def fake_torch(cuda, free=0):
 
 def test_free_memory_without_torch_asks_for_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
-    with pytest.raises(ValueError, match="torch is not installed: pass free_memory_bytes"):
+    with pytest.raises(RuntimeError, match="torch is not installed: pass free_memory_bytes"):
         ga.choose_sparsity(4096, 16, 128)
 
 
 def test_free_memory_without_gpu_asks_for_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", fake_torch(cuda=False))
-    with pytest.raises(ValueError, match="no CUDA device: pass free_memory_bytes"):
+    with pytest.raises(RuntimeError, match="no CUDA device: pass free_memory_bytes"):
         ga.choose_sparsity(4096, 16, 128)
 
 
@@ -250,12 +250,12 @@ def test_free_memory_from_torch(monkeypatch):
 
 
 def test_free_memory_in_this_environment():
-    """The real lookup: torch.cuda.mem_get_info when torch sees a GPU, else ValueError."""
+    """The real lookup: torch.cuda.mem_get_info when torch sees a GPU, else RuntimeError."""
     if torch is not None and torch.cuda.is_available():
         free = torch.cuda.mem_get_info()[0]
         assert ga.choose_sparsity(4096, 16, 128).dense.fits == (io_bytes(4096) <= free)
     else:
-        with pytest.raises(ValueError, match="pass free_memory_bytes explicitly"):
+        with pytest.raises(RuntimeError, match="pass free_memory_bytes explicitly"):
             ga.choose_sparsity(4096, 16, 128)
 
 
