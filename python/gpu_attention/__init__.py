@@ -35,6 +35,7 @@ except ImportError as e:  # pragma: no cover - a broken build must fail loudly, 
     ) from e
 
 from .flash_attn_interface import (
+    apply_rotary_emb,
     flash_attn_func,
     flash_attn_kvpacked_func,
     flash_attn_qkvpacked_func,
@@ -66,6 +67,7 @@ __all__ = [
     "SparsityChoice",
     "SparsityEstimate",
     "__version__",
+    "apply_rotary_emb",
     "choose_sparsity",
     "cuda_available",
     "flash_attn_func",

@@ -213,6 +213,88 @@ def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_ind
                  **arrays)
 
 
+def _rotary(fw, x, out, cos, sin, offsets, interleaved, same_position, check_indices):
+    """out = x rotated by cos/sin (gpuattn::apply_rotary); out may be x (in place). `offsets`: an
+    int (every sequence) or an int32 array (batch,) on x's device."""
+    for value, name in ((cos, "cos"), (sin, "sin")):
+        _check_same_framework(fw, value, name)
+    if type(interleaved) is not bool:
+        raise TypeError(f"interleaved must be True or False, not {interleaved!r}")
+    cos = _prepare(fw, cos, "cos")
+    sin = _prepare(fw, sin, "sin")
+    offset, array = 0, None
+    if isinstance(offsets, bool):
+        raise TypeError("seqlen_offsets must be an int or an int32 array (batch,), not a bool")
+    if isinstance(offsets, int):
+        offset = _int_arg(offsets, "seqlen_offsets", 0, _INT32_MAX)
+    else:
+        _check_same_framework(fw, offsets, "seqlen_offsets")
+        array = offsets
+    stream = 0
+    args = [x, out, cos, sin, array]
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        if x.is_cuda:
+            stream = _current_raw_stream(torch, x)
+        to_dlpack = torch.utils.dlpack.to_dlpack
+        args = [None if a is None else to_dlpack(a) for a in args]
+    _C.apply_rotary(*args[:4], seqlen_offsets=args[4], seqlen_offset=offset,
+                    interleaved=interleaved, same_position=same_position,
+                    check_indices=bool(check_indices), stream=stream)
+
+
+def _rotary_names(error, x_name, offsets_name):
+    """The library's rotary error with the caller's names for x, cos/sin and the offsets."""
+    msg = re.sub(r"\bx\b", x_name, str(error))
+    msg = re.sub(r"\b(cos|sin)\b", r"rotary_\1", msg)
+    msg = msg.replace("seqlen_offsets", offsets_name).replace("gpuattn::apply_rotary",
+                                                              "flash_attn_with_kvcache")
+    return type(error)(msg)
+
+
+def apply_rotary_emb(x, cos, sin, interleaved=False, inplace=False, seqlen_offsets=0,
+                     cu_seqlens=None, max_seqlen=None):
+    """Rotary position embedding, as flash-attn's flash_attn.layers.rotary.apply_rotary_emb.
+
+    x (batch, seqlen, nheads, headdim) float16 / bfloat16 (numpy: float16 or float32); cos, sin
+    (seqlen_rotary, rotary_dim / 2) of x's dtype or float32, on x's device, rotary_dim <= headdim.
+    Row i of sequence b takes position seqlen_offsets + i (seqlen_offsets an int, or an int32
+    array (batch,) on x's device: seqlen_offsets[b] + i), which must be < seqlen_rotary. Its first
+    rotary_dim features are rotated in pairs, (2j, 2j + 1) when interleaved (GPT-J), else
+    (j, j + rotary_dim / 2) (GPT-NeoX): (a, b) -> (a cos - b sin, a sin + b cos), in float32,
+    rounded once; the other features are x's. Returns a new array, or x itself rotated in place
+    with inplace=True. cu_seqlens (varlen) is not supported: NotImplementedError. Bad inputs
+    raise ValueError naming them, with x untouched."""
+    if cu_seqlens is not None or max_seqlen is not None:
+        raise NotImplementedError("apply_rotary_emb: cu_seqlens / max_seqlen (varlen x) are not "
+                                  "supported yet: pass x as (batch, seqlen, nheads, headdim)")
+    if type(inplace) is not bool:
+        raise TypeError(f"apply_rotary_emb: inplace must be True or False, not {inplace!r}")
+    fw = _framework(x, "x")
+    if fw == "numpy" and inplace and not x.flags.writeable:
+        raise ValueError("apply_rotary_emb: x is read-only: inplace=True writes it")
+    if inplace:
+        if fw == "torch" and x.requires_grad and sys.modules["torch"].is_grad_enabled():
+            raise NotImplementedError("apply_rotary_emb: x requires grad: gpu_attention has no "
+                                      "backward pass yet")
+        out = x
+        src = x.detach() if fw == "torch" else x
+        if (src.stride(-1) if fw == "torch" else src.strides[-1] // src.itemsize) != 1 \
+                and src.shape[-1] > 1:
+            raise ValueError("apply_rotary_emb: inplace=True needs x's last dimension "
+                             "contiguous")
+        dst = src
+    else:
+        src = _prepare(fw, x, "x")
+        out = dst = _empty(fw, src, tuple(src.shape))
+    try:
+        _rotary(fw, src, dst, cos, sin, seqlen_offsets, interleaved, False, True)
+    except (ValueError, NotImplementedError) as e:  # the library's names for this API's
+        msg = str(e).replace("gpuattn::apply_rotary", "apply_rotary_emb")
+        raise type(e)(re.sub(r"\bseqlen_offset\b", "seqlen_offsets", msg)) from None
+    return out
+
+
 # ---- the fast path: the common call, with no general checks ------------------------------------
 #
 # flash_attn_func and flash_attn_with_kvcache spend ~10 us of Python on a call before the native
@@ -919,9 +1001,15 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     block_table are checked on a host copy (a stream synchronization); decode calls
     (seqlen_q x nheads / nheads_k <= 64, no window) run the split-KV decode kernel, reading pages
     in place; other calls with cache_seqlens run the portable sm_80 kernel, and other paged calls
-    first gather their pages into a contiguous buffer. No rotary embedding, batch index or left
-    padding: those raise NotImplementedError. `num_splits` is a performance hint and accepted as any int >= 0;
-    `rotary_interleaved` only matters with rotary_cos/sin. k/v (batch, seqlen_new, nheads_k,
+    first gather their pages into a contiguous buffer. No batch index or left padding: those
+    raise NotImplementedError. `num_splits` is a performance hint and accepted as any int >= 0.
+    rotary_cos / rotary_sin (seqlen_ro, rotary_dim / 2), of q's dtype or float32 on q's device,
+    rotary_dim <= headdim, with k/v only (as flash-attn): q and k are rotated (apply_rotary_emb's
+    rule, into new arrays; the caller's are untouched) before the append and the attention; new
+    key i of sequence b at position cache_seqlens[b] + i, query i likewise when the call is causal
+    or has a window, else every query at cache_seqlens[b]; every position must be < seqlen_ro.
+    rotary_interleaved (True, flash-attn's default: pairs (2j, 2j + 1); False: (j, j +
+    rotary_dim / 2), GPT-NeoX) only matters with them. k/v (batch, seqlen_new, nheads_k,
     headdim), given together with cache_seqlens, are first written into the cache in place at
     rows cache_seqlens[b].. (through block_table for a paged cache), and the attention then uses
     cache_seqlens + seqlen_new keys, as flash-attn does; cache_seqlens itself is not updated.
@@ -1017,13 +1105,12 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                 raise _named_caches(_named_cache_seqlens(e)) from None
         else:
             return (out, lse) if return_softmax_lse else out
-    for name, value in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
-                        ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad)):
+    for name, value in (("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad)):
         if value is not None:
             raise NotImplementedError(
                 f"flash_attn_with_kvcache: {name} is not supported yet (the whole cache, its "
                 "first cache_seqlens keys, or a paged cache through block_table, with k/v "
-                "appended; no rotary, batch index or left padding)"
+                "appended and rotated; no batch index or left padding)"
             )
     if (k is None) != (v is None):
         raise ValueError("flash_attn_with_kvcache: k and v are appended together: pass both or "
@@ -1031,6 +1118,17 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     if k is not None and cache_seqlens is None:
         raise ValueError("flash_attn_with_kvcache: appending k/v needs cache_seqlens (where each "
                          "sequence's new keys go)")
+    rotary = rotary_cos is not None or rotary_sin is not None
+    if rotary:
+        if rotary_cos is None or rotary_sin is None:
+            raise ValueError("flash_attn_with_kvcache: rotary_cos and rotary_sin go together: "
+                             "pass both or neither")
+        if k is None:
+            raise ValueError("flash_attn_with_kvcache: rotary_cos/rotary_sin rotate q and the "
+                             "appended k (as flash-attn): pass k and v with them")
+        if type(rotary_interleaved) is not bool:
+            raise TypeError("flash_attn_with_kvcache: rotary_interleaved must be True or False, "
+                            f"not {rotary_interleaved!r}")
     _check_softcap(softcap)
     _check_alibi(alibi_slopes)
     _int_arg(num_splits, "num_splits", lo=0)
@@ -1056,6 +1154,23 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         sk = (shape[1] * k_cache.shape[1]
               if shape is not None and len(shape) == 2 and sk is not None else None)
     mask = _resolve_mask(window_size, causal, sq, sk)
+    if rotary:
+        # q and the new keys rotated at their positions before anything is written: key row i of
+        # sequence b at cache_seqlens[b] + i, and so query row i where the call is causal or has
+        # a window, else every query row at cache_seqlens[b] (flash-attn's rule).
+        per_row = mask["causal"] or mask["window_left"] >= 0 or mask["window_right"] >= 0
+        _check_same_framework(fw, k, "k")
+        rotated = []
+        for x, name, same in ((q, "q", not per_row), (k, "k", False)):
+            x = _prepare(fw, x, name)
+            out = _empty(fw, x, tuple(x.shape))
+            try:
+                _rotary(fw, x, out, rotary_cos, rotary_sin, seqused, rotary_interleaved, same,
+                        check_indices)
+            except (ValueError, NotImplementedError) as e:
+                raise _rotary_names(e, name, "cache_seqlens") from None
+            rotated.append(out)
+        q, k = rotated
     call = dict(softmax_scale=scale, mask=mask, want_lse=return_softmax_lse,
                 block_table=block_table, check_indices=bool(check_indices), k_scale=k_scale,
                 v_scale=v_scale, pdl=pdl, descaled=descaled + "q" * bool(fp8), **fp8)

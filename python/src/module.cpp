@@ -15,6 +15,7 @@
 
 #include "gpuattn/attention.h"
 #include "gpuattn/kv_cache.h"
+#include "gpuattn/rotary.h"
 #include "gpuattn/sparsity.h"
 #include "py_args.h"
 
@@ -407,6 +408,26 @@ void append_kv(const Output& k_cache, const Output& v_cache, const Input& k_new,
   gpuattn::append_kv(args);
 }
 
+void apply_rotary(const Input& x, const Output& out, const Input& cos, const Input& sin,
+                  const std::optional<Input>& seqlen_offsets, std::int64_t seqlen_offset,
+                  bool interleaved, bool same_position, bool check_indices, std::uintptr_t stream,
+                  const std::string& backend) {
+  gpuattn::RotaryArgs args;
+  args.x = to_view(x, "x");
+  args.out = to_view(out, "out");
+  args.cos = to_view(cos, "cos");
+  args.sin = to_view(sin, "sin");
+  if (seqlen_offsets) args.seqlen_offsets = to_view(*seqlen_offsets, "seqlen_offsets");
+  args.seqlen_offset = seqlen_offset;
+  args.interleaved = interleaved;
+  args.same_position = same_position;
+  args.check_indices = check_indices;
+  args.backend = to_backend(backend);
+  args.stream = reinterpret_cast<void*>(stream);
+  nb::gil_scoped_release release;
+  gpuattn::apply_rotary(args);
+}
+
 NB_MODULE(_C, m) {
   m.doc() =
       "gpu_attention native module: gpuattn::attention_forward over DLPack arrays, and the "
@@ -477,6 +498,17 @@ NB_MODULE(_C, m) {
         "kv_format='e4m3') and the new rows are quantized: x / scale, rounded and saturated. "
         "empty_shapes as in attention_forward. "
         "Raises ValueError naming a bad input, with the caches untouched.");
+
+  m.def("apply_rotary", &apply_rotary, nb::arg("x").noconvert(), nb::arg("out").noconvert(),
+        nb::arg("cos").noconvert(), nb::arg("sin").noconvert(),
+        nb::arg("seqlen_offsets").noconvert().none() = nb::none(), nb::arg("seqlen_offset") = 0,
+        nb::arg("interleaved") = false, nb::arg("same_position") = false,
+        nb::arg("check_indices") = true, nb::arg("stream") = 0, nb::arg("backend") = "auto",
+        "Rotary position embedding (gpuattn::apply_rotary, gpuattn/rotary.h): out [B, S, H, D] = "
+        "x with its first R = 2 * cos.shape[1] features rotated by cos/sin [S_ro, R / 2] at each "
+        "row's position (seqlen_offsets[b] or seqlen_offset, + the row unless same_position); "
+        "pairs (2j, 2j + 1) when interleaved, else (j, j + R / 2). out may be x itself (in "
+        "place). Raises ValueError naming a bad input, with out untouched.");
 
   m.def("choose_sparsity", &choose_sparsity, nb::arg("seqlen"), nb::arg("batch"), nb::arg("heads"),
         nb::arg("kv_heads"), nb::arg("head_dim"), nb::arg("dtype_bytes"),

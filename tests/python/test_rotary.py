@@ -1,0 +1,218 @@
+"""Rotary position embedding: gpu_attention.apply_rotary_emb and flash_attn_with_kvcache's
+rotary_cos / rotary_sin, against a float64 numpy rule (GPT-J and GPT-NeoX pairs, offsets as an int
+or an array, rotary_dim < headdim), in place and not; and the errors, with nothing written."""
+import math
+
+import numpy as np
+import pytest
+
+import gpu_attention as ga
+from reference import assert_close, make, needs_torch, ref_dense, rng_for, to64, torch
+
+needs_cuda = pytest.mark.skipif(not ga.cuda_available() or torch is None,
+                                reason="needs torch and a CUDA device")
+
+# (framework, dtype, device, tolerance relative to the largest value)
+FRAMEWORKS = [
+    ("numpy", "float16", "cpu", 2e-3),
+    ("numpy", "float32", "cpu", 2e-6),
+    pytest.param("torch", "bfloat16", "cpu", 1.6e-2, marks=needs_torch),
+    pytest.param("torch", "float16", "cuda", 2e-3, marks=needs_cuda),
+    pytest.param("torch", "bfloat16", "cuda", 1.6e-2, marks=needs_cuda),
+]
+
+
+def ref_rotary(x, cos, sin, positions, interleaved):
+    """x float64 (B, S, H, D) rotated: positions (B, S) ints; cos/sin float64 (S_ro, R / 2)."""
+    out = x.copy()
+    half = cos.shape[1]
+    c = cos[positions][:, :, None, :]  # (B, S, 1, R / 2)
+    s = sin[positions][:, :, None, :]
+    if interleaved:
+        x1, x2 = x[..., 0:2 * half:2], x[..., 1:2 * half:2]
+        out[..., 0:2 * half:2] = x1 * c - x2 * s
+        out[..., 1:2 * half:2] = x1 * s + x2 * c
+    else:
+        x1, x2 = x[..., :half], x[..., half:2 * half]
+        out[..., :half] = x1 * c - x2 * s
+        out[..., half:2 * half] = x1 * s + x2 * c
+    return out
+
+
+def on(fw, device, x):
+    return x.to(device) if fw == "torch" else x
+
+
+def table(fw, dtype, device, n, half, rng, float32=False):
+    """cos/sin of real angles (a base-10000 schedule), of `dtype` or float32."""
+    inv = 10000.0 ** (-np.arange(half) / half)
+    ang = np.arange(n)[:, None] * inv[None, :] + rng.uniform(0, 1, (1, half))
+    out = []
+    for f in (np.cos, np.sin):
+        t = f(ang).astype(np.float32)
+        if fw == "numpy":
+            out.append(t if float32 else t.astype(dtype))
+        else:
+            t = torch.from_numpy(t)
+            out.append(on(fw, device, t if float32 else t.to(getattr(torch, dtype))))
+    return out
+
+
+@pytest.mark.parametrize("fw,dtype,device,tol", FRAMEWORKS)
+@pytest.mark.parametrize("interleaved", [False, True], ids=["neox", "gptj"])
+@pytest.mark.parametrize("rotary_dim", [16, 64, 128])
+@pytest.mark.parametrize("offsets", ["zero", "int", "array"])
+def test_apply_rotary_emb_matches_the_rule(fw, dtype, device, tol, interleaved, rotary_dim,
+                                           offsets):
+    rng = rng_for("rotary", fw, dtype, device, interleaved, rotary_dim, offsets)
+    B, S, H, D = 3, 37, 4, 128
+    x = on(fw, device, make(fw, dtype, (B, S, H, D), rng))
+    cos, sin = table(fw, dtype, device, 100, rotary_dim // 2, rng, float32=offsets == "int")
+    if offsets == "array":
+        offs = np.array([0, 20, 63], np.int32)
+        arg = offs if fw == "numpy" else on(fw, device, torch.from_numpy(offs))
+    else:
+        offs = np.full(B, 0 if offsets == "zero" else 41, np.int32)
+        arg = int(offs[0])
+    positions = offs[:, None] + np.arange(S)[None, :]
+    x0 = to64(x)
+    got = ga.apply_rotary_emb(x, cos, sin, interleaved=interleaved, seqlen_offsets=arg)
+    assert type(got) is type(x) and got.dtype == x.dtype and tuple(got.shape) == (B, S, H, D)
+    want = ref_rotary(x0, to64(cos), to64(sin), positions, interleaved)
+    assert_close(got, want, tol, "rotated x")
+    assert np.array_equal(to64(got)[..., rotary_dim:], x0[..., rotary_dim:]), "features past R"
+    assert np.array_equal(to64(x), x0), "x was written"
+    same = ga.apply_rotary_emb(x, cos, sin, interleaved=interleaved, seqlen_offsets=arg,
+                               inplace=True)
+    assert same is x
+    assert np.array_equal(to64(x), to64(got)), "in place differs from out of place"
+
+
+@pytest.mark.parametrize("fw,dtype,device,tol", FRAMEWORKS)
+def test_apply_rotary_emb_strided_x(fw, dtype, device, tol):
+    """x as a view with gaps (heads of a bigger tensor): rotated as it is, no copy needed."""
+    rng = rng_for("rotary-strided", fw, dtype, device)
+    big = on(fw, device, make(fw, dtype, (2, 9, 6, 64), rng))
+    x = big[:, :, 1:5]
+    cos, sin = table(fw, dtype, device, 9, 32, rng)
+    got = ga.apply_rotary_emb(x, cos, sin)
+    want = ref_rotary(to64(x), to64(cos), to64(sin), np.tile(np.arange(9), (2, 1)), False)
+    assert_close(got, want, tol, "rotated x")
+
+
+def test_apply_rotary_emb_errors_name_the_value():
+    rng = rng_for("rotary-errors")
+    x = make("numpy", "float16", (2, 8, 2, 64), rng)
+    cos, sin = table("numpy", "float16", "cpu", 10, 16, rng)
+    x0 = x.copy()
+    with pytest.raises(ValueError, match=r"seqlen_offsets is 3: rows 0..7 of sequence 0 take "
+                                         r"positions 3..10, past the 10 positions of cos/sin"):
+        ga.apply_rotary_emb(x, cos, sin, seqlen_offsets=3, inplace=True)
+    with pytest.raises(ValueError, match=r"seqlen_offsets\[1\] is 4"):
+        ga.apply_rotary_emb(x, cos, sin, seqlen_offsets=np.array([0, 4], np.int32),
+                            inplace=True)
+    with pytest.raises(ValueError, match="cos shape \\[10, 40\\] rotates 80 features, more than "
+                                         "x's head dim 64"):
+        wide = np.ones((10, 40), np.float16)
+        ga.apply_rotary_emb(x, wide, wide, inplace=True)
+    with pytest.raises(ValueError, match="sin shape \\[9, 16\\] differs from cos shape"):
+        ga.apply_rotary_emb(x, cos, sin[:9], inplace=True)
+    with pytest.raises(ValueError, match=r"seqlen_offsets=-1 must be in \[0, 2147483647\]"):
+        ga.apply_rotary_emb(x, cos, sin, seqlen_offsets=-1)
+    with pytest.raises(TypeError, match="seqlen_offsets must be an int or an int32 array"):
+        ga.apply_rotary_emb(x, cos, sin, seqlen_offsets=True)
+    with pytest.raises(NotImplementedError, match="cu_seqlens"):
+        ga.apply_rotary_emb(x, cos, sin, cu_seqlens=np.array([0, 8], np.int32), max_seqlen=8)
+    assert np.array_equal(x, x0), "x was written by a refused call"
+
+
+# ---- flash_attn_with_kvcache ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fw,dtype,device,tol", FRAMEWORKS)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("interleaved", [True, False], ids=["gptj", "neox"])
+@pytest.mark.parametrize("paged", [False, True], ids=["dense", "paged"])
+def test_kvcache_rotary_matches_rotating_first(fw, dtype, device, tol, causal, interleaved, paged):
+    """q and the new k rotated at their positions, then appended and attended: the same as the
+    reference over the rotated rows. Query rows share cache_seqlens' position unless causal (which
+    tells the two rules apart with 3 query rows). The cache holds the rotated k; the caller's q, k
+    and v are unchanged."""
+    rng = rng_for("kvcache-rotary", fw, dtype, device, causal, interleaved, paged)
+    B, Hq, Hkv, D, cap, sq, rot = 2, 4, 2, 64, 48, 3, 32
+    used = np.array([5, 30], np.int32)
+    q = on(fw, device, make(fw, dtype, (B, sq, Hq, D), rng))
+    k = on(fw, device, make(fw, dtype, (B, sq, Hkv, D), rng))
+    v = on(fw, device, make(fw, dtype, (B, sq, Hkv, D), rng))
+    kc = on(fw, device, make(fw, dtype, (B, cap, Hkv, D), rng))
+    vc = on(fw, device, make(fw, dtype, (B, cap, Hkv, D), rng))
+    cos, sin = table(fw, dtype, device, 64, rot // 2, rng)
+    kc0, vc0, q0, k0, v0 = (to64(t) for t in (kc, vc, q, k, v))
+    lens = used if fw == "numpy" else on(fw, device, torch.from_numpy(used))
+    block_table = None
+    cache_k, cache_v = kc, vc
+    if paged:  # pages of 16 keys, sequence b's in pages [3b .. 3b + 2] of a pool in that order
+        page = 16
+        cache_k = kc.reshape(B * cap // page, page, Hkv, D)
+        cache_v = vc.reshape(B * cap // page, page, Hkv, D)
+        bt = np.arange(B * cap // page, dtype=np.int32).reshape(B, cap // page)
+        block_table = bt if fw == "numpy" else on(fw, device, torch.from_numpy(bt))
+    out = ga.flash_attn_with_kvcache(q, cache_k, cache_v, k=k, v=v, rotary_cos=cos,
+                                     rotary_sin=sin, cache_seqlens=lens, causal=causal,
+                                     rotary_interleaved=interleaved, block_table=block_table)
+    c64, s64 = to64(cos), to64(sin)
+    kpos = used[:, None] + np.arange(sq)[None, :]
+    qpos = kpos if causal else np.repeat(used[:, None], sq, axis=1)
+    k_rot = ref_rotary(k0, c64, s64, kpos, interleaved)
+    q_rot = ref_rotary(q0, c64, s64, qpos, interleaved)
+    # The cache: the rotated k (rounded to the cache's dtype) at used[b]..; v as given.
+    kc_got, vc_got = to64(kc).reshape(B, cap, Hkv, D), to64(vc).reshape(B, cap, Hkv, D)
+    for b in range(B):
+        rows = slice(used[b], used[b] + sq)
+        assert_close(kc_got[b, rows], k_rot[b], tol, f"cache k of sequence {b}")
+        assert np.array_equal(vc_got[b, rows], v0[b]), f"cache v of sequence {b}"
+        keep = np.ones(cap, bool)
+        keep[rows] = False
+        assert np.array_equal(kc_got[b, keep], kc0[b, keep]), "other cache rows written"
+    for t, t0, name in ((q, q0, "q"), (k, k0, "k"), (v, v0, "v")):
+        assert np.array_equal(to64(t), t0), f"the caller's {name} was written"
+    # The attention over the cache as it ends up (its rotated k), with the rotated q.
+    for b in range(B):
+        n = used[b] + sq
+        want, _ = ref_dense(q_rot[b:b + 1], kc_got[b:b + 1, :n], vc_got[b:b + 1, :n],
+                            1 / math.sqrt(D), _bottom_right(causal))
+        assert_close(out[b:b + 1], want, tol, f"out of sequence {b}")
+
+
+def _bottom_right(causal):
+    from reference import causal_rule
+    return causal_rule(causal)
+
+
+def test_kvcache_rotary_errors_leave_the_caches():
+    rng = rng_for("kvcache-rotary-errors")
+    q = make("numpy", "float16", (2, 1, 2, 64), rng)
+    k = make("numpy", "float16", (2, 1, 2, 64), rng)
+    v = make("numpy", "float16", (2, 1, 2, 64), rng)
+    kc = make("numpy", "float16", (2, 16, 2, 64), rng)
+    vc = make("numpy", "float16", (2, 16, 2, 64), rng)
+    cos, sin = table("numpy", "float16", "cpu", 12, 16, rng)
+    kc0, vc0 = kc.copy(), vc.copy()
+    lens = np.array([3, 12], np.int32)
+    with pytest.raises(ValueError, match=r"flash_attn_with_kvcache: cache_seqlens\[1\] is 12: "
+                                         r"the rows of sequence 1 take position 12, past the 12 "
+                                         r"positions of rotary_cos/rotary_sin"):
+        ga.flash_attn_with_kvcache(q, kc, vc, k=k, v=v, rotary_cos=cos, rotary_sin=sin,
+                                   cache_seqlens=lens)
+    with pytest.raises(ValueError, match="pass k and v with them"):
+        ga.flash_attn_with_kvcache(q, kc, vc, rotary_cos=cos, rotary_sin=sin, cache_seqlens=lens)
+    with pytest.raises(ValueError, match="rotary_cos and rotary_sin go together"):
+        ga.flash_attn_with_kvcache(q, kc, vc, k=k, v=v, rotary_cos=cos, cache_seqlens=lens)
+    with pytest.raises(ValueError, match="rotary_cos dtype float32 is neither q's \\(float16\\) "
+                                         "nor float32|rotary_sin dtype"):
+        ga.flash_attn_with_kvcache(q, kc, vc, k=k, v=v, rotary_cos=cos.astype(np.float32),
+                                   rotary_sin=sin, cache_seqlens=np.array([0, 0], np.int32))
+    with pytest.raises(TypeError, match="rotary_interleaved must be True or False"):
+        ga.flash_attn_with_kvcache(q, kc, vc, k=k, v=v, rotary_cos=cos, rotary_sin=sin,
+                                   cache_seqlens=lens, rotary_interleaved=1)
+    assert np.array_equal(kc, kc0) and np.array_equal(vc, vc0), "a refused call wrote a cache"
