@@ -1001,8 +1001,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     block_table are checked on a host copy (a stream synchronization); decode calls
     (seqlen_q x nheads / nheads_k <= 64, no window) run the split-KV decode kernel, reading pages
     in place; other calls with cache_seqlens run the portable sm_80 kernel, and other paged calls
-    first gather their pages into a contiguous buffer. No batch index or left padding: those
-    raise NotImplementedError. `num_splits` is a performance hint and accepted as any int >= 0.
+    first gather their pages into a contiguous buffer. cache_batch_idx (int32 (batch,) on q's
+    device; not with block_table) makes row cache_batch_idx[b] of a dense cache (batch_size_cache,
+    seqlen_cache, ...) sequence b's, read and appended to in place (run as a paged call over the
+    same memory, one page a sequence). No left padding: cache_leftpad raises
+    NotImplementedError. `num_splits` is a performance hint and accepted as any int >= 0.
     rotary_cos / rotary_sin (seqlen_ro, rotary_dim / 2), of q's dtype or float32 on q's device,
     rotary_dim <= headdim, with k/v only (as flash-attn): q and k are rotated (apply_rotary_emb's
     rule, into new arrays; the caller's are untouched) before the append and the attention; new
@@ -1105,13 +1108,12 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                 raise _named_caches(_named_cache_seqlens(e)) from None
         else:
             return (out, lse) if return_softmax_lse else out
-    for name, value in (("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad)):
-        if value is not None:
-            raise NotImplementedError(
-                f"flash_attn_with_kvcache: {name} is not supported yet (the whole cache, its "
-                "first cache_seqlens keys, or a paged cache through block_table, with k/v "
-                "appended and rotated; no batch index or left padding)"
-            )
+    if cache_leftpad is not None:
+        raise NotImplementedError(
+            "flash_attn_with_kvcache: cache_leftpad is not supported yet (the whole cache, its "
+            "first cache_seqlens keys, a cache row per sequence through cache_batch_idx, or a "
+            "paged cache through block_table, with k/v appended and rotated; no left padding)"
+        )
     if (k is None) != (v is None):
         raise ValueError("flash_attn_with_kvcache: k and v are appended together: pass both or "
                          "neither")
@@ -1134,6 +1136,51 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     _int_arg(num_splits, "num_splits", lo=0)
     scale = _softmax_scale(softmax_scale)
     fw = _framework(q, "q")
+    if cache_batch_idx is not None:
+        # Sequence b's cache is row cache_batch_idx[b] of k_cache (batch_size_cache, seqlen_cache,
+        # ...): the same memory as a page pool of pages of seqlen_cache keys, one a sequence, and
+        # cache_batch_idx as its (batch, 1) block table. Everything below runs paged, then names
+        # the index as the caller passed it.
+        if block_table is not None:
+            raise ValueError("flash_attn_with_kvcache: cache_batch_idx picks rows of a dense "
+                             "cache; a paged cache (block_table) lists each sequence's pages "
+                             "in its table: pass one of the two")
+        _check_same_framework(fw, cache_batch_idx, "cache_batch_idx")
+        shape = tuple(cache_batch_idx.shape)
+        batch = tuple(q.shape)[:1]
+        if len(shape) != 1 or shape != batch:
+            raise ValueError(f"flash_attn_with_kvcache: cache_batch_idx has shape {shape}, "
+                             f"expected (batch,) = {batch}")
+        try:
+            return _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
+                                 cache_batch_idx.reshape(-1, 1), softmax_scale, causal,
+                                 window_size, rotary_interleaved, return_softmax_lse,
+                                 check_indices, k_scale, v_scale, pdl, q_descale, k_descale,
+                                 v_descale, out_dtype, fw, scale)
+        except (ValueError, NotImplementedError) as e:
+            raise _named_batch_index(e) from None
+    return _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
+                         block_table, softmax_scale, causal, window_size, rotary_interleaved,
+                         return_softmax_lse, check_indices, k_scale, v_scale, pdl, q_descale,
+                         k_descale, v_descale, out_dtype, fw, scale)
+
+
+def _named_batch_index(error):
+    """An error of a cache_batch_idx call (run as a paged one) with its block table named as the
+    caller passed it: block_table[b][0] is cache_batch_idx[b], its pages k_cache's rows."""
+    text = re.sub(r"block_table\[(\d+)\]\[0\]", r"cache_batch_idx[\1]", str(error))
+    text = re.sub(r" \((?:sequence \d+ uses [^)]*|the new keys of sequence \d+ land in it)\)",
+                  "", text)
+    text = text.replace("must be a page in", "must be a row of k_cache in")
+    return type(error)(re.sub(r"\bblock_table\b", "cache_batch_idx", text))
+
+
+def _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, block_table,
+                  softmax_scale, causal, window_size, rotary_interleaved, return_softmax_lse,
+                  check_indices, k_scale, v_scale, pdl, q_descale, k_descale, v_descale,
+                  out_dtype, fw, scale):
+    """flash_attn_with_kvcache's general path past its option checks (a dense or paged cache)."""
+    rotary = rotary_cos is not None  # with rotary_sin and k (checked)
     k_scale, k_descaled = _kvcache_scale(fw, k_scale, k_descale, "k")
     v_scale, v_descaled = _kvcache_scale(fw, v_scale, v_descale, "v")
     descaled = "k" * k_descaled + "v" * v_descaled  # the scales the caller named descales

@@ -589,7 +589,7 @@ def test_unsupported_options_raise_with_torch_tensors(kwargs, error):
 @pytest.mark.parametrize("kwargs, error", [
     (dict(rotary_cos="t"), ValueError),  # alone: rotary_sin goes with it (and k/v)
     (dict(rotary_sin="t"), ValueError),
-    (dict(cache_batch_idx="t"), NotImplementedError),
+    (dict(cache_batch_idx="t", block_table="t"), ValueError),  # one of the two
     (dict(cache_leftpad="t"), NotImplementedError),
     (dict(softcap=30.0), NotImplementedError),
     (dict(alibi_slopes="t"), NotImplementedError),

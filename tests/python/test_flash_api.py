@@ -680,7 +680,7 @@ def test_kvcache_pdl():
     assert np.array_equal(kc, before)
 
 
-@pytest.mark.parametrize("arg", ["cache_batch_idx", "cache_leftpad"])  # rotary: test_rotary.py
+@pytest.mark.parametrize("arg", ["cache_leftpad"])  # rotary: test_rotary.py; batch index: test_cache_batch_idx.py
 def test_kvcache_unsupported_arguments(arg):
     rng = rng_for("kvcache-bad", arg)
     q = make("numpy", "float16", (2, 1, 4, 64), rng)
