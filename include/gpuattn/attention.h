@@ -247,10 +247,10 @@ struct AttentionArgs {
 // concurrent streams, and can be captured into a CUDA graph (after a first call outside the
 // capture) and replayed, also beside direct calls on the stream it was captured from. A paged
 // call that is not a decode call takes the gather buffer described at block_table.
-// Environment switches (GPUATTN_KERNEL and the others the README lists) are read with getenv: a
-// CUDA call reads GPUATTN_KERNEL once, at its start; setting the environment in one thread while
-// another calls the library is undefined behaviour in C (getenv against setenv), so change them
-// only while no call runs.
+// Environment switches (GPUATTN_KERNEL and the others that docs/kernels.md and
+// docs/gpt2-engine.md list) are read with getenv: a CUDA call reads GPUATTN_KERNEL once, at its
+// start; setting the environment in one thread while another calls the library is undefined
+// behaviour in C (getenv against setenv), so change them only while no call runs.
 void attention_forward(const AttentionArgs& args);
 
 // Validates `args` as attention_forward does and computes nothing: throws the same errors, writes

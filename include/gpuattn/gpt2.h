@@ -148,16 +148,16 @@ struct EngineOptions {
   // The linears' storage (LinearWeights above). CUDA: steps of 1-8 rows run an int8 (int4) kernel
   // that dequantizes as it reads (int4 also at 9-16 rows, as two launches); larger ones dequantize
   // W into a scratch buffer for cuBLASLt. On
-  // an H200 int8 is faster than dense at one row only (GPT-2 1.5B B1 +17%; README).
+  // an H200 int8 is faster than dense at one row only (GPT-2 1.5B B1 +17%; docs/gpt2-engine.md).
   LinearWeights linear_weights = LinearWeights::dense;
   // The output head's storage: dense (the default), or int8 / int4 as the linears' (groups of 64
   // features of each token's row of wte, whatever linear_weights is). The head is tied to the
   // embedding, so both read the dequantized values (Gpt2Weights::with_quantized_head). CUDA: steps
   // of up to 8 rows (int4: 16) read the quantized head in the linears' kernel, fp32 logits out;
   // larger steps use cuBLASLt over the dequantized head. GPT-2 124M's head is 11% of a B1 decode
-  // step on an H200 (README has the figures). It is for speed, not memory: the dequantized head
-  // stays beside the quantized one (the embedding and the larger steps read it), 0.56 (int4) or
-  // 1.06 (int8) bytes a value more with the scales.
+  // step on an H200 (docs/gpt2-engine.md has the figures). It is for speed, not memory: the
+  // dequantized head stays beside the quantized one (the embedding and the larger steps read it),
+  // 0.56 (int4) or 1.06 (int8) bytes a value more with the scales.
   LinearWeights head_weights = LinearWeights::dense;
   KvCache kv_cache = KvCache::model;  // the cache's storage (KvCache above)
   bool cuda_graphs = true;            // CUDA: decode-only steps replay captured graphs
