@@ -225,11 +225,14 @@ def _rotary(fw, x, out, cos, sin, offsets, interleaved, same_position, check_ind
     offset, array = 0, None
     if isinstance(offsets, bool):
         raise TypeError("seqlen_offsets must be an int or an int32 array (batch,), not a bool")
-    if isinstance(offsets, int):
-        offset = _int_arg(offsets, "seqlen_offsets", 0, _INT32_MAX)
-    else:
+    if isinstance(offsets, numbers.Integral):  # int, numpy integer scalars
+        offset = _int_arg(int(operator.index(offsets)), "seqlen_offsets", 0, _INT32_MAX)
+    elif _is_array(offsets):
         _check_same_framework(fw, offsets, "seqlen_offsets")
-        array = offsets
+        array = _int32_offsets(fw, offsets)
+    else:
+        raise TypeError("seqlen_offsets must be an int or an int32 array (batch,), not "
+                        f"{type(offsets).__name__}")
     stream = 0
     args = [x, out, cos, sin, array]
     if fw == "torch":
@@ -241,6 +244,26 @@ def _rotary(fw, x, out, cos, sin, offsets, interleaved, same_position, check_ind
     _C.apply_rotary(*args[:4], seqlen_offsets=args[4], seqlen_offset=offset,
                     interleaved=interleaved, same_position=same_position,
                     check_indices=bool(check_indices), stream=stream)
+
+
+def _int32_offsets(fw, offsets):
+    """Rotary offsets as int32: an int64 array (flash-attn takes one) converted once its values
+    are known to fit; other dtypes reach the library's check as they are."""
+    if fw == "torch":
+        torch = sys.modules["torch"]
+        if offsets.dtype == torch.int64:
+            if offsets.numel() and (int(offsets.min()) < 0 or int(offsets.max()) > _INT32_MAX):
+                raise ValueError(f"seqlen_offsets holds {int(offsets.min())}..{int(offsets.max())}"
+                                 f", outside [0, {_INT32_MAX}]")
+            return offsets.to(torch.int32)
+        return offsets
+    np = sys.modules["numpy"]
+    if offsets.dtype == np.int64:
+        if offsets.size and (int(offsets.min()) < 0 or int(offsets.max()) > _INT32_MAX):
+            raise ValueError(f"seqlen_offsets holds {int(offsets.min())}..{int(offsets.max())}, "
+                             f"outside [0, {_INT32_MAX}]")
+        return offsets.astype(np.int32)
+    return offsets
 
 
 def _rotary_names(error, x_name, offsets_name):
@@ -271,6 +294,8 @@ def apply_rotary_emb(x, cos, sin, interleaved=False, inplace=False, seqlen_offse
     if type(inplace) is not bool:
         raise TypeError(f"apply_rotary_emb: inplace must be True or False, not {inplace!r}")
     fw = _framework(x, "x")
+    if _has_no_elements(x):  # nothing to rotate (the library takes no empty view)
+        return x if inplace else _empty(fw, x, tuple(x.shape))
     if fw == "numpy" and inplace and not x.flags.writeable:
         raise ValueError("apply_rotary_emb: x is read-only: inplace=True writes it")
     if inplace:
@@ -291,6 +316,8 @@ def apply_rotary_emb(x, cos, sin, interleaved=False, inplace=False, seqlen_offse
         _rotary(fw, src, dst, cos, sin, seqlen_offsets, interleaved, False, True)
     except (ValueError, NotImplementedError) as e:  # the library's names for this API's
         msg = str(e).replace("gpuattn::apply_rotary", "apply_rotary_emb")
+        if not msg.startswith("apply_rotary_emb"):
+            msg = "apply_rotary_emb: " + msg
         raise type(e)(re.sub(r"\bseqlen_offset\b", "seqlen_offsets", msg)) from None
     return out
 
@@ -1146,6 +1173,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                              "cache; a paged cache (block_table) lists each sequence's pages "
                              "in its table: pass one of the two")
         _check_same_framework(fw, cache_batch_idx, "cache_batch_idx")
+        for cache, name in ((k_cache, "k_cache"), (v_cache, "v_cache")):
+            if len(getattr(cache, "shape", ())) != 4:
+                raise ValueError(f"flash_attn_with_kvcache: {name} has shape "
+                                 f"{tuple(getattr(cache, 'shape', ()))}, expected (batch_size_cache, "
+                                 "seqlen_cache, nheads_k, headdim) with cache_batch_idx")
         shape = tuple(cache_batch_idx.shape)
         batch = tuple(q.shape)[:1]
         if len(shape) != 1 or shape != batch:
@@ -1205,7 +1237,11 @@ def _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqle
         # q and the new keys rotated at their positions before anything is written: key row i of
         # sequence b at cache_seqlens[b] + i, and so query row i where the call is causal or has
         # a window, else every query row at cache_seqlens[b] (flash-attn's rule).
-        per_row = mask["causal"] or mask["window_left"] >= 0 or mask["window_right"] >= 0
+        # flash-attn's rule: a window side counts when it is under the cache's length (sk), not
+        # the narrower reductions _resolve_mask makes for the mask itself.
+        left, right = _window_pair(window_size)
+        cap = sk if sk is not None else _INT32_MAX
+        per_row = mask["causal"] or 0 <= left < cap or 0 <= right < cap
         _check_same_framework(fw, k, "k")
         rotated = []
         for x, name, same in ((q, "q", not per_row), (k, "k", False)):

@@ -77,7 +77,7 @@ void check_rotary_offsets(const RotaryParams& p, const std::int32_t* offsets) {
   const std::int64_t last = p.same_position ? 0 : p.seqlen - 1;
   for (int b = 0; b < p.batch; ++b) {
     const std::int64_t o = offsets != nullptr ? offsets[b] : p.seqlen_offset;
-    if (o >= 0 && o + last < p.table) continue;
+    if (o >= 0 && o < p.table - last) continue;  // not o + last: o may be near INT64_MAX
     const std::string what =
         offsets != nullptr ? "seqlen_offsets[" + std::to_string(b) + "] is " + std::to_string(o)
                            : "seqlen_offset is " + std::to_string(o);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -226,6 +227,8 @@ TEST(Rotary, BadInputsAreNamedAndOutUntouched) {
   a.seqlen_offsets = TensorView{};
   a.seqlen_offset = 5;
   expect_invalid(a, "seqlen_offset is 5: rows 0..3 of sequence 0 take positions 5..8");
+  a.seqlen_offset = INT64_MAX;  // o + last would wrap past the check and read before cos
+  expect_invalid(a, "seqlen_offset is 9223372036854775807: rows 0..3 of sequence 0 take positions");
   a.seqlen_offset = 0;
   HostTensor wide(DType::f16, {8, 33});
   a.cos = wide.view();

@@ -208,11 +208,68 @@ def test_kvcache_rotary_errors_leave_the_caches():
         ga.flash_attn_with_kvcache(q, kc, vc, rotary_cos=cos, rotary_sin=sin, cache_seqlens=lens)
     with pytest.raises(ValueError, match="rotary_cos and rotary_sin go together"):
         ga.flash_attn_with_kvcache(q, kc, vc, k=k, v=v, rotary_cos=cos, cache_seqlens=lens)
-    with pytest.raises(ValueError, match="rotary_cos dtype float32 is neither q's \\(float16\\) "
-                                         "nor float32|rotary_sin dtype"):
+    with pytest.raises(ValueError, match="rotary_sin dtype float16 differs from rotary_cos dtype "
+                                         "float32"):
         ga.flash_attn_with_kvcache(q, kc, vc, k=k, v=v, rotary_cos=cos.astype(np.float32),
                                    rotary_sin=sin, cache_seqlens=np.array([0, 0], np.int32))
     with pytest.raises(TypeError, match="rotary_interleaved must be True or False"):
         ga.flash_attn_with_kvcache(q, kc, vc, k=k, v=v, rotary_cos=cos, rotary_sin=sin,
                                    cache_seqlens=lens, rotary_interleaved=1)
     assert np.array_equal(kc, kc0) and np.array_equal(vc, vc0), "a refused call wrote a cache"
+
+
+@pytest.mark.parametrize("window", [(-1, 3), (63, -1), (-1, 10), (5, 5), (-1, -1)],
+                         ids=lambda w: f"window{w}")
+def test_kvcache_rotary_windowed_queries_take_their_own_positions(window):
+    """flash-attn's rule: a non-causal call's query i sits at cache_seqlens + i when the call has
+    a window side under the cache's length (even one that reaches past every key, which the mask
+    itself drops), else every query at cache_seqlens. The same as rotating by hand first."""
+    rng = rng_for("kvcache-rotary-window", window)
+    B, sq, H, D, cap, used = 1, 4, 2, 64, 64, 10
+    q = make("numpy", "float32", (B, sq, H, D), rng)
+    k = make("numpy", "float32", (B, sq, H, D), rng)
+    v = make("numpy", "float32", (B, sq, H, D), rng)
+    kc = make("numpy", "float32", (B, cap, H, D), rng)
+    vc = make("numpy", "float32", (B, cap, H, D), rng)
+    cos, sin = table("numpy", "float32", "cpu", 40, 16, rng)
+    lens = np.array([used], np.int32)
+    kc2, vc2 = kc.copy(), vc.copy()
+    got = ga.flash_attn_with_kvcache(q, kc, vc, k=k, v=v, rotary_cos=cos, rotary_sin=sin,
+                                     cache_seqlens=lens, window_size=window)
+    per_row = window != (-1, -1)
+    if per_row:
+        q_rot = ga.apply_rotary_emb(q, cos, sin, interleaved=True, seqlen_offsets=used)
+    else:  # every query row at position `used`: rows as a batch of one-row sequences
+        rows = q.transpose(1, 0, 2, 3).copy()
+        q_rot = ga.apply_rotary_emb(rows, cos, sin, interleaved=True,
+                                    seqlen_offsets=np.full(sq, used, np.int32))
+        q_rot = q_rot.transpose(1, 0, 2, 3).copy()
+    k_rot = ga.apply_rotary_emb(k, cos, sin, interleaved=True, seqlen_offsets=used)
+    want = ga.flash_attn_with_kvcache(q_rot, kc2, vc2, k=k_rot, v=v, cache_seqlens=lens,
+                                      window_size=window)
+    assert np.array_equal(got, want), "the queries were not rotated at flash-attn's positions"
+    assert np.array_equal(kc, kc2) and np.array_equal(vc, vc2)
+
+
+@needs_torch
+def test_apply_rotary_emb_takes_int64_and_numpy_integer_offsets():
+    rng = rng_for("rotary-int64")
+    x = make("numpy", "float32", (2, 5, 2, 64), rng)
+    cos, sin = table("numpy", "float32", "cpu", 20, 32, rng)
+    want = ga.apply_rotary_emb(x, cos, sin, seqlen_offsets=np.array([3, 7], np.int32))
+    got = ga.apply_rotary_emb(x, cos, sin, seqlen_offsets=np.array([3, 7], np.int64))
+    assert np.array_equal(got, want)
+    tx, tc, ts = (torch.from_numpy(a) for a in (x, cos, sin))
+    got_t = ga.apply_rotary_emb(tx, tc, ts, seqlen_offsets=torch.tensor([3, 7]))  # int64
+    assert np.array_equal(got_t.numpy(), want)
+    one = ga.apply_rotary_emb(x, cos, sin, seqlen_offsets=np.int64(3))
+    assert np.array_equal(one, ga.apply_rotary_emb(x, cos, sin, seqlen_offsets=3))
+    with pytest.raises(ValueError, match=r"seqlen_offsets holds -1..7, outside \[0, 2147483647\]"):
+        ga.apply_rotary_emb(x, cos, sin, seqlen_offsets=np.array([-1, 7], np.int64))
+    with pytest.raises(TypeError, match="seqlen_offsets must be an int or an int32 array"):
+        ga.apply_rotary_emb(x, cos, sin, seqlen_offsets=3.0)
+    # Nothing to rotate: an array of no elements comes back as it is.
+    empty = np.zeros((2, 0, 2, 64), np.float32)
+    assert ga.apply_rotary_emb(empty, cos, sin).shape == (2, 0, 2, 64)
+    assert ga.apply_rotary_emb(torch.zeros(0, 5, 2, 64), tc, ts, inplace=True).shape == (0, 5, 2,
+                                                                                         64)

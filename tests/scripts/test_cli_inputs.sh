@@ -106,6 +106,9 @@ want=$(echo "$all" | tr ',' '\n' | sed "/^$stop\$/q" | paste -sd,)
 [ "$(tokens s.json | tr ',' '\n' | wc -l)" -lt 8 ] || fail "--eos $stop did not end the run early"
 [ "$(tokens s.json)" = "$want" ] || fail "with --eos $stop: '$(tokens s.json)', not '$want' (of '$all')"
 grep -q "\"eos\": $stop" s.json || fail "s.json does not name eos $stop"
+"$gpuattn" "${sampled[@]}" --eos -1 --json n.json > /dev/null || fail "--eos -1 (none) refused"
+[ "$(tokens n.json)" = "$all" ] || fail "--eos -1 made '$(tokens n.json)', not '$all'"
+expect 2 "flag --eos needs an integer in [-1," -- generate --random tiny --device cpu --eos -2
 # And the same run without the limit writes the whole file.
 "$gpuattn" generate --random tiny --device cpu --max-new 2 --logits-out l.bin > /dev/null ||
   fail "the logits were not written"

@@ -40,7 +40,7 @@ our attention over a paged KV cache) or on the CPU, batched by the continuous-ba
   --batch B           requests, each with its own prompt (default 1)
   --max-new N         tokens to generate per request (default 32)
   --eos ID            a token id that ends a request early, kept in its output (GPT-2's
-                      <|endoftext|> is 50256; default: none, every request runs to --max-new)
+                      <|endoftext|> is 50256; default -1: none, every request runs to --max-new)
   --temperature T     0 (default) is greedy
   --top-k K, --top-p P, --seed S     sampling (defaults 0, 1, 0; top-k and top-p need a
                       temperature above 0)
@@ -180,7 +180,7 @@ int run_generate(const std::vector<std::string>& args) {
   }
   const int warmup_flag = f.get_int("warmup", -1, 0, 100);  // -1: the backend's default
   // Its form now; against the vocabulary with the requests below.
-  const int eos = f.get_int("eos", -1, 0, std::numeric_limits<std::int32_t>::max());
+  const int eos = f.get_int("eos", -1, -1, std::numeric_limits<std::int32_t>::max());
   if (static_cast<int>(f.has("text")) + f.has("prompt") + f.has("prompt-len") > 1) {
     throw UsageError("gpuattn generate: give one of --text, --prompt and --prompt-len");
   }
