@@ -219,6 +219,12 @@ struct AttentionArgs {
   // default 1/sqrt(D); positive, finite and at most 2.36e38 (FLT_MAX / log2(e): the kernels
   // work in base 2)
   std::optional<float> softmax_scale;
+  // Logit soft-capping (Gemma 2, Grok; flash-attn's softcap): with softcap > 0 each score is
+  // softcap * tanh(q.k * scale / softcap) before the softmax (and before the mask), and the lse is
+  // of those scores; 0 (the default) is none. Finite and >= 0. Calls with it run the portable
+  // sm_80 kernel on every GPU (the sm_90a, FP8 and decode kernels do not compile it: a soft-capped
+  // call is slower there) and the CPU backend; an FP8 q refuses it (not_supported).
+  float softcap = 0.f;
   bool causal = false;
   MaskSpec mask;  // sliding window, global tokens, block-sparse layout; default: none
   Precision precision = Precision::standard;

@@ -470,10 +470,15 @@ def _check_dropout(dropout_p):
 
 
 def _check_softcap(softcap):
+    """softcap as a float (0: none); its value is the library's to judge (finite, >= 0)."""
     if isinstance(softcap, bool) or not isinstance(softcap, numbers.Real):
         raise TypeError(f"softcap must be a float, got {type(softcap).__name__}")
-    if softcap != 0.0:
-        raise NotImplementedError(f"softcap={softcap}: logit soft-capping is not supported yet")
+    return float(softcap)
+
+
+def _with_softcap(mask, softcap):
+    """The native call's mask keywords with softcap added where it is not 0."""
+    return dict(mask, softcap=softcap) if softcap != 0.0 else mask
 
 
 def _check_alibi(alibi_slopes):
@@ -867,7 +872,11 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     headdim), nheads % nheads_k == 0 (GQA/MQA). softmax_scale defaults to 1/sqrt(headdim); causal is
     bottom-right aligned when seqlen_q != seqlen_k. window_size=(left, right) (-1: unbounded side):
     query i sees key j iff i + seqlen_k - seqlen_q - left <= j <= i + seqlen_k - seqlen_q + right;
-    with causal=True right is 0. A row that sees no key gets out 0 and lse -inf.
+    with causal=True right is 0. A row that sees no key gets out 0 and lse -inf. softcap > 0 (as
+    flash-attn; Gemma 2) soft-caps the scores: softcap * tanh(q.k * softmax_scale / softcap)
+    before the softmax (lse of those scores); such calls run the portable sm_80 kernel on every
+    GPU (slower on Hopper than the wgmma kernels), and not with FP8 q (NotImplementedError). The
+    same holds in the varlen, packed and kvcache functions.
 
     FP8 attention (keyword only, as FlashAttention-3 names it): q, k and v of torch.float8_e4m3fn
     (numpy: uint8 arrays of E4M3 bytes) with q_descale float32 (nheads,) or (1,) and k_descale /
@@ -906,12 +915,12 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
         else:
             return (out, lse, None) if return_attn_probs else out
     _check_dropout(dropout_p)
-    _check_softcap(softcap)
+    softcap = _check_softcap(softcap)
     _check_alibi(alibi_slopes)
     scale = _softmax_scale(softmax_scale)
     _framework(q, "q")
     fp8 = _fp8_options(q, k, v, q_descale, k_descale, v_descale, out_dtype)
-    mask = _resolve_mask(window_size, causal, *_dense_lengths(q, k))
+    mask = _with_softcap(_resolve_mask(window_size, causal, *_dense_lengths(q, k)), softcap)
     out, lse = _forward(q, k, v, softmax_scale=scale, mask=mask, want_lse=return_attn_probs,
                         check_indices=bool(check_indices), **fp8)
     return (out, lse, None) if return_attn_probs else out
@@ -940,7 +949,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
         raise NotImplementedError("block_table: paged KV is supported in flash_attn_with_kvcache "
                                   "(dense q), not in varlen calls")
     _check_dropout(dropout_p)
-    _check_softcap(softcap)
+    softcap = _check_softcap(softcap)
     _check_alibi(alibi_slopes)
     scale = _softmax_scale(softmax_scale)
     if cu_seqlens_q is None or cu_seqlens_k is None:
@@ -950,7 +959,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     max_seqlen_k = _int_arg(max_seqlen_k, "max_seqlen_k", lo=_INT32_MIN)
     _framework(q, "q")
     fp8 = _fp8_options(q, k, v, q_descale, k_descale, v_descale, out_dtype)
-    mask = _resolve_mask(window_size, causal, max_seqlen_q, max_seqlen_k)
+    mask = _with_softcap(_resolve_mask(window_size, causal, max_seqlen_q, max_seqlen_k), softcap)
     out, lse = _forward(q, k, v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
                         max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, softmax_scale=scale,
                         mask=mask, want_lse=return_attn_probs, check_indices=bool(check_indices),
@@ -1158,7 +1167,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         if type(rotary_interleaved) is not bool:
             raise TypeError("flash_attn_with_kvcache: rotary_interleaved must be True or False, "
                             f"not {rotary_interleaved!r}")
-    _check_softcap(softcap)
+    softcap = _check_softcap(softcap)
     _check_alibi(alibi_slopes)
     _int_arg(num_splits, "num_splits", lo=0)
     scale = _softmax_scale(softmax_scale)
@@ -1188,13 +1197,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                                  cache_batch_idx.reshape(-1, 1), softmax_scale, causal,
                                  window_size, rotary_interleaved, return_softmax_lse,
                                  check_indices, k_scale, v_scale, pdl, q_descale, k_descale,
-                                 v_descale, out_dtype, fw, scale)
+                                 v_descale, out_dtype, fw, scale, softcap)
         except (ValueError, NotImplementedError) as e:
             raise _named_batch_index(e) from None
     return _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
                          block_table, softmax_scale, causal, window_size, rotary_interleaved,
                          return_softmax_lse, check_indices, k_scale, v_scale, pdl, q_descale,
-                         k_descale, v_descale, out_dtype, fw, scale)
+                         k_descale, v_descale, out_dtype, fw, scale, softcap)
 
 
 def _named_batch_index(error):
@@ -1210,7 +1219,7 @@ def _named_batch_index(error):
 def _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, block_table,
                   softmax_scale, causal, window_size, rotary_interleaved, return_softmax_lse,
                   check_indices, k_scale, v_scale, pdl, q_descale, k_descale, v_descale,
-                  out_dtype, fw, scale):
+                  out_dtype, fw, scale, softcap):
     """flash_attn_with_kvcache's general path past its option checks (a dense or paged cache)."""
     rotary = rotary_cos is not None  # with rotary_sin and k (checked)
     k_scale, k_descaled = _kvcache_scale(fw, k_scale, k_descale, "k")
@@ -1254,8 +1263,8 @@ def _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqle
                 raise _rotary_names(e, name, "cache_seqlens") from None
             rotated.append(out)
         q, k = rotated
-    call = dict(softmax_scale=scale, mask=mask, want_lse=return_softmax_lse,
-                block_table=block_table, check_indices=bool(check_indices), k_scale=k_scale,
+    call = dict(softmax_scale=scale, mask=_with_softcap(mask, softcap),
+                want_lse=return_softmax_lse, block_table=block_table, check_indices=bool(check_indices), k_scale=k_scale,
                 v_scale=v_scale, pdl=pdl, descaled=descaled + "q" * bool(fp8), **fp8)
     checked = None  # the check's out and lse, which the call then writes
     try:

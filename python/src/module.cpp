@@ -249,7 +249,8 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
                        const std::optional<Input>& block_table, bool check_indices,
                        const std::optional<Input>& k_scale, const std::optional<Input>& v_scale,
                        const std::string& kv_format, bool pdl, const std::optional<Input>& q_scale,
-                       bool check_only, const std::optional<nb::dict>& empty_shapes) {
+                       bool check_only, const std::optional<nb::dict>& empty_shapes,
+                       double softcap) {
   gpuattn::AttentionArgs args;
   EmptyShapes empty(empty_shapes);
   // FP8 attention: with q_scale, q is read as k/v are (kv_format).
@@ -276,6 +277,7 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
   args.check_indices = check_indices;
   args.pdl = pdl;
   if (softmax_scale) args.softmax_scale = static_cast<float>(*softmax_scale);
+  args.softcap = static_cast<float>(softcap);  // validated by the library (finite, >= 0)
   args.causal = causal;
   args.mask.window_left = window_left;  // validated by the library (>= -1, >= 0 for globals)
   args.mask.window_right = window_right;
@@ -451,6 +453,7 @@ NB_MODULE(_C, m) {
         nb::arg("v_scale").noconvert().none() = nb::none(), nb::arg("kv_format") = "",
         nb::arg("pdl") = false, nb::arg("q_scale").noconvert().none() = nb::none(),
         nb::arg("check_only") = false, nb::arg("empty_shapes").none() = nb::none(),
+        nb::arg("softcap") = 0.0,
         "Computes attention into `out` (and `lse` when given) with gpuattn::attention_forward.\n\n"
         "Dense: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out like q, lse float32 [B, Hq, Sq].\n"
         "Varlen (cu_seqlens given): q [total_q, Hq, D], k/v [total_k, Hkv, D], lse [Hq, "
@@ -474,6 +477,8 @@ NB_MODULE(_C, m) {
         "q_scale (float32 [Hq] or [1] on q's device) makes the call FP8 attention: q, k and v of "
         "float8_e4m3fn (uint8 bytes with kv_format='e4m3') with q_scale, k_scale and v_scale, "
         "out float16 or bfloat16 (float32 on the CPU). "
+        "softcap > 0 soft-caps the scores: softcap * tanh(q.k * scale / softcap) "
+        "(gpuattn::AttentionArgs::softcap; the portable kernel runs such calls). "
         "check_only=True validates the arguments as the call would (gpuattn::"
         "check_attention_args: device index arrays' values aside) and computes nothing. "
         "empty_shapes (a dict: parameter name -> shape tuple) marks arrays passed as a row of "

@@ -704,6 +704,11 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     invalid(std::string("softmax_scale ") + v +
             " must be positive, finite and at most 2.36e38 (FLT_MAX / log2(e))");
   }
+  if (!(std::isfinite(a.softcap) && a.softcap >= 0.f)) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%.9g", static_cast<double>(a.softcap));
+    invalid(std::string("softcap ") + v + " must be finite and >= 0 (0: no soft-capping)");
+  }
   if (a.num_threads < 0) invalid("num_threads " + std::to_string(a.num_threads) + " is negative");
   for (auto [w, name] : {std::pair{a.mask.window_left, "mask.window_left"},
                          std::pair{a.mask.window_right, "mask.window_right"}}) {
@@ -780,6 +785,24 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   p.pdl_early = a.pdl && a.pdl_cache_ready;
   p.scale = a.softmax_scale ? *a.softmax_scale : static_cast<float>(1.0 / std::sqrt(double(D)));
   p.scale_log2 = static_cast<float>(p.scale * 1.4426950408889634);
+  if (a.softcap > 0.f) {
+    // softcap * tanh(q.k * scale / softcap): the tanh's argument and the exp2's factor; a ratio
+    // that underflows (a huge softcap) is kept at the smallest normal (the scores are then ~0).
+    const double pre = static_cast<double>(p.scale) / a.softcap;
+    p.softcap_pre = static_cast<float>(std::max(pre, double(std::numeric_limits<float>::min())));
+    p.softcap = a.softcap;
+    p.scale_log2 = static_cast<float>(static_cast<double>(a.softcap) * 1.4426950408889634);
+    if (!std::isfinite(p.scale_log2)) {
+      char v[32];
+      std::snprintf(v, sizeof v, "%.9g", static_cast<double>(a.softcap));
+      invalid(std::string("softcap ") + v + " must be at most 2.36e38 (FLT_MAX / log2(e))");
+    }
+    if (a.q_scale.present()) {
+      throw Error(ErrorCode::not_supported,
+                  "gpuattn::attention_forward: softcap with an FP8 q (q_scale) is not supported "
+                  "(the FP8 kernel has no soft-capping)");
+    }
+  }
 
   if (!varlen) {
     const std::int64_t B = a.q.shape[0];

@@ -38,7 +38,11 @@ struct FwdParams {
   std::int64_t total_k = 0;
 
   float scale = 0.f;       // softmax scale applied to q.k
-  float scale_log2 = 0.f;  // scale * log2(e), for exp2-based softmax
+  float scale_log2 = 0.f;  // scale * log2(e), for exp2-based softmax; softcap * log2(e) with one
+  // AttentionArgs::softcap: 0 for none, else scale / softcap, the factor of q.k inside the tanh
+  // (a soft-capped score is softcap * tanh(q.k * softcap_pre), scale_log2 then softcap * log2(e)).
+  float softcap_pre = 0.f;
+  float softcap = 0.f;
 
   DType dtype = DType::f16;
   Device device = Device::cpu;
@@ -94,6 +98,7 @@ struct FwdParams {
   GPUATTN_HD bool is_varlen() const { return cu_seqlens_q != nullptr; }
   GPUATTN_HD bool kv_quantized() const { return k_scale != nullptr; }
   GPUATTN_HD bool q_quantized() const { return q_scale != nullptr; }
+  GPUATTN_HD bool has_softcap() const { return softcap_pre != 0.f; }
   GPUATTN_HD float q_scale_of(int h) const { return q_scale[h * q_scale_stride]; }
   GPUATTN_HD float k_scale_of(int hk) const { return k_scale[hk * kv_scale_stride]; }
   GPUATTN_HD float v_scale_of(int hk) const { return v_scale[hk * kv_scale_stride]; }

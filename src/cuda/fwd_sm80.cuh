@@ -594,6 +594,18 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       }
     }
 
+    // Soft-capping (AttentionArgs::softcap): each score becomes tanh(q.k * scale / softcap), which
+    // scale_log2 = softcap * log2(e) then carries into the exp2 domain; before the mask, so that a
+    // masked score stays -inf. A warp-uniform branch: other calls skip it.
+    if (p.softcap_pre != 0.f) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int n = 0; n < kNS; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[mt][n][e] = tanhf(s[mt][n][e] * p.softcap_pre);
+    }
+
     // Mask only the tiles that need it: the sequence end and the causal diagonal, or under a
     // window / global-token mask or a block layout the tiles not fully visible to this warp's rows.
     const int n0 = t * kBlockN;

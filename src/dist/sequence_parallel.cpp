@@ -60,6 +60,7 @@ void reject_unsupported(const AttentionArgs& a, int i) {
       a.k.dtype == DType::e4m3) {
     fail(ErrorCode::not_supported, who + ".k_scale: a quantized KV cache" + why);
   }
+  if (a.softcap != 0.f) fail(ErrorCode::not_supported, who + ".softcap: soft-capping" + why);
   const MaskSpec& m = a.mask;  // windows and global tokens: check_masks
   if (m.block_sparse.layout.present() || m.block_sparse.block_q != 0 ||
       m.block_sparse.block_k != 0) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/expect_error.h"
 #include "common/random_cases.h"
 #include "common/test_util.h"
 #include "gpuattn/attention.h"
@@ -43,6 +45,7 @@ struct Problem {
   Precision precision = Precision::standard;
   int threads = 0;
   float q_scale = 1.f;
+  float softcap = 0.f;              // AttentionArgs::softcap
   std::vector<int> lens_q, lens_k;  // varlen when non-empty
   // Block-sparse layout: on when block_q > 0. [layout_heads, n_blocks_q, n_blocks_k] bytes, random
   // with block_density of the blocks on, unless `blocks` gives them (row-major); stored
@@ -79,6 +82,7 @@ struct Problem {
         << (layout_transposed ? " transposed" : "");
     }
     s << ' ' << to_string(precision) << " threads" << threads << " qscale" << q_scale;
+    if (softcap != 0.f) s << " softcap" << softcap;
     return s.str();
   }
 };
@@ -133,6 +137,7 @@ struct Case {
     args.mask = pr.mask;
     args.precision = pr.precision;
     args.num_threads = pr.threads;
+    args.softcap = pr.softcap;
     args.backend = Backend::cpu;
     if (pr.block_sparse()) make_layout(seed);
   }
@@ -398,6 +403,92 @@ TEST(CpuAttention, RandomProblemsMatchReference) {
 }
 
 // ---- shapes -------------------------------------------------------------------------------------
+
+// Soft-capping against the fp64 rule (softcap x tanh(score / softcap)), with logits large enough
+// (q x 8) that the cap bends them: dense and causal, Sq != Sk, GQA, varlen with empty sequences, a
+// window with global tokens, a block layout, compensated precision, every dtype.
+TEST(CpuAttention, SoftcapMatchesReference) {
+  std::vector<Problem> problems;
+  for (DType t : {DType::f16, DType::bf16, DType::f32}) {
+    Problem p;
+    p.dtype = t;
+    p.q_scale = 8.f;
+    p.softcap = 5.f;
+    problems.push_back(p);
+    p.causal = true;
+    p.sq = 13;
+    p.sk = 70;
+    p.hq = 4;
+    p.hkv = 1;
+    p.d = 128;
+    p.softcap = 30.f;
+    problems.push_back(p);
+  }
+  Problem v;
+  v.q_scale = 8.f;
+  v.softcap = 2.f;
+  v.lens_q = {5, 0, 33, 1};
+  v.lens_k = {9, 4, 33, 0};
+  v.causal = true;
+  problems.push_back(v);
+  Problem w;
+  w.q_scale = 6.f;
+  w.softcap = 10.f;
+  w.sq = w.sk = 150;
+  w.mask = make_mask(20, 5, 3);
+  problems.push_back(w);
+  Problem b;
+  b.q_scale = 6.f;
+  b.softcap = 10.f;
+  b.sq = b.sk = 130;
+  b.block_q = b.block_k = 64;
+  b.block_density = 0.6;
+  problems.push_back(b);
+  Problem c;
+  c.q_scale = 8.f;
+  c.softcap = 3.f;
+  c.d = 256;
+  c.precision = Precision::compensated;
+  problems.push_back(c);
+  for (std::size_t i = 0; i < problems.size(); ++i) check(problems[i], 900 + i);
+}
+
+// The cap changes the result where the logits pass it (so neither the backend nor the reference
+// can ignore it and pass), and a cap far above every logit changes it by rounding only.
+TEST(CpuAttention, SoftcapBendsLargeLogitsOnly) {
+  Problem p;
+  p.q_scale = 8.f;
+  p.dtype = DType::f32;
+  Case plain(p, 31);
+  attention_forward(plain.args);
+  p.softcap = 4.f;
+  Case capped(p, 31);
+  attention_forward(capped.args);
+  double diff = 0;
+  for (std::int64_t i = 0; i < plain.out.numel(); ++i) {
+    diff = std::max(diff, std::fabs(double(plain.out.get(i)) - capped.out.get(i)));
+  }
+  EXPECT_GT(diff, 0.1) << "softcap 4 left logits of ~8 sigma unchanged";
+  p.softcap = 1e6f;
+  Case loose(p, 31);
+  attention_forward(loose.args);
+  for (std::int64_t i = 0; i < plain.out.numel(); ++i) {
+    ASSERT_NEAR(plain.out.get(i), loose.out.get(i), 1e-4) << "element " << i;
+  }
+}
+
+TEST(CpuAttention, BadSoftcapIsNamed) {
+  Problem p;
+  Case s(p, 3);
+  for (float bad : {-1.f, std::numeric_limits<float>::quiet_NaN(),
+                    std::numeric_limits<float>::infinity()}) {
+    s.args.softcap = bad;
+    testing::expect_invalid_argument([&] { attention_forward(s.args); }, "softcap ");
+  }
+  s.args.softcap = 3e38f;
+  testing::expect_invalid_argument([&] { attention_forward(s.args); },
+                                   "must be at most 2.36e38");
+}
 
 TEST(CpuAttention, SqDiffersFromSkCausalBottomRight) {
   std::uint64_t seed = 2000;

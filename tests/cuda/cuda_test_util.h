@@ -229,6 +229,7 @@ struct CaseBase {
   Precision precision = Precision::standard;
   float q_scale = 1.f;  // q ~ N(0, q_scale^2): 30 gives logits with a standard deviation of 30
   bool with_lse = true;
+  float softcap = 0.f;  // AttentionArgs::softcap
 
   bool varlen() const { return !lens_q.empty(); }
 
@@ -255,6 +256,9 @@ struct CaseBase {
   }
   Derived no_lse() const {
     return with([](Derived& c) { c.with_lse = false; });
+  }
+  Derived capped(float cap) const {
+    return with([&](Derived& c) { c.softcap = cap; });
   }
 
   // Name parts: the shape (f16_B2_H8kv2_Sq100_Sk1000_D128, f16_varlen_q1_17_k2_3_H8_D64) and the
@@ -292,6 +296,7 @@ struct CaseBase {
     if (precision == Precision::compensated) s += "_compensated";
     if (q_scale != 1.f) s += "_qx" + std::to_string(static_cast<int>(q_scale));
     if (!with_lse) s += "_nolse";
+    if (softcap != 0.f) s += "_cap" + std::to_string(static_cast<int>(softcap));
     return s;
   }
 

@@ -499,6 +499,7 @@ class Problem {
     a.causal = c_.is_causal;
     a.mask = c_.mask;
     a.precision = c_.precision;
+    a.softcap = c_.softcap;
     return a;
   }
 
@@ -777,6 +778,41 @@ INSTANTIATE_TEST_SUITE_P(HalfLastTile, AttentionCuda,
                                            dense(2, 4, 4, 200, 448, 64, bf16).causal(),
                                            dense(2, 4, 4, 256, 320, 128, f16).causal().no_lse()),
                          case_name);
+
+// Logit soft-capping (AttentionArgs::softcap) on the portable kernel, which every GPU runs it on:
+// logits of ~4-8 sigma (q x 4) that the caps bend, every head dim and dtype, causal and Sq != Sk,
+// GQA, varlen with rows that see no key, a window with global tokens, compensated precision, and a
+// decode-shaped call (which the decode kernel must not take).
+INSTANTIATE_TEST_SUITE_P(
+    Softcap, AttentionCuda,
+    ::testing::Values(dense(2, 8, 8, 300, 300, 64, f16).q_times(4).capped(5),
+                      dense(1, 8, 2, 257, 700, 128, bf16).causal().q_times(4).capped(30),
+                      dense(2, 4, 4, 130, 130, 256, f16).q_times(4).capped(10),
+                      dense(1, 8, 8, 1000, 100, 128, f16).causal().q_times(4).capped(8),
+                      dense(3, 32, 8, 1, 999, 128, bf16).q_times(4).capped(20),
+                      varlen(8, 2, 64, bf16, {1, 0, 300, 17}, {40, 5, 300, 0})
+                          .causal()
+                          .q_times(4)
+                          .capped(6),
+                      dense(1, 4, 4, 600, 600, 128, f16)
+                          .window(64, 16)
+                          .globals(8)
+                          .q_times(4)
+                          .capped(12),
+                      dense(1, 8, 8, 333, 333, 64, f16).compensated().q_times(4).capped(4)),
+    case_name);
+
+// A soft-capped call runs the portable kernel on every GPU: never an sm_90a or decode kernel.
+TEST_F(AttentionCudaTest, SoftcappedCallsRunThePortableKernel) {
+  for (const Case& c : {dense(1, 8, 8, 512, 512, 128, f16).capped(5),
+                        dense(4, 32, 8, 1, 4096, 128, bf16).capped(5),
+                        dense(1, 16, 16, 4096, 4096, 64, f16).causal().capped(5)}) {
+    Problem p(c, 1);
+    const FwdKernel k = cuda_forward_kernel(make_fwd_params(p.device_args()));
+    const std::string name = tile_config(k).name;
+    EXPECT_EQ(name.rfind("sm80_", 0), 0u) << c.name() << " picked " << name;
+  }
+}
 
 // Sq != Sk, causal masks bottom-right aligned: with Sq = 1000, Sk = 100 the first 900 rows see no
 // key (out 0, lse -inf).

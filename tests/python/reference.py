@@ -53,15 +53,17 @@ def causal_rule(causal):
 # ---- reference attention -------------------------------------------------------------------------
 
 
-def ref_single(q, k, v, scale, visible):
+def ref_single(q, k, v, scale, visible, softcap=0.0):
     """fp64 attention of one sequence under a visibility [Sq, Sk] or per head [Hq or 1, Sq, Sk].
     q [Sq, Hq, D], k/v [Sk, Hkv, D] -> out [Sq, Hq, D], lse [Hq, Sq]; a row that sees no key
-    (Sk = 0 too): out 0, lse -inf."""
+    (Sk = 0 too): out 0, lse -inf. softcap > 0: scores softcap * tanh(score / softcap)."""
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     group = q.shape[1] // k.shape[1]
     k = np.repeat(k, group, axis=1)  # query head h reads kv head h // group
     v = np.repeat(v, group, axis=1)
     s = np.einsum("qhd,khd->hqk", q, k) * scale
+    if softcap:
+        s = softcap * np.tanh(s / softcap)
     s = np.where(np.broadcast_to(visible, s.shape), s, -np.inf)
     m = s.max(axis=-1, keepdims=True, initial=-np.inf)  # a sequence of no keys: -inf
     empty = ~np.isfinite(m)
@@ -74,15 +76,16 @@ def ref_single(q, k, v, scale, visible):
     return out, lse
 
 
-def ref_dense(q, k, v, scale, vis_fn):
+def ref_dense(q, k, v, scale, vis_fn, softcap=0.0):
     """q [B, Sq, Hq, D] ... -> out [B, Sq, Hq, D], lse [B, Hq, Sq]; vis_fn(sq, sk) -> the
     visibility of ref_single."""
     vis = vis_fn(q.shape[1], k.shape[1])
-    outs, lses = zip(*(ref_single(q[b], k[b], v[b], scale, vis) for b in range(q.shape[0])))
+    outs, lses = zip(*(ref_single(q[b], k[b], v[b], scale, vis, softcap)
+                       for b in range(q.shape[0])))
     return np.stack(outs), np.stack(lses)
 
 
-def ref_varlen(q, k, v, cu_q, cu_k, scale, vis_fn):
+def ref_varlen(q, k, v, cu_q, cu_k, scale, vis_fn, softcap=0.0):
     """q [total_q, Hq, D] ... -> out [total_q, Hq, D], lse [Hq, total_q]; positions per sequence,
     vis_fn(sq, sk) called per sequence."""
     out = np.zeros(q.shape, dtype=np.float64)
@@ -91,7 +94,8 @@ def ref_varlen(q, k, v, cu_q, cu_k, scale, vis_fn):
         qs, qe, ks, ke = cu_q[b], cu_q[b + 1], cu_k[b], cu_k[b + 1]
         if qe == qs:
             continue
-        o, l = ref_single(q[qs:qe], k[ks:ke], v[ks:ke], scale, vis_fn(qe - qs, ke - ks))
+        o, l = ref_single(q[qs:qe], k[ks:ke], v[ks:ke], scale, vis_fn(qe - qs, ke - ks),
+                          softcap)
         out[qs:qe] = o
         lse[:, qs:qe] = l
     return out, lse

@@ -572,7 +572,7 @@ def test_nested_and_sparse_tensors_take_the_general_path(monkeypatch, layout):
 
 @pytest.mark.parametrize("kwargs, error", [
     (dict(dropout_p=0.5), NotImplementedError),
-    (dict(softcap=30.0), NotImplementedError),
+    (dict(softcap=-1.0), ValueError),  # soft-capping runs; a negative cap is named
     (dict(alibi_slopes="slopes"), NotImplementedError),
     (dict(dropout_p=float("nan")), ValueError),
     (dict(window_size=(-2, -1)), ValueError),
@@ -591,7 +591,7 @@ def test_unsupported_options_raise_with_torch_tensors(kwargs, error):
     (dict(rotary_sin="t"), ValueError),
     (dict(cache_batch_idx="t", block_table="t"), ValueError),  # one of the two
     (dict(cache_leftpad="t"), NotImplementedError),
-    (dict(softcap=30.0), NotImplementedError),
+    (dict(softcap=-1.0), ValueError),  # soft-capping runs; a negative cap is named
     (dict(alibi_slopes="t"), NotImplementedError),
     (dict(num_splits=-1), ValueError),
     (dict(num_splits=2**31), ValueError),

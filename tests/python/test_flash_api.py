@@ -694,8 +694,8 @@ def test_kvcache_unsupported_options():
     rng = rng_for("kvcache-opts")
     q = make("numpy", "float16", (2, 1, 4, 64), rng)
     kc = make("numpy", "float16", (2, 16, 4, 64), rng)
-    with pytest.raises(NotImplementedError, match="softcap"):
-        ga.flash_attn_with_kvcache(q, kc, kc, softcap=30.0)
+    with pytest.raises(ValueError, match="softcap -30 must be finite and >= 0"):
+        ga.flash_attn_with_kvcache(q, kc, kc, softcap=-30.0)
     with pytest.raises(NotImplementedError, match="alibi_slopes"):
         ga.flash_attn_with_kvcache(q, kc, kc, alibi_slopes=np.ones(4, np.float32))
     with pytest.raises(ValueError, match="window_size"):
@@ -812,8 +812,10 @@ def test_unsupported_options_raise(qkv16):
         ga.flash_attn_func(q, k, v, dropout_p=1.5)
     with pytest.raises(NotImplementedError, match="alibi_slopes"):
         ga.flash_attn_func(q, k, v, alibi_slopes=np.ones(4, np.float32))
-    with pytest.raises(NotImplementedError, match="softcap"):
-        ga.flash_attn_func(q, k, v, softcap=50.0)
+    with pytest.raises(ValueError, match="softcap nan must be finite and >= 0"):
+        ga.flash_attn_func(q, k, v, softcap=float("nan"))
+    with pytest.raises(TypeError, match="softcap must be a float"):
+        ga.flash_attn_func(q, k, v, softcap="50")
     with pytest.raises(ValueError, match="window_size"):
         ga.flash_attn_func(q, k, v, window_size=(8, -8))
     with pytest.raises(TypeError, match="softmax_scale"):
