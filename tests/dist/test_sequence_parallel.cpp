@@ -554,6 +554,9 @@ TEST(SequenceParallelErrors, UnsupportedFieldsAreNamed) {
   HostTensor layout(DType::u8, {1, 1, 1});
   b.args.shards[1].mask.block_sparse = {layout.view(), 64, 64};
   expect_not_supported(b, "shards[1].mask.block_sparse");
+  BadCall cap;  // soft-capping: the strategies' partial calls do not carry it
+  cap.args.shards[1].softcap = 30.f;
+  expect_not_supported(cap, "shards[1].softcap: soft-capping is not supported");
   BadCall mismatch;  // the window differs between shards
   mismatch.args.shards[1].mask.window_left = 16;
   mismatch.expect("shards[1].mask.window_left is 16 but shards[0]'s is -1");
