@@ -112,7 +112,8 @@ struct AttentionArgs {
   // cache of Sk slots filled to seqused_k[b]; flash-attn's cache_seqlens). Causal stays
   // bottom-right aligned to the used keys. On CUDA it lives next to q and its values are checked
   // on a host copy (a stream synchronization, as for cu_seqlens); decode calls (at most 64 query
-  // rows per KV head, standard precision, no mask beyond causal) run the split-KV decode kernel,
+  // rows per KV head, standard precision, no mask beyond causal, no softcap) run the split-KV
+  // decode kernel,
   // every other call the portable sm_80 kernel, on Hopper too (the wgmma kernel does not read
   // it), whatever GPUATTN_KERNEL names. Every mask and precision works with it, on both backends.
   TensorView seqused_k;
@@ -221,9 +222,12 @@ struct AttentionArgs {
   std::optional<float> softmax_scale;
   // Logit soft-capping (Gemma 2, Grok; flash-attn's softcap): with softcap > 0 each score is
   // softcap * tanh(q.k * scale / softcap) before the softmax (and before the mask), and the lse is
-  // of those scores; 0 (the default) is none. Finite and >= 0. Calls with it run the portable
-  // sm_80 kernel on every GPU (the sm_90a, FP8 and decode kernels do not compile it: a soft-capped
-  // call is slower there) and the CPU backend; an FP8 q refuses it (not_supported).
+  // of those scores; 0 (the default) is none (flash-attn reads any value <= 0 as none; here a
+  // negative one is an error). Finite, >= 0, at most 2.36e38 (FLT_MAX / log2(e)), and scale /
+  // softcap a normal float. Calls with it run the portable sm_80 kernel on every GPU and the CPU
+  // backend: the sm_90a, FP8 and decode kernels do not compile it, so a soft-capped call is never
+  // a decode call (below) and is slower on Hopper, and over a paged or 8-bit cache it first
+  // gathers or dequantizes the keys each sequence uses. An FP8 q refuses it (not_supported).
   float softcap = 0.f;
   bool causal = false;
   MaskSpec mask;  // sliding window, global tokens, block-sparse layout; default: none

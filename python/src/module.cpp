@@ -8,7 +8,9 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -277,7 +279,17 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
   args.check_indices = check_indices;
   args.pdl = pdl;
   if (softmax_scale) args.softmax_scale = static_cast<float>(*softmax_scale);
-  args.softcap = static_cast<float>(softcap);  // validated by the library (finite, >= 0)
+  // Validated by the library (finite, >= 0, its ratio to the scale a normal float); here only a
+  // value that float32 would turn into another one (a positive 1e-46 into 0, "no cap"; 1e39 into
+  // inf) is named as passed.
+  const float cap = static_cast<float>(softcap);
+  if ((softcap != 0.0 && cap == 0.f) || (std::isfinite(softcap) && !std::isfinite(cap))) {
+    char v[40];
+    std::snprintf(v, sizeof v, "%.9g", softcap);
+    invalid(std::string("softcap ") + v + " is outside float32's range (it would round to " +
+            (cap == 0.f ? "0, no soft-capping)" : "inf)"));
+  }
+  args.softcap = cap;
   args.causal = causal;
   args.mask.window_left = window_left;  // validated by the library (>= -1, >= 0 for globals)
   args.mask.window_right = window_right;

@@ -786,21 +786,28 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   p.scale = a.softmax_scale ? *a.softmax_scale : static_cast<float>(1.0 / std::sqrt(double(D)));
   p.scale_log2 = static_cast<float>(p.scale * 1.4426950408889634);
   if (a.softcap > 0.f) {
-    // softcap * tanh(q.k * scale / softcap): the tanh's argument and the exp2's factor; a ratio
-    // that underflows (a huge softcap) is kept at the smallest normal (the scores are then ~0).
+    // softcap * tanh(q.k * scale / softcap): the tanh's argument and the exp2's factor. Both must
+    // be normal floats: a ratio that underflows (a huge softcap) or overflows (a tiny one: 0 x inf
+    // is NaN for a zero q.k) would change the result, not round it.
     const double pre = static_cast<double>(p.scale) / a.softcap;
-    p.softcap_pre = static_cast<float>(std::max(pre, double(std::numeric_limits<float>::min())));
-    p.softcap = a.softcap;
-    p.scale_log2 = static_cast<float>(static_cast<double>(a.softcap) * 1.4426950408889634);
-    if (!std::isfinite(p.scale_log2)) {
-      char v[32];
-      std::snprintf(v, sizeof v, "%.9g", static_cast<double>(a.softcap));
+    const double fmin = std::numeric_limits<float>::min(), fmax = std::numeric_limits<float>::max();
+    char v[32], sc[32];
+    std::snprintf(v, sizeof v, "%.9g", static_cast<double>(a.softcap));
+    std::snprintf(sc, sizeof sc, "%.9g", static_cast<double>(p.scale));
+    if (static_cast<double>(a.softcap) * 1.4426950408889634 > fmax) {
       invalid(std::string("softcap ") + v + " must be at most 2.36e38 (FLT_MAX / log2(e))");
     }
+    if (!(pre >= fmin && pre <= fmax)) {
+      invalid(std::string("softcap ") + v + " with softmax_scale " + sc +
+              ": scale / softcap must be a normal float (1.18e-38 to 3.4e38), the factor of q.k "
+              "inside the tanh");
+    }
+    p.softcap_pre = static_cast<float>(pre);
+    p.softcap = a.softcap;
+    p.scale_log2 = static_cast<float>(static_cast<double>(a.softcap) * 1.4426950408889634);
     if (a.q_scale.present()) {
       throw Error(ErrorCode::not_supported,
-                  "gpuattn::attention_forward: softcap with an FP8 q (q_scale) is not supported "
-                  "(the FP8 kernel has no soft-capping)");
+                  "gpuattn::attention_forward: softcap with an FP8 q (q_scale) is not supported");
     }
   }
 

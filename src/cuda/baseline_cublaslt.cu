@@ -315,6 +315,9 @@ void baseline_attention_forward(const FwdParams& p, void* workspace, std::size_t
   if (p.is_varlen()) {
     throw Error(ErrorCode::not_supported, "gpuattn baseline: varlen is not supported");
   }
+  if (p.has_softcap()) {
+    throw Error(ErrorCode::not_supported, "gpuattn baseline: softcap is not supported");
+  }
   if (p.dtype != DType::f16 && p.dtype != DType::bf16) {
     throw Error(ErrorCode::not_supported,
                 std::string("gpuattn baseline: dtype ") + to_string(p.dtype) + " not supported");

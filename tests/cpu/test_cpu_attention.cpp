@@ -488,6 +488,24 @@ TEST(CpuAttention, BadSoftcapIsNamed) {
   s.args.softcap = 3e38f;
   testing::expect_invalid_argument([&] { attention_forward(s.args); },
                                    "must be at most 2.36e38");
+  // scale / softcap past float's normal range: a huge cap made the effective scale 27x, a tiny
+  // one NaN for a zero q.k.
+  for (float bad : {1e38f, 1e-40f}) {
+    s.args.softcap = bad;
+    testing::expect_invalid_argument([&] { attention_forward(s.args); },
+                                     "scale / softcap must be a normal float");
+  }
+  // A decode-shaped soft-capped call needs no decode splits (the sm_80 kernel runs it).
+  Problem d;
+  d.sq = 1;
+  d.sk = 300;
+  d.hq = 8;
+  d.hkv = 2;
+  Case dc(d, 4);
+  const std::int64_t plain = attention_counters_needed(dc.args);
+  dc.args.softcap = 30.f;
+  EXPECT_EQ(attention_counters_needed(dc.args), 1);
+  EXPECT_GT(plain, 1) << "the plain call is a decode call of several splits";
 }
 
 TEST(CpuAttention, SqDiffersFromSkCausalBottomRight) {

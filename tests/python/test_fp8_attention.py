@@ -817,3 +817,11 @@ def test_torch_cuda_fp8_kvcache_matches_reference(page, sq):
     torch.cuda.synchronize()
     want, _ = ref_of(q, cache, [n + sq for n in at], True)  # over the cache as appended
     assert rel_l2(appended.cpu(), want) < 0.06
+
+
+def test_fp8_refuses_softcap():
+    """Soft-capping runs on the 16-bit path only: an FP8 q with softcap is named as not supported,
+    before anything runs."""
+    q, k, v = operands("numpy", ("softcap",), (1, 9, 2, 64), (1, 9, 2, 64))
+    with pytest.raises(NotImplementedError, match="softcap with an FP8 q"):
+        ga.flash_attn_func(q.x, k.x, v.x, softcap=20.0, **descales(q, k, v))

@@ -110,3 +110,48 @@ def test_softcap_bends_only_large_logits():
     loose = ga.flash_attn_func(q, k, v, softcap=1e7)
     assert np.abs(plain - capped).max() > 0.1, "a cap of 3 left large logits unchanged"
     assert np.abs(plain - loose).max() < 1e-4, "a cap far above every logit changed the result"
+
+
+@pytest.mark.parametrize("quant", ["int8", "e4m3"])
+def test_quantized_cache_softcap_matches_reference(quant):
+    """A soft-capped call over an 8-bit cache (decode-shaped: the dequantized copy's path on
+    CUDA, the CPU backend's scaled loads here) against the reference over the dequantized keys."""
+    from reference import e4m3_decode
+    rng = rng_for("softcap-q8", quant)
+    B, Hq, Hkv, D, cap = 2, 4, 2, 64, 40
+    q = make("numpy", "float32", (B, 1, Hq, D), rng) * 4
+    shape = (B, cap, Hkv, D)
+    if quant == "int8":
+        kc, vc = (rng.integers(-127, 128, shape).astype(np.int8) for _ in range(2))
+        decode = lambda x: np.asarray(x, np.float64)  # noqa: E731
+    else:
+        kc, vc = ((rng.integers(0, 0x7F, shape).astype(np.uint8) |
+                   (rng.integers(0, 2, shape) << 7).astype(np.uint8)) for _ in range(2))
+        decode = e4m3_decode
+    ks = np.array([0.05, 0.08], np.float32)
+    vs = np.array([0.02, 0.03], np.float32)
+    used = np.array([7, 40], np.int32)
+    out, lse = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, k_scale=ks, v_scale=vs,
+                                          softcap=3.0, return_softmax_lse=True)
+    k64 = decode(kc) * ks[None, None, :, None]
+    v64 = decode(vc) * vs[None, None, :, None]
+    for b in range(B):
+        n = used[b]
+        want, want_lse = ref_dense(to64(q)[b:b + 1], k64[b:b + 1, :n], v64[b:b + 1, :n],
+                                   1 / math.sqrt(D), causal_rule(False), 3.0)
+        assert_close(out[b:b + 1], want, 2e-5, f"out of sequence {b}")
+        assert_close(lse[b:b + 1], want_lse, 2e-5 * 3, f"lse of sequence {b}")
+
+
+def test_softcap_values_float32_cannot_hold_are_named():
+    rng = rng_for("softcap-range")
+    q, k, v = (make("numpy", "float32", (1, 4, 2, 64), rng) for _ in range(3))
+    with pytest.raises(ValueError, match="softcap 1e-46 is outside float32's range"):
+        ga.flash_attn_func(q, k, v, softcap=1e-46)
+    with pytest.raises(ValueError, match="softcap 1e\\+39 is outside float32's range"):
+        ga.flash_attn_func(q, k, v, softcap=1e39)
+    # A ratio scale / softcap past float's normal range would change the result, not round it.
+    with pytest.raises(ValueError, match="scale / softcap must be a normal float"):
+        ga.flash_attn_func(q, k, v, softcap=1e38)
+    with pytest.raises(ValueError, match="scale / softcap must be a normal float"):
+        ga.flash_attn_func(q, k, v, softcap=1e-9, softmax_scale=1e30)
