@@ -286,13 +286,18 @@ def apply_rotary_emb(x, cos, sin, interleaved=False, inplace=False, seqlen_offse
     rotary_dim features are rotated in pairs, (2j, 2j + 1) when interleaved (GPT-J), else
     (j, j + rotary_dim / 2) (GPT-NeoX): (a, b) -> (a cos - b sin, a sin + b cos), in float32,
     rounded once; the other features are x's. Returns a new array, or x itself rotated in place
-    with inplace=True. cu_seqlens (varlen) is not supported: NotImplementedError. Bad inputs
-    raise ValueError naming them, with x untouched."""
-    if cu_seqlens is not None or max_seqlen is not None:
-        raise NotImplementedError("apply_rotary_emb: cu_seqlens / max_seqlen (varlen x) are not "
-                                  "supported yet: pass x as (batch, seqlen, nheads, headdim)")
+    with inplace=True. Varlen: with cu_seqlens (int32 or int64 (batch + 1,), on any device: read
+    on the host) x is (total_seqlen, nheads, headdim) and row i of sequence b (rows cu_seqlens[b]
+    .. cu_seqlens[b + 1] - 1) takes position seqlen_offsets (or seqlen_offsets[b]) + i;
+    max_seqlen, flash-attn's hint, must bound every length when given. Bad inputs raise
+    ValueError naming them, with x untouched."""
     if type(inplace) is not bool:
         raise TypeError(f"apply_rotary_emb: inplace must be True or False, not {inplace!r}")
+    if cu_seqlens is not None:
+        return _apply_rotary_varlen(x, cos, sin, interleaved, inplace, seqlen_offsets, cu_seqlens,
+                                    max_seqlen)
+    if max_seqlen is not None:
+        raise ValueError("apply_rotary_emb: max_seqlen goes with cu_seqlens (varlen x)")
     fw = _framework(x, "x")
     if _has_no_elements(x):  # nothing to rotate (the library takes no empty view)
         return x if inplace else _empty(fw, x, tuple(x.shape))
@@ -319,6 +324,74 @@ def apply_rotary_emb(x, cos, sin, interleaved=False, inplace=False, seqlen_offse
         if not msg.startswith("apply_rotary_emb"):
             msg = "apply_rotary_emb: " + msg
         raise type(e)(re.sub(r"\bseqlen_offset\b", "seqlen_offsets", msg)) from None
+    return out
+
+
+def _apply_rotary_varlen(x, cos, sin, interleaved, inplace, seqlen_offsets, cu_seqlens,
+                         max_seqlen):
+    """apply_rotary_emb over a packed batch: each sequence's rows as a (1, len, nheads, headdim)
+    view, rotated by the one kernel. Everything is checked before any sequence is written."""
+    fw = _framework(x, "x")
+    _check_same_framework(fw, cu_seqlens, "cu_seqlens")
+    if len(tuple(x.shape)) != 3:
+        raise ValueError(f"apply_rotary_emb: x has shape {tuple(x.shape)}; with cu_seqlens it is "
+                         "(total_seqlen, nheads, headdim)")
+    cu = cu_seqlens.detach().cpu().numpy() if fw == "torch" else cu_seqlens
+    np = sys.modules["numpy"]
+    if cu.ndim != 1 or cu.shape[0] < 2 or cu.dtype not in (np.int32, np.int64):
+        raise ValueError(f"apply_rotary_emb: cu_seqlens has shape {tuple(cu.shape)} and dtype "
+                         f"{cu.dtype}; expected int32 or int64 (batch + 1,), batch >= 1")
+    cu = [int(c) for c in cu]
+    total = int(x.shape[0])
+    if cu[0] != 0 or cu[-1] != total or any(b < a for a, b in zip(cu, cu[1:])):
+        raise ValueError(f"apply_rotary_emb: cu_seqlens {cu} must rise from 0 to x's {total} "
+                         "rows")
+    batch = len(cu) - 1
+    longest = max(b - a for a, b in zip(cu, cu[1:]))
+    if max_seqlen is not None:
+        bound = _int_arg(max_seqlen, "max_seqlen", 0, _INT32_MAX)
+        if longest > bound:
+            raise ValueError(f"apply_rotary_emb: cu_seqlens holds a sequence of {longest} rows, "
+                             f"more than max_seqlen {bound}")
+    if isinstance(seqlen_offsets, bool):
+        raise TypeError("seqlen_offsets must be an int or an int32 array (batch,), not a bool")
+    if isinstance(seqlen_offsets, numbers.Integral):
+        offsets = [_int_arg(int(operator.index(seqlen_offsets)), "seqlen_offsets", 0,
+                            _INT32_MAX)] * batch
+    elif _is_array(seqlen_offsets):
+        _check_same_framework(fw, seqlen_offsets, "seqlen_offsets")
+        host = (seqlen_offsets.detach().cpu().numpy() if fw == "torch"
+                else np.asarray(seqlen_offsets))
+        if host.shape != (batch,) or host.dtype not in (np.int32, np.int64):
+            raise ValueError(f"apply_rotary_emb: seqlen_offsets has shape {host.shape} and dtype "
+                             f"{host.dtype}; expected int32 or int64 (batch,) = ({batch},)")
+        offsets = [int(o) for o in host]
+    else:
+        raise TypeError("seqlen_offsets must be an int or an int32 array (batch,), not "
+                        f"{type(seqlen_offsets).__name__}")
+    table = int(cos.shape[0]) if len(tuple(getattr(cos, "shape", ()))) == 2 else None
+    for b, (o, a, e) in enumerate(zip(offsets, cu, cu[1:])):
+        if e > a and (o < 0 or (table is not None and o + (e - a) > table)):
+            raise ValueError(f"apply_rotary_emb: seqlen_offsets[{b}] is {o}: rows 0..{e - a - 1} "
+                             f"of sequence {b} take positions {o}..{o + e - a - 1}, past the "
+                             f"{table} positions of cos/sin")
+    if fw == "numpy" and inplace and not x.flags.writeable:
+        raise ValueError("apply_rotary_emb: x is read-only: inplace=True writes it")
+    out = x if inplace else _empty(fw, x, tuple(x.shape))
+    src = x.detach() if fw == "torch" else x
+    dst = out.detach() if fw == "torch" else out
+    if not inplace:
+        src = _prepare(fw, x, "x")
+    for b, (o, a, e) in enumerate(zip(offsets, cu, cu[1:])):
+        if e == a:
+            continue
+        xs, ds = src[a:e][None], dst[a:e][None]  # (1, len, nheads, headdim) views
+        try:
+            _rotary(fw, xs, ds, cos, sin, o, interleaved, False, True)
+        except (ValueError, NotImplementedError) as err:
+            msg = str(err).replace("gpuattn::apply_rotary", "apply_rotary_emb")
+            raise type(err)(msg if msg.startswith("apply_rotary_emb") else
+                            "apply_rotary_emb: " + msg) from None
     return out
 
 
@@ -399,6 +472,15 @@ def _named_caches(error):
     text = re.sub(r"\b([kv])(?= (?:shape|dtype|heads|head dim|stride|must|is|has|and|pointer|"
                   r"sequence length|page count|page size|batch|dim)\b)", r"\1_cache", str(error))
     return type(error)(text)
+
+
+def _named_new_rows(error):
+    """An append's error with the new rows named as flash_attn_with_kvcache's caller passed them
+    (k and v; the library calls them k_new and v_new). Attention errors never name those."""
+    text = str(error)
+    if "k_new" not in text and "v_new" not in text:
+        return error
+    return type(error)(re.sub(r"\b([kv])_new\b", r"\1", text))
 
 
 def _named_cache_seqlens(error):
@@ -1141,7 +1223,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             # untouched by _named_caches.)
             if appended or not any(x is not None and x.numel() == 0 for x in (
                     q, k_cache, v_cache, k, v, cache_seqlens, block_table, k_scale, v_scale)):
-                raise _named_caches(_named_cache_seqlens(e)) from None
+                raise _named_new_rows(_named_caches(_named_cache_seqlens(e))) from None
         else:
             return (out, lse) if return_softmax_lse else out
     if cache_leftpad is not None:
@@ -1281,9 +1363,8 @@ def _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqle
                 _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices,
                            k_scale=k_scale, v_scale=v_scale)
             except (ValueError, NotImplementedError) as e:
-                if not descaled:
-                    raise
-                raise _descale_names(e, descaled) from None
+                e = _named_new_rows(e)
+                raise (_descale_names(e, descaled) if descaled else e) from None
             n = getattr(k, "shape", (0, 0))[1]
             if fw == "torch":
                 seqused = (seqused + n).to(sys.modules["torch"].int32)

@@ -1,5 +1,6 @@
 // sequence_parallel_attention: validation of the shards, then ring attention or the all-gather
 // strategy, written once over RankExec (host or CUDA) and Comm (host, peer copies or NCCL).
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -60,7 +61,14 @@ void reject_unsupported(const AttentionArgs& a, int i) {
       a.k.dtype == DType::e4m3) {
     fail(ErrorCode::not_supported, who + ".k_scale: a quantized KV cache" + why);
   }
-  if (a.softcap != 0.f) fail(ErrorCode::not_supported, who + ".softcap: soft-capping" + why);
+  if (!(std::isfinite(a.softcap) && a.softcap >= 0.f)) {  // a bad value first, as a call names it
+    fail(ErrorCode::invalid_argument, who + ".softcap " + std::to_string(a.softcap) +
+                                          " must be finite and >= 0 (0: no soft-capping)");
+  }
+  if (a.softcap != 0.f) {
+    fail(ErrorCode::not_supported,
+         who + ".softcap: soft-capping is not supported by sequence-parallel calls");
+  }
   const MaskSpec& m = a.mask;  // windows and global tokens: check_masks
   if (m.block_sparse.layout.present() || m.block_sparse.block_q != 0 ||
       m.block_sparse.block_k != 0) {

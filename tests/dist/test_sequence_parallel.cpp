@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -557,6 +558,9 @@ TEST(SequenceParallelErrors, UnsupportedFieldsAreNamed) {
   BadCall cap;  // soft-capping: the strategies' partial calls do not carry it
   cap.args.shards[1].softcap = 30.f;
   expect_not_supported(cap, "shards[1].softcap: soft-capping is not supported");
+  BadCall nan_cap;
+  nan_cap.args.shards[0].softcap = std::numeric_limits<float>::quiet_NaN();
+  nan_cap.expect("shards[0].softcap nan must be finite and >= 0");
   BadCall mismatch;  // the window differs between shards
   mismatch.args.shards[1].mask.window_left = 16;
   mismatch.expect("shards[1].mask.window_left is 16 but shards[0]'s is -1");

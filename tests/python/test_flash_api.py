@@ -509,7 +509,7 @@ def test_kvcache_names_and_ranges():
         ga.flash_attn_with_kvcache(q, None, vc, cache_seqlens=1)
     with pytest.raises(ValueError, match="k_cache dtype float16 differs from q dtype float32"):
         ga.flash_attn_with_kvcache(q, kc.astype(np.float16), vc, cache_seqlens=1)
-    with pytest.raises(ValueError, match="k_new's memory overlaps k_cache's"):
+    with pytest.raises(ValueError, match="k's memory overlaps k_cache's"):  # the caller's names
         ga.flash_attn_with_kvcache(q, kc, vc, k=kc[:, 2:5], v=vc[:, 2:5].copy(),
                                    cache_seqlens=np.array([3], np.int32))
     assert np.array_equal(kc, before_k) and np.array_equal(vc, before_v)
@@ -1106,7 +1106,7 @@ def test_empty_arrays_meet_the_library_checks(where):
          lib + r"cache_seqlens has shape \[0\], expected \[batch = 2\]"),
         (lambda: ga.flash_attn_with_kvcache(q[:, :1], k, v, k=k[:, :0], v=v[:, :0],
                                             cache_seqlens=put(np.array([1, 2], np.int32))),
-         r"gpuattn::append_kv: k_new has shape \[2, 0, 2, 64\]: every size must be positive"),
+         r"gpuattn::append_kv: k has shape \[2, 0, 2, 64\]: every size must be positive"),
         (lambda: ga.flash_attn_varlen_func(q[0], k[0], v[0], put(np.zeros(0, np.int32)),
                                            put(np.array([0, 8], np.int32)), 8, 8),
          lib + r"cu_seqlens_q has 0 entries, needs batch \+ 1 >= 2"),

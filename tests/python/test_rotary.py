@@ -121,8 +121,6 @@ def test_apply_rotary_emb_errors_name_the_value():
         ga.apply_rotary_emb(x, cos, sin, seqlen_offsets=-1)
     with pytest.raises(TypeError, match="seqlen_offsets must be an int or an int32 array"):
         ga.apply_rotary_emb(x, cos, sin, seqlen_offsets=True)
-    with pytest.raises(NotImplementedError, match="cu_seqlens"):
-        ga.apply_rotary_emb(x, cos, sin, cu_seqlens=np.array([0, 8], np.int32), max_seqlen=8)
     assert np.array_equal(x, x0), "x was written by a refused call"
 
 
@@ -273,3 +271,54 @@ def test_apply_rotary_emb_takes_int64_and_numpy_integer_offsets():
     assert ga.apply_rotary_emb(empty, cos, sin).shape == (2, 0, 2, 64)
     assert ga.apply_rotary_emb(torch.zeros(0, 5, 2, 64), tc, ts, inplace=True).shape == (0, 5, 2,
                                                                                          64)
+
+
+@pytest.mark.parametrize("fw,dtype,device,tol", FRAMEWORKS)
+@pytest.mark.parametrize("inplace", [False, True], ids=["new", "inplace"])
+@pytest.mark.parametrize("offsets", ["int", "array"])
+def test_apply_rotary_emb_varlen_matches_each_sequence(fw, dtype, device, tol, inplace, offsets):
+    """A packed batch (cu_seqlens, a sequence of no rows among them) rotates like each sequence
+    alone: the same bits."""
+    rng = rng_for("rotary-varlen", fw, dtype, device, inplace, offsets)
+    lens = [5, 0, 17, 1]
+    cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    x = on(fw, device, make(fw, dtype, (int(cu[-1]), 3, 64), rng))
+    cos, sin = table(fw, dtype, device, 40, 16, rng)
+    offs = np.array([0, 7, 20, 39], np.int32)
+    arg = 4 if offsets == "int" else (offs if fw == "numpy" else on(fw, device,
+                                                                    torch.from_numpy(offs)))
+    x0 = x.copy() if fw == "numpy" else x.clone()
+    cu_arg = cu if fw == "numpy" else on(fw, device, torch.from_numpy(cu))
+    got = ga.apply_rotary_emb(x, cos, sin, seqlen_offsets=arg, cu_seqlens=cu_arg, max_seqlen=17,
+                              inplace=inplace)
+    assert (got is x) == inplace
+    for b in range(len(lens)):
+        a, e = int(cu[b]), int(cu[b + 1])
+        if e == a:
+            continue
+        o = 4 if offsets == "int" else int(offs[b])
+        want = ga.apply_rotary_emb(x0[a:e][None], cos, sin, seqlen_offsets=o)
+        assert np.array_equal(to64(got[a:e][None]), to64(want)), f"sequence {b}"
+
+
+def test_apply_rotary_emb_varlen_errors_write_nothing():
+    rng = rng_for("rotary-varlen-errors")
+    x = make("numpy", "float32", (10, 2, 64), rng)
+    cos, sin = table("numpy", "float32", "cpu", 8, 16, rng)
+    x0 = x.copy()
+    cu = np.array([0, 4, 10], np.int32)
+    with pytest.raises(ValueError, match=r"seqlen_offsets\[1\] is 3: rows 0..5 of sequence 1 take "
+                                         r"positions 3..8, past the 8 positions of cos/sin"):
+        ga.apply_rotary_emb(x, cos, sin, cu_seqlens=cu, seqlen_offsets=np.array([0, 3], np.int32),
+                            inplace=True)
+    with pytest.raises(ValueError, match=r"cu_seqlens \[0, 4, 9\] must rise from 0 to x's 10"):
+        ga.apply_rotary_emb(x, cos, sin, cu_seqlens=np.array([0, 4, 9], np.int32), inplace=True)
+    with pytest.raises(ValueError, match="more than max_seqlen 5"):
+        ga.apply_rotary_emb(x, cos, sin, cu_seqlens=cu, max_seqlen=5, inplace=True)
+    with pytest.raises(ValueError, match=r"x has shape \(2, 5, 2, 64\); with cu_seqlens"):
+        ga.apply_rotary_emb(x.reshape(2, 5, 2, 64), cos, sin, cu_seqlens=cu)
+    with pytest.raises(ValueError, match="max_seqlen goes with cu_seqlens"):
+        ga.apply_rotary_emb(x[None], cos, sin, max_seqlen=5)
+    with pytest.raises(ValueError, match="sin shape \\[7, 16\\] differs from cos shape"):
+        ga.apply_rotary_emb(x, cos, sin[:7], cu_seqlens=cu, inplace=True)
+    assert np.array_equal(x, x0), "a refused call wrote x"
