@@ -319,12 +319,17 @@ def apply_rotary_emb(x, cos, sin, interleaved=False, inplace=False, seqlen_offse
         out = dst = _empty(fw, src, tuple(src.shape))
     try:
         _rotary(fw, src, dst, cos, sin, seqlen_offsets, interleaved, False, True)
-    except (ValueError, NotImplementedError) as e:  # the library's names for this API's
-        msg = str(e).replace("gpuattn::apply_rotary", "apply_rotary_emb")
-        if not msg.startswith("apply_rotary_emb"):
-            msg = "apply_rotary_emb: " + msg
-        raise type(e)(re.sub(r"\bseqlen_offset\b", "seqlen_offsets", msg)) from None
+    except (ValueError, NotImplementedError) as e:
+        raise _emb_error(e) from None
     return out
+
+
+def _emb_error(error):
+    """The library's rotary error in apply_rotary_emb's names (seqlen_offsets, its prefix)."""
+    msg = str(error).replace("gpuattn::apply_rotary", "apply_rotary_emb")
+    if not msg.startswith("apply_rotary_emb"):
+        msg = "apply_rotary_emb: " + msg
+    return type(error)(re.sub(r"\bseqlen_offset\b", "seqlen_offsets", msg))
 
 
 def _apply_rotary_varlen(x, cos, sin, interleaved, inplace, seqlen_offsets, cu_seqlens,
@@ -389,9 +394,7 @@ def _apply_rotary_varlen(x, cos, sin, interleaved, inplace, seqlen_offsets, cu_s
         try:
             _rotary(fw, xs, ds, cos, sin, o, interleaved, False, True)
         except (ValueError, NotImplementedError) as err:
-            msg = str(err).replace("gpuattn::apply_rotary", "apply_rotary_emb")
-            raise type(err)(msg if msg.startswith("apply_rotary_emb") else
-                            "apply_rotary_emb: " + msg) from None
+            raise _emb_error(err) from None
     return out
 
 

@@ -23,16 +23,6 @@ constexpr std::int64_t kMaxRowStride = std::int64_t{1} << 23;  // 256 rows * str
   fail(ErrorCode::invalid_argument, msg);
 }
 
-std::string shape_str(const TensorView& t) {
-  std::ostringstream s;
-  s << '[';
-  // A rank beyond kMaxRank is itself the error being reported: print only the stored sizes.
-  const int n = t.rank < TensorView::kMaxRank ? t.rank : TensorView::kMaxRank;
-  for (int i = 0; i < n; ++i) s << (i ? ", " : "") << t.shape[i];
-  s << (t.rank > n ? ", ...]" : "]");
-  return s.str();
-}
-
 std::string unaligned(const std::string& name, const void* ptr, int bytes) {
   std::ostringstream s;
   s << name << " pointer " << ptr << " is not " << bytes << "-byte aligned";
@@ -225,35 +215,6 @@ std::string where(const TensorView& t) {
   return s.str();
 }
 
-// Whether two elements of t share an address: a zero stride over more than one element, or
-// strides (ordered by size) each short of the extent of the dimensions inside it. (Stricter than
-// exact for exotic interleavings, which no caller of a written view has.)
-bool self_overlapping(const TensorView& t) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // |stride|, size
-  for (int i = 0; i < t.rank; ++i) {
-    if (t.shape[i] <= 0) return false;  // no element
-    if (t.shape[i] > 1) dims.emplace_back(t.stride[i] < 0 ? -t.stride[i] : t.stride[i], t.shape[i]);
-  }
-  std::sort(dims.begin(), dims.end());
-  std::int64_t extent = 1;  // elements spanned by the dimensions so far
-  for (const auto& [stride, size] : dims) {
-    if (stride < extent) return true;
-    extent = stride * (size - 1) + extent;
-  }
-  return false;
-}
-
-bool same_view(const TensorView& a, const TensorView& b) {
-  if (a.data != b.data || a.dtype != b.dtype || a.rank != b.rank || a.device != b.device ||
-      a.device_index != b.device_index) {
-    return false;
-  }
-  for (int i = 0; i < a.rank; ++i) {
-    if (a.shape[i] != b.shape[i] || (a.shape[i] > 1 && a.stride[i] != b.stride[i])) return false;
-  }
-  return true;
-}
-
 // out and lse, once every view's shape is checked: neither writes an element twice, nor memory the
 // call reads (q, k, v; work items read them while others write) or the other writes. out may be q
 // itself, the same view (in place): each row's q is read before its out is written, by the same
@@ -281,7 +242,7 @@ void check_written_views(const AttentionArgs& a) {
                           {&a.counters, "counters"}};
   for (const Named& w : {out, lse}) {
     if (!w.t->present()) continue;
-    if (self_overlapping(*w.t)) {
+    if (view_self_overlapping(*w.t)) {
       invalid(std::string(w.name) + " (" + where(*w.t) +
               ") has elements that share an address: its strides must not overlap (a zero "
               "stride over more than one element, or a stride inside another dimension's span)");
@@ -301,6 +262,45 @@ void check_written_views(const AttentionArgs& a) {
 }
 
 }  // namespace
+
+std::string shape_str(const TensorView& t) {
+  std::ostringstream s;
+  s << '[';
+  // A rank beyond kMaxRank is itself the error being reported: print only the stored sizes.
+  const int n = t.rank < TensorView::kMaxRank ? t.rank : TensorView::kMaxRank;
+  for (int i = 0; i < n; ++i) s << (i ? ", " : "") << t.shape[i];
+  s << (t.rank > n ? ", ...]" : "]");
+  return s.str();
+}
+
+// Whether two elements of t share an address: a zero stride over more than one element, or
+// strides (ordered by size) each short of the extent of the dimensions inside it. (Stricter than
+// exact for exotic interleavings, which no caller of a written view has.)
+bool view_self_overlapping(const TensorView& t) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // |stride|, size
+  for (int i = 0; i < t.rank; ++i) {
+    if (t.shape[i] <= 0) return false;  // no element
+    if (t.shape[i] > 1) dims.emplace_back(t.stride[i] < 0 ? -t.stride[i] : t.stride[i], t.shape[i]);
+  }
+  std::sort(dims.begin(), dims.end());
+  std::int64_t extent = 1;  // elements spanned by the dimensions so far
+  for (const auto& [stride, size] : dims) {
+    if (stride < extent) return true;
+    extent = stride * (size - 1) + extent;
+  }
+  return false;
+}
+
+bool same_view(const TensorView& a, const TensorView& b) {
+  if (a.data != b.data || a.dtype != b.dtype || a.rank != b.rank || a.device != b.device ||
+      a.device_index != b.device_index) {
+    return false;
+  }
+  for (int i = 0; i < a.rank; ++i) {
+    if (a.shape[i] != b.shape[i] || (a.shape[i] > 1 && a.stride[i] != b.stride[i])) return false;
+  }
+  return true;
+}
 
 void check_place_values(const TensorView& t, const char* name, const char* fn) {
   if (t.device != Device::cpu && t.device != Device::cuda) {
@@ -345,8 +345,6 @@ bool spans_overlap(const TensorView& a, const TensorView& b) {
   const std::optional<Span> x = span(a), y = span(b);
   return x && y && x->lo < y->hi && y->lo < x->hi;
 }
-
-bool view_self_overlapping(const TensorView& t) { return self_overlapping(t); }
 
 // Two views of one shape, strides and element size, their bases delta bytes apart, share a byte iff
 // delta = sum d_i x stride_i x es + r with |d_i| < shape_i and |r| < es. With the strides nested
@@ -789,16 +787,19 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     // softcap * tanh(q.k * scale / softcap): the tanh's argument and the exp2's factor. Both must
     // be normal floats: a ratio that underflows (a huge softcap) or overflows (a tiny one: 0 x inf
     // is NaN for a zero q.k) would change the result, not round it.
+    auto text = [](double x) {
+      char v[32];
+      std::snprintf(v, sizeof v, "%.9g", x);
+      return std::string(v);
+    };
+    const std::string cap = "softcap " + text(a.softcap);
     const double pre = static_cast<double>(p.scale) / a.softcap;
     const double fmin = std::numeric_limits<float>::min(), fmax = std::numeric_limits<float>::max();
-    char v[32], sc[32];
-    std::snprintf(v, sizeof v, "%.9g", static_cast<double>(a.softcap));
-    std::snprintf(sc, sizeof sc, "%.9g", static_cast<double>(p.scale));
     if (static_cast<double>(a.softcap) * 1.4426950408889634 > fmax) {
-      invalid(std::string("softcap ") + v + " must be at most 2.36e38 (FLT_MAX / log2(e))");
+      invalid(cap + " must be at most 2.36e38 (FLT_MAX / log2(e))");
     }
     if (!(pre >= fmin && pre <= fmax)) {
-      invalid(std::string("softcap ") + v + " with softmax_scale " + sc +
+      invalid(cap + " with softmax_scale " + text(p.scale) +
               ": scale / softcap must be a normal float (1.18e-38 to 3.4e38), the factor of q.k "
               "inside the tanh");
     }

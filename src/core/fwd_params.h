@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "core/mask.h"
@@ -38,9 +39,9 @@ struct FwdParams {
   std::int64_t total_k = 0;
 
   float scale = 0.f;       // softmax scale applied to q.k
-  float scale_log2 = 0.f;  // scale * log2(e), for exp2-based softmax; softcap * log2(e) with one
-  // AttentionArgs::softcap: 0 for none, else scale / softcap, the factor of q.k inside the tanh
-  // (a soft-capped score is softcap * tanh(q.k * softcap_pre), scale_log2 then softcap * log2(e)).
+  float scale_log2 = 0.f;  // scale * log2(e), for exp2-based softmax (softcap * log2(e) below)
+  // AttentionArgs::softcap: a soft-capped score is softcap * tanh(q.k * softcap_pre), softcap_pre
+  // = scale / softcap; both 0 for none (has_softcap).
   float softcap_pre = 0.f;
   float softcap = 0.f;
 
@@ -336,6 +337,13 @@ bool views_share_bytes(const TensorView& a, const TensorView& b);
 // Whether two elements of `t` may share an address (a zero stride over more than one element, or a
 // stride inside another dimension's span): a written view must not.
 bool view_self_overlapping(const TensorView& t);
+
+// Whether a and b are one view (pointer, dtype, place, shape; strides where a size is above 1): an
+// output that is its input, in place.
+bool same_view(const TensorView& a, const TensorView& b);
+
+// "[2, 3, 4]": a view's shape in a message (sizes past kMaxRank as "...").
+std::string shape_str(const TensorView& t);
 
 // Checks host copies of a quantized call's scales (`n` entries each, packed): every one positive
 // and finite. `fn` names the entry point in the message.

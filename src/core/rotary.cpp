@@ -16,14 +16,6 @@ constexpr const char* kFn = "gpuattn::apply_rotary";
   throw Error(ErrorCode::invalid_argument, std::string(kFn) + ": " + msg);
 }
 
-std::string shape_of(const TensorView& t) {
-  std::ostringstream s;
-  s << '[';
-  for (int i = 0; i < t.rank && i < TensorView::kMaxRank; ++i) s << (i ? ", " : "") << t.shape[i];
-  s << ']';
-  return s.str();
-}
-
 std::string place_of(const TensorView& t) {
   return to_string(t.device) + (t.device == Device::cuda ? ":" + std::to_string(t.device_index) : "");
 }
@@ -35,15 +27,15 @@ void check_view(const TensorView& t, const char* name, int rank, const char* lay
   if (t.data == nullptr) invalid(std::string(name) + " is a null pointer");
   check_place_values(t, name, kFn);
   if (t.rank != rank) {
-    invalid(std::string(name) + " has rank " + std::to_string(t.rank) + " (shape " + shape_of(t) +
+    invalid(std::string(name) + " has rank " + std::to_string(t.rank) + " (shape " + shape_str(t) +
             "), expected rank " + std::to_string(rank) + " " + layout);
   }
   for (int i = 0; i < rank; ++i) {
     if (t.shape[i] <= 0) {
-      invalid(std::string(name) + " has shape " + shape_of(t) + ": every size must be positive");
+      invalid(std::string(name) + " has shape " + shape_str(t) + ": every size must be positive");
     }
     if (t.shape[i] > INT32_MAX) {
-      invalid(std::string(name) + " has shape " + shape_of(t) + ", past int32 sizes");
+      invalid(std::string(name) + " has shape " + shape_str(t) + ", past int32 sizes");
     }
     if (t.stride[i] < 0) {
       invalid(std::string(name) + " has a negative stride " + std::to_string(t.stride[i]) +
@@ -63,12 +55,6 @@ void check_view(const TensorView& t, const char* name, int rank, const char* lay
   if (t.device != x.device || (t.device == Device::cuda && t.device_index != x.device_index)) {
     invalid(std::string(name) + " is on " + place_of(t) + " but x is on " + place_of(x));
   }
-}
-
-bool same_view(const TensorView& a, const TensorView& b) {
-  return a.data == b.data && a.dtype == b.dtype && a.device == b.device &&
-         a.device_index == b.device_index && a.rank == b.rank && a.shape == b.shape &&
-         a.stride == b.stride;
 }
 
 }  // namespace
@@ -116,7 +102,7 @@ RotaryParams make_rotary_params(const RotaryArgs& a) {
             to_string(t));
   }
   if (a.out.shape != a.x.shape) {
-    invalid("out shape " + shape_of(a.out) + " differs from x shape " + shape_of(a.x));
+    invalid("out shape " + shape_str(a.out) + " differs from x shape " + shape_str(a.x));
   }
   check_view(a.cos, "cos", 2, "[S_ro, R / 2]", a.x);
   check_view(a.sin, "sin", 2, "[S_ro, R / 2]", a.x);
@@ -130,10 +116,10 @@ RotaryParams make_rotary_params(const RotaryArgs& a) {
             to_string(tt));
   }
   if (a.sin.shape[0] != a.cos.shape[0] || a.sin.shape[1] != a.cos.shape[1]) {
-    invalid("sin shape " + shape_of(a.sin) + " differs from cos shape " + shape_of(a.cos));
+    invalid("sin shape " + shape_str(a.sin) + " differs from cos shape " + shape_str(a.cos));
   }
   if (2 * a.cos.shape[1] > a.x.shape[3]) {
-    invalid("cos shape " + shape_of(a.cos) + " rotates " + std::to_string(2 * a.cos.shape[1]) +
+    invalid("cos shape " + shape_str(a.cos) + " rotates " + std::to_string(2 * a.cos.shape[1]) +
             " features, more than x's head dim " + std::to_string(a.x.shape[3]));
   }
   if (a.seqlen_offsets.present()) {
@@ -143,7 +129,7 @@ RotaryParams make_rotary_params(const RotaryArgs& a) {
       invalid(std::string("seqlen_offsets has dtype ") + to_string(o.dtype) + ", expected int32");
     }
     if (o.shape[0] != a.x.shape[0]) {
-      invalid("seqlen_offsets has shape " + shape_of(o) + ", expected [batch = " +
+      invalid("seqlen_offsets has shape " + shape_str(o) + ", expected [batch = " +
               std::to_string(a.x.shape[0]) + "]");
     }
     if (a.seqlen_offset != 0) {

@@ -226,7 +226,7 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
     gemm_acc(mpad, npad, D, w.q.data(), D, w.kt.data(), kBlockN, w.s.data(), kBlockN);
     for (int r = 0; r < rows; ++r) {
       float* sr = &w.s[r * kBlockN];
-      if (p.softcap_pre != 0.f) {  // softcap x tanh(q.k x scale / softcap), before the mask
+      if (p.has_softcap()) {  // softcap x tanh(q.k x scale / softcap), before the mask
         for (int c = 0; c < bc; ++c) sr[c] = std::tanh(sr[c] * p.softcap_pre) * p.scale_log2;
       } else {
         for (int c = 0; c < bc; ++c) sr[c] *= p.scale_log2;

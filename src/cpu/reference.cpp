@@ -126,7 +126,7 @@ ReferenceResult reference_attention(const AttentionArgs& args,
         for (; d < D; ++d) dot4[0] += qd[d] * kv[d];
         const double dot = (dot4[0] + dot4[1]) + (dot4[2] + dot4[3]);
         s[t] = dot * qs * ks * static_cast<double>(p.scale);
-        if (p.softcap_pre != 0.f) {  // softcap x tanh(score / softcap), softcap exactly
+        if (p.has_softcap()) {  // softcap x tanh(score / softcap), softcap exactly
           const double cap = static_cast<double>(p.softcap);
           s[t] = cap * std::tanh(s[t] / cap);
         }

@@ -597,7 +597,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     // Soft-capping (AttentionArgs::softcap): each score becomes tanh(q.k * scale / softcap), which
     // scale_log2 = softcap * log2(e) then carries into the exp2 domain; before the mask, so that a
     // masked score stays -inf. A warp-uniform branch: other calls skip it.
-    if (p.softcap_pre != 0.f) {
+    if (p.has_softcap()) {
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll

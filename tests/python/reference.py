@@ -17,6 +17,19 @@ except ImportError:  # torch is optional: its cases skip, the numpy ones still r
 
 needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
 
+
+def _cuda_usable():
+    import gpu_attention  # the built package, as every test module imports it
+    return torch is not None and gpu_attention.cuda_available()
+
+
+needs_cuda = pytest.mark.skipif(not _cuda_usable(), reason="needs torch and a CUDA device")
+
+
+def on(fw, device, x):
+    """x (made on the CPU by make) on `device`: torch tensors moved, numpy arrays as they are."""
+    return x.to(device) if fw == "torch" else x
+
 # ---- mask rules ----------------------------------------------------------------------------------
 
 

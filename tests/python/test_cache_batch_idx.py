@@ -8,10 +8,8 @@ import numpy as np
 import pytest
 
 import gpu_attention as ga
-from reference import assert_close, causal_rule, make, needs_torch, ref_dense, rng_for, to64, torch
-
-needs_cuda = pytest.mark.skipif(not ga.cuda_available() or torch is None,
-                                reason="needs torch and a CUDA device")
+from reference import (assert_close, causal_rule, make, needs_cuda, needs_torch, on, ref_dense,
+                       rng_for, to64, torch)
 
 FRAMEWORKS = [
     ("numpy", "float16", "cpu", 2e-3),
@@ -20,10 +18,6 @@ FRAMEWORKS = [
     pytest.param("torch", "float16", "cuda", 2e-3, marks=needs_cuda),
     pytest.param("torch", "bfloat16", "cuda", 1.6e-2, marks=needs_cuda),
 ]
-
-
-def on(fw, device, x):
-    return x.to(device) if fw == "torch" else x
 
 
 def arr(fw, device, values):

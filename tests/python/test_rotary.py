@@ -7,10 +7,8 @@ import numpy as np
 import pytest
 
 import gpu_attention as ga
-from reference import assert_close, make, needs_torch, ref_dense, rng_for, to64, torch
-
-needs_cuda = pytest.mark.skipif(not ga.cuda_available() or torch is None,
-                                reason="needs torch and a CUDA device")
+from reference import (assert_close, make, needs_cuda, needs_torch, on, ref_dense, rng_for, to64,
+                       torch)
 
 # (framework, dtype, device, tolerance relative to the largest value)
 FRAMEWORKS = [
@@ -37,10 +35,6 @@ def ref_rotary(x, cos, sin, positions, interleaved):
         out[..., :half] = x1 * c - x2 * s
         out[..., half:2 * half] = x1 * s + x2 * c
     return out
-
-
-def on(fw, device, x):
-    return x.to(device) if fw == "torch" else x
 
 
 def table(fw, dtype, device, n, half, rng, float32=False):
