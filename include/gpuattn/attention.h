@@ -112,8 +112,7 @@ struct AttentionArgs {
   // cache of Sk slots filled to seqused_k[b]; flash-attn's cache_seqlens). Causal stays
   // bottom-right aligned to the used keys. On CUDA it lives next to q and its values are checked
   // on a host copy (a stream synchronization, as for cu_seqlens); decode calls (at most 64 query
-  // rows per KV head, standard precision, no mask beyond causal, no softcap) run the split-KV
-  // decode kernel,
+  // rows per KV head, standard precision, no mask beyond causal) run the split-KV decode kernel,
   // every other call the portable sm_80 kernel, on Hopper too (the wgmma kernel does not read
   // it), whatever GPUATTN_KERNEL names. Every mask and precision works with it, on both backends.
   TensorView seqused_k;
@@ -224,10 +223,10 @@ struct AttentionArgs {
   // softcap * tanh(q.k * scale / softcap) before the softmax (and before the mask), and the lse is
   // of those scores; 0 (the default) is none (flash-attn reads any value <= 0 as none; here a
   // negative one is an error). Finite, >= 0, at most 2.36e38 (FLT_MAX / log2(e)), and scale /
-  // softcap a normal float. Calls with it run the portable sm_80 kernel on every GPU and the CPU
-  // backend: the sm_90a, FP8 and decode kernels do not compile it, so a soft-capped call is never
-  // a decode call (below) and is slower on Hopper, and over a paged or 8-bit cache it first
-  // gathers or dequantizes the keys each sequence uses. An FP8 q refuses it (not_supported).
+  // softcap a normal float. A soft-capped call takes the kernel its uncapped twin would (the
+  // sm_90a kernels on Hopper, the decode kernels for decode calls, paged and 8-bit caches read in
+  // place); the GPU kernels take tanh as 1 - 2 / (1 + e^2x), absolute error about 1e-6. An FP8 q
+  // refuses it (not_supported), as do sequence-parallel calls.
   float softcap = 0.f;
   bool causal = false;
   MaskSpec mask;  // sliding window, global tokens, block-sparse layout; default: none

@@ -40,7 +40,6 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
   s.hkv = p.hkv;
   s.kv_quantized = p.kv_quantized();
   s.varlen = p.is_varlen();
-  s.softcap = p.has_softcap();
   return s;
 }
 
@@ -153,11 +152,11 @@ const TileConfig& select_fwd_config(const FwdShape& s) {
   const int group = s.hkv > 0 ? s.hq / s.hkv : 1;
   const bool decode_fits =
       s.max_smem_per_block <= 0 || DecodePlan::smem_bytes(s.head_dim) <= s.max_smem_per_block;
-  if (s.decode_allowed && !s.softcap && s.sm_major >= 8 && s.precision == Precision::standard &&
+  if (s.decode_allowed && s.sm_major >= 8 && s.precision == Precision::standard &&
       s.dense_or_causal && DecodePlan::eligible(s.seqlen_q, group) && decode_fits) {
     return tile_config(s.kv_quantized ? FwdKernel::decode_q8_16x64 : FwdKernel::decode_16x64);
   }
-  if (s.sm_major == 9 && s.sm90_kernel_available && !s.softcap) {
+  if (s.sm_major == 9 && s.sm90_kernel_available) {
     if (s.precision == Precision::standard) {
       if (s.head_dim == 256) {
         const bool wide = s.dense_or_causal && s.seqlen_k >= kD256WideTileMinKeys;

@@ -161,7 +161,7 @@ void check_f16_copy_range(const FwdParams& p, const HostScales& h, bool kv_copie
 // quantized decode call runs on the gathered or dequantized copy instead of failing its launch.
 bool decode_takes(const FwdParams& p) {
   const int smem = sm80::max_smem_per_block();
-  return p.precision == Precision::standard && p.dense_or_causal() && !p.has_softcap() &&
+  return p.precision == Precision::standard && p.dense_or_causal() &&
          DecodePlan::eligible(p.seqlen_q, p.hq / p.hkv) &&
          (smem <= 0 || DecodePlan::smem_bytes(p.head_dim) <= smem);
 }
@@ -198,11 +198,6 @@ void launch_forward(const FwdParams& p, cudaStream_t stream) {
                 "gpuattn: internal error: an 8-bit cache reached a 16-bit kernel");
   }
   const bool decode = kernel == FwdKernel::decode_16x64 || kernel == FwdKernel::decode_q8_16x64;
-  if (p.has_softcap() && (decode || is_sm90(kernel))) {
-    throw Error(ErrorCode::not_supported,
-                std::string("gpuattn: internal error: a soft-capped call reached ") +
-                    tile_config(kernel).name + ", which has no soft-capping");
-  }
   if (decode) return decode::fwd(p, stream);
   if (is_sm90(kernel)) {
     if (p.dtype == DType::f16) {

@@ -312,6 +312,16 @@ __device__ __forceinline__ void mask_past_limits(float (&sacc)[2][4], int n0, co
   }
 }
 
+// Soft-capping (AttentionArgs::softcap): row h's scores times pre[h] become their tanh (q.k *
+// scale / softcap), which the row's softmax scale (softcap * log2(e)) then carries into the exp2
+// domain. Before the mask, so that a masked score stays -inf.
+__device__ __forceinline__ void softcap_scores(float (&sacc)[2][4], const float (&pre)[2]) {
+#pragma unroll
+  for (int nb = 0; nb < 2; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sacc[nb][e] = ptx::fast_tanh(sacc[nb][e] * pre[e >> 1]);
+}
+
 // One tile's online softmax: row h's scores times scale[h] are its log2-domain logits. The row
 // maxima and sums move on, O (D / 8 m16n8 accumulators) is rescaled, and P = exp2(logit - max)
 // comes back packed as m16n8k16's A fragment of T elements.
@@ -618,6 +628,7 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
     for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
   const float scale[2] = {p.scale_log2, p.scale_log2};
+  const float cap_pre[2] = {p.softcap_pre, p.softcap_pre};
   std::uint32_t qf[D / 16][4];
 
   for (int t = t0; t < t1; ++t) {
@@ -656,7 +667,9 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
       ptx::mma_16816<T>(sacc[0], qf[kk], kb[0], kb[1]);
       ptx::mma_16816<T>(sacc[1], qf[kk], kb[2], kb[3]);
     }
-    // Mask keys at or past a row's limit (the sequence end, the causal diagonal).
+    // Soft-capped scores (a branch uniform over the call), then keys at or past a row's limit
+    // masked (the sequence end, the causal diagonal).
+    if (p.has_softcap()) softcap_scores(sacc, cap_pre);
     mask_past_limits(sacc, t * kN + 16 * warp + 2 * (lane % 4), lim);
     // Online softmax per row (the row's 16 keys lie on the 4 threads of a quad); then O += P V:
     // P from S's registers (the A fragment of m16n8k16), V by transposing loads (matrices: keys

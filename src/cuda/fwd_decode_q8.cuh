@@ -225,6 +225,9 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
     for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
   float row_scale[2] = {0.f, 0.f};  // log2-domain multiplier of a row's fp16 scores
+  // Soft-capped (softcap_scores): a row's fp16 scores times cap_pre are q.k * scale / softcap, and
+  // the row's log2-domain multiplier is then softcap * log2(e) (p.scale_log2).
+  float cap_pre[2] = {0.f, 0.f};
   std::uint32_t qf[D / 16][4];
   const float kscale_log2 = p.scale_log2 * p.k_scale_of(hk);
 
@@ -272,7 +275,14 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
       }
       __syncthreads();
 #pragma unroll
-      for (int h = 0; h < 2; ++h) row_scale[h] = ldexpf(kscale_log2, q_shift[g + 8 * h]);
+      for (int h = 0; h < 2; ++h) {
+        if (p.has_softcap()) {
+          cap_pre[h] = ldexpf(p.softcap_pre * p.k_scale_of(hk), q_shift[g + 8 * h]);
+          row_scale[h] = p.scale_log2;
+        } else {
+          row_scale[h] = ldexpf(kscale_log2, q_shift[g + 8 * h]);
+        }
+      }
         // A fragments in the K order below: step kk's dims 2c4, 2c4+1 / 2c4+8, 2c4+9 are the
         // thread's elements c4 * D / 4 + 4 kk + 0, 1 / 2, 3.
 #pragma unroll
@@ -307,6 +317,7 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
         }
       }
     }
+    if (p.has_softcap()) softcap_scores(sacc, cap_pre);
     mask_past_limits(sacc, t * kN + 16 * warp + 2 * c4, lim);
     std::uint32_t pa[4];
     online_softmax_step<__half, D>(sacc, row_scale, row_max, row_sum, o, pa);

@@ -603,7 +603,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 #pragma unroll
         for (int n = 0; n < kNS; ++n)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) s[mt][n][e] = tanhf(s[mt][n][e] * p.softcap_pre);
+          for (int e = 0; e < 4; ++e) s[mt][n][e] = ptx::fast_tanh(s[mt][n][e] * p.softcap_pre);
     }
 
     // Mask only the tiles that need it: the sequence end and the causal diagonal, or under a

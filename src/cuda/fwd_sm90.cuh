@@ -1555,6 +1555,14 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
   auto softmax = [&](float(&s)[kBlockN / 2], int j, float(&alpha)[2], int word, std::uint32_t off,
                      bool whole, bool half) {
     const bool half64 = Tr::kHalfLast && half;
+    // Soft-capping (AttentionArgs::softcap): each score becomes tanh(q.k * scale / softcap), which
+    // scale_log2 = softcap * log2(e) then carries into the exp2 domain; before the mask, so that a
+    // masked score stays -inf. A branch uniform over the call: other calls skip it.
+    if (p.has_softcap()) {
+#pragma unroll
+      for (int i = 0; i < kBlockN / 2; ++i)
+        if (!(half64 && i / 4 >= kNS / 2)) s[i] = ptx::fast_tanh(s[i] * p.softcap_pre);
+    }
     if (whole) {
     } else if constexpr (kMasked) {
       mask_tile(s, word, off);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <mutex>
 #include <sstream>
@@ -208,6 +209,20 @@ std::string error_of(Fn&& call) {
   return "";
 }
 
+// A float for a test name: "%g" with '.' as 'p' and '-' as 'm' (2.5 -> 2p5), so that fractional
+// values of one integer part name different tests.
+inline std::string number_name(float x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(x));
+  std::string s(buf);
+  for (char& ch : s) {
+    if (ch == '.') ch = 'p';
+    if (ch == '-') ch = 'm';
+    if (ch == '+') ch = 'P';
+  }
+  return s;
+}
+
 // Stable seed of a test name (FNV-1a): the same inputs on every run and platform.
 inline std::uint64_t seed_of(const std::string& s) {
   std::uint64_t h = 0xcbf29ce484222325ull;
@@ -296,7 +311,7 @@ struct CaseBase {
     if (precision == Precision::compensated) s += "_compensated";
     if (q_scale != 1.f) s += "_qx" + std::to_string(static_cast<int>(q_scale));
     if (!with_lse) s += "_nolse";
-    if (softcap != 0.f) s += "_cap" + std::to_string(static_cast<int>(softcap));
+    if (softcap != 0.f) s += "_cap" + number_name(softcap);
     return s;
   }
 

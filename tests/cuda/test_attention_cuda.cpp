@@ -779,10 +779,13 @@ INSTANTIATE_TEST_SUITE_P(HalfLastTile, AttentionCuda,
                                            dense(2, 4, 4, 256, 320, 128, f16).causal().no_lse()),
                          case_name);
 
-// Logit soft-capping (AttentionArgs::softcap) on the portable kernel, which every GPU runs it on:
-// logits of ~4-8 sigma (q x 4) that the caps bend, every head dim and dtype, causal and Sq != Sk,
-// GQA, varlen with rows that see no key, a window with global tokens, compensated precision, and a
-// decode-shaped call (which the decode kernel must not take).
+// Logit soft-capping (AttentionArgs::softcap) on whichever kernel the dispatch picks (ctest's
+// sm80. and sm90_*. copies run the cases on the others): logits of ~4-8 sigma (q x 4) that the
+// caps bend, every head dim and dtype, causal and Sq != Sk, GQA, varlen with rows that see no
+// key, a window with global tokens (the masked sm_90a kernel), compensated precision, the dense
+// kernel's half last tile (193 rows), head dim 256's wide tiles (1024 keys and more), and
+// decode-shaped calls (the decode kernel: one and four rows per KV head, causal), with a
+// fractional cap.
 INSTANTIATE_TEST_SUITE_P(
     Softcap, AttentionCuda,
     ::testing::Values(dense(2, 8, 8, 300, 300, 64, f16).q_times(4).capped(5),
@@ -790,27 +793,38 @@ INSTANTIATE_TEST_SUITE_P(
                       dense(2, 4, 4, 130, 130, 256, f16).q_times(4).capped(10),
                       dense(1, 8, 8, 1000, 100, 128, f16).causal().q_times(4).capped(8),
                       dense(3, 32, 8, 1, 999, 128, bf16).q_times(4).capped(20),
+                      dense(2, 16, 4, 4, 777, 64, f16).causal().q_times(4).capped(2.5f),
+                      dense(2, 8, 8, 193, 193, 64, bf16).causal().q_times(4).capped(7),
+                      dense(1, 4, 2, 700, 1500, 256, bf16).causal().q_times(4).capped(15),
+                      dense(1, 8, 8, 2100, 2100, 128, f16).q_times(4).capped(50),
                       varlen(8, 2, 64, bf16, {1, 0, 300, 17}, {40, 5, 300, 0})
                           .causal()
                           .q_times(4)
                           .capped(6),
+                      varlen(8, 8, 128, f16, {513, 1, 200}, {513, 64, 1100}).q_times(4).capped(9),
                       dense(1, 4, 4, 600, 600, 128, f16)
                           .window(64, 16)
                           .globals(8)
                           .q_times(4)
                           .capped(12),
-                      dense(1, 8, 8, 333, 333, 64, f16).compensated().q_times(4).capped(4)),
+                      dense(1, 8, 8, 333, 333, 64, f16).compensated().q_times(4).capped(4),
+                      dense(1, 8, 2, 400, 400, 128, bf16).causal().compensated().q_times(4).capped(3)),
     case_name);
 
-// A soft-capped call runs the portable kernel on every GPU: never an sm_90a or decode kernel.
-TEST_F(AttentionCudaTest, SoftcappedCallsRunThePortableKernel) {
-  for (const Case& c : {dense(1, 8, 8, 512, 512, 128, f16).capped(5),
-                        dense(4, 32, 8, 1, 4096, 128, bf16).capped(5),
-                        dense(1, 16, 16, 4096, 4096, 64, f16).causal().capped(5)}) {
-    Problem p(c, 1);
-    const FwdKernel k = cuda_forward_kernel(make_fwd_params(p.device_args()));
-    const std::string name = tile_config(k).name;
-    EXPECT_EQ(name.rfind("sm80_", 0), 0u) << c.name() << " picked " << name;
+// Soft-capping does not move the dispatch: a soft-capped call takes the kernel its uncapped twin
+// takes (the sm_90a kernels on Hopper, the decode kernel for decode shapes, the sm_80 kernel
+// elsewhere), under every GPUATTN_KERNEL of the GPU ctest.
+TEST_F(AttentionCudaTest, SoftcappedCallsTakeTheUncappedKernel) {
+  for (const Case& c : {dense(1, 8, 8, 512, 512, 128, f16), dense(4, 32, 8, 1, 4096, 128, bf16),
+                        dense(1, 16, 16, 4096, 4096, 64, f16).causal(),
+                        dense(1, 16, 16, 1024, 1024, 64, f16), dense(2, 8, 8, 2048, 2048, 256, bf16),
+                        dense(1, 8, 8, 700, 700, 128, f16).window(64, 16).globals(8),
+                        dense(1, 8, 8, 333, 333, 64, f16).compensated()}) {
+    Problem plain(c, 1), capped(c.capped(5), 1);
+    const FwdKernel want = cuda_forward_kernel(make_fwd_params(plain.device_args()));
+    const FwdKernel got = cuda_forward_kernel(make_fwd_params(capped.device_args()));
+    EXPECT_EQ(got, want) << c.name() << ": capped " << tile_config(got).name << ", uncapped "
+                         << tile_config(want).name;
   }
 }
 

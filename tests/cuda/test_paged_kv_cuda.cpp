@@ -40,12 +40,14 @@ struct PagedCase {
   // V's pool with 8 more elements a head than K's: K and V laid out differently (the decode
   // kernel's 64-bit addressing, not the shared 32-bit offsets).
   bool v_padded = false;
+  float softcap = 0.f;  // AttentionArgs::softcap
 
   std::string name() const {
     return "B" + std::to_string(B) + "_H" + std::to_string(Hq) + "kv" + std::to_string(Hkv) +
            "_Sq" + std::to_string(Sq) + "_Sk" + std::to_string(Sk) + "_D" + std::to_string(D) +
            "_page" + std::to_string(page) + (used.empty() ? "" : "_used") +
-           (causal ? "_causal" : "") + (v_padded ? "_vpad" : "");
+           (causal ? "_causal" : "") + (v_padded ? "_vpad" : "") +
+           (softcap != 0.f ? "_cap" + number_name(softcap) : "");
   }
 };
 
@@ -119,6 +121,7 @@ struct PagedProblem {
     a.causal = c.causal;
     a.mask = c.mask;
     a.precision = c.precision;
+    a.softcap = c.softcap;
     a.backend = Backend::cuda;
     return a;
   }
@@ -128,6 +131,7 @@ struct PagedProblem {
     a.causal = c.causal;
     a.mask = c.mask;
     a.precision = c.precision;
+    a.softcap = c.softcap;
     return a;
   }
 };
@@ -183,6 +187,27 @@ TEST_F(PagedKvCuda, DecodeReadsThePagesInPlace) {
     SCOPED_TRACE(c.name());
     PagedProblem p(c, seed_of("PagedKvCuda/" + c.name()));
     EXPECT_EQ(cuda_forward_kernel(make_fwd_params(p.device_args(c))), FwdKernel::decode_16x64);
+    expect_matches_reference(p, c);
+  }
+}
+
+// Soft-capped decode calls read the pages in place as well (caps that bend scores of about
+// N(0, 1)), and a soft-capped prefill runs on the gathered copy.
+TEST_F(PagedKvCuda, SoftcappedCallsMatchTheReference) {
+  std::vector<PagedCase> cases = {
+      {3, 32, 8, 1, 4096, 128, 16, DType::bf16, false, {4096, 1, 0}},
+      {2, 16, 16, 4, 777, 64, 1, DType::f16, true, {777, 3}},
+      {2, 8, 2, 2, 3000, 256, 48, DType::f16, false, {2999, 1500}},
+      {2, 8, 8, 300, 512, 128, 64, DType::bf16, true, {}},  // prefill: the gathered copy
+  };
+  const float caps[] = {1.f, 0.75f, 4.f, 2.f};
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    PagedCase& c = cases[i];
+    c.softcap = caps[i];
+    SCOPED_TRACE(c.name());
+    PagedProblem p(c, seed_of("PagedKvCuda/" + c.name()));
+    const FwdKernel k = cuda_forward_kernel(make_fwd_params(p.device_args(c)));
+    EXPECT_EQ(k == FwdKernel::decode_16x64, c.Sq < 100) << tile_config(k).name;
     expect_matches_reference(p, c);
   }
 }

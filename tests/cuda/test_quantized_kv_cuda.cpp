@@ -38,6 +38,7 @@ struct QCase {
   bool per_head = true;
   float big_q_row = 0.f;  // nonzero: q row 0 of every head times this
   float k_boost = 1.f;    // k_scale times this, q divided by it: the same scores, K past float16
+  float softcap = 0.f;    // AttentionArgs::softcap
 
   std::string name() const {
     return std::string(to_string(t)) + "_" + to_string(kv) + "_B" + std::to_string(B) + "_H" +
@@ -45,7 +46,7 @@ struct QCase {
            std::to_string(Sk) + "_D" + std::to_string(D) + (used.empty() ? "" : "_used") +
            (page ? "_page" + std::to_string(page) : "") + (causal ? "_causal" : "") +
            (per_head ? "" : "_one_scale") + (big_q_row != 0.f ? "_big_q" : "") +
-           (k_boost != 1.f ? "_k_boost" : "");
+           (k_boost != 1.f ? "_k_boost" : "") + (softcap != 0.f ? "_cap" + number_name(softcap) : "");
   }
 };
 
@@ -100,6 +101,7 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
   a.causal = c.causal;
   a.mask = c.mask;
   a.precision = c.precision;
+  a.softcap = c.softcap;
   a.check_indices = check_indices;
   if (runs != Runs::unchecked) {
     const FwdKernel kernel = cuda_forward_kernel(make_fwd_params(a));
@@ -122,6 +124,7 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
   h.causal = c.causal;
   h.mask = c.mask;
   h.precision = c.precision;
+  h.softcap = c.softcap;
   std::vector<std::int64_t> rows(static_cast<std::size_t>(c.B) * c.Sq);
   for (std::size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<std::int64_t>(r);
   const ReferenceResult ref = parallel_reference(h, rows);
@@ -164,6 +167,34 @@ TEST_F(QuantizedKvCuda, DecodeReadsTheEightBitCacheInPlace) {
       {f16, e4m3, 2, 8, 4, 1, 700, 64, false, {700, 21}, 48},
   };
   for (const QCase& c : cases) expect_matches_reference(c, true, Runs::in_place);
+}
+
+// Soft-capped decode calls read the cache in place too: the cap's factor takes k_scale and a bf16
+// q row's power of two (big_q_row, k_boost), dense, seqused_k and paged, causal rows, every head
+// dim; and a soft-capped prefill on the dequantized copy. Caps of 0.5 to 8 bend scores of about
+// N(0, 1) (q row 0 of the big_q cases: scores of 1e6 sigma, all at the cap).
+TEST_F(QuantizedKvCuda, SoftcappedCallsMatchTheReference) {
+  const DType f16 = DType::f16, bf16 = DType::bf16, i8 = DType::i8, e4m3 = DType::e4m3;
+  std::vector<QCase> in_place = {
+      {f16, e4m3, 3, 8, 2, 1, 1000, 128, false, {1000, 1, 517}},
+      {bf16, i8, 2, 16, 1, 4, 300, 64, true},
+      {bf16, e4m3, 2, 4, 4, 1, 700, 256},
+      {bf16, e4m3, 2, 8, 2, 1, 900, 128, false, {}, 0, {}, Precision::standard, true, 1e6f},
+      {f16, i8, 3, 8, 2, 1, 1000, 128, true, {999, 0, 64}, 64},
+  };
+  in_place[0].softcap = 2.f;
+  in_place[1].softcap = 0.5f;
+  in_place[2].softcap = 8.f;
+  in_place[3].softcap = 3.f;
+  in_place[4].softcap = 1.5f;
+  QCase boosted = {bf16, i8, 2, 8, 2, 2, 900, 64, true};
+  boosted.k_boost = 1e4f;
+  boosted.softcap = 1.f;
+  in_place.push_back(boosted);
+  for (const QCase& c : in_place) expect_matches_reference(c, true, Runs::in_place);
+  QCase prefill = {bf16, e4m3, 1, 8, 2, 300, 300, 128, true};
+  prefill.softcap = 2.f;
+  expect_matches_reference(prefill, true, Runs::on_copy);
 }
 
 TEST_F(QuantizedKvCuda, OtherCallsRunOnADequantizedCopy) {

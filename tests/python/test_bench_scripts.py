@@ -893,6 +893,39 @@ def test_host_overhead_runs_on_the_cpu(tmp_path):
 
 
 @needs_torch
+def test_softcap_bench_runs_on_the_cpu(tmp_path):
+    """bench/softcap_bench.py --device cpu: both smoke cases timed on every side (ours and Flex,
+    capped and not), ours and Flex within a float32 tolerance of the fp64 soft-capped reference,
+    JSON and markdown written; a bad --cap and an --only that matches nothing are named."""
+    import json
+    import subprocess
+
+    pytest.importorskip("gpu_attention")
+    pytest.importorskip("torch.nn.attention.flex_attention")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "bench"), env.get("PYTHONPATH", "")])
+    script = os.path.join(ROOT, "bench", "softcap_bench.py")
+    out, md = tmp_path / "cap.json", tmp_path / "cap.md"
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--cap", "5", "--json", str(out),
+                        "--md", str(md)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(out.read_text())
+    assert got["softcap"] == 5 and len(got["rows"]) == 2
+    for row in got["rows"]:
+        assert not [k for k in row if k.endswith("_error")], row
+        for side in ("ours", "ours_uncapped", "flex", "flex_uncapped"):
+            assert row[f"{side}_ms"] > 0
+        assert row["ours_max_err"] < 1e-4 and row["flex_max_err"] < 1e-4, row
+    assert "softcap 5.0" in md.read_text()
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--cap", "0"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "--cap 0.0 must be > 0" in r.stderr
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--only", "D999"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "--only D999 matches no case" in r.stderr
+
+
+@needs_torch
 def test_compare_torch_runs_given_cases_and_rejects_bad_ones(tmp_path):
     """bench/compare_torch.py --case: the cases given instead of the built-in list (here on the
     CPU backend), and a clear error naming a malformed --case."""

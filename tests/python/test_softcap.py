@@ -68,8 +68,8 @@ def test_varlen_window_softcap_matches_reference(fw, dtype, device, tol, lse_tol
 @pytest.mark.parametrize("fw,dtype,device,tol,lse_tol", FRAMEWORKS)
 @pytest.mark.parametrize("paged", [False, True], ids=["dense", "paged"])
 def test_kvcache_softcap_matches_reference(fw, dtype, device, tol, lse_tol, paged):
-    """A decode-shaped call (one query row, GQA) with an append: the portable kernel, not the
-    decode kernel, runs it, over the cache as it ends up."""
+    """A decode-shaped call (one query row, GQA) with an append: the decode kernel runs it on
+    CUDA, over the cache as it ends up."""
     rng = rng_for("softcap-kvcache", fw, dtype, device, paged)
     B, Hq, Hkv, D, cap = 2, 8, 2, 128, 64
     used = np.array([10, 50], np.int32)
@@ -111,8 +111,8 @@ def test_softcap_bends_only_large_logits():
 
 @pytest.mark.parametrize("quant", ["int8", "e4m3"])
 def test_quantized_cache_softcap_matches_reference(quant):
-    """A soft-capped call over an 8-bit cache (decode-shaped: the dequantized copy's path on
-    CUDA, the CPU backend's scaled loads here) against the reference over the dequantized keys."""
+    """A soft-capped call over an 8-bit cache (decode-shaped: the 8-bit decode kernel on CUDA,
+    the CPU backend's scaled loads here) against the reference over the dequantized keys."""
     from reference import e4m3_decode
     rng = rng_for("softcap-q8", quant)
     B, Hq, Hkv, D, cap = 2, 4, 2, 64, 40

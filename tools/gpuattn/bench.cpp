@@ -183,6 +183,10 @@ void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, boo
     r.base_note = "n/a: varlen";
     return;
   }
+  if (c.softcap != 0.f) {  // nor soft-capping
+    r.base_note = "n/a: softcap";
+    return;
+  }
   const std::size_t ws_bytes = cuda::baseline_workspace_bytes(sets[0].args);
   const cuda::DeviceInfo info = cuda::device_info();
   if (ws_bytes > kMaxBaselineBytes || ws_bytes + (std::size_t(1) << 30) > info.free_bytes) {
@@ -397,7 +401,8 @@ would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
             on cpu 4 prompts of 1 to 300 tokens); TFLOP/s counts each prompt's own keys
   --shape   your own shapes instead of --shapes': ';'-separated, each of words B<n> (batch,
             default 1), H<n> (query and KV heads) or Hq<n> Hkv<n>, S<n> or Sq<n> Sk<n>, D<n>,
-            and optionally causal and a dtype (f16, the default, or bf16); e.g.
+            and optionally causal, a dtype (f16, the default, or bf16) and softcap<n> (logit
+            soft-capping at n, e.g. softcap50; no baseline); e.g.
             --shape "B1 H16 S1024 D64; B2 Hq32 Hkv8 S4096 D128 causal bf16"
   --json    also write the results (device, date, commit, peak) as JSON to FILE; each
             result names the tile configuration the dispatch picked ("config")
@@ -561,6 +566,7 @@ int run_bench(const std::vector<std::string>& args) {
       j.add("label", c.label()).add("shape", c.shape()).add("dtype", to_string(c.dtype));
       j.add("batch", c.batch).add("hq", c.hq).add("hkv", c.hkv).add("seqlen_q", c.sq);
       j.add("seqlen_k", c.sk).add("head_dim", c.d).add("causal", c.causal);
+      j.add("softcap", static_cast<double>(c.softcap));
       j.add("flops", r.flops).add("buffer_sets", r.buffer_sets);
       j.add("ours_ms", r.ms).add("ours_us_per_head", r.ms * 1e3 / heads);
       j.add("ours_tflops", tflops(r.flops, r.ms));
@@ -599,7 +605,9 @@ int run_bench(const std::vector<std::string>& args) {
   for (const auto& r : rows) {
     const double heads = static_cast<double>(r.c.batch) * r.c.hq;
     const double tf = tflops(r.flops, r.ms), btf = tflops(r.flops, r.base_ms);
-    table.push_back({r.c.shape(), to_string(r.c.dtype), r.c.causal ? "yes" : "no",
+    const std::string cap =
+        r.c.softcap != 0.f ? " softcap" + std::to_string(static_cast<long long>(r.c.softcap)) : "";
+    table.push_back({r.c.shape() + cap, to_string(r.c.dtype), r.c.causal ? "yes" : "no",
                      r.error.empty() ? fmt(r.ms * 1e3, 1) : "error", fmt(r.ms * 1e3 / heads, 3),
                      fmt_tflops(tf), fmt(100 * tf / peak_of(r.c.dtype), 1), fmt(r.base_ms * 1e3, 1),
                      fmt_tflops(btf), fmt(r.base_ms / r.ms, 2)});

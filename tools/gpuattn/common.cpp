@@ -184,6 +184,7 @@ std::string Case::label() const {
   std::string s = shape() + " " + to_string(dtype) + (causal ? " causal" : "");
   if (precision != Precision::standard) s += std::string(" ") + to_string(precision);
   if (q_scale != 1.f) s += " q*" + fmt(q_scale, 0);
+  if (softcap != 0.f) s += " softcap" + std::to_string(static_cast<long long>(softcap));
   return s;
 }
 
@@ -217,7 +218,7 @@ Case parse_shape_words(const std::string& command, const std::string& text) {
   const auto bad = [&](const std::string& why) {
     return UsageError(command + ": --shape '" + text + "': " + why);
   };
-  long long b = 1, hq = 0, hkv = 0, sq = 0, sk = 0, d = 0;
+  long long b = 1, hq = 0, hkv = 0, sq = 0, sk = 0, d = 0, softcap = 0;
   bool causal = false;
   DType dtype = DType::f16;
   std::istringstream words(text);
@@ -230,7 +231,8 @@ Case parse_shape_words(const std::string& command, const std::string& text) {
       dtype = w[0] == 'b' ? DType::bf16 : DType::f16;
       continue;
     }
-    // A key and a whole number: B, H (both head counts), Hq, Hkv, S (both lengths), Sq, Sk, D.
+    // A key and a whole number: B, H (both head counts), Hq, Hkv, S (both lengths), Sq, Sk, D,
+    // softcap.
     const std::size_t digits = std::min(w.find_first_of("0123456789"), w.size());
     const std::string key = w.substr(0, digits), num = w.substr(digits);
     long long* slots[2] = {nullptr, nullptr};
@@ -242,9 +244,11 @@ Case parse_shape_words(const std::string& command, const std::string& text) {
     if (key == "Sq") slots[0] = &sq;
     if (key == "Sk") slots[0] = &sk;
     if (key == "D") slots[0] = &d;
+    if (key == "softcap") slots[0] = &softcap;
     if (slots[0] == nullptr) {
       throw bad("unknown word '" + w +
-                "' (B<n>, H<n>, Hq<n>, Hkv<n>, S<n>, Sq<n>, Sk<n>, D<n>, causal, f16, bf16)");
+                "' (B<n>, H<n>, Hq<n>, Hkv<n>, S<n>, Sq<n>, Sk<n>, D<n>, softcap<n>, causal, f16, "
+                "bf16)");
     }
     char* end = nullptr;
     const long long n = num.empty() ? 0 : std::strtoll(num.c_str(), &end, 10);
@@ -269,8 +273,10 @@ Case parse_shape_words(const std::string& command, const std::string& text) {
   if (hq % hkv != 0) {
     throw bad("Hkv " + std::to_string(hkv) + " does not divide Hq " + std::to_string(hq));
   }
-  return dense_case(static_cast<int>(b), static_cast<int>(hq), static_cast<int>(hkv),
-                    static_cast<int>(sq), static_cast<int>(sk), static_cast<int>(d), dtype, causal);
+  Case c = dense_case(static_cast<int>(b), static_cast<int>(hq), static_cast<int>(hkv),
+                      static_cast<int>(sq), static_cast<int>(sk), static_cast<int>(d), dtype, causal);
+  c.softcap = static_cast<float>(softcap);
+  return c;
 }
 
 Case varlen_case(std::vector<int> lens_q, std::vector<int> lens_k, int hq, int hkv, int d, DType t,
@@ -354,6 +360,7 @@ AttentionArgs make_args(const Case& c, Device dev, void* q, void* k, void* v, vo
   }
   a.causal = c.causal;
   a.precision = c.precision;
+  a.softcap = c.softcap;
   a.backend = dev == Device::cpu ? Backend::cpu : Backend::cuda;
   return a;
 }

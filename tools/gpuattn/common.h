@@ -53,12 +53,13 @@ struct Case {
   std::vector<int> lens_q, lens_k;
   Precision precision = Precision::standard;
   float q_scale = 1.f;  // q multiplied by this (large logits)
+  float softcap = 0.f;  // AttentionArgs::softcap (0: none)
 
   bool varlen() const { return !lens_q.empty(); }
   std::int64_t total_q() const;
   std::int64_t total_k() const;
   std::string shape() const;  // "B2 Hq32 Hkv8 Sq1000 Sk4097 D128" or "varlen{1,17} Hq.. D.."
-  std::string label() const;  // shape + dtype + causal + precision + q scale
+  std::string label() const;  // shape + dtype + causal + precision + q scale + softcap
 };
 
 Case dense_case(int b, int hq, int hkv, int sq, int sk, int d, DType t, bool causal);
