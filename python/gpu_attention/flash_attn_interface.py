@@ -416,11 +416,12 @@ _NUMBER = (int, float)
 
 
 def _plain_options(dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes):
-    """True when the options are ones the general path passes on unchanged: dropout_p and softcap
-    an int or float 0, no ALiBi, causal a bool, softmax_scale None or a float, and no window
-    ((-1, -1) as a tuple of ints)."""
+    """True when the options are ones the general path passes on unchanged: dropout_p an int or
+    float 0, softcap an int or float >= 0 (the library judges its value, as on the general path:
+    _fast_forward passes it as a float), no ALiBi, causal a bool, softmax_scale None or a float,
+    and no window ((-1, -1) as a tuple of ints)."""
     return (type(dropout_p) in _NUMBER and dropout_p == 0
-            and type(softcap) in _NUMBER and softcap == 0
+            and type(softcap) in _NUMBER and softcap >= 0
             and alibi_slopes is None
             and (causal is True or causal is False)
             and (softmax_scale is None or type(softmax_scale) is float)
@@ -443,12 +444,14 @@ def _plain_tensors(torch, *xs):
     return True
 
 
-def _attends_cache(q, k_cache, k, block_table, softmax_scale):
+def _attends_cache(q, k_cache, k, block_table, softmax_scale, softcap=0):
     """Whether the fast path may append k/v ahead of its attention call: q meets the attention's
     checks that the append's own (made before it writes) leave open: its batch (the block
     table's with one), a query, a head count k_cache's divides, a supported head dim equal to the
-    cache's, k's dtype, the cache's device, 16-byte strides and alignment, and a positive finite
-    softmax_scale. Any other call takes the general path, which checks the attention
+    cache's, k's dtype, the cache's device, 16-byte strides and alignment, a positive finite
+    softmax_scale, and a softcap of 0 or one well inside the library's bounds (at most 2.3e38,
+    scale / softcap from 1.2e-38 to 3.3e38; fwd_params.cpp refuses past 2.36e38 and outside
+    float32's normal range). Any other call takes the general path, which checks the attention
     (gpuattn::check_attention_args) before it appends, so a call the attention refuses leaves the
     caches as they were. Plain rank-4 tensors (_plain_tensors) only."""
     batch = k_cache.shape[0]
@@ -464,6 +467,10 @@ def _attends_cache(q, k_cache, k, block_table, softmax_scale):
         return False
     if softmax_scale is not None and not 0.0 < softmax_scale < float("inf"):
         return False
+    if softcap:
+        ratio = (1.0 / math.sqrt(d) if softmax_scale is None else softmax_scale) / softcap
+        if not (softcap <= 2.3e38 and 1.2e-38 <= ratio <= 3.3e38):
+            return False
     size = q.element_size()  # a dimension of size 1 is never stepped over: any stride
     return q.data_ptr() % 16 == 0 and all(
         stride * size % 16 == 0 for stride, n in zip(q.stride()[:3], q.shape[:3]) if n != 1)
@@ -497,7 +504,7 @@ def _named_cache_seqlens(error):
 
 def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=None,
                   block_table=None, check_indices=True, k_scale=None, v_scale=None,
-                  kv_format="", pdl=False, check_only=False, into=None):
+                  kv_format="", pdl=False, check_only=False, into=None, softcap=0):
     """The library's call for plain torch tensors (as _forward makes it): out (and lse)
     allocated contiguous on q's device (or `into`, an earlier check_only call's), the arrays as
     DLPack capsules, torch's current stream.
@@ -516,9 +523,19 @@ def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=Non
     stream = _current_raw_stream(torch, q) if q.is_cuda else 0
     cap = torch.utils.dlpack.to_dlpack
     if (seqused_k is None and block_table is None and check_indices and k_scale is None
-            and not pdl and not check_only):
+            and not pdl and not check_only and not softcap):
         _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
                              None, None, 0, 0, softmax_scale, causal, stream)
+    elif softcap:  # as the general path passes it (_with_softcap: only when not 0)
+        _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
+                             None, None, 0, 0, softmax_scale, causal, stream,
+                             seqused_k=None if seqused_k is None else cap(seqused_k),
+                             block_table=None if block_table is None else cap(block_table),
+                             check_indices=check_indices,
+                             k_scale=None if k_scale is None else cap(k_scale),
+                             v_scale=None if v_scale is None else cap(v_scale),
+                             kv_format=kv_format, pdl=pdl, check_only=check_only,
+                             softcap=float(softcap))
     else:
         _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
                              None, None, 0, 0, softmax_scale, causal, stream,
@@ -991,7 +1008,8 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
             and _plain_tensors(torch, q, k, v)
             and q.dtype is not getattr(torch, "float8_e4m3fn", None)):  # FP8 q: _fp8_options
         try:
-            out, lse = _fast_forward(torch, q, k, v, softmax_scale, causal, return_attn_probs)
+            out, lse = _fast_forward(torch, q, k, v, softmax_scale, causal, return_attn_probs,
+                                     softcap=softcap)
         except ValueError:
             # A tensor of no elements crosses without storage, which the module refuses before
             # the library judges its shape: the general path passes it with storage.
@@ -1189,7 +1207,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             and q.dtype is not getattr(torch, "float8_e4m3fn", None)  # FP8 q: the general path
             and ((k is None and v is None)
                  or (cache_seqlens is not None and _plain_tensors(torch, k, v)
-                     and _attends_cache(q, k_cache, k, block_table, softmax_scale)))):
+                     and _attends_cache(q, k_cache, k, block_table, softmax_scale,
+                                        softcap)))):
         indices = bool(check_indices)
         kc, vc, kv_format = k_cache, v_cache, ""
         if k_scale is not None:  # a quantized cache (scales as tensors): as _forward passes it
@@ -1205,7 +1224,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                     # those it writes: the whole check first (its time is the CPU's least cost).
                     checked = _fast_forward(torch, q, kc, vc, softmax_scale, causal,
                                             return_softmax_lse, used, block_table, indices,
-                                            k_scale, v_scale, kv_format, pdl, check_only=True)
+                                            k_scale, v_scale, kv_format, pdl, check_only=True,
+                                            softcap=softcap)
                 cap = torch.utils.dlpack.to_dlpack
                 stream = _current_raw_stream(torch, kc) if kc.is_cuda else 0
                 _C.append_kv(cap(kc), cap(vc), cap(k), cap(v), cap(used),
@@ -1218,7 +1238,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                 used = (used + k.shape[1]).to(torch.int32)
             out, lse = _fast_forward(torch, q, kc, vc, softmax_scale, causal, return_softmax_lse,
                                      used, block_table, indices, k_scale, v_scale, kv_format, pdl,
-                                     into=checked)
+                                     into=checked, softcap=softcap)
         except (ValueError, NotImplementedError) as e:
             # A tensor of no elements crosses without storage, which the module refuses before
             # the library judges its shape (and before anything is written): the general path

@@ -93,6 +93,35 @@ def test_plain_dense_calls_take_the_fast_path(general_calls, device, dtype, caus
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_softcapped_calls_take_the_fast_path(general_calls, device):
+    """softcap (an int or a float >= 0) goes through the fast path as the general path passes it;
+    an appending kvcache call with a cap the library refuses takes the general path, which checks
+    the attention before it writes: the cache stays as it was."""
+    q, k, v = tensors(device, "bfloat16", [(2, 33, 4, 64), (2, 70, 2, 64), (2, 70, 2, 64)],
+                      "softcap")
+    out, lse, _ = ga.flash_attn_func(q, k, v, causal=True, softcap=3, return_attn_probs=True)
+    used = torch.tensor([60, 2], dtype=torch.int32, device=device)
+    qd = q[:, :1].contiguous()
+    new_k, new_v = tensors(device, "bfloat16", [(2, 2, 2, 64)] * 2, "softcap-new")
+    kc, vc = k.clone(), v.clone()
+    dec = ga.flash_attn_with_kvcache(qd, kc, vc, new_k, new_v, cache_seqlens=used, softcap=1.5)
+    assert general_calls == [], "a soft-capped call entered the general path"
+    mask = fi._with_softcap(fi._resolve_mask((-1, -1), True, 33, 70), 3.0)
+    want, want_lse = fi._forward(q, k, v, softmax_scale=None, mask=mask, want_lse=True)
+    same(out, want, "out")
+    same(lse, want_lse, "lse")
+    assert torch.equal(kc[0, 60:62], new_k[0]) and torch.equal(vc[1, 2:4], new_v[1])
+    mask = fi._with_softcap(fi._resolve_mask((-1, -1), False, 1, 70), 1.5)
+    want_dec, _ = fi._forward(qd, kc, vc, softmax_scale=None, mask=mask, want_lse=False,
+                              seqused_k=used + 2)
+    same(dec, want_dec, "decode with an append")
+    before = kc.clone()
+    with pytest.raises(ValueError, match="scale / softcap must be a normal float"):
+        ga.flash_attn_with_kvcache(qd, kc, vc, new_k, new_v, cache_seqlens=used, softcap=1e38)
+    assert torch.equal(kc, before), "a refused soft-capped call wrote the cache"
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_views_take_the_fast_path(general_calls, device):
     """torch SDPA's [B, H, S, D] memory as a transposed view, and packed qkv's views."""
     (x,) = tensors(device, "float16", [(1, 3, 33, 64)], "views")
@@ -543,6 +572,21 @@ def test_native_calls_match_the_general_paths(monkeypatch, device):
             v_scale=scales),
         "kvcache int8, float64 scales (an error)": lambda: ga.flash_attn_with_kvcache(
             qh, int8_kv[0], int8_kv[1], k_scale=scales.double(), v_scale=scales),
+        "softcap": lambda: ga.flash_attn_func(q, k, v, softcap=30.0),
+        "softcap an int, causal, lse": lambda: ga.flash_attn_func(
+            q, k, v, causal=True, softcap=7, return_attn_probs=True),
+        "softcap 1e38 (an error)": lambda: ga.flash_attn_func(q, k, v, softcap=1e38),
+        "softcap 1e39 (an error)": lambda: ga.flash_attn_func(q, k, v, softcap=1e39),
+        "kvcache seqlens, softcap": lambda: ga.flash_attn_with_kvcache(
+            qd, k, v, cache_seqlens=used, softcap=20.0, return_softmax_lse=True),
+        "kvcache append to pages, softcap": lambda: ga.flash_attn_with_kvcache(
+            qd, pages[0].clone(), pages[1].clone(), new_kv[0], new_kv[1], cache_seqlens=used,
+            block_table=table, softcap=2.5, causal=True),
+        "kvcache append, softcap 1e38 (an error)": lambda: ga.flash_attn_with_kvcache(
+            qd, k.clone(), v.clone(), new_kv[0], new_kv[1], cache_seqlens=used, softcap=1e38),
+        "kvcache e4m3 paged, softcap": lambda: ga.flash_attn_with_kvcache(
+            qd, e4m3_pages[0], e4m3_pages[1], cache_seqlens=used, block_table=table,
+            k_scale=scales, v_scale=scales, softcap=4.0),
     }
     stream = torch.cuda.Stream() if device == "cuda" else None
     for what, call in calls.items():
