@@ -316,10 +316,11 @@ __device__ __forceinline__ void mask_past_limits(float (&sacc)[2][4], int n0, co
 // scale / softcap), which the row's softmax scale (softcap * log2(e)) then carries into the exp2
 // domain. Before the mask, so that a masked score stays -inf.
 __device__ __forceinline__ void softcap_scores(float (&sacc)[2][4], const float (&pre)[2]) {
+  const float k[2] = {ptx::tanh_log2_factor(pre[0]), ptx::tanh_log2_factor(pre[1])};
 #pragma unroll
   for (int nb = 0; nb < 2; ++nb)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) sacc[nb][e] = ptx::fast_tanh(sacc[nb][e] * pre[e >> 1]);
+    for (int e = 0; e < 4; ++e) sacc[nb][e] = ptx::tanh_of_log2(sacc[nb][e] * k[e >> 1]);
 }
 
 // One tile's online softmax: row h's scores times scale[h] are its log2-domain logits. The row

@@ -598,12 +598,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     // scale_log2 = softcap * log2(e) then carries into the exp2 domain; before the mask, so that a
     // masked score stays -inf. A warp-uniform branch: other calls skip it.
     if (p.has_softcap()) {
+      const float k = ptx::tanh_log2_factor(p.softcap_pre);
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
         for (int n = 0; n < kNS; ++n)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) s[mt][n][e] = ptx::fast_tanh(s[mt][n][e] * p.softcap_pre);
+          for (int e = 0; e < 4; ++e) s[mt][n][e] = ptx::tanh_of_log2(s[mt][n][e] * k);
     }
 
     // Mask only the tiles that need it: the sequence end and the causal diagonal, or under a
