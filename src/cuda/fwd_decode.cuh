@@ -320,7 +320,7 @@ __device__ __forceinline__ void softcap_scores(float (&sacc)[2][4], const float 
 #pragma unroll
   for (int nb = 0; nb < 2; ++nb)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) sacc[nb][e] = ptx::tanh_of_log2(sacc[nb][e] * k[e >> 1]);
+    for (int e = 0; e < 4; ++e) sacc[nb][e] = ptx::tanh_of_log2<false>(sacc[nb][e] * k[e >> 1]);
 }
 
 // One tile's online softmax: row h's scores times scale[h] are its log2-domain logits. The row

@@ -604,7 +604,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 #pragma unroll
         for (int n = 0; n < kNS; ++n)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) s[mt][n][e] = ptx::tanh_of_log2(s[mt][n][e] * k);
+          for (int e = 0; e < 4; ++e) s[mt][n][e] = ptx::tanh_of_log2<false>(s[mt][n][e] * k);
     }
 
     // Mask only the tiles that need it: the sequence end and the causal diagonal, or under a

@@ -256,20 +256,29 @@ __device__ __forceinline__ float max_nan(float a, float b) {
   return y;
 }
 
-// tanh(x) from y = 2 x log2(e), as 1 - 2 / (1 + 2^y): one MUFU.EX2, the reciprocal by Newton's
-// method on the FMA pipe (the softmax's own exponentials keep the MUFU pipe busy; MUFU.RCP cost
-// soft-capped calls 1.5-2x the uncapped time at head dims 64 and 128, s65). y is clamped to
-// [-27, 27] (|x| <= 9.36, where tanh is +-1 in float), so 1 + 2^y lies in [1, 1.35e8]; the bit
-// trick's first guess is within 5.1% of its reciprocal and three Newton steps (2 FFMA each) take
-// that to 9e-8. Absolute error about 2.5e-7 over all x (the relative error of tiny |x| is larger:
-// a soft-capped logit, softcap * tanh, needs the absolute one); +-inf give +-1, NaN stays NaN.
+// tanh(x) from y = 2 x log2(e), as 1 - 2 / (1 + 2^y), for soft-capped scores. One MUFU.EX2, and
+// the reciprocal either on MUFU.RCP (kFmaReciprocal false: 2 MUFU ops and 3 FP32 ops an element)
+// or by Newton's method on the FMA pipe (true: 1 MUFU op, ~11 others). Which is faster depends on
+// the kernel's busier pipe: against MUFU.RCP the FMA version took 0.90-0.93x the time of
+// soft-capped calls at head dim 64 (the sm_90a softmax MUFU-bound) and 1.02-1.11x at head dims
+// 128 and 256 (issue-bound), H200, bench/results/2026-12-02-h200-s65 call 4.
+// The FMA version clamps y to [-27, 27] (|x| <= 9.36, where tanh is +-1 in float), so that
+// 1 + 2^y lies in [1, 1.35e8]; the bit trick's first guess is within 5.1% of its reciprocal and
+// three Newton steps (2 FFMA each) take that to 9e-8. Both: absolute error about 2.5e-7 over all x
+// (the relative error of tiny |x| is larger: a soft-capped logit, softcap * tanh, needs the
+// absolute one); +-inf give +-1, NaN stays NaN.
+template <bool kFmaReciprocal>
 __device__ __forceinline__ float tanh_of_log2(float y) {
-  y = min_nan(max_nan(y, -27.f), 27.f);
-  const float d = 1.f + fast_exp2(y);
-  float r = __int_as_float(0x7EF311C7 - __float_as_int(d));
+  if constexpr (kFmaReciprocal) {
+    y = min_nan(max_nan(y, -27.f), 27.f);
+    const float d = 1.f + fast_exp2(y);
+    float r = __int_as_float(0x7EF311C7 - __float_as_int(d));
 #pragma unroll
-  for (int i = 0; i < 3; ++i) r = fmaf(r, fmaf(-d, r, 1.f), r);
-  return fmaf(-2.f, r, 1.f);
+    for (int i = 0; i < 3; ++i) r = fmaf(r, fmaf(-d, r, 1.f), r);
+    return fmaf(-2.f, r, 1.f);
+  } else {
+    return fmaf(-2.f, fast_rcp(1.f + fast_exp2(y)), 1.f);  // rcp(inf) = 0: +-1 at the ends
+  }
 }
 // tanh_of_log2's factor for x = s * pre: pre * 2 log2(e), kept finite (a score of 0 must give 0,
 // not 0 * inf).

@@ -1,11 +1,13 @@
 // The kernels' math helpers of cuda/ptx.cuh that are more than one instruction, on the GPU against
-// the C library in double: ptx::tanh_of_log2 (soft-capped scores) over the whole float line.
+// the C library in double: ptx::tanh_of_log2 (soft-capped scores; the reciprocal on MUFU.RCP or
+// on the FMA pipe) over the whole float line.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cuda/cuda_test_util.h"
@@ -15,26 +17,32 @@ namespace gpuattn::testing {
 namespace {
 
 // y[i] = tanh(x[i] * pre) as the kernels take it: tanh_of_log2(x * tanh_log2_factor(pre)).
+template <bool kFma>
 __global__ void tanh_kernel(const float* x, float* y, int n, float pre) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = ptx::tanh_of_log2(x[i] * ptx::tanh_log2_factor(pre));
+  if (i < n) y[i] = ptx::tanh_of_log2<kFma>(x[i] * ptx::tanh_log2_factor(pre));
 }
 
-std::vector<float> tanh_on_gpu(const std::vector<float>& x, float pre) {
+std::vector<float> tanh_on_gpu(const std::vector<float>& x, float pre, bool fma) {
   const int n = static_cast<int>(x.size());
   DeviceBuffer dx(x.size() * sizeof(float)), dy(x.size() * sizeof(float));
   dx.upload(x.data());
   std::vector<float> y(x.size(), 12345.f);  // poisoned
   dy.upload(y.data());
-  tanh_kernel<<<(n + 255) / 256, 256>>>(static_cast<const float*>(dx.get()),
-                                        static_cast<float*>(dy.get()), n, pre);
+  const auto* in = static_cast<const float*>(dx.get());
+  auto* out = static_cast<float*>(dy.get());
+  if (fma) {
+    tanh_kernel<true><<<(n + 255) / 256, 256>>>(in, out, n, pre);
+  } else {
+    tanh_kernel<false><<<(n + 255) / 256, 256>>>(in, out, n, pre);
+  }
   TEST_CUDA_CHECK(cudaGetLastError());
   TEST_CUDA_CHECK(cudaDeviceSynchronize());
   dy.download(y.data());
   return y;
 }
 
-class PtxMath : public ::testing::Test {
+class PtxMath : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
@@ -44,7 +52,7 @@ class PtxMath : public ::testing::Test {
 // Within 4e-7 of tanh everywhere (its bound: 2.5e-7 measured, the exp2's own error included):
 // a dense grid over [-20, 20], magnitudes from 1e-30 to 1e30 of both signs, zeros, subnormals,
 // the float extremes; +-inf give +-1 and NaN stays NaN.
-TEST_F(PtxMath, TanhOfLog2IsWithinItsBound) {
+TEST_P(PtxMath, TanhOfLog2IsWithinItsBound) {
   std::vector<float> x;
   for (int i = -200000; i <= 200000; ++i) x.push_back(static_cast<float>(i) * 1e-4f);
   for (int e = -300; e <= 300; ++e) {
@@ -53,7 +61,7 @@ TEST_F(PtxMath, TanhOfLog2IsWithinItsBound) {
     x.push_back(-m);
   }
   for (float v : {0.f, -0.f, 1e-45f, -1e-45f, FLT_MIN, -FLT_MIN, FLT_MAX, -FLT_MAX}) x.push_back(v);
-  const std::vector<float> y = tanh_on_gpu(x, 1.f);
+  const std::vector<float> y = tanh_on_gpu(x, 1.f, GetParam());
   double worst = 0.0;
   float worst_x = 0.f;
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -65,7 +73,7 @@ TEST_F(PtxMath, TanhOfLog2IsWithinItsBound) {
   }
   EXPECT_LE(worst, 4e-7) << "at x = " << worst_x;
   const std::vector<float> odd =
-      tanh_on_gpu({INFINITY, -INFINITY, NAN, 9.5f, -9.5f, 100.f}, 1.f);
+      tanh_on_gpu({INFINITY, -INFINITY, NAN, 9.5f, -9.5f, 100.f}, 1.f, GetParam());
   EXPECT_EQ(odd[0], 1.f);
   EXPECT_EQ(odd[1], -1.f);
   EXPECT_TRUE(std::isnan(odd[2]));
@@ -76,13 +84,18 @@ TEST_F(PtxMath, TanhOfLog2IsWithinItsBound) {
 
 // The factor stays finite for the largest pre (scale / softcap) the library takes: a score of 0
 // gives about 0 (0 * inf would be NaN), any other score +-1.
-TEST_F(PtxMath, TanhFactorOfTheLargestPreIsFinite) {
-  const std::vector<float> y = tanh_on_gpu({0.f, 1e-30f, -1e-30f, 0.5f}, 3.0e38f);
+TEST_P(PtxMath, TanhFactorOfTheLargestPreIsFinite) {
+  const std::vector<float> y = tanh_on_gpu({0.f, 1e-30f, -1e-30f, 0.5f}, 3.0e38f, GetParam());
   EXPECT_LE(std::fabs(y[0]), 4e-7f);
   EXPECT_EQ(y[1], 1.f);
   EXPECT_EQ(y[2], -1.f);
   EXPECT_EQ(y[3], 1.f);
 }
+
+INSTANTIATE_TEST_SUITE_P(Reciprocal, PtxMath, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "Fma" : "Mufu");
+                         });
 
 }  // namespace
 }  // namespace gpuattn::testing
