@@ -448,10 +448,10 @@ def _attends_cache(q, k_cache, k, block_table, softmax_scale, softcap=0):
     """Whether the fast path may append k/v ahead of its attention call: q meets the attention's
     checks that the append's own (made before it writes) leave open: its batch (the block
     table's with one), a query, a head count k_cache's divides, a supported head dim equal to the
-    cache's, k's dtype, the cache's device, 16-byte strides and alignment, a positive finite
-    softmax_scale, and a softcap of 0 or one well inside the library's bounds (at most 2.3e38,
-    scale / softcap from 1.2e-38 to 3.3e38; fwd_params.cpp refuses past 2.36e38 and outside
-    float32's normal range). Any other call takes the general path, which checks the attention
+    cache's, k's dtype, the cache's device, 16-byte strides and alignment, a softmax_scale (None
+    or) from 1.2e-38 to 2.3e38, and a softcap of 0 or one well inside the library's bounds (at
+    most 2.3e38, scale / softcap from 1.2e-38 to 3.3e38; fwd_params.cpp refuses a scale or cap
+    past 2.36e38, one that rounds to 0, and a ratio outside float32's normal range). Any other call takes the general path, which checks the attention
     (gpuattn::check_attention_args) before it appends, so a call the attention refuses leaves the
     caches as they were. Plain rank-4 tensors (_plain_tensors) only."""
     batch = k_cache.shape[0]
@@ -465,8 +465,8 @@ def _attends_cache(q, k_cache, k, block_table, softmax_scale, softcap=0):
             and hkv >= 1 and h % hkv == 0 and q.dtype == k.dtype
             and q.device == k_cache.device):
         return False
-    if softmax_scale is not None and not 0.0 < softmax_scale < float("inf"):
-        return False
+    if softmax_scale is not None and not 1.2e-38 <= softmax_scale <= 2.3e38:
+        return False  # the library's bounds (a normal float32, at most 2.36e38), with a margin
     if softcap:
         ratio = (1.0 / math.sqrt(d) if softmax_scale is None else softmax_scale) / softcap
         if not (softcap <= 2.3e38 and 1.2e-38 <= ratio <= 3.3e38):
@@ -976,9 +976,8 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     query i sees key j iff i + seqlen_k - seqlen_q - left <= j <= i + seqlen_k - seqlen_q + right;
     with causal=True right is 0. A row that sees no key gets out 0 and lse -inf. softcap > 0 (as
     flash-attn; Gemma 2) soft-caps the scores: softcap * tanh(q.k * softmax_scale / softcap)
-    before the softmax (lse of those scores); such calls run the portable sm_80 kernel on every
-    GPU (slower on Hopper than the wgmma kernels), and not with FP8 q (NotImplementedError). The
-    same holds in the varlen, packed and kvcache functions.
+    before the softmax (lse of those scores), on the kernels an uncapped call takes; not with FP8
+    q (NotImplementedError). The same holds in the varlen, packed and kvcache functions.
 
     FP8 attention (keyword only, as FlashAttention-3 names it): q, k and v of torch.float8_e4m3fn
     (numpy: uint8 arrays of E4M3 bytes) with q_descale float32 (nheads,) or (1,) and k_descale /

@@ -490,7 +490,7 @@ NB_MODULE(_C, m) {
         "float8_e4m3fn (uint8 bytes with kv_format='e4m3') with q_scale, k_scale and v_scale, "
         "out float16 or bfloat16 (float32 on the CPU). "
         "softcap > 0 soft-caps the scores: softcap * tanh(q.k * scale / softcap) "
-        "(gpuattn::AttentionArgs::softcap; the portable kernel runs such calls). "
+        "(gpuattn::AttentionArgs::softcap). "
         "check_only=True validates the arguments as the call would (gpuattn::"
         "check_attention_args: device index arrays' values aside) and computes nothing. "
         "empty_shapes (a dict: parameter name -> shape tuple) marks arrays passed as a row of "

@@ -145,7 +145,7 @@ void check_f16_copy_range(const FwdParams& p, const HostScales& h, bool kv_copie
     }
   };
   const char* const not_decode =
-      "not a decode call (a soft-capped call never is), which reads the cache in place";
+      "not a decode call, which reads the cache in place";
   if (kv_copied) {
     check(h.k, "k_scale", largest, "cache", not_decode, ", as does a decode call");
     check(h.v, "v_scale", largest, "cache", not_decode, ", as does a decode call");

@@ -277,7 +277,10 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (p.has_softcap()) {
-          cap_pre[h] = ldexpf(p.softcap_pre * p.k_scale_of(hk), q_shift[g + 8 * h]);
+          // In double: the product may leave float's range before the shift brings it back.
+          cap_pre[h] = static_cast<float>(ldexp(static_cast<double>(p.softcap_pre) *
+                                                    p.k_scale_of(hk),
+                                                q_shift[g + 8 * h]));
           row_scale[h] = p.scale_log2;
         } else {
           row_scale[h] = ldexpf(kscale_log2, q_shift[g + 8 * h]);
@@ -317,7 +320,7 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
         }
       }
     }
-    if (p.has_softcap()) softcap_scores(sacc, cap_pre);
+    if (p.has_softcap()) softcap_scores(sacc, cap_pre, p.softcap > ptx::kTanhFastMaxCap);
     mask_past_limits(sacc, t * kN + 16 * warp + 2 * c4, lim);
     std::uint32_t pa[4];
     online_softmax_step<__half, D>(sacc, row_scale, row_max, row_sum, o, pa);

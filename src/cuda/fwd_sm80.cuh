@@ -599,12 +599,23 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     // masked score stays -inf. A warp-uniform branch: other calls skip it.
     if (p.has_softcap()) {
       const float k = ptx::tanh_log2_factor(p.softcap_pre);
+      if (p.softcap <= ptx::kTanhFastMaxCap) {  // else the exact tanh (ptx.cuh)
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+        for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int n = 0; n < kNS; ++n)
+          for (int n = 0; n < kNS; ++n)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) s[mt][n][e] = ptx::tanh_of_log2<false>(s[mt][n][e] * k);
+            for (int e = 0; e < 4; ++e) s[mt][n][e] = ptx::tanh_of_log2<false>(s[mt][n][e] * k);
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int n = 0; n < kNS; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              s[mt][n][e] = ptx::tanh_of_log2_exact<false>(s[mt][n][e] * k);
+            }
+      }
     }
 
     // Mask only the tiles that need it: the sequence end and the causal diagonal, or under a

@@ -1559,11 +1559,19 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     // scale_log2 = softcap * log2(e) then carries into the exp2 domain; before the mask, so that a
     // masked score stays -inf. A branch uniform over the call: other calls skip it.
     if (p.has_softcap()) {
-      // Head dim 64's softmax is MUFU-bound: the reciprocal goes to the FMA pipe (ptx.cuh).
+      // Head dim 64's softmax is MUFU-bound: the reciprocal goes to the FMA pipe (ptx.cuh). Caps
+      // above kTanhFastMaxCap take the exact tanh (a branch uniform over the call).
+      constexpr bool kFma = Tr::kHeadDim == 64;
       const float k = ptx::tanh_log2_factor(p.softcap_pre);
+      if (p.softcap <= ptx::kTanhFastMaxCap) {
 #pragma unroll
-      for (int i = 0; i < kBlockN / 2; ++i)
-        if (!(half64 && i / 4 >= kNS / 2)) s[i] = ptx::tanh_of_log2<Tr::kHeadDim == 64>(s[i] * k);
+        for (int i = 0; i < kBlockN / 2; ++i)
+          if (!(half64 && i / 4 >= kNS / 2)) s[i] = ptx::tanh_of_log2<kFma>(s[i] * k);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kBlockN / 2; ++i)
+          if (!(half64 && i / 4 >= kNS / 2)) s[i] = ptx::tanh_of_log2_exact<kFma>(s[i] * k);
+      }
     }
     if (whole) {
     } else if constexpr (kMasked) {

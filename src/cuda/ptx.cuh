@@ -264,9 +264,10 @@ __device__ __forceinline__ float max_nan(float a, float b) {
 // 128 and 256 (issue-bound), H200, bench/results/2026-12-02-h200-s65 call 4.
 // The FMA version clamps y to [-27, 27] (|x| <= 9.36, where tanh is +-1 in float), so that
 // 1 + 2^y lies in [1, 1.35e8]; the bit trick's first guess is within 5.1% of its reciprocal and
-// three Newton steps (2 FFMA each) take that to 9e-8. Both: absolute error about 2.5e-7 over all x
-// (the relative error of tiny |x| is larger: a soft-capped logit, softcap * tanh, needs the
-// absolute one); +-inf give +-1, NaN stays NaN.
+// three Newton steps (2 FFMA each) take that to 9e-8. Both: absolute error about 2.5e-7 over all x,
+// so a soft-capped logit (softcap * tanh) is within softcap * 2.5e-7 of its value: at most 6.4e-5
+// for the caps these serve (kTanhFastMaxCap); tanh_of_log2_exact serves larger ones. +-inf give
+// +-1, NaN stays NaN.
 template <bool kFmaReciprocal>
 __device__ __forceinline__ float tanh_of_log2(float y) {
   if constexpr (kFmaReciprocal) {
@@ -280,6 +281,25 @@ __device__ __forceinline__ float tanh_of_log2(float y) {
     return fmaf(-2.f, fast_rcp(1.f + fast_exp2(y)), 1.f);  // rcp(inf) = 0: +-1 at the ends
   }
 }
+// The largest cap whose calls take tanh_of_log2 (above: tanh_of_log2_exact): its logits' error,
+// softcap * 2.5e-7, is at most 6.4e-5 (Gemma 2 caps at 30 and 50). A cap of 1e7, nearly no cap at
+// all, would have moved every logit by up to 2.5 (the relative error of small |x| grows as 1 / x).
+inline constexpr float kTanhFastMaxCap = 256.f;
+
+// tanh_of_log2 with relative error about 1e-6 for every x: below |x| = 0.25 the odd Taylor
+// polynomial to x^9 (truncation 9e-9 of tanh there), above it tanh_of_log2 (whose absolute error
+// 2.5e-7 is then at most 1e-6 of tanh). Six FP32 ops and a select more an element.
+template <bool kFmaReciprocal>
+__device__ __forceinline__ float tanh_of_log2_exact(float y) {
+  const float x = y * 0.34657359027997264f;  // ln(2) / 2
+  const float x2 = x * x;
+  float q = fmaf(x2, 0.021869488536155203f, -0.053968253968253971f);  // 62/2835, -17/315
+  q = fmaf(x2, q, 0.13333333333333333f);                              // 2/15
+  q = fmaf(x2, q, -0.33333333333333333f);                             // -1/3
+  const float small = fmaf(x * x2, q, x);
+  return fabsf(x) < 0.25f ? small : tanh_of_log2<kFmaReciprocal>(y);
+}
+
 // tanh_of_log2's factor for x = s * pre: pre * 2 log2(e), kept finite (a score of 0 must give 0,
 // not 0 * inf).
 __device__ __forceinline__ float tanh_log2_factor(float pre) {

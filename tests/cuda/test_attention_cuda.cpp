@@ -785,7 +785,8 @@ INSTANTIATE_TEST_SUITE_P(HalfLastTile, AttentionCuda,
 // key, a window with global tokens (the masked sm_90a kernel), compensated precision, the dense
 // kernel's half last tile (193 rows), head dim 256's wide tiles (1024 keys and more), and
 // decode-shaped calls (the decode kernel: one and four rows per KV head, causal), with a
-// fractional cap.
+// fractional cap; and caps above ptx::kTanhFastMaxCap (the exact tanh: 3000 to 1e6, nearly no
+// cap, where the fast tanh's absolute error would move the logits by up to 0.25).
 INSTANTIATE_TEST_SUITE_P(
     Softcap, AttentionCuda,
     ::testing::Values(dense(2, 8, 8, 300, 300, 64, f16).q_times(4).capped(5),
@@ -808,7 +809,11 @@ INSTANTIATE_TEST_SUITE_P(
                           .q_times(4)
                           .capped(12),
                       dense(1, 8, 8, 333, 333, 64, f16).compensated().q_times(4).capped(4),
-                      dense(1, 8, 2, 400, 400, 128, bf16).causal().compensated().q_times(4).capped(3)),
+                      dense(1, 8, 2, 400, 400, 128, bf16).causal().compensated().q_times(4).capped(3),
+                      dense(2, 8, 8, 300, 300, 64, f16).q_times(4).capped(1e6f),
+                      dense(1, 8, 2, 257, 700, 128, bf16).causal().q_times(4).capped(3000),
+                      dense(1, 4, 4, 300, 300, 256, f16).q_times(4).capped(2e4f),
+                      dense(3, 32, 8, 1, 999, 128, bf16).q_times(4).capped(1e5f)),
     case_name);
 
 // Soft-capping does not move the dispatch: a soft-capped call takes the kernel its uncapped twin

@@ -199,8 +199,9 @@ TEST_F(PagedKvCuda, SoftcappedCallsMatchTheReference) {
       {2, 16, 16, 4, 777, 64, 1, DType::f16, true, {777, 3}},
       {2, 8, 2, 2, 3000, 256, 48, DType::f16, false, {2999, 1500}},
       {2, 8, 8, 300, 512, 128, 64, DType::bf16, true, {}},  // prefill: the gathered copy
+      {2, 16, 4, 1, 2000, 64, 16, DType::f16, false, {2000, 999}},  // the exact tanh
   };
-  const float caps[] = {1.f, 0.75f, 4.f, 2.f};
+  const float caps[] = {1.f, 0.75f, 4.f, 2.f, 1e5f};
   for (std::size_t i = 0; i < cases.size(); ++i) {
     PagedCase& c = cases[i];
     c.softcap = caps[i];

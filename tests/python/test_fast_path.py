@@ -119,6 +119,13 @@ def test_softcapped_calls_take_the_fast_path(general_calls, device):
     with pytest.raises(ValueError, match="scale / softcap must be a normal float"):
         ga.flash_attn_with_kvcache(qd, kc, vc, new_k, new_v, cache_seqlens=used, softcap=1e38)
     assert torch.equal(kc, before), "a refused soft-capped call wrote the cache"
+    # Likewise a softmax_scale the library refuses (past 2.36e38, or rounding to 0 in float32):
+    # on CUDA the fast path would append before the attention's check.
+    for scale in (1e39, 1e-46):
+        with pytest.raises(ValueError, match="softmax_scale"):
+            ga.flash_attn_with_kvcache(qd, kc, vc, new_k, new_v, cache_seqlens=used,
+                                       softmax_scale=scale)
+        assert torch.equal(kc, before), f"a refused softmax_scale {scale} wrote the cache"
 
 
 @pytest.mark.parametrize("device", DEVICES)
