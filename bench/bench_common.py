@@ -52,6 +52,23 @@ def cpu_timer():
     return timer, "perf_counter median of 3 (cpu)"
 
 
+def do_bench_timer(script, warmup, rep, dev, what):
+    """(timer, description) for sparse_bench.py and softcap_bench.py: on a GPU triton's do_bench
+    median (L2 flushed before each run; exits 2 naming triton, with `what` it times, when it cannot
+    be imported), on the CPU cpu_timer's smoke-run timer. timer(fn) returns ms."""
+    if dev.type == "cpu":
+        return cpu_timer()
+    try:
+        from triton.testing import do_bench
+    except ImportError as e:
+        fail_missing(script, f"triton (triton.testing.do_bench times {what})", e)
+
+    def timer(fn):
+        return do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+
+    return timer, "triton.testing.do_bench median (L2 flushed before each run)"
+
+
 def host_us(fn, calls, rounds=1, cuda=False, sleep_cycles=200_000_000, strict=True):
     """The median over `rounds` of the host microseconds per call of fn() (after one warm-up
     call). With cuda, a GPU sleep (torch.cuda._sleep of `sleep_cycles` clocks; 200M is ~100 ms at

@@ -58,20 +58,6 @@ except ImportError as e:
                  e)
 
 
-def make_timer(warmup, rep, dev):
-    if dev.type == "cpu":
-        return bench_common.cpu_timer()
-    try:
-        from triton.testing import do_bench
-    except ImportError as e:
-        fail_missing("triton (triton.testing.do_bench times every side)", e)
-
-    def timer(fn):
-        return do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
-
-    return timer, "triton.testing.do_bench median (L2 flushed before each run)"
-
-
 def flops(b, hq, sq, sk, d, causal):
     """4 * visible pairs * d (the two GEMMs); causal bottom-right aligned."""
     if causal:
@@ -231,7 +217,8 @@ def main():
         cases = [c for c in cases if all(w in c[0].split() for w in args.only)]
         if not cases:
             ap.error(f"--only {' '.join(args.only)} matches no case")
-    timer, timer_desc = make_timer(args.warmup, args.rep, dev)
+    timer, timer_desc = bench_common.do_bench_timer("softcap_bench", args.warmup, args.rep, dev,
+                                                    "every side")
     if dev.type == "cuda":
         flex = torch.compile(flex_attention, dynamic=False)
         flex_mode = "torch.compile(flex_attention, dynamic=False)"

@@ -86,17 +86,7 @@ except ImportError as e:
 
 
 def make_timer(warmup, rep, dev):
-    if dev.type == "cpu":
-        return bench_common.cpu_timer()
-    try:
-        from triton.testing import do_bench
-    except ImportError as e:
-        fail_missing("triton (triton.testing.do_bench times both sides)", e)
-
-    def timer(fn):
-        return do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
-
-    return timer, "triton.testing.do_bench median (L2 flushed before each run)"
+    return bench_common.do_bench_timer("sparse_bench", warmup, rep, dev, "both sides")
 
 
 def sync(dev):

@@ -526,16 +526,6 @@ def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=Non
             and not pdl and not check_only and not softcap):
         _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
                              None, None, 0, 0, softmax_scale, causal, stream)
-    elif softcap:  # as the general path passes it (_with_softcap: only when not 0)
-        _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
-                             None, None, 0, 0, softmax_scale, causal, stream,
-                             seqused_k=None if seqused_k is None else cap(seqused_k),
-                             block_table=None if block_table is None else cap(block_table),
-                             check_indices=check_indices,
-                             k_scale=None if k_scale is None else cap(k_scale),
-                             v_scale=None if v_scale is None else cap(v_scale),
-                             kv_format=kv_format, pdl=pdl, check_only=check_only,
-                             softcap=float(softcap))
     else:
         _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
                              None, None, 0, 0, softmax_scale, causal, stream,
@@ -544,7 +534,9 @@ def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=Non
                              check_indices=check_indices,
                              k_scale=None if k_scale is None else cap(k_scale),
                              v_scale=None if v_scale is None else cap(v_scale),
-                             kv_format=kv_format, pdl=pdl, check_only=check_only)
+                             kv_format=kv_format, pdl=pdl, check_only=check_only,
+                             # as the general path passes it (_with_softcap: only when not 0)
+                             **({"softcap": float(softcap)} if softcap else {}))
     return out, lse
 
 

@@ -605,9 +605,7 @@ int run_bench(const std::vector<std::string>& args) {
   for (const auto& r : rows) {
     const double heads = static_cast<double>(r.c.batch) * r.c.hq;
     const double tf = tflops(r.flops, r.ms), btf = tflops(r.flops, r.base_ms);
-    const std::string cap =
-        r.c.softcap != 0.f ? " softcap" + std::to_string(static_cast<long long>(r.c.softcap)) : "";
-    table.push_back({r.c.shape() + cap, to_string(r.c.dtype), r.c.causal ? "yes" : "no",
+    table.push_back({r.c.shape() + r.c.softcap_word(), to_string(r.c.dtype), r.c.causal ? "yes" : "no",
                      r.error.empty() ? fmt(r.ms * 1e3, 1) : "error", fmt(r.ms * 1e3 / heads, 3),
                      fmt_tflops(tf), fmt(100 * tf / peak_of(r.c.dtype), 1), fmt(r.base_ms * 1e3, 1),
                      fmt_tflops(btf), fmt(r.base_ms / r.ms, 2)});

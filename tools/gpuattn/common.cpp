@@ -184,8 +184,11 @@ std::string Case::label() const {
   std::string s = shape() + " " + to_string(dtype) + (causal ? " causal" : "");
   if (precision != Precision::standard) s += std::string(" ") + to_string(precision);
   if (q_scale != 1.f) s += " q*" + fmt(q_scale, 0);
-  if (softcap != 0.f) s += " softcap" + std::to_string(static_cast<long long>(softcap));
-  return s;
+  return s + softcap_word();
+}
+
+std::string Case::softcap_word() const {
+  return softcap != 0.f ? " softcap" + std::to_string(static_cast<long long>(softcap)) : "";
 }
 
 Case dense_case(int b, int hq, int hkv, int sq, int sk, int d, DType t, bool causal) {

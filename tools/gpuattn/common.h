@@ -60,6 +60,7 @@ struct Case {
   std::int64_t total_k() const;
   std::string shape() const;  // "B2 Hq32 Hkv8 Sq1000 Sk4097 D128" or "varlen{1,17} Hq.. D.."
   std::string label() const;  // shape + dtype + causal + precision + q scale + softcap
+  std::string softcap_word() const;  // " softcap<n>" (--shape's word), "" without a cap
 };
 
 Case dense_case(int b, int hq, int hkv, int sq, int sk, int d, DType t, bool causal);
