@@ -88,6 +88,10 @@ struct GemmPlan {
 
 cublasLtMatrixLayout_t make_layout(DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                                    int batch, std::int64_t stride) {
+  // A single column is never stepped over, so its leading dimension is free: the rows count is
+  // the one cuBLASLt accepts everywhere (a decode call's q and out rows are Hq x D apart, which
+  // its heuristic refused with CUBLAS_STATUS_INVALID_VALUE at B32 Hq32 Hkv8 Sq1 Sk4096 D128).
+  if (cols == 1) ld = rows;
   cublasLtMatrixLayout_t l = nullptr;
   check_lt(cublasLtMatrixLayoutCreate(&l, cuda_type(t), static_cast<std::uint64_t>(rows),
                                       static_cast<std::uint64_t>(cols), ld),

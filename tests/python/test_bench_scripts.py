@@ -1137,3 +1137,27 @@ def test_plot_sweep_takes_the_in_turn_times(tmp_path):
     # S1024 from the separate runs: ours 100, FA2 50, cuDNN 90.9; ratios 1.10, 2.00
     assert "| 64 | no | 1024 | 16 | 32 | 100.0 | 50.0 | 90.9 | 1.10 | 2.00 |" in text
     assert "timed in turn by bench/compare_torch.py" in text
+
+
+def test_leftpad_decode_runs_on_the_cpu(tmp_path):
+    """bench/leftpad_decode.py --device cpu: every row of both smoke shapes timed, the padded
+    calls' outputs equal to the plain call's on the shifted copy; a bad --repeats is named."""
+    import json
+    import subprocess
+
+    pytest.importorskip("gpu_attention")
+    pytest.importorskip("torch")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "bench"), env.get("PYTHONPATH", "")])
+    script = os.path.join(ROOT, "bench", "leftpad_decode.py")
+    out = tmp_path / "leftpad.json"
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "1", "--json",
+                        str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert len(rows) == 6 and {row["row"] for row in rows} == {"plain", "leftpad", "leftpad u"}
+    for row in rows:
+        assert row["ms"] > 0 and row["max_diff"] < 1e-5, row
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "0"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "--repeats 0 must be >= 1" in r.stderr

@@ -641,7 +641,7 @@ def test_unsupported_options_raise_with_torch_tensors(kwargs, error):
     (dict(rotary_cos="t"), ValueError),  # alone: rotary_sin goes with it (and k/v)
     (dict(rotary_sin="t"), ValueError),
     (dict(cache_batch_idx="t", block_table="t"), ValueError),  # one of the two
-    (dict(cache_leftpad="t"), NotImplementedError),
+    (dict(cache_leftpad="t", block_table="t"), ValueError),  # a dense cache only
     (dict(softcap=-1.0), ValueError),  # soft-capping runs; a negative cap is named
     (dict(alibi_slopes="t"), NotImplementedError),
     (dict(num_splits=-1), ValueError),

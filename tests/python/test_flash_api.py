@@ -680,16 +680,6 @@ def test_kvcache_pdl():
     assert np.array_equal(kc, before)
 
 
-@pytest.mark.parametrize("arg", ["cache_leftpad"])  # rotary: test_rotary.py; batch index: test_cache_batch_idx.py
-def test_kvcache_unsupported_arguments(arg):
-    rng = rng_for("kvcache-bad", arg)
-    q = make("numpy", "float16", (2, 1, 4, 64), rng)
-    kc = make("numpy", "float16", (2, 16, 4, 64), rng)
-    value = np.array([16, 16], dtype=np.int32) if arg.startswith("cache") else kc
-    with pytest.raises(NotImplementedError, match=arg):
-        ga.flash_attn_with_kvcache(q, kc, kc, **{arg: value})
-
-
 def test_kvcache_unsupported_options():
     rng = rng_for("kvcache-opts")
     q = make("numpy", "float16", (2, 1, 4, 64), rng)

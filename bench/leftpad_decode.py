@@ -1,0 +1,89 @@
+"""flash_attn_with_kvcache with cache_leftpad against the same keys without it: what the one-key
+pages cost (the call runs as a paged call over the cache, one key a page).
+
+For each shape, sequence b holds keys pad[b] .. used[b] of its cache row (pads random in
+[0, --max-pad], lengths random in the last eighth of the cache). "plain" is the call without
+cache_leftpad on a copy of the cache whose rows start at the pad (cache_seqlens = used - pad: the
+same keys, dense); "leftpad" the call on the padded cache, its cache_seqlens and cache_leftpad
+checked on a host copy; "leftpad u" the same with check_indices=False (no host copy). do_bench
+(L2 flushed) times the whole call, host side included; the rows of a shape are timed in turn for
+--repeats rounds and the median reported. max_diff is the largest |out - plain's out|.
+--device cpu: a smoke run on small shapes (the CPU backend, a perf_counter timer), for the tests.
+
+    PYTHONPATH=build-gpu/python python3 bench/leftpad_decode.py [--json out.json] [--md out.md]
+        [--repeats N] [--device cpu]
+"""
+import argparse
+import statistics
+
+import bench_common
+import torch
+
+import gpu_attention as ga
+
+CASES = [  # dtype, B, Sq, Hq, Hkv, cache length, D
+    (torch.bfloat16, 32, 1, 32, 8, 4096, 128),
+    (torch.bfloat16, 8, 1, 32, 8, 32768, 128),
+    (torch.float16, 16, 4, 16, 16, 2048, 64),
+    (torch.bfloat16, 4, 256, 32, 8, 4096, 128),  # not a decode call: the gathered path
+]
+SMOKE_CASES = [(torch.float32, 2, 1, 4, 2, 70, 64), (torch.float32, 2, 5, 2, 2, 40, 128)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--max-pad", type=int, default=256)
+    ap.add_argument("--json")
+    ap.add_argument("--md")
+    a = ap.parse_args()
+    if a.repeats < 1 or a.max_pad < 0:
+        ap.error(f"--repeats {a.repeats} must be >= 1 and --max-pad {a.max_pad} >= 0")
+    dev = torch.device(a.device)
+    timer, how = bench_common.do_bench_timer("leftpad_decode.py", 25, 100, dev, "the calls")
+    gen = torch.Generator().manual_seed(0)
+    rows = []
+    for dtype, b, sq, hq, hkv, cap, d in (SMOKE_CASES if dev.type == "cpu" else CASES):
+        max_pad = min(a.max_pad, cap // 2)
+        used = torch.randint(cap - cap // 8, cap + 1, (b,), generator=gen, dtype=torch.int32)
+        pad = torch.randint(0, max_pad + 1, (b,), generator=gen, dtype=torch.int32)
+        q = torch.randn(b, sq, hq, d, generator=gen).to(dtype).to(dev)
+        kc = torch.randn(b, cap, hkv, d, generator=gen).to(dtype).to(dev)
+        vc = torch.randn(b, cap, hkv, d, generator=gen).to(dtype).to(dev)
+        ks, vs = torch.zeros_like(kc), torch.zeros_like(vc)  # rows from the pad on, at row 0
+        for i in range(b):
+            n = int(used[i] - pad[i])
+            ks[i, :n], vs[i, :n] = kc[i, pad[i]:used[i]], vc[i, pad[i]:used[i]]
+        used_d, pad_d, n_d = used.to(dev), pad.to(dev), (used - pad).to(dev)
+        calls = {
+            "plain": lambda: ga.flash_attn_with_kvcache(q, ks, vs, cache_seqlens=n_d, causal=True),
+            "leftpad": lambda: ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used_d,
+                                                          cache_leftpad=pad_d, causal=True),
+            "leftpad u": lambda: ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used_d,
+                                                            cache_leftpad=pad_d, causal=True,
+                                                            check_indices=False),
+        }
+        base = calls["plain"]().float()
+        times = {name: [] for name in calls}
+        for _ in range(a.repeats):
+            for name, fn in calls.items():
+                times[name].append(timer(fn))
+        label = f"{str(dtype).split('.')[-1]} B{b} Sq{sq} Hq{hq} Hkv{hkv} L{cap} D{d}"
+        for name, fn in calls.items():
+            ms = statistics.median(times[name])
+            diff = (fn().float() - base).abs().max().item()
+            rows.append(dict(shape=label, row=name, ms=ms, max_diff=diff,
+                             ratio=ms / statistics.median(times["plain"])))
+    md = [f"leftpad_decode.py, {how}, commit {bench_common.git_commit()}", "",
+          "| shape | row | ms | / plain | max_diff |", "|---|---|---:|---:|---:|"]
+    md += [f"| {r['shape']} | {r['row']} | {r['ms']:.4f} | {r['ratio']:.3f} | {r['max_diff']:.2e} |"
+           for r in rows]
+    text = "\n".join(md) + "\n"
+    print(text, end="")
+    bench_common.write_outputs(dict(commit=bench_common.git_commit(), timer=how, rows=rows), text,
+                               a.json, a.md)
+
+
+if __name__ == "__main__":
+    main()
