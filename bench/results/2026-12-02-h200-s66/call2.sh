@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 66, call 2 (binaries built on the CPU machine at d0a1ba4+verify reorder, carried):
+# Session 66, call 2 (the Python package built on the CPU machine at 7d1e5e4, carried; the CLI
+# built here in the background meanwhile: the tree and both binaries exceed the carry limit):
 #  1. cache_leftpad on CUDA: tests/python's leftpad, batch-index, rotary, flash-API and fast-path
 #     files with torch on the GPU (the leftpad file's CUDA cases run the decode kernel on one-key
 #     pages in place, and the gathered path at Sq 70).
@@ -14,7 +15,11 @@ set -u
 cd "$(dirname "$0")/../../.." || exit 1
 export GPUATTN_COMMIT=${GPUATTN_COMMIT:-s66-call2}
 start=$(date +%s)
-for n in s66cli s66py; do mkdir -p /tmp/$n && tar xJf carry/$n.tar.xz -C /tmp/$n --strip-components 1; done
+mkdir -p /tmp/s66py && tar xJf carry/s66py.tar.xz -C /tmp/s66py --strip-components 1
+( cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+    -DGPUATTN_CUDA=ON > $OUT/build.log 2>&1 && cmake --build build-gpu -j14 --target gpuattn_cli \
+    >> $OUT/build.log 2>&1; echo "build rc $? at $(( $(date +%s) - start )) s" >> $OUT/build.log ) &
+build=$!
 export PYTHONPATH=/tmp/s66py:$PWD/tests/python
 timeout 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_cache_leftpad.py \
   tests/python/test_cache_batch_idx.py tests/python/test_rotary.py tests/python/test_flash_api.py \
@@ -22,7 +27,8 @@ timeout 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_cache_lef
 echo "pytest rc $?: $(tail -1 $OUT/pytest.log)"; grep -E '^FAILED|^ERROR' $OUT/pytest.log | head -20
 python3 -m pytest -q -p no:cacheprovider tests/python/test_cache_leftpad.py -k cuda 2>&1 | tail -1
 echo "pytest done after $(( $(date +%s) - start )) s"
-G=/tmp/s66cli/gpuattn
+wait $build; tail -1 $OUT/build.log
+G=build-gpu/tools/gpuattn
 timeout 200 $G verify --device cuda --quick > $OUT/verify.log 2>&1
 echo "verify rc $?: $(tail -1 $OUT/verify.log)"; grep -E '^baseline|FAIL' $OUT/verify.log | head -12
 timeout 60 $G bench --device cuda --shape "B32 Hq32 Hkv8 Sq1 Sk4096 D128; B3 H8 Sq1 Sk1000 D64 bf16 causal" \
