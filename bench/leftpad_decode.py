@@ -1,5 +1,6 @@
-"""flash_attn_with_kvcache with cache_leftpad against the same keys without it: what the one-key
-pages cost (the call runs as a paged call over the cache, one key a page).
+"""flash_attn_with_kvcache with cache_leftpad against the same keys without it: what reading
+keys from a per-sequence start costs (the library's leftpad_k: the decode kernel starts each
+sequence's rows at its pad; other calls run the sm_80 kernel, as with cache_seqlens).
 
 For each shape, sequence b holds keys pad[b] .. used[b] of its cache row (pads random in
 [0, --max-pad], lengths random in the last eighth of the cache). "plain" is the call without

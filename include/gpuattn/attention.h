@@ -95,7 +95,7 @@ struct MaskSpec {
 // many keys) may round to inf. The weighted sum of V is accumulated in fp32 before its division by
 // the row's softmax total, so |v| near FLT_MAX (bf16 or f32) may give inf where the average is
 // finite. out and lse may not share memory with q, k, v, each other or any other view the call
-// reads (the mask's layout, cu_seqlens, seqused_k, block_table, the scales, counters), nor write
+// reads (the mask's layout, cu_seqlens, seqused_k, leftpad_k, block_table, the scales, counters), nor write
 // an element twice (invalid_argument), except that out may be q itself, the same view (in place).
 struct AttentionArgs {
   TensorView q, k, v, out;
@@ -116,6 +116,15 @@ struct AttentionArgs {
   // every other call the portable sm_80 kernel, on Hopper too (the wgmma kernel does not read
   // it), whatever GPUATTN_KERNEL names. Every mask and precision works with it, on both backends.
   TensorView seqused_k;
+  // Dense calls only, optional: int32 [batch], the first key sequence b uses, each in
+  // [0, seqused_k[b]] (or [0, Sk]): sequence b attends to keys leftpad_k[b] .. seqused_k[b] - 1
+  // of its cache (flash-attn's leftpad_k, cache_leftpad in Python), and every mask counts keys
+  // from there (causal bottom-right aligned to those keys). With a block table the positions are
+  // logical (key leftpad_k[b] + j in page block_table[b][(leftpad_k[b] + j) / page_size]). On
+  // CUDA it lives next to q and is checked on a host copy with seqused_k; it takes the kernels
+  // seqused_k takes (decode calls over a dense cache the split-KV decode kernel; paged calls
+  // with it are gathered first, every other call runs the sm_80 kernel), on both backends.
+  TensorView leftpad_k;
   // Dense calls only, optional: a paged KV cache (flash-attn's block_table; vLLM's block tables).
   // k and v are then [num_pages, page_size, Hkv, D], a pool of fixed-size pages of page_size keys
   // each (any page_size >= 1), and block_table is int32 [B, max_pages] (last stride 1, on q's
@@ -204,7 +213,7 @@ struct AttentionArgs {
   // the CPU backend. GPUATTN_PDL=0 turns it off everywhere.
   bool pdl = false;
   // With pdl, a promise about the memory the kernel ahead writes: it writes none of the call's
-  // index arrays (cu_seqlens, seqused_k, block_table) and, of the keys and values, at most each
+  // index arrays (cu_seqlens, seqused_k, leftpad_k, block_table) and, of the keys and values, at most each
   // sequence's last seqlen_q (those appended this step; q and out it may write). The 16-bit
   // decode kernel then issues its first key/value tiles (the rest of those keys) and reads the
   // index arrays before it waits for the kernel ahead, so the cache's latency overlaps it; q, and

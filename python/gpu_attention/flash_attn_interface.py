@@ -494,12 +494,13 @@ def _named_new_rows(error):
 
 
 def _named_cache_seqlens(error):
-    """A library error of a flash_attn_with_kvcache call with cache_seqlens named as the caller
-    passed it (the library calls the keys each sequence uses seqused_k)."""
+    """A library error of a flash_attn_with_kvcache call with cache_seqlens and cache_leftpad
+    named as the caller passed them (the library calls them seqused_k and leftpad_k)."""
     text = str(error)
-    if "seqused_k" not in text:
+    if "seqused_k" not in text and "leftpad_k" not in text:
         return error
-    return type(error)(re.sub(r"\bseqused_k\b", "cache_seqlens", text))
+    text = re.sub(r"\bseqused_k\b", "cache_seqlens", text)
+    return type(error)(re.sub(r"\bleftpad_k\b", "cache_leftpad", text))
 
 
 def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=None,
@@ -886,7 +887,7 @@ def _descale_names(error, letters="qkv"):
 def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0,
              softmax_scale, mask, want_lse, seqused_k=None, block_table=None,
              check_indices=True, k_scale=None, v_scale=None, pdl=False, q_scale=None,
-             out_dtype=None, descaled=None, check_only=False, into=None):
+             out_dtype=None, descaled=None, check_only=False, into=None, leftpad_k=None):
     """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
     (out, lse or None); `into`, the (out, lse) of an earlier check_only call of the same
     arguments, is written instead of new buffers. FP8 attention (q_scale; _fp8_options makes its
@@ -919,6 +920,9 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
     if seqused_k is not None:
         _check_same_framework(fw, seqused_k, "cache_seqlens")
         mask = dict(mask, seqused_k=seqused_k)
+    if leftpad_k is not None:
+        _check_same_framework(fw, leftpad_k, "cache_leftpad")
+        mask = dict(mask, leftpad_k=leftpad_k)
     if block_table is not None:
         _check_same_framework(fw, block_table, "block_table")
         mask = dict(mask, block_table=block_table)
@@ -1134,16 +1138,15 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     first gather their pages into a contiguous buffer. cache_batch_idx (int32 (batch,) on q's
     device; not with block_table) makes row cache_batch_idx[b] of a dense cache (batch_size_cache,
     seqlen_cache, ...) sequence b's, read and appended to in place (run as a paged call over the
-    same memory, one page a sequence). cache_leftpad (int32 (batch,) on q's device; a dense
-    cache only, not with block_table, as flash-attn) starts sequence b at cache row
-    cache_leftpad[b]: it attends to keys cache_leftpad[b] .. cache_seqlens[b] (the whole cache
-    row's end without cache_seqlens; plus the appended keys), causal bottom-right aligned to
-    them; k/v are still appended at row cache_seqlens[b] and rotary positions stay cache rows
-    (flash-attn's rule). Each value must be in [0, cache_seqlens[b]] (checked on a host copy as
-    cache_seqlens is; unchecked values are clamped into the sequence's cache row). It runs as a
-    paged call over the same memory, one key a page (a batch x seqlen_cache int32 table, 4 bytes
-    a cached key): decode calls read the keys in place, others gather them first; the caches'
-    batch stride must be a whole number of key rows (any contiguous cache).
+    same memory, one page a sequence). cache_leftpad (int32 (batch,) on q's device, as
+    flash-attn; the library's leftpad_k) starts sequence b at cache row cache_leftpad[b]: it
+    attends to keys cache_leftpad[b] .. cache_seqlens[b] (the whole cache row's end without
+    cache_seqlens; plus the appended keys), causal bottom-right aligned to them; k/v are still
+    appended at row cache_seqlens[b] and rotary positions stay cache rows (flash-attn's rule).
+    Each value must be in [0, cache_seqlens[b]] (checked on a host copy as cache_seqlens is).
+    Decode calls over a dense cache read the keys in place (the split-KV decode kernel); with
+    block_table or cache_batch_idx (beyond flash-attn, which refuses a paged cache with it) the
+    positions are logical and the keys are gathered first.
     `num_splits` is a performance hint and accepted as any int >= 0.
     rotary_cos / rotary_sin (seqlen_ro, rotary_dim / 2), of q's dtype or float32 on q's device,
     rotary_dim <= headdim, with k/v only (as flash-attn): q and k are rotated (apply_rotary_emb's
@@ -1249,10 +1252,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                 raise _named_new_rows(_named_caches(_named_cache_seqlens(e))) from None
         else:
             return (out, lse) if return_softmax_lse else out
-    if cache_leftpad is not None and block_table is not None:
-        raise ValueError("flash_attn_with_kvcache: cache_leftpad shifts where each sequence "
-                         "starts in a dense cache; a paged cache (block_table) lists each "
-                         "sequence's pages in its table: pass one of the two (as flash-attn)")
     if (k is None) != (v is None):
         raise ValueError("flash_attn_with_kvcache: k and v are appended together: pass both or "
                          "neither")
@@ -1300,125 +1299,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                                  cache_batch_idx.reshape(-1, 1), softmax_scale, causal,
                                  window_size, rotary_interleaved, return_softmax_lse,
                                  check_indices, k_scale, v_scale, pdl, q_descale, k_descale,
-                                 v_descale, out_dtype, fw, scale, softcap, cache_leftpad,
-                                 batch_rows=True)
+                                 v_descale, out_dtype, fw, scale, softcap, cache_leftpad)
         except (ValueError, NotImplementedError) as e:
             raise _named_batch_index(e) from None
     return _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
                          block_table, softmax_scale, causal, window_size, rotary_interleaved,
                          return_softmax_lse, check_indices, k_scale, v_scale, pdl, q_descale,
                          k_descale, v_descale, out_dtype, fw, scale, softcap, cache_leftpad)
-
-
-def _leftpad_pages(fw, q, k_cache, v_cache, k, seqused, batch_rows, cache_leftpad,
-                   check_indices):
-    """flash_attn_with_kvcache's cache_leftpad as a paged call over the same memory: sequence b's
-    keys are rows cache_leftpad[b] .. cache_seqlens[b] (+ the appended ones) of its cache row
-    (row b, or batch_rows[b][0] with cache_batch_idx), so the cache becomes a pool of pages of one
-    key (the key rows of all cache rows in turn) and the table of sequence b lists its keys from
-    cache_leftpad[b] on: (k_cache pool, v_cache pool, block_table, the keys each sequence uses).
-    Entries are clamped into the sequence's own cache row. The values are checked on a host
-    copy unless check_indices is off on CUDA (then trusted as flash-attn trusts them, a key count
-    below 0 read as 0). The table is batch x seqlen_cache int32 (4 bytes a cached key, under 1%
-    of the cache); decode calls read the keys in place, other calls gather them first, as for
-    any paged cache."""
-    _check_same_framework(fw, cache_leftpad, "cache_leftpad")
-    batch = q.shape[0]
-    shape = tuple(cache_leftpad.shape)
-    if shape != (batch,):
-        raise ValueError(f"flash_attn_with_kvcache: cache_leftpad has shape {shape}, expected "
-                         f"(batch,) = ({batch},)")
-    dtype = str(cache_leftpad.dtype).split(".")[-1]
-    if dtype != "int32":
-        raise ValueError(f"flash_attn_with_kvcache: cache_leftpad has dtype {dtype}, which is not "
-                         "supported (int32, as cache_seqlens)")
-    if fw == "torch" and cache_leftpad.device != q.device:
-        raise ValueError(f"flash_attn_with_kvcache: cache_leftpad is on {cache_leftpad.device}, "
-                         f"q on {q.device}: they must be on the same device")
-    rows_total, cap = k_cache.shape[0], k_cache.shape[1]
-    n_new = 0 if k is None else k.shape[1]
-    # Element strides (numpy's are in bytes) of the caches' batch and key dimensions.
-    if fw == "torch":
-        strides = [tuple(c.stride()) for c in (k_cache, v_cache)]
-    else:
-        strides = [tuple(st // c.itemsize for st in c.strides) for c in (k_cache, v_cache)]
-    # A page is one key row; the rows of cache row r start at page r * ratio. A dimension of
-    # size 1 is never stepped over, so its stride is free.
-    pages = []
-    for st, name in zip(strides, ("k_cache", "v_cache")):
-        page = st[1] if cap > 1 else st[0]
-        ratio = st[0] // page if rows_total > 1 and page > 0 else 0
-        if page <= 0 or (rows_total > 1 and st[0] != ratio * page):
-            raise NotImplementedError(
-                f"flash_attn_with_kvcache: cache_leftpad needs {name}'s batch stride ({st[0]}) "
-                f"to be a positive whole number of its key stride ({st[1]}); copy it first "
-                f"({name}.contiguous())")
-        pages.append((page, ratio))
-    if rows_total > 1 and pages[0][1] != pages[1][1]:
-        raise NotImplementedError(
-            "flash_attn_with_kvcache: cache_leftpad needs k_cache and v_cache with the same "
-            f"batch stride in keys ({pages[0][1]} and {pages[1][1]}); copy them first")
-    ratio = pages[0][1]
-    n_pages = (rows_total - 1) * ratio + cap
-    if n_pages > _INT32_MAX:
-        raise NotImplementedError(f"flash_attn_with_kvcache: cache_leftpad over {n_pages} key "
-                                  f"rows exceeds the int32 page index ({_INT32_MAX})")
-    host = fw == "numpy" or not q.is_cuda or check_indices
-
-    def host_ints(x):
-        return [int(i) for i in (x.detach().cpu().numpy() if fw == "torch" else x).reshape(-1)]
-
-    if host:
-        pad = host_ints(cache_leftpad)
-        lens = host_ints(seqused) if seqused is not None else [cap] * batch
-        rows = host_ints(batch_rows[:, 0]) if batch_rows is not None else list(range(batch))
-        for b in range(batch):
-            if not 0 <= rows[b] < rows_total:
-                raise ValueError(f"flash_attn_with_kvcache: cache_batch_idx[{b}] is {rows[b]}, "
-                                 f"must be a row of k_cache in [0, {rows_total})")
-            if not 0 <= pad[b] <= lens[b]:
-                of = f"cache_seqlens[{b}]" if seqused is not None else "seqlen_cache"
-                raise ValueError(f"flash_attn_with_kvcache: cache_leftpad[{b}] is {pad[b]}, must "
-                                 f"be in [0, {of}] = [0, {lens[b]}]")
-            if lens[b] + n_new > cap:
-                raise ValueError(f"flash_attn_with_kvcache: cache_seqlens[{b}] is {lens[b]}: with "
-                                 f"{n_new} new keys it must be in [0, {cap - n_new}] (the cache "
-                                 f"has {cap} rows)")
-    if fw == "torch":
-        torch = sys.modules["torch"]
-        dev = q.device
-        base = (batch_rows[:, 0].to(torch.int64) if batch_rows is not None
-                else torch.arange(batch, device=dev, dtype=torch.int64)) * ratio
-        start = base + cache_leftpad.to(torch.int64)
-        lo, hi = base[:, None], (base + (cap - 1))[:, None]
-        col = torch.arange(cap, device=dev, dtype=torch.int64)[None, :]
-        table = torch.minimum(torch.maximum(start[:, None] + col, lo), hi).to(torch.int32)
-        used = (seqused.to(torch.int64) if seqused is not None
-                else torch.full((batch,), cap, device=dev, dtype=torch.int64))
-        used = torch.clamp(used - cache_leftpad.to(torch.int64), min=0).to(torch.int32)
-        pools = []
-        for c, (page, _) in zip((k_cache, v_cache), pages):
-            st = c.stride()
-            pools.append(torch.as_strided(c, (n_pages, 1, c.shape[2], c.shape[3]),
-                                          (page, page, st[2], st[3]), c.storage_offset()))
-    else:
-        np = sys.modules["numpy"]
-        base = (batch_rows[:, 0].astype(np.int64) if batch_rows is not None
-                else np.arange(batch, dtype=np.int64)) * ratio
-        start = base + cache_leftpad.astype(np.int64)
-        col = np.arange(cap, dtype=np.int64)[None, :]
-        table = np.clip(start[:, None] + col, base[:, None],
-                        (base + (cap - 1))[:, None]).astype(np.int32)
-        used = (seqused.astype(np.int64) if seqused is not None
-                else np.full((batch,), cap, dtype=np.int64))
-        used = np.maximum(used - cache_leftpad.astype(np.int64), 0).astype(np.int32)
-        pools = []
-        for c, (page, _) in zip((k_cache, v_cache), pages):
-            pools.append(np.lib.stride_tricks.as_strided(
-                c, (n_pages, 1, c.shape[2], c.shape[3]),
-                (page * c.itemsize, page * c.itemsize, c.strides[2], c.strides[3]),
-                writeable=c.flags.writeable))
-    return pools[0], pools[1], table, used
 
 
 def _named_batch_index(error):
@@ -1434,10 +1321,9 @@ def _named_batch_index(error):
 def _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, block_table,
                   softmax_scale, causal, window_size, rotary_interleaved, return_softmax_lse,
                   check_indices, k_scale, v_scale, pdl, q_descale, k_descale, v_descale,
-                  out_dtype, fw, scale, softcap, cache_leftpad=None, batch_rows=False):
-    """flash_attn_with_kvcache's general path past its option checks (a dense or paged cache).
-    batch_rows: block_table is cache_batch_idx as a (batch, 1) table (pages of whole cache rows).
-    With cache_leftpad the call runs on the cache as pages of one key (_leftpad_pages)."""
+                  out_dtype, fw, scale, softcap, cache_leftpad=None):
+    """flash_attn_with_kvcache's general path past its option checks (a dense or paged cache;
+    cache_leftpad is the library's leftpad_k)."""
     rotary = rotary_cos is not None  # with rotary_sin and k (checked)
     k_scale, k_descaled = _kvcache_scale(fw, k_scale, k_descale, "k")
     v_scale, v_descaled = _kvcache_scale(fw, v_scale, v_descale, "v")
@@ -1482,24 +1368,9 @@ def _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqle
         q, k = rotated
     call = dict(softmax_scale=scale, mask=_with_softcap(mask, softcap),
                 want_lse=return_softmax_lse, block_table=block_table, check_indices=bool(check_indices), k_scale=k_scale,
-                v_scale=v_scale, pdl=pdl, descaled=descaled + "q" * bool(fp8), **fp8)
+                v_scale=v_scale, pdl=pdl, descaled=descaled + "q" * bool(fp8),
+                leftpad_k=cache_leftpad, **fp8)
     checked = None  # the check's out and lse, which the call then writes
-    if cache_leftpad is not None:
-        # Checked as the call without left padding first, so that every error about q, the
-        # caches, the mask and cache_seqlens names them as passed; then run over the same
-        # memory as a pool of one-key pages (rotary above took the unshifted positions).
-        try:
-            try:
-                checked = _forward(q, k_cache, v_cache, seqused_k=seqused, check_only=True,
-                                   **call)
-            except (TypeError, ValueError, NotImplementedError) as e:
-                raise _named_caches(e) from None
-        except (ValueError, NotImplementedError) as e:
-            raise _named_cache_seqlens(e) from None
-        k_cache, v_cache, block_table, seqused = _leftpad_pages(
-            fw, q, k_cache, v_cache, k, seqused, block_table if batch_rows else None,
-            cache_leftpad, check_indices)
-        call["block_table"] = block_table
     try:
         if k is not None:
             # The attention checked before anything is written, so that a call it refuses leaves

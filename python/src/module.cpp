@@ -252,7 +252,7 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
                        const std::optional<Input>& k_scale, const std::optional<Input>& v_scale,
                        const std::string& kv_format, bool pdl, const std::optional<Input>& q_scale,
                        bool check_only, const std::optional<nb::dict>& empty_shapes,
-                       double softcap) {
+                       double softcap, const std::optional<Input>& leftpad_k) {
   gpuattn::AttentionArgs args;
   EmptyShapes empty(empty_shapes);
   // FP8 attention: with q_scale, q is read as k/v are (kv_format).
@@ -273,6 +273,7 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
   args.max_seqlen_q = max_seqlen_q;
   args.max_seqlen_k = max_seqlen_k;
   if (seqused_k) args.seqused_k = to_view(*seqused_k, "seqused_k", empty.find("seqused_k"));
+  if (leftpad_k) args.leftpad_k = to_view(*leftpad_k, "leftpad_k", empty.find("leftpad_k"));
   if (block_table) {
     args.block_table = to_view(*block_table, "block_table", empty.find("block_table"));
   }
@@ -465,15 +466,18 @@ NB_MODULE(_C, m) {
         nb::arg("v_scale").noconvert().none() = nb::none(), nb::arg("kv_format") = "",
         nb::arg("pdl") = false, nb::arg("q_scale").noconvert().none() = nb::none(),
         nb::arg("check_only") = false, nb::arg("empty_shapes").none() = nb::none(),
-        nb::arg("softcap") = 0.0,
+        nb::arg("softcap") = 0.0, nb::arg("leftpad_k").noconvert().none() = nb::none(),
         "Computes attention into `out` (and `lse` when given) with gpuattn::attention_forward.\n\n"
         "Dense: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out like q, lse float32 [B, Hq, Sq].\n"
         "Varlen (cu_seqlens given): q [total_q, Hq, D], k/v [total_k, Hkv, D], lse [Hq, "
         "total_q], cu_seqlens int32 [batch + 1] on q's device.\n"
         "seqused_k (dense only): int32 [B] on q's device, the keys each sequence uses.\n"
+        "leftpad_k (dense only): int32 [B] on q's device, the first key each sequence uses "
+        "(keys leftpad_k[b] .. seqused_k[b] - 1; gpuattn::AttentionArgs::leftpad_k).\n"
         "block_table (dense only): int32 [B, max_pages] on q's device; k/v are then a page pool "
         "[num_pages, page_size, Hkv, D] (a paged KV cache).\n"
-        "check_indices=False (CUDA): cu_seqlens, seqused_k and block_table are trusted, not "
+        "check_indices=False (CUDA): cu_seqlens, seqused_k, leftpad_k and block_table are "
+        "trusted, not "
         "checked on a host copy (no stream synchronization; CUDA-graph capturable).\n"
         "pdl=True (CUDA, sm_90+): a decode call's kernel launches with programmatic dependent "
         "launch (gpuattn::AttentionArgs::pdl).\n"

@@ -235,6 +235,7 @@ void check_written_views(const AttentionArgs& a) {
                           {&a.cu_seqlens_q, "cu_seqlens_q"},
                           {&a.cu_seqlens_k, "cu_seqlens_k"},
                           {&a.seqused_k, "seqused_k"},
+                          {&a.leftpad_k, "leftpad_k"},
                           {&a.block_table, "block_table"},
                           {&a.k_scale, "k_scale"},
                           {&a.v_scale, "v_scale"},
@@ -546,17 +547,38 @@ void check_seqused_k(const std::int32_t* used, int batch, int seqlen_k) {
   }
 }
 
-void check_block_table(const FwdParams& p, const std::int32_t* table, const std::int32_t* used) {
+void check_leftpad_k(const std::int32_t* start, const std::int32_t* used, int batch,
+                     int seqlen_k) {
+  for (int b = 0; b < batch; ++b) {
+    const int end = used ? used[b] : seqlen_k;
+    if (start[b] < 0 || start[b] > end) {
+      invalid("leftpad_k[" + std::to_string(b) + "] is " + std::to_string(start[b]) +
+              ", must be in [0, " +
+              (used ? "seqused_k[" + std::to_string(b) + "]" : std::string("Sk")) + " = " +
+              std::to_string(end) + "]");
+    }
+  }
+}
+
+void check_block_table(const FwdParams& p, const std::int32_t* table, const std::int32_t* used,
+                       const std::int32_t* start) {
   for (int b = 0; b < p.batch; ++b) {
-    const int keys = used ? used[b] : p.seqlen_k;
-    const std::int64_t n = (static_cast<std::int64_t>(keys) + p.page_size - 1) / p.page_size;
-    for (std::int64_t i = 0; i < n; ++i) {
+    const int end = used ? used[b] : p.seqlen_k;
+    const int first = start ? start[b] : 0;
+    const std::int64_t i0 = first / p.page_size;
+    const std::int64_t n = end > first ? (static_cast<std::int64_t>(end) + p.page_size - 1) /
+                                             p.page_size
+                                       : i0;
+    for (std::int64_t i = i0; i < n; ++i) {
       const std::int32_t e = table[b * p.block_table_stride + i];
       if (e < 0 || e >= p.num_pages) {
+        const std::string keys =
+            start ? "keys " + std::to_string(first) + ".." + std::to_string(end - 1)
+                  : std::to_string(end) + " keys";
         invalid("block_table[" + std::to_string(b) + "][" + std::to_string(i) + "] is " +
                 std::to_string(e) + ", must be a page in [0, " + std::to_string(p.num_pages) +
-                ") (sequence " + std::to_string(b) + " uses " + std::to_string(keys) +
-                " keys, pages 0.." + std::to_string(n - 1) + " of its row)");
+                ") (sequence " + std::to_string(b) + " uses " + keys + ", pages " +
+                std::to_string(i0) + ".." + std::to_string(n - 1) + " of its row)");
       }
     }
   }
@@ -587,6 +609,7 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   for (const auto& [t, name] :
        {std::pair{&a.lse, "lse"}, std::pair{&a.cu_seqlens_q, "cu_seqlens_q"},
         std::pair{&a.cu_seqlens_k, "cu_seqlens_k"}, std::pair{&a.seqused_k, "seqused_k"},
+        std::pair{&a.leftpad_k, "leftpad_k"},
         std::pair{&a.block_table, "block_table"}, std::pair{&a.k_scale, "k_scale"},
         std::pair{&a.v_scale, "v_scale"}, std::pair{&a.q_scale, "q_scale"},
         std::pair{&a.counters, "counters"},
@@ -853,30 +876,42 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     p.o_batch_stride = a.out.stride[0];
     p.o_row_stride = a.out.stride[1];
     p.o_head_stride = a.out.stride[2];
-    if (a.seqused_k.present()) {
-      const TensorView& u = a.seqused_k;
-      if (u.data == nullptr) invalid("seqused_k is a null pointer");
+    // int32 [B], stride 1, 4-byte aligned, beside q: seqused_k and leftpad_k.
+    const auto per_sequence = [&](const TensorView& u, const char* name) {
+      const std::string n = name;
+      if (u.data == nullptr) invalid(n + " is a null pointer");
       if (u.dtype != DType::i32) {
-        invalid(std::string("seqused_k has dtype ") + to_string(u.dtype) + ", expected int32");
+        invalid(n + " has dtype " + to_string(u.dtype) + ", expected int32");
       }
       if (u.rank != 1 || u.shape[0] != B) {
-        invalid("seqused_k has shape " + shape_str(u) + ", expected [batch = " + std::to_string(B) +
+        invalid(n + " has shape " + shape_str(u) + ", expected [batch = " + std::to_string(B) +
                 "]");
       }
-      if (u.stride[0] != 1) {
-        invalid("seqused_k stride is " + std::to_string(u.stride[0]) + ", must be 1");
-      }
-      if (reinterpret_cast<std::uintptr_t>(u.data) % 4 != 0) {
-        invalid(unaligned("seqused_k", a.seqused_k.data, 4));
-      }
-      check_same_place(u, a.q, "seqused_k");
-      p.seqused_k = static_cast<const std::int32_t*>(u.data);
+      if (u.stride[0] != 1) invalid(n + " stride is " + std::to_string(u.stride[0]) + ", must be 1");
+      if (reinterpret_cast<std::uintptr_t>(u.data) % 4 != 0) invalid(unaligned(name, u.data, 4));
+      check_same_place(u, a.q, name);
+      return static_cast<const std::int32_t*>(u.data);
+    };
+    if (a.seqused_k.present()) {
+      p.seqused_k = per_sequence(a.seqused_k, "seqused_k");
       if (a.q.device == Device::cpu) check_seqused_k(p.seqused_k, p.batch, p.seqlen_k);
     }
-    if (paged && a.q.device == Device::cpu) check_block_table(p, p.block_table, p.seqused_k);
+    if (a.leftpad_k.present()) {
+      p.leftpad_k = per_sequence(a.leftpad_k, "leftpad_k");
+      if (a.q.device == Device::cpu) {
+        check_leftpad_k(p.leftpad_k, p.seqused_k, p.batch, p.seqlen_k);
+      }
+    }
+    if (paged && a.q.device == Device::cpu) {
+      check_block_table(p, p.block_table, p.seqused_k, p.leftpad_k);
+    }
   } else {
     if (a.seqused_k.present()) {
       invalid("seqused_k is for dense calls; a varlen call gives its key lengths in cu_seqlens_k");
+    }
+    if (a.leftpad_k.present()) {
+      invalid("leftpad_k is for dense calls; a varlen call gives each sequence's keys in "
+              "cu_seqlens_k");
     }
     if (a.block_table.present()) {
       invalid(

@@ -95,6 +95,12 @@ struct FwdParams {
   // out's (the dtype the call computes in). Last, so that no other kernel's parameters move.
   const float* q_scale = nullptr;
   int q_scale_stride = 0;  // q_scale's stride in floats (a scale a head); 0: one for every head
+  // Dense only: the first key each sequence uses (AttentionArgs::leftpad_k; nullptr: 0), read
+  // through key_start(): sequence b attends to logical keys key_start(b) .. keys_end(b) - 1, key j
+  // of the call (j from 0, what masks count) at logical position key_start(b) + j. Read by the
+  // CPU backend, the reference, the sm_80 kernel, the unpaged decode kernels and the gather; last,
+  // so that no other kernel's parameters move.
+  const std::int32_t* leftpad_k = nullptr;
 
   GPUATTN_HD bool is_varlen() const { return cu_seqlens_q != nullptr; }
   GPUATTN_HD bool kv_quantized() const { return k_scale != nullptr; }
@@ -114,10 +120,17 @@ struct FwdParams {
   GPUATTN_HD int len_k(int b) const {
     return cu_seqlens_k ? cu_seqlens_k[b + 1] - cu_seqlens_k[b] : seqlen_k;
   }
-  // The keys sequence b attends to: len_k(b), or seqused_k[b] when given. Read by the CPU backend,
-  // the reference, decode_16x64 and the sm_80 kernel, the paths that take seqused_k (the sm_90a
-  // kernel keeps len_k, so its code does not carry the test).
-  GPUATTN_HD int keys_used(int b) const { return seqused_k ? seqused_k[b] : len_k(b); }
+  // The keys sequence b attends to: len_k(b), or seqused_k[b] when given, less the leftpad_k[b]
+  // keys before its first. Read by the CPU backend, the reference, the decode kernels and the
+  // sm_80 kernel, the paths that take seqused_k and leftpad_k (the sm_90a kernel keeps len_k, so
+  // its code does not carry the test).
+  GPUATTN_HD int keys_used(int b) const { return keys_end(b) - key_start(b); }
+  // The logical end of sequence b's keys: len_k(b), or seqused_k[b].
+  GPUATTN_HD int keys_end(int b) const { return seqused_k ? seqused_k[b] : len_k(b); }
+  // The logical position of sequence b's first key: leftpad_k[b], or 0.
+  GPUATTN_HD int key_start(int b) const { return leftpad_k ? leftpad_k[b] : 0; }
+  // Either of the per-sequence key arrays (only the decode and sm_80 kernels read them).
+  GPUATTN_HD bool has_key_range() const { return seqused_k != nullptr || leftpad_k != nullptr; }
   GPUATTN_HD std::int64_t row0_q(int b) const { return cu_seqlens_q ? cu_seqlens_q[b] : 0; }
   GPUATTN_HD std::int64_t row0_k(int b) const { return cu_seqlens_k ? cu_seqlens_k[b] : 0; }
 
@@ -126,26 +139,31 @@ struct FwdParams {
     return b * q_batch_stride + (row0_q(b) + i) * q_row_stride + h * q_head_stride;
   }
   // K and V follow the block table when there is one (the table must be readable from the caller:
-  // the CPU backend, the reference, the CUDA gather of a paged call).
+  // the CPU backend, the reference, the CUDA gather of a paged call). Key j of the call is the
+  // sequence's logical key key_start(b) + j.
   GPUATTN_HD std::int64_t k_offset(int b, std::int64_t j, int hk) const {
     if (block_table != nullptr) {
-      return page_of(b, j) * k_batch_stride + (j % page_size) * k_row_stride + hk * k_head_stride;
+      const std::int64_t pos = key_start(b) + j;
+      return page_of(b, pos) * k_batch_stride + (pos % page_size) * k_row_stride +
+             hk * k_head_stride;
     }
     return k_offset_unpaged(b, j, hk);
   }
   GPUATTN_HD std::int64_t v_offset(int b, std::int64_t j, int hk) const {
     if (block_table != nullptr) {
-      return page_of(b, j) * v_batch_stride + (j % page_size) * v_row_stride + hk * v_head_stride;
+      const std::int64_t pos = key_start(b) + j;
+      return page_of(b, pos) * v_batch_stride + (pos % page_size) * v_row_stride +
+             hk * v_head_stride;
     }
     return v_offset_unpaged(b, j, hk);
   }
   // The same for a call without a block table: what the CUDA kernels read by row strides (no
   // paged call reaches them: decode_16x64 reads pages itself, every other kernel a gathered copy).
   GPUATTN_HD std::int64_t k_offset_unpaged(int b, std::int64_t j, int hk) const {
-    return k_row_offset(b, row0_k(b) + j, hk);
+    return k_row_offset(b, row0_k(b) + key_start(b) + j, hk);
   }
   GPUATTN_HD std::int64_t v_offset_unpaged(int b, std::int64_t j, int hk) const {
-    return v_row_offset(b, row0_k(b) + j, hk);
+    return v_row_offset(b, row0_k(b) + key_start(b) + j, hk);
   }
   // The same with the row counted from the tensor's first (row0_k(b) + j for varlen): for kernels
   // that read row0_k(b) once, since reading it per row reloaded cu_seqlens_k[b] after every
@@ -157,7 +175,7 @@ struct FwdParams {
     return b * v_batch_stride + row * v_row_stride + hk * v_head_stride;
   }
   GPUATTN_HD bool is_paged() const { return block_table != nullptr; }
-  // The pool page holding key j of sequence b (paged calls only).
+  // The pool page holding logical key j of sequence b (paged calls only).
   GPUATTN_HD std::int64_t page_of(int b, std::int64_t j) const {
     return block_table[b * block_table_stride + j / page_size];
   }
@@ -372,10 +390,15 @@ inline bool is_quantized_kv(DType t) {
 // Checks a host copy of seqused_k: every entry in [0, seqlen_k].
 void check_seqused_k(const std::int32_t* used, int batch, int seqlen_k);
 
+// Checks a host copy of leftpad_k against the keys' ends (`used`[b], or seqlen_k when `used` is
+// null; already checked): every entry in [0, end].
+void check_leftpad_k(const std::int32_t* start, const std::int32_t* used, int batch, int seqlen_k);
+
 // Checks a host copy of a paged call's block table (p.block_table_stride entries a row): the
-// entries of the pages each sequence uses (keys_used(b) keys: `used`[b], or p.seqlen_k when
-// `used` is null) are in [0, p.num_pages).
-void check_block_table(const FwdParams& p, const std::int32_t* table, const std::int32_t* used);
+// entries of the pages each sequence uses (its logical keys `start`[b] (0 when null) ..
+// `used`[b] (p.seqlen_k when null)) are in [0, p.num_pages).
+void check_block_table(const FwdParams& p, const std::int32_t* table, const std::int32_t* used,
+                       const std::int32_t* start = nullptr);
 
 // Checks a host copy of cu_seqlens: starts at 0, non-decreasing, ends at `total`, and no length
 // exceeds `max_seqlen`. `name` is used in messages ("cu_seqlens_q").

@@ -161,13 +161,16 @@ void check_f16_copy_range(const FwdParams& p, const HostScales& h, bool kv_copie
 // quantized decode call runs on the gathered or dequantized copy instead of failing its launch.
 bool decode_takes(const FwdParams& p) {
   const int smem = sm80::max_smem_per_block();
-  return p.precision == Precision::standard && p.dense_or_causal() &&
+  // The decode kernels step a paged sequence's keys from logical key 0: a paged call with
+  // leftpad_k runs on the gathered copy.
+  return !(p.is_paged() && p.leftpad_k != nullptr) && p.precision == Precision::standard &&
+         p.dense_or_causal() &&
          DecodePlan::eligible(p.seqlen_q, p.hq / p.hkv) &&
          (smem <= 0 || DecodePlan::smem_bytes(p.head_dim) <= smem);
 }
 
 // select_fwd_config's pick for p on the current device, GPUATTN_KERNEL applied. A call with
-// seqused_k takes a kernel that reads it, whatever GPUATTN_KERNEL names: decode_16x64 where it can
+// seqused_k or leftpad_k takes a kernel that reads them, whatever GPUATTN_KERNEL names: decode_16x64 where it can
 // run the call, else the sm_80 kernel (on Hopper too: the wgmma kernel reads len_k only).
 // A paged call (block_table) likewise takes decode_16x64 where it can run it; any other runs on a
 // contiguous copy of its pages (paged_forward), picked here as that copy's call would be.
@@ -176,16 +179,16 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   // (quantized_forward, paged_forward); any other call runs on a dequantized copy, picked here
   // as that copy's call would be.
   if (p.kv_quantized() && decode_takes(p)) return FwdKernel::decode_q8_16x64;
-  if ((p.seqused_k != nullptr || p.is_paged()) && decode_takes(p)) {
+  if ((p.has_key_range() || p.is_paged()) && decode_takes(p)) {
     return FwdKernel::decode_16x64;
   }
   const KernelChoice choice = kernel_choice_from_env();
-  const bool sm90_available = choice != KernelChoice::sm80 && p.seqused_k == nullptr &&
+  const bool sm90_available = choice != KernelChoice::sm80 && !p.has_key_range() &&
                               strides_fit_tma(p) && sm90::usable(p.dtype, p.head_dim);
   FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
                              sm80::max_smem_per_block());
   apply_kernel_choice(shape, choice);
-  shape.decode_allowed = shape.decode_allowed && p.seqused_k == nullptr;
+  shape.decode_allowed = shape.decode_allowed && !p.has_key_range();
   return select_fwd_config(shape).kernel;
 }
 
@@ -240,9 +243,47 @@ FwdParams dequantized(const FwdParams& p, const void* k, const void* v) {
   return dp;
 }
 
+// Host copies of a call's seqused_k and leftpad_k (those it has), made when p.check_indices:
+// copied on construction (asynchronously), checked by check() after the stream's synchronize.
+class HostKeyRange {
+ public:
+  HostKeyRange(const FwdParams& p, cudaStream_t stream) {
+    if (p.seqused_k != nullptr) check_device_pointer(p.seqused_k, p.device_index, "seqused_k");
+    if (p.leftpad_k != nullptr) check_device_pointer(p.leftpad_k, p.device_index, "leftpad_k");
+    if (!p.check_indices) return;
+    const std::size_t bytes = sizeof(std::int32_t) * p.batch;
+    if (p.seqused_k != nullptr) {
+      used_.resize(p.batch);
+      GPUATTN_CUDA_CHECK(
+          cudaMemcpyAsync(used_.data(), p.seqused_k, bytes, cudaMemcpyDeviceToHost, stream));
+    }
+    if (p.leftpad_k != nullptr) {
+      start_.resize(p.batch);
+      GPUATTN_CUDA_CHECK(
+          cudaMemcpyAsync(start_.data(), p.leftpad_k, bytes, cudaMemcpyDeviceToHost, stream));
+    }
+  }
+  bool copied() const { return !used_.empty() || !start_.empty(); }
+  const std::int32_t* used() const { return used_.empty() ? nullptr : used_.data(); }
+  const std::int32_t* start() const { return start_.empty() ? nullptr : start_.data(); }
+  void check(const FwdParams& p) const {
+    if (!used_.empty()) check_seqused_k(used_.data(), p.batch, p.seqlen_k);
+    if (!start_.empty()) check_leftpad_k(start_.data(), used(), p.batch, p.seqlen_k);
+  }
+  // The largest key end (the decode plan's split length, the gathered copy's rows): seqused_k's
+  // largest, or the cache's Sk without it or unchecked.
+  int longest_end(const FwdParams& p) const {
+    return used_.empty() ? p.seqlen_k : *std::max_element(used_.begin(), used_.end());
+  }
+
+ private:
+  std::vector<std::int32_t> used_, start_;
+};
+
 // A dense call (paged, or a quantized cache, or both) that no kernel reads in place: the keys
-// [0, keys_used(b)) of every sequence, `rows` >= each, gathered (and dequantized) into a contiguous
-// 16-bit copy from the library's pool, freed on `stream` after the call that runs on it.
+// [leftpad_k[b], keys_end(b)) of every sequence, at their rows, `rows` >= each end, gathered (and
+// dequantized) into a contiguous 16-bit copy from the library's pool, freed on `stream` after the
+// call that runs on it.
 void gathered_forward(const FwdParams& p, int longest, cudaStream_t stream) {
   const int rows = std::max(longest, 1);
   const std::size_t elems = static_cast<std::size_t>(p.batch) * rows * p.hkv * p.head_dim;
@@ -305,26 +346,20 @@ class HostBlockTable {
 // the keys each sequence uses, gathered into a pool buffer that is freed on `stream` after it.
 void paged_forward(const FwdParams& p, cudaStream_t stream) {
   check_device_pointer(p.block_table, p.device_index, "block_table");
-  if (p.seqused_k != nullptr) check_device_pointer(p.seqused_k, p.device_index, "seqused_k");
-  std::vector<std::int32_t> used;
+  const HostKeyRange range(p, stream);
   if (p.check_indices) {
     const std::int64_t max_pages = p.seqlen_k / p.page_size;
     HostBlockTable table(p.block_table, p.block_table_stride, p.batch, max_pages, stream);
-    if (p.seqused_k != nullptr) {
-      used.resize(p.batch);
-      GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.seqused_k, sizeof(std::int32_t) * p.batch,
-                                         cudaMemcpyDeviceToHost, stream));
-    }
     GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (!used.empty()) check_seqused_k(used.data(), p.batch, p.seqlen_k);
+    range.check(p);
     FwdParams host = p;  // the host copy's table, packed
     host.block_table_stride = max_pages;
-    check_block_table(host, table.packed(), used.empty() ? nullptr : used.data());
+    check_block_table(host, table.packed(), range.used(), range.start());
   }
 
-  // The longest used length (the cache's Sk when unchecked): the decode plan's split length, and
+  // The longest key end (the cache's Sk when unchecked): the decode plan's split length, and
   // the gathered copy's rows.
-  const int longest = used.empty() ? p.seqlen_k : *std::max_element(used.begin(), used.end());
+  const int longest = range.longest_end(p);
   if (decode_takes(p)) {
     FwdParams dp = p;
     dp.seqlen_k = longest;
@@ -336,18 +371,12 @@ void paged_forward(const FwdParams& p, cudaStream_t stream) {
 // A quantized cache that is not paged: decode calls read it in place (the decode kernel over 8-bit
 // K/V), every other call runs on a dequantized copy (gathered_forward).
 void quantized_forward(const FwdParams& p, cudaStream_t stream) {
-  int longest = p.seqlen_k;
-  if (p.seqused_k != nullptr) {
-    check_device_pointer(p.seqused_k, p.device_index, "seqused_k");
-    if (p.check_indices) {
-      std::vector<std::int32_t> used(p.batch);
-      GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.seqused_k, sizeof(std::int32_t) * p.batch,
-                                         cudaMemcpyDeviceToHost, stream));
-      GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-      check_seqused_k(used.data(), p.batch, p.seqlen_k);
-      longest = *std::max_element(used.begin(), used.end());
-    }
+  const HostKeyRange range(p, stream);
+  if (range.copied()) {
+    GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    range.check(p);
   }
+  const int longest = range.longest_end(p);
   if (decode_takes(p)) {
     FwdParams dp = p;
     dp.seqlen_k = longest;
@@ -402,7 +431,7 @@ bool fp8_kernel_takes(const FwdParams& p) {
   return allowed && p.q_quantized() && p.kv_dtype == DType::e4m3 &&
          (p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256) &&
          (p.dtype == DType::f16 || p.dtype == DType::bf16) && !p.is_paged() &&
-         p.seqused_k == nullptr && p.precision == Precision::standard && p.dense_or_causal() &&
+         !p.has_key_range() && p.precision == Precision::standard && p.dense_or_causal() &&
          strides_fit_tma(p) && !decode_takes(p) && kernel_choice_from_env() != KernelChoice::sm80 &&
          sm80::compute_capability_major() == 9 && sm90::fp8_usable();
 }
@@ -526,21 +555,19 @@ void forward_checked(const FwdParams& p, cudaStream_t stream) {
   // at head dims 64/128), the sm_80 kernel serves other GPUs, compensated at head dim 256 and
   // GPUATTN_KERNEL=sm80. The device's opt-in shared memory per block keeps the sm_80 tiles to
   // those that fit (sm80_64x64 at head dim 128 on sm_86/sm_89). A call with seqused_k has its
-  // lengths checked on a host copy first; a decode call then runs with the longest used length as
-  // its seqlen_k (the split plan's), any other on the sm_80 kernel (pick_forward_kernel).
-  if (p.seqused_k != nullptr) check_device_pointer(p.seqused_k, p.device_index, "seqused_k");
-  if (p.seqused_k != nullptr && p.check_indices) {
-    std::vector<std::int32_t> used(p.batch);
-    GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.seqused_k, sizeof(std::int32_t) * p.batch,
-                                       cudaMemcpyDeviceToHost, stream));
+  // lengths checked on a host copy first (leftpad_k too); a decode call then runs with the
+  // longest key end as its seqlen_k (the split plan's), any other on the sm_80 kernel
+  // (pick_forward_kernel).
+  const HostKeyRange range(p, stream);
+  if (range.copied()) {
     GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-    check_seqused_k(used.data(), p.batch, p.seqlen_k);
+    range.check(p);
     const FwdKernel kernel = pick_forward_kernel(p);
-    if (kernel == FwdKernel::decode_16x64) {
-      // The decode plan splits the longest sequence's keys: the longest used, not the cache's
+    if (kernel == FwdKernel::decode_16x64 && range.used() != nullptr) {
+      // The decode plan splits the longest sequence's keys: the longest end, not the cache's
       // Sk (the kernel reads only keys_used(b) keys, and nothing else of seqlen_k).
       FwdParams used_p = p;
-      used_p.seqlen_k = *std::max_element(used.begin(), used.end());
+      used_p.seqlen_k = range.longest_end(p);
       return decode::fwd(used_p, stream);
     }
   }

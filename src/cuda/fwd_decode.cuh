@@ -454,7 +454,7 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
   // rows are stepped from its first: k_offset_unpaged a row reloaded cu_seqlens_k[b] every tile
   // (after each __syncthreads) and multiplied 64-bit offsets per row, ~40% of the D256 loop's
   // instructions.
-  const std::int64_t row0_k = kPaged ? 0 : p.row0_k(b);
+  const std::int64_t row0_k = kPaged ? 0 : p.row0_k(b) + p.key_start(b);  // dense: leftpad_k
   // A paged cache is read in place. Each row's page comes from the block table one step before
   // its tile is issued (fetch_pages into `pages`), so the table's latency is not in the issue;
   // the row's slot in its page is stepped from one division a tile.

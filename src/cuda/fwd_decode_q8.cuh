@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
   const std::int32_t* const table = p.block_table + b * p.block_table_stride;
   // Unpaged: the sequence's first row (varlen: cu_seqlens_k[b]) read once, rows stepped from the
   // tile's first (as decode_kernel does: k_offset_unpaged a row reloaded it every tile).
-  const std::int64_t row0_k = kPaged ? 0 : p.row0_k(b);
+  const std::int64_t row0_k = kPaged ? 0 : p.row0_k(b) + p.key_start(b);  // dense: leftpad_k
   int pages[kPaged ? Tr::kRowsPerThread : 1], slots[kPaged ? Tr::kRowsPerThread : 1];
   // Pages of a multiple of 16 keys (the warp's rows of a tile) hold those rows whole: one table
   // entry a warp and tile (pages[0], and slots[0] the lane's first row's slot), the rows stepped

@@ -54,11 +54,14 @@ __global__ void gather_kernel(const __grid_constant__ FwdParams p, uint4* __rest
     const int hk = static_cast<int>((i / chunks) % p.hkv);
     const std::int64_t row = i / per_row;  // b * rows + j
     const int j = static_cast<int>(row % rows), b = static_cast<int>(row / rows);
-    if (j >= p.keys_used(b)) continue;
+    // Row j holds logical key j: those in [key_start(b), keys_end(b)), key j - key_start(b) of
+    // the call (the copy's call keeps leftpad_k and seqused_k).
+    const int first = p.key_start(b);
+    if (j < first || j >= p.keys_end(b)) continue;
     const float ks = p.kv_quantized() ? p.k_scale_of(hk) : 1.f;
     const float vs = p.kv_quantized() ? p.v_scale_of(hk) : 1.f;
-    k_out[i] = Load::load(p.k, p.k_offset(b, j, hk) + c * 8, ks);
-    v_out[i] = Load::load(p.v, p.v_offset(b, j, hk) + c * 8, vs);
+    k_out[i] = Load::load(p.k, p.k_offset(b, j - first, hk) + c * 8, ks);
+    v_out[i] = Load::load(p.v, p.v_offset(b, j - first, hk) + c * 8, vs);
   }
 }
 

@@ -11,10 +11,11 @@
 
 namespace gpuattn::paged {
 
-// Copies keys [0, keys_used(b)) of every sequence b of call p (paged, or a quantized cache, or
-// both) into k_out / v_out, dense [B, rows, Hkv, D] of p's dtype (row stride Hkv * D; a quantized
-// cache dequantized with its scales); rows >= every keys_used(b). Rows past a sequence's used keys
-// are left as they are. The block table must have been checked. (A varlen call passes a copy of p
+// Copies logical keys [key_start(b), keys_end(b)) of every sequence b of call p (paged, or a
+// quantized cache, or both) into rows of the same numbers of k_out / v_out, dense [B, rows, Hkv,
+// D] of p's dtype (row stride Hkv * D; a quantized cache dequantized with its scales); rows >=
+// every keys_end(b). Other rows are left as they are (the copy's call keeps p's seqused_k and
+// leftpad_k, so it reads the copied rows only). The block table must have been checked. (A varlen call passes a copy of p
 // with batch 1, no cu_seqlens and seqlen_k = rows = total_k: its packed rows as they are.)
 void gather(const FwdParams& p, void* k_out, void* v_out, int rows, cudaStream_t stream);
 

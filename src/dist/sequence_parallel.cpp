@@ -55,6 +55,7 @@ void reject_unsupported(const AttentionArgs& a, int i) {
     fail(ErrorCode::not_supported, who + ".cu_seqlens_q/k: varlen" + why);
   }
   if (a.seqused_k.present()) fail(ErrorCode::not_supported, who + ".seqused_k" + why);
+  if (a.leftpad_k.present()) fail(ErrorCode::not_supported, who + ".leftpad_k" + why);
   if (a.block_table.present())
     fail(ErrorCode::not_supported, who + ".block_table: paged K/V" + why);
   if (a.k_scale.present() || a.v_scale.present() || a.k.dtype == DType::i8 ||

@@ -1,7 +1,8 @@
 // AttentionArgs::seqused_k on the CPU backend: sequence b of a dense call attends to its first
 // seqused_k[b] keys only, exactly as a call on a cache cut to that length would (causal
 // bottom-right aligned to them; 0 keys: out 0, lse -inf), and every bad seqused_k is an
-// invalid_argument that names it, with out untouched.
+// invalid_argument that names it, with out untouched. leftpad_k likewise: keys leftpad_k[b] ..
+// seqused_k[b] - 1, as a call on the cache cut to them, on the backend and in the reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,14 +13,17 @@
 #include "common/expect_error.h"
 #include "common/test_util.h"
 #include "gpuattn/attention.h"
+#include "gpuattn/reference.h"
 
 namespace gpuattn::testing {
 namespace {
 
-// Batch entry b of a contiguous [B, S, H, D] tensor as a [1, rows, H, D] view (rows <= S).
-TensorView batch_view(const HostTensor& t, int b, std::int64_t rows) {
+// Batch entry b of a contiguous [B, S, H, D] tensor as a [1, rows, H, D] view of its rows from
+// `first` (first + rows <= S).
+TensorView batch_view(const HostTensor& t, int b, std::int64_t rows, std::int64_t first = 0) {
   TensorView v = t.view();
-  v.data = static_cast<char*>(v.data) + b * v.stride[0] * element_size(t.dtype);
+  v.data = static_cast<char*>(v.data) +
+           (b * v.stride[0] + first * v.stride[1]) * element_size(t.dtype);
   v.shape[0] = 1;
   v.shape[1] = rows;
   return v;
@@ -78,6 +82,98 @@ TEST(SeqUsedK, EachSequenceAttendsToItsFirstKeys) {
   }
 }
 
+TEST(LeftpadK, EachSequenceAttendsToItsKeysFromThePad) {
+  const int B = 4, Hq = 8, Hkv = 2, Sk = 50, D = 64;
+  const std::vector<int> used = {50, 17, 9, 30}, pad = {3, 16, 9, 0};  // 47, 1, 0, 30 keys
+  for (int Sq : {1, 3}) {
+    for (bool causal : {false, true}) {
+      for (bool with_used : {true, false}) {
+        SCOPED_TRACE("Sq " + std::to_string(Sq) + " causal " + std::to_string(causal) +
+                     " seqused_k " + std::to_string(with_used));
+        HostTensor q(DType::f32, {B, Sq, Hq, D}), k(DType::f32, {B, Sk, Hkv, D}),
+            v(DType::f32, {B, Sk, Hkv, D}), out(DType::f32, {B, Sq, Hq, D}),
+            lse(DType::f32, {B, Hq, Sq});
+        q.randomize(21 + Sq);
+        k.randomize(22 + Sq);
+        v.randomize(23 + Sq);
+        out.poison();
+        lse.poison();
+        const HostTensor seq = int32s(used), starts = int32s(pad);
+        AttentionArgs a = tensor_args(q, k, v, out, &lse);
+        if (with_used) a.seqused_k = seq.view();
+        a.leftpad_k = starts.view();
+        a.causal = causal;
+        a.backend = Backend::cpu;
+        attention_forward(a);
+        const ReferenceResult ref = reference_attention(a);
+        for (int b = 0; b < B; ++b) {
+          SCOPED_TRACE("batch " + std::to_string(b));
+          const int end = with_used ? used[b] : Sk, keys = end - pad[b];
+          HostTensor want(DType::f32, {1, Sq, Hq, D}), want_lse(DType::f32, {1, Hq, Sq});
+          if (keys > 0) {
+            AttentionArgs c;
+            c.q = batch_view(q, b, Sq);
+            c.k = batch_view(k, b, keys, pad[b]);
+            c.v = batch_view(v, b, keys, pad[b]);
+            c.out = want.view();
+            c.lse = want_lse.view();
+            c.causal = causal;
+            c.backend = Backend::cpu;
+            attention_forward(c);
+          } else {
+            for (std::int64_t i = 0; i < want.numel(); ++i) want.set(i, 0.f);
+            for (std::int64_t i = 0; i < want_lse.numel(); ++i) want_lse.set(i, -INFINITY);
+          }
+          const std::int64_t n = static_cast<std::int64_t>(Sq) * Hq * D;
+          for (std::int64_t i = 0; i < n; ++i) {
+            ASSERT_NEAR(out.get(b * n + i), want.get(i), 1e-6) << "element " << i;
+            ASSERT_NEAR(ref.out[b * n + i], want.get(i), 1e-5) << "reference element " << i;
+          }
+          for (std::int64_t i = 0; i < Hq * Sq; ++i) {
+            const float got = lse.get(b * Hq * Sq + i), w = want_lse.get(i);
+            if (std::isinf(w)) {
+              EXPECT_EQ(got, w) << "lse " << i;
+            } else {
+              ASSERT_NEAR(got, w, 1e-5) << "lse " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(LeftpadK, BadValuesAreNamedAndOutIsUntouched) {
+  const int B = 2, Sq = 1, H = 4, Sk = 30, D = 64;
+  HostTensor q(DType::f32, {B, Sq, H, D}), k(DType::f32, {B, Sk, H, D}),
+      v(DType::f32, {B, Sk, H, D}), out(DType::f32, {B, Sq, H, D});
+  q.randomize(4);
+  k.randomize(5);
+  v.randomize(6);
+  auto expect_invalid = [&](const AttentionArgs& a, const std::string& words) {
+    out.poison();
+    expect_invalid_argument([&] { attention_forward(a); }, words);
+    for (std::int64_t i = 0; i < out.numel(); ++i) ASSERT_TRUE(std::isnan(out.get(i)));
+  };
+  AttentionArgs a = tensor_args(q, k, v, out);
+  a.backend = Backend::cpu;
+  const HostTensor past = int32s({30, 31}), negative = int32s({-1, 3}), used = int32s({5, 7});
+  a.leftpad_k = past.view();
+  expect_invalid(a, "leftpad_k[1] is 31, must be in [0, Sk = 30]");
+  a.leftpad_k = negative.view();
+  expect_invalid(a, "leftpad_k[0] is -1");
+  const HostTensor eight = int32s({2, 8});
+  a.seqused_k = used.view();
+  a.leftpad_k = eight.view();
+  expect_invalid(a, "leftpad_k[1] is 8, must be in [0, seqused_k[1] = 7]");
+  const HostTensor three = int32s({1, 2, 3});
+  a.leftpad_k = three.view();
+  expect_invalid(a, "leftpad_k has shape [3], expected [batch = 2]");
+  HostTensor floats(DType::f32, {2});
+  a.leftpad_k = floats.view();
+  expect_invalid(a, "leftpad_k has dtype float32, expected int32");
+}
+
 TEST(SeqUsedK, BadValuesAreNamedAndOutIsUntouched) {
   const int B = 2, Sq = 1, H = 4, Sk = 30, D = 64;
   HostTensor q(DType::f32, {B, Sq, H, D}), k(DType::f32, {B, Sk, H, D}),
@@ -120,6 +216,15 @@ TEST(SeqUsedK, BadValuesAreNamedAndOutIsUntouched) {
     ADD_FAILURE() << "varlen + seqused_k accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("seqused_k is for dense calls"), std::string::npos)
+        << e.what();
+  }
+  w.seqused_k = TensorView{};
+  w.leftpad_k = ok.view();
+  try {
+    attention_forward(w);
+    ADD_FAILURE() << "varlen + leftpad_k accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("leftpad_k is for dense calls"), std::string::npos)
         << e.what();
   }
 }

@@ -2,8 +2,10 @@
 // against the fp64 reference on fresh random inputs with outputs poisoned first: lengths from 0 to
 // the whole cache, causal rows that see no key, split keys of sequences much shorter than the
 // longest; the other calls (more rows, a window, compensated precision) on the sm_80 kernel; every
-// bad length is an error that names it, with out untouched. (tests/cpu/test_seqused_k.cpp shows the
-// reference's reading of seqused_k equals a call on the cut cache.)
+// bad length is an error that names it, with out untouched. The same with leftpad_k (keys from
+// leftpad_k[b] on): the decode kernels in place, the sm_80 kernel for the rest. (tests/cpu/
+// test_seqused_k.cpp shows the reference's reading of seqused_k and leftpad_k equals a call on
+// the cut cache.)
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -28,13 +30,15 @@ struct UsedCase {
   int B, Hq, Hkv, Sq, Sk, D;
   DType t;
   bool causal;
-  std::vector<int> used;
+  std::vector<int> used;  // empty: no seqused_k
+  std::vector<int> pad = {};  // empty: no leftpad_k
 };
 
 // Host and device copies of one call's tensors.
 struct UsedProblem {
-  HostTensor q, k, v, out, lse, used;
-  DeviceBuffer dq, dk, dv, dout, dlse, dused;
+  HostTensor q, k, v, out, lse, used, pad;
+  DeviceBuffer dq, dk, dv, dout, dlse, dused, dpad;
+  bool has_used, has_pad;
 
   explicit UsedProblem(const UsedCase& c, std::uint64_t seed)
       : q(c.t, {c.B, c.Sq, c.Hq, c.D}),
@@ -42,21 +46,29 @@ struct UsedProblem {
         v(c.t, {c.B, c.Sk, c.Hkv, c.D}),
         out(c.t, {c.B, c.Sq, c.Hq, c.D}),
         lse(DType::f32, {c.B, c.Hq, c.Sq}),
-        used(DType::i32, {c.B}) {
+        used(DType::i32, {c.B}),
+        pad(DType::i32, {c.B}),
+        has_used(!c.used.empty()),
+        has_pad(!c.pad.empty()) {
     q.randomize(seed);
     k.randomize(seed + 1);
     v.randomize(seed + 2);
-    for (int b = 0; b < c.B; ++b) static_cast<std::int32_t*>(used.data())[b] = c.used[b];
+    for (int b = 0; b < c.B; ++b) {
+      static_cast<std::int32_t*>(used.data())[b] = has_used ? c.used[b] : 0;
+      static_cast<std::int32_t*>(pad.data())[b] = has_pad ? c.pad[b] : 0;
+    }
     dq = DeviceBuffer(q.bytes());
     dk = DeviceBuffer(k.bytes());
     dv = DeviceBuffer(v.bytes());
     dout = DeviceBuffer(out.bytes());
     dlse = DeviceBuffer(lse.bytes());
     dused = DeviceBuffer(used.bytes());
+    dpad = DeviceBuffer(pad.bytes());
     dq.upload(q.data());
     dk.upload(k.data());
     dv.upload(v.data());
     dused.upload(used.data());
+    dpad.upload(pad.data());
   }
   void poison() {
     out.poison();
@@ -71,14 +83,16 @@ struct UsedProblem {
     a.v = v.view(Device::cuda, dv.get());
     a.out = out.view(Device::cuda, dout.get());
     a.lse = lse.view(Device::cuda, dlse.get());
-    a.seqused_k = used.view(Device::cuda, dused.get());
+    if (has_used) a.seqused_k = used.view(Device::cuda, dused.get());
+    if (has_pad) a.leftpad_k = pad.view(Device::cuda, dpad.get());
     a.causal = causal;
     a.backend = Backend::cuda;
     return a;
   }
   AttentionArgs host_args(bool causal) const {
     AttentionArgs a = tensor_args(q, k, v, out, &lse);
-    a.seqused_k = used.view();
+    if (has_used) a.seqused_k = used.view();
+    if (has_pad) a.leftpad_k = pad.view();
     a.causal = causal;
     return a;
   }
@@ -191,6 +205,74 @@ TEST_F(SeqUsedKCuda, BadLengthsAreNamedAndOutIsUntouched) {
   TEST_CUDA_CHECK(cudaDeviceSynchronize());
   p.dout.download(p.out.data());
   for (std::int64_t i = 0; i < p.out.numel(); ++i) ASSERT_TRUE(std::isnan(p.out.get(i)));
+}
+
+TEST_F(SeqUsedKCuda, LeftpadDecodeMatchesTheReference) {
+  const std::vector<UsedCase> cases = {
+      {3, 32, 8, 1, 4096, 128, DType::bf16, false, {4096, 1, 300}, {17, 1, 300}},  // 0 keys
+      {2, 16, 16, 4, 777, 64, DType::f16, true, {777, 9}, {700, 6}},  // 3 keys, 4 causal rows
+      {2, 8, 2, 2, 3000, 256, DType::f16, false, {2999, 1500}, {1, 1499}},
+      {4, 8, 8, 1, 70000, 64, DType::bf16, false, {70000, 65, 64, 100}, {5, 0, 63, 99}},
+      {2, 64, 1, 1, 5000, 128, DType::f16, true, {}, {4999, 123}},  // no seqused_k: to Sk
+  };
+  for (const UsedCase& c : cases) {
+    const std::string name = "B" + std::to_string(c.B) + "_H" + std::to_string(c.Hq) + "kv" +
+                             std::to_string(c.Hkv) + "_Sq" + std::to_string(c.Sq) + "_Sk" +
+                             std::to_string(c.Sk) + "_D" + std::to_string(c.D);
+    SCOPED_TRACE(name);
+    UsedProblem p(c, seed_of("SeqUsedKCuda/leftpad/" + name));
+    for (const bool checked : {true, false}) {
+      SCOPED_TRACE(checked ? "checked" : "unchecked");
+      AttentionArgs dev = p.device_args(c.causal);
+      dev.check_indices = checked;
+      EXPECT_EQ(cuda_forward_kernel(make_fwd_params(dev)), FwdKernel::decode_16x64);
+      expect_matches_reference(p, c, dev, p.host_args(c.causal));
+    }
+  }
+}
+
+TEST_F(SeqUsedKCuda, LeftpadOtherCallsRunThePortableKernel) {
+  const std::vector<std::pair<UsedCase, int>> cases = {
+      {{2, 8, 8, 256, 1000, 128, DType::f16, true, {1000, 300}, {3, 290}}, -1},
+      {{2, 16, 4, 130, 300, 64, DType::bf16, false, {300, 1}, {299, 0}}, -1},
+      {{2, 8, 8, 100, 999, 128, DType::f16, true, {}, {500, 0}}, 64},  // a window, no seqused_k
+  };
+  for (const auto& [c, window] : cases) {
+    const std::string name = "Sq" + std::to_string(c.Sq) + "_D" + std::to_string(c.D) + "_w" +
+                             std::to_string(window);
+    SCOPED_TRACE(name);
+    UsedProblem p(c, seed_of("SeqUsedKCuda/leftpad-other/" + name));
+    AttentionArgs dev = p.device_args(c.causal), host = p.host_args(c.causal);
+    dev.mask.window_left = host.mask.window_left = window;
+    const std::string pick = tile_config(cuda_forward_kernel(make_fwd_params(dev))).name;
+    EXPECT_EQ(pick.rfind("sm80_", 0), 0u) << "picked " << pick;
+    expect_matches_reference(p, c, dev, host);
+  }
+}
+
+TEST_F(SeqUsedKCuda, BadLeftpadIsNamedAndOutIsUntouched) {
+  for (const bool with_used : {true, false}) {
+    UsedProblem p({2, 8, 8, 1, 1000, 128, DType::f16, false,
+                   with_used ? std::vector<int>{1000, 400} : std::vector<int>{}, {0, 401}},
+                  7);
+    if (!with_used) {
+      static_cast<std::int32_t*>(p.pad.data())[1] = 1001;
+      p.dpad.upload(p.pad.data());
+    }
+    p.poison();
+    try {
+      attention_forward(p.device_args(false));
+      ADD_FAILURE() << "a pad past the keys' end accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+      const std::string want = with_used ? "leftpad_k[1] is 401, must be in [0, seqused_k[1] = 400]"
+                                         : "leftpad_k[1] is 1001, must be in [0, Sk = 1000]";
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+    TEST_CUDA_CHECK(cudaDeviceSynchronize());
+    p.dout.download(p.out.data());
+    for (std::int64_t i = 0; i < p.out.numel(); ++i) ASSERT_TRUE(std::isnan(p.out.get(i)));
+  }
 }
 
 }  // namespace

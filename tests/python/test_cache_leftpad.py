@@ -151,6 +151,31 @@ def test_leftpad_rotary_positions_are_cache_rows(fw, dtype, device, tol):
     assert np.array_equal(to64(kc), to64(kc2)) and np.array_equal(to64(vc), to64(vc2))
 
 
+@pytest.mark.parametrize("fw,dtype,device,tol", FRAMEWORKS)
+@pytest.mark.parametrize("sq", [1, 70])
+def test_leftpad_with_a_paged_cache(fw, dtype, device, tol, sq):
+    """Beyond flash-attn (which refuses the two together): with block_table the pad counts
+    logical keys, key cache_leftpad[b] + j in page block_table[b][(cache_leftpad[b] + j) //
+    page_size]; the pages are gathered first."""
+    rng = rng_for("leftpad-paged", fw, dtype, device, sq)
+    B, Hq, Hkv, D, page, per_seq = 2, 4, 2, 64, 16, 6
+    cap = page * per_seq
+    pool = np.random.default_rng(1).permutation(B * per_seq).astype(np.int32)
+    bt = pool.reshape(B, per_seq)
+    q = on(fw, device, make(fw, dtype, (B, sq, Hq, D), rng))
+    kp = on(fw, device, make(fw, dtype, (B * per_seq, page, Hkv, D), rng))
+    vp = on(fw, device, make(fw, dtype, (B * per_seq, page, Hkv, D), rng))
+    used, pad = np.array([95, 80], np.int32), np.array([17, 3], np.int32)
+    out, lse = ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=arr(fw, device, used),
+                                          cache_leftpad=arr(fw, device, pad),
+                                          block_table=arr(fw, device, bt), causal=True,
+                                          return_softmax_lse=True)
+    # The logical caches, page by page.
+    kd = to64(kp)[bt].reshape(B, cap, Hkv, D)
+    vd = to64(vp)[bt].reshape(B, cap, Hkv, D)
+    check_call(out, lse, q, kd, vd, kd, vd, [0, 1], pad, used, 0, None, True, tol)
+
+
 @needs_cuda
 def test_leftpad_unchecked_matches_checked():
     """check_indices=False (no host copies) gives the same result for valid values."""
@@ -182,17 +207,15 @@ def test_leftpad_errors_name_the_value_and_leave_the_caches():
             ga.flash_attn_with_kvcache(q, kc, vc, **{**call, **kw})
 
     i32 = lambda *v: np.array(v, np.int32)  # noqa: E731
-    refused(ValueError, r"cache_leftpad\[1\] is 5, must be in \[0, cache_seqlens\[1\]\] = "
-                        r"\[0, 4\]", cache_leftpad=i32(0, 5))
+    refused(ValueError, r"cache_leftpad\[1\] is 5, must be in \[0, cache_seqlens\[1\] = 4\]",
+            cache_leftpad=i32(0, 5))
     refused(ValueError, r"cache_leftpad\[0\] is -1", cache_leftpad=i32(-1, 0))
     refused(ValueError, "cache_leftpad has dtype int64, which is not supported",
             cache_leftpad=np.array([0, 1]))
-    refused(ValueError, r"cache_leftpad has shape \(3,\), expected \(batch,\) = \(2,\)",
+    refused(ValueError, r"cache_leftpad has shape \[3\], expected \[batch = 2\]",
             cache_leftpad=i32(0, 1, 2))
     refused(TypeError, "cache_leftpad must be a torch.Tensor or a numpy.ndarray",
             cache_leftpad=[0, 1])
-    refused(ValueError, "cache_leftpad shifts .* pass one of the two", cache_leftpad=i32(0, 1),
-            block_table=np.array([[0], [1]], np.int32), cache_batch_idx=None)
     refused(ValueError, r"cache_batch_idx\[1\] is 3, must be a row of k_cache in \[0, 3\)",
             cache_leftpad=i32(0, 1), cache_batch_idx=i32(0, 3))
     refused(ValueError, r"cache_seqlens\[1\] is 15: with 2 new keys it must be in \[0, 14\]",
@@ -200,13 +223,35 @@ def test_leftpad_errors_name_the_value_and_leave_the_caches():
     # The checks of the call without the pad come first, naming what the caller passed.
     refused(ValueError, r"cache_seqlens\[0\] is 17", cache_leftpad=i32(0, 1),
             cache_seqlens=i32(17, 4))
-    # Caches whose batch strides are not the same whole number of key rows.
-    wide = make("numpy", "float16", (3, 20, 2, 64), rng)
-    with pytest.raises(NotImplementedError, match="same batch stride in keys"):
-        ga.flash_attn_with_kvcache(q, kc, wide[:, :16], cache_leftpad=i32(0, 1), **call)
     assert np.array_equal(kc, kc0) and np.array_equal(vc, vc0), "a refused call wrote a cache"
     # The same call with good values then writes the rows it appends, in the rows it names.
     out = ga.flash_attn_with_kvcache(q, kc, vc, cache_leftpad=i32(1, 2), **call)
     assert np.array_equal(kc[1], kc0[1]), "cache row 1, which no sequence names, was written"
     assert np.array_equal(kc[2, 3:5], k[0]) and np.array_equal(kc[0, 4:6], k[1])
     assert np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("fw,dtype,device,tol", [
+    ("numpy", "float16", "cpu", 2e-3),
+    pytest.param("torch", "float16", "cuda", 2e-3, marks=needs_cuda),
+    pytest.param("torch", "bfloat16", "cuda", 1.6e-2, marks=needs_cuda),
+])
+@pytest.mark.parametrize("sq", [1, 70])
+def test_leftpad_over_an_int8_cache(fw, dtype, device, tol, sq):
+    """An 8-bit cache (k_scale / v_scale a KV head): decode calls read it in place from the pad
+    on (the 8-bit decode kernel on CUDA), the Sq 70 call on the keys dequantized first."""
+    rng = rng_for("leftpad-int8", fw, dtype, device, sq)
+    B, Hq, Hkv, D, cap = 2, 4, 2, 128, 90
+    q = on(fw, device, make(fw, dtype, (B, sq, Hq, D), rng))
+    k8 = rng.integers(-127, 128, (B, cap, Hkv, D)).astype(np.int8)
+    v8 = rng.integers(-127, 128, (B, cap, Hkv, D)).astype(np.int8)
+    ks = np.array([0.01, 0.02], np.float32)
+    vs = np.array([0.015, 0.005], np.float32)
+    used, pad = np.array([90, 75], np.int32), np.array([11, 3], np.int32)
+    conv = (lambda x: x) if fw == "numpy" else (lambda x: on(fw, device, torch.from_numpy(x)))
+    out, lse = ga.flash_attn_with_kvcache(q, conv(k8), conv(v8), cache_seqlens=conv(used),
+                                          cache_leftpad=conv(pad), k_scale=conv(ks),
+                                          v_scale=conv(vs), causal=True, return_softmax_lse=True)
+    kd = k8.astype(np.float64) * ks.astype(np.float64)[None, None, :, None]
+    vd = v8.astype(np.float64) * vs.astype(np.float64)[None, None, :, None]
+    check_call(out, lse, q, kd, vd, kd, vd, [0, 1], pad, used, 0, None, True, tol)
