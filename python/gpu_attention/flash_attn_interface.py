@@ -503,9 +503,37 @@ def _named_cache_seqlens(error):
     return type(error)(re.sub(r"\bleftpad_k\b", "cache_leftpad", text))
 
 
+def _plain_leftpad(torch, cache_leftpad, q):
+    """cache_leftpad is one the library takes for q (a torch int32 (batch,) tensor, stride 1, on
+    q's device), so that the fast path's append never precedes the attention's refusal of it: any
+    other takes the general path, which checks the call before it appends."""
+    return (type(cache_leftpad) is torch.Tensor and cache_leftpad.dtype == torch.int32
+            and cache_leftpad.dim() == 1 and q.dim() == 4 and cache_leftpad.shape[0] == q.shape[0]
+            and cache_leftpad.stride(0) == 1 and cache_leftpad.device == q.device)
+
+
+def _check_leftpad_before_append(fw, cache_leftpad, cache_seqlens):
+    """cache_leftpad against cache_seqlens before k/v are appended (the attention checks it
+    after the append, against the longer lengths; on CUDA only then): every value in
+    [0, cache_seqlens[b]], so that a call it refuses writes nothing. Host copies of both (a
+    stream synchronization on CUDA); arrays of another shape or dtype are left to the library."""
+    if fw == "torch":
+        pad, used = (x.detach().cpu().numpy() for x in (cache_leftpad, cache_seqlens))
+    else:
+        pad, used = cache_leftpad, cache_seqlens
+    if (pad.shape != used.shape or pad.ndim != 1 or str(pad.dtype) != "int32"
+            or str(used.dtype) != "int32"):
+        return
+    for b in range(pad.shape[0]):
+        if not 0 <= int(pad[b]) <= int(used[b]):
+            raise ValueError(f"flash_attn_with_kvcache: cache_leftpad[{b}] is {int(pad[b])}, must "
+                             f"be in [0, cache_seqlens[{b}] = {int(used[b])}]")
+
+
 def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=None,
                   block_table=None, check_indices=True, k_scale=None, v_scale=None,
-                  kv_format="", pdl=False, check_only=False, into=None, softcap=0):
+                  kv_format="", pdl=False, check_only=False, into=None, softcap=0,
+                  leftpad_k=None):
     """The library's call for plain torch tensors (as _forward makes it): out (and lse)
     allocated contiguous on q's device (or `into`, an earlier check_only call's), the arrays as
     DLPack capsules, torch's current stream.
@@ -524,7 +552,7 @@ def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=Non
     stream = _current_raw_stream(torch, q) if q.is_cuda else 0
     cap = torch.utils.dlpack.to_dlpack
     if (seqused_k is None and block_table is None and check_indices and k_scale is None
-            and not pdl and not check_only and not softcap):
+            and not pdl and not check_only and not softcap and leftpad_k is None):
         _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
                              None, None, 0, 0, softmax_scale, causal, stream)
     else:
@@ -536,8 +564,9 @@ def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=Non
                              k_scale=None if k_scale is None else cap(k_scale),
                              v_scale=None if v_scale is None else cap(v_scale),
                              kv_format=kv_format, pdl=pdl, check_only=check_only,
-                             # as the general path passes it (_with_softcap: only when not 0)
-                             **({"softcap": float(softcap)} if softcap else {}))
+                             # as the general path passes them (_with_softcap: only when not 0)
+                             **({"softcap": float(softcap)} if softcap else {}),
+                             **({} if leftpad_k is None else {"leftpad_k": cap(leftpad_k)}))
     return out, lse
 
 
@@ -1197,7 +1226,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         raise TypeError(f"flash_attn_with_kvcache: pdl must be True or False, not {pdl!r}")
     torch = sys.modules.get("torch")
     if (torch is not None and rotary_cos is None and rotary_sin is None
-            and cache_batch_idx is None and cache_leftpad is None
+            and cache_batch_idx is None
+            and (cache_leftpad is None or _plain_leftpad(torch, cache_leftpad, q))
             and q_descale is None and k_descale is None and v_descale is None
             and out_dtype is None
             and ((k_scale is None and v_scale is None)
@@ -1222,13 +1252,15 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         appended = False
         try:
             if k is not None:  # appended first, as _append_kv does, then attended with them
+                if cache_leftpad is not None and (indices or not q.is_cuda):
+                    _check_leftpad_before_append("torch", cache_leftpad, used)
                 if not q.is_cuda:
                     # The CPU's attention checks every page of a block table, the append only
                     # those it writes: the whole check first (its time is the CPU's least cost).
                     checked = _fast_forward(torch, q, kc, vc, softmax_scale, causal,
                                             return_softmax_lse, used, block_table, indices,
                                             k_scale, v_scale, kv_format, pdl, check_only=True,
-                                            softcap=softcap)
+                                            softcap=softcap, leftpad_k=cache_leftpad)
                 cap = torch.utils.dlpack.to_dlpack
                 stream = _current_raw_stream(torch, kc) if kc.is_cuda else 0
                 _C.append_kv(cap(kc), cap(vc), cap(k), cap(v), cap(used),
@@ -1241,14 +1273,15 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                 used = (used + k.shape[1]).to(torch.int32)
             out, lse = _fast_forward(torch, q, kc, vc, softmax_scale, causal, return_softmax_lse,
                                      used, block_table, indices, k_scale, v_scale, kv_format, pdl,
-                                     into=checked, softcap=softcap)
+                                     into=checked, softcap=softcap, leftpad_k=cache_leftpad)
         except (ValueError, NotImplementedError) as e:
             # A tensor of no elements crosses without storage, which the module refuses before
             # the library judges its shape (and before anything is written): the general path
             # passes it with storage. (The append's own errors name k_new / v_new / k_cache:
             # untouched by _named_caches.)
             if appended or not any(x is not None and x.numel() == 0 for x in (
-                    q, k_cache, v_cache, k, v, cache_seqlens, block_table, k_scale, v_scale)):
+                    q, k_cache, v_cache, k, v, cache_seqlens, block_table, k_scale, v_scale,
+                    cache_leftpad)):
                 raise _named_new_rows(_named_caches(_named_cache_seqlens(e))) from None
         else:
             return (out, lse) if return_softmax_lse else out
@@ -1381,6 +1414,8 @@ def _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqle
                                    **call)
             except (TypeError, ValueError, NotImplementedError) as e:
                 raise _named_caches(e) from None
+            if cache_leftpad is not None and (check_indices or not (fw == "torch" and q.is_cuda)):
+                _check_leftpad_before_append(fw, cache_leftpad, seqused)
             try:
                 _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices,
                            k_scale=k_scale, v_scale=v_scale)

@@ -205,6 +205,47 @@ def test_plain_kvcache_calls_take_the_fast_path(general_calls, device, causal):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_leftpad_kvcache_calls_take_the_fast_path(general_calls, device):
+    """cache_leftpad as a torch tensor goes through the fast path (the library's leftpad_k), with
+    the general path's bits, appended or not; a pad past cache_seqlens is named before the
+    append writes anything, on both paths."""
+    B, Sk, Hkv, D = 3, 40, 2, 64
+    q, kc, vc = tensors(device, "float16", [(B, 2, 4, D), (B, Sk, Hkv, D), (B, Sk, Hkv, D)],
+                        "leftpad")
+    used = torch.tensor([Sk - 3, 9, 1], dtype=torch.int32, device=device)
+    pad = torch.tensor([5, 9, 0], dtype=torch.int32, device=device)
+    out, lse = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, cache_leftpad=pad,
+                                          causal=True, return_softmax_lse=True)
+    assert general_calls == [], "a left-padded call entered the general path"
+    want, want_lse = general(q, kc, vc, True, True, seqused_k=used, leftpad_k=pad)
+    same(out, want, "cache_leftpad")
+    same(lse, want_lse, "cache_leftpad lse")
+    new_k, new_v = tensors(device, "float16", [(B, 3, Hkv, D)] * 2, "leftpad-append")
+    caches = [t.clone() for t in (kc, vc)]
+    del general_calls[:]  # the comparison above ran _forward
+    got = ga.flash_attn_with_kvcache(q, kc, vc, new_k, new_v, cache_seqlens=used,
+                                     cache_leftpad=pad, causal=True)
+    assert general_calls == [], "a left-padded append took the general path"
+    wanted = ga.flash_attn_with_kvcache(q, caches[0], caches[1], new_k, new_v,
+                                        cache_seqlens=used, cache_leftpad=pad, causal=True,
+                                        window_size=[-1, -1])
+    assert len(general_calls) == 1
+    same(got, wanted, "appended")
+    assert torch.equal(kc, caches[0]) and torch.equal(vc, caches[1])
+    bad = torch.tensor([5, 10, 0], dtype=torch.int32, device=device)
+    before = [t.clone() for t in (kc, vc)]
+    for extra in ({}, {"window_size": [-1, -1]}):  # the fast path, the general path
+        with pytest.raises(ValueError, match=r"cache_leftpad\[1\] is 10, must be in "
+                                             r"\[0, cache_seqlens\[1\] = 9\]"):
+            ga.flash_attn_with_kvcache(q, kc, vc, new_k, new_v, cache_seqlens=used,
+                                       cache_leftpad=bad, **extra)
+        assert torch.equal(kc, before[0]) and torch.equal(vc, before[1]), "a refused call wrote"
+    with pytest.raises(ValueError, match=r"cache_leftpad\[1\] is 10, must be in "
+                                         r"\[0, cache_seqlens\[1\] = 9\]"):
+        ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, cache_leftpad=bad)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("kind", ["int8", "e4m3"])
 def test_quantized_kvcache_calls_take_the_fast_path(general_calls, device, kind):
     """A quantized cache with both scales as torch tensors (the serving call) skips the general
@@ -641,7 +682,6 @@ def test_unsupported_options_raise_with_torch_tensors(kwargs, error):
     (dict(rotary_cos="t"), ValueError),  # alone: rotary_sin goes with it (and k/v)
     (dict(rotary_sin="t"), ValueError),
     (dict(cache_batch_idx="t", block_table="t"), ValueError),  # one of the two
-    (dict(cache_leftpad="t", block_table="t"), ValueError),  # a dense cache only
     (dict(softcap=-1.0), ValueError),  # soft-capping runs; a negative cap is named
     (dict(alibi_slopes="t"), NotImplementedError),
     (dict(num_splits=-1), ValueError),
@@ -654,3 +694,21 @@ def test_unsupported_kvcache_options_raise_with_torch_tensors(kwargs, error):
     with pytest.raises(error):
         ga.flash_attn_with_kvcache(q, kc, kc, cache_seqlens=torch.tensor([3, 4], dtype=torch.int32),
                                    **kwargs)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_malformed_leftpad_takes_the_general_path(general_calls, device):
+    """A cache_leftpad the library refuses (int64, a wrong shape) takes the general path, which
+    refuses it before k/v are appended: the caches stay as they were."""
+    q, kc, vc, new = tensors(device, "float16", [(2, 1, 4, 64), (2, 16, 2, 64), (2, 16, 2, 64),
+                                                 (2, 1, 2, 64)], "leftpad-malformed")
+    used = torch.tensor([3, 4], dtype=torch.int32, device=device)
+    before = [t.clone() for t in (kc, vc)]
+    for bad, words in ((torch.tensor([0, 1], device=device), "cache_leftpad has dtype int64"),
+                       (torch.tensor([0, 1, 2], dtype=torch.int32, device=device),
+                        r"cache_leftpad has shape \[3\], expected \[batch = 2\]")):
+        n = len(general_calls)
+        with pytest.raises(ValueError, match=words):
+            ga.flash_attn_with_kvcache(q, kc, vc, new, new, cache_seqlens=used, cache_leftpad=bad)
+        assert torch.equal(kc, before[0]) and torch.equal(vc, before[1]), "a refused call wrote"
+        assert len(general_calls) == n  # refused in the general path's check, before _forward
