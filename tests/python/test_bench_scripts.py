@@ -1155,7 +1155,8 @@ def test_leftpad_decode_runs_on_the_cpu(tmp_path):
                         str(out)], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     rows = json.loads(out.read_text())["rows"]
-    assert len(rows) == 6 and {row["row"] for row in rows} == {"plain", "leftpad", "leftpad u"}
+    assert len(rows) == 8 and {row["row"] for row in rows} == {"plain", "plain u", "leftpad",
+                                                               "leftpad u"}
     for row in rows:
         assert row["ms"] > 0 and row["max_diff"] < 1e-5, row
     r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "0"], env=env,
