@@ -122,8 +122,8 @@ struct AttentionArgs {
   // from there (causal bottom-right aligned to those keys). With a block table the positions are
   // logical (key leftpad_k[b] + j in page block_table[b][(leftpad_k[b] + j) / page_size]). On
   // CUDA it lives next to q and is checked on a host copy with seqused_k; it takes the kernels
-  // seqused_k takes (decode calls over a dense cache the split-KV decode kernel; paged calls
-  // with it are gathered first, every other call runs the sm_80 kernel), on both backends.
+  // seqused_k takes (decode calls the split-KV decode kernel, over a dense cache in place, over a
+  // paged one on a gathered copy; every other call the sm_80 kernel), on both backends.
   TensorView leftpad_k;
   // Dense calls only, optional: a paged KV cache (flash-attn's block_table; vLLM's block tables).
   // k and v are then [num_pages, page_size, Hkv, D], a pool of fixed-size pages of page_size keys
@@ -131,12 +131,13 @@ struct AttentionArgs {
   // device): key j of sequence b lives in page block_table[b][j / page_size], row j % page_size.
   // The logical cache length is Sk = max_pages * page_size; seqused_k (above) cuts it per
   // sequence, and causal is bottom-right aligned to the keys used. Entries of the pages a sequence
-  // uses (the first ceil(keys_used(b) / page_size)) must be in [0, num_pages); the rest are never
+  // uses (those holding its logical keys leftpad_k[b] .. seqused_k[b] - 1; without leftpad_k the
+  // first ceil(seqused_k[b] / page_size)) must be in [0, num_pages); the rest are never
   // read (vLLM pads them with anything). Pages may be shared between sequences. On CUDA the table
   // (and seqused_k) are checked on a host copy (a stream synchronization); decode calls (as
   // above) read the pages in place in the split-KV decode kernel, and every other call (prefill
   // over a paged cache, compensated precision, windows) first gathers the used pages into a
-  // contiguous buffer from the library's pool (2 x B x max used keys x Hkv x D elements, freed on
+  // contiguous buffer from the library's pool (2 x B x the largest seqused_k x Hkv x D elements, freed on
   // `stream`) and runs on it. Every mask and precision works with it, on both backends.
   TensorView block_table;
 
@@ -166,7 +167,7 @@ struct AttentionArgs {
   // for x * q_scale[h].
   // out is f16 or bf16 (f32 too on the CPU backend) and is the dtype the call computes in. Every
   // layout, mask and precision works, on both backends. On Hopper (sm_90a), dense and causal
-  // calls at head dims 64, 128 and 256 (varlen or not) without seqused_k or a block table, in
+  // calls at head dims 64, 128 and 256 (varlen or not) without seqused_k, leftpad_k or a block table, in
   // standard precision, with no broadcast (zero) stride, and not decode calls (those read the cache
   // in place, as above), run the FP8 kernel: S = Q K^T and O = P V on E4M3 operands with fp32
   // accumulation, P rounded to E4M3 (its values lie in [0, 1]; the row sums are taken before the
@@ -180,7 +181,7 @@ struct AttentionArgs {
   // path bounds q_scale at 65504 / 448 as it bounds a copied cache's scales (above).
   TensorView q_scale;
 
-  // CUDA only: whether cu_seqlens_q/k, seqused_k and block_table values are checked on a host
+  // CUDA only: whether cu_seqlens_q/k, seqused_k, leftpad_k and block_table values are checked on a host
   // copy before any kernel runs (a stream synchronization; every bad value is then an
   // invalid_argument naming it). false skips the copies: the call stays asynchronous and can be
   // captured into a CUDA graph, and the values are trusted as flash-attn and vLLM trust them (a
@@ -249,7 +250,7 @@ struct AttentionArgs {
 // Validates `args` and computes the forward pass. Throws gpuattn::Error, naming the offending
 // value, on any invalid input; in that case `out` and `lse` are left untouched. The CUDA backend is
 // asynchronous with respect to the host (stream-ordered) unless validation needs cu_seqlens,
-// seqused_k or block_table values (check_indices).
+// seqused_k, leftpad_k or block_table values (check_indices).
 // Device memory: none but what the caller passes, except from the library's own stream-ordered
 // memory pool of the device (made on the first such call; it keeps what it has reserved): on
 // Hopper a causal or masked call with more 128-row blocks than SMs takes a work counter, and a
@@ -272,7 +273,7 @@ struct AttentionArgs {
 void attention_forward(const AttentionArgs& args);
 
 // Validates `args` as attention_forward does and computes nothing: throws the same errors, writes
-// nothing, launches nothing. Index arrays (cu_seqlens, seqused_k, block_table) and scales on the
+// nothing, launches nothing. Index arrays (cu_seqlens, seqused_k, leftpad_k, block_table) and scales on the
 // host are checked as attention_forward checks them; on a device, attention_forward checks their
 // values on a host copy when it runs (check_indices), and this does not read them. For a caller
 // that must change something before the attention can run, and wants a bad call refused before

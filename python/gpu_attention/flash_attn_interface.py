@@ -507,7 +507,8 @@ def _plain_leftpad(torch, cache_leftpad, q):
     """cache_leftpad is one the library takes for q (a torch int32 (batch,) tensor, stride 1, on
     q's device), so that the fast path's append never precedes the attention's refusal of it: any
     other takes the general path, which checks the call before it appends."""
-    return (type(cache_leftpad) is torch.Tensor and cache_leftpad.dtype == torch.int32
+    return (type(q) is torch.Tensor and type(cache_leftpad) is torch.Tensor
+            and cache_leftpad.dtype == torch.int32
             and cache_leftpad.dim() == 1 and q.dim() == 4 and cache_leftpad.shape[0] == q.shape[0]
             and cache_leftpad.stride(0) == 1 and cache_leftpad.device == q.device)
 
@@ -522,8 +523,8 @@ def _check_leftpad_before_append(fw, cache_leftpad, cache_seqlens):
     else:
         pad, used = cache_leftpad, cache_seqlens
     if (pad.shape != used.shape or pad.ndim != 1 or str(pad.dtype) != "int32"
-            or str(used.dtype) != "int32"):
-        return
+            or str(used.dtype) != "int32" or (used < 0).any()):
+        return  # the library names these (a negative cache_seqlens: the append, before it writes)
     for b in range(pad.shape[0]):
         if not 0 <= int(pad[b]) <= int(used[b]):
             raise ValueError(f"flash_attn_with_kvcache: cache_leftpad[{b}] is {int(pad[b])}, must "

@@ -145,7 +145,7 @@ void check_f16_copy_range(const FwdParams& p, const HostScales& h, bool kv_copie
     }
   };
   const char* const not_decode =
-      "not a decode call, which reads the cache in place";
+      "not a decode call that reads the cache in place (a paged call with leftpad_k is copied)";
   if (kv_copied) {
     check(h.k, "k_scale", largest, "cache", not_decode, ", as does a decode call");
     check(h.v, "v_scale", largest, "cache", not_decode, ", as does a decode call");
@@ -161,12 +161,16 @@ void check_f16_copy_range(const FwdParams& p, const HostScales& h, bool kv_copie
 // quantized decode call runs on the gathered or dequantized copy instead of failing its launch.
 bool decode_takes(const FwdParams& p) {
   const int smem = sm80::max_smem_per_block();
-  // The decode kernels step a paged sequence's keys from logical key 0: a paged call with
-  // leftpad_k runs on the gathered copy.
-  return !(p.is_paged() && p.leftpad_k != nullptr) && p.precision == Precision::standard &&
-         p.dense_or_causal() &&
+  return p.precision == Precision::standard && p.dense_or_causal() &&
          DecodePlan::eligible(p.seqlen_q, p.hq / p.hkv) &&
          (smem <= 0 || DecodePlan::smem_bytes(p.head_dim) <= smem);
+}
+
+// Whether a decode call reads its cache in place: every one but a paged call with leftpad_k (the
+// decode kernels step a sequence's pages from logical key 0), which runs decode_16x64 on a
+// gathered (and dequantized) copy instead.
+bool decode_in_place(const FwdParams& p) {
+  return !(p.is_paged() && p.leftpad_k != nullptr);
 }
 
 // select_fwd_config's pick for p on the current device, GPUATTN_KERNEL applied. A call with
@@ -178,7 +182,9 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   // A quantized cache: decode calls read it in place, whatever GPUATTN_KERNEL names
   // (quantized_forward, paged_forward); any other call runs on a dequantized copy, picked here
   // as that copy's call would be.
-  if (p.kv_quantized() && decode_takes(p)) return FwdKernel::decode_q8_16x64;
+  if (p.kv_quantized() && decode_takes(p)) {
+    return decode_in_place(p) ? FwdKernel::decode_q8_16x64 : FwdKernel::decode_16x64;
+  }
   if ((p.has_key_range() || p.is_paged()) && decode_takes(p)) {
     return FwdKernel::decode_16x64;
   }
@@ -270,10 +276,21 @@ class HostKeyRange {
     if (!used_.empty()) check_seqused_k(used_.data(), p.batch, p.seqlen_k);
     if (!start_.empty()) check_leftpad_k(start_.data(), used(), p.batch, p.seqlen_k);
   }
-  // The largest key end (the decode plan's split length, the gathered copy's rows): seqused_k's
-  // largest, or the cache's Sk without it or unchecked.
+  // The largest key end (the gathered copy's rows): seqused_k's largest, or the cache's Sk
+  // without it or unchecked.
   int longest_end(const FwdParams& p) const {
     return used_.empty() ? p.seqlen_k : *std::max_element(used_.begin(), used_.end());
+  }
+  // The most keys a sequence attends to (a decode plan's split length, as the call's seqlen_k):
+  // seqused_k[b] - leftpad_k[b] at its largest; the cache's Sk without seqused_k (keys_end is
+  // then seqlen_k itself, which must stay) or unchecked.
+  int longest_attended(const FwdParams& p) const {
+    if (used_.empty()) return p.seqlen_k;
+    int most = 1;  // a plan of at least one key (sequences of none still leave out = 0)
+    for (int b = 0; b < p.batch; ++b) {
+      most = std::max(most, used_[b] - (start_.empty() ? 0 : start_[b]));
+    }
+    return most;
   }
 
  private:
@@ -357,10 +374,10 @@ void paged_forward(const FwdParams& p, cudaStream_t stream) {
     check_block_table(host, table.packed(), range.used(), range.start());
   }
 
-  // The longest key end (the cache's Sk when unchecked): the decode plan's split length, and
-  // the gathered copy's rows.
+  // The longest key end (the cache's Sk when unchecked): the decode plan's split length (no
+  // leftpad_k here), and the gathered copy's rows.
   const int longest = range.longest_end(p);
-  if (decode_takes(p)) {
+  if (decode_takes(p) && decode_in_place(p)) {
     FwdParams dp = p;
     dp.seqlen_k = longest;
     return decode::fwd(dp, stream);
@@ -376,13 +393,12 @@ void quantized_forward(const FwdParams& p, cudaStream_t stream) {
     GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
     range.check(p);
   }
-  const int longest = range.longest_end(p);
   if (decode_takes(p)) {
     FwdParams dp = p;
-    dp.seqlen_k = longest;
+    dp.seqlen_k = range.longest_attended(p);
     return decode::fwd(dp, stream);
   }
-  if (!p.is_varlen()) return gathered_forward(p, longest, stream);
+  if (!p.is_varlen()) return gathered_forward(p, range.longest_end(p), stream);
   // Varlen: the packed rows dequantized as they are (one sequence of total_k rows), then the
   // call on them with its cu_seqlens.
   FwdParams packed = p;
@@ -536,7 +552,8 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
           check_scales(p.k_scale, p.v_scale, p.kv_scale_stride, p.hkv, stream,
                        "gpuattn::attention_forward", p.q_scale, p.q_scale_stride, p.hq);
       const bool fp8_kernel = p.q_quantized() && fp8_kernel_takes(p);
-      check_f16_copy_range(p, h, !fp8_kernel && !decode_takes(p), p.q_quantized() && !fp8_kernel);
+      check_f16_copy_range(p, h, !fp8_kernel && !(decode_takes(p) && decode_in_place(p)),
+                           p.q_quantized() && !fp8_kernel);
     }
   }
   if (p.q_quantized()) return fp8_forward(p, stream);
@@ -556,18 +573,18 @@ void forward_checked(const FwdParams& p, cudaStream_t stream) {
   // GPUATTN_KERNEL=sm80. The device's opt-in shared memory per block keeps the sm_80 tiles to
   // those that fit (sm80_64x64 at head dim 128 on sm_86/sm_89). A call with seqused_k has its
   // lengths checked on a host copy first (leftpad_k too); a decode call then runs with the
-  // longest key end as its seqlen_k (the split plan's), any other on the sm_80 kernel
-  // (pick_forward_kernel).
+  // most keys a sequence attends to as its seqlen_k (the split plan's), any other on the sm_80
+  // kernel (pick_forward_kernel).
   const HostKeyRange range(p, stream);
   if (range.copied()) {
     GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
     range.check(p);
     const FwdKernel kernel = pick_forward_kernel(p);
     if (kernel == FwdKernel::decode_16x64 && range.used() != nullptr) {
-      // The decode plan splits the longest sequence's keys: the longest end, not the cache's
-      // Sk (the kernel reads only keys_used(b) keys, and nothing else of seqlen_k).
+      // The decode plan splits the most keys a sequence attends to, not the cache's Sk (with
+      // seqused_k the kernel reads only keys_used(b) keys, and nothing else of seqlen_k).
       FwdParams used_p = p;
-      used_p.seqlen_k = range.longest_end(p);
+      used_p.seqlen_k = range.longest_attended(p);
       return decode::fwd(used_p, stream);
     }
   }

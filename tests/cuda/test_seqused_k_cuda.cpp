@@ -250,6 +250,22 @@ TEST_F(SeqUsedKCuda, LeftpadOtherCallsRunThePortableKernel) {
   }
 }
 
+// A paged cache with leftpad_k: the dense cache as B pages of Sk keys (page b sequence b's, as
+// Python's cache_batch_idx runs), gathered then run on decode_16x64, which the pick reports.
+TEST_F(SeqUsedKCuda, LeftpadPagedDecodeRunsOnAGatheredCopy) {
+  const UsedCase c{3, 16, 4, 2, 300, 128, DType::bf16, true, {300, 41, 7}, {299, 1, 7}};
+  UsedProblem p(c, seed_of("SeqUsedKCuda/leftpad-paged"));
+  HostTensor table(DType::i32, {c.B, 1});
+  for (int b = 0; b < c.B; ++b) static_cast<std::int32_t*>(table.data())[b] = b;
+  DeviceBuffer dtable(table.bytes());
+  dtable.upload(table.data());
+  AttentionArgs dev = p.device_args(c.causal), host = p.host_args(c.causal);
+  dev.block_table = table.view(Device::cuda, dtable.get());
+  host.block_table = table.view();
+  EXPECT_EQ(cuda_forward_kernel(make_fwd_params(dev)), FwdKernel::decode_16x64);
+  expect_matches_reference(p, c, dev, host);
+}
+
 TEST_F(SeqUsedKCuda, BadLeftpadIsNamedAndOutIsUntouched) {
   for (const bool with_used : {true, false}) {
     UsedProblem p({2, 8, 8, 1, 1000, 128, DType::f16, false,

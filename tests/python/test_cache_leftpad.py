@@ -255,3 +255,21 @@ def test_leftpad_over_an_int8_cache(fw, dtype, device, tol, sq):
     kd = k8.astype(np.float64) * ks.astype(np.float64)[None, None, :, None]
     vd = v8.astype(np.float64) * vs.astype(np.float64)[None, None, :, None]
     check_call(out, lse, q, kd, vd, kd, vd, [0, 1], pad, used, 0, None, True, tol)
+
+
+@needs_torch
+def test_leftpad_of_another_framework_and_bad_lengths_are_named():
+    """A torch cache_leftpad beside numpy q is a TypeError naming it; a negative cache_seqlens
+    beside a pad is named as cache_seqlens (by the append, before it writes)."""
+    rng = rng_for("leftpad-mixed")
+    q = make("numpy", "float16", (2, 1, 2, 64), rng)
+    kc = make("numpy", "float16", (2, 16, 2, 64), rng)
+    k = make("numpy", "float16", (2, 1, 2, 64), rng)
+    kc0 = kc.copy()
+    with pytest.raises(TypeError, match="cache_leftpad is a torch array but q is a numpy array"):
+        ga.flash_attn_with_kvcache(q, kc, kc, cache_seqlens=np.array([3, 4], np.int32),
+                                   cache_leftpad=torch.tensor([0, 1], dtype=torch.int32))
+    with pytest.raises(ValueError, match=r"cache_seqlens\[0\] is -1"):
+        ga.flash_attn_with_kvcache(q, kc, kc, k=k, v=k, cache_seqlens=np.array([-1, 4], np.int32),
+                                   cache_leftpad=np.array([0, 1], np.int32))
+    assert np.array_equal(kc, kc0)
