@@ -29,6 +29,44 @@ TensorView batch_view(const HostTensor& t, int b, std::int64_t rows, std::int64_
   return v;
 }
 
+// The call of batch entry b alone on its keys first .. first + keys - 1 (a view of the cut cache),
+// into want / want_lse ([1, Sq, Hq, D] / [1, Hq, Sq]); no key: out 0, lse -inf.
+void cut_cache_call(const HostTensor& q, const HostTensor& k, const HostTensor& v, int b, int sq,
+                    int first, int keys, bool causal, HostTensor& want, HostTensor& want_lse) {
+  if (keys > 0) {
+    AttentionArgs c;
+    c.q = batch_view(q, b, sq);
+    c.k = batch_view(k, b, keys, first);
+    c.v = batch_view(v, b, keys, first);
+    c.out = want.view();
+    c.lse = want_lse.view();
+    c.causal = causal;
+    c.backend = Backend::cpu;
+    attention_forward(c);
+    return;
+  }
+  for (std::int64_t i = 0; i < want.numel(); ++i) want.set(i, 0.f);
+  for (std::int64_t i = 0; i < want_lse.numel(); ++i) want_lse.set(i, -INFINITY);
+}
+
+// Batch entry b of the whole call's out / lse against cut_cache_call's, within out_tol / lse_tol
+// (-inf exact).
+void expect_entry_matches(const HostTensor& out, const HostTensor& lse, const HostTensor& want,
+                          const HostTensor& want_lse, int b, double out_tol, double lse_tol) {
+  const std::int64_t n = want.numel(), m = want_lse.numel();
+  for (std::int64_t i = 0; i < n; ++i) {
+    ASSERT_NEAR(out.get(b * n + i), want.get(i), out_tol) << "element " << i;
+  }
+  for (std::int64_t i = 0; i < m; ++i) {
+    const float got = lse.get(b * m + i), w = want_lse.get(i);
+    if (std::isinf(w)) {
+      EXPECT_EQ(got, w) << "lse " << i;
+    } else {
+      ASSERT_NEAR(got, w, lse_tol) << "lse " << i;
+    }
+  }
+}
+
 TEST(SeqUsedK, EachSequenceAttendsToItsFirstKeys) {
   const int B = 3, Hq = 8, Hkv = 2, Sk = 50, D = 64;
   const std::vector<int> used = {50, 17, 0};
@@ -52,31 +90,8 @@ TEST(SeqUsedK, EachSequenceAttendsToItsFirstKeys) {
       for (int b = 0; b < B; ++b) {
         SCOPED_TRACE("batch " + std::to_string(b));
         HostTensor want(DType::f32, {1, Sq, Hq, D}), want_lse(DType::f32, {1, Hq, Sq});
-        if (used[b] > 0) {
-          AttentionArgs c;
-          c.q = batch_view(q, b, Sq);
-          c.k = batch_view(k, b, used[b]);
-          c.v = batch_view(v, b, used[b]);
-          c.out = want.view();
-          c.lse = want_lse.view();
-          c.causal = causal;
-          c.backend = Backend::cpu;
-          attention_forward(c);
-        } else {  // no key: out 0, lse -inf
-          for (std::int64_t i = 0; i < want_lse.numel(); ++i) want_lse.set(i, -INFINITY);
-        }
-        const std::int64_t n = static_cast<std::int64_t>(Sq) * Hq * D;
-        for (std::int64_t i = 0; i < n; ++i) {
-          ASSERT_NEAR(out.get(b * n + i), want.get(i), 1e-6) << "element " << i;
-        }
-        for (std::int64_t i = 0; i < Hq * Sq; ++i) {
-          const float got = lse.get(b * Hq * Sq + i), ref = want_lse.get(i);
-          if (std::isinf(ref)) {
-            EXPECT_EQ(got, ref) << "lse " << i;
-          } else {
-            ASSERT_NEAR(got, ref, 1e-6) << "lse " << i;
-          }
-        }
+        cut_cache_call(q, k, v, b, Sq, 0, used[b], causal, want, want_lse);
+        expect_entry_matches(out, lse, want, want_lse, b, 1e-6, 1e-6);
       }
     }
   }
@@ -110,32 +125,11 @@ TEST(LeftpadK, EachSequenceAttendsToItsKeysFromThePad) {
           SCOPED_TRACE("batch " + std::to_string(b));
           const int end = with_used ? used[b] : Sk, keys = end - pad[b];
           HostTensor want(DType::f32, {1, Sq, Hq, D}), want_lse(DType::f32, {1, Hq, Sq});
-          if (keys > 0) {
-            AttentionArgs c;
-            c.q = batch_view(q, b, Sq);
-            c.k = batch_view(k, b, keys, pad[b]);
-            c.v = batch_view(v, b, keys, pad[b]);
-            c.out = want.view();
-            c.lse = want_lse.view();
-            c.causal = causal;
-            c.backend = Backend::cpu;
-            attention_forward(c);
-          } else {
-            for (std::int64_t i = 0; i < want.numel(); ++i) want.set(i, 0.f);
-            for (std::int64_t i = 0; i < want_lse.numel(); ++i) want_lse.set(i, -INFINITY);
-          }
-          const std::int64_t n = static_cast<std::int64_t>(Sq) * Hq * D;
+          cut_cache_call(q, k, v, b, Sq, pad[b], keys, causal, want, want_lse);
+          expect_entry_matches(out, lse, want, want_lse, b, 1e-6, 1e-5);
+          const std::int64_t n = want.numel();
           for (std::int64_t i = 0; i < n; ++i) {
-            ASSERT_NEAR(out.get(b * n + i), want.get(i), 1e-6) << "element " << i;
             ASSERT_NEAR(ref.out[b * n + i], want.get(i), 1e-5) << "reference element " << i;
-          }
-          for (std::int64_t i = 0; i < Hq * Sq; ++i) {
-            const float got = lse.get(b * Hq * Sq + i), w = want_lse.get(i);
-            if (std::isinf(w)) {
-              EXPECT_EQ(got, w) << "lse " << i;
-            } else {
-              ASSERT_NEAR(got, w, 1e-5) << "lse " << i;
-            }
           }
         }
       }

@@ -182,6 +182,22 @@ def int32(fw, values):
     return a if fw == "numpy" else torch.from_numpy(a)
 
 
+def int32_on(fw, device, values):
+    """int32 values as an array of framework fw on `device` (numpy: on the host)."""
+    return on(fw, device, int32(fw, values))
+
+
+# (framework, dtype, device, tolerance on out) of the flash_attn_with_kvcache files
+# (test_cache_batch_idx.py, test_cache_leftpad.py).
+KVCACHE_FRAMEWORKS = [
+    ("numpy", "float16", "cpu", 2e-3),
+    ("numpy", "float32", "cpu", 2e-5),
+    pytest.param("torch", "bfloat16", "cpu", 1.6e-2, marks=needs_torch),
+    pytest.param("torch", "float16", "cuda", 2e-3, marks=needs_cuda),
+    pytest.param("torch", "bfloat16", "cuda", 1.6e-2, marks=needs_cuda),
+]
+
+
 def assert_close(got, want, tol, what):
     got = to64(got)
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"

@@ -10,21 +10,11 @@ import numpy as np
 import pytest
 
 import gpu_attention as ga
-from reference import (assert_close, causal_rule, make, needs_cuda, needs_torch, on, ref_dense,
-                       rng_for, to64, torch)
+from reference import (KVCACHE_FRAMEWORKS, assert_close, causal_rule, int32_on, make, needs_cuda,
+                       needs_torch, on, ref_dense, rng_for, to64, torch)
 
-FRAMEWORKS = [
-    ("numpy", "float16", "cpu", 2e-3),
-    ("numpy", "float32", "cpu", 2e-5),
-    pytest.param("torch", "bfloat16", "cpu", 1.6e-2, marks=needs_torch),
-    pytest.param("torch", "float16", "cuda", 2e-3, marks=needs_cuda),
-    pytest.param("torch", "bfloat16", "cuda", 1.6e-2, marks=needs_cuda),
-]
-
-
-def arr(fw, device, values):
-    a = np.asarray(values, np.int32)
-    return a if fw == "numpy" else on(fw, device, torch.from_numpy(a))
+FRAMEWORKS = KVCACHE_FRAMEWORKS
+arr = int32_on
 
 
 def check_call(out, lse, q, kc0, vc0, kc1, vc1, rows, pad, used, sn, new, causal, tol):
