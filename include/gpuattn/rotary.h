@@ -12,7 +12,8 @@ namespace gpuattn {
 // angles; features R .. D - 1 are x's unchanged.
 //
 // x, out:  [B, S, H, D], float16 or bfloat16 (float32 too on the CPU backend), last dimension
-//          contiguous, any other strides. out is x itself (the same view: in place) or memory
+//          contiguous, any other strides. Varlen (cu_seqlens given): [total, H, D], the B
+//          sequences packed along the first dimension. out is x itself (the same view: in place) or memory
 //          that overlaps none of x, cos, sin and seqlen_offsets.
 // cos, sin: [S_ro, R / 2], the rotation's table by position: x's dtype or float32, last dimension
 //          contiguous, the two of one shape. 2 <= R <= D.
@@ -20,10 +21,15 @@ namespace gpuattn {
 //          same_position (flash-attn's rotation of a non-causal call's queries), where o_b is
 //          seqlen_offsets[b] (int32 [B], on x's device) or `seqlen_offset` when seqlen_offsets is
 //          absent. Every position a row takes must be in [0, S_ro).
+// Varlen:  cu_seqlens (int32 [B + 1], on x's device) rising from 0 to total: sequence b is rows
+//          cu_seqlens[b] .. cu_seqlens[b + 1] - 1 of x, its row i at position o_b + i (o_b when
+//          same_position). Sequences of no rows are allowed. max_seqlen (>= 0; -1: none), when
+//          given, must bound every sequence's length (flash-attn's hint). One launch for the
+//          whole batch.
 // Feature pairs: (2j, 2j + 1) when interleaved (GPT-J), else (j, j + R / 2) (GPT-NeoX); with
 //          c = cos[p][j], s = sin[p][j], a pair (a, b) becomes (a c - b s, a s + b c), in float32,
 //          rounded once to out's dtype.
-// On CUDA seqlen_offsets is checked on a host copy (a stream synchronization) unless
+// On CUDA seqlen_offsets and cu_seqlens are checked on host copies (one stream synchronization) unless
 // check_indices is false (then trusted: the call stays asynchronous and can be captured into a CUDA
 // graph). Every bad input is an invalid_argument naming the offending value, with out untouched.
 struct RotaryArgs {
@@ -31,6 +37,8 @@ struct RotaryArgs {
   TensorView cos, sin;
   TensorView seqlen_offsets;  // optional
   std::int64_t seqlen_offset = 0;
+  TensorView cu_seqlens;         // optional: varlen x and out
+  std::int64_t max_seqlen = -1;  // with cu_seqlens: a bound on every length, or -1
   bool interleaved = false;
   bool same_position = false;
   bool check_indices = true;

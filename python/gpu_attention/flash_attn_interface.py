@@ -213,9 +213,12 @@ def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_ind
                  **arrays)
 
 
-def _rotary(fw, x, out, cos, sin, offsets, interleaved, same_position, check_indices):
+def _rotary(fw, x, out, cos, sin, offsets, interleaved, same_position, check_indices,
+            cu_seqlens=None, max_seqlen=-1):
     """out = x rotated by cos/sin (gpuattn::apply_rotary); out may be x (in place). `offsets`: an
-    int (every sequence) or an int32 array (batch,) on x's device."""
+    int (every sequence) or an int32 array (batch,) on x's device. Varlen: cu_seqlens, int32
+    (batch + 1,) on x's device, with x and out (total, nheads, headdim); max_seqlen -1 or a
+    bound on every length."""
     for value, name in ((cos, "cos"), (sin, "sin")):
         _check_same_framework(fw, value, name)
     if type(interleaved) is not bool:
@@ -229,12 +232,12 @@ def _rotary(fw, x, out, cos, sin, offsets, interleaved, same_position, check_ind
         offset = _int_arg(int(operator.index(offsets)), "seqlen_offsets", 0, _INT32_MAX)
     elif _is_array(offsets):
         _check_same_framework(fw, offsets, "seqlen_offsets")
-        array = _int32_offsets(fw, offsets)
+        array = _int32_indices(fw, offsets, "seqlen_offsets")
     else:
         raise TypeError("seqlen_offsets must be an int or an int32 array (batch,), not "
                         f"{type(offsets).__name__}")
     stream = 0
-    args = [x, out, cos, sin, array]
+    args = [x, out, cos, sin, array, cu_seqlens]
     if fw == "torch":
         torch = sys.modules["torch"]
         if x.is_cuda:
@@ -242,28 +245,29 @@ def _rotary(fw, x, out, cos, sin, offsets, interleaved, same_position, check_ind
         to_dlpack = torch.utils.dlpack.to_dlpack
         args = [None if a is None else to_dlpack(a) for a in args]
     _C.apply_rotary(*args[:4], seqlen_offsets=args[4], seqlen_offset=offset,
-                    interleaved=interleaved, same_position=same_position,
-                    check_indices=bool(check_indices), stream=stream)
+                    cu_seqlens=args[5], max_seqlen=max_seqlen, interleaved=interleaved,
+                    same_position=same_position, check_indices=bool(check_indices),
+                    stream=stream)
 
 
-def _int32_offsets(fw, offsets):
-    """Rotary offsets as int32: an int64 array (flash-attn takes one) converted once its values
-    are known to fit; other dtypes reach the library's check as they are."""
+def _int32_indices(fw, values, name):
+    """Index arrays as int32: an int64 array (flash-attn takes one) converted once its values are
+    known to fit; other dtypes reach the library's check as they are."""
     if fw == "torch":
         torch = sys.modules["torch"]
-        if offsets.dtype == torch.int64:
-            if offsets.numel() and (int(offsets.min()) < 0 or int(offsets.max()) > _INT32_MAX):
-                raise ValueError(f"seqlen_offsets holds {int(offsets.min())}..{int(offsets.max())}"
-                                 f", outside [0, {_INT32_MAX}]")
-            return offsets.to(torch.int32)
-        return offsets
+        if values.dtype == torch.int64:
+            if values.numel() and (int(values.min()) < 0 or int(values.max()) > _INT32_MAX):
+                raise ValueError(f"{name} holds {int(values.min())}..{int(values.max())}, "
+                                 f"outside [0, {_INT32_MAX}]")
+            return values.to(torch.int32)
+        return values
     np = sys.modules["numpy"]
-    if offsets.dtype == np.int64:
-        if offsets.size and (int(offsets.min()) < 0 or int(offsets.max()) > _INT32_MAX):
-            raise ValueError(f"seqlen_offsets holds {int(offsets.min())}..{int(offsets.max())}, "
-                             f"outside [0, {_INT32_MAX}]")
-        return offsets.astype(np.int32)
-    return offsets
+    if values.dtype == np.int64:
+        if values.size and (int(values.min()) < 0 or int(values.max()) > _INT32_MAX):
+            raise ValueError(f"{name} holds {int(values.min())}..{int(values.max())}, outside "
+                             f"[0, {_INT32_MAX}]")
+        return values.astype(np.int32)
+    return values
 
 
 def _rotary_names(error, x_name, offsets_name):
@@ -286,20 +290,30 @@ def apply_rotary_emb(x, cos, sin, interleaved=False, inplace=False, seqlen_offse
     rotary_dim features are rotated in pairs, (2j, 2j + 1) when interleaved (GPT-J), else
     (j, j + rotary_dim / 2) (GPT-NeoX): (a, b) -> (a cos - b sin, a sin + b cos), in float32,
     rounded once; the other features are x's. Returns a new array, or x itself rotated in place
-    with inplace=True. Varlen: with cu_seqlens (int32 or int64 (batch + 1,), on any device: read
-    on the host) x is (total_seqlen, nheads, headdim) and row i of sequence b (rows cu_seqlens[b]
-    .. cu_seqlens[b + 1] - 1) takes position seqlen_offsets (or seqlen_offsets[b]) + i;
-    max_seqlen, flash-attn's hint, must bound every length when given. Bad inputs raise
-    ValueError naming them, with x untouched."""
+    with inplace=True. Varlen: with cu_seqlens (int32 or int64 (batch + 1,); a torch tensor on
+    another device is copied to x's) x is (total_seqlen, nheads, headdim) and row i of sequence b
+    (rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1) takes position seqlen_offsets (or
+    seqlen_offsets[b]) + i, the whole batch in one launch; max_seqlen, flash-attn's hint, must
+    bound every length when given. Bad inputs raise ValueError naming them, with x untouched."""
     if type(inplace) is not bool:
         raise TypeError(f"apply_rotary_emb: inplace must be True or False, not {inplace!r}")
-    if cu_seqlens is not None:
-        return _apply_rotary_varlen(x, cos, sin, interleaved, inplace, seqlen_offsets, cu_seqlens,
-                                    max_seqlen)
-    if max_seqlen is not None:
-        raise ValueError("apply_rotary_emb: max_seqlen goes with cu_seqlens (varlen x)")
     fw = _framework(x, "x")
+    cu, bound = None, -1
+    if cu_seqlens is not None:
+        if len(tuple(x.shape)) != 3:
+            raise ValueError(f"apply_rotary_emb: x has shape {tuple(x.shape)}; with cu_seqlens "
+                             "it is (total_seqlen, nheads, headdim)")
+        _check_same_framework(fw, cu_seqlens, "cu_seqlens")
+        cu = _int32_indices(fw, cu_seqlens, "cu_seqlens")
+        if fw == "torch" and cu.device != x.device:
+            cu = cu.to(x.device)
+        if max_seqlen is not None:
+            bound = _int_arg(max_seqlen, "max_seqlen", 0, _INT32_MAX)
+    elif max_seqlen is not None:
+        raise ValueError("apply_rotary_emb: max_seqlen goes with cu_seqlens (varlen x)")
     if _has_no_elements(x):  # nothing to rotate (the library takes no empty view)
+        if cu is not None:
+            _check_bounds_of_no_rows(fw, cu, int(x.shape[0]))
         return x if inplace else _empty(fw, x, tuple(x.shape))
     if fw == "numpy" and inplace and not x.flags.writeable:
         raise ValueError("apply_rotary_emb: x is read-only: inplace=True writes it")
@@ -318,10 +332,21 @@ def apply_rotary_emb(x, cos, sin, interleaved=False, inplace=False, seqlen_offse
         src = _prepare(fw, x, "x")
         out = dst = _empty(fw, src, tuple(src.shape))
     try:
-        _rotary(fw, src, dst, cos, sin, seqlen_offsets, interleaved, False, True)
+        _rotary(fw, src, dst, cos, sin, seqlen_offsets, interleaved, False, True, cu, bound)
     except (ValueError, NotImplementedError) as e:
         raise _emb_error(e) from None
     return out
+
+
+def _check_bounds_of_no_rows(fw, cu, total):
+    """cu_seqlens of a varlen x without elements (which the library never sees): (batch + 1,)
+    bounds rising from 0 to x's rows."""
+    host = cu.detach().cpu().numpy() if fw == "torch" else cu
+    bounds = [int(c) for c in host.reshape(-1)]
+    if host.ndim != 1 or len(bounds) < 2 or bounds[0] != 0 or bounds[-1] != total \
+            or any(b < a for a, b in zip(bounds, bounds[1:])):
+        raise ValueError(f"apply_rotary_emb: cu_seqlens {bounds} must be (batch + 1,) bounds "
+                         f"rising from 0 to x's {total} rows")
 
 
 def _emb_error(error):
@@ -330,72 +355,6 @@ def _emb_error(error):
     if not msg.startswith("apply_rotary_emb"):
         msg = "apply_rotary_emb: " + msg
     return type(error)(re.sub(r"\bseqlen_offset\b", "seqlen_offsets", msg))
-
-
-def _apply_rotary_varlen(x, cos, sin, interleaved, inplace, seqlen_offsets, cu_seqlens,
-                         max_seqlen):
-    """apply_rotary_emb over a packed batch: each sequence's rows as a (1, len, nheads, headdim)
-    view, rotated by the one kernel. Everything is checked before any sequence is written."""
-    fw = _framework(x, "x")
-    _check_same_framework(fw, cu_seqlens, "cu_seqlens")
-    if len(tuple(x.shape)) != 3:
-        raise ValueError(f"apply_rotary_emb: x has shape {tuple(x.shape)}; with cu_seqlens it is "
-                         "(total_seqlen, nheads, headdim)")
-    cu = cu_seqlens.detach().cpu().numpy() if fw == "torch" else cu_seqlens
-    np = sys.modules["numpy"]
-    if cu.ndim != 1 or cu.shape[0] < 2 or cu.dtype not in (np.int32, np.int64):
-        raise ValueError(f"apply_rotary_emb: cu_seqlens has shape {tuple(cu.shape)} and dtype "
-                         f"{cu.dtype}; expected int32 or int64 (batch + 1,), batch >= 1")
-    cu = [int(c) for c in cu]
-    total = int(x.shape[0])
-    if cu[0] != 0 or cu[-1] != total or any(b < a for a, b in zip(cu, cu[1:])):
-        raise ValueError(f"apply_rotary_emb: cu_seqlens {cu} must rise from 0 to x's {total} "
-                         "rows")
-    batch = len(cu) - 1
-    longest = max(b - a for a, b in zip(cu, cu[1:]))
-    if max_seqlen is not None:
-        bound = _int_arg(max_seqlen, "max_seqlen", 0, _INT32_MAX)
-        if longest > bound:
-            raise ValueError(f"apply_rotary_emb: cu_seqlens holds a sequence of {longest} rows, "
-                             f"more than max_seqlen {bound}")
-    if isinstance(seqlen_offsets, bool):
-        raise TypeError("seqlen_offsets must be an int or an int32 array (batch,), not a bool")
-    if isinstance(seqlen_offsets, numbers.Integral):
-        offsets = [_int_arg(int(operator.index(seqlen_offsets)), "seqlen_offsets", 0,
-                            _INT32_MAX)] * batch
-    elif _is_array(seqlen_offsets):
-        _check_same_framework(fw, seqlen_offsets, "seqlen_offsets")
-        host = (seqlen_offsets.detach().cpu().numpy() if fw == "torch"
-                else np.asarray(seqlen_offsets))
-        if host.shape != (batch,) or host.dtype not in (np.int32, np.int64):
-            raise ValueError(f"apply_rotary_emb: seqlen_offsets has shape {host.shape} and dtype "
-                             f"{host.dtype}; expected int32 or int64 (batch,) = ({batch},)")
-        offsets = [int(o) for o in host]
-    else:
-        raise TypeError("seqlen_offsets must be an int or an int32 array (batch,), not "
-                        f"{type(seqlen_offsets).__name__}")
-    table = int(cos.shape[0]) if len(tuple(getattr(cos, "shape", ()))) == 2 else None
-    for b, (o, a, e) in enumerate(zip(offsets, cu, cu[1:])):
-        if e > a and (o < 0 or (table is not None and o + (e - a) > table)):
-            raise ValueError(f"apply_rotary_emb: seqlen_offsets[{b}] is {o}: rows 0..{e - a - 1} "
-                             f"of sequence {b} take positions {o}..{o + e - a - 1}, past the "
-                             f"{table} positions of cos/sin")
-    if fw == "numpy" and inplace and not x.flags.writeable:
-        raise ValueError("apply_rotary_emb: x is read-only: inplace=True writes it")
-    out = x if inplace else _empty(fw, x, tuple(x.shape))
-    src = x.detach() if fw == "torch" else x
-    dst = out.detach() if fw == "torch" else out
-    if not inplace:
-        src = _prepare(fw, x, "x")
-    for b, (o, a, e) in enumerate(zip(offsets, cu, cu[1:])):
-        if e == a:
-            continue
-        xs, ds = src[a:e][None], dst[a:e][None]  # (1, len, nheads, headdim) views
-        try:
-            _rotary(fw, xs, ds, cos, sin, o, interleaved, False, True)
-        except (ValueError, NotImplementedError) as err:
-            raise _emb_error(err) from None
-    return out
 
 
 # ---- the fast path: the common call, with no general checks ------------------------------------

@@ -425,6 +425,7 @@ void append_kv(const Output& k_cache, const Output& v_cache, const Input& k_new,
 
 void apply_rotary(const Input& x, const Output& out, const Input& cos, const Input& sin,
                   const std::optional<Input>& seqlen_offsets, std::int64_t seqlen_offset,
+                  const std::optional<Input>& cu_seqlens, std::int64_t max_seqlen,
                   bool interleaved, bool same_position, bool check_indices, std::uintptr_t stream,
                   const std::string& backend) {
   gpuattn::RotaryArgs args;
@@ -434,6 +435,8 @@ void apply_rotary(const Input& x, const Output& out, const Input& cos, const Inp
   args.sin = to_view(sin, "sin");
   if (seqlen_offsets) args.seqlen_offsets = to_view(*seqlen_offsets, "seqlen_offsets");
   args.seqlen_offset = seqlen_offset;
+  if (cu_seqlens) args.cu_seqlens = to_view(*cu_seqlens, "cu_seqlens");
+  args.max_seqlen = max_seqlen;
   args.interleaved = interleaved;
   args.same_position = same_position;
   args.check_indices = check_indices;
@@ -523,13 +526,16 @@ NB_MODULE(_C, m) {
   m.def("apply_rotary", &apply_rotary, nb::arg("x").noconvert(), nb::arg("out").noconvert(),
         nb::arg("cos").noconvert(), nb::arg("sin").noconvert(),
         nb::arg("seqlen_offsets").noconvert().none() = nb::none(), nb::arg("seqlen_offset") = 0,
+        nb::arg("cu_seqlens").noconvert().none() = nb::none(), nb::arg("max_seqlen") = -1,
         nb::arg("interleaved") = false, nb::arg("same_position") = false,
         nb::arg("check_indices") = true, nb::arg("stream") = 0, nb::arg("backend") = "auto",
         "Rotary position embedding (gpuattn::apply_rotary, gpuattn/rotary.h): out [B, S, H, D] = "
         "x with its first R = 2 * cos.shape[1] features rotated by cos/sin [S_ro, R / 2] at each "
         "row's position (seqlen_offsets[b] or seqlen_offset, + the row unless same_position); "
-        "pairs (2j, 2j + 1) when interleaved, else (j, j + R / 2). out may be x itself (in "
-        "place). Raises ValueError naming a bad input, with out untouched.");
+        "pairs (2j, 2j + 1) when interleaved, else (j, j + R / 2). Varlen: with cu_seqlens "
+        "(int32 [B + 1]) x and out are [total, H, D], sequence b rows cu_seqlens[b] .. "
+        "cu_seqlens[b + 1] - 1, every length at most max_seqlen when it is >= 0. out may be x "
+        "itself (in place). Raises ValueError naming a bad input, with out untouched.");
 
   m.def("choose_sparsity", &choose_sparsity, nb::arg("seqlen"), nb::arg("batch"), nb::arg("heads"),
         nb::arg("kv_heads"), nb::arg("head_dim"), nb::arg("dtype_bytes"),

@@ -59,11 +59,33 @@ void check_view(const TensorView& t, const char* name, int rank, const char* lay
 
 }  // namespace
 
-void check_rotary_offsets(const RotaryParams& p, const std::int32_t* offsets) {
-  const std::int64_t last = p.same_position ? 0 : p.seqlen - 1;
+void check_rotary_indices(const RotaryParams& p, const std::int32_t* offsets,
+                          const std::int32_t* cu) {
+  if (cu != nullptr) {
+    if (cu[0] != 0) invalid("cu_seqlens[0] is " + std::to_string(cu[0]) + ", must be 0");
+    for (int b = 0; b < p.batch; ++b) {
+      if (cu[b + 1] < cu[b]) {
+        invalid("cu_seqlens[" + std::to_string(b + 1) + "] is " + std::to_string(cu[b + 1]) +
+                ", below cu_seqlens[" + std::to_string(b) + "] = " + std::to_string(cu[b]) +
+                ": the bounds must not fall");
+      }
+      if (p.max_seqlen >= 0 && cu[b + 1] - cu[b] > p.max_seqlen) {
+        invalid("sequence " + std::to_string(b) + " has " + std::to_string(cu[b + 1] - cu[b]) +
+                " rows (cu_seqlens[" + std::to_string(b) + ".." + std::to_string(b + 1) +
+                "] = " + std::to_string(cu[b]) + ".." + std::to_string(cu[b + 1]) +
+                "), more than max_seqlen " + std::to_string(p.max_seqlen));
+      }
+    }
+    if (cu[p.batch] != p.seqlen) {
+      invalid("cu_seqlens[" + std::to_string(p.batch) + "] is " + std::to_string(cu[p.batch]) +
+              ", must be x's " + std::to_string(p.seqlen) + " rows");
+    }
+  }
   for (int b = 0; b < p.batch; ++b) {
+    const int rows = cu != nullptr ? cu[b + 1] - cu[b] : p.seqlen;
+    const std::int64_t last = p.same_position || rows == 0 ? 0 : rows - 1;
     const std::int64_t o = offsets != nullptr ? offsets[b] : p.seqlen_offset;
-    if (o >= 0 && o < p.table - last) continue;  // not o + last: o may be near INT64_MAX
+    if (o >= 0 && (rows == 0 || o < p.table - last)) continue;  // not o + last: o may be huge
     const std::string what =
         offsets != nullptr ? "seqlen_offsets[" + std::to_string(b) + "] is " + std::to_string(o)
                            : "seqlen_offset is " + std::to_string(o);
@@ -81,7 +103,10 @@ void check_rotary_offsets(const RotaryParams& p, const std::int32_t* offsets) {
 
 RotaryParams make_rotary_params(const RotaryArgs& a) {
   check_backend_value(a.backend, kFn);
-  check_view(a.x, "x", 4, "[B, S, H, D]", a.x);
+  const bool varlen = a.cu_seqlens.present();
+  const int rank = varlen ? 3 : 4;
+  const char* const layout = varlen ? "[total, H, D] (with cu_seqlens)" : "[B, S, H, D]";
+  check_view(a.x, "x", rank, layout, a.x);
   const DType t = a.x.dtype;
   if (t != DType::f16 && t != DType::bf16 && t != DType::f32) {
     invalid(std::string("x dtype ") + to_string(t) + " is not float16, bfloat16 or float32");
@@ -96,7 +121,7 @@ RotaryParams make_rotary_params(const RotaryArgs& a) {
   if (a.backend == Backend::cuda && a.x.device != Device::cuda) {
     invalid("backend cuda was requested but x is on the host (cpu)");
   }
-  check_view(a.out, "out", 4, "[B, S, H, D]", a.x);
+  check_view(a.out, "out", rank, layout, a.x);
   if (a.out.dtype != t) {
     invalid(std::string("out dtype ") + to_string(a.out.dtype) + " differs from x dtype " +
             to_string(t));
@@ -118,9 +143,28 @@ RotaryParams make_rotary_params(const RotaryArgs& a) {
   if (a.sin.shape[0] != a.cos.shape[0] || a.sin.shape[1] != a.cos.shape[1]) {
     invalid("sin shape " + shape_str(a.sin) + " differs from cos shape " + shape_str(a.cos));
   }
-  if (2 * a.cos.shape[1] > a.x.shape[3]) {
+  const std::int64_t head_dim = a.x.shape[rank - 1];
+  if (2 * a.cos.shape[1] > head_dim) {
     invalid("cos shape " + shape_str(a.cos) + " rotates " + std::to_string(2 * a.cos.shape[1]) +
-            " features, more than x's head dim " + std::to_string(a.x.shape[3]));
+            " features, more than x's head dim " + std::to_string(head_dim));
+  }
+  std::int64_t batch = a.x.shape[0];
+  if (varlen) {
+    const TensorView& cu = a.cu_seqlens;
+    check_view(cu, "cu_seqlens", 1, "[batch + 1]", a.x);
+    if (cu.dtype != DType::i32) {
+      invalid(std::string("cu_seqlens has dtype ") + to_string(cu.dtype) + ", expected int32");
+    }
+    if (cu.shape[0] < 2) {
+      invalid("cu_seqlens has shape " + shape_str(cu) + ", expected [batch + 1] with batch >= 1");
+    }
+    batch = cu.shape[0] - 1;
+    if (a.max_seqlen < -1) {
+      invalid("max_seqlen is " + std::to_string(a.max_seqlen) + ", must be >= 0 (or -1: none)");
+    }
+  } else if (a.max_seqlen != -1) {
+    invalid("max_seqlen is " + std::to_string(a.max_seqlen) +
+            " without cu_seqlens: it bounds a varlen call's lengths");
   }
   if (a.seqlen_offsets.present()) {
     const TensorView& o = a.seqlen_offsets;
@@ -128,9 +172,9 @@ RotaryParams make_rotary_params(const RotaryArgs& a) {
     if (o.dtype != DType::i32) {
       invalid(std::string("seqlen_offsets has dtype ") + to_string(o.dtype) + ", expected int32");
     }
-    if (o.shape[0] != a.x.shape[0]) {
+    if (o.shape[0] != batch) {
       invalid("seqlen_offsets has shape " + shape_str(o) + ", expected [batch = " +
-              std::to_string(a.x.shape[0]) + "]");
+              std::to_string(batch) + "]");
     }
     if (a.seqlen_offset != 0) {
       invalid("seqlen_offset is " + std::to_string(a.seqlen_offset) +
@@ -149,14 +193,16 @@ RotaryParams make_rotary_params(const RotaryArgs& a) {
       invalid("out's memory overlaps x's without being x itself (give out = x to rotate in place)");
     }
     for (auto [v, name] : {std::pair{&a.cos, "cos"}, std::pair{&a.sin, "sin"},
-                           std::pair{&a.seqlen_offsets, "seqlen_offsets"}}) {
+                           std::pair{&a.seqlen_offsets, "seqlen_offsets"},
+                           std::pair{&a.cu_seqlens, "cu_seqlens"}}) {
       if (v->present() && spans_overlap(a.out, *v)) {
         invalid(std::string("out's memory overlaps ") + name + "'s");
       }
     }
   } else {
     for (auto [v, name] : {std::pair{&a.cos, "cos"}, std::pair{&a.sin, "sin"},
-                           std::pair{&a.seqlen_offsets, "seqlen_offsets"}}) {
+                           std::pair{&a.seqlen_offsets, "seqlen_offsets"},
+                           std::pair{&a.cu_seqlens, "cu_seqlens"}}) {
       if (v->present() && spans_overlap(a.x, *v)) {
         invalid(std::string("x (rotated in place) overlaps ") + name + "'s memory");
       }
@@ -170,18 +216,22 @@ RotaryParams make_rotary_params(const RotaryArgs& a) {
   p.sin = a.sin.data;
   p.seqlen_offsets = static_cast<const std::int32_t*>(a.seqlen_offsets.data);
   p.seqlen_offset = a.seqlen_offset;
-  p.x_batch_stride = a.x.stride[0];
-  p.x_row_stride = a.x.stride[1];
-  p.x_head_stride = a.x.stride[2];
-  p.o_batch_stride = a.out.stride[0];
-  p.o_row_stride = a.out.stride[1];
-  p.o_head_stride = a.out.stride[2];
+  p.cu_seqlens = static_cast<const std::int32_t*>(a.cu_seqlens.data);
+  p.max_seqlen = a.max_seqlen;
+  // A varlen view is [total, H, D]: its rows are the [B, S, H, D] rows of one batch entry.
+  const int lead = varlen ? 0 : 1;
+  p.x_batch_stride = varlen ? 0 : a.x.stride[0];
+  p.x_row_stride = a.x.stride[lead];
+  p.x_head_stride = a.x.stride[lead + 1];
+  p.o_batch_stride = varlen ? 0 : a.out.stride[0];
+  p.o_row_stride = a.out.stride[lead];
+  p.o_head_stride = a.out.stride[lead + 1];
   p.cos_stride = a.cos.stride[0];
   p.sin_stride = a.sin.stride[0];
-  p.batch = static_cast<int>(a.x.shape[0]);
-  p.seqlen = static_cast<int>(a.x.shape[1]);
-  p.heads = static_cast<int>(a.x.shape[2]);
-  p.head_dim = static_cast<int>(a.x.shape[3]);
+  p.batch = static_cast<int>(batch);
+  p.seqlen = static_cast<int>(a.x.shape[lead]);
+  p.heads = static_cast<int>(a.x.shape[lead + 1]);
+  p.head_dim = static_cast<int>(head_dim);
   p.half = static_cast<int>(a.cos.shape[1]);
   p.table = static_cast<int>(a.cos.shape[0]);
   p.dtype = t;
@@ -192,8 +242,8 @@ RotaryParams make_rotary_params(const RotaryArgs& a) {
   p.check_indices = a.check_indices;
   p.device = a.x.device;
   p.device_index = a.x.device_index;
-  if (p.device == Device::cpu || p.seqlen_offsets == nullptr) {
-    check_rotary_offsets(p, p.seqlen_offsets);
+  if (p.device == Device::cpu || (p.seqlen_offsets == nullptr && p.cu_seqlens == nullptr)) {
+    check_rotary_indices(p, p.seqlen_offsets, p.cu_seqlens);
   }
   return p;
 }

@@ -16,7 +16,12 @@ struct RotaryParams {
   const void* sin = nullptr;
   const std::int32_t* seqlen_offsets = nullptr;  // nullptr: seqlen_offset for every sequence
   std::int64_t seqlen_offset = 0;
-  // Element strides of x and out ([B, S, H, D], the last 1) and of the tables' rows.
+  // Varlen: [batch + 1] row bounds of the packed sequences (seqlen is then x's total rows and the
+  // batch strides 0); nullptr: every sequence is seqlen rows of its own batch entry.
+  const std::int32_t* cu_seqlens = nullptr;
+  std::int64_t max_seqlen = -1;
+  // Element strides of x and out ([B, S, H, D] or varlen [total, H, D], the last 1) and of the
+  // tables' rows.
   std::int64_t x_batch_stride = 0, x_row_stride = 0, x_head_stride = 0;
   std::int64_t o_batch_stride = 0, o_row_stride = 0, o_head_stride = 0;
   std::int64_t cos_stride = 0, sin_stride = 0;
@@ -32,6 +37,10 @@ struct RotaryParams {
   Device device = Device::cpu;
   int device_index = 0;
 
+  // The rows the call rotates: the packed total of a varlen call, else batch * seqlen.
+  GPUATTN_HD std::int64_t rows() const {
+    return cu_seqlens != nullptr ? seqlen : static_cast<std::int64_t>(batch) * seqlen;
+  }
   // The position of row i of sequence b, given its offset.
   GPUATTN_HD std::int64_t position(std::int64_t offset, int i) const {
     return same_position ? offset : offset + i;
@@ -46,7 +55,9 @@ struct RotaryParams {
 RotaryParams make_rotary_params(const RotaryArgs& args);
 
 // Checks host copies of the offsets (`offsets`, batch entries; nullptr: p.seqlen_offset for every
-// sequence): every position a row takes in [0, p.table).
-void check_rotary_offsets(const RotaryParams& p, const std::int32_t* offsets);
+// sequence) and, for a varlen call, of cu_seqlens (`cu`, batch + 1 entries): the bounds rise from
+// 0 to the total rows within max_seqlen, and every position a row takes is in [0, p.table).
+void check_rotary_indices(const RotaryParams& p, const std::int32_t* offsets,
+                          const std::int32_t* cu);
 
 }  // namespace gpuattn

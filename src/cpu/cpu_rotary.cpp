@@ -25,11 +25,15 @@ void cpu_apply_rotary(const RotaryParams& p) {
   std::vector<float> row(static_cast<std::size_t>(p.head_dim));
   for (int b = 0; b < p.batch; ++b) {
     const std::int64_t offset = p.seqlen_offsets != nullptr ? p.seqlen_offsets[b] : p.seqlen_offset;
-    for (int i = 0; i < p.seqlen; ++i) {
+    // A varlen sequence is rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1 of x (batch strides 0).
+    const int first = p.cu_seqlens != nullptr ? p.cu_seqlens[b] : 0;
+    const int rows = p.cu_seqlens != nullptr ? p.cu_seqlens[b + 1] - first : p.seqlen;
+    for (int i = 0; i < rows; ++i) {
       const std::int64_t pos = p.position(offset, i);
+      const std::int64_t r = first + i;
       for (int h = 0; h < p.heads; ++h) {
-        const std::int64_t xo = b * p.x_batch_stride + i * p.x_row_stride + h * p.x_head_stride;
-        const std::int64_t oo = b * p.o_batch_stride + i * p.o_row_stride + h * p.o_head_stride;
+        const std::int64_t xo = b * p.x_batch_stride + r * p.x_row_stride + h * p.x_head_stride;
+        const std::int64_t oo = b * p.o_batch_stride + r * p.o_row_stride + h * p.o_head_stride;
         for (int d = 0; d < p.head_dim; ++d) row[d] = element_to_float(p.x, p.dtype, xo + d);
         for (int j = 0; j < p.half; ++j) {
           const float c = element_to_float(p.cos, p.table_dtype, pos * p.cos_stride + j);

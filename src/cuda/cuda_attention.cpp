@@ -638,14 +638,23 @@ void cuda_apply_rotary(const RotaryParams& p, void* stream_ptr) {
   check_device_pointer(p.sin, p.device_index, "sin", fn);
   if (p.seqlen_offsets != nullptr) {
     check_device_pointer(p.seqlen_offsets, p.device_index, "seqlen_offsets", fn);
-    if (p.check_indices) {
-      std::vector<std::int32_t> offsets(p.batch);
-      GPUATTN_CUDA_CHECK(cudaMemcpyAsync(offsets.data(), p.seqlen_offsets,
-                                         sizeof(std::int32_t) * p.batch, cudaMemcpyDeviceToHost,
-                                         stream));
-      GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-      check_rotary_offsets(p, offsets.data());
+  }
+  if (p.cu_seqlens != nullptr) {
+    check_device_pointer(p.cu_seqlens, p.device_index, "cu_seqlens", fn);
+  }
+  if (p.check_indices && (p.seqlen_offsets != nullptr || p.cu_seqlens != nullptr)) {
+    // Both arrays come back on one synchronization.
+    std::vector<std::int32_t> offsets(p.seqlen_offsets != nullptr ? p.batch : 0);
+    std::vector<std::int32_t> cu(p.cu_seqlens != nullptr ? p.batch + 1 : 0);
+    for (auto [host, device] : {std::pair{&offsets, p.seqlen_offsets},
+                                std::pair{&cu, p.cu_seqlens}}) {
+      if (device == nullptr) continue;
+      GPUATTN_CUDA_CHECK(cudaMemcpyAsync(host->data(), device, sizeof(std::int32_t) * host->size(),
+                                         cudaMemcpyDeviceToHost, stream));
     }
+    GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    check_rotary_indices(p, p.seqlen_offsets != nullptr ? offsets.data() : nullptr,
+                         p.cu_seqlens != nullptr ? cu.data() : nullptr);
   }
   rotary::apply(p, stream);
 }

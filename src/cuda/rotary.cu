@@ -19,6 +19,21 @@ __device__ float load<float>(const void* base, std::int64_t i) {
   return static_cast<const float*>(base)[i];
 }
 
+// The sequence that holds packed row `row`: the last b with cu[b] <= row (cu rises from 0 over
+// batch + 1 bounds; sequences of no rows share a bound with the next, which is the one found).
+__device__ int sequence_of(const std::int32_t* cu, int batch, std::int64_t row) {
+  int lo = 0, hi = batch - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (cu[mid] <= row) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
 // One slot of a row a thread and step: slot j < half rotates pair j (both of its features read
 // before either is written, so out may be x), a slot past it copies feature 2 * half + (j - half)
 // (none in place). Consecutive threads take consecutive slots of a row, then its heads and rows.
@@ -27,7 +42,7 @@ template <typename T, typename Table>
 __global__ void rotary_kernel(const __grid_constant__ RotaryParams p) {
   const int slots = p.half + (p.in_place ? 0 : p.head_dim - 2 * p.half);
   const std::int64_t per_row = static_cast<std::int64_t>(p.heads) * slots;
-  const std::int64_t total = static_cast<std::int64_t>(p.batch) * p.seqlen * per_row;
+  const std::int64_t total = p.rows() * per_row;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   const T* const x = static_cast<const T*>(p.x);
   T* const out = static_cast<T*>(p.out);
@@ -35,10 +50,20 @@ __global__ void rotary_kernel(const __grid_constant__ RotaryParams p) {
        w += step) {
     const int j = static_cast<int>(w % slots);
     const int h = static_cast<int>((w / slots) % p.heads);
-    const std::int64_t row = w / per_row;  // b * seqlen + i
-    const int i = static_cast<int>(row % p.seqlen), b = static_cast<int>(row / p.seqlen);
-    const std::int64_t xo = b * p.x_batch_stride + i * p.x_row_stride + h * p.x_head_stride;
-    const std::int64_t oo = b * p.o_batch_stride + i * p.o_row_stride + h * p.o_head_stride;
+    const std::int64_t row = w / per_row;  // b * seqlen + i, or varlen the packed row
+    int b, i;
+    std::int64_t r;  // the row in x's row dimension
+    if (p.cu_seqlens != nullptr) {
+      b = sequence_of(p.cu_seqlens, p.batch, row);
+      i = static_cast<int>(row - p.cu_seqlens[b]);
+      r = row;
+    } else {
+      i = static_cast<int>(row % p.seqlen);
+      b = static_cast<int>(row / p.seqlen);
+      r = i;
+    }
+    const std::int64_t xo = b * p.x_batch_stride + r * p.x_row_stride + h * p.x_head_stride;
+    const std::int64_t oo = b * p.o_batch_stride + r * p.o_row_stride + h * p.o_head_stride;
     if (j >= p.half) {
       const int d = 2 * p.half + (j - p.half);
       out[oo + d] = x[xo + d];
@@ -68,7 +93,7 @@ void launch(const RotaryParams& p, unsigned grid, cudaStream_t stream) {
 
 void apply(const RotaryParams& p, cudaStream_t stream) {
   const int slots = p.half + (p.in_place ? 0 : p.head_dim - 2 * p.half);
-  const std::int64_t total = static_cast<std::int64_t>(p.batch) * p.seqlen * p.heads * slots;
+  const std::int64_t total = p.rows() * p.heads * slots;
   if (total == 0) return;
   const std::int64_t blocks = (total + 255) / 256;
   const unsigned grid = static_cast<unsigned>(blocks < 65536 ? blocks : 65536);

@@ -1,6 +1,7 @@
 // gpuattn::apply_rotary on the CPU backend against the fp64 rule (rotated pairs, pass-through
 // features bit for bit), in place and not, over strided views, GPT-J and GPT-NeoX pairs, per-row and
-// shared positions; every bad input is an invalid_argument naming it, with out untouched.
+// shared positions; a varlen (packed) call equals each of its sequences rotated alone; every bad
+// input is an invalid_argument naming it, with out untouched.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -189,6 +190,198 @@ TEST(Rotary, InPlaceGivesTheSameBitsAsOutOfPlace) {
       }
     }
   }
+}
+
+// A packed batch [total, H, D] in a buffer with a gap after each head and row.
+TensorView packed(const HostTensor& buf, int total, int H, int D) {
+  TensorView v = buf.view();
+  v.rank = 3;
+  v.shape = {total, H, D};
+  v.stride = {H * (D + 8) + 16, D + 8, 1};
+  return v;
+}
+
+TEST(Rotary, VarlenEqualsEachSequenceAlone) {
+  std::uint64_t st = 313;
+  const DType dtypes[] = {DType::f16, DType::bf16, DType::f32};
+  for (int n = 0; n < 60; ++n) {
+    const DType t = dtypes[next_random(st) % 3];
+    const DType tt = next_random(st) % 2 ? DType::f32 : t;
+    const int B = 1 + static_cast<int>(next_random(st) % 5);
+    std::vector<int> lens(B);
+    int total = 0, longest = 0;
+    for (int& l : lens) {
+      const int r = static_cast<int>(next_random(st) % 4);
+      l = r == 0 ? 0 : r == 1 ? 1 : static_cast<int>(next_random(st) % 12);
+      total += l;
+      longest = std::max(longest, l);
+    }
+    if (total == 0) {  // the library takes no empty view: one row somewhere
+      lens[B - 1] = 1;
+      total = longest = 1;
+    }
+    const int H = 1 + static_cast<int>(next_random(st) % 3);
+    const int dims[] = {8, 64, 80, 128};
+    const int D = dims[next_random(st) % 4];
+    const int halves[] = {1, D / 4, D / 2};
+    const int half = halves[next_random(st) % 3];
+    const bool interleaved = next_random(st) % 2, same = next_random(st) % 4 == 0;
+    const bool array = next_random(st) % 3 != 0, in_place = next_random(st) % 3 == 0;
+    const int table = longest + static_cast<int>(next_random(st) % 10);
+    const std::uint64_t room = same ? table : table - longest + 1;  // offsets that fit
+    std::vector<int> offs(B);
+    for (int& o : offs) o = static_cast<int>(next_random(st) % room);
+    const int scalar = static_cast<int>(next_random(st) % room);
+    SCOPED_TRACE("case " + std::to_string(n) + ": " + to_string(t) + "/" + to_string(tt) + " B" +
+                 std::to_string(B) + " total " + std::to_string(total) + " H" + std::to_string(H) +
+                 " D" + std::to_string(D) + " R" + std::to_string(2 * half) +
+                 (interleaved ? " interleaved" : "") + (same ? " same-position" : "") +
+                 (array ? " offsets[]" : " offset") + (in_place ? " in place" : ""));
+    const std::int64_t elems = static_cast<std::int64_t>(total) * (H * (D + 8) + 16);
+    HostTensor x(t, {elems}), out(t, {elems}), alone(t, {elems});
+    x.randomize(5000 + n);
+    out.poison();
+    alone.poison();
+    const HostTensor x0 = x;
+    HostTensor cos(tt, {table, half}), sin(tt, {table, half});
+    cos.randomize(6000 + n);
+    sin.randomize(7000 + n);
+    const HostTensor cu = make_cu_seqlens(lens), offsets = int32s(offs);
+    RotaryArgs a;
+    a.x = packed(x, total, H, D);
+    a.out = in_place ? a.x : packed(out, total, H, D);
+    a.cos = cos.view();
+    a.sin = sin.view();
+    a.cu_seqlens = cu.view();
+    a.max_seqlen = next_random(st) % 2 ? longest : -1;
+    if (array) {
+      a.seqlen_offsets = offsets.view();
+    } else {
+      a.seqlen_offset = scalar;
+    }
+    a.interleaved = interleaved;
+    a.same_position = same;
+    apply_rotary(a);
+    // Each sequence alone: a [1, len, H, D] call over its rows of x0, into `alone`.
+    int row = 0;
+    for (int b = 0; b < B; ++b) {
+      if (lens[b] > 0) {
+        RotaryArgs one = a;
+        one.cu_seqlens = TensorView{};
+        one.max_seqlen = -1;
+        one.seqlen_offsets = TensorView{};
+        one.seqlen_offset = array ? offs[b] : scalar;
+        for (auto [view, buf] : {std::pair<TensorView*, const HostTensor*>{&one.x, &x0},
+                                 std::pair<TensorView*, const HostTensor*>{&one.out, &alone}}) {
+          *view = packed(*buf, total, H, D);
+          view->data = static_cast<char*>(view->data) +
+                       row * view->stride[0] * static_cast<std::int64_t>(element_size(t));
+          view->rank = 4;
+          view->shape = {1, lens[b], H, D};
+          view->stride = {0, view->stride[0], view->stride[1], 1};
+        }
+        apply_rotary(one);
+      }
+      row += lens[b];
+    }
+    // Bits equal over every row; the gaps of a separate out keep their NaN.
+    const HostTensor& got = in_place ? x : out;
+    int bad = 0;
+    for (std::int64_t r = 0; r < total; ++r) {
+      for (int h = 0; h < H; ++h) {
+        const std::int64_t o = r * (H * (D + 8) + 16) + h * (D + 8);
+        for (int d = 0; d < D; ++d) {
+          const float g = got.get(o + d), w = alone.get(o + d);
+          if (std::memcmp(&g, &w, sizeof g) != 0 && ++bad <= 5) {
+            ADD_FAILURE() << "row " << r << " head " << h << " feature " << d << ": got " << g
+                          << ", each sequence alone gives " << w;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(bad, 0);
+    if (!in_place) {
+      std::int64_t written = 0;
+      for (std::int64_t e = 0; e < out.numel(); ++e) written += !std::isnan(out.get(e));
+      EXPECT_EQ(written, static_cast<std::int64_t>(total) * H * D);
+    }
+  }
+}
+
+TEST(Rotary, VarlenBadInputsAreNamedAndOutUntouched) {
+  HostTensor x(DType::f16, {10, 2, 64}), out(DType::f16, {10, 2, 64});
+  HostTensor cos(DType::f16, {8, 16}), sin(DType::f16, {8, 16});
+  x.randomize(1);
+  out.randomize(2);
+  cos.randomize(3);
+  sin.randomize(4);
+  const HostTensor out0 = out;
+  auto expect_invalid = [&](const RotaryArgs& a, const std::string& words) {
+    expect_invalid_argument([&] { apply_rotary(a); }, words);
+    EXPECT_EQ(std::memcmp(out.data(), out0.data(), out.bytes()), 0) << words;
+  };
+  const HostTensor cu = int32s({0, 4, 10});
+  RotaryArgs a;
+  a.x = x.view();
+  a.out = out.view();
+  a.cos = cos.view();
+  a.sin = sin.view();
+  a.cu_seqlens = cu.view();
+  const HostTensor late = int32s({0, 3});
+  a.seqlen_offsets = late.view();
+  expect_invalid(a, "seqlen_offsets[1] is 3: rows 0..5 of sequence 1 take positions 3..8, past the "
+                    "8 positions of cos/sin");
+  a.seqlen_offsets = TensorView{};
+  for (const auto& [bounds, words] :
+       {std::pair{std::vector<int>{1, 4, 10}, "cu_seqlens[0] is 1, must be 0"},
+        std::pair{std::vector<int>{0, 6, 4, 10}, "cu_seqlens[2] is 4, below cu_seqlens[1] = 6"},
+        std::pair{std::vector<int>{0, 4, 9}, "cu_seqlens[2] is 9, must be x's 10 rows"},
+        std::pair{std::vector<int>{0, -2, 10}, "cu_seqlens[1] is -2, below cu_seqlens[0] = 0"}}) {
+    const HostTensor bad = int32s(bounds);
+    a.cu_seqlens = bad.view();
+    expect_invalid(a, words);
+  }
+  a.cu_seqlens = cu.view();
+  a.max_seqlen = 5;
+  expect_invalid(a, "sequence 1 has 6 rows (cu_seqlens[1..2] = 4..10), more than max_seqlen 5");
+  a.max_seqlen = -2;
+  expect_invalid(a, "max_seqlen is -2, must be >= 0 (or -1: none)");
+  a.max_seqlen = -1;
+  const HostTensor one = int32s({0}), f(DType::f32, {3});
+  a.cu_seqlens = one.view();
+  expect_invalid(a, "cu_seqlens has shape [1], expected [batch + 1] with batch >= 1");
+  a.cu_seqlens = f.view();
+  expect_invalid(a, "cu_seqlens has dtype float32, expected int32");
+  a.cu_seqlens = cu.view();
+  const HostTensor three = int32s({0, 0, 0});
+  a.seqlen_offsets = three.view();
+  expect_invalid(a, "seqlen_offsets has shape [3], expected [batch = 2]");
+  a.seqlen_offsets = TensorView{};
+  HostTensor x4(DType::f16, {1, 10, 2, 64});
+  a.x = x4.view();
+  expect_invalid(a, "x has rank 4 (shape [1, 10, 2, 64]), expected rank 3 [total, H, D] (with "
+                    "cu_seqlens)");
+  a.x = x.view();
+  TensorView cu_in_out = out.view();  // the bounds inside out's memory
+  cu_in_out.dtype = DType::i32;
+  cu_in_out.rank = 1;
+  cu_in_out.shape = {3, 0, 0, 0};
+  cu_in_out.stride = {1, 0, 0, 0};
+  a.cu_seqlens = cu_in_out;
+  expect_invalid(a, "out's memory overlaps cu_seqlens's");
+  a.cu_seqlens = TensorView{};
+  a.max_seqlen = 6;
+  a.x = x4.view();
+  HostTensor out4(DType::f16, {1, 10, 2, 64});
+  a.out = out4.view();
+  expect_invalid_argument([&] { apply_rotary(a); },
+                          "max_seqlen is 6 without cu_seqlens: it bounds a varlen call's lengths");
+  // And a good call after all of them writes out.
+  a.x = x.view();
+  a.out = out.view();
+  a.cu_seqlens = cu.view();
+  apply_rotary(a);
+  EXPECT_NE(std::memcmp(out.data(), out0.data(), out.bytes()), 0);
 }
 
 TEST(Rotary, BadInputsAreNamedAndOutUntouched) {

@@ -305,9 +305,15 @@ def test_apply_rotary_emb_varlen_errors_write_nothing():
                                          r"positions 3..8, past the 8 positions of cos/sin"):
         ga.apply_rotary_emb(x, cos, sin, cu_seqlens=cu, seqlen_offsets=np.array([0, 3], np.int32),
                             inplace=True)
-    with pytest.raises(ValueError, match=r"cu_seqlens \[0, 4, 9\] must rise from 0 to x's 10"):
+    with pytest.raises(ValueError, match=r"apply_rotary_emb: cu_seqlens\[2\] is 9, must be x's "
+                                         r"10 rows"):
         ga.apply_rotary_emb(x, cos, sin, cu_seqlens=np.array([0, 4, 9], np.int32), inplace=True)
-    with pytest.raises(ValueError, match="more than max_seqlen 5"):
+    with pytest.raises(ValueError, match=r"cu_seqlens\[2\] is 3, below cu_seqlens\[1\] = 5"):
+        ga.apply_rotary_emb(x, cos, sin, cu_seqlens=np.array([0, 5, 3, 10], np.int64))
+    with pytest.raises(ValueError, match=r"cu_seqlens holds -1..10, outside"):
+        ga.apply_rotary_emb(x, cos, sin, cu_seqlens=np.array([-1, 10], np.int64))
+    with pytest.raises(ValueError, match=r"sequence 1 has 6 rows \(cu_seqlens\[1..2\] = 4..10\), "
+                                         "more than max_seqlen 5"):
         ga.apply_rotary_emb(x, cos, sin, cu_seqlens=cu, max_seqlen=5, inplace=True)
     with pytest.raises(ValueError, match=r"x has shape \(2, 5, 2, 64\); with cu_seqlens"):
         ga.apply_rotary_emb(x.reshape(2, 5, 2, 64), cos, sin, cu_seqlens=cu)
@@ -316,3 +322,33 @@ def test_apply_rotary_emb_varlen_errors_write_nothing():
     with pytest.raises(ValueError, match="sin shape \\[7, 16\\] differs from cos shape"):
         ga.apply_rotary_emb(x, cos, sin[:7], cu_seqlens=cu, inplace=True)
     assert np.array_equal(x, x0), "a refused call wrote x"
+    # x without elements never reaches the library: its bounds are checked here.
+    empty = np.zeros((0, 2, 64), np.float32)
+    assert ga.apply_rotary_emb(empty, cos, sin, cu_seqlens=np.array([0, 0], np.int32)).shape == \
+        (0, 2, 64)
+    with pytest.raises(ValueError, match=r"cu_seqlens \[0, 1\] must be \(batch \+ 1,\) bounds "
+                                         r"rising from 0 to x's 0 rows"):
+        ga.apply_rotary_emb(empty, cos, sin, cu_seqlens=np.array([0, 1], np.int32))
+
+
+@pytest.mark.parametrize("fw,dtype,device,tol", FRAMEWORKS)
+def test_apply_rotary_emb_varlen_many_sequences_in_one_call(fw, dtype, device, tol):
+    """200 packed sequences of 0-9 rows (int64 bounds; on torch CUDA, bounds left on the host and
+    copied over) rotate as each sequence alone, GPT-J pairs, a partial rotary dim."""
+    rng = rng_for("rotary-varlen-many", fw, dtype, device)
+    lens = rng.integers(0, 10, size=200)
+    lens[0] = 1
+    cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    x = on(fw, device, make(fw, dtype, (int(cu[-1]), 2, 128), rng))
+    cos, sin = table(fw, dtype, device, 16, 32, rng)
+    offs = rng.integers(0, 7, size=200).astype(np.int32)
+    offs_arg = offs if fw == "numpy" else on(fw, device, torch.from_numpy(offs))
+    cu_arg = cu if fw == "numpy" else torch.from_numpy(cu)  # torch: on the host
+    got = ga.apply_rotary_emb(x, cos, sin, interleaved=True, seqlen_offsets=offs_arg,
+                              cu_seqlens=cu_arg, max_seqlen=9)
+    for b in range(len(lens)):
+        a, e = int(cu[b]), int(cu[b + 1])
+        if e > a:
+            want = ga.apply_rotary_emb(x[a:e][None], cos, sin, interleaved=True,
+                                       seqlen_offsets=int(offs[b]))
+            assert np.array_equal(to64(got[a:e][None]), to64(want)), f"sequence {b}"
