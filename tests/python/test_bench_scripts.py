@@ -1162,3 +1162,30 @@ def test_leftpad_decode_runs_on_the_cpu(tmp_path):
     r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "0"], env=env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and "--repeats 0 must be >= 1" in r.stderr
+
+
+def test_rotary_bench_runs_on_the_cpu(tmp_path):
+    """bench/rotary_bench.py --device cpu: every row of the smoke cases timed, the varlen rows
+    equal to the torch anchor's arithmetic; a bad --repeats is named."""
+    import json
+    import subprocess
+
+    pytest.importorskip("gpu_attention")
+    pytest.importorskip("torch")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "bench"), env.get("PYTHONPATH", "")])
+    script = os.path.join(ROOT, "bench", "rotary_bench.py")
+    out = tmp_path / "rotary.json"
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "1", "--json",
+                        str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["row"] for row in rows] == ["torch", "ours", "per-seq", "plain", "rotary",
+                                            "plain u", "rotary u"]
+    for row in rows:
+        assert row["ms"] > 0, row
+        if row["shape"].startswith("varlen"):
+            assert row["max_diff"] < 1e-5, row
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "0"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "--repeats 0 must be >= 1" in r.stderr
