@@ -24,6 +24,16 @@ namespace gpuattn {
 //        does internally). cache_seqlens[b] + Snew must be <= Sk.
 // Strides and alignment as for attention operands (last dimension contiguous, other strides
 // multiples of 16 bytes, 16-byte aligned pointers). Everything on one device.
+// Rotary (optional; flash_attn_with_kvcache(rotary_cos=, rotary_sin=)): with rotary_cos and
+//        rotary_sin ([S_ro, R / 2], k_new's dtype or float32, 2 <= R <= D) new key row r of
+//        sequence b is rotated at position cache_seqlens[b] + r before it is stored (and
+//        quantized), exactly as gpuattn::apply_rotary rotates it (gpuattn/rotary.h: pairs (2j,
+//        2j + 1) when rotary_interleaved, else (j, j + R / 2); the same bits); V is stored as
+//        given. With q and q_out as well ([B, Sq, Hq, D], k_new's dtype; q_out may be q itself,
+//        else apart from every other view), q_out = q rotated in the same call: query row i of
+//        sequence b at cache_seqlens[b] + i, or cache_seqlens[b] for every row when
+//        q_same_position (flash-attn's rule for a call without a causal mask or window). Every
+//        position must be < S_ro, checked with cache_seqlens (one host copy for both).
 // On CUDA, cache_seqlens and the table entries the append writes through are checked on a host
 // copy (a stream synchronization) unless check_indices is false (then trusted; the call stays
 // asynchronous and can be captured into a CUDA graph). Every bad input is an invalid_argument
@@ -34,6 +44,10 @@ struct AppendKvArgs {
   TensorView cache_seqlens;
   TensorView block_table;       // optional: a paged cache
   TensorView k_scale, v_scale;  // a quantized cache only
+  TensorView rotary_cos, rotary_sin;  // optional: the new keys rotated
+  bool rotary_interleaved = false;
+  TensorView q, q_out;  // optional, with the tables: q rotated into q_out
+  bool q_same_position = false;
   bool check_indices = true;
   Backend backend = Backend::automatic;
   void* stream = nullptr;  // cudaStream_t for the CUDA backend

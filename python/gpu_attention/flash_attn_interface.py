@@ -178,9 +178,11 @@ def _call(fw, q, *args, **kwargs):
 
 
 def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_indices,
-               k_scale=None, v_scale=None):
+               k_scale=None, v_scale=None, rotary=None):
     """k/v appended to the caches in place (the caches are passed as they are: a copy would
-    lose the write; a float8 cache as a uint8 view of the same memory)."""
+    lose the write; a float8 cache as a uint8 view of the same memory). rotary: (cos, sin,
+    interleaved, q, q_out, q_same_position) to rotate k on the way and q into q_out in the same
+    call, every position checked with cache_seqlens (gpuattn::append_kv's rotary fields)."""
     for value, name in ((v_cache, "v_cache"), (k, "k"), (v, "v"), (cache_seqlens, "cache_seqlens"),
                         (block_table, "block_table")):
         if value is not None:
@@ -198,8 +200,17 @@ def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_ind
         v_cache, _ = _kv_cache(fw, v_cache)
         k_scale, v_scale = _kv_scales(fw, k_scale, v_scale, k_cache)
     names = ("k_cache", "v_cache", "k_new", "v_new", "cache_seqlens")
+    extra = dict(block_table=block_table, k_scale=k_scale, v_scale=v_scale)
+    options = {}
+    if rotary is not None:
+        cos, sin, interleaved, q, q_out, same = rotary
+        for value, name in ((cos, "rotary_cos"), (sin, "rotary_sin")):
+            _check_same_framework(fw, value, name)
+        extra.update(rotary_cos=_prepare(fw, cos, "rotary_cos"),
+                     rotary_sin=_prepare(fw, sin, "rotary_sin"), q=q, q_out=q_out)
+        options = dict(rotary_interleaved=interleaved, q_same_position=same)
     arrays, empty = _with_storage(dict(zip(names, (k_cache, v_cache, k, v, cache_seqlens)),
-                                       block_table=block_table, k_scale=k_scale, v_scale=v_scale))
+                                       **extra))
     if fw == "torch":
         torch = sys.modules["torch"]
         if k_cache.is_cuda:
@@ -210,7 +221,7 @@ def _append_kv(fw, k_cache, v_cache, k, v, cache_seqlens, block_table, check_ind
     if empty:
         arrays["empty_shapes"] = empty
     _C.append_kv(*args, check_indices=bool(check_indices), stream=stream, kv_format=kv_format,
-                 **arrays)
+                 **arrays, **options)
 
 
 def _rotary(fw, x, out, cos, sin, offsets, interleaved, same_position, check_indices,
@@ -268,15 +279,6 @@ def _int32_indices(fw, values, name):
                              f"[0, {_INT32_MAX}]")
         return values.astype(np.int32)
     return values
-
-
-def _rotary_names(error, x_name, offsets_name):
-    """The library's rotary error with the caller's names for x, cos/sin and the offsets."""
-    msg = re.sub(r"\bx\b", x_name, str(error))
-    msg = re.sub(r"\b(cos|sin)\b", r"rotary_\1", msg)
-    msg = msg.replace("seqlen_offsets", offsets_name).replace("gpuattn::apply_rotary",
-                                                              "flash_attn_with_kvcache")
-    return type(error)(msg)
 
 
 def apply_rotary_emb(x, cos, sin, interleaved=False, inplace=False, seqlen_offsets=0,
@@ -1338,27 +1340,22 @@ def _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqle
         sk = (shape[1] * k_cache.shape[1]
               if shape is not None and len(shape) == 2 and sk is not None else None)
     mask = _resolve_mask(window_size, causal, sq, sk)
+    append_rotary = None
     if rotary:
-        # q and the new keys rotated at their positions before anything is written: key row i of
-        # sequence b at cache_seqlens[b] + i, and so query row i where the call is causal or has
-        # a window, else every query row at cache_seqlens[b] (flash-attn's rule).
+        # q and the new keys rotated by the append itself, every position checked with the
+        # append's cache_seqlens before anything is written: key row i of sequence b at
+        # cache_seqlens[b] + i, and so query row i where the call is causal or has a window, else
+        # every query row at cache_seqlens[b] (flash-attn's rule). q is rotated into a new array
+        # (the caller's is untouched), which the attention reads after the append.
         # flash-attn's rule: a window side counts when it is under the cache's length (sk), not
         # the narrower reductions _resolve_mask makes for the mask itself.
         left, right = _window_pair(window_size)
         cap = sk if sk is not None else _INT32_MAX
         per_row = mask["causal"] or 0 <= left < cap or 0 <= right < cap
         _check_same_framework(fw, k, "k")
-        rotated = []
-        for x, name, same in ((q, "q", not per_row), (k, "k", False)):
-            x = _prepare(fw, x, name)
-            out = _empty(fw, x, tuple(x.shape))
-            try:
-                _rotary(fw, x, out, rotary_cos, rotary_sin, seqused, rotary_interleaved, same,
-                        check_indices)
-            except (ValueError, NotImplementedError) as e:
-                raise _rotary_names(e, name, "cache_seqlens") from None
-            rotated.append(out)
-        q, k = rotated
+        q_in = _prepare(fw, q, "q")
+        q = _empty(fw, q_in, tuple(q_in.shape))
+        append_rotary = (rotary_cos, rotary_sin, rotary_interleaved, q_in, q, not per_row)
     call = dict(softmax_scale=scale, mask=_with_softcap(mask, softcap),
                 want_lse=return_softmax_lse, block_table=block_table, check_indices=bool(check_indices), k_scale=k_scale,
                 v_scale=v_scale, pdl=pdl, descaled=descaled + "q" * bool(fp8),
@@ -1378,7 +1375,7 @@ def _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqle
                 _check_leftpad_before_append(fw, cache_leftpad, seqused)
             try:
                 _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices,
-                           k_scale=k_scale, v_scale=v_scale)
+                           k_scale=k_scale, v_scale=v_scale, rotary=append_rotary)
             except (ValueError, NotImplementedError) as e:
                 e = _named_new_rows(e)
                 raise (_descale_names(e, descaled) if descaled else e) from None

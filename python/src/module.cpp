@@ -402,7 +402,10 @@ void append_kv(const Output& k_cache, const Output& v_cache, const Input& k_new,
                const Input& cache_seqlens, const std::optional<Input>& block_table,
                bool check_indices, std::uintptr_t stream, const std::string& backend,
                const std::optional<Input>& k_scale, const std::optional<Input>& v_scale,
-               const std::string& kv_format, const std::optional<nb::dict>& empty_shapes) {
+               const std::string& kv_format, const std::optional<nb::dict>& empty_shapes,
+               const std::optional<Input>& rotary_cos, const std::optional<Input>& rotary_sin,
+               bool rotary_interleaved, const std::optional<Input>& q,
+               const std::optional<Output>& q_out, bool q_same_position) {
   gpuattn::AppendKvArgs args;
   EmptyShapes empty(empty_shapes);
   args.k_cache = kv_view(k_cache, "k_cache", kv_format, empty.find("k_cache"));
@@ -415,6 +418,12 @@ void append_kv(const Output& k_cache, const Output& v_cache, const Input& k_new,
   if (block_table) {
     args.block_table = to_view(*block_table, "block_table", empty.find("block_table"));
   }
+  if (rotary_cos) args.rotary_cos = to_view(*rotary_cos, "rotary_cos");
+  if (rotary_sin) args.rotary_sin = to_view(*rotary_sin, "rotary_sin");
+  args.rotary_interleaved = rotary_interleaved;
+  if (q) args.q = to_view(*q, "q", empty.find("q"));
+  if (q_out) args.q_out = to_view(*q_out, "q_out", empty.find("q_out"));
+  args.q_same_position = q_same_position;
   empty.check_all_used();
   args.check_indices = check_indices;
   args.backend = to_backend(backend);
@@ -515,12 +524,20 @@ NB_MODULE(_C, m) {
         nb::arg("k_scale").noconvert().none() = nb::none(),
         nb::arg("v_scale").noconvert().none() = nb::none(), nb::arg("kv_format") = "",
         nb::arg("empty_shapes").none() = nb::none(),
+        nb::arg("rotary_cos").noconvert().none() = nb::none(),
+        nb::arg("rotary_sin").noconvert().none() = nb::none(),
+        nb::arg("rotary_interleaved") = false, nb::arg("q").noconvert().none() = nb::none(),
+        nb::arg("q_out").noconvert().none() = nb::none(), nb::arg("q_same_position") = false,
         "Appends k_new/v_new [B, Snew, Hkv, D] to k_cache/v_cache in place at rows "
         "cache_seqlens[b].. (gpuattn::append_kv): a dense cache [B, Sk, Hkv, D], or with "
         "block_table a page pool [num_pages, page_size, Hkv, D]. cache_seqlens is not updated. "
         "With k_scale/v_scale the cache is int8 or float8_e4m3fn (uint8 bytes with "
         "kv_format='e4m3') and the new rows are quantized: x / scale, rounded and saturated. "
-        "empty_shapes as in attention_forward. "
+        "With rotary_cos/rotary_sin [S_ro, R / 2] the new keys are rotated first, row r of "
+        "sequence b at position cache_seqlens[b] + r (apply_rotary's rotation, pairs per "
+        "rotary_interleaved); with q and q_out, q_out = q rotated as well, query row i at "
+        "cache_seqlens[b] + i (cache_seqlens[b] with q_same_position). empty_shapes as in "
+        "attention_forward. "
         "Raises ValueError naming a bad input, with the caches untouched.");
 
   m.def("apply_rotary", &apply_rotary, nb::arg("x").noconvert(), nb::arg("out").noconvert(),

@@ -1,12 +1,14 @@
 #include "core/append_kv.h"
 
 #include <cstdint>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/fwd_params.h"
+#include "core/rotary.h"
 
 namespace gpuattn {
 namespace {
@@ -90,6 +92,36 @@ void check_index_array(const TensorView& t, const char* name, int rank, const Te
   }
 }
 
+// q's rotation validated by apply_rotary's own checks (positions aside: check_append_indices takes
+// them), its errors in append_kv's names: x -> q, out -> q_out, cos/sin -> rotary_cos/rotary_sin.
+RotaryParams q_rotary_params(const AppendKvArgs& a) {
+  RotaryArgs r;
+  r.x = a.q;
+  r.out = a.q_out;
+  r.cos = a.rotary_cos;
+  r.sin = a.rotary_sin;
+  r.interleaved = a.rotary_interleaved;
+  r.same_position = true;  // with offset 0 the position check cannot fail here
+  r.check_indices = false;
+  r.backend = a.backend;
+  RotaryParams p;
+  try {
+    p = make_rotary_params(r);
+  } catch (const Error& e) {
+    std::string msg = std::regex_replace(e.what(), std::regex("gpuattn::apply_rotary"),
+                                         "gpuattn::append_kv");
+    for (const auto& [from, to] : {std::pair{"\\bout\\b", "q_out"}, std::pair{"\\bx\\b", "q"},
+                                   std::pair{"\\bcos\\b", "rotary_cos"},
+                                   std::pair{"\\bsin\\b", "rotary_sin"}}) {
+      msg = std::regex_replace(msg, std::regex(from), to);
+    }
+    throw Error(e.code(), msg);
+  }
+  p.seqlen_offsets = static_cast<const std::int32_t*>(a.cache_seqlens.data);
+  p.same_position = a.q_same_position;
+  return p;
+}
+
 }  // namespace
 
 void check_append_indices(const AppendParams& p, const std::int32_t* used,
@@ -101,6 +133,30 @@ void check_append_indices(const AppendParams& p, const std::int32_t* used,
               std::to_string(p.seqlen_new) + " new keys it must be in [0, " +
               std::to_string(p.seqlen_k - p.seqlen_new) + "] (the cache has " +
               std::to_string(p.seqlen_k) + " slots a sequence)");
+    }
+    // Rows first..last of sequence b rotated: named in the error when the last is past the table.
+    auto check_rotary = [&](const char* rows, std::int64_t first, std::int64_t last) {
+      if (used[b] + last < p.rotary_table) return;
+      const std::string seq = " of sequence " + std::to_string(b);
+      invalid("cache_seqlens[" + std::to_string(b) + "] is " + std::to_string(used[b]) + ": " +
+              rows +
+              (first == last ? " " + std::to_string(first) + seq + " takes rotary position " +
+                                   std::to_string(used[b] + first)
+                             : "s " + std::to_string(first) + ".." + std::to_string(last) + seq +
+                                   " take rotary positions " + std::to_string(used[b] + first) +
+                                   ".." + std::to_string(used[b] + last)) +
+              ", past the " + std::to_string(p.rotary_table) +
+              " positions of rotary_cos/rotary_sin");
+    };
+    if (p.rotary_half > 0) check_rotary("new key row", 0, p.seqlen_new - 1);
+    if (p.rotates_q && p.q_rotary.same_position && used[b] >= p.rotary_table) {
+      invalid("cache_seqlens[" + std::to_string(b) + "] is " + std::to_string(used[b]) +
+              ": the query rows of sequence " + std::to_string(b) + " take rotary position " +
+              std::to_string(used[b]) + ", past the " + std::to_string(p.rotary_table) +
+              " positions of rotary_cos/rotary_sin");
+    }
+    if (p.rotates_q && !p.q_rotary.same_position) {
+      check_rotary("query row", 0, p.q_rotary.seqlen - 1);
     }
     if (table == nullptr) continue;
     const std::int64_t max_pages = p.seqlen_k / p.page_size;
@@ -207,6 +263,68 @@ AppendParams make_append_params(const AppendKvArgs& a) {
   if (quantized) {
     p.k_scale = static_cast<const float*>(a.k_scale.data);
     p.v_scale = static_cast<const float*>(a.v_scale.data);
+  }
+  if (a.rotary_cos.present() != a.rotary_sin.present()) {
+    invalid(std::string(a.rotary_cos.present() ? "rotary_cos" : "rotary_sin") +
+            " is given without " + (a.rotary_cos.present() ? "rotary_sin" : "rotary_cos") +
+            ": the two go together");
+  }
+  if (a.rotary_cos.present()) {
+    check_rotary_tables(a.rotary_cos, a.rotary_sin, t, a.k_new.shape[3], a.k_cache,
+                        RotaryNames{"gpuattn::append_kv", "rotary_cos", "rotary_sin", "k_new",
+                                    "k_cache"});
+    for (auto [tab, tname] : {std::pair{&a.rotary_cos, "rotary_cos"},
+                              std::pair{&a.rotary_sin, "rotary_sin"}}) {
+      for (auto [c, cname] :
+           {std::pair{&a.k_cache, "k_cache"}, std::pair{&a.v_cache, "v_cache"}}) {
+        if (spans_overlap(*tab, *c)) {
+          invalid(std::string(tname) + "'s memory overlaps " + cname + "'s, which the append "
+                  "writes");
+        }
+      }
+    }
+    p.rotary_cos = a.rotary_cos.data;
+    p.rotary_sin = a.rotary_sin.data;
+    p.rotary_cos_stride = a.rotary_cos.stride[0];
+    p.rotary_sin_stride = a.rotary_sin.stride[0];
+    p.rotary_half = static_cast<int>(a.rotary_cos.shape[1]);
+    p.rotary_table = static_cast<int>(a.rotary_cos.shape[0]);
+    p.rotary_f32 = a.rotary_cos.dtype == DType::f32;
+    p.rotary_interleaved = a.rotary_interleaved;
+  }
+  if (a.q.present() || a.q_out.present()) {
+    if (!a.rotary_cos.present()) {
+      invalid("q and q_out are given without rotary_cos/rotary_sin: they are there to be rotated");
+    }
+    if (!a.q.present() || !a.q_out.present()) {
+      invalid(std::string(a.q.present() ? "q" : "q_out") + " is given without " +
+              (a.q.present() ? "q_out" : "q") + ": the two go together");
+    }
+    if (a.q.dtype != t) {
+      invalid(std::string("q dtype ") + to_string(a.q.dtype) + " differs from k_new dtype " +
+              to_string(t));
+    }
+    p.q_rotary = q_rotary_params(a);
+    p.rotates_q = true;
+    if (a.q.shape[0] != B || a.q.shape[3] != a.k_new.shape[3]) {
+      invalid("q shape " + shape_of(a.q) + " does not match k_new's batch and head dim " +
+              shape_of(a.k_new));
+    }
+    // q_out is written beside the caches: apart from every view the call reads or writes.
+    for (auto [v, name] : {std::pair{&a.k_cache, "k_cache"}, std::pair{&a.v_cache, "v_cache"},
+                           std::pair{&a.k_new, "k_new"}, std::pair{&a.v_new, "v_new"},
+                           std::pair{&a.cache_seqlens, "cache_seqlens"},
+                           std::pair{&a.block_table, "block_table"},
+                           std::pair{&a.k_scale, "k_scale"}, std::pair{&a.v_scale, "v_scale"}}) {
+      if (v->present() && spans_overlap(a.q_out, *v)) {
+        invalid(std::string("q_out's memory overlaps ") + name + "'s");
+      }
+    }
+    for (auto [c, name] : {std::pair{&a.k_cache, "k_cache"}, std::pair{&a.v_cache, "v_cache"}}) {
+      if (spans_overlap(a.q, *c)) {
+        invalid(std::string("q's memory overlaps ") + name + "'s, which the append writes");
+      }
+    }
   }
   p.device = a.k_cache.device;
   p.device_index = a.k_cache.device_index;

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/mask.h"  // GPUATTN_HD
+#include "core/rotary.h"
 #include "gpuattn/kv_cache.h"
 
 namespace gpuattn {
@@ -36,6 +37,19 @@ struct AppendParams {
   const float* k_scale = nullptr;
   const float* v_scale = nullptr;
   int scale_stride = 0;
+  // Rotary tables (rotary_half 0: none): new key row r of sequence b rotated at position
+  // cache_seqlens[b] + r, pair j's cos at rotary_cos[pos * rotary_cos_stride + j] (float32 when
+  // rotary_f32, else k_new's dtype).
+  const void* rotary_cos = nullptr;
+  const void* rotary_sin = nullptr;
+  std::int64_t rotary_cos_stride = 0, rotary_sin_stride = 0;
+  int rotary_half = 0;
+  int rotary_table = 0;  // S_ro
+  bool rotary_f32 = false;
+  bool rotary_interleaved = false;
+  // q's rotation (AppendKvArgs::q), run beside the append; rotates_q false: none.
+  bool rotates_q = false;
+  RotaryParams q_rotary;
   Device device = Device::cpu;
   int device_index = 0;
   bool check_indices = true;
@@ -46,6 +60,17 @@ struct AppendParams {
   }
   GPUATTN_HD std::int64_t vc_offset(int b, std::int64_t j, int hk) const {
     return slot_base(b, j, vc_batch_stride, vc_row_stride) + hk * vc_head_stride;
+  }
+  // Feature d < 2 * rotary_half of a rotated row: its pair's other feature, its pair index and
+  // whether d is the pair's first (a c - b s) or second (a s + b c).
+  GPUATTN_HD int rotary_partner(int d) const {
+    return rotary_interleaved ? (d ^ 1) : d < rotary_half ? d + rotary_half : d - rotary_half;
+  }
+  GPUATTN_HD int rotary_pair(int d) const {
+    return rotary_interleaved ? d / 2 : d < rotary_half ? d : d - rotary_half;
+  }
+  GPUATTN_HD bool rotary_first(int d) const {
+    return rotary_interleaved ? d % 2 == 0 : d < rotary_half;
   }
   GPUATTN_HD std::int64_t slot_base(int b, std::int64_t j, std::int64_t batch_stride,
                                     std::int64_t row_stride) const {
@@ -60,8 +85,9 @@ struct AppendParams {
 AppendParams make_append_params(const AppendKvArgs& args);
 
 // Checks host copies of cache_seqlens (`used`) and, for a paged cache, the table (packed, max_pages
-// entries a row): used[b] + seqlen_new <= seqlen_k, and the pages the new rows land in are in
-// [0, num_pages).
+// entries a row): used[b] + seqlen_new <= seqlen_k, the pages the new rows land in are in
+// [0, num_pages), and with rotary tables every new row's position (and q's rows') is under
+// rotary_table.
 void check_append_indices(const AppendParams& p, const std::int32_t* used,
                           const std::int32_t* table);
 

@@ -12,52 +12,86 @@ namespace {
 
 constexpr const char* kFn = "gpuattn::apply_rotary";
 
-[[noreturn]] void invalid(const std::string& msg) {
-  throw Error(ErrorCode::invalid_argument, std::string(kFn) + ": " + msg);
+[[noreturn]] void invalid_in(const char* fn, const std::string& msg) {
+  throw Error(ErrorCode::invalid_argument, std::string(fn) + ": " + msg);
 }
+
+[[noreturn]] void invalid(const std::string& msg) { invalid_in(kFn, msg); }
 
 std::string place_of(const TensorView& t) {
   return to_string(t.device) + (t.device == Device::cuda ? ":" + std::to_string(t.device_index) : "");
 }
 
 // A view of `rank` dimensions: present, positive sizes, non-negative strides, the last 1, its
-// pointer aligned to its elements, on x's device.
-void check_view(const TensorView& t, const char* name, int rank, const char* layout,
-                const TensorView& x) {
-  if (t.data == nullptr) invalid(std::string(name) + " is a null pointer");
-  check_place_values(t, name, kFn);
+// pointer aligned to its elements, on `where`'s device (named `where_name` in the error).
+void check_view_in(const char* fn, const TensorView& t, const char* name, int rank,
+                   const char* layout, const TensorView& where, const char* where_name) {
+  if (t.data == nullptr) invalid_in(fn, std::string(name) + " is a null pointer");
+  check_place_values(t, name, fn);
   if (t.rank != rank) {
-    invalid(std::string(name) + " has rank " + std::to_string(t.rank) + " (shape " + shape_str(t) +
-            "), expected rank " + std::to_string(rank) + " " + layout);
+    invalid_in(fn, std::string(name) + " has rank " + std::to_string(t.rank) + " (shape " +
+                       shape_str(t) + "), expected rank " + std::to_string(rank) + " " + layout);
   }
   for (int i = 0; i < rank; ++i) {
     if (t.shape[i] <= 0) {
-      invalid(std::string(name) + " has shape " + shape_str(t) + ": every size must be positive");
+      invalid_in(fn, std::string(name) + " has shape " + shape_str(t) +
+                         ": every size must be positive");
     }
     if (t.shape[i] > INT32_MAX) {
-      invalid(std::string(name) + " has shape " + shape_str(t) + ", past int32 sizes");
+      invalid_in(fn, std::string(name) + " has shape " + shape_str(t) + ", past int32 sizes");
     }
     if (t.stride[i] < 0) {
-      invalid(std::string(name) + " has a negative stride " + std::to_string(t.stride[i]) +
-              " in dimension " + std::to_string(i));
+      invalid_in(fn, std::string(name) + " has a negative stride " + std::to_string(t.stride[i]) +
+                         " in dimension " + std::to_string(i));
     }
   }
   if (t.stride[rank - 1] != 1) {
-    invalid(std::string(name) + " last-dimension stride is " + std::to_string(t.stride[rank - 1]) +
-            ", must be 1");
+    invalid_in(fn, std::string(name) + " last-dimension stride is " +
+                       std::to_string(t.stride[rank - 1]) + ", must be 1");
   }
   if (reinterpret_cast<std::uintptr_t>(t.data) % element_size(t.dtype) != 0) {
     std::ostringstream msg;
     msg << name << " pointer " << t.data << " is not aligned to its " << element_size(t.dtype)
         << "-byte elements";
-    invalid(msg.str());
+    invalid_in(fn, msg.str());
   }
-  if (t.device != x.device || (t.device == Device::cuda && t.device_index != x.device_index)) {
-    invalid(std::string(name) + " is on " + place_of(t) + " but x is on " + place_of(x));
+  if (t.device != where.device ||
+      (t.device == Device::cuda && t.device_index != where.device_index)) {
+    invalid_in(fn, std::string(name) + " is on " + place_of(t) + " but " + where_name + " is on " +
+                       place_of(where));
   }
 }
 
+void check_view(const TensorView& t, const char* name, int rank, const char* layout,
+                const TensorView& x) {
+  check_view_in(kFn, t, name, rank, layout, x, "x");
+}
+
 }  // namespace
+
+void check_rotary_tables(const TensorView& cos, const TensorView& sin, DType x_dtype,
+                         std::int64_t head_dim, const TensorView& where, const RotaryNames& n) {
+  check_view_in(n.fn, cos, n.cos, 2, "[S_ro, R / 2]", where, n.where);
+  check_view_in(n.fn, sin, n.sin, 2, "[S_ro, R / 2]", where, n.where);
+  const DType tt = cos.dtype;
+  if (tt != x_dtype && tt != DType::f32) {
+    invalid_in(n.fn, std::string(n.cos) + " dtype " + to_string(tt) + " is neither " + n.x +
+                         "'s (" + to_string(x_dtype) + ") nor float32");
+  }
+  if (sin.dtype != tt) {
+    invalid_in(n.fn, std::string(n.sin) + " dtype " + to_string(sin.dtype) + " differs from " +
+                         n.cos + " dtype " + to_string(tt));
+  }
+  if (sin.shape[0] != cos.shape[0] || sin.shape[1] != cos.shape[1]) {
+    invalid_in(n.fn, std::string(n.sin) + " shape " + shape_str(sin) + " differs from " + n.cos +
+                         " shape " + shape_str(cos));
+  }
+  if (2 * cos.shape[1] > head_dim) {
+    invalid_in(n.fn, std::string(n.cos) + " shape " + shape_str(cos) + " rotates " +
+                         std::to_string(2 * cos.shape[1]) + " features, more than " + n.x +
+                         "'s head dim " + std::to_string(head_dim));
+  }
+}
 
 void check_rotary_indices(const RotaryParams& p, const std::int32_t* offsets,
                           const std::int32_t* cu) {
@@ -129,25 +163,8 @@ RotaryParams make_rotary_params(const RotaryArgs& a) {
   if (a.out.shape != a.x.shape) {
     invalid("out shape " + shape_str(a.out) + " differs from x shape " + shape_str(a.x));
   }
-  check_view(a.cos, "cos", 2, "[S_ro, R / 2]", a.x);
-  check_view(a.sin, "sin", 2, "[S_ro, R / 2]", a.x);
-  const DType tt = a.cos.dtype;
-  if (tt != t && tt != DType::f32) {
-    invalid(std::string("cos dtype ") + to_string(tt) + " is neither x's (" + to_string(t) +
-            ") nor float32");
-  }
-  if (a.sin.dtype != tt) {
-    invalid(std::string("sin dtype ") + to_string(a.sin.dtype) + " differs from cos dtype " +
-            to_string(tt));
-  }
-  if (a.sin.shape[0] != a.cos.shape[0] || a.sin.shape[1] != a.cos.shape[1]) {
-    invalid("sin shape " + shape_str(a.sin) + " differs from cos shape " + shape_str(a.cos));
-  }
   const std::int64_t head_dim = a.x.shape[rank - 1];
-  if (2 * a.cos.shape[1] > head_dim) {
-    invalid("cos shape " + shape_str(a.cos) + " rotates " + std::to_string(2 * a.cos.shape[1]) +
-            " features, more than x's head dim " + std::to_string(head_dim));
-  }
+  check_rotary_tables(a.cos, a.sin, t, head_dim, a.x, RotaryNames{kFn, "cos", "sin", "x", "x"});
   std::int64_t batch = a.x.shape[0];
   if (varlen) {
     const TensorView& cu = a.cu_seqlens;
@@ -235,7 +252,7 @@ RotaryParams make_rotary_params(const RotaryArgs& a) {
   p.half = static_cast<int>(a.cos.shape[1]);
   p.table = static_cast<int>(a.cos.shape[0]);
   p.dtype = t;
-  p.table_dtype = tt;
+  p.table_dtype = a.cos.dtype;
   p.interleaved = a.interleaved;
   p.same_position = a.same_position;
   p.in_place = in_place;

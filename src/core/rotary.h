@@ -50,6 +50,21 @@ struct RotaryParams {
   GPUATTN_HD int second(int j) const { return interleaved ? 2 * j + 1 : j + half; }
 };
 
+// The names a caller's errors give the rotation's operands.
+struct RotaryNames {
+  const char* fn;     // "gpuattn::apply_rotary"
+  const char* cos;    // "cos"
+  const char* sin;    // "sin"
+  const char* x;      // the rotated operand, "x"
+  const char* where;  // the operand whose device the tables must share
+};
+
+// The tables of a rotation of rows of `x_dtype` and `head_dim` features: cos and sin [S_ro, R / 2],
+// of x_dtype or float32, one shape, R <= head_dim, on `where`'s device. Throws invalid_argument
+// naming the bad value.
+void check_rotary_tables(const TensorView& cos, const TensorView& sin, DType x_dtype,
+                         std::int64_t head_dim, const TensorView& where, const RotaryNames& names);
+
 // Validates everything that needs no device memory (seqlen_offsets is checked here when it lives
 // on the host). Throws gpuattn::Error naming the offending value.
 RotaryParams make_rotary_params(const RotaryArgs& args);

@@ -2,7 +2,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
+#include "core/rotary.h"
+#include "cpu/cpu_rotary.h"
 #include "gpuattn/numeric.h"
 
 namespace gpuattn {
@@ -24,7 +27,45 @@ void quantize_row(const AppendParams& p, const void* src, std::int64_t src_off, 
 
 }  // namespace
 
-void cpu_append_kv(const AppendParams& p) {
+void cpu_append_kv(const AppendParams& params) {
+  // With rotary tables the new keys are rotated first, into a packed copy, by the rotation
+  // apply_rotary runs (the same bits), at positions cache_seqlens[b] + r.
+  AppendParams p = params;
+  std::vector<std::uint32_t> rotated;
+  if (params.rotary_half > 0) {
+    const std::int64_t row_elems = static_cast<std::int64_t>(p.hkv) * p.head_dim;
+    rotated.resize(static_cast<std::size_t>(
+        (static_cast<std::int64_t>(p.batch) * p.seqlen_new * row_elems * element_size(p.dtype) + 3) /
+        4));
+    RotaryParams r;
+    r.x = p.k_new;
+    r.out = rotated.data();
+    r.cos = p.rotary_cos;
+    r.sin = p.rotary_sin;
+    r.seqlen_offsets = p.cache_seqlens;
+    r.x_batch_stride = p.kn_batch_stride;
+    r.x_row_stride = p.kn_row_stride;
+    r.x_head_stride = p.kn_head_stride;
+    r.o_batch_stride = p.seqlen_new * row_elems;
+    r.o_row_stride = row_elems;
+    r.o_head_stride = p.head_dim;
+    r.cos_stride = p.rotary_cos_stride;
+    r.sin_stride = p.rotary_sin_stride;
+    r.batch = p.batch;
+    r.seqlen = p.seqlen_new;
+    r.heads = p.hkv;
+    r.head_dim = p.head_dim;
+    r.half = p.rotary_half;
+    r.table = p.rotary_table;
+    r.dtype = p.dtype;
+    r.table_dtype = p.rotary_f32 ? DType::f32 : p.dtype;
+    r.interleaved = p.rotary_interleaved;
+    cpu_apply_rotary(r);
+    p.k_new = rotated.data();
+    p.kn_batch_stride = r.o_batch_stride;
+    p.kn_row_stride = r.o_row_stride;
+    p.kn_head_stride = r.o_head_stride;
+  }
   const std::size_t es = element_size(p.dtype), row = static_cast<std::size_t>(p.head_dim) * es;
   auto* kc = static_cast<char*>(p.k_cache);
   auto* vc = static_cast<char*>(p.v_cache);
@@ -47,6 +88,7 @@ void cpu_append_kv(const AppendParams& p) {
       }
     }
   }
+  if (params.rotates_q) cpu_apply_rotary(params.q_rotary);
 }
 
 }  // namespace gpuattn

@@ -606,6 +606,10 @@ void cuda_append_kv(const AppendParams& p, void* stream_ptr) {
   if (p.block_table != nullptr) {
     check_device_pointer(p.block_table, p.device_index, "block_table", fn);
   }
+  if (p.rotary_half > 0) {
+    check_device_pointer(p.rotary_cos, p.device_index, "rotary_cos", fn);
+    check_device_pointer(p.rotary_sin, p.device_index, "rotary_sin", fn);
+  }
   if (p.check_indices) {
     std::vector<std::int32_t> used(p.batch);
     GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.cache_seqlens, sizeof(std::int32_t) * p.batch,
@@ -624,7 +628,12 @@ void cuda_append_kv(const AppendParams& p, void* stream_ptr) {
       check_scales(p.k_scale, p.v_scale, p.scale_stride, p.hkv, stream, "gpuattn::append_kv");
     }
   }
+  if (p.rotates_q) {
+    check_device_pointer(p.q_rotary.x, p.device_index, "q", fn);
+    check_device_pointer(p.q_rotary.out, p.device_index, "q_out", fn);
+  }
   paged::append(p, stream);
+  if (p.rotates_q) rotary::apply(p.q_rotary, stream);  // its positions checked with the append's
 }
 
 void cuda_apply_rotary(const RotaryParams& p, void* stream_ptr) {

@@ -125,8 +125,40 @@ struct Quant8 {
   }
 };
 
-// One 8-element chunk of K and of V per thread and step, over (b, i, hk, chunk) of the new rows.
-template <class Store>
+// Rotary table entry (pos, j): float32, or T.
+template <typename T>
+__device__ float rotary_entry(const AppendParams& p, const void* table, std::int64_t stride,
+                              std::int64_t pos, int j) {
+  return p.rotary_f32 ? static_cast<const float*>(table)[pos * stride + j]
+                      : cvt::to_f(static_cast<const T*>(table)[pos * stride + j]);
+}
+
+// Chunk c (8 features) of new key row `row` rotated at `pos` into `out`, as the rotary kernel
+// rotates it (rotary.cu: the same products, rounded once); features past the rotated ones copied.
+template <typename T>
+__device__ void rotate_chunk(const AppendParams& p, const T* row, int c, std::int64_t pos,
+                             T* out) {
+  const uint4 w = *reinterpret_cast<const uint4*>(row + c * 8);
+  const T* x = reinterpret_cast<const T*>(&w);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const int d = c * 8 + e;
+    if (d >= 2 * p.rotary_half) {
+      out[e] = x[e];
+      continue;
+    }
+    const int j = p.rotary_pair(d);
+    const float cs = rotary_entry<T>(p, p.rotary_cos, p.rotary_cos_stride, pos, j);
+    const float sn = rotary_entry<T>(p, p.rotary_sin, p.rotary_sin_stride, pos, j);
+    const float xd = cvt::to_f(x[e]), xp = cvt::to_f(row[p.rotary_partner(d)]);
+    out[e] = cvt::from_f<T>(p.rotary_first(d) ? __fmaf_rn(xd, cs, -__fmul_rn(xp, sn))
+                                              : __fmaf_rn(xp, sn, __fmul_rn(xd, cs)));
+  }
+}
+
+// One 8-element chunk of K and of V per thread and step, over (b, i, hk, chunk) of the new rows;
+// with rotary tables the K chunk is rotated on the way (T: the new rows' dtype).
+template <class Store, typename T>
 __global__ void append_kernel(const __grid_constant__ AppendParams p) {
   const int chunks = p.head_dim / 8;
   const std::int64_t per_row = static_cast<std::int64_t>(p.hkv) * chunks;
@@ -139,13 +171,19 @@ __global__ void append_kernel(const __grid_constant__ AppendParams p) {
     const std::int64_t row = i / per_row;  // b * seqlen_new + r
     const int r = static_cast<int>(row % p.seqlen_new), b = static_cast<int>(row / p.seqlen_new);
     const std::int64_t j = static_cast<std::int64_t>(p.cache_seqlens[b]) + r;
-    const auto* kn = static_cast<const std::uint16_t*>(p.k_new) + b * p.kn_batch_stride +
-                     r * p.kn_row_stride + hk * p.kn_head_stride + c * 8;
-    const auto* vn = static_cast<const std::uint16_t*>(p.v_new) + b * p.vn_batch_stride +
+    const T* const kn_row = static_cast<const T*>(p.k_new) + b * p.kn_batch_stride +
+                            r * p.kn_row_stride + hk * p.kn_head_stride;
+    const auto* vn = static_cast<const T*>(p.v_new) + b * p.vn_batch_stride +
                      r * p.vn_row_stride + hk * p.vn_head_stride + c * 8;
     const float ks = p.k_scale ? p.k_scale[hk * p.scale_stride] : 1.f;
     const float vs = p.v_scale ? p.v_scale[hk * p.scale_stride] : 1.f;
-    Store::store(p.k_cache, p.kc_offset(b, j, hk) + c * 8, kn, ks);
+    if (c * 8 < 2 * p.rotary_half) {  // never without tables (rotary_half 0)
+      alignas(16) T rotated[8];
+      rotate_chunk<T>(p, kn_row, c, j, rotated);
+      Store::store(p.k_cache, p.kc_offset(b, j, hk) + c * 8, rotated, ks);
+    } else {
+      Store::store(p.k_cache, p.kc_offset(b, j, hk) + c * 8, kn_row + c * 8, ks);
+    }
     Store::store(p.v_cache, p.vc_offset(b, j, hk) + c * 8, vn, vs);
   }
 }
@@ -164,14 +202,16 @@ void append(const AppendParams& p, cudaStream_t stream) {
   if (chunks == 0) return;
   const unsigned grid = grid_for(chunks);
   const bool bf16 = p.dtype == DType::bf16;
+  using BF = __nv_bfloat16;
   if (p.cache_dtype == DType::i8) {
-    bf16 ? append_kernel<Quant8<true, __nv_bfloat16>><<<grid, 256, 0, stream>>>(p)
-         : append_kernel<Quant8<true, __half>><<<grid, 256, 0, stream>>>(p);
+    bf16 ? append_kernel<Quant8<true, BF>, BF><<<grid, 256, 0, stream>>>(p)
+         : append_kernel<Quant8<true, __half>, __half><<<grid, 256, 0, stream>>>(p);
   } else if (p.cache_dtype == DType::e4m3) {
-    bf16 ? append_kernel<Quant8<false, __nv_bfloat16>><<<grid, 256, 0, stream>>>(p)
-         : append_kernel<Quant8<false, __half>><<<grid, 256, 0, stream>>>(p);
+    bf16 ? append_kernel<Quant8<false, BF>, BF><<<grid, 256, 0, stream>>>(p)
+         : append_kernel<Quant8<false, __half>, __half><<<grid, 256, 0, stream>>>(p);
   } else {
-    append_kernel<Store16<std::uint16_t>><<<grid, 256, 0, stream>>>(p);
+    bf16 ? append_kernel<Store16<BF>, BF><<<grid, 256, 0, stream>>>(p)
+         : append_kernel<Store16<__half>, __half><<<grid, 256, 0, stream>>>(p);
   }
   GPUATTN_CUDA_CHECK(cudaGetLastError());
 }

@@ -1,7 +1,8 @@
 // gpuattn::append_kv on the CPU backend: the new rows land at cache_seqlens[b].. of each sequence,
 // in a dense cache and through a block table (shuffled pages, pages of 1 key to past the cache),
-// and nothing else of either cache changes; every bad input is an invalid_argument naming it, with
-// both caches untouched.
+// and nothing else of either cache changes; with rotary tables the append equals apply_rotary
+// then a plain append, byte for byte (q's rotation too); every bad input is an invalid_argument
+// naming it, with both caches untouched.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -12,9 +13,14 @@
 #include "common/expect_error.h"
 #include "common/test_util.h"
 #include "gpuattn/kv_cache.h"
+#include "gpuattn/rotary.h"
 
 namespace gpuattn::testing {
 namespace {
+
+struct Caches {
+  HostTensor k, v, table;  // table: empty shape for a dense cache
+};
 
 bool same_bytes(const HostTensor& a, const HostTensor& b) {
   return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
@@ -81,6 +87,185 @@ TEST(AppendKv, NewRowsLandAtEachSequencesEnd) {
       EXPECT_TRUE(same_bytes(vp, want.v));
     }
   }
+}
+
+// A rotary append (k rotated on the way, q into q_out) equals apply_rotary at cache_seqlens
+// followed by a plain append: dense and paged, 16-bit and quantized caches, both pair layouts,
+// partial rotary dims, float32 tables, Sq != Snew, q at one position or per row.
+TEST(AppendKv, RotaryEqualsRotatingFirst) {
+  std::uint64_t st = 4242;
+  for (int n = 0; n < 40; ++n) {
+    const DType t = next_random(st) % 2 ? DType::bf16 : DType::f16;
+    const int cache_kind = static_cast<int>(next_random(st) % 4);  // 16-bit x2, int8, e4m3
+    const DType ct = cache_kind == 2 ? DType::i8 : cache_kind == 3 ? DType::e4m3 : t;
+    const int B = 1 + static_cast<int>(next_random(st) % 3), Hkv = 1 + static_cast<int>(next_random(st) % 2);
+    const int Hq = Hkv * (1 + static_cast<int>(next_random(st) % 3));
+    const int dims[] = {64, 128};
+    const int D = dims[next_random(st) % 2];
+    const int halves[] = {1, 5, D / 4, D / 2};
+    const int half = halves[next_random(st) % 4];
+    const int sn = 1 + static_cast<int>(next_random(st) % 3), sq = 1 + static_cast<int>(next_random(st) % 4);
+    const int Sk = 48, page = next_random(st) % 2 ? 0 : 16;
+    const bool interleaved = next_random(st) % 2, same = next_random(st) % 2;
+    const bool f32_table = next_random(st) % 2;
+    const int table_rows = Sk + 8;
+    std::vector<int> used(B);
+    for (int& u : used) u = static_cast<int>(next_random(st) % (Sk - std::max(sn, sq) + 1));
+    SCOPED_TRACE("case " + std::to_string(n) + ": " + to_string(t) + " cache " + to_string(ct) +
+                 " B" + std::to_string(B) + " Hq" + std::to_string(Hq) + " Hkv" +
+                 std::to_string(Hkv) + " D" + std::to_string(D) + " R" + std::to_string(2 * half) +
+                 " Snew" + std::to_string(sn) + " Sq" + std::to_string(sq) + " page " +
+                 std::to_string(page) + (interleaved ? " interleaved" : "") +
+                 (same ? " same-position" : "") + (f32_table ? " f32 table" : ""));
+    HostTensor k(ct, {B, Sk, Hkv, D}), v(ct, {B, Sk, Hkv, D}), kn(t, {B, sn, Hkv, D}),
+        vn(t, {B, sn, Hkv, D}), q(t, {B, sq, Hq, D}), q_out(t, {B, sq, Hq, D}),
+        q_want(t, {B, sq, Hq, D}), kn_rot(t, {B, sn, Hkv, D});
+    const std::uint64_t seed = 900 + n;
+    k.randomize(seed);
+    v.randomize(seed + 1);
+    kn.randomize(seed + 2);
+    vn.randomize(seed + 3);
+    q.randomize(seed + 4);
+    q_out.poison();
+    const DType tt = f32_table ? DType::f32 : t;
+    HostTensor cos(tt, {table_rows, half}), sin(tt, {table_rows, half});
+    cos.randomize(seed + 5);
+    sin.randomize(seed + 6);
+    HostTensor ks(DType::f32, {Hkv}), vs(DType::f32, {Hkv});
+    for (int h = 0; h < Hkv; ++h) {
+      ks.set(h, 0.02f + 0.01f * h);
+      vs.set(h, 0.03f + 0.01f * h);
+    }
+    const HostTensor lens = int32s(used);
+    // The expectation: apply_rotary at cache_seqlens, then the plain append.
+    RotaryArgs r;
+    r.cos = cos.view();
+    r.sin = sin.view();
+    r.seqlen_offsets = lens.view();
+    r.interleaved = interleaved;
+    r.x = kn.view();
+    r.out = kn_rot.view();
+    apply_rotary(r);
+    r.x = q.view();
+    r.out = q_want.view();
+    r.same_position = same;
+    apply_rotary(r);
+    Caches want{k, v, HostTensor()}, got{k, v, HostTensor()};
+    if (page > 0) {
+      const PagedCache pc = page_cache(k, v, page, {}, 1, seed + 7);
+      want = got = Caches{pc.k, pc.v, pc.table};
+    }
+    auto args = [&](Caches& c, const HostTensor& fresh) {
+      AppendKvArgs a;
+      a.k_cache = c.k.view();
+      a.v_cache = c.v.view();
+      a.k_new = fresh.view();
+      a.v_new = vn.view();
+      a.cache_seqlens = lens.view();
+      if (page > 0) a.block_table = c.table.view();
+      if (ct != t) {
+        a.k_scale = ks.view();
+        a.v_scale = vs.view();
+      }
+      return a;
+    };
+    append_kv(args(want, kn_rot));
+    AppendKvArgs a = args(got, kn);
+    a.rotary_cos = cos.view();
+    a.rotary_sin = sin.view();
+    a.rotary_interleaved = interleaved;
+    a.q = q.view();
+    a.q_out = q_out.view();
+    a.q_same_position = same;
+    append_kv(a);
+    EXPECT_TRUE(same_bytes(got.k, want.k)) << "k_cache";
+    EXPECT_TRUE(same_bytes(got.v, want.v)) << "v_cache";
+    EXPECT_TRUE(same_bytes(q_out, q_want)) << "q_out";
+  }
+}
+
+TEST(AppendKv, RotaryBadInputsAreNamedAndNothingWritten) {
+  const int B = 2, Sk = 16, Hkv = 2, D = 64;
+  HostTensor k(DType::f16, {B, Sk, Hkv, D}), v(DType::f16, {B, Sk, Hkv, D}),
+      kn(DType::f16, {B, 1, Hkv, D}), vn(DType::f16, {B, 1, Hkv, D}),
+      q(DType::f16, {B, 3, 4, D}), q_out(DType::f16, {B, 3, 4, D});
+  HostTensor cos(DType::f16, {12, 16}), sin(DType::f16, {12, 16});
+  for (HostTensor* x : {&k, &v, &kn, &vn, &q, &q_out, &cos, &sin}) x->randomize(x->bytes());
+  const HostTensor k0 = k, v0 = v, q_out0 = q_out;
+  auto expect_invalid = [&](const AppendKvArgs& a, const std::string& words) {
+    expect_invalid_argument([&] { append_kv(a); }, words);
+    EXPECT_TRUE(same_bytes(k, k0)) << words;
+    EXPECT_TRUE(same_bytes(v, v0)) << words;
+    EXPECT_TRUE(same_bytes(q_out, q_out0)) << words;
+  };
+  const HostTensor lens = int32s({3, 11}), late = int32s({3, 12}), q_late = int32s({3, 10});
+  AppendKvArgs a;
+  a.k_cache = k.view();
+  a.v_cache = v.view();
+  a.k_new = kn.view();
+  a.v_new = vn.view();
+  a.cache_seqlens = late.view();
+  a.rotary_cos = cos.view();
+  a.rotary_sin = sin.view();
+  expect_invalid(a, "cache_seqlens[1] is 12: new key row 0 of sequence 1 takes rotary position "
+                    "12, past the 12 positions of rotary_cos/rotary_sin");
+  a.q = q.view();
+  a.q_out = q_out.view();
+  a.cache_seqlens = q_late.view();
+  expect_invalid(a, "cache_seqlens[1] is 10: query rows 0..2 of sequence 1 take rotary positions "
+                    "10..12, past the 12 positions of rotary_cos/rotary_sin");
+  a.cache_seqlens = late.view();
+  a.q_same_position = true;
+  expect_invalid(a, "cache_seqlens[1] is 12: new key row 0");  // the keys are checked first
+  a.cache_seqlens = lens.view();
+  a.rotary_sin = TensorView{};
+  expect_invalid(a, "rotary_cos is given without rotary_sin: the two go together");
+  HostTensor wide(DType::f16, {12, 33});
+  a.rotary_cos = wide.view();
+  a.rotary_sin = wide.view();
+  expect_invalid(a, "rotary_cos shape [12, 33] rotates 66 features, more than k_new's head dim 64");
+  HostTensor bf(DType::bf16, {12, 16});
+  a.rotary_cos = bf.view();
+  a.rotary_sin = bf.view();
+  expect_invalid(a, "rotary_cos dtype bfloat16 is neither k_new's (float16) nor float32");
+  TensorView in_cache = k.view();  // the table inside k_cache, which the append writes
+  in_cache.rank = 2;
+  in_cache.shape = {12, 16, 0, 0};
+  in_cache.stride = {16, 1, 0, 0};
+  a.rotary_cos = in_cache;
+  a.rotary_sin = sin.view();
+  expect_invalid(a, "rotary_cos's memory overlaps k_cache's, which the append writes");
+  a.rotary_cos = cos.view();
+  a.q_out = TensorView{};
+  expect_invalid(a, "q is given without q_out: the two go together");
+  a.q_out = q_out.view();
+  HostTensor q32(DType::f32, {B, 3, 4, D});
+  a.q_out = q32.view();
+  expect_invalid(a, "gpuattn::append_kv: q_out dtype float32 differs from q dtype float16");
+  a.q_out = q_out.view();
+  HostTensor q_bf(DType::bf16, {B, 3, 4, D}), q_bf_out(DType::bf16, {B, 3, 4, D});
+  a.q = q_bf.view();
+  a.q_out = q_bf_out.view();
+  expect_invalid(a, "q dtype bfloat16 differs from k_new dtype float16");
+  a.q = q.view();
+  a.q_out = kn.view();
+  expect_invalid(a, "q_out shape [2, 1, 2, 64] differs from q shape [2, 3, 4, 64]");
+  TensorView q_in_cache = k.view();  // q_out over v's rows
+  q_in_cache.data = v.data();
+  q_in_cache.shape = {B, 3, 4, D};
+  q_in_cache.stride = {Sk * Hkv * D, 4 * D, D, 1};
+  a.q_out = q_in_cache;
+  expect_invalid(a, "q_out's memory overlaps v_cache's");
+  a.q_out = q_out.view();
+  a.rotary_cos = TensorView{};
+  a.rotary_sin = TensorView{};
+  expect_invalid(a, "q and q_out are given without rotary_cos/rotary_sin");
+  // And a good call after all of them writes the caches and q_out.
+  a.rotary_cos = cos.view();
+  a.rotary_sin = sin.view();
+  append_kv(a);
+  EXPECT_FALSE(same_bytes(k, k0));
+  EXPECT_FALSE(same_bytes(q_out, q_out0));
 }
 
 TEST(AppendKv, BadInputsAreNamedAndTheCachesUntouched) {

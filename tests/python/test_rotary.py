@@ -191,11 +191,17 @@ def test_kvcache_rotary_errors_leave_the_caches():
     cos, sin = table("numpy", "float16", "cpu", 12, 16, rng)
     kc0, vc0 = kc.copy(), vc.copy()
     lens = np.array([3, 12], np.int32)
-    with pytest.raises(ValueError, match=r"flash_attn_with_kvcache: cache_seqlens\[1\] is 12: "
-                                         r"the rows of sequence 1 take position 12, past the 12 "
-                                         r"positions of rotary_cos/rotary_sin"):
+    with pytest.raises(ValueError, match=r"cache_seqlens\[1\] is 12: new key row 0 of sequence 1 "
+                                         r"takes rotary position 12, past the 12 positions of "
+                                         r"rotary_cos/rotary_sin"):
         ga.flash_attn_with_kvcache(q, kc, vc, k=k, v=v, rotary_cos=cos, rotary_sin=sin,
                                    cache_seqlens=lens)
+    # The keys fit, three causal queries a sequence do not: the append checks q's rows too.
+    q3 = make("numpy", "float16", (2, 3, 2, 64), rng)
+    with pytest.raises(ValueError, match=r"cache_seqlens\[1\] is 10: query rows 0..2 of sequence "
+                                         r"1 take rotary positions 10..12, past the 12"):
+        ga.flash_attn_with_kvcache(q3, kc, vc, k=k, v=v, rotary_cos=cos, rotary_sin=sin,
+                                   cache_seqlens=np.array([3, 10], np.int32), causal=True)
     with pytest.raises(ValueError, match="pass k and v with them"):
         ga.flash_attn_with_kvcache(q, kc, vc, rotary_cos=cos, rotary_sin=sin, cache_seqlens=lens)
     with pytest.raises(ValueError, match="rotary_cos and rotary_sin go together"):
