@@ -368,7 +368,8 @@ def _emb_error(error):
 # library: the tests compare both paths bit for bit, and every error still comes from the
 # library's own validation, with the same message. A quantized cache takes it too when both
 # scales are torch tensors (the serving call: ~40 us of host time a call on the general path
-# against ~17 for a 16-bit cache, bench/results/2026-11-29-h200-s30). Anything else (numpy
+# against ~17 for a 16-bit cache, bench/results/2026-11-29-h200-s30), and so does a rotary
+# decode step whose rotary_cos / rotary_sin are plain torch tensors. Anything else (numpy
 # arrays, tensor subclasses, tensors that require grad, a non-contiguous last dimension, a window,
 # options of other types, scales given as floats) takes the general path.
 
@@ -401,6 +402,16 @@ def _plain_tensors(torch, *xs):
     for x in xs:
         if (type(x) is not tensor_type or x.layout is not strided or x.is_nested or x.ndim != 4
                 or x.requires_grad or x.stride(-1) != 1):
+            return False
+    return True
+
+
+def _plain_tables(torch, cos, sin):
+    """True when rotary_cos and rotary_sin are exactly torch.Tensor, strided, of rank 2, needing
+    no grad, with a unit last stride: the fast path hands them to the append as they are."""
+    for x in (cos, sin):
+        if (type(x) is not torch.Tensor or x.layout is not torch.strided or x.is_nested
+                or x.ndim != 2 or x.requires_grad or x.stride(-1) != 1):
             return False
     return True
 
@@ -1187,7 +1198,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     if type(pdl) is not bool:
         raise TypeError(f"flash_attn_with_kvcache: pdl must be True or False, not {pdl!r}")
     torch = sys.modules.get("torch")
-    if (torch is not None and rotary_cos is None and rotary_sin is None
+    if (torch is not None
+            and ((rotary_cos is None and rotary_sin is None)
+                 or (k is not None and type(rotary_interleaved) is bool
+                     and _plain_tables(torch, rotary_cos, rotary_sin)))
             and cache_batch_idx is None
             and (cache_leftpad is None or _plain_leftpad(torch, cache_leftpad, q))
             and q_descale is None and k_descale is None and v_descale is None
@@ -1225,13 +1239,21 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                                             softcap=softcap, leftpad_k=cache_leftpad)
                 cap = torch.utils.dlpack.to_dlpack
                 stream = _current_raw_stream(torch, kc) if kc.is_cuda else 0
+                rotary = {}
+                if rotary_cos is not None:  # k rotated by the append, q beside it (_with_kvcache)
+                    q_rotated = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+                    rotary = dict(rotary_cos=cap(rotary_cos), rotary_sin=cap(rotary_sin),
+                                  rotary_interleaved=rotary_interleaved, q=cap(q),
+                                  q_out=cap(q_rotated), q_same_position=not causal)
                 _C.append_kv(cap(kc), cap(vc), cap(k), cap(v), cap(used),
                              block_table=None if block_table is None else cap(block_table),
                              check_indices=indices, stream=stream,
                              k_scale=None if k_scale is None else cap(k_scale),
                              v_scale=None if v_scale is None else cap(v_scale),
-                             kv_format=kv_format)
+                             kv_format=kv_format, **rotary)
                 appended = True
+                if rotary:
+                    q = q_rotated
                 used = (used + k.shape[1]).to(torch.int32)
             out, lse = _fast_forward(torch, q, kc, vc, softmax_scale, causal, return_softmax_lse,
                                      used, block_table, indices, k_scale, v_scale, kv_format, pdl,
@@ -1243,7 +1265,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             # untouched by _named_caches.)
             if appended or not any(x is not None and x.numel() == 0 for x in (
                     q, k_cache, v_cache, k, v, cache_seqlens, block_table, k_scale, v_scale,
-                    cache_leftpad)):
+                    cache_leftpad, rotary_cos, rotary_sin)):
                 raise _named_new_rows(_named_caches(_named_cache_seqlens(e))) from None
         else:
             return (out, lse) if return_softmax_lse else out

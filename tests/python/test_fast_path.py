@@ -246,6 +246,57 @@ def test_leftpad_kvcache_calls_take_the_fast_path(general_calls, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("interleaved", [False, True], ids=["neox", "gptj"])
+def test_rotary_kvcache_calls_take_the_fast_path(general_calls, device, causal, interleaved):
+    """rotary_cos/rotary_sin as plain torch tensors go through the fast path (the append rotates
+    k and q), dense and paged, with the general path's bits and caches; a position past the
+    tables is named by both paths before anything is written. float32 tables of a partial
+    rotary dim."""
+    B, Sk, Hkv, D, page = 3, 40, 2, 64, 16
+    q, kc, vc = tensors(device, "float16", [(B, 2, 4, D), (B, Sk, Hkv, D), (B, Sk, Hkv, D)],
+                        ("rotary", causal, interleaved))
+    new_k, new_v = tensors(device, "float16", [(B, 2, Hkv, D)] * 2, ("rotary-new", causal))
+    per_seq = -(-Sk // page)
+    kp, vp = tensors(device, "float16", [(B * per_seq + 1, page, Hkv, D)] * 2, "rotary-pages")
+    table = torch.randperm(B * per_seq + 1)[:B * per_seq].reshape(B, per_seq).to(torch.int32)
+    table = table.to(device)
+    rng = rng_for("fast-path-rotary", causal, interleaved)
+    angles = torch.from_numpy(rng.uniform(0, 6.3, (Sk + 4, 24)).astype(np.float32))
+    cos, sin = angles.cos().to(device), angles.sin().to(device)
+    room = torch.tensor([Sk - 2, 9, 0], dtype=torch.int32, device=device)
+    caches = [t.clone() for t in (kc, vc, kp, vp)]
+    opts = dict(rotary_cos=cos, rotary_sin=sin, rotary_interleaved=interleaved, causal=causal)
+    got = ga.flash_attn_with_kvcache(q, kc, vc, new_k, new_v, cache_seqlens=room, **opts)
+    got_paged = ga.flash_attn_with_kvcache(q, kp, vp, new_k, new_v, cache_seqlens=room,
+                                           block_table=table, check_indices=False, **opts)
+    assert general_calls == [], "a rotary call took the general path"
+    want = ga.flash_attn_with_kvcache(q, caches[0], caches[1], new_k, new_v, cache_seqlens=room,
+                                      window_size=[-1, -1], **opts)
+    want_paged = ga.flash_attn_with_kvcache(q, caches[2], caches[3], new_k, new_v,
+                                            cache_seqlens=room, block_table=table,
+                                            window_size=[-1, -1], **opts)
+    assert len(general_calls) == 2
+    same(got, want, "rotary")
+    same(got_paged, want_paged, "rotary, paged")
+    for name, mine, theirs in zip(("k_cache", "v_cache", "k pages", "v pages"),
+                                  (kc, vc, kp, vp), caches):
+        assert torch.equal(mine, theirs), f"{name} after the rotary append differs"
+    assert not torch.equal(kc[0, Sk - 2:], new_k[0]), "the appended keys were not rotated"
+    assert torch.equal(vc[0, Sk - 2:], new_v[0])
+    short_cos, short_sin = cos[:Sk - 1], sin[:Sk - 1]
+    before = [t.clone() for t in (kc, vc)]
+    for extra in ({}, {"window_size": [-1, -1]}):  # the fast path, the general path
+        with pytest.raises(ValueError, match=rf"cache_seqlens\[0\] is {Sk - 2}: new key rows "
+                                             rf"0..1 of sequence 0 take rotary positions "
+                                             rf"{Sk - 2}..{Sk - 1}, past the {Sk - 1} positions"):
+            ga.flash_attn_with_kvcache(q, kc, vc, new_k, new_v, cache_seqlens=room,
+                                       rotary_cos=short_cos, rotary_sin=short_sin, causal=causal,
+                                       **extra)
+        assert torch.equal(kc, before[0]) and torch.equal(vc, before[1]), "a refused call wrote"
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("kind", ["int8", "e4m3"])
 def test_quantized_kvcache_calls_take_the_fast_path(general_calls, device, kind):
     """A quantized cache with both scales as torch tensors (the serving call) skips the general
