@@ -17,14 +17,6 @@ namespace {
   throw Error(ErrorCode::invalid_argument, "gpuattn::append_kv: " + msg);
 }
 
-std::string shape_of(const TensorView& t) {
-  std::ostringstream s;
-  s << '[';
-  for (int i = 0; i < t.rank && i < TensorView::kMaxRank; ++i) s << (i ? ", " : "") << t.shape[i];
-  s << ']';
-  return s.str();
-}
-
 // A rank-4 operand: present, non-negative sizes, head dim contiguous, other strides multiples of
 // 16 bytes, 16-byte aligned, on `where`'s device.
 void check_operand(const TensorView& t, const char* name, const char* layout,
@@ -32,13 +24,13 @@ void check_operand(const TensorView& t, const char* name, const char* layout,
   if (t.data == nullptr) invalid(std::string(name) + " is a null pointer");
   check_place_values(t, name, "gpuattn::append_kv");
   if (t.rank != 4) {
-    invalid(std::string(name) + " has rank " + std::to_string(t.rank) + " (shape " + shape_of(t) +
+    invalid(std::string(name) + " has rank " + std::to_string(t.rank) + " (shape " + shape_str(t) +
             "), expected rank 4 " + layout);
   }
   const auto es = static_cast<std::int64_t>(element_size(t.dtype));
   for (int i = 0; i < 4; ++i) {
     if (t.shape[i] <= 0) {
-      invalid(std::string(name) + " has shape " + shape_of(t) + ": every size must be positive");
+      invalid(std::string(name) + " has shape " + shape_str(t) + ": every size must be positive");
     }
     if (t.stride[i] < 0) {
       invalid(std::string(name) + " has a negative stride " + std::to_string(t.stride[i]) +
@@ -215,18 +207,18 @@ AppendParams make_append_params(const AppendKvArgs& a) {
   }
   for (int i = 0; i < 4; ++i) {
     if (a.v_cache.shape[i] != a.k_cache.shape[i]) {
-      invalid("v_cache shape " + shape_of(a.v_cache) + " differs from k_cache shape " +
-              shape_of(a.k_cache));
+      invalid("v_cache shape " + shape_str(a.v_cache) + " differs from k_cache shape " +
+              shape_str(a.k_cache));
     }
     if (a.v_new.shape[i] != a.k_new.shape[i]) {
-      invalid("v_new shape " + shape_of(a.v_new) + " differs from k_new shape " +
-              shape_of(a.k_new));
+      invalid("v_new shape " + shape_str(a.v_new) + " differs from k_new shape " +
+              shape_str(a.k_new));
     }
   }
   const std::int64_t B = a.k_new.shape[0];
   if (a.k_new.shape[2] != a.k_cache.shape[2] || a.k_new.shape[3] != a.k_cache.shape[3]) {
-    invalid("k_new shape " + shape_of(a.k_new) + " does not match the cache's heads and head dim " +
-            shape_of(a.k_cache));
+    invalid("k_new shape " + shape_str(a.k_new) + " does not match the cache's heads and head dim " +
+            shape_str(a.k_cache));
   }
   if (!paged && a.k_cache.shape[0] != B) {
     invalid("k_cache batch " + std::to_string(a.k_cache.shape[0]) + " differs from k_new batch " +
@@ -250,7 +242,7 @@ AppendParams make_append_params(const AppendKvArgs& a) {
   p.vn_row_stride = a.v_new.stride[1];
   p.vn_head_stride = a.v_new.stride[2];
   if (B > INT32_MAX || a.k_new.shape[1] > INT32_MAX || a.k_cache.shape[2] > INT32_MAX) {
-    invalid("k_new shape " + shape_of(a.k_new) + " exceeds int32 sizes");
+    invalid("k_new shape " + shape_str(a.k_new) + " exceeds int32 sizes");
   }
   p.batch = static_cast<int>(B);
   p.seqlen_new = static_cast<int>(a.k_new.shape[1]);
@@ -307,8 +299,8 @@ AppendParams make_append_params(const AppendKvArgs& a) {
     p.q_rotary = q_rotary_params(a);
     p.rotates_q = true;
     if (a.q.shape[0] != B || a.q.shape[3] != a.k_new.shape[3]) {
-      invalid("q shape " + shape_of(a.q) + " does not match k_new's batch and head dim " +
-              shape_of(a.k_new));
+      invalid("q shape " + shape_str(a.q) + " does not match k_new's batch and head dim " +
+              shape_str(a.k_new));
     }
     // q_out is written beside the caches: apart from every view the call reads or writes.
     for (auto [v, name] : {std::pair{&a.k_cache, "k_cache"}, std::pair{&a.v_cache, "v_cache"},
@@ -335,20 +327,20 @@ AppendParams make_append_params(const AppendKvArgs& a) {
 
   check_index_array(a.cache_seqlens, "cache_seqlens", 1, a.k_cache);
   if (a.cache_seqlens.shape[0] != B) {
-    invalid("cache_seqlens has shape " + shape_of(a.cache_seqlens) +
+    invalid("cache_seqlens has shape " + shape_str(a.cache_seqlens) +
             ", expected [batch = " + std::to_string(B) + "]");
   }
   p.cache_seqlens = static_cast<const std::int32_t*>(a.cache_seqlens.data);
   if (paged) {
     check_index_array(a.block_table, "block_table", 2, a.k_cache);
     if (a.block_table.shape[0] != B || a.block_table.shape[1] <= 0) {
-      invalid("block_table has shape " + shape_of(a.block_table) +
+      invalid("block_table has shape " + shape_str(a.block_table) +
               ", expected [batch = " + std::to_string(B) + ", max_pages]");
     }
     const std::int64_t sk = a.block_table.shape[1] * a.k_cache.shape[1];
     if (a.k_cache.shape[0] > INT32_MAX || sk > INT32_MAX) {
-      invalid("the paged cache (" + shape_of(a.k_cache) + ", block_table " +
-              shape_of(a.block_table) + ") exceeds int32 sizes");
+      invalid("the paged cache (" + shape_str(a.k_cache) + ", block_table " +
+              shape_str(a.block_table) + ") exceeds int32 sizes");
     }
     p.block_table = static_cast<const std::int32_t*>(a.block_table.data);
     p.block_table_stride = a.block_table.stride[0];
@@ -371,12 +363,12 @@ AppendParams make_append_params(const AppendKvArgs& a) {
     }
   }
   if (p.seqlen_new > p.seqlen_k) {
-    invalid("k_new shape " + shape_of(a.k_new) + " holds " + std::to_string(p.seqlen_new) +
+    invalid("k_new shape " + shape_str(a.k_new) + " holds " + std::to_string(p.seqlen_new) +
             " new keys a sequence, more than the cache's " + std::to_string(p.seqlen_k) +
             " slots a sequence (" +
-            (paged ? "block_table " + shape_of(a.block_table) + " of pages of " +
+            (paged ? "block_table " + shape_str(a.block_table) + " of pages of " +
                          std::to_string(p.page_size) + " keys"
-                   : "k_cache shape " + shape_of(a.k_cache)) +
+                   : "k_cache shape " + shape_str(a.k_cache)) +
             ")");
   }
   if (p.device == Device::cpu) {

@@ -188,13 +188,12 @@ __global__ void append_kernel(const __grid_constant__ AppendParams p) {
   }
 }
 
-// The grid of a grid-stride loop over `chunks` items of 256 threads.
-unsigned grid_for(std::int64_t chunks) {
-  const std::int64_t blocks = (chunks + 255) / 256;
+}  // namespace
+
+unsigned grid_for(std::int64_t items) {
+  const std::int64_t blocks = (items + 255) / 256;
   return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
 }
-
-}  // namespace
 
 void append(const AppendParams& p, cudaStream_t stream) {
   const std::int64_t chunks =

@@ -23,6 +23,10 @@ void gather(const FwdParams& p, void* k_out, void* v_out, int rows, cudaStream_t
 // bf16): element x of head h becomes x * q_scale[h], rounded once.
 void dequantize_q(const FwdParams& p, void* q_out, cudaStream_t stream);
 
+// The grid of a grid-stride loop over `items` of 256 threads: one block per 256, at most 65536
+// (these copy kernels and the rotary kernel).
+unsigned grid_for(std::int64_t items);
+
 // gpuattn::append_kv on the device: row i of every sequence b of p.k_new / p.v_new into cache slot
 // cache_seqlens[b] + i (through the block table for a paged cache). The indices must have been
 // checked (or be trusted).

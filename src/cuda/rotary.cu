@@ -5,6 +5,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/half_convert.cuh"
+#include "cuda/paged_kv.h"
 #include "cuda/rotary.h"
 
 namespace gpuattn::rotary {
@@ -95,8 +96,7 @@ void apply(const RotaryParams& p, cudaStream_t stream) {
   const int slots = p.half + (p.in_place ? 0 : p.head_dim - 2 * p.half);
   const std::int64_t total = p.rows() * p.heads * slots;
   if (total == 0) return;
-  const std::int64_t blocks = (total + 255) / 256;
-  const unsigned grid = static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
+  const unsigned grid = paged::grid_for(total);
   if (p.dtype == DType::bf16) {
     launch<__nv_bfloat16>(p, grid, stream);
   } else {

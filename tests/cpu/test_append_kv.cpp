@@ -11,16 +11,13 @@
 #include <vector>
 
 #include "common/expect_error.h"
+#include "common/rotary_append.h"
 #include "common/test_util.h"
 #include "gpuattn/kv_cache.h"
 #include "gpuattn/rotary.h"
 
 namespace gpuattn::testing {
 namespace {
-
-struct Caches {
-  HostTensor k, v, table;  // table: empty shape for a dense cache
-};
 
 bool same_bytes(const HostTensor& a, const HostTensor& b) {
   return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
@@ -90,97 +87,36 @@ TEST(AppendKv, NewRowsLandAtEachSequencesEnd) {
 }
 
 // A rotary append (k rotated on the way, q into q_out) equals apply_rotary at cache_seqlens
-// followed by a plain append: dense and paged, 16-bit and quantized caches, both pair layouts,
-// partial rotary dims, float32 tables, Sq != Snew, q at one position or per row.
+// followed by a plain append (common/rotary_append.h): dense and paged, 16-bit and quantized
+// caches, both pair layouts, partial rotary dims, float32 tables, Sq != Snew, q at one position or
+// per row.
 TEST(AppendKv, RotaryEqualsRotatingFirst) {
   std::uint64_t st = 4242;
   for (int n = 0; n < 40; ++n) {
-    const DType t = next_random(st) % 2 ? DType::bf16 : DType::f16;
-    const int cache_kind = static_cast<int>(next_random(st) % 4);  // 16-bit x2, int8, e4m3
-    const DType ct = cache_kind == 2 ? DType::i8 : cache_kind == 3 ? DType::e4m3 : t;
-    const int B = 1 + static_cast<int>(next_random(st) % 3), Hkv = 1 + static_cast<int>(next_random(st) % 2);
-    const int Hq = Hkv * (1 + static_cast<int>(next_random(st) % 3));
-    const int dims[] = {64, 128};
-    const int D = dims[next_random(st) % 2];
-    const int halves[] = {1, 5, D / 4, D / 2};
-    const int half = halves[next_random(st) % 4];
-    const int sn = 1 + static_cast<int>(next_random(st) % 3), sq = 1 + static_cast<int>(next_random(st) % 4);
-    const int Sk = 48, page = next_random(st) % 2 ? 0 : 16;
-    const bool interleaved = next_random(st) % 2, same = next_random(st) % 2;
-    const bool f32_table = next_random(st) % 2;
-    const int table_rows = Sk + 8;
-    std::vector<int> used(B);
-    for (int& u : used) u = static_cast<int>(next_random(st) % (Sk - std::max(sn, sq) + 1));
-    SCOPED_TRACE("case " + std::to_string(n) + ": " + to_string(t) + " cache " + to_string(ct) +
-                 " B" + std::to_string(B) + " Hq" + std::to_string(Hq) + " Hkv" +
-                 std::to_string(Hkv) + " D" + std::to_string(D) + " R" + std::to_string(2 * half) +
-                 " Snew" + std::to_string(sn) + " Sq" + std::to_string(sq) + " page " +
-                 std::to_string(page) + (interleaved ? " interleaved" : "") +
-                 (same ? " same-position" : "") + (f32_table ? " f32 table" : ""));
-    HostTensor k(ct, {B, Sk, Hkv, D}), v(ct, {B, Sk, Hkv, D}), kn(t, {B, sn, Hkv, D}),
-        vn(t, {B, sn, Hkv, D}), q(t, {B, sq, Hq, D}), q_out(t, {B, sq, Hq, D}),
-        q_want(t, {B, sq, Hq, D}), kn_rot(t, {B, sn, Hkv, D});
-    const std::uint64_t seed = 900 + n;
-    k.randomize(seed);
-    v.randomize(seed + 1);
-    kn.randomize(seed + 2);
-    vn.randomize(seed + 3);
-    q.randomize(seed + 4);
-    q_out.poison();
-    const DType tt = f32_table ? DType::f32 : t;
-    HostTensor cos(tt, {table_rows, half}), sin(tt, {table_rows, half});
-    cos.randomize(seed + 5);
-    sin.randomize(seed + 6);
-    HostTensor ks(DType::f32, {Hkv}), vs(DType::f32, {Hkv});
-    for (int h = 0; h < Hkv; ++h) {
-      ks.set(h, 0.02f + 0.01f * h);
-      vs.set(h, 0.03f + 0.01f * h);
+    const RotaryAppendCase c = RotaryAppendCase::random(st, 48, {64, 128});
+    SCOPED_TRACE("case " + std::to_string(n) + ": " + c.name());
+    RotaryAppendData d(c, 900 + n);
+    AppendKvArgs a;
+    a.k_cache = d.k.view();
+    a.v_cache = d.v.view();
+    a.k_new = d.kn.view();
+    a.v_new = d.vn.view();
+    a.cache_seqlens = d.lens.view();
+    if (c.page > 0) a.block_table = d.table.view();
+    if (c.quantized()) {
+      a.k_scale = d.ks.view();
+      a.v_scale = d.vs.view();
     }
-    const HostTensor lens = int32s(used);
-    // The expectation: apply_rotary at cache_seqlens, then the plain append.
-    RotaryArgs r;
-    r.cos = cos.view();
-    r.sin = sin.view();
-    r.seqlen_offsets = lens.view();
-    r.interleaved = interleaved;
-    r.x = kn.view();
-    r.out = kn_rot.view();
-    apply_rotary(r);
-    r.x = q.view();
-    r.out = q_want.view();
-    r.same_position = same;
-    apply_rotary(r);
-    Caches want{k, v, HostTensor()}, got{k, v, HostTensor()};
-    if (page > 0) {
-      const PagedCache pc = page_cache(k, v, page, {}, 1, seed + 7);
-      want = got = Caches{pc.k, pc.v, pc.table};
-    }
-    auto args = [&](Caches& c, const HostTensor& fresh) {
-      AppendKvArgs a;
-      a.k_cache = c.k.view();
-      a.v_cache = c.v.view();
-      a.k_new = fresh.view();
-      a.v_new = vn.view();
-      a.cache_seqlens = lens.view();
-      if (page > 0) a.block_table = c.table.view();
-      if (ct != t) {
-        a.k_scale = ks.view();
-        a.v_scale = vs.view();
-      }
-      return a;
-    };
-    append_kv(args(want, kn_rot));
-    AppendKvArgs a = args(got, kn);
-    a.rotary_cos = cos.view();
-    a.rotary_sin = sin.view();
-    a.rotary_interleaved = interleaved;
-    a.q = q.view();
-    a.q_out = q_out.view();
-    a.q_same_position = same;
+    a.rotary_cos = d.cos.view();
+    a.rotary_sin = d.sin.view();
+    a.rotary_interleaved = c.interleaved;
+    a.q = d.q.view();
+    a.q_out = d.q_out.view();
+    a.q_same_position = c.same_position;
     append_kv(a);
-    EXPECT_TRUE(same_bytes(got.k, want.k)) << "k_cache";
-    EXPECT_TRUE(same_bytes(got.v, want.v)) << "v_cache";
-    EXPECT_TRUE(same_bytes(q_out, q_want)) << "q_out";
+    EXPECT_TRUE(same_bytes(d.k, d.want_k)) << "k_cache";
+    EXPECT_TRUE(same_bytes(d.v, d.want_v)) << "v_cache";
+    EXPECT_TRUE(same_bytes(d.q_out, d.q_want)) << "q_out";
   }
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -36,6 +37,31 @@ inline void cuda_check(cudaError_t e, const char* expr, const char* file, int li
   }
 }
 #define TEST_CUDA_CHECK(expr) ::gpuattn::testing::cuda_check((expr), #expr, __FILE__, __LINE__)
+
+// Captures `call` (which launches on `stream`) into a CUDA graph, replays it `replays` times and
+// synchronizes the stream. A throw inside the capture ends the capture (none is left open for the
+// tests after this one) and is a test failure naming `what`; the return says whether it ran.
+inline bool run_captured(cudaStream_t stream, const std::function<void()>& call, int replays,
+                         const std::string& what) {
+  cudaGraph_t graph = nullptr;
+  TEST_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  try {
+    call();
+  } catch (const std::exception& e) {
+    cudaStreamEndCapture(stream, &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    ADD_FAILURE() << "captured " << what << ": " << e.what();
+    return false;
+  }
+  TEST_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  TEST_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < replays; ++replay) TEST_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  TEST_CUDA_CHECK(cudaStreamSynchronize(stream));
+  TEST_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  TEST_CUDA_CHECK(cudaGraphDestroy(graph));
+  return true;
+}
 
 // cudaMalloc'ed bytes, freed on destruction.
 class DeviceBuffer {

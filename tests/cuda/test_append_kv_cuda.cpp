@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "common/rotary_append.h"
 #include "common/test_util.h"
 #include "cuda/cuda_test_util.h"
 #include "gpuattn/kv_cache.h"
@@ -34,6 +36,30 @@ void expect_device_equals(const DeviceBuffer& d, const HostTensor& want, const c
   HostTensor got = want;
   d.download(got.data());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), want.bytes()), 0) << what << " differs";
+}
+
+// Each set of lengths in `bad`, uploaded as cache_seqlens (lens and dlens, the view a reads), is
+// refused with an invalid_argument holding its words; `untouched` then checks what must not have
+// been written.
+void expect_lengths_refused(const AppendKvArgs& a, HostTensor& lens, DeviceBuffer& dlens,
+                            const std::vector<std::pair<std::vector<int>, std::string>>& bad,
+                            const std::function<void()>& untouched) {
+  for (const auto& [values, words] : bad) {
+    SCOPED_TRACE(words);
+    for (std::size_t b = 0; b < values.size(); ++b) {
+      static_cast<std::int32_t*>(lens.data())[b] = values[b];
+    }
+    dlens.upload(lens.data());
+    try {
+      append_kv(a);
+      ADD_FAILURE() << "no error; expected one naming '" << words << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+    TEST_CUDA_CHECK(cudaDeviceSynchronize());
+    untouched();
+  }
 }
 
 TEST_F(AppendKvCuda, EqualsTheCpuAppend) {
@@ -93,21 +119,7 @@ TEST_F(AppendKvCuda, EqualsTheCpuAppend) {
           cudaStream_t stream = nullptr;
           TEST_CUDA_CHECK(cudaStreamCreate(&stream));
           a.stream = stream;
-          cudaGraph_t graph = nullptr;
-          cudaGraphExec_t exec = nullptr;
-          TEST_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-          try {
-            append_kv(a);
-          } catch (const std::exception& e) {
-            cudaStreamEndCapture(stream, &graph);
-            FAIL() << "captured append: " << e.what();
-          }
-          TEST_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-          TEST_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-          for (int i = 0; i < 2; ++i) TEST_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-          TEST_CUDA_CHECK(cudaStreamSynchronize(stream));
-          TEST_CUDA_CHECK(cudaGraphExecDestroy(exec));
-          TEST_CUDA_CHECK(cudaGraphDestroy(graph));
+          run_captured(stream, [&] { append_kv(a); }, 2, "append");
           TEST_CUDA_CHECK(cudaStreamDestroy(stream));
         }
         TEST_CUDA_CHECK(cudaDeviceSynchronize());
@@ -199,164 +211,66 @@ TEST_F(AppendKvCuda, BadLengthsAndPagesAreNamedAndTheCachesUntouched) {
       {{-3, 0}, "cache_seqlens[0] is -3"},
       {{0, 28}, "block_table[1][3] is 99"},
   };
-  for (const auto& [values, words] : bad) {
-    for (int b = 0; b < B; ++b) static_cast<std::int32_t*>(lens.data())[b] = values[b];
-    dlens.upload(lens.data());
-    try {
-      append_kv(a);
-      ADD_FAILURE() << "no error; expected one naming '" << words << "'";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
-      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-    }
-    TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  expect_lengths_refused(a, lens, dlens, bad, [&] {
     expect_device_equals(dk, pool, "k_cache");
     expect_device_equals(dv, pool, "v_cache");
-  }
+  });
 }
 
 // The fused rotation against the CPU's two steps (apply_rotary at cache_seqlens, then the plain
-// append), byte for byte: dense and paged caches of 16 bits, int8 and e4m3, both pair layouts,
-// partial rotary dims (R not a multiple of the 8-feature chunk), float32 and 16-bit tables, q per
-// row or at one position, checked and unchecked (captured into a CUDA graph).
+// append; common/rotary_append.h), byte for byte: dense and paged caches of 16 bits, int8 and
+// e4m3, both pair layouts, partial rotary dims (R not a multiple of the 8-feature chunk), float32
+// and 16-bit tables, q per row or at one position, checked and unchecked (captured into a graph).
 TEST_F(AppendKvCuda, RotaryEqualsRotatingFirst) {
   std::uint64_t st = 31337;
   for (int n = 0; n < 24; ++n) {
-    const DType t = next_random(st) % 2 ? DType::bf16 : DType::f16;
-    const int kind = static_cast<int>(next_random(st) % 4);
-    const DType ct = kind == 2 ? DType::i8 : kind == 3 ? DType::e4m3 : t;
-    const int B = 1 + static_cast<int>(next_random(st) % 4), Hkv = 1 + static_cast<int>(next_random(st) % 4);
-    const int Hq = Hkv * (1 + static_cast<int>(next_random(st) % 4));
-    const int dims[] = {64, 128, 256};
-    const int D = dims[next_random(st) % 3];
-    const int halves[] = {1, 5, 12, D / 4, D / 2};
-    const int half = halves[next_random(st) % 5];
-    const int sn = 1 + static_cast<int>(next_random(st) % 4), sq = 1 + static_cast<int>(next_random(st) % 4);
-    const int Sk = 200, page = next_random(st) % 2 ? 0 : 16;
-    const bool interleaved = next_random(st) % 2, same = next_random(st) % 2;
-    const bool f32_table = next_random(st) % 2, check = next_random(st) % 2;
-    std::vector<int> used(B);
-    for (int& u : used) u = static_cast<int>(next_random(st) % (Sk - std::max(sn, sq) + 1));
-    const std::string name =
-        "case " + std::to_string(n) + ": " + to_string(t) + " cache " + to_string(ct) + " B" +
-        std::to_string(B) + " Hq" + std::to_string(Hq) + " Hkv" + std::to_string(Hkv) + " D" +
-        std::to_string(D) + " R" + std::to_string(2 * half) + " Snew" + std::to_string(sn) +
-        " Sq" + std::to_string(sq) + " page " + std::to_string(page) +
-        (interleaved ? " interleaved" : "") + (same ? " same-position" : "") +
-        (f32_table ? " f32 table" : "") + (check ? "" : " unchecked");
+    const RotaryAppendCase c = RotaryAppendCase::random(st, 200, {64, 128, 256});
+    const std::string name = "case " + std::to_string(n) + ": " + c.name();
     SCOPED_TRACE(name);
-    const std::uint64_t seed = seed_of("AppendKvCuda/rotary/" + name);
-    HostTensor k(ct, {B, Sk, Hkv, D}), v(ct, {B, Sk, Hkv, D}), kn(t, {B, sn, Hkv, D}),
-        vn(t, {B, sn, Hkv, D}), q(t, {B, sq, Hq, D}), q_out(t, {B, sq, Hq, D}),
-        q_want(t, {B, sq, Hq, D}), kn_rot(t, {B, sn, Hkv, D});
-    k.randomize(seed);
-    v.randomize(seed + 1);
-    kn.randomize(seed + 2);
-    vn.randomize(seed + 3);
-    q.randomize(seed + 4);
-    q_out.poison();
-    const DType tt = f32_table ? DType::f32 : t;
-    HostTensor cos(tt, {Sk, half}), sin(tt, {Sk, half});
-    cos.randomize(seed + 5);
-    sin.randomize(seed + 6);
-    HostTensor ks(DType::f32, {Hkv}), vs(DType::f32, {Hkv});
-    for (int h = 0; h < Hkv; ++h) {
-      ks.set(h, 0.02f + 0.01f * h);
-      vs.set(h, 0.03f + 0.01f * h);
-    }
-    const HostTensor lens = int32s(used);
-    RotaryArgs r;  // the CPU's two steps
-    r.cos = cos.view();
-    r.sin = sin.view();
-    r.seqlen_offsets = lens.view();
-    r.interleaved = interleaved;
-    r.x = kn.view();
-    r.out = kn_rot.view();
-    apply_rotary(r);
-    r.x = q.view();
-    r.out = q_want.view();
-    r.same_position = same;
-    apply_rotary(r);
-    Caches c{k, v, HostTensor()};
-    if (page > 0) {
-      const PagedCache pc = page_cache(k, v, page, {}, 2, seed + 7);
-      c = Caches{pc.k, pc.v, pc.table};
-    }
-    Caches want = c;
-    AppendKvArgs h;
-    h.k_cache = want.k.view();
-    h.v_cache = want.v.view();
-    h.k_new = kn_rot.view();
-    h.v_new = vn.view();
-    h.cache_seqlens = lens.view();
-    if (page > 0) h.block_table = want.table.view();
-    if (ct != t) {
-      h.k_scale = ks.view();
-      h.v_scale = vs.view();
-    }
-    append_kv(h);
-
-    DeviceBuffer dk(c.k.bytes()), dv(c.v.bytes()), dkn(kn.bytes()), dvn(vn.bytes()),
-        dlens(lens.bytes()), dtable(page > 0 ? c.table.bytes() : 4), dq(q.bytes()),
-        dq_out(q_out.bytes()), dcos(cos.bytes()), dsin(sin.bytes()), dks(ks.bytes()),
-        dvs(vs.bytes());
-    dk.upload(c.k.data());
-    dv.upload(c.v.data());
-    dkn.upload(kn.data());
-    dvn.upload(vn.data());
-    dlens.upload(lens.data());
-    if (page > 0) dtable.upload(c.table.data());
-    dq.upload(q.data());
-    dq_out.upload(q_out.data());
-    dcos.upload(cos.data());
-    dsin.upload(sin.data());
-    dks.upload(ks.data());
-    dvs.upload(vs.data());
+    const RotaryAppendData d(c, seed_of("AppendKvCuda/rotary/" + name));
+    std::vector<DeviceBuffer> bufs;
+    auto on_device = [&](const HostTensor& t) {
+      bufs.emplace_back(t.bytes());
+      bufs.back().upload(t.data());
+      return t.view(Device::cuda, bufs.back().get());
+    };
+    bufs.reserve(12);
     AppendKvArgs a;
-    a.k_cache = c.k.view(Device::cuda, dk.get());
-    a.v_cache = c.v.view(Device::cuda, dv.get());
-    a.k_new = kn.view(Device::cuda, dkn.get());
-    a.v_new = vn.view(Device::cuda, dvn.get());
-    a.cache_seqlens = lens.view(Device::cuda, dlens.get());
-    if (page > 0) a.block_table = c.table.view(Device::cuda, dtable.get());
-    if (ct != t) {
-      a.k_scale = ks.view(Device::cuda, dks.get());
-      a.v_scale = vs.view(Device::cuda, dvs.get());
+    a.k_cache = on_device(d.k);
+    a.v_cache = on_device(d.v);
+    a.k_new = on_device(d.kn);
+    a.v_new = on_device(d.vn);
+    a.cache_seqlens = on_device(d.lens);
+    if (c.page > 0) a.block_table = on_device(d.table);
+    if (c.quantized()) {
+      a.k_scale = on_device(d.ks);
+      a.v_scale = on_device(d.vs);
     }
-    a.rotary_cos = cos.view(Device::cuda, dcos.get());
-    a.rotary_sin = sin.view(Device::cuda, dsin.get());
-    a.rotary_interleaved = interleaved;
-    a.q = q.view(Device::cuda, dq.get());
-    a.q_out = q_out.view(Device::cuda, dq_out.get());
-    a.q_same_position = same;
-    a.check_indices = check;
-    if (check) {
+    a.rotary_cos = on_device(d.cos);
+    a.rotary_sin = on_device(d.sin);
+    a.rotary_interleaved = c.interleaved;
+    a.q = on_device(d.q);
+    a.q_out = on_device(d.q_out);
+    a.q_same_position = c.same_position;
+    a.check_indices = c.check;
+    if (c.check) {
       append_kv(a);
-    } else {
+    } else {  // captured and replayed twice: the same bytes land twice (q is read, not written)
       cudaStream_t stream = nullptr;
       TEST_CUDA_CHECK(cudaStreamCreate(&stream));
       a.stream = stream;
-      cudaGraph_t graph = nullptr;
-      cudaGraphExec_t exec = nullptr;
-      TEST_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-      try {
-        append_kv(a);
-      } catch (const std::exception& e) {
-        cudaStreamEndCapture(stream, &graph);
-        FAIL() << "captured rotary append: " << e.what();
-      }
-      TEST_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-      TEST_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      TEST_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-      TEST_CUDA_CHECK(cudaStreamSynchronize(stream));
-      TEST_CUDA_CHECK(cudaGraphExecDestroy(exec));
-      TEST_CUDA_CHECK(cudaGraphDestroy(graph));
+      run_captured(stream, [&] { append_kv(a); }, 2, "rotary append");
       TEST_CUDA_CHECK(cudaStreamDestroy(stream));
     }
     TEST_CUDA_CHECK(cudaDeviceSynchronize());
-    expect_device_equals(dk, want.k, "k_cache");
-    expect_device_equals(dv, want.v, "v_cache");
-    expect_device_equals(dq_out, q_want, "q_out");
+    auto expect_equals = [&](const TensorView& got, const HostTensor& want, const char* what) {
+      HostTensor host = want;
+      TEST_CUDA_CHECK(cudaMemcpy(host.data(), got.data, want.bytes(), cudaMemcpyDeviceToHost));
+      EXPECT_EQ(std::memcmp(host.data(), want.data(), want.bytes()), 0) << what << " differs";
+    };
+    expect_equals(a.k_cache, d.want_k, "k_cache");
+    expect_equals(a.v_cache, d.want_v, "v_cache");
+    expect_equals(a.q_out, d.q_want, "q_out");
   }
 }
 
@@ -389,21 +303,11 @@ TEST_F(AppendKvCuda, ARotaryPositionPastTheTableIsNamedAndNothingWritten) {
       {{10, 0}, "cache_seqlens[0] is 10: query rows 0..2 of sequence 0 take rotary positions "
                 "10..12, past the 12 positions of rotary_cos/rotary_sin"},
   };
-  for (const auto& [values, words] : bad) {
-    for (int b = 0; b < B; ++b) static_cast<std::int32_t*>(lens.data())[b] = values[b];
-    dlens.upload(lens.data());
-    try {
-      append_kv(a);
-      ADD_FAILURE() << "no error; expected one naming '" << words << "'";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
-      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-    }
-    TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  expect_lengths_refused(a, lens, dlens, bad, [&] {
     expect_device_equals(dk, k, "k_cache");
     expect_device_equals(dv, k, "v_cache");
     expect_device_equals(dq_out, q, "q_out");
-  }
+  });
 }
 
 // A host array marked as device memory is named, and reported from append_kv.

@@ -366,26 +366,11 @@ TEST_F(PagedKvCuda, UncheckedCallsMatchAndCanBeCaptured) {
     AttentionArgs a = p.device_args(c);
     a.check_indices = false;
     a.stream = stream;
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    TEST_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    try {
-      attention_forward(a);
-    } catch (const std::exception& e) {
-      cudaStreamEndCapture(stream, &graph);  // leave no capture open for the tests after this
-      if (graph != nullptr) cudaGraphDestroy(graph);
-      FAIL() << "captured call: " << e.what();
-    }
-    TEST_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    TEST_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    for (int replay = 0; replay < 2; ++replay) TEST_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    TEST_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (!run_captured(stream, [&] { attention_forward(a); }, 2, "call")) continue;
     p.dout.download(p.out.data());
     for (std::int64_t i = 0; i < p.out.numel(); ++i) {
       ASSERT_EQ(p.out.get(i), eager.get(i)) << "out element " << i << " after the replays";
     }
-    TEST_CUDA_CHECK(cudaGraphExecDestroy(exec));
-    TEST_CUDA_CHECK(cudaGraphDestroy(graph));
   }
   TEST_CUDA_CHECK(cudaStreamDestroy(stream));
 }

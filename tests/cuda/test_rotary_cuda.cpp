@@ -129,21 +129,8 @@ void run(const Shape& s, std::uint64_t seed) {
     cudaStream_t stream;
     TEST_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     a.stream = stream;
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    TEST_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    try {
-      apply_rotary(a);
-    } catch (const std::exception& e) {
-      cudaStreamEndCapture(stream, &graph);
-      FAIL() << "captured rotation: " << e.what();
-    }
-    TEST_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    TEST_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    TEST_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // once: in place twice would rotate twice
-    TEST_CUDA_CHECK(cudaStreamSynchronize(stream));
-    TEST_CUDA_CHECK(cudaGraphExecDestroy(exec));
-    TEST_CUDA_CHECK(cudaGraphDestroy(graph));
+    // Once: in place twice would rotate twice.
+    run_captured(stream, [&] { apply_rotary(a); }, 1, "rotation");
     TEST_CUDA_CHECK(cudaStreamDestroy(stream));
   } else {
     apply_rotary(a);
