@@ -1151,10 +1151,12 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     positions are logical and the keys are gathered first.
     `num_splits` is a performance hint and accepted as any int >= 0.
     rotary_cos / rotary_sin (seqlen_ro, rotary_dim / 2), of q's dtype or float32 on q's device,
-    rotary_dim <= headdim, with k/v only (as flash-attn): q and k are rotated (apply_rotary_emb's
-    rule, into new arrays; the caller's are untouched) before the append and the attention; new
-    key i of sequence b at position cache_seqlens[b] + i, query i likewise when the call is causal
-    or has a window, else every query at cache_seqlens[b]; every position must be < seqlen_ro.
+    rotary_dim <= headdim, with k/v only (as flash-attn): q and k are rotated by the append
+    itself (apply_rotary_emb's rule: k on its way into the cache, q into a new array; the
+    caller's are untouched), before the attention; new key i of sequence b at position
+    cache_seqlens[b] + i, query i likewise when the call is causal or has a window, else every
+    query at cache_seqlens[b]; every position must be < seqlen_ro, checked before anything is
+    written.
     rotary_interleaved (True, flash-attn's default: pairs (2j, 2j + 1); False: (j, j +
     rotary_dim / 2), GPT-NeoX) only matters with them. k/v (batch, seqlen_new, nheads_k,
     headdim), given together with cache_seqlens, are first written into the cache in place at
