@@ -29,8 +29,10 @@ namespace gpuattn {
 //        sequence b is rotated at position cache_seqlens[b] + r before it is stored (and
 //        quantized), exactly as gpuattn::apply_rotary rotates it (gpuattn/rotary.h: pairs (2j,
 //        2j + 1) when rotary_interleaved, else (j, j + R / 2); the same bits); V is stored as
-//        given. With q and q_out as well ([B, Sq, Hq, D], k_new's dtype; q_out may be q itself,
-//        else apart from every other view), q_out = q rotated in the same call: query row i of
+//        given. With q and q_out as well ([B, Sq, Hq, D], k_new's dtype, on the caches' device,
+//        last dimension contiguous, any other strides, aligned to their elements; q_out may be q
+//        itself, else apart from every other view; q may lie in a cache: it is read before the
+//        append writes), q_out = q rotated in the same call: query row i of
 //        sequence b at cache_seqlens[b] + i, or cache_seqlens[b] for every row when
 //        q_same_position (flash-attn's rule for a call without a causal mask or window). Every
 //        position must be < S_ro, checked with cache_seqlens (one host copy for both).

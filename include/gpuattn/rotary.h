@@ -29,9 +29,10 @@ namespace gpuattn {
 // Feature pairs: (2j, 2j + 1) when interleaved (GPT-J), else (j, j + R / 2) (GPT-NeoX); with
 //          c = cos[p][j], s = sin[p][j], a pair (a, b) becomes (a c - b s, a s + b c), in float32,
 //          rounded once to out's dtype.
-// On CUDA seqlen_offsets and cu_seqlens are checked on host copies (one stream synchronization) unless
-// check_indices is false (then trusted: the call stays asynchronous and can be captured into a CUDA
-// graph). Every bad input is an invalid_argument naming the offending value, with out untouched.
+// A seqlen_offset (a host value) is always checked (a trusted varlen call's: in [0, S_ro), the
+// lengths being on the device). On CUDA seqlen_offsets and cu_seqlens are checked on host copies
+// (one stream synchronization) unless check_indices is false (then trusted: the call stays
+// asynchronous and can be captured into a CUDA graph). Every bad input is an invalid_argument naming the offending value, with out untouched.
 struct RotaryArgs {
   TensorView x, out;
   TensorView cos, sin;

@@ -262,23 +262,23 @@ def _rotary(fw, x, out, cos, sin, offsets, interleaved, same_position, check_ind
 
 
 def _int32_indices(fw, values, name):
-    """Index arrays as int32: an int64 array (flash-attn takes one) converted once its values are
-    known to fit; other dtypes reach the library's check as they are."""
+    """Index arrays as contiguous int32: an int64 array (flash-attn takes one) converted once its
+    values are known to fit; other dtypes reach the library's check as they are."""
     if fw == "torch":
         torch = sys.modules["torch"]
         if values.dtype == torch.int64:
             if values.numel() and (int(values.min()) < 0 or int(values.max()) > _INT32_MAX):
                 raise ValueError(f"{name} holds {int(values.min())}..{int(values.max())}, "
                                  f"outside [0, {_INT32_MAX}]")
-            return values.to(torch.int32)
-        return values
+            values = values.to(torch.int32)
+        return values.contiguous()
     np = sys.modules["numpy"]
     if values.dtype == np.int64:
         if values.size and (int(values.min()) < 0 or int(values.max()) > _INT32_MAX):
             raise ValueError(f"{name} holds {int(values.min())}..{int(values.max())}, outside "
                              f"[0, {_INT32_MAX}]")
-        return values.astype(np.int32)
-    return values
+        values = values.astype(np.int32)
+    return np.ascontiguousarray(values)
 
 
 def apply_rotary_emb(x, cos, sin, interleaved=False, inplace=False, seqlen_offsets=0,
@@ -292,8 +292,9 @@ def apply_rotary_emb(x, cos, sin, interleaved=False, inplace=False, seqlen_offse
     rotary_dim features are rotated in pairs, (2j, 2j + 1) when interleaved (GPT-J), else
     (j, j + rotary_dim / 2) (GPT-NeoX): (a, b) -> (a cos - b sin, a sin + b cos), in float32,
     rounded once; the other features are x's. Returns a new array, or x itself rotated in place
-    with inplace=True. Varlen: with cu_seqlens (int32 or int64 (batch + 1,); a torch tensor on
-    another device is copied to x's) x is (total_seqlen, nheads, headdim) and row i of sequence b
+    with inplace=True. Varlen: with cu_seqlens (int32 or int64 (batch + 1,); torch tensors of it
+    and of seqlen_offsets on another device are copied to x's) x is (total_seqlen, nheads,
+    headdim) and row i of sequence b
     (rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1) takes position seqlen_offsets (or
     seqlen_offsets[b]) + i, the whole batch in one launch; max_seqlen, flash-attn's hint, must
     bound every length when given. Bad inputs raise ValueError naming them, with x untouched."""
@@ -306,9 +307,14 @@ def apply_rotary_emb(x, cos, sin, interleaved=False, inplace=False, seqlen_offse
             raise ValueError(f"apply_rotary_emb: x has shape {tuple(x.shape)}; with cu_seqlens "
                              "it is (total_seqlen, nheads, headdim)")
         _check_same_framework(fw, cu_seqlens, "cu_seqlens")
-        cu = _int32_indices(fw, cu_seqlens, "cu_seqlens")
-        if fw == "torch" and cu.device != x.device:
+        try:
+            cu = _int32_indices(fw, cu_seqlens, "cu_seqlens")
+        except ValueError as e:
+            raise _emb_error(e) from None
+        if fw == "torch":  # the bounds (and offsets) of a packed batch may come from the host
             cu = cu.to(x.device)
+            if isinstance(seqlen_offsets, sys.modules["torch"].Tensor):
+                seqlen_offsets = seqlen_offsets.to(x.device)
         if max_seqlen is not None:
             bound = _int_arg(max_seqlen, "max_seqlen", 0, _INT32_MAX)
     elif max_seqlen is not None:

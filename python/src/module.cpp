@@ -418,8 +418,8 @@ void append_kv(const Output& k_cache, const Output& v_cache, const Input& k_new,
   if (block_table) {
     args.block_table = to_view(*block_table, "block_table", empty.find("block_table"));
   }
-  if (rotary_cos) args.rotary_cos = to_view(*rotary_cos, "rotary_cos");
-  if (rotary_sin) args.rotary_sin = to_view(*rotary_sin, "rotary_sin");
+  if (rotary_cos) args.rotary_cos = to_view(*rotary_cos, "rotary_cos", empty.find("rotary_cos"));
+  if (rotary_sin) args.rotary_sin = to_view(*rotary_sin, "rotary_sin", empty.find("rotary_sin"));
   args.rotary_interleaved = rotary_interleaved;
   if (q) args.q = to_view(*q, "q", empty.find("q"));
   if (q_out) args.q_out = to_view(*q_out, "q_out", empty.find("q_out"));

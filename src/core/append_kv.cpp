@@ -141,12 +141,7 @@ void check_append_indices(const AppendParams& p, const std::int32_t* used,
               " positions of rotary_cos/rotary_sin");
     };
     if (p.rotary_half > 0) check_rotary("new key row", 0, p.seqlen_new - 1);
-    if (p.rotates_q && p.q_rotary.same_position && used[b] >= p.rotary_table) {
-      invalid("cache_seqlens[" + std::to_string(b) + "] is " + std::to_string(used[b]) +
-              ": the query rows of sequence " + std::to_string(b) + " take rotary position " +
-              std::to_string(used[b]) + ", past the " + std::to_string(p.rotary_table) +
-              " positions of rotary_cos/rotary_sin");
-    }
+    // Queries at one position take cache_seqlens[b], the first key row's: checked above.
     if (p.rotates_q && !p.q_rotary.same_position) {
       check_rotary("query row", 0, p.q_rotary.seqlen - 1);
     }
@@ -296,6 +291,14 @@ AppendParams make_append_params(const AppendKvArgs& a) {
       invalid(std::string("q dtype ") + to_string(a.q.dtype) + " differs from k_new dtype " +
               to_string(t));
     }
+    for (auto [v, name] : {std::pair{&a.q, "q"}, std::pair{&a.q_out, "q_out"}}) {
+      if (v->device != a.k_cache.device ||
+          (v->device == Device::cuda && v->device_index != a.k_cache.device_index)) {
+        invalid(std::string(name) + " is on " + to_string(v->device) + ":" +
+                std::to_string(v->device_index) + " but k_cache is on " +
+                to_string(a.k_cache.device) + ":" + std::to_string(a.k_cache.device_index));
+      }
+    }
     p.q_rotary = q_rotary_params(a);
     p.rotates_q = true;
     if (a.q.shape[0] != B || a.q.shape[3] != a.k_new.shape[3]) {
@@ -312,11 +315,7 @@ AppendParams make_append_params(const AppendKvArgs& a) {
         invalid(std::string("q_out's memory overlaps ") + name + "'s");
       }
     }
-    for (auto [c, name] : {std::pair{&a.k_cache, "k_cache"}, std::pair{&a.v_cache, "v_cache"}}) {
-      if (spans_overlap(a.q, *c)) {
-        invalid(std::string("q's memory overlaps ") + name + "'s, which the append writes");
-      }
-    }
+    // q may lie in a cache: it is rotated before the append writes (the launches in that order).
   }
   p.device = a.k_cache.device;
   p.device_index = a.k_cache.device_index;

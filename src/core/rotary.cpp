@@ -261,6 +261,18 @@ RotaryParams make_rotary_params(const RotaryArgs& a) {
   p.device_index = a.x.device_index;
   if (p.device == Device::cpu || (p.seqlen_offsets == nullptr && p.cu_seqlens == nullptr)) {
     check_rotary_indices(p, p.seqlen_offsets, p.cu_seqlens);
+  } else if (p.seqlen_offsets == nullptr) {
+    // A varlen call's one offset is a host value: checked here even when the lengths, on the
+    // device, are trusted. Row 0 of some sequence takes it (x has rows).
+    if (p.seqlen_offset < 0) {
+      invalid("seqlen_offset is " + std::to_string(p.seqlen_offset) + ", must be >= 0");
+    }
+    if (p.seqlen_offset >= p.table) {
+      invalid("seqlen_offset is " + std::to_string(p.seqlen_offset) + ": row 0 of a sequence "
+              "takes position " + std::to_string(p.seqlen_offset) + ", past the " +
+              std::to_string(p.table) + " positions of cos/sin (positions [0, " +
+              std::to_string(p.table) + "))");
+    }
   }
   return p;
 }

@@ -28,6 +28,7 @@ void quantize_row(const AppendParams& p, const void* src, std::int64_t src_off, 
 }  // namespace
 
 void cpu_append_kv(const AppendParams& params) {
+  if (params.rotates_q) cpu_apply_rotary(params.q_rotary);  // first: q may lie in a cache
   // With rotary tables the new keys are rotated first, into a packed copy, by the rotation
   // apply_rotary runs (the same bits), at positions cache_seqlens[b] + r.
   AppendParams p = params;
@@ -88,7 +89,6 @@ void cpu_append_kv(const AppendParams& params) {
       }
     }
   }
-  if (params.rotates_q) cpu_apply_rotary(params.q_rotary);
 }
 
 }  // namespace gpuattn

@@ -632,8 +632,9 @@ void cuda_append_kv(const AppendParams& p, void* stream_ptr) {
     check_device_pointer(p.q_rotary.x, p.device_index, "q", fn);
     check_device_pointer(p.q_rotary.out, p.device_index, "q_out", fn);
   }
+  // q first: it may lie in a cache the append writes. Its positions are checked with the append's.
+  if (p.rotates_q) rotary::apply(p.q_rotary, stream);
   paged::append(p, stream);
-  if (p.rotates_q) rotary::apply(p.q_rotary, stream);  // its positions checked with the append's
 }
 
 void cuda_apply_rotary(const RotaryParams& p, void* stream_ptr) {

@@ -52,23 +52,22 @@ __global__ void rotary_kernel(const __grid_constant__ RotaryParams p) {
     const int j = static_cast<int>(w % slots);
     const int h = static_cast<int>((w / slots) % p.heads);
     const std::int64_t row = w / per_row;  // b * seqlen + i, or varlen the packed row
-    int b, i;
-    std::int64_t r;  // the row in x's row dimension
-    if (p.cu_seqlens != nullptr) {
-      b = sequence_of(p.cu_seqlens, p.batch, row);
-      i = static_cast<int>(row - p.cu_seqlens[b]);
-      r = row;
-    } else {
-      i = static_cast<int>(row % p.seqlen);
-      b = static_cast<int>(row / p.seqlen);
-      r = i;
-    }
+    // A varlen view has batch strides 0: its packed row addresses it; its sequence and the row's
+    // place in it are only needed for a rotated pair's position.
+    const bool varlen = p.cu_seqlens != nullptr;
+    int b = varlen ? 0 : static_cast<int>(row / p.seqlen);
+    const std::int64_t r = varlen ? row : row % p.seqlen;  // the row in x's row dimension
     const std::int64_t xo = b * p.x_batch_stride + r * p.x_row_stride + h * p.x_head_stride;
     const std::int64_t oo = b * p.o_batch_stride + r * p.o_row_stride + h * p.o_head_stride;
     if (j >= p.half) {
       const int d = 2 * p.half + (j - p.half);
       out[oo + d] = x[xo + d];
       continue;
+    }
+    int i = static_cast<int>(r);
+    if (varlen) {
+      b = sequence_of(p.cu_seqlens, p.batch, row);
+      i = static_cast<int>(row - p.cu_seqlens[b]);
     }
     const std::int64_t offset =
         p.seqlen_offsets != nullptr ? p.seqlen_offsets[b] : p.seqlen_offset;

@@ -19,6 +19,7 @@ struct RotaryAppendCase {
   DType cache = DType::f16;  // dtype, or int8 / e4m3 (with scales)
   int B = 1, Hkv = 1, Hq = 1, D = 64, half = 32, snew = 1, sq = 1, Sk = 48, page = 0;
   bool interleaved = false, same_position = false, f32_table = false, check = true;
+  bool q_in_place = false;  // q_out is q itself
 
   // Both pair layouts, partial rotary dims (R not a multiple of the 8-feature chunk too), 16-bit
   // and 8-bit caches, dense or pages of 16, Sq != Snew, a random `check`.
@@ -41,6 +42,7 @@ struct RotaryAppendCase {
     c.same_position = next_random(st) % 2;
     c.f32_table = next_random(st) % 2;
     c.check = next_random(st) % 2;
+    c.q_in_place = next_random(st) % 3 == 0;
     return c;
   }
   bool quantized() const { return cache != dtype; }
@@ -50,12 +52,14 @@ struct RotaryAppendCase {
            std::to_string(D) + " R" + std::to_string(2 * half) + " Snew" + std::to_string(snew) +
            " Sq" + std::to_string(sq) + " page " + std::to_string(page) +
            (interleaved ? " interleaved" : "") + (same_position ? " same-position" : "") +
-           (f32_table ? " f32 table" : "") + (check ? "" : " unchecked");
+           (f32_table ? " f32 table" : "") + (check ? "" : " unchecked") +
+           (q_in_place ? " q in place" : "");
   }
 };
 
 // The inputs of one case (k / v / table: the caches before the append, dense or paged; q_out
-// poisoned) and the expectation (want_k / want_v after the append, q_want).
+// poisoned, unused when q is rotated in place) and the expectation (want_k / want_v after the
+// append, q_want: q rotated).
 struct RotaryAppendData {
   HostTensor k, v, table, kn, vn, q, q_out, cos, sin, ks, vs, lens;
   HostTensor want_k, want_v, q_want;

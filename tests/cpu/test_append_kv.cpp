@@ -111,12 +111,12 @@ TEST(AppendKv, RotaryEqualsRotatingFirst) {
     a.rotary_sin = d.sin.view();
     a.rotary_interleaved = c.interleaved;
     a.q = d.q.view();
-    a.q_out = d.q_out.view();
+    a.q_out = c.q_in_place ? a.q : d.q_out.view();
     a.q_same_position = c.same_position;
     append_kv(a);
     EXPECT_TRUE(same_bytes(d.k, d.want_k)) << "k_cache";
     EXPECT_TRUE(same_bytes(d.v, d.want_v)) << "v_cache";
-    EXPECT_TRUE(same_bytes(d.q_out, d.q_want)) << "q_out";
+    EXPECT_TRUE(same_bytes(c.q_in_place ? d.q : d.q_out, d.q_want)) << "q_out";
   }
 }
 
@@ -196,12 +196,55 @@ TEST(AppendKv, RotaryBadInputsAreNamedAndNothingWritten) {
   a.rotary_cos = TensorView{};
   a.rotary_sin = TensorView{};
   expect_invalid(a, "q and q_out are given without rotary_cos/rotary_sin");
-  // And a good call after all of them writes the caches and q_out.
+  HostTensor q_cpu_on_cuda = q;
+  TensorView q_elsewhere = q_cpu_on_cuda.view(Device::cuda, q_cpu_on_cuda.data());
+  a.q = q_elsewhere;
   a.rotary_cos = cos.view();
   a.rotary_sin = sin.view();
+  expect_invalid(a, "q is on cuda:0 but k_cache is on cpu:0");
+  a.q = q.view();
+  // And a good call after all of them writes the caches and q_out.
   append_kv(a);
   EXPECT_FALSE(same_bytes(k, k0));
   EXPECT_FALSE(same_bytes(q_out, q_out0));
+}
+
+// q may lie in a cache the append writes (a query that is a view of cached rows): it is read
+// first, and the call equals the same one with a copy of q.
+TEST(AppendKv, RotaryQInACacheIsReadBeforeTheAppend) {
+  const int B = 2, Sk = 16, Hkv = 2, D = 64;
+  HostTensor k(DType::f16, {B, Sk, Hkv, D}), v(DType::f16, {B, Sk, Hkv, D}),
+      kn(DType::f16, {B, 1, Hkv, D}), vn(DType::f16, {B, 1, Hkv, D}), cos(DType::f32, {16, 32}),
+      sin(DType::f32, {16, 32});
+  for (HostTensor* x : {&k, &v, &kn, &vn, &cos, &sin}) x->randomize(x->bytes() + 7);
+  const HostTensor lens = int32s({3, 3});  // the new rows land on row 3, q is row 3 of k_cache
+  TensorView q_view = k.view();
+  q_view.data = static_cast<std::uint16_t*>(k.data()) + 3 * Hkv * D;
+  q_view.shape = {B, 1, Hkv, D};
+  HostTensor q_copy(DType::f16, {B, 1, Hkv, D});
+  for (int b = 0; b < B; ++b) {
+    std::memcpy(static_cast<std::uint16_t*>(q_copy.data()) + b * Hkv * D,
+                static_cast<const std::uint16_t*>(q_view.data) + b * Sk * Hkv * D, Hkv * D * 2);
+  }
+  HostTensor k2 = k, v2 = v, out(DType::f16, {B, 1, Hkv, D}), out2(DType::f16, {B, 1, Hkv, D});
+  AppendKvArgs a;
+  a.k_cache = k.view();
+  a.v_cache = v.view();
+  a.k_new = kn.view();
+  a.v_new = vn.view();
+  a.cache_seqlens = lens.view();
+  a.rotary_cos = cos.view();
+  a.rotary_sin = sin.view();
+  a.q = q_view;
+  a.q_out = out.view();
+  append_kv(a);
+  a.k_cache = k2.view();
+  a.v_cache = v2.view();
+  a.q = q_copy.view();
+  a.q_out = out2.view();
+  append_kv(a);
+  EXPECT_TRUE(same_bytes(out, out2)) << "q in the cache was read after the append wrote it";
+  EXPECT_TRUE(same_bytes(k, k2));
 }
 
 TEST(AppendKv, BadInputsAreNamedAndTheCachesUntouched) {

@@ -250,16 +250,16 @@ TEST_F(AppendKvCuda, RotaryEqualsRotatingFirst) {
     a.rotary_sin = on_device(d.sin);
     a.rotary_interleaved = c.interleaved;
     a.q = on_device(d.q);
-    a.q_out = on_device(d.q_out);
+    a.q_out = c.q_in_place ? a.q : on_device(d.q_out);
     a.q_same_position = c.same_position;
     a.check_indices = c.check;
     if (c.check) {
       append_kv(a);
-    } else {  // captured and replayed twice: the same bytes land twice (q is read, not written)
+    } else {  // captured and replayed twice: the same bytes land twice (in place: once)
       cudaStream_t stream = nullptr;
       TEST_CUDA_CHECK(cudaStreamCreate(&stream));
       a.stream = stream;
-      run_captured(stream, [&] { append_kv(a); }, 2, "rotary append");
+      run_captured(stream, [&] { append_kv(a); }, c.q_in_place ? 1 : 2, "rotary append");
       TEST_CUDA_CHECK(cudaStreamDestroy(stream));
     }
     TEST_CUDA_CHECK(cudaDeviceSynchronize());
@@ -272,6 +272,57 @@ TEST_F(AppendKvCuda, RotaryEqualsRotatingFirst) {
     expect_equals(a.v_cache, d.want_v, "v_cache");
     expect_equals(a.q_out, d.q_want, "q_out");
   }
+}
+
+// q lying in the cache the append writes (a view of cached rows where the new keys land) is
+// rotated before the append, in stream order: q_out equals the CPU's from a copy of q.
+TEST_F(AppendKvCuda, RotaryQInACacheIsReadBeforeTheAppend) {
+  const int B = 2, Sk = 16, Hkv = 2, D = 64;
+  HostTensor k(DType::bf16, {B, Sk, Hkv, D}), v(DType::bf16, {B, Sk, Hkv, D}),
+      kn(DType::bf16, {B, 1, Hkv, D}), vn(DType::bf16, {B, 1, Hkv, D}),
+      cos(DType::bf16, {16, 32}), sin(DType::bf16, {16, 32}), q(DType::bf16, {B, 1, Hkv, D});
+  for (HostTensor* x : {&k, &v, &kn, &vn, &cos, &sin}) x->randomize(x->bytes() + 11);
+  const HostTensor lens = int32s({3, 3});
+  for (int b = 0; b < B; ++b) {  // q: row 3 of each sequence's cache, where the new key lands
+    std::memcpy(static_cast<std::uint16_t*>(q.data()) + b * Hkv * D,
+                static_cast<const std::uint16_t*>(k.data()) + (b * Sk + 3) * Hkv * D, Hkv * D * 2);
+  }
+  HostTensor want_k = k, want_v = v, want_q(DType::bf16, {B, 1, Hkv, D});
+  AppendKvArgs h;
+  h.k_cache = want_k.view();
+  h.v_cache = want_v.view();
+  h.k_new = kn.view();
+  h.v_new = vn.view();
+  h.cache_seqlens = lens.view();
+  h.rotary_cos = cos.view();
+  h.rotary_sin = sin.view();
+  h.q = q.view();
+  h.q_out = want_q.view();
+  append_kv(h);
+  DeviceBuffer dk(k.bytes()), dv(v.bytes()), dkn(kn.bytes()), dvn(vn.bytes()), dcos(cos.bytes()),
+      dsin(sin.bytes()), dlens(lens.bytes()), dq_out(want_q.bytes());
+  dk.upload(k.data());
+  dv.upload(v.data());
+  dkn.upload(kn.data());
+  dvn.upload(vn.data());
+  dcos.upload(cos.data());
+  dsin.upload(sin.data());
+  dlens.upload(lens.data());
+  AppendKvArgs a;
+  a.k_cache = k.view(Device::cuda, dk.get());
+  a.v_cache = v.view(Device::cuda, dv.get());
+  a.k_new = kn.view(Device::cuda, dkn.get());
+  a.v_new = vn.view(Device::cuda, dvn.get());
+  a.cache_seqlens = lens.view(Device::cuda, dlens.get());
+  a.rotary_cos = cos.view(Device::cuda, dcos.get());
+  a.rotary_sin = sin.view(Device::cuda, dsin.get());
+  a.q = k.view(Device::cuda, static_cast<std::uint16_t*>(dk.get()) + 3 * Hkv * D);
+  a.q.shape = {B, 1, Hkv, D};
+  a.q_out = want_q.view(Device::cuda, dq_out.get());
+  append_kv(a);
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  expect_device_equals(dq_out, want_q, "q_out");
+  expect_device_equals(dk, want_k, "k_cache");
 }
 
 TEST_F(AppendKvCuda, ARotaryPositionPastTheTableIsNamedAndNothingWritten) {

@@ -270,6 +270,15 @@ TEST_F(RotaryCuda, ABadOffsetIsNamedAndOutUntouched) {
   a.max_seqlen = 3;
   expect_invalid_argument([&] { apply_rotary(a); },
                           "sequence 1 has 4 rows (cu_seqlens[1..2] = 3..7), more than max_seqlen 3");
+  // One offset for every sequence is a host value: checked even when the lengths are trusted.
+  a.max_seqlen = -1;
+  a.check_indices = false;
+  a.seqlen_offset = -5;
+  expect_invalid_argument([&] { apply_rotary(a); }, "seqlen_offset is -5, must be >= 0");
+  a.seqlen_offset = 8;
+  expect_invalid_argument([&] { apply_rotary(a); },
+                          "seqlen_offset is 8: row 0 of a sequence takes position 8, past the 8 "
+                          "positions of cos/sin");
   HostTensor got = out;
   dout.download(got.data());
   EXPECT_EQ(std::memcmp(got.data(), out.data(), out.bytes()), 0) << "out was written";

@@ -339,8 +339,9 @@ def test_apply_rotary_emb_varlen_errors_write_nothing():
 
 @pytest.mark.parametrize("fw,dtype,device,tol", FRAMEWORKS)
 def test_apply_rotary_emb_varlen_many_sequences_in_one_call(fw, dtype, device, tol):
-    """200 packed sequences of 0-9 rows (int64 bounds; on torch CUDA, bounds left on the host and
-    copied over) rotate as each sequence alone, GPT-J pairs, a partial rotary dim."""
+    """200 packed sequences of 0-9 rows (int64 bounds; on torch CUDA, bounds and offsets left on
+    the host and copied over) rotate as each sequence alone, GPT-J pairs, a partial rotary dim;
+    strided int32 bounds too."""
     rng = rng_for("rotary-varlen-many", fw, dtype, device)
     lens = rng.integers(0, 10, size=200)
     lens[0] = 1
@@ -348,8 +349,8 @@ def test_apply_rotary_emb_varlen_many_sequences_in_one_call(fw, dtype, device, t
     x = on(fw, device, make(fw, dtype, (int(cu[-1]), 2, 128), rng))
     cos, sin = table(fw, dtype, device, 16, 32, rng)
     offs = rng.integers(0, 7, size=200).astype(np.int32)
-    offs_arg = offs if fw == "numpy" else on(fw, device, torch.from_numpy(offs))
-    cu_arg = cu if fw == "numpy" else torch.from_numpy(cu)  # torch: on the host
+    offs_arg = offs if fw == "numpy" else torch.from_numpy(offs)  # torch: on the host
+    cu_arg = cu if fw == "numpy" else torch.from_numpy(cu)
     got = ga.apply_rotary_emb(x, cos, sin, interleaved=True, seqlen_offsets=offs_arg,
                               cu_seqlens=cu_arg, max_seqlen=9)
     for b in range(len(lens)):
@@ -358,3 +359,38 @@ def test_apply_rotary_emb_varlen_many_sequences_in_one_call(fw, dtype, device, t
             want = ga.apply_rotary_emb(x[a:e][None], cos, sin, interleaved=True,
                                        seqlen_offsets=int(offs[b]))
             assert np.array_equal(to64(got[a:e][None]), to64(want)), f"sequence {b}"
+    strided = np.repeat(cu.astype(np.int32), 2)[::2]  # every bound twice, read every other
+    strided_arg = strided if fw == "numpy" else torch.from_numpy(np.repeat(cu.astype(np.int32),
+                                                                           2))[::2]
+    again = ga.apply_rotary_emb(x, cos, sin, interleaved=True, seqlen_offsets=offs_arg,
+                                cu_seqlens=strided_arg)
+    assert np.array_equal(to64(again), to64(got)), "strided bounds"
+
+
+def test_kvcache_rotary_edge_inputs():
+    """Tables of no rows or pairs are named as the library names them; a q that is a view of
+    cached rows (which the append overwrites) is rotated before the append, as a copy of it."""
+    rng = rng_for("kvcache-rotary-edges")
+    kc = make("numpy", "float16", (2, 16, 2, 64), rng)
+    vc = make("numpy", "float16", (2, 16, 2, 64), rng)
+    k = make("numpy", "float16", (2, 1, 2, 64), rng)
+    v = make("numpy", "float16", (2, 1, 2, 64), rng)
+    q = make("numpy", "float16", (2, 1, 2, 64), rng)
+    lens = np.array([3, 3], np.int32)
+    kc0 = kc.copy()
+    for shape in ((0, 16), (12, 0)):
+        empty = np.zeros(shape, np.float16)
+        with pytest.raises(ValueError, match=r"rotary_cos has shape \[%d, %d\]: every size must "
+                                             r"be positive" % shape):
+            ga.flash_attn_with_kvcache(q, kc, vc, k=k, v=v, rotary_cos=empty, rotary_sin=empty,
+                                       cache_seqlens=lens)
+        assert np.array_equal(kc, kc0), "a refused call wrote k_cache"
+    cos, sin = table("numpy", "float16", "cpu", 12, 16, rng)
+    kc2, vc2 = kc.copy(), vc.copy()
+    in_cache = kc[:, 3:4]  # row 3 of each sequence: where the new key lands
+    copy = in_cache.copy()
+    got = ga.flash_attn_with_kvcache(in_cache, kc, vc, k=k, v=v, rotary_cos=cos, rotary_sin=sin,
+                                     cache_seqlens=lens, causal=True)
+    want = ga.flash_attn_with_kvcache(copy, kc2, vc2, k=k, v=v, rotary_cos=cos, rotary_sin=sin,
+                                      cache_seqlens=lens, causal=True)
+    assert np.array_equal(got, want) and np.array_equal(kc, kc2)
