@@ -122,8 +122,8 @@ struct AttentionArgs {
   // from there (causal bottom-right aligned to those keys). With a block table the positions are
   // logical (key leftpad_k[b] + j in page block_table[b][(leftpad_k[b] + j) / page_size]). On
   // CUDA it lives next to q and is checked on a host copy with seqused_k; it takes the kernels
-  // seqused_k takes (decode calls the split-KV decode kernel, over a dense cache in place, over a
-  // paged one on a gathered copy; every other call the sm_80 kernel), on both backends.
+  // seqused_k takes (decode calls the split-KV decode kernel, reading a dense or paged cache in
+  // place; every other call the sm_80 kernel), on both backends.
   TensorView leftpad_k;
   // Dense calls only, optional: a paged KV cache (flash-attn's block_table; vLLM's block tables).
   // k and v are then [num_pages, page_size, Hkv, D], a pool of fixed-size pages of page_size keys

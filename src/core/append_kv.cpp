@@ -315,7 +315,9 @@ AppendParams make_append_params(const AppendKvArgs& a) {
         invalid(std::string("q_out's memory overlaps ") + name + "'s");
       }
     }
-    // q may lie in a cache: it is rotated before the append writes (the launches in that order).
+    // q may lie in a cache: it is then rotated before the append writes (the launches in that
+    // order); apart from both caches, one launch does both.
+    p.q_in_cache = spans_overlap(a.q, a.k_cache) || spans_overlap(a.q, a.v_cache);
   }
   p.device = a.k_cache.device;
   p.device_index = a.k_cache.device_index;

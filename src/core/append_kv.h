@@ -47,8 +47,11 @@ struct AppendParams {
   int rotary_table = 0;  // S_ro
   bool rotary_f32 = false;
   bool rotary_interleaved = false;
-  // q's rotation (AppendKvArgs::q), run beside the append; rotates_q false: none.
+  // q's rotation (AppendKvArgs::q), run beside the append; rotates_q false: none. q_in_cache: q's
+  // memory may share elements with a cache the append writes, so q is rotated first, apart (on
+  // CUDA a launch before the append's; otherwise one launch does both).
   bool rotates_q = false;
+  bool q_in_cache = false;
   RotaryParams q_rotary;
   Device device = Device::cpu;
   int device_index = 0;

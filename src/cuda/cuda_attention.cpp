@@ -144,8 +144,7 @@ void check_f16_copy_range(const FwdParams& p, const HostScales& h, bool kv_copie
       throw Error(ErrorCode::invalid_argument, std::string("gpuattn::attention_forward: ") + msg);
     }
   };
-  const char* const not_decode =
-      "not a decode call that reads the cache in place (a paged call with leftpad_k is copied)";
+  const char* const not_decode = "not a decode call, which reads the cache in place";
   if (kv_copied) {
     check(h.k, "k_scale", largest, "cache", not_decode, ", as does a decode call");
     check(h.v, "v_scale", largest, "cache", not_decode, ", as does a decode call");
@@ -166,13 +165,6 @@ bool decode_takes(const FwdParams& p) {
          (smem <= 0 || DecodePlan::smem_bytes(p.head_dim) <= smem);
 }
 
-// Whether a decode call reads its cache in place: every one but a paged call with leftpad_k (the
-// decode kernels step a sequence's pages from logical key 0), which runs decode_16x64 on a
-// gathered (and dequantized) copy instead.
-bool decode_in_place(const FwdParams& p) {
-  return !(p.is_paged() && p.leftpad_k != nullptr);
-}
-
 // select_fwd_config's pick for p on the current device, GPUATTN_KERNEL applied. A call with
 // seqused_k or leftpad_k takes a kernel that reads them, whatever GPUATTN_KERNEL names: decode_16x64 where it can
 // run the call, else the sm_80 kernel (on Hopper too: the wgmma kernel reads len_k only).
@@ -182,9 +174,7 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   // A quantized cache: decode calls read it in place, whatever GPUATTN_KERNEL names
   // (quantized_forward, paged_forward); any other call runs on a dequantized copy, picked here
   // as that copy's call would be.
-  if (p.kv_quantized() && decode_takes(p)) {
-    return decode_in_place(p) ? FwdKernel::decode_q8_16x64 : FwdKernel::decode_16x64;
-  }
+  if (p.kv_quantized() && decode_takes(p)) return FwdKernel::decode_q8_16x64;
   if ((p.has_key_range() || p.is_paged()) && decode_takes(p)) {
     return FwdKernel::decode_16x64;
   }
@@ -374,15 +364,14 @@ void paged_forward(const FwdParams& p, cudaStream_t stream) {
     check_block_table(host, table.packed(), range.used(), range.start());
   }
 
-  // The longest key end (the cache's Sk when unchecked): the decode plan's split length (no
-  // leftpad_k here), and the gathered copy's rows.
-  const int longest = range.longest_end(p);
-  if (decode_takes(p) && decode_in_place(p)) {
+  // A decode call's split length: the most keys a sequence attends to (past its leftpad_k); the
+  // gathered copy's rows: the longest key end (both the cache's Sk when unchecked).
+  if (decode_takes(p)) {
     FwdParams dp = p;
-    dp.seqlen_k = longest;
+    dp.seqlen_k = range.longest_attended(p);
     return decode::fwd(dp, stream);
   }
-  gathered_forward(p, longest, stream);
+  gathered_forward(p, range.longest_end(p), stream);
 }
 
 // A quantized cache that is not paged: decode calls read it in place (the decode kernel over 8-bit
@@ -552,7 +541,7 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
           check_scales(p.k_scale, p.v_scale, p.kv_scale_stride, p.hkv, stream,
                        "gpuattn::attention_forward", p.q_scale, p.q_scale_stride, p.hq);
       const bool fp8_kernel = p.q_quantized() && fp8_kernel_takes(p);
-      check_f16_copy_range(p, h, !fp8_kernel && !(decode_takes(p) && decode_in_place(p)),
+      check_f16_copy_range(p, h, !fp8_kernel && !decode_takes(p),
                            p.q_quantized() && !fp8_kernel);
     }
   }
@@ -632,8 +621,8 @@ void cuda_append_kv(const AppendParams& p, void* stream_ptr) {
     check_device_pointer(p.q_rotary.x, p.device_index, "q", fn);
     check_device_pointer(p.q_rotary.out, p.device_index, "q_out", fn);
   }
-  // q first: it may lie in a cache the append writes. Its positions are checked with the append's.
-  if (p.rotates_q) rotary::apply(p.q_rotary, stream);
+  // q's rotation too (its positions were checked with the append's): in the append's launch, or
+  // first in its own where q may lie in a cache the append writes.
   paged::append(p, stream);
 }
 

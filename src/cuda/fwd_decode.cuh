@@ -463,16 +463,20 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
   constexpr bool kEarlyPages = kRowsPerThread <= 8;
   const std::int32_t* const table = p.block_table + b * p.block_table_stride;
   std::int32_t pages[kEarlyPages ? kRowsPerThread : 1];
-  // Pages of a multiple of a warp's 16 keys (the engine's 16 included) hold each warp's rows of a
-  // tile whole: one table entry a warp and tile (warp_page: the page of the warp's first row of
-  // tile t, and its slot; fetch_pages leaves them in pages[0] and warp_slot), rows addressed as in
-  // a dense cache. (Past the sequence, no entry: page 0's address, nothing read.)
-  const bool whole_warps = kPaged && p.page_size % kWarpRows == 0;
+  // Key `key` of the call is the cache's logical key key0 + key (leftpad_k: a sequence's keys
+  // start at key0; its pages before that are never read, and may be unset entries). Pages of a
+  // multiple of a warp's 16 keys (the engine's 16 included), key0 a multiple of 16 too, hold each
+  // warp's rows of a tile whole: one table entry a warp and tile (warp_page: the page of the
+  // warp's first row of tile t, and its slot; fetch_pages leaves them in pages[0] and warp_slot),
+  // rows addressed as in a dense cache. (Past the sequence, no entry: page 0's address, nothing
+  // read.)
+  const int key0 = kPaged ? p.key_start(b) : 0;
+  const bool whole_warps = kPaged && p.page_size % kWarpRows == 0 && key0 % kWarpRows == 0;
   const int ps_log2 = kPaged ? page_shift(p.page_size) : -1;
   int warp_slot = 0;
   const auto warp_page = [&](int t, int& slot) {
     const int key = t * kN + kWarpRows * warp;
-    const int q = page_of(key, p.page_size, ps_log2, slot);
+    const int q = page_of(key0 + key, p.page_size, ps_log2, slot);
     return key < lk ? __ldg(table + q) : 0;
   };
   // K and V laid out alike with every offset of the pool under 2^31 (its largest offset, so that
@@ -491,7 +495,7 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
       return;
     }
     int key = t * kN + row0;
-    int page = key / p.page_size, slot = key - page * p.page_size;
+    int page = (key0 + key) / p.page_size, slot = key0 + key - page * p.page_size;
 #pragma unroll
     for (int u = 0; u < kRowsPerThread; ++u) {
       pages[u] = key < lk ? __ldg(table + page) : 0;
@@ -529,7 +533,7 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
         return;
       }
       int key = t * kN + row0;
-      int page = key / p.page_size, slot = key - page * p.page_size;
+      int page = (key0 + key) / p.page_size, slot = key0 + key - page * p.page_size;
       if (kEarlyPages && narrow) {
         // K and V laid out alike in a pool of under 2^31 elements: one 32-bit offset a row,
         // shared by both.

@@ -130,16 +130,21 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
   // tile's first (as decode_kernel does: k_offset_unpaged a row reloaded it every tile).
   const std::int64_t row0_k = kPaged ? 0 : p.row0_k(b) + p.key_start(b);  // dense: leftpad_k
   int pages[kPaged ? Tr::kRowsPerThread : 1], slots[kPaged ? Tr::kRowsPerThread : 1];
-  // Pages of a multiple of 16 keys (the warp's rows of a tile) hold those rows whole: one table
-  // entry a warp and tile (pages[0], and slots[0] the lane's first row's slot), the rows stepped
-  // from it as in a dense cache. (Past the sequence, no entry: page 0's address, nothing read.)
-  const bool whole_warps = kPaged && p.page_size % Tr::kWarpRows == 0;
+  // Key `key` of the call is the cache's logical key key0 + key (leftpad_k: a sequence's keys
+  // start at key0; its pages before that are never read, and may be unset entries). Pages of a
+  // multiple of 16 keys (the warp's rows of a tile), key0 a multiple of 16 too, hold those rows
+  // whole: one table entry a warp and tile (pages[0], and slots[0] the lane's first row's slot),
+  // the rows stepped from it as in a dense cache. (Past the sequence, no entry: page 0's address,
+  // nothing read.)
+  const int key0 = kPaged ? p.key_start(b) : 0;
+  const bool whole_warps =
+      kPaged && p.page_size % Tr::kWarpRows == 0 && key0 % Tr::kWarpRows == 0;
   auto fetch_pages = [&](int t) {
     if constexpr (kPaged) {
       if (t >= t1) return;
       if (whole_warps) {
         const int key = t * kN + Tr::kWarpRows * warp;
-        const int page = page_of(key, p.page_size, ps_log2, slots[0]);
+        const int page = page_of(key0 + key, p.page_size, ps_log2, slots[0]);
         pages[0] = key < lk ? __ldg(table + page) : 0;
         slots[0] += lane / kC;
         return;
@@ -147,7 +152,7 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
 #pragma unroll
       for (int u = 0; u < Tr::kRowsPerThread; ++u) {
         const int key = t * kN + row0 + u * kStep;
-        const int page = page_of(key, p.page_size, ps_log2, slots[u]);
+        const int page = page_of(key0 + key, p.page_size, ps_log2, slots[u]);
         pages[u] = key < lk ? __ldg(table + page) : 0;
       }
     }

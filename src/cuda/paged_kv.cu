@@ -8,6 +8,8 @@
 #include "cuda/half_convert.cuh"
 #include "cuda/paged_kv.h"
 #include "cuda/q8_convert.cuh"
+#include "cuda/rotary.cuh"
+#include "cuda/rotary.h"
 
 namespace gpuattn::paged {
 namespace {
@@ -156,16 +158,34 @@ __device__ void rotate_chunk(const AppendParams& p, const T* row, int c, std::in
   }
 }
 
+// The append's own work items: an 8-element chunk of K and of V of each new row and head.
+__host__ __device__ std::int64_t chunks_of(const AppendParams& p) {
+  return static_cast<std::int64_t>(p.batch) * p.seqlen_new * p.hkv * (p.head_dim / 8);
+}
+
+// q's rotation in the append's launch (fused_q): q apart from the caches the append writes.
+__host__ __device__ bool fused_q(const AppendParams& p) { return p.rotates_q && !p.q_in_cache; }
+
 // One 8-element chunk of K and of V per thread and step, over (b, i, hk, chunk) of the new rows;
-// with rotary tables the K chunk is rotated on the way (T: the new rows' dtype).
+// with rotary tables the K chunk is rotated on the way (T: the new rows' dtype). With fused_q,
+// q's rotation items (rotary::rotate_item, the rotary kernel's) follow the chunks.
 template <class Store, typename T>
 __global__ void append_kernel(const __grid_constant__ AppendParams p) {
   const int chunks = p.head_dim / 8;
   const std::int64_t per_row = static_cast<std::int64_t>(p.hkv) * chunks;
-  const std::int64_t total = static_cast<std::int64_t>(p.batch) * p.seqlen_new * per_row;
+  const std::int64_t kv_total = chunks_of(p);
+  const std::int64_t total = kv_total + (fused_q(p) ? rotary::items_of(p.q_rotary) : 0);
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += step) {
+    if (i >= kv_total) {
+      if (p.q_rotary.table_dtype == DType::f32) {
+        rotary::rotate_item<T, float>(p.q_rotary, i - kv_total);
+      } else {
+        rotary::rotate_item<T, T>(p.q_rotary, i - kv_total);
+      }
+      continue;
+    }
     const int c = static_cast<int>(i % chunks);
     const int hk = static_cast<int>((i / chunks) % p.hkv);
     const std::int64_t row = i / per_row;  // b * seqlen_new + r
@@ -196,10 +216,11 @@ unsigned grid_for(std::int64_t items) {
 }
 
 void append(const AppendParams& p, cudaStream_t stream) {
-  const std::int64_t chunks =
-      static_cast<std::int64_t>(p.batch) * p.seqlen_new * p.hkv * (p.head_dim / 8);
-  if (chunks == 0) return;
-  const unsigned grid = grid_for(chunks);
+  // q in a cache: rotated first, in a launch of its own (the append may write its rows).
+  if (p.rotates_q && !fused_q(p)) rotary::apply(p.q_rotary, stream);
+  const std::int64_t items = chunks_of(p) + (fused_q(p) ? rotary::items_of(p.q_rotary) : 0);
+  if (items == 0) return;
+  const unsigned grid = grid_for(items);
   const bool bf16 = p.dtype == DType::bf16;
   using BF = __nv_bfloat16;
   if (p.cache_dtype == DType::i8) {

@@ -28,8 +28,10 @@ void dequantize_q(const FwdParams& p, void* q_out, cudaStream_t stream);
 unsigned grid_for(std::int64_t items);
 
 // gpuattn::append_kv on the device: row i of every sequence b of p.k_new / p.v_new into cache slot
-// cache_seqlens[b] + i (through the block table for a paged cache). The indices must have been
-// checked (or be trusted).
+// cache_seqlens[b] + i (through the block table for a paged cache), the new keys rotated with
+// the rotary tables when given; with p.rotates_q, q rotated too: in the same launch, or (where q
+// may share memory with a cache, p.q_in_cache) by the rotary kernel first. The indices must have
+// been checked (or be trusted).
 void append(const AppendParams& p, cudaStream_t stream);
 
 }  // namespace gpuattn::paged

@@ -189,14 +189,16 @@ inline HostTensor make_cu_seqlens(const std::vector<int>& lens) {
 // A paged copy of a dense K or V cache [B, Sk, Hkv, D] (AttentionArgs::block_table): pages of
 // page_size keys laid out in a pool [num_pages, page_size, Hkv, D] in a shuffled order, with
 // `extra` pages of random values no sequence uses; table [B, ceil(Sk / page_size)] lists each
-// sequence's pages. Entries past a sequence's `used` keys (all of them used when `used` is empty)
-// are -1 (never read), so a kernel that reads them fails. k and v share one table: call
-// page_cache for both with the same seed.
+// sequence's pages. Entries past a sequence's `used` keys (all of them used when `used` is empty),
+// and those wholly before its `start` key (leftpad_k; none when `start` is empty), are -1 (never
+// read), so a kernel that reads them fails. k and v share one table: call page_cache for both
+// with the same seed.
 struct PagedCache {
   HostTensor k, v, table;
 };
 inline PagedCache page_cache(const HostTensor& k, const HostTensor& v, int page_size,
-                             const std::vector<int>& used, int extra, std::uint64_t seed) {
+                             const std::vector<int>& used, int extra, std::uint64_t seed,
+                             const std::vector<int>& start = {}) {
   const std::int64_t B = k.shape[0], Sk = k.shape[1], row = k.shape[2] * k.shape[3];
   const std::int64_t per_seq = (Sk + page_size - 1) / page_size, pages = B * per_seq + extra;
   std::vector<std::int64_t> order(static_cast<std::size_t>(pages));
@@ -211,9 +213,11 @@ inline PagedCache page_cache(const HostTensor& k, const HostTensor& v, int page_
   auto* table = static_cast<std::int32_t*>(c.table.data());
   for (std::int64_t b = 0; b < B; ++b) {
     const std::int64_t keys = used.empty() ? Sk : used[static_cast<std::size_t>(b)];
+    const std::int64_t first = start.empty() ? 0 : start[static_cast<std::size_t>(b)];
     for (std::int64_t i = 0; i < per_seq; ++i) {
       const std::int64_t page = order[static_cast<std::size_t>(b * per_seq + i)];
-      table[b * per_seq + i] = i * page_size < keys ? static_cast<std::int32_t>(page) : -1;
+      const bool read = i * page_size < keys && (i + 1) * page_size > first;
+      table[b * per_seq + i] = read ? static_cast<std::int32_t>(page) : -1;
       for (std::int64_t s = 0; s < page_size && i * page_size + s < Sk; ++s) {
         const std::int64_t src = (b * Sk + i * page_size + s) * row,
                            dst = (page * page_size + s) * row;

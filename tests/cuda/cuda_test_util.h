@@ -63,6 +63,36 @@ inline bool run_captured(cudaStream_t stream, const std::function<void()>& call,
   return true;
 }
 
+// How many kernels `call` (which launches on `stream`) launches: its kernel nodes captured into a
+// CUDA graph, which is not run (memory and memset nodes are not counted). A throw inside the
+// capture ends it and is a test failure naming `what`, and the count is then -1.
+inline int captured_kernels(cudaStream_t stream, const std::function<void()>& call,
+                            const std::string& what) {
+  cudaGraph_t graph = nullptr;
+  TEST_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  try {
+    call();
+  } catch (const std::exception& e) {
+    cudaStreamEndCapture(stream, &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    ADD_FAILURE() << "captured " << what << ": " << e.what();
+    return -1;
+  }
+  TEST_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  std::size_t n = 0;
+  TEST_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  TEST_CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &n));
+  int kernels = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    TEST_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+    kernels += type == cudaGraphNodeTypeKernel ? 1 : 0;
+  }
+  TEST_CUDA_CHECK(cudaGraphDestroy(graph));
+  return kernels;
+}
+
 // cudaMalloc'ed bytes, freed on destruction.
 class DeviceBuffer {
  public:

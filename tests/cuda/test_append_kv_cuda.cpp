@@ -271,11 +271,20 @@ TEST_F(AppendKvCuda, RotaryEqualsRotatingFirst) {
     expect_equals(a.k_cache, d.want_k, "k_cache");
     expect_equals(a.v_cache, d.want_v, "v_cache");
     expect_equals(a.q_out, d.q_want, "q_out");
+    // q apart from the caches: rotated in the append's own launch (captured, not run).
+    cudaStream_t stream = nullptr;
+    TEST_CUDA_CHECK(cudaStreamCreate(&stream));
+    AppendKvArgs u = a;
+    u.check_indices = false;
+    u.stream = stream;
+    EXPECT_EQ(captured_kernels(stream, [&] { append_kv(u); }, "rotary append"), 1);
+    TEST_CUDA_CHECK(cudaStreamDestroy(stream));
   }
 }
 
 // q lying in the cache the append writes (a view of cached rows where the new keys land) is
-// rotated before the append, in stream order: q_out equals the CPU's from a copy of q.
+// rotated before the append, in a launch of its own (two kernels captured), in stream order:
+// q_out equals the CPU's from a copy of q.
 TEST_F(AppendKvCuda, RotaryQInACacheIsReadBeforeTheAppend) {
   const int B = 2, Sk = 16, Hkv = 2, D = 64;
   HostTensor k(DType::bf16, {B, Sk, Hkv, D}), v(DType::bf16, {B, Sk, Hkv, D}),
@@ -319,6 +328,13 @@ TEST_F(AppendKvCuda, RotaryQInACacheIsReadBeforeTheAppend) {
   a.q = k.view(Device::cuda, static_cast<std::uint16_t*>(dk.get()) + 3 * Hkv * D);
   a.q.shape = {B, 1, Hkv, D};
   a.q_out = want_q.view(Device::cuda, dq_out.get());
+  cudaStream_t stream = nullptr;
+  TEST_CUDA_CHECK(cudaStreamCreate(&stream));
+  AppendKvArgs u = a;
+  u.check_indices = false;
+  u.stream = stream;
+  EXPECT_EQ(captured_kernels(stream, [&] { append_kv(u); }, "rotary append, q in a cache"), 2);
+  TEST_CUDA_CHECK(cudaStreamDestroy(stream));
   append_kv(a);
   TEST_CUDA_CHECK(cudaDeviceSynchronize());
   expect_device_equals(dq_out, want_q, "q_out");

@@ -2,12 +2,12 @@
 // cache the pages were cut from, on fresh random inputs with outputs poisoned first: decode calls
 // read the pages in place (decode_16x64, whatever GPUATTN_KERNEL names) at page sizes from 1 key
 // to 256, powers of two or not, with and without seqused_k (lengths 0 to the whole cache, causal
-// rows without keys, 70000-key splits); every other call (more rows, a window, compensated
-// precision, a cache without seqused_k on Hopper's wgmma kernel) runs on a gathered contiguous
-// copy. Unused table entries are -1, so a kernel that reads past a sequence's pages fails. A bad
-// table is an error that names the entry, with out untouched; with check_indices off the calls
-// match too and can be captured into a CUDA graph. (tests/cpu/test_paged_kv.cpp shows
-// the reference reads the pages as the dense cache.)
+// rows without keys, 70000-key splits) and leftpad_k; every other call (more rows, a window,
+// compensated precision, a cache without seqused_k on Hopper's wgmma kernel) runs on a gathered
+// contiguous copy. Unused table entries are -1, so a kernel that reads past a sequence's pages (or
+// before its leftpad_k) fails. A bad table is an error that names the entry, with out untouched;
+// with check_indices off the calls match too and can be captured into a CUDA graph.
+// (tests/cpu/test_paged_kv.cpp shows the reference reads the pages as the dense cache.)
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -41,23 +41,24 @@ struct PagedCase {
   // kernel's 64-bit addressing, not the shared 32-bit offsets).
   bool v_padded = false;
   float softcap = 0.f;  // AttentionArgs::softcap
+  std::vector<int> pad = {};  // empty: no leftpad_k
 
   std::string name() const {
     return "B" + std::to_string(B) + "_H" + std::to_string(Hq) + "kv" + std::to_string(Hkv) +
            "_Sq" + std::to_string(Sq) + "_Sk" + std::to_string(Sk) + "_D" + std::to_string(D) +
            "_page" + std::to_string(page) + (used.empty() ? "" : "_used") +
            (causal ? "_causal" : "") + (v_padded ? "_vpad" : "") +
-           (softcap != 0.f ? "_cap" + number_name(softcap) : "");
+           (softcap != 0.f ? "_cap" + number_name(softcap) : "") + (pad.empty() ? "" : "_pad");
   }
 };
 
 // Host dense tensors (the reference's), their paged copy, and device copies of what the call
 // reads and writes.
 struct PagedProblem {
-  HostTensor q, k, v, out, lse, used;
+  HostTensor q, k, v, out, lse, used, pad;
   PagedCache pc;
   HostTensor vpad;  // v_padded: pc.v with a head stride of D + 8
-  DeviceBuffer dq, dk, dv, dtable, dused, dout, dlse;
+  DeviceBuffer dq, dk, dv, dtable, dused, dpad, dout, dlse;
 
   PagedProblem(const PagedCase& c, std::uint64_t seed)
       : q(c.t, {c.B, c.Sq, c.Hq, c.D}),
@@ -65,14 +66,18 @@ struct PagedProblem {
         v(c.t, {c.B, c.Sk, c.Hkv, c.D}),
         out(c.t, {c.B, c.Sq, c.Hq, c.D}),
         lse(DType::f32, {c.B, c.Hq, c.Sq}),
-        used(DType::i32, {c.B}) {
+        used(DType::i32, {c.B}),
+        pad(DType::i32, {c.B}) {
     q.randomize(seed);
     k.randomize(seed + 1);
     v.randomize(seed + 2);
     for (std::size_t b = 0; b < c.used.size(); ++b) {
       static_cast<std::int32_t*>(used.data())[b] = c.used[b];
     }
-    pc = page_cache(k, v, c.page, c.used, 5, seed + 3);
+    for (std::size_t b = 0; b < c.pad.size(); ++b) {
+      static_cast<std::int32_t*>(pad.data())[b] = c.pad[b];
+    }
+    pc = page_cache(k, v, c.page, c.used, 5, seed + 3, c.pad);
     const HostTensor* vsrc = &pc.v;
     if (c.v_padded) {
       const std::int64_t rows = pc.v.numel() / c.D;
@@ -90,6 +95,7 @@ struct PagedProblem {
     dv = DeviceBuffer(vsrc->bytes());
     dtable = DeviceBuffer(pc.table.bytes());
     dused = DeviceBuffer(used.bytes());
+    dpad = DeviceBuffer(pad.bytes());
     dout = DeviceBuffer(out.bytes());
     dlse = DeviceBuffer(lse.bytes());
     dq.upload(q.data());
@@ -97,6 +103,7 @@ struct PagedProblem {
     dv.upload(vsrc->data());
     dtable.upload(pc.table.data());
     dused.upload(used.data());
+    dpad.upload(pad.data());
   }
   void poison() {
     out.poison();
@@ -118,6 +125,7 @@ struct PagedProblem {
     a.lse = lse.view(Device::cuda, dlse.get());
     a.block_table = pc.table.view(Device::cuda, dtable.get());
     if (!c.used.empty()) a.seqused_k = used.view(Device::cuda, dused.get());
+    if (!c.pad.empty()) a.leftpad_k = pad.view(Device::cuda, dpad.get());
     a.causal = c.causal;
     a.mask = c.mask;
     a.precision = c.precision;
@@ -128,6 +136,7 @@ struct PagedProblem {
   AttentionArgs host_args(const PagedCase& c) const {  // the dense cache
     AttentionArgs a = tensor_args(q, k, v, out, &lse);
     if (!c.used.empty()) a.seqused_k = used.view();
+    if (!c.pad.empty()) a.leftpad_k = pad.view();
     a.causal = c.causal;
     a.mask = c.mask;
     a.precision = c.precision;
@@ -189,6 +198,46 @@ TEST_F(PagedKvCuda, DecodeReadsThePagesInPlace) {
     EXPECT_EQ(cuda_forward_kernel(make_fwd_params(p.device_args(c))), FwdKernel::decode_16x64);
     expect_matches_reference(p, c);
   }
+}
+
+// leftpad_k over a paged cache (beyond flash-attn, which refuses the pair; Python's
+// cache_batch_idx with cache_leftpad runs as one): decode calls read the pages in place from
+// logical key leftpad_k[b] on, the pages wholly before it unset (-1) in the table. Starts on a
+// multiple of a warp's 16 keys (one table entry a warp and tile) and off it, pages of 1 to 256
+// keys, powers of two or not, every head dim, causal rows, GQA and MQA, a 70000-key split, a
+// sequence of no keys, V laid out apart from K, checked and unchecked; captured unchecked, the
+// call is one kernel (no gather before the decode kernel).
+TEST_F(PagedKvCuda, LeftpadDecodeReadsThePagesInPlace) {
+  const DType f16 = DType::f16, bf16 = DType::bf16;
+  const std::vector<std::pair<PagedCase, std::vector<int>>> with_pads = {
+      {{3, 32, 8, 1, 4096, 128, 16, bf16, false, {4096, 40, 300}}, {32, 7, 300}},  // b2: no key
+      {{2, 16, 16, 4, 777, 64, 1, f16, true, {777, 9}}, {700, 6}},  // 3 keys, 4 causal rows
+      {{2, 8, 2, 2, 3000, 256, 48, f16, false, {2999, 1500}}, {1, 1499}},
+      {{2, 8, 2, 2, 3000, 256, 32, bf16, true, {3000, 1000}}, {64, 480}},
+      {{4, 8, 8, 1, 70000, 64, 256, bf16, false, {70000, 65, 64, 100}}, {5, 0, 63, 99}},
+      {{2, 64, 1, 1, 5024, 128, 32, f16, true, {}}, {5000, 123}},  // no seqused_k: to Sk
+      {{2, 8, 8, 3, 1000, 64, 7, f16, true, {1000, 999}}, {3, 500}},
+      {{2, 32, 8, 2, 2000, 128, 5, f16, true, {1999, 640}, {}, Precision::standard, true},
+       {17, 639}},
+      {{2, 16, 4, 1, 3000, 64, 16, bf16, false, {3000, 77}, {}, Precision::standard, true},
+       {48, 13}},
+  };
+  cudaStream_t stream = nullptr;
+  TEST_CUDA_CHECK(cudaStreamCreate(&stream));
+  for (const auto& [base, pad] : with_pads) {
+    PagedCase c = base;
+    c.pad = pad;
+    SCOPED_TRACE(c.name());
+    PagedProblem p(c, seed_of("PagedKvCuda/" + c.name()));
+    EXPECT_EQ(cuda_forward_kernel(make_fwd_params(p.device_args(c))), FwdKernel::decode_16x64);
+    expect_matches_reference(p, c);
+    expect_matches_reference(p, c, false);
+    AttentionArgs a = p.device_args(c);
+    a.check_indices = false;
+    a.stream = stream;
+    EXPECT_EQ(captured_kernels(stream, [&] { attention_forward(a); }, "call"), 1);
+  }
+  TEST_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 // Soft-capped decode calls read the pages in place as well (caps that bend scores of about
@@ -298,8 +347,9 @@ TEST_F(PagedKvCuda, AFailedCallLeavesNoPendingError) {
 // GPUATTN_FUZZ_CASES random paged calls (default 40) drawn from GPUATTN_FUZZ_SEED (a fixed
 // default; another seed explores; tests/common/random_cases.h): both 16-bit types, every head dim,
 // GQA and MQA, mostly decode-like rows (1-4; then 5-200, gathered), 1-6000 keys, pages of 1-256
-// keys (powers of two or not), seqused_k from 0 to the whole cache or none, causal, windows,
-// compensated precision, V laid out apart from K.
+// keys (powers of two or not), seqused_k from 0 to the whole cache or none, leftpad_k (on a
+// multiple of 16 or not, up to the sequence's end), causal, windows, compensated precision, V laid
+// out apart from K.
 PagedCase random_paged_case(Dice& d) {
   for (;;) {
     PagedCase c{};
@@ -325,6 +375,13 @@ PagedCase random_paged_case(Dice& d) {
     }
     if (d.chance(0.1)) c.precision = Precision::compensated;
     c.v_padded = d.chance(0.15);
+    if (d.chance(0.2)) {  // leftpad_k (drawn last: the other draws stay those of earlier seeds)
+      for (int b = 0; b < c.B; ++b) {
+        const int end = c.used.empty() ? c.Sk : c.used[b];
+        c.pad.push_back(d.chance(0.15) ? end : d.chance(0.3) ? 16 * d.between(0, end / 16)
+                                                             : d.between(0, end));
+      }
+    }
     if (double(c.B) * c.Sq * c.Sk * c.Hq * c.D <= 2e8) return c;
   }
 }
@@ -334,14 +391,15 @@ TEST_F(PagedKvCuda, RandomCallsMatchReference) {
   Dice dice(run.seed);
   for (int i = 0; i < run.cases; ++i) {
     const PagedCase c = random_paged_case(dice);
-    std::string used;
+    std::string used, pad;
     for (const int u : c.used) used += " " + std::to_string(u);
+    for (const int u : c.pad) pad += " " + std::to_string(u);
     SCOPED_TRACE(run.where(i) + ": " + c.name() + (c.t == DType::bf16 ? " bf16" : " f16") +
                  (c.mask.window_left >= 0 ? " window " + std::to_string(c.mask.window_left) + "," +
                                                 std::to_string(c.mask.window_right)
                                           : "") +
                  (c.precision == Precision::compensated ? " compensated" : "") +
-                 (used.empty() ? "" : " used" + used));
+                 (used.empty() ? "" : " used" + used) + (pad.empty() ? "" : " leftpad" + pad));
     PagedProblem p(c, run.case_seed(i));
     expect_matches_reference(p, c);
   }

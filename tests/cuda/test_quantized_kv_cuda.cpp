@@ -39,6 +39,7 @@ struct QCase {
   float big_q_row = 0.f;  // nonzero: q row 0 of every head times this
   float k_boost = 1.f;    // k_scale times this, q divided by it: the same scores, K past float16
   float softcap = 0.f;    // AttentionArgs::softcap
+  std::vector<int> pad = {};  // empty: no leftpad_k
 
   std::string name() const {
     return std::string(to_string(t)) + "_" + to_string(kv) + "_B" + std::to_string(B) + "_H" +
@@ -46,7 +47,8 @@ struct QCase {
            std::to_string(Sk) + "_D" + std::to_string(D) + (used.empty() ? "" : "_used") +
            (page ? "_page" + std::to_string(page) : "") + (causal ? "_causal" : "") +
            (per_head ? "" : "_one_scale") + (big_q_row != 0.f ? "_big_q" : "") +
-           (k_boost != 1.f ? "_k_boost" : "") + (softcap != 0.f ? "_cap" + number_name(softcap) : "");
+           (k_boost != 1.f ? "_k_boost" : "") + (softcap != 0.f ? "_cap" + number_name(softcap) : "") +
+           (pad.empty() ? "" : "_pad");
   }
 };
 
@@ -85,18 +87,20 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
     for (std::int64_t h = 0; h < ks.numel(); ++h) ks.set(h, ks.get(h) * c.k_boost);
   }
   const HostTensor used = int32s(c.used.empty() ? std::vector<int>(c.B, c.Sk) : c.used);
+  const HostTensor pad = int32s(c.pad.empty() ? std::vector<int>(c.B, 0) : c.pad);
   PagedCache pc;
-  if (c.page > 0) pc = page_cache(k, v, c.page, c.used, 3, seed + 2);
+  if (c.page > 0) pc = page_cache(k, v, c.page, c.used, 3, seed + 2, c.pad);
   const HostTensor& kc = c.page > 0 ? pc.k : k;
   const HostTensor& vc = c.page > 0 ? pc.v : v;
   out.poison();
   lse.poison();
-  const OnDevice dq(q), dk(kc), dv(vc), dks(ks), dvs(vs), dused(used), dout(out), dlse(lse),
-      dtable(pc.table);
+  const OnDevice dq(q), dk(kc), dv(vc), dks(ks), dvs(vs), dused(used), dpad(pad), dout(out),
+      dlse(lse), dtable(pc.table);
 
   AttentionArgs a = quantized_args(dq, dk, dv, dks, dvs, dout);
   a.lse = dlse.view();
   if (!c.used.empty()) a.seqused_k = dused.view();
+  if (!c.pad.empty()) a.leftpad_k = dpad.view();
   if (c.page > 0) a.block_table = dtable.view();
   a.causal = c.causal;
   a.mask = c.mask;
@@ -121,6 +125,7 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
   h.k_scale = ks.view();
   h.v_scale = vs.view();
   if (!c.used.empty()) h.seqused_k = used.view();
+  if (!c.pad.empty()) h.leftpad_k = pad.view();
   h.causal = c.causal;
   h.mask = c.mask;
   h.precision = c.precision;
@@ -167,6 +172,28 @@ TEST_F(QuantizedKvCuda, DecodeReadsTheEightBitCacheInPlace) {
       {f16, e4m3, 2, 8, 4, 1, 700, 64, false, {700, 21}, 48},
   };
   for (const QCase& c : cases) expect_matches_reference(c, true, Runs::in_place);
+}
+
+// leftpad_k: decode calls read the 8-bit cache in place from each sequence's first key, dense or
+// paged (pages wholly before it unset in the table; starts on a multiple of 16 and off it, pages
+// of 1 to 256 keys, every head dim, causal rows, a sequence of no keys).
+TEST_F(QuantizedKvCuda, LeftpadDecodeReadsTheEightBitCacheInPlace) {
+  const DType f16 = DType::f16, bf16 = DType::bf16, i8 = DType::i8, e4m3 = DType::e4m3;
+  const std::vector<std::pair<QCase, std::vector<int>>> with_pads = {
+      {{f16, e4m3, 3, 8, 2, 1, 1000, 128, false, {1000, 1, 517}}, {100, 0, 517}},  // dense
+      {{bf16, e4m3, 3, 8, 2, 1, 1000, 128, false, {1000, 40, 517}, 16}, {32, 7, 517}},
+      {{f16, i8, 3, 8, 2, 2, 1000, 128, true, {999, 0, 64}, 64}, {998, 0, 1}},
+      {{f16, e4m3, 2, 4, 2, 1, 90, 64, false, {90, 37}, 1}, {45, 36}},
+      {{bf16, i8, 2, 4, 4, 1, 1024, 256, true, {}, 256}, {300, 512}},
+      {{f16, e4m3, 2, 8, 4, 1, 700, 64, false, {700, 21}, 48}, {96, 20}},
+      {{bf16, i8, 2, 16, 2, 4, 500, 64, true, {500, 260}, 7}, {13, 250}},
+  };
+  for (const auto& [base, pad] : with_pads) {
+    QCase c = base;
+    c.pad = pad;
+    expect_matches_reference(c, true, Runs::in_place);
+    expect_matches_reference(c, false);
+  }
 }
 
 // Soft-capped decode calls read the cache in place too: the cap's factor takes k_scale and a bf16

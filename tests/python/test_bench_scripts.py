@@ -1141,7 +1141,8 @@ def test_plot_sweep_takes_the_in_turn_times(tmp_path):
 
 def test_leftpad_decode_runs_on_the_cpu(tmp_path):
     """bench/leftpad_decode.py --device cpu: every row of both smoke shapes timed, the padded
-    calls' outputs equal to the plain call's on the shifted copy; a bad --repeats is named."""
+    calls' outputs equal to the plain call's on the shifted copy, dense and paged (--page 10); a
+    bad --repeats, and a page size that does not divide a cache, are named."""
     import json
     import subprocess
 
@@ -1150,15 +1151,23 @@ def test_leftpad_decode_runs_on_the_cpu(tmp_path):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "bench"), env.get("PYTHONPATH", "")])
     script = os.path.join(ROOT, "bench", "leftpad_decode.py")
-    out = tmp_path / "leftpad.json"
-    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "1", "--json",
-                        str(out)], env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    rows = json.loads(out.read_text())["rows"]
-    assert len(rows) == 8 and {row["row"] for row in rows} == {"plain", "plain u", "leftpad",
-                                                               "leftpad u"}
-    for row in rows:
-        assert row["ms"] > 0 and row["max_diff"] < 1e-5, row
+    for page in ("0", "10"):
+        out = tmp_path / f"leftpad{page}.json"
+        r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "1", "--page",
+                            page, "--json", str(out)], env=env, capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr
+        got = json.loads(out.read_text())
+        rows = got["rows"]
+        assert got["page"] == int(page)
+        assert len(rows) == 8 and {row["row"] for row in rows} == {"plain", "plain u", "leftpad",
+                                                                   "leftpad u"}
+        assert all(("page10" in row["shape"]) == (page == "10") for row in rows)
+        for row in rows:
+            assert row["ms"] > 0 and row["max_diff"] < 1e-5, row
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "1", "--page",
+                        "3"], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "--page 3 must divide the cache length 70" in r.stderr
     r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "0"], env=env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and "--repeats 0 must be >= 1" in r.stderr

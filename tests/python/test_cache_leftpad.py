@@ -146,7 +146,7 @@ def test_leftpad_rotary_positions_are_cache_rows(fw, dtype, device, tol):
 def test_leftpad_with_a_paged_cache(fw, dtype, device, tol, sq):
     """Beyond flash-attn (which refuses the two together): with block_table the pad counts
     logical keys, key cache_leftpad[b] + j in page block_table[b][(cache_leftpad[b] + j) //
-    page_size]; the pages are gathered first."""
+    page_size]; decode rows (sq 1) read the pages in place, the prefill (sq 70) gathers them."""
     rng = rng_for("leftpad-paged", fw, dtype, device, sq)
     B, Hq, Hkv, D, page, per_seq = 2, 4, 2, 64, 16, 6
     cap = page * per_seq
