@@ -479,6 +479,20 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
     const int q = page_of(key0 + key, p.page_size, ps_log2, slot);
     return key < lk ? __ldg(table + q) : 0;
   };
+  // Other pages of 16 keys or more (key0 off a multiple of 16, or a size that is not one): a
+  // warp's 16 rows of a tile lie in at most two pages, the first from the slot of the warp's
+  // first row on, then the next: two table entries a warp and tile (warp_pages: the first, and
+  // the next in `second` where the rows cross into it before the sequence's end), each row's page
+  // picked by whether it passes the first one's end.
+  const bool two_pages = kPaged && !whole_warps && p.page_size >= kWarpRows;
+  const auto warp_pages = [&](int t, int& slot, std::int32_t& second) {
+    const int key = t * kN + kWarpRows * warp;
+    const int q = page_of(key0 + key, p.page_size, ps_log2, slot);
+    const std::int32_t first = key < lk ? __ldg(table + q) : 0;
+    const int cross = p.page_size - slot;  // the warp's rows in the first page
+    second = cross < kWarpRows && key + cross < lk ? __ldg(table + q + 1) : first;
+    return first;
+  };
   // K and V laid out alike with every offset of the pool under 2^31 (its largest offset, so that
   // a strided view of any layout counts; num_pages x the page stride for a contiguous pool): one
   // 32-bit offset a row for both.
@@ -492,6 +506,10 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
     if (!kEarlyPages || !kPaged || t >= t1) return;
     if (whole_warps) {
       pages[0] = warp_page(t, warp_slot);
+      return;
+    }
+    if (two_pages) {
+      pages[0] = warp_pages(t, warp_slot, pages[kEarlyPages ? 1 : 0]);
       return;
     }
     int key = t * kN + row0;
@@ -529,6 +547,33 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
           }
           ks += kStep * p.k_row_stride;
           vs += kStep * p.v_row_stride;
+        }
+        return;
+      }
+      if (two_pages) {
+        int slot = warp_slot;
+        std::int32_t second = 0;
+        const std::int64_t p0 = kEarlyPages ? pages[0] : warp_pages(t, slot, second);
+        const std::int64_t p1 = kEarlyPages ? pages[kEarlyPages ? 1 : 0] : second;
+        const int cross = p.page_size - slot;  // the warp's rows in its first page
+        // Element offsets of the warp's row 0 in the first page and of row `cross` less cross
+        // rows in the second: row o at its page's offset + o rows.
+        const std::int64_t kc = hk * p.k_head_stride + c * 8, vc = hk * p.v_head_stride + c * 8;
+        const std::int64_t k0 = p0 * p.k_batch_stride + slot * p.k_row_stride + kc;
+        const std::int64_t v0 = p0 * p.v_batch_stride + slot * p.v_row_stride + vc;
+        const std::int64_t k1 = p1 * p.k_batch_stride - cross * p.k_row_stride + kc;
+        const std::int64_t v1 = p1 * p.v_batch_stride - cross * p.v_row_stride + vc;
+#pragma unroll
+        for (int r = row0; r < row0 + kWarpRows; r += kStep) {
+          const int o = r - kWarpRows * warp;  // the row among the warp's 16
+          const bool valid = t * kN + r < lk;
+          if (in(t * kN + r)) {
+            const bool first = o < cross;
+            const T* ks = kbase + (first ? k0 : k1) + o * p.k_row_stride;
+            const T* vs = vbase + (first ? v0 : v1) + o * p.v_row_stride;
+            ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? ks : kbase, valid);
+            ptx::cp_async_16(vdst + swz<Tr>(r, c), valid ? vs : vbase, valid);
+          }
         }
         return;
       }

@@ -139,6 +139,12 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
   const int key0 = kPaged ? p.key_start(b) : 0;
   const bool whole_warps =
       kPaged && p.page_size % Tr::kWarpRows == 0 && key0 % Tr::kWarpRows == 0;
+  // Other pages of 16 keys or more (key0 off a multiple of 16, or a size that is not one): a
+  // warp's 16 rows lie in at most two pages, the first from slots[0] (the warp's first row's slot)
+  // on, then the next (pages[0] and pages[1]; the next read only where the rows cross into it
+  // before the sequence's end), each row's page picked by whether it passes the first's end.
+  const bool two_pages = kPaged && !whole_warps && p.page_size >= Tr::kWarpRows;
+  static_assert(Tr::kRowsPerThread >= 2, "two pages' entries in pages[]");
   auto fetch_pages = [&](int t) {
     if constexpr (kPaged) {
       if (t >= t1) return;
@@ -147,6 +153,14 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
         const int page = page_of(key0 + key, p.page_size, ps_log2, slots[0]);
         pages[0] = key < lk ? __ldg(table + page) : 0;
         slots[0] += lane / kC;
+        return;
+      }
+      if (two_pages) {
+        const int key = t * kN + Tr::kWarpRows * warp;
+        const int page = page_of(key0 + key, p.page_size, ps_log2, slots[0]);
+        pages[0] = key < lk ? __ldg(table + page) : 0;
+        const int cross = p.page_size - slots[0];  // the warp's rows in the first page
+        pages[1] = cross < Tr::kWarpRows && key + cross < lk ? __ldg(table + page + 1) : pages[0];
         return;
       }
 #pragma unroll
@@ -177,6 +191,32 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
           ptx::cp_async_16(vdst + swz8<D>(r, c), valid ? vs : vbase, valid);
           ks += kStep * p.k_row_stride;
           vs += kStep * p.v_row_stride;
+        }
+        return;
+      }
+      if (two_pages) {
+        const int cross = p.page_size - slots[0];  // the warp's rows in its first page
+        // Byte offsets of the warp's row 0 in the first page and of row `cross` less cross rows
+        // in the second: row o at its page's offset + o rows.
+        const std::int64_t kc = hk * p.k_head_stride + c * 16, vc = hk * p.v_head_stride + c * 16;
+        const std::int64_t k0 = static_cast<std::int64_t>(pages[0]) * p.k_batch_stride +
+                                static_cast<std::int64_t>(slots[0]) * p.k_row_stride + kc;
+        const std::int64_t v0 = static_cast<std::int64_t>(pages[0]) * p.v_batch_stride +
+                                static_cast<std::int64_t>(slots[0]) * p.v_row_stride + vc;
+        const std::int64_t k1 = static_cast<std::int64_t>(pages[1]) * p.k_batch_stride -
+                                static_cast<std::int64_t>(cross) * p.k_row_stride + kc;
+        const std::int64_t v1 = static_cast<std::int64_t>(pages[1]) * p.v_batch_stride -
+                                static_cast<std::int64_t>(cross) * p.v_row_stride + vc;
+#pragma unroll
+        for (int u = 0; u < Tr::kRowsPerThread; ++u) {
+          const int r = row0 + u * kStep;
+          const int o = r - Tr::kWarpRows * warp;  // the row among the warp's 16
+          const bool valid = t * kN + r < lk;
+          const bool first = o < cross;
+          const std::uint8_t* ks = kbase + (first ? k0 : k1) + o * p.k_row_stride;
+          const std::uint8_t* vs = vbase + (first ? v0 : v1) + o * p.v_row_stride;
+          ptx::cp_async_16(kdst + swz8<D>(r, c), valid ? ks : kbase, valid);
+          ptx::cp_async_16(vdst + swz8<D>(r, c), valid ? vs : vbase, valid);
         }
         return;
       }

@@ -186,6 +186,10 @@ TEST_F(PagedKvCuda, DecodeReadsThePagesInPlace) {
       {2, 64, 1, 1, 5000, 128, 32, DType::f16, true, {4097, 2}},  // 4 row blocks
       {2, 16, 4, 1, 4096, 128, 64, DType::bf16, false, {}},       // the whole cache
       {2, 8, 8, 3, 1000, 64, 7, DType::f16, true, {1000, 999}},
+      // Pages of 16 keys or more, not a multiple of 16: a warp's rows in two pages.
+      {2, 8, 2, 1, 2000, 64, 24, DType::bf16, false, {2000, 333}},
+      {2, 8, 4, 2, 1500, 256, 100, DType::f16, true, {1500, 101}},
+      {3, 16, 4, 1, 900, 128, 17, DType::bf16, true, {900, 16, 17}},
   };
   PagedCase vpad64 = {2, 16, 4, 1, 3000, 64, 16, DType::bf16, false, {3000, 77}};
   PagedCase vpad128 = {2, 32, 8, 2, 2000, 128, 5, DType::f16, true, {1999, 640}};
@@ -204,7 +208,8 @@ TEST_F(PagedKvCuda, DecodeReadsThePagesInPlace) {
 // cache_batch_idx with cache_leftpad runs as one): decode calls read the pages in place from
 // logical key leftpad_k[b] on, the pages wholly before it unset (-1) in the table. Starts on a
 // multiple of a warp's 16 keys (one table entry a warp and tile) and off it, pages of 1 to 256
-// keys, powers of two or not, every head dim, causal rows, GQA and MQA, a 70000-key split, a
+// keys, powers of two or not (16 keys or more: a warp's rows in at most two pages), every head
+// dim, causal rows, GQA and MQA, a 70000-key split, a
 // sequence of no keys, V laid out apart from K, checked and unchecked; captured unchecked, the
 // call is one kernel (no gather before the decode kernel).
 TEST_F(PagedKvCuda, LeftpadDecodeReadsThePagesInPlace) {
@@ -221,6 +226,10 @@ TEST_F(PagedKvCuda, LeftpadDecodeReadsThePagesInPlace) {
        {17, 639}},
       {{2, 16, 4, 1, 3000, 64, 16, bf16, false, {3000, 77}, {}, Precision::standard, true},
        {48, 13}},
+      {{2, 8, 2, 1, 2000, 256, 100, f16, false, {2000, 333}}, {150, 7}},
+      {{3, 16, 4, 2, 900, 128, 24, bf16, true, {900, 40, 17}}, {23, 24, 0}},
+      {{2, 16, 4, 1, 3000, 128, 40, bf16, false, {3000, 77}, {}, Precision::standard, true},
+       {5, 13}},
   };
   cudaStream_t stream = nullptr;
   TEST_CUDA_CHECK(cudaStreamCreate(&stream));

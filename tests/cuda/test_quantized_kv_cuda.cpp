@@ -170,6 +170,9 @@ TEST_F(QuantizedKvCuda, DecodeReadsTheEightBitCacheInPlace) {
       {bf16, i8, 2, 4, 4, 1, 1024, 256, false, {}, 256},
       // 48: whole warps' rows a page (a multiple of 16) found by a division, not a shift.
       {f16, e4m3, 2, 8, 4, 1, 700, 64, false, {700, 21}, 48},
+      // 20 and 100: a warp's rows in up to two pages.
+      {bf16, i8, 2, 8, 2, 1, 700, 64, true, {700, 41}, 20},
+      {f16, e4m3, 2, 8, 2, 2, 900, 256, false, {900, 201}, 100},
   };
   for (const QCase& c : cases) expect_matches_reference(c, true, Runs::in_place);
 }
@@ -187,6 +190,8 @@ TEST_F(QuantizedKvCuda, LeftpadDecodeReadsTheEightBitCacheInPlace) {
       {{bf16, i8, 2, 4, 4, 1, 1024, 256, true, {}, 256}, {300, 512}},
       {{f16, e4m3, 2, 8, 4, 1, 700, 64, false, {700, 21}, 48}, {96, 20}},
       {{bf16, i8, 2, 16, 2, 4, 500, 64, true, {500, 260}, 7}, {13, 250}},
+      {{f16, e4m3, 2, 8, 2, 1, 800, 128, false, {800, 333}, 20}, {0, 9}},  // 20: two pages a warp
+      {{bf16, i8, 2, 8, 4, 1, 600, 256, true, {600, 100}, 16}, {5, 99}},
   };
   for (const auto& [base, pad] : with_pads) {
     QCase c = base;
