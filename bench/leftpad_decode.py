@@ -11,11 +11,11 @@ checked on a host copy; the "u" rows the same with check_indices=False (no host 
 --repeats rounds and the median reported. max_diff is the largest |out - plain's out|.
 --page P: both caches cut into pages of P keys in a shuffled pool read through a block_table
 (the pads then count logical keys; decode calls read the pages in place from the pad, as they read
-a dense cache). --device cpu: a smoke run on small shapes (the CPU backend, a perf_counter timer),
+a dense cache). --pad-multiple M: pads rounded down to multiples of M. --device cpu: a smoke run on small shapes (the CPU backend, a perf_counter timer),
 for the tests.
 
     PYTHONPATH=build-gpu/python python3 bench/leftpad_decode.py [--json out.json] [--md out.md]
-        [--repeats N] [--page P] [--device cpu]
+        [--repeats N] [--page P] [--pad-multiple M] [--device cpu]
 """
 import argparse
 import statistics
@@ -54,12 +54,14 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--max-pad", type=int, default=256)
     ap.add_argument("--page", type=int, default=0, help="page size (0: dense caches)")
+    ap.add_argument("--pad-multiple", type=int, default=1,
+                    help="pads rounded down to a multiple of this (16: whole warps' rows a page)")
     ap.add_argument("--json")
     ap.add_argument("--md")
     a = ap.parse_args()
-    if a.repeats < 1 or a.max_pad < 0 or a.page < 0:
-        ap.error(f"--repeats {a.repeats} must be >= 1, --max-pad {a.max_pad} >= 0 and --page "
-                 f"{a.page} >= 0")
+    if a.repeats < 1 or a.max_pad < 0 or a.page < 0 or a.pad_multiple < 1:
+        ap.error(f"--repeats {a.repeats} must be >= 1, --max-pad {a.max_pad} >= 0, --page "
+                 f"{a.page} >= 0 and --pad-multiple {a.pad_multiple} >= 1")
     dev = torch.device(a.device)
     timer, how = bench_common.do_bench_timer("leftpad_decode.py", 25, 100, dev, "the calls")
     gen = torch.Generator().manual_seed(0)
@@ -68,6 +70,7 @@ def main():
         max_pad = min(a.max_pad, cap // 2)
         used = torch.randint(cap - cap // 8, cap + 1, (b,), generator=gen, dtype=torch.int32)
         pad = torch.randint(0, max_pad + 1, (b,), generator=gen, dtype=torch.int32)
+        pad = pad // a.pad_multiple * a.pad_multiple
         q = torch.randn(b, sq, hq, d, generator=gen).to(dtype).to(dev)
         kc = torch.randn(b, cap, hkv, d, generator=gen).to(dtype).to(dev)
         vc = torch.randn(b, cap, hkv, d, generator=gen).to(dtype).to(dev)
@@ -111,14 +114,15 @@ def main():
             rows.append(dict(shape=label, row=name, ms=ms, max_diff=diff,
                              ratio=ms / statistics.median(times[anchor])))
     md = [f"leftpad_decode.py, {how}, commit {bench_common.git_commit()}"
-          + (f", pages of {a.page} keys" if a.page else ""), "",
+          + (f", pages of {a.page} keys" if a.page else "")
+          + (f", pads multiples of {a.pad_multiple}" if a.pad_multiple > 1 else ""), "",
           "| shape | row | ms | / plain (u: / plain u) | max_diff |", "|---|---|---:|---:|---:|"]
     md += [f"| {r['shape']} | {r['row']} | {r['ms']:.4f} | {r['ratio']:.3f} | {r['max_diff']:.2e} |"
            for r in rows]
     text = "\n".join(md) + "\n"
     print(text, end="")
     bench_common.write_outputs(dict(commit=bench_common.git_commit(), timer=how, page=a.page,
-                                    rows=rows), text, a.json, a.md)
+                                    pad_multiple=a.pad_multiple, rows=rows), text, a.json, a.md)
 
 
 if __name__ == "__main__":
