@@ -1152,7 +1152,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     cache_seqlens; plus the appended keys), causal bottom-right aligned to them; k/v are still
     appended at row cache_seqlens[b] and rotary positions stay cache rows (flash-attn's rule).
     Each value must be in [0, cache_seqlens[b]] (checked on a host copy as cache_seqlens is).
-    Decode calls read the keys in place (the split-KV decode kernel); with block_table or
+    Decode calls read the keys in place (the split-KV decode kernel, where it fits the GPU's
+    shared memory: not head dim 256 on 99 KB GPUs, which gather a paged cache); with block_table or
     cache_batch_idx (beyond flash-attn, which refuses a paged cache with it) the positions are
     logical, and the pages before cache_leftpad[b] are never read.
     `num_splits` is a performance hint and accepted as any int >= 0.

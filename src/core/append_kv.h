@@ -47,9 +47,10 @@ struct AppendParams {
   int rotary_table = 0;  // S_ro
   bool rotary_f32 = false;
   bool rotary_interleaved = false;
-  // q's rotation (AppendKvArgs::q), run beside the append; rotates_q false: none. q_in_cache: q's
-  // memory may share elements with a cache the append writes, so q is rotated first, apart (on
-  // CUDA a launch before the append's; otherwise one launch does both).
+  // q's rotation (AppendKvArgs::q), run beside the append; rotates_q false: none. The CPU backend
+  // rotates q first. On CUDA, q apart from both caches is rotated in the append kernel's launch;
+  // q_in_cache (q's memory may share elements with a cache the append writes): by the rotary
+  // kernel in a launch before the append's.
   bool rotates_q = false;
   bool q_in_cache = false;
   RotaryParams q_rotary;

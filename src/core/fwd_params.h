@@ -98,8 +98,8 @@ struct FwdParams {
   // Dense only: the first key each sequence uses (AttentionArgs::leftpad_k; nullptr: 0), read
   // through key_start(): sequence b attends to logical keys key_start(b) .. keys_end(b) - 1, key j
   // of the call (j from 0, what masks count) at logical position key_start(b) + j. Read by the
-  // CPU backend, the reference, the sm_80 kernel, the unpaged decode kernels and the gather; last,
-  // so that no other kernel's parameters move.
+  // CPU backend, the reference, the sm_80 kernel, the decode kernels (dense and paged) and the
+  // gather; last, so that no other kernel's parameters move.
   const std::int32_t* leftpad_k = nullptr;
 
   GPUATTN_HD bool is_varlen() const { return cu_seqlens_q != nullptr; }

@@ -148,10 +148,11 @@ struct PagedProblem {
 // Runs the paged call on poisoned outputs; out elementwise within the dtype's bound of the fp64
 // reference, lse within 1e-3 relative (-inf exact), nothing left unwritten.
 void expect_matches_reference(PagedProblem& p, const PagedCase& c, bool check_indices = true,
-                              std::int64_t table_stride = -1) {
+                              std::int64_t table_stride = -1, bool pdl_cache_ready = false) {
   p.poison();
   AttentionArgs a = p.device_args(c);
   a.check_indices = check_indices;
+  a.pdl = a.pdl_cache_ready = pdl_cache_ready;
   if (table_stride >= 0) a.block_table.stride[0] = table_stride;
   attention_forward(a);
   TEST_CUDA_CHECK(cudaDeviceSynchronize());
@@ -209,9 +210,9 @@ TEST_F(PagedKvCuda, DecodeReadsThePagesInPlace) {
 // logical key leftpad_k[b] on, the pages wholly before it unset (-1) in the table. Starts on a
 // multiple of a warp's 16 keys (one table entry a warp and tile) and off it, pages of 1 to 256
 // keys, powers of two or not (16 keys or more: a warp's rows in at most two pages), every head
-// dim, causal rows, GQA and MQA, a 70000-key split, a
-// sequence of no keys, V laid out apart from K, checked and unchecked; captured unchecked, the
-// call is one kernel (no gather before the decode kernel).
+// dim, causal rows, GQA and MQA, a 70000-key split, a sequence of no keys, V laid out apart from
+// K, checked, unchecked and with pdl_cache_ready (the early start's ranged loads); captured
+// unchecked, the call is one kernel (no gather before the decode kernel).
 TEST_F(PagedKvCuda, LeftpadDecodeReadsThePagesInPlace) {
   const DType f16 = DType::f16, bf16 = DType::bf16;
   const std::vector<std::pair<PagedCase, std::vector<int>>> with_pads = {
@@ -241,6 +242,9 @@ TEST_F(PagedKvCuda, LeftpadDecodeReadsThePagesInPlace) {
     EXPECT_EQ(cuda_forward_kernel(make_fwd_params(p.device_args(c))), FwdKernel::decode_16x64);
     expect_matches_reference(p, c);
     expect_matches_reference(p, c, false);
+    // pdl_cache_ready: the first tiles' older keys issued before the wait, the newest after (the
+    // ranged loads of every page path).
+    expect_matches_reference(p, c, true, -1, true);
     AttentionArgs a = p.device_args(c);
     a.check_indices = false;
     a.stream = stream;

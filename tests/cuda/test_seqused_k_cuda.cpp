@@ -252,8 +252,8 @@ TEST_F(SeqUsedKCuda, LeftpadOtherCallsRunThePortableKernel) {
 
 // A paged cache with leftpad_k: the dense cache as B pages of Sk keys (page b sequence b's, as
 // Python's cache_batch_idx runs), read in place by decode_16x64 from each start (299, 1 and 7,
-// the last sequence's end: none on a multiple of 16, so a table entry a row). The rest of paged
-// leftpad_k is in tests/cuda/test_paged_kv_cuda.cpp.
+// the last sequence's end: none on a multiple of 16, so a warp's rows may cross pages: two table
+// entries a warp and tile). The rest of paged leftpad_k is in tests/cuda/test_paged_kv_cuda.cpp.
 TEST_F(SeqUsedKCuda, LeftpadPagedDecodeReadsOnePageASequence) {
   const UsedCase c{3, 16, 4, 2, 300, 128, DType::bf16, true, {300, 41, 7}, {299, 1, 7}};
   UsedProblem p(c, seed_of("SeqUsedKCuda/leftpad-paged"));
