@@ -38,11 +38,11 @@ inline void cuda_check(cudaError_t e, const char* expr, const char* file, int li
 }
 #define TEST_CUDA_CHECK(expr) ::gpuattn::testing::cuda_check((expr), #expr, __FILE__, __LINE__)
 
-// Captures `call` (which launches on `stream`) into a CUDA graph, replays it `replays` times and
-// synchronizes the stream. A throw inside the capture ends the capture (none is left open for the
-// tests after this one) and is a test failure naming `what`; the return says whether it ran.
-inline bool run_captured(cudaStream_t stream, const std::function<void()>& call, int replays,
-                         const std::string& what) {
+// Captures `call` (which launches on `stream`) into a CUDA graph. A throw inside the capture ends
+// the capture (none is left open for the tests after this one) and is a test failure naming
+// `what`; the graph is then nullptr.
+inline cudaGraph_t capture_graph(cudaStream_t stream, const std::function<void()>& call,
+                                 const std::string& what) {
   cudaGraph_t graph = nullptr;
   TEST_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   try {
@@ -51,9 +51,18 @@ inline bool run_captured(cudaStream_t stream, const std::function<void()>& call,
     cudaStreamEndCapture(stream, &graph);
     if (graph != nullptr) cudaGraphDestroy(graph);
     ADD_FAILURE() << "captured " << what << ": " << e.what();
-    return false;
+    return nullptr;
   }
   TEST_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  return graph;
+}
+
+// Captures `call` (capture_graph), replays it `replays` times and synchronizes the stream; the
+// return says whether it ran.
+inline bool run_captured(cudaStream_t stream, const std::function<void()>& call, int replays,
+                         const std::string& what) {
+  cudaGraph_t graph = capture_graph(stream, call, what);
+  if (graph == nullptr) return false;
   cudaGraphExec_t exec = nullptr;
   TEST_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   for (int replay = 0; replay < replays; ++replay) TEST_CUDA_CHECK(cudaGraphLaunch(exec, stream));
@@ -64,21 +73,11 @@ inline bool run_captured(cudaStream_t stream, const std::function<void()>& call,
 }
 
 // How many kernels `call` (which launches on `stream`) launches: its kernel nodes captured into a
-// CUDA graph, which is not run (memory and memset nodes are not counted). A throw inside the
-// capture ends it and is a test failure naming `what`, and the count is then -1.
+// CUDA graph, which is not run (memory and memset nodes are not counted); -1 after a throw.
 inline int captured_kernels(cudaStream_t stream, const std::function<void()>& call,
                             const std::string& what) {
-  cudaGraph_t graph = nullptr;
-  TEST_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  try {
-    call();
-  } catch (const std::exception& e) {
-    cudaStreamEndCapture(stream, &graph);
-    if (graph != nullptr) cudaGraphDestroy(graph);
-    ADD_FAILURE() << "captured " << what << ": " << e.what();
-    return -1;
-  }
-  TEST_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraph_t graph = capture_graph(stream, call, what);
+  if (graph == nullptr) return -1;
   std::size_t n = 0;
   TEST_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &n));
   std::vector<cudaGraphNode_t> nodes(n);
@@ -90,6 +89,20 @@ inline int captured_kernels(cudaStream_t stream, const std::function<void()>& ca
     kernels += type == cudaGraphNodeTypeKernel ? 1 : 0;
   }
   TEST_CUDA_CHECK(cudaGraphDestroy(graph));
+  return kernels;
+}
+
+// The kernels `fn` launches for an unchecked copy of `args` (AttentionArgs or AppendKvArgs: no
+// host copies, so it can be captured) on a stream of its own (captured_kernels, not run).
+template <class Args, class Fn>
+int unchecked_kernels(const Args& args, Fn fn, const std::string& what) {
+  cudaStream_t stream = nullptr;
+  TEST_CUDA_CHECK(cudaStreamCreate(&stream));
+  Args u = args;
+  u.check_indices = false;
+  u.stream = stream;
+  const int kernels = captured_kernels(stream, [&] { fn(u); }, what);
+  TEST_CUDA_CHECK(cudaStreamDestroy(stream));
   return kernels;
 }
 

@@ -272,13 +272,8 @@ TEST_F(AppendKvCuda, RotaryEqualsRotatingFirst) {
     expect_equals(a.v_cache, d.want_v, "v_cache");
     expect_equals(a.q_out, d.q_want, "q_out");
     // q apart from the caches: rotated in the append's own launch (captured, not run).
-    cudaStream_t stream = nullptr;
-    TEST_CUDA_CHECK(cudaStreamCreate(&stream));
-    AppendKvArgs u = a;
-    u.check_indices = false;
-    u.stream = stream;
-    EXPECT_EQ(captured_kernels(stream, [&] { append_kv(u); }, "rotary append"), 1);
-    TEST_CUDA_CHECK(cudaStreamDestroy(stream));
+    EXPECT_EQ(unchecked_kernels(a, [](const AppendKvArgs& u) { append_kv(u); }, "rotary append"),
+              1);
   }
 }
 
@@ -328,13 +323,9 @@ TEST_F(AppendKvCuda, RotaryQInACacheIsReadBeforeTheAppend) {
   a.q = k.view(Device::cuda, static_cast<std::uint16_t*>(dk.get()) + 3 * Hkv * D);
   a.q.shape = {B, 1, Hkv, D};
   a.q_out = want_q.view(Device::cuda, dq_out.get());
-  cudaStream_t stream = nullptr;
-  TEST_CUDA_CHECK(cudaStreamCreate(&stream));
-  AppendKvArgs u = a;
-  u.check_indices = false;
-  u.stream = stream;
-  EXPECT_EQ(captured_kernels(stream, [&] { append_kv(u); }, "rotary append, q in a cache"), 2);
-  TEST_CUDA_CHECK(cudaStreamDestroy(stream));
+  EXPECT_EQ(unchecked_kernels(a, [](const AppendKvArgs& u) { append_kv(u); },
+                              "rotary append, q in a cache"),
+            2);
   append_kv(a);
   TEST_CUDA_CHECK(cudaDeviceSynchronize());
   expect_device_equals(dq_out, want_q, "q_out");

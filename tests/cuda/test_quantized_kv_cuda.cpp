@@ -114,13 +114,9 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
       EXPECT_EQ(kernel, FwdKernel::decode_q8_16x64) << tile_config(kernel).name;
       // Captured unchecked (not run), the call is the one decode kernel: nothing dequantized or
       // gathered before it.
-      cudaStream_t stream = nullptr;
-      TEST_CUDA_CHECK(cudaStreamCreate(&stream));
-      AttentionArgs u = a;
-      u.check_indices = false;
-      u.stream = stream;
-      EXPECT_EQ(captured_kernels(stream, [&] { attention_forward(u); }, "decode call"), 1);
-      TEST_CUDA_CHECK(cudaStreamDestroy(stream));
+      EXPECT_EQ(unchecked_kernels(
+                    a, [](const AttentionArgs& u) { attention_forward(u); }, "decode call"),
+                1);
     } else {
       EXPECT_FALSE(decode) << tile_config(kernel).name;
     }
