@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# Session 68, call 5: the test helper refactor (capture_graph, unchecked_kernels) on the same suites as call 4.
-# 8-bit decode tests' one captured kernel): the paged, quantized, seqused/leftpad, append and
-# attention suites of the CUDA test binary (carry/s68.tar.xz), the paged fuzz with two fresh seeds
-# (300 cases each), and memcheck of the leftpad and decode suites.
+# Session 68, call 5: the test-helper refactor (capture_graph, unchecked_kernels) on call 4's
+# suites: paged, quantized, seqused/leftpad, append and rotary (carry/s68.tar.xz), the paged fuzz
+# with two fresh seeds (300 cases each), memcheck of the leftpad and decode suites.
 #   OUT=$OUT bash bench/results/2026-12-03-h200-s68/call5.sh   (carry ["carry"])
 set -u
 cd "$(dirname "$0")/../../.." || exit 1
