@@ -19,7 +19,8 @@ std::size_t baseline_workspace_bytes(const FwdParams& p);
 // loop over query heads (batched over B) unless Hq == Hkv and B <= Hq, where they loop over B
 // (batched over heads). `p.lse` and `p.precision` are ignored. `workspace` is device memory of at
 // least baseline_workspace_bytes(p) bytes, 256-byte aligned; `stream` is a cudaStream_t (nullptr:
-// default stream). Asynchronous. Throws gpuattn::Error (not_supported for varlen, f32, Sk == 0;
+// default stream). Asynchronous. Throws gpuattn::Error (not_supported for varlen, softcap, f32,
+// Sk == 0, a mask beyond causal, seqused_k or leftpad_k, a block table, quantized k/v or q;
 // cuda_error for a failed CUDA or cuBLASLt call).
 void baseline_attention_forward(const FwdParams& p, void* workspace, std::size_t workspace_bytes,
                                 void* stream);

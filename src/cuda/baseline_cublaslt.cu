@@ -322,6 +322,27 @@ void baseline_attention_forward(const FwdParams& p, void* workspace, std::size_t
   if (p.has_softcap()) {
     throw Error(ErrorCode::not_supported, "gpuattn baseline: softcap is not supported");
   }
+  // What the three kernels do not compute is refused, not ignored: a mask beyond causal, the
+  // per-sequence key ranges, a paged or quantized cache.
+  if (!p.dense_or_causal()) {
+    throw Error(ErrorCode::not_supported,
+                "gpuattn baseline: masks other than causal (window, global tokens, block-sparse "
+                "layout) are not supported");
+  }
+  if (p.seqused_k != nullptr || p.leftpad_k != nullptr) {
+    throw Error(ErrorCode::not_supported,
+                std::string("gpuattn baseline: ") +
+                    (p.seqused_k != nullptr ? "seqused_k" : "leftpad_k") + " is not supported");
+  }
+  if (p.block_table != nullptr) {
+    throw Error(ErrorCode::not_supported, "gpuattn baseline: a paged cache (block_table) is not "
+                                          "supported");
+  }
+  if (p.kv_quantized() || p.q_quantized()) {
+    throw Error(ErrorCode::not_supported,
+                std::string("gpuattn baseline: quantized ") + (p.kv_quantized() ? "k/v" : "q") +
+                    " (" + (p.kv_quantized() ? "k_scale" : "q_scale") + ") is not supported");
+  }
   if (p.dtype != DType::f16 && p.dtype != DType::bf16) {
     throw Error(ErrorCode::not_supported,
                 std::string("gpuattn baseline: dtype ") + to_string(p.dtype) + " not supported");

@@ -21,6 +21,7 @@
 #include "cuda/fwd_decode.h"
 #include "cuda/fwd_sm80.h"
 #include "cuda/fwd_sm90.h"
+#include "cuda/host_copies.h"
 #include "cuda/paged_kv.h"
 #include "cuda/rotary.h"
 
@@ -87,16 +88,13 @@ bool is_sm90(FwdKernel kernel) {
   return std::string_view(tile_config(kernel).name).substr(0, 5) == "sm90_";
 }
 
-// Queues a host copy of `n` scales at `stride` floats (one when the stride is 0) into `host`;
-// returns how many. The caller synchronizes `stream` before reading them.
-int copy_scales(std::vector<float>& host, const float* scales, int stride, int n,
-                cudaStream_t stream) {
-  const int count = stride == 0 ? 1 : n;
-  host.resize(static_cast<std::size_t>(count));
-  const std::size_t pitch = sizeof(float) * std::max(stride, 1);
-  GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(host.data(), sizeof(float), scales, pitch, sizeof(float),
-                                       count, cudaMemcpyDeviceToHost, stream));
-  return count;
+// Queues a host copy of `n` scales at `stride` floats (one when the stride is 0) into `copies`;
+// sets `count` to how many. Readable after copies.wait().
+const float* copy_scales(HostCopies& copies, const float* scales, int stride, int n, int& count,
+                         const char* what) {
+  count = stride == 0 ? 1 : n;
+  return copies.copy_rows(scales, 1, static_cast<std::size_t>(std::max(stride, 1)),
+                          static_cast<std::size_t>(count), what);
 }
 
 // The host copies check_scales took: one value, or one a head.
@@ -106,16 +104,24 @@ struct HostScales {
 
 // A quantized cache's scales (and an FP8 call's q_scale, when given: `hq` of them at
 // `q_stride`) checked on a host copy, positive and finite, after one synchronization of `stream`.
+// `fn`: the entry point, "attention_forward" or "append_kv".
 HostScales check_scales(const float* k_scale, const float* v_scale, int stride, int n,
                         cudaStream_t stream, const char* fn, const float* q_scale = nullptr,
                         int q_stride = 0, int hq = 0) {
+  HostCopies copies(stream, fn);
+  int count = 0, q_count = 0;
+  const float* k = copy_scales(copies, k_scale, stride, n, count, "k_scale");
+  const float* v = copy_scales(copies, v_scale, stride, n, count, "v_scale");
+  const float* q =
+      q_scale != nullptr ? copy_scales(copies, q_scale, q_stride, hq, q_count, "q_scale") : nullptr;
+  copies.wait();
   HostScales h;
-  const int count = copy_scales(h.k, k_scale, stride, n, stream);
-  copy_scales(h.v, v_scale, stride, n, stream);
-  const int q_count = q_scale != nullptr ? copy_scales(h.q, q_scale, q_stride, hq, stream) : 0;
-  GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-  check_kv_scales(h.k.data(), h.v.data(), count, fn);
-  if (q_scale != nullptr) check_q_scales(h.q.data(), q_count, fn);
+  h.k.assign(k, k + count);
+  h.v.assign(v, v + count);
+  if (q != nullptr) h.q.assign(q, q + q_count);
+  const std::string where = std::string("gpuattn::") + fn;
+  check_kv_scales(h.k.data(), h.v.data(), count, where.c_str());
+  if (q_scale != nullptr) check_q_scales(h.q.data(), q_count, where.c_str());
   return h;
 }
 
@@ -240,51 +246,46 @@ FwdParams dequantized(const FwdParams& p, const void* k, const void* v) {
 }
 
 // Host copies of a call's seqused_k and leftpad_k (those it has), made when p.check_indices:
-// copied on construction (asynchronously), checked by check() after the stream's synchronize.
+// queued on construction into `copies`, checked by check() after copies.wait(). Readable while
+// `copies` lives.
 class HostKeyRange {
  public:
-  HostKeyRange(const FwdParams& p, cudaStream_t stream) {
+  HostKeyRange(const FwdParams& p, HostCopies& copies) : batch_(p.batch) {
     if (p.seqused_k != nullptr) check_device_pointer(p.seqused_k, p.device_index, "seqused_k");
     if (p.leftpad_k != nullptr) check_device_pointer(p.leftpad_k, p.device_index, "leftpad_k");
     if (!p.check_indices) return;
-    const std::size_t bytes = sizeof(std::int32_t) * p.batch;
-    if (p.seqused_k != nullptr) {
-      used_.resize(p.batch);
-      GPUATTN_CUDA_CHECK(
-          cudaMemcpyAsync(used_.data(), p.seqused_k, bytes, cudaMemcpyDeviceToHost, stream));
-    }
-    if (p.leftpad_k != nullptr) {
-      start_.resize(p.batch);
-      GPUATTN_CUDA_CHECK(
-          cudaMemcpyAsync(start_.data(), p.leftpad_k, bytes, cudaMemcpyDeviceToHost, stream));
-    }
+    const auto n = static_cast<std::size_t>(p.batch);
+    if (p.seqused_k != nullptr) used_ = copies.copy(p.seqused_k, n, "seqused_k");
+    if (p.leftpad_k != nullptr) start_ = copies.copy(p.leftpad_k, n, "leftpad_k");
   }
-  bool copied() const { return !used_.empty() || !start_.empty(); }
-  const std::int32_t* used() const { return used_.empty() ? nullptr : used_.data(); }
-  const std::int32_t* start() const { return start_.empty() ? nullptr : start_.data(); }
+  bool copied() const { return used_ != nullptr || start_ != nullptr; }
+  const std::int32_t* used() const { return used_; }
+  const std::int32_t* start() const { return start_; }
   void check(const FwdParams& p) const {
-    if (!used_.empty()) check_seqused_k(used_.data(), p.batch, p.seqlen_k);
-    if (!start_.empty()) check_leftpad_k(start_.data(), used(), p.batch, p.seqlen_k);
+    if (used_ != nullptr) check_seqused_k(used_, p.batch, p.seqlen_k);
+    if (start_ != nullptr) check_leftpad_k(start_, used_, p.batch, p.seqlen_k);
   }
   // The largest key end (the gathered copy's rows): seqused_k's largest, or the cache's Sk
   // without it or unchecked.
   int longest_end(const FwdParams& p) const {
-    return used_.empty() ? p.seqlen_k : *std::max_element(used_.begin(), used_.end());
+    return used_ == nullptr || batch_ == 0 ? p.seqlen_k : *std::max_element(used_, used_ + batch_);
   }
   // The most keys a sequence attends to (a decode plan's split length, as the call's seqlen_k):
   // seqused_k[b] - leftpad_k[b] at its largest; the cache's Sk without seqused_k (keys_end is
   // then seqlen_k itself, which must stay) or unchecked.
   int longest_attended(const FwdParams& p) const {
-    if (used_.empty()) return p.seqlen_k;
+    if (used_ == nullptr) return p.seqlen_k;
     int most = 1;  // a plan of at least one key (sequences of none still leave out = 0)
-    for (int b = 0; b < p.batch; ++b) {
-      most = std::max(most, used_[b] - (start_.empty() ? 0 : start_[b]));
+    for (int b = 0; b < batch_; ++b) {
+      most = std::max(most, used_[b] - (start_ == nullptr ? 0 : start_[b]));
     }
     return most;
   }
 
  private:
-  std::vector<std::int32_t> used_, start_;
+  int batch_;
+  const std::int32_t* used_ = nullptr;
+  const std::int32_t* start_ = nullptr;
 };
 
 // A dense call (paged, or a quantized cache, or both) that no kernel reads in place: the keys
@@ -315,29 +316,27 @@ void gathered_forward(const FwdParams& p, int longest, cudaStream_t stream) {
 class HostBlockTable {
  public:
   HostBlockTable(const std::int32_t* table, std::int64_t stride, int batch, std::int64_t max_pages,
-                 cudaStream_t stream)
+                 HostCopies& copies)
       : batch_(batch), max_pages_(max_pages), stride_(stride) {
-    packed_.resize(static_cast<std::size_t>(batch * max_pages));
-    const std::size_t row = sizeof(std::int32_t) * static_cast<std::size_t>(max_pages);
+    const auto width = static_cast<std::size_t>(max_pages);
     if (batch == 1) {
-      GPUATTN_CUDA_CHECK(
-          cudaMemcpyAsync(packed_.data(), table, row, cudaMemcpyDeviceToHost, stream));
+      copied_ = copies.copy(table, width, "block_table");
     } else if (stride >= max_pages) {
-      GPUATTN_CUDA_CHECK(cudaMemcpy2DAsync(packed_.data(), row, table,
-                                           sizeof(std::int32_t) * stride, row, batch,
-                                           cudaMemcpyDeviceToHost, stream));
+      copied_ = copies.copy_rows(table, width, static_cast<std::size_t>(stride),
+                                 static_cast<std::size_t>(batch), "block_table");
     } else {
-      span_.resize(static_cast<std::size_t>((batch - 1) * stride + max_pages));
-      GPUATTN_CUDA_CHECK(cudaMemcpyAsync(span_.data(), table, sizeof(std::int32_t) * span_.size(),
-                                         cudaMemcpyDeviceToHost, stream));
+      span_ = true;
+      copied_ = copies.copy(table, static_cast<std::size_t>((batch - 1) * stride + max_pages),
+                            "block_table");
     }
   }
   const std::int32_t* packed() {
-    if (!span_.empty()) {
+    if (!span_) return copied_;
+    if (packed_.empty()) {
+      packed_.resize(static_cast<std::size_t>(batch_ * max_pages_));
       for (int b = 0; b < batch_; ++b) {
-        std::copy_n(span_.begin() + b * stride_, max_pages_, packed_.begin() + b * max_pages_);
+        std::copy_n(copied_ + b * stride_, max_pages_, packed_.begin() + b * max_pages_);
       }
-      span_.clear();
     }
     return packed_.data();
   }
@@ -345,7 +344,9 @@ class HostBlockTable {
  private:
   int batch_;
   std::int64_t max_pages_, stride_;
-  std::vector<std::int32_t> packed_, span_;
+  bool span_ = false;
+  const std::int32_t* copied_ = nullptr;  // in the HostCopies' staging
+  std::vector<std::int32_t> packed_;
 };
 
 // A paged call (p.block_table): the table (and seqused_k) checked on a host copy, then decode
@@ -353,11 +354,12 @@ class HostBlockTable {
 // the keys each sequence uses, gathered into a pool buffer that is freed on `stream` after it.
 void paged_forward(const FwdParams& p, cudaStream_t stream) {
   check_device_pointer(p.block_table, p.device_index, "block_table");
-  const HostKeyRange range(p, stream);
+  HostCopies copies(stream, "attention_forward");
+  const HostKeyRange range(p, copies);
   if (p.check_indices) {
     const std::int64_t max_pages = p.seqlen_k / p.page_size;
-    HostBlockTable table(p.block_table, p.block_table_stride, p.batch, max_pages, stream);
-    GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    HostBlockTable table(p.block_table, p.block_table_stride, p.batch, max_pages, copies);
+    copies.wait();
     range.check(p);
     FwdParams host = p;  // the host copy's table, packed
     host.block_table_stride = max_pages;
@@ -377,9 +379,10 @@ void paged_forward(const FwdParams& p, cudaStream_t stream) {
 // A quantized cache that is not paged: decode calls read it in place (the decode kernel over 8-bit
 // K/V), every other call runs on a dequantized copy (gathered_forward).
 void quantized_forward(const FwdParams& p, cudaStream_t stream) {
-  const HostKeyRange range(p, stream);
+  HostCopies copies(stream, "attention_forward");
+  const HostKeyRange range(p, copies);
   if (range.copied()) {
-    GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    copies.wait();
     range.check(p);
   }
   if (decode_takes(p)) {
@@ -519,15 +522,13 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
   }
   if (p.is_varlen() && p.check_indices) {
     // The lengths decide which memory the kernel touches: check them on a host copy first.
-    std::vector<std::int32_t> cu(2 * (p.batch + 1));
-    const std::size_t bytes = sizeof(std::int32_t) * (p.batch + 1);
-    GPUATTN_CUDA_CHECK(
-        cudaMemcpyAsync(cu.data(), p.cu_seqlens_q, bytes, cudaMemcpyDeviceToHost, stream));
-    GPUATTN_CUDA_CHECK(cudaMemcpyAsync(cu.data() + p.batch + 1, p.cu_seqlens_k, bytes,
-                                       cudaMemcpyDeviceToHost, stream));
-    GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-    check_cu_seqlens(cu.data(), p.batch, p.total_q, p.seqlen_q, "cu_seqlens_q");
-    check_cu_seqlens(cu.data() + p.batch + 1, p.batch, p.total_k, p.seqlen_k, "cu_seqlens_k");
+    HostCopies copies(stream, "attention_forward");
+    const auto n = static_cast<std::size_t>(p.batch) + 1;
+    const std::int32_t* cu_q = copies.copy(p.cu_seqlens_q, n, "cu_seqlens_q");
+    const std::int32_t* cu_k = copies.copy(p.cu_seqlens_k, n, "cu_seqlens_k");
+    copies.wait();
+    check_cu_seqlens(cu_q, p.batch, p.total_q, p.seqlen_q, "cu_seqlens_q");
+    check_cu_seqlens(cu_k, p.batch, p.total_k, p.seqlen_k, "cu_seqlens_k");
   }
 
   if (p.kv_quantized()) {
@@ -539,7 +540,7 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
     if (p.check_indices) {
       const HostScales h =
           check_scales(p.k_scale, p.v_scale, p.kv_scale_stride, p.hkv, stream,
-                       "gpuattn::attention_forward", p.q_scale, p.q_scale_stride, p.hq);
+                       "attention_forward", p.q_scale, p.q_scale_stride, p.hq);
       const bool fp8_kernel = p.q_quantized() && fp8_kernel_takes(p);
       check_f16_copy_range(p, h, !fp8_kernel && !decode_takes(p),
                            p.q_quantized() && !fp8_kernel);
@@ -564,9 +565,10 @@ void forward_checked(const FwdParams& p, cudaStream_t stream) {
   // lengths checked on a host copy first (leftpad_k too); a decode call then runs with the
   // most keys a sequence attends to as its seqlen_k (the split plan's), any other on the sm_80
   // kernel (pick_forward_kernel).
-  const HostKeyRange range(p, stream);
+  HostCopies copies(stream, "attention_forward");
+  const HostKeyRange range(p, copies);
   if (range.copied()) {
-    GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    copies.wait();
     range.check(p);
     const FwdKernel kernel = pick_forward_kernel(p);
     if (kernel == FwdKernel::decode_16x64 && range.used() != nullptr) {
@@ -600,21 +602,21 @@ void cuda_append_kv(const AppendParams& p, void* stream_ptr) {
     check_device_pointer(p.rotary_sin, p.device_index, "rotary_sin", fn);
   }
   if (p.check_indices) {
-    std::vector<std::int32_t> used(p.batch);
-    GPUATTN_CUDA_CHECK(cudaMemcpyAsync(used.data(), p.cache_seqlens, sizeof(std::int32_t) * p.batch,
-                                       cudaMemcpyDeviceToHost, stream));
+    HostCopies copies(stream, fn);
+    const std::int32_t* used =
+        copies.copy(p.cache_seqlens, static_cast<std::size_t>(p.batch), "cache_seqlens");
     std::optional<HostBlockTable> table;
     if (p.block_table != nullptr) {
-      table.emplace(p.block_table, p.block_table_stride, p.batch, p.seqlen_k / p.page_size, stream);
+      table.emplace(p.block_table, p.block_table_stride, p.batch, p.seqlen_k / p.page_size, copies);
     }
-    GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-    check_append_indices(p, used.data(), table ? table->packed() : nullptr);
+    copies.wait();
+    check_append_indices(p, used, table ? table->packed() : nullptr);
   }
   if (p.k_scale != nullptr) {
     check_device_pointer(p.k_scale, p.device_index, "k_scale", fn);
     check_device_pointer(p.v_scale, p.device_index, "v_scale", fn);
     if (p.check_indices) {
-      check_scales(p.k_scale, p.v_scale, p.scale_stride, p.hkv, stream, "gpuattn::append_kv");
+      check_scales(p.k_scale, p.v_scale, p.scale_stride, p.hkv, stream, "append_kv");
     }
   }
   if (p.rotates_q) {
@@ -643,17 +645,14 @@ void cuda_apply_rotary(const RotaryParams& p, void* stream_ptr) {
   }
   if (p.check_indices && (p.seqlen_offsets != nullptr || p.cu_seqlens != nullptr)) {
     // Both arrays come back on one synchronization.
-    std::vector<std::int32_t> offsets(p.seqlen_offsets != nullptr ? p.batch : 0);
-    std::vector<std::int32_t> cu(p.cu_seqlens != nullptr ? p.batch + 1 : 0);
-    for (auto [host, device] : {std::pair{&offsets, p.seqlen_offsets},
-                                std::pair{&cu, p.cu_seqlens}}) {
-      if (device == nullptr) continue;
-      GPUATTN_CUDA_CHECK(cudaMemcpyAsync(host->data(), device, sizeof(std::int32_t) * host->size(),
-                                         cudaMemcpyDeviceToHost, stream));
-    }
-    GPUATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-    check_rotary_indices(p, p.seqlen_offsets != nullptr ? offsets.data() : nullptr,
-                         p.cu_seqlens != nullptr ? cu.data() : nullptr);
+    HostCopies copies(stream, fn);
+    const auto n = static_cast<std::size_t>(p.batch);
+    const std::int32_t* offsets =
+        p.seqlen_offsets != nullptr ? copies.copy(p.seqlen_offsets, n, "seqlen_offsets") : nullptr;
+    const std::int32_t* cu =
+        p.cu_seqlens != nullptr ? copies.copy(p.cu_seqlens, n + 1, "cu_seqlens") : nullptr;
+    copies.wait();
+    check_rotary_indices(p, offsets, cu);
   }
   rotary::apply(p, stream);
 }

@@ -103,6 +103,19 @@ __device__ __forceinline__ int page_of(int key, int page_size, int shift, int& s
   return q;
 }
 
+// Whether a paged cache's K and V are laid out alike with every offset of the pool under 2^31 (its
+// largest offset, so that a strided view of any layout counts; num_pages x the page stride for a
+// contiguous pool): then one 32-bit offset a row serves both. Shared by decode_kernel and the
+// 8-bit cache's kernel (offsets in elements, bytes there).
+__device__ __forceinline__ bool narrow_pool(const FwdParams& p) {
+  return p.k_batch_stride == p.v_batch_stride && p.k_row_stride == p.v_row_stride &&
+         p.k_head_stride == p.v_head_stride &&
+         static_cast<long long>(p.num_pages - 1) * p.k_batch_stride +
+                 static_cast<long long>(p.page_size - 1) * p.k_row_stride +
+                 static_cast<long long>(p.hkv - 1) * p.k_head_stride + p.head_dim <=
+             (1LL << 31) - 1;
+}
+
 // The end of a decode CTA, once each warp has left its 16 rows of O (unnormalized, fp32, pitch
 // Tr::kOPitch), its row maxima and its quad sums in the merge area `merge` (the K/V ring's memory,
 // now free): the 4 warps' rows merged, scaled by out_scale (a quantized cache's v_scale, else 1),
@@ -493,15 +506,8 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
     second = cross < kWarpRows && key + cross < lk ? __ldg(table + q + 1) : first;
     return first;
   };
-  // K and V laid out alike with every offset of the pool under 2^31 (its largest offset, so that
-  // a strided view of any layout counts; num_pages x the page stride for a contiguous pool): one
-  // 32-bit offset a row for both.
-  const bool narrow = kPaged && p.k_batch_stride == p.v_batch_stride &&
-                      p.k_row_stride == p.v_row_stride && p.k_head_stride == p.v_head_stride &&
-                      static_cast<long long>(p.num_pages - 1) * p.k_batch_stride +
-                              static_cast<long long>(p.page_size - 1) * p.k_row_stride +
-                              static_cast<long long>(p.hkv - 1) * p.k_head_stride + p.head_dim <=
-                          (1LL << 31) - 1;
+  // K and V laid out alike in a pool of under 2^31 elements: one 32-bit offset a row for both.
+  const bool narrow = kPaged && narrow_pool(p);
   auto fetch_pages = [&](int t) {
     if (!kEarlyPages || !kPaged || t >= t1) return;
     if (whole_warps) {
@@ -556,6 +562,26 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
         const std::int64_t p0 = kEarlyPages ? pages[0] : warp_pages(t, slot, second);
         const std::int64_t p1 = kEarlyPages ? pages[kEarlyPages ? 1 : 0] : second;
         const int cross = p.page_size - slot;  // the warp's rows in its first page
+        if (narrow) {
+          // K and V laid out alike in a pool of under 2^31 elements: 32-bit offsets, one for
+          // both (as the per-row path below), of the warp's row 0 in the first page and of row
+          // `cross` less cross rows in the second: row o at its page's offset + o rows.
+          const int rs = static_cast<int>(p.k_row_stride);
+          const int col = hk * static_cast<int>(p.k_head_stride) + c * 8;
+          const int o0 = static_cast<int>(p0) * static_cast<int>(p.k_batch_stride) + slot * rs + col;
+          const int o1 = static_cast<int>(p1) * static_cast<int>(p.k_batch_stride) - cross * rs + col;
+#pragma unroll
+          for (int r = row0; r < row0 + kWarpRows; r += kStep) {
+            const int o = r - kWarpRows * warp;  // the row among the warp's 16
+            const bool valid = t * kN + r < lk;
+            if (in(t * kN + r)) {
+              const int off = (o < cross ? o0 : o1) + o * rs;
+              ptx::cp_async_16(kdst + swz<Tr>(r, c), valid ? kbase + off : kbase, valid);
+              ptx::cp_async_16(vdst + swz<Tr>(r, c), valid ? vbase + off : vbase, valid);
+            }
+          }
+          return;
+        }
         // Element offsets of the warp's row 0 in the first page and of row `cross` less cross
         // rows in the second: row o at its page's offset + o rows.
         const std::int64_t kc = hk * p.k_head_stride + c * 8, vc = hk * p.v_head_stride + c * 8;

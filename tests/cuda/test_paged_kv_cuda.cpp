@@ -442,6 +442,46 @@ TEST_F(PagedKvCuda, UncheckedCallsMatchAndCanBeCaptured) {
   TEST_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
+// check_indices on a stream that is capturing a CUDA graph: the host copies would need a
+// synchronization the capture cannot make (it would invalidate the capture). The call refuses
+// before it queues anything, naming check_indices and the first array it would copy; the capture
+// then ends cleanly with an empty graph, and the same call outside it runs and matches.
+TEST_F(PagedKvCuda, CheckedCallsRefuseACapturingStream) {
+  const std::vector<PagedCase> cases = {
+      {2, 8, 2, 1, 64, 64, 16, DType::f16, false, {64, 20}},  // decode: seqused_k first
+      {2, 4, 2, 130, 320, 128, 16, DType::f16, true, {}},     // gathered: block_table first
+  };
+  cudaStream_t stream = nullptr;
+  TEST_CUDA_CHECK(cudaStreamCreate(&stream));
+  for (const PagedCase& c : cases) {
+    SCOPED_TRACE(c.name());
+    PagedProblem p(c, seed_of("PagedKvCuda/capture/" + c.name()));
+    p.poison();
+    AttentionArgs a = p.device_args(c);
+    a.stream = stream;
+    TEST_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    std::string error;
+    try {
+      attention_forward(a);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+      error = e.what();
+    }
+    cudaGraph_t graph = nullptr;
+    TEST_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    std::size_t nodes = 0;
+    TEST_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
+    TEST_CUDA_CHECK(cudaGraphDestroy(graph));
+    EXPECT_EQ(nodes, 0u) << "the refused call queued work into the capture";
+    const std::string first = c.used.empty() ? "block_table" : "seqused_k";
+    EXPECT_NE(error.find("check_indices reads " + first + " on a host copy"), std::string::npos)
+        << (error.empty() ? "no error" : error);
+    EXPECT_NE(error.find("check_indices = false"), std::string::npos) << error;
+    expect_matches_reference(p, c);
+  }
+  TEST_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
 TEST_F(PagedKvCuda, BadTableEntriesAreNamedAndOutIsUntouched) {
   const PagedCase c = {2, 8, 2, 1, 64, 64, 16, DType::f16, false, {64, 20}};
   PagedProblem p(c, 7);
