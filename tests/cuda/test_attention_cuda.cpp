@@ -1846,8 +1846,12 @@ TEST_F(AttentionCudaTest, DecodeCallsWaitForTheKernelAhead) {
 // with NaN before it) gives the second call its older keys from the ready rows and its newest key
 // and its query from the first call's output. A kernel that read the newest key or Q before its
 // wait would read NaN. One and three tiles (the newest key in the first tile or the third: the
-// ones issued ahead of the wait at head dim 64), at head dims 64 and 128. The control: the same
-// call with an older key from the first call's output must read NaN in some round, or the calls
+// ones issued ahead of the wait at head dim 64), at head dims 64 and 128, each also behind a
+// leftpad_k of 3 (the table's first 3 entries -1): the early loads then start at logical key 3,
+// a kernel that ignored the pad would read entry -1 or keys shifted by it (a wrong result), and
+// one that counted the newest key from the table's end rather than the attended keys would issue
+// it before its wait (NaN where the calls overlap). The control: the same call with an older key
+// (its first attended one) from the first call's output must read NaN in some round, or the calls
 // never overlapped and the test proved nothing.
 TEST_F(AttentionCudaTest, DecodeReadsReadyKeysBeforeTheWaitAndTheNewestAfter) {
   if (!sm80::pdl_enabled() || !decode::pdl_active()) {
@@ -1883,117 +1887,131 @@ TEST_F(AttentionCudaTest, DecodeReadsReadyKeysBeforeTheWaitAndTheNewestAfter) {
     q1.randomize(seed_of(current_test_name() + "/q1"));
     k1.randomize(seed_of(current_test_name() + "/k1"));
     v1.randomize(seed_of(current_test_name() + "/v1"));
+    // Each case without leftpad_k and with pad = 3: the call then attends to logical keys pad ..
+    // pad + Sk2 - 1 of its table, whose first pad entries are unset (-1, never to be read), and
+    // reads its pages from key0 = pad in place, the early start's ranged loads among them.
     for (const int Sk2 : {50, 150}) {
-      SCOPED_TRACE("D " + std::to_string(D) + " keys " + std::to_string(Sk2));
-      Stream stream;
-      HostTensor pool(f16, {R + X, 1, 1, D}), out2(f16, {1, 1, 1, D});
-      HostTensor table(DType::i32, {1, Sk2}), control(DType::i32, {1, Sk2}), used(DType::i32, {1});
-      pool.randomize(seed_of(current_test_name() + "/pool"));
-      for (std::int64_t i = std::int64_t{R} * D; i < pool.numel(); ++i) {
-        pool.set(i, std::numeric_limits<float>::quiet_NaN());
-      }
-      // Keys 0..Sk2-2 from ready rows (every third), the newest from output row 7; q from row 5.
-      // The control's key 0 is output row 9.
-      std::vector<std::int32_t> rows(Sk2);
-      for (int j = 0; j + 1 < Sk2; ++j) rows[j] = (3 * j) % R;
-      rows[Sk2 - 1] = R + 7;
-      std::memcpy(table.data(), rows.data(), rows.size() * 4);
-      std::memcpy(control.data(), rows.data(), rows.size() * 4);
-      static_cast<std::int32_t*>(control.data())[0] = R + 9;
-      const std::int32_t n = Sk2;
-      std::memcpy(used.data(), &n, 4);
-      DeviceBuffer dq1(q1.bytes()), dk1(k1.bytes()), dv1(v1.bytes()), dpool(pool.bytes()),
-          dout2(out2.bytes()), dtable(table.bytes()), dcontrol(control.bytes()),
-          dused(used.bytes());
-      dq1.upload(q1.data());
-      dk1.upload(k1.data());
-      dv1.upload(v1.data());
-      dpool.upload(pool.data());
-      dtable.upload(table.data());
-      dcontrol.upload(control.data());
-      dused.upload(used.data());
-      auto* x = static_cast<std::uint16_t*>(dpool.get()) + std::int64_t{R} * D;
-      const auto* poison = static_cast<const std::uint16_t*>(pool.data()) + std::int64_t{R} * D;
-      HostTensor nan_out(f16, {1, 1, 1, D});
-      nan_out.poison();
+      for (const int pad : {0, 3}) {
+        SCOPED_TRACE("D " + std::to_string(D) + " keys " + std::to_string(Sk2) + " pad " +
+                     std::to_string(pad));
+        Stream stream;
+        HostTensor pool(f16, {R + X, 1, 1, D}), out2(f16, {1, 1, 1, D});
+        HostTensor table(DType::i32, {1, pad + Sk2}), control(DType::i32, {1, pad + Sk2}),
+            used(DType::i32, {1}), start(DType::i32, {1});
+        pool.randomize(seed_of(current_test_name() + "/pool"));
+        for (std::int64_t i = std::int64_t{R} * D; i < pool.numel(); ++i) {
+          pool.set(i, std::numeric_limits<float>::quiet_NaN());
+        }
+        // After the pad's entries, keys 0..Sk2-2 from ready rows (every third), the newest from
+        // output row 7; q from row 5. The control's key 0 (entry pad, the first it reads) is
+        // output row 9.
+        std::vector<std::int32_t> entries(pad + Sk2, -1);
+        for (int j = 0; j + 1 < Sk2; ++j) entries[pad + j] = (3 * j) % R;
+        entries[pad + Sk2 - 1] = R + 7;
+        std::memcpy(table.data(), entries.data(), entries.size() * 4);
+        std::memcpy(control.data(), entries.data(), entries.size() * 4);
+        static_cast<std::int32_t*>(control.data())[pad] = R + 9;
+        static_cast<std::int32_t*>(used.data())[0] = pad + Sk2;
+        static_cast<std::int32_t*>(start.data())[0] = pad;
+        DeviceBuffer dq1(q1.bytes()), dk1(k1.bytes()), dv1(v1.bytes()), dpool(pool.bytes()),
+            dout2(out2.bytes()), dtable(table.bytes()), dcontrol(control.bytes()),
+            dused(used.bytes()), dstart(start.bytes());
+        dq1.upload(q1.data());
+        dk1.upload(k1.data());
+        dv1.upload(v1.data());
+        dpool.upload(pool.data());
+        dtable.upload(table.data());
+        dcontrol.upload(control.data());
+        dused.upload(used.data());
+        dstart.upload(start.data());
+        auto* x = static_cast<std::uint16_t*>(dpool.get()) + std::int64_t{R} * D;
+        const auto* poison = static_cast<const std::uint16_t*>(pool.data()) + std::int64_t{R} * D;
+        HostTensor nan_out(f16, {1, 1, 1, D});
+        nan_out.poison();
 
-      AttentionArgs first;
-      first.q = dev(q1, dq1.get());
-      first.k = dev(k1, dk1.get());
-      first.v = dev(v1, dv1.get());
-      first.out = dev(HostTensor(f16, {B, 1, Hq, D}), x);
-      first.backend = Backend::cuda;
-      first.stream = stream.get();
-      first.pdl = true;
-      AttentionArgs second;
-      second.q = dev(HostTensor(f16, {1, 1, 1, D}), x + 5 * D);
-      second.k = dev(pool, dpool.get());
-      second.v = second.k;
-      second.out = dev(out2, dout2.get());
-      second.block_table = dev(table, dtable.get());
-      second.seqused_k = dev(used, dused.get());
-      second.causal = true;
-      second.check_indices = false;
-      second.backend = Backend::cuda;
-      second.stream = stream.get();
-      second.pdl = true;
-      second.pdl_cache_ready = true;
-      AttentionArgs broken = second;  // the promise broken: key 0 is the first call's too
-      broken.block_table = dev(control, dcontrol.get());
-      // Both calls, the first's output and the second's poisoned first; the second's output back.
-      const auto run = [&](const AttentionArgs& call, HostTensor& got, HostTensor& got_pool) {
-        TEST_CUDA_CHECK(cudaMemcpyAsync(x, poison, std::size_t(X) * D * 2, cudaMemcpyHostToDevice,
-                                        stream.get()));
-        TEST_CUDA_CHECK(cudaMemcpyAsync(dout2.get(), nan_out.data(), nan_out.bytes(),
-                                        cudaMemcpyHostToDevice, stream.get()));
-        attention_forward(first);
-        attention_forward(call);
-        TEST_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-        dpool.download(got_pool.data());
-        dout2.download(got.data());
-      };
-      int overlapped = 0;
-      for (int round = 0; round < 3; ++round) {
-        SCOPED_TRACE("round " + std::to_string(round));
-        HostTensor got_pool(f16, {R + X, 1, 1, D}), got(f16, {1, 1, 1, D});
-        run(second, got, got_pool);
-        // The reference from what the pool holds now: q = row R + 5, keys and values by the table.
-        HostTensor q2(f16, {1, 1, 1, D}), k2(f16, {1, Sk2, 1, D});
-        for (int d = 0; d < D; ++d) {
-          q2.set(d, got_pool.get(std::int64_t{R + 5} * D + d));
-          for (int j = 0; j < Sk2; ++j) {
-            k2.set(std::int64_t{j} * D + d, got_pool.get(std::int64_t{rows[j]} * D + d));
+        AttentionArgs first;
+        first.q = dev(q1, dq1.get());
+        first.k = dev(k1, dk1.get());
+        first.v = dev(v1, dv1.get());
+        first.out = dev(HostTensor(f16, {B, 1, Hq, D}), x);
+        first.backend = Backend::cuda;
+        first.stream = stream.get();
+        first.pdl = true;
+        AttentionArgs second;
+        second.q = dev(HostTensor(f16, {1, 1, 1, D}), x + 5 * D);
+        second.k = dev(pool, dpool.get());
+        second.v = second.k;
+        second.out = dev(out2, dout2.get());
+        second.block_table = dev(table, dtable.get());
+        second.seqused_k = dev(used, dused.get());
+        if (pad > 0) second.leftpad_k = dev(start, dstart.get());  // pad 0: the call without it
+        second.causal = true;
+        second.check_indices = false;
+        second.backend = Backend::cuda;
+        second.stream = stream.get();
+        second.pdl = true;
+        second.pdl_cache_ready = true;
+        // Read in place by the decode kernel whatever GPUATTN_KERNEL names, not from a gathered
+        // copy (whose gather, not the decode kernel, would be the kernel behind the first call).
+        ASSERT_EQ(cuda_forward_kernel(make_fwd_params(second)), FwdKernel::decode_16x64);
+        AttentionArgs broken = second;  // the promise broken: key 0 is the first call's too
+        broken.block_table = dev(control, dcontrol.get());
+        // Both calls, the first's output and the second's poisoned first; the second's output back.
+        const auto run = [&](const AttentionArgs& call, HostTensor& got, HostTensor& got_pool) {
+          TEST_CUDA_CHECK(cudaMemcpyAsync(x, poison, std::size_t(X) * D * 2, cudaMemcpyHostToDevice,
+                                          stream.get()));
+          TEST_CUDA_CHECK(cudaMemcpyAsync(dout2.get(), nan_out.data(), nan_out.bytes(),
+                                          cudaMemcpyHostToDevice, stream.get()));
+          attention_forward(first);
+          attention_forward(call);
+          TEST_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+          dpool.download(got_pool.data());
+          dout2.download(got.data());
+        };
+        int overlapped = 0;
+        for (int round = 0; round < 3; ++round) {
+          SCOPED_TRACE("round " + std::to_string(round));
+          HostTensor got_pool(f16, {R + X, 1, 1, D}), got(f16, {1, 1, 1, D});
+          run(second, got, got_pool);
+          // The reference from what the pool holds now: q = row R + 5, the attended keys and
+          // values by the table (entries pad.., the pad's own never read).
+          HostTensor q2(f16, {1, 1, 1, D}), k2(f16, {1, Sk2, 1, D});
+          for (int d = 0; d < D; ++d) {
+            q2.set(d, got_pool.get(std::int64_t{R + 5} * D + d));
+            for (int j = 0; j < Sk2; ++j) {
+              k2.set(std::int64_t{j} * D + d, got_pool.get(std::int64_t{entries[pad + j]} * D + d));
+            }
+          }
+          for (std::int64_t i = 0; i < k2.numel(); ++i) {
+            ASSERT_TRUE(std::isfinite(k2.get(i))) << "the first call left key element " << i;
+          }
+          AttentionArgs host;
+          host.q = q2.view();
+          host.k = k2.view();
+          host.v = k2.view();
+          host.out = out2.view();
+          host.causal = true;
+          const ReferenceResult ref = reference_attention(host);
+          for (int d = 0; d < D; ++d) {
+            const double want = ref.out[static_cast<std::size_t>(d)];
+            const double o = got.get(d);
+            ASSERT_TRUE(std::isfinite(o)) << "the second call read its newest key or q early";
+            ASSERT_LE(std::fabs(o - want), max_abs_tol(f16) * std::max(1.0, std::fabs(want)))
+                << "col " << d;
+          }
+          HostTensor got_broken(f16, {1, 1, 1, D}), pool_broken(f16, {R + X, 1, 1, D});
+          run(broken, got_broken, pool_broken);
+          for (int d = 0; d < D; ++d) {
+            if (!std::isfinite(got_broken.get(d))) {
+              ++overlapped;
+              break;
+            }
           }
         }
-        for (std::int64_t i = 0; i < k2.numel(); ++i) {
-          ASSERT_TRUE(std::isfinite(k2.get(i))) << "the first call left key element " << i;
-        }
-        AttentionArgs host;
-        host.q = q2.view();
-        host.k = k2.view();
-        host.v = k2.view();
-        host.out = out2.view();
-        host.causal = true;
-        const ReferenceResult ref = reference_attention(host);
-        for (int d = 0; d < D; ++d) {
-          const double want = ref.out[static_cast<std::size_t>(d)];
-          const double o = got.get(d);
-          ASSERT_TRUE(std::isfinite(o)) << "the second call read its newest key or q early";
-          ASSERT_LE(std::fabs(o - want), max_abs_tol(f16) * std::max(1.0, std::fabs(want)))
-              << "col " << d;
-        }
-        HostTensor got_broken(f16, {1, 1, 1, D}), pool_broken(f16, {R + X, 1, 1, D});
-        run(broken, got_broken, pool_broken);
-        for (int d = 0; d < D; ++d) {
-          if (!std::isfinite(got_broken.get(d))) {
-            ++overlapped;
-            break;
-          }
-        }
+        EXPECT_GT(overlapped, 0)
+            << "the control never read its early key before the first call "
+               "wrote it: the calls did not overlap, and the test proved nothing";
       }
-      EXPECT_GT(overlapped, 0)
-          << "the control never read its early key before the first call "
-             "wrote it: the calls did not overlap, and the test proved nothing";
     }
   }
 }
