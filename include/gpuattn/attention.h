@@ -183,7 +183,10 @@ struct AttentionArgs {
 
   // CUDA only: whether cu_seqlens_q/k, seqused_k, leftpad_k and block_table values are checked on a host
   // copy before any kernel runs (a stream synchronization; every bad value is then an
-  // invalid_argument naming it). false skips the copies: the call stays asynchronous and can be
+  // invalid_argument naming it; the copies go through page-locked memory the calling thread keeps,
+  // so a call's copies share its one synchronization). A call with such values to copy refuses a
+  // stream that is capturing a CUDA graph (invalid_argument naming check_indices, before anything
+  // is queued). false skips the copies: the call stays asynchronous and can be
   // captured into a CUDA graph, and the values are trusted as flash-attn and vLLM trust them (a
   // value out of range reads or writes out of bounds; a sequence longer than max_seqlen_q has its
   // rows past max_seqlen_q left unwritten). Decode calls then split the cache's whole

@@ -88,42 +88,46 @@ bool is_sm90(FwdKernel kernel) {
   return std::string_view(tile_config(kernel).name).substr(0, 5) == "sm90_";
 }
 
-// Queues a host copy of `n` scales at `stride` floats (one when the stride is 0) into `copies`;
-// sets `count` to how many. Readable after copies.wait().
-const float* copy_scales(HostCopies& copies, const float* scales, int stride, int n, int& count,
-                         const char* what) {
-  count = stride == 0 ? 1 : n;
-  return copies.copy_rows(scales, 1, static_cast<std::size_t>(std::max(stride, 1)),
-                          static_cast<std::size_t>(count), what);
-}
-
-// The host copies check_scales took: one value, or one a head.
+// The host copies QueuedScales::check took: one value, or one a head.
 struct HostScales {
   std::vector<float> k, v, q;
 };
 
-// A quantized cache's scales (and an FP8 call's q_scale, when given: `hq` of them at
-// `q_stride`) checked on a host copy, positive and finite, after one synchronization of `stream`.
-// `fn`: the entry point, "attention_forward" or "append_kv".
-HostScales check_scales(const float* k_scale, const float* v_scale, int stride, int n,
-                        cudaStream_t stream, const char* fn, const float* q_scale = nullptr,
-                        int q_stride = 0, int hq = 0) {
-  HostCopies copies(stream, fn);
-  int count = 0, q_count = 0;
-  const float* k = copy_scales(copies, k_scale, stride, n, count, "k_scale");
-  const float* v = copy_scales(copies, v_scale, stride, n, count, "v_scale");
-  const float* q =
-      q_scale != nullptr ? copy_scales(copies, q_scale, q_stride, hq, q_count, "q_scale") : nullptr;
-  copies.wait();
-  HostScales h;
-  h.k.assign(k, k + count);
-  h.v.assign(v, v + count);
-  if (q != nullptr) h.q.assign(q, q + q_count);
-  const std::string where = std::string("gpuattn::") + fn;
-  check_kv_scales(h.k.data(), h.v.data(), count, where.c_str());
-  if (q_scale != nullptr) check_q_scales(h.q.data(), q_count, where.c_str());
-  return h;
-}
+// A quantized cache's scales (and an FP8 call's q_scale, when given: `hq` of them at `q_stride`)
+// queued for a host copy on construction (one value when a stride is 0, else `n` or `hq` at the
+// stride); check() after copies.wait(): positive and finite.
+class QueuedScales {
+ public:
+  QueuedScales(HostCopies& copies, const float* k_scale, const float* v_scale, int stride, int n,
+               const float* q_scale = nullptr, int q_stride = 0, int hq = 0)
+      : count_(stride == 0 ? 1 : n), q_count_(q_stride == 0 ? 1 : hq) {
+    k_ = queue(copies, k_scale, stride, count_, "k_scale");
+    v_ = queue(copies, v_scale, stride, count_, "v_scale");
+    if (q_scale != nullptr) q_ = queue(copies, q_scale, q_stride, q_count_, "q_scale");
+  }
+  // `fn`: the entry point, "attention_forward" or "append_kv".
+  HostScales check(const char* fn) const {
+    HostScales h;
+    h.k.assign(k_, k_ + count_);
+    h.v.assign(v_, v_ + count_);
+    if (q_ != nullptr) h.q.assign(q_, q_ + q_count_);
+    const std::string where = std::string("gpuattn::") + fn;
+    check_kv_scales(h.k.data(), h.v.data(), count_, where.c_str());
+    if (q_ != nullptr) check_q_scales(h.q.data(), q_count_, where.c_str());
+    return h;
+  }
+
+ private:
+  static const float* queue(HostCopies& copies, const float* scales, int stride, int count,
+                            const char* what) {
+    return copies.copy_rows(scales, 1, static_cast<std::size_t>(std::max(stride, 1)),
+                            static_cast<std::size_t>(count), what);
+  }
+  int count_, q_count_;
+  const float* k_ = nullptr;
+  const float* v_ = nullptr;
+  const float* q_ = nullptr;
+};
 
 // A float16 call whose 8-bit operands run on a float16 copy dequantized element by element
 // (x * scale rounded once: the cache where decode_takes(p) does not hold, q where the FP8 kernel
@@ -349,23 +353,10 @@ class HostBlockTable {
   std::vector<std::int32_t> packed_;
 };
 
-// A paged call (p.block_table): the table (and seqused_k) checked on a host copy, then decode
-// calls read the pages in place (decode_16x64) and every other call runs on a contiguous copy of
-// the keys each sequence uses, gathered into a pool buffer that is freed on `stream` after it.
-void paged_forward(const FwdParams& p, cudaStream_t stream) {
-  check_device_pointer(p.block_table, p.device_index, "block_table");
-  HostCopies copies(stream, "attention_forward");
-  const HostKeyRange range(p, copies);
-  if (p.check_indices) {
-    const std::int64_t max_pages = p.seqlen_k / p.page_size;
-    HostBlockTable table(p.block_table, p.block_table_stride, p.batch, max_pages, copies);
-    copies.wait();
-    range.check(p);
-    FwdParams host = p;  // the host copy's table, packed
-    host.block_table_stride = max_pages;
-    check_block_table(host, table.packed(), range.used(), range.start());
-  }
-
+// A paged call (p.block_table; the table checked by cuda_attention_forward): decode calls read
+// the pages in place (decode_16x64) and every other call runs on a contiguous copy of the keys
+// each sequence uses, gathered into a pool buffer that is freed on `stream` after it.
+void paged_forward(const FwdParams& p, const HostKeyRange& range, cudaStream_t stream) {
   // A decode call's split length: the most keys a sequence attends to (past its leftpad_k); the
   // gathered copy's rows: the longest key end (both the cache's Sk when unchecked).
   if (decode_takes(p)) {
@@ -378,13 +369,7 @@ void paged_forward(const FwdParams& p, cudaStream_t stream) {
 
 // A quantized cache that is not paged: decode calls read it in place (the decode kernel over 8-bit
 // K/V), every other call runs on a dequantized copy (gathered_forward).
-void quantized_forward(const FwdParams& p, cudaStream_t stream) {
-  HostCopies copies(stream, "attention_forward");
-  const HostKeyRange range(p, copies);
-  if (range.copied()) {
-    copies.wait();
-    range.check(p);
-  }
+void quantized_forward(const FwdParams& p, const HostKeyRange& range, cudaStream_t stream) {
   if (decode_takes(p)) {
     FwdParams dp = p;
     dp.seqlen_k = range.longest_attended(p);
@@ -424,7 +409,7 @@ int cuda_device_count() {
 namespace {
 
 // The checked call after its pointers, lengths and scales: paged, quantized or plain.
-void forward_checked(const FwdParams& p, cudaStream_t stream);
+void forward_checked(const FwdParams& p, const HostKeyRange& range, cudaStream_t stream);
 
 // Whether the FP8 kernel (sm90::fwd_fp8) runs FP8 call p: head dim 64, 128 or 256, out f16 or bf16,
 // dense or causal in standard precision, varlen or not, no seqused_k or block table, strides its
@@ -469,7 +454,7 @@ FwdKernel fp8_kernel_of(const FwdParams& p) {
 // An FP8 call (p.q_quantized()): the FP8 kernel where it takes the call, else q dequantized into a
 // pool buffer of out's dtype ([total_q, Hq, D]) and the call run as an 8-bit cache's.
 // Its scales were checked with the cache's (cuda_attention_forward).
-void fp8_forward(const FwdParams& p, cudaStream_t stream) {
+void fp8_forward(const FwdParams& p, const HostKeyRange& range, cudaStream_t stream) {
   if (fp8_kernel_takes(p)) return sm90::fwd_fp8(fp8_kernel_of(p), p, stream);
   const std::int64_t row = static_cast<std::int64_t>(p.hq) * p.head_dim;
   sm80::LaunchBuffer buffer(stream,
@@ -482,7 +467,7 @@ void fp8_forward(const FwdParams& p, cudaStream_t stream) {
   dp.q_row_stride = row;
   dp.q_head_stride = p.head_dim;
   dp.q_batch_stride = p.is_varlen() ? 0 : p.seqlen_q * row;
-  forward_checked(dp, stream);
+  forward_checked(dp, range, stream);
 }
 
 }  // namespace
@@ -520,56 +505,71 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
     check_device_pointer(p.cu_seqlens_q, p.device_index, "cu_seqlens_q");
     check_device_pointer(p.cu_seqlens_k, p.device_index, "cu_seqlens_k");
   }
-  if (p.is_varlen() && p.check_indices) {
-    // The lengths decide which memory the kernel touches: check them on a host copy first.
-    HostCopies copies(stream, "attention_forward");
-    const auto n = static_cast<std::size_t>(p.batch) + 1;
-    const std::int32_t* cu_q = copies.copy(p.cu_seqlens_q, n, "cu_seqlens_q");
-    const std::int32_t* cu_k = copies.copy(p.cu_seqlens_k, n, "cu_seqlens_k");
-    copies.wait();
-    check_cu_seqlens(cu_q, p.batch, p.total_q, p.seqlen_q, "cu_seqlens_q");
-    check_cu_seqlens(cu_k, p.batch, p.total_k, p.seqlen_k, "cu_seqlens_k");
-  }
-
+  if (p.is_paged()) check_device_pointer(p.block_table, p.device_index, "block_table");
   if (p.kv_quantized()) {
     check_device_pointer(p.k_scale, p.device_index, "k_scale");
     check_device_pointer(p.v_scale, p.device_index, "v_scale");
-    // An FP8 call (q_scale: always beside an 8-bit cache) has its q_scale checked in the same
-    // host copy, behind one synchronization.
     if (p.q_quantized()) check_device_pointer(p.q_scale, p.device_index, "q_scale");
-    if (p.check_indices) {
-      const HostScales h =
-          check_scales(p.k_scale, p.v_scale, p.kv_scale_stride, p.hkv, stream,
-                       "attention_forward", p.q_scale, p.q_scale_stride, p.hq);
-      const bool fp8_kernel = p.q_quantized() && fp8_kernel_takes(p);
-      check_f16_copy_range(p, h, !fp8_kernel && !decode_takes(p),
-                           p.q_quantized() && !fp8_kernel);
-    }
   }
-  if (p.q_quantized()) return fp8_forward(p, stream);
-  forward_checked(p, stream);
+  // Every index array and scale the call reads, copied to the host together (p.check_indices)
+  // and checked after one synchronization, before any kernel runs: the lengths and the table
+  // decide which memory the kernels touch; bad scales would fill out with non-finite values.
+  HostCopies copies(stream, "attention_forward");
+  const std::int32_t* cu_q = nullptr;
+  const std::int32_t* cu_k = nullptr;
+  if (p.is_varlen() && p.check_indices) {
+    const auto n = static_cast<std::size_t>(p.batch) + 1;
+    cu_q = copies.copy(p.cu_seqlens_q, n, "cu_seqlens_q");
+    cu_k = copies.copy(p.cu_seqlens_k, n, "cu_seqlens_k");
+  }
+  std::optional<QueuedScales> scales;
+  if (p.kv_quantized() && p.check_indices) {
+    // An FP8 call's q_scale (always beside an 8-bit cache) with them.
+    scales.emplace(copies, p.k_scale, p.v_scale, p.kv_scale_stride, p.hkv, p.q_scale,
+                   p.q_scale_stride, p.hq);
+  }
+  const HostKeyRange range(p, copies);
+  const std::int64_t max_pages = p.is_paged() ? p.seqlen_k / p.page_size : 0;
+  std::optional<HostBlockTable> table;
+  if (p.is_paged() && p.check_indices) {
+    table.emplace(p.block_table, p.block_table_stride, p.batch, max_pages, copies);
+  }
+  copies.wait();
+  if (cu_q != nullptr) {
+    check_cu_seqlens(cu_q, p.batch, p.total_q, p.seqlen_q, "cu_seqlens_q");
+    check_cu_seqlens(cu_k, p.batch, p.total_k, p.seqlen_k, "cu_seqlens_k");
+  }
+  if (scales) {
+    const HostScales h = scales->check("attention_forward");
+    const bool fp8_kernel = p.q_quantized() && fp8_kernel_takes(p);
+    check_f16_copy_range(p, h, !fp8_kernel && !decode_takes(p), p.q_quantized() && !fp8_kernel);
+  }
+  range.check(p);
+  if (table) {
+    FwdParams host = p;  // the host copy's table, packed
+    host.block_table_stride = max_pages;
+    check_block_table(host, table->packed(), range.used(), range.start());
+  }
+  if (p.q_quantized()) return fp8_forward(p, range, stream);
+  forward_checked(p, range, stream);
 }
 
 namespace {
 
-void forward_checked(const FwdParams& p, cudaStream_t stream) {
-  if (p.is_paged()) return paged_forward(p, stream);
-  if (p.kv_quantized()) return quantized_forward(p, stream);
+void forward_checked(const FwdParams& p, const HostKeyRange& range, cudaStream_t stream) {
+  if (p.is_paged()) return paged_forward(p, range, stream);
+  if (p.kv_quantized()) return quantized_forward(p, range, stream);
 
   // The one runtime-to-kernel dispatch: select_fwd_config (core/tile_config.h) picks the kernel
   // and tiles; decode calls (few query rows per KV head) take the split-KV kernel on any GPU;
   // Hopper takes the wgmma kernel (its sm90_* configurations, every mask, compensated
   // at head dims 64/128), the sm_80 kernel serves other GPUs, compensated at head dim 256 and
   // GPUATTN_KERNEL=sm80. The device's opt-in shared memory per block keeps the sm_80 tiles to
-  // those that fit (sm80_64x64 at head dim 128 on sm_86/sm_89). A call with seqused_k has its
-  // lengths checked on a host copy first (leftpad_k too); a decode call then runs with the
-  // most keys a sequence attends to as its seqlen_k (the split plan's), any other on the sm_80
-  // kernel (pick_forward_kernel).
-  HostCopies copies(stream, "attention_forward");
-  const HostKeyRange range(p, copies);
+  // those that fit (sm80_64x64 at head dim 128 on sm_86/sm_89). A call with seqused_k has had
+  // its lengths checked on a host copy (leftpad_k too, cuda_attention_forward); a decode call
+  // then runs with the most keys a sequence attends to as its seqlen_k (the split plan's), any
+  // other on the sm_80 kernel (pick_forward_kernel).
   if (range.copied()) {
-    copies.wait();
-    range.check(p);
     const FwdKernel kernel = pick_forward_kernel(p);
     if (kernel == FwdKernel::decode_16x64 && range.used() != nullptr) {
       // The decode plan splits the most keys a sequence attends to, not the cache's Sk (with
@@ -601,7 +601,12 @@ void cuda_append_kv(const AppendParams& p, void* stream_ptr) {
     check_device_pointer(p.rotary_cos, p.device_index, "rotary_cos", fn);
     check_device_pointer(p.rotary_sin, p.device_index, "rotary_sin", fn);
   }
+  if (p.k_scale != nullptr) {
+    check_device_pointer(p.k_scale, p.device_index, "k_scale", fn);
+    check_device_pointer(p.v_scale, p.device_index, "v_scale", fn);
+  }
   if (p.check_indices) {
+    // The lengths, the table and the scales, behind one synchronization.
     HostCopies copies(stream, fn);
     const std::int32_t* used =
         copies.copy(p.cache_seqlens, static_cast<std::size_t>(p.batch), "cache_seqlens");
@@ -609,15 +614,11 @@ void cuda_append_kv(const AppendParams& p, void* stream_ptr) {
     if (p.block_table != nullptr) {
       table.emplace(p.block_table, p.block_table_stride, p.batch, p.seqlen_k / p.page_size, copies);
     }
+    std::optional<QueuedScales> scales;
+    if (p.k_scale != nullptr) scales.emplace(copies, p.k_scale, p.v_scale, p.scale_stride, p.hkv);
     copies.wait();
     check_append_indices(p, used, table ? table->packed() : nullptr);
-  }
-  if (p.k_scale != nullptr) {
-    check_device_pointer(p.k_scale, p.device_index, "k_scale", fn);
-    check_device_pointer(p.v_scale, p.device_index, "v_scale", fn);
-    if (p.check_indices) {
-      check_scales(p.k_scale, p.v_scale, p.scale_stride, p.hkv, stream, "append_kv");
-    }
+    if (scales) scales->check(fn);
   }
   if (p.rotates_q) {
     check_device_pointer(p.q_rotary.x, p.device_index, "q", fn);
