@@ -4,7 +4,7 @@
 # baseline's refusals. The whole CUDA test binary (carry/s69.tar.xz) in 8 shards, memcheck of the
 # paged / quantized / seqused / capture suites, the Python cache files on CUDA, and the benches
 # old (s69-src.patch reversed) against new: leftpad_decode.py dense (page 0) and --page 16,
-# paged_decode.py --quick; the decode kernels' registers in both builds (cuobjdump).
+# paged_decode.py --quick, quantized_decode.py --quick; the decode kernels' registers in both builds (cuobjdump).
 #   OUT=$OUT bash bench/results/2026-12-03-h200-s69/call1.sh   (carry ["carry"])
 set -u
 cd "$(dirname "$0")/../../.." || exit 1
@@ -61,6 +61,9 @@ for which in new old old new; do
   PYTHONPATH=$root/build-gpu/python:$PWD/bench timeout 60 python3 bench/paged_decode.py --quick \
     --repeats 3 --json $OUT/paged-$which-$n.json > $OUT/paged-$which-$n.txt 2>&1
   echo "paged_decode $which ($n) rc $?"; tail -20 $OUT/paged-$which-$n.txt
+  PYTHONPATH=$root/build-gpu/python:$PWD/bench timeout 60 python3 bench/quantized_decode.py \
+    --quick --repeats 3 --json $OUT/quant-$which-$n.json > $OUT/quant-$which-$n.txt 2>&1
+  echo "quantized_decode $which ($n) rc $?"; tail -20 $OUT/quant-$which-$n.txt
   echo "after $(( $(date +%s) - start )) s"
 done
 for which in new old; do
