@@ -183,10 +183,11 @@ struct AttentionArgs {
 
   // CUDA only: whether cu_seqlens_q/k, seqused_k, leftpad_k and block_table values are checked on a host
   // copy before any kernel runs (a stream synchronization; every bad value is then an
-  // invalid_argument naming it; the copies go through page-locked memory the calling thread keeps,
-  // so a call's copies share its one synchronization). A call with such values to copy refuses a
-  // stream that is capturing a CUDA graph (invalid_argument naming check_indices, before anything
-  // is queued). false skips the copies: the call stays asynchronous and can be
+  // invalid_argument naming it; the copies, with those of k_scale / v_scale / q_scale, go through
+  // page-locked memory the calling thread keeps, so a call's copies share its one
+  // synchronization). A checked call with any of these (or scales) to copy refuses a stream that is
+  // capturing a CUDA graph (invalid_argument naming check_indices, before anything is queued); one
+  // with none captures as an unchecked call does. false skips the copies: the call stays asynchronous and can be
   // captured into a CUDA graph, and the values are trusted as flash-attn and vLLM trust them (a
   // value out of range reads or writes out of bounds; a sequence longer than max_seqlen_q has its
   // rows past max_seqlen_q left unwritten). Decode calls then split the cache's whole
@@ -253,7 +254,7 @@ struct AttentionArgs {
 // Validates `args` and computes the forward pass. Throws gpuattn::Error, naming the offending
 // value, on any invalid input; in that case `out` and `lse` are left untouched. The CUDA backend is
 // asynchronous with respect to the host (stream-ordered) unless validation needs cu_seqlens,
-// seqused_k, leftpad_k or block_table values (check_indices).
+// seqused_k, leftpad_k, block_table or scale values (check_indices).
 // Device memory: none but what the caller passes, except from the library's own stream-ordered
 // memory pool of the device (made on the first such call; it keeps what it has reserved): on
 // Hopper a causal or masked call with more 128-row blocks than SMs takes a work counter, and a

@@ -37,9 +37,10 @@ namespace gpuattn {
 //        q_same_position (flash-attn's rule for a call without a causal mask or window). Every
 //        position must be < S_ro, checked with cache_seqlens (one host copy for both).
 // On CUDA, cache_seqlens and the table entries the append writes through are checked on a host
-// copy (a stream synchronization) unless check_indices is false (then trusted; the call stays
-// asynchronous and can be captured into a CUDA graph). Every bad input is an invalid_argument
-// naming the offending value, with the caches untouched.
+// copy (a stream synchronization; with k_scale / v_scale, on the same one) unless check_indices is
+// false (then trusted; the call stays asynchronous and can be captured into a CUDA graph; a checked
+// call on a capturing stream is refused, naming check_indices). Every bad input is an
+// invalid_argument naming the offending value, with the caches untouched.
 struct AppendKvArgs {
   TensorView k_cache, v_cache;
   TensorView k_new, v_new;

@@ -32,7 +32,9 @@ namespace gpuattn {
 // A seqlen_offset (a host value) is always checked (a trusted varlen call's: in [0, S_ro), the
 // lengths being on the device). On CUDA seqlen_offsets and cu_seqlens are checked on host copies
 // (one stream synchronization) unless check_indices is false (then trusted: the call stays
-// asynchronous and can be captured into a CUDA graph). Every bad input is an invalid_argument naming the offending value, with out untouched.
+// asynchronous and can be captured into a CUDA graph; a checked call with either array on a
+// capturing stream is refused, naming check_indices). Every bad input is an invalid_argument
+// naming the offending value, with out untouched.
 struct RotaryArgs {
   TensorView x, out;
   TensorView cos, sin;

@@ -1560,18 +1560,15 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     // masked score stays -inf. A branch uniform over the call: other calls skip it.
     if (p.has_softcap()) {
       // Head dim 64's softmax is MUFU-bound: the reciprocal goes to the FMA pipe (ptx.cuh). Caps
-      // above kTanhFastMaxCap take the exact tanh (a branch uniform over the call).
+      // above kTanhFastMaxCap take the exact tanh: one loop for both, a threshold uniform over
+      // the call (0: the fast form), not two copies of it (tanh_of_log2_below says why).
       constexpr bool kFma = Tr::kHeadDim == 64;
       const float k = ptx::tanh_log2_factor(p.softcap_pre);
-      if (p.softcap <= ptx::kTanhFastMaxCap) {
+      const float exact_below = p.softcap <= ptx::kTanhFastMaxCap ? 0.f : 0.25f;
 #pragma unroll
-        for (int i = 0; i < kBlockN / 2; ++i)
-          if (!(half64 && i / 4 >= kNS / 2)) s[i] = ptx::tanh_of_log2<kFma>(s[i] * k);
-      } else {
-#pragma unroll
-        for (int i = 0; i < kBlockN / 2; ++i)
-          if (!(half64 && i / 4 >= kNS / 2)) s[i] = ptx::tanh_of_log2_exact<kFma>(s[i] * k);
-      }
+      for (int i = 0; i < kBlockN / 2; ++i)
+        if (!(half64 && i / 4 >= kNS / 2))
+          s[i] = ptx::tanh_of_log2_below<kFma>(s[i] * k, exact_below);
     }
     if (whole) {
     } else if constexpr (kMasked) {

@@ -1,6 +1,8 @@
 #include "cuda/host_copies.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -10,20 +12,45 @@
 namespace gpuattn {
 namespace {
 
+// Allocation and release of the staging leave any graph capture alone: cudaHostAlloc and
+// cudaFreeHost are calls a global-mode capture on another thread (torch.cuda.graph's default)
+// would otherwise refuse, and be invalidated by.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
 // The calling thread's page-locked staging: blocks handed out front to back, each call's copies
 // from where the previous (enclosing) call's end, given back in reverse order (HostCopies objects
 // nest: a call's copies end before its caller's). A copy that does not fit the rest of a block
-// takes the next one that fits, or a new block; blocks are kept for later calls.
+// takes the next one that fits, or a new block; blocks are kept for later calls. Where page-locked
+// memory cannot be had (cudaHostAlloc fails: the limit reached, some virtualized hosts), a block
+// of pageable memory serves instead: its copies are each a round trip, as they were before.
 struct Staging {
   struct Block {
     char* host;
     std::size_t bytes;
+    bool pinned;
   };
   std::vector<Block> blocks;
   std::size_t block = 0, offset = 0;
 
   ~Staging() {
-    for (const Block& b : blocks) (void)cudaFreeHost(b.host);
+    if (blocks.empty()) return;  // a thread that never copied: no CUDA call at its exit
+    const RelaxedCapture relaxed;
+    for (const Block& b : blocks) {
+      if (b.pinned) {
+        (void)cudaFreeHost(b.host);
+      } else {
+        std::free(b.host);
+      }
+    }
     (void)cudaGetLastError();  // a runtime already shut down at process exit: nothing to report
   }
 
@@ -40,9 +67,18 @@ struct Staging {
     std::size_t size = blocks.empty() ? kFirstBlock : 2 * blocks.back().bytes;
     size = std::max(size, bytes);
     void* host = nullptr;
-    // Portable: a thread may call on several devices.
-    GPUATTN_CUDA_CHECK(cudaHostAlloc(&host, size, cudaHostAllocPortable));
-    blocks.push_back({static_cast<char*>(host), size});
+    bool pinned = false;
+    {
+      const RelaxedCapture relaxed;
+      // Portable: a thread may call on several devices.
+      pinned = cudaHostAlloc(&host, size, cudaHostAllocPortable) == cudaSuccess;
+    }
+    if (!pinned) {
+      (void)cudaGetLastError();
+      host = std::malloc(size);
+      if (host == nullptr) throw std::bad_alloc();
+    }
+    blocks.push_back({static_cast<char*>(host), size, pinned});
     block = blocks.size() - 1;
     offset = bytes;
     return host;
@@ -73,8 +109,13 @@ const void* HostCopies::queue(const void* device, std::size_t width_bytes, std::
                               std::size_t rows, const char* what) {
   if (!queued_) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    GPUATTN_CUDA_CHECK(cudaStreamIsCapturing(stream_, &status));
-    if (status != cudaStreamCaptureStatusNone) {
+    const cudaError_t e = cudaStreamIsCapturing(stream_, &status);
+    // The legacy default stream while another stream of the device captures: implicitly part of
+    // that capture, which a synchronization would break as well.
+    const bool implicit = e == cudaErrorStreamCaptureImplicit;
+    if (implicit) (void)cudaGetLastError();
+    if (!implicit) GPUATTN_CUDA_CHECK(e);
+    if (implicit || status != cudaStreamCaptureStatusNone) {
       throw Error(ErrorCode::invalid_argument,
                   std::string("gpuattn::") + fn_ + ": check_indices reads " + what +
                       " on a host copy after a stream synchronization, which a stream capturing "

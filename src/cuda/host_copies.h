@@ -16,6 +16,10 @@
 
 namespace gpuattn {
 
+// One HostCopies a call, alive from its first copy until its values have been read. Objects of
+// one thread nest: one made while another is alive must be destroyed first, and the outer one
+// must not queue copies while the inner one lives (the inner one hands its staging back on
+// destruction, and the outer one's next copies take it again).
 class HostCopies {
  public:
   // `fn`: the public entry point an error names (a stream that is capturing a CUDA graph, where

@@ -40,6 +40,9 @@ struct QCase {
   float k_boost = 1.f;    // k_scale times this, q divided by it: the same scores, K past float16
   float softcap = 0.f;    // AttentionArgs::softcap
   std::vector<int> pad = {};  // empty: no leftpad_k
+  // Paged: V's pool with 16 more bytes a head than K's, K and V laid out differently (the 8-bit
+  // kernel's 64-bit page addressing, not the shared 32-bit offsets of narrow_pool).
+  bool v_padded = false;
 
   std::string name() const {
     return std::string(to_string(t)) + "_" + to_string(kv) + "_B" + std::to_string(B) + "_H" +
@@ -48,7 +51,7 @@ struct QCase {
            (page ? "_page" + std::to_string(page) : "") + (causal ? "_causal" : "") +
            (per_head ? "" : "_one_scale") + (big_q_row != 0.f ? "_big_q" : "") +
            (k_boost != 1.f ? "_k_boost" : "") + (softcap != 0.f ? "_cap" + number_name(softcap) : "") +
-           (pad.empty() ? "" : "_pad");
+           (pad.empty() ? "" : "_pad") + (v_padded ? "_vpad" : "");
   }
 };
 
@@ -91,13 +94,28 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
   PagedCache pc;
   if (c.page > 0) pc = page_cache(k, v, c.page, c.used, 3, seed + 2, c.pad);
   const HostTensor& kc = c.page > 0 ? pc.k : k;
-  const HostTensor& vc = c.page > 0 ? pc.v : v;
+  HostTensor vpad;  // v_padded: pc.v's rows of D bytes at a pitch of D + 16
+  if (c.v_padded) {
+    vpad = HostTensor(c.kv, {pc.v.shape[0], pc.v.shape[1], pc.v.shape[2], c.D + 16});
+    vpad.randomize(seed + 3);
+    for (std::int64_t r = 0; r < pc.v.numel() / c.D; ++r) {
+      std::memcpy(static_cast<char*>(vpad.data()) + r * (c.D + 16),
+                  static_cast<const char*>(pc.v.data()) + r * c.D, c.D);
+    }
+  }
+  const HostTensor& vc = c.v_padded ? vpad : c.page > 0 ? pc.v : v;
   out.poison();
   lse.poison();
   const OnDevice dq(q), dk(kc), dv(vc), dks(ks), dvs(vs), dused(used), dpad(pad), dout(out),
       dlse(lse), dtable(pc.table);
 
   AttentionArgs a = quantized_args(dq, dk, dv, dks, dvs, dout);
+  if (c.v_padded) {  // [pages, page, Hkv, D] over rows of D + 16
+    a.v = pc.v.view(Device::cuda, dv.buf.get());
+    a.v.stride[2] = c.D + 16;
+    a.v.stride[1] = a.v.shape[2] * a.v.stride[2];
+    a.v.stride[0] = a.v.shape[1] * a.v.stride[1];
+  }
   a.lse = dlse.view();
   if (!c.used.empty()) a.seqused_k = dused.view();
   if (!c.pad.empty()) a.leftpad_k = dpad.view();
@@ -201,6 +219,14 @@ TEST_F(QuantizedKvCuda, LeftpadDecodeReadsTheEightBitCacheInPlace) {
   for (const auto& [base, pad] : with_pads) {
     QCase c = base;
     c.pad = pad;
+    expect_matches_reference(c, true, Runs::in_place);
+    expect_matches_reference(c, false);
+  }
+  // V laid out apart from K: the two-page path's 64-bit offsets (pages of 20 and 16, pads off 16).
+  for (QCase c : {QCase{f16, e4m3, 2, 8, 2, 1, 800, 128, false, {800, 333}, 20},
+                  QCase{bf16, i8, 2, 8, 4, 2, 600, 64, true, {600, 100}, 16}}) {
+    c.pad = {5, 37};
+    c.v_padded = true;
     expect_matches_reference(c, true, Runs::in_place);
     expect_matches_reference(c, false);
   }
