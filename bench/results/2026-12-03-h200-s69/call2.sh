@@ -30,6 +30,14 @@ for i in 0 1 2 3 4 5 6 7; do
   echo "shard $i: $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test' /tmp/logs/shard$i.log | tr '\n' ' ')"
 done
 grep -h '^\[  FAILED  \] [A-Z]' /tmp/logs/shard*.log | sort -u | head -20
+# Stack frames (spills) of every sm_90a and decode kernel in this tree's build.
+for o in $(find build-gpu -name 'fwd_sm90*.o' -o -name 'fwd_decode*.o' -o -name 'fwd_sm80*.o' | sort); do
+  cuobjdump --dump-resource-usage $o 2>/dev/null | grep -E 'Function|REG' | sed -E 's/^[[:space:]]*//' |
+    paste - - | sed -E 's/Function ([^:]*):.*REG:([0-9]+) STACK:([0-9]+).*/\2 \3 \1/' | c++filt |
+    sed -E 's/gpuattn:://g; s/\(FwdParams.*//' >> $OUT/stack.txt
+done
+echo "kernels with a stack frame: $(awk '$2 > 0' $OUT/stack.txt | wc -l) of $(wc -l < $OUT/stack.txt)"
+awk '$2 > 0' $OUT/stack.txt | cut -c1-150
 # The variants: libgpuattn.a with the object swapped, the CLI relinked.
 cd build-gpu
 member=$(ar t libgpuattn.a | grep 'fwd_sm90_f16_hdim64')
