@@ -239,7 +239,9 @@ struct AttentionArgs {
   // negative one is an error). Finite, >= 0, at most 2.36e38 (FLT_MAX / log2(e)), and scale /
   // softcap a normal float. A soft-capped call takes the kernel its uncapped twin would (the
   // sm_90a kernels on Hopper, the decode kernels for decode calls, paged and 8-bit caches read in
-  // place); the GPU kernels take tanh as 1 - 2 / (1 + e^2x), absolute error about 3e-7. An FP8 q
+  // place); the GPU kernels take tanh as 1 - 2 / (1 + e^2x), absolute error about 3e-7, for caps up
+  // to 256, and above it (nearly no cap, where that error would show in the logits) an exact tanh
+  // that the sm_90a kernels do not compile: such calls run the sm_80 kernel on Hopper. An FP8 q
   // refuses it (not_supported), as do sequence-parallel calls.
   float softcap = 0.f;
   bool causal = false;

@@ -44,6 +44,13 @@ struct FwdParams {
   // = scale / softcap; both 0 for none (has_softcap).
   float softcap_pre = 0.f;
   float softcap = 0.f;
+  // The largest cap the GPU kernels' fast tanh serves (ptx::tanh_of_log2; above it the exact one,
+  // ptx::tanh_of_log2_exact): its logits' error, softcap * 2.5e-7, is at most 6.4e-5 there (Gemma 2
+  // caps at 30 and 50); a cap of 1e7, nearly no cap at all, would move every logit by up to 2.5.
+  // The sm_90a kernels compile the fast form only: calls capped above it run the sm_80 kernel on
+  // Hopper too (pick_forward_kernel), where the exact one's second tile loop costs nothing.
+  static constexpr float kFastTanhMaxCap = 256.f;
+  GPUATTN_HD bool exact_tanh() const { return softcap > kFastTanhMaxCap; }
 
   DType dtype = DType::f16;
   Device device = Device::cpu;

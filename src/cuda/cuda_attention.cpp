@@ -189,8 +189,11 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
     return FwdKernel::decode_16x64;
   }
   const KernelChoice choice = kernel_choice_from_env();
+  // Caps above FwdParams::kFastTanhMaxCap take the exact tanh, which the sm_90a kernels do not
+  // compile (its second tile loop slowed every call: fwd_sm90.cuh).
   const bool sm90_available = choice != KernelChoice::sm80 && !p.has_key_range() &&
-                              strides_fit_tma(p) && sm90::usable(p.dtype, p.head_dim);
+                              !p.exact_tanh() && strides_fit_tma(p) &&
+                              sm90::usable(p.dtype, p.head_dim);
   FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
                              sm80::max_smem_per_block());
   apply_kernel_choice(shape, choice);

@@ -1559,16 +1559,20 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     // scale_log2 = softcap * log2(e) then carries into the exp2 domain; before the mask, so that a
     // masked score stays -inf. A branch uniform over the call: other calls skip it.
     if (p.has_softcap()) {
-      // Head dim 64's softmax is MUFU-bound: the reciprocal goes to the FMA pipe (ptx.cuh). Caps
-      // above kTanhFastMaxCap take the exact tanh: one loop for both, a threshold uniform over
-      // the call (0: the fast form), not two copies of it (tanh_of_log2_below says why).
+      // Head dim 64's softmax is MUFU-bound: the reciprocal goes to the FMA pipe (ptx.cuh). The
+      // fast tanh only: calls capped above FwdParams::kFastTanhMaxCap run the sm_80 kernel
+      // (launch_kernel refuses them here). A second, exact copy of this unrolled loop (s65,
+      // ffe3724) cost every call, capped or not: the 3-consumer head-dim-64 kernel kept its row
+      // sums in local memory (ptxas, nvcc 13.0: 0 -> 616 bytes of spill stores), and H200 A/B
+      // against this loop alone (2026-12-03-h200-s69, call 2, 3 rounds a b1 b2 b2 b1 a): fp16
+      // B4 H32 S4096 D64 1.024x the time, causal B2 S8192 1.034x, B1 H16 S1024 1.014x, causal
+      // B32 S512 (the 4-stage kernel, no spill) 1.055x. One loop with both forms and a uniform
+      // threshold select instead: uncapped 1.00-1.02x, but capped at 50 1.46x.
       constexpr bool kFma = Tr::kHeadDim == 64;
       const float k = ptx::tanh_log2_factor(p.softcap_pre);
-      const float exact_below = p.softcap <= ptx::kTanhFastMaxCap ? 0.f : 0.25f;
 #pragma unroll
       for (int i = 0; i < kBlockN / 2; ++i)
-        if (!(half64 && i / 4 >= kNS / 2))
-          s[i] = ptx::tanh_of_log2_below<kFma>(s[i] * k, exact_below);
+        if (!(half64 && i / 4 >= kNS / 2)) s[i] = ptx::tanh_of_log2<kFma>(s[i] * k);
     }
     if (whole) {
     } else if constexpr (kMasked) {
@@ -2122,6 +2126,14 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
       throw Error(ErrorCode::not_supported,
                   std::string("gpuattn: ") + name + " runs no varlen calls (cu_seqlens)");
     }
+  }
+  // The fast tanh only (see consume()'s softmax): the dispatch sends larger caps to sm_80.
+  static_assert(ptx::kTanhFastMaxCap == FwdParams::kFastTanhMaxCap, "one fast-tanh bound");
+  if (p.exact_tanh()) {
+    throw Error(ErrorCode::not_supported,
+                "gpuattn: the sm_90a kernels take caps up to " +
+                    std::to_string(static_cast<int>(FwdParams::kFastTanhMaxCap)) + ", not softcap " +
+                    std::to_string(p.softcap) + " (the sm_80 kernel's exact tanh runs those)");
   }
   static PerDeviceFlags configured{};
   set_max_dynamic_smem(reinterpret_cast<const void*>(fwd_kernel<Tr, kMasked>), Tr::kSmemBytes,

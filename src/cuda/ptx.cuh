@@ -281,37 +281,23 @@ __device__ __forceinline__ float tanh_of_log2(float y) {
     return fmaf(-2.f, fast_rcp(1.f + fast_exp2(y)), 1.f);  // rcp(inf) = 0: +-1 at the ends
   }
 }
-// The largest cap whose calls take tanh_of_log2 (above: tanh_of_log2_exact): its logits' error,
-// softcap * 2.5e-7, is at most 6.4e-5 (Gemma 2 caps at 30 and 50). A cap of 1e7, nearly no cap at
-// all, would have moved every logit by up to 2.5 (the relative error of small |x| grows as 1 / x).
+// The largest cap whose calls take tanh_of_log2 (above: tanh_of_log2_exact): FwdParams::
+// kFastTanhMaxCap, which says why (this header stands alone for the probes: fwd_sm90.cuh checks
+// that the two agree).
 inline constexpr float kTanhFastMaxCap = 256.f;
 
-// tanh_of_log2, and below |x| = `exact_below` (x = y ln(2) / 2) the odd Taylor polynomial to x^9
-// (truncation 9e-9 of tanh there). With exact_below = 0.25 (tanh_of_log2_exact) the relative error
-// is about 1e-6 for every x: above 0.25 tanh_of_log2's absolute error 2.5e-7 is at most 1e-6 of
-// tanh. With 0 it is tanh_of_log2 at seven FP32 ops and a select more an element: the sm_90a
-// kernels take every cap through this one form, a uniform threshold, because a second, exact copy
-// of their unrolled tile loop, or a `?:` (nvcc branched around tanh_of_log2 element by element),
-// spilled the 3-consumer head-dim-64 kernel's row sums to local memory on every call, capped or
-// not (ptxas, nvcc 13.0: 0 -> 616 bytes of spill stores; the 1-consumer kernel 0 -> 16).
+// tanh_of_log2 with relative error about 1e-6 for every x: below |x| = 0.25 the odd Taylor
+// polynomial to x^9 (truncation 9e-9 of tanh there), above it tanh_of_log2 (whose absolute error
+// 2.5e-7 is then at most 1e-6 of tanh). Six FP32 ops and a select more an element.
 template <bool kFmaReciprocal>
-__device__ __forceinline__ float tanh_of_log2_below(float y, float exact_below) {
+__device__ __forceinline__ float tanh_of_log2_exact(float y) {
   const float x = y * 0.34657359027997264f;  // ln(2) / 2
   const float x2 = x * x;
   float q = fmaf(x2, 0.021869488536155203f, -0.053968253968253971f);  // 62/2835, -17/315
   q = fmaf(x2, q, 0.13333333333333333f);                              // 2/15
   q = fmaf(x2, q, -0.33333333333333333f);                             // -1/3
   const float small = fmaf(x * x2, q, x);
-  const float large = tanh_of_log2<kFmaReciprocal>(y);
-  float r;  // selp: both forms computed, no branch
-  asm("{\n\t.reg .pred p;\n\tsetp.lt.f32 p, %1, %4;\n\tselp.f32 %0, %2, %3, p;\n\t}"
-      : "=f"(r)
-      : "f"(fabsf(x)), "f"(small), "f"(large), "f"(exact_below));
-  return r;
-}
-template <bool kFmaReciprocal>
-__device__ __forceinline__ float tanh_of_log2_exact(float y) {
-  return tanh_of_log2_below<kFmaReciprocal>(y, 0.25f);
+  return fabsf(x) < 0.25f ? small : tanh_of_log2<kFmaReciprocal>(y);
 }
 
 // tanh_of_log2's factor for x = s * pre: pre * 2 log2(e), kept finite (a score of 0 must give 0,

@@ -818,18 +818,25 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Soft-capping does not move the dispatch: a soft-capped call takes the kernel its uncapped twin
 // takes (the sm_90a kernels on Hopper, the decode kernel for decode shapes, the sm_80 kernel
-// elsewhere), under every GPUATTN_KERNEL of the GPU ctest.
+// elsewhere), under every GPUATTN_KERNEL of the GPU ctest; except caps above the fast tanh's,
+// which no sm_90a kernel takes.
 TEST_F(AttentionCudaTest, SoftcappedCallsTakeTheUncappedKernel) {
   for (const Case& c : {dense(1, 8, 8, 512, 512, 128, f16), dense(4, 32, 8, 1, 4096, 128, bf16),
                         dense(1, 16, 16, 4096, 4096, 64, f16).causal(),
                         dense(1, 16, 16, 1024, 1024, 64, f16), dense(2, 8, 8, 2048, 2048, 256, bf16),
                         dense(1, 8, 8, 700, 700, 128, f16).window(64, 16).globals(8),
                         dense(1, 8, 8, 333, 333, 64, f16).compensated()}) {
-    Problem plain(c, 1), capped(c.capped(5), 1);
+    Problem plain(c, 1), capped(c.capped(5), 1), huge(c.capped(1000), 1);
     const FwdKernel want = cuda_forward_kernel(make_fwd_params(plain.device_args()));
     const FwdKernel got = cuda_forward_kernel(make_fwd_params(capped.device_args()));
     EXPECT_EQ(got, want) << c.name() << ": capped " << tile_config(got).name << ", uncapped "
                          << tile_config(want).name;
+    // Above FwdParams::kFastTanhMaxCap (the exact tanh) not the sm_90a kernels, which compile
+    // the fast form only: the sm_80 kernel, or the decode kernel for a decode call.
+    const FwdKernel exact = cuda_forward_kernel(make_fwd_params(huge.device_args()));
+    const std::string exact_name = tile_config(exact).name;
+    EXPECT_NE(exact_name.substr(0, 5), "sm90_") << c.name() << ": capped at 1000 " << exact_name;
+    if (want == FwdKernel::decode_16x64) EXPECT_EQ(exact, want) << c.name();
   }
 }
 

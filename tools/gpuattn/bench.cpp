@@ -13,6 +13,7 @@
 
 #include "common.h"
 #include "core/decode_split.h"
+#include "core/fwd_params.h"
 #include "core/tile_config.h"
 #if defined(GPUATTN_WITH_CUDA)
 #include "cuda/fwd_sm90.h"
@@ -214,7 +215,8 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
   }
   FwdShape s;
   s.sm_major = sm_major;
-  s.sm90_kernel_available = sm90_available;
+  // Caps above the fast tanh's run the sm_80 kernel (pick_forward_kernel).
+  s.sm90_kernel_available = sm90_available && !(c.softcap > FwdParams::kFastTanhMaxCap);
   s.num_sms = num_sms;
   s.head_dim = c.d;
   s.causal = c.causal;
