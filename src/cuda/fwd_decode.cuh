@@ -105,8 +105,9 @@ __device__ __forceinline__ int page_of(int key, int page_size, int shift, int& s
 
 // Whether a paged cache's K and V are laid out alike with every offset of the pool under 2^31 (its
 // largest offset, so that a strided view of any layout counts; num_pages x the page stride for a
-// contiguous pool): then one 32-bit offset a row serves both. Shared by decode_kernel and the
-// 8-bit cache's kernel (offsets in elements, bytes there).
+// contiguous pool): then one 32-bit offset a row serves both (decode_kernel's per-row and
+// two-page paths). The 8-bit kernel's two-page path keeps 64-bit offsets: the 32-bit form spilled
+// its paged e4m3 instantiations (ptxas, nvcc 13.0: head dim 128 0 -> 8 bytes, 256 44 -> 48).
 __device__ __forceinline__ bool narrow_pool(const FwdParams& p) {
   return p.k_batch_stride == p.v_batch_stride && p.k_row_stride == p.v_row_stride &&
          p.k_head_stride == p.v_head_stride &&

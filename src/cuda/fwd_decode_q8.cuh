@@ -144,9 +144,6 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
   // on, then the next (pages[0] and pages[1]; the next read only where the rows cross into it
   // before the sequence's end), each row's page picked by whether it passes the first's end.
   const bool two_pages = kPaged && !whole_warps && p.page_size >= Tr::kWarpRows;
-  // K and V laid out alike in a pool of under 2^31 bytes: the two pages' rows take one 32-bit
-  // offset for both.
-  const bool narrow = kPaged && narrow_pool(p);
   static_assert(Tr::kRowsPerThread >= 2, "two pages' entries in pages[]");
   auto fetch_pages = [&](int t) {
     if constexpr (kPaged) {
@@ -199,25 +196,6 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
       }
       if (two_pages) {
         const int cross = p.page_size - slots[0];  // the warp's rows in its first page
-        if (narrow) {
-          // Byte offsets of the warp's row 0 in the first page and of row `cross` less cross rows
-          // in the second, one for K and V: row o at its page's offset + o rows.
-          const int rs = static_cast<int>(p.k_row_stride);
-          const int col = hk * static_cast<int>(p.k_head_stride) + c * 16;
-          const int ps = static_cast<int>(p.k_batch_stride);
-          const int o0 = pages[0] * ps + slots[0] * rs + col;
-          const int o1 = pages[1] * ps - cross * rs + col;
-#pragma unroll
-          for (int u = 0; u < Tr::kRowsPerThread; ++u) {
-            const int r = row0 + u * kStep;
-            const int o = r - Tr::kWarpRows * warp;  // the row among the warp's 16
-            const bool valid = t * kN + r < lk;
-            const int off = (o < cross ? o0 : o1) + o * rs;
-            ptx::cp_async_16(kdst + swz8<D>(r, c), valid ? kbase + off : kbase, valid);
-            ptx::cp_async_16(vdst + swz8<D>(r, c), valid ? vbase + off : vbase, valid);
-          }
-          return;
-        }
         // Byte offsets of the warp's row 0 in the first page and of row `cross` less cross rows
         // in the second: row o at its page's offset + o rows.
         const std::int64_t kc = hk * p.k_head_stride + c * 16, vc = hk * p.v_head_stride + c * 16;

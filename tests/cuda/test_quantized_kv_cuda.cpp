@@ -40,8 +40,8 @@ struct QCase {
   float k_boost = 1.f;    // k_scale times this, q divided by it: the same scores, K past float16
   float softcap = 0.f;    // AttentionArgs::softcap
   std::vector<int> pad = {};  // empty: no leftpad_k
-  // Paged: V's pool with 16 more bytes a head than K's, K and V laid out differently (the 8-bit
-  // kernel's 64-bit page addressing, not the shared 32-bit offsets of narrow_pool).
+  // Paged: V's pool with 16 more bytes a head than K's, K and V laid out differently (V's own
+  // strides in the 8-bit kernel's page addressing).
   bool v_padded = false;
 
   std::string name() const {
@@ -222,7 +222,7 @@ TEST_F(QuantizedKvCuda, LeftpadDecodeReadsTheEightBitCacheInPlace) {
     expect_matches_reference(c, true, Runs::in_place);
     expect_matches_reference(c, false);
   }
-  // V laid out apart from K: the two-page path's 64-bit offsets (pages of 20 and 16, pads off 16).
+  // V laid out apart from K on the two-page path (pages of 20 and 16, pads off 16).
   for (QCase c : {QCase{f16, e4m3, 2, 8, 2, 1, 800, 128, false, {800, 333}, 20},
                   QCase{bf16, i8, 2, 8, 4, 2, 600, 64, true, {600, 100}, 16}}) {
     c.pad = {5, 37};
