@@ -326,9 +326,8 @@ class HostBlockTable {
                  HostCopies& copies)
       : batch_(batch), max_pages_(max_pages), stride_(stride) {
     const auto width = static_cast<std::size_t>(max_pages);
-    if (batch == 1) {
-      copied_ = copies.copy(table, width, "block_table");
-    } else if (stride >= max_pages) {
+    // Rows at their pitch; a batch of one is a single row, whatever its stride.
+    if (batch == 1 || stride >= max_pages) {
       copied_ = copies.copy_rows(table, width, static_cast<std::size_t>(stride),
                                  static_cast<std::size_t>(batch), "block_table");
     } else {

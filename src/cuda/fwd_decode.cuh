@@ -329,7 +329,7 @@ __device__ __forceinline__ void mask_past_limits(float (&sacc)[2][4], int n0, co
 // Soft-capping (AttentionArgs::softcap): row h's scores times pre[h] become their tanh (q.k *
 // scale / softcap), which the row's softmax scale (softcap * log2(e)) then carries into the exp2
 // domain. Before the mask, so that a masked score stays -inf. `exact`: a cap above
-// ptx::kTanhFastMaxCap (uniform over the call).
+// FwdParams::kFastTanhMaxCap (FwdParams::exact_tanh, uniform over the call).
 __device__ __forceinline__ void softcap_scores(float (&sacc)[2][4], const float (&pre)[2],
                                                bool exact) {
   const float k[2] = {ptx::tanh_log2_factor(pre[0]), ptx::tanh_log2_factor(pre[1])};
@@ -757,7 +757,7 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
     }
     // Soft-capped scores (a branch uniform over the call), then keys at or past a row's limit
     // masked (the sequence end, the causal diagonal).
-    if (p.has_softcap()) softcap_scores(sacc, cap_pre, p.softcap > ptx::kTanhFastMaxCap);
+    if (p.has_softcap()) softcap_scores(sacc, cap_pre, p.exact_tanh());
     mask_past_limits(sacc, t * kN + 16 * warp + 2 * (lane % 4), lim);
     // Online softmax per row (the row's 16 keys lie on the 4 threads of a quad); then O += P V:
     // P from S's registers (the A fragment of m16n8k16), V by transposing loads (matrices: keys

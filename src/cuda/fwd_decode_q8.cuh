@@ -365,7 +365,7 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
         }
       }
     }
-    if (p.has_softcap()) softcap_scores(sacc, cap_pre, p.softcap > ptx::kTanhFastMaxCap);
+    if (p.has_softcap()) softcap_scores(sacc, cap_pre, p.exact_tanh());
     mask_past_limits(sacc, t * kN + 16 * warp + 2 * c4, lim);
     std::uint32_t pa[4];
     online_softmax_step<__half, D>(sacc, row_scale, row_max, row_sum, o, pa);

@@ -599,7 +599,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     // masked score stays -inf. A warp-uniform branch: other calls skip it.
     if (p.has_softcap()) {
       const float k = ptx::tanh_log2_factor(p.softcap_pre);
-      if (p.softcap <= ptx::kTanhFastMaxCap) {  // else the exact tanh (ptx.cuh)
+      if (!p.exact_tanh()) {  // else the exact tanh (ptx.cuh)
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll

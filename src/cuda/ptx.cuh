@@ -266,8 +266,8 @@ __device__ __forceinline__ float max_nan(float a, float b) {
 // 1 + 2^y lies in [1, 1.35e8]; the bit trick's first guess is within 5.1% of its reciprocal and
 // three Newton steps (2 FFMA each) take that to 9e-8. Both: absolute error about 2.5e-7 over all x,
 // so a soft-capped logit (softcap * tanh) is within softcap * 2.5e-7 of its value: at most 6.4e-5
-// for the caps these serve (kTanhFastMaxCap); tanh_of_log2_exact serves larger ones. +-inf give
-// +-1, NaN stays NaN.
+// for the caps these serve (FwdParams::kFastTanhMaxCap); tanh_of_log2_exact serves larger ones.
+// +-inf give +-1, NaN stays NaN.
 template <bool kFmaReciprocal>
 __device__ __forceinline__ float tanh_of_log2(float y) {
   if constexpr (kFmaReciprocal) {
@@ -281,10 +281,6 @@ __device__ __forceinline__ float tanh_of_log2(float y) {
     return fmaf(-2.f, fast_rcp(1.f + fast_exp2(y)), 1.f);  // rcp(inf) = 0: +-1 at the ends
   }
 }
-// The largest cap whose calls take tanh_of_log2 (above: tanh_of_log2_exact): FwdParams::
-// kFastTanhMaxCap, which says why (this header stands alone for the probes: fwd_sm90.cuh checks
-// that the two agree).
-inline constexpr float kTanhFastMaxCap = 256.f;
 
 // tanh_of_log2 with relative error about 1e-6 for every x: below |x| = 0.25 the odd Taylor
 // polynomial to x^9 (truncation 9e-9 of tanh there), above it tanh_of_log2 (whose absolute error

@@ -785,7 +785,7 @@ INSTANTIATE_TEST_SUITE_P(HalfLastTile, AttentionCuda,
 // key, a window with global tokens (the masked sm_90a kernel), compensated precision, the dense
 // kernel's half last tile (193 rows), head dim 256's wide tiles (1024 keys and more), and
 // decode-shaped calls (the decode kernel: one and four rows per KV head, causal), with a
-// fractional cap; and caps above ptx::kTanhFastMaxCap (the exact tanh: 3000 to 1e6, nearly no
+// fractional cap; and caps above FwdParams::kFastTanhMaxCap (the exact tanh: 3000 to 1e6, nearly no
 // cap, where the fast tanh's absolute error would move the logits by up to 0.25).
 INSTANTIATE_TEST_SUITE_P(
     Softcap, AttentionCuda,

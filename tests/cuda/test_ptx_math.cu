@@ -17,7 +17,7 @@ namespace gpuattn::testing {
 namespace {
 
 // y[i] = tanh(x[i] * pre) as the kernels take it: tanh_of_log2(x * tanh_log2_factor(pre)), or
-// tanh_of_log2_exact (the caps above kTanhFastMaxCap).
+// tanh_of_log2_exact (the caps above FwdParams::kFastTanhMaxCap).
 template <bool kFma>
 __global__ void tanh_kernel(const float* x, float* y, int n, float pre, bool exact) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -255,7 +255,7 @@ TEST_F(QuantizedKvCuda, SoftcappedCallsMatchTheReference) {
   boosted.softcap = 1.f;
   in_place.push_back(boosted);
   QCase huge_cap = {f16, e4m3, 2, 8, 2, 1, 700, 128, true, {700, 300}};
-  huge_cap.softcap = 1e5f;  // the exact tanh (above ptx::kTanhFastMaxCap)
+  huge_cap.softcap = 1e5f;  // the exact tanh (above FwdParams::kFastTanhMaxCap)
   in_place.push_back(huge_cap);
   for (const QCase& c : in_place) expect_matches_reference(c, true, Runs::in_place);
   QCase prefill = {bf16, e4m3, 1, 8, 2, 300, 300, 128, true};
