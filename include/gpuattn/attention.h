@@ -244,6 +244,23 @@ struct AttentionArgs {
   // that the sm_90a kernels do not compile: such calls run the sm_80 kernel on Hopper. An FP8 q
   // refuses it (not_supported), as do sequence-parallel calls.
   float softcap = 0.f;
+  // ALiBi (Press et al.; BLOOM, MPT; flash-attn's alibi_slopes), optional: float32 [Hq] (a slope
+  // a query head) or [B, Hq] (a slope a sequence and head; B the batch, or the number of
+  // sequences of a varlen call), last stride 1, any other stride >= 0, on q's device. Query i of
+  // sequence b, head h, adds
+  //   -alibi_slopes[b][h] * |i + Sk - Sq - j|
+  // to its score for key j (after the scale and the soft-cap, before the softmax; Sq, Sk and j
+  // as the masks count them: per sequence, keys from leftpad_k[b], Sk the keys used), so the lse
+  // is of the biased scores. (flash-attn's causal kernels add slope * j instead, which differs
+  // by a constant a row: the same out, an lse shifted by slope * (i + Sk - Sq).) Each slope
+  // finite, with |slope| x max(log2(e), 1 / u) at most FLT_MAX / 2^31 (about 1.58e29; u the
+  // softmax_scale, or the softcap when capped) so that its bias stays a float at every distance;
+  // checked on the host for host views, on a host copy (with check_indices; trusted otherwise)
+  // on CUDA. Any layout, mask and precision, on both backends. On CUDA an ALiBi call runs the
+  // portable sm_80 kernel (on Hopper too; its masked instantiation, where the bias is a
+  // warp-uniform branch), not the sm_90a or decode kernels: paged and 8-bit caches through their
+  // gathered or dequantized copies, an FP8 q dequantized. Sequence-parallel calls refuse it.
+  TensorView alibi_slopes;
   bool causal = false;
   MaskSpec mask;  // sliding window, global tokens, block-sparse layout; default: none
   Precision precision = Precision::standard;

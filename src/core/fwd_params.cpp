@@ -240,6 +240,7 @@ void check_written_views(const AttentionArgs& a) {
                           {&a.k_scale, "k_scale"},
                           {&a.v_scale, "v_scale"},
                           {&a.q_scale, "q_scale"},
+                          {&a.alibi_slopes, "alibi_slopes"},
                           {&a.counters, "counters"}};
   for (const Named& w : {out, lse}) {
     if (!w.t->present()) continue;
@@ -439,6 +440,64 @@ void check_q_scales(const float* q_scale, int n, const char* fn) {
   check_scale_values(q_scale, n, "q_scale", fn);
 }
 
+void check_alibi_slopes(const float* slopes, int batch, int hq, float alibi_raw, bool capped,
+                        const char* fn) {
+  // The bias of the farthest key (distance below 2^31) finite in float32, in the CPU backend's
+  // base-2 units (slope x log2(e)) and in the kernels' raw ones (slope x alibi_raw).
+  const double unit = std::max(1.4426950408889634, static_cast<double>(alibi_raw));
+  const double limit = static_cast<double>(std::numeric_limits<float>::max()) / 2147483648.0;
+  const int n = batch * hq;
+  for (int i = 0; i < n; ++i) {
+    const double x = slopes[i];
+    if (std::isfinite(x) && std::fabs(x) * unit <= limit) continue;
+    char v[160];
+    std::snprintf(v, sizeof v, "%.9g", x);
+    std::string where = "alibi_slopes[" + std::to_string(i) + "]";
+    if (batch > 1) {
+      where = "alibi_slopes[" + std::to_string(i / hq) + "][" + std::to_string(i % hq) + "]";
+    }
+    throw Error(ErrorCode::invalid_argument,
+                std::string(fn) + ": " + where + " is " + v +
+                    (std::isfinite(x)
+                         ? std::string(": |slope| x max(log2(e), 1 / ") +
+                               (capped ? "softcap" : "softmax_scale") +
+                               ") must be at most 1.58e29 (FLT_MAX / 2^31: its bias at every key "
+                               "distance a float32)"
+                         : std::string(", must be finite")));
+  }
+}
+
+AlibiView check_alibi_view(const TensorView& t, int batch, int hq, const TensorView& q,
+                           bool varlen) {
+  const std::string bshape = varlen ? "sequences" : "B";
+  auto bad = [](const std::string& msg) { invalid("alibi_slopes " + msg); };
+  if (t.data == nullptr) bad("is a null pointer");
+  if (t.dtype != DType::f32) bad(std::string("has dtype ") + to_string(t.dtype) + ", expected float32");
+  const std::string want = "[Hq = " + std::to_string(hq) + "] or [" + bshape + " = " +
+                           std::to_string(batch) + ", Hq = " + std::to_string(hq) + "]";
+  const bool per_head = t.rank == 1 && t.shape[0] == hq;
+  const bool per_seq = t.rank == 2 && t.shape[0] == batch && t.shape[1] == hq;
+  if (!per_head && !per_seq) bad("has shape " + shape_str(t) + ", expected " + want);
+  if (t.stride[t.rank - 1] != 1 && hq > 1) {
+    bad("last-dimension stride is " + std::to_string(t.stride[t.rank - 1]) +
+        ", must be 1 (a slope a head, contiguous)");
+  }
+  AlibiView view;
+  if (per_seq && batch > 1) {
+    // Rows apart or one row for all (0, a broadcast); overlapping rows would not copy as rows.
+    if (t.stride[0] != 0 && t.stride[0] < hq) {
+      bad("has batch stride " + std::to_string(t.stride[0]) + ": must be 0 or at least Hq = " +
+          std::to_string(hq));
+    }
+    view.batch_stride = t.stride[0];
+  }
+  if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0) bad(unaligned("pointer", t.data, 4));
+  check_same_place(t, q, "alibi_slopes");
+  view.slopes = static_cast<const float*>(t.data);
+  view.batch = per_seq ? batch : 1;
+  return view;
+}
+
 int check_q_scale_view(const TensorView& t, int hq, const TensorView& q) {
   auto bad = [](const std::string& msg) {
     throw Error(ErrorCode::invalid_argument, "gpuattn::attention_forward: " + msg);
@@ -612,7 +671,7 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
         std::pair{&a.leftpad_k, "leftpad_k"},
         std::pair{&a.block_table, "block_table"}, std::pair{&a.k_scale, "k_scale"},
         std::pair{&a.v_scale, "v_scale"}, std::pair{&a.q_scale, "q_scale"},
-        std::pair{&a.counters, "counters"},
+        std::pair{&a.alibi_slopes, "alibi_slopes"}, std::pair{&a.counters, "counters"},
         std::pair{&a.mask.block_sparse.layout, "mask.block_sparse.layout"}}) {
     if (t->present()) check_place_values(*t, name, "gpuattn::attention_forward");
   }
@@ -956,6 +1015,13 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
 
   set_block_layout(a, p);
 
+  if (a.alibi_slopes.present()) {
+    const AlibiView alibi = check_alibi_view(a.alibi_slopes, p.batch, p.hq, a.q, varlen);
+    p.alibi_slopes = alibi.slopes;
+    p.alibi_batch_stride = alibi.batch_stride;
+    p.alibi_raw = static_cast<float>(1.4426950408889634 / static_cast<double>(p.scale_log2));
+  }
+
   // The mask works on int positions (key minus query position): Sq + Sk must fit an int.
   if (!p.dense_or_causal() && std::int64_t{p.seqlen_q} + p.seqlen_k > INT32_MAX) {
     invalid("Sq + Sk = " + std::to_string(std::int64_t{p.seqlen_q} + p.seqlen_k) +
@@ -1029,6 +1095,15 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     p.lse = static_cast<float*>(l.data);
   }
   check_written_views(a);
+  if (p.has_alibi() && a.q.device == Device::cpu) {  // values last; on CUDA a host copy's
+    const int rows = p.alibi_batch_stride == 0 ? 1 : p.batch;
+    std::vector<float> host(static_cast<std::size_t>(rows) * p.hq);
+    for (int b = 0; b < rows; ++b) {
+      for (int h = 0; h < p.hq; ++h) host[std::size_t(b) * p.hq + h] = p.alibi_slope(b, h);
+    }
+    check_alibi_slopes(host.data(), rows, p.hq, p.alibi_raw, p.has_softcap(),
+                       "gpuattn::attention_forward");
+  }
   return p;
 }
 

@@ -108,11 +108,24 @@ struct FwdParams {
   // CPU backend, the reference, the sm_80 kernel, the decode kernels (dense and paged) and the
   // gather; last, so that no other kernel's parameters move.
   const std::int32_t* leftpad_k = nullptr;
+  // AttentionArgs::alibi_slopes (nullptr: none), read through alibi_slope(b, h): the score of
+  // query i and key j (as the masks count them) gets -slope * |i + keys_used(b) - len_q(b) - j|
+  // in natural-log units. alibi_raw = log2(e) / scale_log2 turns a slope into the units of the
+  // kernels' scores before their scale_log2 (1 / scale, or 1 / softcap when capped). Read by the
+  // CPU backend, the reference and the sm_80 kernel's masked instantiations; last, so that no
+  // other kernel's parameters move.
+  const float* alibi_slopes = nullptr;
+  std::int64_t alibi_batch_stride = 0;  // 0: one slope a head for every sequence ([Hq])
+  float alibi_raw = 0.f;
 
   GPUATTN_HD bool is_varlen() const { return cu_seqlens_q != nullptr; }
   GPUATTN_HD bool kv_quantized() const { return k_scale != nullptr; }
   GPUATTN_HD bool q_quantized() const { return q_scale != nullptr; }
   GPUATTN_HD bool has_softcap() const { return softcap_pre != 0.f; }
+  GPUATTN_HD bool has_alibi() const { return alibi_slopes != nullptr; }
+  GPUATTN_HD float alibi_slope(int b, int h) const {
+    return alibi_slopes[b * alibi_batch_stride + h];
+  }
   GPUATTN_HD float q_scale_of(int h) const { return q_scale[h * q_scale_stride]; }
   GPUATTN_HD float k_scale_of(int hk) const { return k_scale[hk * kv_scale_stride]; }
   GPUATTN_HD float v_scale_of(int hk) const { return v_scale[hk * kv_scale_stride]; }
@@ -376,6 +389,25 @@ void check_kv_scales(const float* k_scale, const float* v_scale, int n, const ch
 
 // Checks host copies of an FP8 call's q_scale (`n` entries, packed): every one positive and finite.
 void check_q_scales(const float* q_scale, int n, const char* fn);
+
+// Checks host copies of AttentionArgs::alibi_slopes (`batch` x `hq` slopes, packed; batch 1 for
+// a slope a head): each finite, with its bias over any key distance below 2^31 a float32 in the
+// kernels' units (alibi_raw = FwdParams::alibi_raw; `capped`: a soft-capped call, for the
+// message). `fn` names the entry point in the message.
+void check_alibi_slopes(const float* slopes, int batch, int hq, float alibi_raw, bool capped,
+                        const char* fn);
+
+// AttentionArgs::alibi_slopes validated (check_alibi_view): its data, batch stride (0 for [Hq])
+// and how many rows of slopes it holds (1 for [Hq], else the batch).
+struct AlibiView {
+  const float* slopes = nullptr;
+  std::int64_t batch_stride = 0;
+  int batch = 1;
+};
+// Validates the view (float32 [hq] or [batch, hq], last stride 1, 4-byte aligned, on q's
+// device); not its values.
+AlibiView check_alibi_view(const TensorView& t, int batch, int hq, const TensorView& q,
+                           bool varlen);
 
 // Validates AttentionArgs::q_scale of an FP8 call: float32 [hq] or [1], 4-byte aligned, on q's
 // device; on the host its values too. Returns its stride (the view's, for a scale a head; 0 for

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <limits>
 #include <string>
@@ -187,6 +188,9 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
     }
   }
   const MaskPolicy mask = p.mask(h);
+  // ALiBi's slope in the scores' log2 units (0: none).
+  const float alibi =
+      p.has_alibi() ? static_cast<float>(p.alibi_slope(b, h) * 1.4426950408889634) : 0.f;
   const int i_last = it.i0 + rows - 1;
   std::fill(w.vis.begin(), w.vis.end(), 0);
   const KeyRange keys = mask.key_range(it.i0, i_last, lq, lk);
@@ -230,6 +234,12 @@ void process_item(const FwdParams& p, const WorkItem& it, Workspace& w) {
         for (int c = 0; c < bc; ++c) sr[c] = std::tanh(sr[c] * p.softcap_pre) * p.scale_log2;
       } else {
         for (int c = 0; c < bc; ++c) sr[c] *= p.scale_log2;
+      }
+      if (alibi != 0.f) {  // -slope x |i + lk - lq - j| (log2 units), before the mask
+        const std::int64_t d0 = std::int64_t{it.i0} + r + lk - lq - j0;  // distance to key j0
+        for (int c = 0; c < bc; ++c) {
+          sr[c] -= alibi * static_cast<float>(std::llabs(d0 - c));
+        }
       }
     }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -113,6 +114,9 @@ ReferenceResult reference_attention(const AttentionArgs& args,
       load_row(p.q, p.q_quantized() ? DType::e4m3 : p.dtype, p.q_offset(b, i, h), D, qd.data());
       // An FP8 call's q element x stands for x * q_scale[h].
       const double qs = p.q_quantized() ? p.q_scale_of(h) : 1.0;
+      // ALiBi: -slope x |i + lk - lq - j| on every score, after the scale and the soft-cap.
+      const double slope = p.has_alibi() ? static_cast<double>(p.alibi_slope(b, h)) : 0.0;
+      const std::int64_t pos = i + lk - lq;  // the row's key position
       double m = -std::numeric_limits<double>::infinity();
       for (int t = 0; t < nvis; ++t) {
         load_row(p.k, p.kv_dtype, p.k_offset(b, keys[t], hk), D, kv.data());
@@ -130,6 +134,7 @@ ReferenceResult reference_attention(const AttentionArgs& args,
           const double cap = static_cast<double>(p.softcap);
           s[t] = cap * std::tanh(s[t] / cap);
         }
+        if (slope != 0.0) s[t] -= slope * static_cast<double>(std::llabs(pos - keys[t]));
         m = std::max(m, s[t]);
       }
       double sum = 0;

@@ -322,6 +322,9 @@ void baseline_attention_forward(const FwdParams& p, void* workspace, std::size_t
   if (p.has_softcap()) {
     throw Error(ErrorCode::not_supported, "gpuattn baseline: softcap is not supported");
   }
+  if (p.has_alibi()) {
+    throw Error(ErrorCode::not_supported, "gpuattn baseline: alibi_slopes is not supported");
+  }
   // What the three kernels do not compute is refused, not ignored: a mask beyond causal, the
   // per-sequence key ranges, a paged or quantized cache.
   if (!p.dense_or_causal()) {

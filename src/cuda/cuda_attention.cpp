@@ -170,7 +170,7 @@ void check_f16_copy_range(const FwdParams& p, const HostScales& h, bool kv_copie
 // quantized decode call runs on the gathered or dequantized copy instead of failing its launch.
 bool decode_takes(const FwdParams& p) {
   const int smem = sm80::max_smem_per_block();
-  return p.precision == Precision::standard && p.dense_or_causal() &&
+  return p.precision == Precision::standard && p.dense_or_causal() && !p.has_alibi() &&
          DecodePlan::eligible(p.seqlen_q, p.hq / p.hkv) &&
          (smem <= 0 || DecodePlan::smem_bytes(p.head_dim) <= smem);
 }
@@ -191,13 +191,14 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   const KernelChoice choice = kernel_choice_from_env();
   // Caps above FwdParams::kFastTanhMaxCap take the exact tanh, which the sm_90a kernels do not
   // compile (its second tile loop slowed every call: fwd_sm90.cuh).
+  // ALiBi calls take the sm_80 kernel's masked instantiation (nor do the decode kernels add it).
   const bool sm90_available = choice != KernelChoice::sm80 && !p.has_key_range() &&
-                              !p.exact_tanh() && strides_fit_tma(p) &&
+                              !p.exact_tanh() && !p.has_alibi() && strides_fit_tma(p) &&
                               sm90::usable(p.dtype, p.head_dim);
   FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
                              sm80::max_smem_per_block());
   apply_kernel_choice(shape, choice);
-  shape.decode_allowed = shape.decode_allowed && !p.has_key_range();
+  shape.decode_allowed = shape.decode_allowed && !p.has_key_range() && !p.has_alibi();
   return select_fwd_config(shape).kernel;
 }
 
@@ -426,8 +427,8 @@ bool fp8_kernel_takes(const FwdParams& p) {
   return allowed && p.q_quantized() && p.kv_dtype == DType::e4m3 &&
          (p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256) &&
          (p.dtype == DType::f16 || p.dtype == DType::bf16) && !p.is_paged() &&
-         !p.has_key_range() && p.precision == Precision::standard && p.dense_or_causal() &&
-         strides_fit_tma(p) && !decode_takes(p) && kernel_choice_from_env() != KernelChoice::sm80 &&
+         !p.has_key_range() && !p.has_alibi() && p.precision == Precision::standard &&
+         p.dense_or_causal() && strides_fit_tma(p) && !decode_takes(p) && kernel_choice_from_env() != KernelChoice::sm80 &&
          sm80::compute_capability_major() == 9 && sm90::fp8_usable();
 }
 
@@ -513,6 +514,7 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
     check_device_pointer(p.v_scale, p.device_index, "v_scale");
     if (p.q_quantized()) check_device_pointer(p.q_scale, p.device_index, "q_scale");
   }
+  if (p.has_alibi()) check_device_pointer(p.alibi_slopes, p.device_index, "alibi_slopes");
   // Every index array and scale the call reads, copied to the host together (p.check_indices)
   // and checked after one synchronization, before any kernel runs: the lengths and the table
   // decide which memory the kernels touch; bad scales would fill out with non-finite values.
@@ -530,6 +532,13 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
     scales.emplace(copies, p.k_scale, p.v_scale, p.kv_scale_stride, p.hkv, p.q_scale,
                    p.q_scale_stride, p.hq);
   }
+  // ALiBi's slopes: a row of Hq (one for every sequence, batch stride 0) or one a sequence.
+  const int alibi_rows = p.alibi_batch_stride == 0 ? 1 : p.batch;
+  const float* alibi = p.has_alibi() && p.check_indices
+                           ? copies.copy_rows(p.alibi_slopes, static_cast<std::size_t>(p.hq),
+                                              static_cast<std::size_t>(p.alibi_batch_stride),
+                                              static_cast<std::size_t>(alibi_rows), "alibi_slopes")
+                           : nullptr;
   const HostKeyRange range(p, copies);
   const std::int64_t max_pages = p.is_paged() ? p.seqlen_k / p.page_size : 0;
   std::optional<HostBlockTable> table;
@@ -545,6 +554,10 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
     const HostScales h = scales->check("attention_forward");
     const bool fp8_kernel = p.q_quantized() && fp8_kernel_takes(p);
     check_f16_copy_range(p, h, !fp8_kernel && !decode_takes(p), p.q_quantized() && !fp8_kernel);
+  }
+  if (alibi != nullptr) {
+    check_alibi_slopes(alibi, alibi_rows, p.hq, p.alibi_raw, p.has_softcap(),
+                       "gpuattn::attention_forward");
   }
   range.check(p);
   if (table) {

@@ -5,6 +5,10 @@
 namespace gpuattn::decode {
 
 void fwd(const FwdParams& p, cudaStream_t stream) {
+  if (p.has_alibi()) {  // the dispatch sends ALiBi calls to the sm_80 kernel (decode_takes)
+    throw Error(ErrorCode::not_supported,
+                "gpuattn: the decode kernels do not add ALiBi (the sm_80 kernel runs those calls)");
+  }
   if (p.kv_quantized()) return p.kv_dtype == DType::i8 ? fwd_i8(p, stream) : fwd_e4m3(p, stream);
   if (p.dtype == DType::f16) {
     if (p.head_dim == 64) return run_decode<__half, 64>(p, stream);

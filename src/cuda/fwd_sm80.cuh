@@ -520,6 +520,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
   const int warp_row0 = warp * 16 * kMT;  // first row of this warp inside the block
   const int diag = lk - lq;               // causal: row i sees keys j <= i + diag
+  // ALiBi's slope in the scores' raw units (0: none; read by the masked instantiations only).
+  const float alibi = has_mask && p.has_alibi() ? p.alibi_slope(b, h) * p.alibi_raw : 0.f;
 
   for (int stage = 0; t < n_tiles; stage ^= 1) {
     // One barrier per tile: once every warp is here, tile t has landed for all of them and all
@@ -615,6 +617,31 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
             for (int e = 0; e < 4; ++e) {
               s[mt][n][e] = ptx::tanh_of_log2_exact<false>(s[mt][n][e] * k);
             }
+      }
+    }
+
+    // ALiBi (masked instantiations only: the dispatch sends every ALiBi call here): -slope x
+    // |row position - key| on every score, in the raw units scale_log2 multiplies later; before
+    // the mask, like the soft-cap. A warp-uniform branch.
+    if constexpr (has_mask) {
+      if (alibi != 0.f) {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            // The row's key position less this thread's first column; column n * 8 + e is
+            // n * 8 + e further on (exact below 2^24 keys apart, rounded to 1 key beyond, where
+            // a bias of slope x 2^24 has left such keys no weight unless the slope is tiny).
+            const float d0 = static_cast<float>(m0 + warp_row0 + mt * 16 + g + 8 * r + diag -
+                                                (t * kBlockN + 2 * t4));
+#pragma unroll
+            for (int n = 0; n < kNS; ++n)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const float dist = fabsf(d0 - static_cast<float>(n * 8 + e));
+                s[mt][n][2 * r + e] = fmaf(-alibi, dist, s[mt][n][2 * r + e]);
+              }
+          }
       }
     }
 
@@ -842,7 +869,7 @@ template <class Tr>
 void launch_fwd(const FwdParams& p, cudaStream_t stream) {
   if (p.has_block_layout()) {
     launch_kernel<Tr, MaskMode::blocks>(p, stream);
-  } else if (p.dense_or_causal()) {
+  } else if (p.dense_or_causal() && !p.has_alibi()) {  // ALiBi: the masked one's bias branch
     launch_kernel<Tr, MaskMode::none>(p, stream);
   } else {
     launch_kernel<Tr, MaskMode::position>(p, stream);

@@ -2127,6 +2127,10 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
                   std::string("gpuattn: ") + name + " runs no varlen calls (cu_seqlens)");
     }
   }
+  if (p.has_alibi()) {  // the dispatch sends ALiBi calls to the sm_80 kernel
+    throw Error(ErrorCode::not_supported,
+                "gpuattn: the sm_90a kernels do not add ALiBi (the sm_80 kernel runs those calls)");
+  }
   // The fast tanh only (see consume()'s softmax): the dispatch sends larger caps to sm_80.
   if (p.exact_tanh()) {
     throw Error(ErrorCode::not_supported,

@@ -856,7 +856,7 @@ void fwd_fp8(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   const bool kernel_takes_dim = kernel == FwdKernel::sm90_fp8_128x128 ||
                                 (three && p.head_dim != 256) || (d256 && p.head_dim == 256);
   if ((p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) || !kernel_takes_dim ||
-      !p.q_quantized() || p.kv_dtype != DType::e4m3 || !strides_fit_tma(p)) {
+      !p.q_quantized() || p.kv_dtype != DType::e4m3 || !strides_fit_tma(p) || p.has_alibi()) {
     throw Error(
         ErrorCode::not_supported,
         std::string("gpuattn: internal error: the FP8 kernel takes E4M3 q/k/v at head dims "
@@ -864,7 +864,8 @@ void fwd_fp8(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
                     "with strides its tensor maps describe; this call: ") +
             tile_config(kernel).name + " at head dim " + std::to_string(p.head_dim) + ", q " +
             (p.q_quantized() ? "E4M3" : "not quantized") + ", k/v " + to_string(p.kv_dtype) +
-            ", strides " + (strides_fit_tma(p) ? "fit" : "do not fit") + " TMA");
+            ", strides " + (strides_fit_tma(p) ? "fit" : "do not fit") + " TMA" +
+            (p.has_alibi() ? ", with ALiBi (the sm_80 kernel's)" : ""));
   }
   // Cfg's launch with out's type.
   const auto launch = [&](auto cfg) {

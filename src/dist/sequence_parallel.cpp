@@ -70,6 +70,7 @@ void reject_unsupported(const AttentionArgs& a, int i) {
     fail(ErrorCode::not_supported,
          who + ".softcap: soft-capping is not supported by sequence-parallel calls");
   }
+  if (a.alibi_slopes.present()) fail(ErrorCode::not_supported, who + ".alibi_slopes: ALiBi" + why);
   const MaskSpec& m = a.mask;  // windows and global tokens: check_masks
   if (m.block_sparse.layout.present() || m.block_sparse.block_q != 0 ||
       m.block_sparse.block_k != 0) {

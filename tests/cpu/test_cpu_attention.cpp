@@ -46,6 +46,7 @@ struct Problem {
   int threads = 0;
   float q_scale = 1.f;
   float softcap = 0.f;              // AttentionArgs::softcap
+  int alibi_rows = 0;               // AttentionArgs::alibi_slopes: 0 none, 1 [Hq], 2 [B, Hq]
   std::vector<int> lens_q, lens_k;  // varlen when non-empty
   // Block-sparse layout: on when block_q > 0. [layout_heads, n_blocks_q, n_blocks_k] bytes, random
   // with block_density of the blocks on, unless `blocks` gives them (row-major); stored
@@ -83,6 +84,7 @@ struct Problem {
     }
     s << ' ' << to_string(precision) << " threads" << threads << " qscale" << q_scale;
     if (softcap != 0.f) s << " softcap" << softcap;
+    if (alibi_rows > 0) s << (alibi_rows == 1 ? " alibi[Hq]" : " alibi[B, Hq]");
     return s.str();
   }
 };
@@ -96,7 +98,7 @@ int sum(const std::vector<int>& v) {
 // Inputs, outputs (poisoned) and args of one problem. Not copyable: args point into the tensors.
 struct Case {
   Problem pr;
-  HostTensor q, k, v, out, lse, cu_q, cu_k, layout;
+  HostTensor q, k, v, out, lse, cu_q, cu_k, layout, alibi;
   AttentionArgs args;
   std::int64_t total_q = 0;
 
@@ -140,6 +142,20 @@ struct Case {
     args.softcap = pr.softcap;
     args.backend = Backend::cpu;
     if (pr.block_sparse()) make_layout(seed);
+    if (pr.alibi_rows > 0) {
+      // The paper's slopes 2^(-8 (h + 1) / Hq), each sequence's scaled by its own factor.
+      const int rows = pr.alibi_rows == 1 ? 1 : (pr.varlen() ? int(pr.lens_q.size()) : pr.batch);
+      alibi = HostTensor(DType::f32, rows == 1 && pr.alibi_rows == 1
+                                         ? std::vector<std::int64_t>{pr.hq}
+                                         : std::vector<std::int64_t>{rows, pr.hq});
+      auto* a = static_cast<float*>(alibi.data());
+      for (int b = 0; b < rows; ++b) {
+        for (int h = 0; h < pr.hq; ++h) {
+          a[b * pr.hq + h] = (1.f + 0.37f * b) * std::exp2(-8.f * (h + 1) / pr.hq);
+        }
+      }
+      args.alibi_slopes = alibi.view();
+    }
   }
   Case(const Case&) = delete;
 
@@ -507,6 +523,183 @@ TEST(CpuAttention, BadSoftcapIsNamed) {
   dc.args.softcap = 30.f;
   EXPECT_EQ(attention_counters_needed(dc.args), plain);
   EXPECT_GT(plain, 1) << "the plain call is a decode call of several splits";
+}
+
+// ALiBi against the fp64 rule (-slope x |i + Sk - Sq - j| on each score): slopes a head and a
+// sequence and head, dense and causal, Sq != Sk both ways, GQA / MQA, varlen with an empty and a
+// one-key sequence, a window with global tokens, a block layout, soft-capping, compensated
+// precision, head dims 64 / 128 / 256, every dtype.
+TEST(CpuAttention, AlibiMatchesReference) {
+  std::vector<Problem> problems;
+  for (DType t : {DType::f16, DType::bf16, DType::f32}) {
+    Problem p;
+    p.dtype = t;
+    p.alibi_rows = 1;
+    p.sq = p.sk = 77;
+    problems.push_back(p);
+    p.causal = true;
+    p.sq = 13;
+    p.sk = 70;
+    p.hq = 4;
+    p.hkv = 1;
+    p.d = 128;
+    p.alibi_rows = 2;
+    problems.push_back(p);
+    p.sq = 70;
+    p.sk = 13;
+    p.causal = false;
+    problems.push_back(p);
+  }
+  Problem v;
+  v.alibi_rows = 2;
+  v.hq = 4;
+  v.hkv = 2;
+  v.lens_q = {5, 0, 33, 1};
+  v.lens_k = {9, 4, 33, 1};
+  v.causal = true;
+  problems.push_back(v);
+  Problem w;
+  w.alibi_rows = 1;
+  w.sq = w.sk = 150;
+  w.mask = make_mask(20, 5, 3);
+  problems.push_back(w);
+  Problem b;
+  b.alibi_rows = 2;
+  b.sq = b.sk = 130;
+  b.block_q = b.block_k = 64;
+  b.block_density = 0.6;
+  problems.push_back(b);
+  Problem c;
+  c.alibi_rows = 2;
+  c.q_scale = 8.f;
+  c.softcap = 3.f;
+  c.d = 256;
+  c.precision = Precision::compensated;
+  c.causal = true;
+  problems.push_back(c);
+  for (std::size_t i = 0; i < problems.size(); ++i) check(problems[i], 1900 + i);
+}
+
+// Two keys of the same score a query row (k rows equal): their weights are exp(-slope x distance)
+// alone, known without the reference. Row 0 of Sq 2, Sk 2, causal: it sees key 0 only; row 1 sees
+// key 0 at distance 1 and key 1 at distance 0: out = (e^-s v0 + v1) / (e^-s + 1), lse = score +
+// log(1 + e^-s).
+TEST(CpuAttention, AlibiWeightsByHand) {
+  const int D = 64;
+  HostTensor q(DType::f32, {1, 2, 1, D}), k(DType::f32, {1, 2, 1, D}), v(DType::f32, {1, 2, 1, D}),
+      out(DType::f32, {1, 2, 1, D}), lse(DType::f32, {1, 1, 2}), slope(DType::f32, {1});
+  q.randomize(1);
+  k.randomize(2);
+  v.randomize(3);
+  for (int d = 0; d < D; ++d) k.set(D + d, k.get(d));  // key 1 = key 0
+  const float s = 0.75f;
+  static_cast<float*>(slope.data())[0] = s;
+  out.poison();
+  lse.poison();
+  AttentionArgs a = tensor_args(q, k, v, out, &lse);
+  a.causal = true;
+  a.alibi_slopes = slope.view();
+  a.backend = Backend::cpu;
+  attention_forward(a);
+  double score = 0;
+  for (int d = 0; d < D; ++d) score += double(q.get(D + d)) * k.get(d);
+  score /= std::sqrt(double(D));
+  const double w0 = std::exp(-double(s)), w1 = 1.0;
+  for (int d = 0; d < D; ++d) {
+    EXPECT_NEAR(out.get(d), v.get(d), 1e-5) << "row 0 sees key 0 only";
+    const double want = (w0 * v.get(d) + w1 * v.get(D + d)) / (w0 + w1);
+    EXPECT_NEAR(out.get(D + d), want, 1e-5) << "row 1, element " << d;
+  }
+  EXPECT_NEAR(lse.get(1), score + std::log(w0 + w1), 1e-5);
+  // The reference agrees.
+  const ReferenceResult ref = reference_attention(a, {});
+  EXPECT_NEAR(ref.lse[1], score + std::log(w0 + w1), 1e-9);
+}
+
+// Every bad alibi_slopes view or value is named, out and lse untouched.
+TEST(CpuAttention, BadAlibiSlopesAreNamed) {
+  Problem p;  // B2 Hq2 Sq Sk 17
+  p.alibi_rows = 2;
+  Case s(p, 3);
+  const auto rejected = [&](const AttentionArgs& a, const std::string& words) {
+    s.out.poison();
+    s.lse.poison();
+    const std::vector<std::uint8_t> before(static_cast<const std::uint8_t*>(s.out.data()),
+                                           static_cast<const std::uint8_t*>(s.out.data()) +
+                                               s.out.bytes());
+    testing::expect_invalid_argument([&] { attention_forward(a); }, words);
+    EXPECT_EQ(std::memcmp(before.data(), s.out.data(), before.size()), 0) << words;
+  };
+  auto* slopes = static_cast<float*>(s.alibi.data());
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity(),
+                    2e29f, -2e29f}) {
+    slopes[3] = bad;
+    rejected(s.args, "alibi_slopes[1][1] is ");
+  }
+  slopes[3] = 1e20f;  // 1e20 x 8 (1 / scale at D64) is within the bound
+  attention_forward(s.args);
+  slopes[3] = 0.5f;
+  AttentionArgs a = s.args;
+  a.softcap = 1e-9f;  // raw units 1 / softcap: 0.5e9, fine; 1e21 x 1e9 is not
+  attention_forward(a);
+  slopes[3] = 1e21f;
+  rejected(a, "1 / softcap) must be at most 1.58e29");
+  slopes[3] = 0.5f;
+  HostTensor h16(DType::f16, {2, 2});
+  a = s.args;
+  a.alibi_slopes = h16.view();
+  rejected(a, "alibi_slopes has dtype float16, expected float32");
+  for (auto [shape, text] : {std::pair{std::vector<std::int64_t>{3}, "[3]"},
+                             std::pair{std::vector<std::int64_t>{2, 3}, "[2, 3]"},
+                             std::pair{std::vector<std::int64_t>{3, 2}, "[3, 2]"},
+                             std::pair{std::vector<std::int64_t>{2, 2, 1}, "[2, 2, 1]"},
+                             std::pair{std::vector<std::int64_t>{1, 2}, "[1, 2]"}}) {
+    HostTensor t(DType::f32, shape);
+    t.randomize(5);
+    a.alibi_slopes = t.view();
+    rejected(a, std::string("alibi_slopes has shape ") + text +
+                    ", expected [Hq = 2] or [B = 2, Hq = 2]");
+  }
+  a.alibi_slopes = s.alibi.view();
+  a.alibi_slopes.stride = {1, 2};  // heads apart: last stride 2
+  rejected(a, "alibi_slopes last-dimension stride is 2, must be 1");
+  a.alibi_slopes.stride = {1, 1};  // rows overlapping
+  rejected(a, "alibi_slopes has batch stride 1: must be 0 or at least Hq = 2");
+  a.alibi_slopes.stride = {0, 1};  // one row for both sequences: fine
+  attention_forward(a);
+  a.alibi_slopes = s.alibi.view(Device::cuda, s.alibi.data());
+  a.alibi_slopes.device_index = 0;
+  rejected(a, "alibi_slopes is on cuda:0 but q is on cpu:0");
+  a.alibi_slopes = s.alibi.view();
+  a.alibi_slopes.data = nullptr;
+  rejected(a, "alibi_slopes is a null pointer");
+  // A view that overlaps out.
+  a = s.args;
+  a.alibi_slopes = TensorView::contiguous(s.out.data(), DType::f32, Device::cpu, {2, 2});
+  rejected(a, "overlaps alibi_slopes");
+}
+
+// The bias changes the result (so that neither the backend nor the reference can ignore it and
+// pass), and slopes of 0 change nothing.
+TEST(CpuAttention, AlibiMovesTheResult) {
+  Problem p;
+  p.dtype = DType::f32;
+  p.sq = p.sk = 60;
+  Case plain(p, 41);
+  attention_forward(plain.args);
+  p.alibi_rows = 1;
+  Case biased(p, 41);
+  attention_forward(biased.args);
+  double diff = 0;
+  for (std::int64_t i = 0; i < plain.out.numel(); ++i) {
+    diff = std::max(diff, std::fabs(double(plain.out.get(i)) - biased.out.get(i)));
+  }
+  EXPECT_GT(diff, 0.1) << "slopes 1/16 and 1/256 over 60 keys left out unchanged";
+  std::fill_n(static_cast<float*>(biased.alibi.data()), p.hq, 0.f);
+  attention_forward(biased.args);
+  for (std::int64_t i = 0; i < plain.out.numel(); ++i) {
+    ASSERT_EQ(plain.out.get(i), biased.out.get(i)) << "element " << i;
+  }
 }
 
 TEST(CpuAttention, SqDiffersFromSkCausalBottomRight) {

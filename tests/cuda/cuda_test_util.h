@@ -314,6 +314,7 @@ struct CaseBase {
   float q_scale = 1.f;  // q ~ N(0, q_scale^2): 30 gives logits with a standard deviation of 30
   bool with_lse = true;
   float softcap = 0.f;  // AttentionArgs::softcap
+  int alibi_rows = 0;   // AttentionArgs::alibi_slopes: 0 none, 1 [Hq], else [B, Hq]
 
   bool varlen() const { return !lens_q.empty(); }
 
@@ -343,6 +344,10 @@ struct CaseBase {
   }
   Derived capped(float cap) const {
     return with([&](Derived& c) { c.softcap = cap; });
+  }
+  // ALiBi slopes a head ([Hq]), or a sequence and head ([B, Hq]) with per_sequence.
+  Derived alibi(bool per_sequence = false) const {
+    return with([&](Derived& c) { c.alibi_rows = per_sequence ? 2 : 1; });
   }
 
   // Name parts: the shape (f16_B2_H8kv2_Sq100_Sk1000_D128, f16_varlen_q1_17_k2_3_H8_D64) and the
@@ -381,6 +386,7 @@ struct CaseBase {
     if (q_scale != 1.f) s += "_qx" + std::to_string(static_cast<int>(q_scale));
     if (!with_lse) s += "_nolse";
     if (softcap != 0.f) s += "_cap" + number_name(softcap);
+    if (alibi_rows > 0) s += alibi_rows == 1 ? "_alibi" : "_alibiB";
     return s;
   }
 
@@ -392,6 +398,24 @@ struct CaseBase {
     return c;
   }
 };
+
+// ALiBi slopes for `rows` x `hq` (rows 1: a slope a head): the paper's geometric ones,
+// 2^(-8 (h + 1) / hq), each row b > 0 scaled by a factor in [0.5, 2) from `seed`, so that a
+// kernel reading another head's or sequence's slope is caught.
+inline HostTensor alibi_slopes_for(int rows, int hq, std::uint64_t seed) {
+  HostTensor t(DType::f32, rows == 1 ? std::vector<std::int64_t>{hq}
+                                     : std::vector<std::int64_t>{rows, hq});
+  auto* s = static_cast<float*>(t.data());
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int b = 0; b < rows; ++b) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const float f = b == 0 ? 1.f : 0.5f + 1.5f * static_cast<float>((x >> 40) & 0xffff) / 65536.f;
+    for (int h = 0; h < hq; ++h) {
+      s[b * hq + h] = f * std::exp2(-8.f * static_cast<float>(h + 1) / static_cast<float>(hq));
+    }
+  }
+  return t;
+}
 
 // A dense batch, and a packed variable-length batch (`lk` empty: the same lengths as `lq`).
 template <class C>

@@ -313,6 +313,11 @@ class Problem {
       fill_bits(a.host.data(), a.host.dtype, a.host.numel(), nan_bits(a.host.dtype));
       a.dev = DeviceBuffer(a.host.bytes());
     }
+    if (c_.alibi_rows > 0) {
+      alibi_ = alibi_slopes_for(c_.alibi_rows == 1 ? 1 : c_.B, c_.Hq, mix(seed_, 7));
+      dalibi_ = DeviceBuffer(alibi_.bytes());
+      dalibi_.upload(alibi_.data());
+    }
     if (vl) {
       dcu_q_ = DeviceBuffer(cu_q_.bytes());
       dcu_q_.upload(cu_q_.data());
@@ -347,6 +352,7 @@ class Problem {
       a.cu_seqlens_k = TensorView::contiguous(dcu_k_.get(), DType::i32, Device::cuda,
                                               {std::int64_t{c_.B} + 1}, device_);
     }
+    if (c_.alibi_rows > 0) a.alibi_slopes = alibi_.view(Device::cuda, dalibi_.get());
     return a;
   }
 
@@ -361,6 +367,7 @@ class Problem {
       a.cu_seqlens_q = cu_q_.view();
       a.cu_seqlens_k = cu_k_.view();
     }
+    if (c_.alibi_rows > 0) a.alibi_slopes = alibi_.view();
     return a;
   }
 
@@ -641,8 +648,8 @@ class Problem {
   std::int64_t total_q_ = 0, total_k_ = 0;
   std::vector<Alloc> allocs_;
   Operand q_, k_, v_, out_, lse_;
-  HostTensor cu_q_, cu_k_;
-  DeviceBuffer dcu_q_, dcu_k_;
+  HostTensor cu_q_, cu_k_, alibi_;
+  DeviceBuffer dcu_q_, dcu_k_, dalibi_;
   std::vector<int> visible_;  // keys visible to each packed query row
 };
 
@@ -838,6 +845,97 @@ TEST_F(AttentionCudaTest, SoftcappedCallsTakeTheUncappedKernel) {
     EXPECT_NE(exact_name.substr(0, 5), "sm90_") << c.name() << ": capped at 1000 " << exact_name;
     if (want == FwdKernel::decode_16x64) EXPECT_EQ(exact, want) << c.name();
   }
+}
+
+// ALiBi (AttentionArgs::alibi_slopes) on the sm_80 kernel's masked instantiations, which every
+// ALiBi call takes: slopes a head and a sequence and head (the paper's, each sequence's scaled
+// differently), every head dim and dtype, dense and causal with Sq != Sk both ways (rows that see
+// no key), GQA and MQA, varlen with rows of one key and empty sequences, decode shapes (one and
+// four rows per KV head, which leave the decode kernel for sm_80), a window with global tokens,
+// soft-capping (the bias after the tanh), compensated precision (both head dim 256 splits), and
+// logits large enough (q x 4) that a wrong bias would show.
+INSTANTIATE_TEST_SUITE_P(
+    Alibi, AttentionCuda,
+    ::testing::Values(dense(2, 8, 8, 300, 300, 64, f16).alibi(),
+                      dense(2, 8, 2, 257, 700, 128, bf16).causal().alibi(true),
+                      dense(2, 4, 4, 130, 130, 256, f16).q_times(4).alibi(true),
+                      dense(1, 8, 8, 1000, 100, 128, f16).causal().alibi(),
+                      dense(2, 8, 8, 77, 1500, 64, bf16).alibi(true),
+                      dense(3, 32, 8, 1, 999, 128, bf16).alibi(true),
+                      dense(2, 16, 4, 4, 777, 64, f16).causal().alibi(),
+                      dense(1, 16, 1, 513, 513, 64, f16).causal().q_times(4).alibi(),
+                      dense(1, 4, 2, 700, 1500, 256, bf16).causal().alibi(true),
+                      varlen(8, 2, 64, bf16, {1, 0, 300, 17}, {40, 5, 300, 0}).causal().alibi(true),
+                      varlen(8, 8, 128, f16, {513, 1, 200}, {513, 1, 1100}).alibi(true),
+                      dense(1, 4, 4, 600, 600, 128, f16).window(64, 16).globals(8).alibi(true),
+                      dense(2, 8, 8, 300, 300, 64, f16).q_times(4).capped(5).alibi(true),
+                      dense(1, 8, 2, 400, 400, 128, bf16).causal().capped(1e5f).alibi(),
+                      dense(1, 8, 8, 333, 333, 64, f16).compensated().alibi(true),
+                      dense(1, 4, 4, 300, 300, 256, bf16).causal().compensated().alibi()),
+    case_name);
+
+// Every ALiBi call takes the sm_80 kernel (neither the sm_90a nor the decode kernels add the
+// bias), whatever GPUATTN_KERNEL names; the same call without it keeps its kernel.
+TEST_F(AttentionCudaTest, AlibiCallsTakeTheSm80Kernel) {
+  for (const Case& c : {dense(1, 8, 8, 512, 512, 128, f16), dense(4, 32, 8, 1, 4096, 128, bf16),
+                        dense(1, 16, 16, 4096, 4096, 64, f16).causal(),
+                        dense(2, 8, 8, 2048, 2048, 256, bf16),
+                        dense(1, 8, 8, 700, 700, 128, f16).window(64, 16).globals(8),
+                        dense(1, 8, 8, 333, 333, 64, f16).compensated()}) {
+    Problem plain(c, 1), biased(c.alibi(), 1), per_seq(c.alibi(true), 1);
+    for (const Problem* p : {&biased, &per_seq}) {
+      const FwdKernel got = cuda_forward_kernel(make_fwd_params(p->device_args()));
+      const std::string name = tile_config(got).name;
+      EXPECT_EQ(name.substr(0, 5), "sm80_") << c.name() << ": with ALiBi " << name;
+    }
+    const FwdKernel want = cuda_forward_kernel(make_fwd_params(plain.device_args()));
+    if (c.Sq == 1) {
+      EXPECT_EQ(want, FwdKernel::decode_16x64) << c.name() << ": the plain call decodes";
+    }
+  }
+}
+
+// Bad slopes on the device are named on the host copy (check_indices) before any kernel, out and
+// lse untouched; unchecked, the call trusts them. The view's shape, dtype and place are named
+// whatever check_indices says.
+TEST_F(AttentionCudaTest, BadAlibiSlopesAreNamed) {
+  Problem p(dense(2, 4, 2, 33, 70, 64, f16).causal().alibi(true), 5);
+  HostTensor slopes = alibi_slopes_for(2, 4, 9);
+  DeviceBuffer d(slopes.bytes());
+  const auto rejected = [&](const AttentionArgs& a, const std::string& word) {
+    p.poison_outputs();
+    TEST_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto before = p.output_snapshot();
+    const std::string msg = error_of([&] { attention_forward(a); });
+    EXPECT_NE(msg.find(word), std::string::npos) << "'" << msg << "' lacks '" << word << "'";
+    TEST_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_TRUE(p.output_snapshot() == before) << "out changed by a rejected call";
+  };
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                    -1e30f}) {
+    static_cast<float*>(slopes.data())[6] = bad;  // [1][2]
+    d.upload(slopes.data());
+    AttentionArgs a = p.device_args();
+    a.alibi_slopes = slopes.view(Device::cuda, d.get());
+    rejected(a, "alibi_slopes[1][2]");
+  }
+  static_cast<float*>(slopes.data())[6] = 0.25f;
+  d.upload(slopes.data());
+  AttentionArgs a = p.device_args();
+  a.alibi_slopes = slopes.view(Device::cuda, d.get());
+  a.alibi_slopes.rank = 1;  // [3]: neither [Hq = 4] nor [B = 2, Hq = 4]
+  a.alibi_slopes.shape[0] = 3;
+  a.alibi_slopes.stride[0] = 1;
+  rejected(a, "alibi_slopes has shape [3]");
+  a.alibi_slopes = slopes.view();  // host memory beside device q
+  rejected(a, "alibi_slopes is on cpu");
+  // Unchecked: trusted and run.
+  a = p.device_args();
+  a.check_indices = false;
+  p.poison_outputs();
+  attention_forward(a);
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());
+  p.expect_matches_reference(p.download());
 }
 
 // Sq != Sk, causal masks bottom-right aligned: with Sq = 1000, Sk = 100 the first 900 rows see no

@@ -42,13 +42,15 @@ struct PagedCase {
   bool v_padded = false;
   float softcap = 0.f;  // AttentionArgs::softcap
   std::vector<int> pad = {};  // empty: no leftpad_k
+  bool alibi = false;         // AttentionArgs::alibi_slopes, [B, Hq]
 
   std::string name() const {
     return "B" + std::to_string(B) + "_H" + std::to_string(Hq) + "kv" + std::to_string(Hkv) +
            "_Sq" + std::to_string(Sq) + "_Sk" + std::to_string(Sk) + "_D" + std::to_string(D) +
            "_page" + std::to_string(page) + (used.empty() ? "" : "_used") +
            (causal ? "_causal" : "") + (v_padded ? "_vpad" : "") +
-           (softcap != 0.f ? "_cap" + number_name(softcap) : "") + (pad.empty() ? "" : "_pad");
+           (softcap != 0.f ? "_cap" + number_name(softcap) : "") + (pad.empty() ? "" : "_pad") +
+           (alibi ? "_alibi" : "");
   }
 };
 
@@ -58,7 +60,8 @@ struct PagedProblem {
   HostTensor q, k, v, out, lse, used, pad;
   PagedCache pc;
   HostTensor vpad;  // v_padded: pc.v with a head stride of D + 8
-  DeviceBuffer dq, dk, dv, dtable, dused, dpad, dout, dlse;
+  HostTensor alibi;
+  DeviceBuffer dq, dk, dv, dtable, dused, dpad, dout, dlse, dalibi;
 
   PagedProblem(const PagedCase& c, std::uint64_t seed)
       : q(c.t, {c.B, c.Sq, c.Hq, c.D}),
@@ -98,6 +101,11 @@ struct PagedProblem {
     dpad = DeviceBuffer(pad.bytes());
     dout = DeviceBuffer(out.bytes());
     dlse = DeviceBuffer(lse.bytes());
+    if (c.alibi) {
+      alibi = alibi_slopes_for(c.B, c.Hq, seed + 5);
+      dalibi = DeviceBuffer(alibi.bytes());
+      dalibi.upload(alibi.data());
+    }
     dq.upload(q.data());
     dk.upload(pc.k.data());
     dv.upload(vsrc->data());
@@ -130,6 +138,7 @@ struct PagedProblem {
     a.mask = c.mask;
     a.precision = c.precision;
     a.softcap = c.softcap;
+    if (c.alibi) a.alibi_slopes = alibi.view(Device::cuda, dalibi.get());
     a.backend = Backend::cuda;
     return a;
   }
@@ -141,6 +150,7 @@ struct PagedProblem {
     a.mask = c.mask;
     a.precision = c.precision;
     a.softcap = c.softcap;
+    if (c.alibi) a.alibi_slopes = alibi.view();
     return a;
   }
 };
@@ -268,6 +278,31 @@ TEST_F(PagedKvCuda, SoftcappedCallsMatchTheReference) {
     const FwdKernel k = cuda_forward_kernel(make_fwd_params(p.device_args(c)));
     EXPECT_EQ(k == FwdKernel::decode_16x64, c.Sq < 100) << tile_config(k).name;
     expect_matches_reference(p, c);
+  }
+}
+
+// ALiBi calls on a paged cache run on the gathered copy (the decode kernel does not add the
+// bias): decode and prefill shapes, seqused_k and leftpad_k (distances from the first key used),
+// checked and unchecked, slopes a sequence and head.
+TEST_F(PagedKvCuda, AlibiCallsMatchTheReference) {
+  const DType f16 = DType::f16, bf16 = DType::bf16;
+  const std::vector<std::pair<PagedCase, std::vector<int>>> cases = {
+      {{3, 32, 8, 1, 4096, 128, 16, bf16, false, {4096, 40, 300}}, {32, 7, 300}},
+      {{2, 16, 16, 4, 777, 64, 1, f16, true, {777, 9}}, {700, 6}},
+      {{2, 8, 2, 2, 3000, 256, 48, f16, false, {2999, 1500}}, {}},
+      {{2, 8, 8, 300, 512, 128, 64, bf16, true, {}}, {}},
+      {{2, 4, 2, 130, 300, 128, 16, f16, true, {300, 129}}, {3, 100}},
+  };
+  for (const auto& [base, pad] : cases) {
+    PagedCase c = base;
+    c.pad = pad;
+    c.alibi = true;
+    SCOPED_TRACE(c.name());
+    PagedProblem p(c, seed_of("PagedKvCuda/" + c.name()));
+    const std::string name = tile_config(cuda_forward_kernel(make_fwd_params(p.device_args(c)))).name;
+    EXPECT_EQ(name.substr(0, 5), "sm80_") << name;
+    expect_matches_reference(p, c);
+    expect_matches_reference(p, c, false);
   }
 }
 

@@ -150,6 +150,11 @@ void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, boo
   r.buffer_sets = 1;
   std::vector<DeviceSet> sets(static_cast<std::size_t>(r.buffer_sets));
   cuda::Buffer cu_q, cu_k;  // varlen: every set's cu_seqlens (read only)
+  cuda::Buffer alibi;       // c.alibi: the slopes (read only)
+  if (c.alibi) {
+    alibi = cuda::Buffer(hp.alibi.size() * sizeof(float));
+    cuda::upload(alibi.get(), hp.alibi.data(), hp.alibi.size() * sizeof(float));
+  }
   if (c.varlen()) {
     cu_q = cuda::Buffer(hp.cu_q.bytes());
     cu_k = cuda::Buffer(hp.cu_k.bytes());
@@ -166,6 +171,9 @@ void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, boo
     cuda::upload(s.v.get(), hp.v.data(), hp.v.bytes());
     s.args = make_args(c, Device::cuda, s.q.get(), s.k.get(), s.v.get(), s.out.get(), nullptr,
                        cu_q.get(), cu_k.get());
+    if (c.alibi) {
+      s.args.alibi_slopes = TensorView::contiguous(alibi.get(), DType::f32, Device::cuda, {c.hq});
+    }
   }
   const auto n = sets.size();
   try {
@@ -184,8 +192,8 @@ void bench_cuda(Row& r, std::uint64_t seed, double warmup_ms, double rep_ms, boo
     r.base_note = "n/a: varlen";
     return;
   }
-  if (c.softcap != 0.f) {  // nor soft-capping
-    r.base_note = "n/a: softcap";
+  if (c.softcap != 0.f || c.alibi) {  // nor soft-capping or ALiBi
+    r.base_note = c.alibi ? "n/a: alibi" : "n/a: softcap";
     return;
   }
   const std::size_t ws_bytes = cuda::baseline_workspace_bytes(sets[0].args);
@@ -215,8 +223,9 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
   }
   FwdShape s;
   s.sm_major = sm_major;
-  // Caps above the fast tanh's run the sm_80 kernel (pick_forward_kernel).
-  s.sm90_kernel_available = sm90_available && !(c.softcap > FwdParams::kFastTanhMaxCap);
+  // Caps above the fast tanh's, and ALiBi, run the sm_80 kernel (pick_forward_kernel).
+  s.sm90_kernel_available =
+      sm90_available && !(c.softcap > FwdParams::kFastTanhMaxCap) && !c.alibi;
   s.num_sms = num_sms;
   s.head_dim = c.d;
   s.causal = c.causal;
@@ -231,6 +240,7 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
       c.hkv;  // the decode rule counts query heads a KV head (0 read as hq: GQA shown as decode)
   s.max_smem_per_block = max_smem_per_block;
   apply_kernel_choice(s, choice);
+  s.decode_allowed = s.decode_allowed && !c.alibi;  // the decode kernels add no ALiBi either
   const TileConfig& t = select_fwd_config(s);
   // Nothing fits (head dim 256 on a 99 KB device): the sm_80 launcher refuses the pick with
   // not_supported.
@@ -338,7 +348,7 @@ int show_config(const std::string& set, const std::vector<Case>& own) {
   table.clear();
   for (const Case& c : cases) {
     const long long ctas = static_cast<long long>((c.sq + 127) / 128) * c.hq * c.batch;
-    std::vector<std::string> row = {c.shape(), to_string(c.dtype), c.causal ? "yes" : "no",
+    std::vector<std::string> row = {c.shape() + c.option_words(), to_string(c.dtype), c.causal ? "yes" : "no",
                                     std::to_string(ctas)};
     for (const auto& pick : picks) row.push_back(pick(c));
     table.push_back(row);
@@ -403,8 +413,9 @@ would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
             on cpu 4 prompts of 1 to 300 tokens); TFLOP/s counts each prompt's own keys
   --shape   your own shapes instead of --shapes': ';'-separated, each of words B<n> (batch,
             default 1), H<n> (query and KV heads) or Hq<n> Hkv<n>, S<n> or Sq<n> Sk<n>, D<n>,
-            and optionally causal, a dtype (f16, the default, or bf16) and softcap<n> (logit
-            soft-capping at n, e.g. softcap50; no baseline); e.g.
+            and optionally causal, a dtype (f16, the default, or bf16), softcap<n> (logit
+            soft-capping at n, e.g. softcap50) and alibi (the paper's slopes a head; the sm_80
+            kernel); neither has a baseline; e.g.
             --shape "B1 H16 S1024 D64; B2 Hq32 Hkv8 S4096 D128 causal bf16"
   --json    also write the results (device, date, commit, peak) as JSON to FILE; each
             result names the tile configuration the dispatch picked ("config")
@@ -568,7 +579,7 @@ int run_bench(const std::vector<std::string>& args) {
       j.add("label", c.label()).add("shape", c.shape()).add("dtype", to_string(c.dtype));
       j.add("batch", c.batch).add("hq", c.hq).add("hkv", c.hkv).add("seqlen_q", c.sq);
       j.add("seqlen_k", c.sk).add("head_dim", c.d).add("causal", c.causal);
-      j.add("softcap", static_cast<double>(c.softcap));
+      j.add("softcap", static_cast<double>(c.softcap)).add("alibi", c.alibi);
       j.add("flops", r.flops).add("buffer_sets", r.buffer_sets);
       j.add("ours_ms", r.ms).add("ours_us_per_head", r.ms * 1e3 / heads);
       j.add("ours_tflops", tflops(r.flops, r.ms));
@@ -607,7 +618,7 @@ int run_bench(const std::vector<std::string>& args) {
   for (const auto& r : rows) {
     const double heads = static_cast<double>(r.c.batch) * r.c.hq;
     const double tf = tflops(r.flops, r.ms), btf = tflops(r.flops, r.base_ms);
-    table.push_back({r.c.shape() + r.c.softcap_word(), to_string(r.c.dtype), r.c.causal ? "yes" : "no",
+    table.push_back({r.c.shape() + r.c.option_words(), to_string(r.c.dtype), r.c.causal ? "yes" : "no",
                      r.error.empty() ? fmt(r.ms * 1e3, 1) : "error", fmt(r.ms * 1e3 / heads, 3),
                      fmt_tflops(tf), fmt(100 * tf / peak_of(r.c.dtype), 1), fmt(r.base_ms * 1e3, 1),
                      fmt_tflops(btf), fmt(r.base_ms / r.ms, 2)});

@@ -184,11 +184,18 @@ std::string Case::label() const {
   std::string s = shape() + " " + to_string(dtype) + (causal ? " causal" : "");
   if (precision != Precision::standard) s += std::string(" ") + to_string(precision);
   if (q_scale != 1.f) s += " q*" + fmt(q_scale, 0);
-  return s + softcap_word();
+  return s + option_words();
 }
 
-std::string Case::softcap_word() const {
-  return softcap != 0.f ? " softcap" + std::to_string(static_cast<long long>(softcap)) : "";
+std::string Case::option_words() const {
+  return (softcap != 0.f ? " softcap" + std::to_string(static_cast<long long>(softcap)) : "") +
+         (alibi ? " alibi" : "");
+}
+
+std::vector<float> alibi_slopes_of(int hq) {
+  std::vector<float> s(static_cast<std::size_t>(hq));
+  for (int h = 0; h < hq; ++h) s[h] = std::exp2(-8.f * static_cast<float>(h + 1) / hq);
+  return s;
 }
 
 Case dense_case(int b, int hq, int hkv, int sq, int sk, int d, DType t, bool causal) {
@@ -222,12 +229,16 @@ Case parse_shape_words(const std::string& command, const std::string& text) {
     return UsageError(command + ": --shape '" + text + "': " + why);
   };
   long long b = 1, hq = 0, hkv = 0, sq = 0, sk = 0, d = 0, softcap = 0;
-  bool causal = false;
+  bool causal = false, alibi = false;
   DType dtype = DType::f16;
   std::istringstream words(text);
   for (std::string w; words >> w;) {
     if (w == "causal") {
       causal = true;
+      continue;
+    }
+    if (w == "alibi") {
+      alibi = true;
       continue;
     }
     if (w == "f16" || w == "float16" || w == "bf16" || w == "bfloat16") {
@@ -250,8 +261,8 @@ Case parse_shape_words(const std::string& command, const std::string& text) {
     if (key == "softcap") slots[0] = &softcap;
     if (slots[0] == nullptr) {
       throw bad("unknown word '" + w +
-                "' (B<n>, H<n>, Hq<n>, Hkv<n>, S<n>, Sq<n>, Sk<n>, D<n>, softcap<n>, causal, f16, "
-                "bf16)");
+                "' (B<n>, H<n>, Hq<n>, Hkv<n>, S<n>, Sq<n>, Sk<n>, D<n>, softcap<n>, alibi, causal, "
+                "f16, bf16)");
     }
     char* end = nullptr;
     const long long n = num.empty() ? 0 : std::strtoll(num.c_str(), &end, 10);
@@ -279,6 +290,7 @@ Case parse_shape_words(const std::string& command, const std::string& text) {
   Case c = dense_case(static_cast<int>(b), static_cast<int>(hq), static_cast<int>(hkv),
                       static_cast<int>(sq), static_cast<int>(sk), static_cast<int>(d), dtype, causal);
   c.softcap = static_cast<float>(softcap);
+  c.alibi = alibi;
   return c;
 }
 
@@ -330,12 +342,18 @@ void HostProblem::allocate() {
     out = HostTensor(c.dtype, {c.batch, c.sq, c.hq, c.d});
   }
   v = HostTensor(c.dtype, k.shape);
+  if (c.alibi) alibi = alibi_slopes_of(c.hq);
   lse.assign(static_cast<std::size_t>(c.total_q() * c.hq), std::numeric_limits<float>::quiet_NaN());
 }
 
 AttentionArgs HostProblem::host_args() {
-  return make_args(c, Device::cpu, q.data(), k.data(), v.data(), out.data(), lse.data(),
-                   c.varlen() ? cu_q.data() : nullptr, c.varlen() ? cu_k.data() : nullptr);
+  AttentionArgs a =
+      make_args(c, Device::cpu, q.data(), k.data(), v.data(), out.data(), lse.data(),
+                c.varlen() ? cu_q.data() : nullptr, c.varlen() ? cu_k.data() : nullptr);
+  if (c.alibi) {
+    a.alibi_slopes = TensorView::contiguous(alibi.data(), DType::f32, Device::cpu, {c.hq});
+  }
+  return a;
 }
 
 AttentionArgs make_args(const Case& c, Device dev, void* q, void* k, void* v, void* out, float* lse,

@@ -54,13 +54,15 @@ struct Case {
   Precision precision = Precision::standard;
   float q_scale = 1.f;  // q multiplied by this (large logits)
   float softcap = 0.f;  // AttentionArgs::softcap (0: none)
+  bool alibi = false;   // AttentionArgs::alibi_slopes: the paper's slopes, 2^(-8 (h + 1) / Hq)
 
   bool varlen() const { return !lens_q.empty(); }
   std::int64_t total_q() const;
   std::int64_t total_k() const;
   std::string shape() const;  // "B2 Hq32 Hkv8 Sq1000 Sk4097 D128" or "varlen{1,17} Hq.. D.."
-  std::string label() const;  // shape + dtype + causal + precision + q scale + softcap
-  std::string softcap_word() const;  // " softcap<n>" (--shape's word), "" without a cap
+  std::string label() const;  // shape + dtype + causal + precision + q scale + options
+  // --shape's option words: " softcap<n>" and " alibi", each only when set.
+  std::string option_words() const;
 };
 
 Case dense_case(int b, int hq, int hkv, int sq, int sk, int d, DType t, bool causal);
@@ -84,7 +86,8 @@ std::vector<std::string> split_shapes(const std::string& command, const std::str
 struct HostProblem {
   Case c;
   HostTensor q, k, v, out, cu_q, cu_k;
-  std::vector<float> lse;  // dense [B, Hq, Sq]; varlen [Hq, total_q]
+  std::vector<float> lse;    // dense [B, Hq, Sq]; varlen [Hq, total_q]
+  std::vector<float> alibi;  // c.alibi: [Hq] slopes (alibi_slopes_of)
 
   // Random q, k, v, out poisoned; a std::runtime_error naming the shape and the bytes where the
   // host memory cannot be had.
@@ -95,6 +98,9 @@ struct HostProblem {
  private:
   void allocate();  // the tensors of c, unfilled
 };
+
+// The ALiBi slopes of the paper for `hq` heads: 2^(-8 (h + 1) / hq).
+std::vector<float> alibi_slopes_of(int hq);
 
 // Arguments of `c` over the given buffers (host or device), with lse and cu_seqlens as given.
 AttentionArgs make_args(const Case& c, Device dev, void* q, void* k, void* v, void* out, float* lse,
