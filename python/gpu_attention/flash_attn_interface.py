@@ -28,7 +28,11 @@ Differences from flash-attn that a caller can observe:
     at all, are taken, under a positive max_seqlen;
   - float32 inputs are accepted on the CPU backend (flash-attn: fp16/bf16 only);
   - FP8 descales are per head, float32 (nheads,) for q and (nheads_k,) for k and v, or (1,), or
-    Python / numpy real numbers (FlashAttention-3: (batch, nheads_k) each); out_dtype is ours.
+    Python / numpy real numbers (FlashAttention-3: (batch, nheads_k) each); out_dtype is ours;
+  - with alibi_slopes the lse is of the scores with flash-attn's documented bias,
+    -slope * |i + seqlen_k - seqlen_q - j|, in every call, causal too: flash-attn's causal kernels
+    add slope * j instead (the same out, an lse larger by slope * (i + seqlen_k - seqlen_q)).
+    Slopes must be finite and within the library's bound (flash_attn_func's docstring).
 """
 
 import math
@@ -509,6 +513,44 @@ def _check_leftpad_before_append(fw, cache_leftpad, cache_seqlens):
                              f"be in [0, cache_seqlens[{b}] = {int(used[b])}]")
 
 
+def _float32(x):
+    """x rounded to float32 (as the library rounds a double), as a float."""
+    try:
+        return struct.unpack("f", struct.pack("f", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
+_LOG2E = 1.4426950408889634
+_ALIBI_LIMIT = 3.4028234663852886e38 / 2.0**31  # FLT_MAX / 2^31
+
+
+def _check_alibi_before_append(alibi_slopes, q, scale, softcap):
+    """CUDA alibi_slopes' values before k/v are appended (gpuattn::check_attention_args reads no
+    device values; the attention checks them on a host copy only after the append): each finite,
+    with |slope| x max(log2(e), 1 / softmax_scale, or 1 / softcap when capped) at most FLT_MAX /
+    2^31, the library's check in its float32 roundings, so that a call it would refuse writes
+    nothing. One host copy (a stream synchronization, which check_indices=False skips). Called
+    after the attention's check_only call: the view (shape, dtype, device) is the library's."""
+    if softcap > 0:
+        scale_log2 = _float32(_float32(softcap) * _LOG2E)
+    else:
+        s = _float32(1.0 / math.sqrt(q.shape[-1]) if scale is None else scale)
+        scale_log2 = _float32(s * _LOG2E)
+    unit = max(_LOG2E, _float32(_LOG2E / scale_log2))
+    values = alibi_slopes.detach().cpu().double()
+    rows = values.tolist() if values.dim() == 2 else [values.tolist()]
+    for b, row in enumerate(rows):
+        for h, x in enumerate(row):
+            if math.isfinite(x) and abs(x) * unit <= _ALIBI_LIMIT:
+                continue
+            where = f"alibi_slopes[{b}][{h}]" if values.dim() == 2 else f"alibi_slopes[{h}]"
+            why = (f": |slope| x max(log2(e), 1 / {'softcap' if softcap > 0 else 'softmax_scale'})"
+                   " must be at most 1.58e29 (FLT_MAX / 2^31: its bias at every key distance a "
+                   "float32)" if math.isfinite(x) else ", must be finite")
+            raise ValueError(f"flash_attn_with_kvcache: {where} is {x:.9g}{why}")
+
+
 def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=None,
                   block_table=None, check_indices=True, k_scale=None, v_scale=None,
                   kv_format="", pdl=False, check_only=False, into=None, softcap=0,
@@ -584,9 +626,35 @@ def _with_softcap(mask, softcap):
     return dict(mask, softcap=softcap) if softcap != 0.0 else mask
 
 
-def _check_alibi(alibi_slopes):
-    if alibi_slopes is not None:
-        raise NotImplementedError("alibi_slopes: ALiBi biases are not supported yet")
+def _alibi_arg(fw, alibi_slopes):
+    """alibi_slopes as the native call takes it (None: no ALiBi): a torch tensor or numpy array of
+    q's framework (TypeError naming it otherwise), passed as it is (zero-copy). Unlike q, k and v a
+    last dimension that is not contiguous is not copied (flash-attn refuses it too): the library
+    names it, as it names a dtype other than float32, a shape other than (nheads,) or
+    (batch, nheads), another device than q's and a slope that is not finite or too large. A torch
+    tensor that requires grad is read detached (flash-attn computes no gradient for the slopes)."""
+    if alibi_slopes is None:
+        return None
+    _check_same_framework(fw, alibi_slopes, "alibi_slopes")
+    if len(alibi_slopes.shape) == 0:  # torch exports a 0-d tensor as [1]: named here, for both
+        raise ValueError("alibi_slopes has 0 dimensions (a scalar), expected float32 (nheads,) "
+                         "or (batch, nheads)")
+    if fw == "torch":
+        x = alibi_slopes.detach()
+        if x.dim() > 0 and x.shape[-1] == 1 and x.stride(-1) != 1:
+            x = x.contiguous()  # one element a row: its stride is never stepped over
+        return x
+    x = alibi_slopes
+    if not x.dtype.isnative:  # DLPack carries no byte order: nanobind would refuse it unnamed
+        raise ValueError(f"alibi_slopes dtype {x.dtype.str} is not in the machine's byte order: "
+                         f"convert it first (alibi_slopes.astype('{x.dtype.name}'))")
+    if x.itemsize and any(st % x.itemsize for st in x.strides):
+        raise ValueError(f"alibi_slopes has byte strides {x.strides}, not whole elements of "
+                         f"{x.itemsize} bytes (DLPack cannot describe them): pass a copy "
+                         "(numpy.ascontiguousarray(alibi_slopes))")
+    if x.ndim > 0 and x.shape[-1] == 1 and x.strides[-1] != x.itemsize:
+        x = sys.modules["numpy"].ascontiguousarray(x)
+    return x
 
 
 def _float32_arg(value, name):
@@ -895,13 +963,14 @@ def _descale_names(error, letters="qkv"):
 def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0,
              softmax_scale, mask, want_lse, seqused_k=None, block_table=None,
              check_indices=True, k_scale=None, v_scale=None, pdl=False, q_scale=None,
-             out_dtype=None, descaled=None, check_only=False, into=None, leftpad_k=None):
+             out_dtype=None, descaled=None, check_only=False, into=None, leftpad_k=None,
+             alibi_slopes=None):
     """Allocates out (and lse), runs the library with `mask` (from _resolve_mask), returns
     (out, lse or None); `into`, the (out, lse) of an earlier check_only call of the same
     arguments, is written instead of new buffers. FP8 attention (q_scale; _fp8_options makes its
     arguments) allocates out of `out_dtype`. The library's errors name the scales `descaled`
     lists (letters of q, k, v; None: all three in an FP8 call, none otherwise) X_descale, as the
-    caller passed them.
+    caller passed them. alibi_slopes: as _alibi_arg takes it (None: no ALiBi).
     check_only: the library validates the call (gpuattn::check_attention_args) and computes
     nothing; out and lse come back unwritten."""
     fw = _framework(q, "q")
@@ -934,6 +1003,8 @@ def _forward(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, m
     if block_table is not None:
         _check_same_framework(fw, block_table, "block_table")
         mask = dict(mask, block_table=block_table)
+    if alibi_slopes is not None:
+        mask = dict(mask, alibi_slopes=_alibi_arg(fw, alibi_slopes))
     if not check_indices:
         mask = dict(mask, check_indices=False)
     if pdl:
@@ -983,6 +1054,26 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     before the softmax (lse of those scores), on the kernels an uncapped call takes; not with FP8
     q (NotImplementedError). The same holds in the varlen, packed and kvcache functions.
 
+    alibi_slopes (ALiBi, as flash-attn: BLOOM, MPT): float32 (nheads,) (a slope a query head) or
+    (batch, nheads) (a slope a sequence and head), a torch tensor or numpy array of q's framework
+    on q's device, with a contiguous last dimension (any other stride >= 0; it is never copied; a
+    tensor that requires grad is read detached: flash-attn computes no gradient for it either).
+    Query i of head h of sequence b adds -alibi_slopes[b, h] * |i + seqlen_k - seqlen_q - j| to
+    its score for key j, after softmax_scale and softcap, before the softmax (the distance to its
+    bottom-right aligned key position, as the causal mask and the window count it); the returned
+    lse is of those biased scores. That is flash-attn's documented formula: flash-attn's causal
+    kernels add alibi_slopes[b, h] * j instead, which gives the same out and an lse shifted by
+    alibi_slopes[b, h] * (i + seqlen_k - seqlen_q) a row. Each slope must be finite, with |slope|
+    x max(log2(e), 1 / softmax_scale, or 1 / softcap when capped) at most FLT_MAX / 2^31 (about
+    1.58e29: the bias stays a float32 at every distance); the library checks the values
+    (ValueError naming alibi_slopes[...]), on CUDA on a host copy (a stream synchronization),
+    which check_indices=False skips, trusting them. A dtype other than float32, a shape other than
+    those two, another framework or device than q's, or a last dimension that is not contiguous
+    raise ValueError / TypeError naming alibi_slopes. Any mask, layout, dtype and precision; on
+    CUDA these calls run the portable sm_80 kernel (on Hopper too; paged and 8-bit caches through
+    a gathered or dequantized copy), not the wgmma or decode kernels. The same holds in the varlen
+    (batch: the number of sequences), packed and kvcache functions.
+
     FP8 attention (keyword only, as FlashAttention-3 names it): q, k and v of torch.float8_e4m3fn
     (numpy: uint8 arrays of E4M3 bytes) with q_descale float32 (nheads,) or (1,) and k_descale /
     v_descale float32 (nheads_k,) or (1,), arrays on q's device or Python / numpy real numbers (one
@@ -1022,13 +1113,12 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
             return (out, lse, None) if return_attn_probs else out
     _check_dropout(dropout_p)
     softcap = _check_softcap(softcap)
-    _check_alibi(alibi_slopes)
     scale = _softmax_scale(softmax_scale)
     _framework(q, "q")
     fp8 = _fp8_options(q, k, v, q_descale, k_descale, v_descale, out_dtype)
     mask = _with_softcap(_resolve_mask(window_size, causal, *_dense_lengths(q, k)), softcap)
     out, lse = _forward(q, k, v, softmax_scale=scale, mask=mask, want_lse=return_attn_probs,
-                        check_indices=bool(check_indices), **fp8)
+                        check_indices=bool(check_indices), alibi_slopes=alibi_slopes, **fp8)
     return (out, lse, None) if return_attn_probs else out
 
 
@@ -1047,6 +1137,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     copy, a stream synchronization; check_indices=False (keyword only, ours) trusts them instead,
     as flash-attn does (a value out of range then reads or writes out of bounds), and the call
     stays asynchronous and can be captured into a CUDA graph. The CPU backend always checks.
+    alibi_slopes as in flash_attn_func: float32 (nheads,) or (batch, nheads), batch the number of
+    sequences (len(cu_seqlens_q) - 1), each sequence's positions counted from its own first row
+    (its own seqlen_q and seqlen_k in the distance); its values are checked with the indices.
 
     Returns out (total_q, nheads, headdim), or with return_attn_probs=True
     (out, softmax_lse float32 (nheads, total_q), None).
@@ -1056,7 +1149,6 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                                   "(dense q), not in varlen calls")
     _check_dropout(dropout_p)
     softcap = _check_softcap(softcap)
-    _check_alibi(alibi_slopes)
     scale = _softmax_scale(softmax_scale)
     if cu_seqlens_q is None or cu_seqlens_k is None:
         raise ValueError("cu_seqlens_q and cu_seqlens_k are required (int32 arrays of batch + 1)")
@@ -1069,7 +1161,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     out, lse = _forward(q, k, v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
                         max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, softmax_scale=scale,
                         mask=mask, want_lse=return_attn_probs, check_indices=bool(check_indices),
-                        **fp8)
+                        alibi_slopes=alibi_slopes, **fp8)
     return (out, lse, None) if return_attn_probs else out
 
 
@@ -1196,6 +1288,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     are read on a host copy by each step as it runs, so a bad table entry of a page before
     cache_seqlens, or a bad q_descale value, raises after the rows are appended. The library's
     errors name cache_seqlens as passed (its own name for the lengths is seqused_k).
+    alibi_slopes as in flash_attn_func (float32 (nheads,) or (batch, nheads) on q's device),
+    applied by the attention over the cache as it ends up, after the append: key j of sequence
+    b (counted from cache_leftpad[b], over cache_seqlens[b] + seqlen_new - cache_leftpad[b] =
+    seqlen_k keys) is at distance |i + seqlen_k - seqlen_q - j| from query i, and the lse is of the
+    biased scores. Its shape, dtype, device and (on the CPU, and on CUDA with check_indices, on a
+    host copy) values are checked before k/v are appended: a bad one leaves the caches as they
+    were. On CUDA these calls run the portable sm_80 kernel (decode shapes too, over a gathered
+    copy of a paged cache and a dequantized copy of an 8-bit one), not the split-KV decode kernel.
     pdl=True (keyword only, not in flash-attn; FlashInfer calls it enable_pdl): on CUDA sm_90+ a
     decode call's kernel launches with programmatic dependent launch, scheduled while the kernel
     ahead of it in the stream still runs (AttentionArgs::pdl in the C++ API). It pays in chains
@@ -1296,7 +1396,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             raise TypeError("flash_attn_with_kvcache: rotary_interleaved must be True or False, "
                             f"not {rotary_interleaved!r}")
     softcap = _check_softcap(softcap)
-    _check_alibi(alibi_slopes)
     _int_arg(num_splits, "num_splits", lo=0)
     scale = _softmax_scale(softmax_scale)
     fw = _framework(q, "q")
@@ -1325,13 +1424,15 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                                  cache_batch_idx.reshape(-1, 1), softmax_scale, causal,
                                  window_size, rotary_interleaved, return_softmax_lse,
                                  check_indices, k_scale, v_scale, pdl, q_descale, k_descale,
-                                 v_descale, out_dtype, fw, scale, softcap, cache_leftpad)
+                                 v_descale, out_dtype, fw, scale, softcap, cache_leftpad,
+                                 alibi_slopes)
         except (ValueError, NotImplementedError) as e:
             raise _named_batch_index(e) from None
     return _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
                          block_table, softmax_scale, causal, window_size, rotary_interleaved,
                          return_softmax_lse, check_indices, k_scale, v_scale, pdl, q_descale,
-                         k_descale, v_descale, out_dtype, fw, scale, softcap, cache_leftpad)
+                         k_descale, v_descale, out_dtype, fw, scale, softcap, cache_leftpad,
+                         alibi_slopes)
 
 
 def _named_batch_index(error):
@@ -1347,9 +1448,10 @@ def _named_batch_index(error):
 def _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens, block_table,
                   softmax_scale, causal, window_size, rotary_interleaved, return_softmax_lse,
                   check_indices, k_scale, v_scale, pdl, q_descale, k_descale, v_descale,
-                  out_dtype, fw, scale, softcap, cache_leftpad=None):
+                  out_dtype, fw, scale, softcap, cache_leftpad=None, alibi_slopes=None):
     """flash_attn_with_kvcache's general path past its option checks (a dense or paged cache;
-    cache_leftpad is the library's leftpad_k)."""
+    cache_leftpad is the library's leftpad_k). alibi_slopes goes to the attention (its check
+    before the append included), never to the append."""
     rotary = rotary_cos is not None  # with rotary_sin and k (checked)
     k_scale, k_descaled = _kvcache_scale(fw, k_scale, k_descale, "k")
     v_scale, v_descaled = _kvcache_scale(fw, v_scale, v_descale, "v")
@@ -1390,7 +1492,7 @@ def _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqle
     call = dict(softmax_scale=scale, mask=_with_softcap(mask, softcap),
                 want_lse=return_softmax_lse, block_table=block_table, check_indices=bool(check_indices), k_scale=k_scale,
                 v_scale=v_scale, pdl=pdl, descaled=descaled + "q" * bool(fp8),
-                leftpad_k=cache_leftpad, **fp8)
+                leftpad_k=cache_leftpad, alibi_slopes=alibi_slopes, **fp8)
     checked = None  # the check's out and lse, which the call then writes
     try:
         if k is not None:
@@ -1404,6 +1506,9 @@ def _with_kvcache(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqle
                 raise _named_caches(e) from None
             if cache_leftpad is not None and (check_indices or not (fw == "torch" and q.is_cuda)):
                 _check_leftpad_before_append(fw, cache_leftpad, seqused)
+            if alibi_slopes is not None and check_indices and fw == "torch" and q.is_cuda:
+                # The check above read no device values; the CPU's checked the slopes.
+                _check_alibi_before_append(alibi_slopes, q, scale, softcap)
             try:
                 _append_kv(fw, k_cache, v_cache, k, v, seqused, block_table, check_indices,
                            k_scale=k_scale, v_scale=v_scale, rotary=append_rotary)

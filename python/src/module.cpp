@@ -79,6 +79,13 @@ gpuattn::DType to_dtype(nb::dlpack::dtype t, const char* name) {
       return gpuattn::DType::e4m3;
     }
   }
+  // ALiBi slopes are float32 only (the library names a float16 one): a dtype it has no name for
+  // (float64, numpy's default and that of torch.tensor of Python floats) is named as such, not
+  // against the attention inputs' list.
+  if (std::string(name) == "alibi_slopes") {
+    invalid("alibi_slopes has dtype " + dtype_str(t) +
+            ", expected float32 ([nheads] or [batch, nheads])");
+  }
   // An unsupported q dtype is "not supported"; any other tensor with a dtype we cannot even
   // describe cannot match q, so it is an invalid argument (as a dtype mismatch is in the core).
   const bool is_q = std::string(name) == "q";
@@ -252,7 +259,8 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
                        const std::optional<Input>& k_scale, const std::optional<Input>& v_scale,
                        const std::string& kv_format, bool pdl, const std::optional<Input>& q_scale,
                        bool check_only, const std::optional<nb::dict>& empty_shapes,
-                       double softcap, const std::optional<Input>& leftpad_k) {
+                       double softcap, const std::optional<Input>& leftpad_k,
+                       const std::optional<Input>& alibi_slopes) {
   gpuattn::AttentionArgs args;
   EmptyShapes empty(empty_shapes);
   // FP8 attention: with q_scale, q is read as k/v are (kv_format).
@@ -276,6 +284,11 @@ void attention_forward(const Input& q, const Input& k, const Input& v, const Out
   if (leftpad_k) args.leftpad_k = to_view(*leftpad_k, "leftpad_k", empty.find("leftpad_k"));
   if (block_table) {
     args.block_table = to_view(*block_table, "block_table", empty.find("block_table"));
+  }
+  // float32 [Hq] or [B, Hq] on q's device; shape, strides, device and values are validated by
+  // the library (gpuattn::AttentionArgs::alibi_slopes).
+  if (alibi_slopes) {
+    args.alibi_slopes = to_view(*alibi_slopes, "alibi_slopes", empty.find("alibi_slopes"));
   }
   args.check_indices = check_indices;
   args.pdl = pdl;
@@ -479,6 +492,7 @@ NB_MODULE(_C, m) {
         nb::arg("pdl") = false, nb::arg("q_scale").noconvert().none() = nb::none(),
         nb::arg("check_only") = false, nb::arg("empty_shapes").none() = nb::none(),
         nb::arg("softcap") = 0.0, nb::arg("leftpad_k").noconvert().none() = nb::none(),
+        nb::arg("alibi_slopes").noconvert().none() = nb::none(),
         "Computes attention into `out` (and `lse` when given) with gpuattn::attention_forward.\n\n"
         "Dense: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D], out like q, lse float32 [B, Hq, Sq].\n"
         "Varlen (cu_seqlens given): q [total_q, Hq, D], k/v [total_k, Hkv, D], lse [Hq, "
@@ -508,8 +522,15 @@ NB_MODULE(_C, m) {
         "out float16 or bfloat16 (float32 on the CPU). "
         "softcap > 0 soft-caps the scores: softcap * tanh(q.k * scale / softcap) "
         "(gpuattn::AttentionArgs::softcap). "
+        "alibi_slopes (float32 [Hq] or [B, Hq] on q's device, last stride 1; B the batch or the "
+        "number of varlen sequences) adds the ALiBi bias -slope[b][h] * |i + Sk - Sq - j| to the "
+        "score of query i and key j (after the scale and the soft-cap, before the softmax; the "
+        "lse is of the biased scores; gpuattn::AttentionArgs::alibi_slopes). On CUDA such calls "
+        "run the portable sm_80 kernel; the slopes' values are checked on a host copy unless "
+        "check_indices=False. "
         "check_only=True validates the arguments as the call would (gpuattn::"
-        "check_attention_args: device index arrays' values aside) and computes nothing. "
+        "check_attention_args: the values of device index arrays, scales and slopes aside) and "
+        "computes nothing. "
         "empty_shapes (a dict: parameter name -> shape tuple) marks arrays passed as a row of "
         "storage for an array of that shape of no elements (torch exports no storage for one; "
         "the library takes a varlen side of no rows through a pointer to a row). "

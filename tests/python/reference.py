@@ -66,10 +66,28 @@ def causal_rule(causal):
 # ---- reference attention -------------------------------------------------------------------------
 
 
-def ref_single(q, k, v, scale, visible, softcap=0.0):
+def alibi_bias(slopes, sq, sk):
+    """[Hq, Sq, Sk] float64: ALiBi's bias of one sequence, -slopes[h] * |i + sk - sq - j| (query
+    i at key position i + sk - sq, bottom-right aligned; flash-attn's documented formula)."""
+    i = np.arange(sq)[:, None]
+    j = np.arange(sk)[None, :]
+    dist = np.abs(i + (sk - sq) - j).astype(np.float64)
+    return -np.asarray(slopes, dtype=np.float64)[:, None, None] * dist
+
+
+def alibi_rows(alibi, batch):
+    """alibi_slopes (None, [Hq] or [B, Hq]) as one [Hq] row (or None) per sequence."""
+    if alibi is None:
+        return [None] * batch
+    a = np.asarray(alibi, dtype=np.float64)
+    return [a if a.ndim == 1 else a[b] for b in range(batch)]
+
+
+def ref_single(q, k, v, scale, visible, softcap=0.0, alibi=None):
     """fp64 attention of one sequence under a visibility [Sq, Sk] or per head [Hq or 1, Sq, Sk].
     q [Sq, Hq, D], k/v [Sk, Hkv, D] -> out [Sq, Hq, D], lse [Hq, Sq]; a row that sees no key
-    (Sk = 0 too): out 0, lse -inf. softcap > 0: scores softcap * tanh(score / softcap)."""
+    (Sk = 0 too): out 0, lse -inf. softcap > 0: scores softcap * tanh(score / softcap).
+    alibi: the sequence's slopes [Hq], whose alibi_bias is added after the soft-cap."""
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     group = q.shape[1] // k.shape[1]
     k = np.repeat(k, group, axis=1)  # query head h reads kv head h // group
@@ -77,6 +95,8 @@ def ref_single(q, k, v, scale, visible, softcap=0.0):
     s = np.einsum("qhd,khd->hqk", q, k) * scale
     if softcap:
         s = softcap * np.tanh(s / softcap)
+    if alibi is not None:
+        s = s + alibi_bias(alibi, s.shape[1], s.shape[2])
     s = np.where(np.broadcast_to(visible, s.shape), s, -np.inf)
     m = s.max(axis=-1, keepdims=True, initial=-np.inf)  # a sequence of no keys: -inf
     empty = ~np.isfinite(m)
@@ -89,26 +109,28 @@ def ref_single(q, k, v, scale, visible, softcap=0.0):
     return out, lse
 
 
-def ref_dense(q, k, v, scale, vis_fn, softcap=0.0):
+def ref_dense(q, k, v, scale, vis_fn, softcap=0.0, alibi=None):
     """q [B, Sq, Hq, D] ... -> out [B, Sq, Hq, D], lse [B, Hq, Sq]; vis_fn(sq, sk) -> the
-    visibility of ref_single."""
+    visibility of ref_single; alibi: slopes [Hq] or [B, Hq] (None: no ALiBi)."""
     vis = vis_fn(q.shape[1], k.shape[1])
-    outs, lses = zip(*(ref_single(q[b], k[b], v[b], scale, vis, softcap)
+    slopes = alibi_rows(alibi, q.shape[0])
+    outs, lses = zip(*(ref_single(q[b], k[b], v[b], scale, vis, softcap, slopes[b])
                        for b in range(q.shape[0])))
     return np.stack(outs), np.stack(lses)
 
 
-def ref_varlen(q, k, v, cu_q, cu_k, scale, vis_fn, softcap=0.0):
+def ref_varlen(q, k, v, cu_q, cu_k, scale, vis_fn, softcap=0.0, alibi=None):
     """q [total_q, Hq, D] ... -> out [total_q, Hq, D], lse [Hq, total_q]; positions per sequence,
-    vis_fn(sq, sk) called per sequence."""
+    vis_fn(sq, sk) called per sequence; alibi: slopes [Hq] or [sequences, Hq] (None: none)."""
     out = np.zeros(q.shape, dtype=np.float64)
     lse = np.zeros((q.shape[1], q.shape[0]), dtype=np.float64)
+    slopes = alibi_rows(alibi, len(cu_q) - 1)
     for b in range(len(cu_q) - 1):
         qs, qe, ks, ke = cu_q[b], cu_q[b + 1], cu_k[b], cu_k[b + 1]
         if qe == qs:
             continue
         o, l = ref_single(q[qs:qe], k[ks:ke], v[ks:ke], scale, vis_fn(qe - qs, ke - ks),
-                          softcap)
+                          softcap, slopes[b])
         out[qs:qe] = o
         lse[:, qs:qe] = l
     return out, lse
