@@ -256,10 +256,13 @@ struct AttentionArgs {
   // finite, with |slope| x max(log2(e), 1 / u) at most FLT_MAX / 2^31 (about 1.58e29; u the
   // softmax_scale, or the softcap when capped) so that its bias stays a float at every distance;
   // checked on the host for host views, on a host copy (with check_indices; trusted otherwise)
-  // on CUDA. Any layout, mask and precision, on both backends. On CUDA an ALiBi call runs the
-  // portable sm_80 kernel (on Hopper too; its masked instantiation, where the bias is a
-  // warp-uniform branch), not the sm_90a or decode kernels: paged and 8-bit caches through their
-  // gathered or dequantized copies, an FP8 q dequantized. Sequence-parallel calls refuse it.
+  // on CUDA. Any layout, mask and precision, on both backends. On CUDA an ALiBi call takes the
+  // kernel its plain twin would (a branch uniform over the call adds the bias: the sm_90a kernels
+  // on Hopper, the 16-bit decode kernel for decode calls, paged ones in place, the sm_80 kernel's
+  // masked instantiations elsewhere), except that the 8-bit decode and FP8 kernels do not add it
+  // (an 8-bit cache is read through its dequantized copy, an FP8 q dequantized) and that with a
+  // window, global tokens or a block layout it runs the sm_80 kernel on Hopper too.
+  // Sequence-parallel calls refuse it.
   TensorView alibi_slopes;
   bool causal = false;
   MaskSpec mask;  // sliding window, global tokens, block-sparse layout; default: none

@@ -1070,9 +1070,11 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     which check_indices=False skips, trusting them. A dtype other than float32, a shape other than
     those two, another framework or device than q's, or a last dimension that is not contiguous
     raise ValueError / TypeError naming alibi_slopes. Any mask, layout, dtype and precision; on
-    CUDA these calls run the portable sm_80 kernel (on Hopper too; paged and 8-bit caches through
-    a gathered or dequantized copy), not the wgmma or decode kernels. The same holds in the varlen
-    (batch: the number of sequences), packed and kvcache functions.
+    CUDA these calls take the kernels their plain twins take (the wgmma kernels on Hopper, the
+    split-KV decode kernel for decode shapes), except that the 8-bit decode and FP8 kernels do not
+    add the bias (8-bit caches go through a dequantized copy, FP8 q is dequantized) and that with
+    a window it is the portable sm_80 kernel's. The same holds in the varlen (batch: the number of sequences),
+    packed and kvcache functions.
 
     FP8 attention (keyword only, as FlashAttention-3 names it): q, k and v of torch.float8_e4m3fn
     (numpy: uint8 arrays of E4M3 bytes) with q_descale float32 (nheads,) or (1,) and k_descale /
@@ -1294,8 +1296,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     seqlen_k keys) is at distance |i + seqlen_k - seqlen_q - j| from query i, and the lse is of the
     biased scores. Its shape, dtype, device and (on the CPU, and on CUDA with check_indices, on a
     host copy) values are checked before k/v are appended: a bad one leaves the caches as they
-    were. On CUDA these calls run the portable sm_80 kernel (decode shapes too, over a gathered
-    copy of a paged cache and a dequantized copy of an 8-bit one), not the split-KV decode kernel.
+    were. On CUDA decode calls with it run the split-KV decode kernel on a 16-bit cache (paged ones
+    in place), and the prefill kernels over a dequantized copy of an 8-bit one.
     pdl=True (keyword only, not in flash-attn; FlashInfer calls it enable_pdl): on CUDA sm_90+ a
     decode call's kernel launches with programmatic dependent launch, scheduled while the kernel
     ahead of it in the stream still runs (AttentionArgs::pdl in the C++ API). It pays in chains

@@ -170,7 +170,8 @@ void check_f16_copy_range(const FwdParams& p, const HostScales& h, bool kv_copie
 // quantized decode call runs on the gathered or dequantized copy instead of failing its launch.
 bool decode_takes(const FwdParams& p) {
   const int smem = sm80::max_smem_per_block();
-  return p.precision == Precision::standard && p.dense_or_causal() && !p.has_alibi() &&
+  return p.precision == Precision::standard && p.dense_or_causal() &&
+         !(p.has_alibi() && p.kv_quantized()) &&  // the 8-bit kernel adds no ALiBi
          DecodePlan::eligible(p.seqlen_q, p.hq / p.hkv) &&
          (smem <= 0 || DecodePlan::smem_bytes(p.head_dim) <= smem);
 }
@@ -191,14 +192,17 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   const KernelChoice choice = kernel_choice_from_env();
   // Caps above FwdParams::kFastTanhMaxCap take the exact tanh, which the sm_90a kernels do not
   // compile (its second tile loop slowed every call: fwd_sm90.cuh).
-  // ALiBi calls take the sm_80 kernel's masked instantiation (nor do the decode kernels add it).
+  // The sm_90a kernels add ALiBi to dense and causal calls (their dense loop); with a window,
+  // global tokens or a block layout it is the sm_80 kernel's (its masked instantiations). The
+  // 16-bit decode kernel adds it, the 8-bit one does not (decode_takes).
   const bool sm90_available = choice != KernelChoice::sm80 && !p.has_key_range() &&
-                              !p.exact_tanh() && !p.has_alibi() && strides_fit_tma(p) &&
-                              sm90::usable(p.dtype, p.head_dim);
+                              !p.exact_tanh() && !(p.has_alibi() && !p.dense_or_causal()) &&
+                              strides_fit_tma(p) && sm90::usable(p.dtype, p.head_dim);
   FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
                              sm80::max_smem_per_block());
   apply_kernel_choice(shape, choice);
-  shape.decode_allowed = shape.decode_allowed && !p.has_key_range() && !p.has_alibi();
+  shape.decode_allowed =
+      shape.decode_allowed && !p.has_key_range() && !(p.has_alibi() && p.kv_quantized());
   return select_fwd_config(shape).kernel;
 }
 

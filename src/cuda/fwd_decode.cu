@@ -5,9 +5,10 @@
 namespace gpuattn::decode {
 
 void fwd(const FwdParams& p, cudaStream_t stream) {
-  if (p.has_alibi()) {  // the dispatch sends ALiBi calls to the sm_80 kernel (decode_takes)
+  if (p.has_alibi() && p.kv_quantized()) {  // the dispatch keeps those off it (decode_takes)
     throw Error(ErrorCode::not_supported,
-                "gpuattn: the decode kernels do not add ALiBi (the sm_80 kernel runs those calls)");
+                "gpuattn: the 8-bit decode kernel does not add ALiBi (such calls run on a "
+                "dequantized copy)");
   }
   if (p.kv_quantized()) return p.kv_dtype == DType::i8 ? fwd_i8(p, stream) : fwd_e4m3(p, stream);
   if (p.dtype == DType::f16) {

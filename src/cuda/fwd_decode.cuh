@@ -348,6 +348,31 @@ __device__ __forceinline__ void softcap_scores(float (&sacc)[2][4], const float 
   }
 }
 
+// ALiBi (AttentionArgs::alibi_slopes): -slope x |key position of the row - key| on each score, in
+// the raw units the row's scale (scale_log2) multiplies later; n0 is the thread's first key (as
+// for mask_past_limits). Packed row pr of the block is query i = pr / group of query head
+// hk group + pr % group; rows past `rows` (never stored) take no bias. Before the mask, after the
+// soft-cap. The slopes are read here, each tile, so that no register holds them across the loop
+// (the call's branch is uniform: other calls skip it).
+__device__ __forceinline__ void alibi_scores(const FwdParams& p, float (&sacc)[2][4], int n0,
+                                             int r0, int lane, int rows, int group, int lq,
+                                             int lk, int b, int hk) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int pr = r0 + lane / 4 + 8 * h;
+    if (pr >= rows) continue;
+    const float slope = p.alibi_slope(b, hk * group + pr % group) * p.alibi_raw;
+    const float d0 = static_cast<float>(pr / group + lk - lq - n0);  // to key n0
+#pragma unroll
+    for (int nb = 0; nb < 2; ++nb)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float& x = sacc[nb][2 * h + e];
+        x = fmaf(-slope, fabsf(d0 - static_cast<float>(8 * nb + e)), x);
+      }
+  }
+}
+
 // One tile's online softmax: row h's scores times scale[h] are its log2-domain logits. The row
 // maxima and sums move on, O (D / 8 m16n8 accumulators) is rescaled, and P = exp2(logit - max)
 // comes back packed as m16n8k16's A fragment of T elements.
@@ -758,6 +783,10 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
     // Soft-capped scores (a branch uniform over the call), then keys at or past a row's limit
     // masked (the sequence end, the causal diagonal).
     if (p.has_softcap()) softcap_scores(sacc, cap_pre, p.exact_tanh());
+    if (p.has_alibi()) {
+      alibi_scores(p, sacc, t * kN + 16 * warp + 2 * (lane % 4), r0, lane, rows, group, lq, lk, b,
+                   hk);
+    }
     mask_past_limits(sacc, t * kN + 16 * warp + 2 * (lane % 4), lim);
     // Online softmax per row (the row's 16 keys lie on the 4 threads of a quad); then O += P V:
     // P from S's registers (the A fragment of m16n8k16), V by transposing loads (matrices: keys

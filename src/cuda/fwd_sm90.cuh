@@ -1574,6 +1574,29 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       for (int i = 0; i < kBlockN / 2; ++i)
         if (!(half64 && i / 4 >= kNS / 2)) s[i] = ptx::tanh_of_log2<kFma>(s[i] * k);
     }
+    // ALiBi (AttentionArgs::alibi_slopes; dense and causal calls only: the dispatch keeps the
+    // others on sm_80, so tile j holds keys [j kBlockN, (j + 1) kBlockN)): -slope x |row
+    // position - key| on each score in the raw units scale_log2 multiplies later, after the
+    // soft-cap and before the mask. A branch uniform over the call, the slope read in it (no
+    // register held across the loop for the calls without).
+    if constexpr (!kMasked) {
+      if (p.has_alibi()) {
+        const float slope = p.alibi_slope(b, h) * p.alibi_raw;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          // The row's key position less this thread's first key of the tile (exact below 2^24).
+          const float d0 = static_cast<float>(m0 + row_base + 8 * r + diag - (j * kBlockN + 2 * t4));
+#pragma unroll
+          for (int n = 0; n < kNS; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              if (half64 && n >= kNS / 2) continue;
+              float& x = s[4 * n + 2 * r + e];
+              x = fmaf(-slope, fabsf(d0 - static_cast<float>(8 * n + e)), x);
+            }
+        }
+      }
+    }
     if (whole) {
     } else if constexpr (kMasked) {
       mask_tile(s, word, off);
@@ -2127,9 +2150,10 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
                   std::string("gpuattn: ") + name + " runs no varlen calls (cu_seqlens)");
     }
   }
-  if (p.has_alibi()) {  // the dispatch sends ALiBi calls to the sm_80 kernel
+  if (p.has_alibi() && !p.dense_or_causal()) {  // the dispatch sends those to the sm_80 kernel
     throw Error(ErrorCode::not_supported,
-                "gpuattn: the sm_90a kernels do not add ALiBi (the sm_80 kernel runs those calls)");
+                "gpuattn: the sm_90a kernels add ALiBi to dense and causal calls only (the sm_80 "
+                "kernel runs it with windows, global tokens and block layouts)");
   }
   // The fast tanh only (see consume()'s softmax): the dispatch sends larger caps to sm_80.
   if (p.exact_tanh()) {

@@ -847,13 +847,17 @@ TEST_F(AttentionCudaTest, SoftcappedCallsTakeTheUncappedKernel) {
   }
 }
 
-// ALiBi (AttentionArgs::alibi_slopes) on the sm_80 kernel's masked instantiations, which every
-// ALiBi call takes: slopes a head and a sequence and head (the paper's, each sequence's scaled
-// differently), every head dim and dtype, dense and causal with Sq != Sk both ways (rows that see
-// no key), GQA and MQA, varlen with rows of one key and empty sequences, decode shapes (one and
-// four rows per KV head, which leave the decode kernel for sm_80), a window with global tokens,
-// soft-capping (the bias after the tanh), compensated precision (both head dim 256 splits), and
-// logits large enough (q x 4) that a wrong bias would show.
+// ALiBi (AttentionArgs::alibi_slopes) on whichever kernel the dispatch picks (ctest's sm80. and
+// sm90_*. copies run the cases on the others): the sm_90a kernels' dense loop for dense and causal
+// calls on Hopper, the decode kernel for decode shapes, the sm_80 kernel's masked instantiations
+// for the rest and elsewhere. Slopes a
+// head and a sequence and head (the paper's, each sequence's scaled differently), every head dim
+// and dtype, dense and causal with Sq != Sk both ways (rows that see no key), GQA and MQA, varlen
+// with rows of one key and empty sequences, decode shapes (one and four rows per KV head, GQA
+// rows of several heads in one tile: each row's own slope), the dense kernel's half last tile (193 rows), head dim 256's wide
+// tiles (1024 keys and more), a window with global tokens (sm_80), soft-capping (the bias after
+// the tanh), compensated precision (both head dim 256 splits), and logits large enough (q x 4)
+// that a wrong bias would show.
 INSTANTIATE_TEST_SUITE_P(
     Alibi, AttentionCuda,
     ::testing::Values(dense(2, 8, 8, 300, 300, 64, f16).alibi(),
@@ -871,26 +875,35 @@ INSTANTIATE_TEST_SUITE_P(
                       dense(2, 8, 8, 300, 300, 64, f16).q_times(4).capped(5).alibi(true),
                       dense(1, 8, 2, 400, 400, 128, bf16).causal().capped(1e5f).alibi(),
                       dense(1, 8, 8, 333, 333, 64, f16).compensated().alibi(true),
-                      dense(1, 4, 4, 300, 300, 256, bf16).causal().compensated().alibi()),
+                      dense(1, 4, 4, 300, 300, 256, bf16).causal().compensated().alibi(),
+                      dense(2, 8, 8, 193, 193, 64, bf16).causal().q_times(4).alibi(true),
+                      dense(1, 16, 16, 1024, 1024, 64, f16).alibi(),
+                      dense(4, 32, 8, 1024, 1024, 64, f16).causal().alibi(true),
+                      dense(1, 8, 8, 2100, 2100, 128, f16).alibi(true),
+                      dense(1, 8, 8, 1500, 1500, 256, bf16).alibi()),
     case_name);
 
-// Every ALiBi call takes the sm_80 kernel (neither the sm_90a nor the decode kernels add the
-// bias), whatever GPUATTN_KERNEL names; the same call without it keeps its kernel.
-TEST_F(AttentionCudaTest, AlibiCallsTakeTheSm80Kernel) {
+// An ALiBi call takes the kernel its plain twin takes (the sm_90a kernels on Hopper, the decode
+// kernel for decode shapes, the sm_80 kernel elsewhere), under every GPUATTN_KERNEL of the GPU
+// ctest, except that with a window or global tokens it is the sm_80 kernel's.
+TEST_F(AttentionCudaTest, AlibiCallsTakeTheirPlainKernel) {
   for (const Case& c : {dense(1, 8, 8, 512, 512, 128, f16), dense(4, 32, 8, 1, 4096, 128, bf16),
                         dense(1, 16, 16, 4096, 4096, 64, f16).causal(),
+                        dense(1, 16, 16, 1024, 1024, 64, f16), dense(4, 32, 8, 4096, 4096, 64, f16),
                         dense(2, 8, 8, 2048, 2048, 256, bf16),
                         dense(1, 8, 8, 700, 700, 128, f16).window(64, 16).globals(8),
                         dense(1, 8, 8, 333, 333, 64, f16).compensated()}) {
     Problem plain(c, 1), biased(c.alibi(), 1), per_seq(c.alibi(true), 1);
+    const FwdKernel want = cuda_forward_kernel(make_fwd_params(plain.device_args()));
     for (const Problem* p : {&biased, &per_seq}) {
       const FwdKernel got = cuda_forward_kernel(make_fwd_params(p->device_args()));
       const std::string name = tile_config(got).name;
-      EXPECT_EQ(name.substr(0, 5), "sm80_") << c.name() << ": with ALiBi " << name;
-    }
-    const FwdKernel want = cuda_forward_kernel(make_fwd_params(plain.device_args()));
-    if (c.Sq == 1) {
-      EXPECT_EQ(want, FwdKernel::decode_16x64) << c.name() << ": the plain call decodes";
+      if (c.mask.window_left >= 0 || c.mask.global_tokens > 0) {
+        EXPECT_EQ(name.substr(0, 5), "sm80_") << c.name() << ": with ALiBi " << name;
+      } else {
+        EXPECT_EQ(got, want) << c.name() << ": with ALiBi " << name << ", plain "
+                             << tile_config(want).name;
+      }
     }
   }
 }

@@ -188,7 +188,7 @@ def test_packed_forms_take_alibi(fw, dtype, device, tol, lse_tol):
 def test_fp8_attention_and_int8_cache_take_alibi():
     """FP8 q/k/v with descales (flash_attn_func) and an int8 KV cache with scales
     (flash_attn_with_kvcache) against the reference over the dequantized values (on CUDA both run
-    the sm_80 kernel over dequantized copies)."""
+    the prefill kernels over dequantized copies)."""
     from reference import e4m3_bytes, e4m3_decode
     rng = rng_for("alibi-fp8")
     q, k, v = (e4m3_bytes(rng.standard_normal(s) * 2) for s in
@@ -344,7 +344,7 @@ def test_varlen_alibi_with_window_and_softcap(fw, dtype, device, tol, lse_tol):
 @pytest.mark.parametrize("per_seq", [False, True], ids=["H", "BH"])
 def test_kvcache_alibi_matches_reference(fw, dtype, device, tol, paged, sq, per_seq):
     """k/v appended at cache_seqlens, then attended with the slopes over the cache as it ends up
-    (GQA 4:1; one query: the split-KV decode kernel's shape, run by the sm_80 kernel on CUDA;
+    (GQA 4:1; one query: the split-KV decode kernel's shape;
     paged: pages of 16 keys in a shuffled pool), causal for sq > 1. The caches change only in the
     appended rows."""
     rng = rng_for("alibi-kvcache", fw, dtype, device, paged, sq, per_seq)

@@ -223,9 +223,9 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
   }
   FwdShape s;
   s.sm_major = sm_major;
-  // Caps above the fast tanh's, and ALiBi, run the sm_80 kernel (pick_forward_kernel).
-  s.sm90_kernel_available =
-      sm90_available && !(c.softcap > FwdParams::kFastTanhMaxCap) && !c.alibi;
+  // Caps above the fast tanh's run the sm_80 kernel (pick_forward_kernel); ALiBi does not
+  // change the pick of these dense 16-bit cases.
+  s.sm90_kernel_available = sm90_available && !(c.softcap > FwdParams::kFastTanhMaxCap);
   s.num_sms = num_sms;
   s.head_dim = c.d;
   s.causal = c.causal;
@@ -240,7 +240,6 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
       c.hkv;  // the decode rule counts query heads a KV head (0 read as hq: GQA shown as decode)
   s.max_smem_per_block = max_smem_per_block;
   apply_kernel_choice(s, choice);
-  s.decode_allowed = s.decode_allowed && !c.alibi;  // the decode kernels add no ALiBi either
   const TileConfig& t = select_fwd_config(s);
   // Nothing fits (head dim 256 on a 99 KB device): the sm_80 launcher refuses the pick with
   // not_supported.
@@ -414,8 +413,8 @@ would exceed 8 GiB), with the ratio ours/baseline. The table is printed last.
   --shape   your own shapes instead of --shapes': ';'-separated, each of words B<n> (batch,
             default 1), H<n> (query and KV heads) or Hq<n> Hkv<n>, S<n> or Sq<n> Sk<n>, D<n>,
             and optionally causal, a dtype (f16, the default, or bf16), softcap<n> (logit
-            soft-capping at n, e.g. softcap50) and alibi (the paper's slopes a head; the sm_80
-            kernel); neither has a baseline; e.g.
+            soft-capping at n, e.g. softcap50) and alibi (the paper's slopes a head); neither
+            has a baseline; e.g.
             --shape "B1 H16 S1024 D64; B2 Hq32 Hkv8 S4096 D128 causal bf16"
   --json    also write the results (device, date, commit, peak) as JSON to FILE; each
             result names the tile configuration the dispatch picked ("config")
