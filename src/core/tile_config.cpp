@@ -39,6 +39,7 @@ FwdShape fwd_shape(const FwdParams& p, int sm_major, bool sm90_kernel_available,
   s.max_smem_per_block = max_smem_per_block;
   s.hkv = p.hkv;
   s.kv_quantized = p.kv_quantized();
+  s.alibi = p.has_alibi();
   s.varlen = p.is_varlen();
   return s;
 }
@@ -162,6 +163,10 @@ const TileConfig& select_fwd_config(const FwdShape& s) {
         const bool wide = s.dense_or_causal && s.seqlen_k >= kD256WideTileMinKeys;
         return tile_config(wide ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256);
       }
+      // ALiBi (dense and causal calls here, see pick_forward_kernel) at head dims 64 and 128: the
+      // 2-consumer kernel, whatever GPUATTN_KERNEL forces; the tuned kernels leave the bias out
+      // (FwdTraits::kAlibi, fwd_sm90.cuh: it cost their plain calls up to 8.6% at head dim 64).
+      if (s.alibi) return tile_config(FwdKernel::sm90_ws_128x128);
       if (s.head_dim == 128 && s.dense_or_causal &&
           (s.force_128x128_s3 || (s.seqlen_k <= kD128ThreeStageMaxKeys && !s.force_128x128))) {
         return tile_config(FwdKernel::sm90_ws_128x128_s3);

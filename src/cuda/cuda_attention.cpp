@@ -192,12 +192,14 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   const KernelChoice choice = kernel_choice_from_env();
   // Caps above FwdParams::kFastTanhMaxCap take the exact tanh, which the sm_90a kernels do not
   // compile (its second tile loop slowed every call: fwd_sm90.cuh).
-  // The sm_90a kernels add ALiBi to dense and causal calls (their dense loop); with a window,
-  // global tokens or a block layout it is the sm_80 kernel's (its masked instantiations). The
-  // 16-bit decode kernel adds it, the 8-bit one does not (decode_takes).
-  const bool sm90_available = choice != KernelChoice::sm80 && !p.has_key_range() &&
-                              !p.exact_tanh() && !(p.has_alibi() && !p.dense_or_causal()) &&
-                              strides_fit_tma(p) && sm90::usable(p.dtype, p.head_dim);
+  // The sm_90a kernels add ALiBi to dense and causal calls in standard precision (their dense
+  // loop; select_fwd_config picks an instantiation that compiles it); with a window, global tokens,
+  // a block layout or compensated precision it is the sm_80 kernel's (its masked
+  // instantiations). The 16-bit decode kernel adds it, the 8-bit one does not (decode_takes).
+  const bool sm90_available =
+      choice != KernelChoice::sm80 && !p.has_key_range() && !p.exact_tanh() &&
+      !(p.has_alibi() && (!p.dense_or_causal() || p.precision != Precision::standard)) &&
+      strides_fit_tma(p) && sm90::usable(p.dtype, p.head_dim);
   FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
                              sm80::max_smem_per_block());
   apply_kernel_choice(shape, choice);

@@ -61,7 +61,8 @@ constexpr int kLookaheadInts = 2 + 7 + 32;
 constexpr int kItemInts = 8;
 
 template <typename T_, int kHeadDim_, bool kCompensated_ = false, int kConsumers_ = 2,
-          int kBlockN_ = 0, bool kLateWaitD64_ = false, int kStages_ = 0, bool kCausalOnly_ = false>
+          int kBlockN_ = 0, bool kLateWaitD64_ = false, int kStages_ = 0, bool kCausalOnly_ = false,
+          bool kAlibi_ = false>
 struct FwdTraits {
   using T = T_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -101,8 +102,20 @@ struct FwdTraits {
   // (late wait) 0.976x. The same cut of FwdTraits<T, 128> for sm90_ws_128x128's dense and causal
   // calls (7904 -> 5304, branch wip/d128-dense; call 5) measured 0.979-1.015x at S3000-S32768,
   // inside that run's noise: not worth its 2 instantiations.
-  static constexpr bool kOwnDenseCausal =
-      kConsumers_ != 2 || kBlockN_ != 0 || kLateWaitD64_ || kStages_ != 0 || kCausalOnly_;
+  static constexpr bool kOwnDenseCausal = kConsumers_ != 2 || kBlockN_ != 0 || kLateWaitD64_ ||
+                                          kStages_ != 0 || kCausalOnly_ || kAlibi_;
+  // Whether the dense loop adds ALiBi (FwdParams::alibi_slopes: a branch uniform over the call in
+  // consume()'s softmax; ALiBi calls are dense or causal, see select_fwd_config): the 2-consumer
+  // kernel at head dim 128 and both head-dim-256 kernels (H200, same-run A/B of calls without
+  // ALiBi, 2026-12-03-h200-s70 call 3: 0.98-1.00x the time), but at head dim 64, whose softmax
+  // takes as long as its GEMMs, none of the plain calls' kernels: with the branch compiled in,
+  // calls without ALiBi took 1.025-1.036x the time (3 consumers, 2 CTAs) and 1.086x (4 stages,
+  // causal S512; no spill in any). There an instantiation of its own (kAlibi_, FwdD64AlibiTraits:
+  // the 2-consumer kernel for dense and causal calls) runs the ALiBi calls; the 3-stage head-dim-128
+  // kernels leave it out too (B16 S1024 causal measured 1.025x, within that run's spread, not
+  // worth a doubt: ALiBi calls there take the 2-stage kernel).
+  static constexpr bool kAlibi =
+      !kCompensated_ && (kAlibi_ || (kHeadDim_ == 128 && !kOwnDenseCausal) || kHeadDim_ == 256);
   // Whether the dense instantiation runs sliding windows alone (p.banded(), see ItemShape): at
   // head dim 128 only (the 2-consumer kernel; run_fwd sends only dense and causal calls to the
   // 3-consumer one). At head dims 64 and 256 windows stay on the masked instantiation: the window
@@ -336,6 +349,10 @@ using FwdD64CausalTraits = FwdTraits<T, 64, false, 2, 0, false, 4, true>;
 // FwdTraits::kHalfLast): what sm90_ws_128x128_s3 runs for causal calls.
 template <typename T>
 using FwdD128ShortCausalTraits = FwdTraits<T, 128, false, 2, 0, false, 3, true>;
+// The ALiBi calls' instantiation at head dim 64 (see FwdTraits::kAlibi): the 2-consumer kernel
+// (sm90_ws_128x128) for dense and causal calls, with the bias.
+template <typename T>
+using FwdD64AlibiTraits = FwdTraits<T, 64, false, 2, 0, false, 0, false, true>;
 
 using ptx::quad_max;
 using ptx::quad_sum;
@@ -1579,7 +1596,7 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
     // position - key| on each score in the raw units scale_log2 multiplies later, after the
     // soft-cap and before the mask. A branch uniform over the call, the slope read in it (no
     // register held across the loop for the calls without).
-    if constexpr (!kMasked) {
+    if constexpr (!kMasked && Tr::kAlibi) {
       if (p.has_alibi()) {
         const float slope = p.alibi_slope(b, h) * p.alibi_raw;
 #pragma unroll
@@ -2150,10 +2167,12 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
                   std::string("gpuattn: ") + name + " runs no varlen calls (cu_seqlens)");
     }
   }
-  if (p.has_alibi() && !p.dense_or_causal()) {  // the dispatch sends those to the sm_80 kernel
+  if (p.has_alibi() && (kMasked || !Tr::kAlibi)) {  // see FwdTraits::kAlibi, select_fwd_config
     throw Error(ErrorCode::not_supported,
-                "gpuattn: the sm_90a kernels add ALiBi to dense and causal calls only (the sm_80 "
-                "kernel runs it with windows, global tokens and block layouts)");
+                std::string("gpuattn: this instantiation of ") +
+                    kFwdTileConfigs[static_cast<int>(kernel_of<Tr>())].name +
+                    " adds no ALiBi (the dispatch sends such calls to the one that does, and "
+                    "windows, global tokens, block layouts and compensated precision to sm_80)");
   }
   // The fast tanh only (see consume()'s softmax): the dispatch sends larger caps to sm_80.
   if (p.exact_tanh()) {
@@ -2311,6 +2330,7 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
     }
   }
   if constexpr (D == 64) {
+    if (p.has_alibi()) return launch_own<FwdD64AlibiTraits<T>, D>(p, stream);  // see kAlibi
     if (sm90_late_pv_wait(kernel, D, p.causal, p.dense_or_causal())) {  // see kLateWait
       static_assert(matches_table<FwdD64LateWaitTraits<T>>(),
                     "FwdTraits and the tile configuration table agree");

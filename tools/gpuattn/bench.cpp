@@ -223,9 +223,10 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
   }
   FwdShape s;
   s.sm_major = sm_major;
-  // Caps above the fast tanh's run the sm_80 kernel (pick_forward_kernel); ALiBi does not
-  // change the pick of these dense 16-bit cases.
-  s.sm90_kernel_available = sm90_available && !(c.softcap > FwdParams::kFastTanhMaxCap);
+  // Caps above the fast tanh's run the sm_80 kernel (pick_forward_kernel), as does ALiBi in
+  // compensated precision; at head dims 64 and 128 ALiBi takes sm90_ws_128x128 (s.alibi).
+  s.sm90_kernel_available = sm90_available && !(c.softcap > FwdParams::kFastTanhMaxCap) &&
+                            !(c.alibi && c.precision != Precision::standard);
   s.num_sms = num_sms;
   s.head_dim = c.d;
   s.causal = c.causal;
@@ -236,6 +237,7 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
   s.seqlen_k = c.sk;  // head dim 256 on Hopper: 80-key tiles from kD256WideTileMinKeys keys
   s.batch = c.batch;
   s.hq = c.hq;
+  s.alibi = c.alibi;
   s.hkv =
       c.hkv;  // the decode rule counts query heads a KV head (0 read as hq: GQA shown as decode)
   s.max_smem_per_block = max_smem_per_block;
@@ -248,7 +250,8 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
     return "none (" + std::to_string(need / 1024) + " KB smem > " +
            std::to_string(max_smem_per_block / 1024) + " KB)";
   }
-  const bool late = c.precision == Precision::standard &&
+  // (ALiBi at head dim 64 runs an instantiation of its own, without the late wait.)
+  const bool late = c.precision == Precision::standard && !(c.alibi && c.d == 64) &&
                     sm90_late_pv_wait(t.kernel, c.d, c.causal, /*dense_or_causal=*/true);
   return std::string(t.name) + (late ? " (late P V wait)" : "");
 }
