@@ -926,6 +926,36 @@ def test_softcap_bench_runs_on_the_cpu(tmp_path):
 
 
 @needs_torch
+def test_alibi_bench_runs_on_the_cpu(tmp_path):
+    """bench/alibi_bench.py --device cpu: both smoke cases timed on every side (ours and Flex,
+    with the bias and without), ours and Flex within a float32 tolerance of the fp64 ALiBi
+    reference, JSON and markdown written; an --only that matches nothing is named."""
+    import json
+    import subprocess
+
+    pytest.importorskip("gpu_attention")
+    pytest.importorskip("torch.nn.attention.flex_attention")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "bench"), env.get("PYTHONPATH", "")])
+    script = os.path.join(ROOT, "bench", "alibi_bench.py")
+    out, md = tmp_path / "alibi.json", tmp_path / "alibi.md"
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--json", str(out), "--md",
+                        str(md)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(out.read_text())
+    assert len(got["rows"]) == 2
+    for row in got["rows"]:
+        assert not [k for k in row if k.endswith("_error")], row
+        for side in ("ours", "ours_plain", "flex", "flex_plain"):
+            assert row[f"{side}_ms"] > 0
+        assert row["ours_max_err"] < 1e-4 and row["flex_max_err"] < 1e-4, row
+    assert "ALiBi attention" in md.read_text()
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--only", "D999"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "--only D999 matches no case" in r.stderr
+
+
+@needs_torch
 def test_compare_torch_runs_given_cases_and_rejects_bad_ones(tmp_path):
     """bench/compare_torch.py --case: the cases given instead of the built-in list (here on the
     CPU backend), and a clear error naming a malformed --case."""
