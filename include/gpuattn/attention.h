@@ -246,7 +246,7 @@ struct AttentionArgs {
   float softcap = 0.f;
   // ALiBi (Press et al.; BLOOM, MPT; flash-attn's alibi_slopes), optional: float32 [Hq] (a slope
   // a query head) or [B, Hq] (a slope a sequence and head; B the batch, or the number of
-  // sequences of a varlen call), last stride 1, any other stride >= 0, on q's device. Query i of
+  // sequences of a varlen call), last stride 1, batch stride 0 or at least Hq, on q's device. Query i of
   // sequence b, head h, adds
   //   -alibi_slopes[b][h] * |i + Sk - Sq - j|
   // to its score for key j (after the scale and the soft-cap, before the softmax; Sq, Sk and j
@@ -256,13 +256,16 @@ struct AttentionArgs {
   // finite, with |slope| x max(log2(e), 1 / u) at most FLT_MAX / 2^31 (about 1.58e29; u the
   // softmax_scale, or the softcap when capped) so that its bias stays a float at every distance;
   // checked on the host for host views, on a host copy (with check_indices; trusted otherwise)
-  // on CUDA. Any layout, mask and precision, on both backends. On CUDA an ALiBi call takes the
-  // kernel its plain twin would (a branch uniform over the call adds the bias: the sm_90a kernels
-  // on Hopper, the 16-bit decode kernel for decode calls, paged ones in place, the sm_80 kernel's
-  // masked instantiations elsewhere), except that the 8-bit decode and FP8 kernels do not add it
-  // (an 8-bit cache is read through its dequantized copy, an FP8 q dequantized) and that with a
-  // window, global tokens or a block layout it runs the sm_80 kernel on Hopper too.
-  // Sequence-parallel calls refuse it.
+  // on CUDA. Any layout, mask and precision, on both backends. On CUDA a branch uniform over the
+  // call adds the bias in the 16-bit decode kernel (decode calls, paged ones in place), the sm_80
+  // kernel's masked instantiations, and on Hopper the sm_90a kernels' dense loop: ALiBi calls at
+  // head dims 64 and 128 take sm90_ws_128x128 there (whatever GPUATTN_KERNEL forces: the tuned
+  // kernels leave the bias out, which cost their plain calls up to 8.6%), at 256 the kernel the
+  // plain call takes. The 8-bit decode and FP8 kernels do not add it (an 8-bit cache is read
+  // through its dequantized copy, an FP8 q dequantized); windows, global tokens, block layouts
+  // and compensated precision run the sm_80 kernel on Hopper too. Sequence-parallel calls refuse
+  // it. A slope whose bias reaches float's range (|slope| near the bound) can push a score to
+  // -inf, where the fp64 reference keeps it finite.
   TensorView alibi_slopes;
   bool causal = false;
   MaskSpec mask;  // sliding window, global tokens, block-sparse layout; default: none

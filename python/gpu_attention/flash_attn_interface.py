@@ -1056,8 +1056,9 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
 
     alibi_slopes (ALiBi, as flash-attn: BLOOM, MPT): float32 (nheads,) (a slope a query head) or
     (batch, nheads) (a slope a sequence and head), a torch tensor or numpy array of q's framework
-    on q's device, with a contiguous last dimension (any other stride >= 0; it is never copied; a
-    tensor that requires grad is read detached: flash-attn computes no gradient for it either).
+    on q's device, with a contiguous last dimension (a batch stride of 0 or at least nheads; it
+    is never copied; a tensor that requires grad is read detached: flash-attn computes no
+    gradient for it either).
     Query i of head h of sequence b adds -alibi_slopes[b, h] * |i + seqlen_k - seqlen_q - j| to
     its score for key j, after softmax_scale and softcap, before the softmax (the distance to its
     bottom-right aligned key position, as the causal mask and the window count it); the returned
@@ -1070,10 +1071,11 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     which check_indices=False skips, trusting them. A dtype other than float32, a shape other than
     those two, another framework or device than q's, or a last dimension that is not contiguous
     raise ValueError / TypeError naming alibi_slopes. Any mask, layout, dtype and precision; on
-    CUDA these calls take the kernels their plain twins take (the wgmma kernels on Hopper, the
-    split-KV decode kernel for decode shapes), except that the 8-bit decode and FP8 kernels do not
-    add the bias (8-bit caches go through a dequantized copy, FP8 q is dequantized) and that with
-    a window it is the portable sm_80 kernel's. The same holds in the varlen (batch: the number of sequences),
+    CUDA the split-KV decode kernel adds the bias for decode shapes and, on Hopper, the wgmma
+    kernels for dense and causal calls (sm90_ws_128x128 at head dims 64 and 128: the tuned kernels
+    leave it out); with a window, global tokens or compensated precision the portable sm_80 kernel
+    runs the call, and the 8-bit decode and FP8 kernels do not add it (8-bit caches go through a
+    dequantized copy, FP8 q is dequantized). The same holds in the varlen (batch: the number of sequences),
     packed and kvcache functions.
 
     FP8 attention (keyword only, as FlashAttention-3 names it): q, k and v of torch.float8_e4m3fn
@@ -1297,7 +1299,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     biased scores. Its shape, dtype, device and (on the CPU, and on CUDA with check_indices, on a
     host copy) values are checked before k/v are appended: a bad one leaves the caches as they
     were. On CUDA decode calls with it run the split-KV decode kernel on a 16-bit cache (paged ones
-    in place), and the prefill kernels over a dequantized copy of an 8-bit one.
+    in place), and the same kernel over a dequantized copy of an 8-bit one.
     pdl=True (keyword only, not in flash-attn; FlashInfer calls it enable_pdl): on CUDA sm_90+ a
     decode call's kernel launches with programmatic dependent launch, scheduled while the kernel
     ahead of it in the stream still runs (AttentionArgs::pdl in the C++ API). It pays in chains

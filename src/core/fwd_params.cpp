@@ -1020,6 +1020,13 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
     p.alibi_slopes = alibi.slopes;
     p.alibi_batch_stride = alibi.batch_stride;
     p.alibi_raw = static_cast<float>(1.4426950408889634 / static_cast<double>(p.scale_log2));
+    if (!std::isfinite(p.alibi_raw)) {  // a scale (or cap) below ~2.9e-39: no slope has a unit
+      char v[32];
+      std::snprintf(v, sizeof v, "%.9g", static_cast<double>(a.softcap > 0.f ? a.softcap : p.scale));
+      invalid(std::string("alibi_slopes with ") + (a.softcap > 0.f ? "softcap " : "softmax_scale ") +
+              v + ": 1 / " + (a.softcap > 0.f ? "softcap" : "softmax_scale") +
+              " must be a float (the kernels' unit of the bias)");
+    }
   }
 
   // The mask works on int positions (key minus query position): Sq + Sk must fit an int.

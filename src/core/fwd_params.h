@@ -112,8 +112,9 @@ struct FwdParams {
   // query i and key j (as the masks count them) gets -slope * |i + keys_used(b) - len_q(b) - j|
   // in natural-log units. alibi_raw = log2(e) / scale_log2 turns a slope into the units of the
   // kernels' scores before their scale_log2 (1 / scale, or 1 / softcap when capped). Read by the
-  // CPU backend, the reference and the sm_80 kernel's masked instantiations; last, so that no
-  // other kernel's parameters move.
+  // CPU backend, the reference, the sm_80 kernel's masked instantiations, the sm_90a dense loop
+  // (FwdTraits::kAlibi) and the 16-bit decode kernel; last, so that no other kernel's parameters
+  // move.
   const float* alibi_slopes = nullptr;
   std::int64_t alibi_batch_stride = 0;  // 0: one slope a head for every sequence ([Hq])
   float alibi_raw = 0.f;

@@ -154,10 +154,15 @@ void check_f16_copy_range(const FwdParams& p, const HostScales& h, bool kv_copie
       throw Error(ErrorCode::invalid_argument, std::string("gpuattn::attention_forward: ") + msg);
     }
   };
-  const char* const not_decode = "not a decode call, which reads the cache in place";
+  // (An ALiBi call over an 8-bit cache runs on the copy at decode shapes too: the 8-bit decode
+  // kernel adds no bias.)
+  const char* const why = p.has_alibi()
+                              ? "an ALiBi call, which the 8-bit decode kernel does not take"
+                              : "not a decode call, which reads the cache in place";
+  const char* const also = p.has_alibi() ? "" : ", as does a decode call";
   if (kv_copied) {
-    check(h.k, "k_scale", largest, "cache", not_decode, ", as does a decode call");
-    check(h.v, "v_scale", largest, "cache", not_decode, ", as does a decode call");
+    check(h.k, "k_scale", largest, "cache", why, also);
+    check(h.v, "v_scale", largest, "cache", why, also);
   }
   if (q_copied) check(h.q, "q_scale", 448.f, "q", "the FP8 kernel does not take the call", "");
 }
@@ -182,6 +187,18 @@ bool decode_takes(const FwdParams& p) {
 // A paged call (block_table) likewise takes decode_16x64 where it can run it; any other runs on a
 // contiguous copy of its pages (paged_forward), picked here as that copy's call would be.
 FwdKernel pick_forward_kernel(const FwdParams& p) {
+  // ALiBi over an 8-bit cache: the 8-bit decode kernel adds no bias, so the call runs on its
+  // dequantized copy (gathered_forward, a 16-bit call of contiguous rows, not paged), picked as
+  // that copy's call is.
+  if (p.kv_quantized() && p.has_alibi()) {
+    FwdParams dp = p;
+    dp.block_table = nullptr;
+    dp.k_scale = dp.v_scale = nullptr;
+    dp.kv_dtype = p.dtype;
+    dp.k_row_stride = dp.v_row_stride = static_cast<std::int64_t>(p.hkv) * p.head_dim;
+    dp.k_head_stride = dp.v_head_stride = p.head_dim;
+    return pick_forward_kernel(dp);
+  }
   // A quantized cache: decode calls read it in place, whatever GPUATTN_KERNEL names
   // (quantized_forward, paged_forward); any other call runs on a dequantized copy, picked here
   // as that copy's call would be.
@@ -203,8 +220,7 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
                              sm80::max_smem_per_block());
   apply_kernel_choice(shape, choice);
-  shape.decode_allowed =
-      shape.decode_allowed && !p.has_key_range() && !(p.has_alibi() && p.kv_quantized());
+  shape.decode_allowed = shape.decode_allowed && !p.has_key_range();
   return select_fwd_config(shape).kernel;
 }
 

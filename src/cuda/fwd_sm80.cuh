@@ -630,8 +630,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             // The row's key position less this thread's first column; column n * 8 + e is
-            // n * 8 + e further on (exact below 2^24 keys apart, rounded to 1 key beyond, where
-            // a bias of slope x 2^24 has left such keys no weight unless the slope is tiny).
+            // n * 8 + e further on (exact below 2^24 keys apart; beyond, rounded to float's
+            // spacing, up to 32 keys near 2^30: a relative error of 2^-24 in the bias).
             const float d0 = static_cast<float>(m0 + warp_row0 + mt * 16 + g + 8 * r + diag -
                                                 (t * kBlockN + 2 * t4));
 #pragma unroll

@@ -673,6 +673,10 @@ TEST(CpuAttention, BadAlibiSlopesAreNamed) {
   a.alibi_slopes = s.alibi.view();
   a.alibi_slopes.data = nullptr;
   rejected(a, "alibi_slopes is a null pointer");
+  // A softmax_scale so small that 1 / scale is no float: no slope has a unit (slope 0 neither).
+  a = s.args;
+  a.softmax_scale = 1e-39f;
+  rejected(a, "alibi_slopes with softmax_scale 1.00000022e-39: 1 / softmax_scale must be a float");
   // A view that overlaps out.
   a = s.args;
   a.alibi_slopes = TensorView::contiguous(s.out.data(), DType::f32, Device::cpu, {2, 2});

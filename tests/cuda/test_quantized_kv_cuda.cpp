@@ -43,6 +43,7 @@ struct QCase {
   // Paged: V's pool with 16 more bytes a head than K's, K and V laid out differently (V's own
   // strides in the 8-bit kernel's page addressing).
   bool v_padded = false;
+  bool alibi = false;  // AttentionArgs::alibi_slopes, [B, Hq]
 
   std::string name() const {
     return std::string(to_string(t)) + "_" + to_string(kv) + "_B" + std::to_string(B) + "_H" +
@@ -51,7 +52,7 @@ struct QCase {
            (page ? "_page" + std::to_string(page) : "") + (causal ? "_causal" : "") +
            (per_head ? "" : "_one_scale") + (big_q_row != 0.f ? "_big_q" : "") +
            (k_boost != 1.f ? "_k_boost" : "") + (softcap != 0.f ? "_cap" + number_name(softcap) : "") +
-           (pad.empty() ? "" : "_pad") + (v_padded ? "_vpad" : "");
+           (pad.empty() ? "" : "_pad") + (v_padded ? "_vpad" : "") + (alibi ? "_alibi" : "");
   }
 };
 
@@ -68,7 +69,10 @@ void fill_cache(HostTensor& k, HostTensor& v, HostTensor& ks, HostTensor& vs, st
 
 // Which kernel a case should run (cuda_forward_kernel, what --show-config reports): the 8-bit
 // decode kernel on the cache in place, or a 16-bit kernel on the dequantized copy.
-enum class Runs { in_place, on_copy, unchecked };
+// in_place: the 8-bit decode kernel; on_copy: a prefill kernel on the dequantized copy;
+// decode_on_copy: the 16-bit decode kernel on it (ALiBi decode calls: the 8-bit kernel adds no
+// bias), with the counters a plain call of the shape needs.
+enum class Runs { in_place, on_copy, decode_on_copy, unchecked };
 
 void expect_matches_reference(const QCase& c, bool check_indices = true,
                               Runs runs = Runs::unchecked) {
@@ -106,8 +110,9 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
   const HostTensor& vc = c.v_padded ? vpad : c.page > 0 ? pc.v : v;
   out.poison();
   lse.poison();
+  const HostTensor slopes = c.alibi ? alibi_slopes_for(c.B, c.Hq, seed + 4) : HostTensor();
   const OnDevice dq(q), dk(kc), dv(vc), dks(ks), dvs(vs), dused(used), dpad(pad), dout(out),
-      dlse(lse), dtable(pc.table);
+      dlse(lse), dtable(pc.table), dslopes(slopes);
 
   AttentionArgs a = quantized_args(dq, dk, dv, dks, dvs, dout);
   if (c.v_padded) {  // [pages, page, Hkv, D] over rows of D + 16
@@ -124,6 +129,7 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
   a.mask = c.mask;
   a.precision = c.precision;
   a.softcap = c.softcap;
+  if (c.alibi) a.alibi_slopes = dslopes.view();
   a.check_indices = check_indices;
   if (runs != Runs::unchecked) {
     const FwdKernel kernel = cuda_forward_kernel(make_fwd_params(a));
@@ -135,6 +141,12 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
       EXPECT_EQ(unchecked_kernels(
                     a, [](const AttentionArgs& u) { attention_forward(u); }, "decode call"),
                 1);
+    } else if (runs == Runs::decode_on_copy) {
+      EXPECT_EQ(kernel, FwdKernel::decode_16x64) << tile_config(kernel).name;
+      AttentionArgs plain = a;
+      plain.alibi_slopes = TensorView{};
+      EXPECT_EQ(attention_counters_needed(a), attention_counters_needed(plain));
+      EXPECT_GT(attention_counters_needed(a), 1) << "a decode call of several splits";
     } else {
       EXPECT_FALSE(decode) << tile_config(kernel).name;
     }
@@ -153,6 +165,7 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
   h.mask = c.mask;
   h.precision = c.precision;
   h.softcap = c.softcap;
+  if (c.alibi) h.alibi_slopes = slopes.view();
   std::vector<std::int64_t> rows(static_cast<std::size_t>(c.B) * c.Sq);
   for (std::size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<std::int64_t>(r);
   const ReferenceResult ref = parallel_reference(h, rows);
@@ -260,6 +273,26 @@ TEST_F(QuantizedKvCuda, SoftcappedCallsMatchTheReference) {
   for (const QCase& c : in_place) expect_matches_reference(c, true, Runs::in_place);
   QCase prefill = {bf16, e4m3, 1, 8, 2, 300, 300, 128, true};
   prefill.softcap = 2.f;
+  expect_matches_reference(prefill, true, Runs::on_copy);
+}
+
+// ALiBi over an 8-bit cache: the 8-bit decode kernel adds no bias, so decode shapes run the 16-bit
+// decode kernel on the dequantized copy (dense and paged, seqused_k and leftpad_k, int8 and E4M3),
+// prefill a prefill kernel on it.
+TEST_F(QuantizedKvCuda, AlibiCallsRunOnTheDequantizedCopy) {
+  const DType f16 = DType::f16, bf16 = DType::bf16, i8 = DType::i8, e4m3 = DType::e4m3;
+  std::vector<QCase> decode = {
+      {f16, e4m3, 3, 8, 2, 1, 1000, 128, false, {1000, 1, 517}},
+      {bf16, i8, 2, 16, 1, 4, 300, 64, true},
+      {f16, i8, 3, 8, 2, 1, 1000, 128, true, {999, 0, 64}, 64},
+  };
+  decode[2].pad = {5, 0, 63};
+  for (QCase& c : decode) {
+    c.alibi = true;
+    expect_matches_reference(c, true, Runs::decode_on_copy);
+  }
+  QCase prefill = {bf16, e4m3, 1, 8, 2, 300, 300, 128, true};
+  prefill.alibi = true;
   expect_matches_reference(prefill, true, Runs::on_copy);
 }
 
