@@ -10,12 +10,8 @@ median, L2 flushed), TFLOP/s, ours/Flex, and what the cap costs each side.
 
 --device cpu is a smoke run of the script (our CPU backend, Flex unfused, small shapes).
 """
-import argparse
-import math
 import os
 import sys
-import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common  # noqa: E402
@@ -48,7 +44,7 @@ try:
 except ImportError as e:
     fail_missing("torch", e)
 try:
-    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    import torch.nn.attention.flex_attention  # noqa: F401 (score_mod_common's)
 except ImportError as e:
     fail_missing("torch.nn.attention.flex_attention (torch >= 2.5)", e)
 try:
@@ -56,16 +52,8 @@ try:
 except ImportError as e:
     fail_missing("gpu_attention (build with GPUATTN_PYTHON=ON, put <build>/python on PYTHONPATH)",
                  e)
-
-
-def flops(b, hq, sq, sk, d, causal):
-    """4 * visible pairs * d (the two GEMMs); causal bottom-right aligned."""
-    if causal:
-        pairs = sum(max(0, min(sk, i + sk - sq + 1)) for i in range(sq)) if sq != sk else \
-            sq * (sq + 1) // 2
-    else:
-        pairs = sq * sk
-    return 4.0 * b * hq * pairs * d
+import score_mod_common  # noqa: E402
+from score_mod_common import f  # noqa: E402
 
 
 def reference_rows(q, k, v, rows, heads, scale, cap, causal):
@@ -84,87 +72,24 @@ def reference_rows(q, k, v, rows, heads, scale, cap, causal):
     return out
 
 
-def worst_error(out, ref, rows, heads):
-    got = out[0].double().cpu()[rows][:, heads].permute(1, 0, 2)
-    return (got - ref).abs().max().item()
-
-
 def run_case(case, args, timer, flex, dev, gen):
-    label, b, hq, hkv, sq, sk, d, causal, dtype_name = case
-    dtype = getattr(torch, dtype_name)
     cap = args.cap
-    row = dict(case=label, batch=b, hq=hq, hkv=hkv, seqlen_q=sq, seqlen_k=sk, head_dim=d,
-               causal=causal, dtype=dtype_name, softcap=cap,
-               flops=flops(b, hq, sq, sk, d, causal))
-    q = torch.randn(b, sq, hq, d, device=dev, dtype=dtype, generator=gen) * args.q_times
-    k, v = (torch.randn(b, sk, hkv, d, device=dev, dtype=dtype, generator=gen) for _ in range(2))
-    qf, kf, vf = (x.transpose(1, 2) for x in (q, k, v))  # [B, H, S, D] views, as SDPA's
-    scale = 1.0 / math.sqrt(d)
+    x = score_mod_common.Inputs(case, dev, gen, q_times=args.q_times, softcap=cap)
 
     def softcap_mod(score, bi, hi, qi, ki):
         return cap * torch.tanh(score / cap)
 
-    block_mask = None
-    if causal:
-        off = sk - sq
-
-        def causal_fn(bi, hi, qi, ki):
-            return qi + off >= ki
-
-        block_mask = create_block_mask(causal_fn, None, None, sq, sk, device=str(dev))
-    gqa = dict(enable_gqa=True) if hq != hkv else {}
-
+    q, k, v, qf, kf, vf = x.q, x.k, x.v, x.qf, x.kf, x.vf
     sides = {
-        "ours": lambda: ga.flash_attn_func(q, k, v, causal=causal, softcap=cap),
-        "ours_uncapped": lambda: ga.flash_attn_func(q, k, v, causal=causal),
-        "flex": lambda: flex(qf, kf, vf, score_mod=softcap_mod, block_mask=block_mask, **gqa),
-        "flex_uncapped": lambda: flex(qf, kf, vf, block_mask=block_mask, **gqa),
+        "ours": lambda: ga.flash_attn_func(q, k, v, causal=x.causal, softcap=cap),
+        "ours_uncapped": lambda: ga.flash_attn_func(q, k, v, causal=x.causal),
+        "flex": lambda: flex(qf, kf, vf, score_mod=softcap_mod, block_mask=x.block_mask, **x.gqa),
+        "flex_uncapped": lambda: flex(qf, kf, vf, block_mask=x.block_mask, **x.gqa),
     }
-    if dev.type == "cuda":
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-
-        def cudnn():
-            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-                return torch.nn.functional.scaled_dot_product_attention(
-                    qf, kf, vf, is_causal=causal and sq == sk, **gqa)
-
-        if not causal or sq == sk:
-            sides["cudnn_uncapped"] = cudnn
-    outs = {}
-    for name, fn in sides.items():
-        t0 = time.perf_counter()
-        try:
-            o = fn()
-            if dev.type == "cuda":
-                torch.cuda.synchronize(dev)
-            outs[name] = o if name.startswith("ours") else o.transpose(1, 2)
-            row[f"{name}_first_call_s"] = time.perf_counter() - t0
-        except Exception as e:  # reported in the table
-            traceback.print_exc()
-            row[f"{name}_error"] = f"{type(e).__name__}: {str(e)[:300]}"
-
-    g = torch.Generator().manual_seed(args.seed)
-    rows = sorted(set(torch.randint(0, sq, (args.ref_rows,), generator=g).tolist()) | {sq - 1})
-    heads = sorted({0, hq - 1})
-    ref = reference_rows(q, k, v, rows, heads, scale, cap, causal)
-    for name in ("ours", "flex"):
-        if name in outs:
-            row[f"{name}_max_err"] = worst_error(outs[name], ref, rows, heads)
-    outs.clear()
-    for name, fn in sides.items():
-        if f"{name}_error" not in row:
-            row[f"{name}_ms"] = timer(fn)
-            row[f"{name}_tflops"] = row["flops"] / (row[f"{name}_ms"] * 1e-3) / 1e12
-    if row.get("ours_ms") and row.get("flex_ms"):
-        row["ours_over_flex"] = row["flex_ms"] / row["ours_ms"]  # > 1: ours faster
-    for name in ("ours", "flex"):
-        if row.get(f"{name}_ms") and row.get(f"{name}_uncapped_ms"):
-            row[f"{name}_cap_cost"] = row[f"{name}_ms"] / row[f"{name}_uncapped_ms"]
-    return row
-
-
-def f(x, fmt):
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+    return score_mod_common.run_sides(
+        x, sides, "uncapped", "cap_cost",
+        lambda rows, heads: reference_rows(q, k, v, rows, heads, x.scale, cap, x.causal), args,
+        timer)
 
 
 def markdown(result):
@@ -190,63 +115,21 @@ def markdown(result):
     return "\n".join(lines) + "\n"
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+def add_args(ap):
     ap.add_argument("--cap", type=float, default=50.0, help="softcap (Gemma 2's attention: 50)")
     ap.add_argument("--q-times", type=float, default=8.0,
                     help="q ~ N(0, q_times^2): logits of about q_times sigma, which the cap bends")
-    ap.add_argument("--only", nargs="*", default=None, help="cases whose label has all WORDs")
-    ap.add_argument("--warmup", type=int, default=25)
-    ap.add_argument("--rep", type=int, default=100)
-    ap.add_argument("--ref-rows", type=int, default=6)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--tol", type=float, default=2e-2,
-                    help="max |ours - fp64| allowed (outputs are O(1)); exit 1 beyond it")
-    ap.add_argument("--json")
-    ap.add_argument("--md")
-    args = ap.parse_args()
+
+
+def check_args(ap, args):
     if not args.cap > 0:
         ap.error(f"--cap {args.cap} must be > 0")
-    dev = torch.device(args.device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        print("softcap_bench: --device cuda but torch sees no GPU", file=sys.stderr)
-        return 2
-    cases = SMOKE_CASES if dev.type == "cpu" else CASES
-    if args.only:
-        cases = [c for c in cases if all(w in c[0].split() for w in args.only)]
-        if not cases:
-            ap.error(f"--only {' '.join(args.only)} matches no case")
-    timer, timer_desc = bench_common.do_bench_timer("softcap_bench", args.warmup, args.rep, dev,
-                                                    "every side")
-    if dev.type == "cuda":
-        flex = torch.compile(flex_attention, dynamic=False)
-        flex_mode = "torch.compile(flex_attention, dynamic=False)"
-    else:
-        flex = flex_attention
-        flex_mode = "flex_attention eager (cpu smoke run)"
-    gen = torch.Generator(device=dev).manual_seed(args.seed)
-    rows = []
-    for case in cases:
-        print(f"== {case[0]}", flush=True)
-        rows.append(run_case(case, args, timer, flex, dev, gen))
-    result = dict(
-        device=torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
-        date=time.strftime("%Y-%m-%d"), commit=bench_common.git_commit(),
-        torch=f"torch {torch.__version__}" + (
-            f", cuDNN {torch.backends.cudnn.version()}" if dev.type == "cuda" else ""),
-        timer=timer_desc, flex_mode=flex_mode, softcap=args.cap, q_times=args.q_times,
-        rows=rows)
-    md = markdown(result)
-    print(md)
-    bench_common.write_outputs(result, md, args.json, args.md)
-    bad = [r["case"] for r in rows
-           if "ours_error" in r or r.get("ours_max_err", 0.0) > args.tol]
-    if bad:
-        print(f"softcap_bench: ours failed or beyond --tol {args.tol} on: {', '.join(bad)}",
-              file=sys.stderr)
-        return 1
-    return 0
+
+
+def main():
+    return score_mod_common.main(
+        "softcap_bench", __doc__, CASES, SMOKE_CASES, run_case, markdown, add_args, check_args,
+        lambda args: dict(softcap=args.cap, q_times=args.q_times))
 
 
 if __name__ == "__main__":

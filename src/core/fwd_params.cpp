@@ -467,37 +467,6 @@ void check_alibi_slopes(const float* slopes, int batch, int hq, float alibi_raw,
   }
 }
 
-AlibiView check_alibi_view(const TensorView& t, int batch, int hq, const TensorView& q,
-                           bool varlen) {
-  const std::string bshape = varlen ? "sequences" : "B";
-  auto bad = [](const std::string& msg) { invalid("alibi_slopes " + msg); };
-  if (t.data == nullptr) bad("is a null pointer");
-  if (t.dtype != DType::f32) bad(std::string("has dtype ") + to_string(t.dtype) + ", expected float32");
-  const std::string want = "[Hq = " + std::to_string(hq) + "] or [" + bshape + " = " +
-                           std::to_string(batch) + ", Hq = " + std::to_string(hq) + "]";
-  const bool per_head = t.rank == 1 && t.shape[0] == hq;
-  const bool per_seq = t.rank == 2 && t.shape[0] == batch && t.shape[1] == hq;
-  if (!per_head && !per_seq) bad("has shape " + shape_str(t) + ", expected " + want);
-  if (t.stride[t.rank - 1] != 1 && hq > 1) {
-    bad("last-dimension stride is " + std::to_string(t.stride[t.rank - 1]) +
-        ", must be 1 (a slope a head, contiguous)");
-  }
-  AlibiView view;
-  if (per_seq && batch > 1) {
-    // Rows apart or one row for all (0, a broadcast); overlapping rows would not copy as rows.
-    if (t.stride[0] != 0 && t.stride[0] < hq) {
-      bad("has batch stride " + std::to_string(t.stride[0]) + ": must be 0 or at least Hq = " +
-          std::to_string(hq));
-    }
-    view.batch_stride = t.stride[0];
-  }
-  if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0) bad(unaligned("pointer", t.data, 4));
-  check_same_place(t, q, "alibi_slopes");
-  view.slopes = static_cast<const float*>(t.data);
-  view.batch = per_seq ? batch : 1;
-  return view;
-}
-
 int check_q_scale_view(const TensorView& t, int hq, const TensorView& q) {
   auto bad = [](const std::string& msg) {
     throw Error(ErrorCode::invalid_argument, "gpuattn::attention_forward: " + msg);
@@ -642,6 +611,42 @@ void check_block_table(const FwdParams& p, const std::int32_t* table, const std:
     }
   }
 }
+
+namespace {
+
+// Validates AttentionArgs::alibi_slopes' view (float32 [hq] or [batch, hq], last stride 1, a
+// batch stride of 0 or at least hq, 4-byte aligned, on q's device), not its values; returns its
+// batch stride (0 for [hq]).
+std::int64_t check_alibi_view(const TensorView& t, int batch, int hq, const TensorView& q,
+                              bool varlen) {
+  const std::string bshape = varlen ? "sequences" : "B";
+  auto bad = [](const std::string& msg) { invalid("alibi_slopes " + msg); };
+  if (t.data == nullptr) bad("is a null pointer");
+  if (t.dtype != DType::f32) bad(std::string("has dtype ") + to_string(t.dtype) + ", expected float32");
+  const std::string want = "[Hq = " + std::to_string(hq) + "] or [" + bshape + " = " +
+                           std::to_string(batch) + ", Hq = " + std::to_string(hq) + "]";
+  const bool per_head = t.rank == 1 && t.shape[0] == hq;
+  const bool per_seq = t.rank == 2 && t.shape[0] == batch && t.shape[1] == hq;
+  if (!per_head && !per_seq) bad("has shape " + shape_str(t) + ", expected " + want);
+  if (t.stride[t.rank - 1] != 1 && hq > 1) {
+    bad("last-dimension stride is " + std::to_string(t.stride[t.rank - 1]) +
+        ", must be 1 (a slope a head, contiguous)");
+  }
+  std::int64_t batch_stride = 0;
+  if (per_seq && batch > 1) {
+    // Rows apart or one row for all (0, a broadcast); overlapping rows would not copy as rows.
+    if (t.stride[0] != 0 && t.stride[0] < hq) {
+      bad("has batch stride " + std::to_string(t.stride[0]) + ": must be 0 or at least Hq = " +
+          std::to_string(hq));
+    }
+    batch_stride = t.stride[0];
+  }
+  if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0) bad(unaligned("pointer", t.data, 4));
+  check_same_place(t, q, "alibi_slopes");
+  return batch_stride;
+}
+
+}  // namespace
 
 FwdParams make_fwd_params(const AttentionArgs& a) {
   const bool varlen = a.cu_seqlens_q.present() || a.cu_seqlens_k.present();
@@ -1016,9 +1021,8 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   set_block_layout(a, p);
 
   if (a.alibi_slopes.present()) {
-    const AlibiView alibi = check_alibi_view(a.alibi_slopes, p.batch, p.hq, a.q, varlen);
-    p.alibi_slopes = alibi.slopes;
-    p.alibi_batch_stride = alibi.batch_stride;
+    p.alibi_batch_stride = check_alibi_view(a.alibi_slopes, p.batch, p.hq, a.q, varlen);
+    p.alibi_slopes = static_cast<const float*>(a.alibi_slopes.data);
     p.alibi_raw = static_cast<float>(1.4426950408889634 / static_cast<double>(p.scale_log2));
     if (!std::isfinite(p.alibi_raw)) {  // a scale (or cap) below ~2.9e-39: no slope has a unit
       char v[32];
@@ -1103,7 +1107,7 @@ FwdParams make_fwd_params(const AttentionArgs& a) {
   }
   check_written_views(a);
   if (p.has_alibi() && a.q.device == Device::cpu) {  // values last; on CUDA a host copy's
-    const int rows = p.alibi_batch_stride == 0 ? 1 : p.batch;
+    const int rows = p.alibi_rows();
     std::vector<float> host(static_cast<std::size_t>(rows) * p.hq);
     for (int b = 0; b < rows; ++b) {
       for (int h = 0; h < p.hq; ++h) host[std::size_t(b) * p.hq + h] = p.alibi_slope(b, h);

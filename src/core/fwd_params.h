@@ -127,6 +127,8 @@ struct FwdParams {
   GPUATTN_HD float alibi_slope(int b, int h) const {
     return alibi_slopes[b * alibi_batch_stride + h];
   }
+  // The rows of Hq slopes the call reads: 1 (one for every sequence), or the batch.
+  int alibi_rows() const { return alibi_batch_stride == 0 ? 1 : batch; }
   GPUATTN_HD float q_scale_of(int h) const { return q_scale[h * q_scale_stride]; }
   GPUATTN_HD float k_scale_of(int hk) const { return k_scale[hk * kv_scale_stride]; }
   GPUATTN_HD float v_scale_of(int hk) const { return v_scale[hk * kv_scale_stride]; }
@@ -397,18 +399,6 @@ void check_q_scales(const float* q_scale, int n, const char* fn);
 // message). `fn` names the entry point in the message.
 void check_alibi_slopes(const float* slopes, int batch, int hq, float alibi_raw, bool capped,
                         const char* fn);
-
-// AttentionArgs::alibi_slopes validated (check_alibi_view): its data, batch stride (0 for [Hq])
-// and how many rows of slopes it holds (1 for [Hq], else the batch).
-struct AlibiView {
-  const float* slopes = nullptr;
-  std::int64_t batch_stride = 0;
-  int batch = 1;
-};
-// Validates the view (float32 [hq] or [batch, hq], last stride 1, 4-byte aligned, on q's
-// device); not its values.
-AlibiView check_alibi_view(const TensorView& t, int batch, int hq, const TensorView& q,
-                           bool varlen);
 
 // Validates AttentionArgs::q_scale of an FP8 call: float32 [hq] or [1], 4-byte aligned, on q's
 // device; on the host its values too. Returns its stride (the view's, for a scale a head; 0 for

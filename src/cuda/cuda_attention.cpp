@@ -555,7 +555,7 @@ void cuda_attention_forward(const FwdParams& p, void* stream_ptr) {
                    p.q_scale_stride, p.hq);
   }
   // ALiBi's slopes: a row of Hq (one for every sequence, batch stride 0) or one a sequence.
-  const int alibi_rows = p.alibi_batch_stride == 0 ? 1 : p.batch;
+  const int alibi_rows = p.alibi_rows();
   const float* alibi = p.has_alibi() && p.check_indices
                            ? copies.copy_rows(p.alibi_slopes, static_cast<std::size_t>(p.hq),
                                               static_cast<std::size_t>(p.alibi_batch_stride),
