@@ -223,11 +223,12 @@ def print_row_times(times, nbytes, anchor, checked, checked_label, host, bound, 
               + row_host_note(n, host, bound), flush=True)
 
 
-def decode_bench_setup(description, script, gpu_timer):
+def decode_bench_setup(description, script, gpu_timer, alibi_help=None):
     """The command line and setup shared by quantized_decode.py and paged_decode.py: --json,
-    --quick, --repeats (at least 1), --device cuda|cpu (cpu: a smoke run). Returns (args, cuda,
-    device, timer, flush, loop): gpu_timer on CUDA, cpu_timer's on the CPU, and the host check's
-    costs on CUDA (None, None off it)."""
+    --quick, --repeats (at least 1), --device cuda|cpu (cpu: a smoke run), and --alibi where
+    alibi_help (its help text) is given. Returns (args, cuda, device, timer, flush, loop):
+    gpu_timer on CUDA, cpu_timer's on the CPU, and the host check's costs on CUDA (None, None off
+    it)."""
     import argparse
 
     import torch
@@ -239,6 +240,8 @@ def decode_bench_setup(description, script, gpu_timer):
                     help="rounds, every row of a shape once a round (default 3)")
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
                     help="cuda (default), or cpu: a smoke run on small shapes")
+    if alibi_help is not None:
+        ap.add_argument("--alibi", action="store_true", help=alibi_help)
     args = ap.parse_args()
     if args.repeats < 1:
         ap.error(f"--repeats {args.repeats} must be at least 1")

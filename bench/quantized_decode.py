@@ -20,8 +20,14 @@ path, 16-29 us; bench/results/2026-11-29-h200-s30). The rows go through bench_co
 as paged_decode.py's do. --device cpu: a smoke run on small shapes (the CPU backend, SDPA's
 math backend as the reference, a perf_counter timer, no host check), for the tests.
 
+--alibi adds ALiBi rows (BLOOM's slopes, 2^(-8 (h + 1) / Hq)) beside the plain ones: ours on each
+8-bit cache and on the bf16 cache with the slopes, and "int8 alibi via copy": the int8 cache
+dequantized to bf16 by torch, then ours on the copy with the slopes, a stand-in for the path such
+calls took before the 8-bit decode kernel added the bias (the library's own dequantizing gather,
+then the 16-bit decode kernel). Their "rel err" is against ours bf16 alibi's output.
+
     PYTHONPATH=build-gpu/python python3 bench/quantized_decode.py [--json out.json] [--quick]
-        [--repeats N] [--device cpu]
+        [--repeats N] [--device cpu] [--alibi]
 """
 import bench_common
 import torch
@@ -61,9 +67,46 @@ def quantized(k, v, used, kind):
     return kq, vq, ks, vs
 
 
+def rel_err(out, ref):
+    return ((out.float() - ref.float()).norm() / ref.float().norm()).item()
+
+
+def add_alibi_rows(calls, nbytes, errs, alibi, kind, q, k, v, kq, vq, ks, vs, used, elems):
+    """--alibi: the rows of the 8-bit cache `kind` with BLOOM's slopes. `alibi` (a dict a shape)
+    keeps the slopes and the reference of the rows' errors, ours bf16 alibi's output, made with
+    the shape's first kind (and its row); with int8, the dequantized-copy row too."""
+    if not alibi:
+        hq = q.shape[2]
+        alibi["slopes"] = (2.0 ** (-8.0 * (torch.arange(hq, dtype=torch.float64) + 1) / hq)
+                           ).float().to(q.device)
+        calls["ours bf16 alibi"] = lambda: ga.flash_attn_with_kvcache(
+            q, k, v, cache_seqlens=used, alibi_slopes=alibi["slopes"], check_indices=False)
+        alibi["ref"] = calls["ours bf16 alibi"]()
+        errs["ours bf16 alibi"] = 0.0
+        nbytes["ours bf16 alibi"] = 2 * elems
+    slopes, ref = alibi["slopes"], alibi["ref"]
+    name = f"ours {kind} alibi"
+    calls[name] = lambda: ga.flash_attn_with_kvcache(
+        q, kq, vq, cache_seqlens=used, check_indices=False, k_scale=ks, v_scale=vs,
+        alibi_slopes=slopes)
+    nbytes[name] = elems
+    errs[name] = rel_err(calls[name](), ref)
+    if kind == "int8":
+        def via_copy():
+            kd = (kq.float() * ks[None, None, :, None]).to(k.dtype)
+            vd = (vq.float() * vs[None, None, :, None]).to(v.dtype)
+            return ga.flash_attn_with_kvcache(q, kd, vd, cache_seqlens=used,
+                                              check_indices=False, alibi_slopes=slopes)
+        calls["int8 alibi via copy"] = via_copy
+        nbytes["int8 alibi via copy"] = elems
+        errs["int8 alibi via copy"] = rel_err(via_copy(), ref)
+
+
 def main():
     args, cuda, dev, timer, flush, loop = bench_common.decode_bench_setup(
-        __doc__.splitlines()[0], "quantized_decode", bench)
+        __doc__.splitlines()[0], "quantized_decode", bench,
+        alibi_help="add ALiBi rows (ours with BLOOM's slopes; an int8 row through a dequantized "
+                   "copy)")
     gen = torch.Generator().manual_seed(0)
     cases = SMOKE_CASES if not cuda else CASES[:2] if args.quick else CASES
     rows = []
@@ -93,6 +136,7 @@ def main():
         for name in calls:
             nbytes[name] = 2 * elems
         keep = []  # the 8-bit caches, alive through the rounds
+        alibi = {}  # --alibi: the slopes and the reference of the ALiBi rows (add_alibi_rows)
         for kind in ("e4m3", "int8"):
             kq, vq, ks, vs = quantized(k, v, used, kind)
             name = f"ours {kind}"
@@ -100,7 +144,7 @@ def main():
                 q, kq, vq, cache_seqlens=used, check_indices=False, k_scale=ks, v_scale=vs))
             out = ga.flash_attn_with_kvcache(q, kq, vq, cache_seqlens=used, k_scale=ks,
                                              v_scale=vs)
-            errs[name] = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
+            errs[name] = rel_err(out, ref)
             nbytes[name] = elems
             keep += [kq, vq]
             if kind == "e4m3":
@@ -113,9 +157,12 @@ def main():
                                     check_indices=False, k_scale=ks, v_scale=vs))
                 out = ga.flash_attn_with_kvcache(q, kp, vp, cache_seqlens=used,
                                                  block_table=table, k_scale=ks, v_scale=vs)
-                errs[pname] = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
+                errs[pname] = rel_err(out, ref)
                 nbytes[pname] = elems
                 keep += [kp, vp]
+            if args.alibi:
+                add_alibi_rows(calls, nbytes, errs, alibi, kind, q, k, v, kq, vq, ks, vs, used,
+                               elems)
         times, rounds, host_us, bound = bench_common.time_rows(
             calls, args.repeats, timer, cuda, flush, loop,
             {name: (lambda b=backend: sdpa_kernel(b)) for name, backend in contexts.items()})
@@ -130,7 +177,7 @@ def main():
         print(f"bf16 B{b} H{hq}/{hkv} L{length} D{d} ({2 * elems / 2**20:.0f} MiB of bf16 K/V):",
               flush=True)
         bench_common.print_row_times(times, nbytes, anchor, errs, "rel err", host_us, bound, 18)
-        del q, k, v, qt, kt, vt, ref, keep, calls
+        del q, k, v, qt, kt, vt, ref, keep, calls, alibi
         if cuda:
             torch.cuda.empty_cache()
     bench_common.finish_rows(rows, flush, loop, args.repeats,

@@ -38,7 +38,6 @@ std::int64_t attention_counters_needed(const AttentionArgs& args) {
   AttentionArgs a = args;
   a.counters = TensorView{};  // the answer sizes them: a host view here is no error
   const FwdParams p = make_fwd_params(a);
-  // (ALiBi over an 8-bit cache: its dequantized copy's call, a decode one at these shapes.)
   if (p.precision == Precision::standard && p.dense_or_causal() &&
       DecodePlan::eligible(p.seqlen_q, p.group_size())) {
     // A decode call's split counts: one per KV head and 16-row block of each sequence (slots 0:

@@ -257,13 +257,14 @@ struct AttentionArgs {
   // softmax_scale, or the softcap when capped) so that its bias stays a float at every distance;
   // checked on the host for host views, on a host copy (with check_indices; trusted otherwise)
   // on CUDA. Any layout, mask and precision, on both backends. On CUDA a branch uniform over the
-  // call adds the bias in the 16-bit decode kernel (decode calls, paged ones in place), the sm_80
-  // kernel's masked instantiations, and on Hopper the sm_90a kernels' dense loop: ALiBi calls at
-  // head dims 64 and 128 take sm90_ws_128x128 there (whatever GPUATTN_KERNEL forces: the tuned
-  // kernels leave the bias out, which cost their plain calls up to 8.6%), at 256 the kernel the
-  // plain call takes. The 8-bit decode and FP8 kernels do not add it (an 8-bit cache is read
-  // through its dequantized copy, an FP8 q dequantized); windows, global tokens, block layouts
-  // and compensated precision run the sm_80 kernel on Hopper too. Sequence-parallel calls refuse
+  // call adds the bias in both decode kernels (decode calls: 16-bit, paged and 8-bit caches read
+  // in place), the sm_80 kernel's masked instantiations, and on Hopper the sm_90a kernels' dense
+  // loop: ALiBi calls at head dims 64 and 128 take sm90_ws_128x128 there (whatever GPUATTN_KERNEL
+  // forces: the tuned kernels leave the bias out, which cost their plain calls up to 8.6%), at 256
+  // the kernel the plain call takes. The FP8 kernel does not add it (an FP8 q is dequantized, and
+  // an 8-bit cache's call that is not a decode call runs on its dequantized copy, as without
+  // ALiBi); windows, global tokens, block layouts and compensated precision run the sm_80 kernel
+  // on Hopper too. Sequence-parallel calls refuse
   // it. A slope whose bias reaches float's range (|slope| near the bound) can push a score to
   // -inf, where the fp64 reference keeps it finite.
   TensorView alibi_slopes;
@@ -292,8 +293,9 @@ struct AttentionArgs {
 // own, except while `stream` is capturing a CUDA graph, when the call allocates and zeroes its own
 // counters (a memset node in the graph) and frees them in the graph, and except when the caller
 // passes its own (AttentionArgs::counters). Such calls run on
-// concurrent streams, and can be captured into a CUDA graph (after a first call outside the
-// capture) and replayed, also beside direct calls on the stream it was captured from. A paged
+// concurrent streams, and can be captured into a CUDA graph (a process's first call too: the
+// library's one-time setup, its memory pool and page-locked staging, is made in relaxed capture
+// mode) and replayed, also beside direct calls on the stream it was captured from. A paged
 // call that is not a decode call takes the gather buffer described at block_table.
 // Environment switches (GPUATTN_KERNEL and the others that docs/kernels.md and
 // docs/gpt2-engine.md list) are read with getenv: a CUDA call reads GPUATTN_KERNEL once, at its

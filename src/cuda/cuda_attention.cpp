@@ -154,12 +154,8 @@ void check_f16_copy_range(const FwdParams& p, const HostScales& h, bool kv_copie
       throw Error(ErrorCode::invalid_argument, std::string("gpuattn::attention_forward: ") + msg);
     }
   };
-  // (An ALiBi call over an 8-bit cache runs on the copy at decode shapes too: the 8-bit decode
-  // kernel adds no bias.)
-  const char* const why = p.has_alibi()
-                              ? "an ALiBi call, which the 8-bit decode kernel does not take"
-                              : "not a decode call, which reads the cache in place";
-  const char* const also = p.has_alibi() ? "" : ", as does a decode call";
+  const char* const why = "not a decode call, which reads the cache in place";
+  const char* const also = ", as does a decode call";
   if (kv_copied) {
     check(h.k, "k_scale", largest, "cache", why, also);
     check(h.v, "v_scale", largest, "cache", why, also);
@@ -176,7 +172,6 @@ void check_f16_copy_range(const FwdParams& p, const HostScales& h, bool kv_copie
 bool decode_takes(const FwdParams& p) {
   const int smem = sm80::max_smem_per_block();
   return p.precision == Precision::standard && p.dense_or_causal() &&
-         !(p.has_alibi() && p.kv_quantized()) &&  // the 8-bit kernel adds no ALiBi
          DecodePlan::eligible(p.seqlen_q, p.hq / p.hkv) &&
          (smem <= 0 || DecodePlan::smem_bytes(p.head_dim) <= smem);
 }
@@ -187,9 +182,13 @@ bool decode_takes(const FwdParams& p) {
 // A paged call (block_table) likewise takes decode_16x64 where it can run it; any other runs on a
 // contiguous copy of its pages (paged_forward), picked here as that copy's call would be.
 FwdKernel pick_forward_kernel(const FwdParams& p) {
-  // ALiBi over an 8-bit cache: the 8-bit decode kernel adds no bias, so the call runs on its
-  // dequantized copy (gathered_forward, a 16-bit call of contiguous rows, not paged), picked as
-  // that copy's call is.
+  // A quantized cache: decode calls read it in place, whatever GPUATTN_KERNEL names
+  // (quantized_forward, paged_forward); any other call runs on a dequantized copy, picked here
+  // as that copy's call would be.
+  if (p.kv_quantized() && decode_takes(p)) return FwdKernel::decode_q8_16x64;
+  // ALiBi over an 8-bit cache, not a decode call: the FP8 kernel adds no bias, so the call is
+  // picked as its dequantized copy's (gathered_forward: a 16-bit call of contiguous rows, not
+  // paged) is.
   if (p.kv_quantized() && p.has_alibi()) {
     FwdParams dp = p;
     dp.block_table = nullptr;
@@ -199,10 +198,6 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
     dp.k_head_stride = dp.v_head_stride = p.head_dim;
     return pick_forward_kernel(dp);
   }
-  // A quantized cache: decode calls read it in place, whatever GPUATTN_KERNEL names
-  // (quantized_forward, paged_forward); any other call runs on a dequantized copy, picked here
-  // as that copy's call would be.
-  if (p.kv_quantized() && decode_takes(p)) return FwdKernel::decode_q8_16x64;
   if ((p.has_key_range() || p.is_paged()) && decode_takes(p)) {
     return FwdKernel::decode_16x64;
   }
@@ -212,7 +207,7 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   // The sm_90a kernels add ALiBi to dense and causal calls in standard precision (their dense
   // loop; select_fwd_config picks an instantiation that compiles it); with a window, global tokens,
   // a block layout or compensated precision it is the sm_80 kernel's (its masked
-  // instantiations). The 16-bit decode kernel adds it, the 8-bit one does not (decode_takes).
+  // instantiations). Both decode kernels add it.
   const bool sm90_available =
       choice != KernelChoice::sm80 && !p.has_key_range() && !p.exact_tanh() &&
       !(p.has_alibi() && (!p.dense_or_causal() || p.precision != Precision::standard)) &&

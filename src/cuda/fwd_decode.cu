@@ -5,11 +5,6 @@
 namespace gpuattn::decode {
 
 void fwd(const FwdParams& p, cudaStream_t stream) {
-  if (p.has_alibi() && p.kv_quantized()) {  // the dispatch keeps those off it (decode_takes)
-    throw Error(ErrorCode::not_supported,
-                "gpuattn: the 8-bit decode kernel does not add ALiBi (such calls run on a "
-                "dequantized copy)");
-  }
   if (p.kv_quantized()) return p.kv_dtype == DType::i8 ? fwd_i8(p, stream) : fwd_e4m3(p, stream);
   if (p.dtype == DType::f16) {
     if (p.head_dim == 64) return run_decode<__half, 64>(p, stream);

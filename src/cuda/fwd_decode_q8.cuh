@@ -366,9 +366,17 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
       }
     }
     if (p.has_softcap()) softcap_scores(sacc, cap_pre, p.exact_tanh());
+    // ALiBi (a branch uniform over the call): the scores brought to the log2 domain with the bias
+    // (alibi_scores<true>), so that their softmax scale is 1.
+    float soft_scale[2] = {row_scale[0], row_scale[1]};
+    if (p.has_alibi()) {
+      alibi_scores<true>(p, sacc, t * kN + 16 * warp + 2 * c4, r0, lane, rows, group, lq, lk, b,
+                         hk, row_scale);
+      soft_scale[0] = soft_scale[1] = 1.f;
+    }
     mask_past_limits(sacc, t * kN + 16 * warp + 2 * c4, lim);
     std::uint32_t pa[4];
-    online_softmax_step<__half, D>(sacc, row_scale, row_max, row_sum, o, pa);
+    online_softmax_step<__half, D>(sacc, soft_scale, row_max, row_sum, o, pa);
     // O += P V: output block j's column g is dim g D / 8 + j, so the thread's B fragments of
     // every block come from bytes [g D / 8, (g + 1) D / 8) of keys 2c4, 2c4+1 (b0) and 2c4+8,
     // 2c4+9 (b1) of the warp's 16: a prmt pairs the two keys' bytes of blocks j, j + 1.

@@ -7,24 +7,15 @@
 #include <vector>
 
 #include "cuda/cuda_check.h"
+#include "cuda/relaxed_capture.h"
 #include "gpuattn/types.h"
 
 namespace gpuattn {
 namespace {
 
-// Allocation and release of the staging leave any graph capture alone: cudaHostAlloc and
+// Allocation and release of the staging go through RelaxedCapture: cudaHostAlloc and
 // cudaFreeHost are calls a global-mode capture on another thread (torch.cuda.graph's default)
 // would otherwise refuse, and be invalidated by.
-class RelaxedCapture {
- public:
-  RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
-  ~RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
-  RelaxedCapture(const RelaxedCapture&) = delete;
-  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
-
- private:
-  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
-};
 
 // The calling thread's page-locked staging: blocks handed out front to back, each call's copies
 // from where the previous (enclosing) call's end, given back in reverse order (HostCopies objects

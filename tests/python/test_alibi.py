@@ -187,8 +187,8 @@ def test_packed_forms_take_alibi(fw, dtype, device, tol, lse_tol):
 
 def test_fp8_attention_and_int8_cache_take_alibi():
     """FP8 q/k/v with descales (flash_attn_func) and an int8 KV cache with scales
-    (flash_attn_with_kvcache) against the reference over the dequantized values (on CUDA both run
-    the prefill kernels over dequantized copies)."""
+    (flash_attn_with_kvcache) against the reference over the dequantized values (numpy: the CPU
+    backend; test_cuda_8bit_cache_decode_with_alibi is the CUDA decode kernel's)."""
     from reference import e4m3_bytes, e4m3_decode
     rng = rng_for("alibi-fp8")
     q, k, v = (e4m3_bytes(rng.standard_normal(s) * 2) for s in
@@ -439,6 +439,42 @@ def test_cuda_paged_decode_with_alibi(dtype, tol, check_indices):
         assert np.array_equal(k_seq[-1], to64(kn)[b, 0]), "the new key is not in its page"
         want, want_lse = ref_dense(to64(q)[b:b + 1], k_seq[None], v_seq[None], 1 / math.sqrt(D),
                                    causal_rule(False), alibi=slopes[b:b + 1])
+        assert_close(out[b:b + 1], want, tol, f"out of sequence {b}")
+        assert_close(lse[b:b + 1], want_lse, tol, f"lse of sequence {b}")
+
+
+@needs_cuda
+@pytest.mark.parametrize("cache", ["int8", "float8_e4m3fn"])
+@pytest.mark.parametrize("dtype,tol", [("float16", 2e-3), ("bfloat16", 1.6e-2)])
+def test_cuda_8bit_cache_decode_with_alibi(cache, dtype, tol):
+    """A decode step over an 8-bit cache with per-KV-head scales (read in place by the 8-bit decode
+    kernel), GQA 4:1, [B, H] slopes, against the reference over the dequantized values."""
+    rng = rng_for("alibi-cuda-8bit", cache, dtype)
+    B, Hq, Hkv, D, S = 3, 8, 2, 128, 300
+    used = np.array([1, 150, 300], np.int32)
+    dev = "cuda"
+    (q,) = qkv_on("torch", dtype, dev, [(B, 1, Hq, D)], rng)
+    if cache == "int8":
+        kc, vc = (torch.from_numpy(rng.integers(-127, 128, (B, S, Hkv, D)).astype(np.int8)).to(dev)
+                  for _ in range(2))
+    else:
+        kc, vc = (torch.from_numpy(rng.standard_normal((B, S, Hkv, D)) * 4).to(dev).to(
+            torch.float8_e4m3fn) for _ in range(2))
+    k_scale = np.array([0.02, 0.05], np.float32)
+    v_scale = np.array([0.03, 0.01], np.float32)
+    slopes = slopes_for(Hq, B, rng)
+    out, lse = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=int32_on("torch", dev, used),
+                                          k_scale=torch.from_numpy(k_scale).to(dev),
+                                          v_scale=torch.from_numpy(v_scale).to(dev),
+                                          alibi_slopes=torch.from_numpy(slopes).to(dev),
+                                          return_softmax_lse=True)
+    torch.cuda.synchronize()
+    k64 = kc.float().cpu().numpy().astype(np.float64) * k_scale[None, None, :, None]
+    v64 = vc.float().cpu().numpy().astype(np.float64) * v_scale[None, None, :, None]
+    for b in range(B):
+        n = used[b]
+        want, want_lse = ref_dense(to64(q)[b:b + 1], k64[b:b + 1, :n], v64[b:b + 1, :n],
+                                   1 / math.sqrt(D), causal_rule(False), alibi=slopes[b:b + 1])
         assert_close(out[b:b + 1], want, tol, f"out of sequence {b}")
         assert_close(lse[b:b + 1], want_lse, tol, f"lse of sequence {b}")
 

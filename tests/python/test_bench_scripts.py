@@ -811,10 +811,10 @@ def test_gpu_check_passes_its_ctest_args(tmp_path):
     assert r.returncode != 0  # no build here: the verify step (at least) fails
 
 
-def _decode_bench_on_the_cpu(name, out):
-    """Runs bench/NAME --device cpu --repeats 2 --json OUT and checks what both decode benches
-    share: a clean exit, the JSON's repeats, no flush and no host-bound row off the GPU; and that
-    --repeats 0 is refused, naming it. Returns the JSON."""
+def _decode_bench_on_the_cpu(name, out, extra=()):
+    """Runs bench/NAME --device cpu --repeats 2 --json OUT (and `extra`) and checks what both
+    decode benches share: a clean exit, the JSON's repeats, no flush and no host-bound row off the
+    GPU; and that --repeats 0 is refused, naming it. Returns the JSON."""
     import json
     import subprocess
 
@@ -823,7 +823,7 @@ def _decode_bench_on_the_cpu(name, out):
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "bench"), env.get("PYTHONPATH", "")])
     script = os.path.join(ROOT, "bench", name)
     r = subprocess.run([sys.executable, script, "--device", "cpu", "--repeats", "2", "--json",
-                        str(out)], env=env, capture_output=True, text=True, timeout=300)
+                        str(out), *extra], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     got = json.loads(out.read_text())
     assert got["repeats"] == 2 and got["flush_us"] is None and got["host_bound_rows"] == 0
@@ -846,6 +846,24 @@ def test_quantized_decode_runs_on_the_cpu(tmp_path):
         err = row["rel_err_vs_cudnn_bf16"]
         assert 1e-3 < err["ours int8"] < 3e-2 and 1e-2 < err["ours e4m3"] < 6e-2, err
         assert err["ours e4m3 page 16"] == pytest.approx(err["ours e4m3"], rel=1e-3)
+
+
+@needs_torch
+def test_quantized_decode_alibi_rows_run_on_the_cpu(tmp_path):
+    """bench/quantized_decode.py --alibi --device cpu: the ALiBi rows beside the plain ones, each
+    8-bit row's error against ours bf16 alibi that of its quantization (the same as its plain
+    row's against the bf16 anchor, to a factor), the dequantized copy's close to the in-place int8
+    row's."""
+    got = _decode_bench_on_the_cpu("quantized_decode.py", tmp_path / "qda.json", ["--alibi"])
+    names = {"ours bf16", "ours e4m3", "ours e4m3 page 16", "ours int8", "ours bf16 alibi",
+             "ours e4m3 alibi", "ours int8 alibi", "int8 alibi via copy"}
+    for row in got["rows"]:
+        assert set(row["us"]) == names
+        assert all(len(rounds) == 2 and min(rounds) > 0 for rounds in row["us_rounds"].values())
+        err = row["rel_err_vs_cudnn_bf16"]
+        assert err["ours bf16 alibi"] == 0.0
+        assert 1e-3 < err["ours int8 alibi"] < 3e-2 and 1e-2 < err["ours e4m3 alibi"] < 6e-2, err
+        assert err["int8 alibi via copy"] == pytest.approx(err["ours int8 alibi"], rel=0.2), err
 
 
 @needs_torch
