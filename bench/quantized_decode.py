@@ -24,7 +24,10 @@ math backend as the reference, a perf_counter timer, no host check), for the tes
 8-bit cache and on the bf16 cache with the slopes, and "int8 alibi via copy": the int8 cache
 dequantized to bf16 by torch, then ours on the copy with the slopes, a stand-in for the path such
 calls took before the 8-bit decode kernel added the bias (the library's own dequantizing gather,
-then the 16-bit decode kernel). Their "rel err" is against ours bf16 alibi's output.
+then the 16-bit decode kernel; torch's three float32 passes move more bytes than that gather did,
+so the row overstates the former path: time it with the former build instead, as
+bench/results/2026-12-03-h200-s71/call2.sh does). Their "rel err" is against ours bf16 alibi's
+output; the copy row's TB/s counts the 8-bit cache's bytes, as the in-place rows' do.
 
     PYTHONPATH=build-gpu/python python3 bench/quantized_decode.py [--json out.json] [--quick]
         [--repeats N] [--device cpu] [--alibi]

@@ -1071,12 +1071,12 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     which check_indices=False skips, trusting them. A dtype other than float32, a shape other than
     those two, another framework or device than q's, or a last dimension that is not contiguous
     raise ValueError / TypeError naming alibi_slopes. Any mask, layout, dtype and precision; on
-    CUDA the split-KV decode kernel adds the bias for decode shapes and, on Hopper, the wgmma
-    kernels for dense and causal calls (sm90_ws_128x128 at head dims 64 and 128: the tuned kernels
-    leave it out); with a window, global tokens or compensated precision the portable sm_80 kernel
-    runs the call, and the 8-bit decode and FP8 kernels do not add it (8-bit caches go through a
-    dequantized copy, FP8 q is dequantized). The same holds in the varlen (batch: the number of sequences),
-    packed and kvcache functions.
+    CUDA the split-KV decode kernels add the bias for decode shapes (16-bit and 8-bit caches, read
+    in place) and, on Hopper, the wgmma kernels for dense and causal calls (sm90_ws_128x128 at head
+    dims 64 and 128: the tuned kernels leave it out); with a window, global tokens or compensated
+    precision the portable sm_80 kernel runs the call, and the FP8 kernel does not add it (FP8 q is
+    dequantized). The same holds in the varlen (batch: the number of sequences), packed and
+    kvcache functions.
 
     FP8 attention (keyword only, as FlashAttention-3 names it): q, k and v of torch.float8_e4m3fn
     (numpy: uint8 arrays of E4M3 bytes) with q_descale float32 (nheads,) or (1,) and k_descale /
@@ -1298,8 +1298,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     seqlen_k keys) is at distance |i + seqlen_k - seqlen_q - j| from query i, and the lse is of the
     biased scores. Its shape, dtype, device and (on the CPU, and on CUDA with check_indices, on a
     host copy) values are checked before k/v are appended: a bad one leaves the caches as they
-    were. On CUDA decode calls with it run the split-KV decode kernel on a 16-bit cache (paged ones
-    in place), and the same kernel over a dequantized copy of an 8-bit one.
+    were. On CUDA decode calls with it run the split-KV decode kernels on the cache in place: 16-bit,
+    paged or 8-bit.
     pdl=True (keyword only, not in flash-attn; FlashInfer calls it enable_pdl): on CUDA sm_90+ a
     decode call's kernel launches with programmatic dependent launch, scheduled while the kernel
     ahead of it in the stream still runs (AttentionArgs::pdl in the C++ API). It pays in chains

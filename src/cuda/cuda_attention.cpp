@@ -186,9 +186,9 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   // (quantized_forward, paged_forward); any other call runs on a dequantized copy, picked here
   // as that copy's call would be.
   if (p.kv_quantized() && decode_takes(p)) return FwdKernel::decode_q8_16x64;
-  // ALiBi over an 8-bit cache, not a decode call: the FP8 kernel adds no bias, so the call is
-  // picked as its dequantized copy's (gathered_forward: a 16-bit call of contiguous rows, not
-  // paged) is.
+  // ALiBi over an 8-bit cache, not a decode call: the call runs on its dequantized copy
+  // (gathered_forward: a 16-bit call of contiguous rows, not paged) and is picked as that copy's
+  // call is; the FP8 kernel, which an FP8 q would otherwise take, adds no bias.
   if (p.kv_quantized() && p.has_alibi()) {
     FwdParams dp = p;
     dp.block_table = nullptr;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <string>
 
+#include "cuda/relaxed_capture.h"
 #include "gpuattn/types.h"
 
 #define GPUATTN_CUDA_CHECK(expr)                                                                   \
@@ -34,6 +35,7 @@ void once_per_device(PerDeviceFlags& done, Step&& step) {
   GPUATTN_CUDA_CHECK(cudaGetDevice(&device));
   const bool cacheable = device >= 0 && device < static_cast<int>(done.size());
   if (cacheable && done[device].load(std::memory_order_acquire)) return;
+  const RelaxedCapture relaxed;  // a process's first call may be inside a graph capture
   step();
   if (cacheable) done[device].store(true, std::memory_order_release);
 }

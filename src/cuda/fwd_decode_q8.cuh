@@ -12,7 +12,8 @@
 //   - a bf16 q is converted to fp16 once per CTA, each row scaled by a power of two that puts its
 //     largest element at 2^14..2^15 (exact to the fp16 range's 2^-28 of it), the power folded back
 //     into the row's softmax scale;
-//   - k_scale multiplies the softmax scale and v_scale the output: nothing is scaled per element.
+//   - k_scale multiplies the softmax scale and v_scale the output: nothing is scaled per element
+//     (but under ALiBi, whose bias goes on after each score is brought to the log2 domain).
 #pragma once
 
 #include <type_traits>
@@ -37,6 +38,11 @@ struct Q8Traits {
   // 97, B32 L4096 the same, B8 L4096 40.2 against 38.4 (H200, bench/quantized_decode.py,
   // bench/results/2026-11-23-h200-s19 call 3).
   static constexpr int kMaxCtasPerSm = 3;
+  // __launch_bounds__'s CTAs an SM: the 3 above at head dim 128 (at most 168 registers a thread:
+  // left to ptxas, the ALiBi branch took the paged int8 kernel to 184 registers, 2 CTAs an SM;
+  // with the bound no D128 kernel spills). None at 64 (ptxas stays near 120 registers, 4 CTAs fit;
+  // bounded to 3 it took 135-142) or 256 (128 fp32 accumulators a thread: 255 registers).
+  static constexpr int kMinCtas = kHeadDim_ == 128 ? kMaxCtasPerSm : 1;
   static constexpr int kChunks = kHeadDim / 16;          // 16-byte chunks per 8-bit row
   static constexpr int kQBytes = kRows * kHeadDim * 2;   // Q (16-bit, row-major)
   static constexpr int kTileBytes = kBlockN * kHeadDim;  // one 8-bit K or V tile
@@ -72,7 +78,7 @@ __device__ __forceinline__ float bf16_bits_to_float(std::uint16_t h) {
 }
 
 template <int D, bool kPaged, bool kInt8>
-__global__ void __launch_bounds__(Q8Traits<D>::kThreads)
+__global__ void __launch_bounds__(Q8Traits<D>::kThreads, Q8Traits<D>::kMinCtas)
     decode_q8_kernel(const __grid_constant__ FwdParams p, const DecodeWork work) {
   using Tr = Q8Traits<D>;
   constexpr int kN = Tr::kBlockN, kC = Tr::kChunks, kStep = Tr::kStep;
@@ -367,16 +373,20 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads)
     }
     if (p.has_softcap()) softcap_scores(sacc, cap_pre, p.exact_tanh());
     // ALiBi (a branch uniform over the call): the scores brought to the log2 domain with the bias
-    // (alibi_scores<true>), so that their softmax scale is 1.
-    float soft_scale[2] = {row_scale[0], row_scale[1]};
-    if (p.has_alibi()) {
-      alibi_scores<true>(p, sacc, t * kN + 16 * warp + 2 * c4, r0, lane, rows, group, lq, lk, b,
-                         hk, row_scale);
-      soft_scale[0] = soft_scale[1] = 1.f;
-    }
-    mask_past_limits(sacc, t * kN + 16 * warp + 2 * c4, lim);
+    // (alibi_scores<true>), so that their softmax scale is 1. The sequence's lengths are read
+    // again here rather than kept in registers through the loop (the D128 paged kernels sit at
+    // the 168 registers of 3 CTAs an SM).
     std::uint32_t pa[4];
-    online_softmax_step<__half, D>(sacc, soft_scale, row_max, row_sum, o, pa);
+    if (p.has_alibi()) {
+      alibi_scores<true>(p, sacc, t * kN + 16 * warp + 2 * c4, r0, lane, p.len_q(b) * p.group_size(),
+                         p.group_size(), p.len_q(b), p.keys_used(b), b, hk, row_scale);
+      mask_past_limits(sacc, t * kN + 16 * warp + 2 * c4, lim);
+      constexpr float kOne[2] = {1.f, 1.f};
+      online_softmax_step<__half, D>(sacc, kOne, row_max, row_sum, o, pa);
+    } else {
+      mask_past_limits(sacc, t * kN + 16 * warp + 2 * c4, lim);
+      online_softmax_step<__half, D>(sacc, row_scale, row_max, row_sum, o, pa);
+    }
     // O += P V: output block j's column g is dim g D / 8 + j, so the thread's B fragments of
     // every block come from bytes [g D / 8, (g + 1) D / 8) of keys 2c4, 2c4+1 (b0) and 2c4+8,
     // 2c4+9 (b1) of the warp's 16: a prmt pairs the two keys' bytes of blocks j, j + 1.

@@ -95,18 +95,15 @@ cudaMemPool_t launch_pool() {
   props.location.type = cudaMemLocationTypeDevice;
   props.location.id = device;
   cudaMemPool_t created = nullptr;
-  {
-    // A process's first call may be the one captured into a graph: the pool is made outside the
-    // capture's rules (it is no stream work).
-    const RelaxedCapture relaxed;
-    GPUATTN_CUDA_CHECK(cudaMemPoolCreate(&created, &props));
-    std::uint64_t keep = ~std::uint64_t{0};
-    const cudaError_t set =
-        cudaMemPoolSetAttribute(created, cudaMemPoolAttrReleaseThreshold, &keep);
-    if (set != cudaSuccess) {
-      cudaMemPoolDestroy(created);
-      GPUATTN_CUDA_CHECK(set);
-    }
+  // A process's first call may be the one captured into a graph: the pool is made (and a
+  // duplicate destroyed) outside the capture's rules; it is no stream work.
+  const RelaxedCapture relaxed;
+  GPUATTN_CUDA_CHECK(cudaMemPoolCreate(&created, &props));
+  std::uint64_t keep = ~std::uint64_t{0};
+  const cudaError_t set = cudaMemPoolSetAttribute(created, cudaMemPoolAttrReleaseThreshold, &keep);
+  if (set != cudaSuccess) {
+    cudaMemPoolDestroy(created);
+    GPUATTN_CUDA_CHECK(set);
   }
   cudaMemPool_t expected = nullptr;
   if (!pools[device].compare_exchange_strong(expected, created, std::memory_order_acq_rel)) {

@@ -4,6 +4,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/fwd_sm90.h"
+#include "cuda/relaxed_capture.h"
 
 namespace gpuattn::sm90 {
 
@@ -25,6 +26,9 @@ bool usable(DType dtype, int head_dim) {
   if (state == 0) {
     int major = 0;
     GPUATTN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    // The probe (cudaFuncGetAttributes, which may load the module) in relaxed capture mode: a
+    // process's first call may be inside a capture, and a refused probe would be cached as "no".
+    const RelaxedCapture relaxed;
     state = (major == 9 && usable_f16_hdim128()) ? 2 : 1;
     cache[device].store(state, std::memory_order_relaxed);
   }

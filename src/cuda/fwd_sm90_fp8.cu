@@ -51,6 +51,7 @@
 #include "cuda/fwd_sm80.h"
 #include "cuda/fwd_sm90.h"
 #include "cuda/ptx.cuh"
+#include "cuda/relaxed_capture.h"
 #include "cuda/tma.cuh"
 #include "cuda/tma_maps.h"
 #include "cuda/wgmma.cuh"
@@ -841,6 +842,7 @@ void launch_fp8(const FwdParams& p, cudaStream_t stream) {
 }  // namespace
 
 bool fp8_usable() {
+  const RelaxedCapture relaxed;  // as sm90::usable's probe: a call inside a capture may make it
   cudaFuncAttributes attr{};
   if (cudaFuncGetAttributes(&attr, fp8_fwd_kernel<__half, Fp8Config<128, 2>, false>) !=
       cudaSuccess) {

@@ -6,9 +6,6 @@
 // rows, computed on all host cores. Every test skips where no CUDA device is visible.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -41,11 +38,10 @@
 #include "cuda/fwd_decode.h"
 #include "cuda/fwd_sm80.h"
 #include "cuda/fwd_sm90.h"
+#include "cuda/fresh_process.h"
 #include "cuda/pdl.h"
 #include "gpuattn/attention.h"
 #include "gpuattn/reference.h"
-
-extern char** environ;
 
 namespace gpuattn::testing {
 namespace {
@@ -1687,79 +1683,65 @@ TEST_F(AttentionCudaTest, GraphReplaysBesideDirectCallsOnTheCaptureStream) {
 }
 
 // A process's first library call may itself be the one captured into a graph: the library's
-// one-time setup (its memory pool, which a split decode call's workspace comes from; kernel
-// attributes) must not be refused by the capture. Only a fresh process shows it, so this test
-// runs the one below in a copy of this binary, where it is the only test and its calls are the
-// process's first, captured in global mode (torch.cuda.graph's default), the strictest.
+// one-time setup (its memory pool, which a split decode call's workspace and a masked call's
+// schedule come from; kernel attributes; the sm_90a probe) must not be refused by the capture, nor
+// a probe refused and remembered as "no sm_90a". Only a fresh process shows it: each case runs as
+// the only test of a copy of this binary (FirstCallCapturedChild), its call the process's first,
+// captured in global mode (torch.cuda.graph's default), the strictest.
 TEST_F(AttentionCudaTest, FirstCallOfAProcessMayBeCaptured) {
-  char exe[4096];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  ASSERT_GT(n, 0);
-  exe[n] = 0;
-  // The child's environment: this one's without gtest's sharding and output variables (the child
-  // runs its one test whatever shard this process is), and a marker file the child test writes
-  // at its end, so that a child that ran no test cannot pass.
-  const std::string marker = "/tmp/gpuattn-first-call-" + std::to_string(getpid());
-  std::remove(marker.c_str());
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e; ++e) {
-    if (std::strncmp(*e, "GTEST_", 6) != 0) env_s.emplace_back(*e);
+  for (int which = 0; which < 3; ++which) {
+    SCOPED_TRACE("case " + std::to_string(which));
+    const FreshRun r = run_in_fresh_process("AttentionCudaTest.FirstCallCapturedChild",
+                                            {"GPUATTN_TEST_FIRST_CALL_CASE=" + std::to_string(which)});
+    EXPECT_TRUE(r.passed_one()) << "the child test did not pass; its output:\n" << r.output;
   }
-  env_s.push_back("GPUATTN_TEST_FIRST_CALL_CHILD=" + marker);
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string filter = "--gtest_filter=AttentionCudaTest.FirstCallCapturedChild";
-  char* argv[] = {exe, filter.data(), nullptr};
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, exe, nullptr, nullptr, argv, envp.data()), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "the child process did not exit (signal?)";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child test failed: its output is above";
-  EXPECT_EQ(std::remove(marker.c_str()), 0) << "the child process did not run its test to its end";
 }
 
 TEST_F(AttentionCudaTest, FirstCallCapturedChild) {
-  const char* const marker = std::getenv("GPUATTN_TEST_FIRST_CALL_CHILD");
-  if (marker == nullptr) {
-    GTEST_SKIP() << "runs in the process FirstCallOfAProcessMayBeCaptured starts";
+  const char* const which_s = std::getenv("GPUATTN_TEST_FIRST_CALL_CASE");
+  if (which_s == nullptr) {
+    GTEST_SKIP() << "runs in the processes FirstCallOfAProcessMayBeCaptured starts";
   }
   // A split decode call (its partial results' workspace from the pool, its counts zeroed in the
-  // graph) first, then a persistent causal one: each captured, replayed twice, and matched
-  // against the reference.
-  for (const Case& c :
-       {dense(4, 16, 4, 1, 8192, 128, f16), dense(2, 16, 4, 2048, 2048, 128, f16).causal()}) {
-    SCOPED_TRACE(c.name());
-    Problem p(c, seed_of(current_test_name() + "/" + c.name()));
-    Stream stream;
-    TEST_CUDA_CHECK(cudaDeviceSynchronize());  // inputs are in place
-    AttentionArgs a = p.device_args();
-    a.stream = stream.get();
-    a.backend = Backend::cuda;
-    cudaGraph_t graph = nullptr;
-    TEST_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeGlobal));
-    try {
-      attention_forward(a);
-    } catch (const std::exception& e) {
-      cudaStreamEndCapture(stream.get(), &graph);
-      if (graph != nullptr) cudaGraphDestroy(graph);
-      FAIL() << "the captured call threw: " << e.what();
-    }
-    TEST_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
-    cudaGraphExec_t exec = nullptr;
-    TEST_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    for (int replay = 0; replay < 2; ++replay) {
-      SCOPED_TRACE("replay " + std::to_string(replay));
-      p.poison_outputs(stream.get());
-      TEST_CUDA_CHECK(cudaGraphLaunch(exec, stream.get()));
-      p.expect_matches_reference(p.download(stream.get()));
-    }
-    TEST_CUDA_CHECK(cudaGraphExecDestroy(exec));
-    TEST_CUDA_CHECK(cudaGraphDestroy(graph));
+  // graph), a persistent causal one, and a masked one (a window with global tokens).
+  const std::vector<Case> cases = {
+      dense(4, 16, 4, 1, 8192, 128, f16), dense(2, 16, 4, 2048, 2048, 128, f16).causal(),
+      dense(1, 8, 8, 1500, 1500, 128, bf16).window(256, 256).globals(16, 0)};
+  const Case& c = cases.at(static_cast<std::size_t>(std::atoi(which_s)));
+  SCOPED_TRACE(c.name());
+  Problem p(c, seed_of(current_test_name() + "/" + c.name()));
+  Stream stream;
+  TEST_CUDA_CHECK(cudaDeviceSynchronize());  // inputs are in place
+  AttentionArgs a = p.device_args();
+  a.stream = stream.get();
+  a.backend = Backend::cuda;
+  cudaGraph_t graph = nullptr;
+  TEST_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeGlobal));
+  try {
+    attention_forward(a);
+  } catch (const std::exception& e) {
+    cudaStreamEndCapture(stream.get(), &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    FAIL() << "the captured call threw: " << e.what();
   }
-  if (::testing::Test::HasFailure()) return;
-  if (FILE* const f = std::fopen(marker, "w")) std::fclose(f);
+  TEST_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
+  cudaGraphExec_t exec = nullptr;
+  TEST_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 2; ++replay) {
+    SCOPED_TRACE("replay " + std::to_string(replay));
+    p.poison_outputs(stream.get());
+    TEST_CUDA_CHECK(cudaGraphLaunch(exec, stream.get()));
+    p.expect_matches_reference(p.download(stream.get()));
+  }
+  TEST_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  TEST_CUDA_CHECK(cudaGraphDestroy(graph));
+  // On Hopper the dense calls took the sm_90a kernels: the probe made inside the capture answered
+  // (asked only now, after the captured call).
+  const FwdKernel kernel = cuda_forward_kernel(make_fwd_params(a));
+  if (sm80::compute_capability_major() == 9 && c.Sq > 1) {
+    EXPECT_EQ(std::string(tile_config(kernel).name).rfind("sm90_ws", 0), 0u)
+        << tile_config(kernel).name;
+  }
 }
 
 // Every kernel that counts leaves the stream's counters zeroed (sm80::LaunchCounters): read back

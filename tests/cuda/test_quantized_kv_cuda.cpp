@@ -20,6 +20,7 @@
 #include "core/tile_config.h"
 #include "cuda/cuda_attention.h"
 #include "cuda/cuda_test_util.h"
+#include "cuda/fresh_process.h"
 #include "gpuattn/attention.h"
 #include "gpuattn/kv_cache.h"
 #include "gpuattn/reference.h"
@@ -44,6 +45,7 @@ struct QCase {
   // strides in the 8-bit kernel's page addressing).
   bool v_padded = false;
   bool alibi = false;  // AttentionArgs::alibi_slopes, [B, Hq]
+  float alibi_gain = 1.f;  // the slopes times this (negative: the bias grows toward near keys)
 
   std::string name() const {
     return std::string(to_string(t)) + "_" + to_string(kv) + "_B" + std::to_string(B) + "_H" +
@@ -52,7 +54,8 @@ struct QCase {
            (page ? "_page" + std::to_string(page) : "") + (causal ? "_causal" : "") +
            (per_head ? "" : "_one_scale") + (big_q_row != 0.f ? "_big_q" : "") +
            (k_boost != 1.f ? "_k_boost" : "") + (softcap != 0.f ? "_cap" + number_name(softcap) : "") +
-           (pad.empty() ? "" : "_pad") + (v_padded ? "_vpad" : "") + (alibi ? "_alibi" : "");
+           (pad.empty() ? "" : "_pad") + (v_padded ? "_vpad" : "") + (alibi ? "_alibi" : "") +
+           (alibi_gain != 1.f ? "x" + number_name(alibi_gain) : "");
   }
 };
 
@@ -108,7 +111,10 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
   const HostTensor& vc = c.v_padded ? vpad : c.page > 0 ? pc.v : v;
   out.poison();
   lse.poison();
-  const HostTensor slopes = c.alibi ? alibi_slopes_for(c.B, c.Hq, seed + 4) : HostTensor();
+  HostTensor slopes = c.alibi ? alibi_slopes_for(c.B, c.Hq, seed + 4) : HostTensor();
+  for (std::int64_t i = 0; c.alibi && i < slopes.numel(); ++i) {
+    slopes.set(i, slopes.get(i) * c.alibi_gain);
+  }
   const OnDevice dq(q), dk(kc), dv(vc), dks(ks), dvs(vs), dused(used), dpad(pad), dout(out),
       dlse(lse), dtable(pc.table), dslopes(slopes);
 
@@ -205,6 +211,15 @@ TEST_F(QuantizedKvCuda, DecodeReadsTheEightBitCacheInPlace) {
   for (const QCase& c : cases) expect_matches_reference(c, true, Runs::in_place);
 }
 
+// The test above as a fresh process's only test: its kernel count (unchecked_kernels) captures
+// the process's first decode call, whose workspace comes from the library's memory pool, made
+// then, inside the capture (before relaxed capture mode made that allowed, this failed).
+TEST_F(QuantizedKvCuda, FirstDecodeCallOfAProcessMayBeCaptured) {
+  const FreshRun r = run_in_fresh_process("QuantizedKvCuda.DecodeReadsTheEightBitCacheInPlace", {});
+  EXPECT_TRUE(r.passed_one()) << "the test in a fresh process did not pass; its output:\n"
+                              << r.output;
+}
+
 // leftpad_k: decode calls read the 8-bit cache in place from each sequence's first key, dense or
 // paged (pages wholly before it unset in the table; starts on a multiple of 16 and off it, pages
 // of 1 to 256 keys, every head dim, causal rows, a sequence of no keys).
@@ -273,7 +288,8 @@ TEST_F(QuantizedKvCuda, SoftcappedCallsMatchTheReference) {
 // hold with those far from 1 (big_q rows of 1e6 and 1e-25, k_boost 1e4 and 1e-4), soft-capped,
 // dense and paged (pages of 1, 20 and 64 keys: whole warps, two pages a warp, a row a page),
 // seqused_k and leftpad_k, GQA groups of 1 to 16 with several query rows (causal), every head
-// dim, int8 and E4M3; checked and unchecked. A prefill with ALiBi runs on the dequantized copy.
+// dim, int8 and E4M3, slopes negative and steep too; checked and unchecked. A prefill with ALiBi
+// runs on the dequantized copy.
 TEST_F(QuantizedKvCuda, AlibiDecodeCallsReadTheEightBitCacheInPlace) {
   const DType f16 = DType::f16, bf16 = DType::bf16, i8 = DType::i8, e4m3 = DType::e4m3;
   std::vector<QCase> decode = {
@@ -303,6 +319,13 @@ TEST_F(QuantizedKvCuda, AlibiDecodeCallsReadTheEightBitCacheInPlace) {
                       true, 1e6f};
   capped_big.softcap = 3.f;
   decode.push_back(capped_big);
+  // Negative and steep slopes where a row's units are far from 1.
+  QCase flipped = shrunk;
+  flipped.alibi_gain = -20.f;
+  decode.push_back(flipped);
+  QCase steep = {bf16, i8, 2, 8, 2, 2, 900, 64, true, {}, 0, {}, Precision::standard, true, 1e-25f};
+  steep.alibi_gain = 50.f;
+  decode.push_back(steep);
   for (QCase& c : decode) {
     c.alibi = true;
     expect_matches_reference(c, true, Runs::in_place);

@@ -855,13 +855,13 @@ def test_quantized_decode_alibi_rows_run_on_the_cpu(tmp_path):
     row's against the bf16 anchor, to a factor), the dequantized copy's close to the in-place int8
     row's."""
     got = _decode_bench_on_the_cpu("quantized_decode.py", tmp_path / "qda.json", ["--alibi"])
+    assert len(got["rows"]) == 2
     names = {"ours bf16", "ours e4m3", "ours e4m3 page 16", "ours int8", "ours bf16 alibi",
              "ours e4m3 alibi", "ours int8 alibi", "int8 alibi via copy"}
     for row in got["rows"]:
         assert set(row["us"]) == names
         assert all(len(rounds) == 2 and min(rounds) > 0 for rounds in row["us_rounds"].values())
         err = row["rel_err_vs_cudnn_bf16"]
-        assert err["ours bf16 alibi"] == 0.0
         assert 1e-3 < err["ours int8 alibi"] < 3e-2 and 1e-2 < err["ours e4m3 alibi"] < 6e-2, err
         assert err["int8 alibi via copy"] == pytest.approx(err["ours int8 alibi"], rel=0.2), err
 

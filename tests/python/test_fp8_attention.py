@@ -763,7 +763,7 @@ def test_torch_cuda_fp8_call_is_captured_into_a_graph(causal):
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())  # the operands' copies to the GPU
     with torch.cuda.stream(stream):
-        ga.flash_attn_func(q.x, k.x, v.x, **kw)  # first-call setup outside the capture
+        ga.flash_attn_func(q.x, k.x, v.x, **kw)  # the direct call the replays must equal
     stream.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=stream):
