@@ -257,8 +257,8 @@ struct AttentionArgs {
   // softmax_scale, or the softcap when capped) so that its bias stays a float at every distance;
   // checked on the host for host views, on a host copy (with check_indices; trusted otherwise)
   // on CUDA. Any layout, mask and precision, on both backends. On CUDA a branch uniform over the
-  // call adds the bias in both decode kernels (decode calls: 16-bit, paged and 8-bit caches read
-  // in place), the sm_80 kernel's masked instantiations, and on Hopper the sm_90a kernels' dense
+  // call adds the bias in the 16-bit decode kernel, an instantiation of its own in the 8-bit one
+  // (decode calls: 16-bit, paged and 8-bit caches read in place), the sm_80 kernel's masked instantiations, and on Hopper the sm_90a kernels' dense
   // loop: ALiBi calls at head dims 64 and 128 take sm90_ws_128x128 there (whatever GPUATTN_KERNEL
   // forces: the tuned kernels leave the bias out, which cost their plain calls up to 8.6%), at 256
   // the kernel the plain call takes. The FP8 kernel does not add it (an FP8 q is dequantized, and

@@ -5,7 +5,11 @@
 namespace gpuattn::decode {
 
 void fwd(const FwdParams& p, cudaStream_t stream) {
-  if (p.kv_quantized()) return p.kv_dtype == DType::i8 ? fwd_i8(p, stream) : fwd_e4m3(p, stream);
+  if (p.kv_quantized()) {
+    const bool i8 = p.kv_dtype == DType::i8;
+    if (p.has_alibi()) return i8 ? fwd_i8_alibi(p, stream) : fwd_e4m3_alibi(p, stream);
+    return i8 ? fwd_i8(p, stream) : fwd_e4m3(p, stream);
+  }
   if (p.dtype == DType::f16) {
     if (p.head_dim == 64) return run_decode<__half, 64>(p, stream);
     if (p.head_dim == 128) return run_decode<__half, 128>(p, stream);

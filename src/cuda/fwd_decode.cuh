@@ -348,37 +348,27 @@ __device__ __forceinline__ void softcap_scores(float (&sacc)[2][4], const float 
   }
 }
 
-// ALiBi (AttentionArgs::alibi_slopes): -slope x |key position of the row - key| on each score;
-// n0 is the thread's first key (as for mask_past_limits). Packed row pr of the block is query
-// i = pr / group of query head hk group + pr % group; rows past `rows` (never stored) take no
-// bias. Before the mask, after the soft-cap. The slopes are read here, each tile, so that no
-// register holds them across the loop (the call's branch is uniform: other calls skip it).
-//   - kLog2 false (the 16-bit kernel): the bias in the raw units that the row's scale
-//     (scale_log2) multiplies later; `pre` is not read.
-//   - kLog2 true (the 8-bit kernel, whose rows' units differ by their k scale and a bf16 q's power
-//     of two): each score first times pre[h], its row's log2-domain multiplier, and the bias in
-//     that domain (slope x log2 e a key); the softmax then takes a scale of 1. A raw-unit bias
-//     there would be slope / (k_scale x 2^shift), which leaves float's range for tiny scales.
-template <bool kLog2>
+// ALiBi (AttentionArgs::alibi_slopes): -slope x |key position of the row - key| on each score, in
+// the raw units the row's scale (scale_log2) multiplies later; n0 is the thread's first key (as
+// for mask_past_limits). Packed row pr of the block is query i = pr / group of query head
+// hk group + pr % group; rows past `rows` (never stored) take no bias. Before the mask, after the
+// soft-cap. The slopes are read here, each tile, so that no register holds them across the loop
+// (the call's branch is uniform: other calls skip it).
 __device__ __forceinline__ void alibi_scores(const FwdParams& p, float (&sacc)[2][4], int n0,
                                              int r0, int lane, int rows, int group, int lq,
-                                             int lk, int b, int hk, const float (&pre)[2]) {
-  constexpr float kLog2e = 1.4426950408889634f;
+                                             int lk, int b, int hk) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int pr = r0 + lane / 4 + 8 * h;
-    const bool live = pr < rows;
-    if (!kLog2 && !live) continue;
-    const float slope =
-        live ? p.alibi_slope(b, hk * group + pr % group) * (kLog2 ? kLog2e : p.alibi_raw) : 0.f;
+    if (pr >= rows) continue;
+    const float slope = p.alibi_slope(b, hk * group + pr % group) * p.alibi_raw;
     const float d0 = static_cast<float>(pr / group + lk - lq - n0);  // to key n0
 #pragma unroll
     for (int nb = 0; nb < 2; ++nb)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float& x = sacc[nb][2 * h + e];
-        const float dist = fabsf(d0 - static_cast<float>(8 * nb + e));
-        x = kLog2 ? fmaf(x, pre[h], -slope * dist) : fmaf(-slope, dist, x);
+        x = fmaf(-slope, fabsf(d0 - static_cast<float>(8 * nb + e)), x);
       }
   }
 }
@@ -794,8 +784,8 @@ __device__ __forceinline__ void decode_body(const FwdParams& p, const DecodeWork
     // masked (the sequence end, the causal diagonal).
     if (p.has_softcap()) softcap_scores(sacc, cap_pre, p.exact_tanh());
     if (p.has_alibi()) {
-      alibi_scores<false>(p, sacc, t * kN + 16 * warp + 2 * (lane % 4), r0, lane, rows, group, lq,
-                          lk, b, hk, scale);
+      alibi_scores(p, sacc, t * kN + 16 * warp + 2 * (lane % 4), r0, lane, rows, group, lq, lk, b,
+                   hk);
     }
     mask_past_limits(sacc, t * kN + 16 * warp + 2 * (lane % 4), lim);
     // Online softmax per row (the row's 16 keys lie on the 4 threads of a quad); then O += P V:

@@ -18,8 +18,11 @@ void fwd(const FwdParams& p, cudaStream_t stream);
 // built for the same architectures).
 bool pdl_active();
 
-// Decode over an 8-bit quantized cache (fwd_decode_q8.cuh), one .cu file each.
+// Decode over an 8-bit quantized cache (fwd_decode_q8.cuh), one .cu file each; the _alibi ones
+// take the calls with AttentionArgs::alibi_slopes, the others those without.
 void fwd_i8(const FwdParams& p, cudaStream_t stream);
 void fwd_e4m3(const FwdParams& p, cudaStream_t stream);
+void fwd_i8_alibi(const FwdParams& p, cudaStream_t stream);
+void fwd_e4m3_alibi(const FwdParams& p, cudaStream_t stream);
 
 }  // namespace gpuattn::decode

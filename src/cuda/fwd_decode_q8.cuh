@@ -38,11 +38,11 @@ struct Q8Traits {
   // 97, B32 L4096 the same, B8 L4096 40.2 against 38.4 (H200, bench/quantized_decode.py,
   // bench/results/2026-11-23-h200-s19 call 3).
   static constexpr int kMaxCtasPerSm = 3;
-  // __launch_bounds__'s CTAs an SM: the 3 above at head dim 128 (at most 168 registers a thread:
-  // left to ptxas, the ALiBi branch took the paged int8 kernel to 184 registers, 2 CTAs an SM;
-  // with the bound no D128 kernel spills). None at 64 (ptxas stays near 120 registers, 4 CTAs fit;
-  // bounded to 3 it took 135-142) or 256 (128 fp32 accumulators a thread: 255 registers).
-  static constexpr int kMinCtas = kHeadDim_ == 128 ? kMaxCtasPerSm : 1;
+  // The ALiBi instantiations' __launch_bounds__ CTAs an SM (decode_q8_kernel's kAlibi): the 3
+  // above at head dim 128, at most 168 registers a thread (left to ptxas, the bias took the paged
+  // int8 kernel to 184 registers, 2 CTAs an SM; bounded, no D128 kernel spills); none at 64 or
+  // 256 (128 fp32 accumulators a thread: 255 registers).
+  static constexpr int kAlibiMinCtas = kHeadDim_ == 128 ? kMaxCtasPerSm : 1;
   static constexpr int kChunks = kHeadDim / 16;          // 16-byte chunks per 8-bit row
   static constexpr int kQBytes = kRows * kHeadDim * 2;   // Q (16-bit, row-major)
   static constexpr int kTileBytes = kBlockN * kHeadDim;  // one 8-bit K or V tile
@@ -77,13 +77,45 @@ __device__ __forceinline__ float bf16_bits_to_float(std::uint16_t h) {
   return __uint_as_float(static_cast<std::uint32_t>(h) << 16);
 }
 
-template <int D, bool kPaged, bool kInt8>
-__global__ void __launch_bounds__(Q8Traits<D>::kThreads, Q8Traits<D>::kMinCtas)
+// ALiBi on the 8-bit kernel's scores (AttentionArgs::alibi_slopes; decode_q8_kernel's kAlibi
+// instantiations): its rows' units differ by their k scale and a bf16 q row's power of two, so each score
+// is first brought to the log2 domain (times pre[h], the row's multiplier) and the bias added
+// there, -slope x log2(e) x |pos - key|; the softmax then takes a scale of 1. (A bias in the raw
+// units, as decode_body's alibi_scores adds it, would be slope / (k_scale x 2^shift), which leaves
+// float's range for tiny scales.) Per block row, slope[r] (slope x log2 e; 0 past the rows) and
+// pos[r] (its query's key position, i + Sk - Sq as the masks count keys) come from shared memory,
+// worked out once per CTA: the per-tile divisions by the group and length reads that the 16-bit
+// kernel makes cost the ALU-bound int8 kernel 1.21-1.26x its plain time (H200, s71 call 2). n0 is
+// the thread's first key (as for mask_past_limits), g its rows' index within 8.
+__device__ __forceinline__ void alibi_log2_scores(float (&sacc)[2][4], int n0, int g,
+                                                  const float* slope, const float* pos,
+                                                  const float (&pre)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float k = slope[g + 8 * h];
+    const float d0 = pos[g + 8 * h] - static_cast<float>(n0);  // to key n0
+#pragma unroll
+    for (int nb = 0; nb < 2; ++nb)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float& x = sacc[nb][2 * h + e];
+        x = fmaf(x, pre[h], -k * fabsf(d0 - static_cast<float>(8 * nb + e)));
+      }
+  }
+}
+
+// kAlibi: the calls with AttentionArgs::alibi_slopes (alibi_log2_scores), an instantiation of their
+// own. With the bias as a branch in one kernel, uniform over the call, calls without it lost up to
+// 3.5% (paged E4M3 D128 at B32 L4096: 1.035-1.036x the time in two H200 runs, s71 calls 2-3; the
+// other rows 0.99-1.01x): their kernels compile as before this way, at 12 instantiations more.
+template <int D, bool kPaged, bool kInt8, bool kAlibi>
+__global__ void __launch_bounds__(Q8Traits<D>::kThreads, kAlibi ? Q8Traits<D>::kAlibiMinCtas : 1)
     decode_q8_kernel(const __grid_constant__ FwdParams p, const DecodeWork work) {
   using Tr = Q8Traits<D>;
   constexpr int kN = Tr::kBlockN, kC = Tr::kChunks, kStep = Tr::kStep;
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ int q_shift[Tr::kRows];
+  __shared__ float alibi_row[2][kAlibi ? Tr::kRows : 1];  // each row's slope and key position
   const std::uint32_t sq = ptx::smem_addr(smem);
   const std::uint32_t ring = sq + Tr::kQBytes;
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
@@ -324,6 +356,13 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads, Q8Traits<D>::kMinCtas)
       } else if (tid % 8 == 0) {
         q_shift[qr] = 0;
       }
+      if (kAlibi && tid < Tr::kRows) {  // see alibi_log2_scores
+        const int pr = r0 + tid;
+        alibi_row[0][tid] = pr < rows ? p.alibi_slope(b, hk * group + pr % group) *
+                                            1.4426950408889634f
+                                      : 0.f;
+        alibi_row[1][tid] = static_cast<float>(pr / group + lk - lq);
+      }
       __syncthreads();
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -372,14 +411,12 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads, Q8Traits<D>::kMinCtas)
       }
     }
     if (p.has_softcap()) softcap_scores(sacc, cap_pre, p.exact_tanh());
-    // ALiBi (a branch uniform over the call): the scores brought to the log2 domain with the bias
-    // (alibi_scores<true>), so that their softmax scale is 1. The sequence's lengths are read
-    // again here rather than kept in registers through the loop (the D128 paged kernels sit at
-    // the 168 registers of 3 CTAs an SM).
+    // ALiBi (the kAlibi instantiations): the scores brought to the log2 domain with the bias, so
+    // that their softmax scale is 1.
     std::uint32_t pa[4];
-    if (p.has_alibi()) {
-      alibi_scores<true>(p, sacc, t * kN + 16 * warp + 2 * c4, r0, lane, p.len_q(b) * p.group_size(),
-                         p.group_size(), p.len_q(b), p.keys_used(b), b, hk, row_scale);
+    if constexpr (kAlibi) {
+      alibi_log2_scores(sacc, t * kN + 16 * warp + 2 * c4, g, alibi_row[0], alibi_row[1],
+                        row_scale);
       mask_past_limits(sacc, t * kN + 16 * warp + 2 * c4, lim);
       constexpr float kOne[2] = {1.f, 1.f};
       online_softmax_step<__half, D>(sacc, kOne, row_max, row_sum, o, pa);
@@ -470,15 +507,16 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads, Q8Traits<D>::kMinCtas)
   }
 }
 
-// The 8-bit cache's decode calls (p.kv_dtype int8 when kInt8, else E4M3; q f16 or bf16).
-template <bool kInt8>
+// The 8-bit cache's decode calls (p.kv_dtype int8 when kInt8, else E4M3; q f16 or bf16), with
+// ALiBi (p.has_alibi()) when kAlibi, else without: decode::fwd picks the file by p.has_alibi().
+template <bool kInt8, bool kAlibi>
 void run_decode_q8(const FwdParams& p, cudaStream_t stream) {
   check_decode_call(p);
   const auto run = [&](auto dim) {
     constexpr int D = decltype(dim)::value;
     using Tr = Q8Traits<D>;
-    if (p.is_paged()) return launch_decode<Tr, decode_q8_kernel<D, true, kInt8>>(p, stream);
-    launch_decode<Tr, decode_q8_kernel<D, false, kInt8>>(p, stream);
+    if (p.is_paged()) return launch_decode<Tr, decode_q8_kernel<D, true, kInt8, kAlibi>>(p, stream);
+    launch_decode<Tr, decode_q8_kernel<D, false, kInt8, kAlibi>>(p, stream);
   };
   if (p.head_dim == 64) return run(std::integral_constant<int, 64>{});
   if (p.head_dim == 128) return run(std::integral_constant<int, 128>{});
