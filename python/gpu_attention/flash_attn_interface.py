@@ -379,28 +379,50 @@ def _emb_error(error):
 # library's own validation, with the same message. A quantized cache takes it too when both
 # scales are torch tensors (the serving call: ~40 us of host time a call on the general path
 # against ~17 for a 16-bit cache, bench/results/2026-11-29-h200-s30), and so does a rotary
-# decode step whose rotary_cos / rotary_sin are plain torch tensors. Anything else (numpy
-# arrays, tensor subclasses, tensors that require grad, a non-contiguous last dimension, a window,
-# options of other types, scales given as floats) takes the general path.
+# decode step whose rotary_cos / rotary_sin are plain torch tensors, and an ALiBi call whose slopes
+# are a plain float32 torch tensor the library takes (_plain_slopes; ~45-108 us of host time a
+# call on the general path, bench/results/2026-12-03-h200-s71). Anything else (numpy arrays,
+# tensor subclasses, tensors that require grad, a non-contiguous last dimension, a window, options
+# of other types, scales given as floats) takes the general path.
 
 _NO_WINDOW = (-1, -1)
 _NUMBER = (int, float)
 
 
-def _plain_options(dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes):
+def _plain_options(dropout_p, softmax_scale, causal, window_size, softcap):
     """True when the options are ones the general path passes on unchanged: dropout_p an int or
     float 0, softcap an int or float >= 0 (the library judges its value, as on the general path:
-    _fast_forward passes it as a float), no ALiBi, causal a bool, softmax_scale None or a float,
-    and no window ((-1, -1) as a tuple of ints)."""
+    _fast_forward passes it as a float), causal a bool, softmax_scale None or a float, and no
+    window ((-1, -1) as a tuple of ints). (ALiBi slopes: _plain_slopes.)"""
     return (type(dropout_p) in _NUMBER and dropout_p == 0
             and type(softcap) in _NUMBER and softcap >= 0
-            and alibi_slopes is None
             and (causal is True or causal is False)
             and (softmax_scale is None or type(softmax_scale) is float)
             and (window_size is _NO_WINDOW
                  or (type(window_size) is tuple and len(window_size) == 2
                      and type(window_size[0]) is int and type(window_size[1]) is int
                      and window_size[0] == -1 and window_size[1] == -1)))
+
+
+def _plain_slopes(torch, alibi_slopes, q):
+    """True when alibi_slopes is None, or one the library takes for q as it is (as _alibi_arg
+    passes it): exactly a torch.Tensor, strided, float32, needing no grad, on q's device, of shape
+    (nheads,) or (batch, nheads) with a unit last stride and a batch stride of 0 or at least
+    nheads. So a fast call with an append never has its attention refuse the slopes' view after
+    the append; their values are the library's to check (or, appended on CUDA with check_indices,
+    _check_alibi_before_append's first)."""
+    if alibi_slopes is None:
+        return True
+    x = alibi_slopes
+    if (type(x) is not torch.Tensor or x.layout is not torch.strided or x.is_nested
+            or x.dtype != torch.float32 or x.requires_grad or x.device != q.device):
+        return False
+    h = q.shape[2]
+    if x.ndim == 1:
+        return x.shape[0] == h and (h == 1 or x.stride(0) == 1)
+    return (x.ndim == 2 and x.shape[0] == q.shape[0] and x.shape[1] == h
+            and (h == 1 or x.stride(1) == 1)
+            and (x.shape[0] == 1 or x.stride(0) == 0 or x.stride(0) >= h))
 
 
 def _plain_tensors(torch, *xs):
@@ -554,7 +576,7 @@ def _check_alibi_before_append(alibi_slopes, q, scale, softcap):
 def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=None,
                   block_table=None, check_indices=True, k_scale=None, v_scale=None,
                   kv_format="", pdl=False, check_only=False, into=None, softcap=0,
-                  leftpad_k=None):
+                  leftpad_k=None, alibi_slopes=None):
     """The library's call for plain torch tensors (as _forward makes it): out (and lse)
     allocated contiguous on q's device (or `into`, an earlier check_only call's), the arrays as
     DLPack capsules, torch's current stream.
@@ -573,7 +595,8 @@ def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=Non
     stream = _current_raw_stream(torch, q) if q.is_cuda else 0
     cap = torch.utils.dlpack.to_dlpack
     if (seqused_k is None and block_table is None and check_indices and k_scale is None
-            and not pdl and not check_only and not softcap and leftpad_k is None):
+            and not pdl and not check_only and not softcap and leftpad_k is None
+            and alibi_slopes is None):
         _C.attention_forward(cap(q), cap(k), cap(v), cap(out), None if lse is None else cap(lse),
                              None, None, 0, 0, softmax_scale, causal, stream)
     else:
@@ -587,7 +610,9 @@ def _fast_forward(torch, q, k, v, softmax_scale, causal, want_lse, seqused_k=Non
                              kv_format=kv_format, pdl=pdl, check_only=check_only,
                              # as the general path passes them (_with_softcap: only when not 0)
                              **({"softcap": float(softcap)} if softcap else {}),
-                             **({} if leftpad_k is None else {"leftpad_k": cap(leftpad_k)}))
+                             **({} if leftpad_k is None else {"leftpad_k": cap(leftpad_k)}),
+                             **({} if alibi_slopes is None
+                                else {"alibi_slopes": cap(alibi_slopes)}))
     return out, lse
 
 
@@ -1101,13 +1126,13 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     if (torch is not None
             and q_descale is None and k_descale is None and v_descale is None
             and out_dtype is None
-            and _plain_options(dropout_p, softmax_scale, causal, window_size, softcap,
-                               alibi_slopes)
+            and _plain_options(dropout_p, softmax_scale, causal, window_size, softcap)
             and _plain_tensors(torch, q, k, v)
+            and _plain_slopes(torch, alibi_slopes, q)
             and q.dtype is not getattr(torch, "float8_e4m3fn", None)):  # FP8 q: _fp8_options
         try:
             out, lse = _fast_forward(torch, q, k, v, softmax_scale, causal, return_attn_probs,
-                                     softcap=softcap)
+                                     softcap=softcap, alibi_slopes=alibi_slopes)
         except ValueError:
             # A tensor of no elements crosses without storage, which the module refuses before
             # the library judges its shape: the general path passes it with storage.
@@ -1324,8 +1349,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             and type(num_splits) is int and 0 <= num_splits <= _INT32_MAX
             and (cache_seqlens is None or type(cache_seqlens) is torch.Tensor)
             and (block_table is None or type(block_table) is torch.Tensor)
-            and _plain_options(0, softmax_scale, causal, window_size, softcap, alibi_slopes)
+            and _plain_options(0, softmax_scale, causal, window_size, softcap)
             and _plain_tensors(torch, q, k_cache, v_cache)
+            and _plain_slopes(torch, alibi_slopes, q)
             and q.dtype is not getattr(torch, "float8_e4m3fn", None)  # FP8 q: the general path
             and ((k is None and v is None)
                  or (cache_seqlens is not None and _plain_tensors(torch, k, v)
@@ -1343,13 +1369,19 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             if k is not None:  # appended first, as _append_kv does, then attended with them
                 if cache_leftpad is not None and (indices or not q.is_cuda):
                     _check_leftpad_before_append("torch", cache_leftpad, used)
+                if alibi_slopes is not None and indices and q.is_cuda:
+                    # Their values, which the attention checks only after the append (the CPU's
+                    # check_only call below checks them first).
+                    _check_alibi_before_append(
+                        alibi_slopes, q, _softmax_scale(softmax_scale), float(softcap))
                 if not q.is_cuda:
                     # The CPU's attention checks every page of a block table, the append only
                     # those it writes: the whole check first (its time is the CPU's least cost).
                     checked = _fast_forward(torch, q, kc, vc, softmax_scale, causal,
                                             return_softmax_lse, used, block_table, indices,
                                             k_scale, v_scale, kv_format, pdl, check_only=True,
-                                            softcap=softcap, leftpad_k=cache_leftpad)
+                                            softcap=softcap, leftpad_k=cache_leftpad,
+                                            alibi_slopes=alibi_slopes)
                 cap = torch.utils.dlpack.to_dlpack
                 stream = _current_raw_stream(torch, kc) if kc.is_cuda else 0
                 rotary = {}
@@ -1370,7 +1402,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                 used = (used + k.shape[1]).to(torch.int32)
             out, lse = _fast_forward(torch, q, kc, vc, softmax_scale, causal, return_softmax_lse,
                                      used, block_table, indices, k_scale, v_scale, kv_format, pdl,
-                                     into=checked, softcap=softcap, leftpad_k=cache_leftpad)
+                                     into=checked, softcap=softcap, leftpad_k=cache_leftpad,
+                                     alibi_slopes=alibi_slopes)
         except (ValueError, NotImplementedError) as e:
             # A tensor of no elements crosses without storage, which the module refuses before
             # the library judges its shape (and before anything is written): the general path
@@ -1378,7 +1411,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             # untouched by _named_caches.)
             if appended or not any(x is not None and x.numel() == 0 for x in (
                     q, k_cache, v_cache, k, v, cache_seqlens, block_table, k_scale, v_scale,
-                    cache_leftpad, rotary_cos, rotary_sin)):
+                    cache_leftpad, rotary_cos, rotary_sin, alibi_slopes)):
                 raise _named_new_rows(_named_caches(_named_cache_seqlens(e))) from None
         else:
             return (out, lse) if return_softmax_lse else out

@@ -226,24 +226,53 @@ def test_torch_slopes_that_require_grad_are_read_detached():
 
 
 @needs_torch
-def test_alibi_calls_with_plain_tensors_take_the_general_path(monkeypatch):
-    """The fast path passes no slopes: an ALiBi call of plain torch tensors must not take it."""
+def test_alibi_calls_with_plain_tensors_take_the_fast_path(monkeypatch):
+    """Plain float32 slopes of a plain torch call go through the fast path (_fast_forward with
+    the slopes), with the general path's results bit for bit: flash_attn_func, and
+    flash_attn_with_kvcache without and with an append ([H] and [B, H] slopes). Slopes the
+    library would not take as they are (float16, a wrong shape, requiring grad) take the general
+    path."""
     import gpu_attention.flash_attn_interface as fai
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("an ALiBi call took the fast path")
-
     rng = rng_for("alibi-fast-path")
-    q, kc, vc = (make("torch", "float16", s, rng) for s in
-                 [(2, 1, 4, 64), (2, 16, 2, 64), (2, 16, 2, 64)])
-    slopes = torch.from_numpy(slopes_for(4))
-    used = torch.tensor([5, 16], dtype=torch.int32)
-    want = ga.flash_attn_func(q, kc, vc, alibi_slopes=slopes)
-    want_kv = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, alibi_slopes=slopes)
+    q, kc, vc, kn, vn = (make("torch", "float16", s, rng) for s in
+                         [(2, 1, 4, 64), (2, 16, 2, 64), (2, 16, 2, 64), (2, 1, 2, 64),
+                          (2, 1, 2, 64)])
+    used = torch.tensor([5, 15], dtype=torch.int32)
+    calls = []
+    fast = fai._fast_forward
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("alibi_slopes"))
+        return fast(*args, **kwargs)
+
+    for slopes in (torch.from_numpy(slopes_for(4)), torch.from_numpy(slopes_for(4, 2, rng))):
+        general = slopes.clone().requires_grad_(True)  # read detached, on the general path
+        want = ga.flash_attn_func(q, kc, vc, alibi_slopes=general, causal=True)
+        want_kv = ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used, alibi_slopes=general)
+        kc2, vc2 = kc.clone(), vc.clone()
+        want_app = ga.flash_attn_with_kvcache(q, kc2, vc2, k=kn, v=vn, cache_seqlens=used,
+                                              alibi_slopes=general)
+        monkeypatch.setattr(fai, "_fast_forward", spy)
+        calls.clear()
+        assert torch.equal(ga.flash_attn_func(q, kc, vc, alibi_slopes=slopes, causal=True), want)
+        assert torch.equal(ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used,
+                                                      alibi_slopes=slopes), want_kv)
+        kc3, vc3 = kc.clone(), vc.clone()
+        assert torch.equal(ga.flash_attn_with_kvcache(q, kc3, vc3, k=kn, v=vn, cache_seqlens=used,
+                                                      alibi_slopes=slopes), want_app)
+        assert torch.equal(kc3, kc2) and torch.equal(vc3, vc2)
+        assert len(calls) >= 3 and all(c is slopes for c in calls), calls
+        monkeypatch.setattr(fai, "_fast_forward", fast)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("slopes the library does not take as they are took the fast path")
+
     monkeypatch.setattr(fai, "_fast_forward", refuse)
-    assert torch.equal(ga.flash_attn_func(q, kc, vc, alibi_slopes=slopes), want)
-    assert torch.equal(ga.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=used,
-                                                  alibi_slopes=slopes), want_kv)
+    for bad in (torch.from_numpy(slopes_for(4)).half(), torch.from_numpy(slopes_for(5)),
+                torch.from_numpy(slopes_for(4, 3, rng))):
+        with pytest.raises(ValueError, match="alibi_slopes"):
+            ga.flash_attn_func(q, kc, vc, alibi_slopes=bad)
 
 
 # ---- the native call: outputs poisoned first -----------------------------------------------------
