@@ -415,7 +415,8 @@ def _plain_slopes(torch, alibi_slopes, q):
         return True
     x = alibi_slopes
     if (type(x) is not torch.Tensor or x.layout is not torch.strided or x.is_nested
-            or x.dtype != torch.float32 or x.requires_grad or x.device != q.device):
+            or x.dtype != torch.float32 or x.requires_grad or x.device != q.device
+            or x.data_ptr() % 4 != 0):
         return False
     h = q.shape[2]
     if x.ndim == 1:
@@ -1132,7 +1133,8 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
             and q.dtype is not getattr(torch, "float8_e4m3fn", None)):  # FP8 q: _fp8_options
         try:
             out, lse = _fast_forward(torch, q, k, v, softmax_scale, causal, return_attn_probs,
-                                     softcap=softcap, alibi_slopes=alibi_slopes)
+                                     check_indices=bool(check_indices), softcap=softcap,
+                                     alibi_slopes=alibi_slopes)
         except ValueError:
             # A tensor of no elements crosses without storage, which the module refuses before
             # the library judges its shape: the general path passes it with storage.
@@ -1363,25 +1365,28 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             kc, kv_format = _kv_cache("torch", k_cache)
             vc, _ = _kv_cache("torch", v_cache)
         used = cache_seqlens
-        checked = None  # the CPU check's out and lse, which the call then writes
+        checked = None  # the check_only call's out and lse, which the call then writes
         appended = False
         try:
             if k is not None:  # appended first, as _append_kv does, then attended with them
-                if cache_leftpad is not None and (indices or not q.is_cuda):
-                    _check_leftpad_before_append("torch", cache_leftpad, used)
-                if alibi_slopes is not None and indices and q.is_cuda:
-                    # Their values, which the attention checks only after the append (the CPU's
-                    # check_only call below checks them first).
-                    _check_alibi_before_append(
-                        alibi_slopes, q, _softmax_scale(softmax_scale), float(softcap))
-                if not q.is_cuda:
-                    # The CPU's attention checks every page of a block table, the append only
-                    # those it writes: the whole check first (its time is the CPU's least cost).
+                if not q.is_cuda or alibi_slopes is not None:
+                    # The attention's checks before anything is written, in the general path's
+                    # order: on the CPU every page of a block table (the append checks only those
+                    # it writes; the check's time is the CPU's least cost), and with ALiBi the
+                    # slopes against the scale and cap, which the attention would otherwise judge
+                    # only after the append. Host data only (no synchronization).
                     checked = _fast_forward(torch, q, kc, vc, softmax_scale, causal,
                                             return_softmax_lse, used, block_table, indices,
                                             k_scale, v_scale, kv_format, pdl, check_only=True,
                                             softcap=softcap, leftpad_k=cache_leftpad,
                                             alibi_slopes=alibi_slopes)
+                if cache_leftpad is not None and (indices or not q.is_cuda):
+                    _check_leftpad_before_append("torch", cache_leftpad, used)
+                if alibi_slopes is not None and indices and q.is_cuda:
+                    # Their values, which the CUDA attention checks (on a host copy) only after
+                    # the append; the CPU's check_only call above read them.
+                    _check_alibi_before_append(
+                        alibi_slopes, q, _softmax_scale(softmax_scale), float(softcap))
                 cap = torch.utils.dlpack.to_dlpack
                 stream = _current_raw_stream(torch, kc) if kc.is_cuda else 0
                 rotary = {}

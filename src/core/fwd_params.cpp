@@ -641,7 +641,7 @@ std::int64_t check_alibi_view(const TensorView& t, int batch, int hq, const Tens
     }
     batch_stride = t.stride[0];
   }
-  if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0) bad(unaligned("pointer", t.data, 4));
+  if (reinterpret_cast<std::uintptr_t>(t.data) % 4 != 0) invalid(unaligned("alibi_slopes", t.data, 4));
   check_same_place(t, q, "alibi_slopes");
   return batch_stride;
 }

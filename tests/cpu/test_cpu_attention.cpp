@@ -673,6 +673,11 @@ TEST(CpuAttention, BadAlibiSlopesAreNamed) {
   a.alibi_slopes = s.alibi.view();
   a.alibi_slopes.data = nullptr;
   rejected(a, "alibi_slopes is a null pointer");
+  std::vector<float> room(8, 0.5f);  // a view 2 bytes into it: not a float's alignment
+  a.alibi_slopes = s.alibi.view();
+  a.alibi_slopes.data = reinterpret_cast<char*>(room.data()) + 2;
+  rejected(a, "alibi_slopes pointer 0x");
+  rejected(a, " is not 4-byte aligned");
   // A softmax_scale so small that 1 / scale is no float: no slope has a unit (slope 0 neither).
   a = s.args;
   a.softmax_scale = 1e-39f;

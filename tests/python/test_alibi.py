@@ -229,9 +229,10 @@ def test_torch_slopes_that_require_grad_are_read_detached():
 def test_alibi_calls_with_plain_tensors_take_the_fast_path(monkeypatch):
     """Plain float32 slopes of a plain torch call go through the fast path (_fast_forward with
     the slopes), with the general path's results bit for bit: flash_attn_func, and
-    flash_attn_with_kvcache without and with an append ([H] and [B, H] slopes). Slopes the
-    library would not take as they are (float16, a wrong shape, requiring grad) take the general
-    path."""
+    flash_attn_with_kvcache without and with an append ([H] and [B, H] slopes); check_indices
+    reaches the native call. Slopes the library would not take as they are (float16, a wrong
+    shape, a last stride of 2, a batch stride under nheads) take the general path, which refuses
+    them before an append writes anything."""
     import gpu_attention.flash_attn_interface as fai
 
     rng = rng_for("alibi-fast-path")
@@ -265,14 +266,33 @@ def test_alibi_calls_with_plain_tensors_take_the_fast_path(monkeypatch):
         assert len(calls) >= 3 and all(c is slopes for c in calls), calls
         monkeypatch.setattr(fai, "_fast_forward", fast)
 
+    # check_indices=False reaches the native call (the slopes' values are then trusted on CUDA).
+    slopes = torch.from_numpy(slopes_for(4))
+    seen = []
+    monkeypatch.setattr(fai, "_fast_forward",
+                        lambda *a, **kw: seen.append(kw.get("check_indices")) or fast(*a, **kw))
+    ga.flash_attn_func(q, kc, vc, alibi_slopes=slopes, check_indices=False)
+    assert seen == [False], seen
+
     def refuse(*args, **kwargs):
         raise AssertionError("slopes the library does not take as they are took the fast path")
 
     monkeypatch.setattr(fai, "_fast_forward", refuse)
-    for bad in (torch.from_numpy(slopes_for(4)).half(), torch.from_numpy(slopes_for(5)),
-                torch.from_numpy(slopes_for(4, 3, rng))):
+    base = torch.from_numpy(slopes_for(8, 2, rng))
+    strided = [
+        torch.from_numpy(slopes_for(4)).half(), torch.from_numpy(slopes_for(5)),
+        torch.from_numpy(slopes_for(4, 3, rng)),
+        base[:, ::2],  # last stride 2
+        torch.as_strided(base, (2, 4), (1, 1)),  # batch stride 1, under nheads
+    ]
+    for bad in strided:
         with pytest.raises(ValueError, match="alibi_slopes"):
             ga.flash_attn_func(q, kc, vc, alibi_slopes=bad)
+        kc4, vc4 = kc.clone(), vc.clone()
+        with pytest.raises(ValueError, match="alibi_slopes"):
+            ga.flash_attn_with_kvcache(q, kc4, vc4, k=kn, v=vn, cache_seqlens=used,
+                                       alibi_slopes=bad)
+        assert torch.equal(kc4, kc) and torch.equal(vc4, vc), "a refused call wrote the caches"
 
 
 # ---- the native call: outputs poisoned first -----------------------------------------------------
