@@ -562,12 +562,18 @@ def _check_alibi_before_append(alibi_slopes, q, scale, softcap):
         scale_log2 = _float32(s * _LOG2E)
     unit = max(_LOG2E, _float32(_LOG2E / scale_log2))
     values = alibi_slopes.detach().cpu().double()
-    rows = values.tolist() if values.dim() == 2 else [values.tolist()]
+    # One row a sequence, named [b][h] as the library names them; a single row ((1, nheads), or
+    # a batch stride of 0) is read once and named [h], as the library reads and names it.
+    per_seq = (values.dim() == 2 and alibi_slopes.shape[0] > 1
+               and alibi_slopes.stride(0) != 0)
+    if values.dim() == 2 and not per_seq:
+        values = values[0]
+    rows = values.tolist() if per_seq else [values.tolist()]
     for b, row in enumerate(rows):
         for h, x in enumerate(row):
             if math.isfinite(x) and abs(x) * unit <= _ALIBI_LIMIT:
                 continue
-            where = f"alibi_slopes[{b}][{h}]" if values.dim() == 2 else f"alibi_slopes[{h}]"
+            where = f"alibi_slopes[{b}][{h}]" if per_seq else f"alibi_slopes[{h}]"
             why = (f": |slope| x max(log2(e), 1 / {'softcap' if softcap > 0 else 'softmax_scale'})"
                    " must be at most 1.58e29 (FLT_MAX / 2^31: its bias at every key distance a "
                    "float32)" if math.isfinite(x) else ", must be finite")

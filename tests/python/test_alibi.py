@@ -295,6 +295,25 @@ def test_alibi_calls_with_plain_tensors_take_the_fast_path(monkeypatch):
         assert torch.equal(kc4, kc) and torch.equal(vc4, vc), "a refused call wrote the caches"
 
 
+@needs_torch
+def test_values_checked_before_an_append_are_named_as_the_library_names_them():
+    """_check_alibi_before_append (the CUDA append's value check, a host copy; run here on CPU
+    tensors) names a slope as the library does: [b][h] for one row a sequence, [h] for a single
+    row, whether (nheads,), (1, nheads) or a row expanded over the batch (batch stride 0)."""
+    import gpu_attention.flash_attn_interface as fai
+
+    q = torch.zeros((2, 1, 4, 64), dtype=torch.float16)
+    row = torch.tensor([0.5, float("nan"), 0.25, 0.125])
+    per_seq = torch.stack([torch.tensor([0.5, 0.5, 0.25, 0.125]), row])
+    for slopes, name in ((row, r"alibi_slopes\[1\] is nan"),
+                         (row[None], r"alibi_slopes\[1\] is nan"),
+                         (row[None].expand(2, 4), r"alibi_slopes\[1\] is nan"),
+                         (per_seq, r"alibi_slopes\[1\]\[1\] is nan")):
+        with pytest.raises(ValueError, match=name):
+            fai._check_alibi_before_append(slopes, q, None, 0.0)
+    fai._check_alibi_before_append(per_seq[:1] * 0 + 0.5, q, None, 0.0)  # finite: no error
+
+
 # ---- the native call: outputs poisoned first -----------------------------------------------------
 
 
