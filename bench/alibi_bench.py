@@ -3,8 +3,9 @@ gpu_attention.flash_attn_func(alibi_slopes=...) against torch's compiled FlexAtt
 same score_mod, and each against the same call without the bias (ours; and torch SDPA's cuDNN
 backend, which takes no ALiBi: what an unbiased call costs there). Outputs are checked against an
 fp64 reference on sampled rows of batch 0 (ours and Flex's). One row a shape: times (do_bench
-median, L2 flushed), TFLOP/s, ours/Flex, and what the bias costs each side. On CUDA our ALiBi
-calls run the portable sm_80 kernel (the unbiased ones the sm_90a or decode kernels on Hopper).
+median, L2 flushed), TFLOP/s, ours/Flex, and what the bias costs each side. On Hopper our dense
+and causal ALiBi calls run the sm_90a kernels' instantiations with the bias (docs/kernels.md),
+decode shapes the decode kernels.
 
     PYTHONPATH=<build>/python python3 bench/alibi_bench.py [--json F] [--md F] [--only WORD...]
         [--device cuda|cpu]

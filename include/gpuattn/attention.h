@@ -259,9 +259,10 @@ struct AttentionArgs {
   // on CUDA. Any layout, mask and precision, on both backends. On CUDA a branch uniform over the
   // call adds the bias in the 16-bit decode kernel, an instantiation of its own in the 8-bit one
   // (decode calls: 16-bit, paged and 8-bit caches read in place), the sm_80 kernel's masked instantiations, and on Hopper the sm_90a kernels' dense
-  // loop: ALiBi calls at head dims 64 and 128 take sm90_ws_128x128 there (whatever GPUATTN_KERNEL
-  // forces: the tuned kernels leave the bias out, which cost their plain calls up to 8.6%), at 256
-  // the kernel the plain call takes. The FP8 kernel does not add it (an FP8 q is dequantized, and
+  // loop: ALiBi calls at head dims 64 and 128 take sm90_ws_128x128 there, at 64 sm90_ws_192x128
+  // where its 3 consumers pay (the instantiations with the bias; GPUATTN_KERNEL forces only
+  // between those two: the other tuned kernels leave the bias out, which cost their plain calls up
+  // to 8.6%), at 256 the kernel the plain call takes. The FP8 kernel does not add it (an FP8 q is dequantized, and
   // an 8-bit cache's call that is not a decode call runs on its dequantized copy, as without
   // ALiBi); windows, global tokens, block layouts and compensated precision run the sm_80 kernel
   // on Hopper too. Sequence-parallel calls refuse

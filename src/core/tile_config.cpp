@@ -164,9 +164,15 @@ const TileConfig& select_fwd_config(const FwdShape& s) {
         return tile_config(wide ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256);
       }
       // ALiBi (dense and causal calls here, see pick_forward_kernel) at head dims 64 and 128: the
-      // 2-consumer kernel, whatever GPUATTN_KERNEL forces; the tuned kernels leave the bias out
-      // (FwdTraits::kAlibi, fwd_sm90.cuh: it cost their plain calls up to 8.6% at head dim 64).
-      if (s.alibi) return tile_config(FwdKernel::sm90_ws_128x128);
+      // 2-consumer kernel, or at head dim 64 the 3-consumer one where it pays (or is forced), each
+      // in an instantiation with the bias; the other tuned kernels leave it out (FwdTraits::kAlibi,
+      // fwd_sm90.cuh: it cost their plain calls up to 8.6% at head dim 64), whatever
+      // GPUATTN_KERNEL forces.
+      if (s.alibi) {
+        const bool three = s.head_dim == 64 && s.dense_or_causal &&
+                           (s.force_192x128 || (!s.force_128x128 && three_consumers_pay(s)));
+        return tile_config(three ? FwdKernel::sm90_ws_192x128 : FwdKernel::sm90_ws_128x128);
+      }
       if (s.head_dim == 128 && s.dense_or_causal &&
           (s.force_128x128_s3 || (s.seqlen_k <= kD128ThreeStageMaxKeys && !s.force_128x128))) {
         return tile_config(FwdKernel::sm90_ws_128x128_s3);

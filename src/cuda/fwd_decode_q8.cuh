@@ -373,7 +373,10 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads, kAlibi ? Q8Traits<D>::k
                                                 q_shift[g + 8 * h]));
           row_scale[h] = p.scale_log2;
         } else {
-          row_scale[h] = ldexpf(kscale_log2, q_shift[g + 8 * h]);
+          // At least FLT_MIN: a factor that underflows to 0 (a tiny k_scale with a tiny bf16 q
+          // row) would make a masked key's -inf score NaN. Any score times FLT_MIN is at most
+          // ~2^-93, so its exp2 is 1 either way: the row's weights stay uniform, as they should.
+          row_scale[h] = fmaxf(ldexpf(kscale_log2, q_shift[g + 8 * h]), 1.17549435e-38f);
         }
       }
         // A fragments in the K order below: step kk's dims 2c4, 2c4+1 / 2c4+8, 2c4+9 are the

@@ -110,8 +110,9 @@ struct FwdTraits {
   // ALiBi, 2026-12-03-h200-s70 call 3: 0.98-1.00x the time), but at head dim 64, whose softmax
   // takes as long as its GEMMs, none of the plain calls' kernels: with the branch compiled in,
   // calls without ALiBi took 1.025-1.036x the time (3 consumers, 2 CTAs) and 1.086x (4 stages,
-  // causal S512; no spill in any). There an instantiation of its own (kAlibi_, FwdD64AlibiTraits:
-  // the 2-consumer kernel for dense and causal calls) runs the ALiBi calls; the 3-stage head-dim-128
+  // causal S512; no spill in any). There instantiations of their own (kAlibi_: FwdD64AlibiTraits,
+  // the 2-consumer kernel, and FwdD64ThreeAlibiTraits, the 3-consumer one, for dense and causal
+  // calls) run the ALiBi calls; the 3-stage head-dim-128
   // kernels leave it out too (B16 S1024 causal measured 1.025x, within that run's spread, not
   // worth a doubt: ALiBi calls there take the 2-stage kernel).
   static constexpr bool kAlibi =
@@ -349,10 +350,13 @@ using FwdD64CausalTraits = FwdTraits<T, 64, false, 2, 0, false, 4, true>;
 // FwdTraits::kHalfLast): what sm90_ws_128x128_s3 runs for causal calls.
 template <typename T>
 using FwdD128ShortCausalTraits = FwdTraits<T, 128, false, 2, 0, false, 3, true>;
-// The ALiBi calls' instantiation at head dim 64 (see FwdTraits::kAlibi): the 2-consumer kernel
-// (sm90_ws_128x128) for dense and causal calls, with the bias.
+// The ALiBi calls' instantiations at head dim 64 (see FwdTraits::kAlibi), for dense and causal
+// calls, with the bias: the 3-consumer kernel (sm90_ws_192x128) where three_consumers_pay, the
+// 2-consumer one (sm90_ws_128x128) on the grids it does not.
 template <typename T>
 using FwdD64AlibiTraits = FwdTraits<T, 64, false, 2, 0, false, 0, false, true>;
+template <typename T>
+using FwdD64ThreeAlibiTraits = FwdTraits<T, 64, false, 3, 0, false, 0, false, true>;
 
 using ptx::quad_max;
 using ptx::quad_sum;
@@ -2308,7 +2312,9 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
   static_assert(matches_table<FwdTraits<T, D>>(),
                 "FwdTraits and the tile configuration table agree");
   switch (kernel) {
-    case FwdKernel::sm90_ws_192x128: return launch_own<FwdThreeConsumerTraits<T>, D>(p, stream);
+    case FwdKernel::sm90_ws_192x128:
+      if (p.has_alibi()) return launch_own<FwdD64ThreeAlibiTraits<T>, D>(p, stream);  // kAlibi
+      return launch_own<FwdThreeConsumerTraits<T>, D>(p, stream);
     case FwdKernel::sm90_ws_64x128_2cta: return launch_own<FwdD64TwoCtaTraits<T>, D>(p, stream);
     case FwdKernel::sm90_ws_128x80_d256: return launch_own<FwdD256Traits<T>, D>(p, stream);
     case FwdKernel::sm90_ws_128x128_s3:

@@ -188,6 +188,48 @@ TEST(TileConfig, DecodeTakesFewRowsPerKvHead) {
   EXPECT_EQ(d.stages, 2);
 }
 
+// ALiBi calls on Hopper take the kernels whose dense loop adds the bias (FwdTraits::kAlibi): at
+// head dim 64 the 3-consumer kernel where it pays (its ALiBi instantiation) and the 2-consumer one
+// elsewhere (not the two-CTA or 4-stage kernels), at 128 the 2-stage 2-consumer one (not the
+// 3-stage one), at 256 the plain call's; GPUATTN_KERNEL forces 3 or 2 consumers only.
+TEST(TileConfig, HopperAlibiCallsTakeTheKernelsWithTheBias) {
+  for (bool causal : {false, true}) {
+    FwdShape s = shape(9, true, 132, 4096, 4, 16);  // B4 H16 S4096: 3 consumers pay (below)
+    s.head_dim = 64;
+    s.causal = causal;
+    s.alibi = true;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128) << causal;
+    s.force_128x128 = true;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.force_128x128 = false;
+    s.force_64x128_2cta = true;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128) << causal;
+    s.force_64x128_2cta = false;
+    s = shape(9, true, 132, 1024, 1, 16);  // one wave either way: plain calls take two CTAs
+    s.head_dim = 64;
+    s.causal = causal;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_64x128_2cta) << causal;
+    s.alibi = true;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.force_192x128 = true;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_192x128) << causal;
+    s.force_192x128 = false;
+    s.force_128x128_s4 = true;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.force_128x128_s4 = false;
+    s.head_dim = 128;  // plain: the 3-stage kernel (1024 keys)
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.force_192x128 = true;  // which exists at head dim 64 only
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.force_192x128 = false;
+    s.head_dim = 256;
+    s.alibi = false;
+    const FwdKernel plain = pick(s);
+    s.alibi = true;
+    EXPECT_EQ(pick(s), plain) << causal;
+  }
+}
+
 TEST(TileConfig, HopperTakesThreeConsumersForLargeDenseAndCausalGridsAtHeadDim64) {
   for (bool causal : {false, true}) {
     // B4 H16 S4096: 22 x 64 = 1408 items of 192 rows, 11 waves on 132 SMs, against 2048 items of

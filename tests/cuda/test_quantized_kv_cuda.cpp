@@ -39,6 +39,7 @@ struct QCase {
   bool per_head = true;
   float big_q_row = 0.f;  // nonzero: q row 0 of every head times this
   float k_boost = 1.f;    // k_scale times this, q divided by it: the same scores, K past float16
+  float k_shrink = 1.f;   // k_scale alone times this (q as it is): the scores shrink toward 0
   float softcap = 0.f;    // AttentionArgs::softcap
   std::vector<int> pad = {};  // empty: no leftpad_k
   // Paged: V's pool with 16 more bytes a head than K's, K and V laid out differently (V's own
@@ -53,7 +54,8 @@ struct QCase {
            std::to_string(Sk) + "_D" + std::to_string(D) + (used.empty() ? "" : "_used") +
            (page ? "_page" + std::to_string(page) : "") + (causal ? "_causal" : "") +
            (per_head ? "" : "_one_scale") + (big_q_row != 0.f ? "_big_q" : "") +
-           (k_boost != 1.f ? "_k_boost" : "") + (softcap != 0.f ? "_cap" + number_name(softcap) : "") +
+           (k_boost != 1.f ? "_k_boost" : "") +
+           (k_shrink != 1.f ? "_k_shrink" + number_name(k_shrink) : "") + (softcap != 0.f ? "_cap" + number_name(softcap) : "") +
            (pad.empty() ? "" : "_pad") + (v_padded ? "_vpad" : "") + (alibi ? "_alibi" : "") +
            (alibi_gain != 1.f ? "x" + number_name(alibi_gain) : "");
   }
@@ -93,6 +95,9 @@ void expect_matches_reference(const QCase& c, bool check_indices = true,
   if (c.k_boost != 1.f) {
     for (std::int64_t e = 0; e < q.numel(); ++e) q.set(e, q.get(e) / c.k_boost);
     for (std::int64_t h = 0; h < ks.numel(); ++h) ks.set(h, ks.get(h) * c.k_boost);
+  }
+  for (std::int64_t h = 0; c.k_shrink != 1.f && h < ks.numel(); ++h) {
+    ks.set(h, ks.get(h) * c.k_shrink);
   }
   const HostTensor used = int32s(c.used.empty() ? std::vector<int>(c.B, c.Sk) : c.used);
   const HostTensor pad = int32s(c.pad.empty() ? std::vector<int>(c.B, 0) : c.pad);
@@ -208,6 +213,37 @@ TEST_F(QuantizedKvCuda, DecodeReadsTheEightBitCacheInPlace) {
       {bf16, i8, 2, 8, 2, 1, 700, 64, true, {700, 41}, 20},
       {f16, e4m3, 2, 8, 2, 2, 900, 256, false, {900, 201}, 100},
   };
+  for (const QCase& c : cases) expect_matches_reference(c, true, Runs::in_place);
+}
+
+// Scores that vanish: a tiny k_scale with a tiny bf16 q row. The kernel's log2-domain factor of
+// a row (scale x log2(e) x k_scale x 2^shift, the shift from the q row's largest magnitude) then
+// underflows float; at 0 a masked key's -inf score times it was NaN, and with it the row. The
+// softmax of such a row is uniform over its keys (keys not a multiple of the 32-key tile, so the
+// last tile has masked keys; seqused_k and paged too, plain, soft-capped and with ALiBi).
+TEST_F(QuantizedKvCuda, ScoresThatVanishGiveUniformWeights) {
+  const DType f16 = DType::f16, bf16 = DType::bf16, i8 = DType::i8, e4m3 = DType::e4m3;
+  std::vector<QCase> cases = {
+      {bf16, i8, 2, 8, 2, 1, 900, 64, false, {}, 0, {}, Precision::standard, true, 1e-30f},
+      {bf16, e4m3, 2, 8, 4, 2, 1000, 128, true, {1000, 77}, 0, {}, Precision::standard, true,
+       1e-30f},
+      {bf16, i8, 2, 4, 2, 1, 700, 256, false, {700, 41}, 20, {}, Precision::standard, false,
+       1e-36f},
+      {f16, e4m3, 2, 8, 2, 1, 333, 128, false, {333, 5}, 16},
+  };
+  cases[0].k_shrink = 1e-30f;
+  cases[1].k_shrink = 1e-25f;
+  cases[2].k_shrink = 1e-12f;
+  cases[3].k_shrink = 1e-42f;  // a float16 q (no shift) and a denormal k_scale
+  const std::size_t plain = cases.size();
+  for (std::size_t i = 0; i < plain; ++i) {
+    QCase capped = cases[i];
+    capped.softcap = 5.f;
+    cases.push_back(capped);
+    QCase biased = cases[i];
+    biased.alibi = true;
+    cases.push_back(biased);
+  }
   for (const QCase& c : cases) expect_matches_reference(c, true, Runs::in_place);
 }
 
