@@ -51,10 +51,17 @@ CASES = [
     ("B16 H16 S1024 D128 causal", 16, 16, 16, 1024, 1024, 128, True, "float16"),
     ("decode B32 H32 Sk4096 D128", 32, 32, 32, 1, 4096, 128, False, "float16"),
     ("decode B32 Hq32 Hkv8 Sk8192 D128 bf16", 32, 32, 8, 1, 8192, 128, False, "bfloat16"),
+    # Sliding windows (a 10th field: window_size): the timed calls of both sides, and Flex's block
+    # mask, skip the tiles outside the window; cuDNN (SDPA) takes no window.
+    ("B2 H16 S16384 D128 causal W1024", 2, 16, 16, 16384, 16384, 128, True, "float16",
+     (1023, 0)),
+    ("B4 H16 S8192 D128 W512+512 bf16", 4, 16, 16, 8192, 8192, 128, False, "bfloat16",
+     (512, 512)),
 ]
 SMOKE_CASES = [
     ("B1 H2 S128 D64 causal", 1, 2, 2, 128, 128, 64, True, "float32"),
     ("decode B2 Hq4 Hkv2 Sk200 D64", 2, 4, 2, 1, 200, 64, False, "float32"),
+    ("B1 H2 S160 D64 W20+7", 1, 2, 2, 160, 160, 64, False, "float32", (20, 7)),
 ]
 
 
@@ -63,8 +70,9 @@ def slopes_of(hq):
     return [2.0 ** (-8.0 * (h + 1) / hq) for h in range(hq)]
 
 
-def reference_rows(q, k, v, rows, heads, scale, slopes, causal):
-    """fp64 ALiBi attention of batch 0's `rows` and `heads` ([B, S, H, D] inputs)."""
+def reference_rows(q, k, v, rows, heads, scale, slopes, causal, window=None):
+    """fp64 ALiBi attention of batch 0's `rows` and `heads` ([B, S, H, D] inputs); window: None
+    or flash-attn's window_size (left, right), -1 unbounded. Every sampled row sees a key."""
     sq, sk = q.shape[1], k.shape[1]
     group = q.shape[2] // k.shape[2]
     out = torch.empty(len(heads), len(rows), q.shape[3], dtype=torch.float64)
@@ -72,16 +80,23 @@ def reference_rows(q, k, v, rows, heads, scale, slopes, causal):
         kk = k[0, :, h // group].double().cpu()
         vv = v[0, :, h // group].double().cpu()
         for b, r in enumerate(rows):
-            n = min(sk, r + sk - sq + 1) if causal else sk
-            s = (kk[:n] @ q[0, r, h].double().cpu()) * scale
-            dist = (torch.arange(n, dtype=torch.float64) - (r + sk - sq)).abs()
+            pos = r + sk - sq
+            lo, n = 0, min(sk, pos + 1) if causal else sk
+            if window is not None:
+                lo = 0 if window[0] < 0 else max(0, pos - window[0])
+                if window[1] >= 0:
+                    n = min(n, pos + window[1] + 1)
+            s = (kk[lo:n] @ q[0, r, h].double().cpu()) * scale
+            dist = (torch.arange(lo, n, dtype=torch.float64) - pos).abs()
             s = s - slopes[h] * dist
-            out[a, b] = torch.softmax(s, 0) @ vv[:n]
+            out[a, b] = torch.softmax(s, 0) @ vv[lo:n]
     return out
 
 
 def run_case(case, args, timer, flex, dev, gen):
-    x = score_mod_common.Inputs(case, dev, gen)
+    window = case[9] if len(case) > 9 else None
+    x = score_mod_common.Inputs(case[:9], dev, gen, window=window)
+    ws = tuple(window) if window is not None else (-1, -1)
     slope_list = slopes_of(x.hq)
     slopes = torch.tensor(slope_list, device=dev, dtype=torch.float32)
     off = x.sk - x.sq
@@ -91,14 +106,16 @@ def run_case(case, args, timer, flex, dev, gen):
 
     q, k, v, qf, kf, vf = x.q, x.k, x.v, x.qf, x.kf, x.vf
     sides = {
-        "ours": lambda: ga.flash_attn_func(q, k, v, causal=x.causal, alibi_slopes=slopes),
-        "ours_plain": lambda: ga.flash_attn_func(q, k, v, causal=x.causal),
+        "ours": lambda: ga.flash_attn_func(q, k, v, causal=x.causal, window_size=ws,
+                                           alibi_slopes=slopes),
+        "ours_plain": lambda: ga.flash_attn_func(q, k, v, causal=x.causal, window_size=ws),
         "flex": lambda: flex(qf, kf, vf, score_mod=alibi_mod, block_mask=x.block_mask, **x.gqa),
         "flex_plain": lambda: flex(qf, kf, vf, block_mask=x.block_mask, **x.gqa),
     }
     return score_mod_common.run_sides(
         x, sides, "plain", "bias_cost",
-        lambda rows, heads: reference_rows(q, k, v, rows, heads, x.scale, slope_list, x.causal),
+        lambda rows, heads: reference_rows(q, k, v, rows, heads, x.scale, slope_list, x.causal,
+                                           window),
         args, timer)
 
 

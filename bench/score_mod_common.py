@@ -17,9 +17,21 @@ import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 
-def flops(b, hq, sq, sk, d, causal):
-    """4 * visible pairs * d (the two GEMMs); causal bottom-right aligned."""
-    if causal:
+def flops(b, hq, sq, sk, d, causal, window=None):
+    """4 * visible pairs * d (the two GEMMs); causal bottom-right aligned. window: (left, right)
+    as flash-attn's window_size (-1: unbounded on that side), row i at key position i + sk - sq
+    sees keys [pos - left, pos + right]."""
+    if window is not None:
+        left, right = window
+        pairs = 0
+        for i in range(sq):
+            pos = i + sk - sq
+            lo = 0 if left < 0 else max(0, pos - left)
+            hi = sk - 1 if right < 0 else min(sk - 1, pos + right)
+            if causal:
+                hi = min(hi, pos)
+            pairs += max(0, hi - lo + 1)
+    elif causal:
         pairs = sum(max(0, min(sk, i + sk - sq + 1)) for i in range(sq)) if sq != sk else \
             sq * (sq + 1) // 2
     else:
@@ -38,16 +50,20 @@ def f(x, fmt):
 
 class Inputs:
     """One case's tensors: q ([B, S, H, D], times q_times), k, v, their [B, H, S, D] views for SDPA
-    and Flex (qf, kf, vf), the softmax scale, the causal block mask (None without causal), Flex's
-    and SDPA's GQA keyword, and the row that the timings go into."""
+    and Flex (qf, kf, vf), the softmax scale, the block mask of causal and window (None without
+    either), Flex's and SDPA's GQA keyword, and the row that the timings go into. window: None or
+    (left, right), flash-attn's window_size (-1: unbounded on that side)."""
 
-    def __init__(self, case, dev, gen, q_times=1.0, **row_extra):
+    def __init__(self, case, dev, gen, q_times=1.0, window=None, **row_extra):
         label, b, hq, hkv, sq, sk, d, causal, dtype_name = case
         dtype = getattr(torch, dtype_name)
         self.hq, self.sq, self.sk, self.causal, self.dev = hq, sq, sk, causal, dev
+        self.window = window
         self.row = dict(case=label, batch=b, hq=hq, hkv=hkv, seqlen_q=sq, seqlen_k=sk,
                         head_dim=d, causal=causal, dtype=dtype_name, **row_extra,
-                        flops=flops(b, hq, sq, sk, d, causal))
+                        flops=flops(b, hq, sq, sk, d, causal, window))
+        if window is not None:
+            self.row["window"] = list(window)
         self.q = torch.randn(b, sq, hq, d, device=dev, dtype=dtype, generator=gen)
         if q_times != 1.0:
             self.q = self.q * q_times
@@ -56,8 +72,21 @@ class Inputs:
         self.qf, self.kf, self.vf = (x.transpose(1, 2) for x in (self.q, self.k, self.v))
         self.scale = 1.0 / math.sqrt(d)
         self.block_mask = None
-        if causal:
-            off = sk - sq
+        off = sk - sq
+        if window is not None:
+            left, right = window
+
+            def window_fn(bi, hi, qi, ki):
+                pos = qi + off
+                seen = (pos - ki <= left) if left >= 0 else (ki >= 0)
+                if right >= 0:
+                    seen = seen & (ki - pos <= right)
+                if causal:
+                    seen = seen & (pos >= ki)
+                return seen
+
+            self.block_mask = create_block_mask(window_fn, None, None, sq, sk, device=str(dev))
+        elif causal:
 
             def causal_fn(bi, hi, qi, ki):
                 return qi + off >= ki
@@ -80,9 +109,9 @@ def run_sides(x, sides, plain, cost, reference, args, timer):
     Flex's outputs against reference(rows, heads), times every side that ran, and fills x.row:
     <side>_ms / _tflops / _max_err, ours_over_flex (> 1: ours faster) and <ours|flex>_<cost>
     (a side's time over that of its `<side>_<plain>` twin). With a GPU, `cudnn_<plain>` joins
-    the sides where SDPA takes the shape (not causal with Sq != Sk). Returns the row."""
+    the sides where SDPA takes the shape (not causal with Sq != Sk, no window). Returns the row."""
     row = x.row
-    if x.dev.type == "cuda" and (not x.causal or x.sq == x.sk):
+    if x.dev.type == "cuda" and (not x.causal or x.sq == x.sk) and x.window is None:
         sides[f"cudnn_{plain}"] = x.cudnn
     outs = {}
     for name, fn in sides.items():

@@ -264,8 +264,9 @@ struct AttentionArgs {
   // between those two: the other tuned kernels leave the bias out, which cost their plain calls up
   // to 8.6%), at 256 the kernel the plain call takes. The FP8 kernel does not add it (an FP8 q is dequantized, and
   // an 8-bit cache's call that is not a decode call runs on its dequantized copy, as without
-  // ALiBi); windows, global tokens, block layouts and compensated precision run the sm_80 kernel
-  // on Hopper too. Sequence-parallel calls refuse
+  // ALiBi); a sliding window alone at head dim 128 runs sm90_ws_128x128's dense loop, as without
+  // ALiBi, but global tokens, block layouts, windows at head dims 64 and 256 and compensated
+  // precision run the sm_80 kernel on Hopper too. Sequence-parallel calls refuse
   // it. A slope whose bias reaches float's range (|slope| near the bound) can push a score to
   // -inf, where the fp64 reference keeps it finite.
   TensorView alibi_slopes;

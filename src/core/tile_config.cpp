@@ -163,11 +163,11 @@ const TileConfig& select_fwd_config(const FwdShape& s) {
         const bool wide = s.dense_or_causal && s.seqlen_k >= kD256WideTileMinKeys;
         return tile_config(wide ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256);
       }
-      // ALiBi (dense and causal calls here, see pick_forward_kernel) at head dims 64 and 128: the
-      // 2-consumer kernel, or at head dim 64 the 3-consumer one where it pays (or is forced), each
-      // in an instantiation with the bias; the other tuned kernels leave it out (FwdTraits::kAlibi,
-      // fwd_sm90.cuh: it cost their plain calls up to 8.6% at head dim 64), whatever
-      // GPUATTN_KERNEL forces.
+      // ALiBi (dense and causal calls here, and windows alone at head dim 128: see
+      // pick_forward_kernel) at head dims 64 and 128: the 2-consumer kernel, or at head dim 64 the
+      // 3-consumer one where it pays (or is forced), each in an instantiation with the bias; the
+      // other tuned kernels leave it out (FwdTraits::kAlibi, fwd_sm90.cuh: it cost their plain
+      // calls up to 8.6% at head dim 64), whatever GPUATTN_KERNEL forces.
       if (s.alibi) {
         const bool three = s.head_dim == 64 && s.dense_or_causal &&
                            (s.force_192x128 || (!s.force_128x128 && three_consumers_pay(s)));

@@ -204,13 +204,16 @@ FwdKernel pick_forward_kernel(const FwdParams& p) {
   const KernelChoice choice = kernel_choice_from_env();
   // Caps above FwdParams::kFastTanhMaxCap take the exact tanh, which the sm_90a kernels do not
   // compile (its second tile loop slowed every call: fwd_sm90.cuh).
-  // The sm_90a kernels add ALiBi to dense and causal calls in standard precision (their dense
-  // loop; select_fwd_config picks an instantiation that compiles it); with a window, global tokens,
-  // a block layout or compensated precision it is the sm_80 kernel's (its masked
+  // The sm_90a kernels add ALiBi to dense and causal calls in standard precision, and at head
+  // dim 128 to sliding windows alone (their dense loop, which runs those; select_fwd_config picks
+  // an instantiation that compiles the bias); with global tokens, a block layout, a window at
+  // head dims 64 and 256, or compensated precision it is the sm_80 kernel's (its masked
   // instantiations). Both decode kernels add it.
+  const bool alibi_on_sm90 = p.precision == Precision::standard &&
+                             (p.dense_or_causal() || (p.head_dim == 128 && p.banded()));
   const bool sm90_available =
       choice != KernelChoice::sm80 && !p.has_key_range() && !p.exact_tanh() &&
-      !(p.has_alibi() && (!p.dense_or_causal() || p.precision != Precision::standard)) &&
+      !(p.has_alibi() && !alibi_on_sm90) &&
       strides_fit_tma(p) && sm90::usable(p.dtype, p.head_dim);
   FwdShape shape = fwd_shape(p, sm80::compute_capability_major(), sm90_available, sm80::num_sms(),
                              sm80::max_smem_per_block());

@@ -1595,18 +1595,20 @@ __device__ __forceinline__ int consume(const FwdParams& p, const QkvTensorMaps& 
       for (int i = 0; i < kBlockN / 2; ++i)
         if (!(half64 && i / 4 >= kNS / 2)) s[i] = ptx::tanh_of_log2<kFma>(s[i] * k);
     }
-    // ALiBi (AttentionArgs::alibi_slopes; dense and causal calls only: the dispatch keeps the
-    // others on sm_80, so tile j holds keys [j kBlockN, (j + 1) kBlockN)): -slope x |row
-    // position - key| on each score in the raw units scale_log2 multiplies later, after the
-    // soft-cap and before the mask. A branch uniform over the call, the slope read in it (no
-    // register held across the loop for the calls without).
+    // ALiBi (AttentionArgs::alibi_slopes; dense and causal calls, and at head dim 128 sliding
+    // windows alone (Tr::kBanded): the dispatch keeps the others on sm_80, so tile j holds keys
+    // [(t_first + j) kBlockN, (t_first + j + 1) kBlockN)): -slope x |row position - key| on each
+    // score in the raw units scale_log2 multiplies later, after the soft-cap and before the mask.
+    // A branch uniform over the call, the slope read in it (no register held across the loop for
+    // the calls without).
     if constexpr (!kMasked && Tr::kAlibi) {
       if (p.has_alibi()) {
         const float slope = p.alibi_slope(b, h) * p.alibi_raw;
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           // The row's key position less this thread's first key of the tile (exact below 2^24).
-          const float d0 = static_cast<float>(m0 + row_base + 8 * r + diag - (j * kBlockN + 2 * t4));
+          const float d0 =
+              static_cast<float>(m0 + row_base + 8 * r + diag - ((t_first + j) * kBlockN + 2 * t4));
 #pragma unroll
           for (int n = 0; n < kNS; ++n)
 #pragma unroll
@@ -2176,7 +2178,8 @@ void launch_kernel(const FwdParams& p, cudaStream_t stream) {
                 std::string("gpuattn: this instantiation of ") +
                     kFwdTileConfigs[static_cast<int>(kernel_of<Tr>())].name +
                     " adds no ALiBi (the dispatch sends such calls to the one that does, and "
-                    "windows, global tokens, block layouts and compensated precision to sm_80)");
+                    "global tokens, block layouts, windows at head dims 64 and 256 and "
+                    "compensated precision to sm_80)");
   }
   // The fast tanh only (see consume()'s softmax): the dispatch sends larger caps to sm_80.
   if (p.exact_tanh()) {

@@ -835,6 +835,9 @@ TEST_F(AttentionCudaTest, SoftcappedCallsTakeTheUncappedKernel) {
                         dense(1, 16, 16, 4096, 4096, 64, f16).causal(),
                         dense(1, 16, 16, 1024, 1024, 64, f16), dense(2, 8, 8, 2048, 2048, 256, bf16),
                         dense(1, 8, 8, 700, 700, 128, f16).window(64, 16).globals(8),
+                        dense(1, 8, 8, 700, 700, 128, f16).window(64, 16),
+                        dense(2, 8, 8, 1000, 1000, 128, bf16).causal().window(256, 0),
+                        dense(1, 8, 8, 1000, 1000, 64, f16).window(64, 64),
                         dense(1, 8, 8, 333, 333, 64, f16).compensated()}) {
     Problem plain(c, 1), capped(c.capped(5), 1), huge(c.capped(1000), 1);
     const FwdKernel want = cuda_forward_kernel(make_fwd_params(plain.device_args()));
@@ -852,15 +855,15 @@ TEST_F(AttentionCudaTest, SoftcappedCallsTakeTheUncappedKernel) {
 
 // ALiBi (AttentionArgs::alibi_slopes) on whichever kernel the dispatch picks (ctest's sm80. and
 // sm90_*. copies run the cases on the others): the sm_90a kernels' dense loop for dense and causal
-// calls on Hopper, the decode kernel for decode shapes, the sm_80 kernel's masked instantiations
-// for the rest and elsewhere. Slopes a
-// head and a sequence and head (the paper's, each sequence's scaled differently), every head dim
-// and dtype, dense and causal with Sq != Sk both ways (rows that see no key), GQA and MQA, varlen
-// with rows of one key and empty sequences, decode shapes (one and four rows per KV head, GQA
-// rows of several heads in one tile: each row's own slope), the dense kernel's half last tile (193 rows), head dim 256's wide
-// tiles (1024 keys and more), a window with global tokens (sm_80), soft-capping (the bias after
-// the tanh), compensated precision (both head dim 256 splits), and logits large enough (q x 4)
-// that a wrong bias would show.
+// calls on Hopper (and windows alone at head dim 128), the decode kernel for decode shapes, the
+// sm_80 kernel's masked instantiations for the rest and elsewhere. Slopes a head and a sequence
+// and head (the paper's, each sequence's scaled differently), every head dim and dtype, dense and
+// causal with Sq != Sk both ways (rows that see no key), GQA and MQA, varlen with rows of one key
+// and empty sequences, decode shapes (one and four rows per KV head, GQA rows of several heads in
+// one tile: each row's own slope), the dense kernel's half last tile (193 rows), head dim 256's
+// wide tiles (1024 keys and more), windows (alone at head dims 64 and 128, and with global tokens:
+// sm_80), soft-capping (the bias after the tanh), compensated precision (both head dim 256
+// splits), and logits large enough (q x 4) that a wrong bias would show.
 INSTANTIATE_TEST_SUITE_P(
     Alibi, AttentionCuda,
     ::testing::Values(dense(2, 8, 8, 300, 300, 64, f16).alibi(),
@@ -883,15 +886,24 @@ INSTANTIATE_TEST_SUITE_P(
                       dense(1, 16, 16, 1024, 1024, 64, f16).alibi(),
                       dense(4, 32, 8, 1024, 1024, 64, f16).causal().alibi(true),
                       dense(1, 8, 8, 2100, 2100, 128, f16).alibi(true),
-                      dense(1, 8, 8, 1500, 1500, 256, bf16).alibi()),
+                      dense(1, 8, 8, 1500, 1500, 256, bf16).alibi(),
+                      // Windows alone at head dim 128: the sm_90a dense loop's tiles from the
+                      // window's first (t_first), edges masked, and Sq != Sk both ways.
+                      dense(2, 8, 8, 1000, 1000, 128, f16).window(100, 100).alibi(true),
+                      dense(1, 8, 2, 1000, 1000, 128, bf16).causal().window(256, 0).q_times(4).alibi(),
+                      dense(1, 8, 8, 700, 1500, 128, f16).window(37, 130).alibi(true),
+                      dense(1, 8, 8, 1500, 700, 128, bf16).causal().window(300, 0).alibi(),
+                      varlen(8, 8, 128, f16, {513, 1, 200}, {513, 1, 1100}).window(64, 64).alibi(true),
+                      dense(1, 8, 8, 1000, 1000, 64, f16).window(64, 64).alibi(true)),
     case_name);
 
 // An ALiBi call takes the kernel its plain twin takes (the sm_90a kernels on Hopper, the decode
 // kernel for decode shapes, the sm_80 kernel elsewhere), under every GPUATTN_KERNEL of the GPU
 // ctest, except that on Hopper at head dims 64 and 128 it is the 2-consumer kernel (whose dense
-// loop compiles the bias: FwdTraits::kAlibi), or at head dim 64 the 3-consumer one where the plain
-// call takes that (its ALiBi instantiation), and that with a window, global tokens or compensated
-// precision it is the sm_80 kernel's.
+// loop compiles the bias: FwdTraits::kAlibi; at 128 it runs windows alone too), or at head dim 64
+// the 3-consumer one where the plain call takes that (its ALiBi instantiation), and that with
+// global tokens, a window at head dims 64 and 256, or compensated precision it is the sm_80
+// kernel's.
 TEST_F(AttentionCudaTest, AlibiCallsTakeTheirPlainKernel) {
   for (const Case& c : {dense(1, 8, 8, 512, 512, 128, f16), dense(4, 32, 8, 1, 4096, 128, bf16),
                         dense(1, 16, 16, 4096, 4096, 64, f16).causal(),
@@ -905,7 +917,8 @@ TEST_F(AttentionCudaTest, AlibiCallsTakeTheirPlainKernel) {
       const FwdKernel got = cuda_forward_kernel(make_fwd_params(p->device_args()));
       const std::string name = tile_config(got).name;
       const std::string plain_name = tile_config(want).name;
-      if (c.mask.window_left >= 0 || c.mask.global_tokens > 0 ||
+      const bool window = c.mask.window_left >= 0 || c.mask.window_right >= 0;
+      if ((window && c.D != 128) || c.mask.global_tokens > 0 ||
           c.precision != Precision::standard) {
         EXPECT_EQ(name.substr(0, 5), "sm80_") << c.name() << ": with ALiBi " << name;
       } else if (plain_name.substr(0, 5) == "sm90_" && c.D != 256) {

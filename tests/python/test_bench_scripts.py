@@ -945,9 +945,10 @@ def test_softcap_bench_runs_on_the_cpu(tmp_path):
 
 @needs_torch
 def test_alibi_bench_runs_on_the_cpu(tmp_path):
-    """bench/alibi_bench.py --device cpu: both smoke cases timed on every side (ours and Flex,
-    with the bias and without), ours and Flex within a float32 tolerance of the fp64 ALiBi
-    reference, JSON and markdown written; an --only that matches nothing is named."""
+    """bench/alibi_bench.py --device cpu: the three smoke cases (one with a sliding window) timed
+    on every side (ours and Flex, with the bias and without), ours and Flex within a float32
+    tolerance of the fp64 ALiBi reference, JSON and markdown written; an --only that matches
+    nothing is named."""
     import json
     import subprocess
 
@@ -961,12 +962,17 @@ def test_alibi_bench_runs_on_the_cpu(tmp_path):
                         str(md)], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     got = json.loads(out.read_text())
-    assert len(got["rows"]) == 2
+    assert len(got["rows"]) == 3
     for row in got["rows"]:
         assert not [k for k in row if k.endswith("_error")], row
         for side in ("ours", "ours_plain", "flex", "flex_plain"):
             assert row[f"{side}_ms"] > 0
         assert row["ours_max_err"] < 1e-4 and row["flex_max_err"] < 1e-4, row
+    windowed = got["rows"][2]
+    assert windowed["window"] == [20, 7]
+    # 4 D x pairs: rows see [i - 20, i + 7] within the 160 keys.
+    pairs = sum(min(159, i + 7) - max(0, i - 20) + 1 for i in range(160))
+    assert windowed["flops"] == 4.0 * 2 * pairs * 64
     assert "ALiBi attention" in md.read_text()
     r = subprocess.run([sys.executable, script, "--device", "cpu", "--only", "D999"], env=env,
                        capture_output=True, text=True, timeout=300)
