@@ -164,12 +164,13 @@ const TileConfig& select_fwd_config(const FwdShape& s) {
         return tile_config(wide ? FwdKernel::sm90_ws_128x80_d256 : FwdKernel::sm90_ws_128x64_d256);
       }
       // ALiBi (dense and causal calls here, and windows alone at head dim 128: see
-      // pick_forward_kernel) at head dims 64 and 128: the 2-consumer kernel, or at head dim 64 the
-      // 3-consumer one where it pays (or is forced), each in an instantiation with the bias; the
-      // other tuned kernels leave it out (FwdTraits::kAlibi, fwd_sm90.cuh: it cost their plain
-      // calls up to 8.6% at head dim 64), whatever GPUATTN_KERNEL forces.
-      if (s.alibi) {
-        const bool three = s.head_dim == 64 && s.dense_or_causal &&
+      // pick_forward_kernel) at head dim 64: the 2-consumer kernel, or the 3-consumer one where it
+      // pays (or is forced), each in an instantiation with the bias; the two-CTA and 4-stage
+      // kernels leave it out (FwdTraits::kAlibi, fwd_sm90.cuh: it cost their plain calls up to
+      // 8.6%), whatever GPUATTN_KERNEL forces. At head dim 128 the plain call's rule (the 3-stage
+      // kernel and the 2-stage one both have instantiations with the bias).
+      if (s.alibi && s.head_dim == 64) {
+        const bool three = s.dense_or_causal &&
                            (s.force_192x128 || (!s.force_128x128 && three_consumers_pay(s)));
         return tile_config(three ? FwdKernel::sm90_ws_192x128 : FwdKernel::sm90_ws_128x128);
       }

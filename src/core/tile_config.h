@@ -378,8 +378,8 @@ struct FwdShape {
   int hkv = 0;                 // KV heads (0: as many as hq)
   bool decode_allowed = true;  // false under GPUATTN_KERNEL=sm80 / sm90_*: their own kernels
   bool kv_quantized = false;   // k/v int8 or FP8 E4M3: a decode call takes decode_q8_16x64
-  bool alibi = false;          // ALiBi: on Hopper at head dims 64 and 128 the 2-consumer kernel
-                               // (or at 64 the 3-consumer one, where three_consumers_pay)
+  bool alibi = false;          // ALiBi: on Hopper at head dim 64 the 2-consumer kernel (or the
+                               // 3-consumer one, where three_consumers_pay)
 };
 
 // What the environment variable GPUATTN_KERNEL asks of the dispatch: unset or "auto", the rule of

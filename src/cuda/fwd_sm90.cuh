@@ -112,9 +112,10 @@ struct FwdTraits {
   // calls without ALiBi took 1.025-1.036x the time (3 consumers, 2 CTAs) and 1.086x (4 stages,
   // causal S512; no spill in any). There instantiations of their own (kAlibi_: FwdD64AlibiTraits,
   // the 2-consumer kernel, and FwdD64ThreeAlibiTraits, the 3-consumer one, for dense and causal
-  // calls) run the ALiBi calls; the 3-stage head-dim-128
-  // kernels leave it out too (B16 S1024 causal measured 1.025x, within that run's spread, not
-  // worth a doubt: ALiBi calls there take the 2-stage kernel).
+  // calls) run the ALiBi calls; the 3-stage head-dim-128 kernels leave it out too (B16 S1024
+  // causal measured 1.025x, within that run's spread, not worth a doubt), and their ALiBi calls
+  // take instantiations of their own as well (FwdD128ShortAlibiTraits and its causal twin; on the
+  // 2-stage kernel such a call cost 1.255x its plain time, s70).
   static constexpr bool kAlibi =
       !kCompensated_ && (kAlibi_ || (kHeadDim_ == 128 && !kOwnDenseCausal) || kHeadDim_ == 256);
   // Whether the dense instantiation runs sliding windows alone (p.banded(), see ItemShape): at
@@ -357,6 +358,12 @@ template <typename T>
 using FwdD64AlibiTraits = FwdTraits<T, 64, false, 2, 0, false, 0, false, true>;
 template <typename T>
 using FwdD64ThreeAlibiTraits = FwdTraits<T, 64, false, 3, 0, false, 0, false, true>;
+// And at head dim 128 for short keys: the 3-stage kernel (sm90_ws_128x128_s3) and its causal
+// twin with the bias, as the plain calls take them (up to kD128ThreeStageMaxKeys keys).
+template <typename T>
+using FwdD128ShortAlibiTraits = FwdTraits<T, 128, false, 2, 0, false, 3, false, true>;
+template <typename T>
+using FwdD128ShortCausalAlibiTraits = FwdTraits<T, 128, false, 2, 0, false, 3, true, true>;
 
 using ptx::quad_max;
 using ptx::quad_sum;
@@ -2321,6 +2328,10 @@ void run_fwd(FwdKernel kernel, const FwdParams& p, cudaStream_t stream) {
     case FwdKernel::sm90_ws_64x128_2cta: return launch_own<FwdD64TwoCtaTraits<T>, D>(p, stream);
     case FwdKernel::sm90_ws_128x80_d256: return launch_own<FwdD256Traits<T>, D>(p, stream);
     case FwdKernel::sm90_ws_128x128_s3:
+      if (p.has_alibi()) {  // see kAlibi
+        if (p.causal) return launch_own<FwdD128ShortCausalAlibiTraits<T>, D>(p, stream);
+        return launch_own<FwdD128ShortAlibiTraits<T>, D>(p, stream);
+      }
       if (p.causal) return launch_own<FwdD128ShortCausalTraits<T>, D>(p, stream);
       return launch_own<FwdD128ShortTraits<T>, D>(p, stream);
     case FwdKernel::sm90_ws_128x128_s4: return launch_own<FwdD64CausalTraits<T>, D>(p, stream);

@@ -190,8 +190,8 @@ TEST(TileConfig, DecodeTakesFewRowsPerKvHead) {
 
 // ALiBi calls on Hopper take the kernels whose dense loop adds the bias (FwdTraits::kAlibi): at
 // head dim 64 the 3-consumer kernel where it pays (its ALiBi instantiation) and the 2-consumer one
-// elsewhere (not the two-CTA or 4-stage kernels), at 128 the 2-stage 2-consumer one (not the
-// 3-stage one), at 256 the plain call's; GPUATTN_KERNEL forces 3 or 2 consumers only.
+// elsewhere (not the two-CTA or 4-stage kernels; GPUATTN_KERNEL forces 3 or 2 consumers only), at
+// 128 and 256 the plain call's (the 3-stage D128 kernel has instantiations with the bias too).
 TEST(TileConfig, HopperAlibiCallsTakeTheKernelsWithTheBias) {
   for (bool causal : {false, true}) {
     FwdShape s = shape(9, true, 132, 4096, 4, 16);  // B4 H16 S4096: 3 consumers pay (below)
@@ -217,16 +217,30 @@ TEST(TileConfig, HopperAlibiCallsTakeTheKernelsWithTheBias) {
     s.force_128x128_s4 = true;
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
     s.force_128x128_s4 = false;
-    s.head_dim = 128;  // plain: the 3-stage kernel (1024 keys)
-    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.head_dim = 128;  // 1024 keys: the 3-stage kernel
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s3) << causal;
     s.force_192x128 = true;  // which exists at head dim 64 only
-    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s3) << causal;
     s.force_192x128 = false;
-    s.head_dim = 256;
-    s.alibi = false;
-    const FwdKernel plain = pick(s);
-    s.alibi = true;
-    EXPECT_EQ(pick(s), plain) << causal;
+    s.force_128x128 = true;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.force_128x128 = false;
+    s.seqlen_q = s.seqlen_k = 4096;  // past kD128ThreeStageMaxKeys: the 2-stage kernel
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.force_128x128_s3 = true;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128_s3) << causal;
+    s.force_128x128_s3 = false;
+    s.dense_or_causal = false;  // a window alone: the 2-stage kernel's dense loop
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.dense_or_causal = true;
+    for (int keys : {1024, 4096}) {
+      s.seqlen_q = s.seqlen_k = keys;
+      s.head_dim = 256;
+      s.alibi = false;
+      const FwdKernel plain = pick(s);
+      s.alibi = true;
+      EXPECT_EQ(pick(s), plain) << causal << " " << keys;
+    }
   }
 }
 

@@ -887,6 +887,8 @@ INSTANTIATE_TEST_SUITE_P(
                       dense(4, 32, 8, 1024, 1024, 64, f16).causal().alibi(true),
                       dense(1, 8, 8, 2100, 2100, 128, f16).alibi(true),
                       dense(1, 8, 8, 1500, 1500, 256, bf16).alibi(),
+                      // The 3-stage D128 kernel's causal twin's half last tile (193 rows).
+                      dense(2, 8, 4, 193, 193, 128, bf16).causal().q_times(4).alibi(true),
                       // Windows alone at head dim 128: the sm_90a dense loop's tiles from the
                       // window's first (t_first), edges masked, and Sq != Sk both ways.
                       dense(2, 8, 8, 1000, 1000, 128, f16).window(100, 100).alibi(true),
@@ -899,13 +901,15 @@ INSTANTIATE_TEST_SUITE_P(
 
 // An ALiBi call takes the kernel its plain twin takes (the sm_90a kernels on Hopper, the decode
 // kernel for decode shapes, the sm_80 kernel elsewhere), under every GPUATTN_KERNEL of the GPU
-// ctest, except that on Hopper at head dims 64 and 128 it is the 2-consumer kernel (whose dense
-// loop compiles the bias: FwdTraits::kAlibi; at 128 it runs windows alone too), or at head dim 64
-// the 3-consumer one where the plain call takes that (its ALiBi instantiation), and that with
-// global tokens, a window at head dims 64 and 256, or compensated precision it is the sm_80
-// kernel's.
+// ctest, except that on Hopper at head dim 64 it is the 2-consumer kernel (whose dense loop
+// compiles the bias: FwdTraits::kAlibi), or the 3-consumer one where the plain call takes that
+// (its ALiBi instantiation), and that with global tokens, a window at head dims 64 and 256, or
+// compensated precision it is the sm_80 kernel's. (At head dim 128 the 3-stage and 2-stage
+// kernels, and at 256 both kernels, have instantiations with the bias.)
 TEST_F(AttentionCudaTest, AlibiCallsTakeTheirPlainKernel) {
   for (const Case& c : {dense(1, 8, 8, 512, 512, 128, f16), dense(4, 32, 8, 1, 4096, 128, bf16),
+                        dense(16, 16, 16, 1024, 1024, 128, f16).causal(),
+                        dense(1, 8, 8, 4096, 4096, 128, bf16),
                         dense(1, 16, 16, 4096, 4096, 64, f16).causal(),
                         dense(1, 16, 16, 1024, 1024, 64, f16), dense(4, 32, 8, 4096, 4096, 64, f16),
                         dense(2, 8, 8, 2048, 2048, 256, bf16),
@@ -921,8 +925,8 @@ TEST_F(AttentionCudaTest, AlibiCallsTakeTheirPlainKernel) {
       if ((window && c.D != 128) || c.mask.global_tokens > 0 ||
           c.precision != Precision::standard) {
         EXPECT_EQ(name.substr(0, 5), "sm80_") << c.name() << ": with ALiBi " << name;
-      } else if (plain_name.substr(0, 5) == "sm90_" && c.D != 256) {
-        const bool three = c.D == 64 && want == FwdKernel::sm90_ws_192x128;
+      } else if (plain_name.substr(0, 5) == "sm90_" && c.D == 64) {
+        const bool three = want == FwdKernel::sm90_ws_192x128;
         EXPECT_EQ(got, three ? FwdKernel::sm90_ws_192x128 : FwdKernel::sm90_ws_128x128)
             << c.name() << ": with ALiBi " << name << ", plain " << plain_name;
       } else {
