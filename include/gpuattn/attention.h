@@ -258,16 +258,16 @@ struct AttentionArgs {
   // checked on the host for host views, on a host copy (with check_indices; trusted otherwise)
   // on CUDA. Any layout, mask and precision, on both backends. On CUDA a branch uniform over the
   // call adds the bias in the 16-bit decode kernel, an instantiation of its own in the 8-bit one
-  // (decode calls: 16-bit, paged and 8-bit caches read in place), the sm_80 kernel's masked instantiations, and on Hopper the sm_90a kernels' dense
-  // loop: ALiBi calls at head dims 64 and 128 take sm90_ws_128x128 there, at 64 sm90_ws_192x128
-  // where its 3 consumers pay (the instantiations with the bias; GPUATTN_KERNEL forces only
-  // between those two: the other tuned kernels leave the bias out, which cost their plain calls up
-  // to 8.6%), at 256 the kernel the plain call takes. The FP8 kernel does not add it (an FP8 q is dequantized, and
-  // an 8-bit cache's call that is not a decode call runs on its dequantized copy, as without
-  // ALiBi); a sliding window alone at head dim 128 runs sm90_ws_128x128's dense loop, as without
-  // ALiBi, but global tokens, block layouts, windows at head dims 64 and 256 and compensated
-  // precision run the sm_80 kernel on Hopper too. Sequence-parallel calls refuse
-  // it. A slope whose bias reaches float's range (|slope| near the bound) can push a score to
+  // (decode calls: 16-bit, paged and 8-bit caches read in place), the sm_80 kernel's masked
+  // instantiations, and on Hopper the sm_90a kernels' dense loop: ALiBi calls at head dim 64 take
+  // sm90_ws_128x128 there, or sm90_ws_192x128 where its 3 consumers pay (the instantiations with
+  // the bias; GPUATTN_KERNEL forces only between those two: the other tuned D64 kernels leave the
+  // bias out, which cost their plain calls up to 8.6%), at 128 and 256 the kernel the plain call
+  // takes. The FP8 kernel does not add it (an FP8 q is dequantized, and an 8-bit cache's call
+  // that is not a decode call runs on its dequantized copy, as without ALiBi); a sliding window
+  // alone at head dim 128 runs sm90_ws_128x128's dense loop, as without ALiBi, but global tokens,
+  // block layouts, windows at head dims 64 and 256 and compensated precision run the sm_80 kernel
+  // on Hopper too. Sequence-parallel calls refuse it. A slope whose bias reaches float's range (|slope| near the bound) can push a score to
   // -inf, where the fp64 reference keeps it finite.
   TensorView alibi_slopes;
   bool causal = false;

@@ -224,8 +224,8 @@ std::string pick_config(const Case& c, int sm_major, bool sm90_available, int nu
   FwdShape s;
   s.sm_major = sm_major;
   // Caps above the fast tanh's run the sm_80 kernel (pick_forward_kernel), as does ALiBi in
-  // compensated precision; at head dims 64 and 128 ALiBi takes sm90_ws_128x128 (at 64
-  // sm90_ws_192x128 where 3 consumers pay; s.alibi).
+  // compensated precision; at head dim 64 ALiBi takes sm90_ws_128x128 or sm90_ws_192x128
+  // (s.alibi).
   s.sm90_kernel_available = sm90_available && !(c.softcap > FwdParams::kFastTanhMaxCap) &&
                             !(c.alibi && c.precision != Precision::standard);
   s.num_sms = num_sms;
