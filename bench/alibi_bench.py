@@ -4,8 +4,9 @@ same score_mod, and each against the same call without the bias (ours; and torch
 backend, which takes no ALiBi: what an unbiased call costs there). Outputs are checked against an
 fp64 reference on sampled rows of batch 0 (ours and Flex's). One row a shape: times (do_bench
 median, L2 flushed), TFLOP/s, ours/Flex, and what the bias costs each side. On Hopper our dense
-and causal ALiBi calls run the sm_90a kernels' instantiations with the bias (docs/kernels.md),
-decode shapes the decode kernels.
+and causal ALiBi calls, and sliding windows alone at head dim 128, run the sm_90a kernels'
+instantiations with the bias (docs/kernels.md), decode shapes the decode kernels. A case's 10th
+field, when present, is a sliding window (flash-attn's window_size).
 
     PYTHONPATH=<build>/python python3 bench/alibi_bench.py [--json F] [--md F] [--only WORD...]
         [--device cuda|cpu]
@@ -86,6 +87,8 @@ def reference_rows(q, k, v, rows, heads, scale, slopes, causal, window=None):
                 lo = 0 if window[0] < 0 else max(0, pos - window[0])
                 if window[1] >= 0:
                     n = min(n, pos + window[1] + 1)
+            if n <= lo:
+                raise ValueError(f"reference_rows: row {r} sees no key (the cases' rows all do)")
             s = (kk[lo:n] @ q[0, r, h].double().cpu()) * scale
             dist = (torch.arange(lo, n, dtype=torch.float64) - pos).abs()
             s = s - slopes[h] * dist

@@ -312,7 +312,6 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads, kAlibi ? Q8Traits<D>::k
   // the row's log2-domain multiplier is then softcap * log2(e) (p.scale_log2).
   float cap_pre[2] = {0.f, 0.f};
   std::uint32_t qf[D / 16][4];
-  const float kscale_log2 = p.scale_log2 * p.k_scale_of(hk);
 
   for (int t = t0; t < t1; ++t) {
     const int i = t - t0;
@@ -376,7 +375,12 @@ __global__ void __launch_bounds__(Q8Traits<D>::kThreads, kAlibi ? Q8Traits<D>::k
           // At least FLT_MIN: a factor that underflows to 0 (a tiny k_scale with a tiny bf16 q
           // row) would make a masked key's -inf score NaN. Any score times FLT_MIN is at most
           // ~2^-93, so its exp2 is 1 either way: the row's weights stay uniform, as they should.
-          row_scale[h] = fmaxf(ldexpf(kscale_log2, q_shift[g + 8 * h]), 1.17549435e-38f);
+          // In double: a tiny k_scale's product may leave float's range before a q row's shift
+          // (up to +113) brings it back.
+          row_scale[h] = fmaxf(static_cast<float>(ldexp(static_cast<double>(p.scale_log2) *
+                                                            p.k_scale_of(hk),
+                                                        q_shift[g + 8 * h])),
+                               1.17549435e-38f);
         }
       }
         // A fragments in the K order below: step kk's dims 2c4, 2c4+1 / 2c4+8, 2c4+9 are the

@@ -105,7 +105,8 @@ struct FwdTraits {
   static constexpr bool kOwnDenseCausal = kConsumers_ != 2 || kBlockN_ != 0 || kLateWaitD64_ ||
                                           kStages_ != 0 || kCausalOnly_ || kAlibi_;
   // Whether the dense loop adds ALiBi (FwdParams::alibi_slopes: a branch uniform over the call in
-  // consume()'s softmax; ALiBi calls are dense or causal, see select_fwd_config): the 2-consumer
+  // consume()'s softmax; ALiBi calls are dense or causal, or at head dim 128 windows alone, see
+  // pick_forward_kernel and select_fwd_config): the 2-consumer
   // kernel at head dim 128 and both head-dim-256 kernels (H200, same-run A/B of calls without
   // ALiBi, 2026-12-03-h200-s70 call 3: 0.98-1.00x the time), but at head dim 64, whose softmax
   // takes as long as its GEMMs, none of the plain calls' kernels: with the branch compiled in,
@@ -2313,7 +2314,8 @@ void launch_own(const FwdParams& p, cudaStream_t stream) {
 // keys or any under GPUATTN_KERNEL=sm90_ws_128x128_s3) the 3-stage one (causal calls its causal
 // twin), sm90_ws_128x128_s4 (head dim 64, causal, under 2048 rows) the 4-stage one,
 // sm90_ws_64x128_2cta (head dim 64, dense and causal, not varlen, small grids) the one-consumer
-// one;
+// one; ALiBi calls the instantiations with the bias (sm90_ws_192x128 and sm90_ws_128x128_s3 their
+// own, sm90_ws_128x128 at head dim 64 FwdD64AlibiTraits; see FwdTraits::kAlibi);
 // otherwise p.precision picks: standard (2 consumers; the dense or the masked instantiation, see
 // launch_fwd), or (head dims 64 and 128) compensated. A compensated call at head dim 256 belongs
 // to the sm_80 path (select_fwd_config never sends it here).

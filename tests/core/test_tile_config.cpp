@@ -225,6 +225,12 @@ TEST(TileConfig, HopperAlibiCallsTakeTheKernelsWithTheBias) {
     s.force_128x128 = true;
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
     s.force_128x128 = false;
+    s.dense_or_causal = false;  // a window alone: the 2-stage kernel's dense loop, forced or not
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.force_128x128_s3 = true;
+    EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
+    s.force_128x128_s3 = false;
+    s.dense_or_causal = true;
     s.seqlen_q = s.seqlen_k = 4096;  // past kD128ThreeStageMaxKeys: the 2-stage kernel
     EXPECT_EQ(pick(s), FwdKernel::sm90_ws_128x128) << causal;
     s.force_128x128_s3 = true;
