@@ -15,6 +15,9 @@ causal-d128-512 and dense-d256-512 (the sweep's short non-causal points: 4-16 ke
 window-1024 (bf16 B1 H16 S16384 D128, causal window (1023, 0)), blocks-50, blocks-90 (bf16 B1 H16
 S16384 D128, a random per-head 128 x 128 layout with 50% / 90% of the blocks off, diagonal on).
 
+--alibi adds ALiBi (the paper's slopes, 2^(-8 (h + 1) / H)) to our call (not with a block
+layout), for the biased kernel beside the plain one.
+
 --backend cudnn runs torch SDPA's cuDNN backend on the same inputs instead (dense and causal cases
 only), for the anchor's kernel side by side with ours:
 
@@ -56,6 +59,8 @@ def main():
     ap.add_argument("case", choices=sorted(CASES))
     ap.add_argument("--backend", choices=["ours", "cudnn"], default="ours",
                     help="ours (default) or torch SDPA's cuDNN backend (dense and causal cases)")
+    ap.add_argument("--alibi", action="store_true",
+                    help="our call with ALiBi slopes 2^(-8 (h + 1) / H) (not block layouts)")
     args = ap.parse_args()
     try:
         import torch
@@ -75,7 +80,13 @@ def main():
         layout = sparse_masks.random_block_layout(c["h"], n, n, c["sparsity"], seed=7)
         kwargs["block_mask"] = torch.from_numpy(np.ascontiguousarray(layout)).to("cuda")
         kwargs["block_size"] = 128
-    sparse = "window" in c or "sparsity" in c
+    if args.alibi:
+        if "sparsity" in c or args.backend == "cudnn":
+            sys.exit(f"profile_cases: --alibi runs our dense, causal and window cases, not "
+                     f"{args.case} on {args.backend}")
+        kwargs["alibi_slopes"] = torch.tensor(
+            [2.0 ** (-8.0 * (i + 1) / c["h"]) for i in range(c["h"])], device="cuda")
+    sparse = "sparsity" in c or ("window" in c and not args.alibi)
     if args.backend == "cudnn":
         if sparse:
             sys.exit(f"profile_cases: --backend cudnn runs dense and causal cases, not {args.case}")
